@@ -1,0 +1,282 @@
+//! Bulkhead's broker (the controller, like slurmctld).
+//!
+//! The broker owns the cluster's truth: the job queue, the nodes and their health. It is
+//! three threads of work around one pure core:
+//! - [`transport`]: the ZeroMQ ROUTER socket on its own thread;
+//! - the async loop in [`run`], on tokio: decodes frames, authenticates callers with
+//!   MUNGE (on the blocking pool), feeds the [`core::Core`] and times node health;
+//! - [`store`]: the SQLite writer thread, which commits the core's changes in groups and
+//!   only then releases the replies and launches that depend on them.
+
+pub mod core;
+pub mod store;
+pub mod transport;
+
+use crate::core::{Caller, Core, CoreConfig, Effects, Outbound, PeerId};
+use crate::store::{Batch, Store, StoreError};
+use bulkhead_munge::{Munge, MungeErrorKind};
+use bulkhead_proto::codec::{self, Kind};
+use bulkhead_proto::msg::{AgentMessage, BrokerMessage, ClientOp, ClientReply, ClientRequest, ErrorCode, ErrorReply};
+use bulkhead_proto::time::now_us;
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// How the broker is set up.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// ZeroMQ endpoint to bind, e.g. `tcp://127.0.0.1:6817`; port `*` or 0 picks one.
+    pub listen: String,
+    /// Where the store lives.
+    pub data_dir: PathBuf,
+    /// The `munged` socket; `None` is libmunge's default.
+    pub munge_socket: Option<PathBuf>,
+    pub core: CoreConfig,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Transport(#[from] transport::TransportError),
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("cannot start the store writer: {0}")]
+    Thread(std::io::Error),
+    #[error("the store failed and the broker stopped to avoid acknowledging lost state: {0}")]
+    StoreFailed(String),
+}
+
+enum Event {
+    Client { peer: PeerId, request_id: u64, caller: Result<Caller, ErrorReply>, op: ClientOp },
+    Register { peer: PeerId, request_id: u64, caller: Option<Caller>, msg: AgentMessage },
+    StoreFailed(String),
+}
+
+/// Runs the broker until `shutdown` resolves. Writes the bound endpoint to
+/// `DATA_DIR/broker.endpoint` once it is listening.
+pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(), BrokerError> {
+    let store = Store::open(&cfg.data_dir)?;
+    let (jobs, nodes) = store.load()?;
+    let mut core = Core::new(cfg.core.clone(), jobs, nodes);
+    tracing::info!(jobs = core.job_count(), db = %cfg.data_dir.join("bulkhead.db").display(), "store loaded");
+
+    let ctx = zmq::Context::new();
+    let bound = transport::bind(&ctx, &cfg.listen)?;
+    let endpoint = bound.endpoint.clone();
+    let push = ctx
+        .socket(zmq::PUSH)
+        .and_then(|s| s.connect(&bound.out_endpoint).map(|()| s))
+        .map_err(|source| transport::TransportError::Zmq { what: "connect", endpoint: bound.out_endpoint.clone(), source })?;
+    let (ev_tx, mut ev_rx) = mpsc::channel::<Event>(65_536);
+    let (in_tx, mut in_rx) = mpsc::channel::<transport::Incoming>(65_536);
+    let stop = Arc::new(AtomicBool::new(false));
+    let zmq_thread = transport::spawn(bound, in_tx, stop.clone())?;
+
+    let fatal_tx = ev_tx.clone();
+    let (writer, writer_thread) = store::spawn_writer(
+        store,
+        move |out: Vec<Outbound>| {
+            for o in out {
+                if let Some(parts) = encode_outbound(&o)
+                    && let Err(e) = push.send_multipart(parts, 0)
+                {
+                    tracing::warn!(error = %e, "cannot queue a reply");
+                }
+            }
+        },
+        move |e| {
+            let _ = fatal_tx.blocking_send(Event::StoreFailed(e.to_string()));
+        },
+    )
+    .map_err(BrokerError::Thread)?;
+
+    let ep_file = cfg.data_dir.join("broker.endpoint");
+    std::fs::write(&ep_file, format!("{endpoint}\n")).map_err(|source| BrokerError::Write { path: ep_file, source })?;
+    tracing::info!(%endpoint, "broker listening");
+
+    let munge = Munge::new(cfg.munge_socket.as_deref());
+    let names: Arc<Mutex<HashMap<u32, String>>> = Arc::default();
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tokio::pin!(shutdown);
+    let mut result = Ok(());
+    loop {
+        let fx: Effects = tokio::select! {
+            _ = &mut shutdown => break,
+            _ = tick.tick() => core.tick(now_us()),
+            Some(inc) = in_rx.recv() => {
+                match on_frame(inc, &mut core, &munge, &names, &ev_tx) {
+                    Some(fx) => fx,
+                    None => continue,
+                }
+            }
+            Some(ev) = ev_rx.recv() => match ev {
+                Event::Client { peer, request_id, caller, op } => match caller {
+                    Ok(c) => core.client(peer, request_id, &c, op, now_us()),
+                    Err(e) => reply_only(peer, request_id, e),
+                },
+                Event::Register { peer, request_id, caller, msg } => {
+                    core.agent(peer, request_id, caller.as_ref(), msg, now_us())
+                }
+                Event::StoreFailed(e) => {
+                    result = Err(BrokerError::StoreFailed(e));
+                    break;
+                }
+            },
+        };
+        let fx = match fx {
+            Effects { store, send } if store.is_empty() && send.is_empty() => continue,
+            fx => fx,
+        };
+        if writer.send(Batch { ops: fx.store, then: fx.send }).is_err() {
+            result = Err(BrokerError::StoreFailed("store writer stopped".into()));
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    drop(writer);
+    let _ = tokio::task::spawn_blocking(move || {
+        let _ = writer_thread.join();
+        let _ = zmq_thread.join();
+    })
+    .await;
+    tracing::info!("broker stopped");
+    result
+}
+
+fn reply_only(peer: PeerId, request_id: u64, e: ErrorReply) -> Effects {
+    Effects { store: vec![], send: vec![Outbound::Client { peer, request_id, reply: ClientReply::Error(e) }] }
+}
+
+fn encode_outbound(o: &Outbound) -> Option<Vec<Vec<u8>>> {
+    let (peer, frame) = match o {
+        Outbound::Client { peer, request_id, reply } => (peer, codec::encode(*request_id, reply)),
+        Outbound::Agent { peer, request_id, msg } => (peer, codec::encode(*request_id, msg)),
+    };
+    match frame {
+        Ok(f) => Some(vec![peer.clone(), f]),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot encode a reply");
+            None
+        }
+    }
+}
+
+/// Handles one raw frame: refusals are answered at once; requests that need MUNGE go
+/// to the blocking pool and come back as events; other agent messages go to the core.
+fn on_frame(
+    inc: transport::Incoming,
+    core: &mut Core,
+    munge: &Munge,
+    names: &Arc<Mutex<HashMap<u32, String>>>,
+    ev_tx: &mpsc::Sender<Event>,
+) -> Option<Effects> {
+    let peer = inc.peer;
+    if inc.frames.len() != 1 {
+        let e = ErrorReply::new(ErrorCode::BadFrame, format!("expected 1 frame per message, got {}", inc.frames.len()));
+        return Some(reply_only(peer, 0, e));
+    }
+    let frame = &inc.frames[0];
+    let header = match codec::peek_header(frame) {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::debug!(error = %e, "bad frame");
+            return Some(reply_only(peer, 0, ErrorReply::new(ErrorCode::BadFrame, e.to_string())));
+        }
+    };
+    let bad = |code: ErrorCode, msg: String| -> Effects {
+        let e = ErrorReply::new(code, msg);
+        match header.kind {
+            Kind::AgentMessage => Effects {
+                store: vec![],
+                send: vec![Outbound::Agent { peer: peer.clone(), request_id: header.request_id, msg: BrokerMessage::Error(e) }],
+            },
+            _ => reply_only(peer.clone(), header.request_id, e),
+        }
+    };
+    match header.kind {
+        Kind::ClientRequest => match codec::decode::<ClientRequest>(frame) {
+            Ok((_, req)) => {
+                let (munge, names, tx) = (munge.clone(), names.clone(), ev_tx.clone());
+                let request_id = header.request_id;
+                tokio::task::spawn_blocking(move || {
+                    let caller = authenticate(&munge, &names, &req.credential);
+                    if let Err(e) = &caller {
+                        tracing::warn!(reason = %e.message, "refused a client request");
+                    }
+                    let _ = tx.blocking_send(Event::Client { peer, request_id, caller, op: req.op });
+                });
+                None
+            }
+            Err(codec::DecodeError::UnsupportedVersion { got, supported }) => Some(bad(
+                ErrorCode::UnsupportedVersion,
+                format!("protocol version {got} is not supported; this broker speaks {supported}"),
+            )),
+            Err(e) => Some(bad(ErrorCode::BadFrame, e.to_string())),
+        },
+        Kind::AgentMessage => match codec::decode::<AgentMessage>(frame) {
+            Ok((_, AgentMessage::Register(reg))) => {
+                let (munge, names, tx) = (munge.clone(), names.clone(), ev_tx.clone());
+                let request_id = header.request_id;
+                tokio::task::spawn_blocking(move || {
+                    let caller = match authenticate(&munge, &names, &reg.credential) {
+                        Ok(c) => Some(c),
+                        Err(e) => {
+                            tracing::warn!(node = %reg.name, reason = %e.message, "refused a node registration");
+                            None
+                        }
+                    };
+                    let msg = AgentMessage::Register(reg);
+                    let _ = tx.blocking_send(Event::Register { peer, request_id, caller, msg });
+                });
+                None
+            }
+            Ok((h, msg)) => Some(core.agent(peer, h.request_id, None, msg, now_us())),
+            Err(codec::DecodeError::UnsupportedVersion { got, supported }) => Some(bad(
+                ErrorCode::UnsupportedVersion,
+                format!("protocol version {got} is not supported; this broker speaks {supported}"),
+            )),
+            Err(e) => Some(bad(ErrorCode::BadFrame, e.to_string())),
+        },
+        other => Some(bad(ErrorCode::BadFrame, format!("a broker does not accept {other:?} frames"))),
+    }
+}
+
+/// Decodes a MUNGE credential into the caller's identity.
+fn authenticate(munge: &Munge, names: &Mutex<HashMap<u32, String>>, cred: &[u8]) -> Result<Caller, ErrorReply> {
+    if cred.is_empty() {
+        return Err(ErrorReply::new(ErrorCode::Unauthenticated, "request carries no MUNGE credential"));
+    }
+    let d = munge.decode(cred).map_err(|e| {
+        let what = match e.kind {
+            MungeErrorKind::Expired => "credential expired",
+            MungeErrorKind::Replayed => "credential replayed",
+            MungeErrorKind::Rewound => "credential from the future (clock skew?)",
+            MungeErrorKind::Invalid => "credential invalid (forged, corrupted, or from another MUNGE realm)",
+            MungeErrorKind::Socket => "broker cannot reach munged",
+            MungeErrorKind::Other(_) => "credential refused",
+        };
+        let code = if e.kind == MungeErrorKind::Socket { ErrorCode::Internal } else { ErrorCode::Unauthenticated };
+        ErrorReply::new(code, format!("{what}: {}", e.message))
+    })?;
+    Ok(Caller { uid: d.uid, gid: d.gid, user: user_name(names, d.uid) })
+}
+
+fn user_name(cache: &Mutex<HashMap<u32, String>>, uid: u32) -> String {
+    if let Some(n) = cache.lock().ok().and_then(|c| c.get(&uid).cloned()) {
+        return n;
+    }
+    let name = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string());
+    if let Ok(mut c) = cache.lock() {
+        c.insert(uid, name.clone());
+    }
+    name
+}

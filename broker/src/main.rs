@@ -1,0 +1,66 @@
+//! `bulkhead-broker`: the controller daemon.
+
+use anyhow::Context;
+use bulkhead_broker::core::CoreConfig;
+use bulkhead_broker::{BrokerConfig, run};
+use clap::Parser;
+use std::path::PathBuf;
+
+/// Bulkhead's broker: accepts jobs, keeps them durable and places them on nodes.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// ZeroMQ endpoint to listen on (port 0 or * picks a free one).
+    #[arg(long, default_value = "tcp://127.0.0.1:6817", env = "BH_LISTEN")]
+    listen: String,
+    /// Directory of the embedded store.
+    #[arg(long, default_value = "/var/lib/bulkhead", env = "BH_DATA_DIR")]
+    data_dir: PathBuf,
+    /// munged socket (default: libmunge's).
+    #[arg(long, env = "BH_MUNGE_SOCKET")]
+    munge_socket: Option<PathBuf>,
+    /// Name of the cluster's partition.
+    #[arg(long, default_value = "batch")]
+    partition: String,
+    /// Memory per CPU given to jobs that do not ask (MB).
+    #[arg(long, default_value_t = 1024)]
+    def_mem_per_cpu: u64,
+    /// Heartbeat interval asked of agents (ms).
+    #[arg(long, default_value_t = 2000)]
+    heartbeat_ms: u32,
+    /// Seconds of silence after which a node is DOWN and its jobs NODE_FAIL.
+    #[arg(long, default_value_t = 30)]
+    node_timeout: u64,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let a = Args::parse();
+    let cfg = BrokerConfig {
+        listen: a.listen,
+        data_dir: a.data_dir,
+        munge_socket: a.munge_socket,
+        core: CoreConfig {
+            partition: a.partition,
+            def_mem_per_cpu_mb: a.def_mem_per_cpu,
+            heartbeat_ms: a.heartbeat_ms,
+            node_timeout_us: a.node_timeout * 1_000_000,
+        },
+    };
+    run(cfg, shutdown_signal()).await.context("broker failed")
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

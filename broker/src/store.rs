@@ -1,0 +1,417 @@
+//! The broker's durable store: jobs and nodes in SQLite, written by one thread with
+//! group commit.
+//!
+//! SQLite runs in WAL mode with `synchronous=FULL`, so a committed transaction is on
+//! disk before `COMMIT` returns. The writer thread takes every batch waiting in its
+//! queue, applies them all in one transaction, and only then hands their outgoing
+//! messages on: one fsync covers many requests, and no reply leaves before the state
+//! it announces is durable.
+
+use bulkhead_proto::job::JobSubmission;
+use bulkhead_proto::{JobId, JobState, NodeId};
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRow {
+    pub id: JobId,
+    pub uid: u32,
+    pub gid: u32,
+    pub user: String,
+    pub submission: JobSubmission,
+    pub partition: String,
+    pub mem_mb: u64,
+    pub state: JobState,
+    pub reason: Option<String>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub node: Option<NodeId>,
+    pub submit_us: u64,
+    pub start_us: Option<u64>,
+    pub end_us: Option<u64>,
+}
+
+/// A node as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeRow {
+    pub id: NodeId,
+    pub name: String,
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub last_seen_us: u64,
+}
+
+/// One change to the store.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreOp {
+    /// A new job, with its submission (script, environment).
+    InsertJob(Box<JobRow>),
+    /// A job's mutable fields (state, times, node, exit); the submission is not rewritten.
+    UpdateJob(Box<JobRow>),
+    UpsertNode(NodeRow),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir { path: PathBuf, source: std::io::Error },
+    #[error("SQLite error on {path} while {doing}: {source}")]
+    Sqlite { path: PathBuf, doing: &'static str, source: rusqlite::Error },
+    #[error("stored job {id} has an unreadable {field}: {detail}")]
+    Corrupt { id: i64, field: &'static str, detail: String },
+}
+
+/// The open database.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS jobs (
+    id          INTEGER PRIMARY KEY,
+    uid         INTEGER NOT NULL,
+    gid         INTEGER NOT NULL,
+    user        TEXT NOT NULL,
+    submission  BLOB NOT NULL,
+    partition   TEXT NOT NULL,
+    mem_mb      INTEGER NOT NULL,
+    state       TEXT NOT NULL,
+    reason      TEXT,
+    exit_code   INTEGER,
+    signal      INTEGER,
+    node        INTEGER,
+    submit_us   INTEGER NOT NULL,
+    start_us    INTEGER,
+    end_us      INTEGER
+);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE TABLE IF NOT EXISTS nodes (
+    id           INTEGER PRIMARY KEY,
+    name         TEXT NOT NULL UNIQUE,
+    cpus         INTEGER NOT NULL,
+    mem_mb       INTEGER NOT NULL,
+    last_seen_us INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1');
+";
+
+impl Store {
+    /// Opens (creating if needed) `DIR/bulkhead.db`.
+    pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir { path: data_dir.to_path_buf(), source })?;
+        let path = data_dir.join("bulkhead.db");
+        let sq = |doing: &'static str| {
+            let path = path.clone();
+            move |source| StoreError::Sqlite { path, doing, source }
+        };
+        let conn = Connection::open(&path).map_err(sq("opening"))?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sq("enabling WAL"))?;
+        conn.pragma_update(None, "synchronous", "FULL").map_err(sq("setting synchronous=FULL"))?;
+        conn.execute_batch(SCHEMA).map_err(sq("creating the schema"))?;
+        Ok(Store { conn, path })
+    }
+
+    fn sq(&self, doing: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::Sqlite { path: self.path.clone(), doing, source }
+    }
+
+    /// Every stored job and node.
+    pub fn load(&self) -> Result<(Vec<JobRow>, Vec<NodeRow>), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, uid, gid, user, submission, partition, mem_mb, state, reason, exit_code, signal, node,
+                        submit_us, start_us, end_us FROM jobs ORDER BY id",
+            )
+            .map_err(self.sq("reading jobs"))?;
+        type Raw = (i64, u32, u32, String, Vec<u8>, String, i64, String, Option<String>, Option<i32>, Option<i32>, Option<u32>, i64, Option<i64>, Option<i64>);
+        let raws: Vec<Raw> = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                    r.get(10)?,
+                    r.get(11)?,
+                    r.get(12)?,
+                    r.get(13)?,
+                    r.get(14)?,
+                ))
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(self.sq("reading jobs"))?;
+        let mut jobs = Vec::with_capacity(raws.len());
+        for (id, uid, gid, user, blob, partition, mem_mb, state, reason, exit_code, signal, node, submit, start, end) in raws {
+            let submission: JobSubmission = postcard::from_bytes(&blob)
+                .map_err(|e| StoreError::Corrupt { id, field: "submission", detail: e.to_string() })?;
+            let state: JobState =
+                state.parse().map_err(|e: bulkhead_proto::job::ParseStateError| StoreError::Corrupt { id, field: "state", detail: e.to_string() })?;
+            jobs.push(JobRow {
+                id: JobId(id as u64),
+                uid,
+                gid,
+                user,
+                submission,
+                partition,
+                mem_mb: mem_mb as u64,
+                state,
+                reason,
+                exit_code,
+                signal,
+                node: node.map(NodeId),
+                submit_us: submit as u64,
+                start_us: start.map(|v| v as u64),
+                end_us: end.map(|v| v as u64),
+            });
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, name, cpus, mem_mb, last_seen_us FROM nodes ORDER BY id")
+            .map_err(self.sq("reading nodes"))?;
+        let nodes = stmt
+            .query_map([], |r| {
+                Ok(NodeRow {
+                    id: NodeId(r.get(0)?),
+                    name: r.get(1)?,
+                    cpus: r.get(2)?,
+                    mem_mb: r.get::<_, i64>(3)? as u64,
+                    last_seen_us: r.get::<_, i64>(4)? as u64,
+                })
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(self.sq("reading nodes"))?;
+        Ok((jobs, nodes))
+    }
+
+    /// Applies `ops` in one transaction, durable when this returns.
+    pub fn apply<'a>(&mut self, ops: impl IntoIterator<Item = &'a StoreOp>) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let sq = |doing: &'static str| {
+            let path = path.clone();
+            move |source| StoreError::Sqlite { path, doing, source }
+        };
+        let tx = self.conn.transaction().map_err(sq("beginning a transaction"))?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO jobs (id, uid, gid, user, submission, partition, mem_mb, state, reason, exit_code,
+                                       signal, node, submit_us, start_us, end_us)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                )
+                .map_err(sq("preparing the job insert"))?;
+            let mut update = tx
+                .prepare_cached(
+                    "UPDATE jobs SET state = ?2, reason = ?3, exit_code = ?4, signal = ?5, node = ?6,
+                                     start_us = ?7, end_us = ?8 WHERE id = ?1",
+                )
+                .map_err(sq("preparing the job update"))?;
+            let mut node = tx
+                .prepare_cached(
+                    "INSERT INTO nodes (id, name, cpus, mem_mb, last_seen_us) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT(id) DO UPDATE SET name = ?2, cpus = ?3, mem_mb = ?4, last_seen_us = ?5",
+                )
+                .map_err(sq("preparing the node upsert"))?;
+            for op in ops {
+                match op {
+                    StoreOp::InsertJob(j) => {
+                        let blob = postcard::to_allocvec(&j.submission).map_err(|e| StoreError::Corrupt {
+                            id: j.id.0 as i64,
+                            field: "submission",
+                            detail: e.to_string(),
+                        })?;
+                        insert
+                            .execute(params![
+                                j.id.0 as i64,
+                                j.uid,
+                                j.gid,
+                                j.user,
+                                blob,
+                                j.partition,
+                                j.mem_mb as i64,
+                                j.state.as_str(),
+                                j.reason,
+                                j.exit_code,
+                                j.signal,
+                                j.node.map(|n| n.0),
+                                j.submit_us as i64,
+                                j.start_us.map(|v| v as i64),
+                                j.end_us.map(|v| v as i64),
+                            ])
+                            .map_err(sq("inserting a job"))?;
+                    }
+                    StoreOp::UpdateJob(j) => {
+                        update
+                            .execute(params![
+                                j.id.0 as i64,
+                                j.state.as_str(),
+                                j.reason,
+                                j.exit_code,
+                                j.signal,
+                                j.node.map(|n| n.0),
+                                j.start_us.map(|v| v as i64),
+                                j.end_us.map(|v| v as i64),
+                            ])
+                            .map_err(sq("updating a job"))?;
+                    }
+                    StoreOp::UpsertNode(n) => {
+                        node.execute(params![n.id.0, n.name, n.cpus, n.mem_mb as i64, n.last_seen_us as i64])
+                            .map_err(sq("storing a node"))?;
+                    }
+                }
+            }
+        }
+        tx.commit().map_err(sq("committing"))
+    }
+
+    /// The value of a `meta` key, for diagnostics.
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(self.sq("reading meta"))
+    }
+}
+
+/// A unit of work for the writer: changes, and what may be sent once they are durable.
+#[derive(Debug)]
+pub struct Batch<T> {
+    pub ops: Vec<StoreOp>,
+    pub then: Vec<T>,
+}
+
+/// Most batches folded into one transaction.
+const MAX_GROUP: usize = 4096;
+
+/// Starts the writer thread. Each batch's `then` items are passed to `release`, in
+/// order, after the transaction holding its ops has committed. If a commit fails the
+/// thread calls `fatal` and stops: nothing of the failed group is released, and the
+/// broker must stop rather than acknowledge what it could not store.
+pub fn spawn_writer<T: Send + 'static>(
+    mut store: Store,
+    mut release: impl FnMut(Vec<T>) + Send + 'static,
+    fatal: impl FnOnce(StoreError) + Send + 'static,
+) -> std::io::Result<(mpsc::Sender<Batch<T>>, thread::JoinHandle<()>)> {
+    let (tx, rx) = mpsc::channel::<Batch<T>>();
+    let handle = thread::Builder::new().name("bh-store".into()).spawn(move || {
+        while let Ok(first) = rx.recv() {
+            let mut group = vec![first];
+            while group.len() < MAX_GROUP {
+                match rx.try_recv() {
+                    Ok(b) => group.push(b),
+                    Err(_) => break,
+                }
+            }
+            let has_ops = group.iter().any(|b| !b.ops.is_empty());
+            if has_ops && let Err(e) = store.apply(group.iter().flat_map(|b| b.ops.iter())) {
+                tracing::error!(error = %e, "store commit failed; stopping");
+                fatal(e);
+                return;
+            }
+            let then: Vec<T> = group.into_iter().flat_map(|b| b.then).collect();
+            if !then.is_empty() {
+                release(then);
+            }
+        }
+    })?;
+    Ok((tx, handle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bulkhead_proto::ResourceRequest;
+
+    fn row(id: u64) -> JobRow {
+        JobRow {
+            id: JobId(id),
+            uid: 1000,
+            gid: 1000,
+            user: "ann".into(),
+            submission: JobSubmission {
+                name: "j".into(),
+                script: "#!/bin/sh\necho hi\n".into(),
+                args: vec!["x".into()],
+                workdir: "/tmp".into(),
+                stdout: Some("o-%j".into()),
+                stderr: None,
+                env: vec![("A".into(), "b".into())],
+                resources: ResourceRequest { cpus: 2, mem_mb: 10, gpus: 0, time_limit_s: Some(5), partition: None },
+            },
+            partition: "batch".into(),
+            mem_mb: 10,
+            state: JobState::Pending,
+            reason: None,
+            exit_code: None,
+            signal: None,
+            node: None,
+            submit_us: 123,
+            start_us: None,
+            end_us: None,
+        }
+    }
+
+    #[test]
+    fn rows_survive_reopen_and_updates_keep_the_script() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let mut s = Store::open(dir.path()).expect("open");
+            s.apply(&[StoreOp::InsertJob(Box::new(row(1))), StoreOp::InsertJob(Box::new(row(2)))]).expect("insert");
+            let mut done = row(1);
+            done.state = JobState::Completed;
+            done.exit_code = Some(0);
+            done.node = Some(NodeId(3));
+            done.end_us = Some(999);
+            done.submission.script = String::new();
+            s.apply(&[
+                StoreOp::UpdateJob(Box::new(done)),
+                StoreOp::UpsertNode(NodeRow { id: NodeId(3), name: "n3".into(), cpus: 4, mem_mb: 100, last_seen_us: 5 }),
+            ])
+            .expect("update");
+        }
+        let s = Store::open(dir.path()).expect("reopen");
+        assert_eq!(s.meta("schema_version").expect("meta").as_deref(), Some("1"));
+        let (jobs, nodes) = s.load().expect("load");
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].state, JobState::Completed);
+        assert_eq!(jobs[0].exit_code, Some(0));
+        assert_eq!(jobs[0].end_us, Some(999));
+        assert_eq!(jobs[0].submission.script, "#!/bin/sh\necho hi\n");
+        assert_eq!(jobs[1], row(2));
+        assert_eq!(nodes, vec![NodeRow { id: NodeId(3), name: "n3".into(), cpus: 4, mem_mb: 100, last_seen_us: 5 }]);
+    }
+
+    #[test]
+    fn a_failed_group_is_not_released() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let (rel_tx, rel_rx) = mpsc::channel();
+        let (fatal_tx, fatal_rx) = mpsc::channel();
+        let (tx, handle) = spawn_writer(
+            store,
+            move |items: Vec<u32>| rel_tx.send(items).expect("send"),
+            move |e| fatal_tx.send(e.to_string()).expect("send"),
+        )
+        .expect("spawn");
+        tx.send(Batch { ops: vec![StoreOp::InsertJob(Box::new(row(1)))], then: vec![1] }).expect("send");
+        assert_eq!(rel_rx.recv().expect("released"), vec![1]);
+        // The same id again violates the primary key: the commit fails.
+        tx.send(Batch { ops: vec![StoreOp::InsertJob(Box::new(row(1)))], then: vec![2] }).expect("send");
+        let msg = fatal_rx.recv().expect("fatal");
+        assert!(msg.contains("inserting a job"), "{msg}");
+        handle.join().expect("join");
+        assert!(rel_rx.try_recv().is_err(), "nothing of the failed group may be released");
+    }
+}

@@ -1,0 +1,345 @@
+//! Jobs as the protocol sees them: states, resource requests, submissions, launches and
+//! the records shown to users.
+
+use crate::ids::{JobId, NodeId};
+use crate::limits::{self, LimitError, check, check_str};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A job's state, spelled as Slurm spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum JobState {
+    Pending,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+    Timeout,
+    OutOfMemory,
+    NodeFail,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 8] = [
+        JobState::Pending,
+        JobState::Running,
+        JobState::Completed,
+        JobState::Failed,
+        JobState::Cancelled,
+        JobState::Timeout,
+        JobState::OutOfMemory,
+        JobState::NodeFail,
+    ];
+
+    /// The Slurm name: `PENDING`, `OUT_OF_MEMORY`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "PENDING",
+            JobState::Running => "RUNNING",
+            JobState::Completed => "COMPLETED",
+            JobState::Failed => "FAILED",
+            JobState::Cancelled => "CANCELLED",
+            JobState::Timeout => "TIMEOUT",
+            JobState::OutOfMemory => "OUT_OF_MEMORY",
+            JobState::NodeFail => "NODE_FAIL",
+        }
+    }
+
+    /// Slurm's two-letter code, as `squeue` prints it.
+    pub fn short(self) -> &'static str {
+        match self {
+            JobState::Pending => "PD",
+            JobState::Running => "R",
+            JobState::Completed => "CD",
+            JobState::Failed => "F",
+            JobState::Cancelled => "CA",
+            JobState::Timeout => "TO",
+            JobState::OutOfMemory => "OOM",
+            JobState::NodeFail => "NF",
+        }
+    }
+
+    /// A job in a terminal state never changes state again.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, JobState::Pending | JobState::Running)
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a string is not a job state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown job state {0:?}")]
+pub struct ParseStateError(pub String);
+
+impl FromStr for JobState {
+    type Err = ParseStateError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let up = s.trim().to_ascii_uppercase();
+        JobState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == up || st.short() == up)
+            .ok_or_else(|| ParseStateError(s.to_string()))
+    }
+}
+
+/// What a job asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceRequest {
+    /// CPUs (cores) on the node.
+    pub cpus: u32,
+    /// Memory in MiB; 0 asks for the cluster default.
+    pub mem_mb: u64,
+    /// Whole GPUs.
+    pub gpus: u32,
+    /// Wall-clock limit in seconds; `None` takes the partition's default.
+    pub time_limit_s: Option<u64>,
+    /// Partition name; `None` takes the default partition.
+    pub partition: Option<String>,
+}
+
+impl Default for ResourceRequest {
+    fn default() -> Self {
+        ResourceRequest { cpus: 1, mem_mb: 0, gpus: 0, time_limit_s: None, partition: None }
+    }
+}
+
+impl ResourceRequest {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        if let Some(p) = &self.partition {
+            check_str("partition", p, limits::MAX_NAME_BYTES)?;
+        }
+        Ok(())
+    }
+}
+
+/// A batch job as a client submits it. Who submits it is not in here: the broker
+/// takes the uid and gid from the request's MUNGE credential.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSubmission {
+    pub name: String,
+    /// The batch script, starting with `#!`.
+    pub script: String,
+    /// Arguments passed to the script.
+    pub args: Vec<String>,
+    /// Absolute working directory.
+    pub workdir: String,
+    /// Output file pattern (`%j` is the job id); `None` means `bh-%j.out`.
+    pub stdout: Option<String>,
+    /// Error file pattern; `None` means the same file as stdout.
+    pub stderr: Option<String>,
+    /// Environment exported to the job.
+    pub env: Vec<(String, String)>,
+    pub resources: ResourceRequest,
+}
+
+impl JobSubmission {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        check_str("name", &self.name, limits::MAX_NAME_BYTES)?;
+        check_str("script", &self.script, limits::MAX_SCRIPT_BYTES)?;
+        check("args", self.args.len(), limits::MAX_ARGS)?;
+        for a in &self.args {
+            check_str("args", a, limits::MAX_PATH_BYTES)?;
+        }
+        check_str("workdir", &self.workdir, limits::MAX_PATH_BYTES)?;
+        for p in [&self.stdout, &self.stderr].into_iter().flatten() {
+            check_str("output pattern", p, limits::MAX_PATH_BYTES)?;
+        }
+        validate_env(&self.env)?;
+        self.resources.validate()
+    }
+}
+
+fn validate_env(env: &[(String, String)]) -> Result<(), LimitError> {
+    check("env", env.len(), limits::MAX_ENV_VARS)?;
+    let mut total = 0usize;
+    for (k, v) in env {
+        check_str("env", k, limits::MAX_ENV_BYTES)?;
+        check_str("env", v, limits::MAX_ENV_BYTES)?;
+        if k.is_empty() || k.contains('=') {
+            return Err(LimitError { field: "env name", len: k.len(), max: 0 });
+        }
+        total += k.len() + v.len() + 2;
+    }
+    check("env", total, limits::MAX_ENV_BYTES)
+}
+
+/// Everything an agent needs to start a job, as the broker sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchSpec {
+    pub job: JobId,
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub script: String,
+    pub args: Vec<String>,
+    pub workdir: String,
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub time_limit_s: Option<u64>,
+    pub partition: String,
+    /// Names of the nodes allocated to the job (`BH_NODELIST`).
+    pub nodelist: String,
+    pub submit_time_us: u64,
+}
+
+impl LaunchSpec {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        check_str("name", &self.name, limits::MAX_NAME_BYTES)?;
+        check_str("script", &self.script, limits::MAX_SCRIPT_BYTES)?;
+        check("args", self.args.len(), limits::MAX_ARGS)?;
+        check_str("workdir", &self.workdir, limits::MAX_PATH_BYTES)?;
+        for p in [&self.stdout, &self.stderr].into_iter().flatten() {
+            check_str("output pattern", p, limits::MAX_PATH_BYTES)?;
+        }
+        check_str("partition", &self.partition, limits::MAX_NAME_BYTES)?;
+        check_str("nodelist", &self.nodelist, limits::MAX_PATH_BYTES)?;
+        validate_env(&self.env)
+    }
+}
+
+/// How a job ended on its node, as the agent reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobEnd {
+    pub job: JobId,
+    pub state: JobState,
+    /// The batch script's exit code (0..=255), when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the batch script, when one did.
+    pub signal: Option<i32>,
+    pub start_time_us: u64,
+    pub end_time_us: u64,
+    /// Why, in words, when the state alone does not say it (launch failures).
+    pub reason: Option<String>,
+}
+
+impl JobEnd {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        if let Some(r) = &self.reason {
+            check("reason", r.len(), limits::MAX_MESSAGE_BYTES)?;
+        }
+        Ok(())
+    }
+}
+
+/// A job as `bh queue` and `bh show` print it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobInfo {
+    pub id: JobId,
+    pub name: String,
+    pub user: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub state: JobState,
+    /// Pending reason, or why the job ended as it did.
+    pub reason: Option<String>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub node: Option<String>,
+    pub node_id: Option<NodeId>,
+    pub resources: ResourceRequest,
+    pub partition: String,
+    pub workdir: String,
+    /// Output paths with `%j` expanded.
+    pub stdout: String,
+    pub stderr: String,
+    pub submit_time_us: u64,
+    pub start_time_us: Option<u64>,
+    pub end_time_us: Option<u64>,
+}
+
+/// The default output pattern, as Slurm's `slurm-%j.out`.
+pub const DEFAULT_OUTPUT_PATTERN: &str = "bh-%j.out";
+
+/// Expands an output pattern for a job: `%j` (job id), `%x` (job name), `%u` (user),
+/// `%%` (a percent sign); a relative result is taken under `workdir`.
+pub fn expand_output_pattern(pattern: &str, job: JobId, name: &str, user: &str, workdir: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('j') | Some('A') => out.push_str(&job.to_string()),
+            Some('x') => out.push_str(name),
+            Some('u') => out.push_str(user),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    if out.starts_with('/') {
+        out
+    } else {
+        format!("{}/{}", workdir.trim_end_matches('/'), out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_round_trip_through_slurm_names() {
+        for st in JobState::ALL {
+            assert_eq!(st.as_str().parse::<JobState>(), Ok(st));
+            assert_eq!(st.short().parse::<JobState>(), Ok(st));
+        }
+        assert_eq!("out_of_memory".parse::<JobState>(), Ok(JobState::OutOfMemory));
+        assert!("DONE".parse::<JobState>().is_err());
+        assert!(!JobState::Pending.is_terminal());
+        assert!(!JobState::Running.is_terminal());
+        assert!(JobState::NodeFail.is_terminal());
+    }
+
+    #[test]
+    fn output_patterns_expand() {
+        let j = JobId(17);
+        assert_eq!(expand_output_pattern("bh-%j.out", j, "x", "u", "/home/a"), "/home/a/bh-17.out");
+        assert_eq!(expand_output_pattern("/tmp/%x-%j-%u.%%", j, "train", "ann", "/w"), "/tmp/train-17-ann.%");
+        assert_eq!(expand_output_pattern("a%qb%", j, "n", "u", "/w/"), "/w/a%qb%");
+    }
+
+    fn submission() -> JobSubmission {
+        JobSubmission {
+            name: "t".into(),
+            script: "#!/bin/sh\ntrue\n".into(),
+            args: vec![],
+            workdir: "/tmp".into(),
+            stdout: None,
+            stderr: None,
+            env: vec![("A".into(), "1".into())],
+            resources: ResourceRequest::default(),
+        }
+    }
+
+    #[test]
+    fn submission_limits_name_the_field() {
+        assert!(submission().validate().is_ok());
+        let mut s = submission();
+        s.script = "x".repeat(limits::MAX_SCRIPT_BYTES + 1);
+        assert_eq!(s.validate().unwrap_err().field, "script");
+        let mut s = submission();
+        s.env = vec![("A=B".into(), "1".into())];
+        assert_eq!(s.validate().unwrap_err().field, "env name");
+        let mut s = submission();
+        s.workdir = "/tmp\0/x".into();
+        assert_eq!(s.validate().unwrap_err().field, "workdir");
+        let mut s = submission();
+        s.env = (0..=limits::MAX_ENV_VARS).map(|i| (format!("V{i}"), String::new())).collect();
+        assert_eq!(s.validate().unwrap_err().field, "env");
+    }
+}

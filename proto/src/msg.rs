@@ -1,0 +1,240 @@
+//! The messages each peer may send: clients and agents to the broker, and its replies.
+
+use crate::codec::{Kind, Message};
+use crate::ids::{JobId, NodeId};
+use crate::job::{JobEnd, JobInfo, JobState, JobSubmission, LaunchSpec};
+use crate::limits::{self, LimitError, check, check_str};
+use serde::{Deserialize, Serialize};
+
+/// A request from a client (`bh`). Every request carries a MUNGE credential that
+/// tells the broker who is asking.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientRequest {
+    pub credential: Vec<u8>,
+    pub op: ClientOp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientOp {
+    Submit(JobSubmission),
+    Queue(QueueFilter),
+    Show(JobId),
+    Cancel(Vec<JobId>),
+    Nodes,
+}
+
+/// Which jobs `bh queue` lists. An empty filter lists all pending and running jobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueFilter {
+    /// Only jobs in these states; empty means PENDING and RUNNING.
+    pub states: Vec<JobState>,
+    /// Only these users' jobs (by uid).
+    pub uids: Vec<u32>,
+    /// Only these jobs.
+    pub jobs: Vec<JobId>,
+}
+
+/// The broker's answer to one [`ClientRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientReply {
+    Submitted(JobId),
+    Jobs(Vec<JobInfo>),
+    Job(Box<JobInfo>),
+    Cancelled(Vec<CancelOutcome>),
+    Nodes(Vec<NodeInfo>),
+    Error(ErrorReply),
+}
+
+/// What happened to one job of a cancel request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelOutcome {
+    pub job: JobId,
+    pub result: Result<JobState, ErrorReply>,
+}
+
+/// A refusal, with a code a program can match and a message a person can read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code:?}: {message}")]
+pub struct ErrorReply {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ErrorReply {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        let mut message = message.into();
+        if message.len() > limits::MAX_MESSAGE_BYTES {
+            let mut cut = limits::MAX_MESSAGE_BYTES;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+        }
+        ErrorReply { code, message }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorCode {
+    /// The frame could not be decoded.
+    BadFrame,
+    /// The frame's protocol version is not spoken here.
+    UnsupportedVersion,
+    /// The credential is missing, forged, expired or replayed.
+    Unauthenticated,
+    /// The caller may not do this.
+    PermissionDenied,
+    NotFound,
+    /// The request is well-formed but makes no sense (bad path, bad value).
+    Invalid,
+    /// No node of the cluster could ever run this job.
+    Unsatisfiable,
+    /// The job is already in a terminal state.
+    AlreadyFinished,
+    Internal,
+}
+
+/// A node as `bh nodes` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub id: NodeId,
+    pub name: String,
+    pub state: NodeState,
+    pub cpus: u32,
+    pub cpus_alloc: u32,
+    pub mem_mb: u64,
+    pub mem_alloc_mb: u64,
+    pub running_jobs: u32,
+    pub last_seen_us: u64,
+    /// The limits the node's agent enforces with cgroups (`cpuset`, `memory`, `pids`, ...).
+    pub enforced: Vec<String>,
+    pub agent_version: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeState {
+    Idle,
+    Mixed,
+    Allocated,
+    Down,
+}
+
+impl NodeState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeState::Idle => "IDLE",
+            NodeState::Mixed => "MIXED",
+            NodeState::Allocated => "ALLOCATED",
+            NodeState::Down => "DOWN",
+        }
+    }
+}
+
+/// From a node agent to the broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AgentMessage {
+    /// First message on a connection. The credential must decode to uid 0: only root
+    /// on a machine that shares the cluster's MUNGE key can add a node.
+    Register(Registration),
+    Heartbeat { running: Vec<JobId> },
+    JobStarted { job: JobId, pid: u32, start_time_us: u64 },
+    /// Sent until the broker acknowledges it with [`BrokerMessage::EndAck`].
+    JobEnded(JobEnd),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registration {
+    pub credential: Vec<u8>,
+    pub name: String,
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub agent_version: String,
+    /// Jobs the agent is running now (after a broker restart, or a reconnect).
+    pub running: Vec<JobId>,
+    pub enforced: Vec<String>,
+}
+
+/// From the broker to a node agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BrokerMessage {
+    Registered { node: NodeId, heartbeat_ms: u32 },
+    Launch(Box<LaunchSpec>),
+    /// Kill the job's processes; it ends in `state` (CANCELLED, or NODE_FAIL when the
+    /// broker has given up on it).
+    Kill { job: JobId, state: JobState },
+    /// The broker has stored this job's end; the agent may forget it.
+    EndAck { job: JobId },
+    /// The broker does not know this agent (it restarted): register again.
+    Reregister,
+    Error(ErrorReply),
+}
+
+fn check_ids(field: &'static str, ids: &[JobId]) -> Result<(), LimitError> {
+    check(field, ids.len(), limits::MAX_IDS)
+}
+
+impl Message for ClientRequest {
+    const KIND: Kind = Kind::ClientRequest;
+    fn validate(&self) -> Result<(), LimitError> {
+        check("credential", self.credential.len(), limits::MAX_CREDENTIAL_BYTES)?;
+        match &self.op {
+            ClientOp::Submit(s) => s.validate(),
+            ClientOp::Queue(f) => {
+                check("states", f.states.len(), JobState::ALL.len() * 4)?;
+                check("uids", f.uids.len(), limits::MAX_IDS)?;
+                check_ids("jobs", &f.jobs)
+            }
+            ClientOp::Cancel(ids) => check_ids("jobs", ids),
+            ClientOp::Show(_) | ClientOp::Nodes => Ok(()),
+        }
+    }
+}
+
+impl Message for ClientReply {
+    const KIND: Kind = Kind::ClientReply;
+    fn validate(&self) -> Result<(), LimitError> {
+        match self {
+            ClientReply::Jobs(j) => check("jobs", j.len(), limits::MAX_LIST),
+            ClientReply::Nodes(n) => check("nodes", n.len(), limits::MAX_LIST),
+            ClientReply::Cancelled(c) => check("jobs", c.len(), limits::MAX_IDS),
+            ClientReply::Error(e) => check("message", e.message.len(), limits::MAX_MESSAGE_BYTES),
+            ClientReply::Submitted(_) | ClientReply::Job(_) => Ok(()),
+        }
+    }
+}
+
+impl Message for AgentMessage {
+    const KIND: Kind = Kind::AgentMessage;
+    fn validate(&self) -> Result<(), LimitError> {
+        match self {
+            AgentMessage::Register(r) => {
+                check("credential", r.credential.len(), limits::MAX_CREDENTIAL_BYTES)?;
+                check_str("name", &r.name, limits::MAX_NAME_BYTES)?;
+                check_str("agent_version", &r.agent_version, limits::MAX_NAME_BYTES)?;
+                check_ids("running", &r.running)?;
+                check("enforced", r.enforced.len(), 64)?;
+                for e in &r.enforced {
+                    check_str("enforced", e, limits::MAX_NAME_BYTES)?;
+                }
+                if r.name.is_empty() {
+                    return Err(LimitError { field: "name", len: 0, max: 0 });
+                }
+                Ok(())
+            }
+            AgentMessage::Heartbeat { running } => check_ids("running", running),
+            AgentMessage::JobStarted { .. } => Ok(()),
+            AgentMessage::JobEnded(e) => e.validate(),
+        }
+    }
+}
+
+impl Message for BrokerMessage {
+    const KIND: Kind = Kind::BrokerMessage;
+    fn validate(&self) -> Result<(), LimitError> {
+        match self {
+            BrokerMessage::Launch(spec) => spec.validate(),
+            BrokerMessage::Error(e) => check("message", e.message.len(), limits::MAX_MESSAGE_BYTES),
+            _ => Ok(()),
+        }
+    }
+}
