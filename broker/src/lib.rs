@@ -2,7 +2,7 @@
 //!
 //! The broker owns the cluster's truth: the job queue, the nodes and their health. It is
 //! three threads of work around one pure core:
-//! - [`transport`]: the ZeroMQ ROUTER socket on its own thread;
+//! - the ZeroMQ ROUTER socket on its own thread (`bulkhead_net::thread`);
 //! - the async loop in [`run`], on tokio: decodes frames, authenticates callers with
 //!   MUNGE (on the blocking pool), feeds the [`core::Core`] and times node health;
 //! - [`store`]: the SQLite writer thread, which commits the core's changes in groups and
@@ -10,11 +10,11 @@
 
 pub mod core;
 pub mod store;
-pub mod transport;
 
 use crate::core::{Caller, Core, CoreConfig, Effects, Outbound, PeerId};
 use crate::store::{Batch, Store, StoreError};
 use bulkhead_munge::{Munge, MungeErrorKind};
+use bulkhead_net::thread as transport;
 use bulkhead_proto::codec::{self, Kind};
 use bulkhead_proto::msg::{AgentMessage, BrokerMessage, ClientOp, ClientReply, ClientRequest, ErrorCode, ErrorReply};
 use bulkhead_proto::time::now_us;
@@ -66,12 +66,9 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     tracing::info!(jobs = core.job_count(), db = %cfg.data_dir.join("bulkhead.db").display(), "store loaded");
 
     let ctx = zmq::Context::new();
-    let bound = transport::bind(&ctx, &cfg.listen)?;
+    let bound = transport::bind_router(&ctx, &cfg.listen)?;
     let endpoint = bound.endpoint.clone();
-    let push = ctx
-        .socket(zmq::PUSH)
-        .and_then(|s| s.connect(&bound.out_endpoint).map(|()| s))
-        .map_err(|source| transport::TransportError::Zmq { what: "connect", endpoint: bound.out_endpoint.clone(), source })?;
+    let push = transport::outbox(&ctx, &bound)?;
     let (ev_tx, mut ev_rx) = mpsc::channel::<Event>(65_536);
     let (in_tx, mut in_rx) = mpsc::channel::<transport::Incoming>(65_536);
     let stop = Arc::new(AtomicBool::new(false));
@@ -169,13 +166,16 @@ fn encode_outbound(o: &Outbound) -> Option<Vec<Vec<u8>>> {
 /// Handles one raw frame: refusals are answered at once; requests that need MUNGE go
 /// to the blocking pool and come back as events; other agent messages go to the core.
 fn on_frame(
-    inc: transport::Incoming,
+    mut inc: transport::Incoming,
     core: &mut Core,
     munge: &Munge,
     names: &Arc<Mutex<HashMap<u32, String>>>,
     ev_tx: &mpsc::Sender<Event>,
 ) -> Option<Effects> {
-    let peer = inc.peer;
+    if inc.frames.is_empty() {
+        return None;
+    }
+    let peer = inc.frames.remove(0);
     if inc.frames.len() != 1 {
         let e = ErrorReply::new(ErrorCode::BadFrame, format!("expected 1 frame per message, got {}", inc.frames.len()));
         return Some(reply_only(peer, 0, e));

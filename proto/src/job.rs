@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// A job's state, spelled as Slurm spells it.
+/// A job's state, spelled as Slurm spells it (also in JSON; postcard encodes the index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum JobState {
     Pending,
     Running,

@@ -112,6 +112,7 @@ pub struct NodeInfo {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum NodeState {
     Idle,
     Mixed,

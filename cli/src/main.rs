@@ -1,0 +1,430 @@
+//! `bh`: submit, queue, show, cancel, nodes, and single-host mode.
+
+use anyhow::{Context, bail};
+use bulkhead_cli::opts::{self, Export, SubmitOpts};
+use bulkhead_cli::{output, standalone};
+use bulkhead_net::{Client, ClientError};
+use bulkhead_proto::job::JobSubmission;
+use bulkhead_proto::msg::QueueFilter;
+use bulkhead_proto::time::now_us;
+use bulkhead_proto::{JobId, JobState};
+use clap::{Parser, Subcommand};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Bulkhead: a workload manager for multi-tenant GPU clusters.
+#[derive(Debug, Parser)]
+#[command(name = "bh", version)]
+struct Cli {
+    /// The broker's endpoint.
+    #[arg(long, global = true, default_value = "tcp://127.0.0.1:6817", env = "BH_BROKER")]
+    broker: String,
+    /// munged socket (default: libmunge's).
+    #[arg(long, global = true, env = "BH_MUNGE_SOCKET")]
+    munge_socket: Option<PathBuf>,
+    /// Seconds to wait for the broker's reply.
+    #[arg(long, global = true, default_value_t = 30.0, env = "BH_TIMEOUT")]
+    timeout: f64,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Submit a batch script (like sbatch). Options may also be given as #BH or #SBATCH lines.
+    #[command(disable_help_flag = true)]
+    Submit {
+        /// Options, then the script (`-` or nothing reads standard input), then its
+        /// arguments. Options: -n/--ntasks, -c/--cpus-per-task, --mem, --mem-per-cpu,
+        /// -t/--time, -p/--partition, -J/--job-name, -o/--output, -e/--error, -D/--chdir,
+        /// --export, --gpus, --gres, --wrap CMD (a /bin/sh script running CMD), --parsable
+        /// (print only the job id).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        rest: Vec<String>,
+    },
+    /// List pending and running jobs (like squeue).
+    Queue {
+        /// Only these users' jobs (names or uids).
+        #[arg(short, long, value_delimiter = ',')]
+        user: Vec<String>,
+        /// Only jobs in these states (e.g. PENDING,RUNNING,COMPLETED or PD,R,CD).
+        #[arg(short = 't', long, value_delimiter = ',')]
+        states: Vec<String>,
+        /// Only these jobs.
+        #[arg(short, long, value_delimiter = ',')]
+        jobs: Vec<JobId>,
+        /// Jobs in every state, finished ones included.
+        #[arg(short, long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one job in detail (like scontrol show job).
+    Show {
+        job: JobId,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel jobs (like scancel).
+    Cancel {
+        #[arg(required = true)]
+        jobs: Vec<JobId>,
+    },
+    /// List nodes (like sinfo -N).
+    Nodes {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a broker and an agent on this host, with the store under --data-dir.
+    Standalone {
+        #[arg(long, default_value = "/var/lib/bulkhead")]
+        data_dir: PathBuf,
+        /// Endpoint to listen on.
+        #[arg(long, default_value = "tcp://127.0.0.1:6817")]
+        listen: String,
+        /// This node's name (default: the host name).
+        #[arg(long)]
+        name: Option<String>,
+        /// CPUs to offer (default: the host's).
+        #[arg(long)]
+        cpus: Option<u32>,
+        /// Memory to offer in MB (default: the host's).
+        #[arg(long)]
+        mem: Option<u64>,
+        /// Seconds between SIGTERM and SIGKILL at a time limit or cancel.
+        #[arg(long, default_value_t = 30.0)]
+        kill_wait: f64,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bh: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn client(cli: &Cli) -> anyhow::Result<Client> {
+    let mut c = Client::connect(&cli.broker, cli.munge_socket.as_deref())?;
+    c.reply_timeout = Duration::from_secs_f64(cli.timeout.max(0.1));
+    Ok(c)
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match &cli.cmd {
+        Cmd::Submit { rest } => {
+            let (sub, parsable) = build_submission(rest)?;
+            let id = client(&cli)?.submit(sub).map_err(explain)?;
+            if parsable {
+                println!("{id}");
+            } else {
+                println!("Submitted batch job {id}");
+            }
+        }
+        Cmd::Queue { user, states, jobs, all, json } => {
+            let mut filter = QueueFilter { jobs: jobs.clone(), ..Default::default() };
+            for s in states {
+                filter.states.push(s.parse::<JobState>()?);
+            }
+            if *all && filter.states.is_empty() {
+                filter.states = JobState::ALL.to_vec();
+            }
+            for u in user {
+                filter.uids.push(uid_of(u)?);
+            }
+            let list = client(&cli)?.queue(filter).map_err(explain)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                print!("{}", output::queue(&list, now_us()));
+            }
+        }
+        Cmd::Show { job, json } => {
+            let j = client(&cli)?.show(*job).map_err(explain)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&j)?);
+            } else {
+                print!("{}", output::job(&j, now_us()));
+            }
+        }
+        Cmd::Cancel { jobs } => {
+            let outcomes = client(&cli)?.cancel(jobs.clone()).map_err(explain)?;
+            let mut failed = false;
+            for o in outcomes {
+                if let Err(e) = o.result {
+                    eprintln!("bh: error: cannot cancel job {}: {}", o.job, e.message);
+                    failed = true;
+                }
+            }
+            if failed {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Cmd::Nodes { json } => {
+            let n = client(&cli)?.nodes().map_err(explain)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&n)?);
+            } else {
+                print!("{}", output::nodes(&n));
+            }
+        }
+        Cmd::Standalone { data_dir, listen, name, cpus, mem, kill_wait } => {
+            run_standalone(&cli, data_dir, listen, name.clone(), *cpus, *mem, *kill_wait)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn explain(e: ClientError) -> anyhow::Error {
+    anyhow::Error::new(e)
+}
+
+fn uid_of(u: &str) -> anyhow::Result<u32> {
+    if let Ok(n) = u.parse::<u32>() {
+        return Ok(n);
+    }
+    match nix::unistd::User::from_name(u)? {
+        Some(user) => Ok(user.uid.as_raw()),
+        None => bail!("no such user {u:?}"),
+    }
+}
+
+/// Reads the script and merges the options from the command line, the environment
+/// and the script's directives.
+fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
+    // Options come before the script: everything up to the first word that is not an
+    // option or an option's value is for bh.
+    let cli_opts_end = split_at_script(rest)?;
+    let (flags, script_and_args) = rest.split_at(cli_opts_end);
+    let cli_opts = SubmitOpts::try_parse_from(flags).map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
+    let (script, script_name, args): (String, String, Vec<String>) = match cli_opts.wrap.as_deref() {
+        Some(cmd) => (format!("#!/bin/sh\n# This script was created by bh --wrap.\n\n{cmd}\n"), "wrap".into(), script_and_args.to_vec()),
+        None => match script_and_args.split_first() {
+            None => (read_stdin()?, "stdin".into(), vec![]),
+            Some((p, a)) if p == "-" => (read_stdin()?, "stdin".into(), a.to_vec()),
+            Some((p, a)) => {
+                let text = std::fs::read_to_string(p).with_context(|| format!("cannot read batch script {p}"))?;
+                let name = std::path::Path::new(p).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.clone());
+                (text, name, a.to_vec())
+            }
+        },
+    };
+    if !script.starts_with("#!") {
+        bail!("this does not look like a batch script: the first line must start with #! followed by the path to an interpreter");
+    }
+    let script_opts = opts::script_opts(&script)?;
+    let env_opts = opts::env_opts(|k| std::env::var(k).ok());
+    let merged = cli_opts.over(&env_opts.over(&script_opts));
+    let r = merged.resolve()?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let workdir = match &r.chdir {
+        Some(d) if d.starts_with('/') => PathBuf::from(d),
+        Some(d) => cwd.join(d),
+        None => cwd,
+    };
+    let env: Vec<(String, String)> = match r.export {
+        Export::All(extra) => {
+            let mut e: Vec<(String, String)> = std::env::vars().filter(|(k, _)| !extra.iter().any(|(x, _)| x == k)).collect();
+            e.extend(extra);
+            e
+        }
+        Export::Only(items) => items
+            .into_iter()
+            .filter_map(|(k, v)| match v {
+                Some(v) => Some((k, v)),
+                None => std::env::var(&k).ok().map(|v| (k, v)),
+            })
+            .collect(),
+    };
+    let sub = JobSubmission {
+        name: r.name.unwrap_or(script_name),
+        script,
+        args,
+        workdir: workdir.to_string_lossy().into_owned(),
+        stdout: r.stdout,
+        stderr: r.stderr,
+        env,
+        resources: r.resources,
+    };
+    Ok((sub, cli_opts.parsable))
+}
+
+fn read_stdin() -> anyhow::Result<String> {
+    let mut s = String::new();
+    std::io::stdin().read_to_string(&mut s).context("cannot read the batch script from standard input")?;
+    Ok(s)
+}
+
+/// Index of the first word that is the script (not an option or an option's value).
+fn split_at_script(words: &[String]) -> anyhow::Result<usize> {
+    use clap::CommandFactory;
+    let mut cmd = SubmitOpts::command();
+    cmd.build();
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        if w == "-" || !w.starts_with('-') {
+            return Ok(i);
+        }
+        if w == "--" {
+            bail!("`--` is not needed: options go before the script, its arguments after");
+        }
+        let takes_value = |arg: &clap::Arg| arg.get_num_args().is_some_and(|n| n.min_values() > 0);
+        let (consumes_next, _) = if let Some(long) = w.strip_prefix("--") {
+            let (name, has_eq) = match long.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (long, false),
+            };
+            let arg = cmd.get_arguments().find(|a| a.get_long() == Some(name));
+            (arg.is_some_and(|a| takes_value(a) && !has_eq && !a.is_require_equals_set()), ())
+        } else {
+            let mut chars = w[1..].chars();
+            let short = chars.next();
+            let glued = chars.next().is_some();
+            let arg = cmd.get_arguments().find(|a| a.get_short() == short);
+            (arg.is_some_and(|a| takes_value(a) && !glued), ())
+        };
+        i += if consumes_next { 2 } else { 1 };
+    }
+    Ok(words.len())
+}
+
+fn run_standalone(
+    cli: &Cli,
+    data_dir: &std::path::Path,
+    listen: &str,
+    name: Option<String>,
+    cpus: Option<u32>,
+    mem: Option<u64>,
+    kill_wait: f64,
+) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    if !nix::unistd::geteuid().is_root() {
+        bail!("bh standalone must run as root: its agent starts jobs as their users and manages cgroups");
+    }
+    std::fs::create_dir_all(data_dir).with_context(|| format!("cannot create {}", data_dir.display()))?;
+    let data_dir = data_dir.canonicalize()?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o755))?;
+    }
+    let mut _munged = None;
+    let munge_socket = match &cli.munge_socket {
+        Some(s) => Some(s.clone()),
+        None if std::path::Path::new(standalone::DEFAULT_MUNGE_SOCKET).exists() => None,
+        None => {
+            let m = standalone::start_munged(&data_dir.join("munge"))?;
+            let s = m.socket.clone();
+            _munged = Some(m);
+            Some(s)
+        }
+    };
+    let name = match name {
+        Some(n) => n,
+        None => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let stop = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|v| *v).await;
+        };
+        let broker_cfg = bulkhead_broker::BrokerConfig {
+            listen: listen.to_string(),
+            data_dir: data_dir.clone(),
+            munge_socket: munge_socket.clone(),
+            core: Default::default(),
+        };
+        let broker = tokio::spawn(bulkhead_broker::run(broker_cfg, stop(rx.clone())));
+        let ep_file = data_dir.join("broker.endpoint");
+        let mut endpoint = String::new();
+        for _ in 0..200 {
+            if let Ok(s) = std::fs::read_to_string(&ep_file) {
+                endpoint = s.trim().to_string();
+                if !endpoint.is_empty() {
+                    break;
+                }
+            }
+            if broker.is_finished() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        if broker.is_finished() {
+            return match broker.await {
+                Ok(Err(e)) => Err(anyhow::Error::new(e).context("the broker failed to start")),
+                _ => Err(anyhow::anyhow!("the broker stopped at start")),
+            };
+        }
+        let agent_cfg = bulkhead_agent::AgentConfig {
+            broker: endpoint.clone(),
+            name: name.clone(),
+            munge_socket: munge_socket.clone(),
+            spool_dir: data_dir.join("spool"),
+            cpus,
+            mem_mb: mem,
+            kill_wait: Duration::from_secs_f64(kill_wait.max(0.0)),
+            pids_max: 16384,
+        };
+        let agent = tokio::spawn(bulkhead_agent::run(agent_cfg, stop(rx.clone())));
+        let munge_hint = munge_socket.as_ref().map(|s| format!("export BH_MUNGE_SOCKET={}\n  ", s.display())).unwrap_or_default();
+        let broker_hint = if endpoint == "tcp://127.0.0.1:6817" { String::new() } else { format!("export BH_BROKER={endpoint}\n  ") };
+        eprintln!(
+            "\nBulkhead is running on this host: broker at {endpoint}, node {name}, store in {}.\n\
+             In another shell:\n  {munge_hint}{broker_hint}bh submit --wrap 'hostname; nproc'\n  bh queue --all\n  bh nodes\n\
+             Stop with Ctrl-C.\n",
+            data_dir.display()
+        );
+        let sig = async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        };
+        tokio::pin!(sig);
+        let mut agent = agent;
+        let mut broker = broker;
+        let result = tokio::select! {
+            _ = &mut sig => Ok(()),
+            r = &mut agent => r.map_err(anyhow::Error::new).and_then(|r| r.map_err(|e| anyhow::Error::new(e).context("the agent failed"))),
+            r = &mut broker => r.map_err(anyhow::Error::new).and_then(|r| r.map_err(|e| anyhow::Error::new(e).context("the broker failed"))),
+        };
+        let _ = tx.send(true);
+        if !agent.is_finished() {
+            let _ = agent.await;
+        }
+        if !broker.is_finished() {
+            let _ = broker.await;
+        }
+        result
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_script_starts_after_the_options_and_their_values() {
+        assert_eq!(split_at_script(&w(&["-n", "2", "job.sh", "-x"])).expect("split"), 2);
+        assert_eq!(split_at_script(&w(&["--mem=2G", "-Jname", "job.sh"])).expect("split"), 2);
+        assert_eq!(split_at_script(&w(&["--time", "5", "--nice", "job.sh"])).expect("split"), 3);
+        assert_eq!(split_at_script(&w(&["-t", "5"])).expect("split"), 2);
+        assert_eq!(split_at_script(&w(&["-"])).expect("split"), 0);
+    }
+}

@@ -1,0 +1,575 @@
+//! `bh submit`'s options, read as Slurm users expect: from the command line, from
+//! `SBATCH_*` variables and from `#BH` / `#SBATCH` lines at the top of the script.
+//!
+//! Precedence: the command line beats the environment, which beats the script; within
+//! one source the last occurrence wins. Script directives are read up to the first line
+//! that is neither blank nor a comment; an indented `#SBATCH` is a plain comment, and a
+//! `#` that starts a word ends the directive. Options of Slurm's that Bulkhead does not
+//! implement yet are refused by name rather than silently ignored.
+
+use bulkhead_proto::ResourceRequest;
+use clap::Parser;
+
+/// A submission option set, as one source gives it. Every field is optional so that
+/// sources can be merged.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Parser)]
+#[command(name = "bh submit", no_binary_name = true, disable_help_flag = true, disable_version_flag = true, args_override_self = true)]
+pub struct SubmitOpts {
+    /// Number of tasks (CPUs, one per task).
+    #[arg(short = 'n', long = "ntasks")]
+    pub ntasks: Option<String>,
+    /// CPUs per task.
+    #[arg(short = 'c', long = "cpus-per-task")]
+    pub cpus_per_task: Option<String>,
+    /// Alias of --ntasks, as earlier Bulkhead releases spelled it.
+    #[arg(long = "cpus")]
+    pub cpus: Option<String>,
+    /// Nodes: N or MIN-MAX (only one node per job in this release).
+    #[arg(short = 'N', long = "nodes")]
+    pub nodes: Option<String>,
+    /// Memory per node: N[K|M|G|T], megabytes by default.
+    #[arg(long = "mem")]
+    pub mem: Option<String>,
+    /// Memory per CPU.
+    #[arg(long = "mem-per-cpu")]
+    pub mem_per_cpu: Option<String>,
+    /// Time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS; 0 or UNLIMITED for none.
+    #[arg(short = 't', long = "time")]
+    pub time: Option<String>,
+    /// Partition (the first of a comma-separated list).
+    #[arg(short = 'p', long = "partition")]
+    pub partition: Option<String>,
+    #[arg(short = 'J', long = "job-name")]
+    pub job_name: Option<String>,
+    /// Output file pattern (%j job id, %x job name, %u user).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
+    /// Error file pattern.
+    #[arg(short = 'e', long = "error")]
+    pub error: Option<String>,
+    /// Working directory of the job.
+    #[arg(short = 'D', long = "chdir")]
+    pub chdir: Option<String>,
+    /// Environment to export: ALL (default), NONE, or a list of NAME[=VALUE] (with ALL to add).
+    #[arg(long = "export")]
+    pub export: Option<String>,
+    /// GPUs for the job: N or TYPE:N.
+    #[arg(short = 'G', long = "gpus")]
+    pub gpus: Option<String>,
+    #[arg(long = "gpus-per-node")]
+    pub gpus_per_node: Option<String>,
+    /// Generic resources, Slurm's spelling: gpu[:TYPE]:N.
+    #[arg(long = "gres")]
+    pub gres: Option<String>,
+    /// A comment (kept by Slurm; accepted and not stored in this release).
+    #[arg(long = "comment")]
+    pub comment: Option<String>,
+    /// Options of Slurm's that this release does not implement; each is refused by name.
+    #[arg(long = "dependency", short = 'd')]
+    pub dependency: Option<String>,
+    #[arg(long = "array", short = 'a')]
+    pub array: Option<String>,
+    #[arg(long = "begin", short = 'b')]
+    pub begin: Option<String>,
+    #[arg(long = "nice", num_args = 0..=1, require_equals = true, default_missing_value = "100")]
+    pub nice: Option<String>,
+    #[arg(long = "exclusive", num_args = 0..=1, require_equals = true, default_missing_value = "node")]
+    pub exclusive: Option<String>,
+    #[arg(long = "gpus-per-task")]
+    pub gpus_per_task: Option<String>,
+    #[arg(long = "qos", short = 'q')]
+    pub qos: Option<String>,
+    #[arg(long = "account", short = 'A')]
+    pub account: Option<String>,
+    #[arg(long = "hold", short = 'H')]
+    pub hold: bool,
+    /// Command line only: wrap this command in a /bin/sh script.
+    #[arg(long = "wrap")]
+    pub wrap: Option<String>,
+    /// Command line only: print just the job id.
+    #[arg(long = "parsable")]
+    pub parsable: bool,
+}
+
+/// What is wrong with a submission's options.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptsError {
+    #[error("invalid directive in batch script, line {line}: {detail}")]
+    Directive { line: usize, detail: String },
+    #[error("invalid {var}: {detail}")]
+    Env { var: &'static str, detail: String },
+    #[error("invalid --{opt} value {value:?}: {detail}")]
+    Value { opt: &'static str, value: String, detail: String },
+    #[error("--mem and --mem-per-cpu are mutually exclusive")]
+    MemExclusive,
+    #[error("--{0} is not supported by this Bulkhead release")]
+    Unsupported(&'static str),
+}
+
+fn value_err(opt: &'static str, value: &str, detail: impl Into<String>) -> OptsError {
+    OptsError::Value { opt, value: value.to_string(), detail: detail.into() }
+}
+
+/// Splits a directive's text into words: quotes group, a backslash escapes, and a `#`
+/// at the start of a word begins a comment.
+pub fn split_words(s: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '#' if !in_word => break,
+            '"' | '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some(q) if q == c => break,
+                        Some('\\') if c == '"' => match chars.next() {
+                            Some(e) => cur.push(e),
+                            None => return Err("unterminated quote".into()),
+                        },
+                        Some(x) => cur.push(x),
+                        None => return Err("unterminated quote".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(e) = chars.next() {
+                    cur.push(e);
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+/// Reads the `#BH` and `#SBATCH` directives at the top of a script.
+pub fn script_opts(script: &str) -> Result<SubmitOpts, OptsError> {
+    let mut words: Vec<String> = Vec::new();
+    let mut first_line = None;
+    for (i, line) in script.lines().enumerate() {
+        let n = i + 1;
+        if n == 1 && line.starts_with("#!") {
+            continue;
+        }
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if !line.starts_with('#') {
+            // Indented comments are comments; anything else ends the directives.
+            if t.starts_with('#') {
+                continue;
+            }
+            break;
+        }
+        let rest = line.strip_prefix("#SBATCH").or_else(|| line.strip_prefix("#BH"));
+        let Some(rest) = rest else { continue };
+        if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+            continue; // e.g. "#SBATCHX" or "#BHV": not a directive.
+        }
+        let w = split_words(rest).map_err(|detail| OptsError::Directive { line: n, detail })?;
+        if let Some(first) = w.first()
+            && !first.starts_with('-')
+        {
+            return Err(OptsError::Directive { line: n, detail: format!("expected an option, found {first:?}") });
+        }
+        if w.iter().any(|x| x == "--wrap" || x.starts_with("--wrap=") || x == "--parsable") {
+            return Err(OptsError::Directive { line: n, detail: "--wrap and --parsable belong on the command line".into() });
+        }
+        first_line.get_or_insert(n);
+        words.extend(w);
+    }
+    SubmitOpts::try_parse_from(&words).map_err(|e| OptsError::Directive {
+        line: first_line.unwrap_or(0),
+        detail: e.render().to_string().lines().next().unwrap_or("").trim_start_matches("error: ").to_string(),
+    })
+}
+
+/// Reads `SBATCH_*` variables (and their `BH_*` twins) that set options.
+pub fn env_opts(get: impl Fn(&str) -> Option<String>) -> SubmitOpts {
+    let pick = |a: &str, b: &str| get(a).or_else(|| get(b));
+    SubmitOpts {
+        job_name: pick("BH_JOB_NAME_DEFAULT", "SBATCH_JOB_NAME"),
+        partition: pick("BH_PARTITION_DEFAULT", "SBATCH_PARTITION"),
+        time: pick("BH_TIMELIMIT", "SBATCH_TIMELIMIT"),
+        export: pick("BH_EXPORT", "SBATCH_EXPORT"),
+        mem: pick("BH_MEM_PER_NODE", "SBATCH_MEM_PER_NODE"),
+        mem_per_cpu: pick("BH_MEM_PER_CPU", "SBATCH_MEM_PER_CPU"),
+        gpus: pick("BH_GPUS", "SBATCH_GPUS"),
+        ..SubmitOpts::default()
+    }
+}
+
+macro_rules! merge_fields {
+    ($hi:expr, $lo:expr, $($f:ident),*) => {
+        SubmitOpts {
+            $($f: $hi.$f.clone().or_else(|| $lo.$f.clone()),)*
+            hold: $hi.hold || $lo.hold,
+            wrap: $hi.wrap.clone(),
+            parsable: $hi.parsable,
+        }
+    };
+}
+
+impl SubmitOpts {
+    /// `self` where set, else `lower`. `--mem` and `--mem-per-cpu` are merged each on its
+    /// own, so that one in a higher source and the other in a lower one still conflict,
+    /// as Slurm has it.
+    pub fn over(&self, lower: &SubmitOpts) -> SubmitOpts {
+        merge_fields!(
+            self, lower, ntasks, cpus_per_task, cpus, nodes, mem, mem_per_cpu, time, partition, job_name, output, error,
+            chdir, export, gpus, gpus_per_node, gres, comment, dependency, array, begin, nice, exclusive, gpus_per_task,
+            qos, account
+        )
+    }
+}
+
+/// Parses a time limit into seconds; `None` is no limit.
+pub fn parse_time(s: &str) -> Result<Option<u64>, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("infinite") || t.eq_ignore_ascii_case("unlimited") || t == "0" {
+        return Ok(None);
+    }
+    let bad = || format!("invalid time {s:?}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS");
+    let num = |x: &str| -> Result<u64, String> {
+        if x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        x.parse::<u64>().map_err(|_| bad())
+    };
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (Some(num(d)?), r),
+        None => (None, t),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    let secs = match (days, parts.as_slice()) {
+        (None, [m]) => num(m)? * 60,
+        (None, [m, s]) => num(m)? * 60 + num(s)?,
+        (None, [h, m, s]) => num(h)? * 3600 + num(m)? * 60 + num(s)?,
+        (Some(d), [h]) => d * 86400 + num(h)? * 3600,
+        (Some(d), [h, m]) => d * 86400 + num(h)? * 3600 + num(m)? * 60,
+        (Some(d), [h, m, s]) => d * 86400 + num(h)? * 3600 + num(m)? * 60 + num(s)?,
+        _ => return Err(bad()),
+    };
+    if secs == 0 { Ok(None) } else { Ok(Some(secs)) }
+}
+
+/// Formats seconds as Slurm prints a time limit: `[D-]HH:MM:SS`, or UNLIMITED.
+pub fn format_time(secs: Option<u64>) -> String {
+    match secs {
+        None => "UNLIMITED".into(),
+        Some(s) => {
+            let (d, h, m, sec) = (s / 86400, (s / 3600) % 24, (s / 60) % 60, s % 60);
+            if d > 0 { format!("{d}-{h:02}:{m:02}:{sec:02}") } else { format!("{h:02}:{m:02}:{sec:02}") }
+        }
+    }
+}
+
+/// Parses a memory size into MB: `N[K|M|G|T][B]`, MB by default, rounded up to 1 MB.
+pub fn parse_mem(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let upper = t.to_ascii_uppercase();
+    let body = upper.strip_suffix('B').filter(|b| b.ends_with(['K', 'M', 'G', 'T'])).unwrap_or(&upper);
+    let (digits, mult_kb): (&str, u64) = match body.chars().last() {
+        Some('K') => (&body[..body.len() - 1], 1),
+        Some('M') => (&body[..body.len() - 1], 1024),
+        Some('G') => (&body[..body.len() - 1], 1024 * 1024),
+        Some('T') => (&body[..body.len() - 1], 1024 * 1024 * 1024),
+        _ => (body, 1024),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("invalid memory size {s:?}: use a number with an optional K, M, G or T suffix"));
+    }
+    let n: u64 = digits.parse().map_err(|_| format!("memory size {s:?} is too large"))?;
+    let kb = n.checked_mul(mult_kb).ok_or_else(|| format!("memory size {s:?} is too large"))?;
+    Ok(kb.div_ceil(1024))
+}
+
+/// Parses a positive count.
+fn count(opt: &'static str, v: &str) -> Result<u32, OptsError> {
+    match v.trim().parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(value_err(opt, v, "expected a positive integer")),
+    }
+}
+
+/// GPUs asked by a `--gres` value: sums every `gpu[:type]:N` entry.
+fn gres_gpus(v: &str) -> Result<u32, OptsError> {
+    let mut total = 0u32;
+    for item in v.split(',') {
+        let parts: Vec<&str> = item.split(':').collect();
+        if parts.first() != Some(&"gpu") {
+            return Err(value_err("gres", v, format!("unknown generic resource {:?}", parts.first().unwrap_or(&""))));
+        }
+        let n = match parts.as_slice() {
+            [_] => 1,
+            [_, n] if n.bytes().all(|b| b.is_ascii_digit()) => count("gres", n)?,
+            [_, _ty] => 1,
+            [_, _ty, n] => count("gres", n)?,
+            _ => return Err(value_err("gres", v, "expected gpu[:TYPE]:N")),
+        };
+        total = total.saturating_add(n);
+    }
+    Ok(total)
+}
+
+fn gpus_value(opt: &'static str, v: &str) -> Result<u32, OptsError> {
+    match v.rsplit_once(':') {
+        Some((_ty, n)) => count(opt, n),
+        None => count(opt, v),
+    }
+}
+
+/// The parts of a submission that options decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub resources: ResourceRequest,
+    pub name: Option<String>,
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    pub chdir: Option<String>,
+    pub export: Export,
+}
+
+/// Which of the submitter's environment variables go to the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Export {
+    /// Everything, plus these.
+    All(Vec<(String, String)>),
+    /// Only these (a name alone takes its value from the environment).
+    Only(Vec<(String, Option<String>)>),
+}
+
+fn parse_export(v: &str) -> Export {
+    let mut all = false;
+    let mut items = Vec::new();
+    for item in v.split(',') {
+        match item {
+            "ALL" => all = true,
+            "NONE" | "NIL" => {}
+            "" => {}
+            kv => match kv.split_once('=') {
+                Some((k, val)) => items.push((k.to_string(), Some(val.to_string()))),
+                None => items.push((kv.to_string(), None)),
+            },
+        }
+    }
+    if all {
+        Export::All(items.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect())
+    } else {
+        Export::Only(items)
+    }
+}
+
+impl SubmitOpts {
+    /// Checks and converts the merged options.
+    pub fn resolve(&self) -> Result<Resolved, OptsError> {
+        for (set, name) in [
+            (self.dependency.is_some(), "dependency"),
+            (self.array.is_some(), "array"),
+            (self.begin.is_some(), "begin"),
+            (self.nice.is_some(), "nice"),
+            (self.exclusive.is_some(), "exclusive"),
+            (self.gpus_per_task.is_some(), "gpus-per-task"),
+            (self.qos.is_some(), "qos"),
+            (self.account.is_some(), "account"),
+            (self.hold, "hold"),
+        ] {
+            if set {
+                return Err(OptsError::Unsupported(name));
+            }
+        }
+        let ntasks = match self.ntasks.as_deref().or(self.cpus.as_deref()) {
+            Some(v) => count("ntasks", v)?,
+            None => 1,
+        };
+        let per_task = match &self.cpus_per_task {
+            Some(v) => count("cpus-per-task", v)?,
+            None => 1,
+        };
+        let cpus = ntasks.checked_mul(per_task).ok_or_else(|| value_err("ntasks", &ntasks.to_string(), "too many CPUs"))?;
+        if let Some(n) = &self.nodes {
+            let (lo, hi) = match n.split_once('-') {
+                Some((a, b)) => (count("nodes", a)?, count("nodes", b)?),
+                None => (count("nodes", n)?, count("nodes", n)?),
+            };
+            if hi < lo {
+                return Err(value_err("nodes", n, format!("maximum node count {hi} is less than minimum node count {lo}")));
+            }
+            if lo > 1 {
+                return Err(value_err("nodes", n, "multi-node jobs are not supported by this release (one node per job)"));
+            }
+        }
+        if self.mem.is_some() && self.mem_per_cpu.is_some() {
+            return Err(OptsError::MemExclusive);
+        }
+        let mem_mb = match (&self.mem, &self.mem_per_cpu) {
+            (Some(m), _) => {
+                let mb = parse_mem(m).map_err(|d| value_err("mem", m, d))?;
+                if mb == 0 {
+                    return Err(value_err("mem", m, "--mem=0 (all of a node's memory) is not supported; give a size"));
+                }
+                mb
+            }
+            (None, Some(m)) => {
+                let mb = parse_mem(m).map_err(|d| value_err("mem-per-cpu", m, d))?;
+                if mb == 0 {
+                    return Err(value_err("mem-per-cpu", m, "must be positive"));
+                }
+                mb.saturating_mul(u64::from(cpus))
+            }
+            (None, None) => 0,
+        };
+        let time_limit_s = match &self.time {
+            Some(t) => parse_time(t).map_err(|d| value_err("time", t, d))?,
+            None => None,
+        };
+        let mut gpus = 0;
+        if let Some(g) = &self.gpus {
+            gpus = gpus.max(gpus_value("gpus", g)?);
+        }
+        if let Some(g) = &self.gpus_per_node {
+            gpus = gpus.max(gpus_value("gpus-per-node", g)?);
+        }
+        if let Some(g) = &self.gres {
+            gpus = gpus.max(gres_gpus(g)?);
+        }
+        let partition = self.partition.as_ref().map(|p| p.split(',').next().unwrap_or("").to_string());
+        if partition.as_deref() == Some("") {
+            return Err(value_err("partition", "", "empty partition name"));
+        }
+        Ok(Resolved {
+            resources: ResourceRequest { cpus, mem_mb, gpus, time_limit_s, partition },
+            name: self.job_name.clone(),
+            stdout: self.output.clone(),
+            stderr: self.error.clone(),
+            chdir: self.chdir.clone(),
+            export: parse_export(self.export.as_deref().unwrap_or("ALL")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cli(args: &[&str]) -> SubmitOpts {
+        SubmitOpts::try_parse_from(args).expect("parse")
+    }
+
+    #[test]
+    fn times_parse_in_every_slurm_form() {
+        assert_eq!(parse_time("30"), Ok(Some(1800)));
+        assert_eq!(parse_time("1:30"), Ok(Some(90)));
+        assert_eq!(parse_time("25:00:00"), Ok(Some(90000)));
+        assert_eq!(parse_time("1-12"), Ok(Some(129_600)));
+        assert_eq!(parse_time("1-12:30"), Ok(Some(131_400)));
+        assert_eq!(parse_time("1-12:30:05"), Ok(Some(131_405)));
+        assert_eq!(parse_time("UNLIMITED"), Ok(None));
+        assert_eq!(parse_time("infinite"), Ok(None));
+        assert_eq!(parse_time("0"), Ok(None));
+        for bad in ["abc", "1-2-3-4", "1:2:3:4", "", "-5", "1:x"] {
+            assert!(parse_time(bad).is_err(), "{bad} parsed");
+        }
+        assert_eq!(format_time(Some(90000)), "1-01:00:00");
+        assert_eq!(format_time(Some(90)), "00:01:30");
+        assert_eq!(format_time(None), "UNLIMITED");
+    }
+
+    #[test]
+    fn memory_sizes_parse_with_slurm_suffixes() {
+        assert_eq!(parse_mem("512"), Ok(512));
+        assert_eq!(parse_mem("500K"), Ok(1));
+        assert_eq!(parse_mem("2048K"), Ok(2));
+        assert_eq!(parse_mem("4GB"), Ok(4096));
+        assert_eq!(parse_mem("4g"), Ok(4096));
+        assert_eq!(parse_mem("1T"), Ok(1 << 20));
+        assert!(parse_mem("12X").is_err());
+        assert!(parse_mem("G").is_err());
+        assert!(parse_mem("99999999999999999999T").is_err());
+    }
+
+    #[test]
+    fn words_split_like_a_shell_and_stop_at_comments() {
+        assert_eq!(split_words(" -J \"two words\" -n 2 # two tasks").expect("split"), ["-J", "two words", "-n", "2"]);
+        assert_eq!(split_words("-t 30 #half").expect("split"), ["-t", "30"]);
+        assert_eq!(split_words("--export A=1#x").expect("split"), ["--export", "A=1#x"]);
+        assert!(split_words("-J \"open").is_err());
+    }
+
+    #[test]
+    fn directives_stop_at_the_first_command() {
+        let s = "#!/bin/bash\n#SBATCH -n 2\n\n   \n# a comment\n  #SBATCH -n 9\n#BH -J named\necho hi\n#SBATCH -t 5\n";
+        let o = script_opts(s).expect("directives");
+        assert_eq!(o.ntasks.as_deref(), Some("2"));
+        assert_eq!(o.job_name.as_deref(), Some("named"));
+        assert_eq!(o.time, None);
+    }
+
+    #[test]
+    fn later_directives_win_and_the_command_line_beats_the_script() {
+        let s = "#!/bin/sh\n#SBATCH -J first\n#SBATCH -J second\n#SBATCH --mem=2G\n";
+        let script = script_opts(s).expect("script");
+        assert_eq!(script.job_name.as_deref(), Some("second"));
+        let merged = cli(&["--mem=3G"]).over(&script);
+        assert_eq!(merged.resolve().expect("resolve").resources.mem_mb, 3072);
+    }
+
+    #[test]
+    fn mem_and_mem_per_cpu_exclude_each_other_across_sources() {
+        let script = script_opts("#!/bin/sh\n#SBATCH --mem-per-cpu=2G\n#SBATCH -n 2\n").expect("script");
+        assert_eq!(script.resolve().expect("resolve").resources.mem_mb, 4096);
+        assert_eq!(cli(&["--mem=6G"]).over(&script).resolve(), Err(OptsError::MemExclusive));
+    }
+
+    #[test]
+    fn bad_directives_and_values_are_refused_with_the_line() {
+        match script_opts("#!/bin/sh\n#SBATCH --nice 10\n") {
+            Err(OptsError::Directive { line: 2, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        match script_opts("#!/bin/sh\n#SBATCH --frobnicate\n") {
+            Err(OptsError::Directive { line: 2, detail }) => assert!(detail.contains("frobnicate"), "{detail}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(cli(&["-n", "0"]).resolve(), Err(OptsError::Value { opt: "ntasks", .. })));
+        assert!(matches!(cli(&["-N", "4-2"]).resolve(), Err(OptsError::Value { opt: "nodes", .. })));
+        assert_eq!(cli(&["--dependency=afterok:1"]).resolve(), Err(OptsError::Unsupported("dependency")));
+    }
+
+    #[test]
+    fn gpu_spellings_count_gpus() {
+        assert_eq!(cli(&["--gres=gpu:2"]).resolve().expect("r").resources.gpus, 2);
+        assert_eq!(cli(&["--gres=gpu:a100:1,gpu:1g.10gb:2"]).resolve().expect("r").resources.gpus, 3);
+        assert_eq!(cli(&["--gpus=h100:4"]).resolve().expect("r").resources.gpus, 4);
+        assert_eq!(cli(&["-G", "3"]).resolve().expect("r").resources.gpus, 3);
+        assert!(cli(&["--gres=fpga:1"]).resolve().is_err());
+    }
+
+    #[test]
+    fn exports_parse() {
+        assert_eq!(parse_export("ALL"), Export::All(vec![]));
+        assert_eq!(parse_export("NONE"), Export::Only(vec![]));
+        assert_eq!(
+            parse_export("A=1,B=two words,C"),
+            Export::Only(vec![("A".into(), Some("1".into())), ("B".into(), Some("two words".into())), ("C".into(), None)])
+        );
+        assert_eq!(parse_export("ALL,X=2"), Export::All(vec![("X".into(), "2".into())]));
+    }
+}

@@ -1,0 +1,159 @@
+//! Tables and records as `bh` prints them for people. `--json` bypasses all of this.
+
+use crate::opts::format_time;
+use bulkhead_proto::JobInfo;
+use bulkhead_proto::msg::NodeInfo;
+use std::fmt::Write;
+
+/// Aligns rows under a header, two spaces apart, the last column unpadded.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < widths.len() {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: Vec<&str>, out: &mut String| {
+        let n = cells.len();
+        for (i, c) in cells.into_iter().enumerate() {
+            if i + 1 == n {
+                out.push_str(c);
+            } else {
+                let _ = write!(out, "{c:<w$}  ", w = widths[i]);
+            }
+        }
+        out.push('\n');
+    };
+    line(header.to_vec(), &mut out);
+    for r in rows {
+        line(r.iter().map(String::as_str).collect(), &mut out);
+    }
+    out
+}
+
+fn elapsed(j: &JobInfo, now_us: u64) -> Option<u64> {
+    let start = j.start_time_us?;
+    let end = j.end_time_us.unwrap_or(now_us);
+    Some(end.saturating_sub(start) / 1_000_000)
+}
+
+/// `bh queue`, as `squeue` lays it out.
+pub fn queue(jobs: &[JobInfo], now_us: u64) -> String {
+    let rows: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|j| {
+            let t = elapsed(j, now_us).map(|s| format_time(Some(s))).unwrap_or_else(|| "0:00".into());
+            let where_ = match (&j.node, j.state) {
+                (_, bulkhead_proto::JobState::Pending) => format!("({})", j.reason.as_deref().unwrap_or("None")),
+                (Some(n), _) => n.clone(),
+                (None, _) => String::new(),
+            };
+            vec![
+                j.id.to_string(),
+                j.partition.clone(),
+                truncate(&j.name, 20),
+                j.user.clone(),
+                j.state.short().to_string(),
+                t,
+                "1".into(),
+                where_,
+            ]
+        })
+        .collect();
+    table(&["JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)"], &rows)
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n { s.to_string() } else { s.chars().take(n).collect() }
+}
+
+/// Formats a Unix time in microseconds as local-free ISO 8601 UTC.
+pub fn timestamp(us: Option<u64>) -> String {
+    let Some(us) = us else { return "Unknown".into() };
+    let secs = (us / 1_000_000) as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Civil-from-days (Howard Hinnant's algorithm), to avoid a date dependency.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", rem / 3600, (rem / 60) % 60, rem % 60)
+}
+
+/// `bh show JOBID`, as `scontrol show job` lays it out.
+pub fn job(j: &JobInfo, now_us: u64) -> String {
+    let exit = format!("{}:{}", j.exit_code.unwrap_or(0), j.signal.unwrap_or(0));
+    let fields: Vec<(&str, String)> = vec![
+        ("JobId", j.id.to_string()),
+        ("JobName", j.name.clone()),
+        ("UserId", format!("{}({})", j.user, j.uid)),
+        ("GroupId", j.gid.to_string()),
+        ("JobState", j.state.to_string()),
+        ("Reason", j.reason.clone().unwrap_or_else(|| "None".into())),
+        ("ExitCode", exit),
+        ("RunTime", format_time(Some(elapsed(j, now_us).unwrap_or(0)))),
+        ("TimeLimit", format_time(j.resources.time_limit_s)),
+        ("SubmitTime", timestamp(Some(j.submit_time_us))),
+        ("StartTime", timestamp(j.start_time_us)),
+        ("EndTime", timestamp(j.end_time_us)),
+        ("Partition", j.partition.clone()),
+        ("NodeList", j.node.clone().unwrap_or_default()),
+        ("NumCPUs", j.resources.cpus.to_string()),
+        ("Memory", format!("{}M", j.resources.mem_mb)),
+        ("Gpus", j.resources.gpus.to_string()),
+        ("WorkDir", j.workdir.clone()),
+        ("StdOut", j.stdout.clone()),
+        ("StdErr", j.stderr.clone()),
+    ];
+    let mut out = String::new();
+    for (k, v) in fields {
+        let _ = writeln!(out, "{k}={v}");
+    }
+    out
+}
+
+/// `bh nodes`, as `sinfo -N` lays it out, with what each node enforces.
+pub fn nodes(nodes: &[NodeInfo]) -> String {
+    let rows: Vec<Vec<String>> = nodes
+        .iter()
+        .map(|n| {
+            vec![
+                n.name.clone(),
+                n.state.as_str().to_string(),
+                format!("{}/{}", n.cpus_alloc, n.cpus),
+                n.mem_mb.to_string(),
+                n.mem_alloc_mb.to_string(),
+                n.running_jobs.to_string(),
+                if n.enforced.is_empty() { "-".into() } else { n.enforced.join(",") },
+            ]
+        })
+        .collect();
+    table(&["NODELIST", "STATE", "CPUS(A/T)", "MEMORY", "ALLOC_MEM", "JOBS", "CGROUP_LIMITS"], &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_columns() {
+        let t = table(&["A", "BB", "C"], &[vec!["xxx".into(), "y".into(), "last col".into()]]);
+        assert_eq!(t, "A    BB  C\nxxx  y   last col\n");
+    }
+
+    #[test]
+    fn timestamps_are_utc_iso8601() {
+        assert_eq!(timestamp(Some(0)), "1970-01-01T00:00:00");
+        assert_eq!(timestamp(Some(1_796_012_719_000_000)), "2026-11-30T04:25:19");
+        assert_eq!(timestamp(Some(951_782_400_000_000)), "2000-02-29T00:00:00");
+        assert_eq!(timestamp(None), "Unknown");
+    }
+}

@@ -1,0 +1,184 @@
+//! The blocking client of the broker: one DEALER socket, MUNGE-authenticated requests,
+//! replies matched by request id, bounded waits with errors that say what to check.
+
+use bulkhead_munge::{Munge, MungeError};
+use bulkhead_proto::codec::{self, DecodeError, EncodeError};
+use bulkhead_proto::job::JobSubmission;
+use bulkhead_proto::limits::MAX_FRAME_BYTES;
+use bulkhead_proto::msg::{CancelOutcome, ClientOp, ClientReply, ClientRequest, ErrorReply, NodeInfo, QueueFilter};
+use bulkhead_proto::{JobId, JobInfo};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot reach the broker at {endpoint}: no connection within {secs:.1} s (is bulkhead-broker running? set --broker or BH_BROKER)")]
+    Unreachable { endpoint: String, secs: f64 },
+    #[error("the broker at {endpoint} did not answer within {secs:.1} s")]
+    Timeout { endpoint: String, secs: f64 },
+    #[error("cannot get a MUNGE credential (is munged running? set BH_MUNGE_SOCKET): {0}")]
+    Munge(#[from] MungeError),
+    #[error("zmq {what}: {source}")]
+    Zmq { what: &'static str, source: zmq::Error },
+    #[error("cannot encode the request: {0}")]
+    Encode(#[from] EncodeError),
+    #[error("malformed reply from the broker: {0}")]
+    Decode(#[from] DecodeError),
+    #[error("{}", .0.message)]
+    Refused(ErrorReply),
+    #[error("unexpected reply from the broker: {0}")]
+    Unexpected(String),
+}
+
+fn zerr(what: &'static str) -> impl Fn(zmq::Error) -> ClientError {
+    move |source| ClientError::Zmq { what, source }
+}
+
+/// A connection to the broker.
+pub struct Client {
+    _ctx: zmq::Context,
+    sock: zmq::Socket,
+    munge: Munge,
+    endpoint: String,
+    next_id: u64,
+    connected: bool,
+    /// How long to wait for the connection, then for each reply.
+    pub connect_timeout: Duration,
+    pub reply_timeout: Duration,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("endpoint", &self.endpoint).finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    pub fn connect(endpoint: &str, munge_socket: Option<&Path>) -> Result<Client, ClientError> {
+        let ctx = zmq::Context::new();
+        let sock = ctx.socket(zmq::DEALER).map_err(zerr("socket"))?;
+        sock.set_linger(0).map_err(zerr("set_linger"))?;
+        sock.set_immediate(true).map_err(zerr("set_immediate"))?;
+        sock.set_maxmsgsize((MAX_FRAME_BYTES + 1024) as i64).map_err(zerr("set_maxmsgsize"))?;
+        sock.set_rcvhwm(0).map_err(zerr("set_rcvhwm"))?;
+        sock.set_sndhwm(0).map_err(zerr("set_sndhwm"))?;
+        sock.connect(endpoint).map_err(zerr("connect"))?;
+        Ok(Client {
+            _ctx: ctx,
+            sock,
+            munge: Munge::new(munge_socket),
+            endpoint: endpoint.to_string(),
+            next_id: 1,
+            connected: false,
+            connect_timeout: Duration::from_secs(3),
+            reply_timeout: Duration::from_secs(30),
+        })
+    }
+
+    /// Sends a raw frame (for tests of the broker's refusals).
+    pub fn send_raw(&mut self, frame: &[u8]) -> Result<(), ClientError> {
+        self.wait_connected()?;
+        self.sock.send(frame, 0).map_err(zerr("send"))
+    }
+
+    /// Waits for the next raw frame.
+    pub fn recv_raw(&mut self, timeout: Duration) -> Result<Vec<u8>, ClientError> {
+        let ms = timeout.as_millis().min(i64::MAX as u128) as i64;
+        if self.sock.poll(zmq::POLLIN, ms).map_err(zerr("poll"))? == 0 {
+            return Err(ClientError::Timeout { endpoint: self.endpoint.clone(), secs: timeout.as_secs_f64() });
+        }
+        self.sock.recv_bytes(0).map_err(zerr("recv"))
+    }
+
+    fn wait_connected(&mut self) -> Result<(), ClientError> {
+        if self.connected {
+            return Ok(());
+        }
+        let ms = self.connect_timeout.as_millis() as i64;
+        if self.sock.poll(zmq::POLLOUT, ms).map_err(zerr("poll"))? == 0 {
+            return Err(ClientError::Unreachable { endpoint: self.endpoint.clone(), secs: self.connect_timeout.as_secs_f64() });
+        }
+        self.connected = true;
+        Ok(())
+    }
+
+    /// Sends a request without waiting; returns its request id. A fresh MUNGE
+    /// credential is made for each request: the broker refuses a credential twice.
+    pub fn send(&mut self, op: ClientOp) -> Result<u64, ClientError> {
+        self.wait_connected()?;
+        let credential = self.munge.encode(b"")?;
+        let id = self.next_id;
+        self.next_id += 1;
+        let frame = codec::encode(id, &ClientRequest { credential, op })?;
+        self.sock.send(frame, 0).map_err(zerr("send"))?;
+        Ok(id)
+    }
+
+    /// Waits for the next reply, whichever request it answers.
+    pub fn recv(&mut self) -> Result<(u64, ClientReply), ClientError> {
+        let deadline = Instant::now() + self.reply_timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let frame = self.recv_raw(left)?;
+            let (h, reply) = codec::decode::<ClientReply>(&frame)?;
+            return Ok((h.request_id, reply));
+        }
+    }
+
+    /// Sends one request and waits for its reply.
+    pub fn request(&mut self, op: ClientOp) -> Result<ClientReply, ClientError> {
+        let id = self.send(op)?;
+        let deadline = Instant::now() + self.reply_timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let frame = self.recv_raw(left)?;
+            let (h, reply) = codec::decode::<ClientReply>(&frame)?;
+            // Errors about undecodable frames carry request id 0.
+            if h.request_id == id || h.request_id == 0 {
+                return Ok(reply);
+            }
+        }
+    }
+
+    fn call(&mut self, op: ClientOp) -> Result<ClientReply, ClientError> {
+        match self.request(op)? {
+            ClientReply::Error(e) => Err(ClientError::Refused(e)),
+            r => Ok(r),
+        }
+    }
+
+    pub fn submit(&mut self, sub: JobSubmission) -> Result<JobId, ClientError> {
+        match self.call(ClientOp::Submit(sub))? {
+            ClientReply::Submitted(id) => Ok(id),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
+    pub fn queue(&mut self, filter: QueueFilter) -> Result<Vec<JobInfo>, ClientError> {
+        match self.call(ClientOp::Queue(filter))? {
+            ClientReply::Jobs(j) => Ok(j),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
+    pub fn show(&mut self, id: JobId) -> Result<JobInfo, ClientError> {
+        match self.call(ClientOp::Show(id))? {
+            ClientReply::Job(j) => Ok(*j),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
+    pub fn cancel(&mut self, ids: Vec<JobId>) -> Result<Vec<CancelOutcome>, ClientError> {
+        match self.call(ClientOp::Cancel(ids))? {
+            ClientReply::Cancelled(o) => Ok(o),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
+    pub fn nodes(&mut self) -> Result<Vec<NodeInfo>, ClientError> {
+        match self.call(ClientOp::Nodes)? {
+            ClientReply::Nodes(n) => Ok(n),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+}

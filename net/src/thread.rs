@@ -1,0 +1,154 @@
+//! A daemon's ZeroMQ socket thread: one socket (the broker's ROUTER, an agent's
+//! DEALER), owned by one thread.
+//!
+//! ZeroMQ sockets are not thread-safe, so the socket lives on this thread alone. Messages
+//! that arrive go to the async side through a tokio channel; messages to send arrive on
+//! an `inproc` PULL socket, pushed by whichever thread owns a PUSH connected to
+//! [`Bound::out_endpoint`] (in the broker, the store writer, which releases replies
+//! once they are durable).
+
+use bulkhead_proto::limits::MAX_FRAME_BYTES;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+/// One multipart message as received (on a ROUTER, the first frame is the peer's id).
+#[derive(Debug)]
+pub struct Incoming {
+    pub frames: Vec<Vec<u8>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("zmq {what} on {endpoint}: {source}")]
+    Zmq { what: &'static str, endpoint: String, source: zmq::Error },
+    #[error("cannot start the socket thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// The bound or connected socket, before its thread starts.
+pub struct Bound {
+    sock: zmq::Socket,
+    pull: zmq::Socket,
+    /// The endpoint actually bound (with the port chosen when `*` or 0 was asked), or
+    /// the endpoint connected to.
+    pub endpoint: String,
+    /// Where PUSH sockets connect to have frames sent.
+    pub out_endpoint: String,
+}
+
+impl std::fmt::Debug for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bound").field("endpoint", &self.endpoint).finish_non_exhaustive()
+    }
+}
+
+fn zerr<'a>(what: &'static str, endpoint: &'a str) -> impl Fn(zmq::Error) -> TransportError + 'a {
+    move |source| TransportError::Zmq { what, endpoint: endpoint.to_string(), source }
+}
+
+fn socket(ctx: &zmq::Context, kind: zmq::SocketType, endpoint: &str) -> Result<zmq::Socket, TransportError> {
+    let s = ctx.socket(kind).map_err(zerr("socket", endpoint))?;
+    // libzmq drops a peer that sends a message over this size, before we see it.
+    s.set_maxmsgsize((MAX_FRAME_BYTES + 1024) as i64).map_err(zerr("set_maxmsgsize", endpoint))?;
+    s.set_linger(0).map_err(zerr("set_linger", endpoint))?;
+    s.set_rcvhwm(100_000).map_err(zerr("set_rcvhwm", endpoint))?;
+    s.set_sndhwm(100_000).map_err(zerr("set_sndhwm", endpoint))?;
+    Ok(s)
+}
+
+fn out_pull(ctx: &zmq::Context, sock: zmq::Socket, endpoint: String) -> Result<Bound, TransportError> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let out_endpoint = format!("inproc://bulkhead-out-{}-{n}", std::process::id());
+    let pull = ctx.socket(zmq::PULL).map_err(zerr("socket", &out_endpoint))?;
+    pull.bind(&out_endpoint).map_err(zerr("bind", &out_endpoint))?;
+    Ok(Bound { sock, pull, endpoint, out_endpoint })
+}
+
+/// Binds a ROUTER on `endpoint` (e.g. `tcp://127.0.0.1:6817`, or `tcp://127.0.0.1:*`).
+pub fn bind_router(ctx: &zmq::Context, endpoint: &str) -> Result<Bound, TransportError> {
+    let endpoint = endpoint.replace(":0", ":*");
+    let router = socket(ctx, zmq::ROUTER, &endpoint)?;
+    router.bind(&endpoint).map_err(zerr("bind", &endpoint))?;
+    let actual = router
+        .get_last_endpoint()
+        .map_err(zerr("get_last_endpoint", &endpoint))?
+        .unwrap_or_else(|raw| String::from_utf8_lossy(&raw).into_owned());
+    out_pull(ctx, router, actual)
+}
+
+/// Connects a DEALER to `endpoint`; libzmq reconnects by itself when the peer restarts.
+pub fn connect_dealer(ctx: &zmq::Context, endpoint: &str) -> Result<Bound, TransportError> {
+    let dealer = socket(ctx, zmq::DEALER, endpoint)?;
+    dealer.set_reconnect_ivl(100).map_err(zerr("set_reconnect_ivl", endpoint))?;
+    dealer.set_reconnect_ivl_max(2000).map_err(zerr("set_reconnect_ivl_max", endpoint))?;
+    dealer.connect(endpoint).map_err(zerr("connect", endpoint))?;
+    out_pull(ctx, dealer, endpoint.to_string())
+}
+
+/// A PUSH socket connected to a socket thread's outbox.
+pub fn outbox(ctx: &zmq::Context, bound: &Bound) -> Result<zmq::Socket, TransportError> {
+    let push = ctx.socket(zmq::PUSH).map_err(zerr("socket", &bound.out_endpoint))?;
+    push.set_sndhwm(0).map_err(zerr("set_sndhwm", &bound.out_endpoint))?;
+    push.connect(&bound.out_endpoint).map_err(zerr("connect", &bound.out_endpoint))?;
+    Ok(push)
+}
+
+/// Runs the socket thread until `stop` is set. Incoming messages go to `inbound`.
+pub fn spawn(
+    bound: Bound,
+    inbound: tokio::sync::mpsc::Sender<Incoming>,
+    stop: Arc<AtomicBool>,
+) -> Result<thread::JoinHandle<()>, TransportError> {
+    thread::Builder::new()
+        .name("bh-zmq".into())
+        .spawn(move || socket_loop(bound, inbound, stop))
+        .map_err(TransportError::Thread)
+}
+
+fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Relaxed) {
+        let mut items = [b.sock.as_poll_item(zmq::POLLIN), b.pull.as_poll_item(zmq::POLLIN)];
+        if let Err(e) = zmq::poll(&mut items, 100) {
+            if e == zmq::Error::EINTR {
+                continue;
+            }
+            tracing::error!(error = %e, "zmq poll failed");
+            break;
+        }
+        let (router_in, pull_in) = (items[0].is_readable(), items[1].is_readable());
+        if router_in {
+            for _ in 0..1024 {
+                match b.sock.recv_multipart(zmq::DONTWAIT) {
+                    Ok(frames) => {
+                        if inbound.blocking_send(Incoming { frames }).is_err() {
+                            return;
+                        }
+                    }
+                    Err(zmq::Error::EAGAIN) => break,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "zmq receive failed");
+                        break;
+                    }
+                }
+            }
+        }
+        if pull_in {
+            for _ in 0..4096 {
+                match b.pull.recv_multipart(zmq::DONTWAIT) {
+                    Ok(parts) => {
+                        if let Err(e) = b.sock.send_multipart(parts, zmq::DONTWAIT) {
+                            tracing::warn!(error = %e, "dropping a reply: peer's queue is full or gone");
+                        }
+                    }
+                    Err(zmq::Error::EAGAIN) => break,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "inproc receive failed");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! `bulkhead-agent`: the node daemon.
+
+use anyhow::Context;
+use bulkhead_agent::{AgentConfig, run};
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Bulkhead's node agent: registers this node and runs jobs in their own cgroups.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// The broker's endpoint.
+    #[arg(long, default_value = "tcp://127.0.0.1:6817", env = "BH_BROKER")]
+    broker: String,
+    /// This node's name (default: the host name).
+    #[arg(long, env = "BH_NODE_NAME")]
+    name: Option<String>,
+    /// munged socket (default: libmunge's).
+    #[arg(long, env = "BH_MUNGE_SOCKET")]
+    munge_socket: Option<PathBuf>,
+    /// Spool directory for job scripts and unacknowledged job ends.
+    #[arg(long, default_value = "/var/spool/bulkhead", env = "BH_SPOOL_DIR")]
+    spool_dir: PathBuf,
+    /// CPUs to offer (default: those this process may use).
+    #[arg(long)]
+    cpus: Option<u32>,
+    /// Memory to offer, in MB (default: the host's total).
+    #[arg(long)]
+    mem: Option<u64>,
+    /// Seconds between SIGTERM and SIGKILL at a time limit or a cancel.
+    #[arg(long, default_value_t = 30.0)]
+    kill_wait: f64,
+    /// pids.max of every job.
+    #[arg(long, default_value_t = 16384)]
+    pids_max: u64,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let a = Args::parse();
+    let name = match a.name {
+        Some(n) => n,
+        None => nix::unistd::gethostname()
+            .context("cannot read the host name; set --name")?
+            .to_string_lossy()
+            .into_owned(),
+    };
+    if !nix::unistd::geteuid().is_root() {
+        anyhow::bail!("bulkhead-agent must run as root: it starts jobs as their users and manages cgroups");
+    }
+    let cfg = AgentConfig {
+        broker: a.broker,
+        name,
+        munge_socket: a.munge_socket,
+        spool_dir: a.spool_dir,
+        cpus: a.cpus,
+        mem_mb: a.mem,
+        kill_wait: Duration::from_secs_f64(a.kill_wait.max(0.0)),
+        pids_max: a.pids_max,
+    };
+    run(cfg, shutdown_signal()).await.context("agent failed")
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
