@@ -1,0 +1,363 @@
+//! The end-to-end test harness: a private `munged`, a real broker and a real agent on
+//! loopback, driven by the real `bh` binary, as root or as the test users.
+//!
+//! Everything a [`Cluster`] starts it stops by PID when dropped, also when a test
+//! panics, and it removes the job cgroups an agent killed with SIGKILL left behind.
+//! The test users (`bhtest1`, `bhtest2`) are created by `cargo xtask ci` (or
+//! `cargo xtask setup`); a test that needs one fails with that instruction if missing.
+
+use anyhow::{Context, Result, bail};
+use bulkhead_proto::{JobId, JobInfo, JobState};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The first test user; `USER2` is another one, for tests across tenants.
+pub const USER1: &str = "bhtest1";
+pub const USER2: &str = "bhtest2";
+
+/// Where cargo put the workspace's binaries (next to this test executable's `deps/`).
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let p = dir.join(name);
+    assert!(p.exists(), "{} is missing: build the workspace first (cargo build --workspace)", p.display());
+    p
+}
+
+/// A local account, as the tests need it.
+#[derive(Debug, Clone)]
+pub struct TestUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+pub fn user(name: &str) -> TestUser {
+    match nix::unistd::User::from_name(name) {
+        Ok(Some(u)) => TestUser { name: name.into(), uid: u.uid.as_raw(), gid: u.gid.as_raw() },
+        _ => panic!("test user {name} does not exist: run `cargo xtask setup` (as root) to create the test users"),
+    }
+}
+
+/// Stops a child by PID: SIGTERM, then SIGKILL after `grace`.
+pub fn stop(child: &mut Child, grace: Duration) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A private munged with its own key.
+#[derive(Debug)]
+pub struct Munged {
+    child: Child,
+    pub socket: PathBuf,
+}
+
+impl Munged {
+    pub fn start(dir: &Path) -> Result<Munged> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))?;
+        let key = dir.join("munge.key");
+        let mut bytes = vec![0u8; 1024];
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+        std::fs::write(&key, &bytes)?;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o400))?;
+        let socket = dir.join("munge.socket");
+        let child = Command::new("munged")
+            .arg("--foreground")
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--key-file={}", key.display()))
+            .arg(format!("--pid-file={}", dir.join("munged.pid").display()))
+            .arg(format!("--log-file={}", dir.join("munged.log").display()))
+            .arg(format!("--seed-file={}", dir.join("munged.seed").display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot start munged (apt-get install munge)")?;
+        let m = Munged { child, socket };
+        wait_for(Duration::from_secs(10), || m.socket.exists()).context("munged did not create its socket")?;
+        Ok(m)
+    }
+}
+
+impl Drop for Munged {
+    fn drop(&mut self) {
+        stop(&mut self.child, Duration::from_secs(2));
+    }
+}
+
+/// Polls `f` until it is true or `timeout` passes.
+pub fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if f() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    bail!("condition not met within {timeout:?}")
+}
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// Options of a test cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterOpts {
+    /// CPUs the agent offers.
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub kill_wait_s: f64,
+}
+
+impl Default for ClusterOpts {
+    fn default() -> Self {
+        ClusterOpts { cpus: 2, mem_mb: 4096, kill_wait_s: 1.0 }
+    }
+}
+
+/// A running broker and agent, with their munged.
+#[derive(Debug)]
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub munged: Munged,
+    pub broker: Option<Child>,
+    pub agent: Option<Child>,
+    pub endpoint: String,
+    pub node: String,
+    pub data_dir: PathBuf,
+    opts: ClusterOpts,
+}
+
+fn log_file(path: &Path) -> Stdio {
+    std::fs::File::create(path).map(Stdio::from).unwrap_or_else(|_| Stdio::null())
+}
+
+impl Cluster {
+    pub fn start() -> Result<Cluster> {
+        Self::start_with(ClusterOpts::default())
+    }
+
+    pub fn start_with(opts: ClusterOpts) -> Result<Cluster> {
+        let dir = tempfile::Builder::new().prefix("bh-e2e-").tempdir()?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+        let munged = Munged::start(&dir.path().join("munge"))?;
+        let node = format!("e2e{}n{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let data_dir = dir.path().join("broker");
+        let mut c = Cluster { munged, broker: None, agent: None, endpoint: String::new(), node, data_dir, opts, dir };
+        c.start_broker()?;
+        c.start_agent()?;
+        c.wait_node_up()?;
+        Ok(c)
+    }
+
+    /// Starts the broker on a free loopback port (or the port it had, on a restart).
+    pub fn start_broker(&mut self) -> Result<()> {
+        let listen = if self.endpoint.is_empty() { "tcp://127.0.0.1:*".to_string() } else { self.endpoint.clone() };
+        let ep_file = self.data_dir.join("broker.endpoint");
+        let _ = std::fs::remove_file(&ep_file);
+        let log = self.dir.path().join(format!("broker-{}.log", NEXT.fetch_add(1, Ordering::Relaxed)));
+        let child = Command::new(bin("bulkhead-broker"))
+            .args(["--listen", &listen, "--heartbeat-ms", "500", "--node-timeout", "10"])
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .arg("--munge-socket")
+            .arg(&self.munged.socket)
+            .env("BH_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&log))
+            .spawn()?;
+        self.broker = Some(child);
+        wait_for(Duration::from_secs(15), || std::fs::read_to_string(&ep_file).is_ok_and(|s| s.ends_with('\n')))
+            .with_context(|| format!("the broker did not start; log: {}", std::fs::read_to_string(&log).unwrap_or_default()))?;
+        self.endpoint = std::fs::read_to_string(&ep_file)?.trim().to_string();
+        Ok(())
+    }
+
+    pub fn start_agent(&mut self) -> Result<()> {
+        let log = self.dir.path().join("agent.log");
+        let child = Command::new(bin("bulkhead-agent"))
+            .args(["--broker", &self.endpoint, "--name", &self.node])
+            .args(["--cpus", &self.opts.cpus.to_string(), "--mem", &self.opts.mem_mb.to_string()])
+            .args(["--kill-wait", &self.opts.kill_wait_s.to_string()])
+            .arg("--spool-dir")
+            .arg(self.dir.path().join("spool"))
+            .arg("--munge-socket")
+            .arg(&self.munged.socket)
+            .env("BH_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&log))
+            .spawn()?;
+        self.agent = Some(child);
+        Ok(())
+    }
+
+    pub fn wait_node_up(&self) -> Result<()> {
+        wait_for(Duration::from_secs(15), || {
+            self.bh(None, &["nodes", "--json"])
+                .ok()
+                .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+                .is_some_and(|v| v.as_array().is_some_and(|a| a.iter().any(|n| n["name"] == self.node.as_str() && n["state"] != "DOWN")))
+        })
+        .with_context(|| format!("node never came up; agent log:\n{}", self.agent_log()))
+    }
+
+    pub fn agent_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("agent.log")).unwrap_or_default()
+    }
+
+    /// Kills the broker with SIGKILL, as a crash would.
+    pub fn crash_broker(&mut self) {
+        if let Some(mut b) = self.broker.take() {
+            let _ = b.kill();
+            let _ = b.wait();
+        }
+    }
+
+    /// A working directory owned by `user` (root when `None`).
+    pub fn workdir(&self, user: Option<&TestUser>) -> Result<PathBuf> {
+        let d = self.dir.path().join(format!("work-{}-{}", user.map_or("root", |u| &u.name), NEXT.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir_all(&d)?;
+        if let Some(u) = user {
+            std::os::unix::fs::chown(&d, Some(u.uid), Some(u.gid))?;
+        }
+        Ok(d)
+    }
+
+    /// Runs `bh ARGS` as `user` (root when `None`) in the current directory.
+    pub fn bh(&self, user: Option<&TestUser>, args: &[&str]) -> Result<Output> {
+        self.bh_in(user, self.dir.path(), args)
+    }
+
+    pub fn bh_in(&self, user: Option<&TestUser>, cwd: &Path, args: &[&str]) -> Result<Output> {
+        let mut cmd = Command::new(bin("bh"));
+        cmd.args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("BH_BROKER", &self.endpoint)
+            .env("BH_MUNGE_SOCKET", &self.munged.socket)
+            .env("BH_TIMEOUT", "20")
+            .stdin(Stdio::null());
+        if let Some(u) = user {
+            cmd.uid(u.uid).gid(u.gid).env("HOME", format!("/home/{}", u.name)).env("USER", &u.name);
+        }
+        Ok(cmd.output()?)
+    }
+
+    /// Submits a script as `user` from `workdir`; returns the job id.
+    pub fn submit(&self, user: Option<&TestUser>, workdir: &Path, args: &[&str], script: &str) -> Result<JobId> {
+        let path = workdir.join(format!("job-{}.sh", NEXT.fetch_add(1, Ordering::Relaxed)));
+        std::fs::write(&path, script)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
+        let mut all: Vec<&str> = vec!["submit", "--parsable"];
+        all.extend_from_slice(args);
+        let p = path.to_string_lossy().into_owned();
+        all.push(&p);
+        let out = self.bh_in(user, workdir, &all)?;
+        if !out.status.success() {
+            bail!("bh submit failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
+    }
+
+    pub fn show(&self, job: JobId) -> Result<JobInfo> {
+        let out = self.bh(None, &["show", "--json", &job.to_string()])?;
+        if !out.status.success() {
+            bail!("bh show {job} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+
+    /// Waits until the job is in one of `states`; returns its record.
+    pub fn wait_state(&self, job: JobId, states: &[JobState], timeout: Duration) -> Result<JobInfo> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let j = self.show(job)?;
+            if states.contains(&j.state) {
+                return Ok(j);
+            }
+            if Instant::now() > deadline {
+                bail!("job {job} is {} ({:?}), not one of {states:?}, after {timeout:?}; agent log:\n{}", j.state, j.reason, self.agent_log());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// This agent's job cgroup directories on this host, found from the test process's
+    /// own cgroups (the agent inherits them).
+    pub fn job_cgroup_dirs(&self, job: JobId) -> Vec<PathBuf> {
+        self.agent_dirs().into_iter().map(|d| d.join(format!("job_{job}"))).collect()
+    }
+
+    fn agent_dirs(&self) -> Vec<PathBuf> {
+        let own = bulkhead_agent::cgroup::discover().expect("discover cgroups");
+        let name = format!("bulkhead-{}", self.node);
+        own.v2.iter().chain(own.v1.values()).map(|d| d.join(&name)).collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(mut a) = self.agent.take() {
+            stop(&mut a, Duration::from_secs(15));
+        }
+        if let Some(mut b) = self.broker.take() {
+            stop(&mut b, Duration::from_secs(5));
+        }
+        // An agent that died without cleaning up leaves job cgroups: kill their
+        // members and remove them, deepest first.
+        for d in self.agent_dirs() {
+            if let Ok(rd) = std::fs::read_dir(&d) {
+                for e in rd.flatten() {
+                    if e.path().is_dir() {
+                        kill_members(&e.path());
+                        let _ = std::fs::remove_dir(e.path());
+                    }
+                }
+            }
+            let _ = std::fs::remove_dir(&d);
+        }
+    }
+}
+
+fn kill_members(dir: &Path) {
+    for _ in 0..100 {
+        let pids: Vec<i32> = std::fs::read_to_string(dir.join("cgroup.procs"))
+            .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default();
+        if pids.is_empty() {
+            return;
+        }
+        for p in pids {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), nix::sys::signal::Signal::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether a process with this pid exists (and is not a zombie).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}

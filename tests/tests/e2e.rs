@@ -1,0 +1,278 @@
+//! End-to-end: real broker and agent processes on loopback, the real `bh`, the real
+//! kernel. Run as root (the agent starts jobs as the test users).
+
+use bulkhead_munge::Munge;
+use bulkhead_net::Client;
+use bulkhead_proto::codec::{self, HEADER_LEN};
+use bulkhead_proto::msg::{ClientOp, ClientReply, ClientRequest, ErrorCode, QueueFilter};
+use bulkhead_proto::{JobId, JobState};
+use bulkhead_tests::{Cluster, ClusterOpts, Munged, USER1, USER2, alive, user, wait_for};
+use std::os::unix::fs::MetadataExt;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(30);
+
+#[test]
+fn a_users_job_runs_as_that_user_in_its_own_cgroup_and_reports_its_exit() {
+    let c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let script = "#!/bin/bash\n#SBATCH -J whoami\n#BH --mem=64M\nid -u\nid -g\npwd\necho \"job=$BH_JOB_ID slurm=$SLURM_JOB_ID cpus=$BH_CPUS nodes=$BH_NODELIST\"\ncat /proc/self/cgroup\nsleep 1\n";
+    let job = c.submit(Some(&u), &wd, &["-n", "1"], script).expect("submit");
+
+    // While it runs, the kernel puts it in its own cgroup with the requested limit.
+    let running = c.wait_state(job, &[JobState::Running, JobState::Completed], T).expect("running");
+    assert_eq!(running.uid, u.uid);
+    let dirs = c.job_cgroup_dirs(job);
+    assert!(!dirs.is_empty(), "no delegated cgroup hierarchy found for the test process");
+    if running.state == JobState::Running {
+        let mem_dir = dirs.iter().find(|d| d.to_string_lossy().contains("/memory/"));
+        if let Some(d) = mem_dir {
+            let limit = std::fs::read_to_string(d.join("memory.limit_in_bytes")).expect("limit");
+            assert_eq!(limit.trim(), (64u64 << 20).to_string());
+        }
+    }
+
+    let done = c.wait_state(job, &[JobState::Completed, JobState::Failed], T).expect("finished");
+    assert_eq!(done.state, JobState::Completed, "{done:?}\n{}", c.agent_log());
+    assert_eq!(done.exit_code, Some(0));
+    assert_eq!(done.name, "whoami");
+    let out_path = wd.join(format!("bh-{job}.out"));
+    assert_eq!(done.stdout, out_path.to_string_lossy());
+    let out = std::fs::read_to_string(&out_path).expect("output file");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], u.uid.to_string(), "{out}");
+    assert_eq!(lines[1], u.gid.to_string(), "{out}");
+    assert_eq!(lines[2], wd.to_string_lossy(), "{out}");
+    assert_eq!(lines[3], format!("job={job} slurm={job} cpus=1 nodes={}", c.node));
+    let cg_name = format!("bulkhead-{}/job_{job}", c.node);
+    assert!(out.lines().any(|l| l.ends_with(&cg_name)), "job was not in its cgroup:\n{out}");
+    // The output file belongs to the user, not to root.
+    let meta = std::fs::metadata(&out_path).expect("stat");
+    assert_eq!((meta.uid(), meta.gid()), (u.uid, u.gid));
+    // And the job's cgroups are gone.
+    for d in c.job_cgroup_dirs(job) {
+        assert!(!d.exists(), "{} left behind", d.display());
+    }
+
+    let bad = c.submit(Some(&u), &wd, &["-o", "fail-%j.txt"], "#!/bin/sh\necho failing >&2\nexit 3\n").expect("submit");
+    let j = c.wait_state(bad, &[JobState::Completed, JobState::Failed], T).expect("finished");
+    assert_eq!(j.state, JobState::Failed);
+    assert_eq!(j.exit_code, Some(3));
+    assert_eq!(std::fs::read_to_string(wd.join(format!("fail-{bad}.txt"))).expect("out"), "failing\n");
+}
+
+#[test]
+fn cancel_kills_every_process_of_the_job_and_removes_its_cgroup() {
+    let c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    // The job forks children that would outlive the batch shell, one in its own session.
+    let script = "#!/bin/bash\nsleep 300 &\necho $! > pids\nsetsid sleep 301 &\necho $! >> pids\n(sleep 302; echo never) &\necho $! >> pids\necho $$ >> pids\nwait\n";
+    let job = c.submit(Some(&u), &wd, &[], script).expect("submit");
+    c.wait_state(job, &[JobState::Running], T).expect("running");
+    let pids_file = wd.join("pids");
+    wait_for(T, || std::fs::read_to_string(&pids_file).is_ok_and(|s| s.lines().count() == 4)).expect("pids written");
+    let pids: Vec<i32> = std::fs::read_to_string(&pids_file).expect("pids").lines().map(|l| l.parse().expect("pid")).collect();
+    assert!(pids.iter().all(|p| alive(*p)), "job processes should be running");
+
+    // Another user may not cancel it.
+    let other = user(USER2);
+    let out = c.bh(Some(&other), &["cancel", &job.to_string()]).expect("bh");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("may cancel only their own jobs"), "{err}");
+    assert_eq!(c.show(job).expect("show").state, JobState::Running);
+
+    let out = c.bh(Some(&u), &["cancel", &job.to_string()]).expect("bh");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j = c.wait_state(job, &[JobState::Cancelled], T).expect("cancelled");
+    assert!(j.end_time_us.is_some());
+    for p in &pids {
+        assert!(!alive(*p), "process {p} of the cancelled job is still alive");
+    }
+    for d in c.job_cgroup_dirs(job) {
+        assert!(!d.exists(), "{} left behind", d.display());
+    }
+    // Cancelling it again says it is finished.
+    let out = c.bh(Some(&u), &["cancel", &job.to_string()]).expect("bh");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already finished"));
+}
+
+#[test]
+fn time_limits_end_in_timeout_and_memory_limits_in_out_of_memory() {
+    let c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    // A neighbour that must survive the other job's OOM kill.
+    let calm = c.submit(Some(&u), &wd, &["--mem=32M"], "#!/bin/sh\nsleep 4\necho calm\n").expect("submit");
+    let slow = c.submit(Some(&u), &wd, &["-t", "0:02", "--mem=32M"], "#!/bin/sh\ntrap '' TERM\nsleep 60\n").expect("submit");
+    let hog = c
+        .submit(Some(&u), &wd, &["--mem=32M"], "#!/bin/sh\ndd if=/dev/zero of=/dev/null bs=256M count=1\necho survived\n")
+        .expect("submit");
+
+    let j = c.wait_state(hog, &[JobState::OutOfMemory, JobState::Completed, JobState::Failed], T).expect("hog ends");
+    assert_eq!(j.state, JobState::OutOfMemory, "{j:?}");
+    let j = c.wait_state(slow, &[JobState::Timeout, JobState::Completed, JobState::Failed], T).expect("slow ends");
+    assert_eq!(j.state, JobState::Timeout, "{j:?}");
+    let ran = j.end_time_us.expect("end") - j.start_time_us.expect("start");
+    // It ignores SIGTERM: only the SIGKILL after the 1 s grace period ends it.
+    assert!(ran >= 2_900_000, "ended after {ran} us");
+    let j = c.wait_state(calm, &[JobState::Completed, JobState::Failed, JobState::OutOfMemory], T).expect("calm ends");
+    assert_eq!(j.state, JobState::Completed, "{j:?}");
+    assert_eq!(std::fs::read_to_string(wd.join(format!("bh-{calm}.out"))).expect("out"), "calm\n");
+    assert!(c.agent.as_ref().is_some_and(|a| alive(a.id() as i32)), "the agent died");
+}
+
+#[test]
+fn a_crashed_broker_restarts_with_every_acknowledged_job() {
+    let mut c = Cluster::start_with(ClusterOpts { cpus: 1, ..Default::default() }).expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let done = c.submit(Some(&u), &wd, &[], "#!/bin/sh\ntrue\n").expect("submit");
+    c.wait_state(done, &[JobState::Completed], T).expect("completed");
+    let long = c.submit(Some(&u), &wd, &[], "#!/bin/sh\nsleep 300\n").expect("submit");
+    c.wait_state(long, &[JobState::Running], T).expect("running");
+    let pending: Vec<JobId> =
+        (0..20).map(|i| c.submit(Some(&u), &wd, &["-J", &format!("p{i}")], "#!/bin/sh\ntrue\n").expect("submit")).collect();
+
+    c.crash_broker();
+    c.start_broker().expect("restart");
+    assert_eq!(c.show(done).expect("show").state, JobState::Completed);
+    for p in &pending {
+        let j = c.show(*p).expect("show");
+        assert_eq!(j.state, JobState::Pending, "job {p}");
+    }
+    // The agent registers again and keeps its running job.
+    c.wait_node_up().expect("node back");
+    assert_eq!(c.show(long).expect("show").state, JobState::Running);
+    let q: Vec<bulkhead_proto::JobInfo> =
+        serde_json::from_slice(&c.bh(None, &["queue", "--json", "--all"]).expect("bh").stdout).expect("json");
+    assert_eq!(q.len(), 22);
+    // The queue drains once the long job is gone.
+    assert!(c.bh(None, &["cancel", &long.to_string()]).expect("bh").status.success());
+    for p in &pending {
+        c.wait_state(*p, &[JobState::Completed], T).expect("pending job ran after the restart");
+    }
+}
+
+fn raw_request(client: &mut Client, id: u64, credential: Vec<u8>) -> ClientReply {
+    let frame = codec::encode(id, &ClientRequest { credential, op: ClientOp::Queue(QueueFilter::default()) }).expect("encode");
+    client.send_raw(&frame).expect("send");
+    let reply = client.recv_raw(T).expect("reply");
+    let (h, r) = codec::decode::<ClientReply>(&reply).expect("decode");
+    assert_eq!(h.request_id, id);
+    r
+}
+
+fn refusal(r: ClientReply) -> (ErrorCode, String) {
+    match r {
+        ClientReply::Error(e) => (e.code, e.message),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn forged_replayed_and_missing_credentials_are_refused() {
+    let c = Cluster::start().expect("cluster");
+    let mut client = Client::connect(&c.endpoint, Some(&c.munged.socket)).expect("client");
+    let munge = Munge::new(Some(&c.munged.socket));
+
+    let cred = munge.encode(b"").expect("credential");
+    assert!(matches!(raw_request(&mut client, 1, cred.clone()), ClientReply::Jobs(_)));
+    let (code, msg) = refusal(raw_request(&mut client, 2, cred.clone()));
+    assert_eq!(code, ErrorCode::Unauthenticated);
+    assert!(msg.contains("replayed"), "{msg}");
+
+    // A credential of another MUNGE realm (another key): a forgery to this cluster.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let other = Munged::start(&dir.path().join("m")).expect("second munged");
+    let foreign = Munge::new(Some(&other.socket)).encode(b"").expect("foreign credential");
+    let (code, msg) = refusal(raw_request(&mut client, 3, foreign));
+    assert_eq!(code, ErrorCode::Unauthenticated);
+    assert!(msg.contains("invalid"), "{msg}");
+
+    // A tampered credential.
+    let mut tampered = munge.encode(b"").expect("credential");
+    let mid = tampered.len() / 2;
+    tampered[mid] = if tampered[mid] == b'A' { b'B' } else { b'A' };
+    assert_eq!(refusal(raw_request(&mut client, 4, tampered)).0, ErrorCode::Unauthenticated);
+
+    let (code, msg) = refusal(raw_request(&mut client, 5, vec![]));
+    assert_eq!(code, ErrorCode::Unauthenticated);
+    assert!(msg.contains("no MUNGE credential"), "{msg}");
+}
+
+#[test]
+fn malformed_frames_get_an_error_reply_and_the_broker_keeps_serving() {
+    let c = Cluster::start().expect("cluster");
+    let mut client = Client::connect(&c.endpoint, Some(&c.munged.socket)).expect("client");
+    let cases: Vec<(Vec<u8>, ErrorCode)> = vec![
+        (b"hello".to_vec(), ErrorCode::BadFrame),
+        (vec![0u8; 64], ErrorCode::BadFrame),
+        ({
+            let mut f = codec::encode(9, &ClientReply::Submitted(JobId(1))).expect("encode");
+            f[4] = 1; // claims to be a request, holds a reply's body
+            f
+        }, ErrorCode::BadFrame),
+        ({
+            let mut f = codec::encode(9, &ClientReply::Submitted(JobId(1))).expect("encode");
+            f[2] = 99; // unknown protocol version
+            f[4] = 1;
+            f
+        }, ErrorCode::UnsupportedVersion),
+        ({
+            let mut f = codec::encode(9, &ClientReply::Submitted(JobId(1))).expect("encode");
+            f.truncate(HEADER_LEN);
+            f[4] = 1;
+            f.extend_from_slice(&[0xff; 12]); // a length prefix pointing far past the end
+            f
+        }, ErrorCode::BadFrame),
+    ];
+    for (frame, want) in cases {
+        client.send_raw(&frame).expect("send");
+        let reply = client.recv_raw(T).expect("an error reply");
+        let (_, r) = codec::decode::<ClientReply>(&reply).expect("decodable reply");
+        assert_eq!(refusal(r).0, want, "for frame {frame:02x?}");
+    }
+    // Still serving, through the real CLI.
+    let out = c.bh(None, &["queue"]).expect("bh");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("JOBID"));
+}
+
+#[test]
+fn cli_errors_say_what_is_wrong() {
+    let c = Cluster::start_with(ClusterOpts { cpus: 2, ..Default::default() }).expect("cluster");
+    let wd = c.workdir(None).expect("workdir");
+    std::fs::write(wd.join("big.sh"), "#!/bin/sh\ntrue\n").expect("write");
+    let out = c.bh_in(None, &wd, &["submit", "-n", "64", "big.sh"]).expect("bh");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("64 CPUs") && err.contains("largest node has 2 CPUs"), "{err}");
+
+    std::fs::write(wd.join("bad.sh"), "#!/bin/sh\n#SBATCH --time=abc\ntrue\n").expect("write");
+    let out = c.bh_in(None, &wd, &["submit", "bad.sh"]).expect("bh");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--time") && err.contains("abc"), "{err}");
+
+    std::fs::write(wd.join("noshebang.sh"), "echo hi\n").expect("write");
+    let out = c.bh_in(None, &wd, &["submit", "noshebang.sh"]).expect("bh");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("#!"));
+
+    // A broker that is not there.
+    let out = std::process::Command::new(bulkhead_tests::bin("bh"))
+        .args(["--broker", "tcp://127.0.0.1:1", "queue"])
+        .env("BH_MUNGE_SOCKET", &c.munged.socket)
+        .output()
+        .expect("bh");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach the broker at tcp://127.0.0.1:1"), "{err}");
+
+    let out = c.bh(None, &["show", "999999"]).expect("bh");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("job 999999 does not exist"));
+}
