@@ -9,10 +9,12 @@
 //! forgets, and an agent is never told to launch a job the store still calls PENDING).
 
 use crate::store::{JobRow, NodeRow, StoreOp};
-use bulkhead_proto::job::{DEFAULT_OUTPUT_PATTERN, JobEnd, JobSubmission, LaunchSpec, expand_output_pattern};
+use bulkhead_proto::job::{
+    DEFAULT_OUTPUT_PATTERN, JobEnd, JobSubmission, LaunchSpec, expand_output_pattern,
+};
 use bulkhead_proto::msg::{
-    AgentMessage, BrokerMessage, CancelOutcome, ClientOp, ClientReply, ErrorCode, ErrorReply, NodeInfo, NodeState,
-    QueueFilter, Registration,
+    AgentMessage, BrokerMessage, CancelOutcome, ClientOp, ClientReply, ErrorCode, ErrorReply,
+    NodeInfo, NodeState, QueueFilter, Registration,
 };
 use bulkhead_proto::{JobId, JobInfo, JobState, NodeId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -55,8 +57,16 @@ pub struct Caller {
 /// A message to send once the effects' store operations are durable.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outbound {
-    Client { peer: PeerId, request_id: u64, reply: ClientReply },
-    Agent { peer: PeerId, request_id: u64, msg: BrokerMessage },
+    Client {
+        peer: PeerId,
+        request_id: u64,
+        reply: ClientReply,
+    },
+    Agent {
+        peer: PeerId,
+        request_id: u64,
+        msg: BrokerMessage,
+    },
 }
 
 /// What one input made the core decide.
@@ -105,7 +115,9 @@ impl Node {
         self.peer.is_some()
     }
     fn fits(&self, cpus: u32, mem_mb: u64) -> bool {
-        self.up() && self.cpus - self.cpus_alloc >= cpus && self.mem_mb - self.mem_alloc_mb >= mem_mb
+        self.up()
+            && self.cpus - self.cpus_alloc >= cpus
+            && self.mem_mb - self.mem_alloc_mb >= mem_mb
     }
     fn state(&self) -> NodeState {
         if !self.up() {
@@ -236,41 +248,78 @@ impl Core {
     }
 
     fn node_row(n: &Node) -> NodeRow {
-        NodeRow { id: n.id, name: n.name.clone(), cpus: n.cpus, mem_mb: n.mem_mb, last_seen_us: n.last_seen_us }
+        NodeRow {
+            id: n.id,
+            name: n.name.clone(),
+            cpus: n.cpus,
+            mem_mb: n.mem_mb,
+            last_seen_us: n.last_seen_us,
+        }
     }
 
     /// A client request from an authenticated caller.
-    pub fn client(&mut self, peer: PeerId, request_id: u64, caller: &Caller, op: ClientOp, now_us: u64) -> Effects {
+    pub fn client(
+        &mut self,
+        peer: PeerId,
+        request_id: u64,
+        caller: &Caller,
+        op: ClientOp,
+        now_us: u64,
+    ) -> Effects {
         let mut fx = Effects::default();
         let reply = match op {
             ClientOp::Submit(sub) => self.submit(&mut fx, caller, sub, now_us),
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(&filter)),
             ClientOp::Show(id) => match self.jobs.get(&id) {
                 Some(j) => ClientReply::Job(Box::new(self.info(j))),
-                None => ClientReply::Error(err(ErrorCode::NotFound, format!("job {id} does not exist"))),
+                None => {
+                    ClientReply::Error(err(ErrorCode::NotFound, format!("job {id} does not exist")))
+                }
             },
             ClientOp::Cancel(ids) => {
-                let outcomes = ids.into_iter().map(|id| self.cancel(&mut fx, caller, id, now_us)).collect();
+                let outcomes = ids
+                    .into_iter()
+                    .map(|id| self.cancel(&mut fx, caller, id, now_us))
+                    .collect();
                 ClientReply::Cancelled(outcomes)
             }
-            ClientOp::Nodes => ClientReply::Nodes(self.nodes.values().map(Self::node_info).collect()),
+            ClientOp::Nodes => {
+                ClientReply::Nodes(self.nodes.values().map(Self::node_info).collect())
+            }
         };
-        fx.send.push(Outbound::Client { peer, request_id, reply });
+        fx.send.push(Outbound::Client {
+            peer,
+            request_id,
+            reply,
+        });
         if !fx.store.is_empty() {
             self.schedule(&mut fx, now_us);
         }
         fx
     }
 
-    fn submit(&mut self, fx: &mut Effects, caller: &Caller, sub: JobSubmission, now_us: u64) -> ClientReply {
+    fn submit(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        sub: JobSubmission,
+        now_us: u64,
+    ) -> ClientReply {
         if let Err(e) = check_submission(&sub) {
             return ClientReply::Error(e);
         }
-        let partition = sub.resources.partition.clone().unwrap_or_else(|| self.cfg.partition.clone());
+        let partition = sub
+            .resources
+            .partition
+            .clone()
+            .unwrap_or_else(|| self.cfg.partition.clone());
         if partition != self.cfg.partition {
             return ClientReply::Error(err(
                 ErrorCode::Invalid,
-                format!("invalid partition {partition:?} (this cluster has: {})", self.cfg.partition),
+                format!(
+                    "invalid partition {partition:?} (this cluster has: {})",
+                    self.cfg.partition
+                ),
             ));
         }
         let cpus = sub.resources.cpus;
@@ -282,10 +331,18 @@ impl Core {
         if sub.resources.gpus > 0 {
             return ClientReply::Error(err(
                 ErrorCode::Unsatisfiable,
-                format!("requested {} GPUs but no node of this cluster has GPUs", sub.resources.gpus),
+                format!(
+                    "requested {} GPUs but no node of this cluster has GPUs",
+                    sub.resources.gpus
+                ),
             ));
         }
-        if !self.nodes.is_empty() && !self.nodes.values().any(|n| n.cpus >= cpus && n.mem_mb >= mem_mb) {
+        if !self.nodes.is_empty()
+            && !self
+                .nodes
+                .values()
+                .any(|n| n.cpus >= cpus && n.mem_mb >= mem_mb)
+        {
             let (max_cpus, max_mem) = self
                 .nodes
                 .values()
@@ -325,13 +382,25 @@ impl Core {
         ClientReply::Submitted(id)
     }
 
-    fn cancel(&mut self, fx: &mut Effects, caller: &Caller, id: JobId, now_us: u64) -> CancelOutcome {
+    fn cancel(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        id: JobId,
+        now_us: u64,
+    ) -> CancelOutcome {
         let result = (|| {
-            let job = self.jobs.get_mut(&id).ok_or_else(|| err(ErrorCode::NotFound, format!("job {id} does not exist")))?;
+            let job = self
+                .jobs
+                .get_mut(&id)
+                .ok_or_else(|| err(ErrorCode::NotFound, format!("job {id} does not exist")))?;
             if caller.uid != 0 && caller.uid != job.uid {
                 return Err(err(
                     ErrorCode::PermissionDenied,
-                    format!("job {id} belongs to {} (uid {}); {} may cancel only their own jobs", job.user, job.uid, caller.user),
+                    format!(
+                        "job {id} belongs to {} (uid {}); {} may cancel only their own jobs",
+                        job.user, job.uid, caller.user
+                    ),
                 ));
             }
             match job.state {
@@ -351,7 +420,10 @@ impl Core {
                             fx.send.push(Outbound::Agent {
                                 peer,
                                 request_id: 0,
-                                msg: BrokerMessage::Kill { job: id, state: JobState::Cancelled },
+                                msg: BrokerMessage::Kill {
+                                    job: id,
+                                    state: JobState::Cancelled,
+                                },
                             });
                             self.update(fx, id);
                             Ok(JobState::Running)
@@ -359,26 +431,46 @@ impl Core {
                         None => {
                             // Its node is gone: nothing runs it that we can reach.
                             let mut end = self.end_of(id, JobState::Cancelled, now_us);
-                            end.reason = Some(format!("cancelled by {} while its node was down", caller.user));
+                            end.reason = Some(format!(
+                                "cancelled by {} while its node was down",
+                                caller.user
+                            ));
                             self.finish(fx, end);
                             Ok(JobState::Cancelled)
                         }
                     }
                 }
-                st => Err(err(ErrorCode::AlreadyFinished, format!("job {id} has already finished ({st})"))),
+                st => Err(err(
+                    ErrorCode::AlreadyFinished,
+                    format!("job {id} has already finished ({st})"),
+                )),
             }
         })();
         CancelOutcome { job: id, result }
     }
 
     fn end_of(&self, id: JobId, state: JobState, now_us: u64) -> JobEnd {
-        let start = self.jobs.get(&id).and_then(|j| j.start_us).unwrap_or(now_us);
-        JobEnd { job: id, state, exit_code: None, signal: None, start_time_us: start, end_time_us: now_us, reason: None }
+        let start = self
+            .jobs
+            .get(&id)
+            .and_then(|j| j.start_us)
+            .unwrap_or(now_us);
+        JobEnd {
+            job: id,
+            state,
+            exit_code: None,
+            signal: None,
+            start_time_us: start,
+            end_time_us: now_us,
+            reason: None,
+        }
     }
 
     /// Records a job's end and releases its resources.
     fn finish(&mut self, fx: &mut Effects, end: JobEnd) {
-        let Some(job) = self.jobs.get_mut(&end.job) else { return };
+        let Some(job) = self.jobs.get_mut(&end.job) else {
+            return;
+        };
         if job.state.is_terminal() {
             return;
         }
@@ -393,7 +485,11 @@ impl Core {
         job.exit_code = end.exit_code;
         job.signal = end.signal;
         if job.start_us.is_none() || end.start_time_us > 0 {
-            job.start_us = Some(if end.start_time_us > 0 { end.start_time_us } else { end.end_time_us });
+            job.start_us = Some(if end.start_time_us > 0 {
+                end.start_time_us
+            } else {
+                end.end_time_us
+            });
         }
         job.end_us = Some(end.end_time_us);
         if end.reason.is_some() {
@@ -408,7 +504,14 @@ impl Core {
 
     /// A message from a node agent. `caller` is set for a `Register` whose credential
     /// decoded; the shell refuses registrations whose credential did not.
-    pub fn agent(&mut self, peer: PeerId, request_id: u64, caller: Option<&Caller>, msg: AgentMessage, now_us: u64) -> Effects {
+    pub fn agent(
+        &mut self,
+        peer: PeerId,
+        request_id: u64,
+        caller: Option<&Caller>,
+        msg: AgentMessage,
+        now_us: u64,
+    ) -> Effects {
         let mut fx = Effects::default();
         if let AgentMessage::Register(reg) = msg {
             self.register(&mut fx, peer, request_id, caller, reg, now_us);
@@ -416,7 +519,11 @@ impl Core {
             return fx;
         }
         let Some(node_id) = self.node_by_peer.get(&peer).copied() else {
-            fx.send.push(Outbound::Agent { peer, request_id, msg: BrokerMessage::Reregister });
+            fx.send.push(Outbound::Agent {
+                peer,
+                request_id,
+                msg: BrokerMessage::Reregister,
+            });
             return fx;
         };
         if let Some(n) = self.nodes.get_mut(&node_id) {
@@ -427,7 +534,9 @@ impl Core {
             AgentMessage::Heartbeat { running } => {
                 self.reconcile(&mut fx, node_id, &running, now_us);
             }
-            AgentMessage::JobStarted { job, start_time_us, .. } => {
+            AgentMessage::JobStarted {
+                job, start_time_us, ..
+            } => {
                 if let Some(j) = self.jobs.get_mut(&job)
                     && j.state == JobState::Running
                     && j.node == Some(node_id)
@@ -445,23 +554,46 @@ impl Core {
                 }
                 // Acknowledged either way: a report about a job this node does not hold
                 // must not be resent forever. The ack leaves after the update is stored.
-                fx.send.push(Outbound::Agent { peer, request_id, msg: BrokerMessage::EndAck { job } });
+                fx.send.push(Outbound::Agent {
+                    peer,
+                    request_id,
+                    msg: BrokerMessage::EndAck { job },
+                });
             }
         }
         fx
     }
 
-    fn register(&mut self, fx: &mut Effects, peer: PeerId, request_id: u64, caller: Option<&Caller>, reg: Registration, now_us: u64) {
+    fn register(
+        &mut self,
+        fx: &mut Effects,
+        peer: PeerId,
+        request_id: u64,
+        caller: Option<&Caller>,
+        reg: Registration,
+        now_us: u64,
+    ) {
         match caller {
             Some(c) if c.uid == 0 => {}
             Some(c) => {
-                let msg = format!("node registration refused: credential is for uid {} ({}), agents must run as root", c.uid, c.user);
-                fx.send.push(Outbound::Agent { peer, request_id, msg: BrokerMessage::Error(err(ErrorCode::PermissionDenied, msg)) });
+                let msg = format!(
+                    "node registration refused: credential is for uid {} ({}), agents must run as root",
+                    c.uid, c.user
+                );
+                fx.send.push(Outbound::Agent {
+                    peer,
+                    request_id,
+                    msg: BrokerMessage::Error(err(ErrorCode::PermissionDenied, msg)),
+                });
                 return;
             }
             None => {
                 let msg = "node registration refused: no valid credential";
-                fx.send.push(Outbound::Agent { peer, request_id, msg: BrokerMessage::Error(err(ErrorCode::Unauthenticated, msg)) });
+                fx.send.push(Outbound::Agent {
+                    peer,
+                    request_id,
+                    msg: BrokerMessage::Error(err(ErrorCode::Unauthenticated, msg)),
+                });
                 return;
             }
         }
@@ -490,7 +622,9 @@ impl Core {
                 id
             }
         };
-        let Some(node) = self.nodes.get_mut(&id) else { return };
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return;
+        };
         if let Some(old) = node.peer.take() {
             self.node_by_peer.remove(&old);
         }
@@ -505,15 +639,22 @@ impl Core {
         fx.send.push(Outbound::Agent {
             peer,
             request_id,
-            msg: BrokerMessage::Registered { node: id, heartbeat_ms: self.cfg.heartbeat_ms },
+            msg: BrokerMessage::Registered {
+                node: id,
+                heartbeat_ms: self.cfg.heartbeat_ms,
+            },
         });
         self.reconcile(fx, id, &reg.running, now_us);
     }
 
     /// Makes the broker's view of a node's jobs agree with what its agent runs.
     fn reconcile(&mut self, fx: &mut Effects, node_id: NodeId, running: &[JobId], now_us: u64) {
-        let Some(node) = self.nodes.get(&node_id) else { return };
-        let Some(peer) = node.peer.clone() else { return };
+        let Some(node) = self.nodes.get(&node_id) else {
+            return;
+        };
+        let Some(peer) = node.peer.clone() else {
+            return;
+        };
         let reported: BTreeSet<JobId> = running.iter().copied().collect();
         // Jobs the broker placed here that the agent does not run: lost with the agent.
         // A launch still in flight is not lost: the agent lists a job from the moment
@@ -522,20 +663,40 @@ impl Core {
             .running
             .iter()
             .filter(|j| !reported.contains(j))
-            .filter(|j| self.jobs.get(j).is_some_and(|job| job.start_us.is_some_and(|s| s + 2 * u64::from(self.cfg.heartbeat_ms) * 1000 < now_us)))
+            .filter(|j| {
+                self.jobs.get(j).is_some_and(|job| {
+                    job.start_us
+                        .is_some_and(|s| s + 2 * u64::from(self.cfg.heartbeat_ms) * 1000 < now_us)
+                })
+            })
             .copied()
             .collect();
         for j in lost {
             let mut end = self.end_of(j, JobState::NodeFail, now_us);
-            end.reason = Some(format!("node {} no longer runs the job (agent restarted)", self.nodes[&node_id].name));
+            end.reason = Some(format!(
+                "node {} no longer runs the job (agent restarted)",
+                self.nodes[&node_id].name
+            ));
             self.finish(fx, end);
         }
         // Jobs the agent runs that must not run: finished, cancelled, or placed elsewhere.
         for j in reported {
-            let keep = self.jobs.get(&j).is_some_and(|job| job.state == JobState::Running && job.node == Some(node_id));
+            let keep = self
+                .jobs
+                .get(&j)
+                .is_some_and(|job| job.state == JobState::Running && job.node == Some(node_id));
             if !keep {
-                let state = self.jobs.get(&j).map(|job| job.state).filter(|s| s.is_terminal()).unwrap_or(JobState::NodeFail);
-                fx.send.push(Outbound::Agent { peer: peer.clone(), request_id: 0, msg: BrokerMessage::Kill { job: j, state } });
+                let state = self
+                    .jobs
+                    .get(&j)
+                    .map(|job| job.state)
+                    .filter(|s| s.is_terminal())
+                    .unwrap_or(JobState::NodeFail);
+                fx.send.push(Outbound::Agent {
+                    peer: peer.clone(),
+                    request_id: 0,
+                    msg: BrokerMessage::Kill { job: j, state },
+                });
             }
         }
     }
@@ -550,7 +711,9 @@ impl Core {
             .map(|n| n.id)
             .collect();
         for id in dead {
-            let Some(node) = self.nodes.get_mut(&id) else { continue };
+            let Some(node) = self.nodes.get_mut(&id) else {
+                continue;
+            };
             if let Some(p) = node.peer.take() {
                 self.node_by_peer.remove(&p);
             }
@@ -569,7 +732,9 @@ impl Core {
     fn schedule(&mut self, fx: &mut Effects, now_us: u64) {
         let pending: Vec<JobId> = self.pending.iter().copied().collect();
         for id in pending {
-            let Some(job) = self.jobs.get(&id) else { continue };
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
             let (cpus, mem) = (job.sub.resources.cpus, job.mem_mb);
             let Some(node) = self.nodes.values_mut().find(|n| n.fits(cpus, mem)) else {
                 continue;
@@ -578,7 +743,9 @@ impl Core {
             node.mem_alloc_mb += mem;
             node.running.insert(id);
             let (node_id, node_name, peer) = (node.id, node.name.clone(), node.peer.clone());
-            let Some(job) = self.jobs.get_mut(&id) else { continue };
+            let Some(job) = self.jobs.get_mut(&id) else {
+                continue;
+            };
             job.state = JobState::Running;
             job.node = Some(node_id);
             job.start_us = Some(now_us);
@@ -587,7 +754,11 @@ impl Core {
             let spec = self.launch_spec(id, &node_name);
             self.update(fx, id);
             if let (Some(peer), Some(spec)) = (peer, spec) {
-                fx.send.push(Outbound::Agent { peer, request_id: 0, msg: BrokerMessage::Launch(Box::new(spec)) });
+                fx.send.push(Outbound::Agent {
+                    peer,
+                    request_id: 0,
+                    msg: BrokerMessage::Launch(Box::new(spec)),
+                });
             }
         }
     }
@@ -618,7 +789,10 @@ impl Core {
         if let Some(r) = &j.reason {
             return r.clone();
         }
-        let fits_now = self.nodes.values().any(|n| n.fits(j.sub.resources.cpus, j.mem_mb));
+        let fits_now = self
+            .nodes
+            .values()
+            .any(|n| n.fits(j.sub.resources.cpus, j.mem_mb));
         let ahead = self.pending.range(..j.id).next().is_some();
         if fits_now && ahead {
             "Priority".into()
@@ -636,7 +810,11 @@ impl Core {
             Some(p) => expand_output_pattern(p, j.id, &j.sub.name, &j.user, &j.sub.workdir),
             None => stdout.clone(),
         };
-        let reason = if j.state == JobState::Pending { Some(self.pending_reason(j)) } else { j.reason.clone() };
+        let reason = if j.state == JobState::Pending {
+            Some(self.pending_reason(j))
+        } else {
+            j.reason.clone()
+        };
         let mut resources = j.sub.resources.clone();
         resources.mem_mb = j.mem_mb;
         JobInfo {
@@ -649,7 +827,10 @@ impl Core {
             reason,
             exit_code: j.exit_code,
             signal: j.signal,
-            node: j.node.and_then(|n| self.nodes.get(&n)).map(|n| n.name.clone()),
+            node: j
+                .node
+                .and_then(|n| self.nodes.get(&n))
+                .map(|n| n.name.clone()),
             node_id: j.node,
             resources,
             partition: j.partition.clone(),
@@ -664,16 +845,23 @@ impl Core {
 
     fn queue(&self, f: &QueueFilter) -> Vec<JobInfo> {
         let wanted = |st: JobState| {
-            if f.states.is_empty() { !st.is_terminal() } else { f.states.contains(&st) }
+            if f.states.is_empty() {
+                !st.is_terminal()
+            } else {
+                f.states.contains(&st)
+            }
         };
         let ids: Box<dyn Iterator<Item = &Job>> = if f.jobs.is_empty() {
             Box::new(self.jobs.values())
         } else {
             Box::new(f.jobs.iter().filter_map(|id| self.jobs.get(id)))
         };
-        ids.filter(|j| (!f.jobs.is_empty() || wanted(j.state)) && (f.uids.is_empty() || f.uids.contains(&j.uid)))
-            .map(|j| self.info(j))
-            .collect()
+        ids.filter(|j| {
+            (!f.jobs.is_empty() || wanted(j.state))
+                && (f.uids.is_empty() || f.uids.contains(&j.uid))
+        })
+        .map(|j| self.info(j))
+        .collect()
     }
 
     fn node_info(n: &Node) -> NodeInfo {
@@ -707,13 +895,22 @@ fn check_submission(sub: &JobSubmission) -> Result<(), ErrorReply> {
         ));
     }
     if !sub.workdir.starts_with('/') {
-        return Err(err(ErrorCode::Invalid, format!("working directory {:?} is not an absolute path", sub.workdir)));
+        return Err(err(
+            ErrorCode::Invalid,
+            format!(
+                "working directory {:?} is not an absolute path",
+                sub.workdir
+            ),
+        ));
     }
     if sub.resources.cpus == 0 {
         return Err(err(ErrorCode::Invalid, "a job needs at least one CPU"));
     }
     if sub.resources.time_limit_s == Some(0) {
-        return Err(err(ErrorCode::Invalid, "a time limit of 0 is not a limit; omit it for no limit"));
+        return Err(err(
+            ErrorCode::Invalid,
+            "a time limit of 0 is not a limit; omit it for no limit",
+        ));
     }
     Ok(())
 }
@@ -724,10 +921,18 @@ mod tests {
     use bulkhead_proto::ResourceRequest;
 
     fn user(uid: u32) -> Caller {
-        Caller { uid, gid: uid, user: format!("u{uid}") }
+        Caller {
+            uid,
+            gid: uid,
+            user: format!("u{uid}"),
+        }
     }
     fn root() -> Caller {
-        Caller { uid: 0, gid: 0, user: "root".into() }
+        Caller {
+            uid: 0,
+            gid: 0,
+            user: "root".into(),
+        }
     }
 
     fn sub(cpus: u32) -> JobSubmission {
@@ -739,7 +944,11 @@ mod tests {
             stdout: None,
             stderr: None,
             env: vec![],
-            resources: ResourceRequest { cpus, mem_mb: 100, ..Default::default() },
+            resources: ResourceRequest {
+                cpus,
+                mem_mb: 100,
+                ..Default::default()
+            },
         }
     }
 
@@ -763,7 +972,10 @@ mod tests {
         fx.send
             .iter()
             .find_map(|o| match o {
-                Outbound::Client { reply: ClientReply::Submitted(id), .. } => Some(*id),
+                Outbound::Client {
+                    reply: ClientReply::Submitted(id),
+                    ..
+                } => Some(*id),
                 _ => None,
             })
             .expect("a Submitted reply")
@@ -773,7 +985,11 @@ mod tests {
         fx.send
             .iter()
             .filter_map(|o| match o {
-                Outbound::Agent { peer, msg: BrokerMessage::Launch(s), .. } => Some((peer.clone(), s.job)),
+                Outbound::Agent {
+                    peer,
+                    msg: BrokerMessage::Launch(s),
+                    ..
+                } => Some((peer.clone(), s.job)),
                 _ => None,
             })
             .collect()
@@ -783,7 +999,13 @@ mod tests {
     fn submit_is_stored_then_launched_first_fit() {
         let mut c = core();
         let fx = c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
-        assert!(matches!(fx.send[0], Outbound::Agent { msg: BrokerMessage::Registered { .. }, .. }));
+        assert!(matches!(
+            fx.send[0],
+            Outbound::Agent {
+                msg: BrokerMessage::Registered { .. },
+                ..
+            }
+        ));
         let fx = c.client(b"c".to_vec(), 7, &user(1000), ClientOp::Submit(sub(2)), 20);
         let id = submitted(&fx);
         assert_eq!(id, JobId(1));
@@ -795,14 +1017,25 @@ mod tests {
         assert!(launches(&fx).is_empty());
         let fx = c.client(b"c".to_vec(), 9, &user(1000), ClientOp::Show(id2), 31);
         match &fx.send[0] {
-            Outbound::Client { reply: ClientReply::Job(j), .. } => {
+            Outbound::Client {
+                reply: ClientReply::Job(j),
+                ..
+            } => {
                 assert_eq!(j.state, JobState::Pending);
                 assert_eq!(j.reason.as_deref(), Some("Resources"));
             }
             other => panic!("{other:?}"),
         }
         // The first job ends: the second starts, and the end is acknowledged.
-        let end = JobEnd { job: id, state: JobState::Completed, exit_code: Some(0), signal: None, start_time_us: 21, end_time_us: 40, reason: None };
+        let end = JobEnd {
+            job: id,
+            state: JobState::Completed,
+            exit_code: Some(0),
+            signal: None,
+            start_time_us: 21,
+            end_time_us: 40,
+            reason: None,
+        };
         let fx = c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 40);
         assert_eq!(launches(&fx), vec![(b"a".to_vec(), id2)]);
         assert!(fx.send.iter().any(|o| matches!(o, Outbound::Agent { msg: BrokerMessage::EndAck { job }, .. } if *job == id)));
@@ -814,7 +1047,10 @@ mod tests {
         c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
         let fx = c.client(b"c".to_vec(), 1, &user(1), ClientOp::Submit(sub(3)), 11);
         match &fx.send[0] {
-            Outbound::Client { reply: ClientReply::Error(e), .. } => {
+            Outbound::Client {
+                reply: ClientReply::Error(e),
+                ..
+            } => {
                 assert_eq!(e.code, ErrorCode::Unsatisfiable);
                 assert!(e.message.contains("3 CPUs"), "{}", e.message);
             }
@@ -824,7 +1060,9 @@ mod tests {
         let mut s = sub(1);
         s.script = "echo no shebang".into();
         let fx = c.client(b"c".to_vec(), 1, &user(1), ClientOp::Submit(s), 11);
-        assert!(matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.code == ErrorCode::Invalid));
+        assert!(
+            matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.code == ErrorCode::Invalid)
+        );
         assert_eq!(c.job_count(), 0);
     }
 
@@ -834,15 +1072,30 @@ mod tests {
         let id = submitted(&c.client(b"c".to_vec(), 1, &user(1000), ClientOp::Submit(sub(1)), 1));
         let fx = c.client(b"c".to_vec(), 2, &user(1001), ClientOp::Cancel(vec![id]), 2);
         match &fx.send[0] {
-            Outbound::Client { reply: ClientReply::Cancelled(o), .. } => {
-                assert_eq!(o[0].result.as_ref().unwrap_err().code, ErrorCode::PermissionDenied);
+            Outbound::Client {
+                reply: ClientReply::Cancelled(o),
+                ..
+            } => {
+                assert_eq!(
+                    o[0].result.as_ref().unwrap_err().code,
+                    ErrorCode::PermissionDenied
+                );
             }
             other => panic!("{other:?}"),
         }
         assert!(fx.store.is_empty());
-        let fx = c.client(b"c".to_vec(), 3, &root(), ClientOp::Cancel(vec![id, JobId(99)]), 3);
+        let fx = c.client(
+            b"c".to_vec(),
+            3,
+            &root(),
+            ClientOp::Cancel(vec![id, JobId(99)]),
+            3,
+        );
         match &fx.send[0] {
-            Outbound::Client { reply: ClientReply::Cancelled(o), .. } => {
+            Outbound::Client {
+                reply: ClientReply::Cancelled(o),
+                ..
+            } => {
                 assert_eq!(o[0].result, Ok(JobState::Cancelled));
                 assert_eq!(o[1].result.as_ref().unwrap_err().code, ErrorCode::NotFound);
             }
@@ -862,13 +1115,35 @@ mod tests {
     #[test]
     fn non_root_registration_is_refused() {
         let mut c = core();
-        let fx = c.agent(b"a".to_vec(), 1, Some(&user(1000)), reg("evil", 64, vec![]), 10);
-        assert!(matches!(&fx.send[0], Outbound::Agent { msg: BrokerMessage::Error(e), .. } if e.code == ErrorCode::PermissionDenied));
+        let fx = c.agent(
+            b"a".to_vec(),
+            1,
+            Some(&user(1000)),
+            reg("evil", 64, vec![]),
+            10,
+        );
+        assert!(
+            matches!(&fx.send[0], Outbound::Agent { msg: BrokerMessage::Error(e), .. } if e.code == ErrorCode::PermissionDenied)
+        );
         let fx = c.client(b"c".to_vec(), 2, &user(1), ClientOp::Nodes, 11);
-        assert!(matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Nodes(n), .. } if n.is_empty()));
+        assert!(
+            matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Nodes(n), .. } if n.is_empty())
+        );
         // Messages from a peer that never registered are told to register.
-        let fx = c.agent(b"x".to_vec(), 1, None, AgentMessage::Heartbeat { running: vec![] }, 12);
-        assert!(matches!(&fx.send[0], Outbound::Agent { msg: BrokerMessage::Reregister, .. }));
+        let fx = c.agent(
+            b"x".to_vec(),
+            1,
+            None,
+            AgentMessage::Heartbeat { running: vec![] },
+            12,
+        );
+        assert!(matches!(
+            &fx.send[0],
+            Outbound::Agent {
+                msg: BrokerMessage::Reregister,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -879,9 +1154,15 @@ mod tests {
         assert!(c.tick(10_000_000).store.is_empty());
         let fx = c.tick(31_000_001);
         assert_eq!(fx.store.len(), 1);
-        let info = c.queue(&QueueFilter { jobs: vec![id], ..Default::default() });
+        let info = c.queue(&QueueFilter {
+            jobs: vec![id],
+            ..Default::default()
+        });
         assert_eq!(info[0].state, JobState::NodeFail);
-        assert_eq!(c.nodes.values().next().map(|n| n.state()), Some(NodeState::Down));
+        assert_eq!(
+            c.nodes.values().next().map(|n| n.state()),
+            Some(NodeState::Down)
+        );
     }
 
     #[test]
@@ -891,9 +1172,24 @@ mod tests {
         let kept = submitted(&c.client(b"c".to_vec(), 1, &user(5), ClientOp::Submit(sub(1)), 1));
         let lost = submitted(&c.client(b"c".to_vec(), 2, &user(5), ClientOp::Submit(sub(1)), 2));
         // The agent restarts with only `kept` alive, plus a job the broker never placed there.
-        let fx = c.agent(b"b".to_vec(), 1, Some(&root()), reg("n1", 4, vec![kept, JobId(77)]), 60_000_000);
-        assert!(fx.send.iter().any(|o| matches!(o, Outbound::Agent { msg: BrokerMessage::Kill { job: JobId(77), .. }, .. })));
-        let q = c.queue(&QueueFilter { jobs: vec![kept, lost], ..Default::default() });
+        let fx = c.agent(
+            b"b".to_vec(),
+            1,
+            Some(&root()),
+            reg("n1", 4, vec![kept, JobId(77)]),
+            60_000_000,
+        );
+        assert!(fx.send.iter().any(|o| matches!(
+            o,
+            Outbound::Agent {
+                msg: BrokerMessage::Kill { job: JobId(77), .. },
+                ..
+            }
+        )));
+        let q = c.queue(&QueueFilter {
+            jobs: vec![kept, lost],
+            ..Default::default()
+        });
         assert_eq!(q[0].state, JobState::Running);
         assert_eq!(q[1].state, JobState::NodeFail);
     }

@@ -16,7 +16,9 @@ use crate::store::{Batch, Store, StoreError};
 use bulkhead_munge::{Munge, MungeErrorKind};
 use bulkhead_net::thread as transport;
 use bulkhead_proto::codec::{self, Kind};
-use bulkhead_proto::msg::{AgentMessage, BrokerMessage, ClientOp, ClientReply, ClientRequest, ErrorCode, ErrorReply};
+use bulkhead_proto::msg::{
+    AgentMessage, BrokerMessage, ClientOp, ClientReply, ClientRequest, ErrorCode, ErrorReply,
+};
 use bulkhead_proto::time::now_us;
 use std::collections::HashMap;
 use std::future::Future;
@@ -44,7 +46,10 @@ pub enum BrokerError {
     #[error(transparent)]
     Transport(#[from] transport::TransportError),
     #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot start the store writer: {0}")]
     Thread(std::io::Error),
     #[error("the store failed and the broker stopped to avoid acknowledging lost state: {0}")]
@@ -52,8 +57,18 @@ pub enum BrokerError {
 }
 
 enum Event {
-    Client { peer: PeerId, request_id: u64, caller: Result<Caller, ErrorReply>, op: ClientOp },
-    Register { peer: PeerId, request_id: u64, caller: Option<Caller>, msg: AgentMessage },
+    Client {
+        peer: PeerId,
+        request_id: u64,
+        caller: Result<Caller, ErrorReply>,
+        op: ClientOp,
+    },
+    Register {
+        peer: PeerId,
+        request_id: u64,
+        caller: Option<Caller>,
+        msg: AgentMessage,
+    },
     StoreFailed(String),
 }
 
@@ -93,7 +108,10 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     .map_err(BrokerError::Thread)?;
 
     let ep_file = cfg.data_dir.join("broker.endpoint");
-    std::fs::write(&ep_file, format!("{endpoint}\n")).map_err(|source| BrokerError::Write { path: ep_file, source })?;
+    std::fs::write(&ep_file, format!("{endpoint}\n")).map_err(|source| BrokerError::Write {
+        path: ep_file,
+        source,
+    })?;
     tracing::info!(%endpoint, "broker listening");
 
     let munge = Munge::new(cfg.munge_socket.as_deref());
@@ -129,7 +147,13 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
             Effects { store, send } if store.is_empty() && send.is_empty() => continue,
             fx => fx,
         };
-        if writer.send(Batch { ops: fx.store, then: fx.send }).is_err() {
+        if writer
+            .send(Batch {
+                ops: fx.store,
+                then: fx.send,
+            })
+            .is_err()
+        {
             result = Err(BrokerError::StoreFailed("store writer stopped".into()));
             break;
         }
@@ -146,13 +170,28 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
 }
 
 fn reply_only(peer: PeerId, request_id: u64, e: ErrorReply) -> Effects {
-    Effects { store: vec![], send: vec![Outbound::Client { peer, request_id, reply: ClientReply::Error(e) }] }
+    Effects {
+        store: vec![],
+        send: vec![Outbound::Client {
+            peer,
+            request_id,
+            reply: ClientReply::Error(e),
+        }],
+    }
 }
 
 fn encode_outbound(o: &Outbound) -> Option<Vec<Vec<u8>>> {
     let (peer, frame) = match o {
-        Outbound::Client { peer, request_id, reply } => (peer, codec::encode(*request_id, reply)),
-        Outbound::Agent { peer, request_id, msg } => (peer, codec::encode(*request_id, msg)),
+        Outbound::Client {
+            peer,
+            request_id,
+            reply,
+        } => (peer, codec::encode(*request_id, reply)),
+        Outbound::Agent {
+            peer,
+            request_id,
+            msg,
+        } => (peer, codec::encode(*request_id, msg)),
     };
     match frame {
         Ok(f) => Some(vec![peer.clone(), f]),
@@ -177,7 +216,10 @@ fn on_frame(
     }
     let peer = inc.frames.remove(0);
     if inc.frames.len() != 1 {
-        let e = ErrorReply::new(ErrorCode::BadFrame, format!("expected 1 frame per message, got {}", inc.frames.len()));
+        let e = ErrorReply::new(
+            ErrorCode::BadFrame,
+            format!("expected 1 frame per message, got {}", inc.frames.len()),
+        );
         return Some(reply_only(peer, 0, e));
     }
     let frame = &inc.frames[0];
@@ -185,7 +227,11 @@ fn on_frame(
         Ok(h) => h,
         Err(e) => {
             tracing::debug!(error = %e, "bad frame");
-            return Some(reply_only(peer, 0, ErrorReply::new(ErrorCode::BadFrame, e.to_string())));
+            return Some(reply_only(
+                peer,
+                0,
+                ErrorReply::new(ErrorCode::BadFrame, e.to_string()),
+            ));
         }
     };
     let bad = |code: ErrorCode, msg: String| -> Effects {
@@ -193,7 +239,11 @@ fn on_frame(
         match header.kind {
             Kind::AgentMessage => Effects {
                 store: vec![],
-                send: vec![Outbound::Agent { peer: peer.clone(), request_id: header.request_id, msg: BrokerMessage::Error(e) }],
+                send: vec![Outbound::Agent {
+                    peer: peer.clone(),
+                    request_id: header.request_id,
+                    msg: BrokerMessage::Error(e),
+                }],
             },
             _ => reply_only(peer.clone(), header.request_id, e),
         }
@@ -208,7 +258,12 @@ fn on_frame(
                     if let Err(e) = &caller {
                         tracing::warn!(reason = %e.message, "refused a client request");
                     }
-                    let _ = tx.blocking_send(Event::Client { peer, request_id, caller, op: req.op });
+                    let _ = tx.blocking_send(Event::Client {
+                        peer,
+                        request_id,
+                        caller,
+                        op: req.op,
+                    });
                 });
                 None
             }
@@ -231,7 +286,12 @@ fn on_frame(
                         }
                     };
                     let msg = AgentMessage::Register(reg);
-                    let _ = tx.blocking_send(Event::Register { peer, request_id, caller, msg });
+                    let _ = tx.blocking_send(Event::Register {
+                        peer,
+                        request_id,
+                        caller,
+                        msg,
+                    });
                 });
                 None
             }
@@ -242,28 +302,48 @@ fn on_frame(
             )),
             Err(e) => Some(bad(ErrorCode::BadFrame, e.to_string())),
         },
-        other => Some(bad(ErrorCode::BadFrame, format!("a broker does not accept {other:?} frames"))),
+        other => Some(bad(
+            ErrorCode::BadFrame,
+            format!("a broker does not accept {other:?} frames"),
+        )),
     }
 }
 
 /// Decodes a MUNGE credential into the caller's identity.
-fn authenticate(munge: &Munge, names: &Mutex<HashMap<u32, String>>, cred: &[u8]) -> Result<Caller, ErrorReply> {
+fn authenticate(
+    munge: &Munge,
+    names: &Mutex<HashMap<u32, String>>,
+    cred: &[u8],
+) -> Result<Caller, ErrorReply> {
     if cred.is_empty() {
-        return Err(ErrorReply::new(ErrorCode::Unauthenticated, "request carries no MUNGE credential"));
+        return Err(ErrorReply::new(
+            ErrorCode::Unauthenticated,
+            "request carries no MUNGE credential",
+        ));
     }
     let d = munge.decode(cred).map_err(|e| {
         let what = match e.kind {
             MungeErrorKind::Expired => "credential expired",
             MungeErrorKind::Replayed => "credential replayed",
             MungeErrorKind::Rewound => "credential from the future (clock skew?)",
-            MungeErrorKind::Invalid => "credential invalid (forged, corrupted, or from another MUNGE realm)",
+            MungeErrorKind::Invalid => {
+                "credential invalid (forged, corrupted, or from another MUNGE realm)"
+            }
             MungeErrorKind::Socket => "broker cannot reach munged",
             MungeErrorKind::Other(_) => "credential refused",
         };
-        let code = if e.kind == MungeErrorKind::Socket { ErrorCode::Internal } else { ErrorCode::Unauthenticated };
+        let code = if e.kind == MungeErrorKind::Socket {
+            ErrorCode::Internal
+        } else {
+            ErrorCode::Unauthenticated
+        };
         ErrorReply::new(code, format!("{what}: {}", e.message))
     })?;
-    Ok(Caller { uid: d.uid, gid: d.gid, user: user_name(names, d.uid) })
+    Ok(Caller {
+        uid: d.uid,
+        gid: d.gid,
+        user: user_name(names, d.uid),
+    })
 }
 
 fn user_name(cache: &Mutex<HashMap<u32, String>>, uid: u32) -> String {

@@ -57,11 +57,22 @@ pub enum StoreOp {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot create data directory {path}: {source}")]
-    DataDir { path: PathBuf, source: std::io::Error },
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("SQLite error on {path} while {doing}: {source}")]
-    Sqlite { path: PathBuf, doing: &'static str, source: rusqlite::Error },
+    Sqlite {
+        path: PathBuf,
+        doing: &'static str,
+        source: rusqlite::Error,
+    },
     #[error("stored job {id} has an unreadable {field}: {detail}")]
-    Corrupt { id: i64, field: &'static str, detail: String },
+    Corrupt {
+        id: i64,
+        field: &'static str,
+        detail: String,
+    },
 }
 
 /// The open database.
@@ -104,21 +115,35 @@ INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1');
 impl Store {
     /// Opens (creating if needed) `DIR/bulkhead.db`.
     pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
-        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir { path: data_dir.to_path_buf(), source })?;
+        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
+            path: data_dir.to_path_buf(),
+            source,
+        })?;
         let path = data_dir.join("bulkhead.db");
         let sq = |doing: &'static str| {
             let path = path.clone();
-            move |source| StoreError::Sqlite { path, doing, source }
+            move |source| StoreError::Sqlite {
+                path,
+                doing,
+                source,
+            }
         };
         let conn = Connection::open(&path).map_err(sq("opening"))?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(sq("enabling WAL"))?;
-        conn.pragma_update(None, "synchronous", "FULL").map_err(sq("setting synchronous=FULL"))?;
-        conn.execute_batch(SCHEMA).map_err(sq("creating the schema"))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sq("enabling WAL"))?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(sq("setting synchronous=FULL"))?;
+        conn.execute_batch(SCHEMA)
+            .map_err(sq("creating the schema"))?;
         Ok(Store { conn, path })
     }
 
     fn sq(&self, doing: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        move |source| StoreError::Sqlite { path: self.path.clone(), doing, source }
+        move |source| StoreError::Sqlite {
+            path: self.path.clone(),
+            doing,
+            source,
+        }
     }
 
     /// Every stored job and node.
@@ -130,7 +155,23 @@ impl Store {
                         submit_us, start_us, end_us FROM jobs ORDER BY id",
             )
             .map_err(self.sq("reading jobs"))?;
-        type Raw = (i64, u32, u32, String, Vec<u8>, String, i64, String, Option<String>, Option<i32>, Option<i32>, Option<u32>, i64, Option<i64>, Option<i64>);
+        type Raw = (
+            i64,
+            u32,
+            u32,
+            String,
+            Vec<u8>,
+            String,
+            i64,
+            String,
+            Option<String>,
+            Option<i32>,
+            Option<i32>,
+            Option<u32>,
+            i64,
+            Option<i64>,
+            Option<i64>,
+        );
         let raws: Vec<Raw> = stmt
             .query_map([], |r| {
                 Ok((
@@ -154,11 +195,40 @@ impl Store {
             .and_then(|rows| rows.collect())
             .map_err(self.sq("reading jobs"))?;
         let mut jobs = Vec::with_capacity(raws.len());
-        for (id, uid, gid, user, blob, partition, mem_mb, state, reason, exit_code, signal, node, submit, start, end) in raws {
-            let submission: JobSubmission = postcard::from_bytes(&blob)
-                .map_err(|e| StoreError::Corrupt { id, field: "submission", detail: e.to_string() })?;
+        for (
+            id,
+            uid,
+            gid,
+            user,
+            blob,
+            partition,
+            mem_mb,
+            state,
+            reason,
+            exit_code,
+            signal,
+            node,
+            submit,
+            start,
+            end,
+        ) in raws
+        {
+            let submission: JobSubmission =
+                postcard::from_bytes(&blob).map_err(|e| StoreError::Corrupt {
+                    id,
+                    field: "submission",
+                    detail: e.to_string(),
+                })?;
             let state: JobState =
-                state.parse().map_err(|e: bulkhead_proto::job::ParseStateError| StoreError::Corrupt { id, field: "state", detail: e.to_string() })?;
+                state
+                    .parse()
+                    .map_err(
+                        |e: bulkhead_proto::job::ParseStateError| StoreError::Corrupt {
+                            id,
+                            field: "state",
+                            detail: e.to_string(),
+                        },
+                    )?;
             jobs.push(JobRow {
                 id: JobId(id as u64),
                 uid,
@@ -197,13 +267,23 @@ impl Store {
     }
 
     /// Applies `ops` in one transaction, durable when this returns.
-    pub fn apply<'a>(&mut self, ops: impl IntoIterator<Item = &'a StoreOp>) -> Result<(), StoreError> {
+    pub fn apply<'a>(
+        &mut self,
+        ops: impl IntoIterator<Item = &'a StoreOp>,
+    ) -> Result<(), StoreError> {
         let path = self.path.clone();
         let sq = |doing: &'static str| {
             let path = path.clone();
-            move |source| StoreError::Sqlite { path, doing, source }
+            move |source| StoreError::Sqlite {
+                path,
+                doing,
+                source,
+            }
         };
-        let tx = self.conn.transaction().map_err(sq("beginning a transaction"))?;
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(sq("beginning a transaction"))?;
         {
             let mut insert = tx
                 .prepare_cached(
@@ -227,10 +307,12 @@ impl Store {
             for op in ops {
                 match op {
                     StoreOp::InsertJob(j) => {
-                        let blob = postcard::to_allocvec(&j.submission).map_err(|e| StoreError::Corrupt {
-                            id: j.id.0 as i64,
-                            field: "submission",
-                            detail: e.to_string(),
+                        let blob = postcard::to_allocvec(&j.submission).map_err(|e| {
+                            StoreError::Corrupt {
+                                id: j.id.0 as i64,
+                                field: "submission",
+                                detail: e.to_string(),
+                            }
                         })?;
                         insert
                             .execute(params![
@@ -267,8 +349,14 @@ impl Store {
                             .map_err(sq("updating a job"))?;
                     }
                     StoreOp::UpsertNode(n) => {
-                        node.execute(params![n.id.0, n.name, n.cpus, n.mem_mb as i64, n.last_seen_us as i64])
-                            .map_err(sq("storing a node"))?;
+                        node.execute(params![
+                            n.id.0,
+                            n.name,
+                            n.cpus,
+                            n.mem_mb as i64,
+                            n.last_seen_us as i64
+                        ])
+                        .map_err(sq("storing a node"))?;
                     }
                 }
             }
@@ -305,27 +393,29 @@ pub fn spawn_writer<T: Send + 'static>(
     fatal: impl FnOnce(StoreError) + Send + 'static,
 ) -> std::io::Result<(mpsc::Sender<Batch<T>>, thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<Batch<T>>();
-    let handle = thread::Builder::new().name("bh-store".into()).spawn(move || {
-        while let Ok(first) = rx.recv() {
-            let mut group = vec![first];
-            while group.len() < MAX_GROUP {
-                match rx.try_recv() {
-                    Ok(b) => group.push(b),
-                    Err(_) => break,
+    let handle = thread::Builder::new()
+        .name("bh-store".into())
+        .spawn(move || {
+            while let Ok(first) = rx.recv() {
+                let mut group = vec![first];
+                while group.len() < MAX_GROUP {
+                    match rx.try_recv() {
+                        Ok(b) => group.push(b),
+                        Err(_) => break,
+                    }
+                }
+                let has_ops = group.iter().any(|b| !b.ops.is_empty());
+                if has_ops && let Err(e) = store.apply(group.iter().flat_map(|b| b.ops.iter())) {
+                    tracing::error!(error = %e, "store commit failed; stopping");
+                    fatal(e);
+                    return;
+                }
+                let then: Vec<T> = group.into_iter().flat_map(|b| b.then).collect();
+                if !then.is_empty() {
+                    release(then);
                 }
             }
-            let has_ops = group.iter().any(|b| !b.ops.is_empty());
-            if has_ops && let Err(e) = store.apply(group.iter().flat_map(|b| b.ops.iter())) {
-                tracing::error!(error = %e, "store commit failed; stopping");
-                fatal(e);
-                return;
-            }
-            let then: Vec<T> = group.into_iter().flat_map(|b| b.then).collect();
-            if !then.is_empty() {
-                release(then);
-            }
-        }
-    })?;
+        })?;
     Ok((tx, handle))
 }
 
@@ -348,7 +438,13 @@ mod tests {
                 stdout: Some("o-%j".into()),
                 stderr: None,
                 env: vec![("A".into(), "b".into())],
-                resources: ResourceRequest { cpus: 2, mem_mb: 10, gpus: 0, time_limit_s: Some(5), partition: None },
+                resources: ResourceRequest {
+                    cpus: 2,
+                    mem_mb: 10,
+                    gpus: 0,
+                    time_limit_s: Some(5),
+                    partition: None,
+                },
             },
             partition: "batch".into(),
             mem_mb: 10,
@@ -368,7 +464,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         {
             let mut s = Store::open(dir.path()).expect("open");
-            s.apply(&[StoreOp::InsertJob(Box::new(row(1))), StoreOp::InsertJob(Box::new(row(2)))]).expect("insert");
+            s.apply(&[
+                StoreOp::InsertJob(Box::new(row(1))),
+                StoreOp::InsertJob(Box::new(row(2))),
+            ])
+            .expect("insert");
             let mut done = row(1);
             done.state = JobState::Completed;
             done.exit_code = Some(0);
@@ -377,12 +477,21 @@ mod tests {
             done.submission.script = String::new();
             s.apply(&[
                 StoreOp::UpdateJob(Box::new(done)),
-                StoreOp::UpsertNode(NodeRow { id: NodeId(3), name: "n3".into(), cpus: 4, mem_mb: 100, last_seen_us: 5 }),
+                StoreOp::UpsertNode(NodeRow {
+                    id: NodeId(3),
+                    name: "n3".into(),
+                    cpus: 4,
+                    mem_mb: 100,
+                    last_seen_us: 5,
+                }),
             ])
             .expect("update");
         }
         let s = Store::open(dir.path()).expect("reopen");
-        assert_eq!(s.meta("schema_version").expect("meta").as_deref(), Some("1"));
+        assert_eq!(
+            s.meta("schema_version").expect("meta").as_deref(),
+            Some("1")
+        );
         let (jobs, nodes) = s.load().expect("load");
         assert_eq!(jobs.len(), 2);
         assert_eq!(jobs[0].state, JobState::Completed);
@@ -390,7 +499,16 @@ mod tests {
         assert_eq!(jobs[0].end_us, Some(999));
         assert_eq!(jobs[0].submission.script, "#!/bin/sh\necho hi\n");
         assert_eq!(jobs[1], row(2));
-        assert_eq!(nodes, vec![NodeRow { id: NodeId(3), name: "n3".into(), cpus: 4, mem_mb: 100, last_seen_us: 5 }]);
+        assert_eq!(
+            nodes,
+            vec![NodeRow {
+                id: NodeId(3),
+                name: "n3".into(),
+                cpus: 4,
+                mem_mb: 100,
+                last_seen_us: 5
+            }]
+        );
     }
 
     #[test]
@@ -405,13 +523,24 @@ mod tests {
             move |e| fatal_tx.send(e.to_string()).expect("send"),
         )
         .expect("spawn");
-        tx.send(Batch { ops: vec![StoreOp::InsertJob(Box::new(row(1)))], then: vec![1] }).expect("send");
+        tx.send(Batch {
+            ops: vec![StoreOp::InsertJob(Box::new(row(1)))],
+            then: vec![1],
+        })
+        .expect("send");
         assert_eq!(rel_rx.recv().expect("released"), vec![1]);
         // The same id again violates the primary key: the commit fails.
-        tx.send(Batch { ops: vec![StoreOp::InsertJob(Box::new(row(1)))], then: vec![2] }).expect("send");
+        tx.send(Batch {
+            ops: vec![StoreOp::InsertJob(Box::new(row(1)))],
+            then: vec![2],
+        })
+        .expect("send");
         let msg = fatal_rx.recv().expect("fatal");
         assert!(msg.contains("inserting a job"), "{msg}");
         handle.join().expect("join");
-        assert!(rel_rx.try_recv().is_err(), "nothing of the failed group may be released");
+        assert!(
+            rel_rx.try_recv().is_err(),
+            "nothing of the failed group may be released"
+        );
     }
 }

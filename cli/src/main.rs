@@ -19,7 +19,12 @@ use std::time::Duration;
 #[command(name = "bh", version)]
 struct Cli {
     /// The broker's endpoint.
-    #[arg(long, global = true, default_value = "tcp://127.0.0.1:6817", env = "BH_BROKER")]
+    #[arg(
+        long,
+        global = true,
+        default_value = "tcp://127.0.0.1:6817",
+        env = "BH_BROKER"
+    )]
     broker: String,
     /// munged socket (default: libmunge's).
     #[arg(long, global = true, env = "BH_MUNGE_SOCKET")]
@@ -127,8 +132,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("Submitted batch job {id}");
             }
         }
-        Cmd::Queue { user, states, jobs, all, json } => {
-            let mut filter = QueueFilter { jobs: jobs.clone(), ..Default::default() };
+        Cmd::Queue {
+            user,
+            states,
+            jobs,
+            all,
+            json,
+        } => {
+            let mut filter = QueueFilter {
+                jobs: jobs.clone(),
+                ..Default::default()
+            };
             for s in states {
                 filter.states.push(s.parse::<JobState>()?);
             }
@@ -174,8 +188,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 print!("{}", output::nodes(&n));
             }
         }
-        Cmd::Standalone { data_dir, listen, name, cpus, mem, kill_wait } => {
-            run_standalone(&cli, data_dir, listen, name.clone(), *cpus, *mem, *kill_wait)?;
+        Cmd::Standalone {
+            data_dir,
+            listen,
+            name,
+            cpus,
+            mem,
+            kill_wait,
+        } => {
+            run_standalone(
+                &cli,
+                data_dir,
+                listen,
+                name.clone(),
+                *cpus,
+                *mem,
+                *kill_wait,
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -202,21 +231,33 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
     // option or an option's value is for bh.
     let cli_opts_end = split_at_script(rest)?;
     let (flags, script_and_args) = rest.split_at(cli_opts_end);
-    let cli_opts = SubmitOpts::try_parse_from(flags).map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
-    let (script, script_name, args): (String, String, Vec<String>) = match cli_opts.wrap.as_deref() {
-        Some(cmd) => (format!("#!/bin/sh\n# This script was created by bh --wrap.\n\n{cmd}\n"), "wrap".into(), script_and_args.to_vec()),
+    let cli_opts = SubmitOpts::try_parse_from(flags)
+        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
+    let (script, script_name, args): (String, String, Vec<String>) = match cli_opts.wrap.as_deref()
+    {
+        Some(cmd) => (
+            format!("#!/bin/sh\n# This script was created by bh --wrap.\n\n{cmd}\n"),
+            "wrap".into(),
+            script_and_args.to_vec(),
+        ),
         None => match script_and_args.split_first() {
             None => (read_stdin()?, "stdin".into(), vec![]),
             Some((p, a)) if p == "-" => (read_stdin()?, "stdin".into(), a.to_vec()),
             Some((p, a)) => {
-                let text = std::fs::read_to_string(p).with_context(|| format!("cannot read batch script {p}"))?;
-                let name = std::path::Path::new(p).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.clone());
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read batch script {p}"))?;
+                let name = std::path::Path::new(p)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| p.clone());
                 (text, name, a.to_vec())
             }
         },
     };
     if !script.starts_with("#!") {
-        bail!("this does not look like a batch script: the first line must start with #! followed by the path to an interpreter");
+        bail!(
+            "this does not look like a batch script: the first line must start with #! followed by the path to an interpreter"
+        );
     }
     let script_opts = opts::script_opts(&script)?;
     let env_opts = opts::env_opts(|k| std::env::var(k).ok());
@@ -230,7 +271,9 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
     };
     let env: Vec<(String, String)> = match r.export {
         Export::All(extra) => {
-            let mut e: Vec<(String, String)> = std::env::vars().filter(|(k, _)| !extra.iter().any(|(x, _)| x == k)).collect();
+            let mut e: Vec<(String, String)> = std::env::vars()
+                .filter(|(k, _)| !extra.iter().any(|(x, _)| x == k))
+                .collect();
             e.extend(extra);
             e
         }
@@ -257,7 +300,9 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
 
 fn read_stdin() -> anyhow::Result<String> {
     let mut s = String::new();
-    std::io::stdin().read_to_string(&mut s).context("cannot read the batch script from standard input")?;
+    std::io::stdin()
+        .read_to_string(&mut s)
+        .context("cannot read the batch script from standard input")?;
     Ok(s)
 }
 
@@ -282,7 +327,10 @@ fn split_at_script(words: &[String]) -> anyhow::Result<usize> {
                 None => (long, false),
             };
             let arg = cmd.get_arguments().find(|a| a.get_long() == Some(name));
-            (arg.is_some_and(|a| takes_value(a) && !has_eq && !a.is_require_equals_set()), ())
+            (
+                arg.is_some_and(|a| takes_value(a) && !has_eq && !a.is_require_equals_set()),
+                (),
+            )
         } else {
             let mut chars = w[1..].chars();
             let short = chars.next();
@@ -305,13 +353,18 @@ fn run_standalone(
     kill_wait: f64,
 ) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     if !nix::unistd::geteuid().is_root() {
-        bail!("bh standalone must run as root: its agent starts jobs as their users and manages cgroups");
+        bail!(
+            "bh standalone must run as root: its agent starts jobs as their users and manages cgroups"
+        );
     }
-    std::fs::create_dir_all(data_dir).with_context(|| format!("cannot create {}", data_dir.display()))?;
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("cannot create {}", data_dir.display()))?;
     let data_dir = data_dir.canonicalize()?;
     {
         use std::os::unix::fs::PermissionsExt;
@@ -421,9 +474,18 @@ mod tests {
 
     #[test]
     fn the_script_starts_after_the_options_and_their_values() {
-        assert_eq!(split_at_script(&w(&["-n", "2", "job.sh", "-x"])).expect("split"), 2);
-        assert_eq!(split_at_script(&w(&["--mem=2G", "-Jname", "job.sh"])).expect("split"), 2);
-        assert_eq!(split_at_script(&w(&["--time", "5", "--nice", "job.sh"])).expect("split"), 3);
+        assert_eq!(
+            split_at_script(&w(&["-n", "2", "job.sh", "-x"])).expect("split"),
+            2
+        );
+        assert_eq!(
+            split_at_script(&w(&["--mem=2G", "-Jname", "job.sh"])).expect("split"),
+            2
+        );
+        assert_eq!(
+            split_at_script(&w(&["--time", "5", "--nice", "job.sh"])).expect("split"),
+            3
+        );
         assert_eq!(split_at_script(&w(&["-t", "5"])).expect("split"), 2);
         assert_eq!(split_at_script(&w(&["-"])).expect("split"), 0);
     }

@@ -13,7 +13,13 @@ use clap::Parser;
 /// A submission option set, as one source gives it. Every field is optional so that
 /// sources can be merged.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Parser)]
-#[command(name = "bh submit", no_binary_name = true, disable_help_flag = true, disable_version_flag = true, args_override_self = true)]
+#[command(
+    name = "bh submit",
+    no_binary_name = true,
+    disable_help_flag = true,
+    disable_version_flag = true,
+    args_override_self = true
+)]
 pub struct SubmitOpts {
     /// Number of tasks (CPUs, one per task).
     #[arg(short = 'n', long = "ntasks")]
@@ -99,15 +105,23 @@ pub enum OptsError {
     #[error("invalid {var}: {detail}")]
     Env { var: &'static str, detail: String },
     #[error("invalid --{opt} value {value:?}: {detail}")]
-    Value { opt: &'static str, value: String, detail: String },
+    Value {
+        opt: &'static str,
+        value: String,
+        detail: String,
+    },
     #[error("--mem and --mem-per-cpu are mutually exclusive")]
     MemExclusive,
-    #[error("--{0} is not supported by this Bulkhead release")]
+    #[error("{0} is not supported by this Bulkhead release")]
     Unsupported(&'static str),
 }
 
 fn value_err(opt: &'static str, value: &str, detail: impl Into<String>) -> OptsError {
-    OptsError::Value { opt, value: value.to_string(), detail: detail.into() }
+    OptsError::Value {
+        opt,
+        value: value.to_string(),
+        detail: detail.into(),
+    }
 }
 
 /// Splits a directive's text into words: quotes group, a backslash escapes, and a `#`
@@ -178,7 +192,9 @@ pub fn script_opts(script: &str) -> Result<SubmitOpts, OptsError> {
             }
             break;
         }
-        let rest = line.strip_prefix("#SBATCH").or_else(|| line.strip_prefix("#BH"));
+        let rest = line
+            .strip_prefix("#SBATCH")
+            .or_else(|| line.strip_prefix("#BH"));
         let Some(rest) = rest else { continue };
         if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
             continue; // e.g. "#SBATCHX" or "#BHV": not a directive.
@@ -187,17 +203,32 @@ pub fn script_opts(script: &str) -> Result<SubmitOpts, OptsError> {
         if let Some(first) = w.first()
             && !first.starts_with('-')
         {
-            return Err(OptsError::Directive { line: n, detail: format!("expected an option, found {first:?}") });
+            return Err(OptsError::Directive {
+                line: n,
+                detail: format!("expected an option, found {first:?}"),
+            });
         }
-        if w.iter().any(|x| x == "--wrap" || x.starts_with("--wrap=") || x == "--parsable") {
-            return Err(OptsError::Directive { line: n, detail: "--wrap and --parsable belong on the command line".into() });
+        if w.iter()
+            .any(|x| x == "--wrap" || x.starts_with("--wrap=") || x == "--parsable")
+        {
+            return Err(OptsError::Directive {
+                line: n,
+                detail: "--wrap and --parsable belong on the command line".into(),
+            });
         }
         first_line.get_or_insert(n);
         words.extend(w);
     }
     SubmitOpts::try_parse_from(&words).map_err(|e| OptsError::Directive {
         line: first_line.unwrap_or(0),
-        detail: e.render().to_string().lines().next().unwrap_or("").trim_start_matches("error: ").to_string(),
+        detail: e
+            .render()
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ")
+            .to_string(),
     })
 }
 
@@ -233,9 +264,33 @@ impl SubmitOpts {
     /// as Slurm has it.
     pub fn over(&self, lower: &SubmitOpts) -> SubmitOpts {
         merge_fields!(
-            self, lower, ntasks, cpus_per_task, cpus, nodes, mem, mem_per_cpu, time, partition, job_name, output, error,
-            chdir, export, gpus, gpus_per_node, gres, comment, dependency, array, begin, nice, exclusive, gpus_per_task,
-            qos, account
+            self,
+            lower,
+            ntasks,
+            cpus_per_task,
+            cpus,
+            nodes,
+            mem,
+            mem_per_cpu,
+            time,
+            partition,
+            job_name,
+            output,
+            error,
+            chdir,
+            export,
+            gpus,
+            gpus_per_node,
+            gres,
+            comment,
+            dependency,
+            array,
+            begin,
+            nice,
+            exclusive,
+            gpus_per_task,
+            qos,
+            account
         )
     }
 }
@@ -246,7 +301,8 @@ pub fn parse_time(s: &str) -> Result<Option<u64>, String> {
     if t.eq_ignore_ascii_case("infinite") || t.eq_ignore_ascii_case("unlimited") || t == "0" {
         return Ok(None);
     }
-    let bad = || format!("invalid time {s:?}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS");
+    let bad =
+        || format!("invalid time {s:?}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS");
     let num = |x: &str| -> Result<u64, String> {
         if x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad());
@@ -276,7 +332,11 @@ pub fn format_time(secs: Option<u64>) -> String {
         None => "UNLIMITED".into(),
         Some(s) => {
             let (d, h, m, sec) = (s / 86400, (s / 3600) % 24, (s / 60) % 60, s % 60);
-            if d > 0 { format!("{d}-{h:02}:{m:02}:{sec:02}") } else { format!("{h:02}:{m:02}:{sec:02}") }
+            if d > 0 {
+                format!("{d}-{h:02}:{m:02}:{sec:02}")
+            } else {
+                format!("{h:02}:{m:02}:{sec:02}")
+            }
         }
     }
 }
@@ -285,7 +345,10 @@ pub fn format_time(secs: Option<u64>) -> String {
 pub fn parse_mem(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let upper = t.to_ascii_uppercase();
-    let body = upper.strip_suffix('B').filter(|b| b.ends_with(['K', 'M', 'G', 'T'])).unwrap_or(&upper);
+    let body = upper
+        .strip_suffix('B')
+        .filter(|b| b.ends_with(['K', 'M', 'G', 'T']))
+        .unwrap_or(&upper);
     let (digits, mult_kb): (&str, u64) = match body.chars().last() {
         Some('K') => (&body[..body.len() - 1], 1),
         Some('M') => (&body[..body.len() - 1], 1024),
@@ -294,10 +357,16 @@ pub fn parse_mem(s: &str) -> Result<u64, String> {
         _ => (body, 1024),
     };
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("invalid memory size {s:?}: use a number with an optional K, M, G or T suffix"));
+        return Err(format!(
+            "invalid memory size {s:?}: use a number with an optional K, M, G or T suffix"
+        ));
     }
-    let n: u64 = digits.parse().map_err(|_| format!("memory size {s:?} is too large"))?;
-    let kb = n.checked_mul(mult_kb).ok_or_else(|| format!("memory size {s:?} is too large"))?;
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("memory size {s:?} is too large"))?;
+    let kb = n
+        .checked_mul(mult_kb)
+        .ok_or_else(|| format!("memory size {s:?} is too large"))?;
     Ok(kb.div_ceil(1024))
 }
 
@@ -315,7 +384,14 @@ fn gres_gpus(v: &str) -> Result<u32, OptsError> {
     for item in v.split(',') {
         let parts: Vec<&str> = item.split(':').collect();
         if parts.first() != Some(&"gpu") {
-            return Err(value_err("gres", v, format!("unknown generic resource {:?}", parts.first().unwrap_or(&""))));
+            return Err(value_err(
+                "gres",
+                v,
+                format!(
+                    "unknown generic resource {:?}",
+                    parts.first().unwrap_or(&"")
+                ),
+            ));
         }
         let n = match parts.as_slice() {
             [_] => 1,
@@ -371,7 +447,12 @@ fn parse_export(v: &str) -> Export {
         }
     }
     if all {
-        Export::All(items.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect())
+        Export::All(
+            items
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k, v)))
+                .collect(),
+        )
     } else {
         Export::Only(items)
     }
@@ -381,15 +462,15 @@ impl SubmitOpts {
     /// Checks and converts the merged options.
     pub fn resolve(&self) -> Result<Resolved, OptsError> {
         for (set, name) in [
-            (self.dependency.is_some(), "dependency"),
-            (self.array.is_some(), "array"),
-            (self.begin.is_some(), "begin"),
-            (self.nice.is_some(), "nice"),
-            (self.exclusive.is_some(), "exclusive"),
-            (self.gpus_per_task.is_some(), "gpus-per-task"),
-            (self.qos.is_some(), "qos"),
-            (self.account.is_some(), "account"),
-            (self.hold, "hold"),
+            (self.dependency.is_some(), "--dependency"),
+            (self.array.is_some(), "--array"),
+            (self.begin.is_some(), "--begin"),
+            (self.nice.is_some(), "--nice"),
+            (self.exclusive.is_some(), "--exclusive"),
+            (self.gpus_per_task.is_some(), "--gpus-per-task"),
+            (self.qos.is_some(), "--qos"),
+            (self.account.is_some(), "--account"),
+            (self.hold, "--hold"),
         ] {
             if set {
                 return Err(OptsError::Unsupported(name));
@@ -403,17 +484,25 @@ impl SubmitOpts {
             Some(v) => count("cpus-per-task", v)?,
             None => 1,
         };
-        let cpus = ntasks.checked_mul(per_task).ok_or_else(|| value_err("ntasks", &ntasks.to_string(), "too many CPUs"))?;
+        let cpus = ntasks
+            .checked_mul(per_task)
+            .ok_or_else(|| value_err("ntasks", &ntasks.to_string(), "too many CPUs"))?;
         if let Some(n) = &self.nodes {
             let (lo, hi) = match n.split_once('-') {
                 Some((a, b)) => (count("nodes", a)?, count("nodes", b)?),
                 None => (count("nodes", n)?, count("nodes", n)?),
             };
             if hi < lo {
-                return Err(value_err("nodes", n, format!("maximum node count {hi} is less than minimum node count {lo}")));
+                return Err(value_err(
+                    "nodes",
+                    n,
+                    format!("maximum node count {hi} is less than minimum node count {lo}"),
+                ));
             }
             if lo > 1 {
-                return Err(value_err("nodes", n, "multi-node jobs are not supported by this release (one node per job)"));
+                return Err(OptsError::Unsupported(
+                    "a job on more than one node (--nodes above 1)",
+                ));
             }
         }
         if self.mem.is_some() && self.mem_per_cpu.is_some() {
@@ -423,7 +512,11 @@ impl SubmitOpts {
             (Some(m), _) => {
                 let mb = parse_mem(m).map_err(|d| value_err("mem", m, d))?;
                 if mb == 0 {
-                    return Err(value_err("mem", m, "--mem=0 (all of a node's memory) is not supported; give a size"));
+                    return Err(value_err(
+                        "mem",
+                        m,
+                        "--mem=0 (all of a node's memory) is not supported; give a size",
+                    ));
                 }
                 mb
             }
@@ -450,12 +543,21 @@ impl SubmitOpts {
         if let Some(g) = &self.gres {
             gpus = gpus.max(gres_gpus(g)?);
         }
-        let partition = self.partition.as_ref().map(|p| p.split(',').next().unwrap_or("").to_string());
+        let partition = self
+            .partition
+            .as_ref()
+            .map(|p| p.split(',').next().unwrap_or("").to_string());
         if partition.as_deref() == Some("") {
             return Err(value_err("partition", "", "empty partition name"));
         }
         Ok(Resolved {
-            resources: ResourceRequest { cpus, mem_mb, gpus, time_limit_s, partition },
+            resources: ResourceRequest {
+                cpus,
+                mem_mb,
+                gpus,
+                time_limit_s,
+                partition,
+            },
             name: self.job_name.clone(),
             stdout: self.output.clone(),
             stderr: self.error.clone(),
@@ -507,9 +609,15 @@ mod tests {
 
     #[test]
     fn words_split_like_a_shell_and_stop_at_comments() {
-        assert_eq!(split_words(" -J \"two words\" -n 2 # two tasks").expect("split"), ["-J", "two words", "-n", "2"]);
+        assert_eq!(
+            split_words(" -J \"two words\" -n 2 # two tasks").expect("split"),
+            ["-J", "two words", "-n", "2"]
+        );
         assert_eq!(split_words("-t 30 #half").expect("split"), ["-t", "30"]);
-        assert_eq!(split_words("--export A=1#x").expect("split"), ["--export", "A=1#x"]);
+        assert_eq!(
+            split_words("--export A=1#x").expect("split"),
+            ["--export", "A=1#x"]
+        );
         assert!(split_words("-J \"open").is_err());
     }
 
@@ -533,9 +641,13 @@ mod tests {
 
     #[test]
     fn mem_and_mem_per_cpu_exclude_each_other_across_sources() {
-        let script = script_opts("#!/bin/sh\n#SBATCH --mem-per-cpu=2G\n#SBATCH -n 2\n").expect("script");
+        let script =
+            script_opts("#!/bin/sh\n#SBATCH --mem-per-cpu=2G\n#SBATCH -n 2\n").expect("script");
         assert_eq!(script.resolve().expect("resolve").resources.mem_mb, 4096);
-        assert_eq!(cli(&["--mem=6G"]).over(&script).resolve(), Err(OptsError::MemExclusive));
+        assert_eq!(
+            cli(&["--mem=6G"]).over(&script).resolve(),
+            Err(OptsError::MemExclusive)
+        );
     }
 
     #[test]
@@ -545,19 +657,43 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match script_opts("#!/bin/sh\n#SBATCH --frobnicate\n") {
-            Err(OptsError::Directive { line: 2, detail }) => assert!(detail.contains("frobnicate"), "{detail}"),
+            Err(OptsError::Directive { line: 2, detail }) => {
+                assert!(detail.contains("frobnicate"), "{detail}")
+            }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(cli(&["-n", "0"]).resolve(), Err(OptsError::Value { opt: "ntasks", .. })));
-        assert!(matches!(cli(&["-N", "4-2"]).resolve(), Err(OptsError::Value { opt: "nodes", .. })));
-        assert_eq!(cli(&["--dependency=afterok:1"]).resolve(), Err(OptsError::Unsupported("dependency")));
+        assert!(matches!(
+            cli(&["-n", "0"]).resolve(),
+            Err(OptsError::Value { opt: "ntasks", .. })
+        ));
+        assert!(matches!(
+            cli(&["-N", "4-2"]).resolve(),
+            Err(OptsError::Value { opt: "nodes", .. })
+        ));
+        assert_eq!(
+            cli(&["--dependency=afterok:1"]).resolve(),
+            Err(OptsError::Unsupported("--dependency"))
+        );
     }
 
     #[test]
     fn gpu_spellings_count_gpus() {
-        assert_eq!(cli(&["--gres=gpu:2"]).resolve().expect("r").resources.gpus, 2);
-        assert_eq!(cli(&["--gres=gpu:a100:1,gpu:1g.10gb:2"]).resolve().expect("r").resources.gpus, 3);
-        assert_eq!(cli(&["--gpus=h100:4"]).resolve().expect("r").resources.gpus, 4);
+        assert_eq!(
+            cli(&["--gres=gpu:2"]).resolve().expect("r").resources.gpus,
+            2
+        );
+        assert_eq!(
+            cli(&["--gres=gpu:a100:1,gpu:1g.10gb:2"])
+                .resolve()
+                .expect("r")
+                .resources
+                .gpus,
+            3
+        );
+        assert_eq!(
+            cli(&["--gpus=h100:4"]).resolve().expect("r").resources.gpus,
+            4
+        );
         assert_eq!(cli(&["-G", "3"]).resolve().expect("r").resources.gpus, 3);
         assert!(cli(&["--gres=fpga:1"]).resolve().is_err());
     }
@@ -568,8 +704,15 @@ mod tests {
         assert_eq!(parse_export("NONE"), Export::Only(vec![]));
         assert_eq!(
             parse_export("A=1,B=two words,C"),
-            Export::Only(vec![("A".into(), Some("1".into())), ("B".into(), Some("two words".into())), ("C".into(), None)])
+            Export::Only(vec![
+                ("A".into(), Some("1".into())),
+                ("B".into(), Some("two words".into())),
+                ("C".into(), None)
+            ])
         );
-        assert_eq!(parse_export("ALL,X=2"), Export::All(vec![("X".into(), "2".into())]));
+        assert_eq!(
+            parse_export("ALL,X=2"),
+            Export::All(vec![("X".into(), "2".into())])
+        );
     }
 }

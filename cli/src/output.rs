@@ -45,9 +45,13 @@ pub fn queue(jobs: &[JobInfo], now_us: u64) -> String {
     let rows: Vec<Vec<String>> = jobs
         .iter()
         .map(|j| {
-            let t = elapsed(j, now_us).map(|s| format_time(Some(s))).unwrap_or_else(|| "0:00".into());
+            let t = elapsed(j, now_us)
+                .map(|s| format_time(Some(s)))
+                .unwrap_or_else(|| "0:00".into());
             let where_ = match (&j.node, j.state) {
-                (_, bulkhead_proto::JobState::Pending) => format!("({})", j.reason.as_deref().unwrap_or("None")),
+                (_, bulkhead_proto::JobState::Pending) => {
+                    format!("({})", j.reason.as_deref().unwrap_or("None"))
+                }
                 (Some(n), _) => n.clone(),
                 (None, _) => String::new(),
             };
@@ -63,16 +67,34 @@ pub fn queue(jobs: &[JobInfo], now_us: u64) -> String {
             ]
         })
         .collect();
-    table(&["JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)"], &rows)
+    table(
+        &[
+            "JOBID",
+            "PARTITION",
+            "NAME",
+            "USER",
+            "ST",
+            "TIME",
+            "NODES",
+            "NODELIST(REASON)",
+        ],
+        &rows,
+    )
 }
 
 fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n { s.to_string() } else { s.chars().take(n).collect() }
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n).collect()
+    }
 }
 
 /// Formats a Unix time in microseconds as local-free ISO 8601 UTC.
 pub fn timestamp(us: Option<u64>) -> String {
-    let Some(us) = us else { return "Unknown".into() };
+    let Some(us) = us else {
+        return "Unknown".into();
+    };
     let secs = (us / 1_000_000) as i64;
     let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
     // Civil-from-days (Howard Hinnant's algorithm), to avoid a date dependency.
@@ -85,7 +107,12 @@ pub fn timestamp(us: Option<u64>) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", rem / 3600, (rem / 60) % 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
 }
 
 /// `bh show JOBID`, as `scontrol show job` lays it out.
@@ -99,7 +126,10 @@ pub fn job(j: &JobInfo, now_us: u64) -> String {
         ("JobState", j.state.to_string()),
         ("Reason", j.reason.clone().unwrap_or_else(|| "None".into())),
         ("ExitCode", exit),
-        ("RunTime", format_time(Some(elapsed(j, now_us).unwrap_or(0)))),
+        (
+            "RunTime",
+            format_time(Some(elapsed(j, now_us).unwrap_or(0))),
+        ),
         ("TimeLimit", format_time(j.resources.time_limit_s)),
         ("SubmitTime", timestamp(Some(j.submit_time_us))),
         ("StartTime", timestamp(j.start_time_us)),
@@ -132,11 +162,26 @@ pub fn nodes(nodes: &[NodeInfo]) -> String {
                 n.mem_mb.to_string(),
                 n.mem_alloc_mb.to_string(),
                 n.running_jobs.to_string(),
-                if n.enforced.is_empty() { "-".into() } else { n.enforced.join(",") },
+                if n.enforced.is_empty() {
+                    "-".into()
+                } else {
+                    n.enforced.join(",")
+                },
             ]
         })
         .collect();
-    table(&["NODELIST", "STATE", "CPUS(A/T)", "MEMORY", "ALLOC_MEM", "JOBS", "CGROUP_LIMITS"], &rows)
+    table(
+        &[
+            "NODELIST",
+            "STATE",
+            "CPUS(A/T)",
+            "MEMORY",
+            "ALLOC_MEM",
+            "JOBS",
+            "CGROUP_LIMITS",
+        ],
+        &rows,
+    )
 }
 
 #[cfg(test)]
@@ -145,14 +190,20 @@ mod tests {
 
     #[test]
     fn tables_align_columns() {
-        let t = table(&["A", "BB", "C"], &[vec!["xxx".into(), "y".into(), "last col".into()]]);
+        let t = table(
+            &["A", "BB", "C"],
+            &[vec!["xxx".into(), "y".into(), "last col".into()]],
+        );
         assert_eq!(t, "A    BB  C\nxxx  y   last col\n");
     }
 
     #[test]
     fn timestamps_are_utc_iso8601() {
         assert_eq!(timestamp(Some(0)), "1970-01-01T00:00:00");
-        assert_eq!(timestamp(Some(1_796_012_719_000_000)), "2026-11-30T04:25:19");
+        assert_eq!(
+            timestamp(Some(1_796_012_719_000_000)),
+            "2026-11-30T04:25:19"
+        );
         assert_eq!(timestamp(Some(951_782_400_000_000)), "2000-02-29T00:00:00");
         assert_eq!(timestamp(None), "Unknown");
     }

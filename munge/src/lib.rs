@@ -21,7 +21,8 @@ unsafe extern "C" {
     fn munge_ctx_destroy(ctx: MungeCtx);
     fn munge_ctx_set(ctx: MungeCtx, opt: c_int, ...) -> c_int;
     fn munge_ctx_strerror(ctx: MungeCtx) -> *const c_char;
-    fn munge_encode(cred: *mut *mut c_char, ctx: MungeCtx, buf: *const c_void, len: c_int) -> c_int;
+    fn munge_encode(cred: *mut *mut c_char, ctx: MungeCtx, buf: *const c_void, len: c_int)
+    -> c_int;
     fn munge_decode(
         cred: *const c_char,
         ctx: MungeCtx,
@@ -100,7 +101,9 @@ impl Drop for Ctx {
 impl Munge {
     /// `socket`: the `munged` socket; `None` is libmunge's default (`/run/munge/munge.socket.2`).
     pub fn new(socket: Option<&Path>) -> Self {
-        Munge { socket: socket.map(Path::to_path_buf) }
+        Munge {
+            socket: socket.map(Path::to_path_buf),
+        }
     }
 
     pub fn socket_display(&self) -> String {
@@ -130,7 +133,12 @@ impl Munge {
     }
 
     fn err(&self, op: &'static str, code: c_int, message: String) -> MungeError {
-        MungeError { op, kind: MungeErrorKind::from_code(code), message, socket: self.socket_display() }
+        MungeError {
+            op,
+            kind: MungeErrorKind::from_code(code),
+            message,
+            socket: self.socket_display(),
+        }
     }
 
     fn ctx_err(&self, op: &'static str, ctx: &Ctx, code: c_int) -> MungeError {
@@ -148,8 +156,13 @@ impl Munge {
     /// A credential for the calling process's uid and gid, carrying `payload`.
     pub fn encode(&self, payload: &[u8]) -> Result<Vec<u8>, MungeError> {
         let ctx = self.ctx("encode")?;
-        let len = c_int::try_from(payload.len())
-            .map_err(|_| self.err("encode", 3, format!("payload of {} bytes is too long", payload.len())))?;
+        let len = c_int::try_from(payload.len()).map_err(|_| {
+            self.err(
+                "encode",
+                3,
+                format!("payload of {} bytes is too long", payload.len()),
+            )
+        })?;
         let mut out: *mut c_char = std::ptr::null_mut();
         // SAFETY: `out` receives a malloc'd NUL-terminated string that we free below;
         // `payload` is valid for `len` bytes.
@@ -171,7 +184,8 @@ impl Munge {
     /// Checks a credential with `munged` and says whose it is. Each credential decodes once.
     pub fn decode(&self, cred: &[u8]) -> Result<Decoded, MungeError> {
         let ctx = self.ctx("decode")?;
-        let c = CString::new(cred).map_err(|_| self.err("decode", 8, "credential contains a NUL byte".into()))?;
+        let c = CString::new(cred)
+            .map_err(|_| self.err("decode", 8, "credential contains a NUL byte".into()))?;
         let mut buf: *mut c_void = std::ptr::null_mut();
         let mut len: c_int = 0;
         let mut uid: libc::uid_t = u32::MAX;
@@ -228,6 +242,9 @@ mod tests {
         assert_eq!(err.kind, MungeErrorKind::Socket, "{err}");
         assert!(err.to_string().contains("no.socket"), "{err}");
         let err = m.decode(b"MUNGE:garbage:").unwrap_err();
-        assert!(matches!(err.kind, MungeErrorKind::Socket | MungeErrorKind::Invalid), "{err}");
+        assert!(
+            matches!(err.kind, MungeErrorKind::Socket | MungeErrorKind::Invalid),
+            "{err}"
+        );
     }
 }

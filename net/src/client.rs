@@ -5,21 +5,28 @@ use bulkhead_munge::{Munge, MungeError};
 use bulkhead_proto::codec::{self, DecodeError, EncodeError};
 use bulkhead_proto::job::JobSubmission;
 use bulkhead_proto::limits::MAX_FRAME_BYTES;
-use bulkhead_proto::msg::{CancelOutcome, ClientOp, ClientReply, ClientRequest, ErrorReply, NodeInfo, QueueFilter};
+use bulkhead_proto::msg::{
+    CancelOutcome, ClientOp, ClientReply, ClientRequest, ErrorReply, NodeInfo, QueueFilter,
+};
 use bulkhead_proto::{JobId, JobInfo};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("cannot reach the broker at {endpoint}: no connection within {secs:.1} s (is bulkhead-broker running? set --broker or BH_BROKER)")]
+    #[error(
+        "cannot reach the broker at {endpoint}: no connection within {secs:.1} s (is bulkhead-broker running? set --broker or BH_BROKER)"
+    )]
     Unreachable { endpoint: String, secs: f64 },
     #[error("the broker at {endpoint} did not answer within {secs:.1} s")]
     Timeout { endpoint: String, secs: f64 },
     #[error("cannot get a MUNGE credential (is munged running? set BH_MUNGE_SOCKET): {0}")]
     Munge(#[from] MungeError),
     #[error("zmq {what}: {source}")]
-    Zmq { what: &'static str, source: zmq::Error },
+    Zmq {
+        what: &'static str,
+        source: zmq::Error,
+    },
     #[error("cannot encode the request: {0}")]
     Encode(#[from] EncodeError),
     #[error("malformed reply from the broker: {0}")]
@@ -49,7 +56,9 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("endpoint", &self.endpoint).finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
     }
 }
 
@@ -59,7 +68,8 @@ impl Client {
         let sock = ctx.socket(zmq::DEALER).map_err(zerr("socket"))?;
         sock.set_linger(0).map_err(zerr("set_linger"))?;
         sock.set_immediate(true).map_err(zerr("set_immediate"))?;
-        sock.set_maxmsgsize((MAX_FRAME_BYTES + 1024) as i64).map_err(zerr("set_maxmsgsize"))?;
+        sock.set_maxmsgsize((MAX_FRAME_BYTES + 1024) as i64)
+            .map_err(zerr("set_maxmsgsize"))?;
         sock.set_rcvhwm(0).map_err(zerr("set_rcvhwm"))?;
         sock.set_sndhwm(0).map_err(zerr("set_sndhwm"))?;
         sock.connect(endpoint).map_err(zerr("connect"))?;
@@ -85,7 +95,10 @@ impl Client {
     pub fn recv_raw(&mut self, timeout: Duration) -> Result<Vec<u8>, ClientError> {
         let ms = timeout.as_millis().min(i64::MAX as u128) as i64;
         if self.sock.poll(zmq::POLLIN, ms).map_err(zerr("poll"))? == 0 {
-            return Err(ClientError::Timeout { endpoint: self.endpoint.clone(), secs: timeout.as_secs_f64() });
+            return Err(ClientError::Timeout {
+                endpoint: self.endpoint.clone(),
+                secs: timeout.as_secs_f64(),
+            });
         }
         self.sock.recv_bytes(0).map_err(zerr("recv"))
     }
@@ -96,7 +109,10 @@ impl Client {
         }
         let ms = self.connect_timeout.as_millis() as i64;
         if self.sock.poll(zmq::POLLOUT, ms).map_err(zerr("poll"))? == 0 {
-            return Err(ClientError::Unreachable { endpoint: self.endpoint.clone(), secs: self.connect_timeout.as_secs_f64() });
+            return Err(ClientError::Unreachable {
+                endpoint: self.endpoint.clone(),
+                secs: self.connect_timeout.as_secs_f64(),
+            });
         }
         self.connected = true;
         Ok(())
@@ -116,13 +132,9 @@ impl Client {
 
     /// Waits for the next reply, whichever request it answers.
     pub fn recv(&mut self) -> Result<(u64, ClientReply), ClientError> {
-        let deadline = Instant::now() + self.reply_timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let frame = self.recv_raw(left)?;
-            let (h, reply) = codec::decode::<ClientReply>(&frame)?;
-            return Ok((h.request_id, reply));
-        }
+        let frame = self.recv_raw(self.reply_timeout)?;
+        let (h, reply) = codec::decode::<ClientReply>(&frame)?;
+        Ok((h.request_id, reply))
     }
 
     /// Sends one request and waits for its reply.

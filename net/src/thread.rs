@@ -21,7 +21,11 @@ pub struct Incoming {
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     #[error("zmq {what} on {endpoint}: {source}")]
-    Zmq { what: &'static str, endpoint: String, source: zmq::Error },
+    Zmq {
+        what: &'static str,
+        endpoint: String,
+        source: zmq::Error,
+    },
     #[error("cannot start the socket thread: {0}")]
     Thread(std::io::Error),
 }
@@ -39,31 +43,56 @@ pub struct Bound {
 
 impl std::fmt::Debug for Bound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bound").field("endpoint", &self.endpoint).finish_non_exhaustive()
+        f.debug_struct("Bound")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
     }
 }
 
 fn zerr<'a>(what: &'static str, endpoint: &'a str) -> impl Fn(zmq::Error) -> TransportError + 'a {
-    move |source| TransportError::Zmq { what, endpoint: endpoint.to_string(), source }
+    move |source| TransportError::Zmq {
+        what,
+        endpoint: endpoint.to_string(),
+        source,
+    }
 }
 
-fn socket(ctx: &zmq::Context, kind: zmq::SocketType, endpoint: &str) -> Result<zmq::Socket, TransportError> {
+fn socket(
+    ctx: &zmq::Context,
+    kind: zmq::SocketType,
+    endpoint: &str,
+) -> Result<zmq::Socket, TransportError> {
     let s = ctx.socket(kind).map_err(zerr("socket", endpoint))?;
     // libzmq drops a peer that sends a message over this size, before we see it.
-    s.set_maxmsgsize((MAX_FRAME_BYTES + 1024) as i64).map_err(zerr("set_maxmsgsize", endpoint))?;
+    s.set_maxmsgsize((MAX_FRAME_BYTES + 1024) as i64)
+        .map_err(zerr("set_maxmsgsize", endpoint))?;
     s.set_linger(0).map_err(zerr("set_linger", endpoint))?;
-    s.set_rcvhwm(100_000).map_err(zerr("set_rcvhwm", endpoint))?;
-    s.set_sndhwm(100_000).map_err(zerr("set_sndhwm", endpoint))?;
+    s.set_rcvhwm(100_000)
+        .map_err(zerr("set_rcvhwm", endpoint))?;
+    s.set_sndhwm(100_000)
+        .map_err(zerr("set_sndhwm", endpoint))?;
     Ok(s)
 }
 
-fn out_pull(ctx: &zmq::Context, sock: zmq::Socket, endpoint: String) -> Result<Bound, TransportError> {
+fn out_pull(
+    ctx: &zmq::Context,
+    sock: zmq::Socket,
+    endpoint: String,
+) -> Result<Bound, TransportError> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let out_endpoint = format!("inproc://bulkhead-out-{}-{n}", std::process::id());
-    let pull = ctx.socket(zmq::PULL).map_err(zerr("socket", &out_endpoint))?;
-    pull.bind(&out_endpoint).map_err(zerr("bind", &out_endpoint))?;
-    Ok(Bound { sock, pull, endpoint, out_endpoint })
+    let pull = ctx
+        .socket(zmq::PULL)
+        .map_err(zerr("socket", &out_endpoint))?;
+    pull.bind(&out_endpoint)
+        .map_err(zerr("bind", &out_endpoint))?;
+    Ok(Bound {
+        sock,
+        pull,
+        endpoint,
+        out_endpoint,
+    })
 }
 
 /// Binds a ROUTER on `endpoint` (e.g. `tcp://127.0.0.1:6817`, or `tcp://127.0.0.1:*`).
@@ -81,17 +110,27 @@ pub fn bind_router(ctx: &zmq::Context, endpoint: &str) -> Result<Bound, Transpor
 /// Connects a DEALER to `endpoint`; libzmq reconnects by itself when the peer restarts.
 pub fn connect_dealer(ctx: &zmq::Context, endpoint: &str) -> Result<Bound, TransportError> {
     let dealer = socket(ctx, zmq::DEALER, endpoint)?;
-    dealer.set_reconnect_ivl(100).map_err(zerr("set_reconnect_ivl", endpoint))?;
-    dealer.set_reconnect_ivl_max(2000).map_err(zerr("set_reconnect_ivl_max", endpoint))?;
-    dealer.connect(endpoint).map_err(zerr("connect", endpoint))?;
+    dealer
+        .set_reconnect_ivl(100)
+        .map_err(zerr("set_reconnect_ivl", endpoint))?;
+    dealer
+        .set_reconnect_ivl_max(2000)
+        .map_err(zerr("set_reconnect_ivl_max", endpoint))?;
+    dealer
+        .connect(endpoint)
+        .map_err(zerr("connect", endpoint))?;
     out_pull(ctx, dealer, endpoint.to_string())
 }
 
 /// A PUSH socket connected to a socket thread's outbox.
 pub fn outbox(ctx: &zmq::Context, bound: &Bound) -> Result<zmq::Socket, TransportError> {
-    let push = ctx.socket(zmq::PUSH).map_err(zerr("socket", &bound.out_endpoint))?;
-    push.set_sndhwm(0).map_err(zerr("set_sndhwm", &bound.out_endpoint))?;
-    push.connect(&bound.out_endpoint).map_err(zerr("connect", &bound.out_endpoint))?;
+    let push = ctx
+        .socket(zmq::PUSH)
+        .map_err(zerr("socket", &bound.out_endpoint))?;
+    push.set_sndhwm(0)
+        .map_err(zerr("set_sndhwm", &bound.out_endpoint))?;
+    push.connect(&bound.out_endpoint)
+        .map_err(zerr("connect", &bound.out_endpoint))?;
     Ok(push)
 }
 
@@ -109,7 +148,10 @@ pub fn spawn(
 
 fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
-        let mut items = [b.sock.as_poll_item(zmq::POLLIN), b.pull.as_poll_item(zmq::POLLIN)];
+        let mut items = [
+            b.sock.as_poll_item(zmq::POLLIN),
+            b.pull.as_poll_item(zmq::POLLIN),
+        ];
         if let Err(e) = zmq::poll(&mut items, 100) {
             if e == zmq::Error::EINTR {
                 continue;

@@ -26,17 +26,27 @@ use std::time::{Duration, Instant};
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
     #[error("cannot {op} {path}: {source}")]
-    Io { op: &'static str, path: PathBuf, source: io::Error },
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
     #[error("cannot parse {path}: {detail}")]
     Parse { path: PathBuf, detail: String },
-    #[error("no cgroup hierarchy is delegated to this agent: it sits at the root of every hierarchy ({detail})")]
+    #[error(
+        "no cgroup hierarchy is delegated to this agent: it sits at the root of every hierarchy ({detail})"
+    )]
     NotDelegated { detail: String },
     #[error("processes of {path} survived {tries} rounds of SIGKILL")]
     Unkillable { path: PathBuf, tries: u32 },
 }
 
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> CgroupError + 'a {
-    move |source| CgroupError::Io { op, path: path.to_path_buf(), source }
+    move |source| CgroupError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// One cgroup filesystem mount.
@@ -53,7 +63,9 @@ pub struct Mount {
 pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
     let mut out = Vec::new();
     for line in text.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else { continue };
+        let Some((pre, post)) = line.split_once(" - ") else {
+            continue;
+        };
         let pre: Vec<&str> = pre.split(' ').collect();
         let post: Vec<&str> = post.split(' ').collect();
         if pre.len() < 5 || post.len() < 3 {
@@ -61,15 +73,34 @@ pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
         }
         let (root, mount_point) = (unescape(pre[3]), PathBuf::from(unescape(pre[4])));
         match post[0] {
-            "cgroup2" => out.push(Mount { root, mount_point, controllers: None }),
+            "cgroup2" => out.push(Mount {
+                root,
+                mount_point,
+                controllers: None,
+            }),
             "cgroup" => {
                 let ctrls = post[2]
                     .split(',')
-                    .filter(|o| !matches!(*o, "rw" | "ro" | "relatime" | "noatime" | "nosuid" | "nodev" | "noexec" | "clone_children"))
+                    .filter(|o| {
+                        !matches!(
+                            *o,
+                            "rw" | "ro"
+                                | "relatime"
+                                | "noatime"
+                                | "nosuid"
+                                | "nodev"
+                                | "noexec"
+                                | "clone_children"
+                        )
+                    })
                     .filter(|o| !o.starts_with("release_agent="))
                     .map(str::to_string)
                     .collect();
-                out.push(Mount { root, mount_point, controllers: Some(ctrls) });
+                out.push(Mount {
+                    root,
+                    mount_point,
+                    controllers: Some(ctrls),
+                });
             }
             _ => {}
         }
@@ -83,7 +114,10 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
         } else {
@@ -108,8 +142,15 @@ pub fn parse_proc_cgroup(text: &str) -> Vec<Membership> {
             let _id = it.next()?;
             let ctrls = it.next()?;
             let path = it.next()?;
-            let controllers = if ctrls.is_empty() { vec![] } else { ctrls.split(',').map(str::to_string).collect() };
-            Some(Membership { controllers, path: path.to_string() })
+            let controllers = if ctrls.is_empty() {
+                vec![]
+            } else {
+                ctrls.split(',').map(str::to_string).collect()
+            };
+            Some(Membership {
+                controllers,
+                path: path.to_string(),
+            })
         })
         .collect()
 }
@@ -130,9 +171,15 @@ pub struct OwnCgroups {
 pub fn own_cgroups(mounts: &[Mount], members: &[Membership]) -> OwnCgroups {
     let mut own = OwnCgroups::default();
     let locate = |m: &Mount, path: &str| -> Option<PathBuf> {
-        let rel = path.strip_prefix(m.root.trim_end_matches('/')).unwrap_or(path);
+        let rel = path
+            .strip_prefix(m.root.trim_end_matches('/'))
+            .unwrap_or(path);
         let rel = rel.trim_start_matches('/');
-        if rel.is_empty() { None } else { Some(m.mount_point.join(rel)) }
+        if rel.is_empty() {
+            None
+        } else {
+            Some(m.mount_point.join(rel))
+        }
     };
     for mem in members {
         if mem.controllers.is_empty() {
@@ -148,7 +195,10 @@ pub fn own_cgroups(mounts: &[Mount], members: &[Membership]) -> OwnCgroups {
             if !V1_CONTROLLERS.contains(&c.as_str()) {
                 continue;
             }
-            let Some(m) = mounts.iter().find(|m| m.controllers.as_ref().is_some_and(|cs| cs.contains(c))) else {
+            let Some(m) = mounts
+                .iter()
+                .find(|m| m.controllers.as_ref().is_some_and(|cs| cs.contains(c)))
+            else {
                 continue;
             };
             match locate(m, &mem.path) {
@@ -168,11 +218,18 @@ pub fn discover() -> Result<OwnCgroups, CgroupError> {
     let pc = Path::new("/proc/self/cgroup");
     let mounts = fs::read_to_string(mi).map_err(io_err("read", mi))?;
     let members = fs::read_to_string(pc).map_err(io_err("read", pc))?;
-    Ok(own_cgroups(&parse_mountinfo(&mounts), &parse_proc_cgroup(&members)))
+    Ok(own_cgroups(
+        &parse_mountinfo(&mounts),
+        &parse_proc_cgroup(&members),
+    ))
 }
 
 fn write(path: &Path, value: &str) -> Result<(), CgroupError> {
-    fs::write(path, value).map_err(|source| CgroupError::Io { op: "write", path: path.to_path_buf(), source })
+    fs::write(path, value).map_err(|source| CgroupError::Io {
+        op: "write",
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 fn read(path: &Path) -> Result<String, CgroupError> {
@@ -183,7 +240,11 @@ fn mkdir(path: &Path) -> Result<(), CgroupError> {
     match fs::create_dir(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
-        Err(source) => Err(CgroupError::Io { op: "mkdir", path: path.to_path_buf(), source }),
+        Err(source) => Err(CgroupError::Io {
+            op: "mkdir",
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -219,7 +280,12 @@ impl AgentTree {
     /// moves itself into `<own>/<name>-agent` so that controllers can be enabled for the
     /// jobs' subtree ("no internal processes" rule).
     pub fn create(own: &OwnCgroups, name: &str) -> Result<AgentTree, CgroupError> {
-        let mut tree = AgentTree { v2: None, v1: BTreeMap::new(), created: Vec::new(), at_root: own.at_root.clone() };
+        let mut tree = AgentTree {
+            v2: None,
+            v1: BTreeMap::new(),
+            created: Vec::new(),
+            at_root: own.at_root.clone(),
+        };
         if let Some(own2) = &own.v2 {
             tree.v2 = Some(tree.setup_v2(own2, name)?);
         }
@@ -237,7 +303,9 @@ impl AgentTree {
             tree.v1.insert(ctrl.clone(), d);
         }
         if tree.v2.is_none() && tree.v1.is_empty() {
-            return Err(CgroupError::NotDelegated { detail: format!("at the root of: {}", own.at_root.join(", ")) });
+            return Err(CgroupError::NotDelegated {
+                detail: format!("at the root of: {}", own.at_root.join(", ")),
+            });
         }
         Ok(tree)
     }
@@ -262,7 +330,9 @@ impl AgentTree {
                 let ctl: String = available.iter().map(|c| format!("+{c} ")).collect();
                 match write(&own.join("cgroup.subtree_control"), ctl.trim()) {
                     Ok(()) => enabled = available.clone(),
-                    Err(e) => tracing::warn!(error = %e, "cannot enable controllers below the agent's cgroup"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot enable controllers below the agent's cgroup")
+                    }
                 }
             } else {
                 tracing::warn!(cgroup = %own.display(), "other processes share the agent's v2 cgroup: v2 controllers cannot be delegated to jobs");
@@ -284,7 +354,12 @@ impl AgentTree {
             e.extend(ctrls.iter().map(|c| format!("{c} (v2)")));
             e.push("kill (v2 cgroup.kill)".into());
         }
-        e.extend(self.v1.keys().filter(|c| *c != "freezer").map(|c| format!("{c} (v1)")));
+        e.extend(
+            self.v1
+                .keys()
+                .filter(|c| *c != "freezer")
+                .map(|c| format!("{c} (v1)")),
+        );
         e
     }
 
@@ -296,7 +371,11 @@ impl AgentTree {
     /// Job cgroups left by an earlier run of the agent (it crashed or was killed).
     pub fn leftovers(&self) -> Vec<JobCgroup> {
         let mut names = std::collections::BTreeSet::new();
-        let dirs = self.v2.iter().map(|(d, _)| d.clone()).chain(self.v1.values().cloned());
+        let dirs = self
+            .v2
+            .iter()
+            .map(|(d, _)| d.clone())
+            .chain(self.v1.values().cloned());
         for d in dirs {
             if let Ok(rd) = fs::read_dir(&d) {
                 for e in rd.flatten() {
@@ -313,7 +392,11 @@ impl AgentTree {
     fn job_at(&self, name: &str) -> JobCgroup {
         JobCgroup {
             v2: self.v2.as_ref().map(|(d, c)| (d.join(name), c.clone())),
-            v1: self.v1.iter().map(|(c, d)| (c.clone(), d.join(name))).collect(),
+            v1: self
+                .v1
+                .iter()
+                .map(|(c, d)| (c.clone(), d.join(name)))
+                .collect(),
         }
     }
 
@@ -354,7 +437,10 @@ impl JobCgroup {
             if has("cpuset") && !l.cpu_ids.is_empty() {
                 write(&d.join("cpuset.cpus"), &cpu_list(&l.cpu_ids))?;
             } else if has("cpu") && !l.cpu_ids.is_empty() {
-                write(&d.join("cpu.max"), &format!("{} 100000", 100_000 * l.cpu_ids.len()))?;
+                write(
+                    &d.join("cpu.max"),
+                    &format!("{} 100000", 100_000 * l.cpu_ids.len()),
+                )?;
             }
             if has("memory") {
                 write(&d.join("memory.max"), &l.mem_bytes.to_string())?;
@@ -386,7 +472,10 @@ impl JobCgroup {
                 }
                 "cpu" => {
                     write(&d.join("cpu.cfs_period_us"), "100000")?;
-                    write(&d.join("cpu.cfs_quota_us"), &(100_000 * l.cpu_ids.len().max(1)).to_string())?;
+                    write(
+                        &d.join("cpu.cfs_quota_us"),
+                        &(100_000 * l.cpu_ids.len().max(1)).to_string(),
+                    )?;
                 }
                 "pids" => write(&d.join("pids.max"), &l.pids_max.to_string())?,
                 _ => {}
@@ -406,12 +495,17 @@ impl JobCgroup {
 
     /// The directory whose membership tells which processes belong to the job.
     fn tracking_dir(&self) -> Option<&Path> {
-        self.v2.as_ref().map(|(d, _)| d.as_path()).or_else(|| self.v1.values().next().map(PathBuf::as_path))
+        self.v2
+            .as_ref()
+            .map(|(d, _)| d.as_path())
+            .or_else(|| self.v1.values().next().map(PathBuf::as_path))
     }
 
     /// The job's processes now.
     pub fn pids(&self) -> Vec<i32> {
-        let Some(d) = self.tracking_dir() else { return vec![] };
+        let Some(d) = self.tracking_dir() else {
+            return vec![];
+        };
         fs::read_to_string(d.join("cgroup.procs"))
             .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
             .unwrap_or_default()
@@ -445,10 +539,19 @@ impl JobCgroup {
                 break Ok(());
             }
             if tries >= 200 {
-                break Err(CgroupError::Unkillable { path: self.tracking_dir().map(Path::to_path_buf).unwrap_or_default(), tries });
+                break Err(CgroupError::Unkillable {
+                    path: self
+                        .tracking_dir()
+                        .map(Path::to_path_buf)
+                        .unwrap_or_default(),
+                    tries,
+                });
             }
             for pid in pids {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
             }
             if freezer.is_some() {
                 // Frozen tasks die once thawed; SIGKILL is queued already.
@@ -488,10 +591,18 @@ impl JobCgroup {
                 match fs::remove_dir(d) {
                     Ok(()) => break,
                     Err(e) if e.kind() == ErrorKind::NotFound => break,
-                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
+                    Err(e)
+                        if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline =>
+                    {
                         std::thread::sleep(Duration::from_millis(2));
                     }
-                    Err(source) => return Err(CgroupError::Io { op: "rmdir", path: d.clone(), source }),
+                    Err(source) => {
+                        return Err(CgroupError::Io {
+                            op: "rmdir",
+                            path: d.clone(),
+                            source,
+                        });
+                    }
                 }
             }
         }
@@ -500,7 +611,11 @@ impl JobCgroup {
 
     /// The job's directories, for diagnostics and tests.
     pub fn dirs(&self) -> Vec<PathBuf> {
-        self.v2.iter().map(|(d, _)| d.clone()).chain(self.v1.values().cloned()).collect()
+        self.v2
+            .iter()
+            .map(|(d, _)| d.clone())
+            .chain(self.v1.values().cloned())
+            .collect()
     }
 }
 
@@ -508,7 +623,11 @@ impl JobCgroup {
 fn field(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(' ')?;
-        if k == key { v.trim().parse().ok() } else { None }
+        if k == key {
+            v.trim().parse().ok()
+        } else {
+            None
+        }
     })
 }
 
@@ -546,7 +665,10 @@ mod tests {
         let own = own_cgroups(&m, &parse_proc_cgroup(HYBRID_CGROUP));
         assert_eq!(own.v2, None);
         assert_eq!(own.v1.len(), 1);
-        assert_eq!(own.v1["memory"], PathBuf::from("/sys/fs/cgroup/memory/process_api/0edd"));
+        assert_eq!(
+            own.v1["memory"],
+            PathBuf::from("/sys/fs/cgroup/memory/process_api/0edd")
+        );
         let mut at_root = own.at_root.clone();
         at_root.sort();
         assert_eq!(at_root, vec!["cgroup2", "cpu", "cpuset", "freezer", "pids"]);
@@ -555,9 +677,15 @@ mod tests {
     #[test]
     fn pure_v2_and_bind_mounted_roots_are_located() {
         let mi = "30 1 0:26 /kubepods/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
-        let own = own_cgroups(&parse_mountinfo(mi), &parse_proc_cgroup("0::/kubepods/pod1/ctr\n"));
+        let own = own_cgroups(
+            &parse_mountinfo(mi),
+            &parse_proc_cgroup("0::/kubepods/pod1/ctr\n"),
+        );
         assert_eq!(own.v2, Some(PathBuf::from("/sys/fs/cgroup/ctr")));
-        let own = own_cgroups(&parse_mountinfo(mi), &parse_proc_cgroup("0::/kubepods/pod1\n"));
+        let own = own_cgroups(
+            &parse_mountinfo(mi),
+            &parse_proc_cgroup("0::/kubepods/pod1\n"),
+        );
         assert_eq!(own.v2, None);
         assert_eq!(own.at_root, vec!["cgroup2"]);
     }
@@ -588,16 +716,34 @@ mod tests {
         fs::write(cpuset.join("cpuset.mems"), "0\n").expect("w");
         let own = OwnCgroups {
             v2: None,
-            v1: [("memory".to_string(), mem.clone()), ("cpuset".to_string(), cpuset.clone())].into(),
+            v1: [
+                ("memory".to_string(), mem.clone()),
+                ("cpuset".to_string(), cpuset.clone()),
+            ]
+            .into(),
             at_root: vec!["pids".into()],
         };
         let tree = AgentTree::create(&own, "bulkhead-t").expect("tree");
-        assert_eq!(fs::read_to_string(cpuset.join("bulkhead-t/cpuset.mems")).expect("r"), "0");
+        assert_eq!(
+            fs::read_to_string(cpuset.join("bulkhead-t/cpuset.mems")).expect("r"),
+            "0"
+        );
         // On a tmpfs nothing creates the control files; the setup writes them.
         let job = tree.job_at("job_7");
-        job.setup(&Limits { cpu_ids: vec![1, 3], mem_bytes: 1 << 20, pids_max: 64 }).expect("setup");
-        assert_eq!(fs::read_to_string(mem.join("bulkhead-t/job_7/memory.limit_in_bytes")).expect("r"), "1048576");
-        assert_eq!(fs::read_to_string(cpuset.join("bulkhead-t/job_7/cpuset.cpus")).expect("r"), "1,3");
+        job.setup(&Limits {
+            cpu_ids: vec![1, 3],
+            mem_bytes: 1 << 20,
+            pids_max: 64,
+        })
+        .expect("setup");
+        assert_eq!(
+            fs::read_to_string(mem.join("bulkhead-t/job_7/memory.limit_in_bytes")).expect("r"),
+            "1048576"
+        );
+        assert_eq!(
+            fs::read_to_string(cpuset.join("bulkhead-t/job_7/cpuset.cpus")).expect("r"),
+            "1,3"
+        );
         assert_eq!(tree.leftovers().len(), 1);
         assert_eq!(tree.enforced(), vec!["cpuset (v1)", "memory (v1)"]);
         assert_eq!(tree.not_delegated(), ["pids".to_string()]);
@@ -605,7 +751,11 @@ mod tests {
 
     #[test]
     fn nothing_delegated_is_an_error_that_says_where() {
-        let own = OwnCgroups { v2: None, v1: BTreeMap::new(), at_root: vec!["cgroup2".into(), "memory".into()] };
+        let own = OwnCgroups {
+            v2: None,
+            v1: BTreeMap::new(),
+            at_root: vec!["cgroup2".into(), "memory".into()],
+        };
         let e = AgentTree::create(&own, "x").unwrap_err().to_string();
         assert!(e.contains("cgroup2, memory"), "{e}");
     }

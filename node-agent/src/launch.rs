@@ -24,9 +24,17 @@ pub enum LaunchError {
     #[error("cannot look up uid {uid}: {source}")]
     UserLookup { uid: u32, source: nix::Error },
     #[error("cannot {step} {path}: {source}")]
-    Prepare { step: &'static str, path: PathBuf, source: io::Error },
+    Prepare {
+        step: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
     #[error("cannot {step} (as uid {uid}): {source}")]
-    Child { step: &'static str, uid: u32, source: io::Error },
+    Child {
+        step: &'static str,
+        uid: u32,
+        source: io::Error,
+    },
     #[error("{what} contains a NUL byte")]
     Nul { what: &'static str },
 }
@@ -46,13 +54,20 @@ pub fn lookup_user(uid: u32, gid: u32) -> Result<UserInfo, LaunchError> {
     let u = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .map_err(|source| LaunchError::UserLookup { uid, source })?
         .ok_or(LaunchError::NoSuchUser { uid })?;
-    let cname = CString::new(u.name.as_bytes()).map_err(|_| LaunchError::Nul { what: "user name" })?;
+    let cname =
+        CString::new(u.name.as_bytes()).map_err(|_| LaunchError::Nul { what: "user name" })?;
     let groups = nix::unistd::getgrouplist(&cname, nix::unistd::Gid::from_raw(gid))
         .map_err(|source| LaunchError::UserLookup { uid, source })?
         .into_iter()
         .map(|g| g.as_raw())
         .collect();
-    Ok(UserInfo { uid, gid, name: u.name, home: u.dir, groups })
+    Ok(UserInfo {
+        uid,
+        gid,
+        name: u.name,
+        home: u.dir,
+        groups,
+    })
 }
 
 /// Output and error paths of a job, `%j` expanded. Equal when both go to one file.
@@ -68,12 +83,21 @@ pub fn output_paths(spec: &LaunchSpec, user: &str) -> (String, String) {
 
 /// The job's environment: what the user exported at submission, then Bulkhead's
 /// variables and their Slurm names, so that existing scripts work unchanged.
-pub fn job_env(spec: &LaunchSpec, user: &UserInfo, node: &str, cpu_ids: &[u32]) -> Vec<(String, String)> {
+pub fn job_env(
+    spec: &LaunchSpec,
+    user: &UserInfo,
+    node: &str,
+    cpu_ids: &[u32],
+) -> Vec<(String, String)> {
     let cpus = spec.cpus.to_string();
     let job = spec.job.to_string();
     let mem = spec.mem_mb.to_string();
     let uid = user.uid.to_string();
-    let ids = cpu_ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    let ids = cpu_ids
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
     let ours: Vec<(&str, &str)> = vec![
         ("BH_JOB_ID", &job),
         ("SLURM_JOB_ID", &job),
@@ -108,7 +132,11 @@ pub fn job_env(spec: &LaunchSpec, user: &UserInfo, node: &str, cpu_ids: &[u32]) 
         .cloned()
         .collect();
     let has = |env: &[(String, String)], k: &str| env.iter().any(|(n, _)| n == k);
-    for (k, v) in [("HOME", user.home.to_string_lossy().into_owned()), ("USER", user.name.clone()), ("LOGNAME", user.name.clone())] {
+    for (k, v) in [
+        ("HOME", user.home.to_string_lossy().into_owned()),
+        ("USER", user.name.clone()),
+        ("LOGNAME", user.name.clone()),
+    ] {
         if !has(&env, k) {
             env.push((k.to_string(), v));
         }
@@ -116,12 +144,19 @@ pub fn job_env(spec: &LaunchSpec, user: &UserInfo, node: &str, cpu_ids: &[u32]) 
     if !has(&env, "PATH") {
         env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
     }
-    env.extend(ours.into_iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env.extend(
+        ours.into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
     env
 }
 
 /// Writes the batch script into the spool, owned by the user and executable by them only.
-pub fn write_script(spool: &Path, spec: &LaunchSpec, user: &UserInfo) -> Result<PathBuf, LaunchError> {
+pub fn write_script(
+    spool: &Path,
+    spec: &LaunchSpec,
+    user: &UserInfo,
+) -> Result<PathBuf, LaunchError> {
     let path = spool.join(format!("job_{}.sh", spec.job));
     let prep = |step: &'static str| {
         let path = path.clone();
@@ -137,7 +172,8 @@ pub fn write_script(spool: &Path, spec: &LaunchSpec, user: &UserInfo) -> Result<
         .map_err(prep("create"))?;
     f.write_all(spec.script.as_bytes()).map_err(prep("write"))?;
     std::os::unix::fs::fchown(&f, Some(user.uid), Some(user.gid)).map_err(prep("chown"))?;
-    f.set_permissions(std::fs::Permissions::from_mode(0o500)).map_err(prep("chmod"))?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o500))
+        .map_err(prep("chmod"))?;
     Ok(path)
 }
 
@@ -181,17 +217,29 @@ pub fn spawn(p: &Prepared) -> Result<tokio::process::Child, LaunchError> {
                 .write(true)
                 .open(f)
                 .map(OwnedFd::from)
-                .map_err(|source| LaunchError::Prepare { step: "open", path: f.clone(), source })
+                .map_err(|source| LaunchError::Prepare {
+                    step: "open",
+                    path: f.clone(),
+                    source,
+                })
         })
         .collect::<Result<_, _>>()?;
     let procs_raw: Vec<i32> = procs.iter().map(AsRawFd::as_raw_fd).collect();
     let workdir = cstr(&p.workdir, "working directory")?;
     let out = cstr(&p.stdout, "output path")?;
-    let err = if p.stderr == p.stdout { None } else { Some(cstr(&p.stderr, "error path")?) };
+    let err = if p.stderr == p.stdout {
+        None
+    } else {
+        Some(cstr(&p.stderr, "error path")?)
+    };
     let groups: Vec<libc::gid_t> = p.user.groups.clone();
     let (uid, gid) = (p.user.uid, p.user.gid);
-    let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| LaunchError::Prepare { step: "create a pipe for", path: p.script.clone(), source: e.into() })?;
+    let (rd, wr) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| LaunchError::Prepare {
+            step: "create a pipe for",
+            path: p.script.clone(),
+            source: e.into(),
+        })?;
     let wr_raw = wr.as_raw_fd();
 
     let mut cmd = tokio::process::Command::new(&p.script);
@@ -235,7 +283,8 @@ pub fn spawn(p: &Prepared) -> Result<tokio::process::Child, LaunchError> {
             if libc::chdir(workdir.as_ptr()) != 0 {
                 return Err(fail(6));
             }
-            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            let flags =
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
             let fd = libc::open(out.as_ptr(), flags, 0o644);
             if fd < 0 || libc::dup2(fd, 1) < 0 {
                 return Err(fail(7));
@@ -265,10 +314,17 @@ pub fn spawn(p: &Prepared) -> Result<tokio::process::Child, LaunchError> {
             let mut step = [0u8; 1];
             let mut rd = std::fs::File::from(rd);
             let what = match rd.read(&mut step) {
-                Ok(1) => STEPS.get(usize::from(step[0])).copied().unwrap_or("start the job"),
+                Ok(1) => STEPS
+                    .get(usize::from(step[0]))
+                    .copied()
+                    .unwrap_or("start the job"),
                 _ => "execute the batch script",
             };
-            Err(LaunchError::Child { step: what, uid, source })
+            Err(LaunchError::Child {
+                step: what,
+                uid,
+                source,
+            })
         }
     }
 }
@@ -289,7 +345,11 @@ mod tests {
             workdir: "/home/ann/exp".into(),
             stdout: None,
             stderr: Some("err-%j.log".into()),
-            env: vec![("PATH".into(), "/opt/bin".into()), ("SLURM_JOB_ID".into(), "999".into()), ("X".into(), "1".into())],
+            env: vec![
+                ("PATH".into(), "/opt/bin".into()),
+                ("SLURM_JOB_ID".into(), "999".into()),
+                ("X".into(), "1".into()),
+            ],
             cpus: 4,
             mem_mb: 2048,
             time_limit_s: None,
@@ -300,15 +360,30 @@ mod tests {
     }
 
     fn ann() -> UserInfo {
-        UserInfo { uid: 1000, gid: 1000, name: "ann".into(), home: "/home/ann".into(), groups: vec![1000, 27] }
+        UserInfo {
+            uid: 1000,
+            gid: 1000,
+            name: "ann".into(),
+            home: "/home/ann".into(),
+            groups: vec![1000, 27],
+        }
     }
 
     #[test]
     fn env_has_bulkhead_and_slurm_names_and_ours_win() {
         let env = job_env(&spec(), &ann(), "n1", &[2, 3, 4, 5]);
-        let get = |k: &str| env.iter().filter(|(n, _)| n == k).map(|(_, v)| v.as_str()).collect::<Vec<_>>();
+        let get = |k: &str| {
+            env.iter()
+                .filter(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(get("BH_JOB_ID"), ["42"]);
-        assert_eq!(get("SLURM_JOB_ID"), ["42"], "a user's stale SLURM_JOB_ID must not survive");
+        assert_eq!(
+            get("SLURM_JOB_ID"),
+            ["42"],
+            "a user's stale SLURM_JOB_ID must not survive"
+        );
         assert_eq!(get("BH_CPUS"), ["4"]);
         assert_eq!(get("SLURM_CPUS_ON_NODE"), ["4"]);
         assert_eq!(get("BH_NODELIST"), ["n1"]);

@@ -54,9 +54,15 @@ pub enum AgentError {
     #[error(transparent)]
     Transport(#[from] transport::TransportError),
     #[error("cannot prepare spool directory {path}: {source}")]
-    Spool { path: PathBuf, source: std::io::Error },
+    Spool {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot read {path}: {source}")]
-    Host { path: PathBuf, source: std::io::Error },
+    Host {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 enum JobEvent {
@@ -90,14 +96,22 @@ struct Agent {
 /// The CPUs this process may run on.
 fn host_cpus() -> Vec<u32> {
     match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
-        Ok(set) => (0..nix::sched::CpuSet::count() as u32).filter(|i| set.is_set(*i as usize).unwrap_or(false)).collect(),
-        Err(_) => (0..std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)).collect(),
+        Ok(set) => (0..nix::sched::CpuSet::count() as u32)
+            .filter(|i| set.is_set(*i as usize).unwrap_or(false))
+            .collect(),
+        Err(_) => (0..std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1))
+            .collect(),
     }
 }
 
 fn host_mem_mb() -> Result<u64, AgentError> {
     let p = Path::new("/proc/meminfo");
-    let s = std::fs::read_to_string(p).map_err(|source| AgentError::Host { path: p.to_path_buf(), source })?;
+    let s = std::fs::read_to_string(p).map_err(|source| AgentError::Host {
+        path: p.to_path_buf(),
+        source,
+    })?;
     Ok(s.lines()
         .find_map(|l| l.strip_prefix("MemTotal:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
@@ -113,14 +127,21 @@ fn ends_dir(spool: &Path) -> PathBuf {
 /// reported as NODE_FAIL.
 pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<(), AgentError> {
     for d in [cfg.spool_dir.clone(), ends_dir(&cfg.spool_dir)] {
-        std::fs::create_dir_all(&d).map_err(|source| AgentError::Spool { path: d.clone(), source })?;
+        std::fs::create_dir_all(&d).map_err(|source| AgentError::Spool {
+            path: d.clone(),
+            source,
+        })?;
     }
     // Users execute their scripts from here by exact path; they may not list it.
     {
         use std::os::unix::fs::PermissionsExt;
         let p = &cfg.spool_dir;
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o711))
-            .map_err(|source| AgentError::Spool { path: p.clone(), source })?;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o711)).map_err(|source| {
+            AgentError::Spool {
+                path: p.clone(),
+                source,
+            }
+        })?;
     }
     let own = cgroup::discover()?;
     let tree = AgentTree::create(&own, &format!("bulkhead-{}", cfg.name))?;
@@ -223,10 +244,17 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
 
 fn load_ends(dir: &Path) -> BTreeMap<JobId, (JobEnd, Instant)> {
     let mut out = BTreeMap::new();
-    let Ok(rd) = std::fs::read_dir(dir) else { return out };
-    let long_ago = Instant::now().checked_sub(Duration::from_secs(60)).unwrap_or_else(Instant::now);
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    let long_ago = Instant::now()
+        .checked_sub(Duration::from_secs(60))
+        .unwrap_or_else(Instant::now);
     for e in rd.flatten() {
-        match std::fs::read(e.path()).ok().and_then(|b| postcard::from_bytes::<JobEnd>(&b).ok()) {
+        match std::fs::read(e.path())
+            .ok()
+            .and_then(|b| postcard::from_bytes::<JobEnd>(&b).ok())
+        {
             Some(end) => {
                 out.insert(end.job, (end, long_ago));
             }
@@ -291,7 +319,10 @@ impl Agent {
 
     fn on_frames(&mut self, frames: Vec<Vec<u8>>) {
         let [frame] = frames.as_slice() else {
-            tracing::warn!(parts = frames.len(), "ignoring a multipart message from the broker");
+            tracing::warn!(
+                parts = frames.len(),
+                "ignoring a multipart message from the broker"
+            );
             return;
         };
         let msg = match codec::decode::<BrokerMessage>(frame) {
@@ -329,7 +360,9 @@ impl Agent {
             },
             BrokerMessage::EndAck { job } => {
                 if self.unacked.remove(&job).is_some() {
-                    let _ = std::fs::remove_file(ends_dir(&self.cfg.spool_dir).join(format!("{job}.end")));
+                    let _ = std::fs::remove_file(
+                        ends_dir(&self.cfg.spool_dir).join(format!("{job}.end")),
+                    );
                 }
             }
             BrokerMessage::Error(e) => {
@@ -341,7 +374,11 @@ impl Agent {
     fn on_event(&mut self, ev: JobEvent) {
         match ev {
             JobEvent::Started { job, pid, start_us } => {
-                self.send(&AgentMessage::JobStarted { job, pid, start_time_us: start_us });
+                self.send(&AgentMessage::JobStarted {
+                    job,
+                    pid,
+                    start_time_us: start_us,
+                });
             }
             JobEvent::Ended { end } => {
                 if let Some(r) = self.jobs.remove(&end.job) {
@@ -406,7 +443,13 @@ impl Agent {
         }
         let cpu_ids = self.pick_cpus(spec.cpus);
         let (kill_tx, kill_rx) = watch::channel(None);
-        self.jobs.insert(job, Running { kill: kill_tx, cpu_ids: cpu_ids.clone() });
+        self.jobs.insert(
+            job,
+            Running {
+                kill: kill_tx,
+                cpu_ids: cpu_ids.clone(),
+            },
+        );
         let ctx = JobCtx {
             tree: self.tree.clone(),
             spool: self.cfg.spool_dir.clone(),
@@ -436,8 +479,15 @@ struct Started {
 
 fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result<Started, String> {
     let user = launch::lookup_user(spec.uid, spec.gid).map_err(|e| e.to_string())?;
-    let limits = Limits { cpu_ids: cpu_ids.to_vec(), mem_bytes: spec.mem_mb.saturating_mul(1 << 20), pids_max: ctx.pids_max };
-    let cg = ctx.tree.create_job(spec.job.0, &limits).map_err(|e| format!("cannot set up the job's cgroup: {e}"))?;
+    let limits = Limits {
+        cpu_ids: cpu_ids.to_vec(),
+        mem_bytes: spec.mem_mb.saturating_mul(1 << 20),
+        pids_max: ctx.pids_max,
+    };
+    let cg = ctx
+        .tree
+        .create_job(spec.job.0, &limits)
+        .map_err(|e| format!("cannot set up the job's cgroup: {e}"))?;
     let cleanup = |cg: &JobCgroup| {
         let _ = cg.remove(Duration::from_millis(500));
     };
@@ -459,7 +509,21 @@ fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result
         stderr,
         procs_files: cg.procs_files(),
     };
-    match launch::spawn(&prepared) {
+    // A fork made by another launch while this script was still open for writing holds
+    // that descriptor until its own exec: exec then fails with ETXTBSY for a moment.
+    let mut spawned = launch::spawn(&prepared);
+    for attempt in 1..=50 {
+        match &spawned {
+            Err(launch::LaunchError::Child { source, .. })
+                if source.raw_os_error() == Some(libc::ETXTBSY) =>
+            {
+                std::thread::sleep(Duration::from_millis(attempt.min(10)));
+                spawned = launch::spawn(&prepared);
+            }
+            _ => break,
+        }
+    }
+    match spawned {
         Ok(child) => Ok(Started { child, cg, script }),
         Err(e) => {
             let _ = cg.kill();
@@ -471,7 +535,12 @@ fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result
 }
 
 /// Runs one job from launch to its reported end.
-async fn run_job(ctx: JobCtx, spec: LaunchSpec, cpu_ids: Vec<u32>, mut kill: watch::Receiver<Option<JobState>>) {
+async fn run_job(
+    ctx: JobCtx,
+    spec: LaunchSpec,
+    cpu_ids: Vec<u32>,
+    mut kill: watch::Receiver<Option<JobState>>,
+) {
     let job = spec.job;
     let start_us = now_us();
     let end = |state, exit_code, signal, reason| JobEnd {
@@ -487,20 +556,39 @@ async fn run_job(ctx: JobCtx, spec: LaunchSpec, cpu_ids: Vec<u32>, mut kill: wat
         Ok(s) => s,
         Err(reason) => {
             tracing::warn!(%job, %reason, "launch failed");
-            let _ = ctx.events.send(JobEvent::Ended { end: end(JobState::Failed, None, None, Some(format!("launch failed: {reason}"))) }).await;
+            let _ = ctx
+                .events
+                .send(JobEvent::Ended {
+                    end: end(
+                        JobState::Failed,
+                        None,
+                        None,
+                        Some(format!("launch failed: {reason}")),
+                    ),
+                })
+                .await;
             return;
         }
     };
     let pid = started.child.id().unwrap_or(0);
-    let _ = ctx.events.send(JobEvent::Started { job, pid, start_us }).await;
+    let _ = ctx
+        .events
+        .send(JobEvent::Started { job, pid, start_us })
+        .await;
 
-    let limit = spec.time_limit_s.map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
+    let limit = spec
+        .time_limit_s
+        .map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
     let mut timed_out = false;
     let mut requested: Option<JobState> = None;
     let mut kill_at: Option<tokio::time::Instant> = None;
     let far = tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 86_400);
     let status = loop {
-        let term_at = if timed_out || requested.is_some() { None } else { limit };
+        let term_at = if timed_out || requested.is_some() {
+            None
+        } else {
+            limit
+        };
         tokio::select! {
             st = started.child.wait() => break st,
             _ = tokio::time::sleep_until(term_at.unwrap_or(far)), if term_at.is_some() => {
@@ -549,15 +637,38 @@ async fn run_job(ctx: JobCtx, spec: LaunchSpec, cpu_ids: Vec<u32>, mut kill: wat
         Err(_) => (None, None),
     };
     let (state, reason) = if timed_out {
-        (JobState::Timeout, Some(format!("time limit of {} s reached", spec.time_limit_s.unwrap_or(0))))
+        (
+            JobState::Timeout,
+            Some(format!(
+                "time limit of {} s reached",
+                spec.time_limit_s.unwrap_or(0)
+            )),
+        )
     } else if let Some(st) = requested {
         (st, None)
     } else if oom {
-        (JobState::OutOfMemory, Some(format!("the kernel's OOM killer killed a process of the job (limit {} MB)", spec.mem_mb)))
+        (
+            JobState::OutOfMemory,
+            Some(format!(
+                "the kernel's OOM killer killed a process of the job (limit {} MB)",
+                spec.mem_mb
+            )),
+        )
     } else if exit_code == Some(0) {
         (JobState::Completed, None)
     } else {
-        (JobState::Failed, status.as_ref().err().map(|e| format!("cannot wait for the batch script: {e}")))
+        (
+            JobState::Failed,
+            status
+                .as_ref()
+                .err()
+                .map(|e| format!("cannot wait for the batch script: {e}")),
+        )
     };
-    let _ = ctx.events.send(JobEvent::Ended { end: end(state, exit_code, signal, reason) }).await;
+    let _ = ctx
+        .events
+        .send(JobEvent::Ended {
+            end: end(state, exit_code, signal, reason),
+        })
+        .await;
 }

@@ -39,7 +39,9 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let a = Args::parse();
@@ -51,7 +53,9 @@ async fn main() -> anyhow::Result<()> {
             .into_owned(),
     };
     if !nix::unistd::geteuid().is_root() {
-        anyhow::bail!("bulkhead-agent must run as root: it starts jobs as their users and manages cgroups");
+        anyhow::bail!(
+            "bulkhead-agent must run as root: it starts jobs as their users and manages cgroups"
+        );
     }
     let cfg = AgentConfig {
         broker: a.broker,
@@ -68,7 +72,10 @@ async fn main() -> anyhow::Result<()> {
 
 async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         return std::future::pending().await;
     };
     tokio::select! {

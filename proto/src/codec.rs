@@ -101,7 +101,10 @@ pub fn encode<M: Message>(request_id: u64, msg: &M) -> Result<Vec<u8>, EncodeErr
     out.extend_from_slice(&request_id.to_le_bytes());
     let out = postcard::to_extend(msg, out)?;
     if out.len() > MAX_FRAME_BYTES {
-        return Err(EncodeError::TooLarge { len: out.len(), max: MAX_FRAME_BYTES });
+        return Err(EncodeError::TooLarge {
+            len: out.len(),
+            max: MAX_FRAME_BYTES,
+        });
     }
     Ok(out)
 }
@@ -111,7 +114,10 @@ pub fn encode<M: Message>(request_id: u64, msg: &M) -> Result<Vec<u8>, EncodeErr
 /// version with that frame's request id.
 pub fn peek_header(frame: &[u8]) -> Result<Header, DecodeError> {
     if frame.len() > MAX_FRAME_BYTES {
-        return Err(DecodeError::TooLarge { len: frame.len(), max: MAX_FRAME_BYTES });
+        return Err(DecodeError::TooLarge {
+            len: frame.len(),
+            max: MAX_FRAME_BYTES,
+        });
     }
     if frame.len() < HEADER_LEN {
         return Err(DecodeError::TooShort { len: frame.len() });
@@ -124,22 +130,39 @@ pub fn peek_header(frame: &[u8]) -> Result<Header, DecodeError> {
     let kind = Kind::from_u8(frame[4]).ok_or(DecodeError::UnknownKind(frame[4]))?;
     let mut id = [0u8; 8];
     id.copy_from_slice(&frame[6..14]);
-    Ok(Header { version, kind, request_id: u64::from_le_bytes(id) })
+    Ok(Header {
+        version,
+        kind,
+        request_id: u64::from_le_bytes(id),
+    })
 }
 
 /// Decodes one frame that must hold an `M`.
 pub fn decode<M: Message>(frame: &[u8]) -> Result<(Header, M), DecodeError> {
     let header = peek_header(frame)?;
     if header.version != PROTOCOL_VERSION {
-        return Err(DecodeError::UnsupportedVersion { got: header.version, supported: PROTOCOL_VERSION });
+        return Err(DecodeError::UnsupportedVersion {
+            got: header.version,
+            supported: PROTOCOL_VERSION,
+        });
     }
     if header.kind != M::KIND {
-        return Err(DecodeError::WrongKind { expected: M::KIND, got: header.kind });
+        return Err(DecodeError::WrongKind {
+            expected: M::KIND,
+            got: header.kind,
+        });
     }
-    let (msg, rest) = postcard::take_from_bytes::<M>(&frame[HEADER_LEN..])
-        .map_err(|source| DecodeError::Body { kind: M::KIND, source })?;
+    let (msg, rest) = postcard::take_from_bytes::<M>(&frame[HEADER_LEN..]).map_err(|source| {
+        DecodeError::Body {
+            kind: M::KIND,
+            source,
+        }
+    })?;
     if !rest.is_empty() {
-        return Err(DecodeError::TrailingBytes { kind: M::KIND, n: rest.len() });
+        return Err(DecodeError::TrailingBytes {
+            kind: M::KIND,
+            n: rest.len(),
+        });
     }
     msg.validate()?;
     Ok((header, msg))
@@ -163,7 +186,13 @@ mod tests {
                 stdout: Some("out-%j".into()),
                 stderr: None,
                 env: vec![("PATH".into(), "/bin".into())],
-                resources: ResourceRequest { cpus: 4, mem_mb: 1024, gpus: 0, time_limit_s: Some(60), partition: None },
+                resources: ResourceRequest {
+                    cpus: 4,
+                    mem_mb: 1024,
+                    gpus: 0,
+                    time_limit_s: Some(60),
+                    partition: None,
+                },
             }),
         }
     }
@@ -181,38 +210,65 @@ mod tests {
     #[test]
     fn wrong_kind_is_refused() {
         let frame = encode(1, &ClientReply::Submitted(JobId(3))).expect("encode");
-        assert!(matches!(decode::<ClientRequest>(&frame), Err(DecodeError::WrongKind { .. })));
-        assert!(matches!(decode::<AgentMessage>(&frame), Err(DecodeError::WrongKind { .. })));
+        assert!(matches!(
+            decode::<ClientRequest>(&frame),
+            Err(DecodeError::WrongKind { .. })
+        ));
+        assert!(matches!(
+            decode::<AgentMessage>(&frame),
+            Err(DecodeError::WrongKind { .. })
+        ));
     }
 
     #[test]
     fn envelope_errors_are_reported() {
-        assert!(matches!(decode::<ClientRequest>(b"BH"), Err(DecodeError::TooShort { len: 2 })));
-        assert!(matches!(decode::<ClientRequest>(&[0u8; 20]), Err(DecodeError::BadMagic { .. })));
+        assert!(matches!(
+            decode::<ClientRequest>(b"BH"),
+            Err(DecodeError::TooShort { len: 2 })
+        ));
+        assert!(matches!(
+            decode::<ClientRequest>(&[0u8; 20]),
+            Err(DecodeError::BadMagic { .. })
+        ));
         let mut f = encode(5, &submit()).expect("encode");
         f[2] = 9;
         let err = decode::<ClientRequest>(&f).unwrap_err();
-        assert!(matches!(err, DecodeError::UnsupportedVersion { got: 9, .. }), "{err}");
+        assert!(
+            matches!(err, DecodeError::UnsupportedVersion { got: 9, .. }),
+            "{err}"
+        );
         // The envelope of a frame of another version is still readable for the reply.
         assert_eq!(peek_header(&f).expect("peek").request_id, 5);
         f[4] = 200;
-        assert!(matches!(peek_header(&f), Err(DecodeError::UnknownKind(200))));
+        assert!(matches!(
+            peek_header(&f),
+            Err(DecodeError::UnknownKind(200))
+        ));
         let big = vec![0u8; MAX_FRAME_BYTES + 1];
-        assert!(matches!(decode::<ClientRequest>(&big), Err(DecodeError::TooLarge { .. })));
+        assert!(matches!(
+            decode::<ClientRequest>(&big),
+            Err(DecodeError::TooLarge { .. })
+        ));
     }
 
     #[test]
     fn trailing_bytes_are_refused() {
         let mut f = encode(5, &submit()).expect("encode");
         f.push(0);
-        assert!(matches!(decode::<ClientRequest>(&f), Err(DecodeError::TrailingBytes { n: 1, .. })));
+        assert!(matches!(
+            decode::<ClientRequest>(&f),
+            Err(DecodeError::TrailingBytes { n: 1, .. })
+        ));
     }
 
     #[test]
     fn truncated_bodies_never_panic() {
         let f = encode(5, &submit()).expect("encode");
         for cut in HEADER_LEN..f.len() {
-            assert!(decode::<ClientRequest>(&f[..cut]).is_err(), "cut at {cut} decoded");
+            assert!(
+                decode::<ClientRequest>(&f[..cut]).is_err(),
+                "cut at {cut} decoded"
+            );
         }
     }
 
@@ -222,7 +278,10 @@ mod tests {
         let mut f = encode(5, &submit()).expect("encode");
         f.truncate(HEADER_LEN);
         f.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
-        assert!(matches!(decode::<ClientRequest>(&f), Err(DecodeError::Body { .. })));
+        assert!(matches!(
+            decode::<ClientRequest>(&f),
+            Err(DecodeError::Body { .. })
+        ));
     }
 
     #[test]

@@ -106,7 +106,13 @@ pub struct ResourceRequest {
 
 impl Default for ResourceRequest {
     fn default() -> Self {
-        ResourceRequest { cpus: 1, mem_mb: 0, gpus: 0, time_limit_s: None, partition: None }
+        ResourceRequest {
+            cpus: 1,
+            mem_mb: 0,
+            gpus: 0,
+            time_limit_s: None,
+            partition: None,
+        }
     }
 }
 
@@ -163,7 +169,11 @@ fn validate_env(env: &[(String, String)]) -> Result<(), LimitError> {
         check_str("env", k, limits::MAX_ENV_BYTES)?;
         check_str("env", v, limits::MAX_ENV_BYTES)?;
         if k.is_empty() || k.contains('=') {
-            return Err(LimitError { field: "env name", len: k.len(), max: 0 });
+            return Err(LimitError {
+                field: "env name",
+                len: k.len(),
+                max: 0,
+            });
         }
         total += k.len() + v.len() + 2;
     }
@@ -262,7 +272,13 @@ pub const DEFAULT_OUTPUT_PATTERN: &str = "bh-%j.out";
 
 /// Expands an output pattern for a job: `%j` (job id), `%x` (job name), `%u` (user),
 /// `%%` (a percent sign); a relative result is taken under `workdir`.
-pub fn expand_output_pattern(pattern: &str, job: JobId, name: &str, user: &str, workdir: &str) -> String {
+pub fn expand_output_pattern(
+    pattern: &str,
+    job: JobId,
+    name: &str,
+    user: &str,
+    workdir: &str,
+) -> String {
     let mut out = String::with_capacity(pattern.len() + 16);
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -299,7 +315,10 @@ mod tests {
             assert_eq!(st.as_str().parse::<JobState>(), Ok(st));
             assert_eq!(st.short().parse::<JobState>(), Ok(st));
         }
-        assert_eq!("out_of_memory".parse::<JobState>(), Ok(JobState::OutOfMemory));
+        assert_eq!(
+            "out_of_memory".parse::<JobState>(),
+            Ok(JobState::OutOfMemory)
+        );
         assert!("DONE".parse::<JobState>().is_err());
         assert!(!JobState::Pending.is_terminal());
         assert!(!JobState::Running.is_terminal());
@@ -309,9 +328,18 @@ mod tests {
     #[test]
     fn output_patterns_expand() {
         let j = JobId(17);
-        assert_eq!(expand_output_pattern("bh-%j.out", j, "x", "u", "/home/a"), "/home/a/bh-17.out");
-        assert_eq!(expand_output_pattern("/tmp/%x-%j-%u.%%", j, "train", "ann", "/w"), "/tmp/train-17-ann.%");
-        assert_eq!(expand_output_pattern("a%qb%", j, "n", "u", "/w/"), "/w/a%qb%");
+        assert_eq!(
+            expand_output_pattern("bh-%j.out", j, "x", "u", "/home/a"),
+            "/home/a/bh-17.out"
+        );
+        assert_eq!(
+            expand_output_pattern("/tmp/%x-%j-%u.%%", j, "train", "ann", "/w"),
+            "/tmp/train-17-ann.%"
+        );
+        assert_eq!(
+            expand_output_pattern("a%qb%", j, "n", "u", "/w/"),
+            "/w/a%qb%"
+        );
     }
 
     fn submission() -> JobSubmission {
@@ -340,7 +368,9 @@ mod tests {
         s.workdir = "/tmp\0/x".into();
         assert_eq!(s.validate().unwrap_err().field, "workdir");
         let mut s = submission();
-        s.env = (0..=limits::MAX_ENV_VARS).map(|i| (format!("V{i}"), String::new())).collect();
+        s.env = (0..=limits::MAX_ENV_VARS)
+            .map(|i| (format!("V{i}"), String::new()))
+            .collect();
         assert_eq!(s.validate().unwrap_err().field, "env");
     }
 }

@@ -48,7 +48,11 @@ pub fn check(field: &'static str, len: usize, max: usize) -> Result<(), LimitErr
 pub fn check_str(field: &'static str, s: &str, max: usize) -> Result<(), LimitError> {
     check(field, s.len(), max)?;
     if s.contains('\0') {
-        return Err(LimitError { field, len: s.len(), max: 0 });
+        return Err(LimitError {
+            field,
+            len: s.len(),
+            max: 0,
+        });
     }
     Ok(())
 }

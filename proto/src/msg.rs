@@ -137,8 +137,14 @@ pub enum AgentMessage {
     /// First message on a connection. The credential must decode to uid 0: only root
     /// on a machine that shares the cluster's MUNGE key can add a node.
     Register(Registration),
-    Heartbeat { running: Vec<JobId> },
-    JobStarted { job: JobId, pid: u32, start_time_us: u64 },
+    Heartbeat {
+        running: Vec<JobId>,
+    },
+    JobStarted {
+        job: JobId,
+        pid: u32,
+        start_time_us: u64,
+    },
     /// Sent until the broker acknowledges it with [`BrokerMessage::EndAck`].
     JobEnded(JobEnd),
 }
@@ -158,13 +164,21 @@ pub struct Registration {
 /// From the broker to a node agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BrokerMessage {
-    Registered { node: NodeId, heartbeat_ms: u32 },
+    Registered {
+        node: NodeId,
+        heartbeat_ms: u32,
+    },
     Launch(Box<LaunchSpec>),
     /// Kill the job's processes; it ends in `state` (CANCELLED, or NODE_FAIL when the
     /// broker has given up on it).
-    Kill { job: JobId, state: JobState },
+    Kill {
+        job: JobId,
+        state: JobState,
+    },
     /// The broker has stored this job's end; the agent may forget it.
-    EndAck { job: JobId },
+    EndAck {
+        job: JobId,
+    },
     /// The broker does not know this agent (it restarted): register again.
     Reregister,
     Error(ErrorReply),
@@ -177,7 +191,11 @@ fn check_ids(field: &'static str, ids: &[JobId]) -> Result<(), LimitError> {
 impl Message for ClientRequest {
     const KIND: Kind = Kind::ClientRequest;
     fn validate(&self) -> Result<(), LimitError> {
-        check("credential", self.credential.len(), limits::MAX_CREDENTIAL_BYTES)?;
+        check(
+            "credential",
+            self.credential.len(),
+            limits::MAX_CREDENTIAL_BYTES,
+        )?;
         match &self.op {
             ClientOp::Submit(s) => s.validate(),
             ClientOp::Queue(f) => {
@@ -209,7 +227,11 @@ impl Message for AgentMessage {
     fn validate(&self) -> Result<(), LimitError> {
         match self {
             AgentMessage::Register(r) => {
-                check("credential", r.credential.len(), limits::MAX_CREDENTIAL_BYTES)?;
+                check(
+                    "credential",
+                    r.credential.len(),
+                    limits::MAX_CREDENTIAL_BYTES,
+                )?;
                 check_str("name", &r.name, limits::MAX_NAME_BYTES)?;
                 check_str("agent_version", &r.agent_version, limits::MAX_NAME_BYTES)?;
                 check_ids("running", &r.running)?;
@@ -218,7 +240,11 @@ impl Message for AgentMessage {
                     check_str("enforced", e, limits::MAX_NAME_BYTES)?;
                 }
                 if r.name.is_empty() {
-                    return Err(LimitError { field: "name", len: 0, max: 0 });
+                    return Err(LimitError {
+                        field: "name",
+                        len: 0,
+                        max: 0,
+                    });
                 }
                 Ok(())
             }

@@ -19,13 +19,22 @@ use std::time::{Duration, Instant};
 pub const USER1: &str = "bhtest1";
 pub const USER2: &str = "bhtest2";
 
-/// Where cargo put the workspace's binaries (next to this test executable's `deps/`).
+/// Where cargo put the workspace's binaries: beside this executable (a bench binary),
+/// or beside its `deps/` directory (a test).
 pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
-    let dir = exe.parent().and_then(Path::parent).expect("target dir");
-    let p = dir.join(name);
-    assert!(p.exists(), "{} is missing: build the workspace first (cargo build --workspace)", p.display());
-    p
+    let here = exe.parent().expect("exe dir");
+    let candidates = [
+        here.join(name),
+        here.parent().map(|p| p.join(name)).unwrap_or_default(),
+    ];
+    match candidates.iter().find(|p| p.exists()) {
+        Some(p) => p.clone(),
+        None => panic!(
+            "{name} is missing beside {}: build the workspace first (cargo build --workspace)",
+            exe.display()
+        ),
+    }
 }
 
 /// A local account, as the tests need it.
@@ -38,8 +47,14 @@ pub struct TestUser {
 
 pub fn user(name: &str) -> TestUser {
     match nix::unistd::User::from_name(name) {
-        Ok(Some(u)) => TestUser { name: name.into(), uid: u.uid.as_raw(), gid: u.gid.as_raw() },
-        _ => panic!("test user {name} does not exist: run `cargo xtask setup` (as root) to create the test users"),
+        Ok(Some(u)) => TestUser {
+            name: name.into(),
+            uid: u.uid.as_raw(),
+            gid: u.gid.as_raw(),
+        },
+        _ => panic!(
+            "test user {name} does not exist: run `cargo xtask setup` (as root) to create the test users"
+        ),
     }
 }
 
@@ -92,7 +107,8 @@ impl Munged {
             .spawn()
             .context("cannot start munged (apt-get install munge)")?;
         let m = Munged { child, socket };
-        wait_for(Duration::from_secs(10), || m.socket.exists()).context("munged did not create its socket")?;
+        wait_for(Duration::from_secs(10), || m.socket.exists())
+            .context("munged did not create its socket")?;
         Ok(m)
     }
 }
@@ -124,11 +140,21 @@ pub struct ClusterOpts {
     pub cpus: u32,
     pub mem_mb: u64,
     pub kill_wait_s: f64,
+    /// Agents (nodes) to run on this host.
+    pub nodes: u32,
+    /// Log level of the daemons.
+    pub log: &'static str,
 }
 
 impl Default for ClusterOpts {
     fn default() -> Self {
-        ClusterOpts { cpus: 2, mem_mb: 4096, kill_wait_s: 1.0 }
+        ClusterOpts {
+            cpus: 2,
+            mem_mb: 4096,
+            kill_wait_s: 1.0,
+            nodes: 1,
+            log: "debug",
+        }
     }
 }
 
@@ -138,15 +164,21 @@ pub struct Cluster {
     pub dir: tempfile::TempDir,
     pub munged: Munged,
     pub broker: Option<Child>,
+    /// The first agent.
     pub agent: Option<Child>,
+    /// The other agents, when `nodes` > 1.
+    pub more_agents: Vec<Child>,
     pub endpoint: String,
+    /// The first node's name; the others are `{node}x{i}`.
     pub node: String,
     pub data_dir: PathBuf,
     opts: ClusterOpts,
 }
 
 fn log_file(path: &Path) -> Stdio {
-    std::fs::File::create(path).map(Stdio::from).unwrap_or_else(|_| Stdio::null())
+    std::fs::File::create(path)
+        .map(Stdio::from)
+        .unwrap_or_else(|_| Stdio::null())
 }
 
 impl Cluster {
@@ -158,64 +190,132 @@ impl Cluster {
         let dir = tempfile::Builder::new().prefix("bh-e2e-").tempdir()?;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
         let munged = Munged::start(&dir.path().join("munge"))?;
-        let node = format!("e2e{}n{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let node = format!(
+            "e2e{}n{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
         let data_dir = dir.path().join("broker");
-        let mut c = Cluster { munged, broker: None, agent: None, endpoint: String::new(), node, data_dir, opts, dir };
+        let mut c = Cluster {
+            munged,
+            broker: None,
+            agent: None,
+            more_agents: Vec::new(),
+            endpoint: String::new(),
+            node,
+            data_dir,
+            opts,
+            dir,
+        };
         c.start_broker()?;
         c.start_agent()?;
+        for i in 1..c.opts.nodes {
+            let name = format!("{}x{i}", c.node);
+            let a = c.spawn_agent(&name)?;
+            c.more_agents.push(a);
+        }
         c.wait_node_up()?;
         Ok(c)
     }
 
     /// Starts the broker on a free loopback port (or the port it had, on a restart).
     pub fn start_broker(&mut self) -> Result<()> {
-        let listen = if self.endpoint.is_empty() { "tcp://127.0.0.1:*".to_string() } else { self.endpoint.clone() };
+        let listen = if self.endpoint.is_empty() {
+            "tcp://127.0.0.1:*".to_string()
+        } else {
+            self.endpoint.clone()
+        };
         let ep_file = self.data_dir.join("broker.endpoint");
         let _ = std::fs::remove_file(&ep_file);
-        let log = self.dir.path().join(format!("broker-{}.log", NEXT.fetch_add(1, Ordering::Relaxed)));
+        let log = self.dir.path().join(format!(
+            "broker-{}.log",
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
         let child = Command::new(bin("bulkhead-broker"))
-            .args(["--listen", &listen, "--heartbeat-ms", "500", "--node-timeout", "10"])
+            .args([
+                "--listen",
+                &listen,
+                "--heartbeat-ms",
+                "500",
+                "--node-timeout",
+                "10",
+            ])
             .arg("--data-dir")
             .arg(&self.data_dir)
             .arg("--munge-socket")
             .arg(&self.munged.socket)
-            .env("BH_LOG", "debug")
+            .env("BH_LOG", self.opts.log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(&log))
             .spawn()?;
         self.broker = Some(child);
-        wait_for(Duration::from_secs(15), || std::fs::read_to_string(&ep_file).is_ok_and(|s| s.ends_with('\n')))
-            .with_context(|| format!("the broker did not start; log: {}", std::fs::read_to_string(&log).unwrap_or_default()))?;
+        wait_for(Duration::from_secs(15), || {
+            std::fs::read_to_string(&ep_file).is_ok_and(|s| s.ends_with('\n'))
+        })
+        .with_context(|| {
+            format!(
+                "the broker did not start; log: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        })?;
         self.endpoint = std::fs::read_to_string(&ep_file)?.trim().to_string();
         Ok(())
     }
 
     pub fn start_agent(&mut self) -> Result<()> {
-        let log = self.dir.path().join("agent.log");
+        let node = self.node.clone();
+        self.agent = Some(self.spawn_agent(&node)?);
+        Ok(())
+    }
+
+    fn spawn_agent(&self, name: &str) -> Result<Child> {
+        let log = self.dir.path().join(if name == self.node {
+            "agent.log".to_string()
+        } else {
+            format!("agent-{name}.log")
+        });
         let child = Command::new(bin("bulkhead-agent"))
-            .args(["--broker", &self.endpoint, "--name", &self.node])
-            .args(["--cpus", &self.opts.cpus.to_string(), "--mem", &self.opts.mem_mb.to_string()])
+            .args(["--broker", &self.endpoint, "--name", name])
+            .args([
+                "--cpus",
+                &self.opts.cpus.to_string(),
+                "--mem",
+                &self.opts.mem_mb.to_string(),
+            ])
             .args(["--kill-wait", &self.opts.kill_wait_s.to_string()])
             .arg("--spool-dir")
-            .arg(self.dir.path().join("spool"))
+            .arg(self.dir.path().join(format!("spool-{name}")))
             .arg("--munge-socket")
             .arg(&self.munged.socket)
-            .env("BH_LOG", "debug")
+            .env("BH_LOG", self.opts.log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(&log))
             .spawn()?;
-        self.agent = Some(child);
-        Ok(())
+        Ok(child)
     }
 
+    /// Waits until every node of the cluster is up.
     pub fn wait_node_up(&self) -> Result<()> {
+        let want = self.opts.nodes as usize;
         wait_for(Duration::from_secs(15), || {
             self.bh(None, &["nodes", "--json"])
                 .ok()
                 .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
-                .is_some_and(|v| v.as_array().is_some_and(|a| a.iter().any(|n| n["name"] == self.node.as_str() && n["state"] != "DOWN")))
+                .is_some_and(|v| {
+                    v.as_array().is_some_and(|a| {
+                        a.iter()
+                            .filter(|n| {
+                                n["name"]
+                                    .as_str()
+                                    .is_some_and(|s| s.starts_with(&self.node))
+                                    && n["state"] != "DOWN"
+                            })
+                            .count()
+                            == want
+                    })
+                })
         })
         .with_context(|| format!("node never came up; agent log:\n{}", self.agent_log()))
     }
@@ -234,7 +334,11 @@ impl Cluster {
 
     /// A working directory owned by `user` (root when `None`).
     pub fn workdir(&self, user: Option<&TestUser>) -> Result<PathBuf> {
-        let d = self.dir.path().join(format!("work-{}-{}", user.map_or("root", |u| &u.name), NEXT.fetch_add(1, Ordering::Relaxed)));
+        let d = self.dir.path().join(format!(
+            "work-{}-{}",
+            user.map_or("root", |u| &u.name),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
         std::fs::create_dir_all(&d)?;
         if let Some(u) = user {
             std::os::unix::fs::chown(&d, Some(u.uid), Some(u.gid))?;
@@ -258,13 +362,22 @@ impl Cluster {
             .env("BH_TIMEOUT", "20")
             .stdin(Stdio::null());
         if let Some(u) = user {
-            cmd.uid(u.uid).gid(u.gid).env("HOME", format!("/home/{}", u.name)).env("USER", &u.name);
+            cmd.uid(u.uid)
+                .gid(u.gid)
+                .env("HOME", format!("/home/{}", u.name))
+                .env("USER", &u.name);
         }
         Ok(cmd.output()?)
     }
 
     /// Submits a script as `user` from `workdir`; returns the job id.
-    pub fn submit(&self, user: Option<&TestUser>, workdir: &Path, args: &[&str], script: &str) -> Result<JobId> {
+    pub fn submit(
+        &self,
+        user: Option<&TestUser>,
+        workdir: &Path,
+        args: &[&str],
+        script: &str,
+    ) -> Result<JobId> {
         let path = workdir.join(format!("job-{}.sh", NEXT.fetch_add(1, Ordering::Relaxed)));
         std::fs::write(&path, script)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
@@ -274,7 +387,11 @@ impl Cluster {
         all.push(&p);
         let out = self.bh_in(user, workdir, &all)?;
         if !out.status.success() {
-            bail!("bh submit failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "bh submit failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
     }
@@ -282,13 +399,21 @@ impl Cluster {
     pub fn show(&self, job: JobId) -> Result<JobInfo> {
         let out = self.bh(None, &["show", "--json", &job.to_string()])?;
         if !out.status.success() {
-            bail!("bh show {job} failed: {}", String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "bh show {job} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         Ok(serde_json::from_slice(&out.stdout)?)
     }
 
     /// Waits until the job is in one of `states`; returns its record.
-    pub fn wait_state(&self, job: JobId, states: &[JobState], timeout: Duration) -> Result<JobInfo> {
+    pub fn wait_state(
+        &self,
+        job: JobId,
+        states: &[JobState],
+        timeout: Duration,
+    ) -> Result<JobInfo> {
         let deadline = Instant::now() + timeout;
         loop {
             let j = self.show(job)?;
@@ -296,7 +421,12 @@ impl Cluster {
                 return Ok(j);
             }
             if Instant::now() > deadline {
-                bail!("job {job} is {} ({:?}), not one of {states:?}, after {timeout:?}; agent log:\n{}", j.state, j.reason, self.agent_log());
+                bail!(
+                    "job {job} is {} ({:?}), not one of {states:?}, after {timeout:?}; agent log:\n{}",
+                    j.state,
+                    j.reason,
+                    self.agent_log()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -305,19 +435,32 @@ impl Cluster {
     /// This agent's job cgroup directories on this host, found from the test process's
     /// own cgroups (the agent inherits them).
     pub fn job_cgroup_dirs(&self, job: JobId) -> Vec<PathBuf> {
-        self.agent_dirs().into_iter().map(|d| d.join(format!("job_{job}"))).collect()
+        self.agent_dirs()
+            .into_iter()
+            .map(|d| d.join(format!("job_{job}")))
+            .collect()
     }
 
     fn agent_dirs(&self) -> Vec<PathBuf> {
         let own = bulkhead_agent::cgroup::discover().expect("discover cgroups");
-        let name = format!("bulkhead-{}", self.node);
-        own.v2.iter().chain(own.v1.values()).map(|d| d.join(&name)).collect()
+        let names: Vec<String> = std::iter::once(self.node.clone())
+            .chain((1..self.opts.nodes).map(|i| format!("{}x{i}", self.node)))
+            .map(|n| format!("bulkhead-{n}"))
+            .collect();
+        own.v2
+            .iter()
+            .chain(own.v1.values())
+            .flat_map(|d| names.iter().map(move |n| d.join(n)))
+            .collect()
     }
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
         if let Some(mut a) = self.agent.take() {
+            stop(&mut a, Duration::from_secs(15));
+        }
+        for mut a in self.more_agents.drain(..) {
             stop(&mut a, Duration::from_secs(15));
         }
         if let Some(mut b) = self.broker.take() {
@@ -348,7 +491,10 @@ fn kill_members(dir: &Path) {
             return;
         }
         for p in pids {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -357,7 +503,12 @@ fn kill_members(dir: &Path) {
 /// Whether a process with this pid exists (and is not a zombie).
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
         Err(_) => false,
     }
 }

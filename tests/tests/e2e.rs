@@ -18,23 +18,39 @@ fn a_users_job_runs_as_that_user_in_its_own_cgroup_and_reports_its_exit() {
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let script = "#!/bin/bash\n#SBATCH -J whoami\n#BH --mem=64M\nid -u\nid -g\npwd\necho \"job=$BH_JOB_ID slurm=$SLURM_JOB_ID cpus=$BH_CPUS nodes=$BH_NODELIST\"\ncat /proc/self/cgroup\nsleep 1\n";
-    let job = c.submit(Some(&u), &wd, &["-n", "1"], script).expect("submit");
+    let job = c
+        .submit(Some(&u), &wd, &["-n", "1"], script)
+        .expect("submit");
 
     // While it runs, the kernel puts it in its own cgroup with the requested limit.
-    let running = c.wait_state(job, &[JobState::Running, JobState::Completed], T).expect("running");
+    let running = c
+        .wait_state(job, &[JobState::Running, JobState::Completed], T)
+        .expect("running");
     assert_eq!(running.uid, u.uid);
     let dirs = c.job_cgroup_dirs(job);
-    assert!(!dirs.is_empty(), "no delegated cgroup hierarchy found for the test process");
+    assert!(
+        !dirs.is_empty(),
+        "no delegated cgroup hierarchy found for the test process"
+    );
     if running.state == JobState::Running {
-        let mem_dir = dirs.iter().find(|d| d.to_string_lossy().contains("/memory/"));
+        let mem_dir = dirs
+            .iter()
+            .find(|d| d.to_string_lossy().contains("/memory/"));
         if let Some(d) = mem_dir {
             let limit = std::fs::read_to_string(d.join("memory.limit_in_bytes")).expect("limit");
             assert_eq!(limit.trim(), (64u64 << 20).to_string());
         }
     }
 
-    let done = c.wait_state(job, &[JobState::Completed, JobState::Failed], T).expect("finished");
-    assert_eq!(done.state, JobState::Completed, "{done:?}\n{}", c.agent_log());
+    let done = c
+        .wait_state(job, &[JobState::Completed, JobState::Failed], T)
+        .expect("finished");
+    assert_eq!(
+        done.state,
+        JobState::Completed,
+        "{done:?}\n{}",
+        c.agent_log()
+    );
     assert_eq!(done.exit_code, Some(0));
     assert_eq!(done.name, "whoami");
     let out_path = wd.join(format!("bh-{job}.out"));
@@ -44,9 +60,15 @@ fn a_users_job_runs_as_that_user_in_its_own_cgroup_and_reports_its_exit() {
     assert_eq!(lines[0], u.uid.to_string(), "{out}");
     assert_eq!(lines[1], u.gid.to_string(), "{out}");
     assert_eq!(lines[2], wd.to_string_lossy(), "{out}");
-    assert_eq!(lines[3], format!("job={job} slurm={job} cpus=1 nodes={}", c.node));
+    assert_eq!(
+        lines[3],
+        format!("job={job} slurm={job} cpus=1 nodes={}", c.node)
+    );
     let cg_name = format!("bulkhead-{}/job_{job}", c.node);
-    assert!(out.lines().any(|l| l.ends_with(&cg_name)), "job was not in its cgroup:\n{out}");
+    assert!(
+        out.lines().any(|l| l.ends_with(&cg_name)),
+        "job was not in its cgroup:\n{out}"
+    );
     // The output file belongs to the user, not to root.
     let meta = std::fs::metadata(&out_path).expect("stat");
     assert_eq!((meta.uid(), meta.gid()), (u.uid, u.gid));
@@ -55,11 +77,23 @@ fn a_users_job_runs_as_that_user_in_its_own_cgroup_and_reports_its_exit() {
         assert!(!d.exists(), "{} left behind", d.display());
     }
 
-    let bad = c.submit(Some(&u), &wd, &["-o", "fail-%j.txt"], "#!/bin/sh\necho failing >&2\nexit 3\n").expect("submit");
-    let j = c.wait_state(bad, &[JobState::Completed, JobState::Failed], T).expect("finished");
+    let bad = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["-o", "fail-%j.txt"],
+            "#!/bin/sh\necho failing >&2\nexit 3\n",
+        )
+        .expect("submit");
+    let j = c
+        .wait_state(bad, &[JobState::Completed, JobState::Failed], T)
+        .expect("finished");
     assert_eq!(j.state, JobState::Failed);
     assert_eq!(j.exit_code, Some(3));
-    assert_eq!(std::fs::read_to_string(wd.join(format!("fail-{bad}.txt"))).expect("out"), "failing\n");
+    assert_eq!(
+        std::fs::read_to_string(wd.join(format!("fail-{bad}.txt"))).expect("out"),
+        "failing\n"
+    );
 }
 
 #[test]
@@ -72,24 +106,45 @@ fn cancel_kills_every_process_of_the_job_and_removes_its_cgroup() {
     let job = c.submit(Some(&u), &wd, &[], script).expect("submit");
     c.wait_state(job, &[JobState::Running], T).expect("running");
     let pids_file = wd.join("pids");
-    wait_for(T, || std::fs::read_to_string(&pids_file).is_ok_and(|s| s.lines().count() == 4)).expect("pids written");
-    let pids: Vec<i32> = std::fs::read_to_string(&pids_file).expect("pids").lines().map(|l| l.parse().expect("pid")).collect();
-    assert!(pids.iter().all(|p| alive(*p)), "job processes should be running");
+    wait_for(T, || {
+        std::fs::read_to_string(&pids_file).is_ok_and(|s| s.lines().count() == 4)
+    })
+    .expect("pids written");
+    let pids: Vec<i32> = std::fs::read_to_string(&pids_file)
+        .expect("pids")
+        .lines()
+        .map(|l| l.parse().expect("pid"))
+        .collect();
+    assert!(
+        pids.iter().all(|p| alive(*p)),
+        "job processes should be running"
+    );
 
     // Another user may not cancel it.
     let other = user(USER2);
-    let out = c.bh(Some(&other), &["cancel", &job.to_string()]).expect("bh");
+    let out = c
+        .bh(Some(&other), &["cancel", &job.to_string()])
+        .expect("bh");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("may cancel only their own jobs"), "{err}");
     assert_eq!(c.show(job).expect("show").state, JobState::Running);
 
     let out = c.bh(Some(&u), &["cancel", &job.to_string()]).expect("bh");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let j = c.wait_state(job, &[JobState::Cancelled], T).expect("cancelled");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = c
+        .wait_state(job, &[JobState::Cancelled], T)
+        .expect("cancelled");
     assert!(j.end_time_us.is_some());
     for p in &pids {
-        assert!(!alive(*p), "process {p} of the cancelled job is still alive");
+        assert!(
+            !alive(*p),
+            "process {p} of the cancelled job is still alive"
+        );
     }
     for d in c.job_cgroup_dirs(job) {
         assert!(!d.exists(), "{} left behind", d.display());
@@ -106,36 +161,98 @@ fn time_limits_end_in_timeout_and_memory_limits_in_out_of_memory() {
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     // A neighbour that must survive the other job's OOM kill.
-    let calm = c.submit(Some(&u), &wd, &["--mem=32M"], "#!/bin/sh\nsleep 4\necho calm\n").expect("submit");
-    let slow = c.submit(Some(&u), &wd, &["-t", "0:02", "--mem=32M"], "#!/bin/sh\ntrap '' TERM\nsleep 60\n").expect("submit");
+    let calm = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["--mem=32M"],
+            "#!/bin/sh\nsleep 4\necho calm\n",
+        )
+        .expect("submit");
+    let slow = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["-t", "0:02", "--mem=32M"],
+            "#!/bin/sh\ntrap '' TERM\nsleep 60\n",
+        )
+        .expect("submit");
     let hog = c
-        .submit(Some(&u), &wd, &["--mem=32M"], "#!/bin/sh\ndd if=/dev/zero of=/dev/null bs=256M count=1\necho survived\n")
+        .submit(
+            Some(&u),
+            &wd,
+            &["--mem=32M"],
+            "#!/bin/sh\ndd if=/dev/zero of=/dev/null bs=256M count=1\necho survived\n",
+        )
         .expect("submit");
 
-    let j = c.wait_state(hog, &[JobState::OutOfMemory, JobState::Completed, JobState::Failed], T).expect("hog ends");
+    let j = c
+        .wait_state(
+            hog,
+            &[JobState::OutOfMemory, JobState::Completed, JobState::Failed],
+            T,
+        )
+        .expect("hog ends");
     assert_eq!(j.state, JobState::OutOfMemory, "{j:?}");
-    let j = c.wait_state(slow, &[JobState::Timeout, JobState::Completed, JobState::Failed], T).expect("slow ends");
+    let j = c
+        .wait_state(
+            slow,
+            &[JobState::Timeout, JobState::Completed, JobState::Failed],
+            T,
+        )
+        .expect("slow ends");
     assert_eq!(j.state, JobState::Timeout, "{j:?}");
     let ran = j.end_time_us.expect("end") - j.start_time_us.expect("start");
     // It ignores SIGTERM: only the SIGKILL after the 1 s grace period ends it.
     assert!(ran >= 2_900_000, "ended after {ran} us");
-    let j = c.wait_state(calm, &[JobState::Completed, JobState::Failed, JobState::OutOfMemory], T).expect("calm ends");
+    let j = c
+        .wait_state(
+            calm,
+            &[JobState::Completed, JobState::Failed, JobState::OutOfMemory],
+            T,
+        )
+        .expect("calm ends");
     assert_eq!(j.state, JobState::Completed, "{j:?}");
-    assert_eq!(std::fs::read_to_string(wd.join(format!("bh-{calm}.out"))).expect("out"), "calm\n");
-    assert!(c.agent.as_ref().is_some_and(|a| alive(a.id() as i32)), "the agent died");
+    assert_eq!(
+        std::fs::read_to_string(wd.join(format!("bh-{calm}.out"))).expect("out"),
+        "calm\n"
+    );
+    assert!(
+        c.agent.as_ref().is_some_and(|a| alive(a.id() as i32)),
+        "the agent died"
+    );
 }
 
 #[test]
 fn a_crashed_broker_restarts_with_every_acknowledged_job() {
-    let mut c = Cluster::start_with(ClusterOpts { cpus: 1, ..Default::default() }).expect("cluster");
+    let mut c = Cluster::start_with(ClusterOpts {
+        cpus: 1,
+        ..Default::default()
+    })
+    .expect("cluster");
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
-    let done = c.submit(Some(&u), &wd, &[], "#!/bin/sh\ntrue\n").expect("submit");
-    c.wait_state(done, &[JobState::Completed], T).expect("completed");
-    let long = c.submit(Some(&u), &wd, &[], "#!/bin/sh\nsleep 300\n").expect("submit");
-    c.wait_state(long, &[JobState::Running], T).expect("running");
-    let pending: Vec<JobId> =
-        (0..20).map(|i| c.submit(Some(&u), &wd, &["-J", &format!("p{i}")], "#!/bin/sh\ntrue\n").expect("submit")).collect();
+    let done = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\ntrue\n")
+        .expect("submit");
+    c.wait_state(done, &[JobState::Completed], T)
+        .expect("completed");
+    let long = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\nsleep 300\n")
+        .expect("submit");
+    c.wait_state(long, &[JobState::Running], T)
+        .expect("running");
+    let pending: Vec<JobId> = (0..20)
+        .map(|i| {
+            c.submit(
+                Some(&u),
+                &wd,
+                &["-J", &format!("p{i}")],
+                "#!/bin/sh\ntrue\n",
+            )
+            .expect("submit")
+        })
+        .collect();
 
     c.crash_broker();
     c.start_broker().expect("restart");
@@ -147,18 +264,35 @@ fn a_crashed_broker_restarts_with_every_acknowledged_job() {
     // The agent registers again and keeps its running job.
     c.wait_node_up().expect("node back");
     assert_eq!(c.show(long).expect("show").state, JobState::Running);
-    let q: Vec<bulkhead_proto::JobInfo> =
-        serde_json::from_slice(&c.bh(None, &["queue", "--json", "--all"]).expect("bh").stdout).expect("json");
+    let q: Vec<bulkhead_proto::JobInfo> = serde_json::from_slice(
+        &c.bh(None, &["queue", "--json", "--all"])
+            .expect("bh")
+            .stdout,
+    )
+    .expect("json");
     assert_eq!(q.len(), 22);
     // The queue drains once the long job is gone.
-    assert!(c.bh(None, &["cancel", &long.to_string()]).expect("bh").status.success());
+    assert!(
+        c.bh(None, &["cancel", &long.to_string()])
+            .expect("bh")
+            .status
+            .success()
+    );
     for p in &pending {
-        c.wait_state(*p, &[JobState::Completed], T).expect("pending job ran after the restart");
+        c.wait_state(*p, &[JobState::Completed], T)
+            .expect("pending job ran after the restart");
     }
 }
 
 fn raw_request(client: &mut Client, id: u64, credential: Vec<u8>) -> ClientReply {
-    let frame = codec::encode(id, &ClientRequest { credential, op: ClientOp::Queue(QueueFilter::default()) }).expect("encode");
+    let frame = codec::encode(
+        id,
+        &ClientRequest {
+            credential,
+            op: ClientOp::Queue(QueueFilter::default()),
+        },
+    )
+    .expect("encode");
     client.send_raw(&frame).expect("send");
     let reply = client.recv_raw(T).expect("reply");
     let (h, r) = codec::decode::<ClientReply>(&reply).expect("decode");
@@ -180,7 +314,10 @@ fn forged_replayed_and_missing_credentials_are_refused() {
     let munge = Munge::new(Some(&c.munged.socket));
 
     let cred = munge.encode(b"").expect("credential");
-    assert!(matches!(raw_request(&mut client, 1, cred.clone()), ClientReply::Jobs(_)));
+    assert!(matches!(
+        raw_request(&mut client, 1, cred.clone()),
+        ClientReply::Jobs(_)
+    ));
     let (code, msg) = refusal(raw_request(&mut client, 2, cred.clone()));
     assert_eq!(code, ErrorCode::Unauthenticated);
     assert!(msg.contains("replayed"), "{msg}");
@@ -188,7 +325,9 @@ fn forged_replayed_and_missing_credentials_are_refused() {
     // A credential of another MUNGE realm (another key): a forgery to this cluster.
     let dir = tempfile::tempdir().expect("tempdir");
     let other = Munged::start(&dir.path().join("m")).expect("second munged");
-    let foreign = Munge::new(Some(&other.socket)).encode(b"").expect("foreign credential");
+    let foreign = Munge::new(Some(&other.socket))
+        .encode(b"")
+        .expect("foreign credential");
     let (code, msg) = refusal(raw_request(&mut client, 3, foreign));
     assert_eq!(code, ErrorCode::Unauthenticated);
     assert!(msg.contains("invalid"), "{msg}");
@@ -197,7 +336,10 @@ fn forged_replayed_and_missing_credentials_are_refused() {
     let mut tampered = munge.encode(b"").expect("credential");
     let mid = tampered.len() / 2;
     tampered[mid] = if tampered[mid] == b'A' { b'B' } else { b'A' };
-    assert_eq!(refusal(raw_request(&mut client, 4, tampered)).0, ErrorCode::Unauthenticated);
+    assert_eq!(
+        refusal(raw_request(&mut client, 4, tampered)).0,
+        ErrorCode::Unauthenticated
+    );
 
     let (code, msg) = refusal(raw_request(&mut client, 5, vec![]));
     assert_eq!(code, ErrorCode::Unauthenticated);
@@ -211,24 +353,33 @@ fn malformed_frames_get_an_error_reply_and_the_broker_keeps_serving() {
     let cases: Vec<(Vec<u8>, ErrorCode)> = vec![
         (b"hello".to_vec(), ErrorCode::BadFrame),
         (vec![0u8; 64], ErrorCode::BadFrame),
-        ({
-            let mut f = codec::encode(9, &ClientReply::Submitted(JobId(1))).expect("encode");
-            f[4] = 1; // claims to be a request, holds a reply's body
-            f
-        }, ErrorCode::BadFrame),
-        ({
-            let mut f = codec::encode(9, &ClientReply::Submitted(JobId(1))).expect("encode");
-            f[2] = 99; // unknown protocol version
-            f[4] = 1;
-            f
-        }, ErrorCode::UnsupportedVersion),
-        ({
-            let mut f = codec::encode(9, &ClientReply::Submitted(JobId(1))).expect("encode");
-            f.truncate(HEADER_LEN);
-            f[4] = 1;
-            f.extend_from_slice(&[0xff; 12]); // a length prefix pointing far past the end
-            f
-        }, ErrorCode::BadFrame),
+        (
+            {
+                let mut f = codec::encode(9, &ClientReply::Submitted(JobId(1))).expect("encode");
+                f[4] = 1; // claims to be a request, holds a reply's body
+                f
+            },
+            ErrorCode::BadFrame,
+        ),
+        (
+            {
+                let mut f = codec::encode(9, &ClientReply::Submitted(JobId(1))).expect("encode");
+                f[2] = 99; // unknown protocol version
+                f[4] = 1;
+                f
+            },
+            ErrorCode::UnsupportedVersion,
+        ),
+        (
+            {
+                let mut f = codec::encode(9, &ClientReply::Submitted(JobId(1))).expect("encode");
+                f.truncate(HEADER_LEN);
+                f[4] = 1;
+                f.extend_from_slice(&[0xff; 12]); // a length prefix pointing far past the end
+                f
+            },
+            ErrorCode::BadFrame,
+        ),
     ];
     for (frame, want) in cases {
         client.send_raw(&frame).expect("send");
@@ -238,19 +389,32 @@ fn malformed_frames_get_an_error_reply_and_the_broker_keeps_serving() {
     }
     // Still serving, through the real CLI.
     let out = c.bh(None, &["queue"]).expect("bh");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("JOBID"));
 }
 
 #[test]
 fn cli_errors_say_what_is_wrong() {
-    let c = Cluster::start_with(ClusterOpts { cpus: 2, ..Default::default() }).expect("cluster");
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 2,
+        ..Default::default()
+    })
+    .expect("cluster");
     let wd = c.workdir(None).expect("workdir");
     std::fs::write(wd.join("big.sh"), "#!/bin/sh\ntrue\n").expect("write");
-    let out = c.bh_in(None, &wd, &["submit", "-n", "64", "big.sh"]).expect("bh");
+    let out = c
+        .bh_in(None, &wd, &["submit", "-n", "64", "big.sh"])
+        .expect("bh");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("64 CPUs") && err.contains("largest node has 2 CPUs"), "{err}");
+    assert!(
+        err.contains("64 CPUs") && err.contains("largest node has 2 CPUs"),
+        "{err}"
+    );
 
     std::fs::write(wd.join("bad.sh"), "#!/bin/sh\n#SBATCH --time=abc\ntrue\n").expect("write");
     let out = c.bh_in(None, &wd, &["submit", "bad.sh"]).expect("bh");
@@ -270,7 +434,10 @@ fn cli_errors_say_what_is_wrong() {
         .expect("bh");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cannot reach the broker at tcp://127.0.0.1:1"), "{err}");
+    assert!(
+        err.contains("cannot reach the broker at tcp://127.0.0.1:1"),
+        "{err}"
+    );
 
     let out = c.bh(None, &["show", "999999"]).expect("bh");
     assert!(!out.status.success());

@@ -1,0 +1,245 @@
+//! `cargo xtask bench e2e`: trivial jobs through a real broker and real agents.
+//!
+//! Throughput: submits N jobs (`#!/bin/sh` + `true`, each in its own cgroup, run as
+//! root) through the client library with up to 32 requests in flight, then waits for
+//! all of them: submissions per second, jobs completed per second end to end (first
+//! submission to last job end), and the daemons' CPU time per job.
+//!
+//! Latency: then submits 200 more, one every 10 ms on an otherwise idle cluster:
+//! submit→start is the client's send to the agent's start of the launch (same host,
+//! same clock). The burst's own submit→start, which is mostly time queued behind the
+//! burst, is printed too, under its own name. The figures come last, one per line as
+//! `name=value`.
+
+use anyhow::{Context, Result, bail};
+use bulkhead_net::Client;
+use bulkhead_proto::job::JobSubmission;
+use bulkhead_proto::msg::{ClientOp, ClientReply, QueueFilter};
+use bulkhead_proto::time::now_us;
+use bulkhead_proto::{JobId, JobState, ResourceRequest};
+use bulkhead_tests::{Cluster, ClusterOpts};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+fn arg(args: &[String], name: &str, default: u32) -> Result<u32> {
+    match args.iter().position(|a| a == name) {
+        Some(i) => args
+            .get(i + 1)
+            .context("missing value")?
+            .parse()
+            .with_context(|| format!("bad {name}")),
+        None => Ok(default),
+    }
+}
+
+/// utime+stime (and cutime+cstime) of a process, in clock ticks.
+fn cpu_ticks(pid: u32) -> (u64, u64) {
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return (0, 0);
+    };
+    let after = s.rsplit(')').next().unwrap_or("");
+    let f: Vec<u64> = after
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // Fields after the command: state is [0]; utime [11], stime [12], cutime [13], cstime [14].
+    (
+        f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0),
+        f.get(13).copied().unwrap_or(0) + f.get(14).copied().unwrap_or(0),
+    )
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let n = arg(&args, "--jobs", 2000)?;
+    let nodes = arg(&args, "--nodes", 4)?;
+    let cpus = arg(&args, "--cpus", 16)?;
+    if !nix::unistd::geteuid().is_root() {
+        bail!("the benchmark runs an agent and must run as root");
+    }
+    let c = Cluster::start_with(ClusterOpts {
+        cpus,
+        mem_mb: 65536,
+        kill_wait_s: 1.0,
+        nodes,
+        log: "warn",
+    })?;
+    let wd = c.workdir(None)?;
+    let mut pids: Vec<u32> = c
+        .broker
+        .iter()
+        .chain(c.agent.iter())
+        .chain(c.more_agents.iter())
+        .map(|p| p.id())
+        .collect();
+    let munged_pid: Option<u32> = std::fs::read_to_string(c.dir.path().join("munge/munged.pid"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    pids.extend(munged_pid);
+    let agent_pids: Vec<u32> = c
+        .agent
+        .iter()
+        .chain(c.more_agents.iter())
+        .map(|p| p.id())
+        .collect();
+    let before: Vec<(u64, u64)> = pids.iter().map(|p| cpu_ticks(*p)).collect();
+    let agents_children_before: u64 = agent_pids.iter().map(|p| cpu_ticks(*p).1).sum();
+
+    let sub = JobSubmission {
+        name: "bench".into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        args: vec![],
+        workdir: wd.to_string_lossy().into_owned(),
+        stdout: None,
+        stderr: None,
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        resources: ResourceRequest {
+            cpus: 1,
+            mem_mb: 64,
+            ..Default::default()
+        },
+    };
+    let mut client = Client::connect(&c.endpoint, Some(&c.munged.socket))?;
+    let window = 32;
+    let mut sent_at: HashMap<u64, u64> = HashMap::new();
+    let mut submitted: HashMap<JobId, u64> = HashMap::new();
+    let (mut sent, mut outstanding) = (0u32, 0u32);
+    let t0 = Instant::now();
+    let first_us = now_us();
+    while (submitted.len() as u32) < n {
+        while outstanding < window && sent < n {
+            let at = now_us();
+            let id = client.send(ClientOp::Submit(sub.clone()))?;
+            sent_at.insert(id, at);
+            sent += 1;
+            outstanding += 1;
+        }
+        let (rid, reply) = client.recv()?;
+        outstanding -= 1;
+        match reply {
+            ClientReply::Submitted(job) => {
+                submitted.insert(job, sent_at.remove(&rid).unwrap_or(0));
+            }
+            other => bail!("submission refused: {other:?}"),
+        }
+    }
+    let submit_s = t0.elapsed().as_secs_f64();
+
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let left = client.queue(QueueFilter::default())?;
+        if left.is_empty() {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("{} jobs still unfinished after 600 s", left.len());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ids: Vec<JobId> = submitted.keys().copied().collect();
+    let done = client.queue(QueueFilter {
+        jobs: ids,
+        ..Default::default()
+    })?;
+    let after: Vec<(u64, u64)> = pids.iter().map(|p| cpu_ticks(*p)).collect();
+    let agents_children_after: u64 = agent_pids.iter().map(|p| cpu_ticks(*p).1).sum();
+
+    // Latency on an idle cluster: paced single submissions.
+    let mut paced: HashMap<JobId, u64> = HashMap::new();
+    for _ in 0..200 {
+        let at = now_us();
+        match client.request(ClientOp::Submit(sub.clone()))? {
+            ClientReply::Submitted(job) => {
+                paced.insert(job, at);
+            }
+            other => bail!("submission refused: {other:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    while !client.queue(QueueFilter::default())?.is_empty() {
+        if Instant::now() > deadline {
+            bail!("paced jobs unfinished");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let paced_done = client.queue(QueueFilter {
+        jobs: paced.keys().copied().collect(),
+        ..Default::default()
+    })?;
+    let mut paced_lat: Vec<f64> = paced_done
+        .iter()
+        .filter_map(|j| Some((j.start_time_us? as f64 - *paced.get(&j.id)? as f64) / 1000.0))
+        .collect();
+    paced_lat.sort_by(f64::total_cmp);
+
+    let completed = done
+        .iter()
+        .filter(|j| j.state == JobState::Completed)
+        .count();
+    if completed != n as usize {
+        let bad: Vec<_> = done
+            .iter()
+            .filter(|j| j.state != JobState::Completed)
+            .take(3)
+            .collect();
+        bail!(
+            "{} of {n} jobs did not complete, e.g. {bad:?}",
+            n as usize - completed
+        );
+    }
+    let last_end = done
+        .iter()
+        .filter_map(|j| j.end_time_us)
+        .max()
+        .unwrap_or(first_us);
+    let e2e_s = (last_end.saturating_sub(first_us)) as f64 / 1e6;
+    let mut lat: Vec<f64> = done
+        .iter()
+        .filter_map(|j| Some((j.start_time_us? as f64 - *submitted.get(&j.id)? as f64) / 1000.0))
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let daemon_ticks: u64 = after
+        .iter()
+        .zip(&before)
+        .map(|(a, b)| a.0.saturating_sub(b.0))
+        .sum();
+    let job_ticks = agents_children_after.saturating_sub(agents_children_before);
+
+    println!(
+        "# bulkhead e2e: {n} trivial jobs, {nodes} agents x {cpus} CPUs on one host, each job in its own cgroup"
+    );
+    println!(
+        "# daemons: broker + {nodes} agents + munged; jobs run as root; cgroup limits: {}",
+        {
+            let nodes = client.nodes()?;
+            nodes
+                .first()
+                .map(|n| n.enforced.join(","))
+                .unwrap_or_default()
+        }
+    );
+    println!("submit_per_s={:.0}", f64::from(n) / submit_s);
+    println!("e2e_jobs_per_s={:.0}", f64::from(n) / e2e_s);
+    println!("submit_to_start_p50_ms={:.2}", percentile(&paced_lat, 0.5));
+    println!("submit_to_start_p99_ms={:.2}", percentile(&paced_lat, 0.99));
+    println!("burst_submit_to_start_p50_ms={:.1}", percentile(&lat, 0.5));
+    println!(
+        "daemon_cpu_ms_per_job={:.2}",
+        daemon_ticks as f64 / hz * 1000.0 / f64::from(n)
+    );
+    println!(
+        "job_cpu_ms_per_job={:.2}",
+        job_ticks as f64 / hz * 1000.0 / f64::from(n)
+    );
+    Ok(())
+}

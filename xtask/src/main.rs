@@ -1,0 +1,176 @@
+//! `cargo xtask`: the project's developer and CI tasks.
+//!
+//! - `setup`: installs what building and testing need (Debian packages, test users),
+//!   idempotently; needs root.
+//! - `ci`: setup, then formatting, clippy with warnings denied, build, and the whole
+//!   test suite. This is the command the README and `.ci/run` give.
+//! - `bench e2e`: the end-to-end throughput and latency benchmark (release build).
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::Command;
+
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask")]
+struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Install the Debian packages and test users the build and tests need (root).
+    Setup,
+    /// What CI runs: setup, fmt check, clippy -D warnings, build, all tests.
+    Ci,
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        which: Bench,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum Bench {
+    /// Submit N trivial jobs and measure submissions/s, jobs/s end to end and submit→start latency.
+    E2e {
+        #[arg(long, default_value_t = 2000)]
+        jobs: u32,
+        /// Agents (nodes) to run on this host.
+        #[arg(long, default_value_t = 4)]
+        nodes: u32,
+        /// CPUs each agent offers.
+        #[arg(long, default_value_t = 16)]
+        cpus: u32,
+    },
+}
+
+/// Debian packages: build (libzmq with CURVE, libmunge) and tests (munged).
+const PACKAGES: &[&str] = &["pkg-config", "libzmq3-dev", "munge", "libmunge-dev"];
+/// Local accounts the end-to-end tests run jobs as.
+const TEST_USERS: &[&str] = &["bhtest1", "bhtest2"];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    eprintln!("+ {cmd:?}");
+    let st = cmd
+        .status()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if !st.success() {
+        bail!("{cmd:?} failed: {st}");
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn missing_packages() -> Vec<&'static str> {
+    PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| {
+            let out = Command::new("dpkg-query")
+                .args(["-W", "-f=${Status}", p])
+                .output();
+            !out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        })
+        .collect()
+}
+
+fn setup() -> Result<()> {
+    if !is_root() {
+        bail!("cargo xtask setup needs root: it installs Debian packages and creates test users");
+    }
+    let missing = missing_packages();
+    if missing.is_empty() {
+        eprintln!("packages: all present ({})", PACKAGES.join(" "));
+    } else {
+        run(Command::new("apt-get").args(["update", "-qq"]))?;
+        run(Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    }
+    for u in TEST_USERS {
+        let exists = Command::new("id")
+            .arg(u)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !exists {
+            run(Command::new("useradd").args(["--create-home", "--shell", "/bin/bash", u]))?;
+        }
+    }
+    eprintln!("test users: {}", TEST_USERS.join(" "));
+    Ok(())
+}
+
+fn ci() -> Result<()> {
+    setup()?;
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    run(cargo().args(["build", "--workspace", "--all-targets"]))?;
+    run(cargo().args(["test", "--workspace", "--no-fail-fast"]))?;
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match Args::parse().cmd {
+        Cmd::Setup => setup(),
+        Cmd::Ci => ci(),
+        Cmd::Bench {
+            which: Bench::E2e { jobs, nodes, cpus },
+        } => {
+            run(cargo().args([
+                "build",
+                "--release",
+                "-p",
+                "bulkhead-broker",
+                "-p",
+                "bulkhead-agent",
+                "-p",
+                "bulkhead-cli",
+            ]))?;
+            run(cargo()
+                .args([
+                    "run",
+                    "--release",
+                    "-p",
+                    "bulkhead-tests",
+                    "--bin",
+                    "bench-e2e",
+                    "--",
+                ])
+                .args([
+                    "--jobs",
+                    &jobs.to_string(),
+                    "--nodes",
+                    &nodes.to_string(),
+                    "--cpus",
+                    &cpus.to_string(),
+                ]))
+        }
+    }
+}
