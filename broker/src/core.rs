@@ -730,19 +730,49 @@ impl Core {
 
     /// First-fit placement of pending jobs in submission order.
     fn schedule(&mut self, fx: &mut Effects, now_us: u64) {
-        let pending: Vec<JobId> = self.pending.iter().copied().collect();
-        for id in pending {
-            let Some(job) = self.jobs.get(&id) else {
+        // The most CPUs free on any one node: every job needs at least one, so the scan
+        // of the queue stops as soon as the cluster is full.
+        fn most_free(nodes: &BTreeMap<NodeId, Node>) -> u32 {
+            nodes
+                .values()
+                .filter(|n| n.up())
+                .map(|n| n.cpus.saturating_sub(n.cpus_alloc))
+                .max()
+                .unwrap_or(0)
+        }
+        let mut placed: Vec<(JobId, NodeId)> = Vec::new();
+        {
+            let Core {
+                pending,
+                jobs,
+                nodes,
+                ..
+            } = self;
+            let mut free = most_free(nodes);
+            for id in pending.iter() {
+                if free == 0 {
+                    break;
+                }
+                let Some(job) = jobs.get(id) else { continue };
+                let (cpus, mem) = (job.sub.resources.cpus, job.mem_mb);
+                if cpus > free {
+                    continue;
+                }
+                let Some(node) = nodes.values_mut().find(|n| n.fits(cpus, mem)) else {
+                    continue;
+                };
+                node.cpus_alloc += cpus;
+                node.mem_alloc_mb += mem;
+                node.running.insert(*id);
+                placed.push((*id, node.id));
+                free = most_free(nodes);
+            }
+        }
+        for (id, node_id) in placed {
+            let Some(node) = self.nodes.get(&node_id) else {
                 continue;
             };
-            let (cpus, mem) = (job.sub.resources.cpus, job.mem_mb);
-            let Some(node) = self.nodes.values_mut().find(|n| n.fits(cpus, mem)) else {
-                continue;
-            };
-            node.cpus_alloc += cpus;
-            node.mem_alloc_mb += mem;
-            node.running.insert(id);
-            let (node_id, node_name, peer) = (node.id, node.name.clone(), node.peer.clone());
+            let (node_name, peer) = (node.name.clone(), node.peer.clone());
             let Some(job) = self.jobs.get_mut(&id) else {
                 continue;
             };

@@ -423,7 +423,7 @@ fn run_standalone(
             name: name.clone(),
             munge_socket: munge_socket.clone(),
             spool_dir: data_dir.join("spool"),
-            cpus,
+            run_dir: data_dir.join("run"),cpus,
             mem_mb: mem,
             kill_wait: Duration::from_secs_f64(kill_wait.max(0.0)),
             pids_max: 16384,

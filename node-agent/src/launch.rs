@@ -151,18 +151,26 @@ pub fn job_env(
     env
 }
 
-/// Writes the batch script into the spool, owned by the user and executable by them only.
+/// Forks hold this shared; a script open for writing holds it exclusively. A child
+/// forked while another launch's script is open for writing would hold that descriptor
+/// until its own exec, and the other launch's exec would fail with ETXTBSY.
+static FORK_LOCK: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Writes the batch script into `dir`, owned by the user and executable by them only.
 pub fn write_script(
-    spool: &Path,
+    dir: &Path,
     spec: &LaunchSpec,
     user: &UserInfo,
 ) -> Result<PathBuf, LaunchError> {
-    let path = spool.join(format!("job_{}.sh", spec.job));
+    let path = dir.join(format!("job_{}.sh", spec.job));
     let prep = |step: &'static str| {
         let path = path.clone();
         move |source| LaunchError::Prepare { step, path, source }
     };
     let _ = std::fs::remove_file(&path);
+    let _exclusive = FORK_LOCK
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -305,7 +313,12 @@ pub fn spawn(p: &Prepared) -> Result<tokio::process::Child, LaunchError> {
             Ok(())
         });
     }
-    let spawned = cmd.spawn();
+    let spawned = {
+        let _shared = FORK_LOCK
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cmd.spawn()
+    };
     drop(wr);
     drop(procs);
     match spawned {

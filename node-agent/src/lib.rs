@@ -7,9 +7,11 @@
 //! acknowledges it, so that an end is never lost to a broker restart or a reconnect.
 
 pub mod cgroup;
+pub mod journal;
 pub mod launch;
 
 use crate::cgroup::{AgentTree, JobCgroup, Limits};
+use crate::journal::Journal;
 use bulkhead_munge::Munge;
 use bulkhead_net::thread as transport;
 use bulkhead_proto::codec;
@@ -34,8 +36,10 @@ pub struct AgentConfig {
     /// The node's name (default: the host name).
     pub name: String,
     pub munge_socket: Option<PathBuf>,
-    /// Root-owned directory for job scripts and unacknowledged job ends.
+    /// Root-owned directory for the journal of unacknowledged job ends.
     pub spool_dir: PathBuf,
+    /// Directory for job scripts while their jobs run (best on tmpfs, e.g. /run/bulkhead).
+    pub run_dir: PathBuf,
     /// CPUs to offer (default: the CPUs this process may run on). More than the host
     /// has oversubscribes them, for emulating larger nodes.
     pub cpus: Option<u32>,
@@ -63,6 +67,8 @@ pub enum AgentError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Journal(#[from] journal::JournalError),
 }
 
 enum JobEvent {
@@ -85,7 +91,9 @@ struct Agent {
     host_cpus: Vec<u32>,
     cpu_load: BTreeMap<u32, u32>,
     jobs: HashMap<JobId, Running>,
-    unacked: BTreeMap<JobId, (JobEnd, Instant)>,
+    journal: Journal,
+    /// When each unacknowledged end was last sent.
+    sent: HashMap<JobId, Instant>,
     registered: bool,
     last_register: Option<Instant>,
     heartbeat: Duration,
@@ -119,30 +127,29 @@ fn host_mem_mb() -> Result<u64, AgentError> {
         .unwrap_or(0))
 }
 
-fn ends_dir(spool: &Path) -> PathBuf {
-    spool.join("ends")
-}
-
 /// Runs the agent until `shutdown` resolves. Jobs still running then are killed and
 /// reported as NODE_FAIL.
 pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<(), AgentError> {
-    for d in [cfg.spool_dir.clone(), ends_dir(&cfg.spool_dir)] {
-        std::fs::create_dir_all(&d).map_err(|source| AgentError::Spool {
+    for d in [&cfg.spool_dir, &cfg.run_dir] {
+        std::fs::create_dir_all(d).map_err(|source| AgentError::Spool {
             path: d.clone(),
             source,
         })?;
     }
-    // Users execute their scripts from here by exact path; they may not list it.
+    // Users execute their scripts from the run directory by exact path; they may not
+    // list it. The spool is root's alone.
     {
         use std::os::unix::fs::PermissionsExt;
-        let p = &cfg.spool_dir;
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o711)).map_err(|source| {
-            AgentError::Spool {
-                path: p.clone(),
-                source,
-            }
-        })?;
+        for (p, mode) in [(&cfg.run_dir, 0o711), (&cfg.spool_dir, 0o700)] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).map_err(
+                |source| AgentError::Spool {
+                    path: p.clone(),
+                    source,
+                },
+            )?;
+        }
     }
+    let journal = Journal::open(&cfg.spool_dir.join("ends.journal"))?;
     let own = cgroup::discover()?;
     let tree = AgentTree::create(&own, &format!("bulkhead-{}", cfg.name))?;
     if !tree.not_delegated().is_empty() {
@@ -184,7 +191,8 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         cpu_load: host_cpus.iter().map(|c| (*c, 0)).collect(),
         host_cpus,
         jobs: HashMap::new(),
-        unacked: load_ends(&ends_dir(&cfg.spool_dir)),
+        journal,
+        sent: HashMap::new(),
         registered: false,
         last_register: None,
         heartbeat: Duration::from_millis(2000),
@@ -231,7 +239,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     }
     // Give the broker a moment to acknowledge the last ends; the rest stay on disk.
     let deadline = Instant::now() + Duration::from_millis(500);
-    while !agent.unacked.is_empty() && Instant::now() < deadline {
+    while agent.journal.pending().next().is_some() && Instant::now() < deadline {
         if let Ok(Some(inc)) = tokio::time::timeout(Duration::from_millis(50), in_rx.recv()).await {
             agent.on_frames(inc.frames);
         }
@@ -240,31 +248,6 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     agent.tree.remove();
     let _ = tokio::task::spawn_blocking(move || zmq_thread.join()).await;
     Ok(())
-}
-
-fn load_ends(dir: &Path) -> BTreeMap<JobId, (JobEnd, Instant)> {
-    let mut out = BTreeMap::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    let long_ago = Instant::now()
-        .checked_sub(Duration::from_secs(60))
-        .unwrap_or_else(Instant::now);
-    for e in rd.flatten() {
-        match std::fs::read(e.path())
-            .ok()
-            .and_then(|b| postcard::from_bytes::<JobEnd>(&b).ok())
-        {
-            Some(end) => {
-                out.insert(end.job, (end, long_ago));
-            }
-            None => {
-                tracing::warn!(path = %e.path().display(), "discarding an unreadable job end");
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-    out
 }
 
 impl Agent {
@@ -359,10 +342,9 @@ impl Agent {
                 None => tracing::debug!(%job, "kill for a job not running here"),
             },
             BrokerMessage::EndAck { job } => {
-                if self.unacked.remove(&job).is_some() {
-                    let _ = std::fs::remove_file(
-                        ends_dir(&self.cfg.spool_dir).join(format!("{job}.end")),
-                    );
+                self.sent.remove(&job);
+                if let Err(e) = self.journal.record_ack(job) {
+                    tracing::warn!(error = %e, "cannot record an acknowledgement");
                 }
             }
             BrokerMessage::Error(e) => {
@@ -389,17 +371,11 @@ impl Agent {
                     }
                 }
                 tracing::info!(job = %end.job, state = %end.state, exit = ?end.exit_code, signal = ?end.signal, "job ended");
-                let path = ends_dir(&self.cfg.spool_dir).join(format!("{}.end", end.job));
-                match postcard::to_allocvec(&end) {
-                    Ok(b) => {
-                        if let Err(e) = std::fs::write(&path, b) {
-                            tracing::warn!(path = %path.display(), error = %e, "cannot keep the job end on disk");
-                        }
-                    }
-                    Err(e) => tracing::warn!(error = %e, "cannot encode the job end"),
-                }
                 self.send(&AgentMessage::JobEnded(end.clone()));
-                self.unacked.insert(end.job, (end, Instant::now()));
+                self.sent.insert(end.job, Instant::now());
+                if let Err(e) = self.journal.record_end(end) {
+                    tracing::warn!(error = %e, "cannot journal a job end: it is lost if the agent restarts before the broker acknowledges it");
+                }
             }
         }
     }
@@ -407,15 +383,17 @@ impl Agent {
     fn resend_ends(&mut self) {
         let now = Instant::now();
         let due: Vec<JobEnd> = self
-            .unacked
-            .values_mut()
-            .filter(|(_, t)| now.duration_since(*t) > Duration::from_secs(2))
-            .map(|(e, t)| {
-                *t = now;
-                e.clone()
+            .journal
+            .pending()
+            .filter(|e| {
+                self.sent
+                    .get(&e.job)
+                    .is_none_or(|t| now.duration_since(*t) > Duration::from_secs(2))
             })
+            .cloned()
             .collect();
         for end in due {
+            self.sent.insert(end.job, now);
             self.send(&AgentMessage::JobEnded(end));
         }
     }
@@ -437,7 +415,7 @@ impl Agent {
 
     fn launch(&mut self, spec: LaunchSpec) {
         let job = spec.job;
-        if self.jobs.contains_key(&job) || self.unacked.contains_key(&job) {
+        if self.jobs.contains_key(&job) || self.journal.contains(job) {
             tracing::debug!(%job, "duplicate launch ignored");
             return;
         }
@@ -452,7 +430,7 @@ impl Agent {
         );
         let ctx = JobCtx {
             tree: self.tree.clone(),
-            spool: self.cfg.spool_dir.clone(),
+            run_dir: self.cfg.run_dir.clone(),
             node: self.cfg.name.clone(),
             kill_wait: self.cfg.kill_wait,
             pids_max: self.cfg.pids_max,
@@ -462,9 +440,10 @@ impl Agent {
     }
 }
 
+#[derive(Clone)]
 struct JobCtx {
     tree: Arc<AgentTree>,
-    spool: PathBuf,
+    run_dir: PathBuf,
     node: String,
     kill_wait: Duration,
     pids_max: u64,
@@ -491,7 +470,7 @@ fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result
     let cleanup = |cg: &JobCgroup| {
         let _ = cg.remove(Duration::from_millis(500));
     };
-    let script = match launch::write_script(&ctx.spool, spec, &user) {
+    let script = match launch::write_script(&ctx.run_dir, spec, &user) {
         Ok(s) => s,
         Err(e) => {
             cleanup(&cg);
@@ -509,20 +488,7 @@ fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result
         stderr,
         procs_files: cg.procs_files(),
     };
-    // A fork made by another launch while this script was still open for writing holds
-    // that descriptor until its own exec: exec then fails with ETXTBSY for a moment.
-    let mut spawned = launch::spawn(&prepared);
-    for attempt in 1..=50 {
-        match &spawned {
-            Err(launch::LaunchError::Child { source, .. })
-                if source.raw_os_error() == Some(libc::ETXTBSY) =>
-            {
-                std::thread::sleep(Duration::from_millis(attempt.min(10)));
-                spawned = launch::spawn(&prepared);
-            }
-            _ => break,
-        }
-    }
+    let spawned = launch::spawn(&prepared);
     match spawned {
         Ok(child) => Ok(Started { child, cg, script }),
         Err(e) => {
@@ -552,7 +518,11 @@ async fn run_job(
         end_time_us: now_us(),
         reason,
     };
-    let mut started = match prepare_and_spawn(&ctx, &spec, &cpu_ids) {
+    let prepared = {
+        let (ctx, spec, cpu_ids) = (ctx.clone(), spec.clone(), cpu_ids.clone());
+        tokio::task::spawn_blocking(move || prepare_and_spawn(&ctx, &spec, &cpu_ids)).await
+    };
+    let mut started = match prepared.unwrap_or_else(|e| Err(format!("launch task failed: {e}"))) {
         Ok(s) => s,
         Err(reason) => {
             tracing::warn!(%job, %reason, "launch failed");

@@ -19,9 +19,12 @@ struct Args {
     /// munged socket (default: libmunge's).
     #[arg(long, env = "BH_MUNGE_SOCKET")]
     munge_socket: Option<PathBuf>,
-    /// Spool directory for job scripts and unacknowledged job ends.
+    /// Spool directory: the journal of job ends not yet acknowledged by the broker.
     #[arg(long, default_value = "/var/spool/bulkhead", env = "BH_SPOOL_DIR")]
     spool_dir: PathBuf,
+    /// Directory for the scripts of running jobs (tmpfs is best).
+    #[arg(long, default_value = "/run/bulkhead", env = "BH_RUN_DIR")]
+    run_dir: PathBuf,
     /// CPUs to offer (default: those this process may use).
     #[arg(long)]
     cpus: Option<u32>,
@@ -62,6 +65,7 @@ async fn main() -> anyhow::Result<()> {
         name,
         munge_socket: a.munge_socket,
         spool_dir: a.spool_dir,
+        run_dir: a.run_dir,
         cpus: a.cpus,
         mem_mb: a.mem,
         kill_wait: Duration::from_secs_f64(a.kill_wait.max(0.0)),

@@ -162,6 +162,8 @@ impl Default for ClusterOpts {
 #[derive(Debug)]
 pub struct Cluster {
     pub dir: tempfile::TempDir,
+    /// Job scripts, on tmpfs.
+    pub run_dir: tempfile::TempDir,
     pub munged: Munged,
     pub broker: Option<Child>,
     /// The first agent.
@@ -173,6 +175,16 @@ pub struct Cluster {
     pub node: String,
     pub data_dir: PathBuf,
     opts: ClusterOpts,
+}
+
+/// A tmpfs for job scripts when the host has one at /dev/shm, else the temp directory.
+fn tmpfs() -> PathBuf {
+    let shm = PathBuf::from("/dev/shm");
+    if shm.is_dir() {
+        shm
+    } else {
+        std::env::temp_dir()
+    }
 }
 
 fn log_file(path: &Path) -> Stdio {
@@ -196,7 +208,12 @@ impl Cluster {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let data_dir = dir.path().join("broker");
+        let run_dir = tempfile::Builder::new()
+            .prefix("bh-e2e-run-")
+            .tempdir_in(tmpfs())?;
+        std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o711))?;
         let mut c = Cluster {
+            run_dir,
             munged,
             broker: None,
             agent: None,
@@ -286,6 +303,8 @@ impl Cluster {
             .args(["--kill-wait", &self.opts.kill_wait_s.to_string()])
             .arg("--spool-dir")
             .arg(self.dir.path().join(format!("spool-{name}")))
+            .arg("--run-dir")
+            .arg(self.run_dir.path().join(name))
             .arg("--munge-socket")
             .arg(&self.munged.socket)
             .env("BH_LOG", self.opts.log)

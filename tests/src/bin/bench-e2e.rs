@@ -233,6 +233,18 @@ fn main() -> Result<()> {
     println!("submit_to_start_p50_ms={:.2}", percentile(&paced_lat, 0.5));
     println!("submit_to_start_p99_ms={:.2}", percentile(&paced_lat, 0.99));
     println!("burst_submit_to_start_p50_ms={:.1}", percentile(&lat, 0.5));
+    let per = |i: usize| after[i].0.saturating_sub(before[i].0) as f64 / hz * 1000.0 / f64::from(n);
+    let agents_ms: f64 = (1..=agent_pids.len()).map(per).sum();
+    let munged_ms = if munged_pid.is_some() {
+        per(pids.len() - 1)
+    } else {
+        0.0
+    };
+    println!(
+        "# CPU ms per job: broker {:.2}, agents {agents_ms:.2}, munged {munged_ms:.2}, job processes {:.2}",
+        per(0),
+        job_ticks as f64 / hz * 1000.0 / f64::from(n)
+    );
     println!(
         "daemon_cpu_ms_per_job={:.2}",
         daemon_ticks as f64 / hz * 1000.0 / f64::from(n)

@@ -1,0 +1,231 @@
+//! The agent's journal of job ends the broker has not acknowledged yet.
+//!
+//! A job's end is appended before it is sent and an acknowledgement is appended when
+//! the broker confirms it stored the end; on start the agent replays the file and
+//! sends again what was never acknowledged. One append-only file (not a file per job)
+//! keeps the cost to a `write` per event. A record torn by a crash is at the tail and is
+//! cut off at replay. The file is rewritten with only the outstanding ends when it
+//! grows past a bound.
+//!
+//! Record: `u32` little-endian length, then a postcard-encoded [`Record`].
+
+use bulkhead_proto::JobId;
+use bulkhead_proto::job::JobEnd;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+enum Record {
+    End(JobEnd),
+    Ack(JobId),
+}
+
+/// Rewrite the journal once it is larger than this.
+const COMPACT_BYTES: u64 = 4 << 20;
+/// Largest record accepted at replay (a job end is far smaller).
+const MAX_RECORD: usize = 1 << 20;
+
+#[derive(Debug, thiserror::Error)]
+#[error("journal {path}: cannot {op}: {source}")]
+pub struct JournalError {
+    pub path: PathBuf,
+    pub op: &'static str,
+    pub source: io::Error,
+}
+
+/// The open journal and the ends it holds unacknowledged.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    size: u64,
+    pending: BTreeMap<JobId, JobEnd>,
+}
+
+impl Journal {
+    /// Opens (creating) the journal at `path` and replays it.
+    pub fn open(path: &Path) -> Result<Journal, JournalError> {
+        let err = |op| {
+            let path = path.to_path_buf();
+            move |source| JournalError { path, op, source }
+        };
+        let mut bytes = Vec::new();
+        match File::open(path) {
+            Ok(mut f) => {
+                f.read_to_end(&mut bytes).map_err(err("read"))?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(err("open")(e)),
+        }
+        let (pending, valid) = replay(&bytes);
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(err("open"))?;
+        if valid < bytes.len() {
+            tracing::warn!(path = %path.display(), dropped = bytes.len() - valid, "cutting a torn record off the journal");
+            file.set_len(valid as u64).map_err(err("truncate"))?;
+        }
+        let mut j = Journal {
+            path: path.to_path_buf(),
+            file,
+            size: valid as u64,
+            pending,
+        };
+        j.compact_if_needed()?;
+        Ok(j)
+    }
+
+    /// Ends not yet acknowledged, oldest job first.
+    pub fn pending(&self) -> impl Iterator<Item = &JobEnd> {
+        self.pending.values()
+    }
+
+    pub fn contains(&self, job: JobId) -> bool {
+        self.pending.contains_key(&job)
+    }
+
+    pub fn record_end(&mut self, end: JobEnd) -> Result<(), JournalError> {
+        self.append(&Record::End(end.clone()))?;
+        self.pending.insert(end.job, end);
+        Ok(())
+    }
+
+    /// Records the broker's acknowledgement; returns whether the end was outstanding.
+    pub fn record_ack(&mut self, job: JobId) -> Result<bool, JournalError> {
+        if self.pending.remove(&job).is_none() {
+            return Ok(false);
+        }
+        self.append(&Record::Ack(job))?;
+        self.compact_if_needed()?;
+        Ok(true)
+    }
+
+    fn append(&mut self, r: &Record) -> Result<(), JournalError> {
+        let buf = frame(r);
+        self.file.write_all(&buf).map_err(|source| JournalError {
+            path: self.path.clone(),
+            op: "append",
+            source,
+        })?;
+        self.size += buf.len() as u64;
+        Ok(())
+    }
+
+    fn compact_if_needed(&mut self) -> Result<(), JournalError> {
+        if self.size <= COMPACT_BYTES && !(self.pending.is_empty() && self.size > 64 << 10) {
+            return Ok(());
+        }
+        let tmp = self.path.with_extension("tmp");
+        let err = |op| {
+            let path = tmp.clone();
+            move |source| JournalError { path, op, source }
+        };
+        let mut out = Vec::new();
+        for e in self.pending.values() {
+            out.extend(frame(&Record::End(e.clone())));
+        }
+        std::fs::write(&tmp, &out).map_err(err("write"))?;
+        std::fs::rename(&tmp, &self.path).map_err(err("rename"))?;
+        self.file = OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .map_err(err("reopen"))?;
+        self.size = out.len() as u64;
+        Ok(())
+    }
+}
+
+fn frame(r: &Record) -> Vec<u8> {
+    let body = postcard::to_allocvec(r).unwrap_or_default();
+    let mut buf = Vec::with_capacity(body.len() + 4);
+    buf.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&body);
+    buf
+}
+
+/// Replays records; returns the outstanding ends and the length of the valid prefix.
+fn replay(bytes: &[u8]) -> (BTreeMap<JobId, JobEnd>, usize) {
+    let mut pending = BTreeMap::new();
+    let mut at = 0;
+    while bytes.len() - at >= 4 {
+        let len =
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize;
+        if len > MAX_RECORD || bytes.len() - at - 4 < len {
+            break;
+        }
+        match postcard::from_bytes::<Record>(&bytes[at + 4..at + 4 + len]) {
+            Ok(Record::End(e)) => {
+                pending.insert(e.job, e);
+            }
+            Ok(Record::Ack(j)) => {
+                pending.remove(&j);
+            }
+            Err(_) => break,
+        }
+        at += 4 + len;
+    }
+    (pending, at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bulkhead_proto::JobState;
+
+    fn end(id: u64) -> JobEnd {
+        JobEnd {
+            job: JobId(id),
+            state: JobState::Completed,
+            exit_code: Some(0),
+            signal: None,
+            start_time_us: 1,
+            end_time_us: 2,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn unacknowledged_ends_survive_reopen_and_torn_tails_are_cut() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("ends.journal");
+        {
+            let mut j = Journal::open(&p).expect("open");
+            j.record_end(end(1)).expect("end");
+            j.record_end(end(2)).expect("end");
+            assert!(j.record_ack(JobId(1)).expect("ack"));
+            assert!(!j.record_ack(JobId(9)).expect("ack of unknown"));
+        }
+        // A crash in the middle of the next append.
+        let mut f = OpenOptions::new().append(true).open(&p).expect("open");
+        f.write_all(&[40, 0, 0, 0, 1, 2]).expect("torn");
+        drop(f);
+        let mut j = Journal::open(&p).expect("reopen");
+        let ids: Vec<JobId> = j.pending().map(|e| e.job).collect();
+        assert_eq!(ids, vec![JobId(2)]);
+        // The torn bytes are gone: new records replay.
+        j.record_end(end(3)).expect("end");
+        drop(j);
+        let j = Journal::open(&p).expect("reopen");
+        assert_eq!(j.pending().count(), 2);
+    }
+
+    #[test]
+    fn the_journal_is_compacted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("ends.journal");
+        let mut j = Journal::open(&p).expect("open");
+        for i in 1..=3000 {
+            j.record_end(end(i)).expect("end");
+            j.record_ack(JobId(i)).expect("ack");
+        }
+        j.record_end(end(5000)).expect("end");
+        assert!(std::fs::metadata(&p).expect("stat").len() < 64 << 10);
+        drop(j);
+        assert_eq!(Journal::open(&p).expect("reopen").pending().count(), 1);
+    }
+}
