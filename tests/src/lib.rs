@@ -107,8 +107,7 @@ impl Munged {
             .spawn()
             .context("cannot start munged (apt-get install munge)")?;
         let m = Munged { child, socket };
-        wait_for(Duration::from_secs(10), || m.socket.exists())
-            .context("munged did not create its socket")?;
+        wait_for(scaled(10), || m.socket.exists()).context("munged did not create its socket")?;
         Ok(m)
     }
 }
@@ -117,6 +116,22 @@ impl Drop for Munged {
     fn drop(&mut self) {
         stop(&mut self.child, Duration::from_secs(2));
     }
+}
+
+/// `secs` seconds, times `BH_TEST_TIME_SCALE` (set when the tests run under emulation,
+/// as in `cargo xtask vm-test`, where everything is many times slower).
+pub fn scaled(secs: u64) -> Duration {
+    let k: f64 = std::env::var("BH_TEST_TIME_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1.0);
+    Duration::from_secs_f64(secs as f64 * k.max(1.0))
+}
+
+/// The v2 cgroup under which each agent gets a cgroup of its own, when set: what
+/// systemd's `Delegate=yes` gives a real agent. `cargo xtask vm-test` sets it.
+fn agent_cgroup_parent() -> Option<PathBuf> {
+    std::env::var_os("BH_TEST_AGENT_CGROUP").map(PathBuf::from)
 }
 
 /// Polls `f` until it is true or `timeout` passes.
@@ -267,7 +282,7 @@ impl Cluster {
             .stderr(log_file(&log))
             .spawn()?;
         self.broker = Some(child);
-        wait_for(Duration::from_secs(15), || {
+        wait_for(scaled(15), || {
             std::fs::read_to_string(&ep_file).is_ok_and(|s| s.ends_with('\n'))
         })
         .with_context(|| {
@@ -292,8 +307,34 @@ impl Cluster {
         } else {
             format!("agent-{name}.log")
         });
-        let child = Command::new(bin("bulkhead-agent"))
-            .args(["--broker", &self.endpoint, "--name", name])
+        let mut cmd = Command::new(bin("bulkhead-agent"));
+        if let Some(parent) = agent_cgroup_parent() {
+            let own = parent.join(name);
+            std::fs::create_dir_all(&own)?;
+            let procs = std::fs::OpenOptions::new()
+                .write(true)
+                .open(own.join("cgroup.procs"))?;
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&procs);
+            // SAFETY: between fork and exec, one write(2) to a descriptor opened before
+            // the fork; the File outlives the spawn.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::write(fd, b"0".as_ptr().cast(), 1) == 1 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+            let child = self.agent_command(&mut cmd, name, &log).spawn()?;
+            drop(procs);
+            return Ok(child);
+        }
+        Ok(self.agent_command(&mut cmd, name, &log).spawn()?)
+    }
+
+    fn agent_command<'a>(&self, cmd: &'a mut Command, name: &str, log: &Path) -> &'a mut Command {
+        cmd.args(["--broker", &self.endpoint, "--name", name])
             .args([
                 "--cpus",
                 &self.opts.cpus.to_string(),
@@ -310,15 +351,13 @@ impl Cluster {
             .env("BH_LOG", self.opts.log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(log_file(&log))
-            .spawn()?;
-        Ok(child)
+            .stderr(log_file(log))
     }
 
     /// Waits until every node of the cluster is up.
     pub fn wait_node_up(&self) -> Result<()> {
         let want = self.opts.nodes as usize;
-        wait_for(Duration::from_secs(15), || {
+        wait_for(scaled(15), || {
             self.bh(None, &["nodes", "--json"])
                 .ok()
                 .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
@@ -460,10 +499,24 @@ impl Cluster {
             .collect()
     }
 
-    fn agent_dirs(&self) -> Vec<PathBuf> {
-        let own = bulkhead_agent::cgroup::discover().expect("discover cgroups");
-        let names: Vec<String> = std::iter::once(self.node.clone())
+    fn node_names(&self) -> Vec<String> {
+        std::iter::once(self.node.clone())
             .chain((1..self.opts.nodes).map(|i| format!("{}x{i}", self.node)))
+            .collect()
+    }
+
+    fn agent_dirs(&self) -> Vec<PathBuf> {
+        if let Some(parent) = agent_cgroup_parent() {
+            return self
+                .node_names()
+                .iter()
+                .map(|n| parent.join(n).join(format!("bulkhead-{n}")))
+                .collect();
+        }
+        let own = bulkhead_agent::cgroup::discover().expect("discover cgroups");
+        let names: Vec<String> = self
+            .node_names()
+            .iter()
             .map(|n| format!("bulkhead-{n}"))
             .collect();
         own.v2
@@ -497,6 +550,13 @@ impl Drop for Cluster {
                 }
             }
             let _ = std::fs::remove_dir(&d);
+        }
+        if let Some(parent) = agent_cgroup_parent() {
+            for n in self.node_names() {
+                let own = parent.join(&n);
+                let _ = std::fs::remove_dir(own.join(format!("bulkhead-{n}-agent")));
+                let _ = std::fs::remove_dir(&own);
+            }
         }
     }
 }

@@ -10,7 +10,10 @@ use bulkhead_tests::{Cluster, ClusterOpts, Munged, USER1, USER2, alive, user, wa
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
-const T: Duration = Duration::from_secs(30);
+/// How long any one step may take (scaled under emulation).
+fn t() -> Duration {
+    bulkhead_tests::scaled(30)
+}
 
 #[test]
 fn a_users_job_runs_as_that_user_in_its_own_cgroup_and_reports_its_exit() {
@@ -24,7 +27,7 @@ fn a_users_job_runs_as_that_user_in_its_own_cgroup_and_reports_its_exit() {
 
     // While it runs, the kernel puts it in its own cgroup with the requested limit.
     let running = c
-        .wait_state(job, &[JobState::Running, JobState::Completed], T)
+        .wait_state(job, &[JobState::Running, JobState::Completed], t())
         .expect("running");
     assert_eq!(running.uid, u.uid);
     let dirs = c.job_cgroup_dirs(job);
@@ -33,17 +36,34 @@ fn a_users_job_runs_as_that_user_in_its_own_cgroup_and_reports_its_exit() {
         "no delegated cgroup hierarchy found for the test process"
     );
     if running.state == JobState::Running {
-        let mem_dir = dirs
+        // The kernel's view of the limit: memory.max on v2, memory.limit_in_bytes on v1.
+        let limits: Vec<String> = dirs
             .iter()
-            .find(|d| d.to_string_lossy().contains("/memory/"));
-        if let Some(d) = mem_dir {
-            let limit = std::fs::read_to_string(d.join("memory.limit_in_bytes")).expect("limit");
-            assert_eq!(limit.trim(), (64u64 << 20).to_string());
+            .flat_map(|d| [d.join("memory.max"), d.join("memory.limit_in_bytes")])
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .collect();
+        assert!(!limits.is_empty(), "no memory limit file in {dirs:?}");
+        for l in limits {
+            assert_eq!(l.trim(), (64u64 << 20).to_string());
+        }
+        // Where the agent holds the cpuset and pids controllers (pure v2 here), the
+        // job is pinned to exactly the one CPU it asked for and has a pids limit.
+        for d in &dirs {
+            if let Ok(cpus) = std::fs::read_to_string(d.join("cpuset.cpus")) {
+                let cpus = cpus.trim();
+                assert!(
+                    !cpus.is_empty() && !cpus.contains([',', '-']),
+                    "cpuset.cpus {cpus:?} is not one CPU"
+                );
+            }
+            if let Ok(p) = std::fs::read_to_string(d.join("pids.max")) {
+                assert_eq!(p.trim(), "16384");
+            }
         }
     }
 
     let done = c
-        .wait_state(job, &[JobState::Completed, JobState::Failed], T)
+        .wait_state(job, &[JobState::Completed, JobState::Failed], t())
         .expect("finished");
     assert_eq!(
         done.state,
@@ -86,7 +106,7 @@ fn a_users_job_runs_as_that_user_in_its_own_cgroup_and_reports_its_exit() {
         )
         .expect("submit");
     let j = c
-        .wait_state(bad, &[JobState::Completed, JobState::Failed], T)
+        .wait_state(bad, &[JobState::Completed, JobState::Failed], t())
         .expect("finished");
     assert_eq!(j.state, JobState::Failed);
     assert_eq!(j.exit_code, Some(3));
@@ -104,9 +124,10 @@ fn cancel_kills_every_process_of_the_job_and_removes_its_cgroup() {
     // The job forks children that would outlive the batch shell, one in its own session.
     let script = "#!/bin/bash\nsleep 300 &\necho $! > pids\nsetsid sleep 301 &\necho $! >> pids\n(sleep 302; echo never) &\necho $! >> pids\necho $$ >> pids\nwait\n";
     let job = c.submit(Some(&u), &wd, &[], script).expect("submit");
-    c.wait_state(job, &[JobState::Running], T).expect("running");
+    c.wait_state(job, &[JobState::Running], t())
+        .expect("running");
     let pids_file = wd.join("pids");
-    wait_for(T, || {
+    wait_for(t(), || {
         std::fs::read_to_string(&pids_file).is_ok_and(|s| s.lines().count() == 4)
     })
     .expect("pids written");
@@ -137,7 +158,7 @@ fn cancel_kills_every_process_of_the_job_and_removes_its_cgroup() {
         String::from_utf8_lossy(&out.stderr)
     );
     let j = c
-        .wait_state(job, &[JobState::Cancelled], T)
+        .wait_state(job, &[JobState::Cancelled], t())
         .expect("cancelled");
     assert!(j.end_time_us.is_some());
     for p in &pids {
@@ -190,7 +211,7 @@ fn time_limits_end_in_timeout_and_memory_limits_in_out_of_memory() {
         .wait_state(
             hog,
             &[JobState::OutOfMemory, JobState::Completed, JobState::Failed],
-            T,
+            t(),
         )
         .expect("hog ends");
     assert_eq!(j.state, JobState::OutOfMemory, "{j:?}");
@@ -198,7 +219,7 @@ fn time_limits_end_in_timeout_and_memory_limits_in_out_of_memory() {
         .wait_state(
             slow,
             &[JobState::Timeout, JobState::Completed, JobState::Failed],
-            T,
+            t(),
         )
         .expect("slow ends");
     assert_eq!(j.state, JobState::Timeout, "{j:?}");
@@ -209,7 +230,7 @@ fn time_limits_end_in_timeout_and_memory_limits_in_out_of_memory() {
         .wait_state(
             calm,
             &[JobState::Completed, JobState::Failed, JobState::OutOfMemory],
-            T,
+            t(),
         )
         .expect("calm ends");
     assert_eq!(j.state, JobState::Completed, "{j:?}");
@@ -235,12 +256,12 @@ fn a_crashed_broker_restarts_with_every_acknowledged_job() {
     let done = c
         .submit(Some(&u), &wd, &[], "#!/bin/sh\ntrue\n")
         .expect("submit");
-    c.wait_state(done, &[JobState::Completed], T)
+    c.wait_state(done, &[JobState::Completed], t())
         .expect("completed");
     let long = c
         .submit(Some(&u), &wd, &[], "#!/bin/sh\nsleep 300\n")
         .expect("submit");
-    c.wait_state(long, &[JobState::Running], T)
+    c.wait_state(long, &[JobState::Running], t())
         .expect("running");
     let pending: Vec<JobId> = (0..20)
         .map(|i| {
@@ -279,7 +300,7 @@ fn a_crashed_broker_restarts_with_every_acknowledged_job() {
             .success()
     );
     for p in &pending {
-        c.wait_state(*p, &[JobState::Completed], T)
+        c.wait_state(*p, &[JobState::Completed], t())
             .expect("pending job ran after the restart");
     }
 }
@@ -294,7 +315,7 @@ fn raw_request(client: &mut Client, id: u64, credential: Vec<u8>) -> ClientReply
     )
     .expect("encode");
     client.send_raw(&frame).expect("send");
-    let reply = client.recv_raw(T).expect("reply");
+    let reply = client.recv_raw(t()).expect("reply");
     let (h, r) = codec::decode::<ClientReply>(&reply).expect("decode");
     assert_eq!(h.request_id, id);
     r
@@ -383,7 +404,7 @@ fn malformed_frames_get_an_error_reply_and_the_broker_keeps_serving() {
     ];
     for (frame, want) in cases {
         client.send_raw(&frame).expect("send");
-        let reply = client.recv_raw(T).expect("an error reply");
+        let reply = client.recv_raw(t()).expect("an error reply");
         let (_, r) = codec::decode::<ClientReply>(&reply).expect("decodable reply");
         assert_eq!(refusal(r).0, want, "for frame {frame:02x?}");
     }

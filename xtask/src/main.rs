@@ -2,9 +2,13 @@
 //!
 //! - `setup`: installs what building and testing need (Debian packages, test users),
 //!   idempotently; needs root.
-//! - `ci`: setup, then formatting, clippy with warnings denied, build, and the whole
-//!   test suite. This is the command the README and `.ci/run` give.
+//! - `ci`: setup, then formatting, clippy with warnings denied, build, the whole test
+//!   suite on this host, and the end-to-end tests again on a pure cgroup v2 kernel in
+//!   QEMU. This is the command the README and `.ci/run` give.
 //! - `bench e2e`: the end-to-end throughput and latency benchmark (release build).
+//! - `vm-test`: the privileged tests on a pure cgroup v2 kernel, in QEMU (see `vm.rs`).
+
+mod vm;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -22,8 +26,13 @@ struct Args {
 enum Cmd {
     /// Install the Debian packages and test users the build and tests need (root).
     Setup,
-    /// What CI runs: setup, fmt check, clippy -D warnings, build, all tests.
+    /// What CI runs: setup, fmt check, clippy -D warnings, build, all tests, VM tests.
     Ci,
+    /// Run the privileged tests (end to end) on Debian's kernel with pure cgroup v2, in QEMU.
+    VmTest {
+        /// Only tests whose name contains this.
+        filter: Option<String>,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -58,7 +67,7 @@ fn root() -> PathBuf {
         .unwrap_or_default()
 }
 
-fn run(cmd: &mut Command) -> Result<()> {
+pub(crate) fn run(cmd: &mut Command) -> Result<()> {
     eprintln!("+ {cmd:?}");
     let st = cmd
         .status()
@@ -69,7 +78,7 @@ fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root());
     c
@@ -80,8 +89,8 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn missing_packages() -> Vec<&'static str> {
-    PACKAGES
+pub(crate) fn missing_packages(packages: &[&'static str]) -> Vec<&'static str> {
+    packages
         .iter()
         .copied()
         .filter(|p| {
@@ -97,16 +106,7 @@ fn setup() -> Result<()> {
     if !is_root() {
         bail!("cargo xtask setup needs root: it installs Debian packages and creates test users");
     }
-    let missing = missing_packages();
-    if missing.is_empty() {
-        eprintln!("packages: all present ({})", PACKAGES.join(" "));
-    } else {
-        run(Command::new("apt-get").args(["update", "-qq"]))?;
-        run(Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends"])
-            .args(&missing)
-            .env("DEBIAN_FRONTEND", "noninteractive"))?;
-    }
+    install_packages(PACKAGES)?;
     for u in TEST_USERS {
         let exists = Command::new("id")
             .arg(u)
@@ -118,6 +118,20 @@ fn setup() -> Result<()> {
     }
     eprintln!("test users: {}", TEST_USERS.join(" "));
     Ok(())
+}
+
+/// Installs the Debian packages of `packages` that are missing (apt-get update first).
+pub(crate) fn install_packages(packages: &[&'static str]) -> Result<()> {
+    let missing = missing_packages(packages);
+    if missing.is_empty() {
+        eprintln!("packages: all present ({})", packages.join(" "));
+        return Ok(());
+    }
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
 fn ci() -> Result<()> {
@@ -133,13 +147,14 @@ fn ci() -> Result<()> {
     ]))?;
     run(cargo().args(["build", "--workspace", "--all-targets"]))?;
     run(cargo().args(["test", "--workspace", "--no-fail-fast"]))?;
-    Ok(())
+    vm::run(&root(), None)
 }
 
 fn main() -> Result<()> {
     match Args::parse().cmd {
         Cmd::Setup => setup(),
         Cmd::Ci => ci(),
+        Cmd::VmTest { filter } => vm::run(&root(), filter.as_deref()),
         Cmd::Bench {
             which: Bench::E2e { jobs, nodes, cpus },
         } => {
