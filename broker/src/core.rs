@@ -10,7 +10,8 @@
 
 use crate::store::{JobRow, NodeRow, StoreOp};
 use bulkhead_proto::job::{
-    DEFAULT_OUTPUT_PATTERN, JobEnd, JobSubmission, LaunchSpec, expand_output_pattern,
+    DEFAULT_OUTPUT_PATTERN, DeviceDenial, JobEnd, JobSubmission, LaunchSpec, MAX_DENIALS_PER_JOB,
+    expand_output_pattern,
 };
 use bulkhead_proto::msg::{
     AgentMessage, BrokerMessage, CancelOutcome, ClientOp, ClientReply, ErrorCode, ErrorReply,
@@ -93,6 +94,7 @@ struct Job {
     submit_us: u64,
     start_us: Option<u64>,
     end_us: Option<u64>,
+    denials: Vec<DeviceDenial>,
 }
 
 #[derive(Debug, Clone)]
@@ -201,6 +203,7 @@ impl Core {
                 submit_us: r.submit_us,
                 start_us: r.start_us,
                 end_us: r.end_us,
+                denials: r.denials,
             };
             match job.state {
                 JobState::Pending => {
@@ -238,6 +241,7 @@ impl Core {
             submit_us: j.submit_us,
             start_us: j.start_us,
             end_us: j.end_us,
+            denials: j.denials.clone(),
         })
     }
 
@@ -373,6 +377,7 @@ impl Core {
             submit_us: now_us,
             start_us: None,
             end_us: None,
+            denials: Vec::new(),
         };
         self.jobs.insert(id, job);
         self.pending.insert(id);
@@ -542,6 +547,22 @@ impl Core {
                     && j.node == Some(node_id)
                 {
                     j.start_us = Some(start_time_us);
+                    self.update(&mut fx, job);
+                }
+            }
+            AgentMessage::Denials(list) => {
+                let mut touched = BTreeSet::new();
+                for (job, d) in list {
+                    let Some(j) = self.jobs.get_mut(&job) else {
+                        continue;
+                    };
+                    if j.node != Some(node_id) {
+                        continue;
+                    }
+                    merge_denial(&mut j.denials, d);
+                    touched.insert(job);
+                }
+                for job in touched {
                     self.update(&mut fx, job);
                 }
             }
@@ -811,6 +832,8 @@ impl Core {
             time_limit_s: j.sub.resources.time_limit_s,
             partition: j.partition.clone(),
             nodelist: node_name.to_string(),
+            // GPUs are granted by the GPU scheduling of a later release: none yet.
+            gpus: Vec::new(),
             submit_time_us: j.submit_us,
         })
     }
@@ -870,6 +893,7 @@ impl Core {
             submit_time_us: j.submit_us,
             start_time_us: j.start_us,
             end_time_us: j.end_us,
+            denials: j.denials.clone(),
         }
     }
 
@@ -913,6 +937,26 @@ impl Core {
     /// Number of jobs known (all states), for logs and tests.
     pub fn job_count(&self) -> usize {
         self.jobs.len()
+    }
+}
+
+/// Adds a report to a job's denials: the same device, access and process count up;
+/// past the per-job bound, new kinds are dropped (their counts still add to the last).
+fn merge_denial(list: &mut Vec<DeviceDenial>, d: DeviceDenial) {
+    let same = |x: &DeviceDenial| {
+        x.dev_type == d.dev_type
+            && x.major == d.major
+            && x.minor == d.minor
+            && x.access == d.access
+            && x.pid == d.pid
+    };
+    if let Some(x) = list.iter_mut().find(|x| same(x)) {
+        x.count = x.count.saturating_add(d.count);
+        if x.path.is_none() {
+            x.path = d.path;
+        }
+    } else if list.len() < MAX_DENIALS_PER_JOB {
+        list.push(d);
     }
 }
 

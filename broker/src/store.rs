@@ -32,6 +32,8 @@ pub struct JobRow {
     pub submit_us: u64,
     pub start_us: Option<u64>,
     pub end_us: Option<u64>,
+    /// Device accesses the node's filter refused the job.
+    pub denials: Vec<bulkhead_proto::job::DeviceDenial>,
 }
 
 /// A node as stored.
@@ -107,6 +109,10 @@ CREATE TABLE IF NOT EXISTS nodes (
     cpus         INTEGER NOT NULL,
     mem_mb       INTEGER NOT NULL,
     last_seen_us INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_denials (
+    job   INTEGER PRIMARY KEY,
+    data  BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1');
@@ -245,7 +251,32 @@ impl Store {
                 submit_us: submit as u64,
                 start_us: start.map(|v| v as u64),
                 end_us: end.map(|v| v as u64),
+                denials: Vec::new(),
             });
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT job, data FROM job_denials")
+            .map_err(self.sq("reading denials"))?;
+        let blobs: Vec<(i64, Vec<u8>)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(self.sq("reading denials"))?;
+        drop(stmt);
+        let by_id: std::collections::HashMap<i64, usize> = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| (j.id.0 as i64, i))
+            .collect();
+        for (id, blob) in blobs {
+            let d = postcard::from_bytes(&blob).map_err(|e| StoreError::Corrupt {
+                id,
+                field: "denials",
+                detail: e.to_string(),
+            })?;
+            if let Some(i) = by_id.get(&id) {
+                jobs[*i].denials = d;
+            }
         }
         let mut stmt = self
             .conn
@@ -298,6 +329,9 @@ impl Store {
                                      start_us = ?7, end_us = ?8 WHERE id = ?1",
                 )
                 .map_err(sq("preparing the job update"))?;
+            let mut denials = tx
+                .prepare_cached("INSERT INTO job_denials (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2")
+                .map_err(sq("preparing the denials upsert"))?;
             let mut node = tx
                 .prepare_cached(
                     "INSERT INTO nodes (id, name, cpus, mem_mb, last_seen_us) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -347,6 +381,18 @@ impl Store {
                                 j.end_us.map(|v| v as i64),
                             ])
                             .map_err(sq("updating a job"))?;
+                        if !j.denials.is_empty() {
+                            let blob = postcard::to_allocvec(&j.denials).map_err(|e| {
+                                StoreError::Corrupt {
+                                    id: j.id.0 as i64,
+                                    field: "denials",
+                                    detail: e.to_string(),
+                                }
+                            })?;
+                            denials
+                                .execute(params![j.id.0 as i64, blob])
+                                .map_err(sq("storing denials"))?;
+                        }
                     }
                     StoreOp::UpsertNode(n) => {
                         node.execute(params![
@@ -456,6 +502,7 @@ mod tests {
             submit_us: 123,
             start_us: None,
             end_us: None,
+            denials: vec![],
         }
     }
 

@@ -357,6 +357,7 @@ fn run_standalone(
             tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if !nix::unistd::geteuid().is_root() {
         bail!(
@@ -427,6 +428,10 @@ fn run_standalone(
             mem_mb: mem,
             kill_wait: Duration::from_secs_f64(kill_wait.max(0.0)),
             pids_max: 16384,
+            bpffs: std::path::PathBuf::from("/sys/fs/bpf"),
+            isolation: bulkhead_agent::Isolation::Auto,
+            managed_majors: Vec::new(),
+            cgroup_at_root: Vec::new(),
         };
         let agent = tokio::spawn(bulkhead_agent::run(agent_cfg, stop(rx.clone())));
         let munge_hint = munge_socket.as_ref().map(|s| format!("export BH_MUNGE_SOCKET={}\n  ", s.display())).unwrap_or_default();

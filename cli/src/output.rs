@@ -147,6 +147,10 @@ pub fn job(j: &JobInfo, now_us: u64) -> String {
     for (k, v) in fields {
         let _ = writeln!(out, "{k}={v}");
     }
+    // What the device filter refused the job, one line each.
+    for d in &j.denials {
+        let _ = writeln!(out, "Denied=denied: {}", d.describe());
+    }
     out
 }
 

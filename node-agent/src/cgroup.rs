@@ -163,9 +163,33 @@ pub const V1_CONTROLLERS: [&str; 5] = ["memory", "cpuset", "pids", "cpu", "freez
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OwnCgroups {
     pub v2: Option<PathBuf>,
+    /// Depth of the process's v2 cgroup in the hierarchy (the root is 0).
+    pub v2_level: u32,
     pub v1: BTreeMap<String, PathBuf>,
     /// Hierarchies seen but left alone because the process is at their root.
     pub at_root: Vec<String>,
+    /// Mount points of the hierarchies in `at_root` (`cgroup2` or a v1 controller).
+    pub root_mounts: BTreeMap<String, PathBuf>,
+}
+
+impl OwnCgroups {
+    /// Also uses the listed hierarchies where the process sits at the root: for hosts
+    /// without delegation (no systemd), when the admin says so.
+    pub fn allow_root(mut self, hierarchies: &[String]) -> OwnCgroups {
+        for h in hierarchies {
+            let Some(m) = self.root_mounts.remove(h) else {
+                continue;
+            };
+            self.at_root.retain(|x| x != h);
+            if h == "cgroup2" {
+                self.v2 = Some(m);
+                self.v2_level = 0;
+            } else {
+                self.v1.insert(h.clone(), m);
+            }
+        }
+        self
+    }
 }
 
 pub fn own_cgroups(mounts: &[Mount], members: &[Membership]) -> OwnCgroups {
@@ -184,9 +208,14 @@ pub fn own_cgroups(mounts: &[Mount], members: &[Membership]) -> OwnCgroups {
     for mem in members {
         if mem.controllers.is_empty() {
             if let Some(m) = mounts.iter().find(|m| m.controllers.is_none()) {
+                own.v2_level = mem.path.split('/').filter(|c| !c.is_empty()).count() as u32;
                 match locate(m, &mem.path) {
                     Some(p) => own.v2 = Some(p),
-                    None => own.at_root.push("cgroup2".into()),
+                    None => {
+                        own.at_root.push("cgroup2".into());
+                        own.root_mounts
+                            .insert("cgroup2".into(), m.mount_point.clone());
+                    }
                 }
             }
             continue;
@@ -205,7 +234,10 @@ pub fn own_cgroups(mounts: &[Mount], members: &[Membership]) -> OwnCgroups {
                 Some(p) => {
                     own.v1.insert(c.clone(), p);
                 }
-                None => own.at_root.push(c.clone()),
+                None => {
+                    own.at_root.push(c.clone());
+                    own.root_mounts.insert(c.clone(), m.mount_point.clone());
+                }
             }
         }
     }
@@ -272,6 +304,9 @@ pub struct AgentTree {
     /// Directories created by [`AgentTree::create`], deepest first, for removal.
     created: Vec<PathBuf>,
     at_root: Vec<String>,
+    /// Depth of the job cgroups in the v2 hierarchy.
+    job_level: u32,
+    extra: Vec<String>,
 }
 
 impl AgentTree {
@@ -285,6 +320,8 @@ impl AgentTree {
             v1: BTreeMap::new(),
             created: Vec::new(),
             at_root: own.at_root.clone(),
+            job_level: own.v2_level + 2,
+            extra: Vec::new(),
         };
         if let Some(own2) = &own.v2 {
             tree.v2 = Some(tree.setup_v2(own2, name)?);
@@ -347,6 +384,21 @@ impl AgentTree {
         Ok((jobs, enabled))
     }
 
+    /// The v2 directory that holds every job cgroup, where the device filter attaches.
+    pub fn v2_jobs_dir(&self) -> Option<&Path> {
+        self.v2.as_ref().map(|(d, _)| d.as_path())
+    }
+
+    /// Depth of job cgroups in the v2 hierarchy (the root is 0).
+    pub fn job_level(&self) -> u32 {
+        self.job_level
+    }
+
+    /// Records a protection enforced outside the cgroup files (the device filter).
+    pub fn add_enforced(&mut self, what: &str) {
+        self.extra.push(what.to_string());
+    }
+
     /// What this tree enforces per job, for the node's registration.
     pub fn enforced(&self) -> Vec<String> {
         let mut e: Vec<String> = Vec::new();
@@ -360,6 +412,7 @@ impl AgentTree {
                 .filter(|c| *c != "freezer")
                 .map(|c| format!("{c} (v1)")),
         );
+        e.extend(self.extra.iter().cloned());
         e
     }
 
@@ -482,6 +535,11 @@ impl JobCgroup {
             }
         }
         Ok(())
+    }
+
+    /// The job's v2 directory, if the agent has a v2 tree.
+    pub fn v2_dir(&self) -> Option<&Path> {
+        self.v2.as_ref().map(|(d, _)| d.as_path())
     }
 
     /// The `cgroup.procs` files a new job process must join, one per hierarchy.
@@ -672,6 +730,13 @@ mod tests {
         let mut at_root = own.at_root.clone();
         at_root.sort();
         assert_eq!(at_root, vec!["cgroup2", "cpu", "cpuset", "freezer", "pids"]);
+        assert_eq!(own.v2_level, 0);
+        // An admin may allow the agent at a hierarchy's root, one hierarchy at a time.
+        let own = own.allow_root(&["cgroup2".into(), "pids".into()]);
+        assert_eq!(own.v2, Some(PathBuf::from("/sys/fs/cgroup/unified")));
+        assert_eq!(own.v1["pids"], PathBuf::from("/sys/fs/cgroup/pids"));
+        assert!(!own.at_root.contains(&"cgroup2".to_string()));
+        assert!(own.at_root.contains(&"cpuset".to_string()));
     }
 
     #[test]
@@ -682,6 +747,7 @@ mod tests {
             &parse_proc_cgroup("0::/kubepods/pod1/ctr\n"),
         );
         assert_eq!(own.v2, Some(PathBuf::from("/sys/fs/cgroup/ctr")));
+        assert_eq!(own.v2_level, 3);
         let own = own_cgroups(
             &parse_mountinfo(mi),
             &parse_proc_cgroup("0::/kubepods/pod1\n"),
@@ -722,6 +788,7 @@ mod tests {
             ]
             .into(),
             at_root: vec!["pids".into()],
+            ..Default::default()
         };
         let tree = AgentTree::create(&own, "bulkhead-t").expect("tree");
         assert_eq!(
@@ -755,6 +822,7 @@ mod tests {
             v2: None,
             v1: BTreeMap::new(),
             at_root: vec!["cgroup2".into(), "memory".into()],
+            ..Default::default()
         };
         let e = AgentTree::create(&own, "x").unwrap_err().to_string();
         assert!(e.contains("cgroup2, memory"), "{e}");

@@ -51,6 +51,27 @@ pub struct UserInfo {
 
 /// Resolves `uid` and its groups (primary group `gid`, from the credential).
 pub fn lookup_user(uid: u32, gid: u32) -> Result<UserInfo, LaunchError> {
+    // Name service lookups (files, and systemd-userdb or LDAP where configured) cost
+    // far more than the rest of a launch; a user's groups are kept for a short while,
+    // as nscd would.
+    const TTL: std::time::Duration = std::time::Duration::from_secs(30);
+    type Cache = std::collections::HashMap<(u32, u32), (std::time::Instant, UserInfo)>;
+    static CACHE: std::sync::Mutex<Option<Cache>> = std::sync::Mutex::new(None);
+    if let Ok(c) = CACHE.lock()
+        && let Some((at, u)) = c.as_ref().and_then(|c| c.get(&(uid, gid)))
+        && at.elapsed() < TTL
+    {
+        return Ok(u.clone());
+    }
+    let u = lookup_user_uncached(uid, gid)?;
+    if let Ok(mut c) = CACHE.lock() {
+        c.get_or_insert_with(Default::default)
+            .insert((uid, gid), (std::time::Instant::now(), u.clone()));
+    }
+    Ok(u)
+}
+
+fn lookup_user_uncached(uid: u32, gid: u32) -> Result<UserInfo, LaunchError> {
     let u = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .map_err(|source| LaunchError::UserLookup { uid, source })?
         .ok_or(LaunchError::NoSuchUser { uid })?;
@@ -369,6 +390,7 @@ mod tests {
             partition: "batch".into(),
             nodelist: "n1".into(),
             submit_time_us: 0,
+            gpus: vec![],
         }
     }
 

@@ -7,6 +7,8 @@
 //! acknowledges it, so that an end is never lost to a broker restart or a reconnect.
 
 pub mod cgroup;
+pub mod devices;
+pub mod devpolicy;
 pub mod journal;
 pub mod launch;
 
@@ -49,6 +51,38 @@ pub struct AgentConfig {
     pub kill_wait: Duration,
     /// pids.max of every job.
     pub pids_max: u64,
+    /// Where the device filter's link and maps are pinned (a bpffs, mounted if needed).
+    pub bpffs: PathBuf,
+    pub isolation: Isolation,
+    /// Device majors (character) the filter manages besides NVIDIA's.
+    pub managed_majors: Vec<u32>,
+    /// Hierarchies (`cgroup2`, `memory`, `cpuset`, ...) where the agent may create its
+    /// directory although it sits at their root: for hosts without cgroup delegation.
+    pub cgroup_at_root: Vec<String>,
+}
+
+/// Whether jobs are held to their device grants by the eBPF filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// On nodes with NVIDIA drivers loaded, or with managed majors configured.
+    Auto,
+    /// Always: a job does not start unless the filter holds it.
+    Required,
+    Off,
+}
+
+impl std::str::FromStr for Isolation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Isolation::Auto),
+            "required" => Ok(Isolation::Required),
+            "off" => Ok(Isolation::Off),
+            other => Err(format!(
+                "unknown isolation mode {other:?} (auto, required, off)"
+            )),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +107,7 @@ pub enum AgentError {
 
 enum JobEvent {
     Started { job: JobId, pid: u32, start_us: u64 },
+    Denied(Vec<bulkhead_ebpf_common::DenyEvent>),
     Ended { end: JobEnd },
 }
 
@@ -99,6 +134,74 @@ struct Agent {
     heartbeat: Duration,
     events: mpsc::Sender<JobEvent>,
     reg_tx: mpsc::Sender<Vec<u8>>,
+    isolation: IsolationState,
+    /// Denials not yet reported, with their counts.
+    denials: BTreeMap<(JobId, u32, u32, u32, u32, u32), u64>,
+    dev_paths: HashMap<(u32, u32, u32), Option<String>>,
+}
+
+/// The device filter as jobs see it.
+#[derive(Clone, Default)]
+struct IsolationState {
+    filter: Option<Arc<Mutex<devices::DeviceFilter>>>,
+    /// Set when isolation is wanted but the filter could not be set up: every job
+    /// then fails with this reason (fail closed).
+    unavailable: Option<Arc<str>>,
+    proc_devices: Arc<str>,
+    /// Job cgroup id → job, for the denial reports.
+    cgroups: Arc<Mutex<HashMap<u64, JobId>>>,
+}
+
+/// Sets up the device filter, or says why it cannot be.
+fn setup_isolation(cfg: &AgentConfig, tree: &AgentTree) -> IsolationState {
+    let proc_devices: Arc<str> = std::fs::read_to_string("/proc/devices")
+        .unwrap_or_default()
+        .into();
+    let mut st = IsolationState {
+        proc_devices: proc_devices.clone(),
+        ..Default::default()
+    };
+    let wanted = match cfg.isolation {
+        Isolation::Off => false,
+        Isolation::Required => true,
+        Isolation::Auto => devpolicy::has_nvidia(&proc_devices) || !cfg.managed_majors.is_empty(),
+    };
+    if !wanted {
+        tracing::info!(
+            "GPU device isolation off (no NVIDIA driver on this node and no managed majors configured)"
+        );
+        return st;
+    }
+    let Some(jobs_dir) = tree.v2_jobs_dir() else {
+        let why = "device isolation needs a cgroup v2 directory for the jobs and the agent has none: run it in a \
+                   delegated v2 cgroup, or allow it at the root of the unified tree (--cgroup-at-root cgroup2)";
+        tracing::error!("{why}; jobs will not start");
+        st.unavailable = Some(why.into());
+        return st;
+    };
+    let managed = devpolicy::managed(&proc_devices, &cfg.managed_majors);
+    match devices::DeviceFilter::open(
+        &cfg.bpffs,
+        &format!("bulkhead-{}", cfg.name),
+        jobs_dir,
+        tree.job_level(),
+        &managed,
+    ) {
+        Ok(f) => {
+            tracing::info!(
+                adopted = !f.loaded_now,
+                majors = ?managed.iter().map(|m| m.major).collect::<Vec<_>>(),
+                bpffs = %cfg.bpffs.display(),
+                "device filter in force"
+            );
+            st.filter = Some(Arc::new(Mutex::new(f)));
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot set up the device filter; jobs will not start");
+            st.unavailable = Some(e.to_string().into());
+        }
+    }
+    st
 }
 
 /// The CPUs this process may run on.
@@ -150,8 +253,8 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         }
     }
     let journal = Journal::open(&cfg.spool_dir.join("ends.journal"))?;
-    let own = cgroup::discover()?;
-    let tree = AgentTree::create(&own, &format!("bulkhead-{}", cfg.name))?;
+    let own = cgroup::discover()?.allow_root(&cfg.cgroup_at_root);
+    let mut tree = AgentTree::create(&own, &format!("bulkhead-{}", cfg.name))?;
     if !tree.not_delegated().is_empty() {
         tracing::warn!(
             hierarchies = %tree.not_delegated().join(","),
@@ -160,10 +263,20 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         );
     }
     tracing::info!(enforced = %tree.enforced().join(", "), "job cgroups ready");
+    let isolation = setup_isolation(&cfg, &tree);
+    if isolation.filter.is_some() {
+        tree.add_enforced("devices (eBPF)");
+    }
     for stale in tree.leftovers() {
         tracing::warn!(dirs = ?stale.dirs(), "killing a job left by an earlier run of the agent");
         let _ = stale.kill();
         let _ = stale.remove(Duration::from_secs(2));
+    }
+    if let Some(f) = &isolation.filter
+        && let Ok(mut f) = f.lock()
+    {
+        // No job of an earlier run is left: neither are its grants.
+        f.revoke_all();
     }
 
     let host_cpus = host_cpus();
@@ -181,6 +294,27 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     let zmq_thread = transport::spawn(bound, in_tx, stop.clone())?;
     let (ev_tx, mut ev_rx) = mpsc::channel(4096);
     let (reg_tx, mut reg_rx) = mpsc::channel::<Vec<u8>>(4);
+    if let Some(ring) = isolation
+        .filter
+        .as_ref()
+        .and_then(|f| f.lock().ok().and_then(|mut f| f.take_denials()))
+    {
+        match devices::DenialReader::new(ring) {
+            Ok(mut reader) => {
+                let tx = ev_tx.clone();
+                tokio::spawn(async move {
+                    while let Ok(batch) = reader.next_batch().await {
+                        if tx.send(JobEvent::Denied(batch)).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch the denial ring buffer; denials go unreported")
+            }
+        }
+    }
 
     let mut agent = Agent {
         munge: Munge::new(cfg.munge_socket.as_deref()),
@@ -198,6 +332,9 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         heartbeat: Duration::from_millis(2000),
         events: ev_tx,
         reg_tx,
+        isolation,
+        denials: BTreeMap::new(),
+        dev_paths: HashMap::new(),
         cfg,
     };
     tracing::info!(node = %agent.cfg.name, broker = %agent.cfg.broker, cpus, mem_mb, "agent starting");
@@ -219,6 +356,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
                         agent.send(&AgentMessage::Heartbeat { running: agent.jobs.keys().copied().collect() });
                     }
                     agent.resend_ends();
+                    agent.report_denials();
                 } else if agent.last_register.is_none_or(|t| t.elapsed() > Duration::from_secs(3)) {
                     agent.register();
                 }
@@ -245,6 +383,15 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         }
     }
     stop.store(true, Ordering::Relaxed);
+    // No job is left: the filter has nothing to hold. (After a crash it stays pinned.)
+    if agent.jobs.is_empty()
+        && let Some(f) = agent.isolation.filter.take()
+        && let Ok(f) = Arc::try_unwrap(f)
+        && let Ok(f) = f.into_inner()
+        && let Err(e) = f.unpin()
+    {
+        tracing::warn!(error = %e, "cannot remove the device filter's pins");
+    }
     agent.tree.remove();
     let _ = tokio::task::spawn_blocking(move || zmq_thread.join()).await;
     Ok(())
@@ -355,6 +502,7 @@ impl Agent {
 
     fn on_event(&mut self, ev: JobEvent) {
         match ev {
+            JobEvent::Denied(events) => self.on_denials(events),
             JobEvent::Started { job, pid, start_us } => {
                 self.send(&AgentMessage::JobStarted {
                     job,
@@ -378,6 +526,88 @@ impl Agent {
                 }
             }
         }
+    }
+
+    fn on_denials(&mut self, events: Vec<bulkhead_ebpf_common::DenyEvent>) {
+        let map = self
+            .isolation
+            .cgroups
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_default();
+        for e in events {
+            let Some(job) = map.get(&e.cgroup_id).copied() else {
+                tracing::warn!(
+                    cgroup = e.cgroup_id,
+                    pid = e.pid,
+                    major = e.major,
+                    minor = e.minor,
+                    "device access denied outside any job"
+                );
+                continue;
+            };
+            let key = (job, e.dev_type, e.major, e.minor, e.access, e.pid);
+            let n = self.denials.entry(key).or_insert(0);
+            if *n == 0 {
+                tracing::warn!(
+                    %job, pid = e.pid, device = %format!("{}:{}", e.major, e.minor),
+                    access = %devpolicy::access_str(e.access), "device access denied"
+                );
+            }
+            *n += 1;
+        }
+    }
+
+    /// Sends the denials gathered since the last report, at most 256 kinds per report.
+    fn report_denials(&mut self) {
+        if self.denials.is_empty() {
+            return;
+        }
+        let keys: Vec<_> = self.denials.keys().take(256).copied().collect();
+        let mut list = Vec::with_capacity(keys.len());
+        for k in keys {
+            let count = self.denials.remove(&k).unwrap_or(0);
+            let (job, dev_type, major, minor, access, pid) = k;
+            let path = self.dev_path(dev_type, major, minor);
+            let denial = bulkhead_proto::job::DeviceDenial {
+                dev_type: if dev_type == bulkhead_ebpf_common::DEV_BLOCK {
+                    'b'
+                } else {
+                    'c'
+                },
+                major,
+                minor,
+                access: devpolicy::access_str(access),
+                pid,
+                count,
+                path,
+            };
+            list.push((job, denial));
+        }
+        self.send(&AgentMessage::Denials(list));
+    }
+
+    /// The device node under /dev with this number, if there is one.
+    fn dev_path(&mut self, dev_type: u32, major: u32, minor: u32) -> Option<String> {
+        self.dev_paths
+            .entry((dev_type, major, minor))
+            .or_insert_with(|| {
+                use std::os::unix::fs::{FileTypeExt, MetadataExt};
+                let want = nix::sys::stat::makedev(u64::from(major), u64::from(minor));
+                ["/dev", "/dev/nvidia-caps"].iter().find_map(|d| {
+                    std::fs::read_dir(d).ok()?.flatten().find_map(|e| {
+                        let m = std::fs::symlink_metadata(e.path()).ok()?;
+                        let kind_ok = if dev_type == bulkhead_ebpf_common::DEV_BLOCK {
+                            m.file_type().is_block_device()
+                        } else {
+                            m.file_type().is_char_device()
+                        };
+                        (kind_ok && m.rdev() == want)
+                            .then(|| e.path().to_string_lossy().into_owned())
+                    })
+                })
+            })
+            .clone()
     }
 
     fn resend_ends(&mut self) {
@@ -435,6 +665,7 @@ impl Agent {
             kill_wait: self.cfg.kill_wait,
             pids_max: self.cfg.pids_max,
             events: self.events.clone(),
+            isolation: self.isolation.clone(),
         };
         tokio::spawn(run_job(ctx, spec, cpu_ids, kill_rx));
     }
@@ -448,12 +679,55 @@ struct JobCtx {
     kill_wait: Duration,
     pids_max: u64,
     events: mpsc::Sender<JobEvent>,
+    isolation: IsolationState,
 }
 
 struct Started {
     child: tokio::process::Child,
     cg: JobCgroup,
     script: PathBuf,
+    /// The job cgroup's id, when the device filter holds it.
+    cgroup_id: Option<u64>,
+}
+
+impl IsolationState {
+    /// Grants a new job cgroup its devices, before any process enters it.
+    fn admit(&self, spec: &LaunchSpec, cg: &JobCgroup) -> Result<Option<u64>, String> {
+        if let Some(why) = &self.unavailable {
+            return Err(format!(
+                "device isolation is unavailable on this node, so the job may not start: {why}"
+            ));
+        }
+        let Some(filter) = &self.filter else {
+            return Ok(None);
+        };
+        let dir = cg
+            .v2_dir()
+            .ok_or("the job has no cgroup v2 directory for the device filter")?;
+        let id = devices::cgroup_id(dir).map_err(|e| e.to_string())?;
+        let rules = devpolicy::job_rules(&spec.gpus, &self.proc_devices);
+        filter
+            .lock()
+            .map_err(|_| "device filter lock poisoned".to_string())?
+            .grant(id, &rules)
+            .map_err(|e| e.to_string())?;
+        if let Ok(mut m) = self.cgroups.lock() {
+            m.insert(id, spec.job);
+        }
+        Ok(Some(id))
+    }
+
+    fn release(&self, cgroup_id: Option<u64>) {
+        let Some(id) = cgroup_id else { return };
+        if let Some(f) = &self.filter
+            && let Ok(mut f) = f.lock()
+        {
+            f.revoke(id);
+        }
+        if let Ok(mut m) = self.cgroups.lock() {
+            m.remove(&id);
+        }
+    }
 }
 
 fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result<Started, String> {
@@ -468,6 +742,17 @@ fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result
         .create_job(spec.job.0, &limits)
         .map_err(|e| format!("cannot set up the job's cgroup: {e}"))?;
     let cleanup = |cg: &JobCgroup| {
+        let _ = cg.remove(Duration::from_millis(500));
+    };
+    let cgroup_id = match ctx.isolation.admit(spec, &cg) {
+        Ok(id) => id,
+        Err(e) => {
+            cleanup(&cg);
+            return Err(e);
+        }
+    };
+    let cleanup = |cg: &JobCgroup| {
+        ctx.isolation.release(cgroup_id);
         let _ = cg.remove(Duration::from_millis(500));
     };
     let script = match launch::write_script(&ctx.run_dir, spec, &user) {
@@ -490,7 +775,12 @@ fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result
     };
     let spawned = launch::spawn(&prepared);
     match spawned {
-        Ok(child) => Ok(Started { child, cg, script }),
+        Ok(child) => Ok(Started {
+            child,
+            cg,
+            script,
+            cgroup_id,
+        }),
         Err(e) => {
             let _ = cg.kill();
             cleanup(&cg);
@@ -596,6 +886,7 @@ async fn run_job(
     })
     .await
     .unwrap_or((Ok(()), false));
+    ctx.isolation.release(started.cgroup_id);
     if let Err(e) = killed {
         tracing::error!(%job, error = %e, "job processes survived the kill");
     }

@@ -37,6 +37,19 @@ struct Args {
     /// pids.max of every job.
     #[arg(long, default_value_t = 16384)]
     pids_max: u64,
+    /// A bpffs for the device filter's pins (mounted there if it is not one).
+    #[arg(long, default_value = "/sys/fs/bpf", env = "BH_BPFFS")]
+    bpffs: PathBuf,
+    /// GPU device isolation: auto (where NVIDIA drivers are loaded), required, off.
+    #[arg(long, default_value = "auto")]
+    device_isolation: bulkhead_agent::Isolation,
+    /// More character majors for the device filter to manage (default deny).
+    #[arg(long, value_delimiter = ',')]
+    managed_majors: Vec<u32>,
+    /// Hierarchies where the agent may create its cgroup directory although it sits at
+    /// their root (hosts without delegation): cgroup2, memory, cpuset, cpu, pids, freezer.
+    #[arg(long, value_delimiter = ',')]
+    cgroup_at_root: Vec<String>,
 }
 
 #[tokio::main]
@@ -46,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let a = Args::parse();
     let name = match a.name {
@@ -70,6 +84,10 @@ async fn main() -> anyhow::Result<()> {
         mem_mb: a.mem,
         kill_wait: Duration::from_secs_f64(a.kill_wait.max(0.0)),
         pids_max: a.pids_max,
+        bpffs: a.bpffs,
+        isolation: a.device_isolation,
+        managed_majors: a.managed_majors,
+        cgroup_at_root: a.cgroup_at_root,
     };
     run(cfg, shutdown_signal()).await.context("agent failed")
 }

@@ -200,6 +200,9 @@ pub struct LaunchSpec {
     /// Names of the nodes allocated to the job (`BH_NODELIST`).
     pub nodelist: String,
     pub submit_time_us: u64,
+    /// The GPUs granted on this node, as the minor numbers of their `/dev/nvidiaN`.
+    /// Empty: the job may open no NVIDIA device at all.
+    pub gpus: Vec<u32>,
 }
 
 impl LaunchSpec {
@@ -213,6 +216,7 @@ impl LaunchSpec {
         }
         check_str("partition", &self.partition, limits::MAX_NAME_BYTES)?;
         check_str("nodelist", &self.nodelist, limits::MAX_PATH_BYTES)?;
+        check("gpus", self.gpus.len(), 1024)?;
         validate_env(&self.env)
     }
 }
@@ -241,6 +245,64 @@ impl JobEnd {
     }
 }
 
+/// Accesses to one device that the kernel's device filter refused a job, as the agent
+/// saw them (aggregated per device, access and process).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceDenial {
+    /// `c` (character) or `b` (block).
+    pub dev_type: char,
+    pub major: u32,
+    pub minor: u32,
+    /// What was asked: some of `r`, `w`, `m` (mknod).
+    pub access: String,
+    pub pid: u32,
+    pub count: u64,
+    /// The device node under /dev, when the node has one.
+    pub path: Option<String>,
+}
+
+impl DeviceDenial {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        check("access", self.access.len(), 8)?;
+        if let Some(p) = &self.path {
+            check_str("path", p, limits::MAX_PATH_BYTES)?;
+        }
+        Ok(())
+    }
+
+    /// `open /dev/nvidia3 (195:3, rw) by pid 4412, 2 times`
+    pub fn describe(&self) -> String {
+        let what = match &self.path {
+            Some(p) => p.clone(),
+            None => format!(
+                "{} device",
+                if self.dev_type == 'b' {
+                    "block"
+                } else {
+                    "character"
+                }
+            ),
+        };
+        let verb = if self.access.contains('m') && !self.access.contains(['r', 'w']) {
+            "mknod"
+        } else {
+            "open"
+        };
+        let times = if self.count == 1 {
+            "once".to_string()
+        } else {
+            format!("{} times", self.count)
+        };
+        format!(
+            "{verb} {what} ({}:{}, {}) by pid {}, {times}",
+            self.major, self.minor, self.access, self.pid
+        )
+    }
+}
+
+/// Most distinct denials kept per job.
+pub const MAX_DENIALS_PER_JOB: usize = 64;
+
 /// A job as `bh queue` and `bh show` print it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobInfo {
@@ -265,6 +327,8 @@ pub struct JobInfo {
     pub submit_time_us: u64,
     pub start_time_us: Option<u64>,
     pub end_time_us: Option<u64>,
+    /// Device accesses the kernel refused the job.
+    pub denials: Vec<DeviceDenial>,
 }
 
 /// The default output pattern, as Slurm's `slurm-%j.out`.
@@ -323,6 +387,30 @@ mod tests {
         assert!(!JobState::Pending.is_terminal());
         assert!(!JobState::Running.is_terminal());
         assert!(JobState::NodeFail.is_terminal());
+    }
+
+    #[test]
+    fn denials_describe_themselves_as_an_admin_reads_them() {
+        let mut d = DeviceDenial {
+            dev_type: 'c',
+            major: 195,
+            minor: 3,
+            access: "rw".into(),
+            pid: 4412,
+            count: 2,
+            path: Some("/dev/nvidia3".into()),
+        };
+        assert_eq!(
+            d.describe(),
+            "open /dev/nvidia3 (195:3, rw) by pid 4412, 2 times"
+        );
+        d.path = None;
+        d.count = 1;
+        d.access = "m".into();
+        assert_eq!(
+            d.describe(),
+            "mknod character device (195:3, m) by pid 4412, once"
+        );
     }
 
     #[test]

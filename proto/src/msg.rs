@@ -2,7 +2,7 @@
 
 use crate::codec::{Kind, Message};
 use crate::ids::{JobId, NodeId};
-use crate::job::{JobEnd, JobInfo, JobState, JobSubmission, LaunchSpec};
+use crate::job::{DeviceDenial, JobEnd, JobInfo, JobState, JobSubmission, LaunchSpec};
 use crate::limits::{self, LimitError, check, check_str};
 use serde::{Deserialize, Serialize};
 
@@ -147,6 +147,8 @@ pub enum AgentMessage {
     },
     /// Sent until the broker acknowledges it with [`BrokerMessage::EndAck`].
     JobEnded(JobEnd),
+    /// Device accesses refused since the last report (rate-limited by the agent).
+    Denials(Vec<(JobId, DeviceDenial)>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -251,6 +253,10 @@ impl Message for AgentMessage {
             AgentMessage::Heartbeat { running } => check_ids("running", running),
             AgentMessage::JobStarted { .. } => Ok(()),
             AgentMessage::JobEnded(e) => e.validate(),
+            AgentMessage::Denials(d) => {
+                check("denials", d.len(), 1024)?;
+                d.iter().try_for_each(|(_, x)| x.validate())
+            }
         }
     }
 }

@@ -159,6 +159,8 @@ pub struct ClusterOpts {
     pub nodes: u32,
     /// Log level of the daemons.
     pub log: &'static str,
+    /// More arguments for every agent.
+    pub agent_args: Vec<String>,
 }
 
 impl Default for ClusterOpts {
@@ -169,6 +171,7 @@ impl Default for ClusterOpts {
             kill_wait_s: 1.0,
             nodes: 1,
             log: "debug",
+            agent_args: Vec::new(),
         }
     }
 }
@@ -348,10 +351,29 @@ impl Cluster {
             .arg(self.run_dir.path().join(name))
             .arg("--munge-socket")
             .arg(&self.munged.socket)
+            // Every job held by the device filter, pinned in this cluster's own bpffs.
+            .args(if self.opts.agent_args.iter().any(|a| a == "--bpffs") {
+                vec![]
+            } else {
+                vec!["--bpffs".into(), self.bpffs().into_os_string()]
+            })
+            .args(["--device-isolation", "required"])
+            // Without delegation (this host's unified tree), the agent is allowed there.
+            .args(if agent_cgroup_parent().is_none() {
+                &["--cgroup-at-root", "cgroup2"][..]
+            } else {
+                &[][..]
+            })
+            .args(&self.opts.agent_args)
             .env("BH_LOG", self.opts.log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(log))
+    }
+
+    /// The bpffs the agents pin their device filter in (mounted by the first agent).
+    pub fn bpffs(&self) -> PathBuf {
+        self.dir.path().join("bpffs")
     }
 
     /// Waits until every node of the cluster is up.
@@ -513,7 +535,9 @@ impl Cluster {
                 .map(|n| parent.join(n).join(format!("bulkhead-{n}")))
                 .collect();
         }
-        let own = bulkhead_agent::cgroup::discover().expect("discover cgroups");
+        let own = bulkhead_agent::cgroup::discover()
+            .expect("discover cgroups")
+            .allow_root(&["cgroup2".to_string()]);
         let names: Vec<String> = self
             .node_names()
             .iter()
@@ -558,6 +582,8 @@ impl Drop for Cluster {
                 let _ = std::fs::remove_dir(&own);
             }
         }
+        // The pins of a killed agent go with the bpffs (and its filter with them).
+        let _ = nix::mount::umount2(&self.bpffs(), nix::mount::MntFlags::MNT_DETACH);
     }
 }
 

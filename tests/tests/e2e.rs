@@ -20,22 +20,29 @@ fn a_users_job_runs_as_that_user_in_its_own_cgroup_and_reports_its_exit() {
     let c = Cluster::start().expect("cluster");
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
-    let script = "#!/bin/bash\n#SBATCH -J whoami\n#BH --mem=64M\nid -u\nid -g\npwd\necho \"job=$BH_JOB_ID slurm=$SLURM_JOB_ID cpus=$BH_CPUS nodes=$BH_NODELIST\"\ncat /proc/self/cgroup\nsleep 1\n";
+    let script = "#!/bin/bash\n#SBATCH -J whoami\n#BH --mem=64M\nid -u\nid -g\npwd\necho \"job=$BH_JOB_ID slurm=$SLURM_JOB_ID cpus=$BH_CPUS nodes=$BH_NODELIST\"\ncat /proc/self/cgroup\ntouch started\nsleep 2\n";
     let job = c
         .submit(Some(&u), &wd, &["-n", "1"], script)
         .expect("submit");
 
     // While it runs, the kernel puts it in its own cgroup with the requested limit.
     let running = c
-        .wait_state(job, &[JobState::Running, JobState::Completed], t())
+        .wait_state(job, &[JobState::Running], t())
         .expect("running");
+    // RUNNING is the broker's word at dispatch; the job's own file says it has started.
+    wait_for(t(), || wd.join("started").exists()).expect("the job started");
     assert_eq!(running.uid, u.uid);
     let dirs = c.job_cgroup_dirs(job);
     assert!(
         !dirs.is_empty(),
         "no delegated cgroup hierarchy found for the test process"
     );
-    if running.state == JobState::Running {
+    assert_eq!(
+        running.state,
+        JobState::Running,
+        "the job sleeps 2 s after it starts"
+    );
+    {
         // The kernel's view of the limit: memory.max on v2, memory.limit_in_bytes on v1.
         let limits: Vec<String> = dirs
             .iter()
@@ -463,4 +470,100 @@ fn cli_errors_say_what_is_wrong() {
     let out = c.bh(None, &["show", "999999"]).expect("bh");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("job 999999 does not exist"));
+}
+
+fn mknod(path: &std::path::Path, major: u64, minor: u64) {
+    nix::sys::stat::mknod(
+        path,
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::from_bits_truncate(0o666),
+        nix::sys::stat::makedev(major, minor),
+    )
+    .expect("mknod");
+    // The mode is the user's to pass: only the device filter may refuse the open.
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .expect("chmod");
+}
+
+#[test]
+fn gpu_devices_are_denied_reported_and_stay_denied_when_the_agent_is_killed() {
+    let mut c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    // No NVIDIA driver here: an open the filter let through would fail with ENXIO
+    // ("No such device or address"); one it refuses fails with EPERM.
+    mknod(&wd.join("nvidia1"), 195, 1);
+    let script = "#!/bin/sh\n\
+        try() { cat nvidia1 >/dev/null 2>>tries || true; }\n\
+        try\n\
+        echo $$ > ready\n\
+        while [ ! -e again ]; do sleep 0.1; done\n\
+        try\n\
+        echo done > tried\n\
+        sleep 300\n";
+    let job = c.submit(Some(&u), &wd, &[], script).expect("submit");
+    wait_for(t(), || wd.join("ready").exists()).expect("job ran");
+    let tries = std::fs::read_to_string(wd.join("tries")).expect("tries");
+    assert!(
+        tries.contains("Operation not permitted"),
+        "the open was not refused by the filter: {tries}"
+    );
+
+    // The denial reaches `bh show`.
+    wait_for(t(), || c.show(job).is_ok_and(|j| !j.denials.is_empty())).expect("denial reported");
+    let j = c.show(job).expect("show");
+    let d = &j.denials[0];
+    assert_eq!((d.dev_type, d.major, d.minor), ('c', 195, 1));
+    assert!(d.access.contains('r'), "{d:?}");
+    let out = c.bh(None, &["show", &job.to_string()]).expect("bh show");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("denied: open") && text.contains("(195:1, r"),
+        "{text}"
+    );
+
+    // SIGKILL the agent: the pinned filter stays in force for the orphaned job.
+    let mut agent = c.agent.take().expect("agent");
+    agent.kill().expect("SIGKILL");
+    agent.wait().expect("reap");
+    std::fs::write(wd.join("again"), "").expect("signal the job");
+    wait_for(t(), || wd.join("tried").exists()).expect("job tried again");
+    let tries = std::fs::read_to_string(wd.join("tries")).expect("tries");
+    assert_eq!(
+        tries.matches("Operation not permitted").count(),
+        2,
+        "the filter died with its agent: {tries}"
+    );
+    assert!(!tries.contains("No such device"), "{tries}");
+
+    // A restarted agent re-adopts the pinned filter instead of loading another.
+    c.start_agent().expect("restart agent");
+    c.wait_node_up().expect("node back");
+    wait_for(t(), || c.agent_log().contains("device filter in force")).expect("filter set up");
+    assert!(c.agent_log().contains("adopted=true"), "{}", c.agent_log());
+}
+
+#[test]
+fn jobs_do_not_start_when_device_isolation_cannot_be_set_up() {
+    // A bpffs that cannot exist: the filter cannot be pinned, so it is not loaded.
+    let c = Cluster::start_with(ClusterOpts {
+        agent_args: vec!["--bpffs".into(), "/dev/null/bpffs".into()],
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let job = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\necho ran > ran\n")
+        .expect("submit");
+    let j = c
+        .wait_state(job, &[JobState::Failed, JobState::Completed], t())
+        .expect("ends");
+    assert_eq!(j.state, JobState::Failed);
+    let reason = j.reason.unwrap_or_default();
+    assert!(
+        reason.contains("device isolation is unavailable"),
+        "{reason}"
+    );
+    assert!(!wd.join("ran").exists(), "the job ran unconstrained");
 }

@@ -55,8 +55,17 @@ enum Bench {
     },
 }
 
-/// Debian packages: build (libzmq with CURVE, libmunge) and tests (munged).
-const PACKAGES: &[&str] = &["pkg-config", "libzmq3-dev", "munge", "libmunge-dev"];
+/// Debian packages: build (libzmq with CURVE, libmunge, LLVM 22 for bpf-linker) and
+/// tests (munged).
+const PACKAGES: &[&str] = &[
+    "pkg-config",
+    "libzmq3-dev",
+    "munge",
+    "libmunge-dev",
+    "llvm-22-dev",
+];
+/// The eBPF linker, built against LLVM 22.
+const BPF_LINKER: &str = "bpf-linker@0.13.0";
 /// Local accounts the end-to-end tests run jobs as.
 const TEST_USERS: &[&str] = &["bhtest1", "bhtest2"];
 
@@ -117,7 +126,66 @@ fn setup() -> Result<()> {
         }
     }
     eprintln!("test users: {}", TEST_USERS.join(" "));
-    Ok(())
+    ebpf_toolchain()
+}
+
+/// The nightly toolchain with rust-src (for `-Z build-std=core`) and bpf-linker.
+fn ebpf_toolchain() -> Result<()> {
+    let installed = |args: &[&str]| {
+        Command::new("rustup")
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    if !installed(&["toolchain", "list"])
+        .lines()
+        .any(|l| l.starts_with("nightly"))
+    {
+        run(Command::new("rustup").args([
+            "toolchain",
+            "install",
+            "nightly",
+            "--profile",
+            "minimal",
+        ]))?;
+    }
+    if !installed(&["component", "list", "--toolchain", "nightly", "--installed"])
+        .lines()
+        .any(|l| l.starts_with("rust-src"))
+    {
+        run(Command::new("rustup").args([
+            "component",
+            "add",
+            "rust-src",
+            "--toolchain",
+            "nightly",
+        ]))?;
+    }
+    let have_linker = Command::new("bpf-linker")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if have_linker {
+        eprintln!("bpf-linker: present");
+        return Ok(());
+    }
+    let path = format!(
+        "/usr/lib/llvm-22/bin:{}",
+        std::env::var("PATH").unwrap_or_default()
+    );
+    run(
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "install",
+                BPF_LINKER,
+                "--locked",
+                "--no-default-features",
+                "--features",
+                "llvm-22",
+            ])
+            .env("PATH", path),
+    )
 }
 
 /// Installs the Debian packages of `packages` that are missing (apt-get update first).

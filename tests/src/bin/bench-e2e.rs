@@ -71,6 +71,7 @@ fn main() -> Result<()> {
         kill_wait_s: 1.0,
         nodes,
         log: "warn",
+        agent_args: vec![],
     })?;
     let wd = c.workdir(None)?;
     let mut pids: Vec<u32> = c
