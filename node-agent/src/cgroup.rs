@@ -324,7 +324,27 @@ impl AgentTree {
             extra: Vec::new(),
         };
         if let Some(own2) = &own.v2 {
-            tree.v2 = Some(tree.setup_v2(own2, name)?);
+            let agent_leaf = format!("{name}-agent");
+            match own2.parent() {
+                // Restarted inside the leaf an earlier run moved itself into: the
+                // delegated cgroup is the parent, already laid out.
+                Some(delegated)
+                    if own2
+                        .file_name()
+                        .is_some_and(|n| n.to_string_lossy() == agent_leaf) =>
+                {
+                    let jobs = delegated.join(name);
+                    mkdir(&jobs)?;
+                    let enabled: Vec<String> = read(&delegated.join("cgroup.subtree_control"))?
+                        .split_whitespace()
+                        .map(str::to_string)
+                        .collect();
+                    tree.created.insert(0, jobs.clone());
+                    tree.job_level = own.v2_level + 1;
+                    tree.v2 = Some((jobs, enabled));
+                }
+                _ => tree.v2 = Some(tree.setup_v2(own2, name)?),
+            }
         }
         for (ctrl, dir) in &own.v1 {
             let d = dir.join(name);

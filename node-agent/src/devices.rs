@@ -162,6 +162,8 @@ mod bpfsys {
 /// The loaded (or re-adopted) filter.
 pub struct DeviceFilter {
     policy: HashMap<MapData, PolicyKey, PolicyValue>,
+    /// The keys written for each job cgroup, so that a revoke touches only those.
+    held: std::collections::HashMap<u64, Vec<PolicyKey>>,
     pin_dir: PathBuf,
     denials: Option<RingBuf<MapData>>,
     /// Whether this run loaded the program (false: re-adopted from the pins).
@@ -266,6 +268,7 @@ impl DeviceFilter {
         }
         Ok(DeviceFilter {
             policy,
+            held: Default::default(),
             pin_dir,
             denials: Some(denials),
             loaded_now,
@@ -274,32 +277,47 @@ impl DeviceFilter {
 
     /// Grants a job cgroup its device rules. Called before any process enters it.
     pub fn grant(&mut self, cgroup_id: u64, rules: &[DeviceRule]) -> Result<(), DeviceError> {
-        // Entries a recycled cgroup id might have left are cleared first.
-        self.revoke(cgroup_id);
+        // cgroup ids are not reused while the agent runs, and revoke_all cleared those of
+        // earlier runs: only this run's entries for the id need clearing.
+        if let Some(old) = self.held.remove(&cgroup_id) {
+            for k in old {
+                let _ = self.policy.remove(&k);
+            }
+        }
+        let mut written = Vec::new();
         for (k, v) in devpolicy::compile(cgroup_id, rules) {
             if let Err(source) = self.policy.insert(k, v, 0) {
+                self.held.insert(cgroup_id, written);
                 self.revoke(cgroup_id);
                 return Err(DeviceError::Policy { cgroup_id, source });
             }
+            written.push(k);
         }
+        self.held.insert(cgroup_id, written);
         Ok(())
     }
 
-    /// Removes every grant of a job cgroup.
+    /// Removes every grant of a job cgroup (those of an earlier run too, by a scan of
+    /// the map, when this run did not write them).
     pub fn revoke(&mut self, cgroup_id: u64) {
-        let keys: Vec<PolicyKey> = self
-            .policy
-            .keys()
-            .filter_map(Result::ok)
-            .filter(|k| k.cgroup_id == cgroup_id)
-            .collect();
+        let keys = match self.held.remove(&cgroup_id) {
+            Some(keys) => keys,
+            None => self
+                .policy
+                .keys()
+                .filter_map(Result::ok)
+                .filter(|k| k.cgroup_id == cgroup_id)
+                .collect(),
+        };
         for k in keys {
             let _ = self.policy.remove(&k);
         }
     }
 
-    /// Removes every grant (at start, when no job of an earlier run survives).
+    /// Removes every grant in the map, also those an earlier run of the agent wrote
+    /// (at start, when no job of that run survives).
     pub fn revoke_all(&mut self) {
+        self.held.clear();
         let keys: Vec<PolicyKey> = self.policy.keys().filter_map(Result::ok).collect();
         for k in keys {
             let _ = self.policy.remove(&k);
@@ -388,4 +406,10 @@ impl DenialReader {
             }
         }
     }
+}
+
+/// The embedded object, for benchmarks that compare loading it per job with the
+/// shared filter.
+pub fn object() -> &'static [u8] {
+    OBJECT
 }

@@ -312,8 +312,14 @@ impl Cluster {
         });
         let mut cmd = Command::new(bin("bulkhead-agent"));
         if let Some(parent) = agent_cgroup_parent() {
-            let own = parent.join(name);
+            let mut own = parent.join(name);
             std::fs::create_dir_all(&own)?;
+            // A restart goes where the earlier run moved itself: its delegated cgroup
+            // now has controllers enabled and takes no process of its own.
+            let leaf = own.join(format!("bulkhead-{name}-agent"));
+            if leaf.is_dir() {
+                own = leaf;
+            }
             let procs = std::fs::OpenOptions::new()
                 .write(true)
                 .open(own.join("cgroup.procs"))?;

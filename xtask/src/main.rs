@@ -42,6 +42,11 @@ enum Cmd {
 
 #[derive(Debug, Subcommand)]
 enum Bench {
+    /// Per-job cost of the cgroups and the device policy (median over N jobs).
+    Isolation {
+        #[arg(long, default_value_t = 2000)]
+        jobs: u32,
+    },
     /// Submit N trivial jobs and measure submissions/s, jobs/s end to end and submit→start latency.
     E2e {
         #[arg(long, default_value_t = 2000)]
@@ -223,6 +228,19 @@ fn main() -> Result<()> {
         Cmd::Setup => setup(),
         Cmd::Ci => ci(),
         Cmd::VmTest { filter } => vm::run(&root(), filter.as_deref()),
+        Cmd::Bench {
+            which: Bench::Isolation { jobs },
+        } => run(cargo()
+            .args([
+                "run",
+                "--release",
+                "-p",
+                "bulkhead-tests",
+                "--bin",
+                "bench-isolation",
+                "--",
+            ])
+            .args(["--jobs", &jobs.to_string()])),
         Cmd::Bench {
             which: Bench::E2e { jobs, nodes, cpus },
         } => {

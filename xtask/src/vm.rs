@@ -3,7 +3,8 @@
 //! This host's cgroups are hybrid, so the v2 paths of the agent (cpuset, `memory.max`,
 //! `pids.max`, `cgroup.kill`, `memory.events`) are proven in a VM: Debian's kernel
 //! boots under TCG (KVM is not available here) from an initramfs that holds busybox,
-//! munged, the workspace's binaries, the test binary and every shared library they
+//! munged, the workspace's binaries, the test binaries (the device filter's kernel
+//! tests and the end-to-end tests) and every shared library they
 //! load. Its `/init` mounts cgroup2, enables the controllers, gives the test runner a
 //! leaf cgroup and the agents a delegated parent (what systemd's `Delegate=yes` gives a
 //! real agent, passed as `BH_TEST_AGENT_CGROUP`), runs the tests and powers off. The
@@ -120,8 +121,10 @@ echo $$ > /sys/fs/cgroup/test/cgroup.procs
 echo "VM: $(uname -r), cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 export BH_TEST_AGENT_CGROUP=/sys/fs/cgroup/agents BH_TEST_TIME_SCALE=__SCALE__ HOME=/root RUST_BACKTRACE=1
 cd /bh
-./target/debug/deps/e2e --test-threads=2 __FILTER__ 2>&1
-echo "VM-TEST-RC=$?"
+rc=0
+./target/debug/deps/device_filter --test-threads=1 __FILTER__ 2>&1 || rc=1
+./target/debug/deps/e2e --test-threads=2 __FILTER__ 2>&1 || rc=1
+echo "VM-TEST-RC=$rc"
 poweroff -f
 "#;
 
@@ -134,6 +137,7 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
             .current_dir(root),
     )?;
     let e2e = test_exe(root, "bulkhead-tests", "e2e")?;
+    let device_filter = test_exe(root, "bulkhead-agent", "device_filter")?;
     let target = e2e
         .parent()
         .and_then(Path::parent)
@@ -169,8 +173,13 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
         std::fs::Permissions::from_mode(0o755),
     )?;
 
-    let mut bins: Vec<(PathBuf, PathBuf)> =
-        vec![(e2e.clone(), PathBuf::from("/bh/target/debug/deps/e2e"))];
+    let mut bins: Vec<(PathBuf, PathBuf)> = vec![
+        (e2e.clone(), PathBuf::from("/bh/target/debug/deps/e2e")),
+        (
+            device_filter,
+            PathBuf::from("/bh/target/debug/deps/device_filter"),
+        ),
+    ];
     for b in ["bh", "bulkhead-broker", "bulkhead-agent"] {
         bins.push((
             target.join(b),
