@@ -11,8 +11,8 @@
 
 use bulkhead_proto::job::{DEFAULT_OUTPUT_PATTERN, LaunchSpec, expand_output_pattern};
 use std::ffi::CString;
-use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -206,7 +206,7 @@ pub fn write_script(
     Ok(path)
 }
 
-const STEPS: [&str; 9] = [
+const STEPS: [&str; 11] = [
     "join the job cgroup",
     "start a session",
     "set supplementary groups",
@@ -216,6 +216,8 @@ const STEPS: [&str; 9] = [
     "change to the working directory",
     "open the output file",
     "open the error file",
+    "attach standard input to /dev/null",
+    "execute the batch script",
 ];
 
 /// What the child needs, prepared before the fork.
@@ -236,14 +238,152 @@ fn cstr(s: &str, what: &'static str) -> Result<CString, LaunchError> {
     CString::new(s).map_err(|_| LaunchError::Nul { what })
 }
 
-/// Forks and execs the job. Returns the running child.
-pub fn spawn(p: &Prepared) -> Result<tokio::process::Child, LaunchError> {
+/// What the child of [`spawn`] needs, prepared before the clone: C strings, pointer
+/// arrays and descriptors. The child also writes its failure here: it shares the
+/// parent's memory until it execs.
+struct ChildPrep {
+    path: CString,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    procs: Vec<i32>,
+    devnull: i32,
+    groups: Vec<libc::gid_t>,
+    uid: libc::uid_t,
+    gid: libc::gid_t,
+    workdir: CString,
+    out: CString,
+    err: Option<CString>,
+    /// Signals the agent handles: reset to their default in the child before exec.
+    handled: Vec<i32>,
+    failed_step: i32,
+    failed_errno: i32,
+}
+
+const NO_FAILURE: i32 = -1;
+
+/// The child's side of [`spawn`]: system calls only, then execve. Runs on its own
+/// stack in the parent's memory (CLONE_VM) while the parent thread waits (CLONE_VFORK).
+extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the ChildPrep the parent keeps alive until this child execs or
+    // exits; nothing else touches it meanwhile. Only async-signal-safe calls follow.
+    unsafe {
+        let p = &mut *arg.cast::<ChildPrep>();
+        let fail = |p: &mut ChildPrep, step: i32| -> libc::c_int {
+            p.failed_errno = *libc::__errno_location();
+            p.failed_step = step;
+            libc::_exit(127)
+        };
+        for &sig in &p.handled {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+        for &fd in &p.procs {
+            if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                return fail(p, 0);
+            }
+        }
+        if libc::setsid() < 0 {
+            return fail(p, 1);
+        }
+        if libc::setgroups(p.groups.len(), p.groups.as_ptr()) != 0 {
+            return fail(p, 2);
+        }
+        if libc::setgid(p.gid) != 0 {
+            return fail(p, 3);
+        }
+        if libc::setuid(p.uid) != 0 {
+            return fail(p, 4);
+        }
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return fail(p, 5);
+        }
+        if libc::chdir(p.workdir.as_ptr()) != 0 {
+            return fail(p, 6);
+        }
+        if libc::dup2(p.devnull, 0) < 0 {
+            return fail(p, 9);
+        }
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let fd = libc::open(p.out.as_ptr(), flags, 0o644);
+        if fd < 0 || libc::dup2(fd, 1) < 0 {
+            return fail(p, 7);
+        }
+        let efd = match &p.err {
+            None => fd,
+            Some(e) => libc::open(e.as_ptr(), flags, 0o644),
+        };
+        if efd < 0 || libc::dup2(efd, 2) < 0 {
+            return fail(p, 8);
+        }
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        libc::execve(p.path.as_ptr(), p.argv.as_ptr(), p.envp.as_ptr());
+        fail(p, 10)
+    }
+}
+
+/// A job's batch process, started by [`spawn`], waited for through a pidfd.
+#[derive(Debug)]
+pub struct JobProcess {
+    pid: i32,
+    pidfd: tokio::io::unix::AsyncFd<OwnedFd>,
+    status: Option<std::process::ExitStatus>,
+}
+
+impl JobProcess {
+    pub fn id(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// Waits until the process exits and reaps it.
+    pub async fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(s) = self.status {
+            return Ok(s);
+        }
+        loop {
+            let mut guard = self.pidfd.readable().await?;
+            let mut status = 0;
+            // SAFETY: the pid is our unreaped child (its pidfd pins it).
+            let rc = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
+            if rc == self.pid {
+                let s = std::process::ExitStatus::from_raw(status);
+                self.status = Some(s);
+                return Ok(s);
+            }
+            if rc < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            guard.clear_ready();
+        }
+    }
+}
+
+/// Signals that have a handler in this process (tokio's, for one).
+fn handled_signals() -> Vec<i32> {
+    (1..libc::SIGRTMAX())
+        .filter(|&sig| {
+            // SAFETY: reading a disposition; `old` is written by the kernel.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            let rc = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
+            rc == 0 && old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN
+        })
+        .collect()
+}
+
+/// Starts the job: clone(CLONE_VM | CLONE_VFORK) runs [`child_main`], which joins
+/// the job's cgroups, drops to the user and execs the script. Sharing the agent's
+/// memory until exec spares copying its page tables for every job (fork's main cost
+/// here). Returns the running process.
+pub fn spawn(p: &Prepared) -> Result<JobProcess, LaunchError> {
     let procs: Vec<OwnedFd> = p
         .procs_files
         .iter()
         .map(|f| {
             std::fs::OpenOptions::new()
                 .write(true)
+                .custom_flags(libc::O_CLOEXEC)
                 .open(f)
                 .map(OwnedFd::from)
                 .map_err(|source| LaunchError::Prepare {
@@ -253,114 +393,130 @@ pub fn spawn(p: &Prepared) -> Result<tokio::process::Child, LaunchError> {
                 })
         })
         .collect::<Result<_, _>>()?;
-    let procs_raw: Vec<i32> = procs.iter().map(AsRawFd::as_raw_fd).collect();
-    let workdir = cstr(&p.workdir, "working directory")?;
-    let out = cstr(&p.stdout, "output path")?;
-    let err = if p.stderr == p.stdout {
-        None
-    } else {
-        Some(cstr(&p.stderr, "error path")?)
-    };
-    let groups: Vec<libc::gid_t> = p.user.groups.clone();
-    let (uid, gid) = (p.user.uid, p.user.gid);
-    let (rd, wr) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| LaunchError::Prepare {
-            step: "create a pipe for",
-            path: p.script.clone(),
-            source: e.into(),
+    let devnull = std::fs::File::open("/dev/null").map_err(|source| LaunchError::Prepare {
+        step: "open",
+        path: "/dev/null".into(),
+        source,
+    })?;
+    let path =
+        CString::new(p.script.as_os_str().as_encoded_bytes()).map_err(|_| LaunchError::Nul {
+            what: "script path",
         })?;
-    let wr_raw = wr.as_raw_fd();
-
-    let mut cmd = tokio::process::Command::new(&p.script);
-    cmd.args(&p.args)
-        .env_clear()
-        .envs(p.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(false);
-    // SAFETY: the closure runs in the forked child before exec. It only makes
-    // async-signal-safe system calls on data prepared before the fork; it allocates
-    // nothing and takes no lock.
-    unsafe {
-        cmd.pre_exec(move || {
-            let fail = |step: u8| -> io::Error {
-                let e = io::Error::last_os_error();
-                libc::write(wr_raw, (&step as *const u8).cast(), 1);
-                e
-            };
-            for fd in &procs_raw {
-                if libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
-                    return Err(fail(0));
-                }
-            }
-            if libc::setsid() < 0 {
-                return Err(fail(1));
-            }
-            if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
-                return Err(fail(2));
-            }
-            if libc::setgid(gid) != 0 {
-                return Err(fail(3));
-            }
-            if libc::setuid(uid) != 0 {
-                return Err(fail(4));
-            }
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return Err(fail(5));
-            }
-            if libc::chdir(workdir.as_ptr()) != 0 {
-                return Err(fail(6));
-            }
-            let flags =
-                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-            let fd = libc::open(out.as_ptr(), flags, 0o644);
-            if fd < 0 || libc::dup2(fd, 1) < 0 {
-                return Err(fail(7));
-            }
-            match &err {
-                None => {
-                    if libc::dup2(fd, 2) < 0 {
-                        return Err(fail(7));
-                    }
-                }
-                Some(e) => {
-                    let efd = libc::open(e.as_ptr(), flags, 0o644);
-                    if efd < 0 || libc::dup2(efd, 2) < 0 {
-                        return Err(fail(8));
-                    }
-                }
-            }
-            Ok(())
+    let argv_store: Vec<CString> = std::iter::once(Ok(path.clone()))
+        .chain(p.args.iter().map(|a| cstr(a, "argument")))
+        .collect::<Result<_, _>>()?;
+    let envp_store: Vec<CString> = p
+        .env
+        .iter()
+        .map(|(k, v)| cstr(&format!("{k}={v}"), "environment"))
+        .collect::<Result<_, _>>()?;
+    let nul_terminated = |v: &[CString]| -> Vec<*const libc::c_char> {
+        v.iter()
+            .map(|c| c.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect()
+    };
+    let mut prep = Box::new(ChildPrep {
+        path,
+        argv: nul_terminated(&argv_store),
+        envp: nul_terminated(&envp_store),
+        procs: procs.iter().map(AsRawFd::as_raw_fd).collect(),
+        devnull: devnull.as_raw_fd(),
+        groups: p.user.groups.clone(),
+        uid: p.user.uid,
+        gid: p.user.gid,
+        workdir: cstr(&p.workdir, "working directory")?,
+        out: cstr(&p.stdout, "output path")?,
+        err: if p.stderr == p.stdout {
+            None
+        } else {
+            Some(cstr(&p.stderr, "error path")?)
+        },
+        handled: handled_signals(),
+        failed_step: NO_FAILURE,
+        failed_errno: 0,
+    });
+    let mut stack = vec![0u8; 256 << 10];
+    // SAFETY: the stack grows down from its (16-byte aligned) end; the child runs only
+    // `child_main`, which uses system calls. All signals are blocked in this thread
+    // across the clone so that no handler runs in the child on the shared memory; the
+    // child resets handled signals to default and unblocks before exec.
+    let pid = unsafe {
+        let top = stack.as_mut_ptr().add(stack.len()) as usize & !15;
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let pid = {
+            let _shared = FORK_LOCK
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            libc::clone(
+                child_main,
+                top as *mut libc::c_void,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                (&mut *prep as *mut ChildPrep).cast(),
+            )
+        };
+        let clone_errno = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(LaunchError::Child {
+                step: "start the job process",
+                uid: p.user.uid,
+                source: clone_errno,
+            });
+        }
+        pid
+    };
+    drop(stack);
+    drop(procs);
+    drop(devnull);
+    if prep.failed_step != NO_FAILURE {
+        let mut status = 0;
+        // SAFETY: reaping our own exited child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let step = STEPS
+            .get(prep.failed_step as usize)
+            .copied()
+            .unwrap_or("start the job");
+        return Err(LaunchError::Child {
+            step,
+            uid: p.user.uid,
+            source: io::Error::from_raw_os_error(prep.failed_errno),
         });
     }
-    let spawned = {
-        let _shared = FORK_LOCK
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        cmd.spawn()
-    };
-    drop(wr);
-    drop(procs);
-    match spawned {
-        Ok(child) => Ok(child),
-        Err(source) => {
-            let mut step = [0u8; 1];
-            let mut rd = std::fs::File::from(rd);
-            let what = match rd.read(&mut step) {
-                Ok(1) => STEPS
-                    .get(usize::from(step[0]))
-                    .copied()
-                    .unwrap_or("start the job"),
-                _ => "execute the batch script",
-            };
-            Err(LaunchError::Child {
-                step: what,
-                uid,
-                source,
-            })
+    // SAFETY: pidfd_open on our own unreaped child; the result is a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        let source = io::Error::last_os_error();
+        // SAFETY: our own child; it must not outlive a launch we cannot supervise.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
         }
+        return Err(LaunchError::Child {
+            step: "watch the job process (pidfd_open)",
+            uid: p.user.uid,
+            source,
+        });
     }
+    // SAFETY: a new descriptor owned by nothing else.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // SAFETY: the OwnedFd stays open, unchanged, for the AsyncFd's life, which owns it.
+    let pidfd = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+    }
+    .map_err(|e| LaunchError::Child {
+        step: "watch the job process",
+        uid: p.user.uid,
+        source: e.into(),
+    })?;
+    Ok(JobProcess {
+        pid,
+        pidfd,
+        status: None,
+    })
 }
 
 #[cfg(test)]

@@ -683,7 +683,7 @@ struct JobCtx {
 }
 
 struct Started {
-    child: tokio::process::Child,
+    child: launch::JobProcess,
     cg: JobCgroup,
     script: PathBuf,
     /// The job cgroup's id, when the device filter holds it.
@@ -830,7 +830,7 @@ async fn run_job(
             return;
         }
     };
-    let pid = started.child.id().unwrap_or(0);
+    let pid = started.child.id();
     let _ = ctx
         .events
         .send(JobEvent::Started { job, pid, start_us })

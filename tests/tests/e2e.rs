@@ -121,6 +121,27 @@ fn a_users_job_runs_as_that_user_in_its_own_cgroup_and_reports_its_exit() {
         std::fs::read_to_string(wd.join(format!("fail-{bad}.txt"))).expect("out"),
         "failing\n"
     );
+
+    // A job that cannot start says which step failed, as whom, and why.
+    let lost = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["-D", "/nonexistent-bh-dir"],
+            "#!/bin/sh\ntrue\n",
+        )
+        .expect("submit");
+    let j = c
+        .wait_state(lost, &[JobState::Completed, JobState::Failed], t())
+        .expect("finished");
+    assert_eq!(j.state, JobState::Failed);
+    let reason = j.reason.unwrap_or_default();
+    assert!(
+        reason.contains("change to the working directory")
+            && reason.contains(&format!("uid {}", u.uid))
+            && reason.contains("No such file"),
+        "{reason}"
+    );
 }
 
 #[test]
