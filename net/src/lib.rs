@@ -9,3 +9,15 @@ pub mod client;
 pub mod thread;
 
 pub use client::{Client, ClientError};
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn libzmq_is_debians_with_curve() {
+        // zmq-sys would build its own libzmq without libsodium; .cargo/config.toml links
+        // Debian's instead, which has CURVE for encrypted, authenticated transport.
+        assert_eq!(zmq::has("curve"), Some(true), "libzmq without CURVE: check .cargo/config.toml");
+        let (major, _, _) = zmq::version();
+        assert!(major >= 4);
+    }
+}
