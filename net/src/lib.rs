@@ -16,7 +16,11 @@ mod tests {
     fn libzmq_is_debians_with_curve() {
         // zmq-sys would build its own libzmq without libsodium; .cargo/config.toml links
         // Debian's instead, which has CURVE for encrypted, authenticated transport.
-        assert_eq!(zmq::has("curve"), Some(true), "libzmq without CURVE: check .cargo/config.toml");
+        assert_eq!(
+            zmq::has("curve"),
+            Some(true),
+            "libzmq without CURVE: check .cargo/config.toml"
+        );
         let (major, _, _) = zmq::version();
         assert!(major >= 4);
     }

@@ -42,6 +42,14 @@ enum Cmd {
 
 #[derive(Debug, Subcommand)]
 enum Bench {
+    /// The scheduling core: a full and an incremental pass over 100,000 pending jobs on
+    /// 10,000 simulated 8-GPU nodes, and memory per pending job.
+    Sched {
+        #[arg(long, default_value_t = 10_000)]
+        nodes: u32,
+        #[arg(long, default_value_t = 100_000)]
+        jobs: u32,
+    },
     /// Per-job cost of the cgroups and the device policy (median over N jobs).
     Isolation {
         #[arg(long, default_value_t = 2000)]
@@ -228,6 +236,19 @@ fn main() -> Result<()> {
         Cmd::Setup => setup(),
         Cmd::Ci => ci(),
         Cmd::VmTest { filter } => vm::run(&root(), filter.as_deref()),
+        Cmd::Bench {
+            which: Bench::Sched { nodes, jobs },
+        } => run(cargo()
+            .args([
+                "run",
+                "--release",
+                "-p",
+                "bulkhead-sched",
+                "--bin",
+                "bench-sched",
+                "--",
+            ])
+            .args(["--nodes", &nodes.to_string(), "--jobs", &jobs.to_string()])),
         Cmd::Bench {
             which: Bench::Isolation { jobs },
         } => run(cargo()

@@ -1,0 +1,946 @@
+//! The scheduler: pending jobs in priority order, placed on nodes now or reserved for
+//! later, with lower-priority jobs backfilled where they delay no reservation.
+//!
+//! A pass walks the pending jobs in priority order. A job whose dependencies, limits and
+//! partitions allow it starts if its nodes are free now (a gang starts only when all
+//! are). The first blocked jobs (up to `reservations`) get a reservation: the earliest
+//! time enough nodes free up, given the time limits of the running jobs, and those
+//! nodes for that window. A later job may start on a reserved node only if its own time
+//! limit ends before the reservation begins: backfill never delays a reserved job.
+//!
+//! Free capacity is indexed by free GPUs, so that a pass over a full cluster costs
+//! little per job.
+
+use crate::fairshare::FairShare;
+use crate::model::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Weights and tunables.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub weight_age: f64,
+    pub weight_fairshare: f64,
+    pub weight_size: f64,
+    pub weight_partition: f64,
+    pub weight_qos: f64,
+    /// Age at which the age factor reaches 1.
+    pub max_age: Time,
+    pub half_life: Time,
+    /// Billing per GPU-second and per CPU-second.
+    pub bill_gpu: f64,
+    pub bill_cpu: f64,
+    /// Blocked jobs that get a reservation (and an expected start) per pass.
+    pub reservations: usize,
+    pub user_limits: Limits,
+    pub account_limits: Limits,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            weight_age: 1000.0,
+            weight_fairshare: 10_000.0,
+            weight_size: 1000.0,
+            weight_partition: 10_000.0,
+            weight_qos: 2000.0,
+            max_age: 7 * 86_400,
+            half_life: 7 * 86_400,
+            bill_gpu: 32.0,
+            bill_cpu: 1.0,
+            reservations: 8,
+            user_limits: Limits::default(),
+            account_limits: Limits::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    #[error("job {0:?} already exists")]
+    Duplicate(JobId),
+    #[error("no partition given and no default")]
+    NoPartition,
+    #[error("requested node configuration is not available: {0}")]
+    Unsatisfiable(String),
+    #[error("job submit limit reached ({0})")]
+    SubmitLimit(&'static str),
+}
+
+#[derive(Debug, Clone)]
+struct Node {
+    spec: NodeSpec,
+    health: Health,
+    free: Res,
+    /// Running jobs on the node: their end by time limit (`None`: no limit) and use.
+    jobs: Vec<(JobId, Option<Time>, Res)>,
+}
+
+impl Node {
+    fn schedulable(&self) -> bool {
+        self.health == Health::Up
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    spec: JobSpec,
+    priority: f64,
+    reason: Reason,
+    expected_start: Option<Time>,
+}
+
+#[derive(Debug, Clone)]
+struct Running {
+    spec: JobSpec,
+    partition: PartIdx,
+    nodes: Vec<NodeIdx>,
+    start: Time,
+    end_limit: Option<Time>,
+    charged_to: Time,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    jobs: u32,
+    gpus: u32,
+    cpus: u32,
+    submitted: u32,
+}
+
+/// What `bh queue` shows of a pending job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingInfo {
+    pub reason: Reason,
+    pub expected_start: Option<Time>,
+    pub priority: f64,
+}
+
+/// The scheduling core. No I/O, no clock: every call takes `now`.
+#[derive(Debug, Clone)]
+pub struct Scheduler {
+    cfg: Config,
+    nodes: Vec<Node>,
+    parts: Vec<PartitionSpec>,
+    /// Partition membership, one bitset per partition.
+    member: Vec<Vec<u64>>,
+    fs: FairShare,
+    pending: HashMap<JobId, Pending>,
+    /// Pending jobs by priority, highest first, refreshed by a full pass.
+    order: Vec<JobId>,
+    /// GPUs per node each job of `order` needs, for the incremental pass's quick skip.
+    order_need: Vec<u32>,
+    /// Reservations made by the last full pass.
+    reserved: Reserved,
+
+    running: HashMap<JobId, Running>,
+    ended: HashMap<JobId, Outcome>,
+    users: HashMap<u32, Usage>,
+    accounts_use: HashMap<AccountIdx, Usage>,
+    /// Schedulable nodes with any free CPU, by free GPUs.
+    by_free_gpus: BTreeMap<u32, BTreeSet<NodeIdx>>,
+    max_total: Res,
+}
+
+fn bit(set: &[u64], i: u32) -> bool {
+    set.get((i / 64) as usize)
+        .is_some_and(|w| w & (1 << (i % 64)) != 0)
+}
+
+impl Scheduler {
+    pub fn new(
+        cfg: Config,
+        nodes: Vec<NodeSpec>,
+        parts: Vec<PartitionSpec>,
+        accounts: Vec<AccountSpec>,
+    ) -> Scheduler {
+        let words = nodes.len().div_ceil(64);
+        let member = parts
+            .iter()
+            .map(|p| {
+                let mut w = vec![0u64; words];
+                for n in &p.nodes {
+                    w[(n.0 / 64) as usize] |= 1 << (n.0 % 64);
+                }
+                w
+            })
+            .collect();
+        let mut max_total = Res::default();
+        for n in &nodes {
+            max_total.add(&n.capacity);
+        }
+        let fs = FairShare::new(accounts, cfg.half_life);
+        let mut s = Scheduler {
+            cfg,
+            nodes: nodes
+                .into_iter()
+                .map(|spec| Node {
+                    free: spec.capacity,
+                    spec,
+                    health: Health::Up,
+                    jobs: vec![],
+                })
+                .collect(),
+            parts,
+            member,
+            fs,
+            pending: HashMap::new(),
+            order: Vec::new(),
+            order_need: Vec::new(),
+            reserved: HashMap::new(),
+
+            running: HashMap::new(),
+            ended: HashMap::new(),
+            users: HashMap::new(),
+            accounts_use: HashMap::new(),
+            by_free_gpus: BTreeMap::new(),
+            max_total,
+        };
+        for i in 0..s.nodes.len() {
+            s.index(NodeIdx(i as u32));
+        }
+        s
+    }
+
+    fn index(&mut self, n: NodeIdx) {
+        let node = &self.nodes[n.0 as usize];
+        if node.schedulable() && node.free.cpus > 0 {
+            self.by_free_gpus
+                .entry(node.free.gpus)
+                .or_default()
+                .insert(n);
+        }
+    }
+
+    fn unindex(&mut self, n: NodeIdx) {
+        let g = self.nodes[n.0 as usize].free.gpus;
+        if let Some(set) = self.by_free_gpus.get_mut(&g) {
+            set.remove(&n);
+            if set.is_empty() {
+                self.by_free_gpus.remove(&g);
+            }
+        }
+    }
+
+    pub fn fairshare(&self) -> &FairShare {
+        &self.fs
+    }
+
+    pub fn partitions(&self) -> &[PartitionSpec] {
+        &self.parts
+    }
+
+    /// The time limit a job gets in a partition, or why it cannot run there.
+    fn limit_in(&self, spec: &JobSpec, p: PartIdx) -> Result<Option<Time>, String> {
+        let part = &self.parts[p.0 as usize];
+        if !part.allowed_accounts.is_empty() && !part.allowed_accounts.contains(&spec.account) {
+            return Err(format!("account not allowed in partition {}", part.name));
+        }
+        let limit = spec.req.time_limit.or(part.default_time);
+        match (limit, part.max_time) {
+            (Some(l), Some(m)) if l > m => {
+                Err(format!("time limit over partition {}'s maximum", part.name))
+            }
+            (None, Some(m)) => Ok(Some(m)),
+            _ => Ok(limit),
+        }
+    }
+
+    /// Whether some set of the partition's nodes could ever hold the job.
+    fn could_ever_fit(&self, spec: &JobSpec, p: PartIdx) -> bool {
+        let big = self.parts[p.0 as usize]
+            .nodes
+            .iter()
+            .filter(|n| {
+                spec.req
+                    .per_node
+                    .fits_in(&self.nodes[n.0 as usize].spec.capacity)
+            })
+            .count();
+        big >= spec.req.nodes as usize
+    }
+
+    /// Adds a job to the queue, refusing one that no partition could ever run.
+    pub fn submit(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+        if self.pending.contains_key(&spec.id)
+            || self.running.contains_key(&spec.id)
+            || self.ended.contains_key(&spec.id)
+        {
+            return Err(SubmitError::Duplicate(spec.id));
+        }
+        if spec.partitions.is_empty() {
+            return Err(SubmitError::NoPartition);
+        }
+        let mut why = Vec::new();
+        let ok = spec
+            .partitions
+            .iter()
+            .any(|p| match self.limit_in(&spec, *p) {
+                Err(e) => {
+                    why.push(e);
+                    false
+                }
+                Ok(_) if !self.could_ever_fit(&spec, *p) => {
+                    why.push(format!(
+                        "partition {} has too few nodes of that size",
+                        self.parts[p.0 as usize].name
+                    ));
+                    false
+                }
+                Ok(_) => true,
+            });
+        if !ok {
+            return Err(SubmitError::Unsatisfiable(why.join("; ")));
+        }
+        let u = self.users.entry(spec.user).or_default();
+        if self
+            .cfg
+            .user_limits
+            .max_submitted_jobs
+            .is_some_and(|m| u.submitted >= m)
+        {
+            return Err(SubmitError::SubmitLimit("MaxSubmitJobsPerUser"));
+        }
+        u.submitted += 1;
+        let a = self.accounts_use.entry(spec.account).or_default();
+        if self
+            .cfg
+            .account_limits
+            .max_submitted_jobs
+            .is_some_and(|m| a.submitted >= m)
+        {
+            if let Some(u) = self.users.get_mut(&spec.user) {
+                u.submitted -= 1;
+            }
+            return Err(SubmitError::SubmitLimit("MaxSubmitJobsPerAccount"));
+        }
+        a.submitted += 1;
+        let priority = self.priority(&spec, now);
+        let id = spec.id;
+        self.pending.insert(
+            id,
+            Pending {
+                spec,
+                priority,
+                reason: Reason::Priority,
+                expected_start: None,
+            },
+        );
+        // Into the order at its place, so that the next pass need not sort.
+        let at = self
+            .order
+            .partition_point(|j| self.pending.get(j).is_some_and(|p| p.priority >= priority));
+        self.order.insert(at, id);
+        self.order_need
+            .insert(at, self.pending[&id].spec.req.per_node.gpus);
+        Ok(())
+    }
+
+    fn priority(&self, spec: &JobSpec, now: Time) -> f64 {
+        self.priority_with(spec, now, self.fs.factor(spec.account))
+    }
+
+    /// The priority, given the account's fair-share factor (a full pass works them out
+    /// once per account, not once per job).
+    fn priority_with(&self, spec: &JobSpec, now: Time, fairshare: f64) -> f64 {
+        let c = &self.cfg;
+        let age = (now.saturating_sub(spec.submit) as f64 / c.max_age.max(1) as f64).min(1.0);
+        let size = {
+            let r = &spec.req;
+            let gpus = f64::from(r.nodes * r.per_node.gpus) / f64::from(self.max_total.gpus.max(1));
+            let cpus = f64::from(r.nodes * r.per_node.cpus) / f64::from(self.max_total.cpus.max(1));
+            gpus.max(cpus).min(1.0)
+        };
+        let max_tier = self.parts.iter().map(|p| p.tier).max().unwrap_or(0).max(1);
+        let tier = spec
+            .partitions
+            .iter()
+            .map(|p| self.parts[p.0 as usize].tier)
+            .max()
+            .unwrap_or(0);
+        c.weight_age * age
+            + c.weight_fairshare * fairshare
+            + c.weight_size * size
+            + c.weight_partition * f64::from(tier) / f64::from(max_tier)
+            + c.weight_qos * spec.qos.clamp(0.0, 1.0)
+    }
+
+    /// Removes a pending job, or releases a running one's nodes (the caller kills it).
+    /// Returns whether the job was known.
+    pub fn cancel(&mut self, id: JobId, now: Time) -> bool {
+        if let Some(p) = self.pending.remove(&id) {
+            if let Some(i) = self.order.iter().position(|j| *j == id) {
+                self.order.remove(i);
+                self.order_need.remove(i);
+            }
+            if let Some(u) = self.users.get_mut(&p.spec.user) {
+                u.submitted = u.submitted.saturating_sub(1);
+            }
+            if let Some(a) = self.accounts_use.get_mut(&p.spec.account) {
+                a.submitted = a.submitted.saturating_sub(1);
+            }
+            self.ended.insert(id, Outcome::NotOk);
+            return true;
+        }
+        if self.running.contains_key(&id) {
+            self.job_ended(id, Outcome::NotOk, now);
+            return true;
+        }
+        false
+    }
+
+    /// A running job ended.
+    pub fn job_ended(&mut self, id: JobId, outcome: Outcome, now: Time) {
+        self.charge(now);
+        let Some(r) = self.running.remove(&id) else {
+            return;
+        };
+        let per = r.spec.req.per_node;
+        for n in &r.nodes {
+            self.unindex(*n);
+            let node = &mut self.nodes[n.0 as usize];
+            node.free.add(&per);
+            node.jobs.retain(|(j, _, _)| *j != id);
+            self.index(*n);
+        }
+        for u in [self.users.get_mut(&r.spec.user)].into_iter().flatten() {
+            u.jobs -= 1;
+            u.gpus -= per.gpus * r.spec.req.nodes;
+            u.cpus -= per.cpus * r.spec.req.nodes;
+            u.submitted = u.submitted.saturating_sub(1);
+        }
+        if let Some(a) = self.accounts_use.get_mut(&r.spec.account) {
+            a.jobs -= 1;
+            a.gpus -= per.gpus * r.spec.req.nodes;
+            a.cpus -= per.cpus * r.spec.req.nodes;
+            a.submitted = a.submitted.saturating_sub(1);
+        }
+        self.ended.insert(id, outcome);
+    }
+
+    /// Sets a node's health. A node going down takes its running jobs with it: they
+    /// are returned, for the caller to end as NODE_FAIL.
+    pub fn set_health(&mut self, n: NodeIdx, health: Health, now: Time) -> Vec<JobId> {
+        let Some(node) = self.nodes.get(n.0 as usize) else {
+            return vec![];
+        };
+        let lost: Vec<JobId> = if matches!(health, Health::Down { .. }) {
+            node.jobs.iter().map(|(j, _, _)| *j).collect()
+        } else {
+            vec![]
+        };
+        for j in &lost {
+            self.job_ended(*j, Outcome::NotOk, now);
+        }
+        self.unindex(n);
+        self.nodes[n.0 as usize].health = health;
+        self.index(n);
+        lost
+    }
+
+    /// Charges running jobs' usage up to `now` to their accounts.
+    fn charge(&mut self, now: Time) {
+        self.fs.decay_to(now);
+        let (bg, bc) = (self.cfg.bill_gpu, self.cfg.bill_cpu);
+        for r in self.running.values_mut() {
+            let dt = now.saturating_sub(r.charged_to) as f64;
+            if dt > 0.0 {
+                let q = &r.spec.req;
+                let bill = f64::from(q.nodes)
+                    * (f64::from(q.per_node.gpus) * bg + f64::from(q.per_node.cpus) * bc);
+                self.fs.charge(r.spec.account, bill * dt);
+                r.charged_to = now;
+            }
+        }
+    }
+
+    /// The state of a job's dependencies: satisfied, waiting, or never to be satisfied.
+    fn deps_state(&self, spec: &JobSpec) -> Result<bool, ()> {
+        let mut ready = true;
+        for d in &spec.deps {
+            let (other, need): (JobId, DepRule) = match d {
+                Dep::After(j) => (*j, |end, running| Some(end.is_some() || running)),
+                Dep::AfterAny(j) => (*j, |end, _| Some(end.is_some())),
+                Dep::AfterOk(j) => (*j, |end, _| match end {
+                    Some(Outcome::Ok) => Some(true),
+                    Some(Outcome::NotOk) => None,
+                    None => Some(false),
+                }),
+                Dep::AfterNotOk(j) => (*j, |end, _| match end {
+                    Some(Outcome::NotOk) => Some(true),
+                    Some(Outcome::Ok) => None,
+                    None => Some(false),
+                }),
+                Dep::Singleton => {
+                    let clash = self
+                        .running
+                        .values()
+                        .any(|r| r.spec.user == spec.user && r.spec.name == spec.name);
+                    if clash {
+                        ready = false;
+                    }
+                    continue;
+                }
+            };
+            let known = self.pending.contains_key(&other)
+                || self.running.contains_key(&other)
+                || self.ended.contains_key(&other);
+            if !known {
+                return Err(());
+            }
+            match need(
+                self.ended.get(&other).copied(),
+                self.running.contains_key(&other),
+            ) {
+                Some(true) => {}
+                Some(false) => ready = false,
+                None => return Err(()),
+            }
+        }
+        Ok(ready)
+    }
+
+    fn limit_block(&self, spec: &JobSpec) -> Option<&'static str> {
+        let q = &spec.req;
+        let (g, c) = (q.nodes * q.per_node.gpus, q.nodes * q.per_node.cpus);
+        let u = self.users.get(&spec.user).copied().unwrap_or_default();
+        let ul = &self.cfg.user_limits;
+        if ul.max_running_jobs.is_some_and(|m| u.jobs + 1 > m) {
+            return Some("QOSMaxJobsPerUserLimit");
+        }
+        if ul.max_running_gpus.is_some_and(|m| u.gpus + g > m) {
+            return Some("QOSMaxGpuPerUser");
+        }
+        if ul.max_running_cpus.is_some_and(|m| u.cpus + c > m) {
+            return Some("QOSMaxCpuPerUserLimit");
+        }
+        let a = self
+            .accounts_use
+            .get(&spec.account)
+            .copied()
+            .unwrap_or_default();
+        let al = &self.cfg.account_limits;
+        if al.max_running_jobs.is_some_and(|m| a.jobs + 1 > m) {
+            return Some("AssocMaxJobsLimit");
+        }
+        if al.max_running_gpus.is_some_and(|m| a.gpus + g > m) {
+            return Some("AssocGrpGpuLimit");
+        }
+        if al.max_running_cpus.is_some_and(|m| a.cpus + c > m) {
+            return Some("AssocGrpCpuLimit");
+        }
+        None
+    }
+
+    /// Picks `count` nodes of partition `p` with room for `per` now, preferring the
+    /// fullest (packing keeps whole nodes free for large jobs). A node reserved from
+    /// time `t` is usable only by a job whose limit ends by then.
+    fn pick_now(
+        &self,
+        me: JobId,
+        p: PartIdx,
+        per: &Res,
+        count: u32,
+        end: Option<Time>,
+        reserved: &Reserved,
+    ) -> Option<Vec<NodeIdx>> {
+        let set = &self.member[p.0 as usize];
+        let mut out = Vec::with_capacity(count as usize);
+        for (_, nodes) in self.by_free_gpus.range(per.gpus..) {
+            for n in nodes {
+                if !bit(set, n.0) || !per.fits_in(&self.nodes[n.0 as usize].free) {
+                    continue;
+                }
+                // Every reservation of another job on the node must begin after
+                // this job's limit ends.
+                let clash = reserved.get(n).is_some_and(|rs| {
+                    rs.iter()
+                        .any(|(t, _, j)| *j != me && end.is_none_or(|e| e > *t))
+                });
+                if clash {
+                    continue;
+                }
+                out.push(*n);
+                if out.len() == count as usize {
+                    return Some(out);
+                }
+            }
+        }
+        None
+    }
+
+    /// The earliest time `count` nodes of `p` have room for `per`, by the time limits of
+    /// what runs on them, and those nodes. A node reserved for a higher job is usable
+    /// before its reservation if this job's limit ends by then, else after it ends.
+    fn earliest(
+        &self,
+        p: PartIdx,
+        per: &Res,
+        count: u32,
+        now: Time,
+        reserved: &Reserved,
+    ) -> Option<(Time, Vec<NodeIdx>)> {
+        let mut when: Vec<(Time, NodeIdx)> = Vec::new();
+        for n in &self.parts[p.0 as usize].nodes {
+            let node = &self.nodes[n.0 as usize];
+            if !node.schedulable() || !per.fits_in(&node.spec.capacity) {
+                continue;
+            }
+            let mut free = node.free;
+            let mut at = None;
+            if per.fits_in(&free) {
+                at = Some(now);
+            } else {
+                let mut ends: Vec<(Time, Res)> = node
+                    .jobs
+                    .iter()
+                    .filter_map(|(_, e, r)| e.map(|e| (e, *r)))
+                    .collect();
+                ends.sort_by_key(|(e, _)| *e);
+                for (e, r) in ends {
+                    free.add(&r);
+                    if per.fits_in(&free) {
+                        at = Some(e.max(now));
+                        break;
+                    }
+                }
+            }
+            let Some(mut at) = at else { continue };
+            // A node a higher job holds is this one's only after that job's window.
+            if let Some(rs) = reserved.get(n) {
+                if rs.iter().any(|(_, end, _)| end.is_none()) {
+                    continue;
+                }
+                at = rs.iter().filter_map(|(_, end, _)| *end).fold(at, Time::max);
+            }
+            when.push((at, *n));
+        }
+        if when.len() < count as usize {
+            return None;
+        }
+        when.select_nth_unstable(count as usize - 1);
+        when.truncate(count as usize);
+        let t = when.iter().map(|(t, _)| *t).max().unwrap_or(now);
+        Some((t, when.into_iter().map(|(_, n)| n).collect()))
+    }
+
+    fn start(
+        &mut self,
+        id: JobId,
+        p: PartIdx,
+        nodes: Vec<NodeIdx>,
+        limit: Option<Time>,
+        now: Time,
+    ) -> Decision {
+        let Some(pj) = self.pending.remove(&id) else {
+            return Decision::Cancel {
+                job: id,
+                reason: Reason::Resources,
+            };
+        };
+        let spec = pj.spec;
+        let per = spec.req.per_node;
+        let end = limit.map(|l| now + l);
+        for n in &nodes {
+            self.unindex(*n);
+            let node = &mut self.nodes[n.0 as usize];
+            node.free.sub(&per);
+            node.jobs.push((id, end, per));
+            self.index(*n);
+        }
+        let (g, c) = (spec.req.nodes * per.gpus, spec.req.nodes * per.cpus);
+        let u = self.users.entry(spec.user).or_default();
+        u.jobs += 1;
+        u.gpus += g;
+        u.cpus += c;
+        let a = self.accounts_use.entry(spec.account).or_default();
+        a.jobs += 1;
+        a.gpus += g;
+        a.cpus += c;
+        self.running.insert(
+            id,
+            Running {
+                spec,
+                partition: p,
+                nodes: nodes.clone(),
+                start: now,
+                end_limit: end,
+                charged_to: now,
+            },
+        );
+        Decision::Start {
+            job: id,
+            partition: p,
+            nodes,
+            time_limit: limit,
+        }
+    }
+
+    /// A full pass: priorities recomputed and re-sorted, every pending job's reason
+    /// and the reservations (with expected starts) worked out anew, jobs started and
+    /// backfilled. The broker runs one periodically and after bulk changes.
+    pub fn full_pass(&mut self, now: Time) -> Vec<Decision> {
+        self.charge(now);
+        let factors: Vec<f64> = (0..self.fs.accounts().len())
+            .map(|a| self.fs.factor(AccountIdx(a as u32)))
+            .collect();
+        let mut keyed: Vec<(f64, JobId)> = Vec::with_capacity(self.pending.len());
+        for (id, p) in &self.pending {
+            let f = factors
+                .get(p.spec.account.0 as usize)
+                .copied()
+                .unwrap_or(0.0);
+            keyed.push((self.priority_with(&p.spec, now, f), *id));
+        }
+        keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (pr, id) in &keyed {
+            if let Some(p) = self.pending.get_mut(id) {
+                p.priority = *pr;
+            }
+        }
+        self.order = keyed.into_iter().map(|(_, id)| id).collect();
+        self.order_need = self
+            .order
+            .iter()
+            .map(|id| self.pending[id].spec.req.per_node.gpus)
+            .collect();
+        self.scan(now, true)
+    }
+
+    /// An incremental pass, after jobs ended or arrived: jobs start, in priority order,
+    /// on what is free now, within the reservations of the last full pass. It stops as
+    /// soon as nothing is left free, and leaves reasons as the full pass set them.
+    pub fn pass(&mut self, now: Time) -> Vec<Decision> {
+        self.scan(now, false)
+    }
+
+    /// What the pass decides for one job, worked out before anything changes.
+    fn assess(&self, id: JobId, now: Time, reserved: &Reserved, may_reserve: bool) -> Action {
+        let Some(pj) = self.pending.get(&id) else {
+            return Action::Gone;
+        };
+        let spec = &pj.spec;
+        match self.deps_state(spec) {
+            Err(()) => return Action::Never,
+            Ok(false) => return Action::Wait(Reason::Dependency),
+            Ok(true) => {}
+        }
+        if let Some(l) = self.limit_block(spec) {
+            return Action::Wait(Reason::Limit(l));
+        }
+        if self.by_free_gpus.is_empty() && !may_reserve {
+            return Action::Blocked;
+        }
+        match self.try_place(spec, now, reserved) {
+            Placed::Now(p, nodes, limit) => Action::Start(p, nodes, limit),
+            Placed::NoPartition(why) => Action::Wait(Reason::PartitionConfig(why)),
+            Placed::Later if may_reserve => match self.reserve(spec, now, reserved) {
+                Some((t, nodes, limit)) => Action::Reserve(t, nodes, limit),
+                None => Action::Wait(Reason::ReqNodeNotAvail),
+            },
+            Placed::Later => Action::Blocked,
+        }
+    }
+
+    fn scan(&mut self, now: Time, full: bool) -> Vec<Decision> {
+        let mut out = Vec::new();
+        let mut reserved = if full {
+            HashMap::new()
+        } else {
+            std::mem::take(&mut self.reserved)
+        };
+        let mut made = 0usize;
+        let mut blocked_above = false;
+        let order = std::mem::take(&mut self.order);
+        let need = std::mem::take(&mut self.order_need);
+        let mut keep = Vec::with_capacity(order.len());
+        let mut keep_need = Vec::with_capacity(order.len());
+        for (i, id) in order.into_iter().enumerate() {
+            let gpus = need.get(i).copied().unwrap_or(0);
+            if !full {
+                // Only what fits in the free capacity is worth a look.
+                let most = self.by_free_gpus.last_key_value().map(|(g, _)| *g);
+                if most.is_none_or(|m| gpus > m) {
+                    keep.push(id);
+                    keep_need.push(gpus);
+                    continue;
+                }
+            }
+            let (reason, expected) =
+                match self.assess(id, now, &reserved, full && made < self.cfg.reservations) {
+                    Action::Gone => continue,
+                    Action::Never => {
+                        self.pending.remove(&id);
+                        self.ended.insert(id, Outcome::NotOk);
+                        out.push(Decision::Cancel {
+                            job: id,
+                            reason: Reason::DependencyNeverSatisfied,
+                        });
+                        continue;
+                    }
+                    Action::Start(p, nodes, limit) => {
+                        // A reserved job that starts gives its reservation back.
+                        for rs in reserved.values_mut() {
+                            rs.retain(|(_, _, j)| *j != id);
+                        }
+                        out.push(self.start(id, p, nodes, limit, now));
+                        continue;
+                    }
+                    Action::Wait(r) => (r, None),
+                    Action::Reserve(t, nodes, limit) => {
+                        made += 1;
+                        blocked_above = true;
+                        for n in nodes {
+                            reserved
+                                .entry(n)
+                                .or_default()
+                                .push((t, limit.map(|l| t + l), id));
+                        }
+                        (Reason::Resources, Some(t))
+                    }
+                    Action::Blocked => {
+                        let r = if blocked_above {
+                            Reason::Priority
+                        } else {
+                            Reason::Resources
+                        };
+                        blocked_above = true;
+                        (r, None)
+                    }
+                };
+            if full && let Some(p) = self.pending.get_mut(&id) {
+                p.reason = reason;
+                p.expected_start = expected;
+            }
+            keep.push(id);
+            keep_need.push(gpus);
+        }
+        self.order = keep;
+        self.order_need = keep_need;
+        self.reserved = reserved;
+        out
+    }
+
+    fn try_place(&self, spec: &JobSpec, now: Time, reserved: &Reserved) -> Placed {
+        let mut why = None;
+        for p in &spec.partitions {
+            let limit = match self.limit_in(spec, *p) {
+                Ok(l) => l,
+                Err(e) => {
+                    why = Some(e);
+                    continue;
+                }
+            };
+            let end = limit.map(|l| now + l);
+            if let Some(nodes) = self.pick_now(
+                spec.id,
+                *p,
+                &spec.req.per_node,
+                spec.req.nodes,
+                end,
+                reserved,
+            ) {
+                return Placed::Now(*p, nodes, limit);
+            }
+            why = None;
+        }
+        match why {
+            Some(w) if spec.partitions.len() == 1 => Placed::NoPartition(w),
+            _ => Placed::Later,
+        }
+    }
+
+    fn reserve(
+        &self,
+        spec: &JobSpec,
+        now: Time,
+        reserved: &Reserved,
+    ) -> Option<(Time, Vec<NodeIdx>, Option<Time>)> {
+        spec.partitions
+            .iter()
+            .filter_map(|p| self.limit_in(spec, *p).ok().map(|l| (p, l)))
+            .filter_map(|(p, l)| {
+                self.earliest(*p, &spec.req.per_node, spec.req.nodes, now, reserved)
+                    .map(|(t, n)| (t, n, l))
+            })
+            .min_by_key(|(t, _, _)| *t)
+    }
+
+    pub fn pending_info(&self, id: JobId) -> Option<PendingInfo> {
+        self.pending.get(&id).map(|p| PendingInfo {
+            reason: p.reason.clone(),
+            expected_start: p.expected_start,
+            priority: p.priority,
+        })
+    }
+
+    pub fn is_running(&self, id: JobId) -> bool {
+        self.running.contains_key(&id)
+    }
+
+    /// When a running job started and on which nodes.
+    pub fn running_info(&self, id: JobId) -> Option<(Time, Option<Time>, &[NodeIdx], PartIdx)> {
+        self.running
+            .get(&id)
+            .map(|r| (r.start, r.end_limit, r.nodes.as_slice(), r.partition))
+    }
+
+    pub fn running_jobs(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.running.keys().copied()
+    }
+
+    pub fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn node_capacity(&self, n: usize) -> Option<Res> {
+        self.nodes.get(n).map(|node| node.spec.capacity)
+    }
+
+    pub fn node_free(&self, n: NodeIdx) -> Res {
+        self.nodes[n.0 as usize].free
+    }
+
+    /// Node state as Slurm names it: IDLE, MIXED, ALLOCATED, DRAINING, DRAINED, DOWN.
+    pub fn node_state(&self, n: NodeIdx) -> &'static str {
+        let node = &self.nodes[n.0 as usize];
+        match (&node.health, node.jobs.is_empty()) {
+            (Health::Down { .. }, _) => "DOWN",
+            (Health::Draining { .. }, true) => "DRAINED",
+            (Health::Draining { .. }, false) => "DRAINING",
+            (Health::Up, true) => "IDLE",
+            (Health::Up, false)
+                if node.free.cpus == 0 || node.free.gpus == 0 && node.spec.capacity.gpus > 0 =>
+            {
+                "ALLOCATED"
+            }
+            (Health::Up, false) => "MIXED",
+        }
+    }
+}
+
+/// Reservations per node: from when, until when (`None`: no limit), for which job.
+type Reserved = HashMap<NodeIdx, Vec<(Time, Option<Time>, JobId)>>;
+
+/// Whether a dependency holds, from the other job's end (if any) and whether it runs:
+/// `Some(true)` yes, `Some(false)` not yet, `None` never.
+type DepRule = fn(Option<Outcome>, bool) -> Option<bool>;
+
+enum Action {
+    Gone,
+    Never,
+    Start(PartIdx, Vec<NodeIdx>, Option<Time>),
+    Reserve(Time, Vec<NodeIdx>, Option<Time>),
+    Wait(Reason),
+    /// Cannot start now, and no reservation is left to make.
+    Blocked,
+}
+
+enum Placed {
+    Now(PartIdx, Vec<NodeIdx>, Option<Time>),
+    Later,
+    NoPartition(String),
+}

@@ -1,0 +1,183 @@
+//! What the scheduler reasons about: nodes, partitions, accounts, jobs and their
+//! requests, and the decisions it hands back. Plain data; indexes are `u32` newtypes
+//! into the scheduler's vectors.
+
+use std::collections::BTreeSet;
+
+/// Seconds, on whatever clock the caller feeds (the broker's wall clock, or a
+/// simulation's).
+pub type Time = u64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId(pub u64);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeIdx(pub u32);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PartIdx(pub u32);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AccountIdx(pub u32);
+
+/// A node's capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Res {
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub gpus: u32,
+}
+
+impl Res {
+    pub fn fits_in(&self, free: &Res) -> bool {
+        self.cpus <= free.cpus && self.mem_mb <= free.mem_mb && self.gpus <= free.gpus
+    }
+    pub fn add(&mut self, o: &Res) {
+        self.cpus += o.cpus;
+        self.mem_mb += o.mem_mb;
+        self.gpus += o.gpus;
+    }
+    pub fn sub(&mut self, o: &Res) {
+        self.cpus = self.cpus.saturating_sub(o.cpus);
+        self.mem_mb = self.mem_mb.saturating_sub(o.mem_mb);
+        self.gpus = self.gpus.saturating_sub(o.gpus);
+    }
+}
+
+/// A node's administrative and health state. IDLE, MIXED and ALLOCATED are derived
+/// from its allocations; these are the states set on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    Up,
+    /// Running jobs finish; no new job starts. DRAINED once empty.
+    Draining {
+        reason: String,
+    },
+    Down {
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct NodeSpec {
+    pub name: String,
+    pub capacity: Res,
+}
+
+#[derive(Debug, Clone)]
+pub struct PartitionSpec {
+    pub name: String,
+    pub nodes: Vec<NodeIdx>,
+    /// Longest time limit a job may ask for; `None`: unlimited.
+    pub max_time: Option<Time>,
+    /// Time limit of a job that asks none.
+    pub default_time: Option<Time>,
+    /// Accounts allowed to use it; empty: all.
+    pub allowed_accounts: BTreeSet<AccountIdx>,
+    /// Higher tiers are scheduled first, and weigh in the priority.
+    pub tier: u32,
+}
+
+/// An account in the fair-share tree.
+#[derive(Debug, Clone)]
+pub struct AccountSpec {
+    pub name: String,
+    pub parent: Option<AccountIdx>,
+    /// Shares among its siblings.
+    pub shares: u32,
+}
+
+/// Per-user or per-account caps; `None` is no cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub max_running_jobs: Option<u32>,
+    pub max_running_gpus: Option<u32>,
+    pub max_running_cpus: Option<u32>,
+    pub max_submitted_jobs: Option<u32>,
+}
+
+/// What one job asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// Nodes, all started at once (a gang).
+    pub nodes: u32,
+    pub per_node: Res,
+    /// `None`: the partition's default time.
+    pub time_limit: Option<Time>,
+}
+
+/// A dependency on another job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dep {
+    /// Once the other job has started.
+    After(JobId),
+    /// Once it ended, however.
+    AfterAny(JobId),
+    /// Once it completed successfully.
+    AfterOk(JobId),
+    /// Once it failed.
+    AfterNotOk(JobId),
+    /// No other job of the same user and name runs.
+    Singleton,
+}
+
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    pub id: JobId,
+    pub user: u32,
+    pub account: AccountIdx,
+    pub name: String,
+    /// Partitions in the order asked; the first that can take the job runs it.
+    pub partitions: Vec<PartIdx>,
+    pub req: Request,
+    pub submit: Time,
+    pub deps: Vec<Dep>,
+    /// QOS priority factor in [0, 1].
+    pub qos: f64,
+}
+
+/// How a finished job ended, as dependencies see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    NotOk,
+}
+
+/// Why a job is not running, as `bh queue` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    Priority,
+    Resources,
+    Dependency,
+    DependencyNeverSatisfied,
+    /// A limit holds it, named as Slurm names them (`QOSMaxGpuPerUser`, ...).
+    Limit(&'static str),
+    /// The nodes it could run on are drained, draining or down.
+    ReqNodeNotAvail,
+    /// No partition it named lets it run (time over the maximum, account not allowed).
+    PartitionConfig(String),
+}
+
+impl Reason {
+    pub fn as_str(&self) -> String {
+        match self {
+            Reason::Priority => "Priority".into(),
+            Reason::Resources => "Resources".into(),
+            Reason::Dependency => "Dependency".into(),
+            Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied".into(),
+            Reason::Limit(l) => (*l).into(),
+            Reason::ReqNodeNotAvail => "ReqNodeNotAvail".into(),
+            Reason::PartitionConfig(s) => s.clone(),
+        }
+    }
+}
+
+/// What the scheduler decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Start {
+        job: JobId,
+        partition: PartIdx,
+        nodes: Vec<NodeIdx>,
+        time_limit: Option<Time>,
+    },
+    /// The job can never run (a dependency failed, or no partition can ever take it).
+    Cancel { job: JobId, reason: Reason },
+}

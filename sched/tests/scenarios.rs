@@ -1,0 +1,496 @@
+//! Scenarios of the scheduling core on simulated time: each fails if its rule breaks.
+
+use bulkhead_sched::sim::{self, SimJob};
+use bulkhead_sched::*;
+use std::collections::{BTreeSet, HashMap};
+
+fn nodes(n: u32, cpus: u32, gpus: u32) -> Vec<NodeSpec> {
+    (0..n)
+        .map(|i| NodeSpec {
+            name: format!("n{i}"),
+            capacity: Res {
+                cpus,
+                mem_mb: 512_000,
+                gpus,
+            },
+        })
+        .collect()
+}
+
+fn partition(name: &str, nodes: std::ops::Range<u32>) -> PartitionSpec {
+    PartitionSpec {
+        name: name.into(),
+        nodes: nodes.map(NodeIdx).collect(),
+        max_time: None,
+        default_time: Some(3600),
+        allowed_accounts: BTreeSet::new(),
+        tier: 1,
+    }
+}
+
+fn accounts(shares: &[u32]) -> Vec<AccountSpec> {
+    shares
+        .iter()
+        .enumerate()
+        .map(|(i, s)| AccountSpec {
+            name: format!("acct{i}"),
+            parent: None,
+            shares: *s,
+        })
+        .collect()
+}
+
+fn job(id: u64, account: u32, nodes: u32, gpus: u32, limit: Time, submit: Time) -> JobSpec {
+    JobSpec {
+        id: JobId(id),
+        user: 1000 + account,
+        account: AccountIdx(account),
+        name: format!("j{id}"),
+        partitions: vec![PartIdx(0)],
+        req: Request {
+            nodes,
+            per_node: Res {
+                cpus: gpus.max(1),
+                mem_mb: 1000,
+                gpus,
+            },
+            time_limit: Some(limit),
+        },
+        submit,
+        deps: vec![],
+        qos: 0.0,
+    }
+}
+
+fn sim_job(spec: JobSpec, runtime: Time) -> SimJob {
+    SimJob {
+        spec,
+        runtime,
+        outcome: Outcome::Ok,
+    }
+}
+
+#[test]
+fn two_accounts_with_2_to_1_shares_converge_to_2_to_1_gpu_hours_over_a_day() {
+    let cfg = Config {
+        half_life: 3600,
+        weight_age: 0.0,
+        ..Config::default()
+    };
+    let mut s = Scheduler::new(
+        cfg,
+        nodes(4, 64, 8),
+        vec![partition("gpu", 0..4)],
+        accounts(&[2, 1]),
+    );
+    // Both accounts keep far more work queued than the cluster can run.
+    let mut jobs = Vec::new();
+    let mut id = 0;
+    for account in 0..2 {
+        for _ in 0..4000 {
+            id += 1;
+            jobs.push(sim_job(job(id, account, 1, 1, 1200, 0), 600));
+        }
+    }
+    let day = 86_400;
+    let r = sim::run(&mut s, jobs, day);
+    let a = r.gpu_seconds[&AccountIdx(0)];
+    let b = r.gpu_seconds[&AccountIdx(1)];
+    let ratio = a / b;
+    assert!(
+        (1.8..=2.2).contains(&ratio),
+        "GPU-hours ratio {ratio:.3} ({a} : {b})"
+    );
+    assert!(
+        r.gpu_utilisation > 0.97,
+        "idle GPUs with work queued: {}",
+        r.gpu_utilisation
+    );
+}
+
+/// A deterministic xorshift, so that every run tests the same workloads.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[test]
+fn backfill_never_delays_the_reserved_start_of_the_top_job() {
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    for round in 0..150 {
+        let n_nodes = 2 + rng.below(6) as u32;
+        let gpus = 1 + rng.below(8) as u32;
+        let cfg = Config {
+            weight_age: 0.0,
+            weight_fairshare: 0.0,
+            reservations: 1 + rng.below(3) as usize,
+            ..Config::default()
+        };
+        let mut s = Scheduler::new(
+            cfg,
+            nodes(n_nodes, 64, gpus),
+            vec![partition("p", 0..n_nodes)],
+            accounts(&[1]),
+        );
+        // Everything arrives at once, with sizes that make priorities distinct and
+        // fixed: the order cannot change, so a reserved job may only start earlier.
+        let mut jobs = Vec::new();
+        for i in 0..(10 + rng.below(30)) {
+            let want_nodes = 1 + rng.below(u64::from(n_nodes)) as u32;
+            let want_gpus = 1 + rng.below(u64::from(gpus)) as u32;
+            let limit = 60 + rng.below(3600);
+            let runtime = 1 + rng.below(limit);
+            jobs.push(sim_job(
+                job(i + 1, 0, want_nodes, want_gpus, limit, 0),
+                runtime,
+            ));
+        }
+        // Odd rounds run the broker's rhythm: incremental passes, a full one every 5 min.
+        let full_every = if round % 2 == 1 { 300 } else { 0 };
+        let r = sim::run_with(&mut s, jobs, 10 * 86_400, full_every);
+        assert!(r.refused.is_empty(), "round {round}: {:?}", r.refused);
+        assert_eq!(
+            r.started.len() + r.cancelled.len(),
+            r.ended.len().max(r.started.len()) + r.cancelled.len()
+        );
+        for (at, job, reserved) in &r.top_reservations {
+            let (start, _) = r
+                .started
+                .get(job)
+                .unwrap_or_else(|| panic!("round {round}: job {job:?} never started"));
+            if start > reserved {
+                let hist: Vec<_> = r
+                    .top_reservations
+                    .iter()
+                    .filter(|(_, j, _)| j == job)
+                    .collect();
+                let meanwhile: Vec<_> = r
+                    .started
+                    .iter()
+                    .filter(|(_, (s, _))| s >= at && s <= start)
+                    .map(|(j, (s, n))| {
+                        (
+                            j.0,
+                            *s,
+                            n.iter().map(|x| x.0).collect::<Vec<_>>(),
+                            r.ended.get(j).copied(),
+                        )
+                    })
+                    .collect();
+                panic!(
+                    "round {round}: top job {job:?}, reserved at {at} for {reserved}, started at {start} on {:?}\nhistory {hist:?}\nstarted meanwhile {meanwhile:?}",
+                    r.started[job].1
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_gang_starts_only_when_all_its_nodes_are_free_and_is_not_starved_by_small_jobs() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(4, 64, 8),
+        vec![partition("gpu", 0..4)],
+        accounts(&[1]),
+    );
+    let mut jobs = vec![sim_job(job(1, 0, 1, 1, 7200, 0), 7000)];
+    // The gang wants all four nodes; a stream of small jobs keeps arriving.
+    jobs.push(sim_job(job(2, 0, 4, 8, 3600, 10), 3000));
+    for i in 0..200 {
+        jobs.push(sim_job(job(100 + i, 0, 1, 1, 600, 20 + i * 60), 500));
+    }
+    let r = sim::run(&mut s, jobs, 86_400);
+    let (gang_start, gang_nodes) = &r.started[&JobId(2)];
+    assert_eq!(gang_nodes.len(), 4);
+    assert!(
+        *gang_start >= 7000,
+        "the gang started while job 1 held a GPU: {gang_start}"
+    );
+    assert!(
+        *gang_start <= 7200,
+        "small jobs starved the gang: it started at {gang_start}"
+    );
+    // Small jobs that started before the gang ended before it began (backfill).
+    for (id, (start, _)) in &r.started {
+        if id.0 >= 100 && *start < *gang_start {
+            assert!(
+                r.ended[id] <= *gang_start,
+                "job {id:?} overlapped the gang's start"
+            );
+        }
+    }
+}
+
+#[test]
+fn dependencies_wait_start_and_fail_as_declared() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(2, 8, 0),
+        vec![partition("cpu", 0..2)],
+        accounts(&[1]),
+    );
+    let mk = |id, deps: Vec<Dep>| {
+        let mut j = job(id, 0, 1, 0, 100, 0);
+        j.deps = deps;
+        j
+    };
+    let jobs = vec![
+        SimJob {
+            spec: mk(1, vec![]),
+            runtime: 50,
+            outcome: Outcome::Ok,
+        },
+        SimJob {
+            spec: mk(2, vec![]),
+            runtime: 80,
+            outcome: Outcome::NotOk,
+        },
+        sim_job(mk(3, vec![Dep::AfterOk(JobId(1))]), 10),
+        sim_job(mk(4, vec![Dep::AfterOk(JobId(2))]), 10),
+        sim_job(mk(5, vec![Dep::AfterNotOk(JobId(2))]), 10),
+        sim_job(
+            mk(6, vec![Dep::AfterAny(JobId(1)), Dep::AfterAny(JobId(2))]),
+            10,
+        ),
+        sim_job(mk(7, vec![Dep::After(JobId(1))]), 10),
+        sim_job(mk(8, vec![Dep::AfterOk(JobId(999))]), 10),
+    ];
+    let r = sim::run(&mut s, jobs, 10_000);
+    assert_eq!(
+        r.started[&JobId(3)].0,
+        50,
+        "afterok starts when its parent succeeds"
+    );
+    assert_eq!(
+        r.cancelled.get(&JobId(4)),
+        Some(&Reason::DependencyNeverSatisfied)
+    );
+    assert_eq!(
+        r.started[&JobId(5)].0,
+        80,
+        "afternotok starts when its parent fails"
+    );
+    assert_eq!(r.started[&JobId(6)].0, 80, "afterany waits for both");
+    assert_eq!(r.started[&JobId(7)].0, 0, "after: once the parent started");
+    assert_eq!(
+        r.cancelled.get(&JobId(8)),
+        Some(&Reason::DependencyNeverSatisfied),
+        "a job that does not exist"
+    );
+}
+
+#[test]
+fn singleton_runs_one_job_of_a_name_at_a_time() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(2, 8, 0),
+        vec![partition("cpu", 0..2)],
+        accounts(&[1]),
+    );
+    let mut jobs = Vec::new();
+    for id in 1..=3 {
+        let mut j = job(id, 0, 1, 0, 100, 0);
+        j.name = "nightly".into();
+        j.deps = vec![Dep::Singleton];
+        jobs.push(sim_job(j, 30));
+    }
+    let r = sim::run(&mut s, jobs, 1000);
+    let mut starts: Vec<Time> = r.started.values().map(|(t, _)| *t).collect();
+    starts.sort();
+    assert_eq!(starts, vec![0, 30, 60]);
+}
+
+#[test]
+fn limits_hold_jobs_and_say_which() {
+    let cfg = Config {
+        user_limits: Limits {
+            max_running_gpus: Some(4),
+            ..Limits::default()
+        },
+        ..Config::default()
+    };
+    let mut s = Scheduler::new(
+        cfg,
+        nodes(2, 64, 8),
+        vec![partition("gpu", 0..2)],
+        accounts(&[1]),
+    );
+    for id in 1..=5 {
+        s.submit(job(id, 0, 1, 1, 100, 0), 0).expect("submit");
+    }
+    let started = s.full_pass(0).len();
+    assert_eq!(started, 4);
+    let info = s.pending_info(JobId(5)).expect("pending");
+    assert_eq!(info.reason, Reason::Limit("QOSMaxGpuPerUser"));
+    s.job_ended(JobId(1), Outcome::Ok, 50);
+    assert_eq!(
+        s.pass(50).len(),
+        1,
+        "a freed GPU under the limit lets the next start"
+    );
+
+    let cfg = Config {
+        user_limits: Limits {
+            max_submitted_jobs: Some(2),
+            ..Limits::default()
+        },
+        ..Config::default()
+    };
+    let mut s = Scheduler::new(
+        cfg,
+        nodes(1, 8, 0),
+        vec![partition("cpu", 0..1)],
+        accounts(&[1]),
+    );
+    s.submit(job(1, 0, 1, 0, 100, 0), 0).expect("submit");
+    s.submit(job(2, 0, 1, 0, 100, 0), 0).expect("submit");
+    assert_eq!(
+        s.submit(job(3, 0, 1, 0, 100, 0), 0),
+        Err(SubmitError::SubmitLimit("MaxSubmitJobsPerUser"))
+    );
+}
+
+#[test]
+fn a_drained_node_finishes_its_jobs_and_takes_no_new_one() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(2, 8, 0),
+        vec![partition("cpu", 0..2)],
+        accounts(&[1]),
+    );
+    s.submit(job(1, 0, 1, 0, 100, 0), 0).expect("submit");
+    let d = s.full_pass(0);
+    let Decision::Start { nodes, .. } = &d[0] else {
+        panic!("{d:?}")
+    };
+    let busy = nodes[0];
+    let other = NodeIdx(1 - busy.0);
+    s.set_health(
+        busy,
+        Health::Draining {
+            reason: "maintenance".into(),
+        },
+        1,
+    );
+    s.set_health(
+        other,
+        Health::Draining {
+            reason: "maintenance".into(),
+        },
+        1,
+    );
+    assert_eq!(s.node_state(busy), "DRAINING");
+    assert_eq!(s.node_state(other), "DRAINED");
+    s.submit(job(2, 0, 1, 1, 100, 1), 1)
+        .expect_err("no node can run a 1-GPU job");
+    s.submit(job(3, 0, 1, 0, 100, 1), 1).expect("submit");
+    assert!(s.full_pass(2).is_empty(), "a draining node started a job");
+    assert!(s.is_running(JobId(1)), "the running job keeps running");
+    assert_eq!(
+        s.pending_info(JobId(3)).expect("pending").reason,
+        Reason::ReqNodeNotAvail
+    );
+    s.set_health(other, Health::Up, 3);
+    assert_eq!(s.full_pass(3).len(), 1);
+    // A node going down ends its jobs, for the broker to mark NODE_FAIL.
+    assert_eq!(
+        s.set_health(
+            busy,
+            Health::Down {
+                reason: "lost".into()
+            },
+            4
+        ),
+        vec![JobId(1)]
+    );
+}
+
+#[test]
+fn partitions_take_jobs_in_the_order_named_and_enforce_their_rules() {
+    let mut gpu = partition("gpu", 0..1);
+    gpu.max_time = Some(3600);
+    gpu.allowed_accounts = [AccountIdx(0)].into();
+    let cpu = partition("cpu", 1..2);
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(2, 8, 1),
+        vec![gpu, cpu],
+        accounts(&[1, 1]),
+    );
+    let mut j = job(1, 0, 1, 1, 600, 0);
+    j.partitions = vec![PartIdx(0), PartIdx(1)];
+    s.submit(j, 0).expect("submit");
+    let mut j = job(2, 0, 1, 1, 600, 0);
+    j.partitions = vec![PartIdx(0), PartIdx(1)];
+    s.submit(j, 0).expect("submit");
+    let d = s.full_pass(0);
+    let parts: HashMap<JobId, PartIdx> = d
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Start { job, partition, .. } => Some((*job, *partition)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(parts.len(), 2);
+    assert_eq!(
+        parts.values().filter(|p| **p == PartIdx(0)).count(),
+        1,
+        "the first partition first"
+    );
+    assert_eq!(
+        parts.values().filter(|p| **p == PartIdx(1)).count(),
+        1,
+        "then the next that can take it"
+    );
+    let mut long = job(3, 0, 1, 1, 7200, 0);
+    long.partitions = vec![PartIdx(0)];
+    assert!(
+        matches!(s.submit(long, 0), Err(SubmitError::Unsatisfiable(e)) if e.contains("maximum"))
+    );
+    let mut outsider = job(4, 1, 1, 1, 60, 0);
+    outsider.partitions = vec![PartIdx(0)];
+    assert!(
+        matches!(s.submit(outsider, 0), Err(SubmitError::Unsatisfiable(e)) if e.contains("not allowed"))
+    );
+    assert!(
+        matches!(
+            s.submit(job(5, 0, 3, 1, 60, 0), 0),
+            Err(SubmitError::Unsatisfiable(_))
+        ),
+        "three nodes in a one-node partition"
+    );
+}
+
+#[test]
+fn blocked_jobs_get_an_expected_start_and_the_rest_wait_for_priority() {
+    let mut s = Scheduler::new(
+        Config {
+            reservations: 1,
+            ..Config::default()
+        },
+        nodes(1, 8, 4),
+        vec![partition("gpu", 0..1)],
+        accounts(&[1]),
+    );
+    s.submit(job(1, 0, 1, 4, 1000, 0), 0).expect("submit");
+    assert_eq!(s.full_pass(0).len(), 1);
+    s.submit(job(2, 0, 1, 4, 1000, 1), 1).expect("submit");
+    s.submit(job(3, 0, 1, 2, 1000, 2), 2).expect("submit");
+    assert!(s.full_pass(10).is_empty());
+    let top = s.pending_info(JobId(2)).expect("pending");
+    assert_eq!(
+        (top.reason.clone(), top.expected_start),
+        (Reason::Resources, Some(1000))
+    );
+    let next = s.pending_info(JobId(3)).expect("pending");
+    assert_eq!(next.reason, Reason::Priority);
+}
