@@ -1,4 +1,5 @@
-//! The broker's decision core: jobs, nodes and first-fit placement, with no I/O.
+//! The broker's decision core: jobs and nodes, with placement by the scheduling core
+//! (`bulkhead_sched`), and no I/O.
 //!
 //! The core owns the in-memory truth of the cluster. Each call takes an input that the
 //! shell has already authenticated (a client's uid comes from MUNGE, an agent's peer id
@@ -9,16 +10,48 @@
 //! forgets, and an agent is never told to launch a job the store still calls PENDING).
 
 use crate::store::{JobRow, NodeRow, StoreOp};
+use bulkhead_proto::job::Dependency;
 use bulkhead_proto::job::{
     DEFAULT_OUTPUT_PATTERN, DeviceDenial, JobEnd, JobSubmission, LaunchSpec, MAX_DENIALS_PER_JOB,
     expand_output_pattern,
 };
+use bulkhead_proto::msg::AdminOp;
 use bulkhead_proto::msg::{
     AgentMessage, BrokerMessage, CancelOutcome, ClientOp, ClientReply, ErrorCode, ErrorReply,
     NodeInfo, NodeState, QueueFilter, Registration,
 };
 use bulkhead_proto::{JobId, JobInfo, JobState, NodeId};
+use bulkhead_sched as sched;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// A partition, as configured: its nodes by name (`*` and a trailing `*` match).
+#[derive(Debug, Clone)]
+pub struct PartitionConfig {
+    pub name: String,
+    pub nodes: Vec<String>,
+    pub max_time_s: Option<u64>,
+    pub default_time_s: Option<u64>,
+    pub tier: u32,
+    /// Accounts allowed; empty: all.
+    pub accounts: Vec<String>,
+}
+
+impl PartitionConfig {
+    fn has(&self, node: &str) -> bool {
+        self.nodes.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => node.starts_with(prefix),
+            None => p == node,
+        })
+    }
+}
+
+/// An account of the fair-share tree.
+#[derive(Debug, Clone)]
+pub struct AccountConfig {
+    pub name: String,
+    pub parent: Option<String>,
+    pub shares: u32,
+}
 
 /// A connected peer, as the socket names it (a ZeroMQ routing id).
 pub type PeerId = Vec<u8>;
@@ -26,8 +59,15 @@ pub type PeerId = Vec<u8>;
 /// Tunables of the core.
 #[derive(Debug, Clone)]
 pub struct CoreConfig {
-    /// The one partition of this release.
+    /// The default partition, for jobs that name none.
     pub partition: String,
+    pub partitions: Vec<PartitionConfig>,
+    pub accounts: Vec<AccountConfig>,
+    /// User name → account; users not listed charge the first account.
+    pub user_accounts: HashMap<String, String>,
+    pub sched: sched::Config,
+    /// A full scheduling pass (priorities, reasons, reservations) this often.
+    pub full_pass_us: u64,
     /// Memory given to a job that does not ask, per CPU.
     pub def_mem_per_cpu_mb: u64,
     /// How often agents send heartbeats.
@@ -40,6 +80,22 @@ impl Default for CoreConfig {
     fn default() -> Self {
         CoreConfig {
             partition: "batch".into(),
+            partitions: vec![PartitionConfig {
+                name: "batch".into(),
+                nodes: vec!["*".into()],
+                max_time_s: None,
+                default_time_s: None,
+                tier: 1,
+                accounts: vec![],
+            }],
+            accounts: vec![AccountConfig {
+                name: "default".into(),
+                parent: None,
+                shares: 1,
+            }],
+            user_accounts: HashMap::new(),
+            sched: sched::Config::default(),
+            full_pass_us: 10_000_000,
             def_mem_per_cpu_mb: 1024,
             heartbeat_ms: 2000,
             node_timeout_us: 30_000_000,
@@ -103,8 +159,10 @@ struct Node {
     name: String,
     cpus: u32,
     mem_mb: u64,
-    cpus_alloc: u32,
-    mem_alloc_mb: u64,
+    /// The node in the scheduler.
+    idx: sched::NodeIdx,
+    /// Set by `bh admin drain`; kept across restarts.
+    drain: Option<String>,
     peer: Option<PeerId>,
     last_seen_us: u64,
     running: BTreeSet<JobId>,
@@ -116,22 +174,6 @@ impl Node {
     fn up(&self) -> bool {
         self.peer.is_some()
     }
-    fn fits(&self, cpus: u32, mem_mb: u64) -> bool {
-        self.up()
-            && self.cpus - self.cpus_alloc >= cpus
-            && self.mem_mb - self.mem_alloc_mb >= mem_mb
-    }
-    fn state(&self) -> NodeState {
-        if !self.up() {
-            NodeState::Down
-        } else if self.cpus_alloc == 0 && self.running.is_empty() {
-            NodeState::Idle
-        } else if self.cpus_alloc >= self.cpus || self.mem_alloc_mb >= self.mem_mb {
-            NodeState::Allocated
-        } else {
-            NodeState::Mixed
-        }
-    }
 }
 
 /// The broker's state and rules.
@@ -139,12 +181,19 @@ impl Node {
 pub struct Core {
     cfg: CoreConfig,
     jobs: BTreeMap<JobId, Job>,
-    pending: BTreeSet<JobId>,
     nodes: BTreeMap<NodeId, Node>,
+    sched: sched::Scheduler,
+    node_of_idx: Vec<NodeId>,
+    last_full_us: u64,
     node_by_name: HashMap<String, NodeId>,
     node_by_peer: HashMap<PeerId, NodeId>,
     next_job: u64,
     next_node: u32,
+}
+
+/// Microseconds to the scheduler's seconds.
+fn secs(us: u64) -> sched::Time {
+    us / 1_000_000
 }
 
 fn err(code: ErrorCode, msg: impl Into<String>) -> ErrorReply {
@@ -155,11 +204,44 @@ impl Core {
     /// A core over the state loaded from the store. Nodes start DOWN until their
     /// agents register again.
     pub fn new(cfg: CoreConfig, jobs: Vec<JobRow>, nodes: Vec<NodeRow>) -> Self {
+        let accounts: Vec<sched::AccountSpec> = cfg
+            .accounts
+            .iter()
+            .map(|a| sched::AccountSpec {
+                name: a.name.clone(),
+                parent: a
+                    .parent
+                    .as_ref()
+                    .and_then(|p| cfg.accounts.iter().position(|x| &x.name == p))
+                    .map(|i| sched::AccountIdx(i as u32)),
+                shares: a.shares,
+            })
+            .collect();
+        let partitions: Vec<sched::PartitionSpec> = cfg
+            .partitions
+            .iter()
+            .map(|p| sched::PartitionSpec {
+                name: p.name.clone(),
+                nodes: vec![],
+                max_time: p.max_time_s,
+                default_time: p.default_time_s,
+                allowed_accounts: p
+                    .accounts
+                    .iter()
+                    .filter_map(|a| cfg.accounts.iter().position(|x| &x.name == a))
+                    .map(|i| sched::AccountIdx(i as u32))
+                    .collect(),
+                tier: p.tier,
+            })
+            .collect();
+        let scheduler = sched::Scheduler::new(cfg.sched.clone(), vec![], partitions, accounts);
         let mut core = Core {
             cfg,
             jobs: BTreeMap::new(),
-            pending: BTreeSet::new(),
             nodes: BTreeMap::new(),
+            sched: scheduler,
+            node_of_idx: Vec::new(),
+            last_full_us: 0,
             node_by_name: HashMap::new(),
             node_by_peer: HashMap::new(),
             next_job: 1,
@@ -167,25 +249,24 @@ impl Core {
         };
         for n in nodes {
             core.next_node = core.next_node.max(n.id.0 + 1);
-            core.node_by_name.insert(n.name.clone(), n.id);
-            core.nodes.insert(
+            // Down until its agent registers again.
+            core.add_node(
                 n.id,
-                Node {
-                    id: n.id,
-                    name: n.name,
-                    cpus: n.cpus,
-                    mem_mb: n.mem_mb,
-                    cpus_alloc: 0,
-                    mem_alloc_mb: 0,
-                    peer: None,
-                    last_seen_us: n.last_seen_us,
-                    running: BTreeSet::new(),
-                    enforced: Vec::new(),
-                    agent_version: String::new(),
-                },
+                &n.name,
+                n.cpus,
+                n.mem_mb,
+                n.last_seen_us,
+                n.drain_reason,
             );
         }
-        for r in jobs {
+        let mut rows = jobs;
+        // Ends first, so that dependencies on them resolve; then what runs; then the queue.
+        rows.sort_by_key(|r| match r.state {
+            s if s.is_terminal() => 0,
+            JobState::Running => 1,
+            _ => 2,
+        });
+        for r in rows {
             core.next_job = core.next_job.max(r.id.0 + 1);
             let job = Job {
                 id: r.id,
@@ -205,23 +286,154 @@ impl Core {
                 end_us: r.end_us,
                 denials: r.denials,
             };
+            let id = job.id;
             match job.state {
                 JobState::Pending => {
-                    core.pending.insert(job.id);
+                    if let Ok(spec) = core.spec_of(&job)
+                        && let Err(e) = core.sched.submit(spec, secs(job.submit_us))
+                    {
+                        tracing::warn!(job = %id, error = %e, "a stored pending job no longer fits the configuration");
+                    }
                 }
                 JobState::Running => {
                     // Held against its node until the node's agent says otherwise.
-                    if let Some(n) = job.node.and_then(|n| core.nodes.get_mut(&n)) {
-                        n.cpus_alloc += job.sub.resources.cpus;
-                        n.mem_alloc_mb += job.mem_mb;
-                        n.running.insert(job.id);
+                    let placed = job.node.and_then(|n| core.nodes.get_mut(&n)).map(|n| {
+                        n.running.insert(id);
+                        n.idx
+                    });
+                    if let (Some(idx), Ok(spec)) = (placed, core.spec_of(&job)) {
+                        let part = core
+                            .sched
+                            .partition(&job.partition)
+                            .unwrap_or(sched::PartIdx(0));
+                        let start = secs(job.start_us.unwrap_or(job.submit_us));
+                        let end = job.sub.resources.time_limit_s.map(|l| start + l);
+                        core.sched
+                            .restore_running(spec, part, vec![idx], start, end);
                     }
                 }
-                _ => {}
+                st => core.sched.restore_ended(
+                    sched::JobId(id.0),
+                    if st == JobState::Completed {
+                        sched::Outcome::Ok
+                    } else {
+                        sched::Outcome::NotOk
+                    },
+                ),
             }
-            core.jobs.insert(job.id, job);
+            core.jobs.insert(id, job);
         }
         core
+    }
+
+    fn add_node(
+        &mut self,
+        id: NodeId,
+        name: &str,
+        cpus: u32,
+        mem_mb: u64,
+        now_us: u64,
+        drain: Option<String>,
+    ) -> sched::NodeIdx {
+        let parts: Vec<sched::PartIdx> = self
+            .cfg
+            .partitions
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.has(name))
+            .map(|(i, _)| sched::PartIdx(i as u32))
+            .collect();
+        let spec = sched::NodeSpec {
+            name: name.to_string(),
+            capacity: sched::Res {
+                cpus,
+                mem_mb,
+                gpus: 0,
+            },
+        };
+        let idx = self.sched.add_node(
+            spec,
+            &parts,
+            sched::Health::Down {
+                reason: "not registered".into(),
+            },
+        );
+        self.node_of_idx.push(id);
+        self.node_by_name.insert(name.to_string(), id);
+        self.nodes.insert(
+            id,
+            Node {
+                id,
+                name: name.to_string(),
+                cpus,
+                mem_mb,
+                idx,
+                drain,
+                peer: None,
+                last_seen_us: now_us,
+                running: BTreeSet::new(),
+                enforced: Vec::new(),
+                agent_version: String::new(),
+            },
+        );
+        idx
+    }
+
+    /// The job as the scheduler sees it.
+    fn spec_of(&self, j: &Job) -> Result<sched::JobSpec, String> {
+        let mut partitions = Vec::new();
+        for name in j.partition.split(',').filter(|p| !p.is_empty()) {
+            match self.sched.partition(name) {
+                Some(p) => partitions.push(p),
+                None => {
+                    let known: Vec<&str> = self
+                        .cfg
+                        .partitions
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect();
+                    return Err(format!(
+                        "invalid partition {name:?} (this cluster has: {})",
+                        known.join(", ")
+                    ));
+                }
+            }
+        }
+        let account_name = self.cfg.user_accounts.get(&j.user);
+        let account = account_name
+            .and_then(|a| self.cfg.accounts.iter().position(|x| &x.name == a))
+            .unwrap_or(0);
+        let deps = j
+            .sub
+            .deps
+            .iter()
+            .map(|d| match d {
+                Dependency::After(x) => sched::Dep::After(sched::JobId(x.0)),
+                Dependency::AfterAny(x) => sched::Dep::AfterAny(sched::JobId(x.0)),
+                Dependency::AfterOk(x) => sched::Dep::AfterOk(sched::JobId(x.0)),
+                Dependency::AfterNotOk(x) => sched::Dep::AfterNotOk(sched::JobId(x.0)),
+                Dependency::Singleton => sched::Dep::Singleton,
+            })
+            .collect();
+        Ok(sched::JobSpec {
+            id: sched::JobId(j.id.0),
+            user: j.uid,
+            account: sched::AccountIdx(account as u32),
+            name: j.sub.name.clone(),
+            partitions,
+            req: sched::Request {
+                nodes: 1,
+                per_node: sched::Res {
+                    cpus: j.sub.resources.cpus,
+                    mem_mb: j.mem_mb,
+                    gpus: j.sub.resources.gpus,
+                },
+                time_limit: j.sub.resources.time_limit_s,
+            },
+            submit: secs(j.submit_us),
+            deps,
+            qos: 0.0,
+        })
     }
 
     fn job_row(&self, id: JobId) -> Option<JobRow> {
@@ -258,6 +470,7 @@ impl Core {
             cpus: n.cpus,
             mem_mb: n.mem_mb,
             last_seen_us: n.last_seen_us,
+            drain_reason: n.drain.clone(),
         }
     }
 
@@ -288,8 +501,9 @@ impl Core {
                 ClientReply::Cancelled(outcomes)
             }
             ClientOp::Nodes => {
-                ClientReply::Nodes(self.nodes.values().map(Self::node_info).collect())
+                ClientReply::Nodes(self.nodes.values().map(|n| self.node_info(n)).collect())
             }
+            ClientOp::Admin(op) => self.admin(&mut fx, caller, op, now_us),
         };
         fx.send.push(Outbound::Client {
             peer,
@@ -317,50 +531,13 @@ impl Core {
             .partition
             .clone()
             .unwrap_or_else(|| self.cfg.partition.clone());
-        if partition != self.cfg.partition {
-            return ClientReply::Error(err(
-                ErrorCode::Invalid,
-                format!(
-                    "invalid partition {partition:?} (this cluster has: {})",
-                    self.cfg.partition
-                ),
-            ));
-        }
         let cpus = sub.resources.cpus;
         let mem_mb = if sub.resources.mem_mb == 0 {
             self.cfg.def_mem_per_cpu_mb * u64::from(cpus)
         } else {
             sub.resources.mem_mb
         };
-        if sub.resources.gpus > 0 {
-            return ClientReply::Error(err(
-                ErrorCode::Unsatisfiable,
-                format!(
-                    "requested {} GPUs but no node of this cluster has GPUs",
-                    sub.resources.gpus
-                ),
-            ));
-        }
-        if !self.nodes.is_empty()
-            && !self
-                .nodes
-                .values()
-                .any(|n| n.cpus >= cpus && n.mem_mb >= mem_mb)
-        {
-            let (max_cpus, max_mem) = self
-                .nodes
-                .values()
-                .fold((0, 0), |(c, m), n| (c.max(n.cpus), m.max(n.mem_mb)));
-            return ClientReply::Error(err(
-                ErrorCode::Unsatisfiable,
-                format!(
-                    "requested node configuration is not available: {cpus} CPUs and {mem_mb} MB of memory \
-                     asked, the largest node has {max_cpus} CPUs and {max_mem} MB"
-                ),
-            ));
-        }
         let id = JobId(self.next_job);
-        self.next_job += 1;
         let job = Job {
             id,
             uid: caller.uid,
@@ -379,12 +556,47 @@ impl Core {
             end_us: None,
             denials: Vec::new(),
         };
+        let spec = match self.spec_of(&job) {
+            Ok(s) => s,
+            Err(e) => return ClientReply::Error(err(ErrorCode::Invalid, e)),
+        };
+        if let Err(e) = self.sched.submit(spec, secs(now_us)) {
+            let code = match e {
+                sched::SubmitError::SubmitLimit(_) => ErrorCode::PermissionDenied,
+                sched::SubmitError::Unsatisfiable(_) => ErrorCode::Unsatisfiable,
+                _ => ErrorCode::Invalid,
+            };
+            let gpus = if job.sub.resources.gpus > 0 {
+                format!(", {} GPUs", job.sub.resources.gpus)
+            } else {
+                String::new()
+            };
+            return ClientReply::Error(err(
+                code,
+                format!(
+                    "{e} ({cpus} CPUs, {mem_mb} MB{gpus} asked; the largest node has {})",
+                    self.largest_node()
+                ),
+            ));
+        }
+        self.next_job += 1;
         self.jobs.insert(id, job);
-        self.pending.insert(id);
         if let Some(row) = self.job_row(id) {
             fx.store.push(StoreOp::InsertJob(Box::new(row)));
         }
         ClientReply::Submitted(id)
+    }
+
+    fn largest_node(&self) -> String {
+        let (c, m) = self
+            .nodes
+            .values()
+            .fold((0, 0), |(c, m), n| (c.max(n.cpus), m.max(n.mem_mb)));
+        if self.nodes.is_empty() {
+            "no node registered yet".into()
+        } else {
+            format!("{c} CPUs, {m} MB, 0 GPUs")
+        }
     }
 
     fn cancel(
@@ -413,7 +625,7 @@ impl Core {
                     job.state = JobState::Cancelled;
                     job.end_us = Some(now_us);
                     job.reason = Some(format!("cancelled by {}", caller.user));
-                    self.pending.remove(&id);
+                    self.sched.cancel(sched::JobId(id.0), secs(now_us));
                     self.update(fx, id);
                     Ok(JobState::Cancelled)
                 }
@@ -473,19 +685,29 @@ impl Core {
 
     /// Records a job's end and releases its resources.
     fn finish(&mut self, fx: &mut Effects, end: JobEnd) {
+        let Some((state, node)) = self.jobs.get(&end.job).map(|j| (j.state, j.node)) else {
+            return;
+        };
+        if state.is_terminal() {
+            return;
+        }
+        if let Some(n) = node.and_then(|n| self.nodes.get_mut(&n)) {
+            n.running.remove(&end.job);
+        }
+        let sid = sched::JobId(end.job.0);
+        if state == JobState::Running {
+            let outcome = if end.state == JobState::Completed {
+                sched::Outcome::Ok
+            } else {
+                sched::Outcome::NotOk
+            };
+            self.sched.job_ended(sid, outcome, secs(end.end_time_us));
+        } else {
+            self.sched.cancel(sid, secs(end.end_time_us));
+        }
         let Some(job) = self.jobs.get_mut(&end.job) else {
             return;
         };
-        if job.state.is_terminal() {
-            return;
-        }
-        if let Some(n) = job.node.and_then(|n| self.nodes.get_mut(&n))
-            && n.running.remove(&job.id)
-        {
-            n.cpus_alloc = n.cpus_alloc.saturating_sub(job.sub.resources.cpus);
-            n.mem_alloc_mb = n.mem_alloc_mb.saturating_sub(job.mem_mb);
-        }
-        self.pending.remove(&job.id);
         job.state = end.state;
         job.exit_code = end.exit_code;
         job.signal = end.signal;
@@ -623,26 +845,25 @@ impl Core {
             None => {
                 let id = NodeId(self.next_node);
                 self.next_node += 1;
-                self.node_by_name.insert(reg.name.clone(), id);
-                self.nodes.insert(
-                    id,
-                    Node {
-                        id,
-                        name: reg.name.clone(),
-                        cpus: 0,
-                        mem_mb: 0,
-                        cpus_alloc: 0,
-                        mem_alloc_mb: 0,
-                        peer: None,
-                        last_seen_us: now_us,
-                        running: BTreeSet::new(),
-                        enforced: Vec::new(),
-                        agent_version: String::new(),
-                    },
-                );
+                self.add_node(id, &reg.name, reg.cpus, reg.mem_mb, now_us, None);
                 id
             }
         };
+        if let Some(node) = self.nodes.get(&id) {
+            if node.cpus != reg.cpus || node.mem_mb != reg.mem_mb {
+                tracing::warn!(
+                    node = %reg.name, cpus = reg.cpus, mem_mb = reg.mem_mb,
+                    "the node registers another size than it first did; the scheduler keeps the first"
+                );
+            }
+            let health = match &node.drain {
+                Some(reason) => sched::Health::Draining {
+                    reason: reason.clone(),
+                },
+                None => sched::Health::Up,
+            };
+            self.sched.set_health(node.idx, health, secs(now_us));
+        }
         let Some(node) = self.nodes.get_mut(&id) else {
             return;
         };
@@ -650,8 +871,6 @@ impl Core {
             self.node_by_peer.remove(&old);
         }
         node.peer = Some(peer.clone());
-        node.cpus = reg.cpus;
-        node.mem_mb = reg.mem_mb;
         node.last_seen_us = now_us;
         node.enforced = reg.enforced;
         node.agent_version = reg.agent_version;
@@ -739,77 +958,99 @@ impl Core {
                 self.node_by_peer.remove(&p);
             }
             let name = node.name.clone();
+            let idx = node.idx;
             let jobs: Vec<JobId> = node.running.iter().copied().collect();
             for j in jobs {
                 let mut end = self.end_of(j, JobState::NodeFail, now_us);
                 end.reason = Some(format!("node {name} stopped responding"));
                 self.finish(&mut fx, end);
             }
+            self.sched.set_health(
+                idx,
+                sched::Health::Down {
+                    reason: "stopped responding".into(),
+                },
+                secs(now_us),
+            );
+        }
+        if now_us >= self.last_full_us + self.cfg.full_pass_us {
+            self.last_full_us = now_us;
+            let decisions = self.sched.full_pass(secs(now_us));
+            self.apply(&mut fx, decisions, now_us);
+        } else if !fx.store.is_empty() {
+            self.schedule(&mut fx, now_us);
         }
         fx
     }
 
-    /// First-fit placement of pending jobs in submission order.
+    /// An incremental scheduling pass, after jobs arrived or ended.
     fn schedule(&mut self, fx: &mut Effects, now_us: u64) {
-        // The most CPUs free on any one node: every job needs at least one, so the scan
-        // of the queue stops as soon as the cluster is full.
-        fn most_free(nodes: &BTreeMap<NodeId, Node>) -> u32 {
-            nodes
-                .values()
-                .filter(|n| n.up())
-                .map(|n| n.cpus.saturating_sub(n.cpus_alloc))
-                .max()
-                .unwrap_or(0)
-        }
-        let mut placed: Vec<(JobId, NodeId)> = Vec::new();
-        {
-            let Core {
-                pending,
-                jobs,
-                nodes,
-                ..
-            } = self;
-            let mut free = most_free(nodes);
-            for id in pending.iter() {
-                if free == 0 {
-                    break;
+        let decisions = self.sched.pass(secs(now_us));
+        self.apply(fx, decisions, now_us);
+    }
+
+    /// Carries out the scheduler's decisions: launches and cancellations.
+    fn apply(&mut self, fx: &mut Effects, decisions: Vec<sched::Decision>, now_us: u64) {
+        for d in decisions {
+            match d {
+                sched::Decision::Start {
+                    job,
+                    partition,
+                    nodes,
+                    time_limit,
+                } => {
+                    let id = JobId(job.0);
+                    let Some(node_id) = nodes
+                        .first()
+                        .and_then(|n| self.node_of_idx.get(n.0 as usize))
+                        .copied()
+                    else {
+                        continue;
+                    };
+                    let part_name = self
+                        .cfg
+                        .partitions
+                        .get(partition.0 as usize)
+                        .map(|p| p.name.clone())
+                        .unwrap_or_default();
+                    let Some(node) = self.nodes.get_mut(&node_id) else {
+                        continue;
+                    };
+                    node.running.insert(id);
+                    let (node_name, peer) = (node.name.clone(), node.peer.clone());
+                    let Some(j) = self.jobs.get_mut(&id) else {
+                        continue;
+                    };
+                    j.state = JobState::Running;
+                    j.node = Some(node_id);
+                    j.start_us = Some(now_us);
+                    j.reason = None;
+                    j.partition = part_name;
+                    // The partition's default (or maximum) limit applies when the job gave none.
+                    j.sub.resources.time_limit_s = time_limit;
+                    let spec = self.launch_spec(id, &node_name);
+                    self.update(fx, id);
+                    if let (Some(peer), Some(spec)) = (peer, spec) {
+                        fx.send.push(Outbound::Agent {
+                            peer,
+                            request_id: 0,
+                            msg: BrokerMessage::Launch(Box::new(spec)),
+                        });
+                    }
                 }
-                let Some(job) = jobs.get(id) else { continue };
-                let (cpus, mem) = (job.sub.resources.cpus, job.mem_mb);
-                if cpus > free {
-                    continue;
+                sched::Decision::Cancel { job, reason } => {
+                    let id = JobId(job.0);
+                    let Some(j) = self.jobs.get_mut(&id) else {
+                        continue;
+                    };
+                    if j.state.is_terminal() {
+                        continue;
+                    }
+                    j.state = JobState::Cancelled;
+                    j.end_us = Some(now_us);
+                    j.reason = Some(reason.as_str());
+                    self.update(fx, id);
                 }
-                let Some(node) = nodes.values_mut().find(|n| n.fits(cpus, mem)) else {
-                    continue;
-                };
-                node.cpus_alloc += cpus;
-                node.mem_alloc_mb += mem;
-                node.running.insert(*id);
-                placed.push((*id, node.id));
-                free = most_free(nodes);
-            }
-        }
-        for (id, node_id) in placed {
-            let Some(node) = self.nodes.get(&node_id) else {
-                continue;
-            };
-            let (node_name, peer) = (node.name.clone(), node.peer.clone());
-            let Some(job) = self.jobs.get_mut(&id) else {
-                continue;
-            };
-            job.state = JobState::Running;
-            job.node = Some(node_id);
-            job.start_us = Some(now_us);
-            job.reason = None;
-            self.pending.remove(&id);
-            let spec = self.launch_spec(id, &node_name);
-            self.update(fx, id);
-            if let (Some(peer), Some(spec)) = (peer, spec) {
-                fx.send.push(Outbound::Agent {
-                    peer,
-                    request_id: 0,
-                    msg: BrokerMessage::Launch(Box::new(spec)),
-                });
             }
         }
     }
@@ -842,17 +1083,12 @@ impl Core {
         if let Some(r) = &j.reason {
             return r.clone();
         }
-        let fits_now = self
-            .nodes
-            .values()
-            .any(|n| n.fits(j.sub.resources.cpus, j.mem_mb));
-        let ahead = self.pending.range(..j.id).next().is_some();
-        if fits_now && ahead {
-            "Priority".into()
-        } else if !self.nodes.values().any(|n| n.up()) {
-            "Nodes_Down".into()
-        } else {
-            "Resources".into()
+        if !self.nodes.values().any(|n| n.up()) {
+            return "Nodes_Down".into();
+        }
+        match self.sched.pending_info(sched::JobId(j.id.0)) {
+            Some(p) => p.reason.as_str(),
+            None => "Priority".into(),
         }
     }
 
@@ -870,6 +1106,11 @@ impl Core {
         };
         let mut resources = j.sub.resources.clone();
         resources.mem_mb = j.mem_mb;
+        let pending = if j.state == JobState::Pending {
+            self.sched.pending_info(sched::JobId(j.id.0))
+        } else {
+            None
+        };
         JobInfo {
             id: j.id,
             name: j.sub.name.clone(),
@@ -894,6 +1135,11 @@ impl Core {
             start_time_us: j.start_us,
             end_time_us: j.end_us,
             denials: j.denials.clone(),
+            expected_start_us: pending
+                .as_ref()
+                .and_then(|p| p.expected_start)
+                .map(|t| t * 1_000_000),
+            priority: pending.as_ref().map(|p| p.priority.max(0.0).round() as u64),
         }
     }
 
@@ -918,20 +1164,98 @@ impl Core {
         .collect()
     }
 
-    fn node_info(n: &Node) -> NodeInfo {
+    fn node_info(&self, n: &Node) -> NodeInfo {
+        let state = if !n.up() {
+            NodeState::Down
+        } else {
+            match self.sched.node_state(n.idx) {
+                "IDLE" => NodeState::Idle,
+                "MIXED" => NodeState::Mixed,
+                "ALLOCATED" => NodeState::Allocated,
+                "DRAINING" => NodeState::Draining,
+                "DRAINED" => NodeState::Drained,
+                _ => NodeState::Down,
+            }
+        };
+        let free = self.sched.node_free(n.idx);
+        let cap = self
+            .sched
+            .node_capacity(n.idx.0 as usize)
+            .unwrap_or_default();
         NodeInfo {
             id: n.id,
             name: n.name.clone(),
-            state: n.state(),
-            cpus: n.cpus,
-            cpus_alloc: n.cpus_alloc,
-            mem_mb: n.mem_mb,
-            mem_alloc_mb: n.mem_alloc_mb,
+            state,
+            cpus: cap.cpus,
+            cpus_alloc: cap.cpus.saturating_sub(free.cpus),
+            mem_mb: cap.mem_mb,
+            mem_alloc_mb: cap.mem_mb.saturating_sub(free.mem_mb),
             running_jobs: n.running.len() as u32,
             last_seen_us: n.last_seen_us,
             enforced: n.enforced.clone(),
             agent_version: n.agent_version.clone(),
+            reason: n
+                .drain
+                .clone()
+                .or_else(|| (!n.up()).then(|| "not responding".to_string())),
         }
+    }
+
+    fn admin(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        op: AdminOp,
+        now_us: u64,
+    ) -> ClientReply {
+        if caller.uid != 0 {
+            tracing::warn!(user = %caller.user, uid = caller.uid, ?op, "refused an administrative request");
+            return ClientReply::Error(err(
+                ErrorCode::PermissionDenied,
+                format!("{} may not administer the cluster: root only", caller.user),
+            ));
+        }
+        let (name, drain) = match op {
+            AdminOp::Drain { node, reason } => (
+                node,
+                Some(if reason.is_empty() {
+                    "drained by root".to_string()
+                } else {
+                    reason
+                }),
+            ),
+            AdminOp::Resume { node } => (node, None),
+        };
+        let Some(id) = self.node_by_name.get(&name).copied() else {
+            return ClientReply::Error(err(
+                ErrorCode::NotFound,
+                format!("node {name} does not exist"),
+            ));
+        };
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return ClientReply::Error(err(
+                ErrorCode::NotFound,
+                format!("node {name} does not exist"),
+            ));
+        };
+        node.drain = drain.clone();
+        let (idx, up) = (node.idx, node.up());
+        let row = Self::node_row(node);
+        fx.store.push(StoreOp::UpsertNode(row));
+        if up {
+            let health = match &drain {
+                Some(reason) => sched::Health::Draining {
+                    reason: reason.clone(),
+                },
+                None => sched::Health::Up,
+            };
+            self.sched.set_health(idx, health, secs(now_us));
+        }
+        tracing::info!(node = %name, drain = ?drain, by = %caller.user, "node state changed by an administrator");
+        ClientReply::Done(match drain {
+            Some(r) => format!("node {name} draining: {r}"),
+            None => format!("node {name} resumed"),
+        })
     }
 
     /// Number of jobs known (all states), for logs and tests.
@@ -1018,6 +1342,7 @@ mod tests {
             stdout: None,
             stderr: None,
             env: vec![],
+            deps: vec![],
             resources: ResourceRequest {
                 cpus,
                 mem_mb: 100,
@@ -1143,6 +1468,9 @@ mod tests {
     #[test]
     fn users_cancel_only_their_own_jobs() {
         let mut c = core();
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+        submitted(&c.client(b"c".to_vec(), 1, &user(1000), ClientOp::Submit(sub(1)), 1));
+        // The node is full: this one waits, and stays the user's.
         let id = submitted(&c.client(b"c".to_vec(), 1, &user(1000), ClientOp::Submit(sub(1)), 1));
         let fx = c.client(b"c".to_vec(), 2, &user(1001), ClientOp::Cancel(vec![id]), 2);
         match &fx.send[0] {
@@ -1233,10 +1561,8 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(info[0].state, JobState::NodeFail);
-        assert_eq!(
-            c.nodes.values().next().map(|n| n.state()),
-            Some(NodeState::Down)
-        );
+        let n = c.nodes.values().next().expect("node");
+        assert_eq!(c.node_info(n).state, NodeState::Down);
     }
 
     #[test]
@@ -1288,8 +1614,13 @@ mod tests {
         nodes.push(Core::node_row(&c.nodes[&NodeId(1)]));
         let c2 = Core::new(CoreConfig::default(), rows.into_values().collect(), nodes);
         assert_eq!(c2.job_count(), 3);
-        assert_eq!(c2.pending.len(), 2);
-        assert_eq!(c2.nodes[&NodeId(1)].cpus_alloc, 1);
+        assert_eq!(c2.sched.pending_count(), 2);
+        let n = &c2.nodes[&NodeId(1)];
+        assert_eq!(
+            c2.node_info(n).cpus_alloc,
+            1,
+            "the running job holds its CPU after the restart"
+        );
         assert_eq!(c2.next_job, 4);
     }
 }

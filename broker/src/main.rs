@@ -48,10 +48,19 @@ async fn main() -> anyhow::Result<()> {
         data_dir: a.data_dir,
         munge_socket: a.munge_socket,
         core: CoreConfig {
+            partitions: vec![bulkhead_broker::core::PartitionConfig {
+                name: a.partition.clone(),
+                nodes: vec!["*".into()],
+                max_time_s: None,
+                default_time_s: None,
+                tier: 1,
+                accounts: vec![],
+            }],
             partition: a.partition,
             def_mem_per_cpu_mb: a.def_mem_per_cpu,
             heartbeat_ms: a.heartbeat_ms,
             node_timeout_us: a.node_timeout * 1_000_000,
+            ..CoreConfig::default()
         },
     };
     run(cfg, shutdown_signal()).await.context("broker failed")

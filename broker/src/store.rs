@@ -44,6 +44,8 @@ pub struct NodeRow {
     pub cpus: u32,
     pub mem_mb: u64,
     pub last_seen_us: u64,
+    /// Set while an administrator has the node drained.
+    pub drain_reason: Option<String>,
 }
 
 /// One change to the store.
@@ -108,7 +110,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     name         TEXT NOT NULL UNIQUE,
     cpus         INTEGER NOT NULL,
     mem_mb       INTEGER NOT NULL,
-    last_seen_us INTEGER NOT NULL
+    last_seen_us INTEGER NOT NULL,
+    drain_reason TEXT
 );
 CREATE TABLE IF NOT EXISTS job_denials (
     job   INTEGER PRIMARY KEY,
@@ -280,7 +283,9 @@ impl Store {
         }
         let mut stmt = self
             .conn
-            .prepare("SELECT id, name, cpus, mem_mb, last_seen_us FROM nodes ORDER BY id")
+            .prepare(
+                "SELECT id, name, cpus, mem_mb, last_seen_us, drain_reason FROM nodes ORDER BY id",
+            )
             .map_err(self.sq("reading nodes"))?;
         let nodes = stmt
             .query_map([], |r| {
@@ -290,6 +295,7 @@ impl Store {
                     cpus: r.get(2)?,
                     mem_mb: r.get::<_, i64>(3)? as u64,
                     last_seen_us: r.get::<_, i64>(4)? as u64,
+                    drain_reason: r.get(5)?,
                 })
             })
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
@@ -334,8 +340,8 @@ impl Store {
                 .map_err(sq("preparing the denials upsert"))?;
             let mut node = tx
                 .prepare_cached(
-                    "INSERT INTO nodes (id, name, cpus, mem_mb, last_seen_us) VALUES (?1, ?2, ?3, ?4, ?5)
-                     ON CONFLICT(id) DO UPDATE SET name = ?2, cpus = ?3, mem_mb = ?4, last_seen_us = ?5",
+                    "INSERT INTO nodes (id, name, cpus, mem_mb, last_seen_us, drain_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT(id) DO UPDATE SET name = ?2, cpus = ?3, mem_mb = ?4, last_seen_us = ?5, drain_reason = ?6",
                 )
                 .map_err(sq("preparing the node upsert"))?;
             for op in ops {
@@ -400,7 +406,8 @@ impl Store {
                             n.name,
                             n.cpus,
                             n.mem_mb as i64,
-                            n.last_seen_us as i64
+                            n.last_seen_us as i64,
+                            n.drain_reason
                         ])
                         .map_err(sq("storing a node"))?;
                     }
@@ -484,6 +491,7 @@ mod tests {
                 stdout: Some("o-%j".into()),
                 stderr: None,
                 env: vec![("A".into(), "b".into())],
+                deps: vec![],
                 resources: ResourceRequest {
                     cpus: 2,
                     mem_mb: 10,
@@ -530,6 +538,7 @@ mod tests {
                     cpus: 4,
                     mem_mb: 100,
                     last_seen_us: 5,
+                    drain_reason: None,
                 }),
             ])
             .expect("update");
@@ -553,7 +562,8 @@ mod tests {
                 name: "n3".into(),
                 cpus: 4,
                 mem_mb: 100,
-                last_seen_us: 5
+                last_seen_us: 5,
+                drain_reason: None,
             }]
         );
     }

@@ -37,6 +37,18 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+enum AdminCmd {
+    /// Let a node's running jobs finish and start no new job on it.
+    Drain {
+        node: String,
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Return a drained node to service.
+    Resume { node: String },
+}
+
+#[derive(Debug, Subcommand)]
 enum Cmd {
     /// Submit a batch script (like sbatch). Options may also be given as #BH or #SBATCH lines.
     #[command(disable_help_flag = true)]
@@ -63,6 +75,9 @@ enum Cmd {
         /// Jobs in every state, finished ones included.
         #[arg(short, long)]
         all: bool,
+        /// Priority and expected start of pending jobs too.
+        #[arg(short, long)]
+        long: bool,
         #[arg(long)]
         json: bool,
     },
@@ -81,6 +96,11 @@ enum Cmd {
     Nodes {
         #[arg(long)]
         json: bool,
+    },
+    /// Administration (root only).
+    Admin {
+        #[command(subcommand)]
+        op: AdminCmd,
     },
     /// Run a broker and an agent on this host, with the store under --data-dir.
     Standalone {
@@ -137,6 +157,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             states,
             jobs,
             all,
+            long,
             json,
         } => {
             let mut filter = QueueFilter {
@@ -156,7 +177,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if *json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
-                print!("{}", output::queue(&list, now_us()));
+                print!(
+                    "{}",
+                    if *long {
+                        output::queue_long(&list, now_us())
+                    } else {
+                        output::queue(&list, now_us())
+                    }
+                );
             }
         }
         Cmd::Show { job, json } => {
@@ -179,6 +207,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if failed {
                 return Ok(ExitCode::FAILURE);
             }
+        }
+        Cmd::Admin { op } => {
+            let op = match op {
+                AdminCmd::Drain { node, reason } => bulkhead_proto::msg::AdminOp::Drain {
+                    node: node.clone(),
+                    reason: reason.clone(),
+                },
+                AdminCmd::Resume { node } => {
+                    bulkhead_proto::msg::AdminOp::Resume { node: node.clone() }
+                }
+            };
+            println!("{}", client(&cli)?.admin(op).map_err(explain)?);
         }
         Cmd::Nodes { json } => {
             let n = client(&cli)?.nodes().map_err(explain)?;
@@ -294,6 +334,7 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
         stderr: r.stderr,
         env,
         resources: r.resources,
+        deps: r.deps,
     };
     Ok((sub, cli_opts.parsable))
 }

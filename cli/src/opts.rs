@@ -7,7 +7,8 @@
 //! `#` that starts a word ends the directive. Options of Slurm's that Bulkhead does not
 //! implement yet are refused by name rather than silently ignored.
 
-use bulkhead_proto::ResourceRequest;
+use bulkhead_proto::job::Dependency;
+use bulkhead_proto::{JobId, ResourceRequest};
 use clap::Parser;
 
 /// A submission option set, as one source gives it. Every field is optional so that
@@ -421,6 +422,48 @@ pub struct Resolved {
     pub stderr: Option<String>,
     pub chdir: Option<String>,
     pub export: Export,
+    pub deps: Vec<Dependency>,
+}
+
+/// Parses `--dependency`: `TYPE:JOB[:JOB...]` items separated by `,` (all must hold),
+/// TYPE one of after, afterany, afterok, afternotok; or `singleton`.
+pub fn parse_dependency(v: &str) -> Result<Vec<Dependency>, OptsError> {
+    let mut out = Vec::new();
+    for item in v.split(',').filter(|i| !i.is_empty()) {
+        if item == "singleton" {
+            out.push(Dependency::Singleton);
+            continue;
+        }
+        if item.contains('?') {
+            return Err(OptsError::Unsupported("--dependency with ? (any of)"));
+        }
+        let mut parts = item.split(':');
+        let kind = parts.next().unwrap_or("");
+        let ids: Vec<&str> = parts.collect();
+        if ids.is_empty() {
+            return Err(value_err("dependency", v, format!("{item:?} names no job")));
+        }
+        for id in ids {
+            // `J+MINUTES` (a delay) is Slurm's; Bulkhead takes plain job ids.
+            let job: JobId = id
+                .parse()
+                .map_err(|_| value_err("dependency", v, format!("{id:?} is not a job id")))?;
+            out.push(match kind {
+                "after" => Dependency::After(job),
+                "afterany" => Dependency::AfterAny(job),
+                "afterok" => Dependency::AfterOk(job),
+                "afternotok" => Dependency::AfterNotOk(job),
+                other => {
+                    return Err(value_err(
+                        "dependency",
+                        v,
+                        format!("unknown dependency type {other:?}"),
+                    ));
+                }
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Which of the submitter's environment variables go to the job.
@@ -462,7 +505,6 @@ impl SubmitOpts {
     /// Checks and converts the merged options.
     pub fn resolve(&self) -> Result<Resolved, OptsError> {
         for (set, name) in [
-            (self.dependency.is_some(), "--dependency"),
             (self.array.is_some(), "--array"),
             (self.begin.is_some(), "--begin"),
             (self.nice.is_some(), "--nice"),
@@ -543,13 +585,22 @@ impl SubmitOpts {
         if let Some(g) = &self.gres {
             gpus = gpus.max(gres_gpus(g)?);
         }
-        let partition = self
-            .partition
-            .as_ref()
-            .map(|p| p.split(',').next().unwrap_or("").to_string());
-        if partition.as_deref() == Some("") {
-            return Err(value_err("partition", "", "empty partition name"));
+        // Several partitions may be named: the first that can take the job runs it.
+        let partition = self.partition.clone();
+        if partition
+            .as_deref()
+            .is_some_and(|p| p.split(',').any(str::is_empty))
+        {
+            return Err(value_err(
+                "partition",
+                partition.as_deref().unwrap_or(""),
+                "empty partition name",
+            ));
         }
+        let deps = match &self.dependency {
+            Some(d) => parse_dependency(d)?,
+            None => vec![],
+        };
         Ok(Resolved {
             resources: ResourceRequest {
                 cpus,
@@ -563,6 +614,7 @@ impl SubmitOpts {
             stderr: self.error.clone(),
             chdir: self.chdir.clone(),
             export: parse_export(self.export.as_deref().unwrap_or("ALL")),
+            deps,
         })
     }
 }
@@ -671,9 +723,21 @@ mod tests {
             Err(OptsError::Value { opt: "nodes", .. })
         ));
         assert_eq!(
-            cli(&["--dependency=afterok:1"]).resolve(),
-            Err(OptsError::Unsupported("--dependency"))
+            cli(&["--array=0-3"]).resolve(),
+            Err(OptsError::Unsupported("--array"))
         );
+        assert_eq!(
+            parse_dependency("afterok:12:13,afternotok:14,singleton"),
+            Ok(vec![
+                Dependency::AfterOk(JobId(12)),
+                Dependency::AfterOk(JobId(13)),
+                Dependency::AfterNotOk(JobId(14)),
+                Dependency::Singleton
+            ])
+        );
+        assert!(parse_dependency("afterok").is_err());
+        assert!(parse_dependency("before:3").is_err());
+        assert!(parse_dependency("afterok:x").is_err());
     }
 
     #[test]

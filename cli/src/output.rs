@@ -82,6 +82,55 @@ pub fn queue(jobs: &[JobInfo], now_us: u64) -> String {
     )
 }
 
+/// `bh queue --long`: with priority and expected start (as `squeue --start`).
+pub fn queue_long(jobs: &[JobInfo], now_us: u64) -> String {
+    let rows: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|j| {
+            let start = match (j.state, j.expected_start_us, j.start_time_us) {
+                (bulkhead_proto::JobState::Pending, Some(t), _) => timestamp(Some(t)),
+                (bulkhead_proto::JobState::Pending, None, _) => "N/A".into(),
+                (_, _, s) => timestamp(s),
+            };
+            let reason = match j.state {
+                bulkhead_proto::JobState::Pending => j.reason.clone().unwrap_or_default(),
+                _ => j.node.clone().unwrap_or_default(),
+            };
+            vec![
+                j.id.to_string(),
+                j.partition.clone(),
+                truncate(&j.name, 20),
+                j.user.clone(),
+                j.state.as_str().to_string(),
+                j.priority
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                format_time(j.resources.time_limit_s),
+                elapsed(j, now_us)
+                    .map(|s| format_time(Some(s)))
+                    .unwrap_or_else(|| "0:00".into()),
+                start,
+                reason,
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "JOBID",
+            "PARTITION",
+            "NAME",
+            "USER",
+            "STATE",
+            "PRIORITY",
+            "TIME_LIMIT",
+            "TIME",
+            "START_TIME",
+            "NODELIST(REASON)",
+        ],
+        &rows,
+    )
+}
+
 fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_string()
@@ -171,6 +220,7 @@ pub fn nodes(nodes: &[NodeInfo]) -> String {
                 } else {
                     n.enforced.join(",")
                 },
+                n.reason.clone().unwrap_or_default(),
             ]
         })
         .collect();
@@ -183,6 +233,7 @@ pub fn nodes(nodes: &[NodeInfo]) -> String {
             "ALLOC_MEM",
             "JOBS",
             "CGROUP_LIMITS",
+            "REASON",
         ],
         &rows,
     )

@@ -187,6 +187,14 @@ impl Client {
         }
     }
 
+    /// An administrative action (root only); returns what it did.
+    pub fn admin(&mut self, op: bulkhead_proto::msg::AdminOp) -> Result<String, ClientError> {
+        match self.call(ClientOp::Admin(op))? {
+            ClientReply::Done(s) => Ok(s),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
     pub fn nodes(&mut self) -> Result<Vec<NodeInfo>, ClientError> {
         match self.call(ClientOp::Nodes)? {
             ClientReply::Nodes(n) => Ok(n),

@@ -186,6 +186,7 @@ mod tests {
                 stdout: Some("out-%j".into()),
                 stderr: None,
                 env: vec![("PATH".into(), "/bin".into())],
+                deps: vec![],
                 resources: ResourceRequest {
                     cpus: 4,
                     mem_mb: 1024,

@@ -143,6 +143,23 @@ pub struct JobSubmission {
     /// Environment exported to the job.
     pub env: Vec<(String, String)>,
     pub resources: ResourceRequest,
+    /// Jobs this one waits for (`--dependency`).
+    pub deps: Vec<Dependency>,
+}
+
+/// A dependency, as `--dependency` spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Dependency {
+    /// `after:J`: once J started.
+    After(JobId),
+    /// `afterany:J`: once J ended.
+    AfterAny(JobId),
+    /// `afterok:J`: once J completed successfully.
+    AfterOk(JobId),
+    /// `afternotok:J`: once J failed.
+    AfterNotOk(JobId),
+    /// `singleton`: once no other job of the same name and user runs.
+    Singleton,
 }
 
 impl JobSubmission {
@@ -158,6 +175,7 @@ impl JobSubmission {
             check_str("output pattern", p, limits::MAX_PATH_BYTES)?;
         }
         validate_env(&self.env)?;
+        check("deps", self.deps.len(), 1024)?;
         self.resources.validate()
     }
 }
@@ -329,6 +347,10 @@ pub struct JobInfo {
     pub end_time_us: Option<u64>,
     /// Device accesses the kernel refused the job.
     pub denials: Vec<DeviceDenial>,
+    /// When the scheduler expects a pending job to start (it holds a reservation).
+    pub expected_start_us: Option<u64>,
+    /// The job's priority while pending.
+    pub priority: Option<u64>,
 }
 
 /// The default output pattern, as Slurm's `slurm-%j.out`.
@@ -439,6 +461,7 @@ mod tests {
             stdout: None,
             stderr: None,
             env: vec![("A".into(), "1".into())],
+            deps: vec![],
             resources: ResourceRequest::default(),
         }
     }

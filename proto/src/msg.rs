@@ -21,6 +21,16 @@ pub enum ClientOp {
     Show(JobId),
     Cancel(Vec<JobId>),
     Nodes,
+    /// Administration, root only.
+    Admin(AdminOp),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AdminOp {
+    /// Let running jobs finish and start no new one on the node.
+    Drain { node: String, reason: String },
+    /// Back to service.
+    Resume { node: String },
 }
 
 /// Which jobs `bh queue` lists. An empty filter lists all pending and running jobs.
@@ -42,6 +52,8 @@ pub enum ClientReply {
     Job(Box<JobInfo>),
     Cancelled(Vec<CancelOutcome>),
     Nodes(Vec<NodeInfo>),
+    /// An administrative action was carried out; what it did, in words.
+    Done(String),
     Error(ErrorReply),
 }
 
@@ -109,6 +121,8 @@ pub struct NodeInfo {
     /// The limits the node's agent enforces with cgroups (`cpuset`, `memory`, `pids`, ...).
     pub enforced: Vec<String>,
     pub agent_version: String,
+    /// Why the node is drained or down.
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,6 +131,8 @@ pub enum NodeState {
     Idle,
     Mixed,
     Allocated,
+    Draining,
+    Drained,
     Down,
 }
 
@@ -126,6 +142,8 @@ impl NodeState {
             NodeState::Idle => "IDLE",
             NodeState::Mixed => "MIXED",
             NodeState::Allocated => "ALLOCATED",
+            NodeState::Draining => "DRAINING",
+            NodeState::Drained => "DRAINED",
             NodeState::Down => "DOWN",
         }
     }
@@ -207,6 +225,13 @@ impl Message for ClientRequest {
             }
             ClientOp::Cancel(ids) => check_ids("jobs", ids),
             ClientOp::Show(_) | ClientOp::Nodes => Ok(()),
+            ClientOp::Admin(AdminOp::Drain { node, reason }) => {
+                check_str("node", node, limits::MAX_NAME_BYTES)?;
+                check_str("reason", reason, limits::MAX_MESSAGE_BYTES)
+            }
+            ClientOp::Admin(AdminOp::Resume { node }) => {
+                check_str("node", node, limits::MAX_NAME_BYTES)
+            }
         }
     }
 }
@@ -219,6 +244,7 @@ impl Message for ClientReply {
             ClientReply::Nodes(n) => check("nodes", n.len(), limits::MAX_LIST),
             ClientReply::Cancelled(c) => check("jobs", c.len(), limits::MAX_IDS),
             ClientReply::Error(e) => check("message", e.message.len(), limits::MAX_MESSAGE_BYTES),
+            ClientReply::Done(s) => check("message", s.len(), limits::MAX_MESSAGE_BYTES),
             ClientReply::Submitted(_) | ClientReply::Job(_) => Ok(()),
         }
     }

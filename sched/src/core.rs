@@ -201,6 +201,85 @@ impl Scheduler {
         s
     }
 
+    /// Adds a node (one that registered after start), in the given partitions. It
+    /// starts in `health`.
+    pub fn add_node(&mut self, spec: NodeSpec, partitions: &[PartIdx], health: Health) -> NodeIdx {
+        let n = NodeIdx(self.nodes.len() as u32);
+        self.max_total.add(&spec.capacity);
+        self.nodes.push(Node {
+            free: spec.capacity,
+            spec,
+            health,
+            jobs: vec![],
+        });
+        let words = self.nodes.len().div_ceil(64);
+        for (i, m) in self.member.iter_mut().enumerate() {
+            m.resize(words, 0);
+            if partitions.contains(&PartIdx(i as u32)) {
+                m[(n.0 / 64) as usize] |= 1 << (n.0 % 64);
+                self.parts[i].nodes.push(n);
+            }
+        }
+        self.index(n);
+        n
+    }
+
+    /// Puts back a job that was running when the caller restarted (its store says so).
+    pub fn restore_running(
+        &mut self,
+        spec: JobSpec,
+        partition: PartIdx,
+        nodes: Vec<NodeIdx>,
+        start: Time,
+        end_limit: Option<Time>,
+    ) {
+        let id = spec.id;
+        let per = spec.req.per_node;
+        for n in &nodes {
+            self.unindex(*n);
+            let node = &mut self.nodes[n.0 as usize];
+            node.free.sub(&per);
+            node.jobs.push((id, end_limit, per));
+            self.index(*n);
+        }
+        let (g, c) = (spec.req.nodes * per.gpus, spec.req.nodes * per.cpus);
+        let u = self.users.entry(spec.user).or_default();
+        u.jobs += 1;
+        u.gpus += g;
+        u.cpus += c;
+        u.submitted += 1;
+        let a = self.accounts_use.entry(spec.account).or_default();
+        a.jobs += 1;
+        a.gpus += g;
+        a.cpus += c;
+        a.submitted += 1;
+        self.running.insert(
+            id,
+            Running {
+                spec,
+                partition,
+                nodes,
+                start,
+                end_limit,
+                charged_to: start,
+            },
+        );
+    }
+
+    /// Records the end of a job the caller knows ended before it restarted, so that
+    /// dependencies on it resolve.
+    pub fn restore_ended(&mut self, id: JobId, outcome: Outcome) {
+        self.ended.insert(id, outcome);
+    }
+
+    /// The index of a partition by name.
+    pub fn partition(&self, name: &str) -> Option<PartIdx> {
+        self.parts
+            .iter()
+            .position(|p| p.name == name)
+            .map(|i| PartIdx(i as u32))
+    }
+
     fn index(&mut self, n: NodeIdx) {
         let node = &self.nodes[n.0 as usize];
         if node.schedulable() && node.free.cpus > 0 {
@@ -332,6 +411,12 @@ impl Scheduler {
         self.order.insert(at, id);
         self.order_need
             .insert(at, self.pending[&id].spec.req.per_node.gpus);
+        // Nothing ahead of it: what it waits for is resources, until a pass says more.
+        if at == 0
+            && let Some(p) = self.pending.get_mut(&id)
+        {
+            p.reason = Reason::Resources;
+        }
         Ok(())
     }
 
@@ -765,51 +850,65 @@ impl Scheduler {
                     continue;
                 }
             }
-            let (reason, expected) =
-                match self.assess(id, now, &reserved, full && made < self.cfg.reservations) {
-                    Action::Gone => continue,
-                    Action::Never => {
-                        self.pending.remove(&id);
-                        self.ended.insert(id, Outcome::NotOk);
-                        out.push(Decision::Cancel {
-                            job: id,
-                            reason: Reason::DependencyNeverSatisfied,
-                        });
-                        continue;
+            let action = self.assess(id, now, &reserved, full && made < self.cfg.reservations);
+            let (reason, expected) = match action.clone() {
+                Action::Gone => continue,
+                Action::Never => {
+                    self.pending.remove(&id);
+                    self.ended.insert(id, Outcome::NotOk);
+                    out.push(Decision::Cancel {
+                        job: id,
+                        reason: Reason::DependencyNeverSatisfied,
+                    });
+                    continue;
+                }
+                Action::Start(p, nodes, limit) => {
+                    // A reserved job that starts gives its reservation back.
+                    for rs in reserved.values_mut() {
+                        rs.retain(|(_, _, j)| *j != id);
                     }
-                    Action::Start(p, nodes, limit) => {
-                        // A reserved job that starts gives its reservation back.
-                        for rs in reserved.values_mut() {
-                            rs.retain(|(_, _, j)| *j != id);
-                        }
-                        out.push(self.start(id, p, nodes, limit, now));
-                        continue;
+                    out.push(self.start(id, p, nodes, limit, now));
+                    continue;
+                }
+                Action::Wait(r) => (r, None),
+                Action::Reserve(t, nodes, limit) => {
+                    made += 1;
+                    blocked_above = true;
+                    for n in nodes {
+                        reserved
+                            .entry(n)
+                            .or_default()
+                            .push((t, limit.map(|l| t + l), id));
                     }
-                    Action::Wait(r) => (r, None),
-                    Action::Reserve(t, nodes, limit) => {
-                        made += 1;
-                        blocked_above = true;
-                        for n in nodes {
-                            reserved
-                                .entry(n)
-                                .or_default()
-                                .push((t, limit.map(|l| t + l), id));
-                        }
-                        (Reason::Resources, Some(t))
-                    }
-                    Action::Blocked => {
-                        let r = if blocked_above {
+                    (Reason::Resources, Some(t))
+                }
+                Action::Blocked => {
+                    let r = if blocked_above {
+                        Reason::Priority
+                    } else {
+                        Reason::Resources
+                    };
+                    blocked_above = true;
+                    (r, None)
+                }
+            };
+            if let Some(p) = self.pending.get_mut(&id) {
+                if full {
+                    p.reason = reason;
+                    p.expected_start = expected;
+                } else if matches!(action, Action::Wait(_) | Action::Blocked) {
+                    // Between full passes only what this pass saw is updated.
+                    p.reason = match reason {
+                        Reason::Priority | Reason::Resources if !keep.is_empty() => {
                             Reason::Priority
-                        } else {
+                        }
+                        Reason::Priority | Reason::Resources if p.expected_start.is_none() => {
                             Reason::Resources
-                        };
-                        blocked_above = true;
-                        (r, None)
-                    }
-                };
-            if full && let Some(p) = self.pending.get_mut(&id) {
-                p.reason = reason;
-                p.expected_start = expected;
+                        }
+                        Reason::Priority | Reason::Resources => p.reason.clone(),
+                        other => other,
+                    };
+                }
             }
             keep.push(id);
             keep_need.push(gpus);
@@ -929,6 +1028,7 @@ type Reserved = HashMap<NodeIdx, Vec<(Time, Option<Time>, JobId)>>;
 /// `Some(true)` yes, `Some(false)` not yet, `None` never.
 type DepRule = fn(Option<Outcome>, bool) -> Option<bool>;
 
+#[derive(Clone)]
 enum Action {
     Gone,
     Never,

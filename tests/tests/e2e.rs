@@ -588,3 +588,89 @@ fn jobs_do_not_start_when_device_isolation_cannot_be_set_up() {
     );
     assert!(!wd.join("ran").exists(), "the job ran unconstrained");
 }
+
+#[test]
+fn dependencies_order_jobs_and_impossible_ones_are_cancelled() {
+    let c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let first = c
+        .submit(
+            Some(&u),
+            &wd,
+            &[],
+            "#!/bin/sh\nsleep 1\necho first >> order\n",
+        )
+        .expect("submit");
+    let bad = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\nexit 1\n")
+        .expect("submit");
+    let dep = format!("--dependency=afterok:{first}");
+    let second = c
+        .submit(Some(&u), &wd, &[&dep], "#!/bin/sh\necho second >> order\n")
+        .expect("submit");
+    let never = format!("--dependency=afterok:{bad}");
+    let orphan = c
+        .submit(Some(&u), &wd, &[&never], "#!/bin/sh\necho ran > orphan\n")
+        .expect("submit");
+    let j = c.show(second).expect("show");
+    if j.state == JobState::Pending {
+        assert_eq!(j.reason.as_deref(), Some("Dependency"));
+    }
+    c.wait_state(second, &[JobState::Completed], t())
+        .expect("second ran");
+    assert_eq!(
+        std::fs::read_to_string(wd.join("order")).expect("order"),
+        "first\nsecond\n"
+    );
+    let j = c
+        .wait_state(orphan, &[JobState::Cancelled], t())
+        .expect("orphan cancelled");
+    assert_eq!(j.reason.as_deref(), Some("DependencyNeverSatisfied"));
+    assert!(!wd.join("orphan").exists());
+}
+
+#[test]
+fn a_drained_node_runs_no_new_job_and_only_root_drains() {
+    let c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let out = c
+        .bh(
+            Some(&u),
+            &["admin", "drain", &c.node, "--reason", "mine now"],
+        )
+        .expect("bh");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("root only"));
+    let out = c
+        .bh(
+            None,
+            &["admin", "drain", &c.node, "--reason", "fan replacement"],
+        )
+        .expect("bh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let nodes: serde_json::Value =
+        serde_json::from_slice(&c.bh(None, &["nodes", "--json"]).expect("bh").stdout)
+            .expect("json");
+    assert_eq!(nodes[0]["state"], "DRAINED");
+    assert_eq!(nodes[0]["reason"], "fan replacement");
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let job = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\ntrue\n")
+        .expect("submit");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let j = c.show(job).expect("show");
+    assert_eq!(
+        j.state,
+        JobState::Pending,
+        "a job started on a drained node"
+    );
+    let out = c.bh(None, &["admin", "resume", &c.node]).expect("bh");
+    assert!(out.status.success());
+    c.wait_state(job, &[JobState::Completed], t())
+        .expect("runs after resume");
+}

@@ -102,6 +102,7 @@ fn main() -> Result<()> {
         stdout: None,
         stderr: None,
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        deps: vec![],
         resources: ResourceRequest {
             cpus: 1,
             mem_mb: 64,
