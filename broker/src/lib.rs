@@ -8,6 +8,7 @@
 //! - [`store`]: the SQLite writer thread, which commits the core's changes in groups and
 //!   only then releases the replies and launches that depend on them.
 
+pub mod config;
 pub mod core;
 pub mod store;
 

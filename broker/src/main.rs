@@ -19,9 +19,12 @@ struct Args {
     /// munged socket (default: libmunge's).
     #[arg(long, env = "BH_MUNGE_SOCKET")]
     munge_socket: Option<PathBuf>,
-    /// Name of the cluster's partition.
+    /// Name of the cluster's one partition, when no --config defines partitions.
     #[arg(long, default_value = "batch")]
     partition: String,
+    /// Cluster configuration (TOML): partitions, accounts, users, limits, priority weights.
+    #[arg(long, env = "BH_CONFIG")]
+    config: Option<PathBuf>,
     /// Memory per CPU given to jobs that do not ask (MB).
     #[arg(long, default_value_t = 1024)]
     def_mem_per_cpu: u64,
@@ -43,7 +46,8 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let a = Args::parse();
-    let cfg = BrokerConfig {
+    let config_file = a.config.clone();
+    let mut cfg = BrokerConfig {
         listen: a.listen,
         data_dir: a.data_dir,
         munge_socket: a.munge_socket,
@@ -63,6 +67,10 @@ async fn main() -> anyhow::Result<()> {
             ..CoreConfig::default()
         },
     };
+    if let Some(path) = config_file {
+        cfg.core = bulkhead_broker::config::load(&path, cfg.core)?;
+        tracing::info!(config = %path.display(), partitions = cfg.core.partitions.len(), accounts = cfg.core.accounts.len(), "configuration loaded");
+    }
     run(cfg, shutdown_signal()).await.context("broker failed")
 }
 

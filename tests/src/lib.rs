@@ -161,6 +161,8 @@ pub struct ClusterOpts {
     pub log: &'static str,
     /// More arguments for every agent.
     pub agent_args: Vec<String>,
+    /// The broker's configuration file, as TOML text.
+    pub broker_config: Option<String>,
 }
 
 impl Default for ClusterOpts {
@@ -172,6 +174,7 @@ impl Default for ClusterOpts {
             nodes: 1,
             log: "debug",
             agent_args: Vec::new(),
+            broker_config: None,
         }
     }
 }
@@ -266,6 +269,13 @@ impl Cluster {
             "broker-{}.log",
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
+        let mut extra: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(text) = &self.opts.broker_config {
+            let path = self.dir.path().join("bulkhead.toml");
+            std::fs::write(&path, text)?;
+            extra.push("--config".into());
+            extra.push(path.into_os_string());
+        }
         let child = Command::new(bin("bulkhead-broker"))
             .args([
                 "--listen",
@@ -279,6 +289,7 @@ impl Cluster {
             .arg(&self.data_dir)
             .arg("--munge-socket")
             .arg(&self.munged.socket)
+            .args(&extra)
             .env("BH_LOG", self.opts.log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -674,3 +674,76 @@ fn a_drained_node_runs_no_new_job_and_only_root_drains() {
     c.wait_state(job, &[JobState::Completed], t())
         .expect("runs after resume");
 }
+
+#[test]
+fn the_configuration_file_sets_partitions_accounts_and_limits() {
+    let config = r#"
+default_partition = "short"
+[[partition]]
+name = "short"
+max_time_s = 600
+default_time_s = 60
+[[partition]]
+name = "long"
+tier = 2
+accounts = ["physics"]
+[[account]]
+name = "default"
+[[account]]
+name = "physics"
+shares = 2
+[users]
+bhtest2 = "physics"
+[limits.user]
+max_running_jobs = 1
+"#;
+    let c = Cluster::start_with(ClusterOpts {
+        broker_config: Some(config.into()),
+        ..Default::default()
+    })
+    .expect("cluster");
+    let (u1, u2) = (user(USER1), user(USER2));
+    let wd = c.workdir(Some(&u1)).expect("workdir");
+    // Over the default partition's maximum: refused at submit, saying why.
+    let out = c
+        .bh_in(Some(&u1), &wd, &["submit", "-t", "20", "--wrap", "true"])
+        .expect("bh");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("maximum"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A partition the user's account may not use.
+    let out = c
+        .bh_in(Some(&u1), &wd, &["submit", "-p", "long", "--wrap", "true"])
+        .expect("bh");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not allowed"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The partition's default time applies, and the per-user job limit holds the second job.
+    let a = c
+        .submit(Some(&u1), &wd, &[], "#!/bin/sh\nsleep 2\n")
+        .expect("submit");
+    c.wait_state(a, &[JobState::Running], t()).expect("running");
+    assert_eq!(c.show(a).expect("show").resources.time_limit_s, Some(60));
+    let b = c
+        .submit(Some(&u1), &wd, &[], "#!/bin/sh\ntrue\n")
+        .expect("submit");
+    let j = c.show(b).expect("show");
+    assert_eq!(
+        (j.state, j.reason.as_deref()),
+        (JobState::Pending, Some("QOSMaxJobsPerUserLimit"))
+    );
+    c.wait_state(b, &[JobState::Completed], t())
+        .expect("runs once the first ends");
+    // A physics user may use the long partition.
+    let wd2 = c.workdir(Some(&u2)).expect("workdir");
+    let p = c
+        .submit(Some(&u2), &wd2, &["-p", "long"], "#!/bin/sh\ntrue\n")
+        .expect("submit");
+    let j = c.wait_state(p, &[JobState::Completed], t()).expect("ran");
+    assert_eq!(j.partition, "long");
+}

@@ -72,6 +72,7 @@ fn main() -> Result<()> {
         nodes,
         log: "warn",
         agent_args: vec![],
+        broker_config: None,
     })?;
     let wd = c.workdir(None)?;
     let mut pids: Vec<u32> = c

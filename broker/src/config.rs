@@ -1,0 +1,382 @@
+//! The cluster's configuration file (TOML): partitions, the fair-share tree of
+//! accounts, which account each user charges, limits and priority weights.
+//!
+//! ```toml
+//! default_partition = "gpu"
+//!
+//! [[partition]]
+//! name = "gpu"
+//! nodes = ["gpu*"]          # node names; a trailing * matches a prefix
+//! max_time_s = 86400
+//! default_time_s = 3600
+//! tier = 2
+//! accounts = ["physics"]    # empty or absent: every account
+//!
+//! [[account]]
+//! name = "physics"
+//! shares = 2
+//! [[account]]
+//! name = "hep"
+//! parent = "physics"
+//!
+//! [users]
+//! alice = "hep"             # users not listed charge the first account
+//!
+//! [limits.user]
+//! max_running_gpus = 16
+//! [limits.account]
+//! max_running_jobs = 500
+//!
+//! [priority]
+//! weight_fairshare = 10000
+//! half_life_s = 604800
+//! bill_gpu = 32.0
+//! ```
+//!
+//! Unknown keys are refused, so that a misspelt setting is not silently ignored.
+
+use crate::core::{AccountConfig, CoreConfig, PartitionConfig};
+use serde::Deserialize;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("{path}: {problem}")]
+    Invalid { path: PathBuf, problem: String },
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    default_partition: Option<String>,
+    #[serde(default)]
+    partition: Vec<PartitionFile>,
+    #[serde(default)]
+    account: Vec<AccountFile>,
+    #[serde(default)]
+    users: HashMap<String, String>,
+    #[serde(default)]
+    limits: LimitsFile,
+    #[serde(default)]
+    priority: PriorityFile,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartitionFile {
+    name: String,
+    #[serde(default = "all_nodes")]
+    nodes: Vec<String>,
+    max_time_s: Option<u64>,
+    default_time_s: Option<u64>,
+    #[serde(default = "one")]
+    tier: u32,
+    #[serde(default)]
+    accounts: Vec<String>,
+}
+
+fn all_nodes() -> Vec<String> {
+    vec!["*".into()]
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AccountFile {
+    name: String,
+    parent: Option<String>,
+    #[serde(default = "one")]
+    shares: u32,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    #[serde(default)]
+    user: LimitsEntry,
+    #[serde(default)]
+    account: LimitsEntry,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsEntry {
+    max_running_jobs: Option<u32>,
+    max_running_gpus: Option<u32>,
+    max_running_cpus: Option<u32>,
+    max_submitted_jobs: Option<u32>,
+}
+
+impl From<LimitsEntry> for bulkhead_sched::Limits {
+    fn from(l: LimitsEntry) -> Self {
+        bulkhead_sched::Limits {
+            max_running_jobs: l.max_running_jobs,
+            max_running_gpus: l.max_running_gpus,
+            max_running_cpus: l.max_running_cpus,
+            max_submitted_jobs: l.max_submitted_jobs,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PriorityFile {
+    weight_age: Option<f64>,
+    weight_fairshare: Option<f64>,
+    weight_size: Option<f64>,
+    weight_partition: Option<f64>,
+    weight_qos: Option<f64>,
+    max_age_s: Option<u64>,
+    half_life_s: Option<u64>,
+    bill_gpu: Option<f64>,
+    bill_cpu: Option<f64>,
+    reservations: Option<usize>,
+}
+
+/// Reads `path` into `base`, keeping `base`'s values where the file says nothing.
+pub fn load(path: &Path, base: CoreConfig) -> Result<CoreConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, base).map_err(|e| match e {
+        Problem::Toml(source) => ConfigError::Parse {
+            path: path.to_path_buf(),
+            source,
+        },
+        Problem::Invalid(problem) => ConfigError::Invalid {
+            path: path.to_path_buf(),
+            problem,
+        },
+    })
+}
+
+#[derive(Debug)]
+enum Problem {
+    Toml(toml::de::Error),
+    Invalid(String),
+}
+
+fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
+    let f: File = toml::from_str(text).map_err(Problem::Toml)?;
+    let bad = |s: String| Err(Problem::Invalid(s));
+    if !f.account.is_empty() {
+        let mut names = HashSet::new();
+        for a in &f.account {
+            if !names.insert(a.name.as_str()) {
+                return bad(format!("account {:?} is defined twice", a.name));
+            }
+        }
+        for a in &f.account {
+            if let Some(p) = &a.parent
+                && !names.contains(p.as_str())
+            {
+                return bad(format!(
+                    "account {:?} names an unknown parent {p:?}",
+                    a.name
+                ));
+            }
+        }
+        // Parents must not loop: walk up from each account.
+        for a in &f.account {
+            let mut seen = HashSet::new();
+            let mut cur = Some(a.name.as_str());
+            while let Some(c) = cur {
+                if !seen.insert(c) {
+                    return bad(format!("account {:?} is its own ancestor", a.name));
+                }
+                cur = f
+                    .account
+                    .iter()
+                    .find(|x| x.name == c)
+                    .and_then(|x| x.parent.as_deref());
+            }
+        }
+        cfg.accounts = f
+            .account
+            .iter()
+            .map(|a| AccountConfig {
+                name: a.name.clone(),
+                parent: a.parent.clone(),
+                shares: a.shares,
+            })
+            .collect();
+    }
+    let accounts: HashSet<&str> = cfg.accounts.iter().map(|a| a.name.as_str()).collect();
+    if !f.partition.is_empty() {
+        let mut names = HashSet::new();
+        for p in &f.partition {
+            if !names.insert(p.name.as_str()) {
+                return bad(format!("partition {:?} is defined twice", p.name));
+            }
+            if p.name.contains(',') || p.name.is_empty() {
+                return bad(format!("partition name {:?} is not a name", p.name));
+            }
+            if let (Some(d), Some(m)) = (p.default_time_s, p.max_time_s)
+                && d > m
+            {
+                return bad(format!(
+                    "partition {:?}: default_time_s {d} is over max_time_s {m}",
+                    p.name
+                ));
+            }
+            if let Some(a) = p.accounts.iter().find(|a| !accounts.contains(a.as_str())) {
+                return bad(format!(
+                    "partition {:?} allows an unknown account {a:?}",
+                    p.name
+                ));
+            }
+        }
+        cfg.partitions = f
+            .partition
+            .into_iter()
+            .map(|p| PartitionConfig {
+                name: p.name,
+                nodes: p.nodes,
+                max_time_s: p.max_time_s,
+                default_time_s: p.default_time_s,
+                tier: p.tier,
+                accounts: p.accounts,
+            })
+            .collect();
+        cfg.partition = cfg.partitions[0].name.clone();
+    }
+    if let Some(d) = f.default_partition {
+        if !cfg.partitions.iter().any(|p| p.name == d) {
+            return bad(format!("default_partition {d:?} is not a partition"));
+        }
+        cfg.partition = d;
+    }
+    for (user, account) in &f.users {
+        if !accounts.contains(account.as_str()) {
+            return bad(format!(
+                "user {user:?} charges an unknown account {account:?}"
+            ));
+        }
+    }
+    cfg.user_accounts.extend(f.users);
+    cfg.sched.user_limits = f.limits.user.into();
+    cfg.sched.account_limits = f.limits.account.into();
+    let p = f.priority;
+    let s = &mut cfg.sched;
+    for (dst, src) in [
+        (&mut s.weight_age, p.weight_age),
+        (&mut s.weight_fairshare, p.weight_fairshare),
+        (&mut s.weight_size, p.weight_size),
+        (&mut s.weight_partition, p.weight_partition),
+        (&mut s.weight_qos, p.weight_qos),
+        (&mut s.bill_gpu, p.bill_gpu),
+        (&mut s.bill_cpu, p.bill_cpu),
+    ] {
+        if let Some(v) = src {
+            if !v.is_finite() || v < 0.0 {
+                return bad(format!(
+                    "priority weights and billing must be finite and not negative, got {v}"
+                ));
+            }
+            *dst = v;
+        }
+    }
+    if let Some(v) = p.max_age_s {
+        s.max_age = v;
+    }
+    if let Some(v) = p.half_life_s {
+        s.half_life = v.max(1);
+    }
+    if let Some(v) = p.reservations {
+        s.reservations = v;
+    }
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+default_partition = "gpu"
+[[partition]]
+name = "cpu"
+[[partition]]
+name = "gpu"
+nodes = ["gpu*", "big1"]
+max_time_s = 86400
+default_time_s = 3600
+tier = 2
+accounts = ["hep"]
+[[account]]
+name = "physics"
+shares = 2
+[[account]]
+name = "hep"
+parent = "physics"
+[users]
+alice = "hep"
+[limits.user]
+max_running_gpus = 16
+[priority]
+bill_gpu = 64.0
+half_life_s = 3600
+"#;
+
+    #[test]
+    fn a_full_file_is_read() {
+        let c = parse(GOOD, CoreConfig::default()).expect("valid");
+        assert_eq!(c.partition, "gpu");
+        assert_eq!(c.partitions.len(), 2);
+        assert_eq!(c.partitions[0].nodes, vec!["*"]);
+        assert_eq!(c.partitions[1].max_time_s, Some(86400));
+        assert_eq!(c.accounts[1].parent.as_deref(), Some("physics"));
+        assert_eq!(c.user_accounts["alice"], "hep");
+        assert_eq!(c.sched.user_limits.max_running_gpus, Some(16));
+        assert_eq!(c.sched.bill_gpu, 64.0);
+        assert_eq!(c.sched.half_life, 3600);
+    }
+
+    #[test]
+    fn mistakes_are_refused_with_what_is_wrong() {
+        let cases = [
+            (
+                "[[partition]]\nname = \"a\"\nmax_tim_s = 5\n",
+                "unknown field",
+            ),
+            ("default_partition = \"nope\"\n", "not a partition"),
+            (
+                "[[account]]\nname = \"a\"\nparent = \"b\"\n",
+                "unknown parent",
+            ),
+            (
+                "[[account]]\nname = \"a\"\nparent = \"b\"\n[[account]]\nname = \"b\"\nparent = \"a\"\n",
+                "own ancestor",
+            ),
+            ("[users]\nbob = \"ghost\"\n", "unknown account"),
+            (
+                "[[partition]]\nname = \"p\"\nmax_time_s = 10\ndefault_time_s = 20\n",
+                "over max_time_s",
+            ),
+            ("[priority]\nweight_age = -1.0\n", "not negative"),
+        ];
+        for (text, want) in cases {
+            let e = match parse(text, CoreConfig::default()) {
+                Err(Problem::Toml(e)) => e.to_string(),
+                Err(Problem::Invalid(s)) => s,
+                Ok(_) => panic!("accepted: {text}"),
+            };
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+}
