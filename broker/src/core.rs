@@ -10,15 +10,13 @@
 //! forgets, and an agent is never told to launch a job the store still calls PENDING).
 
 use crate::store::{JobRow, NodeRow, StoreOp};
-use bulkhead_proto::job::Dependency;
 use bulkhead_proto::job::{
-    DEFAULT_OUTPUT_PATTERN, DeviceDenial, JobEnd, JobSubmission, LaunchSpec, MAX_DENIALS_PER_JOB,
-    expand_output_pattern,
+    DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, Dependency, DeviceDenial, JobEnd,
+    JobSubmission, LaunchSpec, MAX_DENIALS_PER_JOB, expand_task_pattern, format_indices,
 };
-use bulkhead_proto::msg::AdminOp;
 use bulkhead_proto::msg::{
-    AgentMessage, BrokerMessage, CancelOutcome, ClientOp, ClientReply, ErrorCode, ErrorReply,
-    NodeInfo, NodeState, QueueFilter, Registration,
+    AdminOp, AgentMessage, BrokerMessage, CancelOutcome, ClientOp, ClientReply, ErrorCode,
+    ErrorReply, NodeInfo, NodeState, QueueFilter, Registration,
 };
 use bulkhead_proto::{JobId, JobInfo, JobState, NodeId};
 use bulkhead_sched as sched;
@@ -52,6 +50,9 @@ pub struct AccountConfig {
     pub parent: Option<String>,
     pub shares: u32,
 }
+
+/// Tasks of an unthrottled array created ahead of time.
+const ARRAY_WINDOW: usize = 256;
 
 /// A connected peer, as the socket names it (a ZeroMQ routing id).
 pub type PeerId = Vec<u8>;
@@ -181,6 +182,10 @@ impl Node {
 pub struct Core {
     cfg: CoreConfig,
     jobs: BTreeMap<JobId, Job>,
+    /// Job arrays: each array's tasks created so far (one record stands for the rest).
+    arrays: BTreeMap<JobId, Vec<JobId>>,
+    /// Arrays loaded from the store whose next tasks are still to be created.
+    refill_arrays: bool,
     nodes: BTreeMap<NodeId, Node>,
     sched: sched::Scheduler,
     node_of_idx: Vec<NodeId>,
@@ -238,6 +243,8 @@ impl Core {
         let mut core = Core {
             cfg,
             jobs: BTreeMap::new(),
+            arrays: BTreeMap::new(),
+            refill_arrays: false,
             nodes: BTreeMap::new(),
             sched: scheduler,
             node_of_idx: Vec::new(),
@@ -288,6 +295,7 @@ impl Core {
             };
             let id = job.id;
             match job.state {
+                JobState::Pending if job.sub.array.is_some() => {}
                 JobState::Pending => {
                     if let Ok(spec) = core.spec_of(&job)
                         && let Err(e) = core.sched.submit(spec, secs(job.submit_us))
@@ -295,6 +303,7 @@ impl Core {
                         tracing::warn!(job = %id, error = %e, "a stored pending job no longer fits the configuration");
                     }
                 }
+                JobState::Running if job.sub.array.is_some() => {}
                 JobState::Running => {
                     // Held against its node until the node's agent says otherwise.
                     let placed = job.node.and_then(|n| core.nodes.get_mut(&n)).map(|n| {
@@ -320,6 +329,13 @@ impl Core {
                         sched::Outcome::NotOk
                     },
                 ),
+            }
+            if job.sub.array.is_some() {
+                core.arrays.entry(id).or_default();
+                core.refill_arrays |= !job.state.is_terminal();
+            }
+            if let Some((parent, _)) = job.sub.array_task {
+                core.arrays.entry(parent).or_default().push(id);
             }
             core.jobs.insert(id, job);
         }
@@ -485,7 +501,7 @@ impl Core {
     ) -> Effects {
         let mut fx = Effects::default();
         let reply = match op {
-            ClientOp::Submit(sub) => self.submit(&mut fx, caller, sub, now_us),
+            ClientOp::Submit(sub) => self.submit(&mut fx, caller, *sub, now_us),
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(&filter)),
             ClientOp::Show(id) => match self.jobs.get(&id) {
                 Some(j) => ClientReply::Job(Box::new(self.info(j))),
@@ -556,11 +572,22 @@ impl Core {
             end_us: None,
             denials: Vec::new(),
         };
+        if job.sub.array_task.is_some() {
+            return ClientReply::Error(err(
+                ErrorCode::Invalid,
+                "array task fields are set by the broker, not by clients",
+            ));
+        }
         let spec = match self.spec_of(&job) {
             Ok(s) => s,
             Err(e) => return ClientReply::Error(err(ErrorCode::Invalid, e)),
         };
-        if let Err(e) = self.sched.submit(spec, secs(now_us)) {
+        let accepted = if job.sub.array.is_some() {
+            self.sched.check(&spec)
+        } else {
+            self.sched.submit(spec, secs(now_us))
+        };
+        if let Err(e) = accepted {
             let code = match e {
                 sched::SubmitError::SubmitLimit(_) => ErrorCode::PermissionDenied,
                 sched::SubmitError::Unsatisfiable(_) => ErrorCode::Unsatisfiable,
@@ -580,11 +607,163 @@ impl Core {
             ));
         }
         self.next_job += 1;
+        let is_array = job.sub.array.is_some();
         self.jobs.insert(id, job);
         if let Some(row) = self.job_row(id) {
             fx.store.push(StoreOp::InsertJob(Box::new(row)));
         }
+        if is_array {
+            // One record stands for the tasks not created yet.
+            self.arrays.insert(id, Vec::new());
+            self.refill(fx, id, now_us);
+        }
         ClientReply::Submitted(id)
+    }
+
+    /// Creates an array's next tasks, as many as its throttle (or the window) allows,
+    /// and brings the array's own state up to date.
+    fn refill(&mut self, fx: &mut Effects, parent: JobId, now_us: u64) {
+        let Some(p) = self.jobs.get(&parent) else {
+            return;
+        };
+        let Some(spec) = p.sub.array.clone() else {
+            return;
+        };
+        if !p.state.is_terminal() {
+            let tasks = self.arrays.get(&parent).cloned().unwrap_or_default();
+            let made: BTreeSet<u32> = tasks
+                .iter()
+                .filter_map(|t| {
+                    self.jobs
+                        .get(t)
+                        .and_then(|j| j.sub.array_task)
+                        .map(|(_, i)| i)
+                })
+                .collect();
+            let active = tasks
+                .iter()
+                .filter(|t| self.jobs.get(t).is_some_and(|j| !j.state.is_terminal()))
+                .count();
+            let window = spec.throttle.map_or(ARRAY_WINDOW, |t| t as usize);
+            let mut room = window.saturating_sub(active);
+            let mut next = Vec::new();
+            for idx in spec.indices() {
+                if room == 0 {
+                    break;
+                }
+                if !made.contains(&idx) {
+                    next.push(idx);
+                    room -= 1;
+                }
+            }
+            for idx in next {
+                self.spawn_task(fx, parent, idx, now_us);
+            }
+        }
+        self.update_array_state(fx, parent, now_us);
+    }
+
+    fn spawn_task(&mut self, fx: &mut Effects, parent: JobId, idx: u32, now_us: u64) {
+        let Some(p) = self.jobs.get(&parent) else {
+            return;
+        };
+        let id = JobId(self.next_job);
+        self.next_job += 1;
+        let mut sub = p.sub.clone();
+        sub.array = None;
+        sub.array_task = Some((parent, idx));
+        let mut job = Job {
+            id,
+            uid: p.uid,
+            gid: p.gid,
+            user: p.user.clone(),
+            sub,
+            partition: p.partition.clone(),
+            mem_mb: p.mem_mb,
+            state: JobState::Pending,
+            reason: None,
+            exit_code: None,
+            signal: None,
+            node: None,
+            submit_us: now_us,
+            start_us: None,
+            end_us: None,
+            denials: Vec::new(),
+        };
+        let queued = self.spec_of(&job).and_then(|s| {
+            self.sched
+                .submit(s, secs(now_us))
+                .map_err(|e| e.to_string())
+        });
+        if let Err(e) = queued {
+            job.state = JobState::Failed;
+            job.end_us = Some(now_us);
+            job.reason = Some(format!("array task refused by the scheduler: {e}"));
+        }
+        self.jobs.insert(id, job);
+        self.arrays.entry(parent).or_default().push(id);
+        if let Some(row) = self.job_row(id) {
+            fx.store.push(StoreOp::InsertJob(Box::new(row)));
+        }
+    }
+
+    /// Indices of an array not created as tasks yet.
+    fn array_remaining(&self, parent: JobId) -> BTreeSet<u32> {
+        let Some(spec) = self.jobs.get(&parent).and_then(|p| p.sub.array.as_ref()) else {
+            return BTreeSet::new();
+        };
+        let mut rest = spec.indices();
+        for t in self.arrays.get(&parent).into_iter().flatten() {
+            if let Some((_, i)) = self.jobs.get(t).and_then(|j| j.sub.array_task) {
+                rest.remove(&i);
+            }
+        }
+        rest
+    }
+
+    /// An array is PENDING or RUNNING while tasks remain, then ends COMPLETED when all
+    /// its tasks did, or in the first other end state among them.
+    fn update_array_state(&mut self, fx: &mut Effects, parent: JobId, now_us: u64) {
+        let Some(p) = self.jobs.get(&parent) else {
+            return;
+        };
+        if p.state.is_terminal() {
+            return;
+        }
+        let remaining = !self.array_remaining(parent).is_empty();
+        let states: Vec<JobState> = self
+            .arrays
+            .get(&parent)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| self.jobs.get(t))
+            .map(|j| j.state)
+            .collect();
+        let state = if states.contains(&JobState::Running) {
+            JobState::Running
+        } else if remaining || states.contains(&JobState::Pending) {
+            JobState::Pending
+        } else {
+            states
+                .iter()
+                .copied()
+                .find(|s| *s != JobState::Completed)
+                .unwrap_or(JobState::Completed)
+        };
+        let Some(p) = self.jobs.get_mut(&parent) else {
+            return;
+        };
+        if p.state == state {
+            return;
+        }
+        if state == JobState::Running && p.start_us.is_none() {
+            p.start_us = Some(now_us);
+        }
+        if state.is_terminal() {
+            p.end_us = Some(now_us);
+        }
+        p.state = state;
+        self.update(fx, parent);
     }
 
     fn largest_node(&self) -> String {
@@ -606,6 +785,41 @@ impl Core {
         id: JobId,
         now_us: u64,
     ) -> CancelOutcome {
+        // An array: its remainder goes, and each of its live tasks with it.
+        if let Some(j) = self.jobs.get(&id)
+            && j.sub.array.is_some()
+            && !j.state.is_terminal()
+        {
+            if caller.uid != 0 && caller.uid != j.uid {
+                let e = err(
+                    ErrorCode::PermissionDenied,
+                    format!(
+                        "job {id} belongs to {} (uid {}); {} may cancel only their own jobs",
+                        j.user, j.uid, caller.user
+                    ),
+                );
+                return CancelOutcome {
+                    job: id,
+                    result: Err(e),
+                };
+            }
+            let tasks = self.arrays.get(&id).cloned().unwrap_or_default();
+            if let Some(j) = self.jobs.get_mut(&id) {
+                j.state = JobState::Cancelled;
+                j.end_us = Some(now_us);
+                j.reason = Some(format!("cancelled by {}", caller.user));
+            }
+            self.update(fx, id);
+            for t in tasks {
+                if self.jobs.get(&t).is_some_and(|j| !j.state.is_terminal()) {
+                    let _ = self.cancel(fx, caller, t, now_us);
+                }
+            }
+            return CancelOutcome {
+                job: id,
+                result: Ok(JobState::Cancelled),
+            };
+        }
         let result = (|| {
             let job = self
                 .jobs
@@ -625,8 +839,12 @@ impl Core {
                     job.state = JobState::Cancelled;
                     job.end_us = Some(now_us);
                     job.reason = Some(format!("cancelled by {}", caller.user));
+                    let parent = job.sub.array_task.map(|(p, _)| p);
                     self.sched.cancel(sched::JobId(id.0), secs(now_us));
                     self.update(fx, id);
+                    if let Some(parent) = parent {
+                        self.refill(fx, parent, now_us);
+                    }
                     Ok(JobState::Cancelled)
                 }
                 JobState::Running => {
@@ -726,7 +944,11 @@ impl Core {
         job.sub.script = String::new();
         job.sub.env = Vec::new();
         let id = job.id;
+        let parent = job.sub.array_task.map(|(p, _)| p);
         self.update(fx, id);
+        if let Some(parent) = parent {
+            self.refill(fx, parent, end.end_time_us);
+        }
     }
 
     /// A message from a node agent. `caller` is set for a `Register` whose credential
@@ -973,6 +1195,12 @@ impl Core {
                 secs(now_us),
             );
         }
+        if std::mem::take(&mut self.refill_arrays) {
+            let parents: Vec<JobId> = self.arrays.keys().copied().collect();
+            for p in parents {
+                self.refill(&mut fx, p, now_us);
+            }
+        }
         if now_us >= self.last_full_us + self.cfg.full_pass_us {
             self.last_full_us = now_us;
             let decisions = self.sched.full_pass(secs(now_us));
@@ -1029,7 +1257,15 @@ impl Core {
                     // The partition's default (or maximum) limit applies when the job gave none.
                     j.sub.resources.time_limit_s = time_limit;
                     let spec = self.launch_spec(id, &node_name);
+                    let parent = self
+                        .jobs
+                        .get(&id)
+                        .and_then(|j| j.sub.array_task)
+                        .map(|(p, _)| p);
                     self.update(fx, id);
+                    if let Some(parent) = parent {
+                        self.update_array_state(fx, parent, now_us);
+                    }
                     if let (Some(peer), Some(spec)) = (peer, spec) {
                         fx.send.push(Outbound::Agent {
                             peer,
@@ -1049,7 +1285,11 @@ impl Core {
                     j.state = JobState::Cancelled;
                     j.end_us = Some(now_us);
                     j.reason = Some(reason.as_str());
+                    let parent = j.sub.array_task.map(|(p, _)| p);
                     self.update(fx, id);
+                    if let Some(parent) = parent {
+                        self.refill(fx, parent, now_us);
+                    }
                 }
             }
         }
@@ -1075,6 +1315,7 @@ impl Core {
             nodelist: node_name.to_string(),
             // GPUs are granted by the GPU scheduling of a later release: none yet.
             gpus: Vec::new(),
+            array: j.sub.array_task,
             submit_time_us: j.submit_us,
         })
     }
@@ -1093,12 +1334,31 @@ impl Core {
     }
 
     fn info(&self, j: &Job) -> JobInfo {
-        let out_pattern = j.sub.stdout.as_deref().unwrap_or(DEFAULT_OUTPUT_PATTERN);
-        let stdout = expand_output_pattern(out_pattern, j.id, &j.sub.name, &j.user, &j.sub.workdir);
+        let default = if j.sub.array.is_some() || j.sub.array_task.is_some() {
+            DEFAULT_ARRAY_OUTPUT_PATTERN
+        } else {
+            DEFAULT_OUTPUT_PATTERN
+        };
+        let out_pattern = j.sub.stdout.as_deref().unwrap_or(default);
+        let at = j.sub.array_task;
+        let stdout =
+            expand_task_pattern(out_pattern, j.id, &j.sub.name, &j.user, &j.sub.workdir, at);
         let stderr = match &j.sub.stderr {
-            Some(p) => expand_output_pattern(p, j.id, &j.sub.name, &j.user, &j.sub.workdir),
+            Some(p) => expand_task_pattern(p, j.id, &j.sub.name, &j.user, &j.sub.workdir, at),
             None => stdout.clone(),
         };
+        let array_pending = j
+            .sub
+            .array
+            .as_ref()
+            .filter(|_| !j.state.is_terminal())
+            .map(|a| {
+                let rest = format_indices(&self.array_remaining(j.id));
+                match a.throttle {
+                    Some(t) => format!("{rest}%{t}"),
+                    None => rest,
+                }
+            });
         let reason = if j.state == JobState::Pending {
             Some(self.pending_reason(j))
         } else {
@@ -1140,6 +1400,8 @@ impl Core {
                 .and_then(|p| p.expected_start)
                 .map(|t| t * 1_000_000),
             priority: pending.as_ref().map(|p| p.priority.max(0.0).round() as u64),
+            array_task: j.sub.array_task,
+            array_pending,
         }
     }
 
@@ -1343,6 +1605,8 @@ mod tests {
             stderr: None,
             env: vec![],
             deps: vec![],
+            array: None,
+            array_task: None,
             resources: ResourceRequest {
                 cpus,
                 mem_mb: 100,
@@ -1405,13 +1669,25 @@ mod tests {
                 ..
             }
         ));
-        let fx = c.client(b"c".to_vec(), 7, &user(1000), ClientOp::Submit(sub(2)), 20);
+        let fx = c.client(
+            b"c".to_vec(),
+            7,
+            &user(1000),
+            ClientOp::Submit(Box::new(sub(2))),
+            20,
+        );
         let id = submitted(&fx);
         assert_eq!(id, JobId(1));
         assert!(matches!(fx.store[0], StoreOp::InsertJob(_)));
         assert_eq!(launches(&fx), vec![(b"a".to_vec(), id)]);
         // The node is full: the next job waits for Resources.
-        let fx = c.client(b"c".to_vec(), 8, &user(1000), ClientOp::Submit(sub(1)), 30);
+        let fx = c.client(
+            b"c".to_vec(),
+            8,
+            &user(1000),
+            ClientOp::Submit(Box::new(sub(1))),
+            30,
+        );
         let id2 = submitted(&fx);
         assert!(launches(&fx).is_empty());
         let fx = c.client(b"c".to_vec(), 9, &user(1000), ClientOp::Show(id2), 31);
@@ -1444,7 +1720,13 @@ mod tests {
     fn impossible_requests_are_refused_at_submit() {
         let mut c = core();
         c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
-        let fx = c.client(b"c".to_vec(), 1, &user(1), ClientOp::Submit(sub(3)), 11);
+        let fx = c.client(
+            b"c".to_vec(),
+            1,
+            &user(1),
+            ClientOp::Submit(Box::new(sub(3))),
+            11,
+        );
         match &fx.send[0] {
             Outbound::Client {
                 reply: ClientReply::Error(e),
@@ -1458,7 +1740,13 @@ mod tests {
         assert!(fx.store.is_empty());
         let mut s = sub(1);
         s.script = "echo no shebang".into();
-        let fx = c.client(b"c".to_vec(), 1, &user(1), ClientOp::Submit(s), 11);
+        let fx = c.client(
+            b"c".to_vec(),
+            1,
+            &user(1),
+            ClientOp::Submit(Box::new(s)),
+            11,
+        );
         assert!(
             matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.code == ErrorCode::Invalid)
         );
@@ -1469,9 +1757,21 @@ mod tests {
     fn users_cancel_only_their_own_jobs() {
         let mut c = core();
         c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
-        submitted(&c.client(b"c".to_vec(), 1, &user(1000), ClientOp::Submit(sub(1)), 1));
+        submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(1000),
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        ));
         // The node is full: this one waits, and stays the user's.
-        let id = submitted(&c.client(b"c".to_vec(), 1, &user(1000), ClientOp::Submit(sub(1)), 1));
+        let id = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(1000),
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        ));
         let fx = c.client(b"c".to_vec(), 2, &user(1001), ClientOp::Cancel(vec![id]), 2);
         match &fx.send[0] {
             Outbound::Client {
@@ -1509,7 +1809,13 @@ mod tests {
     fn cancel_of_running_job_asks_its_agent() {
         let mut c = core();
         c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
-        let id = submitted(&c.client(b"c".to_vec(), 1, &user(5), ClientOp::Submit(sub(1)), 11));
+        let id = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            11,
+        ));
         let fx = c.client(b"c".to_vec(), 2, &user(5), ClientOp::Cancel(vec![id]), 12);
         assert!(fx.send.iter().any(|o| matches!(o, Outbound::Agent { msg: BrokerMessage::Kill { job, state: JobState::Cancelled }, .. } if *job == id)));
     }
@@ -1552,7 +1858,13 @@ mod tests {
     fn silent_nodes_go_down_and_their_jobs_node_fail() {
         let mut c = core();
         c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
-        let id = submitted(&c.client(b"c".to_vec(), 1, &user(5), ClientOp::Submit(sub(1)), 1));
+        let id = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        ));
         assert!(c.tick(10_000_000).store.is_empty());
         let fx = c.tick(31_000_001);
         assert_eq!(fx.store.len(), 1);
@@ -1569,8 +1881,20 @@ mod tests {
     fn reregistration_reconciles_running_jobs() {
         let mut c = core();
         c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
-        let kept = submitted(&c.client(b"c".to_vec(), 1, &user(5), ClientOp::Submit(sub(1)), 1));
-        let lost = submitted(&c.client(b"c".to_vec(), 2, &user(5), ClientOp::Submit(sub(1)), 2));
+        let kept = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        ));
+        let lost = submitted(&c.client(
+            b"c".to_vec(),
+            2,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            2,
+        ));
         // The agent restarts with only `kept` alive, plus a job the broker never placed there.
         let fx = c.agent(
             b"b".to_vec(),
@@ -1601,7 +1925,13 @@ mod tests {
         let mut rows: BTreeMap<JobId, JobRow> = BTreeMap::new();
         let mut nodes = vec![];
         for i in 0..3u64 {
-            let fx = c.client(b"c".to_vec(), i, &user(5), ClientOp::Submit(sub(1)), i);
+            let fx = c.client(
+                b"c".to_vec(),
+                i,
+                &user(5),
+                ClientOp::Submit(Box::new(sub(1))),
+                i,
+            );
             for op in fx.store {
                 match op {
                     StoreOp::InsertJob(r) | StoreOp::UpdateJob(r) => {
@@ -1622,5 +1952,117 @@ mod tests {
             "the running job holds its CPU after the restart"
         );
         assert_eq!(c2.next_job, 4);
+    }
+
+    fn keep(rows: &mut BTreeMap<JobId, JobRow>, fx: Effects) {
+        for op in fx.store {
+            if let StoreOp::InsertJob(r) | StoreOp::UpdateJob(r) = op {
+                rows.insert(r.id, *r);
+            }
+        }
+    }
+
+    #[test]
+    fn an_array_keeps_one_record_for_its_rest_and_refills_after_a_restart() {
+        let mut c = core();
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 8, vec![]), 0);
+        let mut s = sub(1);
+        s.array = Some(bulkhead_proto::job::ArraySpec {
+            ranges: vec![(0, 99, 1)],
+            throttle: Some(3),
+        });
+        let mut rows = BTreeMap::new();
+        let fx = c.client(b"c".to_vec(), 1, &user(5), ClientOp::Submit(Box::new(s)), 1);
+        let array = submitted(&fx);
+        assert_eq!(
+            launches(&fx).len(),
+            3,
+            "the throttle bounds the tasks started"
+        );
+        keep(&mut rows, fx);
+        assert_eq!(
+            rows.len(),
+            4,
+            "the array's record and three tasks, not a hundred records"
+        );
+        let info = c.queue(&QueueFilter {
+            jobs: vec![array],
+            ..Default::default()
+        });
+        assert_eq!(info[0].array_pending.as_deref(), Some("3-99%3"));
+        // One task ends: the next is created and started.
+        let first = JobId(array.0 + 1);
+        let end = JobEnd {
+            job: first,
+            state: JobState::Completed,
+            exit_code: Some(0),
+            signal: None,
+            start_time_us: 1,
+            end_time_us: 2_000_000,
+            reason: None,
+        };
+        let fx = c.agent(
+            b"a".to_vec(),
+            2,
+            None,
+            AgentMessage::JobEnded(end),
+            2_000_000,
+        );
+        assert_eq!(launches(&fx).len(), 1);
+        keep(&mut rows, fx);
+        // After a restart the array goes on from what the store holds.
+        let nodes = vec![Core::node_row(&c.nodes[&NodeId(1)])];
+        let mut c2 = Core::new(CoreConfig::default(), rows.into_values().collect(), nodes);
+        c2.agent(
+            b"b".to_vec(),
+            1,
+            Some(&root()),
+            reg(
+                "n1",
+                8,
+                vec![JobId(array.0 + 2), JobId(array.0 + 3), JobId(array.0 + 4)],
+            ),
+            3_000_000,
+        );
+        let fx = c2.tick(3_000_001);
+        assert!(
+            launches(&fx).is_empty(),
+            "three tasks already run: the throttle holds"
+        );
+        let info = c2.queue(&QueueFilter {
+            jobs: vec![array],
+            ..Default::default()
+        });
+        assert_eq!(info[0].array_pending.as_deref(), Some("4-99%3"));
+        // Cancelling the array cancels its remainder and asks the agent to kill the rest.
+        let fx = c2.client(
+            b"c".to_vec(),
+            9,
+            &user(5),
+            ClientOp::Cancel(vec![array]),
+            3_000_002,
+        );
+        let kills = fx
+            .send
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o,
+                    Outbound::Agent {
+                        msg: BrokerMessage::Kill { .. },
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(kills, 3);
+        assert_eq!(
+            c2.queue(&QueueFilter {
+                jobs: vec![array],
+                ..Default::default()
+            })[0]
+                .state,
+            JobState::Cancelled
+        );
     }
 }

@@ -492,6 +492,8 @@ mod tests {
                 stderr: None,
                 env: vec![("A".into(), "b".into())],
                 deps: vec![],
+                array: None,
+                array_task: None,
                 resources: ResourceRequest {
                     cpus: 2,
                     mem_mb: 10,

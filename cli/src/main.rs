@@ -335,6 +335,8 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
         env,
         resources: r.resources,
         deps: r.deps,
+        array: r.array,
+        array_task: None,
     };
     Ok((sub, cli_opts.parsable))
 }

@@ -7,7 +7,7 @@
 //! `#` that starts a word ends the directive. Options of Slurm's that Bulkhead does not
 //! implement yet are refused by name rather than silently ignored.
 
-use bulkhead_proto::job::Dependency;
+use bulkhead_proto::job::{ArraySpec, Dependency};
 use bulkhead_proto::{JobId, ResourceRequest};
 use clap::Parser;
 
@@ -423,6 +423,50 @@ pub struct Resolved {
     pub chdir: Option<String>,
     pub export: Export,
     pub deps: Vec<Dependency>,
+    pub array: Option<ArraySpec>,
+}
+
+/// Parses `--array`: `0-999`, `1,3,5`, `0-15:4`, with an optional `%N` throttle.
+pub fn parse_array(v: &str) -> Result<ArraySpec, OptsError> {
+    let bad = |d: &str| value_err("array", v, d.to_string());
+    let (list, throttle) = match v.split_once('%') {
+        Some((l, t)) => (
+            l,
+            Some(
+                t.parse::<u32>()
+                    .ok()
+                    .filter(|t| *t > 0)
+                    .ok_or_else(|| bad("the throttle after % must be a positive integer"))?,
+            ),
+        ),
+        None => (v, None),
+    };
+    let mut ranges = Vec::new();
+    for item in list.split(',') {
+        let (span, step) = match item.split_once(':') {
+            Some((s, st)) => (
+                s,
+                st.parse::<u32>()
+                    .ok()
+                    .filter(|s| *s > 0)
+                    .ok_or_else(|| bad("a step must be a positive integer"))?,
+            ),
+            None => (item, 1),
+        };
+        let (a, b) = match span.split_once('-') {
+            Some((a, b)) => (a, b),
+            None => (span, span),
+        };
+        let a: u32 = a.parse().map_err(|_| bad("indices must be integers"))?;
+        let b: u32 = b.parse().map_err(|_| bad("indices must be integers"))?;
+        if b < a {
+            return Err(bad("a range must not run backwards"));
+        }
+        ranges.push((a, b, step));
+    }
+    let spec = ArraySpec { ranges, throttle };
+    spec.validate().map_err(|e| bad(&e.to_string()))?;
+    Ok(spec)
 }
 
 /// Parses `--dependency`: `TYPE:JOB[:JOB...]` items separated by `,` (all must hold),
@@ -505,7 +549,6 @@ impl SubmitOpts {
     /// Checks and converts the merged options.
     pub fn resolve(&self) -> Result<Resolved, OptsError> {
         for (set, name) in [
-            (self.array.is_some(), "--array"),
             (self.begin.is_some(), "--begin"),
             (self.nice.is_some(), "--nice"),
             (self.exclusive.is_some(), "--exclusive"),
@@ -615,6 +658,7 @@ impl SubmitOpts {
             chdir: self.chdir.clone(),
             export: parse_export(self.export.as_deref().unwrap_or("ALL")),
             deps,
+            array: self.array.as_deref().map(parse_array).transpose()?,
         })
     }
 }
@@ -723,9 +767,20 @@ mod tests {
             Err(OptsError::Value { opt: "nodes", .. })
         ));
         assert_eq!(
-            cli(&["--array=0-3"]).resolve(),
-            Err(OptsError::Unsupported("--array"))
+            cli(&["--begin=now"]).resolve(),
+            Err(OptsError::Unsupported("--begin"))
         );
+        assert_eq!(
+            parse_array("0-15:4%2"),
+            Ok(ArraySpec {
+                ranges: vec![(0, 15, 4)],
+                throttle: Some(2)
+            })
+        );
+        assert_eq!(parse_array("1,3,5").map(|a| a.count()), Ok(3));
+        assert!(parse_array("5-1").is_err());
+        assert!(parse_array("0-9%0").is_err());
+        assert!(parse_array("0-99999999").is_err(), "too many tasks");
         assert_eq!(
             parse_dependency("afterok:12:13,afternotok:14,singleton"),
             Ok(vec![

@@ -56,7 +56,7 @@ pub fn queue(jobs: &[JobInfo], now_us: u64) -> String {
                 (None, _) => String::new(),
             };
             vec![
-                j.id.to_string(),
+                display_id(j),
                 j.partition.clone(),
                 truncate(&j.name, 20),
                 j.user.clone(),
@@ -97,7 +97,7 @@ pub fn queue_long(jobs: &[JobInfo], now_us: u64) -> String {
                 _ => j.node.clone().unwrap_or_default(),
             };
             vec![
-                j.id.to_string(),
+                display_id(j),
                 j.partition.clone(),
                 truncate(&j.name, 20),
                 j.user.clone(),
@@ -129,6 +129,16 @@ pub fn queue_long(jobs: &[JobInfo], now_us: u64) -> String {
         ],
         &rows,
     )
+}
+
+/// A job's id as Slurm users read it: `J`, `J_5` for a task of array J, `J_[6-9%2]`
+/// for an array's tasks not started yet.
+pub fn display_id(j: &JobInfo) -> String {
+    match (&j.array_task, &j.array_pending) {
+        (Some((array, task)), _) => format!("{array}_{task}"),
+        (None, Some(rest)) if !rest.is_empty() => format!("{}_[{rest}]", j.id),
+        _ => j.id.to_string(),
+    }
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -170,6 +180,21 @@ pub fn job(j: &JobInfo, now_us: u64) -> String {
     let fields: Vec<(&str, String)> = vec![
         ("JobId", j.id.to_string()),
         ("JobName", j.name.clone()),
+        (
+            "ArrayJobId",
+            j.array_task
+                .map(|(a, _)| a.to_string())
+                .or(j.array_pending.as_ref().map(|_| j.id.to_string()))
+                .unwrap_or_else(|| "N/A".into()),
+        ),
+        (
+            "ArrayTaskId",
+            match (&j.array_task, &j.array_pending) {
+                (Some((_, t)), _) => t.to_string(),
+                (None, Some(rest)) => rest.clone(),
+                _ => "N/A".into(),
+            },
+        ),
         ("UserId", format!("{}({})", j.user, j.uid)),
         ("GroupId", j.gid.to_string()),
         ("JobState", j.state.to_string()),

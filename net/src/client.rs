@@ -160,7 +160,7 @@ impl Client {
     }
 
     pub fn submit(&mut self, sub: JobSubmission) -> Result<JobId, ClientError> {
-        match self.call(ClientOp::Submit(sub))? {
+        match self.call(ClientOp::Submit(Box::new(sub)))? {
             ClientReply::Submitted(id) => Ok(id),
             other => Err(ClientError::Unexpected(format!("{other:?}"))),
         }

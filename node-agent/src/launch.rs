@@ -9,7 +9,9 @@
 //! fork: it only makes system calls. If a step fails, the child writes the step's
 //! number to a pipe and the launch error names it.
 
-use bulkhead_proto::job::{DEFAULT_OUTPUT_PATTERN, LaunchSpec, expand_output_pattern};
+use bulkhead_proto::job::{
+    DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, LaunchSpec, expand_task_pattern,
+};
 use std::ffi::CString;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -93,10 +95,22 @@ fn lookup_user_uncached(uid: u32, gid: u32) -> Result<UserInfo, LaunchError> {
 
 /// Output and error paths of a job, `%j` expanded. Equal when both go to one file.
 pub fn output_paths(spec: &LaunchSpec, user: &str) -> (String, String) {
-    let out_pat = spec.stdout.as_deref().unwrap_or(DEFAULT_OUTPUT_PATTERN);
-    let out = expand_output_pattern(out_pat, spec.job, &spec.name, user, &spec.workdir);
+    let default = if spec.array.is_some() {
+        DEFAULT_ARRAY_OUTPUT_PATTERN
+    } else {
+        DEFAULT_OUTPUT_PATTERN
+    };
+    let out_pat = spec.stdout.as_deref().unwrap_or(default);
+    let out = expand_task_pattern(
+        out_pat,
+        spec.job,
+        &spec.name,
+        user,
+        &spec.workdir,
+        spec.array,
+    );
     let err = match &spec.stderr {
-        Some(p) => expand_output_pattern(p, spec.job, &spec.name, user, &spec.workdir),
+        Some(p) => expand_task_pattern(p, spec.job, &spec.name, user, &spec.workdir, spec.array),
         None => out.clone(),
     };
     (out, err)
@@ -169,6 +183,23 @@ pub fn job_env(
         ours.into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string())),
     );
+    const ARRAY_VARS: [&str; 4] = [
+        "BH_ARRAY_JOB_ID",
+        "SLURM_ARRAY_JOB_ID",
+        "BH_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_ID",
+    ];
+    env.retain(|(k, _)| !ARRAY_VARS.contains(&k.as_str()));
+    if let Some((array, task)) = spec.array {
+        for (k, v) in [
+            ("BH_ARRAY_JOB_ID", array.to_string()),
+            ("SLURM_ARRAY_JOB_ID", array.to_string()),
+            ("BH_ARRAY_TASK_ID", task.to_string()),
+            ("SLURM_ARRAY_TASK_ID", task.to_string()),
+        ] {
+            env.push((k.to_string(), v));
+        }
+    }
     env
 }
 
@@ -547,6 +578,7 @@ mod tests {
             nodelist: "n1".into(),
             submit_time_us: 0,
             gpus: vec![],
+            array: None,
         }
     }
 

@@ -178,7 +178,7 @@ mod tests {
     fn submit() -> ClientRequest {
         ClientRequest {
             credential: b"MUNGE:abc".to_vec(),
-            op: ClientOp::Submit(JobSubmission {
+            op: ClientOp::Submit(Box::new(JobSubmission {
                 name: "train".into(),
                 script: "#!/bin/sh\necho hi\n".into(),
                 args: vec!["a".into()],
@@ -187,6 +187,8 @@ mod tests {
                 stderr: None,
                 env: vec![("PATH".into(), "/bin".into())],
                 deps: vec![],
+                array: None,
+                array_task: None,
                 resources: ResourceRequest {
                     cpus: 4,
                     mem_mb: 1024,
@@ -194,7 +196,7 @@ mod tests {
                     time_limit_s: Some(60),
                     partition: None,
                 },
-            }),
+            })),
         }
     }
 

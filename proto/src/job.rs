@@ -145,6 +145,10 @@ pub struct JobSubmission {
     pub resources: ResourceRequest,
     /// Jobs this one waits for (`--dependency`).
     pub deps: Vec<Dependency>,
+    /// A job array (`--array`).
+    pub array: Option<ArraySpec>,
+    /// Set by the broker on each task of an array: the array's job id and the index.
+    pub array_task: Option<(JobId, u32)>,
 }
 
 /// A dependency, as `--dependency` spells them.
@@ -176,6 +180,9 @@ impl JobSubmission {
         }
         validate_env(&self.env)?;
         check("deps", self.deps.len(), 1024)?;
+        if let Some(a) = &self.array {
+            a.validate()?;
+        }
         self.resources.validate()
     }
 }
@@ -221,6 +228,8 @@ pub struct LaunchSpec {
     /// The GPUs granted on this node, as the minor numbers of their `/dev/nvidiaN`.
     /// Empty: the job may open no NVIDIA device at all.
     pub gpus: Vec<u32>,
+    /// For a task of a job array: the array's job id and the task's index.
+    pub array: Option<(JobId, u32)>,
 }
 
 impl LaunchSpec {
@@ -351,10 +360,16 @@ pub struct JobInfo {
     pub expected_start_us: Option<u64>,
     /// The job's priority while pending.
     pub priority: Option<u64>,
+    /// For a task of an array: the array's job id and the task's index.
+    pub array_task: Option<(JobId, u32)>,
+    /// For an array: the indices not started yet (`4-9,12`), and the throttle.
+    pub array_pending: Option<String>,
 }
 
 /// The default output pattern, as Slurm's `slurm-%j.out`.
 pub const DEFAULT_OUTPUT_PATTERN: &str = "bh-%j.out";
+/// The default for tasks of an array, as Slurm's `slurm-%A_%a.out`.
+pub const DEFAULT_ARRAY_OUTPUT_PATTERN: &str = "bh-%A_%a.out";
 
 /// Expands an output pattern for a job: `%j` (job id), `%x` (job name), `%u` (user),
 /// `%%` (a percent sign); a relative result is taken under `workdir`.
@@ -365,6 +380,19 @@ pub fn expand_output_pattern(
     user: &str,
     workdir: &str,
 ) -> String {
+    expand_task_pattern(pattern, job, name, user, workdir, None)
+}
+
+/// As [`expand_output_pattern`], for a task of a job array: `%A` is the array's job
+/// id and `%a` the task's index.
+pub fn expand_task_pattern(
+    pattern: &str,
+    job: JobId,
+    name: &str,
+    user: &str,
+    workdir: &str,
+    array: Option<(JobId, u32)>,
+) -> String {
     let mut out = String::with_capacity(pattern.len() + 16);
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -373,7 +401,9 @@ pub fn expand_output_pattern(
             continue;
         }
         match chars.next() {
-            Some('j') | Some('A') => out.push_str(&job.to_string()),
+            Some('j') => out.push_str(&job.to_string()),
+            Some('A') => out.push_str(&array.map_or(job, |(a, _)| a).to_string()),
+            Some('a') => out.push_str(&array.map_or(u32::MAX - 1, |(_, t)| t).to_string()),
             Some('x') => out.push_str(name),
             Some('u') => out.push_str(user),
             Some('%') => out.push('%'),
@@ -389,6 +419,90 @@ pub fn expand_output_pattern(
     } else {
         format!("{}/{}", workdir.trim_end_matches('/'), out)
     }
+}
+
+/// The tasks of a job array (`--array=0-999:2%50`): index ranges with steps, and how
+/// many tasks may run at once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArraySpec {
+    /// Inclusive ranges `(first, last, step)`.
+    pub ranges: Vec<(u32, u32, u32)>,
+    pub throttle: Option<u32>,
+}
+
+/// Most tasks in one array.
+pub const MAX_ARRAY_TASKS: u64 = 100_000;
+
+impl ArraySpec {
+    /// The task indices, in order, without duplicates.
+    pub fn indices(&self) -> std::collections::BTreeSet<u32> {
+        let mut out = std::collections::BTreeSet::new();
+        for &(a, b, step) in &self.ranges {
+            let step = step.max(1);
+            let mut i = a;
+            while i <= b {
+                out.insert(i);
+                match i.checked_add(step) {
+                    Some(n) => i = n,
+                    None => break,
+                }
+            }
+        }
+        out
+    }
+
+    /// Number of tasks, without building them.
+    pub fn count(&self) -> u64 {
+        self.ranges
+            .iter()
+            .map(|&(a, b, s)| {
+                if b < a {
+                    0
+                } else {
+                    u64::from(b - a) / u64::from(s.max(1)) + 1
+                }
+            })
+            .sum()
+    }
+
+    pub fn validate(&self) -> Result<(), LimitError> {
+        check("array ranges", self.ranges.len(), 1000)?;
+        let n = self.count();
+        if n == 0 || n > MAX_ARRAY_TASKS {
+            return Err(LimitError {
+                field: "array tasks",
+                len: n as usize,
+                max: MAX_ARRAY_TASKS as usize,
+            });
+        }
+        if self.throttle == Some(0) {
+            return Err(LimitError {
+                field: "array throttle",
+                len: 0,
+                max: 0,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Formats indices as Slurm shows a pending array remainder: `3,5-9,12`.
+pub fn format_indices(ix: &std::collections::BTreeSet<u32>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut it = ix.iter().copied().peekable();
+    while let Some(start) = it.next() {
+        let mut end = start;
+        while it.peek() == Some(&(end + 1)) {
+            end += 1;
+            it.next();
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    out.join(",")
 }
 
 #[cfg(test)]
@@ -436,6 +550,30 @@ mod tests {
     }
 
     #[test]
+    fn arrays_count_their_tasks_and_format_the_rest() {
+        let a = ArraySpec {
+            ranges: vec![(0, 15, 4), (20, 22, 1)],
+            throttle: Some(2),
+        };
+        assert_eq!(a.count(), 7);
+        assert_eq!(
+            a.indices().into_iter().collect::<Vec<_>>(),
+            vec![0, 4, 8, 12, 20, 21, 22]
+        );
+        assert!(a.validate().is_ok());
+        assert_eq!(format_indices(&a.indices()), "0,4,8,12,20-22");
+        let huge = ArraySpec {
+            ranges: vec![(0, 4_000_000_000, 1)],
+            throttle: None,
+        };
+        assert_eq!(huge.validate().unwrap_err().field, "array tasks");
+        assert_eq!(
+            expand_task_pattern("o-%A_%a.%j", JobId(9), "n", "u", "/w", Some((JobId(5), 3))),
+            "/w/o-5_3.9"
+        );
+    }
+
+    #[test]
     fn output_patterns_expand() {
         let j = JobId(17);
         assert_eq!(
@@ -462,6 +600,8 @@ mod tests {
             stderr: None,
             env: vec![("A".into(), "1".into())],
             deps: vec![],
+            array: None,
+            array_task: None,
             resources: ResourceRequest::default(),
         }
     }

@@ -16,7 +16,7 @@ pub struct ClientRequest {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClientOp {
-    Submit(JobSubmission),
+    Submit(Box<JobSubmission>),
     Queue(QueueFilter),
     Show(JobId),
     Cancel(Vec<JobId>),

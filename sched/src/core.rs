@@ -338,14 +338,8 @@ impl Scheduler {
         big >= spec.req.nodes as usize
     }
 
-    /// Adds a job to the queue, refusing one that no partition could ever run.
-    pub fn submit(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
-        if self.pending.contains_key(&spec.id)
-            || self.running.contains_key(&spec.id)
-            || self.ended.contains_key(&spec.id)
-        {
-            return Err(SubmitError::Duplicate(spec.id));
-        }
+    /// Whether some partition the job names could ever run it; why not, if none.
+    pub fn check(&self, spec: &JobSpec) -> Result<(), SubmitError> {
         if spec.partitions.is_empty() {
             return Err(SubmitError::NoPartition);
         }
@@ -353,12 +347,12 @@ impl Scheduler {
         let ok = spec
             .partitions
             .iter()
-            .any(|p| match self.limit_in(&spec, *p) {
+            .any(|p| match self.limit_in(spec, *p) {
                 Err(e) => {
                     why.push(e);
                     false
                 }
-                Ok(_) if !self.could_ever_fit(&spec, *p) => {
+                Ok(_) if !self.could_ever_fit(spec, *p) => {
                     why.push(format!(
                         "partition {} has too few nodes of that size",
                         self.parts[p.0 as usize].name
@@ -367,9 +361,22 @@ impl Scheduler {
                 }
                 Ok(_) => true,
             });
-        if !ok {
-            return Err(SubmitError::Unsatisfiable(why.join("; ")));
+        if ok {
+            Ok(())
+        } else {
+            Err(SubmitError::Unsatisfiable(why.join("; ")))
         }
+    }
+
+    /// Adds a job to the queue, refusing one that no partition could ever run.
+    pub fn submit(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+        if self.pending.contains_key(&spec.id)
+            || self.running.contains_key(&spec.id)
+            || self.ended.contains_key(&spec.id)
+        {
+            return Err(SubmitError::Duplicate(spec.id));
+        }
+        self.check(&spec)?;
         let u = self.users.entry(spec.user).or_default();
         if self
             .cfg

@@ -747,3 +747,77 @@ max_running_jobs = 1
     let j = c.wait_state(p, &[JobState::Completed], t()).expect("ran");
     assert_eq!(j.partition, "long");
 }
+
+#[test]
+fn an_array_runs_every_task_within_its_throttle() {
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 4,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let script = "#!/bin/sh\necho \"$BH_ARRAY_TASK_ID $SLURM_ARRAY_JOB_ID\" > task-$SLURM_ARRAY_TASK_ID\nsleep 0.3\n";
+    let array = c
+        .submit(Some(&u), &wd, &["--array=0-9%2", "-o", "out-%A_%a"], script)
+        .expect("submit");
+    // One record stands for the tasks not created yet.
+    let q: Vec<bulkhead_proto::JobInfo> =
+        serde_json::from_slice(&c.bh(None, &["queue", "--json"]).expect("bh").stdout)
+            .expect("json");
+    let parent = q
+        .iter()
+        .find(|j| j.id == array)
+        .expect("the array's own record");
+    assert!(
+        parent
+            .array_pending
+            .as_deref()
+            .is_some_and(|p| p.ends_with("%2")),
+        "{parent:?}"
+    );
+    assert!(
+        q.iter().filter(|j| j.array_task.is_some()).count() <= 2,
+        "more tasks created than the throttle"
+    );
+    c.wait_state(
+        array,
+        &[JobState::Completed, JobState::Failed, JobState::Cancelled],
+        t(),
+    )
+    .expect("array ends");
+    assert_eq!(c.show(array).expect("show").state, JobState::Completed);
+    let all: Vec<bulkhead_proto::JobInfo> = serde_json::from_slice(
+        &c.bh(None, &["queue", "--json", "--all"])
+            .expect("bh")
+            .stdout,
+    )
+    .expect("json");
+    let tasks: Vec<&bulkhead_proto::JobInfo> = all
+        .iter()
+        .filter(|j| j.array_task.is_some_and(|(a, _)| a == array))
+        .collect();
+    assert_eq!(tasks.len(), 10);
+    for i in 0..10 {
+        let text = std::fs::read_to_string(wd.join(format!("task-{i}"))).expect("task output");
+        assert_eq!(text.trim(), format!("{i} {array}"));
+        assert!(
+            wd.join(format!("out-{array}_{i}")).exists(),
+            "output pattern %A_%a"
+        );
+    }
+    // Never more than two at once: count overlaps of the tasks' run intervals.
+    let mut edges: Vec<(u64, i32)> = Vec::new();
+    for tsk in &tasks {
+        assert_eq!(tsk.state, JobState::Completed);
+        edges.push((tsk.start_time_us.expect("start"), 1));
+        edges.push((tsk.end_time_us.expect("end"), -1));
+    }
+    edges.sort();
+    let (mut now, mut most) = (0, 0);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    assert!(most <= 2, "{most} tasks ran at once under %2");
+}

@@ -104,6 +104,8 @@ fn main() -> Result<()> {
         stderr: None,
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
         deps: vec![],
+        array: None,
+        array_task: None,
         resources: ResourceRequest {
             cpus: 1,
             mem_mb: 64,
@@ -120,7 +122,7 @@ fn main() -> Result<()> {
     while (submitted.len() as u32) < n {
         while outstanding < window && sent < n {
             let at = now_us();
-            let id = client.send(ClientOp::Submit(sub.clone()))?;
+            let id = client.send(ClientOp::Submit(Box::new(sub.clone())))?;
             sent_at.insert(id, at);
             sent += 1;
             outstanding += 1;
@@ -159,7 +161,7 @@ fn main() -> Result<()> {
     let mut paced: HashMap<JobId, u64> = HashMap::new();
     for _ in 0..200 {
         let at = now_us();
-        match client.request(ClientOp::Submit(sub.clone()))? {
+        match client.request(ClientOp::Submit(Box::new(sub.clone())))? {
             ClientReply::Submitted(job) => {
                 paced.insert(job, at);
             }
