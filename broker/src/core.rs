@@ -186,6 +186,8 @@ pub struct Core {
     arrays: BTreeMap<JobId, Vec<JobId>>,
     /// Arrays loaded from the store whose next tasks are still to be created.
     refill_arrays: bool,
+    /// Administrators' reservations, by name.
+    reservations: BTreeMap<String, bulkhead_proto::msg::Reservation>,
     nodes: BTreeMap<NodeId, Node>,
     sched: sched::Scheduler,
     node_of_idx: Vec<NodeId>,
@@ -245,6 +247,7 @@ impl Core {
             jobs: BTreeMap::new(),
             arrays: BTreeMap::new(),
             refill_arrays: false,
+            reservations: BTreeMap::new(),
             nodes: BTreeMap::new(),
             sched: scheduler,
             node_of_idx: Vec::new(),
@@ -449,6 +452,7 @@ impl Core {
             submit: secs(j.submit_us),
             deps,
             qos: 0.0,
+            reservation: j.sub.reservation.clone(),
         })
     }
 
@@ -520,6 +524,9 @@ impl Core {
                 ClientReply::Nodes(self.nodes.values().map(|n| self.node_info(n)).collect())
             }
             ClientOp::Admin(op) => self.admin(&mut fx, caller, op, now_us),
+            ClientOp::Reservations => {
+                ClientReply::Reservations(self.reservations.values().cloned().collect())
+            }
         };
         fx.send.push(Outbound::Client {
             peer,
@@ -1463,6 +1470,64 @@ impl Core {
         }
     }
 
+    /// Adds an administrator's reservation (also when loading it from the store).
+    fn add_reservation(&mut self, r: &bulkhead_proto::msg::Reservation) -> Result<(), String> {
+        if self.reservations.contains_key(&r.name) {
+            return Err(format!("reservation {} exists", r.name));
+        }
+        let mut nodes = Vec::new();
+        for n in &r.nodes {
+            match self.node_by_name.get(n).and_then(|id| self.nodes.get(id)) {
+                Some(node) => nodes.push(node.idx),
+                None => return Err(format!("node {n} does not exist")),
+            }
+        }
+        let mut accounts = std::collections::BTreeSet::new();
+        for a in &r.accounts {
+            match self.cfg.accounts.iter().position(|x| &x.name == a) {
+                Some(i) => accounts.insert(sched::AccountIdx(i as u32)),
+                None => return Err(format!("account {a} does not exist")),
+            };
+        }
+        self.sched.add_reservation(sched::AdminReservation {
+            name: r.name.clone(),
+            nodes,
+            start: secs(r.start_us),
+            end: secs(r.end_us),
+            users: r.users.iter().copied().collect(),
+            accounts,
+        })?;
+        self.reservations.insert(r.name.clone(), r.clone());
+        Ok(())
+    }
+
+    /// Restores the reservations the store holds.
+    pub fn restore_reservations(&mut self, list: Vec<bulkhead_proto::msg::Reservation>) {
+        for r in list {
+            if let Err(e) = self.add_reservation(&r) {
+                tracing::warn!(reservation = %r.name, error = %e, "a stored reservation no longer fits the cluster");
+            }
+        }
+    }
+
+    fn reserve(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        r: bulkhead_proto::msg::Reservation,
+    ) -> ClientReply {
+        if let Err(e) = self.add_reservation(&r) {
+            return ClientReply::Error(err(ErrorCode::Invalid, e));
+        }
+        fx.store.push(StoreOp::UpsertReservation(r.clone()));
+        tracing::info!(reservation = %r.name, nodes = ?r.nodes, by = %caller.user, "reservation made");
+        ClientReply::Done(format!(
+            "reservation {} holds {} node(s)",
+            r.name,
+            r.nodes.len()
+        ))
+    }
+
     fn admin(
         &mut self,
         fx: &mut Effects,
@@ -1487,6 +1552,19 @@ impl Core {
                 }),
             ),
             AdminOp::Resume { node } => (node, None),
+            AdminOp::Reserve(r) => return self.reserve(fx, caller, r),
+            AdminOp::Unreserve { name } => {
+                if self.reservations.remove(&name).is_none() {
+                    return ClientReply::Error(err(
+                        ErrorCode::NotFound,
+                        format!("reservation {name} does not exist"),
+                    ));
+                }
+                self.sched.remove_reservation(&name);
+                fx.store.push(StoreOp::DeleteReservation(name.clone()));
+                tracing::info!(reservation = %name, by = %caller.user, "reservation ended by an administrator");
+                return ClientReply::Done(format!("reservation {name} ended"));
+            }
         };
         let Some(id) = self.node_by_name.get(&name).copied() else {
             return ClientReply::Error(err(
@@ -1607,6 +1685,7 @@ mod tests {
             deps: vec![],
             array: None,
             array_task: None,
+            reservation: None,
             resources: ResourceRequest {
                 cpus,
                 mem_mb: 100,
@@ -1938,6 +2017,7 @@ mod tests {
                         rows.insert(r.id, *r);
                     }
                     StoreOp::UpsertNode(n) => nodes.push(n),
+                    StoreOp::UpsertReservation(_) | StoreOp::DeleteReservation(_) => {}
                 }
             }
         }

@@ -78,7 +78,9 @@ enum Event {
 pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(), BrokerError> {
     let store = Store::open(&cfg.data_dir)?;
     let (jobs, nodes) = store.load()?;
+    let reservations = store.load_reservations()?;
     let mut core = Core::new(cfg.core.clone(), jobs, nodes);
+    core.restore_reservations(reservations);
     tracing::info!(jobs = core.job_count(), db = %cfg.data_dir.join("bulkhead.db").display(), "store loaded");
 
     let ctx = zmq::Context::new();

@@ -56,6 +56,8 @@ pub enum StoreOp {
     /// A job's mutable fields (state, times, node, exit); the submission is not rewritten.
     UpdateJob(Box<JobRow>),
     UpsertNode(NodeRow),
+    UpsertReservation(bulkhead_proto::msg::Reservation),
+    DeleteReservation(String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +117,10 @@ CREATE TABLE IF NOT EXISTS nodes (
 );
 CREATE TABLE IF NOT EXISTS job_denials (
     job   INTEGER PRIMARY KEY,
+    data  BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS reservations (
+    name  TEXT PRIMARY KEY,
     data  BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -411,10 +417,47 @@ impl Store {
                         ])
                         .map_err(sq("storing a node"))?;
                     }
+                    StoreOp::UpsertReservation(r) => {
+                        let blob = postcard::to_allocvec(r).map_err(|e| StoreError::Corrupt {
+                            id: 0,
+                            field: "reservation",
+                            detail: e.to_string(),
+                        })?;
+                        tx.execute(
+                            "INSERT INTO reservations (name, data) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET data = ?2",
+                            params![r.name, blob],
+                        )
+                        .map_err(sq("storing a reservation"))?;
+                    }
+                    StoreOp::DeleteReservation(name) => {
+                        tx.execute("DELETE FROM reservations WHERE name = ?1", params![name])
+                            .map_err(sq("removing a reservation"))?;
+                    }
                 }
             }
         }
         tx.commit().map_err(sq("committing"))
+    }
+
+    /// The administrators' reservations.
+    pub fn load_reservations(&self) -> Result<Vec<bulkhead_proto::msg::Reservation>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, data FROM reservations ORDER BY name")
+            .map_err(self.sq("reading reservations"))?;
+        let rows: Vec<(String, Vec<u8>)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(self.sq("reading reservations"))?;
+        rows.into_iter()
+            .map(|(name, blob)| {
+                postcard::from_bytes(&blob).map_err(|e| StoreError::Corrupt {
+                    id: 0,
+                    field: "reservation",
+                    detail: format!("{name}: {e}"),
+                })
+            })
+            .collect()
     }
 
     /// The value of a `meta` key, for diagnostics.
@@ -494,6 +537,7 @@ mod tests {
                 deps: vec![],
                 array: None,
                 array_task: None,
+                reservation: None,
                 resources: ResourceRequest {
                     cpus: 2,
                     mem_mb: 10,

@@ -46,6 +46,27 @@ enum AdminCmd {
     },
     /// Return a drained node to service.
     Resume { node: String },
+    /// Set nodes aside for some users or accounts over a window.
+    Reserve {
+        name: String,
+        /// Nodes, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        nodes: Vec<String>,
+        /// When it begins: now, +TIME (from now, in --time's forms) or Unix seconds.
+        #[arg(long, default_value = "now")]
+        start: String,
+        /// How long it lasts, in --time's forms (minutes, HH:MM:SS, D-HH...).
+        #[arg(long)]
+        duration: String,
+        /// Users allowed (names or uids), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        users: Vec<String>,
+        /// Accounts allowed, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        accounts: Vec<String>,
+    },
+    /// End a reservation.
+    Unreserve { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -94,6 +115,11 @@ enum Cmd {
     },
     /// List nodes (like sinfo -N).
     Nodes {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the administrators' reservations.
+    Reservations {
         #[arg(long)]
         json: bool,
     },
@@ -217,8 +243,85 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 AdminCmd::Resume { node } => {
                     bulkhead_proto::msg::AdminOp::Resume { node: node.clone() }
                 }
+                AdminCmd::Unreserve { name } => {
+                    bulkhead_proto::msg::AdminOp::Unreserve { name: name.clone() }
+                }
+                AdminCmd::Reserve {
+                    name,
+                    nodes,
+                    start,
+                    duration,
+                    users,
+                    accounts,
+                } => {
+                    let now_s = now_us() / 1_000_000;
+                    let start_s = match start.as_str() {
+                        "now" => now_s,
+                        s if s.starts_with('+') => {
+                            now_s
+                                + opts::parse_time(&s[1..])
+                                    .map_err(anyhow::Error::msg)?
+                                    .unwrap_or(0)
+                        }
+                        s => s.parse::<u64>().map_err(|_| {
+                            anyhow::anyhow!("--start {s:?}: use now, +TIME or Unix seconds")
+                        })?,
+                    };
+                    let Some(len) = opts::parse_time(duration).map_err(anyhow::Error::msg)? else {
+                        bail!("--duration must be a length of time");
+                    };
+                    let mut uids = Vec::new();
+                    for u in users {
+                        uids.push(uid_of(u)?);
+                    }
+                    bulkhead_proto::msg::AdminOp::Reserve(bulkhead_proto::msg::Reservation {
+                        name: name.clone(),
+                        nodes: nodes.clone(),
+                        start_us: start_s * 1_000_000,
+                        end_us: (start_s + len) * 1_000_000,
+                        users: uids,
+                        accounts: accounts.clone(),
+                    })
+                }
             };
             println!("{}", client(&cli)?.admin(op).map_err(explain)?);
+        }
+        Cmd::Reservations { json } => {
+            let list = client(&cli)?.reservations().map_err(explain)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                let rows: Vec<Vec<String>> = list
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.name.clone(),
+                            output::timestamp(Some(r.start_us)),
+                            output::timestamp(Some(r.end_us)),
+                            r.nodes.join(","),
+                            r.users
+                                .iter()
+                                .map(u32::to_string)
+                                .chain(r.accounts.iter().cloned())
+                                .collect::<Vec<_>>()
+                                .join(","),
+                        ]
+                    })
+                    .collect();
+                print!(
+                    "{}",
+                    output::table(
+                        &[
+                            "RESV_NAME",
+                            "START_TIME",
+                            "END_TIME",
+                            "NODELIST",
+                            "USERS/ACCOUNTS"
+                        ],
+                        &rows
+                    )
+                );
+            }
         }
         Cmd::Nodes { json } => {
             let n = client(&cli)?.nodes().map_err(explain)?;
@@ -337,6 +440,7 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
         deps: r.deps,
         array: r.array,
         array_task: None,
+        reservation: r.reservation,
     };
     Ok((sub, cli_opts.parsable))
 }

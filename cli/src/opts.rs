@@ -88,6 +88,9 @@ pub struct SubmitOpts {
     pub qos: Option<String>,
     #[arg(long = "account", short = 'A')]
     pub account: Option<String>,
+    /// An administrator's reservation to run in.
+    #[arg(long = "reservation")]
+    pub reservation: Option<String>,
     #[arg(long = "hold", short = 'H')]
     pub hold: bool,
     /// Command line only: wrap this command in a /bin/sh script.
@@ -291,7 +294,8 @@ impl SubmitOpts {
             exclusive,
             gpus_per_task,
             qos,
-            account
+            account,
+            reservation
         )
     }
 }
@@ -424,6 +428,7 @@ pub struct Resolved {
     pub export: Export,
     pub deps: Vec<Dependency>,
     pub array: Option<ArraySpec>,
+    pub reservation: Option<String>,
 }
 
 /// Parses `--array`: `0-999`, `1,3,5`, `0-15:4`, with an optional `%N` throttle.
@@ -659,6 +664,7 @@ impl SubmitOpts {
             export: parse_export(self.export.as_deref().unwrap_or("ALL")),
             deps,
             array: self.array.as_deref().map(parse_array).transpose()?,
+            reservation: self.reservation.clone(),
         })
     }
 }

@@ -195,6 +195,13 @@ impl Client {
         }
     }
 
+    pub fn reservations(&mut self) -> Result<Vec<bulkhead_proto::msg::Reservation>, ClientError> {
+        match self.call(ClientOp::Reservations)? {
+            ClientReply::Reservations(r) => Ok(r),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
     pub fn nodes(&mut self) -> Result<Vec<NodeInfo>, ClientError> {
         match self.call(ClientOp::Nodes)? {
             ClientReply::Nodes(n) => Ok(n),

@@ -189,6 +189,7 @@ mod tests {
                 deps: vec![],
                 array: None,
                 array_task: None,
+                reservation: None,
                 resources: ResourceRequest {
                     cpus: 4,
                     mem_mb: 1024,

@@ -149,6 +149,8 @@ pub struct JobSubmission {
     pub array: Option<ArraySpec>,
     /// Set by the broker on each task of an array: the array's job id and the index.
     pub array_task: Option<(JobId, u32)>,
+    /// An administrator's reservation to run in (`--reservation`).
+    pub reservation: Option<String>,
 }
 
 /// A dependency, as `--dependency` spells them.
@@ -602,6 +604,7 @@ mod tests {
             deps: vec![],
             array: None,
             array_task: None,
+            reservation: None,
             resources: ResourceRequest::default(),
         }
     }

@@ -23,6 +23,8 @@ pub enum ClientOp {
     Nodes,
     /// Administration, root only.
     Admin(AdminOp),
+    /// The administrators' reservations.
+    Reservations,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,6 +33,36 @@ pub enum AdminOp {
     Drain { node: String, reason: String },
     /// Back to service.
     Resume { node: String },
+    /// Set nodes aside for some users or accounts over a window.
+    Reserve(Reservation),
+    /// End a reservation.
+    Unreserve { name: String },
+}
+
+/// An administrator's reservation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservation {
+    pub name: String,
+    pub nodes: Vec<String>,
+    pub start_us: u64,
+    pub end_us: u64,
+    /// Users allowed, by uid.
+    pub users: Vec<u32>,
+    /// Accounts allowed, by name.
+    pub accounts: Vec<String>,
+}
+
+impl Reservation {
+    fn validate(&self) -> Result<(), LimitError> {
+        check_str("name", &self.name, limits::MAX_NAME_BYTES)?;
+        check("nodes", self.nodes.len(), 100_000)?;
+        check("users", self.users.len(), 100_000)?;
+        check("accounts", self.accounts.len(), 10_000)?;
+        for n in self.nodes.iter().chain(&self.accounts) {
+            check_str("name", n, limits::MAX_NAME_BYTES)?;
+        }
+        Ok(())
+    }
 }
 
 /// Which jobs `bh queue` lists. An empty filter lists all pending and running jobs.
@@ -54,6 +86,7 @@ pub enum ClientReply {
     Nodes(Vec<NodeInfo>),
     /// An administrative action was carried out; what it did, in words.
     Done(String),
+    Reservations(Vec<Reservation>),
     Error(ErrorReply),
 }
 
@@ -232,6 +265,11 @@ impl Message for ClientRequest {
             ClientOp::Admin(AdminOp::Resume { node }) => {
                 check_str("node", node, limits::MAX_NAME_BYTES)
             }
+            ClientOp::Admin(AdminOp::Reserve(r)) => r.validate(),
+            ClientOp::Admin(AdminOp::Unreserve { name }) => {
+                check_str("name", name, limits::MAX_NAME_BYTES)
+            }
+            ClientOp::Reservations => Ok(()),
         }
     }
 }
@@ -245,6 +283,10 @@ impl Message for ClientReply {
             ClientReply::Cancelled(c) => check("jobs", c.len(), limits::MAX_IDS),
             ClientReply::Error(e) => check("message", e.message.len(), limits::MAX_MESSAGE_BYTES),
             ClientReply::Done(s) => check("message", s.len(), limits::MAX_MESSAGE_BYTES),
+            ClientReply::Reservations(r) => {
+                check("reservations", r.len(), 10_000)?;
+                r.iter().try_for_each(Reservation::validate)
+            }
             ClientReply::Submitted(_) | ClientReply::Job(_) => Ok(()),
         }
     }

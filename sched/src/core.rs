@@ -129,6 +129,8 @@ pub struct Scheduler {
     order: Vec<JobId>,
     /// GPUs per node each job of `order` needs, for the incremental pass's quick skip.
     order_need: Vec<u32>,
+    /// Administrators' reservations.
+    admin: Vec<AdminReservation>,
     /// Reservations made by the last full pass.
     reserved: Reserved,
 
@@ -186,6 +188,7 @@ impl Scheduler {
             pending: HashMap::new(),
             order: Vec::new(),
             order_need: Vec::new(),
+            admin: Vec::new(),
             reserved: HashMap::new(),
 
             running: HashMap::new(),
@@ -338,10 +341,66 @@ impl Scheduler {
         big >= spec.req.nodes as usize
     }
 
+    /// Adds an administrator's reservation.
+    pub fn add_reservation(&mut self, r: AdminReservation) -> Result<(), String> {
+        if self.admin.iter().any(|x| x.name == r.name) {
+            return Err(format!("reservation {} exists", r.name));
+        }
+        if r.end <= r.start {
+            return Err("a reservation must end after it starts".into());
+        }
+        if r.nodes.is_empty() || r.nodes.iter().any(|n| n.0 as usize >= self.nodes.len()) {
+            return Err("a reservation needs known nodes".into());
+        }
+        self.admin.push(r);
+        Ok(())
+    }
+
+    pub fn remove_reservation(&mut self, name: &str) -> bool {
+        let before = self.admin.len();
+        self.admin.retain(|r| r.name != name);
+        self.admin.len() != before
+    }
+
+    pub fn reservations(&self) -> &[AdminReservation] {
+        &self.admin
+    }
+
+    /// Whether a job may use node `n` from `now` to `end`, given the administrators'
+    /// reservations: inside its own reservation only on its nodes; elsewhere only if it
+    /// ends before any other reservation of the node begins.
+    fn admin_allows(&self, n: NodeIdx, mine: Option<&str>, now: Time, end: Option<Time>) -> bool {
+        if let Some(name) = mine {
+            return self
+                .admin
+                .iter()
+                .any(|r| r.name == name && r.nodes.contains(&n));
+        }
+        !self
+            .admin
+            .iter()
+            .any(|r| r.nodes.contains(&n) && r.end > now && end.is_none_or(|e| e > r.start))
+    }
+
     /// Whether some partition the job names could ever run it; why not, if none.
     pub fn check(&self, spec: &JobSpec) -> Result<(), SubmitError> {
         if spec.partitions.is_empty() {
             return Err(SubmitError::NoPartition);
+        }
+        if let Some(name) = &spec.reservation {
+            match self.admin.iter().find(|r| &r.name == name) {
+                None => {
+                    return Err(SubmitError::Unsatisfiable(format!(
+                        "reservation {name} does not exist"
+                    )));
+                }
+                Some(r) if !r.admits(spec) => {
+                    return Err(SubmitError::Unsatisfiable(format!(
+                        "the job's user and account are not allowed in reservation {name}"
+                    )));
+                }
+                Some(_) => {}
+            }
         }
         let mut why = Vec::new();
         let ok = spec
@@ -626,9 +685,12 @@ impl Scheduler {
     /// Picks `count` nodes of partition `p` with room for `per` now, preferring the
     /// fullest (packing keeps whole nodes free for large jobs). A node reserved from
     /// time `t` is usable only by a job whose limit ends by then.
+    #[allow(clippy::too_many_arguments)]
     fn pick_now(
         &self,
         me: JobId,
+        mine: Option<&str>,
+        now: Time,
         p: PartIdx,
         per: &Res,
         count: u32,
@@ -648,7 +710,7 @@ impl Scheduler {
                     rs.iter()
                         .any(|(t, _, j)| *j != me && end.is_none_or(|e| e > *t))
                 });
-                if clash {
+                if clash || !self.admin_allows(*n, mine, now, end) {
                     continue;
                 }
                 out.push(*n);
@@ -665,6 +727,7 @@ impl Scheduler {
     /// before its reservation if this job's limit ends by then, else after it ends.
     fn earliest(
         &self,
+        mine: Option<&str>,
         p: PartIdx,
         per: &Res,
         count: u32,
@@ -697,6 +760,27 @@ impl Scheduler {
                 }
             }
             let Some(mut at) = at else { continue };
+            // Administrators' reservations: a job in one waits for its window, on its
+            // nodes; any other job gets a reserved node only after the window closes.
+            match mine {
+                Some(name) => match self
+                    .admin
+                    .iter()
+                    .find(|r| r.name == name && r.nodes.contains(n))
+                {
+                    Some(r) => at = at.max(r.start),
+                    None => continue,
+                },
+                None => {
+                    for r in self
+                        .admin
+                        .iter()
+                        .filter(|r| r.end > now && r.nodes.contains(n))
+                    {
+                        at = at.max(r.end);
+                    }
+                }
+            }
             // A node a higher job holds is this one's only after that job's window.
             if let Some(rs) = reserved.get(n) {
                 if rs.iter().any(|(_, end, _)| end.is_none()) {
@@ -825,6 +909,7 @@ impl Scheduler {
         match self.try_place(spec, now, reserved) {
             Placed::Now(p, nodes, limit) => Action::Start(p, nodes, limit),
             Placed::NoPartition(why) => Action::Wait(Reason::PartitionConfig(why)),
+            Placed::Wait(r) => Action::Wait(r),
             Placed::Later if may_reserve => match self.reserve(spec, now, reserved) {
                 Some((t, nodes, limit)) => Action::Reserve(t, nodes, limit),
                 None => Action::Wait(Reason::ReqNodeNotAvail),
@@ -927,6 +1012,18 @@ impl Scheduler {
     }
 
     fn try_place(&self, spec: &JobSpec, now: Time, reserved: &Reserved) -> Placed {
+        let mine = spec.reservation.as_deref();
+        let window = match mine {
+            None => None,
+            Some(name) => match self.admin.iter().find(|r| r.name == name) {
+                None => return Placed::NoPartition(format!("reservation {name} no longer exists")),
+                Some(r) if now >= r.end => {
+                    return Placed::NoPartition(format!("reservation {name} has ended"));
+                }
+                Some(r) if now < r.start => return Placed::Wait(Reason::Reservation),
+                Some(r) => Some(r.end),
+            },
+        };
         let mut why = None;
         for p in &spec.partitions {
             let limit = match self.limit_in(spec, *p) {
@@ -936,9 +1033,16 @@ impl Scheduler {
                     continue;
                 }
             };
+            // A job in a reservation ends with it at the latest.
+            let limit = match window {
+                Some(w) => Some(limit.map_or(w - now, |l| l.min(w - now))),
+                None => limit,
+            };
             let end = limit.map(|l| now + l);
             if let Some(nodes) = self.pick_now(
                 spec.id,
+                mine,
+                now,
                 *p,
                 &spec.req.per_node,
                 spec.req.nodes,
@@ -965,8 +1069,15 @@ impl Scheduler {
             .iter()
             .filter_map(|p| self.limit_in(spec, *p).ok().map(|l| (p, l)))
             .filter_map(|(p, l)| {
-                self.earliest(*p, &spec.req.per_node, spec.req.nodes, now, reserved)
-                    .map(|(t, n)| (t, n, l))
+                self.earliest(
+                    spec.reservation.as_deref(),
+                    *p,
+                    &spec.req.per_node,
+                    spec.req.nodes,
+                    now,
+                    reserved,
+                )
+                .map(|(t, n)| (t, n, l))
             })
             .min_by_key(|(t, _, _)| *t)
     }
@@ -1047,6 +1158,7 @@ enum Action {
 }
 
 enum Placed {
+    Wait(Reason),
     Now(PartIdx, Vec<NodeIdx>, Option<Time>),
     Later,
     NoPartition(String),

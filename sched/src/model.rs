@@ -131,6 +131,26 @@ pub struct JobSpec {
     pub deps: Vec<Dep>,
     /// QOS priority factor in [0, 1].
     pub qos: f64,
+    /// An administrator's reservation the job runs in.
+    pub reservation: Option<String>,
+}
+
+/// Nodes an administrator set aside for some users or accounts over a window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminReservation {
+    pub name: String,
+    pub nodes: Vec<NodeIdx>,
+    pub start: Time,
+    pub end: Time,
+    /// Users (uids) and accounts that may run in it; both empty: nobody but root's jobs.
+    pub users: BTreeSet<u32>,
+    pub accounts: BTreeSet<AccountIdx>,
+}
+
+impl AdminReservation {
+    pub fn admits(&self, spec: &JobSpec) -> bool {
+        spec.user == 0 || self.users.contains(&spec.user) || self.accounts.contains(&spec.account)
+    }
 }
 
 /// How a finished job ended, as dependencies see it.
@@ -151,6 +171,8 @@ pub enum Reason {
     Limit(&'static str),
     /// The nodes it could run on are drained, draining or down.
     ReqNodeNotAvail,
+    /// Its reservation's window has not begun.
+    Reservation,
     /// No partition it named lets it run (time over the maximum, account not allowed).
     PartitionConfig(String),
 }
@@ -164,6 +186,7 @@ impl Reason {
             Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied".into(),
             Reason::Limit(l) => (*l).into(),
             Reason::ReqNodeNotAvail => "ReqNodeNotAvail".into(),
+            Reason::Reservation => "Reservation".into(),
             Reason::PartitionConfig(s) => s.clone(),
         }
     }

@@ -821,3 +821,84 @@ fn an_array_runs_every_task_within_its_throttle() {
     }
     assert!(most <= 2, "{most} tasks ran at once under %2");
 }
+
+#[test]
+fn a_reservation_keeps_its_nodes_for_its_users() {
+    let c = Cluster::start().expect("cluster");
+    let (u1, u2) = (user(USER1), user(USER2));
+    let out = c
+        .bh(
+            Some(&u1),
+            &[
+                "admin",
+                "reserve",
+                "mine",
+                "--nodes",
+                &c.node,
+                "--duration",
+                "60",
+            ],
+        )
+        .expect("bh");
+    assert!(!out.status.success(), "a user made a reservation");
+    let out = c
+        .bh(
+            None,
+            &[
+                "admin",
+                "reserve",
+                "train",
+                "--nodes",
+                &c.node,
+                "--duration",
+                "60",
+                "--users",
+                USER2,
+            ],
+        )
+        .expect("bh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list =
+        String::from_utf8_lossy(&c.bh(None, &["reservations"]).expect("bh").stdout).to_string();
+    assert!(list.contains("train") && list.contains(&c.node), "{list}");
+    let wd1 = c.workdir(Some(&u1)).expect("workdir");
+    let other = c
+        .submit(Some(&u1), &wd1, &["-t", "10"], "#!/bin/sh\ntrue\n")
+        .expect("submit");
+    let wd2 = c.workdir(Some(&u2)).expect("workdir");
+    let member = c
+        .submit(
+            Some(&u2),
+            &wd2,
+            &["--reservation", "train"],
+            "#!/bin/sh\ntrue\n",
+        )
+        .expect("submit");
+    c.wait_state(member, &[JobState::Completed], t())
+        .expect("the reservation's user runs");
+    assert_eq!(
+        c.show(other).expect("show").state,
+        JobState::Pending,
+        "another user's job ran on a reserved node"
+    );
+    let out = c
+        .bh_in(
+            Some(&u1),
+            &wd1,
+            &["submit", "--reservation", "train", "--wrap", "true"],
+        )
+        .expect("bh");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not allowed in reservation"));
+    assert!(
+        c.bh(None, &["admin", "unreserve", "train"])
+            .expect("bh")
+            .status
+            .success()
+    );
+    c.wait_state(other, &[JobState::Completed], t())
+        .expect("runs once the reservation ends");
+}

@@ -101,6 +101,7 @@ fn main() {
             submit: rng.below(3600),
             deps,
             qos: 0.0,
+            reservation: None,
         };
         s.submit(spec, 3600).expect("submit");
     }

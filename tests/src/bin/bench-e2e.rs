@@ -106,6 +106,7 @@ fn main() -> Result<()> {
         deps: vec![],
         array: None,
         array_task: None,
+        reservation: None,
         resources: ResourceRequest {
             cpus: 1,
             mem_mb: 64,
