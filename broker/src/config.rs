@@ -11,6 +11,7 @@
 //! default_time_s = 3600
 //! tier = 2
 //! accounts = ["physics"]    # empty or absent: every account
+//! preempt = "off"           # or "requeue" / "cancel": what higher tiers may do to its jobs
 //!
 //! [[account]]
 //! name = "physics"
@@ -84,6 +85,9 @@ struct PartitionFile {
     tier: u32,
     #[serde(default)]
     accounts: Vec<String>,
+    /// `off` (default), `requeue` or `cancel`: what higher tiers may do to its jobs.
+    #[serde(default)]
+    preempt: Option<String>,
 }
 
 fn all_nodes() -> Vec<String> {
@@ -234,6 +238,15 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
                     p.name
                 ));
             }
+            if !matches!(
+                p.preempt.as_deref(),
+                None | Some("off" | "requeue" | "cancel")
+            ) {
+                return bad(format!(
+                    "partition {:?}: preempt must be off, requeue or cancel",
+                    p.name
+                ));
+            }
             if let Some(a) = p.accounts.iter().find(|a| !accounts.contains(a.as_str())) {
                 return bad(format!(
                     "partition {:?} allows an unknown account {a:?}",
@@ -251,6 +264,11 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
                 default_time_s: p.default_time_s,
                 tier: p.tier,
                 accounts: p.accounts,
+                preempt: match p.preempt.as_deref() {
+                    Some("requeue") => bulkhead_sched::Preempt::Requeue,
+                    Some("cancel") => bulkhead_sched::Preempt::Cancel,
+                    _ => bulkhead_sched::Preempt::Off,
+                },
             })
             .collect();
         cfg.partition = cfg.partitions[0].name.clone();

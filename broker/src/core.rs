@@ -32,6 +32,8 @@ pub struct PartitionConfig {
     pub tier: u32,
     /// Accounts allowed; empty: all.
     pub accounts: Vec<String>,
+    /// What higher tiers may do to this partition's running jobs.
+    pub preempt: sched::Preempt,
 }
 
 impl PartitionConfig {
@@ -88,6 +90,7 @@ impl Default for CoreConfig {
                 default_time_s: None,
                 tier: 1,
                 accounts: vec![],
+                preempt: sched::Preempt::Off,
             }],
             accounts: vec![AccountConfig {
                 name: "default".into(),
@@ -186,6 +189,9 @@ pub struct Core {
     arrays: BTreeMap<JobId, Vec<JobId>>,
     /// Arrays loaded from the store whose next tasks are still to be created.
     refill_arrays: bool,
+    /// Running jobs being stopped for a higher tier's job: by which, and whether they
+    /// go back to the queue.
+    preempted: HashMap<JobId, (JobId, bool)>,
     /// Administrators' reservations, by name.
     reservations: BTreeMap<String, bulkhead_proto::msg::Reservation>,
     nodes: BTreeMap<NodeId, Node>,
@@ -239,6 +245,7 @@ impl Core {
                     .map(|i| sched::AccountIdx(i as u32))
                     .collect(),
                 tier: p.tier,
+                preempt: p.preempt,
             })
             .collect();
         let scheduler = sched::Scheduler::new(cfg.sched.clone(), vec![], partitions, accounts);
@@ -248,6 +255,7 @@ impl Core {
             arrays: BTreeMap::new(),
             refill_arrays: false,
             reservations: BTreeMap::new(),
+            preempted: HashMap::new(),
             nodes: BTreeMap::new(),
             sched: scheduler,
             node_of_idx: Vec::new(),
@@ -773,6 +781,32 @@ impl Core {
         self.update(fx, parent);
     }
 
+    /// Puts a preempted job back in the queue, in its submission order.
+    fn requeue(&mut self, fx: &mut Effects, id: JobId, by: JobId, now_us: u64) {
+        let Some(j) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        j.state = JobState::Pending;
+        j.node = None;
+        j.start_us = None;
+        j.end_us = None;
+        j.exit_code = None;
+        j.signal = None;
+        j.reason = Some(format!("Requeued (preempted by job {by})"));
+        let spec = match self.jobs.get(&id).map(|j| self.spec_of(j)) {
+            Some(Ok(s)) => s,
+            _ => return,
+        };
+        if let Err(e) = self.sched.requeue(spec, secs(now_us))
+            && let Some(j) = self.jobs.get_mut(&id)
+        {
+            j.state = JobState::Cancelled;
+            j.end_us = Some(now_us);
+            j.reason = Some(format!("preempted by job {by}; cannot be requeued: {e}"));
+        }
+        self.update(fx, id);
+    }
+
     fn largest_node(&self) -> String {
         let (c, m) = self
             .nodes
@@ -920,7 +954,16 @@ impl Core {
             n.running.remove(&end.job);
         }
         let sid = sched::JobId(end.job.0);
-        if state == JobState::Running {
+        if let Some((by, requeue)) = self.preempted.remove(&end.job)
+            && state == JobState::Running
+        {
+            self.sched
+                .job_ended(sid, sched::Outcome::NotOk, secs(end.end_time_us));
+            if requeue {
+                self.requeue(fx, end.job, by, end.end_time_us);
+                return;
+            }
+        } else if state == JobState::Running {
             let outcome = if end.state == JobState::Completed {
                 sched::Outcome::Ok
             } else {
@@ -1279,6 +1322,35 @@ impl Core {
                             request_id: 0,
                             msg: BrokerMessage::Launch(Box::new(spec)),
                         });
+                    }
+                }
+                sched::Decision::Preempt { job, by, requeue } => {
+                    let id = JobId(job.0);
+                    let Some(j) = self.jobs.get_mut(&id) else {
+                        continue;
+                    };
+                    j.reason = Some(format!("preempted by job {}", by.0));
+                    self.preempted.insert(id, (JobId(by.0), requeue));
+                    let peer = j
+                        .node
+                        .and_then(|n| self.nodes.get(&n))
+                        .and_then(|n| n.peer.clone());
+                    self.update(fx, id);
+                    match peer {
+                        Some(peer) => fx.send.push(Outbound::Agent {
+                            peer,
+                            request_id: 0,
+                            msg: BrokerMessage::Kill {
+                                job: id,
+                                state: JobState::Cancelled,
+                            },
+                        }),
+                        None => {
+                            let mut end = self.end_of(id, JobState::Cancelled, now_us);
+                            end.reason =
+                                Some(format!("preempted by job {} while its node was down", by.0));
+                            self.finish(fx, end);
+                        }
                     }
                 }
                 sched::Decision::Cancel { job, reason } => {

@@ -59,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
                 default_time_s: None,
                 tier: 1,
                 accounts: vec![],
+                preempt: bulkhead_sched::Preempt::Off,
             }],
             partition: a.partition,
             def_mem_per_cpu_mb: a.def_mem_per_cpu,

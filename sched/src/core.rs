@@ -131,6 +131,8 @@ pub struct Scheduler {
     order_need: Vec<u32>,
     /// Administrators' reservations.
     admin: Vec<AdminReservation>,
+    /// Running jobs being stopped for a higher tier's job, and for which.
+    preempting: HashMap<JobId, JobId>,
     /// Reservations made by the last full pass.
     reserved: Reserved,
 
@@ -189,6 +191,7 @@ impl Scheduler {
             order: Vec::new(),
             order_need: Vec::new(),
             admin: Vec::new(),
+            preempting: HashMap::new(),
             reserved: HashMap::new(),
 
             running: HashMap::new(),
@@ -427,6 +430,13 @@ impl Scheduler {
         }
     }
 
+    /// Puts a job that was stopped (preempted, or its node failed) back in the queue,
+    /// with its original submission time, so that it keeps its place.
+    pub fn requeue(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+        self.ended.remove(&spec.id);
+        self.submit(spec, now)
+    }
+
     /// Adds a job to the queue, refusing one that no partition could ever run.
     pub fn submit(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
         if self.pending.contains_key(&spec.id)
@@ -542,6 +552,7 @@ impl Scheduler {
     /// A running job ended.
     pub fn job_ended(&mut self, id: JobId, outcome: Outcome, now: Time) {
         self.charge(now);
+        self.preempting.remove(&id);
         let Some(r) = self.running.remove(&id) else {
             return;
         };
@@ -903,19 +914,117 @@ impl Scheduler {
         if let Some(l) = self.limit_block(spec) {
             return Action::Wait(Reason::Limit(l));
         }
-        if self.by_free_gpus.is_empty() && !may_reserve {
+        let may_preempt = self.may_preempt(spec);
+        if self.by_free_gpus.is_empty() && !may_reserve && !may_preempt {
             return Action::Blocked;
         }
         match self.try_place(spec, now, reserved) {
             Placed::Now(p, nodes, limit) => Action::Start(p, nodes, limit),
             Placed::NoPartition(why) => Action::Wait(Reason::PartitionConfig(why)),
             Placed::Wait(r) => Action::Wait(r),
+            Placed::Later
+                if may_preempt && let Some(plan) = self.preemption_plan(spec, now, reserved) =>
+            {
+                plan
+            }
             Placed::Later if may_reserve => match self.reserve(spec, now, reserved) {
                 Some((t, nodes, limit)) => Action::Reserve(t, nodes, limit),
                 None => Action::Wait(Reason::ReqNodeNotAvail),
             },
             Placed::Later => Action::Blocked,
         }
+    }
+
+    /// Whether a partition of the job has a higher tier than some preemptible one.
+    fn may_preempt(&self, spec: &JobSpec) -> bool {
+        let top = spec
+            .partitions
+            .iter()
+            .map(|p| self.parts[p.0 as usize].tier)
+            .max()
+            .unwrap_or(0);
+        self.parts
+            .iter()
+            .any(|p| p.preempt != Preempt::Off && p.tier < top)
+    }
+
+    /// Nodes where stopping running jobs of lower, preemptible tiers makes room for the
+    /// job now: the fewest victims, the most recently started first (the least work lost).
+    fn preemption_plan(&self, spec: &JobSpec, now: Time, reserved: &Reserved) -> Option<Action> {
+        let per = &spec.req.per_node;
+        for p in &spec.partitions {
+            let Ok(limit) = self.limit_in(spec, *p) else {
+                continue;
+            };
+            let tier = self.parts[p.0 as usize].tier;
+            let end = limit.map(|l| now + l);
+            let mut options: Vec<(usize, NodeIdx, Victims)> = Vec::new();
+            for n in &self.parts[p.0 as usize].nodes {
+                let node = &self.nodes[n.0 as usize];
+                if !node.schedulable()
+                    || !per.fits_in(&node.spec.capacity)
+                    || !self.admin_allows(*n, spec.reservation.as_deref(), now, end)
+                {
+                    continue;
+                }
+                if reserved
+                    .get(n)
+                    .is_some_and(|rs| rs.iter().any(|(_, _, j)| *j != spec.id))
+                {
+                    continue;
+                }
+                let mut free = node.free;
+                let mut victims = Vec::new();
+                let mut candidates: Vec<(Time, JobId, Res, bool)> = Vec::new();
+                for (j, _, r) in &node.jobs {
+                    if self.preempting.contains_key(j) {
+                        free.add(r);
+                        continue;
+                    }
+                    let Some(run) = self.running.get(j) else {
+                        continue;
+                    };
+                    let part = &self.parts[run.partition.0 as usize];
+                    if part.tier < tier && part.preempt != Preempt::Off {
+                        candidates.push((run.start, *j, *r, part.preempt == Preempt::Requeue));
+                    }
+                }
+                candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
+                for (_, j, r, requeue) in candidates {
+                    if per.fits_in(&free) {
+                        break;
+                    }
+                    free.add(&r);
+                    victims.push((j, requeue));
+                }
+                if per.fits_in(&free) {
+                    options.push((victims.len(), *n, victims));
+                }
+            }
+            if options.len() < spec.req.nodes as usize {
+                continue;
+            }
+            options.sort_by_key(|(k, n, _)| (*k, *n));
+            options.truncate(spec.req.nodes as usize);
+            let victims: Vec<(JobId, bool)> = options
+                .iter()
+                .flat_map(|(_, _, v)| v.iter().copied())
+                .collect();
+            if victims.is_empty() {
+                // Room is coming from jobs already being stopped: hold the nodes.
+                return Some(Action::Preempt(
+                    options.into_iter().map(|(_, n, _)| n).collect(),
+                    vec![],
+                    limit,
+                ));
+            }
+            return Some(Action::Preempt(
+                options.into_iter().map(|(_, n, _)| n).collect(),
+                victims,
+                limit,
+            ));
+        }
+        None
     }
 
     fn scan(&mut self, now: Time, full: bool) -> Vec<Decision> {
@@ -929,14 +1038,21 @@ impl Scheduler {
         let mut blocked_above = false;
         let order = std::mem::take(&mut self.order);
         let need = std::mem::take(&mut self.order_need);
+        let preemptive = self.parts.iter().any(|p| p.preempt != Preempt::Off);
         let mut keep = Vec::with_capacity(order.len());
         let mut keep_need = Vec::with_capacity(order.len());
         for (i, id) in order.into_iter().enumerate() {
             let gpus = need.get(i).copied().unwrap_or(0);
             if !full {
-                // Only what fits in the free capacity is worth a look.
+                // Only what fits in the free capacity is worth a look, or a job that
+                // may preempt a lower tier.
                 let most = self.by_free_gpus.last_key_value().map(|(g, _)| *g);
-                if most.is_none_or(|m| gpus > m) {
+                let preempts = preemptive
+                    && self
+                        .pending
+                        .get(&id)
+                        .is_some_and(|p| self.may_preempt(&p.spec));
+                if most.is_none_or(|m| gpus > m) && !preempts {
                     keep.push(id);
                     keep_need.push(gpus);
                     continue;
@@ -961,6 +1077,24 @@ impl Scheduler {
                     }
                     out.push(self.start(id, p, nodes, limit, now));
                     continue;
+                }
+                Action::Preempt(nodes, victims, limit) => {
+                    for (v, requeue) in victims {
+                        self.preempting.insert(v, id);
+                        out.push(Decision::Preempt {
+                            job: v,
+                            by: id,
+                            requeue,
+                        });
+                    }
+                    for n in nodes {
+                        reserved
+                            .entry(n)
+                            .or_default()
+                            .push((now, limit.map(|l| now + l), id));
+                    }
+                    blocked_above = true;
+                    (Reason::Resources, None)
                 }
                 Action::Wait(r) => (r, None),
                 Action::Reserve(t, nodes, limit) => {
@@ -1139,6 +1273,9 @@ impl Scheduler {
     }
 }
 
+/// Jobs to stop, and whether each goes back to the queue.
+type Victims = Vec<(JobId, bool)>;
+
 /// Reservations per node: from when, until when (`None`: no limit), for which job.
 type Reserved = HashMap<NodeIdx, Vec<(Time, Option<Time>, JobId)>>;
 
@@ -1148,6 +1285,8 @@ type DepRule = fn(Option<Outcome>, bool) -> Option<bool>;
 
 #[derive(Clone)]
 enum Action {
+    /// Stop these jobs and hold these nodes for the job.
+    Preempt(Vec<NodeIdx>, Vec<(JobId, bool)>, Option<Time>),
     Gone,
     Never,
     Start(PartIdx, Vec<NodeIdx>, Option<Time>),

@@ -73,6 +73,19 @@ pub struct PartitionSpec {
     pub allowed_accounts: BTreeSet<AccountIdx>,
     /// Higher tiers are scheduled first, and weigh in the priority.
     pub tier: u32,
+    /// What a job of a higher tier may do to this partition's running jobs.
+    pub preempt: Preempt,
+}
+
+/// How a partition's jobs yield to higher tiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Preempt {
+    #[default]
+    Off,
+    /// Killed and put back in the queue, in their submission order.
+    Requeue,
+    /// Killed for good.
+    Cancel,
 }
 
 /// An account in the fair-share tree.
@@ -203,4 +216,11 @@ pub enum Decision {
     },
     /// The job can never run (a dependency failed, or no partition can ever take it).
     Cancel { job: JobId, reason: Reason },
+    /// Stop a running job so that a higher tier's job can run: the caller kills it
+    /// (with its grace period) and then requeues or ends it, and reports its end.
+    Preempt {
+        job: JobId,
+        by: JobId,
+        requeue: bool,
+    },
 }

@@ -32,6 +32,8 @@ pub struct Report {
     pub p95_wait: f64,
     /// For each job, the first expected start the scheduler gave it, if any.
     pub first_expected: BTreeMap<JobId, Time>,
+    /// Jobs preempted, and when.
+    pub preempted: Vec<(Time, JobId)>,
     /// For each pass, the highest-priority job that held a reservation, and its time.
     pub top_reservations: Vec<(Time, JobId, Time)>,
 }
@@ -67,6 +69,7 @@ pub fn run_with(s: &mut Scheduler, mut jobs: Vec<SimJob>, until: Time, full_ever
         .sum();
     let arrivals_at: HashMap<JobId, Time> =
         jobs.iter().map(|j| (j.spec.id, j.spec.submit)).collect();
+    let specs: HashMap<JobId, JobSpec> = jobs.iter().map(|j| (j.spec.id, j.spec.clone())).collect();
     let mut arrivals = jobs.into_iter().peekable();
     let mut ends: BTreeSet<(Time, JobId)> = BTreeSet::new();
     let mut r = Report::default();
@@ -103,29 +106,48 @@ pub fn run_with(s: &mut Scheduler, mut jobs: Vec<SimJob>, until: Time, full_ever
                 }
             }
         }
-        let decisions = if last_full.is_none_or(|l| now >= l + full_every) {
-            last_full = Some(now);
-            s.full_pass(now)
-        } else {
-            s.pass(now)
-        };
-        for d in decisions {
-            match d {
-                Decision::Start {
-                    job,
-                    nodes,
-                    time_limit,
-                    ..
-                } => {
-                    let runtime = info.get(&job).map(|i| i.0).unwrap_or(0);
-                    let run = time_limit.map_or(runtime, |l| runtime.min(l));
-                    ends.insert((now + run.max(1), job));
-                    r.started.insert(job, (now, nodes));
-                    ids_waiting.remove(&job);
-                }
-                Decision::Cancel { job, reason } => {
-                    r.cancelled.insert(job, reason);
-                    ids_waiting.remove(&job);
+        let mut again = true;
+        let mut rounds = 0;
+        while again && rounds < 4 {
+            again = false;
+            rounds += 1;
+            let decisions = if rounds > 1 || last_full.is_none_or(|l| now >= l + full_every) {
+                last_full = Some(now);
+                s.full_pass(now)
+            } else {
+                s.pass(now)
+            };
+            for d in decisions {
+                match d {
+                    Decision::Start {
+                        job,
+                        nodes,
+                        time_limit,
+                        ..
+                    } => {
+                        let runtime = info.get(&job).map(|i| i.0).unwrap_or(0);
+                        let run = time_limit.map_or(runtime, |l| runtime.min(l));
+                        ends.insert((now + run.max(1), job));
+                        r.started.insert(job, (now, nodes));
+                        ids_waiting.remove(&job);
+                    }
+                    Decision::Preempt { job, requeue, .. } => {
+                        // Stopped at once (the grace period is the caller's business).
+                        ends.retain(|(_, j)| *j != job);
+                        s.job_ended(job, Outcome::NotOk, now);
+                        r.preempted.push((now, job));
+                        if requeue && let Some(spec) = specs.get(&job) {
+                            let _ = s.requeue(spec.clone(), now);
+                            ids_waiting.insert(job);
+                        } else {
+                            r.ended.insert(job, now);
+                        }
+                        again = true;
+                    }
+                    Decision::Cancel { job, reason } => {
+                        r.cancelled.insert(job, reason);
+                        ids_waiting.remove(&job);
+                    }
                 }
             }
         }

@@ -25,6 +25,7 @@ fn partition(name: &str, nodes: std::ops::Range<u32>) -> PartitionSpec {
         default_time: Some(3600),
         allowed_accounts: BTreeSet::new(),
         tier: 1,
+        preempt: Preempt::Off,
     }
 }
 
@@ -578,4 +579,54 @@ fn an_admin_reservation_holds_its_nodes_for_its_users_and_window() {
         other => panic!("{other:?}"),
     }
     assert!(s.remove_reservation("maint"));
+}
+
+#[test]
+fn a_higher_tier_preempts_a_lower_one_which_is_requeued_in_its_order() {
+    let mk = |preempt| {
+        let mut low = partition("low", 0..1);
+        low.preempt = preempt;
+        let mut high = partition("high", 0..1);
+        high.tier = 2;
+        Scheduler::new(
+            Config::default(),
+            nodes(1, 8, 0),
+            vec![low, high],
+            accounts(&[1]),
+        )
+    };
+    let spec = |id, part: u32, runtime, submit| {
+        let mut j = job(id, 0, 1, 0, 5000, submit);
+        j.partitions = vec![PartIdx(part)];
+        j.req.per_node.cpus = 8;
+        sim_job(j, runtime)
+    };
+    let jobs = || vec![spec(1, 0, 1000, 0), spec(2, 1, 100, 10), spec(3, 0, 50, 20)];
+
+    let mut s = mk(Preempt::Requeue);
+    let r = sim::run(&mut s, jobs(), 100_000);
+    assert_eq!(r.preempted, vec![(10, JobId(1))]);
+    assert_eq!(
+        r.started[&JobId(2)].0,
+        10,
+        "the high tier's job starts at once"
+    );
+    // Requeued, the first job keeps its place ahead of job 3, submitted later.
+    assert_eq!(r.started[&JobId(1)].0, 110);
+    assert_eq!(r.started[&JobId(3)].0, 1110);
+
+    let mut s = mk(Preempt::Cancel);
+    let r = sim::run(&mut s, jobs(), 100_000);
+    assert_eq!(r.preempted, vec![(10, JobId(1))]);
+    assert_eq!(r.ended[&JobId(1)], 10, "cancelled, not requeued");
+    assert_eq!(r.started[&JobId(3)].0, 110);
+
+    let mut s = mk(Preempt::Off);
+    let r = sim::run(&mut s, jobs(), 100_000);
+    assert!(r.preempted.is_empty());
+    assert_eq!(
+        r.started[&JobId(2)].0,
+        1000,
+        "without preemption the high job waits"
+    );
 }

@@ -902,3 +902,55 @@ fn a_reservation_keeps_its_nodes_for_its_users() {
     c.wait_state(other, &[JobState::Completed], t())
         .expect("runs once the reservation ends");
 }
+
+#[test]
+fn a_higher_tier_preempts_and_the_preempted_job_is_requeued() {
+    let config = r#"
+[[partition]]
+name = "scavenger"
+preempt = "requeue"
+[[partition]]
+name = "urgent"
+tier = 2
+[priority]
+reservations = 4
+"#;
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 1,
+        broker_config: Some(config.into()),
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    // The scavenger job counts its runs: a requeued job starts again from the top.
+    let low = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["-p", "scavenger"],
+            "#!/bin/sh\necho run >> runs\nsleep 3\n",
+        )
+        .expect("submit");
+    c.wait_state(low, &[JobState::Running], t())
+        .expect("running");
+    wait_for(t(), || wd.join("runs").exists()).expect("started");
+    let high = c
+        .submit(Some(&u), &wd, &["-p", "urgent"], "#!/bin/sh\ntrue\n")
+        .expect("submit");
+    // The full pass (every 10 s) sees the urgent job blocked and preempts.
+    c.wait_state(high, &[JobState::Completed], t())
+        .expect("the urgent job ran");
+    let j = c
+        .wait_state(low, &[JobState::Completed], t())
+        .expect("the preempted job ran again");
+    assert_eq!(
+        std::fs::read_to_string(wd.join("runs")).expect("runs"),
+        "run\nrun\n"
+    );
+    let high_start = c.show(high).expect("show").start_time_us.expect("start");
+    assert!(
+        j.start_time_us.expect("start") >= high_start,
+        "requeued job restarted before the urgent one"
+    );
+}

@@ -59,6 +59,7 @@ fn main() {
         default_time: Some(3600),
         allowed_accounts: BTreeSet::new(),
         tier: 1,
+        preempt: Preempt::Off,
     }];
     let accounts: Vec<AccountSpec> = (0..20)
         .map(|i| AccountSpec {
