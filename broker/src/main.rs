@@ -72,19 +72,7 @@ async fn main() -> anyhow::Result<()> {
         cfg.core = bulkhead_broker::config::load(&path, cfg.core)?;
         tracing::info!(config = %path.display(), partitions = cfg.core.partitions.len(), accounts = cfg.core.accounts.len(), "configuration loaded");
     }
-    run(cfg, shutdown_signal()).await.context("broker failed")
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    run(cfg, bulkhead_net::shutdown_signal())
+        .await
+        .context("broker failed")
 }

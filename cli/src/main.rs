@@ -589,14 +589,7 @@ fn run_standalone(
              Stop with Ctrl-C.\n",
             data_dir.display()
         );
-        let sig = async {
-            use tokio::signal::unix::{SignalKind, signal};
-            let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        };
+        let sig = bulkhead_net::shutdown_signal();
         tokio::pin!(sig);
         let mut agent = agent;
         let mut broker = broker;

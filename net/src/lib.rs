@@ -10,6 +10,21 @@ pub mod thread;
 
 pub use client::{Client, ClientError};
 
+/// Resolves on SIGTERM or SIGINT: the daemons' shutdown signal.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -89,19 +89,7 @@ async fn main() -> anyhow::Result<()> {
         managed_majors: a.managed_majors,
         cgroup_at_root: a.cgroup_at_root,
     };
-    run(cfg, shutdown_signal()).await.context("agent failed")
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    run(cfg, bulkhead_net::shutdown_signal())
+        .await
+        .context("agent failed")
 }

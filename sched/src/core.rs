@@ -230,6 +230,27 @@ impl Scheduler {
         n
     }
 
+    /// Takes a job's resources on its nodes and counts them against its user and account.
+    fn allocate(&mut self, spec: &JobSpec, nodes: &[NodeIdx], end: Option<Time>) {
+        let per = spec.req.per_node;
+        for n in nodes {
+            self.unindex(*n);
+            let node = &mut self.nodes[n.0 as usize];
+            node.free.sub(&per);
+            node.jobs.push((spec.id, end, per));
+            self.index(*n);
+        }
+        let (g, c) = (spec.req.nodes * per.gpus, spec.req.nodes * per.cpus);
+        let u = self.users.entry(spec.user).or_default();
+        u.jobs += 1;
+        u.gpus += g;
+        u.cpus += c;
+        let a = self.accounts_use.entry(spec.account).or_default();
+        a.jobs += 1;
+        a.gpus += g;
+        a.cpus += c;
+    }
+
     /// Puts back a job that was running when the caller restarted (its store says so).
     pub fn restore_running(
         &mut self,
@@ -240,25 +261,9 @@ impl Scheduler {
         end_limit: Option<Time>,
     ) {
         let id = spec.id;
-        let per = spec.req.per_node;
-        for n in &nodes {
-            self.unindex(*n);
-            let node = &mut self.nodes[n.0 as usize];
-            node.free.sub(&per);
-            node.jobs.push((id, end_limit, per));
-            self.index(*n);
-        }
-        let (g, c) = (spec.req.nodes * per.gpus, spec.req.nodes * per.cpus);
-        let u = self.users.entry(spec.user).or_default();
-        u.jobs += 1;
-        u.gpus += g;
-        u.cpus += c;
-        u.submitted += 1;
-        let a = self.accounts_use.entry(spec.account).or_default();
-        a.jobs += 1;
-        a.gpus += g;
-        a.cpus += c;
-        a.submitted += 1;
+        self.allocate(&spec, &nodes, end_limit);
+        self.users.entry(spec.user).or_default().submitted += 1;
+        self.accounts_use.entry(spec.account).or_default().submitted += 1;
         self.running.insert(
             id,
             Running {
@@ -825,24 +830,8 @@ impl Scheduler {
             };
         };
         let spec = pj.spec;
-        let per = spec.req.per_node;
         let end = limit.map(|l| now + l);
-        for n in &nodes {
-            self.unindex(*n);
-            let node = &mut self.nodes[n.0 as usize];
-            node.free.sub(&per);
-            node.jobs.push((id, end, per));
-            self.index(*n);
-        }
-        let (g, c) = (spec.req.nodes * per.gpus, spec.req.nodes * per.cpus);
-        let u = self.users.entry(spec.user).or_default();
-        u.jobs += 1;
-        u.gpus += g;
-        u.cpus += c;
-        let a = self.accounts_use.entry(spec.account).or_default();
-        a.jobs += 1;
-        a.gpus += g;
-        a.cpus += c;
+        self.allocate(&spec, &nodes, end);
         self.running.insert(
             id,
             Running {
