@@ -20,7 +20,7 @@ fn a_users_job_runs_as_that_user_in_its_own_cgroup_and_reports_its_exit() {
     let c = Cluster::start().expect("cluster");
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
-    let script = "#!/bin/bash\n#SBATCH -J whoami\n#BH --mem=64M\nid -u\nid -g\npwd\necho \"job=$BH_JOB_ID slurm=$SLURM_JOB_ID cpus=$BH_CPUS nodes=$BH_NODELIST\"\ncat /proc/self/cgroup\ntouch started\nsleep 2\n";
+    let script = "#!/bin/bash\n#SBATCH -J whoami\n#BH --mem=64M\nid -u\nid -g\npwd\necho \"job=$BH_JOB_ID slurm=$SLURM_JOB_ID cpus=$BH_CPUS nodes=$BH_NODELIST\"\ncat /proc/self/cgroup\ntouch started\nsleep 5\n";
     let job = c
         .submit(Some(&u), &wd, &["-n", "1"], script)
         .expect("submit");
@@ -724,8 +724,9 @@ max_running_jobs = 1
         String::from_utf8_lossy(&out.stderr)
     );
     // The partition's default time applies, and the per-user job limit holds the second job.
+    // (It runs until cancelled, so that the check below cannot race its end.)
     let a = c
-        .submit(Some(&u1), &wd, &[], "#!/bin/sh\nsleep 2\n")
+        .submit(Some(&u1), &wd, &[], "#!/bin/sh\nsleep 300\n")
         .expect("submit");
     c.wait_state(a, &[JobState::Running], t()).expect("running");
     assert_eq!(c.show(a).expect("show").resources.time_limit_s, Some(60));
@@ -736,6 +737,12 @@ max_running_jobs = 1
     assert_eq!(
         (j.state, j.reason.as_deref()),
         (JobState::Pending, Some("QOSMaxJobsPerUserLimit"))
+    );
+    assert!(
+        c.bh(Some(&u1), &["cancel", &a.to_string()])
+            .expect("bh")
+            .status
+            .success()
     );
     c.wait_state(b, &[JobState::Completed], t())
         .expect("runs once the first ends");
@@ -923,13 +930,14 @@ reservations = 4
     .expect("cluster");
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
-    // The scavenger job counts its runs: a requeued job starts again from the top.
+    // The scavenger job counts its runs: a requeued job starts again from the top, and
+    // its second run ends at once (its first would run for two minutes).
     let low = c
         .submit(
             Some(&u),
             &wd,
             &["-p", "scavenger"],
-            "#!/bin/sh\necho run >> runs\nsleep 3\n",
+            "#!/bin/sh\necho run >> runs\n[ \"$(wc -l < runs)\" -ge 2 ] && exit 0\nsleep 120\n",
         )
         .expect("submit");
     c.wait_state(low, &[JobState::Running], t())
