@@ -151,6 +151,8 @@ struct Job {
     exit_code: Option<i32>,
     signal: Option<i32>,
     node: Option<NodeId>,
+    /// The other nodes of a multi-node job; the batch script runs on `node`.
+    extra_nodes: Vec<NodeId>,
     submit_us: u64,
     start_us: Option<u64>,
     end_us: Option<u64>,
@@ -170,6 +172,8 @@ struct Node {
     peer: Option<PeerId>,
     last_seen_us: u64,
     running: BTreeSet<JobId>,
+    /// Multi-node jobs whose batch script runs elsewhere but which hold this node.
+    held: BTreeSet<JobId>,
     enforced: Vec<String>,
     agent_version: String,
 }
@@ -299,6 +303,7 @@ impl Core {
                 exit_code: r.exit_code,
                 signal: r.signal,
                 node: r.node,
+                extra_nodes: r.extra_nodes,
                 submit_us: r.submit_us,
                 start_us: r.start_us,
                 end_us: r.end_us,
@@ -321,15 +326,22 @@ impl Core {
                         n.running.insert(id);
                         n.idx
                     });
+                    let mut all = Vec::new();
+                    for n in &job.extra_nodes {
+                        if let Some(node) = core.nodes.get_mut(n) {
+                            node.held.insert(id);
+                            all.push(node.idx);
+                        }
+                    }
                     if let (Some(idx), Ok(spec)) = (placed, core.spec_of(&job)) {
+                        all.insert(0, idx);
                         let part = core
                             .sched
                             .partition(&job.partition)
                             .unwrap_or(sched::PartIdx(0));
                         let start = secs(job.start_us.unwrap_or(job.submit_us));
                         let end = job.sub.resources.time_limit_s.map(|l| start + l);
-                        core.sched
-                            .restore_running(spec, part, vec![idx], start, end);
+                        core.sched.restore_running(spec, part, all, start, end);
                     }
                 }
                 st => core.sched.restore_ended(
@@ -399,6 +411,7 @@ impl Core {
                 peer: None,
                 last_seen_us: now_us,
                 running: BTreeSet::new(),
+                held: BTreeSet::new(),
                 enforced: Vec::new(),
                 agent_version: String::new(),
             },
@@ -449,7 +462,7 @@ impl Core {
             name: j.sub.name.clone(),
             partitions,
             req: sched::Request {
-                nodes: 1,
+                nodes: j.sub.resources.nodes.max(1),
                 per_node: sched::Res {
                     cpus: j.sub.resources.cpus,
                     mem_mb: j.mem_mb,
@@ -478,6 +491,7 @@ impl Core {
             exit_code: j.exit_code,
             signal: j.signal,
             node: j.node,
+            extra_nodes: j.extra_nodes.clone(),
             submit_us: j.submit_us,
             start_us: j.start_us,
             end_us: j.end_us,
@@ -582,6 +596,7 @@ impl Core {
             exit_code: None,
             signal: None,
             node: None,
+            extra_nodes: Vec::new(),
             submit_us: now_us,
             start_us: None,
             end_us: None,
@@ -700,6 +715,7 @@ impl Core {
             exit_code: None,
             signal: None,
             node: None,
+            extra_nodes: Vec::new(),
             submit_us: now_us,
             start_us: None,
             end_us: None,
@@ -952,6 +968,16 @@ impl Core {
         }
         if let Some(n) = node.and_then(|n| self.nodes.get_mut(&n)) {
             n.running.remove(&end.job);
+        }
+        let extra = self
+            .jobs
+            .get(&end.job)
+            .map(|j| j.extra_nodes.clone())
+            .unwrap_or_default();
+        for n in extra {
+            if let Some(n) = self.nodes.get_mut(&n) {
+                n.held.remove(&end.job);
+            }
         }
         let sid = sched::JobId(end.job.0);
         if let Some((by, requeue)) = self.preempted.remove(&end.job)
@@ -1231,7 +1257,7 @@ impl Core {
             }
             let name = node.name.clone();
             let idx = node.idx;
-            let jobs: Vec<JobId> = node.running.iter().copied().collect();
+            let jobs: Vec<JobId> = node.running.iter().chain(&node.held).copied().collect();
             for j in jobs {
                 let mut end = self.end_of(j, JobState::NodeFail, now_us);
                 end.reason = Some(format!("node {name} stopped responding"));
@@ -1291,22 +1317,37 @@ impl Core {
                         .get(partition.0 as usize)
                         .map(|p| p.name.clone())
                         .unwrap_or_default();
+                    let extra: Vec<NodeId> = nodes
+                        .iter()
+                        .skip(1)
+                        .filter_map(|n| self.node_of_idx.get(n.0 as usize))
+                        .copied()
+                        .collect();
+                    let mut names = Vec::new();
+                    for n in &extra {
+                        if let Some(node) = self.nodes.get_mut(n) {
+                            node.held.insert(id);
+                            names.push(node.name.clone());
+                        }
+                    }
                     let Some(node) = self.nodes.get_mut(&node_id) else {
                         continue;
                     };
                     node.running.insert(id);
                     let (node_name, peer) = (node.name.clone(), node.peer.clone());
+                    names.insert(0, node_name.clone());
                     let Some(j) = self.jobs.get_mut(&id) else {
                         continue;
                     };
                     j.state = JobState::Running;
                     j.node = Some(node_id);
+                    j.extra_nodes = extra;
                     j.start_us = Some(now_us);
                     j.reason = None;
                     j.partition = part_name;
                     // The partition's default (or maximum) limit applies when the job gave none.
                     j.sub.resources.time_limit_s = time_limit;
-                    let spec = self.launch_spec(id, &node_name);
+                    let spec = self.launch_spec(id, &names.join(","));
                     let parent = self
                         .jobs
                         .get(&id)
@@ -1460,10 +1501,13 @@ impl Core {
             reason,
             exit_code: j.exit_code,
             signal: j.signal,
-            node: j
-                .node
-                .and_then(|n| self.nodes.get(&n))
-                .map(|n| n.name.clone()),
+            node: j.node.map(|first| {
+                std::iter::once(first)
+                    .chain(j.extra_nodes.iter().copied())
+                    .filter_map(|n| self.nodes.get(&n).map(|n| n.name.clone()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
             node_id: j.node,
             resources,
             partition: j.partition.clone(),

@@ -29,6 +29,8 @@ pub struct JobRow {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub node: Option<NodeId>,
+    /// The other nodes of a multi-node job (the batch script runs on `node`).
+    pub extra_nodes: Vec<NodeId>,
     pub submit_us: u64,
     pub start_us: Option<u64>,
     pub end_us: Option<u64>,
@@ -114,6 +116,10 @@ CREATE TABLE IF NOT EXISTS nodes (
     mem_mb       INTEGER NOT NULL,
     last_seen_us INTEGER NOT NULL,
     drain_reason TEXT
+);
+CREATE TABLE IF NOT EXISTS job_nodes (
+    job   INTEGER PRIMARY KEY,
+    nodes TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS job_denials (
     job   INTEGER PRIMARY KEY,
@@ -261,8 +267,18 @@ impl Store {
                 start_us: start.map(|v| v as u64),
                 end_us: end.map(|v| v as u64),
                 denials: Vec::new(),
+                extra_nodes: Vec::new(),
             });
         }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT job, nodes FROM job_nodes")
+            .map_err(self.sq("reading job nodes"))?;
+        let lists: Vec<(i64, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(self.sq("reading job nodes"))?;
+        drop(stmt);
         let mut stmt = self
             .conn
             .prepare("SELECT job, data FROM job_denials")
@@ -277,6 +293,15 @@ impl Store {
             .enumerate()
             .map(|(i, j)| (j.id.0 as i64, i))
             .collect();
+        for (id, list) in lists {
+            if let Some(i) = by_id.get(&id) {
+                jobs[*i].extra_nodes = list
+                    .split(',')
+                    .filter_map(|n| n.parse().ok())
+                    .map(NodeId)
+                    .collect();
+            }
+        }
         for (id, blob) in blobs {
             let d = postcard::from_bytes(&blob).map_err(|e| StoreError::Corrupt {
                 id,
@@ -344,6 +369,9 @@ impl Store {
             let mut denials = tx
                 .prepare_cached("INSERT INTO job_denials (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2")
                 .map_err(sq("preparing the denials upsert"))?;
+            let mut job_nodes = tx
+                .prepare_cached("INSERT INTO job_nodes (job, nodes) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET nodes = ?2")
+                .map_err(sq("preparing the job nodes upsert"))?;
             let mut node = tx
                 .prepare_cached(
                     "INSERT INTO nodes (id, name, cpus, mem_mb, last_seen_us, drain_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -393,6 +421,17 @@ impl Store {
                                 j.end_us.map(|v| v as i64),
                             ])
                             .map_err(sq("updating a job"))?;
+                        if !j.extra_nodes.is_empty() {
+                            let list = j
+                                .extra_nodes
+                                .iter()
+                                .map(|n| n.0.to_string())
+                                .collect::<Vec<_>>()
+                                .join(",");
+                            job_nodes
+                                .execute(params![j.id.0 as i64, list])
+                                .map_err(sq("storing a job's nodes"))?;
+                        }
                         if !j.denials.is_empty() {
                             let blob = postcard::to_allocvec(&j.denials).map_err(|e| {
                                 StoreError::Corrupt {
@@ -539,6 +578,7 @@ mod tests {
                 array_task: None,
                 reservation: None,
                 resources: ResourceRequest {
+                    nodes: 1,
                     cpus: 2,
                     mem_mb: 10,
                     gpus: 0,
@@ -557,6 +597,7 @@ mod tests {
             start_us: None,
             end_us: None,
             denials: vec![],
+            extra_nodes: vec![],
         }
     }
 

@@ -566,17 +566,7 @@ impl SubmitOpts {
                 return Err(OptsError::Unsupported(name));
             }
         }
-        let ntasks = match self.ntasks.as_deref().or(self.cpus.as_deref()) {
-            Some(v) => count("ntasks", v)?,
-            None => 1,
-        };
-        let per_task = match &self.cpus_per_task {
-            Some(v) => count("cpus-per-task", v)?,
-            None => 1,
-        };
-        let cpus = ntasks
-            .checked_mul(per_task)
-            .ok_or_else(|| value_err("ntasks", &ntasks.to_string(), "too many CPUs"))?;
+        let mut nodes = 1;
         if let Some(n) = &self.nodes {
             let (lo, hi) = match n.split_once('-') {
                 Some((a, b)) => (count("nodes", a)?, count("nodes", b)?),
@@ -589,12 +579,22 @@ impl SubmitOpts {
                     format!("maximum node count {hi} is less than minimum node count {lo}"),
                 ));
             }
-            if lo > 1 {
-                return Err(OptsError::Unsupported(
-                    "a job on more than one node (--nodes above 1)",
-                ));
-            }
+            // The minimum is allocated, as a gang.
+            nodes = lo;
         }
+        // Slurm's default is one task per node; tasks spread evenly over the nodes.
+        let ntasks = match self.ntasks.as_deref().or(self.cpus.as_deref()) {
+            Some(v) => count("ntasks", v)?,
+            None => nodes,
+        };
+        let per_task = match &self.cpus_per_task {
+            Some(v) => count("cpus-per-task", v)?,
+            None => 1,
+        };
+        let cpus = ntasks
+            .div_ceil(nodes)
+            .checked_mul(per_task)
+            .ok_or_else(|| value_err("ntasks", &ntasks.to_string(), "too many CPUs"))?;
         if self.mem.is_some() && self.mem_per_cpu.is_some() {
             return Err(OptsError::MemExclusive);
         }
@@ -625,7 +625,16 @@ impl SubmitOpts {
         };
         let mut gpus = 0;
         if let Some(g) = &self.gpus {
-            gpus = gpus.max(gpus_value("gpus", g)?);
+            // --gpus is for the whole job, at least one per node.
+            let total = gpus_value("gpus", g)?;
+            if total < nodes {
+                return Err(value_err(
+                    "gpus",
+                    g,
+                    format!("{total} GPUs for {nodes} nodes: --gpus must be at least --nodes"),
+                ));
+            }
+            gpus = gpus.max(total.div_ceil(nodes));
         }
         if let Some(g) = &self.gpus_per_node {
             gpus = gpus.max(gpus_value("gpus-per-node", g)?);
@@ -651,6 +660,7 @@ impl SubmitOpts {
         };
         Ok(Resolved {
             resources: ResourceRequest {
+                nodes,
                 cpus,
                 mem_mb,
                 gpus,

@@ -140,7 +140,7 @@ fn bh_reads_batch_options_as_slurm_does() {
         mismatch(
             "NumCPUs",
             f["NumCPUs"].as_str().unwrap_or("").into(),
-            r.resources.cpus.to_string(),
+            (r.resources.cpus * r.resources.nodes).to_string(),
         );
         if r.resources.mem_mb > 0 {
             let slurm_mem = f["TRES"]

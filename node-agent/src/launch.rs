@@ -133,6 +133,13 @@ pub fn job_env(
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(",");
+    let nnodes = spec
+        .nodelist
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .count()
+        .max(1)
+        .to_string();
     let ours: Vec<(&str, &str)> = vec![
         ("BH_JOB_ID", &job),
         ("SLURM_JOB_ID", &job),
@@ -144,9 +151,9 @@ pub fn job_env(
         ("SLURM_NODELIST", &spec.nodelist),
         ("BH_NODENAME", node),
         ("SLURMD_NODENAME", node),
-        ("BH_NNODES", "1"),
-        ("SLURM_NNODES", "1"),
-        ("SLURM_JOB_NUM_NODES", "1"),
+        ("BH_NNODES", &nnodes),
+        ("SLURM_NNODES", &nnodes),
+        ("SLURM_JOB_NUM_NODES", &nnodes),
         ("BH_CPUS", &cpus),
         ("SLURM_CPUS_ON_NODE", &cpus),
         ("SLURM_JOB_CPUS_PER_NODE", &cpus),

@@ -191,6 +191,7 @@ mod tests {
                 array_task: None,
                 reservation: None,
                 resources: ResourceRequest {
+                    nodes: 1,
                     cpus: 4,
                     mem_mb: 1024,
                     gpus: 0,

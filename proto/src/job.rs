@@ -92,11 +92,13 @@ impl FromStr for JobState {
 /// What a job asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResourceRequest {
-    /// CPUs (cores) on the node.
+    /// Nodes, all allocated at once (a gang); the batch script runs on the first.
+    pub nodes: u32,
+    /// CPUs (cores) on each node.
     pub cpus: u32,
-    /// Memory in MiB; 0 asks for the cluster default.
+    /// Memory in MiB on each node; 0 asks for the cluster default.
     pub mem_mb: u64,
-    /// Whole GPUs.
+    /// Whole GPUs on each node.
     pub gpus: u32,
     /// Wall-clock limit in seconds; `None` takes the partition's default.
     pub time_limit_s: Option<u64>,
@@ -107,6 +109,7 @@ pub struct ResourceRequest {
 impl Default for ResourceRequest {
     fn default() -> Self {
         ResourceRequest {
+            nodes: 1,
             cpus: 1,
             mem_mb: 0,
             gpus: 0,
@@ -118,6 +121,7 @@ impl Default for ResourceRequest {
 
 impl ResourceRequest {
     pub fn validate(&self) -> Result<(), LimitError> {
+        check("nodes", self.nodes as usize, 100_000)?;
         if let Some(p) = &self.partition {
             check_str("partition", p, limits::MAX_NAME_BYTES)?;
         }

@@ -962,3 +962,59 @@ reservations = 4
         "requeued job restarted before the urgent one"
     );
 }
+
+#[test]
+fn a_multi_node_job_gets_all_its_nodes_at_once() {
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 1,
+        nodes: 3,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    // One node busy: a three-node job must wait for it (a gang starts whole or not at all).
+    let holder = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\nsleep 300\n")
+        .expect("submit");
+    c.wait_state(holder, &[JobState::Running], t())
+        .expect("running");
+    let gang = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["-N", "3"],
+            "#!/bin/sh\necho \"$BH_NNODES $SLURM_JOB_NODELIST\" > gang\n",
+        )
+        .expect("submit");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        c.show(gang).expect("show").state,
+        JobState::Pending,
+        "the gang started with a node busy"
+    );
+    assert!(
+        c.bh(None, &["cancel", &holder.to_string()])
+            .expect("bh")
+            .status
+            .success()
+    );
+    let j = c
+        .wait_state(gang, &[JobState::Completed], t())
+        .expect("the gang ran");
+    let nodes: Vec<&str> = j.node.as_deref().unwrap_or("").split(',').collect();
+    assert_eq!(nodes.len(), 3, "{:?}", j.node);
+    let text = std::fs::read_to_string(wd.join("gang")).expect("output");
+    let (n, list) = text.trim().split_once(' ').expect("two fields");
+    assert_eq!(n, "3");
+    let mut listed: Vec<&str> = list.split(',').collect();
+    listed.sort();
+    let mut want = nodes.clone();
+    want.sort();
+    assert_eq!(listed, want);
+    // Too many nodes for the cluster: refused at submit.
+    let out = c
+        .bh_in(Some(&u), &wd, &["submit", "-N", "4", "--wrap", "true"])
+        .expect("bh");
+    assert!(!out.status.success());
+}

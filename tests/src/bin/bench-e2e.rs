@@ -108,6 +108,7 @@ fn main() -> Result<()> {
         array_task: None,
         reservation: None,
         resources: ResourceRequest {
+            nodes: 1,
             cpus: 1,
             mem_mb: 64,
             ..Default::default()
