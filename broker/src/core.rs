@@ -1281,6 +1281,9 @@ impl Core {
             self.last_full_us = now_us;
             let decisions = self.sched.full_pass(secs(now_us));
             self.apply(&mut fx, decisions, now_us);
+            // Fair-share usage is kept, so that a restart does not forgive it.
+            let (at, usage) = self.sched.fairshare().snapshot();
+            fx.store.push(StoreOp::FairShare(at, usage));
         } else if !fx.store.is_empty() {
             self.schedule(&mut fx, now_us);
         }
@@ -1615,6 +1618,11 @@ impl Core {
         })?;
         self.reservations.insert(r.name.clone(), r.clone());
         Ok(())
+    }
+
+    /// Restores the fair-share usage the store holds.
+    pub fn restore_fairshare(&mut self, at: u64, usage: &[(String, f64)]) {
+        self.sched.restore_fairshare(at, usage);
     }
 
     /// Restores the reservations the store holds.
@@ -2133,7 +2141,9 @@ mod tests {
                         rows.insert(r.id, *r);
                     }
                     StoreOp::UpsertNode(n) => nodes.push(n),
-                    StoreOp::UpsertReservation(_) | StoreOp::DeleteReservation(_) => {}
+                    StoreOp::UpsertReservation(_)
+                    | StoreOp::DeleteReservation(_)
+                    | StoreOp::FairShare(..) => {}
                 }
             }
         }

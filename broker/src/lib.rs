@@ -81,6 +81,8 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     let reservations = store.load_reservations()?;
     let mut core = Core::new(cfg.core.clone(), jobs, nodes);
     core.restore_reservations(reservations);
+    let (at, usage) = store.load_fairshare()?;
+    core.restore_fairshare(at, &usage);
     tracing::info!(jobs = core.job_count(), db = %cfg.data_dir.join("bulkhead.db").display(), "store loaded");
 
     let ctx = zmq::Context::new();

@@ -59,6 +59,8 @@ pub enum StoreOp {
     UpdateJob(Box<JobRow>),
     UpsertNode(NodeRow),
     UpsertReservation(bulkhead_proto::msg::Reservation),
+    /// Fair-share usage per account, decayed to the given second.
+    FairShare(u64, Vec<(String, f64)>),
     DeleteReservation(String),
 }
 
@@ -124,6 +126,11 @@ CREATE TABLE IF NOT EXISTS job_nodes (
 CREATE TABLE IF NOT EXISTS job_denials (
     job   INTEGER PRIMARY KEY,
     data  BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS fairshare (
+    account TEXT PRIMARY KEY,
+    usage   REAL NOT NULL,
+    at      INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS reservations (
     name  TEXT PRIMARY KEY,
@@ -468,6 +475,16 @@ impl Store {
                         )
                         .map_err(sq("storing a reservation"))?;
                     }
+                    StoreOp::FairShare(at, usage) => {
+                        for (account, u) in usage {
+                            tx.execute(
+                                "INSERT INTO fairshare (account, usage, at) VALUES (?1, ?2, ?3)
+                                 ON CONFLICT(account) DO UPDATE SET usage = ?2, at = ?3",
+                                params![account, u, *at as i64],
+                            )
+                            .map_err(sq("storing fair-share usage"))?;
+                        }
+                    }
                     StoreOp::DeleteReservation(name) => {
                         tx.execute("DELETE FROM reservations WHERE name = ?1", params![name])
                             .map_err(sq("removing a reservation"))?;
@@ -476,6 +493,20 @@ impl Store {
             }
         }
         tx.commit().map_err(sq("committing"))
+    }
+
+    /// Fair-share usage per account and the second it was decayed to, if stored.
+    pub fn load_fairshare(&self) -> Result<(u64, Vec<(String, f64)>), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT account, usage, at FROM fairshare")
+            .map_err(self.sq("reading fair-share"))?;
+        let rows: Vec<(String, f64, i64)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(self.sq("reading fair-share"))?;
+        let at = rows.iter().map(|r| r.2.max(0) as u64).max().unwrap_or(0);
+        Ok((at, rows.into_iter().map(|(a, u, _)| (a, u)).collect()))
     }
 
     /// The administrators' reservations.
@@ -685,6 +716,39 @@ mod tests {
         assert!(
             rel_rx.try_recv().is_err(),
             "nothing of the failed group may be released"
+        );
+    }
+
+    #[test]
+    fn fair_share_usage_and_reservations_survive_reopen() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let mut s = Store::open(dir.path()).expect("open");
+            s.apply(&[
+                StoreOp::FairShare(100, vec![("physics".into(), 12.5), ("bio".into(), 3.0)]),
+                StoreOp::FairShare(200, vec![("physics".into(), 10.0)]),
+                StoreOp::UpsertReservation(bulkhead_proto::msg::Reservation {
+                    name: "maint".into(),
+                    nodes: vec!["n1".into()],
+                    start_us: 1,
+                    end_us: 2,
+                    users: vec![1000],
+                    accounts: vec![],
+                }),
+            ])
+            .expect("apply");
+        }
+        let s = Store::open(dir.path()).expect("reopen");
+        let (at, mut usage) = s.load_fairshare().expect("fairshare");
+        usage.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(at, 200);
+        assert_eq!(
+            usage,
+            vec![("bio".to_string(), 3.0), ("physics".to_string(), 10.0)]
+        );
+        assert_eq!(
+            s.load_reservations().expect("reservations")[0].name,
+            "maint"
         );
     }
 }

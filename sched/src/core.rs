@@ -315,6 +315,11 @@ impl Scheduler {
         &self.fs
     }
 
+    /// Restores fair-share usage the caller stored from [`FairShare::snapshot`].
+    pub fn restore_fairshare(&mut self, at: Time, usage: &[(String, f64)]) {
+        self.fs.restore(at, usage);
+    }
+
     pub fn partitions(&self) -> &[PartitionSpec] {
         &self.parts
     }

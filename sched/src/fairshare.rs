@@ -105,6 +105,32 @@ impl FairShare {
         2f64.powf(-usage / share)
     }
 
+    /// Every account's decayed usage, by name, and the time it is decayed to: what the
+    /// caller stores so that fair-share survives its restart.
+    pub fn snapshot(&self) -> (Time, Vec<(String, f64)>) {
+        (
+            self.last,
+            self.accounts
+                .iter()
+                .zip(&self.usage)
+                .map(|(a, u)| (a.name.clone(), *u))
+                .collect(),
+        )
+    }
+
+    /// Restores a [`FairShare::snapshot`]; accounts no longer configured are dropped.
+    pub fn restore(&mut self, at: Time, usage: &[(String, f64)]) {
+        for (name, u) in usage {
+            if let Some(i) = self.accounts.iter().position(|a| &a.name == name)
+                && u.is_finite()
+                && *u >= 0.0
+            {
+                self.usage[i] = *u;
+            }
+        }
+        self.last = self.last.max(at);
+    }
+
     pub fn usage(&self, account: AccountIdx) -> f64 {
         self.usage.get(account.0 as usize).copied().unwrap_or(0.0)
     }
@@ -147,6 +173,21 @@ mod tests {
             ],
             3600,
         )
+    }
+
+    #[test]
+    fn usage_survives_a_snapshot_and_restore() {
+        let mut f = tree();
+        f.charge(AccountIdx(3), 100.0);
+        f.decay_to(3600);
+        let (at, usage) = f.snapshot();
+        let mut g = tree();
+        g.restore(at, &usage);
+        assert_eq!(g.usage(AccountIdx(3)), 50.0);
+        assert_eq!(g.usage(AccountIdx(0)), 50.0);
+        assert_eq!(g.factor(AccountIdx(1)), f.factor(AccountIdx(1)));
+        g.restore(0, &[("gone".into(), 5.0), ("bio".into(), f64::NAN)]);
+        assert_eq!(g.usage(AccountIdx(1)), 0.0);
     }
 
     #[test]
