@@ -12,6 +12,7 @@
 //! tier = 2
 //! accounts = ["physics"]    # empty or absent: every account
 //! preempt = "off"           # or "requeue" / "cancel": what higher tiers may do to its jobs
+//! preempt_grace_s = 30      # SIGTERM, then SIGKILL this much later (default: the agent's)
 //!
 //! [[account]]
 //! name = "physics"
@@ -88,6 +89,8 @@ struct PartitionFile {
     /// `off` (default), `requeue` or `cancel`: what higher tiers may do to its jobs.
     #[serde(default)]
     preempt: Option<String>,
+    /// Seconds a preempted job gets between SIGTERM and SIGKILL.
+    preempt_grace_s: Option<u32>,
 }
 
 fn all_nodes() -> Vec<String> {
@@ -264,6 +267,7 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
                 default_time_s: p.default_time_s,
                 tier: p.tier,
                 accounts: p.accounts,
+                preempt_grace_s: p.preempt_grace_s,
                 preempt: match p.preempt.as_deref() {
                     Some("requeue") => bulkhead_sched::Preempt::Requeue,
                     Some("cancel") => bulkhead_sched::Preempt::Cancel,

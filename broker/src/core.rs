@@ -34,6 +34,8 @@ pub struct PartitionConfig {
     pub accounts: Vec<String>,
     /// What higher tiers may do to this partition's running jobs.
     pub preempt: sched::Preempt,
+    /// Seconds a preempted job gets between SIGTERM and SIGKILL (default: the agent's).
+    pub preempt_grace_s: Option<u32>,
 }
 
 impl PartitionConfig {
@@ -91,6 +93,7 @@ impl Default for CoreConfig {
                 tier: 1,
                 accounts: vec![],
                 preempt: sched::Preempt::Off,
+                preempt_grace_s: None,
             }],
             accounts: vec![AccountConfig {
                 name: "default".into(),
@@ -915,6 +918,7 @@ impl Core {
                                 msg: BrokerMessage::Kill {
                                     job: id,
                                     state: JobState::Cancelled,
+                                    grace_s: None,
                                 },
                             });
                             self.update(fx, id);
@@ -1233,7 +1237,11 @@ impl Core {
                 fx.send.push(Outbound::Agent {
                     peer: peer.clone(),
                     request_id: 0,
-                    msg: BrokerMessage::Kill { job: j, state },
+                    msg: BrokerMessage::Kill {
+                        job: j,
+                        state,
+                        grace_s: None,
+                    },
                 });
             }
         }
@@ -1375,6 +1383,7 @@ impl Core {
                     };
                     j.reason = Some(format!("preempted by job {}", by.0));
                     self.preempted.insert(id, (JobId(by.0), requeue));
+                    let part = j.partition.clone();
                     let peer = j
                         .node
                         .and_then(|n| self.nodes.get(&n))
@@ -1387,6 +1396,12 @@ impl Core {
                             msg: BrokerMessage::Kill {
                                 job: id,
                                 state: JobState::Cancelled,
+                                grace_s: self
+                                    .cfg
+                                    .partitions
+                                    .iter()
+                                    .find(|p| p.name == part)
+                                    .and_then(|p| p.preempt_grace_s),
                             },
                         }),
                         None => {
@@ -2020,7 +2035,7 @@ mod tests {
             11,
         ));
         let fx = c.client(b"c".to_vec(), 2, &user(5), ClientOp::Cancel(vec![id]), 12);
-        assert!(fx.send.iter().any(|o| matches!(o, Outbound::Agent { msg: BrokerMessage::Kill { job, state: JobState::Cancelled }, .. } if *job == id)));
+        assert!(fx.send.iter().any(|o| matches!(o, Outbound::Agent { msg: BrokerMessage::Kill { job, state: JobState::Cancelled, .. }, .. } if *job == id)));
     }
 
     #[test]
@@ -2068,9 +2083,15 @@ mod tests {
             ClientOp::Submit(Box::new(sub(1))),
             1,
         ));
-        assert!(c.tick(10_000_000).store.is_empty());
+        let jobs_changed = |fx: &Effects| {
+            fx.store
+                .iter()
+                .filter(|op| matches!(op, StoreOp::UpdateJob(_)))
+                .count()
+        };
+        assert_eq!(jobs_changed(&c.tick(10_000_000)), 0);
         let fx = c.tick(31_000_001);
-        assert_eq!(fx.store.len(), 1);
+        assert_eq!(jobs_changed(&fx), 1);
         let info = c.queue(&QueueFilter {
             jobs: vec![id],
             ..Default::default()
@@ -2269,6 +2290,88 @@ mod tests {
             })[0]
                 .state,
             JobState::Cancelled
+        );
+    }
+
+    #[test]
+    fn preemption_kills_with_the_partition_grace_and_requeues() {
+        let part = |name: &str, tier, preempt, grace| PartitionConfig {
+            name: name.into(),
+            nodes: vec!["*".into()],
+            max_time_s: None,
+            default_time_s: None,
+            tier,
+            accounts: vec![],
+            preempt,
+            preempt_grace_s: grace,
+        };
+        let cfg = CoreConfig {
+            partitions: vec![
+                part("low", 1, sched::Preempt::Requeue, Some(7)),
+                part("high", 2, sched::Preempt::Off, None),
+            ],
+            partition: "low".into(),
+            ..CoreConfig::default()
+        };
+        let mut c = Core::new(cfg, vec![], vec![]);
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+        let low = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            1_000_000,
+        ));
+        let mut s = sub(1);
+        s.resources.partition = Some("high".into());
+        let fx = c.client(
+            b"c".to_vec(),
+            2,
+            &user(5),
+            ClientOp::Submit(Box::new(s)),
+            2_000_000,
+        );
+        let high = submitted(&fx);
+        let kill = fx.send.iter().find_map(|o| match o {
+            Outbound::Agent {
+                msg: BrokerMessage::Kill { job, grace_s, .. },
+                ..
+            } => Some((*job, *grace_s)),
+            _ => None,
+        });
+        assert_eq!(kill, Some((low, Some(7))));
+        let end = JobEnd {
+            job: low,
+            state: JobState::Cancelled,
+            exit_code: None,
+            signal: Some(15),
+            start_time_us: 1,
+            end_time_us: 3_000_000,
+            reason: None,
+        };
+        let fx = c.agent(
+            b"a".to_vec(),
+            3,
+            None,
+            AgentMessage::JobEnded(end),
+            3_000_000,
+        );
+        assert_eq!(
+            launches(&fx).iter().map(|(_, j)| *j).collect::<Vec<_>>(),
+            vec![high]
+        );
+        let info = c.queue(&QueueFilter {
+            jobs: vec![low],
+            ..Default::default()
+        });
+        assert_eq!(info[0].state, JobState::Pending);
+        assert!(
+            info[0]
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("Requeued")),
+            "{:?}",
+            info[0].reason
         );
     }
 }

@@ -60,6 +60,7 @@ async fn main() -> anyhow::Result<()> {
                 tier: 1,
                 accounts: vec![],
                 preempt: bulkhead_sched::Preempt::Off,
+                preempt_grace_s: None,
             }],
             partition: a.partition,
             def_mem_per_cpu_mb: a.def_mem_per_cpu,

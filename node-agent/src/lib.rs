@@ -112,7 +112,8 @@ enum JobEvent {
 }
 
 struct Running {
-    kill: watch::Sender<Option<JobState>>,
+    /// The state to end in, and the grace period when not the agent's own.
+    kill: watch::Sender<Option<(JobState, Option<Duration>)>>,
     cpu_ids: Vec<u32>,
 }
 
@@ -367,7 +368,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     // Shutting down: no job may outlive the agent unsupervised.
     tracing::info!(jobs = agent.jobs.len(), "agent stopping");
     for r in agent.jobs.values() {
-        let _ = r.kill.send(Some(JobState::NodeFail));
+        let _ = r.kill.send(Some((JobState::NodeFail, None)));
     }
     let deadline = Instant::now() + agent.cfg.kill_wait + Duration::from_secs(5);
     while !agent.jobs.is_empty() && Instant::now() < deadline {
@@ -481,10 +482,17 @@ impl Agent {
                 self.register();
             }
             BrokerMessage::Launch(spec) => self.launch(*spec),
-            BrokerMessage::Kill { job, state } => match self.jobs.get(&job) {
+            BrokerMessage::Kill {
+                job,
+                state,
+                grace_s,
+            } => match self.jobs.get(&job) {
                 Some(r) => {
-                    tracing::info!(%job, %state, "killing job");
-                    let _ = r.kill.send(Some(state));
+                    tracing::info!(%job, %state, ?grace_s, "killing job");
+                    let _ = r.kill.send(Some((
+                        state,
+                        grace_s.map(|s| Duration::from_secs(u64::from(s))),
+                    )));
                 }
                 None => tracing::debug!(%job, "kill for a job not running here"),
             },
@@ -795,7 +803,7 @@ async fn run_job(
     ctx: JobCtx,
     spec: LaunchSpec,
     cpu_ids: Vec<u32>,
-    mut kill: watch::Receiver<Option<JobState>>,
+    mut kill: watch::Receiver<Option<(JobState, Option<Duration>)>>,
 ) {
     let job = spec.job;
     let start_us = now_us();
@@ -865,10 +873,12 @@ async fn run_job(
             }
             changed = kill.changed(), if requested.is_none() && !timed_out => {
                 if changed.is_err() { continue; }
-                requested = *kill.borrow();
+                let asked = *kill.borrow();
+                requested = asked.map(|(state, _)| state);
+                let grace = asked.and_then(|(_, g)| g).unwrap_or(ctx.kill_wait);
                 started.cg.signal(Signal::SIGCONT);
                 started.cg.signal(Signal::SIGTERM);
-                kill_at = Some(tokio::time::Instant::now() + ctx.kill_wait);
+                kill_at = Some(tokio::time::Instant::now() + grace);
             }
         }
     };

@@ -223,10 +223,12 @@ pub enum BrokerMessage {
     },
     Launch(Box<LaunchSpec>),
     /// Kill the job's processes; it ends in `state` (CANCELLED, or NODE_FAIL when the
-    /// broker has given up on it).
+    /// broker has given up on it). `grace_s`: time between SIGTERM and SIGKILL, when
+    /// not the agent's own (a preempting partition's grace period).
     Kill {
         job: JobId,
         state: JobState,
+        grace_s: Option<u32>,
     },
     /// The broker has stored this job's end; the agent may forget it.
     EndAck {
