@@ -21,6 +21,11 @@
 //! name = "hep"
 //! parent = "physics"
 //!
+//! [[qos]]
+//! name = "interactive"
+//! priority = 1.0            # priority factor, 0 to 1
+//! max_running_jobs_per_user = 2
+//!
 //! [users]
 //! alice = "hep"             # users not listed charge the first account
 //!
@@ -67,6 +72,8 @@ struct File {
     #[serde(default)]
     account: Vec<AccountFile>,
     #[serde(default)]
+    qos: Vec<QosFile>,
+    #[serde(default)]
     users: HashMap<String, String>,
     #[serde(default)]
     limits: LimitsFile,
@@ -108,6 +115,18 @@ struct AccountFile {
     parent: Option<String>,
     #[serde(default = "one")]
     shares: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QosFile {
+    name: String,
+    /// Priority factor in [0, 1].
+    #[serde(default)]
+    priority: f64,
+    max_running_jobs_per_user: Option<u32>,
+    max_running_gpus_per_user: Option<u32>,
+    max_running_cpus_per_user: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -283,6 +302,32 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
         }
         cfg.partition = d;
     }
+    let mut qos_names = HashSet::new();
+    for q in &f.qos {
+        if !qos_names.insert(q.name.as_str()) {
+            return bad(format!("QOS {:?} is defined twice", q.name));
+        }
+        if !(0.0..=1.0).contains(&q.priority) {
+            return bad(format!(
+                "QOS {:?}: priority must be between 0 and 1",
+                q.name
+            ));
+        }
+    }
+    cfg.qos = f
+        .qos
+        .iter()
+        .map(|q| crate::core::QosConfig {
+            name: q.name.clone(),
+            priority: q.priority,
+            user_limits: bulkhead_sched::Limits {
+                max_running_jobs: q.max_running_jobs_per_user,
+                max_running_gpus: q.max_running_gpus_per_user,
+                max_running_cpus: q.max_running_cpus_per_user,
+                max_submitted_jobs: None,
+            },
+        })
+        .collect();
     for (user, account) in &f.users {
         if !accounts.contains(account.as_str()) {
             return bad(format!(
@@ -350,6 +395,10 @@ parent = "physics"
 alice = "hep"
 [limits.user]
 max_running_gpus = 16
+[[qos]]
+name = "debug"
+priority = 0.5
+max_running_jobs_per_user = 1
 [priority]
 bill_gpu = 64.0
 half_life_s = 3600
@@ -367,6 +416,8 @@ half_life_s = 3600
         assert_eq!(c.sched.user_limits.max_running_gpus, Some(16));
         assert_eq!(c.sched.bill_gpu, 64.0);
         assert_eq!(c.sched.half_life, 3600);
+        assert_eq!(c.qos[0].name, "debug");
+        assert_eq!(c.qos[0].user_limits.max_running_jobs, Some(1));
     }
 
     #[test]
@@ -391,6 +442,7 @@ half_life_s = 3600
                 "over max_time_s",
             ),
             ("[priority]\nweight_age = -1.0\n", "not negative"),
+            ("[[qos]]\nname = \"q\"\npriority = 2.0\n", "between 0 and 1"),
         ];
         for (text, want) in cases {
             let e = match parse(text, CoreConfig::default()) {

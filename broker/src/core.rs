@@ -47,6 +47,15 @@ impl PartitionConfig {
     }
 }
 
+/// A quality of service: a priority factor and per-user limits.
+#[derive(Debug, Clone)]
+pub struct QosConfig {
+    pub name: String,
+    /// Priority factor in [0, 1].
+    pub priority: f64,
+    pub user_limits: sched::Limits,
+}
+
 /// An account of the fair-share tree.
 #[derive(Debug, Clone)]
 pub struct AccountConfig {
@@ -68,6 +77,8 @@ pub struct CoreConfig {
     pub partition: String,
     pub partitions: Vec<PartitionConfig>,
     pub accounts: Vec<AccountConfig>,
+    /// Qualities of service jobs may ask for (`--qos`).
+    pub qos: Vec<QosConfig>,
     /// User name → account; users not listed charge the first account.
     pub user_accounts: HashMap<String, String>,
     pub sched: sched::Config,
@@ -95,6 +106,7 @@ impl Default for CoreConfig {
                 preempt: sched::Preempt::Off,
                 preempt_grace_s: None,
             }],
+            qos: Vec::new(),
             accounts: vec![AccountConfig {
                 name: "default".into(),
                 parent: None,
@@ -255,7 +267,9 @@ impl Core {
                 preempt: p.preempt,
             })
             .collect();
-        let scheduler = sched::Scheduler::new(cfg.sched.clone(), vec![], partitions, accounts);
+        let mut sched_cfg = cfg.sched.clone();
+        sched_cfg.qos_user_limits = cfg.qos.iter().map(|q| q.user_limits).collect();
+        let scheduler = sched::Scheduler::new(sched_cfg, vec![], partitions, accounts);
         let mut core = Core {
             cfg,
             jobs: BTreeMap::new(),
@@ -442,6 +456,23 @@ impl Core {
                 }
             }
         }
+        let qos = match &j.sub.qos {
+            None => None,
+            Some(name) => match self.cfg.qos.iter().position(|q| &q.name == name) {
+                Some(i) => Some((i as u32, self.cfg.qos[i].priority.clamp(0.0, 1.0))),
+                None => {
+                    let known: Vec<&str> = self.cfg.qos.iter().map(|q| q.name.as_str()).collect();
+                    return Err(format!(
+                        "invalid QOS {name:?} (this cluster has: {})",
+                        if known.is_empty() {
+                            "none".into()
+                        } else {
+                            known.join(", ")
+                        }
+                    ));
+                }
+            },
+        };
         let account_name = self.cfg.user_accounts.get(&j.user);
         let account = account_name
             .and_then(|a| self.cfg.accounts.iter().position(|x| &x.name == a))
@@ -475,7 +506,8 @@ impl Core {
             },
             submit: secs(j.submit_us),
             deps,
-            qos: 0.0,
+            qos: qos.map_or(0.0, |(_, f)| f),
+            qos_id: qos.map(|(i, _)| i),
             reservation: j.sub.reservation.clone(),
         })
     }
@@ -1825,6 +1857,7 @@ mod tests {
             array: None,
             array_task: None,
             reservation: None,
+            qos: None,
             resources: ResourceRequest {
                 cpus,
                 mem_mb: 100,

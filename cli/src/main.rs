@@ -441,6 +441,7 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
         array: r.array,
         array_task: None,
         reservation: r.reservation,
+        qos: r.qos,
     };
     Ok((sub, cli_opts.parsable))
 }

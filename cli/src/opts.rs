@@ -429,6 +429,7 @@ pub struct Resolved {
     pub deps: Vec<Dependency>,
     pub array: Option<ArraySpec>,
     pub reservation: Option<String>,
+    pub qos: Option<String>,
 }
 
 /// Parses `--array`: `0-999`, `1,3,5`, `0-15:4`, with an optional `%N` throttle.
@@ -558,7 +559,6 @@ impl SubmitOpts {
             (self.nice.is_some(), "--nice"),
             (self.exclusive.is_some(), "--exclusive"),
             (self.gpus_per_task.is_some(), "--gpus-per-task"),
-            (self.qos.is_some(), "--qos"),
             (self.account.is_some(), "--account"),
             (self.hold, "--hold"),
         ] {
@@ -675,6 +675,7 @@ impl SubmitOpts {
             deps,
             array: self.array.as_deref().map(parse_array).transpose()?,
             reservation: self.reservation.clone(),
+            qos: self.qos.clone(),
         })
     }
 }

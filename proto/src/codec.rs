@@ -190,6 +190,7 @@ mod tests {
                 array: None,
                 array_task: None,
                 reservation: None,
+                qos: None,
                 resources: ResourceRequest {
                     nodes: 1,
                     cpus: 4,

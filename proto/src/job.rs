@@ -155,6 +155,8 @@ pub struct JobSubmission {
     pub array_task: Option<(JobId, u32)>,
     /// An administrator's reservation to run in (`--reservation`).
     pub reservation: Option<String>,
+    /// A quality of service (`--qos`).
+    pub qos: Option<String>,
 }
 
 /// A dependency, as `--dependency` spells them.
@@ -609,6 +611,7 @@ mod tests {
             array: None,
             array_task: None,
             reservation: None,
+            qos: None,
             resources: ResourceRequest::default(),
         }
     }

@@ -33,6 +33,8 @@ pub struct Config {
     pub reservations: usize,
     pub user_limits: Limits,
     pub account_limits: Limits,
+    /// Per-user limits of each QOS, by `JobSpec::qos_id`.
+    pub qos_user_limits: Vec<Limits>,
 }
 
 impl Default for Config {
@@ -50,6 +52,7 @@ impl Default for Config {
             reservations: 8,
             user_limits: Limits::default(),
             account_limits: Limits::default(),
+            qos_user_limits: Vec::new(),
         }
     }
 }
@@ -140,6 +143,8 @@ pub struct Scheduler {
     ended: HashMap<JobId, Outcome>,
     users: HashMap<u32, Usage>,
     accounts_use: HashMap<AccountIdx, Usage>,
+    /// Running use per (QOS, user).
+    qos_use: HashMap<(u32, u32), Usage>,
     /// Schedulable nodes with any free CPU, by free GPUs.
     by_free_gpus: BTreeMap<u32, BTreeSet<NodeIdx>>,
     max_total: Res,
@@ -198,6 +203,7 @@ impl Scheduler {
             ended: HashMap::new(),
             users: HashMap::new(),
             accounts_use: HashMap::new(),
+            qos_use: HashMap::new(),
             by_free_gpus: BTreeMap::new(),
             max_total,
         };
@@ -249,6 +255,12 @@ impl Scheduler {
         a.jobs += 1;
         a.gpus += g;
         a.cpus += c;
+        if let Some(q) = spec.qos_id {
+            let qu = self.qos_use.entry((q, spec.user)).or_default();
+            qu.jobs += 1;
+            qu.gpus += g;
+            qu.cpus += c;
+        }
     }
 
     /// Puts back a job that was running when the caller restarted (its store says so).
@@ -580,6 +592,13 @@ impl Scheduler {
             u.cpus -= per.cpus * r.spec.req.nodes;
             u.submitted = u.submitted.saturating_sub(1);
         }
+        if let Some(q) = r.spec.qos_id
+            && let Some(qu) = self.qos_use.get_mut(&(q, r.spec.user))
+        {
+            qu.jobs = qu.jobs.saturating_sub(1);
+            qu.gpus = qu.gpus.saturating_sub(per.gpus * r.spec.req.nodes);
+            qu.cpus = qu.cpus.saturating_sub(per.cpus * r.spec.req.nodes);
+        }
         if let Some(a) = self.accounts_use.get_mut(&r.spec.account) {
             a.jobs -= 1;
             a.gpus -= per.gpus * r.spec.req.nodes;
@@ -674,6 +693,24 @@ impl Scheduler {
     fn limit_block(&self, spec: &JobSpec) -> Option<&'static str> {
         let q = &spec.req;
         let (g, c) = (q.nodes * q.per_node.gpus, q.nodes * q.per_node.cpus);
+        if let Some(qos) = spec.qos_id
+            && let Some(ql) = self.cfg.qos_user_limits.get(qos as usize)
+        {
+            let u = self
+                .qos_use
+                .get(&(qos, spec.user))
+                .copied()
+                .unwrap_or_default();
+            if ql.max_running_jobs.is_some_and(|m| u.jobs + 1 > m) {
+                return Some("QOSMaxJobsPerUserLimit");
+            }
+            if ql.max_running_gpus.is_some_and(|m| u.gpus + g > m) {
+                return Some("QOSMaxGpuPerUser");
+            }
+            if ql.max_running_cpus.is_some_and(|m| u.cpus + c > m) {
+                return Some("QOSMaxCpuPerUserLimit");
+            }
+        }
         let u = self.users.get(&spec.user).copied().unwrap_or_default();
         let ul = &self.cfg.user_limits;
         if ul.max_running_jobs.is_some_and(|m| u.jobs + 1 > m) {

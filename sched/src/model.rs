@@ -144,6 +144,8 @@ pub struct JobSpec {
     pub deps: Vec<Dep>,
     /// QOS priority factor in [0, 1].
     pub qos: f64,
+    /// The job's QOS (an index into `Config::qos_user_limits`), for its per-user limits.
+    pub qos_id: Option<u32>,
     /// An administrator's reservation the job runs in.
     pub reservation: Option<String>,
 }

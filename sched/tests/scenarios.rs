@@ -60,6 +60,7 @@ fn job(id: u64, account: u32, nodes: u32, gpus: u32, limit: Time, submit: Time) 
         submit,
         deps: vec![],
         qos: 0.0,
+        qos_id: None,
         reservation: None,
     }
 }
@@ -628,5 +629,58 @@ fn a_higher_tier_preempts_a_lower_one_which_is_requeued_in_its_order() {
         r.started[&JobId(2)].0,
         1000,
         "without preemption the high job waits"
+    );
+}
+
+#[test]
+fn a_qos_limits_its_users_and_weighs_in_the_priority() {
+    let cfg = Config {
+        qos_user_limits: vec![Limits {
+            max_running_gpus: Some(1),
+            ..Limits::default()
+        }],
+        ..Config::default()
+    };
+    let mut s = Scheduler::new(
+        cfg,
+        nodes(1, 8, 4),
+        vec![partition("gpu", 0..1)],
+        accounts(&[1]),
+    );
+    let with_qos = |id, qos: Option<u32>, factor| {
+        let mut j = job(id, 0, 1, 1, 100, 0);
+        j.qos_id = qos;
+        j.qos = factor;
+        j
+    };
+    s.submit(with_qos(1, Some(0), 0.0), 0).expect("submit");
+    s.submit(with_qos(2, Some(0), 0.0), 0).expect("submit");
+    s.submit(with_qos(3, None, 0.0), 0).expect("submit");
+    let started: BTreeSet<JobId> = s
+        .full_pass(0)
+        .into_iter()
+        .filter_map(|d| match d {
+            Decision::Start { job, .. } => Some(job),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, [JobId(1), JobId(3)].into());
+    assert_eq!(
+        s.pending_info(JobId(2)).expect("pending").reason,
+        Reason::Limit("QOSMaxGpuPerUser")
+    );
+    s.job_ended(JobId(1), Outcome::Ok, 10);
+    assert_eq!(s.pass(10).len(), 1, "the QOS's GPU is free again");
+    // A higher QOS factor comes first (both wait: three GPUs each, two are free).
+    let mut four = with_qos(4, None, 0.0);
+    four.req.per_node.gpus = 3;
+    let mut five = with_qos(5, None, 1.0);
+    five.req.per_node.gpus = 3;
+    s.submit(four, 20).expect("submit");
+    s.submit(five, 20).expect("submit");
+    s.full_pass(20);
+    assert!(
+        s.pending_info(JobId(5)).expect("p").priority
+            > s.pending_info(JobId(4)).expect("p").priority
     );
 }

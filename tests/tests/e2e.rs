@@ -696,6 +696,9 @@ shares = 2
 bhtest2 = "physics"
 [limits.user]
 max_running_jobs = 1
+[[qos]]
+name = "debug"
+priority = 1.0
 "#;
     let c = Cluster::start_with(ClusterOpts {
         broker_config: Some(config.into()),
@@ -746,10 +749,27 @@ max_running_jobs = 1
     );
     c.wait_state(b, &[JobState::Completed], t())
         .expect("runs once the first ends");
-    // A physics user may use the long partition.
+    // An unknown QOS is refused; a physics user may use the long partition, in a QOS.
+    let out = c
+        .bh_in(
+            Some(&u1),
+            &wd,
+            &["submit", "--qos", "nope", "--wrap", "true"],
+        )
+        .expect("bh");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("invalid QOS"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let wd2 = c.workdir(Some(&u2)).expect("workdir");
     let p = c
-        .submit(Some(&u2), &wd2, &["-p", "long"], "#!/bin/sh\ntrue\n")
+        .submit(
+            Some(&u2),
+            &wd2,
+            &["-p", "long", "--qos", "debug"],
+            "#!/bin/sh\ntrue\n",
+        )
         .expect("submit");
     let j = c.wait_state(p, &[JobState::Completed], t()).expect("ran");
     assert_eq!(j.partition, "long");

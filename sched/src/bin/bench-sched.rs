@@ -102,6 +102,7 @@ fn main() {
             submit: rng.below(3600),
             deps,
             qos: 0.0,
+            qos_id: None,
             reservation: None,
         };
         s.submit(spec, 3600).expect("submit");

@@ -107,6 +107,7 @@ fn main() -> Result<()> {
         array: None,
         array_task: None,
         reservation: None,
+        qos: None,
         resources: ResourceRequest {
             nodes: 1,
             cpus: 1,
