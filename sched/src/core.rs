@@ -468,6 +468,7 @@ impl Scheduler {
             return Err(SubmitError::Duplicate(spec.id));
         }
         self.check(&spec)?;
+        self.fs.add_user(spec.account, spec.user);
         let u = self.users.entry(spec.user).or_default();
         if self
             .cfg
@@ -519,7 +520,7 @@ impl Scheduler {
     }
 
     fn priority(&self, spec: &JobSpec, now: Time) -> f64 {
-        self.priority_with(spec, now, self.fs.factor(spec.account))
+        self.priority_with(spec, now, self.fs.user_factor(spec.account, spec.user))
     }
 
     /// The priority, given the account's fair-share factor (a full pass works them out
@@ -638,7 +639,7 @@ impl Scheduler {
                 let q = &r.spec.req;
                 let bill = f64::from(q.nodes)
                     * (f64::from(q.per_node.gpus) * bg + f64::from(q.per_node.cpus) * bc);
-                self.fs.charge(r.spec.account, bill * dt);
+                self.fs.charge_user(r.spec.account, r.spec.user, bill * dt);
                 r.charged_to = now;
             }
         }
@@ -898,15 +899,14 @@ impl Scheduler {
     /// backfilled. The broker runs one periodically and after bulk changes.
     pub fn full_pass(&mut self, now: Time) -> Vec<Decision> {
         self.charge(now);
-        let factors: Vec<f64> = (0..self.fs.accounts().len())
-            .map(|a| self.fs.factor(AccountIdx(a as u32)))
-            .collect();
+        // Fair-share factors once per (account, user), not once per job.
+        let mut factors: HashMap<(AccountIdx, u32), f64> = HashMap::new();
         let mut keyed: Vec<(f64, JobId)> = Vec::with_capacity(self.pending.len());
         for (id, p) in &self.pending {
-            let f = factors
-                .get(p.spec.account.0 as usize)
-                .copied()
-                .unwrap_or(0.0);
+            let key = (p.spec.account, p.spec.user);
+            let f = *factors
+                .entry(key)
+                .or_insert_with(|| self.fs.user_factor(key.0, key.1));
             keyed.push((self.priority_with(&p.spec, now, f), *id));
         }
         keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));

@@ -16,6 +16,10 @@ pub struct FairShare {
     accounts: Vec<AccountSpec>,
     norm_shares: Vec<f64>,
     usage: Vec<f64>,
+    /// Usage of each user within each account (users are the tree's leaves).
+    user_usage: std::collections::HashMap<(AccountIdx, u32), f64>,
+    /// Users known in each account, who share its part equally.
+    users: std::collections::HashMap<AccountIdx, std::collections::BTreeSet<u32>>,
     last: Time,
     half_life: Time,
 }
@@ -28,6 +32,8 @@ impl FairShare {
             accounts,
             norm_shares: norm,
             usage: vec![0.0; n],
+            user_usage: Default::default(),
+            users: Default::default(),
             last: 0,
             half_life: half_life.max(1),
         }
@@ -64,7 +70,44 @@ impl FairShare {
         for u in &mut self.usage {
             *u *= k;
         }
+        for u in self.user_usage.values_mut() {
+            *u *= k;
+        }
         self.last = now;
+    }
+
+    /// Makes a user one of an account's leaves (from its first job on).
+    pub fn add_user(&mut self, account: AccountIdx, user: u32) {
+        self.users.entry(account).or_default().insert(user);
+    }
+
+    /// Charges a user's usage, within the account, and the account's.
+    pub fn charge_user(&mut self, account: AccountIdx, user: u32, amount: f64) {
+        self.add_user(account, user);
+        *self.user_usage.entry((account, user)).or_default() += amount;
+        self.charge(account, amount);
+    }
+
+    /// The fair-share factor of a user within an account: the account's share divided
+    /// equally among its users, against the user's own usage. One user alone is the
+    /// account.
+    pub fn user_factor(&self, account: AccountIdx, user: u32) -> f64 {
+        let n = self.users.get(&account).map_or(0, |u| u.len());
+        if n <= 1 {
+            return self.factor(account);
+        }
+        let share = self.norm_share(account) / n as f64;
+        if share <= 0.0 {
+            return 0.0;
+        }
+        let total = self.total();
+        let mine = self
+            .user_usage
+            .get(&(account, user))
+            .copied()
+            .unwrap_or(0.0);
+        let usage = if total > 0.0 { mine / total } else { 0.0 };
+        2f64.powf(-usage / share)
     }
 
     /// Charges `amount` of billing to an account and its ancestors.
@@ -108,19 +151,36 @@ impl FairShare {
     /// Every account's decayed usage, by name, and the time it is decayed to: what the
     /// caller stores so that fair-share survives its restart.
     pub fn snapshot(&self) -> (Time, Vec<(String, f64)>) {
-        (
-            self.last,
-            self.accounts
-                .iter()
-                .zip(&self.usage)
-                .map(|(a, u)| (a.name.clone(), *u))
-                .collect(),
-        )
+        let mut out: Vec<(String, f64)> = self
+            .accounts
+            .iter()
+            .zip(&self.usage)
+            .map(|(a, u)| (a.name.clone(), *u))
+            .collect();
+        for ((a, user), u) in &self.user_usage {
+            if let Some(acc) = self.accounts.get(a.0 as usize) {
+                out.push((format!("{}@{user}", acc.name), *u));
+            }
+        }
+        (self.last, out)
     }
 
     /// Restores a [`FairShare::snapshot`]; accounts no longer configured are dropped.
     pub fn restore(&mut self, at: Time, usage: &[(String, f64)]) {
         for (name, u) in usage {
+            if let Some((account, user)) = name.rsplit_once('@')
+                && let (Some(i), Ok(uid)) = (
+                    self.accounts.iter().position(|a| a.name == account),
+                    user.parse::<u32>(),
+                )
+            {
+                if u.is_finite() && *u >= 0.0 {
+                    let a = AccountIdx(i as u32);
+                    self.add_user(a, uid);
+                    self.user_usage.insert((a, uid), *u);
+                }
+                continue;
+            }
             if let Some(i) = self.accounts.iter().position(|a| &a.name == name)
                 && u.is_finite()
                 && *u >= 0.0

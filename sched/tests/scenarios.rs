@@ -684,3 +684,40 @@ fn a_qos_limits_its_users_and_weighs_in_the_priority() {
             > s.pending_info(JobId(4)).expect("p").priority
     );
 }
+
+#[test]
+fn users_of_one_account_share_it_equally() {
+    let cfg = Config {
+        half_life: 3600,
+        weight_age: 0.0,
+        weight_size: 0.0,
+        ..Config::default()
+    };
+    let mut s = Scheduler::new(
+        cfg,
+        nodes(1, 64, 4),
+        vec![partition("gpu", 0..1)],
+        accounts(&[1]),
+    );
+    let mut jobs = Vec::new();
+    // User 2001 submits everything first: job order alone would serve them all day.
+    for (k, user) in [(0u64, 2001u32), (1, 2002)] {
+        for i in 0..600 {
+            let mut j = job(1 + k * 1000 + i, 0, 1, 1, 1200, 0);
+            j.user = user;
+            jobs.push(sim_job(j, 600));
+        }
+    }
+    let users: HashMap<JobId, u32> = jobs.iter().map(|j| (j.spec.id, j.spec.user)).collect();
+    let r = sim::run(&mut s, jobs, 43_200);
+    let mut secs: HashMap<u32, u64> = HashMap::new();
+    for (id, (start, _)) in &r.started {
+        let end = r.ended.get(id).copied().unwrap_or(43_200).min(43_200);
+        *secs.entry(users[id]).or_default() += end.saturating_sub(*start);
+    }
+    let (a, b) = (
+        secs.get(&2001).copied().unwrap_or(0) as f64,
+        secs.get(&2002).copied().unwrap_or(0) as f64,
+    );
+    assert!((0.8..=1.25).contains(&(a / b)), "GPU time {a} : {b}");
+}
