@@ -900,7 +900,11 @@ impl Scheduler {
     pub fn full_pass(&mut self, now: Time) -> Vec<Decision> {
         self.charge(now);
         // Fair-share factors once per (account, user), not once per job.
-        let mut factors: HashMap<(AccountIdx, u32), f64> = HashMap::new();
+        let mut factors: HashMap<
+            (AccountIdx, u32),
+            f64,
+            std::hash::BuildHasherDefault<PairHasher>,
+        > = HashMap::default();
         let mut keyed: Vec<(f64, JobId)> = Vec::with_capacity(self.pending.len());
         for (id, p) in &self.pending {
             let key = (p.spec.account, p.spec.user);
@@ -1301,6 +1305,25 @@ impl Scheduler {
             }
             (Health::Up, false) => "MIXED",
         }
+    }
+}
+
+/// A multiplicative hasher for the small integer keys of a pass's per-(account, user)
+/// cache: SipHash would cost more than the lookups it serves.
+#[derive(Default)]
+struct PairHasher(u64);
+
+impl std::hash::Hasher for PairHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (self.0.rotate_left(32) ^ u64::from(v)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }
 
