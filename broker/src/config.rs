@@ -25,6 +25,8 @@
 //! name = "interactive"
 //! priority = 1.0            # priority factor, 0 to 1
 //! max_running_jobs_per_user = 2
+//! preempt_tier = 1          # jobs of a higher preempt_tier may stop this QOS's jobs...
+//! preempt = "requeue"       # ...when this is requeue or cancel (default off)
 //!
 //! [users]
 //! alice = "hep"             # users not listed charge the first account
@@ -127,6 +129,11 @@ struct QosFile {
     max_running_jobs_per_user: Option<u32>,
     max_running_gpus_per_user: Option<u32>,
     max_running_cpus_per_user: Option<u32>,
+    /// Jobs of a QOS with a higher tier may preempt this QOS's jobs.
+    #[serde(default)]
+    preempt_tier: u32,
+    /// What a higher tier may do to this QOS's running jobs: off, requeue or cancel.
+    preempt: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -287,11 +294,7 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
                 tier: p.tier,
                 accounts: p.accounts,
                 preempt_grace_s: p.preempt_grace_s,
-                preempt: match p.preempt.as_deref() {
-                    Some("requeue") => bulkhead_sched::Preempt::Requeue,
-                    Some("cancel") => bulkhead_sched::Preempt::Cancel,
-                    _ => bulkhead_sched::Preempt::Off,
-                },
+                preempt: preempt_mode(p.preempt.as_deref()),
             })
             .collect();
         cfg.partition = cfg.partitions[0].name.clone();
@@ -313,6 +316,15 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
                 q.name
             ));
         }
+        if !matches!(
+            q.preempt.as_deref(),
+            None | Some("off" | "requeue" | "cancel")
+        ) {
+            return bad(format!(
+                "QOS {:?}: preempt must be off, requeue or cancel",
+                q.name
+            ));
+        }
     }
     cfg.qos = f
         .qos
@@ -326,6 +338,8 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
                 max_running_cpus: q.max_running_cpus_per_user,
                 max_submitted_jobs: None,
             },
+            preempt_tier: q.preempt_tier,
+            preempt: preempt_mode(q.preempt.as_deref()),
         })
         .collect();
     for (user, account) in &f.users {
@@ -370,6 +384,15 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
     Ok(cfg)
 }
 
+/// A validated `preempt` setting.
+fn preempt_mode(s: Option<&str>) -> bulkhead_sched::Preempt {
+    match s {
+        Some("requeue") => bulkhead_sched::Preempt::Requeue,
+        Some("cancel") => bulkhead_sched::Preempt::Cancel,
+        _ => bulkhead_sched::Preempt::Off,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,6 +422,11 @@ max_running_gpus = 16
 name = "debug"
 priority = 0.5
 max_running_jobs_per_user = 1
+preempt_tier = 0
+preempt = "requeue"
+[[qos]]
+name = "urgent"
+preempt_tier = 3
 [priority]
 bill_gpu = 64.0
 half_life_s = 3600
@@ -418,6 +446,9 @@ half_life_s = 3600
         assert_eq!(c.sched.half_life, 3600);
         assert_eq!(c.qos[0].name, "debug");
         assert_eq!(c.qos[0].user_limits.max_running_jobs, Some(1));
+        assert_eq!(c.qos[0].preempt, bulkhead_sched::Preempt::Requeue);
+        assert_eq!(c.qos[1].preempt_tier, 3);
+        assert_eq!(c.qos[1].preempt, bulkhead_sched::Preempt::Off);
     }
 
     #[test]
@@ -443,6 +474,10 @@ half_life_s = 3600
             ),
             ("[priority]\nweight_age = -1.0\n", "not negative"),
             ("[[qos]]\nname = \"q\"\npriority = 2.0\n", "between 0 and 1"),
+            (
+                "[[qos]]\nname = \"q\"\npreempt = \"suspend\"\n",
+                "preempt must be off, requeue or cancel",
+            ),
         ];
         for (text, want) in cases {
             let e = match parse(text, CoreConfig::default()) {

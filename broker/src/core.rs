@@ -54,6 +54,10 @@ pub struct QosConfig {
     /// Priority factor in [0, 1].
     pub priority: f64,
     pub user_limits: sched::Limits,
+    /// Jobs of a QOS with a higher tier may preempt this QOS's jobs...
+    pub preempt_tier: u32,
+    /// ...in this way.
+    pub preempt: sched::Preempt,
 }
 
 /// An account of the fair-share tree.
@@ -269,6 +273,11 @@ impl Core {
             .collect();
         let mut sched_cfg = cfg.sched.clone();
         sched_cfg.qos_user_limits = cfg.qos.iter().map(|q| q.user_limits).collect();
+        sched_cfg.qos_preempt = cfg
+            .qos
+            .iter()
+            .map(|q| (q.preempt_tier, q.preempt))
+            .collect();
         let scheduler = sched::Scheduler::new(sched_cfg, vec![], partitions, accounts);
         let mut core = Core {
             cfg,

@@ -35,6 +35,10 @@ pub struct Config {
     pub account_limits: Limits,
     /// Per-user limits of each QOS, by `JobSpec::qos_id`.
     pub qos_user_limits: Vec<Limits>,
+    /// Preemption tier and mode of each QOS, by `JobSpec::qos_id`: a job whose QOS has
+    /// a higher tier may stop running jobs whose QOS has a lower one and a mode other
+    /// than `Off` (a job without a QOS is tier 0, `Off`).
+    pub qos_preempt: Vec<(u32, Preempt)>,
 }
 
 impl Default for Config {
@@ -53,6 +57,7 @@ impl Default for Config {
             user_limits: Limits::default(),
             account_limits: Limits::default(),
             qos_user_limits: Vec::new(),
+            qos_preempt: Vec::new(),
         }
     }
 }
@@ -504,9 +509,13 @@ impl Scheduler {
             },
         );
         // Into the order at its place, so that the next pass need not sort.
-        let at = self
-            .order
-            .partition_point(|j| self.pending.get(j).is_some_and(|p| p.priority >= priority));
+        let rank = self.qos_preempt(&self.pending[&id].spec).0;
+        let at = self.order.partition_point(|j| {
+            self.pending.get(j).is_some_and(|p| {
+                let r = self.qos_preempt(&p.spec).0;
+                r > rank || (r == rank && p.priority >= priority)
+            })
+        });
         self.order.insert(at, id);
         self.order_need
             .insert(at, self.pending[&id].spec.req.per_node.gpus);
@@ -905,21 +914,25 @@ impl Scheduler {
             f64,
             std::hash::BuildHasherDefault<PairHasher>,
         > = HashMap::default();
-        let mut keyed: Vec<(f64, JobId)> = Vec::with_capacity(self.pending.len());
+        // Ordered by QOS preemption tier first (as Slurm orders by PriorityTier), so that
+        // a preemptor is placed before the jobs it may stop and a requeued job cannot
+        // take back the room made for it; then by priority.
+        let mut keyed: Vec<(u32, f64, JobId)> = Vec::with_capacity(self.pending.len());
         for (id, p) in &self.pending {
             let key = (p.spec.account, p.spec.user);
             let f = *factors
                 .entry(key)
                 .or_insert_with(|| self.fs.user_factor(key.0, key.1));
-            keyed.push((self.priority_with(&p.spec, now, f), *id));
+            let rank = self.qos_preempt(&p.spec).0;
+            keyed.push((rank, self.priority_with(&p.spec, now, f), *id));
         }
-        keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        for (pr, id) in &keyed {
+        keyed.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
+        for (_, pr, id) in &keyed {
             if let Some(p) = self.pending.get_mut(id) {
                 p.priority = *pr;
             }
         }
-        self.order = keyed.into_iter().map(|(_, id)| id).collect();
+        self.order = keyed.into_iter().map(|(_, _, id)| id).collect();
         self.order_need = self
             .order
             .iter()
@@ -970,7 +983,15 @@ impl Scheduler {
         }
     }
 
-    /// Whether a partition of the job has a higher tier than some preemptible one.
+    /// The preemption tier and mode of a job's QOS.
+    fn qos_preempt(&self, spec: &JobSpec) -> (u32, Preempt) {
+        spec.qos_id
+            .and_then(|q| self.cfg.qos_preempt.get(q as usize).copied())
+            .unwrap_or((0, Preempt::Off))
+    }
+
+    /// Whether a partition or the QOS of the job has a higher tier than some
+    /// preemptible one.
     fn may_preempt(&self, spec: &JobSpec) -> bool {
         let top = spec
             .partitions
@@ -978,15 +999,34 @@ impl Scheduler {
             .map(|p| self.parts[p.0 as usize].tier)
             .max()
             .unwrap_or(0);
+        let qos_top = self.qos_preempt(spec).0;
         self.parts
             .iter()
             .any(|p| p.preempt != Preempt::Off && p.tier < top)
+            || self
+                .cfg
+                .qos_preempt
+                .iter()
+                .any(|(t, m)| *m != Preempt::Off && *t < qos_top)
+    }
+
+    /// Whether a job of partition tier `tier` and QOS tier `qos_tier` may stop a
+    /// running job, and if so whether that job is requeued. The partition rule comes
+    /// first, as in Slurm's partition_prio preemption.
+    fn victim_mode(&self, tier: u32, qos_tier: u32, run: &Running) -> Option<bool> {
+        let part = &self.parts[run.partition.0 as usize];
+        if part.tier < tier && part.preempt != Preempt::Off {
+            return Some(part.preempt == Preempt::Requeue);
+        }
+        let (rt, rm) = self.qos_preempt(&run.spec);
+        (rt < qos_tier && rm != Preempt::Off).then_some(rm == Preempt::Requeue)
     }
 
     /// Nodes where stopping running jobs of lower, preemptible tiers makes room for the
     /// job now: the fewest victims, the most recently started first (the least work lost).
     fn preemption_plan(&self, spec: &JobSpec, now: Time, reserved: &Reserved) -> Option<Action> {
         let per = &spec.req.per_node;
+        let qos_tier = self.qos_preempt(spec).0;
         for p in &spec.partitions {
             let Ok(limit) = self.limit_in(spec, *p) else {
                 continue;
@@ -1019,9 +1059,8 @@ impl Scheduler {
                     let Some(run) = self.running.get(j) else {
                         continue;
                     };
-                    let part = &self.parts[run.partition.0 as usize];
-                    if part.tier < tier && part.preempt != Preempt::Off {
-                        candidates.push((run.start, *j, *r, part.preempt == Preempt::Requeue));
+                    if let Some(requeue) = self.victim_mode(tier, qos_tier, run) {
+                        candidates.push((run.start, *j, *r, requeue));
                     }
                 }
                 candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
@@ -1073,7 +1112,8 @@ impl Scheduler {
         let mut blocked_above = false;
         let order = std::mem::take(&mut self.order);
         let need = std::mem::take(&mut self.order_need);
-        let preemptive = self.parts.iter().any(|p| p.preempt != Preempt::Off);
+        let preemptive = self.parts.iter().any(|p| p.preempt != Preempt::Off)
+            || self.cfg.qos_preempt.iter().any(|(_, m)| *m != Preempt::Off);
         let mut keep = Vec::with_capacity(order.len());
         let mut keep_need = Vec::with_capacity(order.len());
         for (i, id) in order.into_iter().enumerate() {

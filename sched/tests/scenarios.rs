@@ -633,6 +633,63 @@ fn a_higher_tier_preempts_a_lower_one_which_is_requeued_in_its_order() {
 }
 
 #[test]
+fn a_higher_qos_preempts_a_lower_one_in_the_same_partition() {
+    // QOS 0 "scavenger": tier 0, requeued; QOS 1 "urgent": tier 2, never preempted.
+    let mk = |mode| {
+        let cfg = Config {
+            qos_user_limits: vec![Limits::default(), Limits::default()],
+            qos_preempt: vec![(0, mode), (2, Preempt::Off)],
+            ..Config::default()
+        };
+        Scheduler::new(
+            cfg,
+            nodes(1, 8, 0),
+            vec![partition("all", 0..1)],
+            accounts(&[1]),
+        )
+    };
+    let spec = |id, qos: Option<u32>, runtime, submit| {
+        let mut j = job(id, 0, 1, 0, 5000, submit);
+        j.qos_id = qos;
+        j.req.per_node.cpus = 8;
+        sim_job(j, runtime)
+    };
+    let jobs = || {
+        vec![
+            spec(1, Some(0), 1000, 0),
+            spec(2, Some(1), 100, 10),
+            spec(3, None, 50, 20),
+            spec(4, Some(1), 100, 30),
+        ]
+    };
+
+    let mut s = mk(Preempt::Requeue);
+    let r = sim::run(&mut s, jobs(), 100_000);
+    assert_eq!(r.preempted, vec![(10, JobId(1))]);
+    assert_eq!(r.started[&JobId(2)].0, 10, "the urgent job starts at once");
+    // Job 4 (urgent) may not stop job 2 (urgent, same tier): it waits for it.
+    assert_eq!(r.started[&JobId(4)].0, 110);
+    // The requeued job keeps its place ahead of job 3, submitted later.
+    assert_eq!(r.started[&JobId(1)].0, 210);
+    assert_eq!(r.started[&JobId(3)].0, 1210);
+
+    // A job without a QOS is tier 0 and preempts nothing.
+    let mut s = mk(Preempt::Requeue);
+    let r = sim::run(
+        &mut s,
+        vec![spec(1, Some(0), 1000, 0), spec(3, None, 50, 20)],
+        100_000,
+    );
+    assert!(r.preempted.is_empty());
+    assert_eq!(r.started[&JobId(3)].0, 1000);
+
+    let mut s = mk(Preempt::Off);
+    let r = sim::run(&mut s, jobs(), 100_000);
+    assert!(r.preempted.is_empty());
+    assert_eq!(r.started[&JobId(2)].0, 1000, "without preemption it waits");
+}
+
+#[test]
 fn a_qos_limits_its_users_and_weighs_in_the_priority() {
     let cfg = Config {
         qos_user_limits: vec![Limits {
