@@ -174,6 +174,18 @@ impl Store {
         }
     }
 
+    /// Every row of a two-column query.
+    fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
+        &self,
+        sql: &str,
+        doing: &'static str,
+    ) -> Result<Vec<(A, B)>, StoreError> {
+        let mut stmt = self.conn.prepare(sql).map_err(self.sq(doing))?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(self.sq(doing))
+    }
+
     /// Every stored job and node.
     pub fn load(&self) -> Result<(Vec<JobRow>, Vec<NodeRow>), StoreError> {
         let mut stmt = self
@@ -277,24 +289,10 @@ impl Store {
                 extra_nodes: Vec::new(),
             });
         }
-        let mut stmt = self
-            .conn
-            .prepare("SELECT job, nodes FROM job_nodes")
-            .map_err(self.sq("reading job nodes"))?;
-        let lists: Vec<(i64, String)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .and_then(|rows| rows.collect())
-            .map_err(self.sq("reading job nodes"))?;
-        drop(stmt);
-        let mut stmt = self
-            .conn
-            .prepare("SELECT job, data FROM job_denials")
-            .map_err(self.sq("reading denials"))?;
-        let blobs: Vec<(i64, Vec<u8>)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .and_then(|rows| rows.collect())
-            .map_err(self.sq("reading denials"))?;
-        drop(stmt);
+        let lists: Vec<(i64, String)> =
+            self.pairs("SELECT job, nodes FROM job_nodes", "reading job nodes")?;
+        let blobs: Vec<(i64, Vec<u8>)> =
+            self.pairs("SELECT job, data FROM job_denials", "reading denials")?;
         let by_id: std::collections::HashMap<i64, usize> = jobs
             .iter()
             .enumerate()
@@ -511,14 +509,10 @@ impl Store {
 
     /// The administrators' reservations.
     pub fn load_reservations(&self) -> Result<Vec<bulkhead_proto::msg::Reservation>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT name, data FROM reservations ORDER BY name")
-            .map_err(self.sq("reading reservations"))?;
-        let rows: Vec<(String, Vec<u8>)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .and_then(|rows| rows.collect())
-            .map_err(self.sq("reading reservations"))?;
+        let rows: Vec<(String, Vec<u8>)> = self.pairs(
+            "SELECT name, data FROM reservations ORDER BY name",
+            "reading reservations",
+        )?;
         rows.into_iter()
             .map(|(name, blob)| {
                 postcard::from_bytes(&blob).map_err(|e| StoreError::Corrupt {

@@ -703,6 +703,30 @@ impl Scheduler {
     fn limit_block(&self, spec: &JobSpec) -> Option<&'static str> {
         let q = &spec.req;
         let (g, c) = (q.nodes * q.per_node.gpus, q.nodes * q.per_node.cpus);
+        /// The first of `l`'s running caps that one more job of `g` GPUs and `c` CPUs
+        /// would pass, by its name in `names` (jobs, GPUs, CPUs).
+        fn over(
+            l: &Limits,
+            u: Usage,
+            g: u32,
+            c: u32,
+            names: [&'static str; 3],
+        ) -> Option<&'static str> {
+            if l.max_running_jobs.is_some_and(|m| u.jobs + 1 > m) {
+                Some(names[0])
+            } else if l.max_running_gpus.is_some_and(|m| u.gpus + g > m) {
+                Some(names[1])
+            } else if l.max_running_cpus.is_some_and(|m| u.cpus + c > m) {
+                Some(names[2])
+            } else {
+                None
+            }
+        }
+        const PER_USER: [&str; 3] = [
+            "QOSMaxJobsPerUserLimit",
+            "QOSMaxGpuPerUser",
+            "QOSMaxCpuPerUserLimit",
+        ];
         if let Some(qos) = spec.qos_id
             && let Some(ql) = self.cfg.qos_user_limits.get(qos as usize)
         {
@@ -711,43 +735,26 @@ impl Scheduler {
                 .get(&(qos, spec.user))
                 .copied()
                 .unwrap_or_default();
-            if ql.max_running_jobs.is_some_and(|m| u.jobs + 1 > m) {
-                return Some("QOSMaxJobsPerUserLimit");
-            }
-            if ql.max_running_gpus.is_some_and(|m| u.gpus + g > m) {
-                return Some("QOSMaxGpuPerUser");
-            }
-            if ql.max_running_cpus.is_some_and(|m| u.cpus + c > m) {
-                return Some("QOSMaxCpuPerUserLimit");
+            if let Some(r) = over(ql, u, g, c, PER_USER) {
+                return Some(r);
             }
         }
         let u = self.users.get(&spec.user).copied().unwrap_or_default();
-        let ul = &self.cfg.user_limits;
-        if ul.max_running_jobs.is_some_and(|m| u.jobs + 1 > m) {
-            return Some("QOSMaxJobsPerUserLimit");
-        }
-        if ul.max_running_gpus.is_some_and(|m| u.gpus + g > m) {
-            return Some("QOSMaxGpuPerUser");
-        }
-        if ul.max_running_cpus.is_some_and(|m| u.cpus + c > m) {
-            return Some("QOSMaxCpuPerUserLimit");
+        if let Some(r) = over(&self.cfg.user_limits, u, g, c, PER_USER) {
+            return Some(r);
         }
         let a = self
             .accounts_use
             .get(&spec.account)
             .copied()
             .unwrap_or_default();
-        let al = &self.cfg.account_limits;
-        if al.max_running_jobs.is_some_and(|m| a.jobs + 1 > m) {
-            return Some("AssocMaxJobsLimit");
-        }
-        if al.max_running_gpus.is_some_and(|m| a.gpus + g > m) {
-            return Some("AssocGrpGpuLimit");
-        }
-        if al.max_running_cpus.is_some_and(|m| a.cpus + c > m) {
-            return Some("AssocGrpCpuLimit");
-        }
-        None
+        over(
+            &self.cfg.account_limits,
+            a,
+            g,
+            c,
+            ["AssocMaxJobsLimit", "AssocGrpGpuLimit", "AssocGrpCpuLimit"],
+        )
     }
 
     /// Picks `count` nodes of partition `p` with room for `per` now, preferring the

@@ -213,3 +213,22 @@ pub fn mean_p95(mut v: Vec<Time>) -> (f64, f64) {
     let p95 = v[((v.len() - 1) as f64 * 0.95).round() as usize] as f64;
     (mean, p95)
 }
+
+/// A deterministic xorshift for generated workloads: the same seed gives the same
+/// jobs on every run, so tests and benchmarks are repeatable.
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}

@@ -111,23 +111,9 @@ fn two_accounts_with_2_to_1_shares_converge_to_2_to_1_gpu_hours_over_a_day() {
     );
 }
 
-/// A deterministic xorshift, so that every run tests the same workloads.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 #[test]
 fn backfill_never_delays_the_reserved_start_of_the_top_job() {
-    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let mut rng = sim::Rng(0x5eed_1234_abcd_ef01);
     for round in 0..150 {
         let n_nodes = 2 + rng.below(6) as u32;
         let gpus = 1 + rng.below(8) as u32;

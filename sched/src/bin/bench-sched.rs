@@ -8,19 +8,6 @@ use bulkhead_sched::*;
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm
@@ -41,7 +28,7 @@ fn main() {
             .unwrap_or(d)
     };
     let (n_nodes, n_jobs) = (arg("--nodes", 10_000) as u32, arg("--jobs", 100_000));
-    let mut rng = Rng(0x00c0_ffee_1234_5678);
+    let mut rng = bulkhead_sched::sim::Rng(0x00c0_ffee_1234_5678);
     let nodes: Vec<NodeSpec> = (0..n_nodes)
         .map(|i| NodeSpec {
             name: format!("gpu{i:05}"),
