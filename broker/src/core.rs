@@ -11,8 +11,9 @@
 
 use crate::store::{JobRow, NodeRow, StoreOp};
 use bulkhead_proto::job::{
-    DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, Dependency, DeviceDenial, JobEnd,
-    JobSubmission, LaunchSpec, MAX_DENIALS_PER_JOB, expand_task_pattern, format_indices,
+    DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, Dependency, DeviceDenial, GpuGrant,
+    GpuInfo, JobEnd, JobSubmission, LaunchSpec, MAX_DENIALS_PER_JOB, expand_task_pattern,
+    format_indices,
 };
 use bulkhead_proto::msg::{
     AdminOp, AgentMessage, BrokerMessage, CancelOutcome, ClientOp, ClientReply, ErrorCode,
@@ -176,6 +177,8 @@ struct Job {
     start_us: Option<u64>,
     end_us: Option<u64>,
     denials: Vec<DeviceDenial>,
+    /// GPUs on each of its nodes (`node` first) while it runs.
+    gpus: Vec<Vec<GpuGrant>>,
 }
 
 #[derive(Debug, Clone)]
@@ -195,9 +198,25 @@ struct Node {
     held: BTreeSet<JobId>,
     enforced: Vec<String>,
     agent_version: String,
+    gpus: Vec<GpuInfo>,
+    gpu_backend: String,
+    /// GPUs out of service, and why (a MIG instance failed to create); cleared by
+    /// `bh admin resume`.
+    gpu_faults: BTreeMap<u32, String>,
 }
 
 impl Node {
+    /// The node's GPUs for the scheduler, the faulted ones unusable.
+    fn sched_gpus(&self) -> Vec<sched::GpuSpec> {
+        let mut specs = crate::gpus::specs(&self.gpus);
+        for (i, s) in specs.iter_mut().enumerate() {
+            if self.gpu_faults.contains_key(&(i as u32)) {
+                s.mode = sched::GpuMode::MigStatic(Vec::new());
+            }
+        }
+        specs
+    }
+
     fn up(&self) -> bool {
         self.peer.is_some()
     }
@@ -298,14 +317,7 @@ impl Core {
         for n in nodes {
             core.next_node = core.next_node.max(n.id.0 + 1);
             // Down until its agent registers again.
-            core.add_node(
-                n.id,
-                &n.name,
-                n.cpus,
-                n.mem_mb,
-                n.last_seen_us,
-                n.drain_reason,
-            );
+            core.add_node(n);
         }
         let mut rows = jobs;
         // Ends first, so that dependencies on them resolve; then what runs; then the queue.
@@ -334,6 +346,7 @@ impl Core {
                 start_us: r.start_us,
                 end_us: r.end_us,
                 denials: r.denials,
+                gpus: r.gpus,
             };
             let id = job.id;
             match job.state {
@@ -367,7 +380,9 @@ impl Core {
                             .unwrap_or(sched::PartIdx(0));
                         let start = secs(job.start_us.unwrap_or(job.submit_us));
                         let end = job.sub.resources.time_limit_s.map(|l| start + l);
-                        core.sched.restore_running(spec, part, all, start, end);
+                        let assigned = job.gpus.iter().map(|g| crate::gpus::assigns(g)).collect();
+                        core.sched
+                            .restore_running(spec, part, all, assigned, start, end);
                     }
                 }
                 st => core.sched.restore_ended(
@@ -391,15 +406,18 @@ impl Core {
         core
     }
 
-    fn add_node(
-        &mut self,
-        id: NodeId,
-        name: &str,
-        cpus: u32,
-        mem_mb: u64,
-        now_us: u64,
-        drain: Option<String>,
-    ) -> sched::NodeIdx {
+    /// Adds a node as stored, or as it first registers; down until its agent registers.
+    fn add_node(&mut self, row: NodeRow) -> sched::NodeIdx {
+        let NodeRow {
+            id,
+            name,
+            cpus,
+            mem_mb,
+            last_seen_us: now_us,
+            drain_reason: drain,
+            gpus,
+        } = row;
+        let name = name.as_str();
         let parts: Vec<sched::PartIdx> = self
             .cfg
             .partitions
@@ -413,8 +431,9 @@ impl Core {
             capacity: sched::Res {
                 cpus,
                 mem_mb,
-                gpus: 0,
+                ..Default::default()
             },
+            gpus: crate::gpus::specs(&gpus),
         };
         let idx = self.sched.add_node(
             spec,
@@ -440,6 +459,9 @@ impl Core {
                 held: BTreeSet::new(),
                 enforced: Vec::new(),
                 agent_version: String::new(),
+                gpus,
+                gpu_backend: String::new(),
+                gpu_faults: BTreeMap::new(),
             },
         );
         idx
@@ -498,21 +520,39 @@ impl Core {
                 Dependency::Singleton => sched::Dep::Singleton,
             })
             .collect();
+        let r = &j.sub.resources;
+        let mut req = sched::Request {
+            nodes: r.nodes.max(1),
+            per_node: sched::Res {
+                cpus: r.cpus,
+                mem_mb: j.mem_mb,
+                gpus: r.gpus,
+                ..Default::default()
+            },
+            time_limit: r.time_limit_s,
+            ..Default::default()
+        };
+        if let Some(m) = &r.gpu_model {
+            req = req.with_model(m).ok_or_else(|| {
+                format!("unknown GPU model {m:?} (a100, a100-40gb, a100-80gb, h100, h200)")
+            })?;
+        }
+        if let Some(m) = &r.mig {
+            let count = u8::try_from(m.count)
+                .ok()
+                .filter(|c| *c > 0)
+                .ok_or_else(|| format!("{} slices of {}: 1 to 255", m.count, m.profile))?;
+            req = req
+                .with_mig(&m.profile, count)
+                .ok_or_else(|| format!("unknown MIG profile {:?}", m.profile))?;
+        }
         Ok(sched::JobSpec {
             id: sched::JobId(j.id.0),
             user: j.uid,
             account: sched::AccountIdx(account as u32),
             name: j.sub.name.clone(),
             partitions,
-            req: sched::Request {
-                nodes: j.sub.resources.nodes.max(1),
-                per_node: sched::Res {
-                    cpus: j.sub.resources.cpus,
-                    mem_mb: j.mem_mb,
-                    gpus: j.sub.resources.gpus,
-                },
-                time_limit: j.sub.resources.time_limit_s,
-            },
+            req,
             submit: secs(j.submit_us),
             deps,
             qos: qos.map_or(0.0, |(_, f)| f),
@@ -540,6 +580,7 @@ impl Core {
             start_us: j.start_us,
             end_us: j.end_us,
             denials: j.denials.clone(),
+            gpus: j.gpus.clone(),
         })
     }
 
@@ -557,6 +598,7 @@ impl Core {
             mem_mb: n.mem_mb,
             last_seen_us: n.last_seen_us,
             drain_reason: n.drain.clone(),
+            gpus: n.gpus.clone(),
         }
     }
 
@@ -645,6 +687,7 @@ impl Core {
             start_us: None,
             end_us: None,
             denials: Vec::new(),
+            gpus: Vec::new(),
         };
         if job.sub.array_task.is_some() {
             return ClientReply::Error(err(
@@ -764,6 +807,7 @@ impl Core {
             start_us: None,
             end_us: None,
             denials: Vec::new(),
+            gpus: Vec::new(),
         };
         let queued = self.spec_of(&job).and_then(|s| {
             self.sched
@@ -841,18 +885,20 @@ impl Core {
         self.update(fx, parent);
     }
 
-    /// Puts a preempted job back in the queue, in its submission order.
-    fn requeue(&mut self, fx: &mut Effects, id: JobId, by: JobId, now_us: u64) {
+    /// Puts a stopped job back in the queue, in its submission order; `why` becomes its
+    /// reason (`Requeued (preempted by job 7)`).
+    fn requeue(&mut self, fx: &mut Effects, id: JobId, why: String, now_us: u64) {
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
         j.state = JobState::Pending;
         j.node = None;
+        j.gpus.clear();
         j.start_us = None;
         j.end_us = None;
         j.exit_code = None;
         j.signal = None;
-        j.reason = Some(format!("Requeued (preempted by job {by})"));
+        j.reason = Some(format!("Requeued ({why})"));
         let spec = match self.jobs.get(&id).map(|j| self.spec_of(j)) {
             Some(Ok(s)) => s,
             _ => return,
@@ -862,7 +908,7 @@ impl Core {
         {
             j.state = JobState::Cancelled;
             j.end_us = Some(now_us);
-            j.reason = Some(format!("preempted by job {by}; cannot be requeued: {e}"));
+            j.reason = Some(format!("{why}; cannot be requeued: {e}"));
         }
         self.update(fx, id);
     }
@@ -1000,6 +1046,7 @@ impl Core {
             start_time_us: start,
             end_time_us: now_us,
             reason: None,
+            gpu_fault: None,
         }
     }
 
@@ -1031,9 +1078,40 @@ impl Core {
             self.sched
                 .job_ended(sid, sched::Outcome::NotOk, secs(end.end_time_us));
             if requeue {
-                self.requeue(fx, end.job, by, end.end_time_us);
+                self.requeue(
+                    fx,
+                    end.job,
+                    format!("preempted by job {by}"),
+                    end.end_time_us,
+                );
                 return;
             }
+        } else if let Some(gpu) = end.gpu_fault
+            && state == JobState::Running
+        {
+            self.sched
+                .job_ended(sid, sched::Outcome::NotOk, secs(end.end_time_us));
+            let why = end
+                .reason
+                .clone()
+                .unwrap_or_else(|| "MIG instance creation failed".into());
+            if let Some(n) = node.and_then(|n| self.nodes.get_mut(&n)) {
+                tracing::error!(node = %n.name, gpu, reason = %why, "GPU out of service until the node is resumed");
+                n.gpu_faults.insert(gpu, why.clone());
+                let specs = n.sched_gpus();
+                self.sched.set_node_gpus(n.idx, specs);
+            }
+            let name = node
+                .and_then(|n| self.nodes.get(&n))
+                .map(|n| n.name.clone())
+                .unwrap_or_default();
+            self.requeue(
+                fx,
+                end.job,
+                format!("GPU {gpu} of node {name} failed: {why}"),
+                end.end_time_us,
+            );
+            return;
         } else if state == JobState::Running {
             let outcome = if end.state == JobState::Completed {
                 sched::Outcome::Ok
@@ -1131,6 +1209,14 @@ impl Core {
                     self.update(&mut fx, job);
                 }
             }
+            AgentMessage::GpuInventory(gpus) => {
+                // What exists now, for `bh nodes --gpus`; the scheduler keeps its own
+                // account of the slices it placed.
+                if let Some(node) = self.nodes.get_mut(&node_id) {
+                    node.gpus = gpus;
+                    fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));
+                }
+            }
             AgentMessage::JobEnded(end) => {
                 let job = end.job;
                 let ours = self.jobs.get(&job).is_some_and(|j| j.node == Some(node_id));
@@ -1188,7 +1274,15 @@ impl Core {
             None => {
                 let id = NodeId(self.next_node);
                 self.next_node += 1;
-                self.add_node(id, &reg.name, reg.cpus, reg.mem_mb, now_us, None);
+                self.add_node(NodeRow {
+                    id,
+                    name: reg.name.clone(),
+                    cpus: reg.cpus,
+                    mem_mb: reg.mem_mb,
+                    last_seen_us: now_us,
+                    drain_reason: None,
+                    gpus: reg.gpus.clone(),
+                });
                 id
             }
         };
@@ -1199,6 +1293,17 @@ impl Core {
                     "the node registers another size than it first did; the scheduler keeps the first"
                 );
             }
+            if node.gpus != reg.gpus || node.gpu_backend != reg.gpu_backend {
+                tracing::info!(
+                    node = %reg.name, gpus = reg.gpus.len(), backend = %reg.gpu_backend,
+                    "the node's GPUs as its agent reports them"
+                );
+            }
+            // GPUs are what the agent finds now (MIG modes and static layouts change
+            // with the admin's work); the jobs running there keep theirs.
+            let mut with_new = node.clone();
+            with_new.gpus = reg.gpus.clone();
+            self.sched.set_node_gpus(node.idx, with_new.sched_gpus());
             let health = match &node.drain {
                 Some(reason) => sched::Health::Draining {
                     reason: reason.clone(),
@@ -1217,6 +1322,8 @@ impl Core {
         node.last_seen_us = now_us;
         node.enforced = reg.enforced;
         node.agent_version = reg.agent_version;
+        node.gpus = reg.gpus;
+        node.gpu_backend = reg.gpu_backend;
         self.node_by_peer.insert(peer.clone(), id);
         fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));
         fx.send.push(Outbound::Agent {
@@ -1353,6 +1460,7 @@ impl Core {
                     job,
                     partition,
                     nodes,
+                    gpus,
                     time_limit,
                 } => {
                     let id = JobId(job.0);
@@ -1394,6 +1502,7 @@ impl Core {
                     j.state = JobState::Running;
                     j.node = Some(node_id);
                     j.extra_nodes = extra;
+                    j.gpus = gpus.iter().map(|a| crate::gpus::grants(a)).collect();
                     j.start_us = Some(now_us);
                     j.reason = None;
                     j.partition = part_name;
@@ -1492,8 +1601,8 @@ impl Core {
             time_limit_s: j.sub.resources.time_limit_s,
             partition: j.partition.clone(),
             nodelist: node_name.to_string(),
-            // GPUs are granted by the GPU scheduling of a later release: none yet.
-            gpus: Vec::new(),
+            // The batch script runs on the first node: its GPUs.
+            gpus: j.gpus.first().cloned().unwrap_or_default(),
             array: j.sub.array_task,
             submit_time_us: j.submit_us,
         })
@@ -1584,6 +1693,11 @@ impl Core {
             priority: pending.as_ref().map(|p| p.priority.max(0.0).round() as u64),
             array_task: j.sub.array_task,
             array_pending,
+            gpus: if j.state == JobState::Running {
+                j.gpus.clone()
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -1642,6 +1756,9 @@ impl Core {
                 .drain
                 .clone()
                 .or_else(|| (!n.up()).then(|| "not responding".to_string())),
+            gpus: n.gpus.clone(),
+            gpu_backend: n.gpu_backend.clone(),
+            gpu_faults: n.gpu_faults.iter().map(|(g, w)| (*g, w.clone())).collect(),
         }
     }
 
@@ -1759,6 +1876,18 @@ impl Core {
             ));
         };
         node.drain = drain.clone();
+        if drain.is_none() && !node.gpu_faults.is_empty() {
+            tracing::info!(node = %name, gpus = ?node.gpu_faults.keys().collect::<Vec<_>>(), "faulted GPUs back in service");
+            node.gpu_faults.clear();
+            let specs = node.sched_gpus();
+            self.sched.set_node_gpus(node.idx, specs);
+        }
+        let Some(node) = self.nodes.get(&id) else {
+            return ClientReply::Error(err(
+                ErrorCode::NotFound,
+                format!("node {name} does not exist"),
+            ));
+        };
         let (idx, up) = (node.idx, node.up());
         let row = Self::node_row(node);
         fx.store.push(StoreOp::UpsertNode(row));
@@ -1884,6 +2013,8 @@ mod tests {
             agent_version: "t".into(),
             running,
             enforced: vec!["memory".into()],
+            gpus: vec![],
+            gpu_backend: "none".into(),
         })
     }
 
@@ -1916,6 +2047,150 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    fn mig_node(name: &str, gpus: u32) -> AgentMessage {
+        let AgentMessage::Register(mut r) = reg(name, 8, vec![]) else {
+            unreachable!()
+        };
+        r.gpu_backend = "simulated".into();
+        r.gpus = (0..gpus)
+            .map(|i| GpuInfo {
+                index: i,
+                uuid: format!("GPU-{i}"),
+                name: "NVIDIA A100-SXM4-80GB (simulated)".into(),
+                model: Some("a100-80gb".into()),
+                minor: i,
+                memory_mb: 81_920,
+                mig: bulkhead_proto::job::MigMode::Dynamic,
+                instances: vec![],
+            })
+            .collect();
+        AgentMessage::Register(r)
+    }
+
+    fn launch_specs(fx: &Effects) -> Vec<LaunchSpec> {
+        fx.send
+            .iter()
+            .filter_map(|o| match o {
+                Outbound::Agent {
+                    msg: BrokerMessage::Launch(s),
+                    ..
+                } => Some((**s).clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A slice request is placed on a MIG GPU and launched with its placement; a slice
+    /// that fails to create requeues the job and takes that GPU out of service until
+    /// the node is resumed; a request no node offers is refused at submit.
+    #[test]
+    fn mig_slices_are_launched_with_placements_and_failures_requeue() {
+        let mut c = core();
+        c.agent(b"a".to_vec(), 1, Some(&root()), mig_node("n1", 2), 10);
+        let mut s = sub(1);
+        s.resources.mig = Some(bulkhead_proto::job::MigAsk {
+            profile: "3g.40gb".into(),
+            count: 1,
+        });
+        let fx = c.client(
+            b"c".to_vec(),
+            2,
+            &user(1000),
+            ClientOp::Submit(Box::new(s.clone())),
+            20,
+        );
+        let id = submitted(&fx);
+        let l = launch_specs(&fx);
+        assert_eq!(l.len(), 1);
+        let g = &l[0].gpus;
+        assert_eq!(g.len(), 1);
+        let first_gpu = g[0].index;
+        assert_eq!(
+            g[0].mig.as_ref().map(|m| (m.profile.as_str(), m.start)),
+            Some(("3g.40gb", 4))
+        );
+
+        // The agent could not create it.
+        let end = JobEnd {
+            job: id,
+            state: JobState::Failed,
+            exit_code: None,
+            signal: None,
+            start_time_us: 0,
+            end_time_us: 30,
+            reason: Some("launch failed: NVML nvmlDeviceCreateGpuInstanceWithPlacement: insufficient resources".into()),
+            gpu_fault: Some(first_gpu),
+        };
+        let fx = c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 30);
+        // Requeued and started again, on the other GPU.
+        let l = launch_specs(&fx);
+        assert_eq!(l.len(), 1, "requeued and relaunched");
+        assert_eq!(l[0].job, id);
+        assert_ne!(l[0].gpus[0].index, first_gpu, "not on the faulted GPU");
+        let fx = c.client(b"c".to_vec(), 4, &user(1000), ClientOp::Nodes, 31);
+        let Outbound::Client {
+            reply: ClientReply::Nodes(n),
+            ..
+        } = &fx.send[0]
+        else {
+            panic!("{:?}", fx.send)
+        };
+        assert_eq!(n[0].gpu_faults.len(), 1);
+        assert_eq!(n[0].gpu_faults[0].0, first_gpu);
+        // One good GPU left: one more 3g fits beside the first, a third does not.
+        let fx = c.client(
+            b"c".to_vec(),
+            5,
+            &user(1000),
+            ClientOp::Submit(Box::new(s.clone())),
+            32,
+        );
+        assert_eq!(launch_specs(&fx).len(), 1);
+        let fx = c.client(
+            b"c".to_vec(),
+            6,
+            &user(1000),
+            ClientOp::Submit(Box::new(s.clone())),
+            33,
+        );
+        assert!(
+            launch_specs(&fx).is_empty(),
+            "the faulted GPU takes nothing"
+        );
+        // Resumed: the faulted GPU is back and the waiting job starts on it.
+        let fx = c.client(
+            b"c".to_vec(),
+            7,
+            &root(),
+            ClientOp::Admin(AdminOp::Resume { node: "n1".into() }),
+            34,
+        );
+        let l = launch_specs(&fx);
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].gpus[0].index, first_gpu);
+
+        // Whole GPUs: none here (all in MIG mode), refused with the reason.
+        let mut w = sub(1);
+        w.resources.gpus = 1;
+        let fx = c.client(
+            b"c".to_vec(),
+            8,
+            &user(1000),
+            ClientOp::Submit(Box::new(w)),
+            35,
+        );
+        match &fx.send[0] {
+            Outbound::Client {
+                reply: ClientReply::Error(e),
+                ..
+            } => {
+                assert_eq!(e.code, ErrorCode::Unsatisfiable);
+                assert!(e.message.contains("too few nodes"), "{}", e.message);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -1970,6 +2245,7 @@ mod tests {
             start_time_us: 21,
             end_time_us: 40,
             reason: None,
+            gpu_fault: None,
         };
         let fx = c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 40);
         assert_eq!(launches(&fx), vec![(b"a".to_vec(), id2)]);
@@ -2269,6 +2545,7 @@ mod tests {
             start_time_us: 1,
             end_time_us: 2_000_000,
             reason: None,
+            gpu_fault: None,
         };
         let fx = c.agent(
             b"a".to_vec(),
@@ -2390,6 +2667,7 @@ mod tests {
             start_time_us: 1,
             end_time_us: 3_000_000,
             reason: None,
+            gpu_fault: None,
         };
         let fx = c.agent(
             b"a".to_vec(),

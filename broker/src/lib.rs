@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod core;
+pub mod gpus;
 pub mod store;
 
 use crate::core::{Caller, Core, CoreConfig, Effects, Outbound, PeerId};

@@ -36,6 +36,8 @@ pub struct JobRow {
     pub end_us: Option<u64>,
     /// Device accesses the node's filter refused the job.
     pub denials: Vec<bulkhead_proto::job::DeviceDenial>,
+    /// The GPUs and MIG placements given to a running job, per node (`node` first).
+    pub gpus: Vec<Vec<bulkhead_proto::job::GpuGrant>>,
 }
 
 /// A node as stored.
@@ -48,6 +50,9 @@ pub struct NodeRow {
     pub last_seen_us: u64,
     /// Set while an administrator has the node drained.
     pub drain_reason: Option<String>,
+    /// The GPUs its agent last reported, so that jobs asking for them are not refused
+    /// before the agent registers again after a broker restart.
+    pub gpus: Vec<bulkhead_proto::job::GpuInfo>,
 }
 
 /// One change to the store.
@@ -122,6 +127,14 @@ CREATE TABLE IF NOT EXISTS nodes (
 CREATE TABLE IF NOT EXISTS job_nodes (
     job   INTEGER PRIMARY KEY,
     nodes TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_gpus (
+    job   INTEGER PRIMARY KEY,
+    data  BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS node_gpus (
+    node  INTEGER PRIMARY KEY,
+    data  BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS job_denials (
     job   INTEGER PRIMARY KEY,
@@ -287,6 +300,7 @@ impl Store {
                 end_us: end.map(|v| v as u64),
                 denials: Vec::new(),
                 extra_nodes: Vec::new(),
+                gpus: Vec::new(),
             });
         }
         let lists: Vec<(i64, String)> =
@@ -317,6 +331,18 @@ impl Store {
                 jobs[*i].denials = d;
             }
         }
+        let gpu_blobs: Vec<(i64, Vec<u8>)> =
+            self.pairs("SELECT job, data FROM job_gpus", "reading job GPUs")?;
+        for (id, blob) in gpu_blobs {
+            let g = postcard::from_bytes(&blob).map_err(|e| StoreError::Corrupt {
+                id,
+                field: "gpus",
+                detail: e.to_string(),
+            })?;
+            if let Some(i) = by_id.get(&id) {
+                jobs[*i].gpus = g;
+            }
+        }
         let mut stmt = self
             .conn
             .prepare(
@@ -332,10 +358,24 @@ impl Store {
                     mem_mb: r.get::<_, i64>(3)? as u64,
                     last_seen_us: r.get::<_, i64>(4)? as u64,
                     drain_reason: r.get(5)?,
+                    gpus: Vec::new(),
                 })
             })
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(self.sq("reading nodes"))?;
+        let mut nodes = nodes;
+        let node_gpus: Vec<(i64, Vec<u8>)> =
+            self.pairs("SELECT node, data FROM node_gpus", "reading node GPUs")?;
+        for (id, blob) in node_gpus {
+            let g = postcard::from_bytes(&blob).map_err(|e| StoreError::Corrupt {
+                id,
+                field: "node gpus",
+                detail: e.to_string(),
+            })?;
+            if let Some(n) = nodes.iter_mut().find(|n| n.id.0 as i64 == id) {
+                n.gpus = g;
+            }
+        }
         Ok((jobs, nodes))
     }
 
@@ -437,6 +477,20 @@ impl Store {
                                 .execute(params![j.id.0 as i64, list])
                                 .map_err(sq("storing a job's nodes"))?;
                         }
+                        if !j.gpus.is_empty() {
+                            let blob = postcard::to_allocvec(&j.gpus).map_err(|e| {
+                                StoreError::Corrupt {
+                                    id: j.id.0 as i64,
+                                    field: "gpus",
+                                    detail: e.to_string(),
+                                }
+                            })?;
+                            tx.execute(
+                                "INSERT INTO job_gpus (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2",
+                                params![j.id.0 as i64, blob],
+                            )
+                            .map_err(sq("storing a job's GPUs"))?;
+                        }
                         if !j.denials.is_empty() {
                             let blob = postcard::to_allocvec(&j.denials).map_err(|e| {
                                 StoreError::Corrupt {
@@ -460,6 +514,17 @@ impl Store {
                             n.drain_reason
                         ])
                         .map_err(sq("storing a node"))?;
+                        let blob =
+                            postcard::to_allocvec(&n.gpus).map_err(|e| StoreError::Corrupt {
+                                id: i64::from(n.id.0),
+                                field: "node gpus",
+                                detail: e.to_string(),
+                            })?;
+                        tx.execute(
+                            "INSERT INTO node_gpus (node, data) VALUES (?1, ?2) ON CONFLICT(node) DO UPDATE SET data = ?2",
+                            params![n.id.0, blob],
+                        )
+                        .map_err(sq("storing a node's GPUs"))?;
                     }
                     StoreOp::UpsertReservation(r) => {
                         let blob = postcard::to_allocvec(r).map_err(|e| StoreError::Corrupt {
@@ -582,6 +647,19 @@ pub fn spawn_writer<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gpu() -> bulkhead_proto::job::GpuInfo {
+        bulkhead_proto::job::GpuInfo {
+            index: 0,
+            uuid: "GPU-1".into(),
+            name: "NVIDIA H100 80GB HBM3".into(),
+            model: Some("h100-80gb".into()),
+            minor: 0,
+            memory_mb: 81_559,
+            mig: bulkhead_proto::job::MigMode::Dynamic,
+            instances: vec![],
+        }
+    }
     use bulkhead_proto::ResourceRequest;
 
     fn row(id: u64) -> JobRow {
@@ -610,6 +688,7 @@ mod tests {
                     gpus: 0,
                     time_limit_s: Some(5),
                     partition: None,
+                    ..Default::default()
                 },
             },
             partition: "batch".into(),
@@ -624,6 +703,7 @@ mod tests {
             end_us: None,
             denials: vec![],
             extra_nodes: vec![],
+            gpus: vec![],
         }
     }
 
@@ -643,6 +723,13 @@ mod tests {
             done.node = Some(NodeId(3));
             done.end_us = Some(999);
             done.submission.script = String::new();
+            done.gpus = vec![vec![bulkhead_proto::job::GpuGrant {
+                index: 1,
+                mig: Some(bulkhead_proto::job::MigPlacement {
+                    profile: "1g.10gb".into(),
+                    start: 6,
+                }),
+            }]];
             s.apply(&[
                 StoreOp::UpdateJob(Box::new(done)),
                 StoreOp::UpsertNode(NodeRow {
@@ -652,6 +739,7 @@ mod tests {
                     mem_mb: 100,
                     last_seen_us: 5,
                     drain_reason: None,
+                    gpus: vec![gpu()],
                 }),
             ])
             .expect("update");
@@ -666,6 +754,7 @@ mod tests {
         assert_eq!(jobs[0].state, JobState::Completed);
         assert_eq!(jobs[0].exit_code, Some(0));
         assert_eq!(jobs[0].end_us, Some(999));
+        assert_eq!(jobs[0].gpus[0][0].mig.as_ref().map(|m| m.start), Some(6));
         assert_eq!(jobs[0].submission.script, "#!/bin/sh\necho hi\n");
         assert_eq!(jobs[1], row(2));
         assert_eq!(
@@ -677,6 +766,7 @@ mod tests {
                 mem_mb: 100,
                 last_seen_us: 5,
                 drain_reason: None,
+                gpus: vec![gpu()],
             }]
         );
     }

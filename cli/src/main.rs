@@ -117,6 +117,9 @@ enum Cmd {
     Nodes {
         #[arg(long)]
         json: bool,
+        /// One line per GPU: model, memory, MIG mode and instances.
+        #[arg(long)]
+        gpus: bool,
     },
     /// List the administrators' reservations.
     Reservations {
@@ -147,6 +150,10 @@ enum Cmd {
         /// Seconds between SIGTERM and SIGKILL at a time limit or cancel.
         #[arg(long, default_value_t = 30.0)]
         kill_wait: f64,
+        /// SIMULATED GPUs for trying Bulkhead without GPUs (never real ones):
+        /// MODEL:COUNT[:mig], MODEL one of a100-40gb, a100-80gb, h100-80gb, h200-141gb.
+        #[arg(long)]
+        simulate_gpus: Option<String>,
     },
 }
 
@@ -323,10 +330,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        Cmd::Nodes { json } => {
+        Cmd::Nodes { json, gpus } => {
             let n = client(&cli)?.nodes().map_err(explain)?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&n)?);
+            } else if *gpus {
+                print!("{}", output::node_gpus(&n));
             } else {
                 print!("{}", output::nodes(&n));
             }
@@ -338,15 +347,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             cpus,
             mem,
             kill_wait,
+            simulate_gpus,
         } => {
             run_standalone(
                 &cli,
                 data_dir,
                 listen,
                 name.clone(),
-                *cpus,
-                *mem,
+                (*cpus, *mem),
                 *kill_wait,
+                simulate_gpus.clone(),
             )?;
         }
     }
@@ -496,9 +506,9 @@ fn run_standalone(
     data_dir: &std::path::Path,
     listen: &str,
     name: Option<String>,
-    cpus: Option<u32>,
-    mem: Option<u64>,
+    (cpus, mem): (Option<u32>, Option<u64>),
     kill_wait: f64,
+    simulate_gpus: Option<String>,
 ) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -580,6 +590,8 @@ fn run_standalone(
             isolation: bulkhead_agent::Isolation::Auto,
             managed_majors: Vec::new(),
             cgroup_at_root: Vec::new(),
+            simulate_gpus,
+            mig_layout: bulkhead_agent::gpu::nvml::Layout::Dynamic,
         };
         let agent = tokio::spawn(bulkhead_agent::run(agent_cfg, stop(rx.clone())));
         let munge_hint = munge_socket.as_ref().map(|s| format!("export BH_MUNGE_SOCKET={}\n  ", s.display())).unwrap_or_default();

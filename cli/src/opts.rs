@@ -7,7 +7,8 @@
 //! `#` that starts a word ends the directive. Options of Slurm's that Bulkhead does not
 //! implement yet are refused by name rather than silently ignored.
 
-use bulkhead_proto::job::{ArraySpec, Dependency};
+use bulkhead_gpu::{GpuAsk, parse_ask};
+use bulkhead_proto::job::{ArraySpec, Dependency, MigAsk};
 use bulkhead_proto::{JobId, ResourceRequest};
 use clap::Parser;
 
@@ -383,38 +384,90 @@ fn count(opt: &'static str, v: &str) -> Result<u32, OptsError> {
     }
 }
 
-/// GPUs asked by a `--gres` value: sums every `gpu[:type]:N` entry.
-fn gres_gpus(v: &str) -> Result<u32, OptsError> {
-    let mut total = 0u32;
+/// The GPU entries of a `--gres` value (`gpu:2`, `gpu:a100:2`, `gpu:1g.10gb:1`, comma
+/// separated).
+fn gres_asks(v: &str) -> Result<Vec<GpuAsk>, OptsError> {
+    let mut out = Vec::new();
     for item in v.split(',') {
-        let parts: Vec<&str> = item.split(':').collect();
-        if parts.first() != Some(&"gpu") {
+        let Some(rest) = item.strip_prefix("gpu") else {
             return Err(value_err(
                 "gres",
                 v,
                 format!(
                     "unknown generic resource {:?}",
-                    parts.first().unwrap_or(&"")
+                    item.split(':').next().unwrap_or("")
                 ),
             ));
-        }
-        let n = match parts.as_slice() {
-            [_] => 1,
-            [_, n] if n.bytes().all(|b| b.is_ascii_digit()) => count("gres", n)?,
-            [_, _ty] => 1,
-            [_, _ty, n] => count("gres", n)?,
-            _ => return Err(value_err("gres", v, "expected gpu[:TYPE]:N")),
         };
-        total = total.saturating_add(n);
+        let ask = match rest {
+            "" => "1",
+            r => match r.strip_prefix(':') {
+                Some(r) => r,
+                None => return Err(value_err("gres", v, "expected gpu[:TYPE][:N]")),
+            },
+        };
+        out.push(parse_ask(ask).map_err(|e| value_err("gres", v, e.to_string()))?);
     }
-    Ok(total)
+    Ok(out)
 }
 
-fn gpus_value(opt: &'static str, v: &str) -> Result<u32, OptsError> {
-    match v.rsplit_once(':') {
-        Some((_ty, n)) => count(opt, n),
-        None => count(opt, v),
+fn gpus_value(opt: &'static str, v: &str) -> Result<GpuAsk, OptsError> {
+    parse_ask(v).map_err(|e| value_err(opt, v, e.to_string()))
+}
+
+/// Whole GPUs and MIG slices per node, from the asks of `--gpus` (for the job, spread
+/// over its nodes), `--gpus-per-node` and `--gres` (per node). A job may have whole
+/// GPUs and slices, but one model and one profile.
+fn gpu_request(
+    per_job: Option<(&str, GpuAsk)>,
+    per_node: Vec<(&'static str, &str, GpuAsk)>,
+    nodes: u32,
+) -> Result<(u32, Option<String>, Option<MigAsk>), OptsError> {
+    let mut asks: Vec<(&'static str, &str, GpuAsk)> = per_node;
+    if let Some((v, ask)) = per_job {
+        let count = match &ask {
+            GpuAsk::Whole { count, .. } | GpuAsk::Mig { count, .. } => *count,
+        };
+        if count < nodes {
+            return Err(value_err(
+                "gpus",
+                v,
+                format!("{count} GPUs for {nodes} nodes: --gpus must be at least --nodes"),
+            ));
+        }
+        let each = count.div_ceil(nodes);
+        asks.push((
+            "gpus",
+            v,
+            match ask {
+                GpuAsk::Whole { model, .. } => GpuAsk::Whole { count: each, model },
+                GpuAsk::Mig { profile, .. } => GpuAsk::Mig {
+                    count: each,
+                    profile,
+                },
+            },
+        ));
     }
+    let (mut gpus, mut model, mut mig): (u32, Option<String>, Option<MigAsk>) = (0, None, None);
+    for (opt, v, ask) in asks {
+        match ask {
+            GpuAsk::Whole { count, model: m } => {
+                if m.is_some() && model.is_some() && m != model {
+                    return Err(value_err(opt, v, "one GPU model per job"));
+                }
+                model = model.or(m);
+                gpus = gpus.max(count);
+            }
+            GpuAsk::Mig { count, profile } => match &mut mig {
+                Some(have) if have.profile != profile => {
+                    return Err(value_err(opt, v, "one MIG profile per job"));
+                }
+                Some(have) => have.count = have.count.max(count),
+                None => mig = Some(MigAsk { profile, count }),
+            },
+        }
+    }
+    Ok((gpus, model, mig))
 }
 
 /// The parts of a submission that options decide.
@@ -623,25 +676,21 @@ impl SubmitOpts {
             Some(t) => parse_time(t).map_err(|d| value_err("time", t, d))?,
             None => None,
         };
-        let mut gpus = 0;
-        if let Some(g) = &self.gpus {
-            // --gpus is for the whole job, at least one per node.
-            let total = gpus_value("gpus", g)?;
-            if total < nodes {
-                return Err(value_err(
-                    "gpus",
-                    g,
-                    format!("{total} GPUs for {nodes} nodes: --gpus must be at least --nodes"),
-                ));
-            }
-            gpus = gpus.max(total.div_ceil(nodes));
-        }
+        // --gpus is for the whole job (at least one per node); the others per node.
+        let per_job = match &self.gpus {
+            Some(g) => Some((g.as_str(), gpus_value("gpus", g)?)),
+            None => None,
+        };
+        let mut per_node = Vec::new();
         if let Some(g) = &self.gpus_per_node {
-            gpus = gpus.max(gpus_value("gpus-per-node", g)?);
+            per_node.push(("gpus-per-node", g.as_str(), gpus_value("gpus-per-node", g)?));
         }
         if let Some(g) = &self.gres {
-            gpus = gpus.max(gres_gpus(g)?);
+            for ask in gres_asks(g)? {
+                per_node.push(("gres", g.as_str(), ask));
+            }
         }
+        let (gpus, gpu_model, mig) = gpu_request(per_job, per_node, nodes)?;
         // Several partitions may be named: the first that can take the job runs it.
         let partition = self.partition.clone();
         if partition
@@ -664,6 +713,8 @@ impl SubmitOpts {
                 cpus,
                 mem_mb,
                 gpus,
+                gpu_model,
+                mig,
                 time_limit_s,
                 partition,
             },
@@ -813,25 +864,52 @@ mod tests {
     }
 
     #[test]
-    fn gpu_spellings_count_gpus() {
+    fn gpu_spellings_parse_to_the_same_request() {
+        let gpu = |args: &[&str]| {
+            let r = cli(args).resolve().expect("resolves").resources;
+            (r.gpus, r.gpu_model, r.mig)
+        };
+        let slice = |n: u32| {
+            Some(MigAsk {
+                profile: "1g.10gb".into(),
+                count: n,
+            })
+        };
+        // Whole GPUs, any model.
+        assert_eq!(gpu(&["--gres=gpu:2"]), (2, None, None));
+        assert_eq!(gpu(&["--gpus=2"]), gpu(&["--gres=gpu:2"]));
+        assert_eq!(gpu(&["-G", "2"]), gpu(&["--gpus-per-node=2"]));
+        assert_eq!(gpu(&["--gres=gpu"]), (1, None, None));
+        // A model.
+        assert_eq!(gpu(&["--gres=gpu:a100:2"]), (2, Some("a100".into()), None));
+        assert_eq!(gpu(&["--gpus=a100:2"]), gpu(&["--gres=gpu:a100:2"]));
+        assert_eq!(gpu(&["--gpus=h100:4"]), (4, Some("h100".into()), None));
+        // A MIG slice.
+        assert_eq!(gpu(&["--gres=gpu:1g.10gb:1"]), (0, None, slice(1)));
+        assert_eq!(gpu(&["--gpus=1g.10gb:1"]), gpu(&["--gres=gpu:1g.10gb:1"]));
+        assert_eq!(gpu(&["--gpus-per-node", "1g.10gb:3"]), (0, None, slice(3)));
+        // Whole GPUs and slices together (Slurm's case 125).
         assert_eq!(
-            cli(&["--gres=gpu:2"]).resolve().expect("r").resources.gpus,
-            2
+            gpu(&["--gres=gpu:a100:1,gpu:1g.10gb:2"]),
+            (1, Some("a100".into()), slice(2))
         );
-        assert_eq!(
-            cli(&["--gres=gpu:a100:1,gpu:1g.10gb:2"])
-                .resolve()
-                .expect("r")
-                .resources
-                .gpus,
-            3
-        );
-        assert_eq!(
-            cli(&["--gpus=h100:4"]).resolve().expect("r").resources.gpus,
-            4
-        );
-        assert_eq!(cli(&["-G", "3"]).resolve().expect("r").resources.gpus, 3);
-        assert!(cli(&["--gres=fpga:1"]).resolve().is_err());
+        // --gpus is for the job: spread over its nodes.
+        assert_eq!(gpu(&["-N", "2", "--gpus=8"]), (4, None, None));
+        // Refused, with the reason.
+        for (args, why) in [
+            (&["--gres=fpga:1"][..], "unknown generic resource"),
+            (&["--gpus=abc"][..], "unknown GPU type"),
+            (&["--gpus=h100:0"][..], "positive"),
+            (&["--gres=gpu:a100:1,gpu:h100:1"][..], "one GPU model"),
+            (
+                &["--gres=gpu:1g.10gb:1,gpu:3g.40gb:1"][..],
+                "one MIG profile",
+            ),
+            (&["-N", "4", "--gpus=2"][..], "at least --nodes"),
+        ] {
+            let e = cli(args).resolve().expect_err(why).to_string();
+            assert!(e.contains(why), "{args:?}: {e}");
+        }
     }
 
     #[test]

@@ -212,7 +212,8 @@ pub fn job(j: &JobInfo, now_us: u64) -> String {
         ("NodeList", j.node.clone().unwrap_or_default()),
         ("NumCPUs", j.resources.cpus.to_string()),
         ("Memory", format!("{}M", j.resources.mem_mb)),
-        ("Gpus", j.resources.gpus.to_string()),
+        ("Gpus", gpus_asked(&j.resources)),
+        ("GpusAllocated", gpus_allocated(&j.gpus)),
         ("WorkDir", j.workdir.clone()),
         ("StdOut", j.stdout.clone()),
         ("StdErr", j.stderr.clone()),
@@ -259,6 +260,111 @@ pub fn nodes(nodes: &[NodeInfo]) -> String {
             "JOBS",
             "CGROUP_LIMITS",
             "REASON",
+        ],
+        &rows,
+    )
+}
+
+/// What a job asks of GPUs per node: `2`, `2 (h100)`, `1g.10gb:1`, or both.
+pub fn gpus_asked(r: &bulkhead_proto::ResourceRequest) -> String {
+    let mut parts = Vec::new();
+    if r.gpus > 0 {
+        parts.push(match &r.gpu_model {
+            Some(m) => format!("{} ({m})", r.gpus),
+            None => r.gpus.to_string(),
+        });
+    }
+    if let Some(m) = &r.mig {
+        parts.push(format!("{}:{}", m.profile, m.count));
+    }
+    if parts.is_empty() {
+        "0".into()
+    } else {
+        parts.join("+")
+    }
+}
+
+/// A running job's GPUs on each node: `gpu1`, `gpu0:1g.10gb@6`; nodes split by `;`.
+pub fn gpus_allocated(g: &[Vec<bulkhead_proto::job::GpuGrant>]) -> String {
+    if g.iter().all(Vec::is_empty) {
+        return "-".into();
+    }
+    g.iter()
+        .map(|node| {
+            node.iter()
+                .map(|x| match &x.mig {
+                    Some(m) => format!("gpu{}:{}@{}", x.index, m.profile, m.start),
+                    None => format!("gpu{}", x.index),
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// `bh nodes --gpus`: one line per GPU, its MIG instances under it.
+pub fn node_gpus(nodes: &[NodeInfo]) -> String {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for n in nodes {
+        if n.gpus.is_empty() {
+            rows.push(vec![
+                n.name.clone(),
+                "-".into(),
+                format!(
+                    "no GPUs ({})",
+                    if n.gpu_backend.is_empty() {
+                        "none"
+                    } else {
+                        &n.gpu_backend
+                    }
+                ),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+        }
+        for g in &n.gpus {
+            let fault = n
+                .gpu_faults
+                .iter()
+                .find(|(i, _)| *i == g.index)
+                .map(|(_, w)| format!("FAULT: {w}"));
+            let mig = match g.mig {
+                bulkhead_proto::job::MigMode::Disabled => "off",
+                bulkhead_proto::job::MigMode::Dynamic => "dynamic",
+                bulkhead_proto::job::MigMode::Static => "static",
+            };
+            let instances = if g.instances.is_empty() {
+                "-".to_string()
+            } else {
+                g.instances
+                    .iter()
+                    .map(|i| format!("{}@{}(gi{})", i.profile, i.start, i.gi_id))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            rows.push(vec![
+                n.name.clone(),
+                g.index.to_string(),
+                format!("{} [{}]", g.name, n.gpu_backend),
+                g.memory_mb.to_string(),
+                mig.into(),
+                instances,
+                fault.unwrap_or_else(|| g.uuid.clone()),
+            ]);
+        }
+    }
+    table(
+        &[
+            "NODE",
+            "GPU",
+            "MODEL",
+            "MEMORY_MB",
+            "MIG",
+            "INSTANCES",
+            "UUID",
         ],
         &rows,
     )

@@ -158,6 +158,46 @@ fn bh_reads_batch_options_as_slurm_does() {
                 rounded_minutes(r.resources.time_limit_s),
             );
         }
+        // GPUs: Slurm's TresPerNode / TresPerJob (`gres:gpu[:TYPE]:N,...`) against ours.
+        let (per_node, per_job) = (f["TresPerNode"].as_str(), f["TresPerJob"].as_str());
+        if per_node.is_some() || per_job.is_some() {
+            let nodes = r.resources.nodes.max(1);
+            let mut whole = 0;
+            let mut model = None;
+            let mut slices = None;
+            for (v, divide) in [(per_node, 1), (per_job, nodes)] {
+                for item in v.unwrap_or("").split(',').filter(|i| !i.is_empty()) {
+                    let parts: Vec<&str> = item.trim_start_matches("gres:").split(':').collect();
+                    let (ty, n) = match parts.as_slice() {
+                        ["gpu", n] => (None, n.parse::<u32>().unwrap_or(0)),
+                        ["gpu", t, n] => (Some(*t), n.parse::<u32>().unwrap_or(0)),
+                        _ => (None, 0),
+                    };
+                    let n = n.div_ceil(divide);
+                    match ty {
+                        Some(t) if t.contains('.') => slices = Some((t.to_string(), n)),
+                        Some(t) => {
+                            model = Some(t.to_string());
+                            whole += n;
+                        }
+                        None => whole += n,
+                    }
+                }
+            }
+            mismatch(
+                "GPUs",
+                format!("{whole} {model:?} {slices:?}"),
+                format!(
+                    "{} {:?} {:?}",
+                    r.resources.gpus,
+                    r.resources.gpu_model,
+                    r.resources
+                        .mig
+                        .as_ref()
+                        .map(|m| (m.profile.clone(), m.count))
+                ),
+            );
+        }
         let name = r.name.clone().unwrap_or_else(|| "script.sh".into());
         mismatch(
             "JobName",

@@ -83,12 +83,21 @@ pub fn has_nvidia(proc_devices: &str) -> bool {
         .any(|n| n.starts_with("nvidia"))
 }
 
-/// The rules of a job granted the GPUs whose `/dev/nvidiaN` minors are `gpu_minors`.
-pub fn job_rules(gpu_minors: &[u32], proc_devices: &str) -> Vec<DeviceRule> {
+/// The rules of a job granted the GPUs whose `/dev/nvidiaN` minors are `gpu_minors`
+/// and, for MIG slices, the `nvidia-caps` devices `caps` (major, minor) of their GPU
+/// and compute instances.
+pub fn job_rules(gpu_minors: &[u32], caps: &[(u32, u32)], proc_devices: &str) -> Vec<DeviceRule> {
     if gpu_minors.is_empty() {
         return Vec::new();
     }
     let rw = ACC_READ | ACC_WRITE;
+    // Read and write, as NVIDIA's container runtime grants them.
+    let caps_rules = caps.iter().map(|&(major, minor)| DeviceRule {
+        dev_type: DEV_CHAR,
+        major,
+        minor: Some(minor),
+        access: rw,
+    });
     let mut rules: Vec<DeviceRule> = gpu_minors
         .iter()
         .map(|&m| DeviceRule {
@@ -97,6 +106,7 @@ pub fn job_rules(gpu_minors: &[u32], proc_devices: &str) -> Vec<DeviceRule> {
             minor: Some(m),
             access: rw,
         })
+        .chain(caps_rules)
         .collect();
     rules.push(DeviceRule {
         dev_type: DEV_CHAR,
@@ -215,7 +225,7 @@ mod tests {
 
     #[test]
     fn a_job_gets_its_gpus_and_the_control_devices_only() {
-        let rules = job_rules(&[0, 2], PROC_DEVICES);
+        let rules = job_rules(&[0, 2], &[], PROC_DEVICES);
         let entries = compile(77, &rules);
         let managed = managed(PROC_DEVICES, &[]);
         let rw = ACC_READ | ACC_WRITE;
@@ -251,7 +261,7 @@ mod tests {
 
     #[test]
     fn a_job_without_gpus_gets_no_nvidia_device() {
-        assert!(job_rules(&[], PROC_DEVICES).is_empty());
+        assert!(job_rules(&[], &[], PROC_DEVICES).is_empty());
         let managed = managed(PROC_DEVICES, &[]);
         assert!(!decide(&[], &managed, 5, 195, 255, ACC_READ));
     }

@@ -186,6 +186,7 @@ mod tests {
             start_time_us: 1,
             end_time_us: 2,
             reason: None,
+            gpu_fault: None,
         }
     }
 

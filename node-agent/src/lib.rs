@@ -9,6 +9,7 @@
 pub mod cgroup;
 pub mod devices;
 pub mod devpolicy;
+pub mod gpu;
 pub mod journal;
 pub mod launch;
 
@@ -59,6 +60,30 @@ pub struct AgentConfig {
     /// Hierarchies (`cgroup2`, `memory`, `cpuset`, ...) where the agent may create its
     /// directory although it sits at their root: for hosts without cgroup delegation.
     pub cgroup_at_root: Vec<String>,
+    /// Simulated GPUs instead of NVML's (`a100-80gb:4:mig`), for tests and emulation.
+    pub simulate_gpus: Option<String>,
+    /// MIG GPUs: slices made per job (`Dynamic`), or the admin's layout (`Static`).
+    pub mig_layout: gpu::nvml::Layout,
+}
+
+/// The node's GPU backend, shared by the launches.
+type SharedGpus = Arc<Mutex<Option<Box<dyn gpu::GpuBackend>>>>;
+
+/// The simulated backend if asked, else NVML if this host has it, else none.
+fn open_gpus(cfg: &AgentConfig) -> Result<Option<Box<dyn gpu::GpuBackend>>, AgentError> {
+    if let Some(spec) = &cfg.simulate_gpus {
+        let sim =
+            gpu::simulated::SimulatedGpus::parse(spec, &cfg.name).map_err(AgentError::Gpus)?;
+        tracing::warn!(gpus = %spec, "SIMULATED GPUs: no real GPU is behind them");
+        return Ok(Some(Box::new(sim)));
+    }
+    match gpu::nvml::NvmlGpus::init(cfg.mig_layout) {
+        Ok(g) => Ok(Some(Box::new(g))),
+        Err(e) => {
+            tracing::info!(reason = %e, "no GPUs: NVML is not available on this node");
+            Ok(None)
+        }
+    }
 }
 
 /// Whether jobs are held to their device grants by the eBPF filter.
@@ -89,6 +114,8 @@ impl std::str::FromStr for Isolation {
 pub enum AgentError {
     #[error(transparent)]
     Cgroup(#[from] cgroup::CgroupError),
+    #[error("--simulate-gpus: {0}")]
+    Gpus(String),
     #[error(transparent)]
     Transport(#[from] transport::TransportError),
     #[error("cannot prepare spool directory {path}: {source}")]
@@ -106,9 +133,17 @@ pub enum AgentError {
 }
 
 enum JobEvent {
-    Started { job: JobId, pid: u32, start_us: u64 },
+    Started {
+        job: JobId,
+        pid: u32,
+        start_us: u64,
+    },
     Denied(Vec<bulkhead_ebpf_common::DenyEvent>),
-    Ended { end: JobEnd },
+    Ended {
+        end: JobEnd,
+    },
+    /// MIG instances were created or destroyed: the node's GPUs now.
+    Gpus(Vec<bulkhead_proto::job::GpuInfo>),
 }
 
 struct Running {
@@ -136,6 +171,7 @@ struct Agent {
     events: mpsc::Sender<JobEvent>,
     reg_tx: mpsc::Sender<Vec<u8>>,
     isolation: IsolationState,
+    gpus: SharedGpus,
     /// Denials not yet reported, with their counts.
     denials: BTreeMap<(JobId, u32, u32, u32, u32, u32), u64>,
     dev_paths: HashMap<(u32, u32, u32), Option<String>>,
@@ -264,6 +300,30 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         );
     }
     tracing::info!(enforced = %tree.enforced().join(", "), "job cgroups ready");
+    let mut gpus = open_gpus(&cfg)?;
+    let mut cfg = cfg;
+    if let Some(g) = &mut gpus {
+        match g.inventory() {
+            Ok(inv) => tracing::info!(
+                backend = g.kind(),
+                gpus = inv.len(),
+                mig = inv
+                    .iter()
+                    .filter(|x| x.mig != bulkhead_proto::job::MigMode::Disabled)
+                    .count(),
+                "GPUs found"
+            ),
+            Err(e) => tracing::error!(backend = g.kind(), error = %e, "cannot list the GPUs"),
+        }
+        // The simulated slices' capability devices are held by the filter like real ones.
+        if g.kind() == "simulated"
+            && let Some(m) = g.caps_major()
+            && !cfg.managed_majors.contains(&m)
+        {
+            cfg.managed_majors.push(m);
+        }
+    }
+    let gpus: SharedGpus = Arc::new(Mutex::new(gpus));
     let isolation = setup_isolation(&cfg, &tree);
     if isolation.filter.is_some() {
         tree.add_enforced("devices (eBPF)");
@@ -334,6 +394,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         events: ev_tx,
         reg_tx,
         isolation,
+        gpus,
         denials: BTreeMap::new(),
         dev_paths: HashMap::new(),
         cfg,
@@ -428,10 +489,21 @@ impl Agent {
             agent_version: env!("CARGO_PKG_VERSION").to_string(),
             running: self.jobs.keys().copied().collect(),
             enforced: self.tree.enforced(),
+            gpus: Vec::new(),
+            gpu_backend: "none".into(),
         };
-        let (munge, tx) = (self.munge.clone(), self.reg_tx.clone());
+        let (munge, tx, gpus) = (self.munge.clone(), self.reg_tx.clone(), self.gpus.clone());
         tokio::task::spawn_blocking(move || {
             let mut reg = reg;
+            if let Ok(mut g) = gpus.lock()
+                && let Some(g) = g.as_mut()
+            {
+                reg.gpu_backend = g.kind().to_string();
+                match g.inventory() {
+                    Ok(inv) => reg.gpus = inv,
+                    Err(e) => tracing::error!(error = %e, "cannot list the GPUs; registering none"),
+                }
+            }
             match munge.encode(b"") {
                 Ok(c) => reg.credential = c,
                 Err(e) => {
@@ -511,6 +583,11 @@ impl Agent {
     fn on_event(&mut self, ev: JobEvent) {
         match ev {
             JobEvent::Denied(events) => self.on_denials(events),
+            JobEvent::Gpus(inv) => {
+                if self.registered {
+                    self.send(&AgentMessage::GpuInventory(inv));
+                }
+            }
             JobEvent::Started { job, pid, start_us } => {
                 self.send(&AgentMessage::JobStarted {
                     job,
@@ -674,6 +751,7 @@ impl Agent {
             pids_max: self.cfg.pids_max,
             events: self.events.clone(),
             isolation: self.isolation.clone(),
+            gpus: self.gpus.clone(),
         };
         tokio::spawn(run_job(ctx, spec, cpu_ids, kill_rx));
     }
@@ -688,6 +766,63 @@ struct JobCtx {
     pids_max: u64,
     events: mpsc::Sender<JobEvent>,
     isolation: IsolationState,
+    gpus: SharedGpus,
+}
+
+impl JobCtx {
+    /// Makes the launch's GPU grants real on this node (MIG slices created).
+    fn acquire_gpus(&self, spec: &LaunchSpec) -> Result<gpu::JobGpus, (Option<u32>, String)> {
+        if spec.gpus.is_empty() {
+            return Ok(gpu::JobGpus::default());
+        }
+        let mut g = self
+            .gpus
+            .lock()
+            .map_err(|_| (None, "GPU backend lock poisoned".to_string()))?;
+        let Some(backend) = g.as_mut() else {
+            return Err((
+                None,
+                "the job was granted GPUs but this node has none".into(),
+            ));
+        };
+        let got = gpu::acquire(backend.as_mut(), &spec.gpus, spec.job.0);
+        if got.as_ref().is_ok_and(|g| !g.created.is_empty()) {
+            self.report_gpus(backend.as_mut());
+        }
+        got.map_err(|e| {
+            // A slice that failed to create puts that GPU out of service.
+            let fault = match &e {
+                gpu::GpuError::Mig { index, .. } => Some(*index),
+                gpu::GpuError::Nvml { .. } => {
+                    spec.gpus.iter().find(|x| x.mig.is_some()).map(|x| x.index)
+                }
+                _ => None,
+            };
+            (fault, format!("cannot set up the job's GPUs: {e}"))
+        })
+    }
+
+    fn release_gpus(&self, job: JobId, g: &gpu::JobGpus) {
+        if g.created.is_empty() {
+            return;
+        }
+        if let Ok(mut b) = self.gpus.lock()
+            && let Some(b) = b.as_mut()
+        {
+            gpu::release(b.as_mut(), g, job.0);
+            self.report_gpus(b.as_mut());
+        }
+    }
+
+    /// Tells the broker what the GPUs look like now (called off the event loop).
+    fn report_gpus(&self, b: &mut dyn gpu::GpuBackend) {
+        match b.inventory() {
+            Ok(inv) => {
+                let _ = self.events.blocking_send(JobEvent::Gpus(inv));
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot list the GPUs"),
+        }
+    }
 }
 
 struct Started {
@@ -696,11 +831,17 @@ struct Started {
     script: PathBuf,
     /// The job cgroup's id, when the device filter holds it.
     cgroup_id: Option<u64>,
+    gpus: gpu::JobGpus,
 }
 
 impl IsolationState {
     /// Grants a new job cgroup its devices, before any process enters it.
-    fn admit(&self, spec: &LaunchSpec, cg: &JobCgroup) -> Result<Option<u64>, String> {
+    fn admit(
+        &self,
+        spec: &LaunchSpec,
+        gpus: &gpu::JobGpus,
+        cg: &JobCgroup,
+    ) -> Result<Option<u64>, String> {
         if let Some(why) = &self.unavailable {
             return Err(format!(
                 "device isolation is unavailable on this node, so the job may not start: {why}"
@@ -713,7 +854,7 @@ impl IsolationState {
             .v2_dir()
             .ok_or("the job has no cgroup v2 directory for the device filter")?;
         let id = devices::cgroup_id(dir).map_err(|e| e.to_string())?;
-        let rules = devpolicy::job_rules(&spec.gpus, &self.proc_devices);
+        let rules = devpolicy::job_rules(&gpus.gpu_minors, &gpus.caps, &self.proc_devices);
         filter
             .lock()
             .map_err(|_| "device filter lock poisoned".to_string())?
@@ -738,8 +879,29 @@ impl IsolationState {
     }
 }
 
-fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result<Started, String> {
-    let user = launch::lookup_user(spec.uid, spec.gid).map_err(|e| e.to_string())?;
+fn prepare_and_spawn(
+    ctx: &JobCtx,
+    spec: &LaunchSpec,
+    cpu_ids: &[u32],
+) -> Result<Started, (Option<u32>, String)> {
+    let user = launch::lookup_user(spec.uid, spec.gid).map_err(|e| (None, e.to_string()))?;
+    let gpus = ctx.acquire_gpus(spec)?;
+    match spawn_with_gpus(ctx, spec, cpu_ids, user, gpus.clone()) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            ctx.release_gpus(spec.job, &gpus);
+            Err((None, e))
+        }
+    }
+}
+
+fn spawn_with_gpus(
+    ctx: &JobCtx,
+    spec: &LaunchSpec,
+    cpu_ids: &[u32],
+    user: launch::UserInfo,
+    gpus: gpu::JobGpus,
+) -> Result<Started, String> {
     let limits = Limits {
         cpu_ids: cpu_ids.to_vec(),
         mem_bytes: spec.mem_mb.saturating_mul(1 << 20),
@@ -752,7 +914,7 @@ fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result
     let cleanup = |cg: &JobCgroup| {
         let _ = cg.remove(Duration::from_millis(500));
     };
-    let cgroup_id = match ctx.isolation.admit(spec, &cg) {
+    let cgroup_id = match ctx.isolation.admit(spec, &gpus, &cg) {
         Ok(id) => id,
         Err(e) => {
             cleanup(&cg);
@@ -774,7 +936,11 @@ fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result
     let prepared = launch::Prepared {
         script: script.clone(),
         args: spec.args.clone(),
-        env: launch::job_env(spec, &user, &ctx.node, cpu_ids),
+        env: {
+            let mut env = launch::job_env(spec, &user, &ctx.node, cpu_ids);
+            env.extend(gpus.env());
+            env
+        },
         user,
         workdir: spec.workdir.clone(),
         stdout,
@@ -788,6 +954,7 @@ fn prepare_and_spawn(ctx: &JobCtx, spec: &LaunchSpec, cpu_ids: &[u32]) -> Result
             cg,
             script,
             cgroup_id,
+            gpus,
         }),
         Err(e) => {
             let _ = cg.kill();
@@ -815,29 +982,28 @@ async fn run_job(
         start_time_us: start_us,
         end_time_us: now_us(),
         reason,
+        gpu_fault: None,
     };
     let prepared = {
         let (ctx, spec, cpu_ids) = (ctx.clone(), spec.clone(), cpu_ids.clone());
         tokio::task::spawn_blocking(move || prepare_and_spawn(&ctx, &spec, &cpu_ids)).await
     };
-    let mut started = match prepared.unwrap_or_else(|e| Err(format!("launch task failed: {e}"))) {
-        Ok(s) => s,
-        Err(reason) => {
-            tracing::warn!(%job, %reason, "launch failed");
-            let _ = ctx
-                .events
-                .send(JobEvent::Ended {
-                    end: end(
-                        JobState::Failed,
-                        None,
-                        None,
-                        Some(format!("launch failed: {reason}")),
-                    ),
-                })
-                .await;
-            return;
-        }
-    };
+    let mut started =
+        match prepared.unwrap_or_else(|e| Err((None, format!("launch task failed: {e}")))) {
+            Ok(s) => s,
+            Err((gpu_fault, reason)) => {
+                tracing::warn!(%job, %reason, "launch failed");
+                let mut e = end(
+                    JobState::Failed,
+                    None,
+                    None,
+                    Some(format!("launch failed: {reason}")),
+                );
+                e.gpu_fault = gpu_fault;
+                let _ = ctx.events.send(JobEvent::Ended { end: e }).await;
+                return;
+            }
+        };
     let pid = started.child.id();
     let _ = ctx
         .events
@@ -897,6 +1063,10 @@ async fn run_job(
     .await
     .unwrap_or((Ok(()), false));
     ctx.isolation.release(started.cgroup_id);
+    {
+        let (c, g) = (ctx.clone(), started.gpus.clone());
+        let _ = tokio::task::spawn_blocking(move || c.release_gpus(job, &g)).await;
+    }
     if let Err(e) = killed {
         tracing::error!(%job, error = %e, "job processes survived the kill");
     }

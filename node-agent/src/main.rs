@@ -50,6 +50,19 @@ struct Args {
     /// their root (hosts without delegation): cgroup2, memory, cpuset, cpu, pids, freezer.
     #[arg(long, value_delimiter = ',')]
     cgroup_at_root: Vec<String>,
+    /// SIMULATED GPUs instead of the host's (for tests and emulation, never real):
+    /// MODEL:COUNT[:mig], MODEL one of a100-40gb, a100-80gb, h100-80gb, h200-141gb;
+    /// `:mig` puts them in MIG mode with slices made per job.
+    #[arg(long, env = "BH_SIMULATE_GPUS")]
+    simulate_gpus: Option<String>,
+    /// GPUs in MIG mode: `dynamic` (slices created for each job and destroyed after)
+    /// or `static` (the admin's layout is kept; jobs get its instances).
+    #[arg(long, default_value = "dynamic")]
+    mig_layout: String,
+    /// Print the GPUs as NVML reports them (inventory, MIG mode, instances, every
+    /// profile with its placements) and exit. Read-only: changes nothing on the GPUs.
+    #[arg(long)]
+    check_gpus: bool,
 }
 
 #[tokio::main]
@@ -62,6 +75,14 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let a = Args::parse();
+    if a.check_gpus {
+        return bulkhead_agent::gpu::report::print().context("GPU check failed");
+    }
+    let mig_layout = match a.mig_layout.as_str() {
+        "dynamic" => bulkhead_agent::gpu::nvml::Layout::Dynamic,
+        "static" => bulkhead_agent::gpu::nvml::Layout::Static,
+        other => anyhow::bail!("--mig-layout {other:?}: dynamic or static"),
+    };
     let name = match a.name {
         Some(n) => n,
         None => nix::unistd::gethostname()
@@ -88,6 +109,8 @@ async fn main() -> anyhow::Result<()> {
         isolation: a.device_isolation,
         managed_majors: a.managed_majors,
         cgroup_at_root: a.cgroup_at_root,
+        simulate_gpus: a.simulate_gpus,
+        mig_layout,
     };
     run(cfg, bulkhead_net::shutdown_signal())
         .await

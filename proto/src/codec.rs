@@ -196,6 +196,11 @@ mod tests {
                     cpus: 4,
                     mem_mb: 1024,
                     gpus: 0,
+                    gpu_model: None,
+                    mig: Some(crate::job::MigAsk {
+                        profile: "3g.40gb".into(),
+                        count: 2,
+                    }),
                     time_limit_s: Some(60),
                     partition: None,
                 },

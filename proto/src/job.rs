@@ -100,6 +100,10 @@ pub struct ResourceRequest {
     pub mem_mb: u64,
     /// Whole GPUs on each node.
     pub gpus: u32,
+    /// The model or family the whole GPUs must be (`h100`, `a100-80gb`); `None`: any.
+    pub gpu_model: Option<String>,
+    /// MIG slices on each node, instead of whole GPUs.
+    pub mig: Option<MigAsk>,
     /// Wall-clock limit in seconds; `None` takes the partition's default.
     pub time_limit_s: Option<u64>,
     /// Partition name; `None` takes the default partition.
@@ -113,15 +117,34 @@ impl Default for ResourceRequest {
             cpus: 1,
             mem_mb: 0,
             gpus: 0,
+            gpu_model: None,
+            mig: None,
             time_limit_s: None,
             partition: None,
         }
     }
 }
 
+/// MIG slices of one profile (`--gpus 3g.40gb:2`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigAsk {
+    /// The profile's name, `1g.10gb`.
+    pub profile: String,
+    /// Slices on each node.
+    pub count: u32,
+}
+
 impl ResourceRequest {
     pub fn validate(&self) -> Result<(), LimitError> {
         check("nodes", self.nodes as usize, 100_000)?;
+        check("gpus", self.gpus as usize, 1024)?;
+        if let Some(m) = &self.gpu_model {
+            check_str("gpu model", m, limits::MAX_NAME_BYTES)?;
+        }
+        if let Some(m) = &self.mig {
+            check_str("mig profile", &m.profile, limits::MAX_NAME_BYTES)?;
+            check("mig slices", m.count as usize, 64)?;
+        }
         if let Some(p) = &self.partition {
             check_str("partition", p, limits::MAX_NAME_BYTES)?;
         }
@@ -233,9 +256,9 @@ pub struct LaunchSpec {
     /// Names of the nodes allocated to the job (`BH_NODELIST`).
     pub nodelist: String,
     pub submit_time_us: u64,
-    /// The GPUs granted on this node, as the minor numbers of their `/dev/nvidiaN`.
-    /// Empty: the job may open no NVIDIA device at all.
-    pub gpus: Vec<u32>,
+    /// The GPUs and MIG slices granted on this node. Empty: the job may open no
+    /// NVIDIA device at all.
+    pub gpus: Vec<GpuGrant>,
     /// For a task of a job array: the array's job id and the task's index.
     pub array: Option<(JobId, u32)>,
 }
@@ -252,7 +275,81 @@ impl LaunchSpec {
         check_str("partition", &self.partition, limits::MAX_NAME_BYTES)?;
         check_str("nodelist", &self.nodelist, limits::MAX_PATH_BYTES)?;
         check("gpus", self.gpus.len(), 1024)?;
+        for g in &self.gpus {
+            if let Some(m) = &g.mig {
+                check_str("mig profile", &m.profile, limits::MAX_NAME_BYTES)?;
+            }
+        }
         validate_env(&self.env)
+    }
+}
+
+/// One GPU of a launch: a whole GPU, or a MIG slice the agent creates on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuGrant {
+    /// The GPU's index on the node (NVML's index).
+    pub index: u32,
+    /// For a slice: its profile and placement, chosen by the scheduler.
+    pub mig: Option<MigPlacement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigPlacement {
+    pub profile: String,
+    /// Start slot, in memory slices.
+    pub start: u8,
+}
+
+/// One GPU of a node, as its agent reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuInfo {
+    pub index: u32,
+    pub uuid: String,
+    /// As NVML names it: `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Bulkhead's key of the model (`h100-80gb`) when it is one it models.
+    pub model: Option<String>,
+    /// The minor of its `/dev/nvidiaN`.
+    pub minor: u32,
+    pub memory_mb: u64,
+    pub mig: MigMode,
+    /// MIG instances that exist now.
+    pub instances: Vec<MigInstanceInfo>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MigMode {
+    Disabled,
+    /// Instances created and destroyed around each job.
+    Dynamic,
+    /// The admin's layout: jobs get the instances that exist.
+    Static,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigInstanceInfo {
+    pub gi_id: u32,
+    pub ci_id: u32,
+    pub profile: String,
+    pub start: u8,
+    pub size: u8,
+    /// `MIG-…`
+    pub uuid: String,
+    /// The job it was created for, when Bulkhead created it.
+    pub job: Option<JobId>,
+}
+
+impl GpuInfo {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        for s in [&self.uuid, &self.name] {
+            check_str("gpu", s, limits::MAX_NAME_BYTES)?;
+        }
+        check("mig instances", self.instances.len(), 64)?;
+        for i in &self.instances {
+            check_str("mig instance", &i.profile, limits::MAX_NAME_BYTES)?;
+            check_str("mig instance", &i.uuid, limits::MAX_NAME_BYTES)?;
+        }
+        Ok(())
     }
 }
 
@@ -269,6 +366,9 @@ pub struct JobEnd {
     pub end_time_us: u64,
     /// Why, in words, when the state alone does not say it (launch failures).
     pub reason: Option<String>,
+    /// The GPU whose MIG instance could not be created for the job: the job goes back
+    /// to the queue and the GPU out of service until an admin resumes the node.
+    pub gpu_fault: Option<u32>,
 }
 
 impl JobEnd {
@@ -372,6 +472,8 @@ pub struct JobInfo {
     pub array_task: Option<(JobId, u32)>,
     /// For an array: the indices not started yet (`4-9,12`), and the throttle.
     pub array_pending: Option<String>,
+    /// While it runs: its GPUs and MIG placements on each node (`node` first).
+    pub gpus: Vec<Vec<GpuGrant>>,
 }
 
 /// The default output pattern, as Slurm's `slurm-%j.out`.

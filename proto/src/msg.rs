@@ -2,7 +2,7 @@
 
 use crate::codec::{Kind, Message};
 use crate::ids::{JobId, NodeId};
-use crate::job::{DeviceDenial, JobEnd, JobInfo, JobState, JobSubmission, LaunchSpec};
+use crate::job::{DeviceDenial, GpuInfo, JobEnd, JobInfo, JobState, JobSubmission, LaunchSpec};
 use crate::limits::{self, LimitError, check, check_str};
 use serde::{Deserialize, Serialize};
 
@@ -156,6 +156,10 @@ pub struct NodeInfo {
     pub agent_version: String,
     /// Why the node is drained or down.
     pub reason: Option<String>,
+    pub gpus: Vec<GpuInfo>,
+    pub gpu_backend: String,
+    /// GPUs out of service and why, until an admin resumes the node.
+    pub gpu_faults: Vec<(u32, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,6 +204,8 @@ pub enum AgentMessage {
     JobEnded(JobEnd),
     /// Device accesses refused since the last report (rate-limited by the agent).
     Denials(Vec<(JobId, DeviceDenial)>),
+    /// The node's GPUs after MIG instances were created or destroyed.
+    GpuInventory(Vec<GpuInfo>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,6 +218,9 @@ pub struct Registration {
     /// Jobs the agent is running now (after a broker restart, or a reconnect).
     pub running: Vec<JobId>,
     pub enforced: Vec<String>,
+    pub gpus: Vec<GpuInfo>,
+    /// Where the GPUs come from: `nvml`, `simulated`, or `none`.
+    pub gpu_backend: String,
 }
 
 /// From the broker to a node agent.
@@ -311,6 +320,9 @@ impl Message for AgentMessage {
                 for e in &r.enforced {
                     check_str("enforced", e, limits::MAX_NAME_BYTES)?;
                 }
+                check_str("gpu_backend", &r.gpu_backend, limits::MAX_NAME_BYTES)?;
+                check("gpus", r.gpus.len(), 64)?;
+                r.gpus.iter().try_for_each(GpuInfo::validate)?;
                 if r.name.is_empty() {
                     return Err(LimitError {
                         field: "name",
@@ -321,6 +333,10 @@ impl Message for AgentMessage {
                 Ok(())
             }
             AgentMessage::Heartbeat { running } => check_ids("running", running),
+            AgentMessage::GpuInventory(g) => {
+                check("gpus", g.len(), 64)?;
+                g.iter().try_for_each(GpuInfo::validate)
+            }
             AgentMessage::JobStarted { .. } => Ok(()),
             AgentMessage::JobEnded(e) => e.validate(),
             AgentMessage::Denials(d) => {

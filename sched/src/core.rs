@@ -12,6 +12,7 @@
 //! little per job.
 
 use crate::fairshare::FairShare;
+use crate::gpus::{self, GpuState};
 use crate::model::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -79,11 +80,27 @@ struct Node {
     spec: NodeSpec,
     health: Health,
     free: Res,
+    gpus: Vec<GpuState>,
     /// Running jobs on the node: their end by time limit (`None`: no limit) and use.
     jobs: Vec<(JobId, Option<Time>, Res)>,
 }
 
 impl Node {
+    /// A node with nothing running; its GPU capacity worked out from its GPUs.
+    fn new(mut spec: NodeSpec, health: Health) -> Node {
+        let gpus = gpus::of_node(&spec);
+        let (whole, mig) = gpus::capacity(&gpus);
+        spec.capacity.gpus = whole;
+        spec.capacity.mig = mig;
+        Node {
+            free: spec.capacity,
+            spec,
+            health,
+            gpus,
+            jobs: vec![],
+        }
+    }
+
     fn schedulable(&self) -> bool {
         self.health == Health::Up
     }
@@ -102,6 +119,8 @@ struct Running {
     spec: JobSpec,
     partition: PartIdx,
     nodes: Vec<NodeIdx>,
+    /// GPUs on each of `nodes`.
+    gpus: Vec<Vec<GpuAssign>>,
     start: Time,
     end_limit: Option<Time>,
     charged_to: Time,
@@ -178,22 +197,18 @@ impl Scheduler {
                 w
             })
             .collect();
+        let nodes: Vec<Node> = nodes
+            .into_iter()
+            .map(|spec| Node::new(spec, Health::Up))
+            .collect();
         let mut max_total = Res::default();
         for n in &nodes {
-            max_total.add(&n.capacity);
+            max_total.add(&n.spec.capacity);
         }
         let fs = FairShare::new(accounts, cfg.half_life);
         let mut s = Scheduler {
             cfg,
-            nodes: nodes
-                .into_iter()
-                .map(|spec| Node {
-                    free: spec.capacity,
-                    spec,
-                    health: Health::Up,
-                    jobs: vec![],
-                })
-                .collect(),
+            nodes,
             parts,
             member,
             fs,
@@ -222,13 +237,9 @@ impl Scheduler {
     /// starts in `health`.
     pub fn add_node(&mut self, spec: NodeSpec, partitions: &[PartIdx], health: Health) -> NodeIdx {
         let n = NodeIdx(self.nodes.len() as u32);
-        self.max_total.add(&spec.capacity);
-        self.nodes.push(Node {
-            free: spec.capacity,
-            spec,
-            health,
-            jobs: vec![],
-        });
+        let node = Node::new(spec, health);
+        self.max_total.add(&node.spec.capacity);
+        self.nodes.push(node);
         let words = self.nodes.len().div_ceil(64);
         for (i, m) in self.member.iter_mut().enumerate() {
             m.resize(words, 0);
@@ -242,12 +253,21 @@ impl Scheduler {
     }
 
     /// Takes a job's resources on its nodes and counts them against its user and account.
-    fn allocate(&mut self, spec: &JobSpec, nodes: &[NodeIdx], end: Option<Time>) {
+    fn allocate(
+        &mut self,
+        spec: &JobSpec,
+        nodes: &[NodeIdx],
+        assigned: &[Vec<GpuAssign>],
+        end: Option<Time>,
+    ) {
         let per = spec.req.per_node;
-        for n in nodes {
+        for (i, n) in nodes.iter().enumerate() {
             self.unindex(*n);
             let node = &mut self.nodes[n.0 as usize];
             node.free.sub(&per);
+            if let Some(a) = assigned.get(i) {
+                gpus::take(&mut node.gpus, a);
+            }
             node.jobs.push((spec.id, end, per));
             self.index(*n);
         }
@@ -268,17 +288,51 @@ impl Scheduler {
         }
     }
 
+    /// Replaces a node's GPUs (its agent registered another inventory): capacity and
+    /// free counts are worked out anew, and the GPUs of the jobs running there taken
+    /// again.
+    pub fn set_node_gpus(&mut self, n: NodeIdx, gpus: Vec<GpuSpec>) {
+        let Some(node) = self.nodes.get(n.0 as usize) else {
+            return;
+        };
+        if node.spec.gpus == gpus && !gpus.is_empty() {
+            return;
+        }
+        self.unindex(n);
+        let node = &mut self.nodes[n.0 as usize];
+        self.max_total.sub(&node.spec.capacity);
+        let mut spec = node.spec.clone();
+        spec.capacity.gpus = 0;
+        spec.gpus = gpus;
+        let mut fresh = Node::new(spec, node.health.clone());
+        fresh.jobs = std::mem::take(&mut node.jobs);
+        for (_, _, r) in &fresh.jobs {
+            fresh.free.sub(r);
+        }
+        for r in self.running.values() {
+            if let Some(i) = r.nodes.iter().position(|x| *x == n)
+                && let Some(a) = r.gpus.get(i)
+            {
+                gpus::take(&mut fresh.gpus, a);
+            }
+        }
+        self.max_total.add(&fresh.spec.capacity);
+        self.nodes[n.0 as usize] = fresh;
+        self.index(n);
+    }
+
     /// Puts back a job that was running when the caller restarted (its store says so).
     pub fn restore_running(
         &mut self,
         spec: JobSpec,
         partition: PartIdx,
         nodes: Vec<NodeIdx>,
+        gpus: Vec<Vec<GpuAssign>>,
         start: Time,
         end_limit: Option<Time>,
     ) {
         let id = spec.id;
-        self.allocate(&spec, &nodes, end_limit);
+        self.allocate(&spec, &nodes, &gpus, end_limit);
         self.users.entry(spec.user).or_default().submitted += 1;
         self.accounts_use.entry(spec.account).or_default().submitted += 1;
         self.running.insert(
@@ -287,6 +341,7 @@ impl Scheduler {
                 spec,
                 partition,
                 nodes,
+                gpus,
                 start,
                 end_limit,
                 charged_to: start,
@@ -363,9 +418,9 @@ impl Scheduler {
             .nodes
             .iter()
             .filter(|n| {
-                spec.req
-                    .per_node
-                    .fits_in(&self.nodes[n.0 as usize].spec.capacity)
+                let node = &self.nodes[n.0 as usize];
+                spec.req.per_node.fits_in(&node.spec.capacity)
+                    && (!needs_gpus(&spec.req) || gpus::plan(&node.gpus, &spec.req, true).is_some())
             })
             .count();
         big >= spec.req.nodes as usize
@@ -442,10 +497,20 @@ impl Scheduler {
                     false
                 }
                 Ok(_) if !self.could_ever_fit(spec, *p) => {
-                    why.push(format!(
-                        "partition {} has too few nodes of that size",
-                        self.parts[p.0 as usize].name
-                    ));
+                    let name = &self.parts[p.0 as usize].name;
+                    why.push(match spec.req.mig {
+                        Some((pid, n)) => format!(
+                            "partition {name} has too few nodes with {n} free placements of MIG \
+                             profile {} on GPUs in MIG mode",
+                            bulkhead_gpu::all_profile_names()[pid as usize]
+                        ),
+                        None if spec.req.gpu_models.is_some() => format!(
+                            "partition {name} has too few nodes with {} GPUs of the model asked \
+                             (not in MIG mode)",
+                            spec.req.per_node.gpus
+                        ),
+                        None => format!("partition {name} has too few nodes of that size"),
+                    });
                     false
                 }
                 Ok(_) => true,
@@ -589,10 +654,13 @@ impl Scheduler {
             return;
         };
         let per = r.spec.req.per_node;
-        for n in &r.nodes {
+        for (i, n) in r.nodes.iter().enumerate() {
             self.unindex(*n);
             let node = &mut self.nodes[n.0 as usize];
             node.free.add(&per);
+            if let Some(a) = r.gpus.get(i) {
+                gpus::give_back(&mut node.gpus, a);
+            }
             node.jobs.retain(|(j, _, _)| *j != id);
             self.index(*n);
         }
@@ -646,8 +714,9 @@ impl Scheduler {
             let dt = now.saturating_sub(r.charged_to) as f64;
             if dt > 0.0 {
                 let q = &r.spec.req;
-                let bill = f64::from(q.nodes)
-                    * (f64::from(q.per_node.gpus) * bg + f64::from(q.per_node.cpus) * bc);
+                // A MIG slice costs its fraction of a GPU.
+                let gpus = f64::from(q.per_node.gpus) + gpus::mig_fraction(q.per_node.mig);
+                let bill = f64::from(q.nodes) * (gpus * bg + f64::from(q.per_node.cpus) * bc);
                 self.fs.charge_user(r.spec.account, r.spec.user, bill * dt);
                 r.charged_to = now;
             }
@@ -767,13 +836,15 @@ impl Scheduler {
         mine: Option<&str>,
         now: Time,
         p: PartIdx,
-        per: &Res,
-        count: u32,
+        req: &Request,
         end: Option<Time>,
         reserved: &Reserved,
-    ) -> Option<Vec<NodeIdx>> {
+    ) -> Option<(Vec<NodeIdx>, Vec<Vec<GpuAssign>>)> {
+        let (per, count) = (&req.per_node, req.nodes);
         let set = &self.member[p.0 as usize];
+        let with_gpus = needs_gpus(req);
         let mut out = Vec::with_capacity(count as usize);
+        let mut plans = Vec::with_capacity(count as usize);
         for (_, nodes) in self.by_free_gpus.range(per.gpus..) {
             for n in nodes {
                 if !bit(set, n.0) || !per.fits_in(&self.nodes[n.0 as usize].free) {
@@ -788,9 +859,17 @@ impl Scheduler {
                 if clash || !self.admin_allows(*n, mine, now, end) {
                     continue;
                 }
+                if with_gpus {
+                    match gpus::plan(&self.nodes[n.0 as usize].gpus, req, false) {
+                        Some(a) => plans.push(a),
+                        None => continue,
+                    }
+                } else {
+                    plans.push(Vec::new());
+                }
                 out.push(*n);
                 if out.len() == count as usize {
-                    return Some(out);
+                    return Some((out, plans));
                 }
             }
         }
@@ -878,7 +957,7 @@ impl Scheduler {
         &mut self,
         id: JobId,
         p: PartIdx,
-        nodes: Vec<NodeIdx>,
+        (nodes, gpus): (Vec<NodeIdx>, Vec<Vec<GpuAssign>>),
         limit: Option<Time>,
         now: Time,
     ) -> Decision {
@@ -890,13 +969,14 @@ impl Scheduler {
         };
         let spec = pj.spec;
         let end = limit.map(|l| now + l);
-        self.allocate(&spec, &nodes, end);
+        self.allocate(&spec, &nodes, &gpus, end);
         self.running.insert(
             id,
             Running {
                 spec,
                 partition: p,
                 nodes: nodes.clone(),
+                gpus: gpus.clone(),
                 start: now,
                 end_limit: end,
                 charged_to: now,
@@ -906,6 +986,7 @@ impl Scheduler {
             job: id,
             partition: p,
             nodes,
+            gpus,
             time_limit: limit,
         }
     }
@@ -1255,17 +1336,8 @@ impl Scheduler {
                 None => limit,
             };
             let end = limit.map(|l| now + l);
-            if let Some(nodes) = self.pick_now(
-                spec.id,
-                mine,
-                now,
-                *p,
-                &spec.req.per_node,
-                spec.req.nodes,
-                end,
-                reserved,
-            ) {
-                return Placed::Now(*p, nodes, limit);
+            if let Some(picked) = self.pick_now(spec.id, mine, now, *p, &spec.req, end, reserved) {
+                return Placed::Now(*p, picked, limit);
             }
             why = None;
         }
@@ -1346,7 +1418,10 @@ impl Scheduler {
             (Health::Draining { .. }, false) => "DRAINING",
             (Health::Up, true) => "IDLE",
             (Health::Up, false)
-                if node.free.cpus == 0 || node.free.gpus == 0 && node.spec.capacity.gpus > 0 =>
+                if node.free.cpus == 0
+                    || node.free.gpus == 0
+                        && node.free.mig == 0
+                        && node.spec.capacity.gpus + node.spec.capacity.mig > 0 =>
             {
                 "ALLOCATED"
             }
@@ -1374,6 +1449,14 @@ impl std::hash::Hasher for PairHasher {
     }
 }
 
+/// Nodes picked for a job, and its GPUs on each.
+type Picked = (Vec<NodeIdx>, Vec<Vec<GpuAssign>>);
+
+/// Whether a request needs GPUs placed (not just counted).
+fn needs_gpus(req: &Request) -> bool {
+    req.per_node.gpus > 0 || req.mig.is_some()
+}
+
 /// Jobs to stop, and whether each goes back to the queue.
 type Victims = Vec<(JobId, bool)>;
 
@@ -1390,7 +1473,7 @@ enum Action {
     Preempt(Vec<NodeIdx>, Vec<(JobId, bool)>, Option<Time>),
     Gone,
     Never,
-    Start(PartIdx, Vec<NodeIdx>, Option<Time>),
+    Start(PartIdx, Picked, Option<Time>),
     Reserve(Time, Vec<NodeIdx>, Option<Time>),
     Wait(Reason),
     /// Cannot start now, and no reservation is left to make.
@@ -1399,7 +1482,7 @@ enum Action {
 
 enum Placed {
     Wait(Reason),
-    Now(PartIdx, Vec<NodeIdx>, Option<Time>),
+    Now(PartIdx, Picked, Option<Time>),
     Later,
     NoPartition(String),
 }

@@ -12,6 +12,7 @@
 
 pub mod core;
 pub mod fairshare;
+mod gpus;
 pub mod model;
 pub mod sim;
 

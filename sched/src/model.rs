@@ -4,6 +4,8 @@
 
 use std::collections::BTreeSet;
 
+pub use bulkhead_gpu::{GpuModel, MigProfile};
+
 /// Seconds, on whatever clock the caller feeds (the broker's wall clock, or a
 /// simulation's).
 pub type Time = u64;
@@ -17,28 +19,63 @@ pub struct PartIdx(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AccountIdx(pub u32);
 
-/// A node's capacity.
+/// A node's capacity, or what a job takes of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Res {
     pub cpus: u32,
     pub mem_mb: u64,
+    /// Whole GPUs (not in MIG mode).
     pub gpus: u32,
+    /// MIG compute slices (seven per MIG GPU). A count for quick checks and for
+    /// reservations; whether a slice really fits is decided by placement.
+    pub mig: u32,
 }
 
 impl Res {
     pub fn fits_in(&self, free: &Res) -> bool {
-        self.cpus <= free.cpus && self.mem_mb <= free.mem_mb && self.gpus <= free.gpus
+        self.cpus <= free.cpus
+            && self.mem_mb <= free.mem_mb
+            && self.gpus <= free.gpus
+            && self.mig <= free.mig
     }
     pub fn add(&mut self, o: &Res) {
         self.cpus += o.cpus;
         self.mem_mb += o.mem_mb;
         self.gpus += o.gpus;
+        self.mig += o.mig;
     }
     pub fn sub(&mut self, o: &Res) {
         self.cpus = self.cpus.saturating_sub(o.cpus);
         self.mem_mb = self.mem_mb.saturating_sub(o.mem_mb);
         self.gpus = self.gpus.saturating_sub(o.gpus);
+        self.mig = self.mig.saturating_sub(o.mig);
     }
+}
+
+/// One GPU of a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuSpec {
+    /// `None`: a model Bulkhead does not know (it can be given whole, never sliced).
+    pub model: Option<GpuModel>,
+    pub mode: GpuMode,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuMode {
+    /// Not in MIG mode: given whole.
+    Whole,
+    /// In MIG mode, slices created on demand at the placements the scheduler picks.
+    MigDynamic,
+    /// In MIG mode with the admin's layout: these instances (profile, start) exist and
+    /// are given as they are.
+    MigStatic(Vec<(&'static MigProfile, u8)>),
+}
+
+/// A GPU given to a job on one node: its index, and for a slice its profile and start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuAssign {
+    pub gpu: u8,
+    pub mig: Option<(&'static MigProfile, u8)>,
 }
 
 /// A node's administrative and health state. IDLE, MIXED and ALLOCATED are derived
@@ -58,7 +95,10 @@ pub enum Health {
 #[derive(Debug, Clone)]
 pub struct NodeSpec {
     pub name: String,
+    /// `gpus` and `mig` of the capacity are worked out from `gpus` when it is given;
+    /// a node given GPU counts only has that many whole GPUs of no known model.
     pub capacity: Res,
+    pub gpus: Vec<GpuSpec>,
 }
 
 #[derive(Debug, Clone)]
@@ -107,13 +147,47 @@ pub struct Limits {
 }
 
 /// What one job asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Request {
     /// Nodes, all started at once (a gang).
     pub nodes: u32,
+    /// `gpus`: whole GPUs; `mig`: the compute slices of the slices asked (set by
+    /// [`Request::with_mig`]).
     pub per_node: Res,
     /// `None`: the partition's default time.
     pub time_limit: Option<Time>,
+    /// Models the whole GPUs may be, as a bit per [`GpuModel::ALL`] entry; `None`: any.
+    pub gpu_models: Option<u8>,
+    /// MIG slices on each node: the profile (by [`bulkhead_gpu::profile_name_id`]) and
+    /// how many.
+    pub mig: Option<(u8, u8)>,
+}
+
+impl Request {
+    /// Asks for `count` slices of the profile named `profile` on each node.
+    pub fn with_mig(mut self, profile: &str, count: u8) -> Option<Request> {
+        let id = bulkhead_gpu::profile_name_id(profile)?;
+        let slices = GpuModel::ALL
+            .iter()
+            .find_map(|m| m.profile(profile))
+            .map(|p| p.compute_slices)?;
+        self.mig = Some((id, count));
+        self.per_node.mig = u32::from(slices) * u32::from(count);
+        Some(self)
+    }
+
+    /// Whole GPUs only of models matching `want` (`h100`, `a100-80gb`).
+    pub fn with_model(mut self, want: &str) -> Option<Request> {
+        let mask = GpuModel::ALL
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.matches(want))
+            .fold(0u8, |acc, (i, _)| acc | 1 << i);
+        (mask != 0).then(|| {
+            self.gpu_models = Some(mask);
+            self
+        })
+    }
 }
 
 /// A dependency on another job.
@@ -214,6 +288,8 @@ pub enum Decision {
         job: JobId,
         partition: PartIdx,
         nodes: Vec<NodeIdx>,
+        /// The GPUs on each node, in the order of `nodes`.
+        gpus: Vec<Vec<GpuAssign>>,
         time_limit: Option<Time>,
     },
     /// The job can never run (a dependency failed, or no partition can ever take it).

@@ -12,7 +12,9 @@ fn nodes(n: u32, cpus: u32, gpus: u32) -> Vec<NodeSpec> {
                 cpus,
                 mem_mb: 512_000,
                 gpus,
+                ..Default::default()
             },
+            gpus: vec![],
         })
         .collect()
 }
@@ -54,8 +56,10 @@ fn job(id: u64, account: u32, nodes: u32, gpus: u32, limit: Time, submit: Time) 
                 cpus: gpus.max(1),
                 mem_mb: 1000,
                 gpus,
+                ..Default::default()
             },
             time_limit: Some(limit),
+            ..Default::default()
         },
         submit,
         deps: vec![],

@@ -36,7 +36,9 @@ fn main() {
                 cpus: 64,
                 mem_mb: 512_000,
                 gpus: 8,
+                ..Default::default()
             },
+            gpus: vec![],
         })
         .collect();
     let parts = vec![PartitionSpec {
@@ -83,8 +85,10 @@ fn main() {
                     cpus: gpus * 8,
                     mem_mb: u64::from(gpus) * 64_000,
                     gpus,
+                    ..Default::default()
                 },
                 time_limit: Some(3600 * (1 + rng.below(24))),
+                ..Default::default()
             },
             submit: rng.below(3600),
             deps,

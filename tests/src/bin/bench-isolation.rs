@@ -39,7 +39,7 @@ fn main() -> Result<()> {
     let managed = devpolicy::managed("", &[]);
     let result = (|| -> Result<()> {
         let mut filter = DeviceFilter::open(&bpffs, &name, &jobs_dir, tree.job_level(), &managed)?;
-        let rules = devpolicy::job_rules(&[0], "");
+        let rules = devpolicy::job_rules(&[0], &[], "");
         let limits = Limits {
             cpu_ids: vec![0],
             mem_bytes: 256 << 20,

@@ -1,0 +1,308 @@
+//! The node's GPUs behind one narrow trait, [`GpuBackend`], with two implementations:
+//! [`nvml::NvmlGpus`] over NVIDIA's NVML (the real one) and [`simulated::SimulatedGpus`]
+//! (for tests and for emulating GPUs on machines without them, named as such wherever
+//! it shows). Also what a launch's grants become on this node: the devices the filter
+//! grants, the MIG instances created for the job, and the job's GPU environment.
+
+pub mod nvml;
+pub mod report;
+pub mod simulated;
+
+use bulkhead_gpu::{ci_access_key, gi_access_key, parse_mig_minors};
+use bulkhead_proto::job::{GpuGrant, GpuInfo, MigMode};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("NVML {call}: {detail}")]
+    Nvml { call: &'static str, detail: String },
+    #[error("GPU {index} is not on this node ({count} GPUs)")]
+    NoSuchGpu { index: u32, count: usize },
+    #[error("GPU {index}: {detail}")]
+    Mig { index: u32, detail: String },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: &'static str,
+        source: std::io::Error,
+    },
+}
+
+/// A MIG instance created for a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedSlice {
+    pub gi_id: u32,
+    pub ci_id: u32,
+    /// `MIG-…`
+    pub uuid: String,
+}
+
+/// What the agent needs of its GPUs.
+pub trait GpuBackend: Send {
+    /// `nvml` or `simulated`.
+    fn kind(&self) -> &'static str;
+    /// The GPUs as they are now, with their MIG instances.
+    fn inventory(&mut self) -> Result<Vec<GpuInfo>, GpuError>;
+    /// Creates a GPU instance of `profile` at `start` on GPU `index`, and the compute
+    /// instance spanning it.
+    fn create_slice(
+        &mut self,
+        index: u32,
+        profile: &str,
+        start: u8,
+    ) -> Result<CreatedSlice, GpuError>;
+    fn destroy_slice(&mut self, index: u32, gi_id: u32, ci_id: u32) -> Result<(), GpuError>;
+    /// `/proc/driver/nvidia-caps/mig-minors`.
+    fn mig_minors(&self) -> Result<String, GpuError>;
+    /// The character major of `/dev/nvidia-caps/*`.
+    fn caps_major(&self) -> Option<u32>;
+}
+
+/// What a launch's GPU grants are on this node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobGpus {
+    /// `/dev/nvidiaN` minors the job may open (a slice's parent GPU included).
+    pub gpu_minors: Vec<u32>,
+    /// `(major, minor)` of the `nvidia-caps` devices of its slices.
+    pub caps: Vec<(u32, u32)>,
+    /// GPU or MIG UUIDs, in grant order: `CUDA_VISIBLE_DEVICES`.
+    pub uuids: Vec<String>,
+    /// The GPUs' indices, in grant order: `SLURM_JOB_GPUS`.
+    pub indices: Vec<u32>,
+    /// Slices created for the job, destroyed when it ends: (GPU index, GI id, CI id).
+    pub created: Vec<(u32, u32, u32)>,
+}
+
+impl JobGpus {
+    /// The job's GPU variables (none for a job without GPUs).
+    pub fn env(&self) -> Vec<(String, String)> {
+        if self.uuids.is_empty() {
+            return Vec::new();
+        }
+        let uuids = self.uuids.join(",");
+        let idx = self
+            .indices
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let n = self.uuids.len().to_string();
+        vec![
+            ("CUDA_VISIBLE_DEVICES".into(), uuids.clone()),
+            ("NVIDIA_VISIBLE_DEVICES".into(), uuids.clone()),
+            ("BH_GPUS".into(), uuids),
+            ("BH_GPU_INDICES".into(), idx.clone()),
+            ("SLURM_JOB_GPUS".into(), idx.clone()),
+            ("SLURM_STEP_GPUS".into(), idx),
+            ("SLURM_GPUS_ON_NODE".into(), n),
+        ]
+    }
+}
+
+/// Makes a launch's grants real: whole GPUs looked up, slices of dynamic MIG GPUs
+/// created (and destroyed again if a later one fails), slices of a static layout found.
+/// On error nothing created is left behind.
+pub fn acquire(
+    backend: &mut dyn GpuBackend,
+    grants: &[GpuGrant],
+    job: u64,
+) -> Result<JobGpus, GpuError> {
+    let mut out = JobGpus::default();
+    if grants.is_empty() {
+        return Ok(out);
+    }
+    let inv = backend.inventory()?;
+    let result = (|| {
+        let mut minors_text = None;
+        for g in grants {
+            let gpu = inv
+                .iter()
+                .find(|x| x.index == g.index)
+                .ok_or(GpuError::NoSuchGpu {
+                    index: g.index,
+                    count: inv.len(),
+                })?;
+            if !out.gpu_minors.contains(&gpu.minor) {
+                out.gpu_minors.push(gpu.minor);
+            }
+            out.indices.push(g.index);
+            let Some(m) = &g.mig else {
+                if gpu.mig != MigMode::Disabled {
+                    return Err(GpuError::Mig {
+                        index: g.index,
+                        detail: "granted whole but it is in MIG mode".into(),
+                    });
+                }
+                out.uuids.push(gpu.uuid.clone());
+                continue;
+            };
+            let slice = match gpu.mig {
+                MigMode::Disabled => {
+                    return Err(GpuError::Mig {
+                        index: g.index,
+                        detail: format!("a {} slice was granted but MIG mode is off", m.profile),
+                    });
+                }
+                MigMode::Dynamic => {
+                    let s = backend.create_slice(g.index, &m.profile, m.start)?;
+                    out.created.push((g.index, s.gi_id, s.ci_id));
+                    s
+                }
+                MigMode::Static => {
+                    let i = gpu
+                        .instances
+                        .iter()
+                        .find(|i| i.profile == m.profile && i.start == m.start)
+                        .ok_or_else(|| GpuError::Mig {
+                            index: g.index,
+                            detail: format!(
+                                "the static layout has no {} instance at {}",
+                                m.profile, m.start
+                            ),
+                        })?;
+                    CreatedSlice {
+                        gi_id: i.gi_id,
+                        ci_id: i.ci_id,
+                        uuid: i.uuid.clone(),
+                    }
+                }
+            };
+            if minors_text.is_none() {
+                minors_text = Some(parse_mig_minors(&backend.mig_minors()?));
+            }
+            let table = minors_text.as_ref().expect("read above");
+            let major = backend.caps_major().ok_or_else(|| GpuError::Mig {
+                index: g.index,
+                detail: "no nvidia-caps major in /proc/devices".into(),
+            })?;
+            for key in [
+                gi_access_key(gpu.minor, slice.gi_id),
+                ci_access_key(gpu.minor, slice.gi_id, slice.ci_id),
+            ] {
+                let minor = table.get(&key).ok_or_else(|| GpuError::Mig {
+                    index: g.index,
+                    detail: format!("{key} is not in the mig-minors table"),
+                })?;
+                out.caps.push((major, *minor));
+            }
+            out.uuids.push(slice.uuid);
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(out),
+        Err(e) => {
+            release(backend, &out, job);
+            Err(e)
+        }
+    }
+}
+
+/// Destroys the slices created for a job; failures are logged (the admin sees the
+/// instance left in `bh nodes --gpus`).
+pub fn release(backend: &mut dyn GpuBackend, gpus: &JobGpus, job: u64) {
+    for (index, gi, ci) in &gpus.created {
+        if let Err(e) = backend.destroy_slice(*index, *gi, *ci) {
+            tracing::error!(job, gpu = index, gi, ci, error = %e, "cannot destroy a MIG instance of the job");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::simulated::SimulatedGpus;
+    use super::*;
+    use bulkhead_gpu::GpuModel;
+    use bulkhead_proto::job::MigPlacement;
+
+    fn slice(index: u32, profile: &str, start: u8) -> GpuGrant {
+        GpuGrant {
+            index,
+            mig: Some(MigPlacement {
+                profile: profile.into(),
+                start,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_slice_is_created_granted_and_destroyed() {
+        let mut b = SimulatedGpus::new(GpuModel::A100Sxm4_80gb, 2, true, "n1");
+        let g = acquire(&mut b, &[slice(1, "1g.10gb", 6)], 7).unwrap();
+        assert_eq!(g.gpu_minors, vec![1], "the parent GPU's /dev/nvidia1");
+        assert_eq!(g.indices, vec![1]);
+        assert!(g.uuids[0].starts_with("MIG-"), "{:?}", g.uuids);
+        let table = parse_mig_minors(&b.mig_minors().unwrap());
+        let (gi, ci) = (g.created[0].1, g.created[0].2);
+        assert_eq!(
+            g.caps,
+            vec![
+                (b.caps_major().unwrap(), table[&gi_access_key(1, gi)]),
+                (b.caps_major().unwrap(), table[&ci_access_key(1, gi, ci)]),
+            ]
+        );
+        let inv = b.inventory().unwrap();
+        assert_eq!(inv[1].instances.len(), 1);
+        assert_eq!(inv[1].instances[0].uuid, g.uuids[0]);
+        let env: std::collections::HashMap<_, _> = g.env().into_iter().collect();
+        assert_eq!(env["CUDA_VISIBLE_DEVICES"], g.uuids[0]);
+        assert_eq!(env["SLURM_JOB_GPUS"], "1");
+        assert_eq!(env["SLURM_GPUS_ON_NODE"], "1");
+        release(&mut b, &g, 7);
+        assert!(b.inventory().unwrap()[1].instances.is_empty());
+    }
+
+    #[test]
+    fn a_failed_slice_undoes_the_ones_before_it() {
+        let mut b = SimulatedGpus::new(GpuModel::H100Sxm5_80gb, 1, true, "n1");
+        // 3g at 0 and 4g at 0 overlap: the second fails, the first is destroyed.
+        let e = acquire(&mut b, &[slice(0, "3g.40gb", 0), slice(0, "4g.40gb", 0)], 8).unwrap_err();
+        assert!(e.to_string().contains("overlaps"), "{e}");
+        assert!(b.inventory().unwrap()[0].instances.is_empty());
+    }
+
+    #[test]
+    fn whole_gpus_are_looked_up_and_mig_mode_is_respected() {
+        let mut b = SimulatedGpus::new(GpuModel::H200_141gb, 4, false, "n1");
+        let g = acquire(
+            &mut b,
+            &[
+                GpuGrant {
+                    index: 2,
+                    mig: None,
+                },
+                GpuGrant {
+                    index: 3,
+                    mig: None,
+                },
+            ],
+            9,
+        )
+        .unwrap();
+        assert_eq!(g.gpu_minors, vec![2, 3]);
+        assert!(g.caps.is_empty() && g.created.is_empty());
+        assert!(g.uuids.iter().all(|u| u.starts_with("GPU-")));
+        assert!(acquire(&mut b, &[slice(0, "1g.18gb", 0)], 10).is_err());
+        let mut m = SimulatedGpus::new(GpuModel::H200_141gb, 1, true, "n1");
+        assert!(
+            acquire(
+                &mut m,
+                &[GpuGrant {
+                    index: 0,
+                    mig: None
+                }],
+                11
+            )
+            .is_err()
+        );
+        assert!(
+            acquire(
+                &mut m,
+                &[GpuGrant {
+                    index: 5,
+                    mig: None
+                }],
+                12
+            )
+            .is_err()
+        );
+    }
+}
