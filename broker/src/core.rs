@@ -914,15 +914,24 @@ impl Core {
     }
 
     fn largest_node(&self) -> String {
-        let (c, m) = self
+        let Some(n) = self
             .nodes
             .values()
-            .fold((0, 0), |(c, m), n| (c.max(n.cpus), m.max(n.mem_mb)));
-        if self.nodes.is_empty() {
-            "no node registered yet".into()
-        } else {
-            format!("{c} CPUs, {m} MB, 0 GPUs")
-        }
+            .max_by_key(|n| (n.cpus, n.mem_mb, n.gpus.len()))
+        else {
+            return "no node registered yet".into();
+        };
+        let mig = n
+            .gpus
+            .iter()
+            .filter(|g| g.mig != bulkhead_proto::job::MigMode::Disabled)
+            .count();
+        let gpus = match (n.gpus.len(), mig) {
+            (0, _) => "0 GPUs".to_string(),
+            (g, 0) => format!("{g} GPUs"),
+            (g, m) => format!("{g} GPUs, {m} in MIG mode"),
+        };
+        format!("{} CPUs, {} MB, {gpus}", n.cpus, n.mem_mb)
     }
 
     fn cancel(

@@ -190,7 +190,7 @@ struct IsolationState {
 }
 
 /// Sets up the device filter, or says why it cannot be.
-fn setup_isolation(cfg: &AgentConfig, tree: &AgentTree) -> IsolationState {
+fn setup_isolation(cfg: &AgentConfig, tree: &AgentTree, sim_caps: Option<u32>) -> IsolationState {
     let proc_devices: Arc<str> = std::fs::read_to_string("/proc/devices")
         .unwrap_or_default()
         .into();
@@ -216,7 +216,9 @@ fn setup_isolation(cfg: &AgentConfig, tree: &AgentTree) -> IsolationState {
         st.unavailable = Some(why.into());
         return st;
     };
-    let managed = devpolicy::managed(&proc_devices, &cfg.managed_majors);
+    let mut majors = cfg.managed_majors.clone();
+    majors.extend(sim_caps);
+    let managed = devpolicy::managed(&proc_devices, &majors);
     match devices::DeviceFilter::open(
         &cfg.bpffs,
         &format!("bulkhead-{}", cfg.name),
@@ -301,7 +303,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     }
     tracing::info!(enforced = %tree.enforced().join(", "), "job cgroups ready");
     let mut gpus = open_gpus(&cfg)?;
-    let mut cfg = cfg;
+    let mut sim_caps = None;
     if let Some(g) = &mut gpus {
         match g.inventory() {
             Ok(inv) => tracing::info!(
@@ -315,16 +317,19 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             ),
             Err(e) => tracing::error!(backend = g.kind(), error = %e, "cannot list the GPUs"),
         }
-        // The simulated slices' capability devices are held by the filter like real ones.
-        if g.kind() == "simulated"
-            && let Some(m) = g.caps_major()
-            && !cfg.managed_majors.contains(&m)
-        {
-            cfg.managed_majors.push(m);
+        // The simulated slices' capability devices are held by the filter like real
+        // ones, where there is a filter.
+        if g.kind() == "simulated" {
+            sim_caps = g.caps_major();
         }
     }
     let gpus: SharedGpus = Arc::new(Mutex::new(gpus));
-    let isolation = setup_isolation(&cfg, &tree);
+    let isolation = setup_isolation(&cfg, &tree, sim_caps);
+    if sim_caps.is_some() && isolation.filter.is_none() {
+        tracing::warn!(
+            "the simulated GPUs' device grants are not enforced: no device filter on this node"
+        );
+    }
     if isolation.filter.is_some() {
         tree.add_enforced("devices (eBPF)");
     }

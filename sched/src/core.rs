@@ -81,6 +81,8 @@ struct Node {
     health: Health,
     free: Res,
     gpus: Vec<GpuState>,
+    /// MIG profiles (a bit per name id) some GPU of the node could place now.
+    mig_fit: u64,
     /// Running jobs on the node: their end by time limit (`None`: no limit) and use.
     jobs: Vec<(JobId, Option<Time>, Res)>,
 }
@@ -96,6 +98,7 @@ impl Node {
             free: spec.capacity,
             spec,
             health,
+            mig_fit: gpus::fit_mask(&gpus),
             gpus,
             jobs: vec![],
         }
@@ -171,6 +174,9 @@ pub struct Scheduler {
     qos_use: HashMap<(u32, u32), Usage>,
     /// Schedulable nodes with any free CPU, by free GPUs.
     by_free_gpus: BTreeMap<u32, BTreeSet<NodeIdx>>,
+    /// The same with free MIG compute slices, by those: slice requests look here, the
+    /// fullest nodes that may fit first.
+    by_free_mig: BTreeMap<u32, BTreeSet<NodeIdx>>,
     max_total: Res,
 }
 
@@ -225,6 +231,7 @@ impl Scheduler {
             accounts_use: HashMap::new(),
             qos_use: HashMap::new(),
             by_free_gpus: BTreeMap::new(),
+            by_free_mig: BTreeMap::new(),
             max_total,
         };
         for i in 0..s.nodes.len() {
@@ -265,8 +272,11 @@ impl Scheduler {
             self.unindex(*n);
             let node = &mut self.nodes[n.0 as usize];
             node.free.sub(&per);
-            if let Some(a) = assigned.get(i) {
+            if let Some(a) = assigned.get(i)
+                && !a.is_empty()
+            {
                 gpus::take(&mut node.gpus, a);
+                node.mig_fit = gpus::fit_mask(&node.gpus);
             }
             node.jobs.push((spec.id, end, per));
             self.index(*n);
@@ -316,6 +326,7 @@ impl Scheduler {
                 gpus::take(&mut fresh.gpus, a);
             }
         }
+        fresh.mig_fit = gpus::fit_mask(&fresh.gpus);
         self.max_total.add(&fresh.spec.capacity);
         self.nodes[n.0 as usize] = fresh;
         self.index(n);
@@ -370,15 +381,23 @@ impl Scheduler {
                 .entry(node.free.gpus)
                 .or_default()
                 .insert(n);
+            if node.free.mig > 0 {
+                self.by_free_mig.entry(node.free.mig).or_default().insert(n);
+            }
         }
     }
 
     fn unindex(&mut self, n: NodeIdx) {
-        let g = self.nodes[n.0 as usize].free.gpus;
-        if let Some(set) = self.by_free_gpus.get_mut(&g) {
-            set.remove(&n);
-            if set.is_empty() {
-                self.by_free_gpus.remove(&g);
+        let free = self.nodes[n.0 as usize].free;
+        for (index, key) in [
+            (&mut self.by_free_gpus, free.gpus),
+            (&mut self.by_free_mig, free.mig),
+        ] {
+            if let Some(set) = index.get_mut(&key) {
+                set.remove(&n);
+                if set.is_empty() {
+                    index.remove(&key);
+                }
             }
         }
     }
@@ -414,16 +433,57 @@ impl Scheduler {
 
     /// Whether some set of the partition's nodes could ever hold the job.
     fn could_ever_fit(&self, spec: &JobSpec, p: PartIdx) -> bool {
+        let want = spec.req.nodes as usize;
+        // Nodes are mostly alike: a GPU layout already found wanting is not tried again.
+        let mut refused: Vec<&[GpuState]> = Vec::new();
         let big = self.parts[p.0 as usize]
             .nodes
             .iter()
             .filter(|n| {
                 let node = &self.nodes[n.0 as usize];
-                spec.req.per_node.fits_in(&node.spec.capacity)
-                    && (!needs_gpus(&spec.req) || gpus::plan(&node.gpus, &spec.req, true).is_some())
+                if !spec.req.per_node.fits_in(&node.spec.capacity) {
+                    return false;
+                }
+                if !needs_gpus(&spec.req) {
+                    return true;
+                }
+                if refused.iter().any(|r| gpus::same_layout(r, &node.gpus)) {
+                    return false;
+                }
+                let ok = gpus::plan(&node.gpus, &spec.req, true).is_some();
+                if !ok {
+                    refused.push(&node.gpus);
+                }
+                ok
             })
+            .take(want)
             .count();
-        big >= spec.req.nodes as usize
+        big >= want
+    }
+
+    /// The MIG profiles the GPUs in MIG mode of a partition offer, for messages.
+    fn mig_profiles_in(&self, p: PartIdx) -> String {
+        let mut models = BTreeSet::new();
+        for n in &self.parts[p.0 as usize].nodes {
+            for g in &self.nodes[n.0 as usize].gpus {
+                if g.spec.mode != GpuMode::Whole
+                    && let Some(m) = g.spec.model
+                {
+                    models.insert(m);
+                }
+            }
+        }
+        if models.is_empty() {
+            return "none, no GPU is in MIG mode".into();
+        }
+        models
+            .iter()
+            .map(|m| {
+                let names: Vec<&str> = m.profiles().iter().map(|p| p.name).collect();
+                format!("{m}: {}", names.join(" "))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 
     /// Adds an administrator's reservation.
@@ -500,9 +560,10 @@ impl Scheduler {
                     let name = &self.parts[p.0 as usize].name;
                     why.push(match spec.req.mig {
                         Some((pid, n)) => format!(
-                            "partition {name} has too few nodes with {n} free placements of MIG \
-                             profile {} on GPUs in MIG mode",
-                            bulkhead_gpu::all_profile_names()[pid as usize]
+                            "partition {name} has too few nodes with room for {n} slices of MIG \
+                             profile {} (its MIG GPUs offer: {})",
+                            bulkhead_gpu::all_profile_names()[pid as usize],
+                            self.mig_profiles_in(*p)
                         ),
                         None if spec.req.gpu_models.is_some() => format!(
                             "partition {name} has too few nodes with {} GPUs of the model asked \
@@ -658,8 +719,11 @@ impl Scheduler {
             self.unindex(*n);
             let node = &mut self.nodes[n.0 as usize];
             node.free.add(&per);
-            if let Some(a) = r.gpus.get(i) {
+            if let Some(a) = r.gpus.get(i)
+                && !a.is_empty()
+            {
                 gpus::give_back(&mut node.gpus, a);
+                node.mig_fit = gpus::fit_mask(&node.gpus);
             }
             node.jobs.retain(|(j, _, _)| *j != id);
             self.index(*n);
@@ -845,9 +909,20 @@ impl Scheduler {
         let with_gpus = needs_gpus(req);
         let mut out = Vec::with_capacity(count as usize);
         let mut plans = Vec::with_capacity(count as usize);
-        for (_, nodes) in self.by_free_gpus.range(per.gpus..) {
+        let candidates = if per.gpus == 0 && req.mig.is_some() {
+            self.by_free_mig.range(per.mig..)
+        } else {
+            self.by_free_gpus.range(per.gpus..)
+        };
+        for (_, nodes) in candidates {
             for n in nodes {
-                if !bit(set, n.0) || !per.fits_in(&self.nodes[n.0 as usize].free) {
+                let node = &self.nodes[n.0 as usize];
+                if !bit(set, n.0) || !per.fits_in(&node.free) {
+                    continue;
+                }
+                if let Some((pid, _)) = req.mig
+                    && node.mig_fit & (1 << pid) == 0
+                {
                     continue;
                 }
                 // Every reservation of another job on the node must begin after

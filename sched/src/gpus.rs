@@ -3,7 +3,62 @@
 //! `bulkhead_gpu` allows, packed so that large placements stay free.
 
 use crate::model::{GpuAssign, GpuMode, GpuSpec, NodeSpec, Request};
-use bulkhead_gpu::{GpuModel, Occupancy, all_profile_names};
+use bulkhead_gpu::{GpuModel, MigProfile, Occupancy, all_profile_names, profile_name_id};
+use std::sync::OnceLock;
+
+/// For each model (by its place in `GpuModel::ALL`) and each profile name id, the
+/// model's profile of that name: name lookups without string compares.
+fn profile_table() -> &'static [[Option<&'static MigProfile>; 64]; 4] {
+    static T: OnceLock<[[Option<&'static MigProfile>; 64]; 4]> = OnceLock::new();
+    T.get_or_init(|| {
+        let mut t = [[None; 64]; 4];
+        for (mi, m) in GpuModel::ALL.iter().enumerate() {
+            for p in m.profiles() {
+                if let Some(id) = profile_name_id(p.name) {
+                    t[mi][id as usize] = Some(p);
+                }
+            }
+        }
+        t
+    })
+}
+
+fn model_index(m: GpuModel) -> usize {
+    GpuModel::ALL.iter().position(|x| *x == m).unwrap_or(0)
+}
+
+/// The profile named by `name_id` on `model`.
+fn profile_of(model: GpuModel, name_id: u8) -> Option<&'static MigProfile> {
+    profile_table()[model_index(model)]
+        .get(name_id as usize)
+        .copied()
+        .flatten()
+}
+
+/// A bit per profile name id that some GPU of the node could place now: the quick
+/// check before [`plan`] works out where.
+pub(crate) fn fit_mask(gpus: &[GpuState]) -> u64 {
+    let mut mask = 0u64;
+    for g in gpus {
+        let Some(model) = g.spec.model else { continue };
+        let table = &profile_table()[model_index(model)];
+        for (id, p) in table.iter().enumerate() {
+            let Some(p) = p else { continue };
+            let fits = match &g.spec.mode {
+                GpuMode::Whole => false,
+                GpuMode::MigDynamic => p.placements.iter().any(|s| g.occ.can_place(p, *s)),
+                GpuMode::MigStatic(list) => list
+                    .iter()
+                    .enumerate()
+                    .any(|(j, (q, _))| q.name == p.name && g.static_used & (1 << j) == 0),
+            };
+            if fits {
+                mask |= 1 << id;
+            }
+        }
+    }
+    mask
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct GpuState {
@@ -89,7 +144,7 @@ pub(crate) fn plan(gpus: &[GpuState], req: &Request, fresh: bool) -> Option<Vec<
     let Some((pid, count)) = req.mig else {
         return Some(out);
     };
-    let name = all_profile_names().get(pid as usize)?;
+    all_profile_names().get(pid as usize)?;
     let mut work: Vec<(usize, Occupancy, u64)> = gpus
         .iter()
         .enumerate()
@@ -109,7 +164,7 @@ pub(crate) fn plan(gpus: &[GpuState], req: &Request, fresh: bool) -> Option<Vec<
         for (k, (i, occ, used)) in work.iter().enumerate() {
             let g = &gpus[*i];
             let Some(model) = g.spec.model else { continue };
-            let Some(p) = model.profile(name) else {
+            let Some(p) = profile_of(model, pid) else {
                 continue;
             };
             let (start, slot) = match &g.spec.mode {
@@ -138,8 +193,7 @@ pub(crate) fn plan(gpus: &[GpuState], req: &Request, fresh: bool) -> Option<Vec<
         }
         let (_, k, start, slot) = best?;
         let (i, occ, used) = &mut work[k];
-        let model = gpus[*i].spec.model?;
-        let p = model.profile(name)?;
+        let p = profile_of(gpus[*i].spec.model?, pid)?;
         occ.place(p, start);
         if let Some(j) = slot {
             *used |= 1 << j;
@@ -150,6 +204,11 @@ pub(crate) fn plan(gpus: &[GpuState], req: &Request, fresh: bool) -> Option<Vec<
         });
     }
     Some(out)
+}
+
+/// Whether two nodes have the same GPUs (models and modes), whatever runs on them.
+pub(crate) fn same_layout(a: &[GpuState], b: &[GpuState]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.spec == y.spec)
 }
 
 /// Marks a job's GPUs used.

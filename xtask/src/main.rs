@@ -33,6 +33,10 @@ enum Cmd {
         /// Only tests whose name contains this.
         filter: Option<String>,
     },
+    /// On a machine with an NVIDIA GPU: build the agent and check the real NVML path,
+    /// read-only (xtask/nvml-check.sh): inventory, MIG mode, instances, and the MIG
+    /// profiles and placements against Bulkhead's tables. Changes nothing on the GPU.
+    NvmlCheck,
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -49,6 +53,16 @@ enum Bench {
         nodes: u32,
         #[arg(long, default_value_t = 100_000)]
         jobs: u32,
+    },
+    /// MIG slices: placing 10,000 slice requests on 1,000 simulated 8-GPU nodes, and the
+    /// share of the GPUs used when the queue stops fitting, after rounds of churn.
+    Mig {
+        #[arg(long, default_value_t = 1000)]
+        nodes: u32,
+        #[arg(long, default_value_t = 10_000)]
+        jobs: u32,
+        #[arg(long, default_value_t = 5)]
+        churn: u32,
     },
     /// Per-job cost of the cgroups and the device policy (median over N jobs).
     Isolation {
@@ -236,6 +250,12 @@ fn main() -> Result<()> {
         Cmd::Setup => setup(),
         Cmd::Ci => ci(),
         Cmd::VmTest { filter } => vm::run(&root(), filter.as_deref()),
+        Cmd::NvmlCheck => {
+            run(cargo().args(["build", "--release", "-p", "bulkhead-agent"]))?;
+            run(Command::new("sh")
+                .arg(root().join("xtask/nvml-check.sh"))
+                .arg(root().join("target/release/bulkhead-agent")))
+        }
         Cmd::Bench {
             which: Bench::Sched { nodes, jobs },
         } => run(cargo()
@@ -249,6 +269,26 @@ fn main() -> Result<()> {
                 "--",
             ])
             .args(["--nodes", &nodes.to_string(), "--jobs", &jobs.to_string()])),
+        Cmd::Bench {
+            which: Bench::Mig { nodes, jobs, churn },
+        } => run(cargo()
+            .args([
+                "run",
+                "--release",
+                "-p",
+                "bulkhead-sched",
+                "--bin",
+                "bench-mig",
+                "--",
+            ])
+            .args([
+                "--nodes",
+                &nodes.to_string(),
+                "--jobs",
+                &jobs.to_string(),
+                "--churn",
+                &churn.to_string(),
+            ])),
         Cmd::Bench {
             which: Bench::Isolation { jobs },
         } => run(cargo()

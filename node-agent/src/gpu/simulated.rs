@@ -18,12 +18,18 @@ pub struct SimulatedGpus {
     gpus: Vec<SimGpu>,
 }
 
-/// A stable UUID-shaped string from a seed (FNV-1a, twice).
+/// A stable UUID-shaped string from a seed: FNV-1a, then splitmix64's finalizer so
+/// that similar seeds (`n1/0`, `n1/1`) give unrelated UUIDs.
 fn uuid_of(seed: &str) -> String {
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
     let h = |salt: u64| {
-        seed.bytes().fold(0xcbf2_9ce4_8422_2325 ^ salt, |h, b| {
+        mix(seed.bytes().fold(0xcbf2_9ce4_8422_2325 ^ salt, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
+        }))
     };
     let (a, b) = (h(0), h(0x9e37_79b9));
     format!(
