@@ -2508,6 +2508,78 @@ mod tests {
         assert_eq!(c2.next_job, 4);
     }
 
+    /// After a broker restart, a running slice keeps its placement and pending slice
+    /// requests keep their place, before the node's agent has registered again.
+    #[test]
+    fn mig_placements_and_pending_slices_survive_a_restart() {
+        let mut c = core();
+        c.agent(b"a".to_vec(), 1, Some(&root()), mig_node("n1", 1), 0);
+        let mut s = sub(1);
+        s.resources.mig = Some(bulkhead_proto::job::MigAsk {
+            profile: "4g.40gb".into(),
+            count: 1,
+        });
+        let mut rows = BTreeMap::new();
+        let mut nodes = vec![];
+        for i in 0..2u64 {
+            let fx = c.client(
+                b"c".to_vec(),
+                i,
+                &user(5),
+                ClientOp::Submit(Box::new(s.clone())),
+                i,
+            );
+            for op in fx.store {
+                match op {
+                    StoreOp::InsertJob(r) | StoreOp::UpdateJob(r) => {
+                        rows.insert(r.id, *r);
+                    }
+                    StoreOp::UpsertNode(n) => nodes.push(n),
+                    _ => {}
+                }
+            }
+        }
+        nodes.push(Core::node_row(&c.nodes[&NodeId(1)]));
+        assert_eq!(
+            rows[&JobId(1)].gpus[0][0].mig.as_ref().map(|m| m.start),
+            Some(0)
+        );
+        assert_eq!(rows[&JobId(2)].state, JobState::Pending, "one 4g per GPU");
+        let mut c2 = Core::new(CoreConfig::default(), rows.into_values().collect(), nodes);
+        assert_eq!(
+            c2.sched.pending_count(),
+            1,
+            "the pending slice was not refused"
+        );
+        // The agent comes back still running job 1: job 2 still waits for its GPU.
+        let AgentMessage::Register(mut r) = mig_node("n1", 1) else {
+            unreachable!()
+        };
+        r.running = vec![JobId(1)];
+        let fx = c2.agent(
+            b"a".to_vec(),
+            1,
+            Some(&root()),
+            AgentMessage::Register(r),
+            10,
+        );
+        assert!(launch_specs(&fx).is_empty(), "job 1's slice is still held");
+        let end = JobEnd {
+            job: JobId(1),
+            state: JobState::Completed,
+            exit_code: Some(0),
+            signal: None,
+            start_time_us: 1,
+            end_time_us: 20,
+            reason: None,
+            gpu_fault: None,
+        };
+        let fx = c2.agent(b"a".to_vec(), 2, None, AgentMessage::JobEnded(end), 20);
+        let l = launch_specs(&fx);
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].job, JobId(2));
+    }
+
     fn keep(rows: &mut BTreeMap<JobId, JobRow>, fx: Effects) {
         for op in fx.store {
             if let StoreOp::InsertJob(r) | StoreOp::UpdateJob(r) = op {

@@ -5,3 +5,4 @@
 pub mod opts;
 pub mod output;
 pub mod standalone;
+pub mod tasks;

@@ -131,6 +131,13 @@ enum Cmd {
         #[command(subcommand)]
         op: AdminCmd,
     },
+    /// Inside a job: run CMD once per GPU of the job, each process bound to its own GPU
+    /// (CUDA_VISIBLE_DEVICES) with its rank in BH_LOCALID (and SLURM_LOCALID,
+    /// SLURM_PROCID, LOCAL_RANK); exits with the first failure's code.
+    Tasks {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        cmd: Vec<String>,
+    },
     /// Run a broker and an agent on this host, with the store under --data-dir.
     Standalone {
         #[arg(long, default_value = "/var/lib/bulkhead")]
@@ -339,6 +346,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 print!("{}", output::nodes(&n));
             }
+        }
+        Cmd::Tasks { cmd } => {
+            let gpus = std::env::var("BH_GPUS").ok();
+            let st = bulkhead_cli::tasks::run(gpus.as_deref(), cmd)?;
+            let code = bulkhead_cli::tasks::exit_code(&st);
+            return Ok(ExitCode::from(code.clamp(0, 255) as u8));
         }
         Cmd::Standalone {
             data_dir,

@@ -687,6 +687,28 @@ fn a_mig_slice_job_gets_its_slice_and_the_filter_holds_it_to_exactly_that() {
         .expect("cancelled");
     wait_for(t(), || instances(&c).is_empty()).expect("the slice is destroyed");
 
+    // Two slices, one process per slice with `bh tasks`: each sees only its own.
+    let bh = bulkhead_tests::bin("bh");
+    let script = format!(
+        "#!/bin/sh\n{} tasks -- sh -c 'echo $CUDA_VISIBLE_DEVICES > rank.$LOCAL_RANK'\n",
+        bh.display()
+    );
+    let two = c
+        .submit(Some(&u), &wd, &["--gres", "gpu:1g.10gb:2"], &script)
+        .expect("submit");
+    let j = c
+        .wait_state(two, &[JobState::Completed, JobState::Failed], t())
+        .expect("ends");
+    assert_eq!(j.state, JobState::Completed, "{:?}", j.reason);
+    let r0 = std::fs::read_to_string(wd.join("rank.0")).expect("rank 0");
+    let r1 = std::fs::read_to_string(wd.join("rank.1")).expect("rank 1");
+    assert!(
+        r0.starts_with("MIG-") && r1.starts_with("MIG-"),
+        "{r0} {r1}"
+    );
+    assert_ne!(r0, r1, "each task has its own slice");
+    wait_for(t(), || instances(&c).is_empty()).expect("both slices destroyed");
+
     // What no node here offers is refused at submit, with the reason.
     let out = c
         .bh(Some(&u), &["submit", "--gpus", "2", "--wrap", "true"])
