@@ -807,7 +807,13 @@ impl JobCtx {
         })
     }
 
-    fn release_gpus(&self, job: JobId, g: &gpu::JobGpus) {
+    fn release_gpus(&self, job: JobId, g: &gpu::JobGpus, pid: Option<u32>) {
+        if let Some(pid) = pid
+            && let Ok(mut b) = self.gpus.lock()
+            && let Some(b) = b.as_mut()
+        {
+            b.job_ended(pid);
+        }
         if g.created.is_empty() {
             return;
         }
@@ -894,7 +900,7 @@ fn prepare_and_spawn(
     match spawn_with_gpus(ctx, spec, cpu_ids, user, gpus.clone()) {
         Ok(s) => Ok(s),
         Err(e) => {
-            ctx.release_gpus(spec.job, &gpus);
+            ctx.release_gpus(spec.job, &gpus, None);
             Err((None, e))
         }
     }
@@ -1010,6 +1016,12 @@ async fn run_job(
             }
         };
     let pid = started.child.id();
+    if !started.gpus.indices.is_empty()
+        && let Ok(mut b) = ctx.gpus.lock()
+        && let Some(b) = b.as_mut()
+    {
+        b.job_started(&started.gpus, pid);
+    }
     let _ = ctx
         .events
         .send(JobEvent::Started { job, pid, start_us })
@@ -1070,7 +1082,7 @@ async fn run_job(
     ctx.isolation.release(started.cgroup_id);
     {
         let (c, g) = (ctx.clone(), started.gpus.clone());
-        let _ = tokio::task::spawn_blocking(move || c.release_gpus(job, &g)).await;
+        let _ = tokio::task::spawn_blocking(move || c.release_gpus(job, &g, Some(pid))).await;
     }
     if let Err(e) = killed {
         tracing::error!(%job, error = %e, "job processes survived the kill");

@@ -35,6 +35,30 @@ pub struct CreatedSlice {
     pub uuid: String,
 }
 
+/// One reading of a GPU, for accounting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuSample {
+    pub index: u32,
+    /// Percent of the last sample period a kernel ran; `None` where the driver does not
+    /// report it (a GPU in MIG mode), rather than a made-up zero.
+    pub utilization_pct: Option<u32>,
+    pub memory_used_mb: u64,
+    pub power_mw: Option<u32>,
+    /// Energy since the driver loaded, in millijoules: a job's energy is the difference
+    /// over its life.
+    pub energy_mj: Option<u64>,
+    /// Compute processes on the GPU (any of its slices): pid, GPU instance id (MIG),
+    /// memory in MiB.
+    pub processes: Vec<GpuProcess>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuProcess {
+    pub pid: u32,
+    pub gi_id: Option<u32>,
+    pub memory_mb: u64,
+}
+
 /// What the agent needs of its GPUs.
 pub trait GpuBackend: Send {
     /// `nvml` or `simulated`.
@@ -54,6 +78,12 @@ pub trait GpuBackend: Send {
     fn mig_minors(&self) -> Result<String, GpuError>;
     /// The character major of `/dev/nvidia-caps/*`.
     fn caps_major(&self) -> Option<u32>;
+    /// Utilization, memory, power, energy and processes of every GPU.
+    fn sample(&mut self) -> Result<Vec<GpuSample>, GpuError>;
+    /// A job's process started on these GPUs (the simulated backend models its load;
+    /// the real one sees the process by itself).
+    fn job_started(&mut self, _job: &JobGpus, _pid: u32) {}
+    fn job_ended(&mut self, _pid: u32) {}
 }
 
 /// What a launch's GPU grants are on this node.
@@ -69,6 +99,8 @@ pub struct JobGpus {
     pub indices: Vec<u32>,
     /// Slices created for the job, destroyed when it ends: (GPU index, GI id, CI id).
     pub created: Vec<(u32, u32, u32)>,
+    /// For each of `indices`: the GPU instance id of the slice, `None` for a whole GPU.
+    pub gi_ids: Vec<Option<u32>>,
 }
 
 impl JobGpus {
@@ -132,6 +164,7 @@ pub fn acquire(
                     });
                 }
                 out.uuids.push(gpu.uuid.clone());
+                out.gi_ids.push(None);
                 continue;
             };
             let slice = match gpu.mig {
@@ -168,6 +201,7 @@ pub fn acquire(
             if minors_text.is_none() {
                 minors_text = Some(parse_mig_minors(&backend.mig_minors()?));
             }
+            out.gi_ids.push(Some(slice.gi_id));
             let table = minors_text.as_ref().expect("read above");
             let major = backend.caps_major().ok_or_else(|| GpuError::Mig {
                 index: g.index,
@@ -248,6 +282,58 @@ mod tests {
         assert_eq!(env["SLURM_GPUS_ON_NODE"], "1");
         release(&mut b, &g, 7);
         assert!(b.inventory().unwrap()[1].instances.is_empty());
+    }
+
+    /// The simulated backend models a job's load: its process and memory on its GPU or
+    /// slice, utilization on whole GPUs only (as NVML), power and a growing energy count.
+    #[test]
+    fn simulated_samples_follow_the_jobs() {
+        let mut b = SimulatedGpus::new(GpuModel::H100Sxm5_80gb, 2, false, "n1");
+        let idle = b.sample().unwrap();
+        assert!(
+            idle.iter()
+                .all(|s| s.processes.is_empty() && s.utilization_pct == Some(0))
+        );
+        let g = acquire(
+            &mut b,
+            &[GpuGrant {
+                index: 1,
+                mig: None,
+            }],
+            1,
+        )
+        .unwrap();
+        b.job_started(&g, 4242);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let s = b.sample().unwrap();
+        assert!(s[0].processes.is_empty());
+        assert_eq!(s[1].processes.len(), 1);
+        assert_eq!(s[1].processes[0].pid, 4242);
+        let mem = s[1].processes[0].memory_mb;
+        assert!(
+            (81_559 * 40 / 100..81_559 * 80 / 100).contains(&mem),
+            "{mem}"
+        );
+        let util = s[1].utilization_pct.unwrap();
+        assert!((60..=95).contains(&util), "{util}");
+        assert!(s[1].power_mw > s[0].power_mw);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let later = b.sample().unwrap();
+        assert!(later[1].energy_mj.unwrap() > s[1].energy_mj.unwrap());
+        b.job_ended(4242);
+        assert!(b.sample().unwrap()[1].processes.is_empty());
+
+        // A slice: memory of its profile, no utilization.
+        let mut m = SimulatedGpus::new(GpuModel::A100Sxm4_80gb, 1, true, "n1");
+        let g = acquire(&mut m, &[slice(0, "3g.40gb", 4)], 2).unwrap();
+        m.job_started(&g, 7);
+        let s = m.sample().unwrap();
+        assert_eq!(
+            s[0].utilization_pct, None,
+            "NVML has no utilization in MIG mode"
+        );
+        assert_eq!(s[0].processes[0].gi_id, Some(g.created[0].1));
+        assert!(s[0].processes[0].memory_mb <= 81_920 / 2);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! sets the vector's length), so [`NvmlGpus::placements`] calls
 //! `nvmlDeviceGetGpuInstancePossiblePlacements_v2` itself.
 
-use super::{CreatedSlice, GpuBackend, GpuError};
+use super::{CreatedSlice, GpuBackend, GpuError, GpuProcess, GpuSample};
 use bulkhead_gpu::GpuModel;
 use bulkhead_proto::job::{GpuInfo, MigInstanceInfo, MigMode};
 use nvml_wrapper::Nvml;
@@ -426,5 +426,45 @@ impl GpuBackend for NvmlGpus {
         crate::devpolicy::char_majors(&text)
             .get("nvidia-caps")
             .copied()
+    }
+
+    fn sample(&mut self) -> Result<Vec<GpuSample>, GpuError> {
+        let count = self
+            .nvml
+            .device_count()
+            .map_err(nvml_err("nvmlDeviceGetCount"))?;
+        let mut out = Vec::with_capacity(count as usize);
+        for index in 0..count {
+            let dev = self.device(index)?;
+            let memory_used_mb = dev
+                .memory_info()
+                .map_err(nvml_err("nvmlDeviceGetMemoryInfo"))?
+                .used
+                / (1 << 20);
+            // Unsupported readings (utilization in MIG mode, energy on older boards)
+            // are absent, not zero.
+            let processes = dev
+                .running_compute_processes()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| GpuProcess {
+                    pid: p.pid,
+                    gi_id: p.gpu_instance_id,
+                    memory_mb: match p.used_gpu_memory {
+                        nvml_wrapper::enums::device::UsedGpuMemory::Used(b) => b / (1 << 20),
+                        nvml_wrapper::enums::device::UsedGpuMemory::Unavailable => 0,
+                    },
+                })
+                .collect();
+            out.push(GpuSample {
+                index,
+                utilization_pct: dev.utilization_rates().ok().map(|u| u.gpu),
+                memory_used_mb,
+                power_mw: dev.power_usage().ok(),
+                energy_mj: dev.total_energy_consumption().ok(),
+                processes,
+            });
+        }
+        Ok(out)
     }
 }

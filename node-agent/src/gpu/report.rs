@@ -68,6 +68,28 @@ pub fn print() -> Result<(), super::GpuError> {
             }
         }
     }
+    match n.sample() {
+        Ok(samples) => {
+            for s in samples {
+                println!(
+                    "gpu{} utilization_pct={:?} memory_used_mb={} power_mw={:?} energy_mj={:?} processes={}",
+                    s.index,
+                    s.utilization_pct,
+                    s.memory_used_mb,
+                    s.power_mw,
+                    s.energy_mj,
+                    s.processes.len()
+                );
+                for p in s.processes {
+                    println!(
+                        "  process pid={} gi={:?} memory_mb={}",
+                        p.pid, p.gi_id, p.memory_mb
+                    );
+                }
+            }
+        }
+        Err(e) => println!("sample: {e}"),
+    }
     let minors = n.mig_minors().map(|t| t.lines().count()).unwrap_or(0);
     println!("mig_minors_lines={minors}");
     println!("caps_major={:?}", n.caps_major());

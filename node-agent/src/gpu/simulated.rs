@@ -3,7 +3,7 @@
 //! `simulated`; MIG instances follow the placement rules of `bulkhead_gpu::sim`, the
 //! `mig-minors` table is the driver's layout, and device minors are the GPU indices.
 
-use super::{CreatedSlice, GpuBackend, GpuError};
+use super::{CreatedSlice, GpuBackend, GpuError, GpuProcess, GpuSample, JobGpus};
 use bulkhead_gpu::GpuModel;
 use bulkhead_gpu::sim::SimGpu;
 use bulkhead_proto::job::{GpuInfo, MigInstanceInfo, MigMode};
@@ -16,6 +16,22 @@ pub const SIM_CAPS_MAJOR: u32 = 126;
 pub struct SimulatedGpus {
     node: String,
     gpus: Vec<SimGpu>,
+    /// Jobs' processes and the GPUs (and slices) they run on.
+    loads: Vec<(u32, Vec<GpuAndSlice>)>,
+    /// Per GPU: when energy was last integrated, and the total so far (mJ).
+    energy: Vec<(std::time::Instant, u64)>,
+}
+
+/// A GPU index, and the GPU instance id of a slice on it.
+type GpuAndSlice = (u32, Option<u32>);
+
+/// Simulated board power: idle and full load, in watts (typical of the SXM boards).
+fn power_range(m: GpuModel) -> (u32, u32) {
+    match m {
+        GpuModel::A100Sxm4_40gb | GpuModel::A100Sxm4_80gb => (55, 400),
+        GpuModel::H100Sxm5_80gb => (70, 700),
+        GpuModel::H200_141gb => (75, 700),
+    }
 }
 
 /// A stable UUID-shaped string from a seed: FNV-1a, then splitmix64's finalizer so
@@ -47,6 +63,8 @@ impl SimulatedGpus {
         SimulatedGpus {
             node: node.to_string(),
             gpus: (0..count).map(|_| SimGpu::new(model, mig)).collect(),
+            loads: Vec::new(),
+            energy: (0..count).map(|_| (std::time::Instant::now(), 0)).collect(),
         }
     }
 
@@ -165,5 +183,67 @@ impl GpuBackend for SimulatedGpus {
 
     fn caps_major(&self) -> Option<u32> {
         Some(SIM_CAPS_MAJOR)
+    }
+
+    /// A job's process uses 40-79% of its GPU's or slice's memory and keeps a whole
+    /// GPU 60-95% busy (both fixed by its pid); MIG GPUs report no utilization, as NVML
+    /// does not; power follows the busy share, and energy integrates it over time.
+    fn sample(&mut self) -> Result<Vec<GpuSample>, GpuError> {
+        let now = std::time::Instant::now();
+        let mut out = Vec::with_capacity(self.gpus.len());
+        for (i, g) in self.gpus.iter().enumerate() {
+            let index = i as u32;
+            let mut processes = Vec::new();
+            let mut busy = 0.0f64;
+            for (pid, on) in &self.loads {
+                for (_, gi) in on.iter().filter(|(x, _)| *x == index) {
+                    let share = 40 + u64::from(*pid % 40);
+                    let (mem, compute) =
+                        match gi.and_then(|gi| g.instances().iter().find(|s| s.gi_id == gi)) {
+                            Some(s) => (
+                                g.model.profile_memory_mib(s.profile),
+                                f64::from(s.profile.compute_slices) / 7.0,
+                            ),
+                            None => (g.model.memory_mib(), 1.0),
+                        };
+                    processes.push(GpuProcess {
+                        pid: *pid,
+                        gi_id: *gi,
+                        memory_mb: mem * share / 100,
+                    });
+                    busy += compute * f64::from(60 + pid % 36) / 100.0;
+                }
+            }
+            let busy = busy.min(1.0);
+            let (idle, full) = power_range(g.model);
+            let power_mw = ((f64::from(idle) + f64::from(full - idle) * busy) * 1000.0) as u32;
+            let (last, total) = &mut self.energy[i];
+            let dt = now.duration_since(*last).as_secs_f64();
+            *total += (f64::from(power_mw) * dt) as u64;
+            *last = now;
+            out.push(GpuSample {
+                index,
+                utilization_pct: (!g.mig_enabled).then_some((busy * 100.0).round() as u32),
+                memory_used_mb: processes.iter().map(|p| p.memory_mb).sum(),
+                power_mw: Some(power_mw),
+                energy_mj: Some(*total),
+                processes,
+            });
+        }
+        Ok(out)
+    }
+
+    fn job_started(&mut self, job: &JobGpus, pid: u32) {
+        let on = job
+            .indices
+            .iter()
+            .zip(&job.gi_ids)
+            .map(|(i, gi)| (*i, *gi))
+            .collect();
+        self.loads.push((pid, on));
+    }
+
+    fn job_ended(&mut self, pid: u32) {
+        self.loads.retain(|(p, _)| *p != pid);
     }
 }
