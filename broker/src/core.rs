@@ -348,6 +348,11 @@ impl Core {
                 denials: r.denials,
                 gpus: r.gpus,
             };
+            // A job being stopped when the broker went down still goes where its
+            // preemption sends it once its end arrives.
+            if let (JobState::Running, Some(p)) = (job.state, r.preempted_by) {
+                core.preempted.insert(job.id, p);
+            }
             let id = job.id;
             match job.state {
                 JobState::Pending if job.sub.array.is_some() => {}
@@ -581,6 +586,7 @@ impl Core {
             end_us: j.end_us,
             denials: j.denials.clone(),
             gpus: j.gpus.clone(),
+            preempted_by: self.preempted.get(&j.id).copied(),
         })
     }
 
@@ -2693,9 +2699,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn preemption_kills_with_the_partition_grace_and_requeues() {
-        let part = |name: &str, tier, preempt, grace| PartitionConfig {
+    fn part(name: &str, tier: u32, preempt: sched::Preempt, grace: Option<u32>) -> PartitionConfig {
+        PartitionConfig {
             name: name.into(),
             nodes: vec!["*".into()],
             max_time_s: None,
@@ -2704,7 +2709,11 @@ mod tests {
             accounts: vec![],
             preempt,
             preempt_grace_s: grace,
-        };
+        }
+    }
+
+    #[test]
+    fn preemption_kills_with_the_partition_grace_and_requeues() {
         let cfg = CoreConfig {
             partitions: vec![
                 part("low", 1, sched::Preempt::Requeue, Some(7)),
@@ -2774,5 +2783,97 @@ mod tests {
             "{:?}",
             info[0].reason
         );
+    }
+
+    /// A broker that crashes while a job is being preempted still requeues it when its
+    /// end arrives (the preemption is in the store), instead of ending it CANCELLED.
+    #[test]
+    fn a_preemption_in_progress_survives_a_broker_restart() {
+        let cfg = CoreConfig {
+            partitions: vec![
+                part("low", 1, sched::Preempt::Requeue, Some(7)),
+                part("high", 2, sched::Preempt::Off, None),
+            ],
+            partition: "low".into(),
+            ..CoreConfig::default()
+        };
+        let mut c = Core::new(cfg.clone(), vec![], vec![]);
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+        let mut rows = BTreeMap::new();
+        let fx = c.client(
+            b"c".to_vec(),
+            1,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            1_000_000,
+        );
+        let low = submitted(&fx);
+        keep(&mut rows, fx);
+        let mut s = sub(1);
+        s.resources.partition = Some("high".into());
+        let fx = c.client(
+            b"c".to_vec(),
+            2,
+            &user(5),
+            ClientOp::Submit(Box::new(s)),
+            2_000_000,
+        );
+        assert!(fx.send.iter().any(|o| matches!(
+            o,
+            Outbound::Agent {
+                msg: BrokerMessage::Kill { .. },
+                ..
+            }
+        )));
+        let high = submitted(&fx);
+        keep(&mut rows, fx);
+        assert_eq!(rows[&low].preempted_by.map(|(_, r)| r), Some(true));
+        // The preemptor goes away: only the stored preemption says what to do with it.
+        let fx = c.client(
+            b"c".to_vec(),
+            3,
+            &user(5),
+            ClientOp::Cancel(vec![high]),
+            2_100_000,
+        );
+        keep(&mut rows, fx);
+
+        // The broker restarts; the agent comes back still running the job, then it ends.
+        let nodes = vec![Core::node_row(&c.nodes[&NodeId(1)])];
+        let mut c2 = Core::new(cfg, rows.into_values().collect(), nodes);
+        c2.agent(
+            b"a".to_vec(),
+            1,
+            Some(&root()),
+            reg("n1", 1, vec![low]),
+            2_500_000,
+        );
+        let end = JobEnd {
+            job: low,
+            state: JobState::Cancelled,
+            exit_code: None,
+            signal: Some(15),
+            start_time_us: 1,
+            end_time_us: 3_000_000,
+            reason: None,
+            gpu_fault: None,
+        };
+        let fx = c2.agent(
+            b"a".to_vec(),
+            3,
+            None,
+            AgentMessage::JobEnded(end),
+            3_000_000,
+        );
+        // Requeued, and with its preemptor gone, started again at once.
+        assert_eq!(
+            launches(&fx).iter().map(|(_, j)| *j).collect::<Vec<_>>(),
+            vec![low]
+        );
+        let info = c2.queue(&QueueFilter {
+            jobs: vec![low],
+            ..Default::default()
+        });
+        assert_eq!(info[0].state, JobState::Running, "{:?}", info[0].reason);
     }
 }

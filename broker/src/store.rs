@@ -38,6 +38,9 @@ pub struct JobRow {
     pub denials: Vec<bulkhead_proto::job::DeviceDenial>,
     /// The GPUs and MIG placements given to a running job, per node (`node` first).
     pub gpus: Vec<Vec<bulkhead_proto::job::GpuGrant>>,
+    /// A running job being stopped for a higher tier's: by which job, and whether it
+    /// goes back to the queue when it ends.
+    pub preempted_by: Option<(JobId, bool)>,
 }
 
 /// A node as stored.
@@ -131,6 +134,11 @@ CREATE TABLE IF NOT EXISTS job_nodes (
 CREATE TABLE IF NOT EXISTS job_gpus (
     job   INTEGER PRIMARY KEY,
     data  BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_preempted (
+    job     INTEGER PRIMARY KEY,
+    by      INTEGER NOT NULL,
+    requeue INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS node_gpus (
     node  INTEGER PRIMARY KEY,
@@ -301,6 +309,7 @@ impl Store {
                 denials: Vec::new(),
                 extra_nodes: Vec::new(),
                 gpus: Vec::new(),
+                preempted_by: None,
             });
         }
         let lists: Vec<(i64, String)> =
@@ -329,6 +338,20 @@ impl Store {
             })?;
             if let Some(i) = by_id.get(&id) {
                 jobs[*i].denials = d;
+            }
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT job, by, requeue FROM job_preempted")
+            .map_err(self.sq("reading preemptions"))?;
+        let pre: Vec<(i64, i64, bool)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(self.sq("reading preemptions"))?;
+        drop(stmt);
+        for (id, by, requeue) in pre {
+            if let Some(i) = by_id.get(&id) {
+                jobs[*i].preempted_by = Some((JobId(by as u64), requeue));
             }
         }
         let gpu_blobs: Vec<(i64, Vec<u8>)> =
@@ -477,6 +500,18 @@ impl Store {
                                 .execute(params![j.id.0 as i64, list])
                                 .map_err(sq("storing a job's nodes"))?;
                         }
+                        match j.preempted_by {
+                            Some((by, requeue)) => tx.execute(
+                                "INSERT INTO job_preempted (job, by, requeue) VALUES (?1, ?2, ?3)
+                                 ON CONFLICT(job) DO UPDATE SET by = ?2, requeue = ?3",
+                                params![j.id.0 as i64, by.0 as i64, requeue],
+                            ),
+                            None => tx.execute(
+                                "DELETE FROM job_preempted WHERE job = ?1",
+                                params![j.id.0 as i64],
+                            ),
+                        }
+                        .map_err(sq("storing a preemption"))?;
                         if !j.gpus.is_empty() {
                             let blob = postcard::to_allocvec(&j.gpus).map_err(|e| {
                                 StoreError::Corrupt {
@@ -704,6 +739,7 @@ mod tests {
             denials: vec![],
             extra_nodes: vec![],
             gpus: vec![],
+            preempted_by: None,
         }
     }
 
@@ -723,6 +759,7 @@ mod tests {
             done.node = Some(NodeId(3));
             done.end_us = Some(999);
             done.submission.script = String::new();
+            done.preempted_by = Some((JobId(7), true));
             done.gpus = vec![vec![bulkhead_proto::job::GpuGrant {
                 index: 1,
                 mig: Some(bulkhead_proto::job::MigPlacement {
@@ -755,6 +792,8 @@ mod tests {
         assert_eq!(jobs[0].exit_code, Some(0));
         assert_eq!(jobs[0].end_us, Some(999));
         assert_eq!(jobs[0].gpus[0][0].mig.as_ref().map(|m| m.start), Some(6));
+        assert_eq!(jobs[0].preempted_by, Some((JobId(7), true)));
+        assert_eq!(jobs[1].preempted_by, None);
         assert_eq!(jobs[0].submission.script, "#!/bin/sh\necho hi\n");
         assert_eq!(jobs[1], row(2));
         assert_eq!(
