@@ -1799,6 +1799,11 @@ impl Core {
         self.sched.add_reservation(sched::AdminReservation {
             name: r.name.clone(),
             nodes,
+            per_node: (r.cpus.is_some() || r.gpus.is_some()).then(|| sched::Res {
+                cpus: r.cpus.unwrap_or(0),
+                gpus: r.gpus.unwrap_or(0),
+                ..Default::default()
+            }),
             start: secs(r.start_us),
             end: secs(r.end_us),
             users: r.users.iter().copied().collect(),

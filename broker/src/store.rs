@@ -158,7 +158,7 @@ CREATE TABLE IF NOT EXISTS reservations (
     data  BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1');
+INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '2');
 ";
 
 impl Store {
@@ -182,8 +182,31 @@ impl Store {
             .map_err(sq("enabling WAL"))?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(sq("setting synchronous=FULL"))?;
+        // The version before the schema's default is written: an older store has one.
+        let version: Option<String> = conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .ok();
         conn.execute_batch(SCHEMA)
             .map_err(sq("creating the schema"))?;
+        let mut conn = conn;
+        if let Some(v) = version {
+            crate::migrate::run(&mut conn, &v).map_err(|e| match e {
+                crate::migrate::MigrateError::Sqlite(doing, source) => StoreError::Sqlite {
+                    path: path.clone(),
+                    doing,
+                    source,
+                },
+                crate::migrate::MigrateError::Blob { id, detail } => StoreError::Corrupt {
+                    id: 0,
+                    field: "migrated blob",
+                    detail: format!("{id}: {detail}"),
+                },
+            })?;
+        }
         Ok(Store { conn, path })
     }
 
@@ -784,7 +807,7 @@ mod tests {
         let s = Store::open(dir.path()).expect("reopen");
         assert_eq!(
             s.meta("schema_version").expect("meta").as_deref(),
-            Some("1")
+            Some(crate::migrate::SCHEMA_VERSION)
         );
         let (jobs, nodes) = s.load().expect("load");
         assert_eq!(jobs.len(), 2);
@@ -858,6 +881,8 @@ mod tests {
                     end_us: 2,
                     users: vec![1000],
                     accounts: vec![],
+                    cpus: None,
+                    gpus: Some(4),
                 }),
             ])
             .expect("apply");

@@ -64,6 +64,12 @@ enum AdminCmd {
         /// Accounts allowed, comma-separated.
         #[arg(long, value_delimiter = ',')]
         accounts: Vec<String>,
+        /// Reserve only this many GPUs on each node (the rest stays open to all).
+        #[arg(long)]
+        gpus: Option<u32>,
+        /// Reserve only this many CPUs on each node (with --gpus: CPUs for their jobs).
+        #[arg(long)]
+        cpus: Option<u32>,
     },
     /// End a reservation.
     Unreserve { name: String },
@@ -267,6 +273,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     duration,
                     users,
                     accounts,
+                    gpus,
+                    cpus,
                 } => {
                     let now_s = now_us() / 1_000_000;
                     let start_s = match start.as_str() {
@@ -295,6 +303,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         end_us: (start_s + len) * 1_000_000,
                         users: uids,
                         accounts: accounts.clone(),
+                        cpus: *cpus,
+                        gpus: *gpus,
                     })
                 }
             };
@@ -313,6 +323,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                             output::timestamp(Some(r.start_us)),
                             output::timestamp(Some(r.end_us)),
                             r.nodes.join(","),
+                            match (r.cpus, r.gpus) {
+                                (None, None) => "whole nodes".to_string(),
+                                (c, g) => format!(
+                                    "{} CPUs, {} GPUs per node",
+                                    c.unwrap_or(0),
+                                    g.unwrap_or(0)
+                                ),
+                            },
                             r.users
                                 .iter()
                                 .map(u32::to_string)
@@ -330,6 +348,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                             "START_TIME",
                             "END_TIME",
                             "NODELIST",
+                            "HOLDS",
                             "USERS/ACCOUNTS"
                         ],
                         &rows

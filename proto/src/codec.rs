@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 
 pub const MAGIC: [u8; 2] = *b"BH";
 /// The version this build speaks. A peer on another version gets `UnsupportedVersion`.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

@@ -50,6 +50,9 @@ pub struct Reservation {
     pub users: Vec<u32>,
     /// Accounts allowed, by name.
     pub accounts: Vec<String>,
+    /// CPUs and GPUs held on each node; both `None`: the whole nodes.
+    pub cpus: Option<u32>,
+    pub gpus: Option<u32>,
 }
 
 impl Reservation {

@@ -511,20 +511,77 @@ impl Scheduler {
         &self.admin
     }
 
-    /// Whether a job may use node `n` from `now` to `end`, given the administrators'
-    /// reservations: inside its own reservation only on its nodes; elsewhere only if it
-    /// ends before any other reservation of the node begins.
-    fn admin_allows(&self, n: NodeIdx, mine: Option<&str>, now: Time, end: Option<Time>) -> bool {
-        if let Some(name) = mine {
-            return self
-                .admin
-                .iter()
-                .any(|r| r.name == name && r.nodes.contains(&n));
+    /// What the jobs of reservation `r` use on node `n` now.
+    fn members_use(&self, r: &AdminReservation, n: NodeIdx) -> Res {
+        let mut used = Res::default();
+        for (j, _, res) in &self.nodes[n.0 as usize].jobs {
+            if self
+                .running
+                .get(j)
+                .is_some_and(|x| x.spec.reservation.as_deref() == Some(r.name.as_str()))
+            {
+                used.add(res);
+            }
         }
-        !self
+        used
+    }
+
+    /// What the partial reservations of node `n` that have not ended hold and their
+    /// jobs do not use, and when the last of them ends.
+    fn partial_held(&self, n: NodeIdx, now: Time) -> (Res, Time) {
+        let mut held = Res::default();
+        let mut until = now;
+        for r in self
             .admin
             .iter()
-            .any(|r| r.nodes.contains(&n) && r.end > now && end.is_none_or(|e| e > r.start))
+            .filter(|r| r.end > now && r.nodes.contains(&n))
+        {
+            if let Some(cap) = r.per_node {
+                let mut h = cap;
+                h.sub(&self.members_use(r, n));
+                held.add(&h);
+                until = until.max(r.end);
+            }
+        }
+        (held, until)
+    }
+
+    /// Whether a job taking `per` may use node `n` from `now` to `end`, given the
+    /// administrators' reservations: inside its own reservation only on its nodes and
+    /// within what it holds there; elsewhere only if it ends before any other
+    /// reservation of the node begins, or, for a reservation of some GPUs and CPUs,
+    /// if the node keeps the part of it its jobs do not use free.
+    fn admin_allows(
+        &self,
+        n: NodeIdx,
+        per: &Res,
+        mine: Option<&str>,
+        now: Time,
+        end: Option<Time>,
+    ) -> bool {
+        if let Some(name) = mine {
+            return self.admin.iter().any(|r| {
+                r.name == name
+                    && r.nodes.contains(&n)
+                    && r.per_node.is_none_or(|cap| {
+                        let mut used = self.members_use(r, n);
+                        used.add(per);
+                        within_reserved(&used, &cap)
+                    })
+            });
+        }
+        !self.admin.iter().any(|r| {
+            r.nodes.contains(&n)
+                && r.end > now
+                && end.is_none_or(|e| e > r.start)
+                && r.per_node.is_none_or(|cap| {
+                    let mut held = cap;
+                    held.sub(&self.members_use(r, n));
+                    let mut need = *per;
+                    need.add(&held);
+                    !need.fits_in(&self.nodes[n.0 as usize].free)
+                })
+        })
     }
 
     /// Whether some partition the job names could ever run it; why not, if none.
@@ -542,6 +599,14 @@ impl Scheduler {
                 Some(r) if !r.admits(spec) => {
                     return Err(SubmitError::Unsatisfiable(format!(
                         "the job's user and account are not allowed in reservation {name}"
+                    )));
+                }
+                Some(r)
+                    if r.per_node
+                        .is_some_and(|cap| !within_reserved(&spec.req.per_node, &cap)) =>
+                {
+                    return Err(SubmitError::Unsatisfiable(format!(
+                        "the job asks more per node than reservation {name} holds"
                     )));
                 }
                 Some(_) => {}
@@ -931,7 +996,7 @@ impl Scheduler {
                     rs.iter()
                         .any(|(t, _, j)| *j != me && end.is_none_or(|e| e > *t))
                 });
-                if clash || !self.admin_allows(*n, mine, now, end) {
+                if clash || !self.admin_allows(*n, per, mine, now, end) {
                     continue;
                 }
                 if with_gpus {
@@ -969,11 +1034,12 @@ impl Scheduler {
             if !node.schedulable() || !per.fits_in(&node.spec.capacity) {
                 continue;
             }
-            let mut free = node.free;
-            let mut at = None;
-            if per.fits_in(&free) {
-                at = Some(now);
-            } else {
+            // When `need` fits, by the time limits of what runs on the node.
+            let fit_time = |need: &Res| -> Option<Time> {
+                let mut free = node.free;
+                if need.fits_in(&free) {
+                    return Some(now);
+                }
                 let mut ends: Vec<(Time, Res)> = node
                     .jobs
                     .iter()
@@ -982,12 +1048,22 @@ impl Scheduler {
                 ends.sort_by_key(|(e, _)| *e);
                 for (e, r) in ends {
                     free.add(&r);
-                    if per.fits_in(&free) {
-                        at = Some(e.max(now));
-                        break;
+                    if need.fits_in(&free) {
+                        return Some(e.max(now));
                     }
                 }
-            }
+                None
+            };
+            // Another job must leave the unused part of a partial reservation free
+            // until it ends; failing that, it waits for the end.
+            let (held, held_until) = if mine.is_none() {
+                self.partial_held(*n, now)
+            } else {
+                (Res::default(), now)
+            };
+            let mut with_held = *per;
+            with_held.add(&held);
+            let at = fit_time(&with_held).or_else(|| fit_time(per).map(|t| t.max(held_until)));
             let Some(mut at) = at else { continue };
             // Administrators' reservations: a job in one waits for its window, on its
             // nodes; any other job gets a reserved node only after the window closes.
@@ -997,8 +1073,10 @@ impl Scheduler {
                     .iter()
                     .find(|r| r.name == name && r.nodes.contains(n))
                 {
-                    Some(r) => at = at.max(r.start),
-                    None => continue,
+                    Some(r) if r.per_node.is_none_or(|cap| within_reserved(per, &cap)) => {
+                        at = at.max(r.start)
+                    }
+                    _ => continue,
                 },
                 None => {
                     for r in self
@@ -1006,6 +1084,14 @@ impl Scheduler {
                         .iter()
                         .filter(|r| r.end > now && r.nodes.contains(n))
                     {
+                        // What a reservation of part of the node leaves is open to all.
+                        if let Some(cap) = r.per_node {
+                            let mut rest = node.spec.capacity;
+                            rest.sub(&cap);
+                            if per.fits_in(&rest) {
+                                continue;
+                            }
+                        }
                         at = at.max(r.end);
                     }
                 }
@@ -1201,7 +1287,7 @@ impl Scheduler {
                 let node = &self.nodes[n.0 as usize];
                 if !node.schedulable()
                     || !per.fits_in(&node.spec.capacity)
-                    || !self.admin_allows(*n, spec.reservation.as_deref(), now, end)
+                    || !self.admin_allows(*n, per, spec.reservation.as_deref(), now, end)
                 {
                     continue;
                 }
@@ -1522,6 +1608,12 @@ impl std::hash::Hasher for PairHasher {
     fn write_u32(&mut self, v: u32) {
         self.0 = (self.0.rotate_left(32) ^ u64::from(v)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
+}
+
+/// Whether `use` stays within what a reservation of part of a node holds: its CPUs and
+/// GPUs (memory is not reserved).
+fn within_reserved(r#use: &Res, cap: &Res) -> bool {
+    r#use.cpus <= cap.cpus && r#use.gpus <= cap.gpus && r#use.mig <= cap.mig
 }
 
 /// Nodes picked for a job, and its GPUs on each.

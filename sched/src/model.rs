@@ -224,11 +224,15 @@ pub struct JobSpec {
     pub reservation: Option<String>,
 }
 
-/// Nodes an administrator set aside for some users or accounts over a window.
+/// Nodes, or some GPUs and CPUs of nodes, an administrator set aside for some users or
+/// accounts over a window.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdminReservation {
     pub name: String,
     pub nodes: Vec<NodeIdx>,
+    /// What it holds on each of its nodes: `None`, the whole node; else these GPUs and
+    /// CPUs (counts), the rest of the node staying open to every job.
+    pub per_node: Option<Res>,
     pub start: Time,
     pub end: Time,
     /// Users (uids) and accounts that may run in it; both empty: nobody but root's jobs.

@@ -499,6 +499,7 @@ fn an_admin_reservation_holds_its_nodes_for_its_users_and_window() {
     s.add_reservation(AdminReservation {
         name: "maint".into(),
         nodes: vec![NodeIdx(0)],
+        per_node: None,
         start: 100,
         end: 1000,
         users: [1001].into(),
@@ -767,4 +768,90 @@ fn users_of_one_account_share_it_equally() {
         secs.get(&2002).copied().unwrap_or(0) as f64,
     );
     assert!((0.8..=1.25).contains(&(a / b)), "GPU time {a} : {b}");
+}
+
+/// A reservation of some GPUs and CPUs of a node: its users get those within the
+/// window; everyone else keeps the rest of the node, and may use the reserved part only
+/// with jobs that end before the window.
+#[test]
+fn a_reservation_of_some_gpus_leaves_the_rest_of_the_node_to_others() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 64, 8),
+        vec![partition("gpu", 0..1)],
+        accounts(&[1, 1]),
+    );
+    s.add_reservation(AdminReservation {
+        name: "train".into(),
+        nodes: vec![NodeIdx(0)],
+        per_node: Some(Res {
+            cpus: 8,
+            gpus: 4,
+            ..Default::default()
+        }),
+        start: 100,
+        end: 1000,
+        users: [1001].into(),
+        accounts: BTreeSet::new(),
+    })
+    .expect("reserve");
+    let gpu_job = |id, user: u32, gpus, limit, res: Option<&str>| {
+        let mut j = job(id, 0, 1, gpus, limit, 0);
+        j.user = user;
+        j.reservation = res.map(String::from);
+        j
+    };
+    let started = |d: Vec<Decision>| -> BTreeSet<JobId> {
+        d.into_iter()
+            .filter_map(|d| match d {
+                Decision::Start { job, .. } => Some(job),
+                _ => None,
+            })
+            .collect()
+    };
+    s.submit(gpu_job(1, 1000, 4, 5000, None), 0)
+        .expect("submit");
+    s.submit(gpu_job(2, 1000, 1, 5000, None), 0)
+        .expect("submit");
+    s.submit(gpu_job(3, 1000, 1, 50, None), 0).expect("submit");
+    s.submit(gpu_job(4, 1001, 4, 500, Some("train")), 0)
+        .expect("submit");
+    s.submit(gpu_job(5, 1001, 1, 500, Some("train")), 0)
+        .expect("submit");
+    assert!(
+        matches!(s.submit(gpu_job(6, 1001, 5, 10, Some("train")), 0), Err(SubmitError::Unsatisfiable(e)) if e.contains("more per node"))
+    );
+    let st = started(s.full_pass(0));
+    assert!(
+        st.contains(&JobId(1)),
+        "the unreserved half is open: {st:?}"
+    );
+    assert!(
+        st.contains(&JobId(3)),
+        "a job ending before the window may use the reserved half"
+    );
+    assert!(
+        !st.contains(&JobId(2)),
+        "a long job may not eat into the reserved GPUs"
+    );
+    assert!(!st.contains(&JobId(4)), "the window has not begun");
+    assert_eq!(
+        s.pending_info(JobId(4)).map(|p| p.reason),
+        Some(Reason::Reservation)
+    );
+    s.job_ended(JobId(3), Outcome::Ok, 50);
+    let st = started(s.full_pass(100));
+    assert!(
+        st.contains(&JobId(4)),
+        "the reservation's job gets its GPUs: {st:?}"
+    );
+    assert!(
+        !st.contains(&JobId(5)),
+        "and no more than the reservation holds"
+    );
+    assert!(!st.contains(&JobId(2)));
+    // After the window, the rest of the queue may use the node again.
+    s.job_ended(JobId(4), Outcome::Ok, 600);
+    let st = started(s.full_pass(1000));
+    assert!(st.contains(&JobId(2)), "{st:?}");
 }
