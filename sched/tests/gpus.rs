@@ -284,3 +284,62 @@ fn the_scheduler_never_picks_a_placement_the_gpu_refuses() {
         assert!(id > 100);
     }
 }
+
+/// A MIG slice is billed its fraction of a GPU: its compute slices over seven.
+#[test]
+fn a_slice_is_charged_its_fraction_of_a_gpu() {
+    let cfg = Config {
+        bill_gpu: 7.0,
+        bill_cpu: 0.0,
+        half_life: 1_000_000_000,
+        ..Config::default()
+    };
+    let n = vec![
+        node("n0", gpus(GpuModel::A100Sxm4_80gb, GpuMode::MigDynamic, 1)),
+        node("n1", gpus(GpuModel::A100Sxm4_80gb, GpuMode::Whole, 1)),
+    ];
+    let mut s = Scheduler::new(
+        cfg,
+        n,
+        vec![PartitionSpec {
+            name: "gpu".into(),
+            nodes: vec![NodeIdx(0), NodeIdx(1)],
+            max_time: None,
+            default_time: Some(3600),
+            allowed_accounts: BTreeSet::new(),
+            tier: 1,
+            preempt: Preempt::Off,
+        }],
+        vec![
+            AccountSpec {
+                name: "slices".into(),
+                parent: None,
+                shares: 1,
+            },
+            AccountSpec {
+                name: "whole".into(),
+                parent: None,
+                shares: 1,
+            },
+        ],
+    );
+    let mut a = job(1, slice("3g.40gb", 1));
+    a.account = AccountIdx(0);
+    let mut b = job(2, whole(1));
+    b.account = AccountIdx(1);
+    b.user = 1001;
+    s.submit(a, 0).unwrap();
+    s.submit(b, 0).unwrap();
+    assert_eq!(starts(&s.full_pass(0)).len(), 2);
+    s.job_ended(JobId(1), Outcome::Ok, 700);
+    s.job_ended(JobId(2), Outcome::Ok, 700);
+    let (slice_use, whole_use) = (
+        s.fairshare().usage(AccountIdx(0)),
+        s.fairshare().usage(AccountIdx(1)),
+    );
+    assert!((whole_use - 7.0 * 700.0).abs() < 1.0, "{whole_use}");
+    assert!(
+        (slice_use - 3.0 / 7.0 * 7.0 * 700.0).abs() < 1.0,
+        "{slice_use}"
+    );
+}
