@@ -305,6 +305,16 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     let mut gpus = open_gpus(&cfg)?;
     let mut sim_caps = None;
     if let Some(g) = &mut gpus {
+        match gpu::clean_dynamic(g.as_mut()) {
+            Ok(gone) if !gone.is_empty() => tracing::warn!(
+                instances = ?gone,
+                "destroyed MIG instances left on dynamic GPUs (GPU, GPU instance)"
+            ),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "cannot clear stale MIG instances; slices may fail to create")
+            }
+        }
         match g.inventory() {
             Ok(inv) => tracing::info!(
                 backend = g.kind(),

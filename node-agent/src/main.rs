@@ -55,8 +55,9 @@ struct Args {
     /// `:mig` puts them in MIG mode with slices made per job.
     #[arg(long, env = "BH_SIMULATE_GPUS")]
     simulate_gpus: Option<String>,
-    /// GPUs in MIG mode: `dynamic` (slices created for each job and destroyed after)
-    /// or `static` (the admin's layout is kept; jobs get its instances).
+    /// GPUs in MIG mode: `dynamic` (Bulkhead owns their layout: slices are created for
+    /// each job and destroyed after, and instances found at start are destroyed) or
+    /// `static` (the admin's layout is kept; jobs get its instances).
     #[arg(long, default_value = "dynamic")]
     mig_layout: String,
     /// Print the GPUs as NVML reports them (inventory, MIG mode, instances, every

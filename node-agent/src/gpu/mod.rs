@@ -240,6 +240,23 @@ pub fn release(backend: &mut dyn GpuBackend, gpus: &JobGpus, job: u64) {
     }
 }
 
+/// Destroys the MIG instances on GPUs whose layout Bulkhead manages (dynamic mode): at
+/// agent start no job of an earlier run is left, so every instance there is stale and
+/// would make the scheduler's placements fail. Returns what it destroyed.
+pub fn clean_dynamic(backend: &mut dyn GpuBackend) -> Result<Vec<(u32, u32)>, GpuError> {
+    let mut gone = Vec::new();
+    for g in backend.inventory()? {
+        if g.mig != MigMode::Dynamic {
+            continue;
+        }
+        for i in &g.instances {
+            backend.destroy_slice(g.index, i.gi_id, i.ci_id)?;
+            gone.push((g.index, i.gi_id));
+        }
+    }
+    Ok(gone)
+}
+
 #[cfg(test)]
 mod tests {
     use super::simulated::SimulatedGpus;
@@ -334,6 +351,21 @@ mod tests {
         );
         assert_eq!(s[0].processes[0].gi_id, Some(g.created[0].1));
         assert!(s[0].processes[0].memory_mb <= 81_920 / 2);
+    }
+
+    #[test]
+    fn stale_instances_of_dynamic_gpus_are_destroyed_at_start() {
+        let mut b = SimulatedGpus::new(GpuModel::A100Sxm4_40gb, 2, true, "n1");
+        b.create_slice(0, "3g.20gb", 4).unwrap();
+        b.create_slice(1, "1g.5gb", 6).unwrap();
+        let gone = clean_dynamic(&mut b).unwrap();
+        assert_eq!(gone.len(), 2);
+        assert!(
+            b.inventory()
+                .unwrap()
+                .iter()
+                .all(|g| g.instances.is_empty())
+        );
     }
 
     #[test]
