@@ -40,6 +40,9 @@
 //! weight_fairshare = 10000
 //! half_life_s = 604800
 //! bill_gpu = 32.0
+//!
+//! [accounting]
+//! retention_days = 365      # ended jobs and their records; absent: kept forever
 //! ```
 //!
 //! Unknown keys are refused, so that a misspelt setting is not silently ignored.
@@ -81,6 +84,14 @@ struct File {
     limits: LimitsFile,
     #[serde(default)]
     priority: PriorityFile,
+    #[serde(default)]
+    accounting: AccountingFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AccountingFile {
+    retention_days: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -350,6 +361,9 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
         }
     }
     cfg.user_accounts.extend(f.users);
+    if let Some(d) = f.accounting.retention_days {
+        cfg.retention_us = Some(d.saturating_mul(86_400_000_000));
+    }
     cfg.sched.user_limits = f.limits.user.into();
     cfg.sched.account_limits = f.limits.account.into();
     let p = f.priority;

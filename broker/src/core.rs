@@ -10,6 +10,7 @@
 //! forgets, and an agent is never told to launch a job the store still calls PENDING).
 
 use crate::store::{JobRow, NodeRow, StoreOp};
+use bulkhead_proto::acct::{AcctFilter, AcctRecord};
 use bulkhead_proto::job::{
     DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, Dependency, DeviceDenial, GpuGrant,
     GpuInfo, JobEnd, JobSubmission, LaunchSpec, MAX_DENIALS_PER_JOB, expand_task_pattern,
@@ -21,6 +22,10 @@ use bulkhead_proto::msg::{
 };
 use bulkhead_proto::{JobId, JobInfo, JobState, NodeId};
 use bulkhead_sched as sched;
+use prometheus_client::registry::Registry;
+
+/// Most running jobs with per-job metric series (each series has a job label).
+const MAX_JOB_SERIES: usize = 1000;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A partition, as configured: its nodes by name (`*` and a trailing `*` match).
@@ -95,6 +100,8 @@ pub struct CoreConfig {
     pub heartbeat_ms: u32,
     /// A node silent for this long is DOWN and its jobs NODE_FAIL.
     pub node_timeout_us: u64,
+    /// Ended jobs and their accounting records are kept this long; `None`: forever.
+    pub retention_us: Option<u64>,
 }
 
 impl Default for CoreConfig {
@@ -123,6 +130,7 @@ impl Default for CoreConfig {
             def_mem_per_cpu_mb: 1024,
             heartbeat_ms: 2000,
             node_timeout_us: 30_000_000,
+            retention_us: None,
         }
     }
 }
@@ -155,6 +163,8 @@ pub enum Outbound {
 pub struct Effects {
     pub store: Vec<StoreOp>,
     pub send: Vec<Outbound>,
+    /// A full scheduling pass ran (the shell times it for the metrics).
+    pub full_pass: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -179,6 +189,8 @@ struct Job {
     denials: Vec<DeviceDenial>,
     /// GPUs on each of its nodes (`node` first) while it runs.
     gpus: Vec<Vec<GpuGrant>>,
+    /// What it used: the latest samples while it runs, the total once it ended.
+    usage: Option<bulkhead_proto::acct::JobUsage>,
 }
 
 #[derive(Debug, Clone)]
@@ -240,6 +252,9 @@ pub struct Core {
     sched: sched::Scheduler,
     node_of_idx: Vec<NodeId>,
     last_full_us: u64,
+    /// Jobs started, and ended by state, since the broker started (for the metrics).
+    started_total: u64,
+    ended_total: HashMap<JobState, u64>,
     node_by_name: HashMap<String, NodeId>,
     node_by_peer: HashMap<PeerId, NodeId>,
     next_job: u64,
@@ -309,6 +324,8 @@ impl Core {
             sched: scheduler,
             node_of_idx: Vec::new(),
             last_full_us: 0,
+            started_total: 0,
+            ended_total: HashMap::new(),
             node_by_name: HashMap::new(),
             node_by_peer: HashMap::new(),
             next_job: 1,
@@ -347,6 +364,7 @@ impl Core {
                 end_us: r.end_us,
                 denials: r.denials,
                 gpus: r.gpus,
+                usage: r.usage,
             };
             // A job being stopped when the broker went down still goes where its
             // preemption sends it once its end arrives.
@@ -587,6 +605,7 @@ impl Core {
             denials: j.denials.clone(),
             gpus: j.gpus.clone(),
             preempted_by: self.preempted.get(&j.id).copied(),
+            usage: j.usage.clone(),
         })
     }
 
@@ -621,6 +640,14 @@ impl Core {
         let reply = match op {
             ClientOp::Submit(sub) => self.submit(&mut fx, caller, *sub, now_us),
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(&filter)),
+            ClientOp::Acct(filter) => self.acct(caller, &filter),
+            ClientOp::Report(q) if caller.uid == 0 => ClientReply::Report(Box::new(
+                crate::acct::report(&self.acct_records(None), &q, now_us),
+            )),
+            ClientOp::Report(_) => ClientReply::Error(err(
+                ErrorCode::PermissionDenied,
+                "bh report is for administrators (root)",
+            )),
             ClientOp::Show(id) => match self.jobs.get(&id) {
                 Some(j) => ClientReply::Job(Box::new(self.info(j))),
                 None => {
@@ -694,6 +721,7 @@ impl Core {
             end_us: None,
             denials: Vec::new(),
             gpus: Vec::new(),
+            usage: None,
         };
         if job.sub.array_task.is_some() {
             return ClientReply::Error(err(
@@ -814,6 +842,7 @@ impl Core {
             end_us: None,
             denials: Vec::new(),
             gpus: Vec::new(),
+            usage: None,
         };
         let queued = self.spec_of(&job).and_then(|s| {
             self.sched
@@ -1062,6 +1091,7 @@ impl Core {
             end_time_us: now_us,
             reason: None,
             gpu_fault: None,
+            usage: None,
         }
     }
 
@@ -1141,6 +1171,7 @@ impl Core {
             return;
         };
         job.state = end.state;
+        *self.ended_total.entry(end.state).or_default() += 1;
         job.exit_code = end.exit_code;
         job.signal = end.signal;
         if job.start_us.is_none() || end.start_time_us > 0 {
@@ -1153,6 +1184,9 @@ impl Core {
         job.end_us = Some(end.end_time_us);
         if end.reason.is_some() {
             job.reason = end.reason;
+        }
+        if end.usage.is_some() {
+            job.usage = end.usage;
         }
         // A finished job's script is in the store; memory keeps only what listings need.
         job.sub.script = String::new();
@@ -1222,6 +1256,17 @@ impl Core {
                 }
                 for job in touched {
                     self.update(&mut fx, job);
+                }
+            }
+            AgentMessage::Usage(batch) => {
+                // Kept in memory for `bh top` and `bh show`; the total is stored at the end.
+                for (job, u) in batch {
+                    if let Some(j) = self.jobs.get_mut(&job)
+                        && j.node == Some(node_id)
+                        && j.state == JobState::Running
+                    {
+                        j.usage = Some(u);
+                    }
                 }
             }
             AgentMessage::GpuInventory(gpus) => {
@@ -1450,6 +1495,8 @@ impl Core {
         }
         if now_us >= self.last_full_us + self.cfg.full_pass_us {
             self.last_full_us = now_us;
+            fx.full_pass = true;
+            self.purge(&mut fx, now_us);
             let decisions = self.sched.full_pass(secs(now_us));
             self.apply(&mut fx, decisions, now_us);
             // Fair-share usage is kept, so that a restart does not forgive it.
@@ -1515,6 +1562,7 @@ impl Core {
                         continue;
                     };
                     j.state = JobState::Running;
+                    self.started_total += 1;
                     j.node = Some(node_id);
                     j.extra_nodes = extra;
                     j.gpus = gpus.iter().map(|a| crate::gpus::grants(a)).collect();
@@ -1713,6 +1761,139 @@ impl Core {
             } else {
                 Vec::new()
             },
+            usage: j.usage.clone(),
+        }
+    }
+
+    /// The account a user's jobs charge.
+    fn account_name(&self, user: &str) -> String {
+        self.cfg
+            .user_accounts
+            .get(user)
+            .cloned()
+            .or_else(|| self.cfg.accounts.first().map(|a| a.name.clone()))
+            .unwrap_or_default()
+    }
+
+    /// A job's accounting record (array records themselves have none: their tasks do).
+    fn acct_record(&self, j: &Job, now_us: u64) -> AcctRecord {
+        let elapsed = j
+            .start_us
+            .map(|s| j.end_us.unwrap_or(now_us).saturating_sub(s) as f64 / 1e6)
+            .unwrap_or(0.0);
+        let mut gpu_seconds: BTreeMap<String, f64> = BTreeMap::new();
+        let node_ids: Vec<NodeId> = j
+            .node
+            .into_iter()
+            .chain(j.extra_nodes.iter().copied())
+            .collect();
+        for (k, grants) in j.gpus.iter().enumerate() {
+            let node = node_ids.get(k).and_then(|n| self.nodes.get(n));
+            for g in grants {
+                let (key, share) = match &g.mig {
+                    Some(m) => {
+                        let slices = bulkhead_gpu::GpuModel::ALL
+                            .iter()
+                            .find_map(|x| x.profile(&m.profile))
+                            .map_or(1, |p| p.compute_slices);
+                        (m.profile.clone(), f64::from(slices) / 7.0)
+                    }
+                    None => {
+                        let info = node.and_then(|n| n.gpus.iter().find(|x| x.index == g.index));
+                        let key = info
+                            .map(|x| x.model.clone().unwrap_or_else(|| x.name.clone()))
+                            .unwrap_or_else(|| "gpu".into());
+                        (key, 1.0)
+                    }
+                };
+                *gpu_seconds.entry(key).or_default() += share * elapsed;
+            }
+        }
+        let nodes = node_ids
+            .iter()
+            .filter_map(|n| self.nodes.get(n).map(|n| n.name.clone()))
+            .collect::<Vec<_>>()
+            .join(",");
+        AcctRecord {
+            job: j.id,
+            job_label: match j.sub.array_task {
+                Some((p, i)) => format!("{p}_{i}"),
+                None => j.id.to_string(),
+            },
+            name: j.sub.name.clone(),
+            user: j.user.clone(),
+            uid: j.uid,
+            account: self.account_name(&j.user),
+            partition: j.partition.clone(),
+            state: j.state,
+            exit_code: j.exit_code,
+            signal: j.signal,
+            nodes,
+            submit_us: j.submit_us,
+            start_us: j.start_us,
+            end_us: j.end_us,
+            alloc_cpus: j.sub.resources.cpus * j.sub.resources.nodes.max(1),
+            alloc_mem_mb: j.mem_mb * u64::from(j.sub.resources.nodes.max(1)),
+            alloc_gpus: j.sub.resources.gpu_label(),
+            gpu_seconds: gpu_seconds.into_iter().collect(),
+            usage: j.usage.clone(),
+        }
+    }
+
+    /// The accounting records of every job (of one user if `uid` is given), oldest
+    /// first; array records stand for their tasks, which have their own.
+    fn acct_records(&self, uid: Option<u32>) -> Vec<AcctRecord> {
+        let now = bulkhead_proto::time::now_us();
+        self.jobs
+            .values()
+            .filter(|j| j.sub.array.is_none() && uid.is_none_or(|u| u == j.uid))
+            .map(|j| self.acct_record(j, now))
+            .collect()
+    }
+
+    /// `bh acct`: the caller's jobs (everyone's for root) matching the filter.
+    fn acct(&self, caller: &Caller, f: &AcctFilter) -> ClientReply {
+        if caller.uid != 0 && f.uids.iter().any(|u| *u != caller.uid) {
+            return ClientReply::Error(err(
+                ErrorCode::PermissionDenied,
+                "only root sees other users' accounting records",
+            ));
+        }
+        let now = bulkhead_proto::time::now_us();
+        let mine = (caller.uid != 0).then_some(caller.uid);
+        let mut records: Vec<AcctRecord> = self
+            .jobs
+            .values()
+            .filter(|j| j.sub.array.is_none() && mine.is_none_or(|u| u == j.uid))
+            .map(|j| self.acct_record(j, now))
+            .filter(|r| crate::acct::matches(r, f))
+            .collect();
+        records.sort_by_key(|r| r.job);
+        let truncated = records.len() > bulkhead_proto::acct::MAX_ACCT_RECORDS;
+        records.truncate(bulkhead_proto::acct::MAX_ACCT_RECORDS);
+        ClientReply::Acct { records, truncated }
+    }
+
+    /// Forgets ended jobs past the accounting retention, in memory and in the store.
+    fn purge(&mut self, fx: &mut Effects, now_us: u64) {
+        let Some(keep) = self.cfg.retention_us else {
+            return;
+        };
+        let old: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|j| j.state.is_terminal() && j.end_us.is_some_and(|e| e + keep < now_us))
+            .map(|j| j.id)
+            .collect();
+        if !old.is_empty() {
+            tracing::info!(
+                jobs = old.len(),
+                "ended jobs past the accounting retention removed"
+            );
+        }
+        for id in old {
+            self.jobs.remove(&id);
+            fx.store.push(StoreOp::DeleteJob(id));
         }
     }
 
@@ -1925,6 +2106,120 @@ impl Core {
             Some(r) => format!("node {name} draining: {r}"),
             None => format!("node {name} resumed"),
         })
+    }
+
+    /// The Prometheus metrics of the broker's state, with what the shell adds (`extra`),
+    /// in the text format.
+    pub fn metrics(&self, extra: impl FnOnce(&mut Registry)) -> String {
+        use prometheus_client::metrics::counter::Counter;
+        use prometheus_client::metrics::family::Family;
+        use prometheus_client::metrics::gauge::Gauge;
+        type Labels = Vec<(String, String)>;
+        let mut reg = Registry::with_prefix("bulkhead");
+        let jobs = Family::<Labels, Gauge>::default();
+        let mut depth: HashMap<(JobState, String), i64> = HashMap::new();
+        let mut running_usage = Vec::new();
+        for j in self.jobs.values().filter(|j| !j.state.is_terminal()) {
+            *depth.entry((j.state, j.partition.clone())).or_default() += 1;
+            if j.state == JobState::Running
+                && let Some(u) = &j.usage
+            {
+                running_usage.push((j.id, j.user.clone(), u));
+            }
+        }
+        for ((state, part), n) in depth {
+            jobs.get_or_create(&vec![
+                ("state".into(), state.as_str().into()),
+                ("partition".into(), part),
+            ])
+            .set(n);
+        }
+        reg.register(
+            "queue_jobs",
+            "Pending and running jobs by state and partition",
+            jobs,
+        );
+        let started = Counter::<u64>::default();
+        started.inc_by(self.started_total);
+        reg.register(
+            "jobs_started",
+            "Jobs started since the broker started",
+            started,
+        );
+        let ended = Family::<Labels, Counter>::default();
+        for (state, n) in &self.ended_total {
+            ended
+                .get_or_create(&vec![("state".into(), state.as_str().into())])
+                .inc_by(*n);
+        }
+        reg.register(
+            "jobs_ended",
+            "Jobs ended since the broker started, by state",
+            ended,
+        );
+        let nodes = Family::<Labels, Gauge>::default();
+        let gpus = Family::<Labels, Gauge>::default();
+        for n in self.nodes.values() {
+            let info = self.node_info(n);
+            nodes
+                .get_or_create(&vec![("state".into(), info.state.as_str().into())])
+                .inc();
+            let mig = |g: &GpuInfo| g.mig != bulkhead_proto::job::MigMode::Disabled;
+            for (mode, count) in [
+                ("whole", info.gpus.iter().filter(|g| !mig(g)).count()),
+                ("mig", info.gpus.iter().filter(|g| mig(g)).count()),
+            ] {
+                gpus.get_or_create(&vec![
+                    ("node".into(), n.name.clone()),
+                    ("mode".into(), mode.into()),
+                ])
+                .set(count as i64);
+            }
+        }
+        reg.register("nodes", "Nodes by state", nodes);
+        reg.register(
+            "node_gpus",
+            "GPUs of each node, whole and in MIG mode",
+            gpus,
+        );
+        // Per-job series have a job label: bounded to the most recent running jobs.
+        running_usage.sort_by_key(|(id, _, _)| std::cmp::Reverse(*id));
+        let dropped = running_usage.len().saturating_sub(MAX_JOB_SERIES);
+        running_usage.truncate(MAX_JOB_SERIES);
+        let cpu = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        let mem = Family::<Labels, Gauge>::default();
+        let gpu_mem = Family::<Labels, Gauge>::default();
+        for (id, user, u) in running_usage {
+            let l = vec![("job".into(), id.to_string()), ("user".into(), user)];
+            if let Some(c) = u.cpu_usec {
+                cpu.get_or_create(&l).set(c as f64 / 1e6);
+            }
+            if let Some(m) = u.mem_current_bytes {
+                mem.get_or_create(&l).set(m as i64);
+            }
+            let g: u64 = u.gpus.iter().map(|g| g.mem_current_mb).sum();
+            gpu_mem.get_or_create(&l).set((g << 20) as i64);
+        }
+        reg.register("job_cpu_seconds", "CPU time of running jobs", cpu);
+        reg.register("job_memory_bytes", "Memory of running jobs", mem);
+        reg.register(
+            "job_gpu_memory_bytes",
+            "GPU memory of running jobs' processes",
+            gpu_mem,
+        );
+        let d = Gauge::<i64>::default();
+        d.set(dropped as i64);
+        reg.register(
+            "job_series_dropped",
+            "Running jobs left out of the per-job series (cardinality bound)",
+            d,
+        );
+        extra(&mut reg);
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &reg) {
+            tracing::error!(error = %e, "cannot encode the metrics");
+        }
+        out
     }
 
     /// Number of jobs known (all states), for logs and tests.
@@ -2142,6 +2437,7 @@ mod tests {
             end_time_us: 30,
             reason: Some("launch failed: NVML nvmlDeviceCreateGpuInstanceWithPlacement: insufficient resources".into()),
             gpu_fault: Some(first_gpu),
+            usage: None,
         };
         let fx = c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 30);
         // Requeued and started again, on the other GPU.
@@ -2266,6 +2562,7 @@ mod tests {
             end_time_us: 40,
             reason: None,
             gpu_fault: None,
+            usage: None,
         };
         let fx = c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 40);
         assert_eq!(launches(&fx), vec![(b"a".to_vec(), id2)]);
@@ -2502,6 +2799,7 @@ mod tests {
                     StoreOp::UpsertNode(n) => nodes.push(n),
                     StoreOp::UpsertReservation(_)
                     | StoreOp::DeleteReservation(_)
+                    | StoreOp::DeleteJob(_)
                     | StoreOp::FairShare(..) => {}
                 }
             }
@@ -2584,6 +2882,7 @@ mod tests {
             end_time_us: 20,
             reason: None,
             gpu_fault: None,
+            usage: None,
         };
         let fx = c2.agent(b"a".to_vec(), 2, None, AgentMessage::JobEnded(end), 20);
         let l = launch_specs(&fx);
@@ -2638,6 +2937,7 @@ mod tests {
             end_time_us: 2_000_000,
             reason: None,
             gpu_fault: None,
+            usage: None,
         };
         let fx = c.agent(
             b"a".to_vec(),
@@ -2763,6 +3063,7 @@ mod tests {
             end_time_us: 3_000_000,
             reason: None,
             gpu_fault: None,
+            usage: None,
         };
         let fx = c.agent(
             b"a".to_vec(),
@@ -2862,6 +3163,7 @@ mod tests {
             end_time_us: 3_000_000,
             reason: None,
             gpu_fault: None,
+            usage: None,
         };
         let fx = c2.agent(
             b"a".to_vec(),

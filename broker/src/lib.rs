@@ -8,6 +8,7 @@
 //! - [`store`]: the SQLite writer thread, which commits the core's changes in groups and
 //!   only then releases the replies and launches that depend on them.
 
+pub mod acct;
 pub mod config;
 pub mod core;
 pub mod gpus;
@@ -40,6 +41,8 @@ pub struct BrokerConfig {
     /// The `munged` socket; `None` is libmunge's default.
     pub munge_socket: Option<PathBuf>,
     pub core: CoreConfig,
+    /// Where to serve Prometheus metrics (`/metrics`); `None`: nowhere.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -123,13 +126,58 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
 
     let munge = Munge::new(cfg.munge_socket.as_deref());
     let names: Arc<Mutex<HashMap<u32, String>>> = Arc::default();
+    // Scrapes are answered by this loop, from the state it owns.
+    let (scrape_tx, mut scrape_rx) = mpsc::channel::<tokio::sync::oneshot::Sender<String>>(16);
+    if let Some(addr) = cfg.metrics {
+        let bound = bulkhead_net::metrics::serve(addr, move || {
+            let tx = scrape_tx.clone();
+            async move {
+                let (reply, rx) = tokio::sync::oneshot::channel();
+                tx.send(reply).await.ok()?;
+                rx.await.ok()
+            }
+        })
+        .await
+        .map_err(|source| BrokerError::Write {
+            path: PathBuf::from(addr.to_string()),
+            source,
+        })?;
+        std::fs::write(cfg.data_dir.join("broker.metrics"), format!("{bound}\n")).map_err(
+            |source| BrokerError::Write {
+                path: cfg.data_dir.join("broker.metrics"),
+                source,
+            },
+        )?;
+        tracing::info!(%bound, "metrics at http://{bound}/metrics");
+    }
+    let pass_seconds = prometheus_client::metrics::histogram::Histogram::new(
+        prometheus_client::metrics::histogram::exponential_buckets(0.0005, 2.0, 14),
+    );
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     tokio::pin!(shutdown);
     let mut result = Ok(());
     loop {
         let fx: Effects = tokio::select! {
             _ = &mut shutdown => break,
-            _ = tick.tick() => core.tick(now_us()),
+            _ = tick.tick() => {
+                let t = std::time::Instant::now();
+                let fx = core.tick(now_us());
+                if fx.full_pass {
+                    pass_seconds.observe(t.elapsed().as_secs_f64());
+                }
+                fx
+            }
+            Some(reply) = scrape_rx.recv() => {
+                let text = core.metrics(|reg| {
+                    reg.register(
+                        "full_pass_seconds",
+                        "Time of the periodic full scheduling passes",
+                        pass_seconds.clone(),
+                    )
+                });
+                let _ = reply.send(text);
+                continue;
+            }
             Some(inc) = in_rx.recv() => {
                 match on_frame(inc, &mut core, &munge, &names, &ev_tx) {
                     Some(fx) => fx,
@@ -151,7 +199,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
             },
         };
         let fx = match fx {
-            Effects { store, send } if store.is_empty() && send.is_empty() => continue,
+            Effects { store, send, .. } if store.is_empty() && send.is_empty() => continue,
             fx => fx,
         };
         if writer
@@ -178,12 +226,12 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
 
 fn reply_only(peer: PeerId, request_id: u64, e: ErrorReply) -> Effects {
     Effects {
-        store: vec![],
         send: vec![Outbound::Client {
             peer,
             request_id,
             reply: ClientReply::Error(e),
         }],
+        ..Default::default()
     }
 }
 
@@ -245,12 +293,12 @@ fn on_frame(
         let e = ErrorReply::new(code, msg);
         match header.kind {
             Kind::AgentMessage => Effects {
-                store: vec![],
                 send: vec![Outbound::Agent {
                     peer: peer.clone(),
                     request_id: header.request_id,
                     msg: BrokerMessage::Error(e),
                 }],
+                ..Default::default()
             },
             _ => reply_only(peer.clone(), header.request_id, e),
         }

@@ -34,6 +34,10 @@ struct Args {
     /// Seconds of silence after which a node is DOWN and its jobs NODE_FAIL.
     #[arg(long, default_value_t = 30)]
     node_timeout: u64,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9817; port 0
+    /// picks one, written to DATA_DIR/broker.metrics). Off by default.
+    #[arg(long, env = "BH_METRICS")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 #[tokio::main]
@@ -51,6 +55,7 @@ async fn main() -> anyhow::Result<()> {
         listen: a.listen,
         data_dir: a.data_dir,
         munge_socket: a.munge_socket,
+        metrics: a.metrics,
         core: CoreConfig {
             partitions: vec![bulkhead_broker::core::PartitionConfig {
                 name: a.partition.clone(),

@@ -41,6 +41,8 @@ pub struct JobRow {
     /// A running job being stopped for a higher tier's: by which job, and whether it
     /// goes back to the queue when it ends.
     pub preempted_by: Option<(JobId, bool)>,
+    /// What the job used, stored once it ended.
+    pub usage: Option<bulkhead_proto::acct::JobUsage>,
 }
 
 /// A node as stored.
@@ -70,6 +72,8 @@ pub enum StoreOp {
     /// Fair-share usage per account, decayed to the given second.
     FairShare(u64, Vec<(String, f64)>),
     DeleteReservation(String),
+    /// A job past the accounting retention: gone with everything stored of it.
+    DeleteJob(JobId),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -132,6 +136,10 @@ CREATE TABLE IF NOT EXISTS job_nodes (
     nodes TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS job_gpus (
+    job   INTEGER PRIMARY KEY,
+    data  BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_usage (
     job   INTEGER PRIMARY KEY,
     data  BLOB NOT NULL
 );
@@ -333,6 +341,7 @@ impl Store {
                 extra_nodes: Vec::new(),
                 gpus: Vec::new(),
                 preempted_by: None,
+                usage: None,
             });
         }
         let lists: Vec<(i64, String)> =
@@ -375,6 +384,18 @@ impl Store {
         for (id, by, requeue) in pre {
             if let Some(i) = by_id.get(&id) {
                 jobs[*i].preempted_by = Some((JobId(by as u64), requeue));
+            }
+        }
+        let usage_blobs: Vec<(i64, Vec<u8>)> =
+            self.pairs("SELECT job, data FROM job_usage", "reading job usage")?;
+        for (id, blob) in usage_blobs {
+            let u = postcard::from_bytes(&blob).map_err(|e| StoreError::Corrupt {
+                id,
+                field: "usage",
+                detail: e.to_string(),
+            })?;
+            if let Some(i) = by_id.get(&id) {
+                jobs[*i].usage = Some(u);
             }
         }
         let gpu_blobs: Vec<(i64, Vec<u8>)> =
@@ -535,6 +556,19 @@ impl Store {
                             ),
                         }
                         .map_err(sq("storing a preemption"))?;
+                        if let Some(u) = j.usage.as_ref().filter(|_| j.state.is_terminal()) {
+                            let blob =
+                                postcard::to_allocvec(u).map_err(|e| StoreError::Corrupt {
+                                    id: j.id.0 as i64,
+                                    field: "usage",
+                                    detail: e.to_string(),
+                                })?;
+                            tx.execute(
+                                "INSERT INTO job_usage (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2",
+                                params![j.id.0 as i64, blob],
+                            )
+                            .map_err(sq("storing a job's usage"))?;
+                        }
                         if !j.gpus.is_empty() {
                             let blob = postcard::to_allocvec(&j.gpus).map_err(|e| {
                                 StoreError::Corrupt {
@@ -609,6 +643,19 @@ impl Store {
                     StoreOp::DeleteReservation(name) => {
                         tx.execute("DELETE FROM reservations WHERE name = ?1", params![name])
                             .map_err(sq("removing a reservation"))?;
+                    }
+                    StoreOp::DeleteJob(id) => {
+                        for table in [
+                            "DELETE FROM jobs WHERE id = ?1",
+                            "DELETE FROM job_nodes WHERE job = ?1",
+                            "DELETE FROM job_denials WHERE job = ?1",
+                            "DELETE FROM job_usage WHERE job = ?1",
+                            "DELETE FROM job_gpus WHERE job = ?1",
+                            "DELETE FROM job_preempted WHERE job = ?1",
+                        ] {
+                            tx.execute(table, params![id.0 as i64])
+                                .map_err(sq("removing a job past retention"))?;
+                        }
                     }
                 }
             }
@@ -763,6 +810,7 @@ mod tests {
             extra_nodes: vec![],
             gpus: vec![],
             preempted_by: None,
+            usage: None,
         }
     }
 
@@ -783,6 +831,12 @@ mod tests {
             done.end_us = Some(999);
             done.submission.script = String::new();
             done.preempted_by = Some((JobId(7), true));
+            done.state = JobState::Completed;
+            done.usage = Some(bulkhead_proto::acct::JobUsage {
+                cpu_usec: Some(42),
+                mem_peak_bytes: Some(1 << 20),
+                ..Default::default()
+            });
             done.gpus = vec![vec![bulkhead_proto::job::GpuGrant {
                 index: 1,
                 mig: Some(bulkhead_proto::job::MigPlacement {
@@ -816,6 +870,8 @@ mod tests {
         assert_eq!(jobs[0].end_us, Some(999));
         assert_eq!(jobs[0].gpus[0][0].mig.as_ref().map(|m| m.start), Some(6));
         assert_eq!(jobs[0].preempted_by, Some((JobId(7), true)));
+        assert_eq!(jobs[0].usage.as_ref().and_then(|u| u.cpu_usec), Some(42));
+        assert_eq!(jobs[1].usage, None);
         assert_eq!(jobs[1].preempted_by, None);
         assert_eq!(jobs[0].submission.script, "#!/bin/sh\necho hi\n");
         assert_eq!(jobs[1], row(2));

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use bulkhead_cli::opts::{self, Export, SubmitOpts};
-use bulkhead_cli::{output, standalone};
+use bulkhead_cli::{acct, output, standalone};
 use bulkhead_net::{Client, ClientError};
 use bulkhead_proto::job::JobSubmission;
 use bulkhead_proto::msg::QueueFilter;
@@ -137,6 +137,63 @@ enum Cmd {
         #[command(subcommand)]
         op: AdminCmd,
     },
+    /// Accounting records of jobs (like sacct): yours, everyone's for root.
+    Acct {
+        /// Jobs, comma-separated.
+        #[arg(short = 'j', long = "jobs", value_delimiter = ',')]
+        jobs: Vec<u64>,
+        /// Users (names or uids), comma-separated (root only for others).
+        #[arg(short = 'u', long = "user", value_delimiter = ',')]
+        users: Vec<String>,
+        #[arg(short = 'A', long = "accounts", value_delimiter = ',')]
+        accounts: Vec<String>,
+        #[arg(short = 'r', long = "partition", value_delimiter = ',')]
+        partitions: Vec<String>,
+        /// States (PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, ...).
+        #[arg(short = 's', long = "state", value_delimiter = ',')]
+        states: Vec<String>,
+        /// Jobs active since: now, now-TIME, today, YYYY-MM-DD[THH:MM[:SS]] (UTC) or
+        /// Unix seconds (default: today, unless --jobs is given).
+        #[arg(short = 'S', long = "starttime")]
+        start: Option<String>,
+        /// ... and until (default: now).
+        #[arg(short = 'E', long = "endtime")]
+        end: Option<String>,
+        /// Fields, comma-separated (see --helpformat).
+        #[arg(short = 'o', long = "format", value_delimiter = ',')]
+        format: Vec<String>,
+        /// List the fields --format takes.
+        #[arg(short = 'e', long = "helpformat")]
+        helpformat: bool,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        csv: bool,
+    },
+    /// Usage by account or user over a period (like sreport), root only: GPU-hours by
+    /// model and MIG profile, CPU-hours, energy, waits, GPU efficiency, top wasters.
+    Report {
+        /// From (default: now-7-0, a week ago); forms as bh acct -S.
+        #[arg(short = 'S', long = "starttime")]
+        start: Option<String>,
+        #[arg(short = 'E', long = "endtime")]
+        end: Option<String>,
+        /// Group by account or user.
+        #[arg(long, default_value = "account")]
+        by: String,
+        /// How many of the jobs that wasted the most GPU time to list.
+        #[arg(long, default_value_t = 10)]
+        top: u32,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        csv: bool,
+        /// Write a self-contained HTML report with charts to this file.
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
+    /// A running job's latest usage (like sstat): CPU, memory, tasks, I/O, pressure, GPUs.
+    Top { job: u64 },
     /// Inside a job: run CMD once per GPU of the job, each process bound to its own GPU
     /// (CUDA_VISIBLE_DEVICES) with its rank in BH_LOCALID (and SLURM_LOCALID,
     /// SLURM_PROCID, LOCAL_RANK); exits with the first failure's code.
@@ -366,6 +423,123 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 print!("{}", output::nodes(&n));
             }
         }
+        Cmd::Acct {
+            jobs,
+            users,
+            accounts,
+            partitions,
+            states,
+            start,
+            end,
+            format,
+            helpformat,
+            json,
+            csv,
+        } => {
+            if *helpformat {
+                println!("{}", acct::FIELDS.join(" "));
+                return Ok(ExitCode::SUCCESS);
+            }
+            let fields = acct::fields(format).map_err(anyhow::Error::msg)?;
+            let now = now_us();
+            let since = match start {
+                Some(s) => Some(acct::parse_when(s, now).map_err(anyhow::Error::msg)?),
+                None if jobs.is_empty() => Some(now - now % 86_400_000_000),
+                None => None,
+            };
+            let until = end
+                .as_deref()
+                .map(|s| acct::parse_when(s, now))
+                .transpose()
+                .map_err(anyhow::Error::msg)?;
+            let mut uids = Vec::new();
+            for u in users {
+                uids.push(uid_of(u)?);
+            }
+            let mut st = Vec::new();
+            for s in states {
+                st.push(s.parse::<JobState>().map_err(|e| anyhow::anyhow!("{e}"))?);
+            }
+            let filter = bulkhead_proto::acct::AcctFilter {
+                jobs: jobs.iter().map(|j| JobId(*j)).collect(),
+                uids,
+                accounts: accounts.clone(),
+                partitions: partitions.clone(),
+                states: st,
+                since_us: since,
+                until_us: until,
+            };
+            let (records, truncated) = client(&cli)?.acct(filter).map_err(explain)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&records)?);
+            } else if *csv {
+                print!("{}", acct::acct_csv(&records, &fields, now));
+            } else {
+                print!("{}", acct::acct_table(&records, &fields, now));
+            }
+            if truncated {
+                eprintln!(
+                    "bh: only the first {} records; narrow the window or the filters",
+                    records.len()
+                );
+            }
+        }
+        Cmd::Report {
+            start,
+            end,
+            by,
+            top,
+            json,
+            csv,
+            html,
+        } => {
+            let now = now_us();
+            let since = match start {
+                Some(s) => acct::parse_when(s, now).map_err(anyhow::Error::msg)?,
+                None => now.saturating_sub(7 * 86_400_000_000),
+            };
+            let until = match end {
+                Some(s) => acct::parse_when(s, now).map_err(anyhow::Error::msg)?,
+                None => now,
+            };
+            let (grouping, header) = match by.to_ascii_lowercase().as_str() {
+                "account" => (bulkhead_proto::acct::ReportBy::Account, "ACCOUNT"),
+                "user" => (bulkhead_proto::acct::ReportBy::User, "USER"),
+                other => bail!("--by {other:?}: account or user"),
+            };
+            let report = client(&cli)?
+                .report(bulkhead_proto::acct::ReportQuery {
+                    since_us: since,
+                    until_us: until,
+                    by: grouping,
+                    top_wasters: *top,
+                })
+                .map_err(explain)?;
+            if let Some(path) = html {
+                std::fs::write(path, acct::report_html(&report, header))
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                eprintln!("report written to {}", path.display());
+            }
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else if *csv {
+                print!("{}", acct::report_csv(&report, header));
+            } else if html.is_none() {
+                print!("{}", acct::report_table(&report, header));
+            }
+        }
+        Cmd::Top { job } => {
+            let (records, _) = client(&cli)?
+                .acct(bulkhead_proto::acct::AcctFilter {
+                    jobs: vec![JobId(*job)],
+                    ..Default::default()
+                })
+                .map_err(explain)?;
+            let Some(r) = records.first() else {
+                bail!("job {job} does not exist, or is not yours");
+            };
+            print!("{}", acct::top(r, now_us()));
+        }
         Cmd::Tasks { cmd } => {
             let gpus = std::env::var("BH_GPUS").ok();
             let st = bulkhead_cli::tasks::run(gpus.as_deref(), cmd)?;
@@ -587,6 +761,7 @@ fn run_standalone(
             data_dir: data_dir.clone(),
             munge_socket: munge_socket.clone(),
             core: Default::default(),
+            metrics: None,
         };
         let broker = tokio::spawn(bulkhead_broker::run(broker_cfg, stop(rx.clone())));
         let ep_file = data_dir.join("broker.endpoint");
@@ -624,6 +799,8 @@ fn run_standalone(
             cgroup_at_root: Vec::new(),
             simulate_gpus,
             mig_layout: bulkhead_agent::gpu::nvml::Layout::Dynamic,
+            sample_interval: Duration::from_secs(10),
+            metrics: None,
         };
         let agent = tokio::spawn(bulkhead_agent::run(agent_cfg, stop(rx.clone())));
         let munge_hint = munge_socket.as_ref().map(|s| format!("export BH_MUNGE_SOCKET={}\n  ", s.display())).unwrap_or_default();

@@ -212,7 +212,7 @@ pub fn job(j: &JobInfo, now_us: u64) -> String {
         ("NodeList", j.node.clone().unwrap_or_default()),
         ("NumCPUs", j.resources.cpus.to_string()),
         ("Memory", format!("{}M", j.resources.mem_mb)),
-        ("Gpus", gpus_asked(&j.resources)),
+        ("Gpus", j.resources.gpu_label()),
         ("GpusAllocated", gpus_allocated(&j.gpus)),
         ("WorkDir", j.workdir.clone()),
         ("StdOut", j.stdout.clone()),
@@ -263,25 +263,6 @@ pub fn nodes(nodes: &[NodeInfo]) -> String {
         ],
         &rows,
     )
-}
-
-/// What a job asks of GPUs per node: `2`, `2 (h100)`, `1g.10gb:1`, or both.
-pub fn gpus_asked(r: &bulkhead_proto::ResourceRequest) -> String {
-    let mut parts = Vec::new();
-    if r.gpus > 0 {
-        parts.push(match &r.gpu_model {
-            Some(m) => format!("{} ({m})", r.gpus),
-            None => r.gpus.to_string(),
-        });
-    }
-    if let Some(m) = &r.mig {
-        parts.push(format!("{}:{}", m.profile, m.count));
-    }
-    if parts.is_empty() {
-        "0".into()
-    } else {
-        parts.join("+")
-    }
 }
 
 /// A running job's GPUs on each node: `gpu1`, `gpu0:1g.10gb@6`; nodes split by `;`.

@@ -202,6 +202,27 @@ impl Client {
         }
     }
 
+    /// Accounting records; `true` when more matched than one reply holds.
+    pub fn acct(
+        &mut self,
+        filter: bulkhead_proto::acct::AcctFilter,
+    ) -> Result<(Vec<bulkhead_proto::acct::AcctRecord>, bool), ClientError> {
+        match self.call(ClientOp::Acct(filter))? {
+            ClientReply::Acct { records, truncated } => Ok((records, truncated)),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
+    pub fn report(
+        &mut self,
+        q: bulkhead_proto::acct::ReportQuery,
+    ) -> Result<bulkhead_proto::acct::Report, ClientError> {
+        match self.call(ClientOp::Report(q))? {
+            ClientReply::Report(r) => Ok(*r),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
     pub fn nodes(&mut self) -> Result<Vec<NodeInfo>, ClientError> {
         match self.call(ClientOp::Nodes)? {
             ClientReply::Nodes(n) => Ok(n),

@@ -644,6 +644,15 @@ impl JobCgroup {
         result
     }
 
+    /// What the job used so far, from its cgroups' counters.
+    pub fn usage(&self) -> bulkhead_proto::acct::JobUsage {
+        let v1 = |c: &str| self.v1.get(c).cloned();
+        crate::usage::read_job(
+            self.v2.as_ref().map(|(d, c)| (d.as_path(), c.as_slice())),
+            &v1,
+        )
+    }
+
     /// Whether the kernel's OOM killer killed a process of the job.
     pub fn oom_killed(&self) -> bool {
         if let Some((d, ctrls)) = &self.v2

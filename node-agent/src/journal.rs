@@ -19,8 +19,47 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 enum Record {
-    End(JobEnd),
+    End(Box<JobEnd>),
     Ack(JobId),
+}
+
+/// A job end as agents before GPU accounting journaled it (no `gpu_fault`, no
+/// `usage`): still read at replay, so that an upgrade loses no unacknowledged end.
+#[derive(Debug, Deserialize)]
+struct JobEndV1 {
+    job: JobId,
+    state: bulkhead_proto::JobState,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    start_time_us: u64,
+    end_time_us: u64,
+    reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+enum RecordV1 {
+    End(JobEndV1),
+    Ack(JobId),
+}
+
+fn decode(bytes: &[u8]) -> Option<Record> {
+    if let Ok(r) = postcard::from_bytes::<Record>(bytes) {
+        return Some(r);
+    }
+    match postcard::from_bytes::<RecordV1>(bytes).ok()? {
+        RecordV1::Ack(j) => Some(Record::Ack(j)),
+        RecordV1::End(e) => Some(Record::End(Box::new(JobEnd {
+            job: e.job,
+            state: e.state,
+            exit_code: e.exit_code,
+            signal: e.signal,
+            start_time_us: e.start_time_us,
+            end_time_us: e.end_time_us,
+            reason: e.reason,
+            gpu_fault: None,
+            usage: None,
+        }))),
+    }
 }
 
 /// Rewrite the journal once it is larger than this.
@@ -90,7 +129,7 @@ impl Journal {
     }
 
     pub fn record_end(&mut self, end: JobEnd) -> Result<(), JournalError> {
-        self.append(&Record::End(end.clone()))?;
+        self.append(&Record::End(Box::new(end.clone())))?;
         self.pending.insert(end.job, end);
         Ok(())
     }
@@ -127,7 +166,7 @@ impl Journal {
         };
         let mut out = Vec::new();
         for e in self.pending.values() {
-            out.extend(frame(&Record::End(e.clone())));
+            out.extend(frame(&Record::End(Box::new(e.clone()))));
         }
         std::fs::write(&tmp, &out).map_err(err("write"))?;
         std::fs::rename(&tmp, &self.path).map_err(err("rename"))?;
@@ -158,14 +197,14 @@ fn replay(bytes: &[u8]) -> (BTreeMap<JobId, JobEnd>, usize) {
         if len > MAX_RECORD || bytes.len() - at - 4 < len {
             break;
         }
-        match postcard::from_bytes::<Record>(&bytes[at + 4..at + 4 + len]) {
-            Ok(Record::End(e)) => {
-                pending.insert(e.job, e);
+        match decode(&bytes[at + 4..at + 4 + len]) {
+            Some(Record::End(e)) => {
+                pending.insert(e.job, *e);
             }
-            Ok(Record::Ack(j)) => {
+            Some(Record::Ack(j)) => {
                 pending.remove(&j);
             }
-            Err(_) => break,
+            None => break,
         }
         at += 4 + len;
     }
@@ -187,6 +226,7 @@ mod tests {
             end_time_us: 2,
             reason: None,
             gpu_fault: None,
+            usage: None,
         }
     }
 
@@ -213,6 +253,62 @@ mod tests {
         drop(j);
         let j = Journal::open(&p).expect("reopen");
         assert_eq!(j.pending().count(), 2);
+    }
+
+    /// A journal written before GPU accounting (ends without `gpu_fault` and `usage`)
+    /// replays in full.
+    #[test]
+    fn a_journal_of_the_previous_format_replays() {
+        #[derive(Serialize)]
+        struct OldEnd {
+            job: JobId,
+            state: JobState,
+            exit_code: Option<i32>,
+            signal: Option<i32>,
+            start_time_us: u64,
+            end_time_us: u64,
+            reason: Option<String>,
+        }
+        #[derive(Serialize)]
+        enum OldRecord {
+            End(OldEnd),
+            Ack(JobId),
+        }
+        let mut bytes = Vec::new();
+        for r in [
+            OldRecord::End(OldEnd {
+                job: JobId(4),
+                state: JobState::Failed,
+                exit_code: Some(3),
+                signal: None,
+                start_time_us: 1,
+                end_time_us: 2,
+                reason: Some("why".into()),
+            }),
+            OldRecord::End(OldEnd {
+                job: JobId(5),
+                state: JobState::Completed,
+                exit_code: Some(0),
+                signal: None,
+                start_time_us: 1,
+                end_time_us: 2,
+                reason: None,
+            }),
+            OldRecord::Ack(JobId(5)),
+        ] {
+            let body = postcard::to_allocvec(&r).expect("encode");
+            bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(&body);
+        }
+        let (pending, valid) = replay(&bytes);
+        assert_eq!(valid, bytes.len(), "nothing cut");
+        assert_eq!(pending.len(), 1);
+        let e = &pending[&JobId(4)];
+        assert_eq!(
+            (e.state, e.exit_code, e.reason.as_deref()),
+            (JobState::Failed, Some(3), Some("why"))
+        );
+        assert_eq!(e.usage, None);
     }
 
     #[test]

@@ -12,6 +12,8 @@ pub mod devpolicy;
 pub mod gpu;
 pub mod journal;
 pub mod launch;
+pub mod metrics;
+pub mod usage;
 
 use crate::cgroup::{AgentTree, JobCgroup, Limits};
 use crate::journal::Journal;
@@ -64,6 +66,10 @@ pub struct AgentConfig {
     pub simulate_gpus: Option<String>,
     /// MIG GPUs: slices made per job (`Dynamic`), or the admin's layout (`Static`).
     pub mig_layout: gpu::nvml::Layout,
+    /// Time between samples of running jobs' usage (a last one is taken at each end).
+    pub sample_interval: Duration,
+    /// Where to serve Prometheus metrics; `None`: nowhere.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// The node's GPU backend, shared by the launches.
@@ -137,7 +143,11 @@ enum JobEvent {
         job: JobId,
         pid: u32,
         start_us: u64,
+        cg: JobCgroup,
+        gpus: gpu::JobGpus,
     },
+    /// Readings of running jobs, from a sampling round.
+    Sampled(Vec<(JobId, bulkhead_proto::acct::JobUsage)>),
     Denied(Vec<bulkhead_ebpf_common::DenyEvent>),
     Ended {
         end: JobEnd,
@@ -147,6 +157,11 @@ enum JobEvent {
 }
 
 struct Running {
+    /// What the agent samples: the job's cgroups and GPUs (once it started), and the
+    /// usage so far.
+    sampled: Option<(JobCgroup, gpu::JobGpus)>,
+    usage: bulkhead_proto::acct::JobUsage,
+    uid: u32,
     /// The state to end in, and the grace period when not the agent's own.
     kill: watch::Sender<Option<(JobState, Option<Duration>)>>,
     cpu_ids: Vec<u32>,
@@ -172,6 +187,7 @@ struct Agent {
     reg_tx: mpsc::Sender<Vec<u8>>,
     isolation: IsolationState,
     gpus: SharedGpus,
+    sampler: Arc<metrics::SamplerStats>,
     /// Denials not yet reported, with their counts.
     denials: BTreeMap<(JobId, u32, u32, u32, u32, u32), u64>,
     dev_paths: HashMap<(u32, u32, u32), Option<String>>,
@@ -410,6 +426,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         reg_tx,
         isolation,
         gpus,
+        sampler: Arc::default(),
         denials: BTreeMap::new(),
         dev_paths: HashMap::new(),
         cfg,
@@ -417,7 +434,32 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     tracing::info!(node = %agent.cfg.name, broker = %agent.cfg.broker, cpus, mem_mb, "agent starting");
     agent.register();
 
+    let (scrape_tx, mut scrape_rx) = mpsc::channel::<tokio::sync::oneshot::Sender<String>>(16);
+    if let Some(addr) = agent.cfg.metrics {
+        match bulkhead_net::metrics::serve(addr, move || {
+            let tx = scrape_tx.clone();
+            async move {
+                let (reply, rx) = tokio::sync::oneshot::channel();
+                tx.send(reply).await.ok()?;
+                rx.await.ok()
+            }
+        })
+        .await
+        {
+            Ok(bound) => {
+                let _ = std::fs::write(
+                    agent.cfg.spool_dir.join("agent.metrics"),
+                    format!("{bound}\n"),
+                );
+                tracing::info!(%bound, "metrics at http://{bound}/metrics");
+            }
+            Err(e) => tracing::error!(%addr, error = %e, "cannot serve metrics"),
+        }
+    }
     let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut sample =
+        tokio::time::interval(agent.cfg.sample_interval.max(Duration::from_millis(100)));
+    sample.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_beat = Instant::now();
     tokio::pin!(shutdown);
     loop {
@@ -426,6 +468,8 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             Some(inc) = in_rx.recv() => agent.on_frames(inc.frames),
             Some(ev) = ev_rx.recv() => agent.on_event(ev),
             Some(frame) = reg_rx.recv() => agent.send_frame(frame),
+            _ = sample.tick() => agent.sample(),
+            Some(reply) = scrape_rx.recv() => agent.scrape(reply),
             _ = tick.tick() => {
                 if agent.registered {
                     if last_beat.elapsed() >= agent.heartbeat {
@@ -603,19 +647,53 @@ impl Agent {
                     self.send(&AgentMessage::GpuInventory(inv));
                 }
             }
-            JobEvent::Started { job, pid, start_us } => {
+            JobEvent::Started {
+                job,
+                pid,
+                start_us,
+                cg,
+                gpus,
+            } => {
+                if let Some(r) = self.jobs.get_mut(&job) {
+                    r.sampled = Some((cg, gpus));
+                }
                 self.send(&AgentMessage::JobStarted {
                     job,
                     pid,
                     start_time_us: start_us,
                 });
             }
-            JobEvent::Ended { end } => {
+            JobEvent::Sampled(readings) => {
+                let mut batch = Vec::with_capacity(readings.len());
+                for (job, u) in readings {
+                    if let Some(r) = self.jobs.get_mut(&job) {
+                        let mut gpus = std::mem::take(&mut r.usage.gpus);
+                        gpu::merge_gpu_usage(&mut gpus, &u.gpus);
+                        r.usage.merge(&u);
+                        r.usage.gpus = gpus;
+                        batch.push((job, r.usage.clone()));
+                    }
+                }
+                if self.registered && !batch.is_empty() {
+                    self.send(&AgentMessage::Usage(batch));
+                }
+            }
+            JobEvent::Ended { mut end } => {
                 if let Some(r) = self.jobs.remove(&end.job) {
                     for c in r.cpu_ids {
                         if let Some(l) = self.cpu_load.get_mut(&c) {
                             *l = l.saturating_sub(1);
                         }
+                    }
+                    // The last reading (taken as the job's cgroup went) over the samples.
+                    let mut total = r.usage;
+                    if let Some(last) = end.usage.take() {
+                        let gpus = std::mem::take(&mut total.gpus);
+                        total.merge(&last);
+                        total.gpus = gpus;
+                    }
+                    if total.samples > 0 {
+                        end.usage = Some(total);
                     }
                 }
                 tracing::info!(job = %end.job, state = %end.state, exit = ?end.exit_code, signal = ?end.signal, "job ended");
@@ -729,6 +807,74 @@ impl Agent {
     }
 
     /// Picks the least-loaded host CPUs for a job.
+    /// Starts a sampling round off the event loop: every running job's cgroup counters
+    /// and one reading of the node's GPUs, matched to the jobs by their processes.
+    fn sample(&mut self) {
+        let jobs: Vec<(JobId, JobCgroup, gpu::JobGpus)> = self
+            .jobs
+            .iter()
+            .filter_map(|(id, r)| r.sampled.as_ref().map(|(c, g)| (*id, c.clone(), g.clone())))
+            .collect();
+        if jobs.is_empty() {
+            return;
+        }
+        let (gpus, events, stats) = (self.gpus.clone(), self.events.clone(), self.sampler.clone());
+        tokio::task::spawn_blocking(move || {
+            let cpu0 = metrics::thread_cpu_ns();
+            let n = jobs.len() as u64;
+            let samples = if jobs.iter().any(|(_, _, g)| !g.indices.is_empty()) {
+                gpus.lock()
+                    .ok()
+                    .and_then(|mut b| b.as_mut().and_then(|b| b.sample().ok()))
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let readings = jobs
+                .into_iter()
+                .map(|(id, cg, g)| {
+                    let mut u = cg.usage();
+                    if !g.indices.is_empty() {
+                        u.gpus = g.usage_from(&samples, &cg.pids());
+                    }
+                    (id, u)
+                })
+                .collect();
+            stats.rounds.fetch_add(1, Ordering::Relaxed);
+            stats.job_samples.fetch_add(n, Ordering::Relaxed);
+            stats.cpu_ns.fetch_add(
+                metrics::thread_cpu_ns().saturating_sub(cpu0),
+                Ordering::Relaxed,
+            );
+            let _ = events.blocking_send(JobEvent::Sampled(readings));
+        });
+    }
+
+    /// Answers a scrape: the running jobs' usage from here, the GPUs read off the loop.
+    fn scrape(&self, reply: tokio::sync::oneshot::Sender<String>) {
+        let jobs: Vec<(JobId, u32, bulkhead_proto::acct::JobUsage)> = self
+            .jobs
+            .iter()
+            .filter(|(_, r)| r.usage.samples > 0)
+            .map(|(id, r)| (*id, r.uid, r.usage.clone()))
+            .collect();
+        let (gpus, stats, node) = (
+            self.gpus.clone(),
+            self.sampler.clone(),
+            self.cfg.name.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            let (backend, samples) = match gpus.lock() {
+                Ok(mut g) => match g.as_mut() {
+                    Some(b) => (b.kind(), b.sample().unwrap_or_default()),
+                    None => ("none", Vec::new()),
+                },
+                Err(_) => ("none", Vec::new()),
+            };
+            let _ = reply.send(metrics::encode(&node, backend, &samples, &jobs, &stats));
+        });
+    }
+
     fn pick_cpus(&mut self, n: u32) -> Vec<u32> {
         let n = (n as usize).min(self.host_cpus.len()).max(1);
         let mut by_load: Vec<(u32, u32)> = self.cpu_load.iter().map(|(c, l)| (*l, *c)).collect();
@@ -756,6 +902,9 @@ impl Agent {
             Running {
                 kill: kill_tx,
                 cpu_ids: cpu_ids.clone(),
+                sampled: None,
+                usage: Default::default(),
+                uid: spec.uid,
             },
         );
         let ctx = JobCtx {
@@ -800,9 +949,29 @@ impl JobCtx {
                 "the job was granted GPUs but this node has none".into(),
             ));
         };
-        let got = gpu::acquire(backend.as_mut(), &spec.gpus, spec.job.0);
+        let mut got = gpu::acquire(backend.as_mut(), &spec.gpus, spec.job.0);
         if got.as_ref().is_ok_and(|g| !g.created.is_empty()) {
             self.report_gpus(backend.as_mut());
+        }
+        // The energy counters of its whole GPUs as the job gets them.
+        if let Ok(g) = &mut got
+            && let Ok(samples) = backend.sample()
+        {
+            g.energy_start_mj = g
+                .indices
+                .iter()
+                .zip(&g.gi_ids)
+                .map(|(i, gi)| {
+                    gi.is_none()
+                        .then(|| {
+                            samples
+                                .iter()
+                                .find(|s| s.index == *i)
+                                .and_then(|s| s.energy_mj)
+                        })
+                        .flatten()
+                })
+                .collect();
         }
         got.map_err(|e| {
             // A slice that failed to create puts that GPU out of service.
@@ -1004,6 +1173,7 @@ async fn run_job(
         end_time_us: now_us(),
         reason,
         gpu_fault: None,
+        usage: None,
     };
     let prepared = {
         let (ctx, spec, cpu_ids) = (ctx.clone(), spec.clone(), cpu_ids.clone());
@@ -1034,7 +1204,13 @@ async fn run_job(
     }
     let _ = ctx
         .events
-        .send(JobEvent::Started { job, pid, start_us })
+        .send(JobEvent::Started {
+            job,
+            pid,
+            start_us,
+            cg: started.cg.clone(),
+            gpus: started.gpus.clone(),
+        })
         .await;
 
     let limit = spec
@@ -1078,17 +1254,19 @@ async fn run_job(
     // The batch script has exited: whatever it left running goes with it.
     let cg = started.cg.clone();
     let script = started.script.clone();
-    let (killed, oom) = tokio::task::spawn_blocking(move || {
+    let (killed, oom, last) = tokio::task::spawn_blocking(move || {
         let killed = cg.kill();
         let oom = cg.oom_killed();
+        // The final reading, while the cgroup (and its peaks) still exists.
+        let last = cg.usage();
         if let Err(e) = cg.remove(Duration::from_secs(5)) {
             tracing::warn!(error = %e, "cannot remove job cgroup");
         }
         let _ = std::fs::remove_file(&script);
-        (killed, oom)
+        (killed, oom, Some(last))
     })
     .await
-    .unwrap_or((Ok(()), false));
+    .unwrap_or((Ok(()), false, None));
     ctx.isolation.release(started.cgroup_id);
     {
         let (c, g) = (ctx.clone(), started.gpus.clone());
@@ -1136,7 +1314,10 @@ async fn run_job(
     let _ = ctx
         .events
         .send(JobEvent::Ended {
-            end: end(state, exit_code, signal, reason),
+            end: JobEnd {
+                usage: last,
+                ..end(state, exit_code, signal, reason)
+            },
         })
         .await;
 }

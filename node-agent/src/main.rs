@@ -60,6 +60,13 @@ struct Args {
     /// `static` (the admin's layout is kept; jobs get its instances).
     #[arg(long, default_value = "dynamic")]
     mig_layout: String,
+    /// Seconds between samples of the running jobs' usage (cgroup counters, NVML).
+    #[arg(long, default_value_t = 10.0)]
+    sample_interval: f64,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9818; port 0
+    /// picks one, written to SPOOL_DIR/agent.metrics). Off by default.
+    #[arg(long, env = "BH_AGENT_METRICS")]
+    metrics: Option<std::net::SocketAddr>,
     /// Print the GPUs as NVML reports them (inventory, MIG mode, instances, every
     /// profile with its placements) and exit. Read-only: changes nothing on the GPUs.
     #[arg(long)]
@@ -112,6 +119,8 @@ async fn main() -> anyhow::Result<()> {
         cgroup_at_root: a.cgroup_at_root,
         simulate_gpus: a.simulate_gpus,
         mig_layout,
+        sample_interval: Duration::from_secs_f64(a.sample_interval.max(0.1)),
+        metrics: a.metrics,
     };
     run(cfg, bulkhead_net::shutdown_signal())
         .await

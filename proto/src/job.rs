@@ -135,6 +135,25 @@ pub struct MigAsk {
 }
 
 impl ResourceRequest {
+    /// What it asks of GPUs per node: `0`, `2`, `2 (h100)`, `1g.10gb:1`, or both.
+    pub fn gpu_label(&self) -> String {
+        let mut parts = Vec::new();
+        if self.gpus > 0 {
+            parts.push(match &self.gpu_model {
+                Some(m) => format!("{} ({m})", self.gpus),
+                None => self.gpus.to_string(),
+            });
+        }
+        if let Some(m) = &self.mig {
+            parts.push(format!("{}:{}", m.profile, m.count));
+        }
+        if parts.is_empty() {
+            "0".into()
+        } else {
+            parts.join("+")
+        }
+    }
+
     pub fn validate(&self) -> Result<(), LimitError> {
         check("nodes", self.nodes as usize, 100_000)?;
         check("gpus", self.gpus as usize, 1024)?;
@@ -369,12 +388,17 @@ pub struct JobEnd {
     /// The GPU whose MIG instance could not be created for the job: the job goes back
     /// to the queue and the GPU out of service until an admin resumes the node.
     pub gpu_fault: Option<u32>,
+    /// What the job used, from the agent's samples and a last one at its end.
+    pub usage: Option<crate::acct::JobUsage>,
 }
 
 impl JobEnd {
     pub fn validate(&self) -> Result<(), LimitError> {
         if let Some(r) = &self.reason {
             check("reason", r.len(), limits::MAX_MESSAGE_BYTES)?;
+        }
+        if let Some(u) = &self.usage {
+            u.validate()?;
         }
         Ok(())
     }
@@ -474,6 +498,8 @@ pub struct JobInfo {
     pub array_pending: Option<String>,
     /// While it runs: its GPUs and MIG placements on each node (`node` first).
     pub gpus: Vec<Vec<GpuGrant>>,
+    /// What it used (the latest samples while it runs; all of it once it ended).
+    pub usage: Option<crate::acct::JobUsage>,
 }
 
 /// The default output pattern, as Slurm's `slurm-%j.out`.

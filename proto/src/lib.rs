@@ -9,6 +9,7 @@
 //! size, checks the envelope (magic, version, kind), rejects trailing bytes and then
 //! checks every collection and string against the limits in [`limits`]; it never panics.
 
+pub mod acct;
 pub mod codec;
 pub mod ids;
 pub mod job;

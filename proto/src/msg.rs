@@ -25,6 +25,10 @@ pub enum ClientOp {
     Admin(AdminOp),
     /// The administrators' reservations.
     Reservations,
+    /// Accounting records (`bh acct`).
+    Acct(crate::acct::AcctFilter),
+    /// Usage by account or user over a period (`bh report`), root only.
+    Report(crate::acct::ReportQuery),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,7 +84,7 @@ pub struct QueueFilter {
 }
 
 /// The broker's answer to one [`ClientRequest`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ClientReply {
     Submitted(JobId),
     Jobs(Vec<JobInfo>),
@@ -90,6 +94,13 @@ pub enum ClientReply {
     /// An administrative action was carried out; what it did, in words.
     Done(String),
     Reservations(Vec<Reservation>),
+    /// Records, oldest first; `truncated`: more matched than one reply carries
+    /// ([`crate::acct::MAX_ACCT_RECORDS`]).
+    Acct {
+        records: Vec<crate::acct::AcctRecord>,
+        truncated: bool,
+    },
+    Report(Box<crate::acct::Report>),
     Error(ErrorReply),
 }
 
@@ -209,6 +220,8 @@ pub enum AgentMessage {
     Denials(Vec<(JobId, DeviceDenial)>),
     /// The node's GPUs after MIG instances were created or destroyed.
     GpuInventory(Vec<GpuInfo>),
+    /// The latest samples of running jobs (every sampling interval).
+    Usage(Vec<(JobId, crate::acct::JobUsage)>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -284,6 +297,8 @@ impl Message for ClientRequest {
                 check_str("name", name, limits::MAX_NAME_BYTES)
             }
             ClientOp::Reservations => Ok(()),
+            ClientOp::Acct(f) => f.validate(),
+            ClientOp::Report(q) => check("top_wasters", q.top_wasters as usize, 1000),
         }
     }
 }
@@ -300,6 +315,17 @@ impl Message for ClientReply {
             ClientReply::Reservations(r) => {
                 check("reservations", r.len(), 10_000)?;
                 r.iter().try_for_each(Reservation::validate)
+            }
+            ClientReply::Acct { records, .. } => {
+                check("records", records.len(), crate::acct::MAX_ACCT_RECORDS)?;
+                records
+                    .iter()
+                    .filter_map(|r| r.usage.as_ref())
+                    .try_for_each(crate::acct::JobUsage::validate)
+            }
+            ClientReply::Report(r) => {
+                check("rows", r.rows.len(), limits::MAX_IDS)?;
+                check("daily", r.daily.len(), limits::MAX_LIST)
             }
             ClientReply::Submitted(_) | ClientReply::Job(_) => Ok(()),
         }
@@ -336,6 +362,10 @@ impl Message for AgentMessage {
                 Ok(())
             }
             AgentMessage::Heartbeat { running } => check_ids("running", running),
+            AgentMessage::Usage(u) => {
+                check("usage", u.len(), limits::MAX_IDS)?;
+                u.iter().try_for_each(|(_, x)| x.validate())
+            }
             AgentMessage::GpuInventory(g) => {
                 check("gpus", g.len(), 64)?;
                 g.iter().try_for_each(GpuInfo::validate)

@@ -289,6 +289,7 @@ impl Cluster {
             .arg(&self.data_dir)
             .arg("--munge-socket")
             .arg(&self.munged.socket)
+            .args(["--metrics", "127.0.0.1:0"])
             .args(&extra)
             .env("BH_LOG", self.opts.log)
             .stdin(Stdio::null())
@@ -375,6 +376,7 @@ impl Cluster {
                 vec!["--bpffs".into(), self.bpffs().into_os_string()]
             })
             .args(["--device-isolation", "required"])
+            .args(["--metrics", "127.0.0.1:0"])
             // Without delegation (this host's unified tree), the agent is allowed there.
             .args(if agent_cgroup_parent().is_none() {
                 &["--cgroup-at-root", "cgroup2"][..]
@@ -633,4 +635,25 @@ pub fn alive(pid: i32) -> bool {
             .starts_with('Z'),
         Err(_) => false,
     }
+}
+
+/// Scrapes `http://ADDR/metrics`, ADDR read from the file a daemon wrote it to, and
+/// parses the page with a Prometheus text-format parser.
+pub fn scrape(addr_file: &Path) -> Result<prometheus_parse::Scrape> {
+    use std::io::{Read, Write};
+    let addr = std::fs::read_to_string(addr_file)
+        .with_context(|| format!("reading {}", addr_file.display()))?;
+    let mut conn = std::net::TcpStream::connect(addr.trim())?;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")?;
+    let mut text = String::new();
+    conn.read_to_string(&mut text)?;
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .context("no end of the HTTP header")?;
+    if !head.starts_with("HTTP/1.1 200") {
+        bail!("scrape refused: {head}");
+    }
+    let lines = body.lines().map(|l| Ok(l.to_string()));
+    Ok(prometheus_parse::Scrape::parse(lines)?)
 }

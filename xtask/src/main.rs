@@ -229,8 +229,12 @@ pub(crate) fn install_packages(packages: &[&'static str]) -> Result<()> {
         .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
+/// What only the tests need: Debian's Chromium renders the HTML usage report headless.
+const TEST_PACKAGES: &[&str] = &["chromium"];
+
 fn ci() -> Result<()> {
     setup()?;
+    install_packages(TEST_PACKAGES)?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     run(cargo().args([
         "clippy",

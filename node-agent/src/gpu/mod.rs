@@ -101,6 +101,76 @@ pub struct JobGpus {
     pub created: Vec<(u32, u32, u32)>,
     /// For each of `indices`: the GPU instance id of the slice, `None` for a whole GPU.
     pub gi_ids: Vec<Option<u32>>,
+    /// For each of `indices`: the GPU's model (key, or NVML's name) and the slice's
+    /// profile.
+    pub models: Vec<String>,
+    pub profiles: Vec<Option<String>>,
+    /// For each of `indices`: the GPU's energy counter when the job got it (whole GPUs).
+    pub energy_start_mj: Vec<Option<u64>>,
+}
+
+impl JobGpus {
+    /// The job's GPU usage from one sample of the node's GPUs: memory of the job's
+    /// processes (`pids`) on each of its GPUs or slices, utilization of whole GPUs, and
+    /// their energy since the job got them.
+    pub fn usage_from(
+        &self,
+        samples: &[GpuSample],
+        pids: &[i32],
+    ) -> Vec<bulkhead_proto::acct::GpuUsage> {
+        let mut out = Vec::with_capacity(self.indices.len());
+        for (k, index) in self.indices.iter().enumerate() {
+            let gi = self.gi_ids.get(k).copied().flatten();
+            let sample = samples.iter().find(|s| s.index == *index);
+            let mem: u64 = sample
+                .map(|s| {
+                    s.processes
+                        .iter()
+                        .filter(|p| pids.contains(&(p.pid as i32)))
+                        .filter(|p| gi.is_none() || p.gi_id.is_none() || p.gi_id == gi)
+                        .map(|p| p.memory_mb)
+                        .sum()
+                })
+                .unwrap_or(0);
+            let whole = gi.is_none();
+            let util = sample.and_then(|s| s.utilization_pct).filter(|_| whole);
+            let start = self.energy_start_mj.get(k).copied().flatten();
+            let energy = match (whole, start, sample.and_then(|s| s.energy_mj)) {
+                (true, Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                _ => None,
+            };
+            out.push(bulkhead_proto::acct::GpuUsage {
+                index: *index,
+                model: self.models.get(k).cloned().unwrap_or_default(),
+                profile: self.profiles.get(k).cloned().flatten(),
+                mem_peak_mb: mem,
+                mem_current_mb: mem,
+                util_sum: util.map_or(0, u64::from),
+                util_samples: u32::from(util.is_some()),
+                energy_mj: energy,
+                energy_start_mj: start,
+            });
+        }
+        out
+    }
+}
+
+/// Folds a newer GPU reading into the running totals of a job's GPUs.
+pub fn merge_gpu_usage(
+    acc: &mut Vec<bulkhead_proto::acct::GpuUsage>,
+    newer: &[bulkhead_proto::acct::GpuUsage],
+) {
+    if acc.len() != newer.len() {
+        *acc = newer.to_vec();
+        return;
+    }
+    for (a, n) in acc.iter_mut().zip(newer) {
+        a.mem_peak_mb = a.mem_peak_mb.max(n.mem_peak_mb);
+        a.mem_current_mb = n.mem_current_mb;
+        a.util_sum += n.util_sum;
+        a.util_samples += n.util_samples;
+        a.energy_mj = n.energy_mj.or(a.energy_mj);
+    }
 }
 
 impl JobGpus {
@@ -152,6 +222,9 @@ pub fn acquire(
                     index: g.index,
                     count: inv.len(),
                 })?;
+            out.models
+                .push(gpu.model.clone().unwrap_or_else(|| gpu.name.clone()));
+            out.profiles.push(g.mig.as_ref().map(|m| m.profile.clone()));
             if !out.gpu_minors.contains(&gpu.minor) {
                 out.gpu_minors.push(gpu.minor);
             }

@@ -1,0 +1,759 @@
+//! `bh acct` (like sacct), `bh report` (like sreport) and `bh top` (like sstat): time
+//! arguments, the fields a user picks with `--format`, and the renderings — tables,
+//! CSV, JSON, and a self-contained HTML report whose charts are SVG drawn here with
+//! plotters (the page fetches nothing).
+
+use crate::output::{table, timestamp};
+use bulkhead_proto::acct::{AcctRecord, JobUsage, Report};
+use plotters::prelude::*;
+use std::fmt::Write as _;
+
+const DAY_US: u64 = 86_400_000_000;
+
+/// A point in time as `-S`/`-E` take it: `now`, `now-TIME` (TIME in `--time`'s forms:
+/// minutes, `HH:MM:SS`, `D-HH`...), `today`, `YYYY-MM-DD[THH:MM[:SS]]` (UTC), or Unix
+/// seconds. Microseconds since the epoch.
+pub fn parse_when(s: &str, now_us: u64) -> Result<u64, String> {
+    let s = s.trim();
+    if s == "now" {
+        return Ok(now_us);
+    }
+    if s == "today" {
+        return Ok(now_us - now_us % DAY_US);
+    }
+    if let Some(ago) = s.strip_prefix("now-") {
+        let secs = crate::opts::parse_time(ago)?.ok_or("now-TIME needs a length of time")?;
+        return Ok(now_us.saturating_sub(secs * 1_000_000));
+    }
+    if s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse::<u64>()
+            .map(|v| v * 1_000_000)
+            .map_err(|e| e.to_string());
+    }
+    let (date, time) = s.split_once('T').unwrap_or((s, "00:00:00"));
+    let d: Vec<&str> = date.split('-').collect();
+    let [y, m, dd] = d.as_slice() else {
+        return Err(format!(
+            "{s:?}: expected YYYY-MM-DD[THH:MM[:SS]], now, now-TIME or today"
+        ));
+    };
+    let num = |v: &str| {
+        v.parse::<i64>()
+            .map_err(|_| format!("{s:?}: {v:?} is not a number"))
+    };
+    let (y, m, dd) = (num(y)?, num(m)?, num(dd)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&dd) {
+        return Err(format!("{s:?}: no such date"));
+    }
+    let t: Vec<&str> = time.split(':').collect();
+    let (hh, mm, ss) = match t.as_slice() {
+        [h, m] => (num(h)?, num(m)?, 0),
+        [h, m, sec] => (num(h)?, num(m)?, num(sec)?),
+        _ => return Err(format!("{s:?}: expected THH:MM[:SS]")),
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + dd - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
+    u64::try_from(secs)
+        .map(|v| v * 1_000_000)
+        .map_err(|_| format!("{s:?} is before 1970"))
+}
+
+/// `[D-]HH:MM:SS` of a number of seconds.
+pub fn hms(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
+    }
+}
+
+/// The fields `--format` may name, with their headers.
+pub const FIELDS: &[&str] = &[
+    "JobID",
+    "JobName",
+    "User",
+    "Account",
+    "Partition",
+    "State",
+    "ExitCode",
+    "Submit",
+    "Start",
+    "End",
+    "Elapsed",
+    "Wait",
+    "AllocCPUS",
+    "TotalCPU",
+    "UserCPU",
+    "SystemCPU",
+    "MaxRSS",
+    "AllocGPUS",
+    "GPUSeconds",
+    "GPUMem",
+    "GPUUtil",
+    "Energy",
+    "NodeList",
+];
+
+/// The fields shown without `--format`.
+pub const DEFAULT_FIELDS: &[&str] = &[
+    "JobID",
+    "JobName",
+    "User",
+    "Account",
+    "Partition",
+    "State",
+    "ExitCode",
+    "Elapsed",
+    "TotalCPU",
+    "MaxRSS",
+    "AllocGPUS",
+    "GPUUtil",
+];
+
+/// The canonical names of the fields asked, or the first unknown one.
+pub fn fields(asked: &[String]) -> Result<Vec<&'static str>, String> {
+    if asked.is_empty() {
+        return Ok(DEFAULT_FIELDS.to_vec());
+    }
+    asked
+        .iter()
+        .map(|a| {
+            FIELDS
+                .iter()
+                .find(|f| f.eq_ignore_ascii_case(a.trim()))
+                .copied()
+                .ok_or_else(|| format!("unknown field {a:?}; fields: {}", FIELDS.join(",")))
+        })
+        .collect()
+}
+
+fn usec_hms(usec: u64) -> String {
+    hms(usec / 1_000_000)
+}
+
+/// Mean utilization of the job's whole GPUs, or why there is none.
+fn gpu_util(u: Option<&JobUsage>) -> String {
+    let Some(u) = u else { return "-".into() };
+    if u.gpus.is_empty() {
+        return "-".into();
+    }
+    let measured: Vec<f64> = u.gpus.iter().filter_map(|g| g.mean_util()).collect();
+    if measured.is_empty() {
+        if u.gpus.iter().all(|g| g.profile.is_some()) {
+            "n/a (MIG)".into()
+        } else {
+            "n/a".into()
+        }
+    } else {
+        format!(
+            "{:.1}%",
+            measured.iter().sum::<f64>() / measured.len() as f64
+        )
+    }
+}
+
+/// One field of a record, as text.
+pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
+    let u = r.usage.as_ref();
+    let elapsed = r
+        .start_us
+        .map(|s| r.end_us.unwrap_or(now_us).saturating_sub(s));
+    match f {
+        "JobID" => r.job_label.clone(),
+        "JobName" => r.name.clone(),
+        "User" => r.user.clone(),
+        "Account" => r.account.clone(),
+        "Partition" => r.partition.clone(),
+        "State" => r.state.as_str().into(),
+        "ExitCode" => format!("{}:{}", r.exit_code.unwrap_or(0), r.signal.unwrap_or(0)),
+        "Submit" => timestamp(Some(r.submit_us)),
+        "Start" => timestamp(r.start_us),
+        "End" => timestamp(r.end_us),
+        "Elapsed" => elapsed.map_or("00:00:00".into(), usec_hms),
+        "Wait" => r
+            .start_us
+            .map_or("-".into(), |s| usec_hms(s.saturating_sub(r.submit_us))),
+        "AllocCPUS" => r.alloc_cpus.to_string(),
+        "TotalCPU" => u.and_then(|u| u.cpu_usec).map_or("-".into(), usec_hms),
+        "UserCPU" => u.and_then(|u| u.user_usec).map_or("-".into(), usec_hms),
+        "SystemCPU" => u.and_then(|u| u.system_usec).map_or("-".into(), usec_hms),
+        "MaxRSS" => u
+            .and_then(|u| u.mem_peak_bytes)
+            .map_or("-".into(), |b| format!("{}K", b / 1024)),
+        "AllocGPUS" => r.alloc_gpus.clone(),
+        "GPUSeconds" => {
+            if r.gpu_seconds.is_empty() {
+                "0".into()
+            } else {
+                r.gpu_seconds
+                    .iter()
+                    .map(|(m, s)| format!("{m}={s:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }
+        }
+        "GPUMem" => u.filter(|u| !u.gpus.is_empty()).map_or("-".into(), |u| {
+            format!("{}M", u.gpus.iter().map(|g| g.mem_peak_mb).sum::<u64>())
+        }),
+        "GPUUtil" => gpu_util(u),
+        "Energy" => u
+            .and_then(|u| {
+                let e: Vec<u64> = u.gpus.iter().filter_map(|g| g.energy_mj).collect();
+                (!e.is_empty()).then(|| format!("{:.1}kJ", e.iter().sum::<u64>() as f64 / 1e6))
+            })
+            .unwrap_or_else(|| "-".into()),
+        "NodeList" => r.nodes.clone(),
+        _ => String::new(),
+    }
+}
+
+/// `bh acct` as a table.
+pub fn acct_table(records: &[AcctRecord], fields: &[&str], now_us: u64) -> String {
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|r| fields.iter().map(|f| field(r, f, now_us)).collect())
+        .collect();
+    table(fields, &rows)
+}
+
+/// A CSV cell, quoted when it needs to be.
+fn csv_cell(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn csv(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = header.join(",");
+    out.push('\n');
+    for r in rows {
+        out.push_str(&r.iter().map(|c| csv_cell(c)).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// `bh acct --csv`.
+pub fn acct_csv(records: &[AcctRecord], fields: &[&str], now_us: u64) -> String {
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|r| fields.iter().map(|f| field(r, f, now_us)).collect())
+        .collect();
+    csv(fields, &rows)
+}
+
+/// `bh top JOBID`: a running job's latest usage.
+pub fn top(r: &AcctRecord, now_us: u64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "job {} ({}) {} on {}, elapsed {}",
+        r.job_label,
+        r.name,
+        r.state,
+        r.nodes,
+        field(r, "Elapsed", now_us)
+    );
+    let Some(u) = &r.usage else {
+        out.push_str("no sample yet\n");
+        return out;
+    };
+    let age = now_us.saturating_sub(u.sampled_at_us) / 1_000_000;
+    let _ = writeln!(out, "sampled {age} s ago ({} samples)", u.samples);
+    let t = |v: Option<u64>| v.map_or("n/a".into(), usec_hms);
+    let mib = |v: Option<u64>| v.map_or("n/a".into(), |b| format!("{} MiB", b >> 20));
+    let _ = writeln!(
+        out,
+        "cpu      total {}  user {}  system {}{}",
+        t(u.cpu_usec),
+        t(u.user_usec),
+        t(u.system_usec),
+        u.throttled_usec
+            .map(|x| format!("  throttled {}", usec_hms(x)))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "memory   now {}  peak {}  (allocated {} MiB){}",
+        mib(u.mem_current_bytes),
+        mib(u.mem_peak_bytes),
+        r.alloc_mem_mb,
+        if u.oom_kills > 0 {
+            format!("  OOM kills {}", u.oom_kills)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(out, "tasks    {} (peak {})", u.pids_current, u.pids_peak);
+    if let (Some(rd), Some(wr)) = (u.io_read_bytes, u.io_write_bytes) {
+        let _ = writeln!(
+            out,
+            "io       read {} MiB  written {} MiB",
+            rd >> 20,
+            wr >> 20
+        );
+    }
+    let psi = |p: Option<u32>| p.map_or("-".into(), |v| format!("{:.2}%", f64::from(v) / 100.0));
+    if u.cpu_pressure.is_some() || u.memory_pressure.is_some() {
+        let _ = writeln!(
+            out,
+            "pressure cpu {}  memory {}  io {}  (some, avg10)",
+            psi(u.cpu_pressure),
+            psi(u.memory_pressure),
+            psi(u.io_pressure)
+        );
+    }
+    for g in &u.gpus {
+        let what = match &g.profile {
+            Some(p) => format!("gpu{} {} slice {p}", g.index, g.model),
+            None => format!("gpu{} {}", g.index, g.model),
+        };
+        let util = match g.mean_util() {
+            Some(m) => format!("{m:.1}%"),
+            None => "n/a (not reported for MIG slices)".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{what}: memory {} MiB (peak {} MiB), utilization {util}{}",
+            g.mem_current_mb,
+            g.mem_peak_mb,
+            g.energy_mj
+                .map(|e| format!(", energy {:.1} kJ", e as f64 / 1e6))
+                .unwrap_or_default()
+        );
+    }
+    out
+}
+
+fn report_rows(r: &Report) -> Vec<Vec<String>> {
+    r.rows
+        .iter()
+        .chain(std::iter::once(&r.total))
+        .map(|x| {
+            vec![
+                x.key.clone(),
+                x.jobs.to_string(),
+                format!("{:.2}", x.cpu_hours),
+                format!("{:.2}", x.gpu_hours_total),
+                x.gpu_hours
+                    .iter()
+                    .map(|(m, h)| format!("{m}={h:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                format!("{:.3}", x.energy_kwh),
+                hms(x.mean_wait_s as u64),
+                x.gpu_efficiency()
+                    .map_or("n/a".into(), |e| format!("{:.1}%", e * 100.0)),
+            ]
+        })
+        .collect()
+}
+
+const REPORT_HEADER: [&str; 8] = [
+    "KEY",
+    "JOBS",
+    "CPU_HOURS",
+    "GPU_HOURS",
+    "GPU_HOURS_BY_MODEL",
+    "ENERGY_KWH",
+    "MEAN_WAIT",
+    "GPU_EFFICIENCY",
+];
+
+fn waster_rows(r: &Report) -> Vec<Vec<String>> {
+    r.wasters
+        .iter()
+        .map(|w| {
+            vec![
+                w.job.to_string(),
+                w.user.clone(),
+                w.account.clone(),
+                format!("{:.2}", w.gpu_hours),
+                format!("{:.2}", w.idle_gpu_hours),
+                format!("{:.1}%", w.mean_util),
+            ]
+        })
+        .collect()
+}
+
+const WASTER_HEADER: [&str; 6] = [
+    "JOBID",
+    "USER",
+    "ACCOUNT",
+    "GPU_HOURS",
+    "IDLE_GPU_HOURS",
+    "GPU_UTIL",
+];
+
+/// `bh report` as tables.
+pub fn report_table(r: &Report, by: &str) -> String {
+    let mut header = REPORT_HEADER;
+    header[0] = by;
+    let mut out = format!(
+        "Usage from {} to {} (UTC)\n",
+        timestamp(Some(r.since_us)),
+        timestamp(Some(r.until_us))
+    );
+    out.push_str(&table(&header, &report_rows(r)));
+    if !r.wasters.is_empty() {
+        out.push_str("\nJobs that left the most allocated GPU time idle:\n");
+        out.push_str(&table(&WASTER_HEADER, &waster_rows(r)));
+    }
+    out
+}
+
+/// `bh report --csv`: the usage rows (with the total last).
+pub fn report_csv(r: &Report, by: &str) -> String {
+    let mut header = REPORT_HEADER;
+    header[0] = by;
+    csv(&header, &report_rows(r))
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn html_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = String::from("<table><thead><tr>");
+    for h in header {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows {
+        out.push_str("<tr>");
+        for c in r {
+            let _ = write!(out, "<td>{}</td>", esc(c));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// An SVG chart drawn into a string; a drawing error leaves a note instead.
+fn svg(width: u32, height: u32, draw: impl FnOnce(&mut String) -> Result<(), String>) -> String {
+    let mut buf = String::new();
+    match draw(&mut buf) {
+        Ok(()) => buf,
+        Err(e) => format!("<p>chart not drawn: {}</p>", esc(&e)),
+    }
+    .replacen(
+        "<svg ",
+        &format!("<svg role=\"img\" width=\"{width}\" height=\"{height}\" "),
+        1,
+    )
+}
+
+fn daily_chart(r: &Report) -> String {
+    let (w, h) = (900u32, 360u32);
+    svg(w, h, |buf| {
+        let root = SVGBackend::with_string(buf, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let accounts: std::collections::BTreeSet<&str> =
+            r.daily.iter().map(|(_, a, _)| a.as_str()).collect();
+        let first = r.since_us / DAY_US;
+        let days = (r.until_us.saturating_sub(r.since_us))
+            .div_ceil(DAY_US)
+            .max(1);
+        let top = r
+            .daily
+            .iter()
+            .map(|(_, _, v)| *v)
+            .fold(0.0f64, f64::max)
+            .max(1.0);
+        let mut chart = ChartBuilder::on(&root)
+            .caption("GPU-hours per day and account", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0u64..days, 0.0..top * 1.1)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("day of the period")
+            .y_desc("GPU-hours")
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (i, a) in accounts.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let points: Vec<(u64, f64)> = (0..days)
+                .map(|d| {
+                    let v = r
+                        .daily
+                        .iter()
+                        .filter(|(day, acct, _)| day / DAY_US == first + d && acct == a)
+                        .map(|(_, _, v)| *v)
+                        .sum();
+                    (d, v)
+                })
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points, color.stroke_width(2)))
+                .map_err(|e| e.to_string())?
+                .label(a.to_string())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+        }
+        chart
+            .configure_series_labels()
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.8))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())
+    })
+}
+
+fn efficiency_chart(r: &Report) -> String {
+    let (w, h) = (900u32, 300u32);
+    svg(w, h, |buf| {
+        let root = SVGBackend::with_string(buf, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let top = r
+            .efficiency_histogram
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Jobs by GPU efficiency (used / allocated)",
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d((0u32..9u32).into_segmented(), 0u64..top + 1)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("efficiency, tenths (0 = 0-10%)")
+            .y_desc("jobs")
+            .draw()
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(
+                Histogram::vertical(&chart)
+                    .style(BLUE.filled())
+                    .margin(4)
+                    .data(
+                        r.efficiency_histogram
+                            .iter()
+                            .enumerate()
+                            .map(|(i, n)| (i as u32, *n)),
+                    ),
+            )
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())
+    })
+}
+
+fn wasters_chart(r: &Report) -> String {
+    let (w, h) = (900u32, 300u32);
+    svg(w, h, |buf| {
+        let root = SVGBackend::with_string(buf, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let n = r.wasters.len().max(1) as u32;
+        let top = r
+            .wasters
+            .iter()
+            .map(|x| x.idle_gpu_hours)
+            .fold(0.0f64, f64::max)
+            .max(0.1);
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Idle GPU-hours of the top wasters", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d((0u32..n - 1).into_segmented(), 0.0..top * 1.1)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("rank (job ids in the table below)")
+            .y_desc("idle GPU-hours")
+            .draw()
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(r.wasters.iter().enumerate().map(|(i, x)| {
+                let i = i as u32;
+                Rectangle::new(
+                    [
+                        (SegmentValue::Exact(i), 0.0),
+                        (SegmentValue::Exact(i + 1), x.idle_gpu_hours),
+                    ],
+                    RED.mix(0.7).filled(),
+                )
+            }))
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())
+    })
+}
+
+/// `bh report --html`: one self-contained page (inline CSS and SVG, no script, no
+/// fetches) that can be opened anywhere or mailed around.
+pub fn report_html(r: &Report, by: &str) -> String {
+    let mut header = REPORT_HEADER;
+    header[0] = by;
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>Bulkhead usage report</title><style>\
+         body{font-family:sans-serif;margin:2em;color:#222}\
+         table{border-collapse:collapse;margin:1em 0}\
+         th,td{border:1px solid #bbb;padding:4px 8px;text-align:right}\
+         th{background:#eee}td:first-child{text-align:left}\
+         figure{margin:1.5em 0}</style></head><body>",
+    );
+    let _ = write!(
+        out,
+        "<h1>Bulkhead usage report</h1><p>From {} to {} (UTC), by {}.</p>",
+        esc(&timestamp(Some(r.since_us))),
+        esc(&timestamp(Some(r.until_us))),
+        esc(&by.to_ascii_lowercase())
+    );
+    out.push_str("<h2>Usage</h2>");
+    out.push_str(&html_table(&header, &report_rows(r)));
+    let _ = write!(out, "<figure>{}</figure>", daily_chart(r));
+    let _ = write!(out, "<figure>{}</figure>", efficiency_chart(r));
+    out.push_str("<h2>Jobs that left the most allocated GPU time idle</h2>");
+    if r.wasters.is_empty() {
+        out.push_str("<p>None measured in this period.</p>");
+    } else {
+        let _ = write!(out, "<figure>{}</figure>", wasters_chart(r));
+        out.push_str(&html_table(&WASTER_HEADER, &waster_rows(r)));
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bulkhead_proto::JobId;
+    use bulkhead_proto::acct::{GpuUsage, ReportRow, Waster};
+    use bulkhead_proto::job::JobState;
+
+    #[test]
+    fn times_parse() {
+        let now = 1_796_012_719_000_000; // 2026-11-30T04:25:19
+        assert_eq!(parse_when("now", now), Ok(now));
+        assert_eq!(parse_when("today", now), Ok(1_795_996_800_000_000));
+        assert_eq!(parse_when("2026-11-30", now), Ok(1_795_996_800_000_000));
+        assert_eq!(parse_when("2026-11-30T04:25:19", now), Ok(now));
+        assert_eq!(parse_when("2000-02-29T00:00", now), Ok(951_782_400_000_000));
+        assert_eq!(parse_when("now-60", now), Ok(now - 3_600_000_000));
+        assert_eq!(parse_when("100", now), Ok(100_000_000));
+        assert!(parse_when("2026-13-01", now).is_err());
+        assert!(parse_when("yesterday", now).is_err());
+        assert_eq!(hms(3661), "01:01:01");
+        assert_eq!(hms(90_061), "1-01:01:01");
+    }
+
+    fn rec() -> AcctRecord {
+        AcctRecord {
+            job: JobId(12),
+            job_label: "12".into(),
+            name: "train, big".into(),
+            user: "alice".into(),
+            uid: 1000,
+            account: "physics".into(),
+            partition: "gpu".into(),
+            state: JobState::Completed,
+            exit_code: Some(0),
+            signal: None,
+            nodes: "n1".into(),
+            submit_us: 0,
+            start_us: Some(5_000_000),
+            end_us: Some(65_000_000),
+            alloc_cpus: 4,
+            alloc_mem_mb: 1024,
+            alloc_gpus: "1g.10gb:1".into(),
+            gpu_seconds: vec![("1g.10gb".into(), 60.0 / 7.0)],
+            usage: Some(JobUsage {
+                cpu_usec: Some(90_000_000),
+                mem_peak_bytes: Some(200 << 20),
+                gpus: vec![GpuUsage {
+                    profile: Some("1g.10gb".into()),
+                    mem_peak_mb: 512,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn fields_format_and_csv_quotes() {
+        let r = rec();
+        assert_eq!(field(&r, "Elapsed", 0), "00:01:00");
+        assert_eq!(field(&r, "Wait", 0), "00:00:05");
+        assert_eq!(field(&r, "TotalCPU", 0), "00:01:30");
+        assert_eq!(field(&r, "MaxRSS", 0), "204800K");
+        assert_eq!(field(&r, "GPUUtil", 0), "n/a (MIG)", "not a made-up zero");
+        assert_eq!(field(&r, "GPUMem", 0), "512M");
+        assert_eq!(field(&r, "ExitCode", 0), "0:0");
+        let f = fields(&["jobid".into(), "JobName".into(), "gpuutil".into()]).unwrap();
+        assert_eq!(f, vec!["JobID", "JobName", "GPUUtil"]);
+        assert!(
+            fields(&["Nope".into()])
+                .unwrap_err()
+                .contains("unknown field")
+        );
+        let c = acct_csv(&[r], &f, 0);
+        assert_eq!(c, "JobID,JobName,GPUUtil\n12,\"train, big\",n/a (MIG)\n");
+    }
+
+    #[test]
+    fn the_html_report_is_self_contained_with_its_charts() {
+        let rep = Report {
+            since_us: 0,
+            until_us: 3 * DAY_US,
+            rows: vec![ReportRow {
+                key: "physics".into(),
+                jobs: 2,
+                gpu_hours_total: 5.0,
+                gpu_hours_measured: 4.0,
+                gpu_hours_used: 1.0,
+                ..Default::default()
+            }],
+            total: ReportRow {
+                key: "TOTAL".into(),
+                jobs: 2,
+                ..Default::default()
+            },
+            wasters: vec![Waster {
+                job: JobId(3),
+                user: "alice".into(),
+                account: "physics".into(),
+                gpu_hours: 4.0,
+                idle_gpu_hours: 3.0,
+                mean_util: 25.0,
+            }],
+            daily: vec![(0, "physics".into(), 2.0), (DAY_US, "physics".into(), 3.0)],
+            efficiency_histogram: vec![0, 0, 1, 0, 0, 0, 0, 0, 0, 1],
+        };
+        let html = report_html(&rep, "ACCOUNT");
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert_eq!(html.matches("<svg").count(), 3, "three charts");
+        assert!(!html.contains("chart not drawn"), "{html}");
+        assert!(!html.contains("<script"));
+        assert!(!html.contains("src="), "nothing fetched");
+        assert!(html.contains("25.0%") && html.contains("physics"));
+        let t = report_table(&rep, "ACCOUNT");
+        assert!(t.contains("TOTAL") && t.contains("IDLE_GPU_HOURS"));
+        assert!(report_csv(&rep, "ACCOUNT").starts_with("ACCOUNT,JOBS,"));
+    }
+}

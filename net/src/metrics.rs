@@ -1,0 +1,78 @@
+//! The `/metrics` endpoint of the daemons: a minimal HTTP/1.1 responder for Prometheus
+//! scrapes on an address the admin chooses (off by default; loopback is the usual
+//! choice). Requests are bounded (8 KiB of header, 5 s to send it) and anything but
+//! `GET /metrics` gets a 404. The page itself comes from the daemon's own loop through
+//! `render`, so that it reads a consistent state.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// The content type of Prometheus' text format as prometheus-client writes it.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+const MAX_REQUEST: usize = 8 << 10;
+
+/// Binds `addr` and serves scrapes until the process ends; returns the bound address.
+pub async fn serve<F, Fut>(addr: SocketAddr, render: F) -> std::io::Result<SocketAddr>
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Option<String>> + Send,
+{
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let render = std::sync::Arc::new(render);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut conn, peer)) = listener.accept().await else {
+                continue;
+            };
+            let render = render.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::with_capacity(1024);
+                let read = tokio::time::timeout(Duration::from_secs(5), async {
+                    let mut chunk = [0u8; 1024];
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < MAX_REQUEST {
+                        let n = conn.read(&mut chunk).await?;
+                        if n == 0 {
+                            break;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                    Ok::<_, std::io::Error>(())
+                })
+                .await;
+                if !matches!(read, Ok(Ok(()))) {
+                    return;
+                }
+                let line = buf.split(|b| *b == b'\n').next().unwrap_or_default();
+                let wanted =
+                    line.starts_with(b"GET /metrics ") || line.starts_with(b"GET /metrics?");
+                let (status, ctype, body) = if wanted {
+                    match render().await {
+                        Some(b) => ("200 OK", CONTENT_TYPE, b),
+                        None => ("503 Service Unavailable", "text/plain", "stopping\n".into()),
+                    }
+                } else {
+                    (
+                        "404 Not Found",
+                        "text/plain",
+                        "only GET /metrics here\n".into(),
+                    )
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                if conn.write_all(head.as_bytes()).await.is_ok() {
+                    let _ = conn.write_all(body.as_bytes()).await;
+                }
+                let _ = conn.shutdown().await;
+                tracing::trace!(%peer, status, "metrics scrape");
+            });
+        }
+    });
+    Ok(bound)
+}
