@@ -28,11 +28,47 @@ fn overlap(start: u64, end: u64, since: u64, until: u64) -> u64 {
     end.min(until).saturating_sub(start.max(since))
 }
 
-/// GPU-seconds allocated, of whole GPUs, and of GPUs whose utilization was measured,
-/// with the seconds' worth of that utilization: (alloc, measured, used).
-fn gpu_time(r: &AcctRecord) -> (f64, f64, f64) {
+/// What the report reads of a job, borrowed from wherever the job is kept (the
+/// broker's jobs, or an [`AcctRecord`]), so that a report over a million jobs copies
+/// no strings per job.
+#[derive(Debug, Clone)]
+pub struct View<'a> {
+    pub job: bulkhead_proto::JobId,
+    pub user: &'a str,
+    pub account: &'a str,
+    pub submit_us: u64,
+    pub start_us: Option<u64>,
+    pub end_us: Option<u64>,
+    pub alloc_cpus: u32,
+    /// GPU-seconds by model or MIG profile.
+    pub gpu_seconds: Vec<(&'a str, f64)>,
+    pub usage: Option<&'a bulkhead_proto::acct::JobUsage>,
+}
+
+/// The view of a record.
+pub fn view(r: &AcctRecord) -> View<'_> {
+    View {
+        job: r.job,
+        user: &r.user,
+        account: &r.account,
+        submit_us: r.submit_us,
+        start_us: r.start_us,
+        end_us: r.end_us,
+        alloc_cpus: r.alloc_cpus,
+        gpu_seconds: r
+            .gpu_seconds
+            .iter()
+            .map(|(m, s)| (m.as_str(), *s))
+            .collect(),
+        usage: r.usage.as_ref(),
+    }
+}
+
+/// GPU-seconds allocated, of whole GPUs whose utilization was measured, and the
+/// seconds' worth of that utilization: (alloc, measured, used).
+fn gpu_time(r: &View<'_>) -> (f64, f64, f64) {
     let alloc: f64 = r.gpu_seconds.iter().map(|(_, s)| s).sum();
-    let Some(u) = &r.usage else {
+    let Some(u) = r.usage else {
         return (alloc, 0.0, 0.0);
     };
     let elapsed = match (r.start_us, r.end_us) {
@@ -49,14 +85,25 @@ fn gpu_time(r: &AcctRecord) -> (f64, f64, f64) {
     (alloc, measured, used)
 }
 
+#[derive(Default)]
+struct Acc<'a> {
+    row: ReportRow,
+    models: BTreeMap<&'a str, f64>,
+    wait_sum: f64,
+    waits: u64,
+}
+
 /// The report over `records` for `q`, at time `now_us` (for jobs still running).
-pub fn report(records: &[AcctRecord], q: &ReportQuery, now_us: u64) -> Report {
-    let mut rows: BTreeMap<String, ReportRow> = BTreeMap::new();
-    let mut waits: HashMap<String, (f64, u64)> = HashMap::new();
-    let mut by_model: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
-    let mut daily: BTreeMap<(u64, String), f64> = BTreeMap::new();
+pub fn report<'a>(
+    records: impl IntoIterator<Item = View<'a>>,
+    q: &ReportQuery,
+    now_us: u64,
+) -> Report {
+    let mut rows: HashMap<&'a str, Acc<'a>> = HashMap::new();
+    let mut daily: BTreeMap<(u64, &'a str), f64> = BTreeMap::new();
     let mut histogram = vec![0u64; 10];
-    let mut wasters = Vec::new();
+    // (idle GPU-hours, GPU-hours, efficiency, job, user, account)
+    let mut wasters: Vec<(f64, f64, f64, bulkhead_proto::JobId, &'a str, &'a str)> = Vec::new();
     for r in records {
         let Some(start) = r.start_us else { continue };
         let end = r.end_us.unwrap_or(now_us).max(start);
@@ -67,31 +114,26 @@ pub fn report(records: &[AcctRecord], q: &ReportQuery, now_us: u64) -> Report {
         let span = (end - start).max(1) as f64;
         let frac = inside as f64 / span;
         let key = match q.by {
-            ReportBy::Account => r.account.clone(),
-            ReportBy::User => r.user.clone(),
+            ReportBy::Account => r.account,
+            ReportBy::User => r.user,
         };
-        let row = rows.entry(key.clone()).or_insert_with(|| ReportRow {
-            key: key.clone(),
-            ..Default::default()
-        });
-        row.jobs += 1;
-        row.cpu_hours += f64::from(r.alloc_cpus) * inside as f64 / 3.6e9;
-        let models = by_model.entry(key.clone()).or_default();
+        let acc = rows.entry(key).or_default();
+        acc.row.jobs += 1;
+        acc.row.cpu_hours += f64::from(r.alloc_cpus) * inside as f64 / 3.6e9;
         for (m, secs) in &r.gpu_seconds {
-            *models.entry(m.clone()).or_default() += secs * frac / 3600.0;
+            *acc.models.entry(m).or_default() += secs * frac / 3600.0;
         }
-        let (alloc, measured, used) = gpu_time(r);
-        row.gpu_hours_total += alloc * frac / 3600.0;
-        row.gpu_hours_measured += measured * frac / 3600.0;
-        row.gpu_hours_used += used * frac / 3600.0;
-        if let Some(u) = &r.usage {
+        let (alloc, measured, used) = gpu_time(&r);
+        acc.row.gpu_hours_total += alloc * frac / 3600.0;
+        acc.row.gpu_hours_measured += measured * frac / 3600.0;
+        acc.row.gpu_hours_used += used * frac / 3600.0;
+        if let Some(u) = r.usage {
             let mj: u64 = u.gpus.iter().filter_map(|g| g.energy_mj).sum();
-            row.energy_kwh += mj as f64 * frac / 3.6e9;
+            acc.row.energy_kwh += mj as f64 * frac / 3.6e9;
         }
         if start >= q.since_us && start < q.until_us {
-            let w = waits.entry(key).or_default();
-            w.0 += start.saturating_sub(r.submit_us) as f64 / 1e6;
-            w.1 += 1;
+            acc.wait_sum += start.saturating_sub(r.submit_us) as f64 / 1e6;
+            acc.waits += 1;
         }
         // The job's GPU-hours, day by day.
         if alloc > 0.0 {
@@ -100,70 +142,92 @@ pub fn report(records: &[AcctRecord], q: &ReportQuery, now_us: u64) -> Report {
             let mut day = from - from % DAY_US;
             while day < to {
                 let part = overlap(from, to, day, day + DAY_US) as f64 * per_us;
-                *daily.entry((day, r.account.clone())).or_default() += part;
+                *daily.entry((day, r.account)).or_default() += part;
                 day += DAY_US;
             }
         }
         if measured > 0.0 {
             let eff = used / measured;
             histogram[((eff * 10.0) as usize).min(9)] += 1;
-            wasters.push(Waster {
-                job: r.job,
-                user: r.user.clone(),
-                account: r.account.clone(),
-                gpu_hours: alloc * frac / 3600.0,
-                idle_gpu_hours: (measured - used) * frac / 3600.0,
-                mean_util: eff * 100.0,
-            });
+            wasters.push((
+                (measured - used) * frac / 3600.0,
+                alloc * frac / 3600.0,
+                eff,
+                r.job,
+                r.user,
+                r.account,
+            ));
         }
     }
-    for (key, row) in rows.iter_mut() {
-        row.gpu_hours = by_model
-            .remove(key)
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
-        if let Some((sum, n)) = waits.get(key) {
-            row.mean_wait_s = sum / *n as f64;
-        }
-    }
-    let rows: Vec<ReportRow> = rows.into_values().collect();
+    let mut keys: Vec<&str> = rows.keys().copied().collect();
+    keys.sort_unstable();
     let mut total = ReportRow {
         key: "TOTAL".into(),
         ..Default::default()
     };
-    let mut total_models: BTreeMap<String, f64> = BTreeMap::new();
+    let mut total_models: BTreeMap<&str, f64> = BTreeMap::new();
     let (mut wait_sum, mut wait_n) = (0.0, 0u64);
-    for r in &rows {
-        total.jobs += r.jobs;
-        total.cpu_hours += r.cpu_hours;
-        total.gpu_hours_total += r.gpu_hours_total;
-        total.gpu_hours_measured += r.gpu_hours_measured;
-        total.gpu_hours_used += r.gpu_hours_used;
-        total.energy_kwh += r.energy_kwh;
-        for (m, h) in &r.gpu_hours {
-            *total_models.entry(m.clone()).or_default() += h;
+    let mut out_rows = Vec::with_capacity(keys.len());
+    for k in keys {
+        let Some(acc) = rows.remove(k) else { continue };
+        let mut row = acc.row;
+        row.key = k.to_string();
+        row.gpu_hours = acc
+            .models
+            .iter()
+            .map(|(m, h)| (m.to_string(), *h))
+            .collect();
+        if acc.waits > 0 {
+            row.mean_wait_s = acc.wait_sum / acc.waits as f64;
         }
-        if let Some((s, n)) = waits.get(&r.key) {
-            wait_sum += s;
-            wait_n += n;
+        total.jobs += row.jobs;
+        total.cpu_hours += row.cpu_hours;
+        total.gpu_hours_total += row.gpu_hours_total;
+        total.gpu_hours_measured += row.gpu_hours_measured;
+        total.gpu_hours_used += row.gpu_hours_used;
+        total.energy_kwh += row.energy_kwh;
+        for (m, h) in acc.models {
+            *total_models.entry(m).or_default() += h;
         }
+        wait_sum += acc.wait_sum;
+        wait_n += acc.waits;
+        out_rows.push(row);
     }
-    total.gpu_hours = total_models.into_iter().collect();
+    total.gpu_hours = total_models
+        .into_iter()
+        .map(|(m, h)| (m.to_string(), h))
+        .collect();
     total.mean_wait_s = if wait_n > 0 {
         wait_sum / wait_n as f64
     } else {
         0.0
     };
-    wasters.sort_by(|a, b| b.idle_gpu_hours.total_cmp(&a.idle_gpu_hours));
-    wasters.truncate(q.top_wasters as usize);
+    let top = (q.top_wasters as usize).min(wasters.len());
+    if top > 0 {
+        wasters.select_nth_unstable_by(top - 1, |a, b| b.0.total_cmp(&a.0));
+    }
+    wasters.truncate(top);
+    wasters.sort_by(|a, b| b.0.total_cmp(&a.0));
     Report {
         since_us: q.since_us,
         until_us: q.until_us,
-        rows,
+        rows: out_rows,
         total,
-        wasters,
-        daily: daily.into_iter().map(|((d, a), h)| (d, a, h)).collect(),
+        wasters: wasters
+            .into_iter()
+            .map(|(idle, hours, eff, job, user, account)| Waster {
+                job,
+                user: user.to_string(),
+                account: account.to_string(),
+                gpu_hours: hours,
+                idle_gpu_hours: idle,
+                mean_util: eff * 100.0,
+            })
+            .collect(),
+        daily: daily
+            .into_iter()
+            .map(|((d, a), h)| (d, a.to_string(), h))
+            .collect(),
         efficiency_histogram: histogram,
     }
 }
@@ -233,7 +297,7 @@ mod tests {
             by: ReportBy::Account,
             top_wasters: 5,
         };
-        let r = report(&recs, &q, 0);
+        let r = report(recs.iter().map(view), &q, 0);
         assert_eq!(r.rows.len(), 2);
         assert_eq!(r.total.jobs, 3);
         let gpu_h: f64 = recs
@@ -279,7 +343,7 @@ mod tests {
             until_us: 5 * 3_600_000_000,
             ..q
         };
-        let r = report(&recs, &q, 0);
+        let r = report(recs.iter().map(view), &q, 0);
         assert_eq!(r.total.jobs, 1);
         assert!((r.total.gpu_hours_total - 10.0).abs() < 1e-9);
     }

@@ -641,9 +641,16 @@ impl Core {
             ClientOp::Submit(sub) => self.submit(&mut fx, caller, *sub, now_us),
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(&filter)),
             ClientOp::Acct(filter) => self.acct(caller, &filter),
-            ClientOp::Report(q) if caller.uid == 0 => ClientReply::Report(Box::new(
-                crate::acct::report(&self.acct_records(None), &q, now_us),
-            )),
+            ClientOp::Report(q) if caller.uid == 0 => {
+                ClientReply::Report(Box::new(crate::acct::report(
+                    self.jobs
+                        .values()
+                        .filter(|j| j.sub.array.is_none())
+                        .map(|j| self.acct_view(j, now_us)),
+                    &q,
+                    now_us,
+                )))
+            }
             ClientOp::Report(_) => ClientReply::Error(err(
                 ErrorCode::PermissionDenied,
                 "bh report is for administrators (root)",
@@ -1766,52 +1773,83 @@ impl Core {
     }
 
     /// The account a user's jobs charge.
-    fn account_name(&self, user: &str) -> String {
+    fn account_of(&self, user: &str) -> &str {
         self.cfg
             .user_accounts
             .get(user)
-            .cloned()
-            .or_else(|| self.cfg.accounts.first().map(|a| a.name.clone()))
-            .unwrap_or_default()
+            .map(String::as_str)
+            .or_else(|| self.cfg.accounts.first().map(|a| a.name.as_str()))
+            .unwrap_or("")
     }
 
-    /// A job's accounting record (array records themselves have none: their tasks do).
-    fn acct_record(&self, j: &Job, now_us: u64) -> AcctRecord {
+    /// A job's GPU-seconds by model (whole GPUs) or MIG profile (a slice counts its
+    /// fraction of a GPU), up to its end or `now_us`.
+    fn gpu_seconds<'a>(&'a self, j: &'a Job, now_us: u64) -> Vec<(&'a str, f64)> {
+        let mut out: Vec<(&str, f64)> = Vec::new();
+        if j.gpus.is_empty() {
+            return out;
+        }
         let elapsed = j
             .start_us
             .map(|s| j.end_us.unwrap_or(now_us).saturating_sub(s) as f64 / 1e6)
             .unwrap_or(0.0);
-        let mut gpu_seconds: BTreeMap<String, f64> = BTreeMap::new();
-        let node_ids: Vec<NodeId> = j
-            .node
-            .into_iter()
-            .chain(j.extra_nodes.iter().copied())
-            .collect();
-        for (k, grants) in j.gpus.iter().enumerate() {
-            let node = node_ids.get(k).and_then(|n| self.nodes.get(n));
+        let node_ids = j.node.into_iter().chain(j.extra_nodes.iter().copied());
+        for (grants, n) in j.gpus.iter().zip(node_ids) {
+            let node = self.nodes.get(&n);
             for g in grants {
-                let (key, share) = match &g.mig {
+                let (key, share): (&str, f64) = match &g.mig {
                     Some(m) => {
                         let slices = bulkhead_gpu::GpuModel::ALL
                             .iter()
                             .find_map(|x| x.profile(&m.profile))
                             .map_or(1, |p| p.compute_slices);
-                        (m.profile.clone(), f64::from(slices) / 7.0)
+                        (m.profile.as_str(), f64::from(slices) / 7.0)
                     }
                     None => {
                         let info = node.and_then(|n| n.gpus.iter().find(|x| x.index == g.index));
                         let key = info
-                            .map(|x| x.model.clone().unwrap_or_else(|| x.name.clone()))
-                            .unwrap_or_else(|| "gpu".into());
+                            .map(|x| x.model.as_deref().unwrap_or(x.name.as_str()))
+                            .unwrap_or("gpu");
                         (key, 1.0)
                     }
                 };
-                *gpu_seconds.entry(key).or_default() += share * elapsed;
+                match out.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, v)) => *v += share * elapsed,
+                    None => out.push((key, share * elapsed)),
+                }
             }
         }
-        let nodes = node_ids
-            .iter()
-            .filter_map(|n| self.nodes.get(n).map(|n| n.name.clone()))
+        out
+    }
+
+    /// What the report reads of a job, borrowed.
+    fn acct_view<'a>(&'a self, j: &'a Job, now_us: u64) -> crate::acct::View<'a> {
+        crate::acct::View {
+            job: j.id,
+            user: &j.user,
+            account: self.account_of(&j.user),
+            submit_us: j.submit_us,
+            start_us: j.start_us,
+            end_us: j.end_us,
+            alloc_cpus: j.sub.resources.cpus * j.sub.resources.nodes.max(1),
+            gpu_seconds: self.gpu_seconds(j, now_us),
+            usage: j.usage.as_ref(),
+        }
+    }
+
+    /// A job's accounting record (array records themselves have none: their tasks do).
+    fn acct_record(&self, j: &Job, now_us: u64) -> AcctRecord {
+        let mut gpu_seconds: Vec<(String, f64)> = self
+            .gpu_seconds(j, now_us)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        gpu_seconds.sort_by(|a, b| a.0.cmp(&b.0));
+        let nodes = j
+            .node
+            .into_iter()
+            .chain(j.extra_nodes.iter().copied())
+            .filter_map(|n| self.nodes.get(&n).map(|n| n.name.clone()))
             .collect::<Vec<_>>()
             .join(",");
         AcctRecord {
@@ -1823,7 +1861,7 @@ impl Core {
             name: j.sub.name.clone(),
             user: j.user.clone(),
             uid: j.uid,
-            account: self.account_name(&j.user),
+            account: self.account_of(&j.user).to_string(),
             partition: j.partition.clone(),
             state: j.state,
             exit_code: j.exit_code,
@@ -1835,20 +1873,9 @@ impl Core {
             alloc_cpus: j.sub.resources.cpus * j.sub.resources.nodes.max(1),
             alloc_mem_mb: j.mem_mb * u64::from(j.sub.resources.nodes.max(1)),
             alloc_gpus: j.sub.resources.gpu_label(),
-            gpu_seconds: gpu_seconds.into_iter().collect(),
+            gpu_seconds,
             usage: j.usage.clone(),
         }
-    }
-
-    /// The accounting records of every job (of one user if `uid` is given), oldest
-    /// first; array records stand for their tasks, which have their own.
-    fn acct_records(&self, uid: Option<u32>) -> Vec<AcctRecord> {
-        let now = bulkhead_proto::time::now_us();
-        self.jobs
-            .values()
-            .filter(|j| j.sub.array.is_none() && uid.is_none_or(|u| u == j.uid))
-            .map(|j| self.acct_record(j, now))
-            .collect()
     }
 
     /// `bh acct`: the caller's jobs (everyone's for root) matching the filter.
@@ -3182,5 +3209,58 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(info[0].state, JobState::Running, "{:?}", info[0].reason);
+    }
+
+    /// Ended jobs past the retention are forgotten, in memory and in the store; newer
+    /// ones and unfinished ones stay.
+    #[test]
+    fn accounting_retention_forgets_old_ended_jobs() {
+        let cfg = CoreConfig {
+            retention_us: Some(1_000_000),
+            full_pass_us: 0,
+            ..CoreConfig::default()
+        };
+        let mut c = Core::new(cfg, vec![], vec![]);
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+        let old = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        ));
+        let pending = submitted(&c.client(
+            b"c".to_vec(),
+            2,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            2,
+        ));
+        let end = JobEnd {
+            job: old,
+            state: JobState::Completed,
+            exit_code: Some(0),
+            signal: None,
+            start_time_us: 1,
+            end_time_us: 10,
+            reason: None,
+            gpu_fault: None,
+            usage: None,
+        };
+        c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 10);
+        // The second job now runs; the first ended at 10 us.
+        let fx = c.tick(500_000);
+        assert!(
+            !fx.store.iter().any(|o| matches!(o, StoreOp::DeleteJob(_))),
+            "not yet"
+        );
+        let fx = c.tick(2_000_000);
+        assert!(
+            fx.store
+                .iter()
+                .any(|o| matches!(o, StoreOp::DeleteJob(j) if *j == old))
+        );
+        assert!(!c.jobs.contains_key(&old));
+        assert!(c.jobs.contains_key(&pending), "an unfinished job stays");
     }
 }

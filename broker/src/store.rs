@@ -815,6 +815,35 @@ mod tests {
     }
 
     #[test]
+    fn a_deleted_job_is_gone_with_its_records() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let mut s = Store::open(dir.path()).expect("open");
+            let mut done = row(1);
+            done.state = JobState::Completed;
+            done.usage = Some(bulkhead_proto::acct::JobUsage::default());
+            s.apply(&[
+                StoreOp::InsertJob(Box::new(row(1))),
+                StoreOp::InsertJob(Box::new(row(2))),
+                StoreOp::UpdateJob(Box::new(done)),
+            ])
+            .expect("apply");
+            s.apply(&[StoreOp::DeleteJob(JobId(1))]).expect("delete");
+        }
+        let s = Store::open(dir.path()).expect("reopen");
+        let (jobs, _) = s.load().expect("load");
+        assert_eq!(
+            jobs.iter().map(|j| j.id).collect::<Vec<_>>(),
+            vec![JobId(2)]
+        );
+        let left: i64 = s
+            .conn
+            .query_row("SELECT count(*) FROM job_usage", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(left, 0, "its usage went with it");
+    }
+
+    #[test]
     fn rows_survive_reopen_and_updates_keep_the_script() {
         let dir = tempfile::tempdir().expect("tempdir");
         {

@@ -501,6 +501,10 @@ fn daily_chart(r: &Report) -> String {
                     (d, v)
                 })
                 .collect();
+            // Points too, so that a one-day period still shows its value.
+            chart
+                .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                .map_err(|e| e.to_string())?;
             chart
                 .draw_series(LineSeries::new(points, color.stroke_width(2)))
                 .map_err(|e| e.to_string())?

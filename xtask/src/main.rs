@@ -64,6 +64,14 @@ enum Bench {
         #[arg(long, default_value_t = 5)]
         churn: u32,
     },
+    /// Accounting: the agent's sampling cost with 200 running jobs, and `bh report`
+    /// over 1,000,000 job records.
+    Accounting {
+        #[arg(long, default_value_t = 200)]
+        jobs: u32,
+        #[arg(long, default_value_t = 1_000_000)]
+        records: u32,
+    },
     /// Per-job cost of the cgroups and the device policy (median over N jobs).
     Isolation {
         #[arg(long, default_value_t = 2000)]
@@ -292,6 +300,24 @@ fn main() -> Result<()> {
                 &jobs.to_string(),
                 "--churn",
                 &churn.to_string(),
+            ])),
+        Cmd::Bench {
+            which: Bench::Accounting { jobs, records },
+        } => run(cargo()
+            .args([
+                "run",
+                "--release",
+                "-p",
+                "bulkhead-tests",
+                "--bin",
+                "bench-accounting",
+                "--",
+            ])
+            .args([
+                "--jobs",
+                &jobs.to_string(),
+                "--records",
+                &records.to_string(),
             ])),
         Cmd::Bench {
             which: Bench::Isolation { jobs },

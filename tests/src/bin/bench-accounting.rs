@@ -1,0 +1,230 @@
+//! `cargo xtask bench accounting`: what accounting costs.
+//!
+//! 1. The agent's sampling: 200 job cgroups (real ones, each with a sleeping process)
+//!    on a node with 8 simulated H100s, 40 of the jobs with a GPU; rounds of what the
+//!    agent's sampler does (every job's cgroup counters, one GPU reading, matched to
+//!    the jobs by their processes), timed by the sampling thread's CPU clock. Prints
+//!    the CPU time per job sample and the share of one core that sampling all 200
+//!    every 10 s takes.
+//! 2. `bh report` over 1,000,000 ended jobs: the broker, loaded from 1M stored records,
+//!    answers a report request (the records built from its jobs, then aggregated).
+//!
+//! Needs root (it creates cgroups). Figures last, one per line as `name=value`.
+
+use anyhow::{Context, Result, bail};
+use bulkhead_agent::cgroup::{self, AgentTree, Limits};
+use bulkhead_agent::gpu::simulated::SimulatedGpus;
+use bulkhead_agent::gpu::{self, GpuBackend};
+use bulkhead_agent::metrics::thread_cpu_ns;
+use bulkhead_broker::core::{Caller, Core, CoreConfig};
+use bulkhead_broker::store::JobRow;
+use bulkhead_gpu::GpuModel;
+use bulkhead_proto::acct::{GpuUsage, JobUsage, ReportBy, ReportQuery};
+use bulkhead_proto::job::{GpuGrant, JobSubmission, ResourceRequest};
+use bulkhead_proto::msg::{ClientOp, ClientReply};
+use bulkhead_proto::{JobId, JobState, NodeId};
+use std::os::unix::process::CommandExt;
+use std::time::Instant;
+
+fn arg(name: &str, d: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(d)
+}
+
+fn sampling(jobs: usize, rounds: usize) -> Result<(f64, f64)> {
+    let own = cgroup::discover()?.allow_root(&["cgroup2".to_string()]);
+    let name = format!("bulkhead-bench-acct-{}", std::process::id());
+    let tree = AgentTree::create(&own, &name)?;
+    let mut children = Vec::new();
+    let result = (|| -> Result<(f64, f64)> {
+        let mut backend = SimulatedGpus::new(GpuModel::H100Sxm5_80gb, 8, false, "bench");
+        let limits = Limits {
+            cpu_ids: vec![0],
+            mem_bytes: 64 << 20,
+            pids_max: 64,
+        };
+        let mut sampled = Vec::new();
+        for i in 0..jobs {
+            let cg = tree.create_job(i as u64 + 1, &limits)?;
+            let procs = cg.procs_files();
+            let mut cmd = std::process::Command::new("sleep");
+            cmd.arg("600");
+            // SAFETY: only async-signal-safe calls (open/write/close) before exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    for p in &procs {
+                        std::fs::write(p, b"0")?;
+                    }
+                    Ok(())
+                });
+            }
+            let child = cmd.spawn().context("starting a job process")?;
+            let grants = if i % 5 == 0 {
+                vec![GpuGrant {
+                    index: (i / 5 % 8) as u32,
+                    mig: None,
+                }]
+            } else {
+                vec![]
+            };
+            let g = gpu::acquire(&mut backend, &grants, i as u64)?;
+            backend.job_started(&g, child.id());
+            children.push(child);
+            sampled.push((cg, g));
+        }
+        let mut per_round = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            let t0 = thread_cpu_ns();
+            let samples = backend.sample()?;
+            let mut n = 0usize;
+            for (cg, g) in &sampled {
+                let mut u: JobUsage = cg.usage();
+                if !g.indices.is_empty() {
+                    u.gpus = g.usage_from(&samples, &cg.pids());
+                }
+                n += usize::from(u.samples > 0);
+            }
+            assert_eq!(n, sampled.len());
+            per_round.push((thread_cpu_ns() - t0) as f64 / 1e6);
+        }
+        per_round.sort_by(f64::total_cmp);
+        let median_ms = per_round[per_round.len() / 2];
+        for (cg, _) in &sampled {
+            let _ = cg.kill();
+            let _ = cg.remove(std::time::Duration::from_secs(2));
+        }
+        Ok((median_ms, median_ms * 1000.0 / jobs as f64))
+    })();
+    for mut c in children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    tree.remove();
+    result
+}
+
+fn record(i: u64) -> JobRow {
+    let start = 1_700_000_000_000_000 + i * 30_000_000;
+    let gpu = i % 3 == 0;
+    JobRow {
+        id: JobId(i + 1),
+        uid: 1000 + (i % 200) as u32,
+        gid: 1000,
+        user: format!("user{}", i % 200),
+        submission: JobSubmission {
+            name: "train".into(),
+            script: String::new(),
+            args: vec![],
+            workdir: "/home/u".into(),
+            stdout: None,
+            stderr: None,
+            env: vec![],
+            resources: ResourceRequest {
+                cpus: 8,
+                gpus: u32::from(gpu),
+                ..Default::default()
+            },
+            deps: vec![],
+            array: None,
+            array_task: None,
+            reservation: None,
+            qos: None,
+        },
+        partition: "gpu".into(),
+        mem_mb: 8192,
+        state: JobState::Completed,
+        reason: None,
+        exit_code: Some(0),
+        signal: None,
+        node: Some(NodeId(1)),
+        extra_nodes: vec![],
+        submit_us: start - 60_000_000,
+        start_us: Some(start),
+        end_us: Some(start + 3_600_000_000),
+        denials: vec![],
+        gpus: if gpu {
+            vec![vec![GpuGrant {
+                index: 0,
+                mig: None,
+            }]]
+        } else {
+            vec![]
+        },
+        preempted_by: None,
+        usage: Some(JobUsage {
+            cpu_usec: Some(3_000_000_000),
+            mem_peak_bytes: Some(4 << 30),
+            samples: 360,
+            gpus: if gpu {
+                vec![GpuUsage {
+                    model: "h100-80gb".into(),
+                    util_sum: 360 * (i % 100),
+                    util_samples: 360,
+                    energy_mj: Some(1_000_000_000),
+                    ..Default::default()
+                }]
+            } else {
+                vec![]
+            },
+            ..Default::default()
+        }),
+    }
+}
+
+fn report(n: usize) -> Result<(f64, usize)> {
+    let rows: Vec<JobRow> = (0..n as u64).map(record).collect();
+    let t = Instant::now();
+    let mut core = Core::new(CoreConfig::default(), rows, vec![]);
+    let load_ms = t.elapsed().as_secs_f64() * 1e3;
+    let root = Caller {
+        uid: 0,
+        gid: 0,
+        user: "root".into(),
+    };
+    let q = ReportQuery {
+        since_us: 0,
+        until_us: u64::MAX / 2,
+        by: ReportBy::User,
+        top_wasters: 10,
+    };
+    let t = Instant::now();
+    let fx = core.client(b"c".to_vec(), 1, &root, ClientOp::Report(q), 1);
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let rows = fx
+        .send
+        .iter()
+        .find_map(|o| match o {
+            bulkhead_broker::core::Outbound::Client {
+                reply: ClientReply::Report(r),
+                ..
+            } => Some(r.total.jobs as usize),
+            _ => None,
+        })
+        .context("no report in the reply")?;
+    println!("# broker loaded {n} records in {load_ms:.0} ms");
+    Ok((ms, rows))
+}
+
+fn main() -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("the accounting benchmark creates cgroups: run it as root");
+    }
+    let jobs = arg("--jobs", 200);
+    let rounds = arg("--rounds", 20);
+    let records = arg("--records", 1_000_000);
+    let (round_ms, per_job_us) = sampling(jobs, rounds)?;
+    let core_pct = round_ms / 10_000.0 * 100.0;
+    println!(
+        "# sampling {jobs} jobs (a fifth with a simulated GPU): {round_ms:.2} ms CPU per round (median of {rounds})"
+    );
+    let (report_ms, counted) = report(records)?;
+    println!("# bh report over {records} records counted {counted} jobs");
+    println!("sample_cpu_us_per_job={per_job_us:.1}");
+    println!("sampling_core_percent_{jobs}_jobs_10s={core_pct:.3}");
+    println!("report_1m_records_ms={report_ms:.0}");
+    Ok(())
+}
