@@ -286,7 +286,7 @@ mod tests {
 
     #[test]
     fn totals_are_the_sum_of_the_records_and_periods_cut_jobs() {
-        let recs = vec![
+        let recs = [
             rec(1, "physics", 0, 10, 2, Some(50)),
             rec(2, "physics", 5, 2, 1, Some(100)),
             rec(3, "bio", 20, 4, 4, None),
