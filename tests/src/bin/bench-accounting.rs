@@ -63,7 +63,7 @@ fn sampling(jobs: usize, rounds: usize) -> Result<(f64, f64)> {
                 });
             }
             let child = cmd.spawn().context("starting a job process")?;
-            let grants = if i % 5 == 0 {
+            let grants = if i.is_multiple_of(5) {
                 vec![GpuGrant {
                     index: (i / 5 % 8) as u32,
                     mig: None,
@@ -109,7 +109,7 @@ fn sampling(jobs: usize, rounds: usize) -> Result<(f64, f64)> {
 
 fn record(i: u64) -> JobRow {
     let start = 1_700_000_000_000_000 + i * 30_000_000;
-    let gpu = i % 3 == 0;
+    let gpu = i.is_multiple_of(3);
     JobRow {
         id: JobId(i + 1),
         uid: 1000 + (i % 200) as u32,
