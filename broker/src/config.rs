@@ -43,6 +43,11 @@
 //!
 //! [accounting]
 //! retention_days = 365      # ended jobs and their records; absent: kept forever
+//!
+//! [rate_limit]              # per user, root exempt (default 100/s, bursts of 500)
+//! requests_per_s = 100.0
+//! burst = 500
+//! enabled = true
 //! ```
 //!
 //! Unknown keys are refused, so that a misspelt setting is not silently ignored.
@@ -86,6 +91,20 @@ struct File {
     priority: PriorityFile,
     #[serde(default)]
     accounting: AccountingFile,
+    rate_limit: Option<RateLimitFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RateLimitFile {
+    requests_per_s: Option<f64>,
+    burst: Option<f64>,
+    #[serde(default = "yes")]
+    enabled: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -363,6 +382,17 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
     cfg.user_accounts.extend(f.users);
     if let Some(d) = f.accounting.retention_days {
         cfg.retention_us = Some(d.saturating_mul(86_400_000_000));
+    }
+    if let Some(r) = f.rate_limit {
+        let d = crate::ratelimit::RateConfig::default();
+        let per_s = r.requests_per_s.unwrap_or(d.per_s);
+        let burst = r.burst.unwrap_or(d.burst);
+        if !(per_s > 0.0 && burst >= 1.0) {
+            return bad("rate_limit: requests_per_s must be positive and burst at least 1".into());
+        }
+        cfg.rate_limit = r
+            .enabled
+            .then_some(crate::ratelimit::RateConfig { per_s, burst });
     }
     cfg.sched.user_limits = f.limits.user.into();
     cfg.sched.account_limits = f.limits.account.into();

@@ -102,6 +102,8 @@ pub struct CoreConfig {
     pub node_timeout_us: u64,
     /// Ended jobs and their accounting records are kept this long; `None`: forever.
     pub retention_us: Option<u64>,
+    /// Requests per user (root is not limited); `None`: no limit.
+    pub rate_limit: Option<crate::ratelimit::RateConfig>,
 }
 
 impl Default for CoreConfig {
@@ -131,6 +133,7 @@ impl Default for CoreConfig {
             heartbeat_ms: 2000,
             node_timeout_us: 30_000_000,
             retention_us: None,
+            rate_limit: Some(crate::ratelimit::RateConfig::default()),
         }
     }
 }
@@ -255,6 +258,9 @@ pub struct Core {
     /// Jobs started, and ended by state, since the broker started (for the metrics).
     started_total: u64,
     ended_total: HashMap<JobState, u64>,
+    limiter: crate::ratelimit::RateLimiter,
+    /// Requests refused by the rate limit, for the metrics.
+    slowed_total: u64,
     node_by_name: HashMap<String, NodeId>,
     node_by_peer: HashMap<PeerId, NodeId>,
     next_job: u64,
@@ -313,6 +319,7 @@ impl Core {
             .map(|q| (q.preempt_tier, q.preempt))
             .collect();
         let scheduler = sched::Scheduler::new(sched_cfg, vec![], partitions, accounts);
+        let rate_limit = cfg.rate_limit;
         let mut core = Core {
             cfg,
             jobs: BTreeMap::new(),
@@ -326,6 +333,8 @@ impl Core {
             last_full_us: 0,
             started_total: 0,
             ended_total: HashMap::new(),
+            limiter: crate::ratelimit::RateLimiter::new(rate_limit),
+            slowed_total: 0,
             node_by_name: HashMap::new(),
             node_by_peer: HashMap::new(),
             next_job: 1,
@@ -637,6 +646,23 @@ impl Core {
         now_us: u64,
     ) -> Effects {
         let mut fx = Effects::default();
+        if let Err(wait_ms) = self.limiter.take(caller.uid, now_us) {
+            self.slowed_total += 1;
+            let per_s = self.limiter.config().map_or(0.0, |c| c.per_s);
+            tracing::debug!(user = %caller.user, uid = caller.uid, "request refused by the rate limit");
+            fx.send.push(Outbound::Client {
+                peer,
+                request_id,
+                reply: ClientReply::Error(err(
+                    ErrorCode::SlowDown,
+                    format!(
+                        "slow down: {} sent more than {per_s} requests per second; retry in {wait_ms} ms",
+                        caller.user
+                    ),
+                )),
+            });
+            return fx;
+        }
         let reply = match op {
             ClientOp::Submit(sub) => self.submit(&mut fx, caller, *sub, now_us),
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(&filter)),
@@ -2184,6 +2210,13 @@ impl Core {
             "Jobs ended since the broker started, by state",
             ended,
         );
+        let slowed = Counter::<u64>::default();
+        slowed.inc_by(self.slowed_total);
+        reg.register(
+            "requests_rate_limited",
+            "Client requests refused by the per-user rate limit",
+            slowed,
+        );
         let nodes = Family::<Labels, Gauge>::default();
         let gpus = Family::<Labels, Gauge>::default();
         for n in self.nodes.values() {
@@ -3262,5 +3295,40 @@ mod tests {
         );
         assert!(!c.jobs.contains_key(&old));
         assert!(c.jobs.contains_key(&pending), "an unfinished job stays");
+    }
+
+    #[test]
+    fn a_user_over_the_rate_limit_gets_slow_down_and_others_do_not() {
+        let cfg = CoreConfig {
+            rate_limit: Some(crate::ratelimit::RateConfig {
+                per_s: 1.0,
+                burst: 3.0,
+            }),
+            ..CoreConfig::default()
+        };
+        let mut c = Core::new(cfg, vec![], vec![]);
+        let q = || ClientOp::Queue(QueueFilter::default());
+        let code = |fx: &Effects| match &fx.send[0] {
+            Outbound::Client {
+                reply: ClientReply::Error(e),
+                ..
+            } => Some(e.code),
+            _ => None,
+        };
+        for i in 0..3 {
+            assert_eq!(code(&c.client(b"a".to_vec(), i, &user(5), q(), 0)), None);
+        }
+        let fx = c.client(b"a".to_vec(), 4, &user(5), q(), 0);
+        assert_eq!(code(&fx), Some(ErrorCode::SlowDown));
+        assert_eq!(code(&c.client(b"b".to_vec(), 5, &user(6), q(), 0)), None);
+        assert_eq!(code(&c.client(b"r".to_vec(), 6, &root(), q(), 0)), None);
+        assert_eq!(
+            code(&c.client(b"a".to_vec(), 7, &user(5), q(), 1_000_000)),
+            None
+        );
+        assert!(
+            c.metrics(|_| {})
+                .contains("bulkhead_requests_rate_limited_total 1")
+        );
     }
 }

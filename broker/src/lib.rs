@@ -13,6 +13,7 @@ pub mod config;
 pub mod core;
 pub mod gpus;
 mod migrate;
+pub mod ratelimit;
 pub mod store;
 
 use crate::core::{Caller, Core, CoreConfig, Effects, Outbound, PeerId};

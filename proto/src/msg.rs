@@ -151,6 +151,9 @@ pub enum ErrorCode {
     /// The job is already in a terminal state.
     AlreadyFinished,
     Internal,
+    /// The caller sent more requests than its rate limit allows; the message says when
+    /// to try again.
+    SlowDown,
 }
 
 /// A node as `bh nodes` prints it.

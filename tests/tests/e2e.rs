@@ -1434,7 +1434,29 @@ fn accounting_records_what_the_kernel_and_the_gpus_measured() {
     );
     let out = c.bh(Some(&u), &["report"]).expect("bh report");
     assert!(!out.status.success(), "bh report is for root");
+}
 
+/// The HTML report is self-contained, and Debian's Chromium renders its three charts
+/// headless without a console message. (Not run in the VM, which has no browser.)
+#[test]
+fn the_html_report_renders_in_headless_chromium() {
+    let c = Cluster::start_with(ClusterOpts {
+        agent_args: vec![
+            "--simulate-gpus".into(),
+            "h100-80gb:1".into(),
+            "--sample-interval".into(),
+            "0.2".into(),
+        ],
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let job = c
+        .submit(Some(&u), &wd, &["--gpus", "1"], "#!/bin/sh\nsleep 2\n")
+        .expect("submit");
+    c.wait_state(job, &[JobState::Completed], t())
+        .expect("ends");
     // The HTML report: self-contained, and Chromium renders its charts without errors.
     let html = c.dir.path().join("report.html");
     let out = c
@@ -1487,4 +1509,40 @@ fn accounting_records_what_the_kernel_and_the_gpus_measured() {
     let log = String::from_utf8_lossy(&out.stderr);
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:?}");
+}
+
+/// One user polling in a loop is slowed down with a clear error; another user is still
+/// served at once.
+#[test]
+fn a_flooding_user_is_slowed_down_and_others_are_still_served() {
+    let c = Cluster::start_with(ClusterOpts {
+        broker_config: Some("[rate_limit]\nrequests_per_s = 2.0\nburst = 5\n".into()),
+        ..Default::default()
+    })
+    .expect("cluster");
+    let (a, b) = (user(USER1), user(USER2));
+    let mut refused = None;
+    for _ in 0..20 {
+        let out = c.bh(Some(&a), &["queue"]).expect("bh queue");
+        if !out.status.success() {
+            refused = Some(String::from_utf8_lossy(&out.stderr).into_owned());
+            break;
+        }
+    }
+    let refused = refused.expect("the flood was never limited");
+    assert!(
+        refused.contains("slow down") && refused.contains("retry in"),
+        "{refused}"
+    );
+    // The other user is served, not refused, while the first is being limited.
+    let out = c.bh(Some(&b), &["queue"]).expect("bh queue");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Root (the administrator) is not limited.
+    for _ in 0..10 {
+        assert!(c.bh(None, &["queue"]).expect("bh").status.success());
+    }
 }
