@@ -44,6 +44,13 @@
 //! [accounting]
 //! retention_days = 365      # ended jobs and their records; absent: kept forever
 //!
+//! [roles]                   # root is always an admin
+//! operators = ["carol"]     # may cancel any job, drain and resume nodes
+//! admins = ["dave"]         # may also manage reservations and read reports
+//!
+//! [privacy]                 # what users see of others' jobs: "visible", "redacted"
+//! other_users_jobs = "redacted"  # (default: no names, directories, output paths) or "hidden"
+//!
 //! [rate_limit]              # per user, root exempt (default 100/s, bursts of 500)
 //! requests_per_s = 100.0
 //! burst = 500
@@ -92,6 +99,25 @@ struct File {
     #[serde(default)]
     accounting: AccountingFile,
     rate_limit: Option<RateLimitFile>,
+    #[serde(default)]
+    roles: RolesFile,
+    #[serde(default)]
+    privacy: PrivacyFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RolesFile {
+    #[serde(default)]
+    operators: Vec<String>,
+    #[serde(default)]
+    admins: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PrivacyFile {
+    other_users_jobs: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -382,6 +408,20 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
     cfg.user_accounts.extend(f.users);
     if let Some(d) = f.accounting.retention_days {
         cfg.retention_us = Some(d.saturating_mul(86_400_000_000));
+    }
+    cfg.operators.extend(f.roles.operators);
+    cfg.admins.extend(f.roles.admins);
+    if let Some(p) = &f.privacy.other_users_jobs {
+        cfg.privacy = match p.as_str() {
+            "visible" => crate::core::Privacy::Visible,
+            "redacted" => crate::core::Privacy::Redacted,
+            "hidden" => crate::core::Privacy::Hidden,
+            other => {
+                return bad(format!(
+                    "privacy.other_users_jobs {other:?}: visible, redacted or hidden"
+                ));
+            }
+        };
     }
     if let Some(r) = f.rate_limit {
         let d = crate::ratelimit::RateConfig::default();

@@ -104,6 +104,35 @@ pub struct CoreConfig {
     pub retention_us: Option<u64>,
     /// Requests per user (root is not limited); `None`: no limit.
     pub rate_limit: Option<crate::ratelimit::RateConfig>,
+    /// Users who may cancel anyone's jobs and drain nodes.
+    pub operators: BTreeSet<String>,
+    /// Users who may also manage reservations and see reports (root always may).
+    pub admins: BTreeSet<String>,
+    /// What users see of other users' jobs.
+    pub privacy: Privacy,
+}
+
+/// What a user sees of other users' jobs (like Slurm's PrivateData).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Privacy {
+    /// Everything `bh queue` and `bh show` show of one's own.
+    Visible,
+    /// That they exist (user, state, resources, times), not their names, working
+    /// directories or output paths.
+    #[default]
+    Redacted,
+    /// Nothing: they are not listed, and `bh show` refuses them.
+    Hidden,
+}
+
+/// What a caller may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    User,
+    /// May cancel any job and drain or resume nodes.
+    Operator,
+    /// May also manage reservations and read reports.
+    Admin,
 }
 
 impl Default for CoreConfig {
@@ -134,6 +163,9 @@ impl Default for CoreConfig {
             node_timeout_us: 30_000_000,
             retention_us: None,
             rate_limit: Some(crate::ratelimit::RateConfig::default()),
+            operators: BTreeSet::new(),
+            admins: BTreeSet::new(),
+            privacy: Privacy::default(),
         }
     }
 }
@@ -665,9 +697,9 @@ impl Core {
         }
         let reply = match op {
             ClientOp::Submit(sub) => self.submit(&mut fx, caller, *sub, now_us),
-            ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(&filter)),
+            ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(caller, &filter)),
             ClientOp::Acct(filter) => self.acct(caller, &filter),
-            ClientOp::Report(q) if caller.uid == 0 => {
+            ClientOp::Report(q) if self.role(caller) == Role::Admin => {
                 ClientReply::Report(Box::new(crate::acct::report(
                     self.jobs
                         .values()
@@ -677,12 +709,27 @@ impl Core {
                     now_us,
                 )))
             }
-            ClientOp::Report(_) => ClientReply::Error(err(
-                ErrorCode::PermissionDenied,
-                "bh report is for administrators (root)",
-            )),
+            ClientOp::Report(_) => {
+                tracing::warn!(user = %caller.user, uid = caller.uid, "refused a usage report");
+                ClientReply::Error(err(
+                    ErrorCode::PermissionDenied,
+                    "bh report is for administrators (root, or users the configuration names)",
+                ))
+            }
             ClientOp::Show(id) => match self.jobs.get(&id) {
-                Some(j) => ClientReply::Job(Box::new(self.info(j))),
+                Some(j) => match self.seen_by(caller, j) {
+                    Some(info) => ClientReply::Job(Box::new(info)),
+                    None => {
+                        tracing::warn!(user = %caller.user, uid = caller.uid, job = %id, "refused to show another user's job");
+                        ClientReply::Error(err(
+                            ErrorCode::PermissionDenied,
+                            format!(
+                                "job {id} belongs to another user; {} sees only their own",
+                                caller.user
+                            ),
+                        ))
+                    }
+                },
                 None => {
                     ClientReply::Error(err(ErrorCode::NotFound, format!("job {id} does not exist")))
                 }
@@ -1009,12 +1056,14 @@ impl Core {
         id: JobId,
         now_us: u64,
     ) -> CancelOutcome {
+        let operator = self.role(caller) >= Role::Operator;
         // An array: its remainder goes, and each of its live tasks with it.
         if let Some(j) = self.jobs.get(&id)
             && j.sub.array.is_some()
             && !j.state.is_terminal()
         {
-            if caller.uid != 0 && caller.uid != j.uid {
+            if !operator && caller.uid != j.uid {
+                tracing::warn!(user = %caller.user, uid = caller.uid, job = %id, "refused to cancel another user's job");
                 let e = err(
                     ErrorCode::PermissionDenied,
                     format!(
@@ -1049,7 +1098,8 @@ impl Core {
                 .jobs
                 .get_mut(&id)
                 .ok_or_else(|| err(ErrorCode::NotFound, format!("job {id} does not exist")))?;
-            if caller.uid != 0 && caller.uid != job.uid {
+            if !operator && caller.uid != job.uid {
+                tracing::warn!(user = %caller.user, uid = caller.uid, job = %id, "refused to cancel another user's job");
                 return Err(err(
                     ErrorCode::PermissionDenied,
                     format!(
@@ -1906,14 +1956,19 @@ impl Core {
 
     /// `bh acct`: the caller's jobs (everyone's for root) matching the filter.
     fn acct(&self, caller: &Caller, f: &AcctFilter) -> ClientReply {
-        if caller.uid != 0 && f.uids.iter().any(|u| *u != caller.uid) {
+        let operator = self.role(caller) >= Role::Operator;
+        if !operator && f.uids.iter().any(|u| *u != caller.uid) {
+            tracing::warn!(user = %caller.user, uid = caller.uid, "refused other users' accounting records");
             return ClientReply::Error(err(
                 ErrorCode::PermissionDenied,
-                "only root sees other users' accounting records",
+                format!(
+                    "{} sees only their own accounting records (operators and admins see everyone's)",
+                    caller.user
+                ),
             ));
         }
         let now = bulkhead_proto::time::now_us();
-        let mine = (caller.uid != 0).then_some(caller.uid);
+        let mine = (!operator).then_some(caller.uid);
         let mut records: Vec<AcctRecord> = self
             .jobs
             .values()
@@ -1950,7 +2005,41 @@ impl Core {
         }
     }
 
-    fn queue(&self, f: &QueueFilter) -> Vec<JobInfo> {
+    /// What a caller may do.
+    pub fn role(&self, caller: &Caller) -> Role {
+        if caller.uid == 0 || self.cfg.admins.contains(&caller.user) {
+            Role::Admin
+        } else if self.cfg.operators.contains(&caller.user) {
+            Role::Operator
+        } else {
+            Role::User
+        }
+    }
+
+    /// A job as the caller may see it: whole if it is theirs or they operate the
+    /// cluster; else as the privacy setting says (redacted, or not at all).
+    fn seen_by(&self, caller: &Caller, j: &Job) -> Option<JobInfo> {
+        if caller.uid == j.uid || self.role(caller) >= Role::Operator {
+            return Some(self.info(j));
+        }
+        match self.cfg.privacy {
+            Privacy::Visible => Some(self.info(j)),
+            Privacy::Hidden => None,
+            Privacy::Redacted => {
+                let mut info = self.info(j);
+                info.name = "(hidden)".into();
+                info.workdir = String::new();
+                info.stdout = String::new();
+                info.stderr = String::new();
+                info.reason = info.reason.filter(|_| j.state == JobState::Pending);
+                info.denials.clear();
+                info.usage = None;
+                Some(info)
+            }
+        }
+    }
+
+    fn queue(&self, caller: &Caller, f: &QueueFilter) -> Vec<JobInfo> {
         let wanted = |st: JobState| {
             if f.states.is_empty() {
                 !st.is_terminal()
@@ -1967,7 +2056,7 @@ impl Core {
             (!f.jobs.is_empty() || wanted(j.state))
                 && (f.uids.is_empty() || f.uids.contains(&j.uid))
         })
-        .map(|j| self.info(j))
+        .filter_map(|j| self.seen_by(caller, j))
         .collect()
     }
 
@@ -2086,11 +2175,24 @@ impl Core {
         op: AdminOp,
         now_us: u64,
     ) -> ClientReply {
-        if caller.uid != 0 {
+        // Operators drain and resume nodes; reservations are the admins'.
+        let needed = match &op {
+            AdminOp::Drain { .. } | AdminOp::Resume { .. } => Role::Operator,
+            AdminOp::Reserve(_) | AdminOp::Unreserve { .. } => Role::Admin,
+        };
+        if self.role(caller) < needed {
             tracing::warn!(user = %caller.user, uid = caller.uid, ?op, "refused an administrative request");
             return ClientReply::Error(err(
                 ErrorCode::PermissionDenied,
-                format!("{} may not administer the cluster: root only", caller.user),
+                format!(
+                    "{} may not do this: it is for {} (root, or users the configuration names)",
+                    caller.user,
+                    if needed == Role::Admin {
+                        "administrators"
+                    } else {
+                        "operators and administrators"
+                    }
+                ),
             ));
         }
         let (name, drain) = match op {
@@ -2787,10 +2889,13 @@ mod tests {
         assert_eq!(jobs_changed(&c.tick(10_000_000)), 0);
         let fx = c.tick(31_000_001);
         assert_eq!(jobs_changed(&fx), 1);
-        let info = c.queue(&QueueFilter {
-            jobs: vec![id],
-            ..Default::default()
-        });
+        let info = c.queue(
+            &root(),
+            &QueueFilter {
+                jobs: vec![id],
+                ..Default::default()
+            },
+        );
         assert_eq!(info[0].state, JobState::NodeFail);
         let n = c.nodes.values().next().expect("node");
         assert_eq!(c.node_info(n).state, NodeState::Down);
@@ -2829,10 +2934,13 @@ mod tests {
                 ..
             }
         )));
-        let q = c.queue(&QueueFilter {
-            jobs: vec![kept, lost],
-            ..Default::default()
-        });
+        let q = c.queue(
+            &root(),
+            &QueueFilter {
+                jobs: vec![kept, lost],
+                ..Default::default()
+            },
+        );
         assert_eq!(q[0].state, JobState::Running);
         assert_eq!(q[1].state, JobState::NodeFail);
     }
@@ -2981,10 +3089,13 @@ mod tests {
             4,
             "the array's record and three tasks, not a hundred records"
         );
-        let info = c.queue(&QueueFilter {
-            jobs: vec![array],
-            ..Default::default()
-        });
+        let info = c.queue(
+            &root(),
+            &QueueFilter {
+                jobs: vec![array],
+                ..Default::default()
+            },
+        );
         assert_eq!(info[0].array_pending.as_deref(), Some("3-99%3"));
         // One task ends: the next is created and started.
         let first = JobId(array.0 + 1);
@@ -3027,10 +3138,13 @@ mod tests {
             launches(&fx).is_empty(),
             "three tasks already run: the throttle holds"
         );
-        let info = c2.queue(&QueueFilter {
-            jobs: vec![array],
-            ..Default::default()
-        });
+        let info = c2.queue(
+            &root(),
+            &QueueFilter {
+                jobs: vec![array],
+                ..Default::default()
+            },
+        );
         assert_eq!(info[0].array_pending.as_deref(), Some("4-99%3"));
         // Cancelling the array cancels its remainder and asks the agent to kill the rest.
         let fx = c2.client(
@@ -3055,11 +3169,14 @@ mod tests {
             .count();
         assert_eq!(kills, 3);
         assert_eq!(
-            c2.queue(&QueueFilter {
-                jobs: vec![array],
-                ..Default::default()
-            })[0]
-                .state,
+            c2.queue(
+                &root(),
+                &QueueFilter {
+                    jobs: vec![array],
+                    ..Default::default()
+                }
+            )[0]
+            .state,
             JobState::Cancelled
         );
     }
@@ -3136,10 +3253,13 @@ mod tests {
             launches(&fx).iter().map(|(_, j)| *j).collect::<Vec<_>>(),
             vec![high]
         );
-        let info = c.queue(&QueueFilter {
-            jobs: vec![low],
-            ..Default::default()
-        });
+        let info = c.queue(
+            &root(),
+            &QueueFilter {
+                jobs: vec![low],
+                ..Default::default()
+            },
+        );
         assert_eq!(info[0].state, JobState::Pending);
         assert!(
             info[0]
@@ -3237,10 +3357,13 @@ mod tests {
             launches(&fx).iter().map(|(_, j)| *j).collect::<Vec<_>>(),
             vec![low]
         );
-        let info = c2.queue(&QueueFilter {
-            jobs: vec![low],
-            ..Default::default()
-        });
+        let info = c2.queue(
+            &root(),
+            &QueueFilter {
+                jobs: vec![low],
+                ..Default::default()
+            },
+        );
         assert_eq!(info[0].state, JobState::Running, "{:?}", info[0].reason);
     }
 
@@ -3329,6 +3452,164 @@ mod tests {
         assert!(
             c.metrics(|_| {})
                 .contains("bulkhead_requests_rate_limited_total 1")
+        );
+    }
+
+    fn named(uid: u32, name: &str) -> Caller {
+        Caller {
+            uid,
+            gid: uid,
+            user: name.into(),
+        }
+    }
+
+    /// Users act on their own jobs and see others' redacted (or not at all); an
+    /// operator cancels anyone's and drains nodes but makes no reservation; every
+    /// refusal says why.
+    #[test]
+    fn roles_and_privacy() {
+        let mut cfg = CoreConfig {
+            operators: ["carol".to_string()].into(),
+            ..CoreConfig::default()
+        };
+        let mut c = Core::new(cfg.clone(), vec![], vec![]);
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
+        let (alice, bob, carol) = (
+            named(1001, "alice"),
+            named(1002, "bob"),
+            named(1003, "carol"),
+        );
+        let mut s = sub(1);
+        s.name = "secret-project".into();
+        s.stdout = Some("/home/alice/out-%j.txt".into());
+        let job = submitted(&c.client(b"c".to_vec(), 1, &alice, ClientOp::Submit(Box::new(s)), 1));
+        let show = |c: &mut Core, who: &Caller| match c
+            .client(b"c".to_vec(), 2, who, ClientOp::Show(job), 2)
+            .send
+            .remove(0)
+        {
+            Outbound::Client { reply, .. } => reply,
+            other => panic!("{other:?}"),
+        };
+        // Redacted for bob: the job is there, its name and paths are not.
+        let ClientReply::Job(j) = show(&mut c, &bob) else {
+            panic!()
+        };
+        assert_eq!(
+            (j.name.as_str(), j.stdout.as_str(), j.workdir.as_str()),
+            ("(hidden)", "", "")
+        );
+        let ClientReply::Job(j) = show(&mut c, &alice) else {
+            panic!()
+        };
+        assert_eq!(j.name, "secret-project");
+        assert!(j.stdout.contains("/home/alice/out-"));
+        let ClientReply::Job(j) = show(&mut c, &carol) else {
+            panic!()
+        };
+        assert_eq!(j.name, "secret-project", "operators see everything");
+        // bob may not cancel it; carol may.
+        let fx = c.client(b"c".to_vec(), 3, &bob, ClientOp::Cancel(vec![job]), 3);
+        let Outbound::Client {
+            reply: ClientReply::Cancelled(o),
+            ..
+        } = &fx.send[0]
+        else {
+            panic!()
+        };
+        let e = o[0].result.clone().unwrap_err();
+        assert_eq!(e.code, ErrorCode::PermissionDenied);
+        assert!(
+            e.message.contains("may cancel only their own jobs"),
+            "{}",
+            e.message
+        );
+        // carol drains a node, but may not make a reservation.
+        let fx = c.client(
+            b"c".to_vec(),
+            4,
+            &carol,
+            ClientOp::Admin(AdminOp::Drain {
+                node: "n1".into(),
+                reason: "fan".into(),
+            }),
+            4,
+        );
+        assert!(matches!(
+            &fx.send[0],
+            Outbound::Client {
+                reply: ClientReply::Done(_),
+                ..
+            }
+        ));
+        let resv = bulkhead_proto::msg::Reservation {
+            name: "r".into(),
+            nodes: vec!["n1".into()],
+            start_us: 10,
+            end_us: 20,
+            users: vec![],
+            accounts: vec![],
+            cpus: None,
+            gpus: None,
+        };
+        let fx = c.client(
+            b"c".to_vec(),
+            5,
+            &carol,
+            ClientOp::Admin(AdminOp::Reserve(resv)),
+            5,
+        );
+        assert!(
+            matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.message.contains("administrators"))
+        );
+        let fx = c.client(b"c".to_vec(), 6, &carol, ClientOp::Cancel(vec![job]), 6);
+        let cancelled = fx.send.iter().find_map(|o| match o {
+            Outbound::Client {
+                reply: ClientReply::Cancelled(o),
+                ..
+            } => Some(o[0].result.clone()),
+            _ => None,
+        });
+        assert!(matches!(cancelled, Some(Ok(_))), "{:?}", fx.send);
+        assert!(
+            fx.send.iter().any(|o| matches!(o, Outbound::Agent { msg: BrokerMessage::Kill { job: j, .. }, .. } if *j == job)),
+            "the running job is killed"
+        );
+
+        // Hidden: bob neither lists nor shows alice's jobs.
+        cfg.privacy = Privacy::Hidden;
+        let mut c = Core::new(cfg, vec![], vec![]);
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
+        let job = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &alice,
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        ));
+        let fx = c.client(
+            b"c".to_vec(),
+            2,
+            &bob,
+            ClientOp::Queue(QueueFilter::default()),
+            2,
+        );
+        assert!(
+            matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Jobs(j), .. } if j.is_empty())
+        );
+        let fx = c.client(b"c".to_vec(), 3, &bob, ClientOp::Show(job), 3);
+        assert!(
+            matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.code == ErrorCode::PermissionDenied)
+        );
+        let fx = c.client(
+            b"c".to_vec(),
+            4,
+            &alice,
+            ClientOp::Queue(QueueFilter::default()),
+            4,
+        );
+        assert!(
+            matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Jobs(j), .. } if j.len() == 1)
         );
     }
 }
