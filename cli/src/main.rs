@@ -801,6 +801,10 @@ fn run_standalone(
             mig_layout: bulkhead_agent::gpu::nvml::Layout::Dynamic,
             sample_interval: Duration::from_secs(10),
             metrics: None,
+            deny_env: bulkhead_agent::DEFAULT_DENY_ENV
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         };
         let agent = tokio::spawn(bulkhead_agent::run(agent_cfg, stop(rx.clone())));
         let munge_hint = munge_socket.as_ref().map(|s| format!("export BH_MUNGE_SOCKET={}\n  ", s.display())).unwrap_or_default();

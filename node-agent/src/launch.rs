@@ -5,7 +5,9 @@
 //! session, drop to the user's supplementary groups, gid and uid, set
 //! `PR_SET_NO_NEW_PRIVS`, change to the working directory and open its output files,
 //! as the user (so that a user cannot make the agent write where the user may not;
-//! symlinks are not followed). Everything the child needs is prepared before the
+//! symlinks are not followed), and mark every descriptor past stderr close-on-exec so
+//! that none of the agent's (its sockets, its journal, the device filter's maps)
+//! reaches the job. Everything the child needs is prepared before the
 //! fork: it only makes system calls. If a step fails, the child writes the step's
 //! number to a pipe and the launch error names it.
 
@@ -123,6 +125,7 @@ pub fn job_env(
     user: &UserInfo,
     node: &str,
     cpu_ids: &[u32],
+    deny: &[String],
 ) -> Vec<(String, String)> {
     let cpus = spec.cpus.to_string();
     let job = spec.job.to_string();
@@ -171,6 +174,7 @@ pub fn job_env(
         .env
         .iter()
         .filter(|(k, _)| !ours.iter().any(|(o, _)| o == k))
+        .filter(|(k, _)| !deny.iter().any(|d| d == k))
         .cloned()
         .collect();
     let has = |env: &[(String, String)], k: &str| env.iter().any(|(n, _)| n == k);
@@ -244,7 +248,7 @@ pub fn write_script(
     Ok(path)
 }
 
-const STEPS: [&str; 11] = [
+const STEPS: [&str; 12] = [
     "join the job cgroup",
     "start a session",
     "set supplementary groups",
@@ -256,6 +260,7 @@ const STEPS: [&str; 11] = [
     "open the error file",
     "attach standard input to /dev/null",
     "execute the batch script",
+    "close the agent's descriptors",
 ];
 
 /// What the child needs, prepared before the fork.
@@ -352,6 +357,25 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         };
         if efd < 0 || libc::dup2(efd, 2) < 0 {
             return fail(p, 8);
+        }
+        // Nothing of the agent's crosses the exec: close_range (Linux 5.9) marks every
+        // descriptor past stderr close-on-exec; older kernels get each one marked.
+        if libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC as libc::c_uint,
+        ) != 0
+        {
+            let mut lim: libc::rlimit = std::mem::zeroed();
+            let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+                lim.rlim_cur.min(1 << 20) as i32
+            } else {
+                return fail(p, 11);
+            };
+            for fd in 3..max {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
         }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
@@ -577,6 +601,7 @@ mod tests {
                 ("PATH".into(), "/opt/bin".into()),
                 ("SLURM_JOB_ID".into(), "999".into()),
                 ("X".into(), "1".into()),
+                ("LD_PRELOAD".into(), "/tmp/evil.so".into()),
             ],
             cpus: 4,
             mem_mb: 2048,
@@ -601,7 +626,8 @@ mod tests {
 
     #[test]
     fn env_has_bulkhead_and_slurm_names_and_ours_win() {
-        let env = job_env(&spec(), &ann(), "n1", &[2, 3, 4, 5]);
+        let deny = ["LD_PRELOAD".to_string()];
+        let env = job_env(&spec(), &ann(), "n1", &[2, 3, 4, 5], &deny);
         let get = |k: &str| {
             env.iter()
                 .filter(|(n, _)| n == k)
@@ -622,6 +648,10 @@ mod tests {
         assert_eq!(get("HOME"), ["/home/ann"]);
         assert_eq!(get("USER"), ["ann"]);
         assert_eq!(get("X"), ["1"]);
+        assert!(
+            get("LD_PRELOAD").is_empty(),
+            "the admin's denied variables are dropped"
+        );
     }
 
     #[test]

@@ -70,7 +70,13 @@ pub struct AgentConfig {
     pub sample_interval: Duration,
     /// Where to serve Prometheus metrics; `None`: nowhere.
     pub metrics: Option<std::net::SocketAddr>,
+    /// Variables dropped from what users export to their jobs (`LD_PRELOAD`, ...).
+    pub deny_env: Vec<String>,
 }
+
+/// The variables a job never gets from its submission unless the admin says otherwise:
+/// what makes the dynamic loader run code the job did not ask for.
+pub const DEFAULT_DENY_ENV: [&str; 3] = ["LD_PRELOAD", "LD_AUDIT", "LD_PROFILE"];
 
 /// The node's GPU backend, shared by the launches.
 type SharedGpus = Arc<Mutex<Option<Box<dyn gpu::GpuBackend>>>>;
@@ -916,6 +922,7 @@ impl Agent {
             events: self.events.clone(),
             isolation: self.isolation.clone(),
             gpus: self.gpus.clone(),
+            deny_env: self.cfg.deny_env.clone().into(),
         };
         tokio::spawn(run_job(ctx, spec, cpu_ids, kill_rx));
     }
@@ -931,6 +938,7 @@ struct JobCtx {
     events: mpsc::Sender<JobEvent>,
     isolation: IsolationState,
     gpus: SharedGpus,
+    deny_env: Arc<[String]>,
 }
 
 impl JobCtx {
@@ -1127,7 +1135,7 @@ fn spawn_with_gpus(
         script: script.clone(),
         args: spec.args.clone(),
         env: {
-            let mut env = launch::job_env(spec, &user, &ctx.node, cpu_ids);
+            let mut env = launch::job_env(spec, &user, &ctx.node, cpu_ids, &ctx.deny_env);
             env.extend(gpus.env());
             env
         },

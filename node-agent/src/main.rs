@@ -63,6 +63,10 @@ struct Args {
     /// Seconds between samples of the running jobs' usage (cgroup counters, NVML).
     #[arg(long, default_value_t = 10.0)]
     sample_interval: f64,
+    /// Variables dropped from what users export to their jobs, comma-separated
+    /// (default: LD_PRELOAD, LD_AUDIT, LD_PROFILE).
+    #[arg(long, value_delimiter = ',')]
+    deny_env: Option<Vec<String>>,
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9818; port 0
     /// picks one, written to SPOOL_DIR/agent.metrics). Off by default.
     #[arg(long, env = "BH_AGENT_METRICS")]
@@ -121,6 +125,12 @@ async fn main() -> anyhow::Result<()> {
         mig_layout,
         sample_interval: Duration::from_secs_f64(a.sample_interval.max(0.1)),
         metrics: a.metrics,
+        deny_env: a.deny_env.unwrap_or_else(|| {
+            bulkhead_agent::DEFAULT_DENY_ENV
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        }),
     };
     run(cfg, bulkhead_net::shutdown_signal())
         .await

@@ -1547,3 +1547,116 @@ fn a_flooding_user_is_slowed_down_and_others_are_still_served() {
         assert!(c.bh(None, &["queue"]).expect("bh").status.success());
     }
 }
+
+/// What a job may not do, each checked by what the kernel answered it: reach any of the
+/// agent's descriptors, write its own or its parent's cgroup files, regain root through
+/// a setuid binary, get the variables the admin denies, or have another user redirect
+/// its output through a planted symlink.
+#[test]
+fn a_job_cannot_escape_its_user_its_cgroup_or_its_files() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let c = Cluster::start().expect("cluster");
+    let (a, b) = (user(USER1), user(USER2));
+    let wd = c.workdir(Some(&a)).expect("workdir");
+    // A setuid-root copy of `id`, as if one were lying around.
+    let id = std::process::Command::new("sh")
+        .args(["-c", "command -v id"])
+        .output()
+        .expect("sh");
+    let id = std::fs::canonicalize(String::from_utf8_lossy(&id.stdout).trim()).expect("id");
+    let suid = wd.join("suid-id");
+    std::fs::copy(&id, &suid).expect("copy id");
+    std::os::unix::fs::chown(&suid, Some(0), Some(0)).expect("chown");
+    std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).expect("chmod");
+    let script = "#!/bin/sh\n\
+        for f in /proc/$$/fd/*; do readlink $f; done > fds.txt\n\
+        : > cg.txt\n\
+        while IFS=: read -r _ ctrl path; do\n\
+          for root in /sys/fs/cgroup /sys/fs/cgroup/unified /sys/fs/cgroup/$ctrl; do\n\
+            d=$root$path\n\
+            [ -e $d/cgroup.procs ] || continue\n\
+            for f in $d/cgroup.procs $d/../cgroup.procs $d/memory.max $d/memory.limit_in_bytes $d/pids.max; do\n\
+              [ -e $f ] || continue\n\
+              if echo $$ > $f 2>/dev/null; then echo \"wrote $f\" >> cg.txt; else echo \"refused $f\" >> cg.txt; fi\n\
+            done\n\
+          done\n\
+        done < /proc/self/cgroup\n\
+        ./suid-id -u > suid.txt\n\
+        env > env.txt\n";
+    let job = c
+        .submit(
+            Some(&a),
+            &wd,
+            &["--export=ALL,LD_AUDIT=/nonexistent.so,KEEP=yes"],
+            script,
+        )
+        .expect("submit");
+    let j = c
+        .wait_state(job, &[JobState::Completed, JobState::Failed], t())
+        .expect("ends");
+    assert_eq!(j.state, JobState::Completed, "{:?}", j.reason);
+
+    let fds = std::fs::read_to_string(wd.join("fds.txt")).expect("fds");
+    for bad in ["socket:", "bpf", "journal", "anon_inode"] {
+        assert!(
+            !fds.contains(bad),
+            "the job holds an agent descriptor ({bad}): {fds}"
+        );
+    }
+    let cg = std::fs::read_to_string(wd.join("cg.txt")).expect("cg");
+    assert!(cg.contains("refused"), "no cgroup file was tried: {cg}");
+    assert!(!cg.contains("wrote"), "the job wrote a cgroup file: {cg}");
+    let suid_uid = std::fs::read_to_string(wd.join("suid.txt")).expect("suid");
+    assert_eq!(
+        suid_uid.trim(),
+        a.uid.to_string(),
+        "a setuid binary gave the job root"
+    );
+    let env = std::fs::read_to_string(wd.join("env.txt")).expect("env");
+    assert!(env.lines().any(|l| l == "KEEP=yes"), "{env}");
+    assert!(
+        !env.contains("LD_AUDIT"),
+        "a denied variable reached the job: {env}"
+    );
+
+    // User B plants a symlink where A's job will write its output, pointing at a file
+    // of A's; A's job must not follow it.
+    let shared = c.dir.path().join("shared");
+    std::fs::create_dir(&shared).expect("shared dir");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let precious = wd.join("precious.txt");
+    std::fs::write(&precious, "keep me\n").expect("precious");
+    std::os::unix::fs::chown(&precious, Some(a.uid), Some(a.gid)).expect("chown");
+    let out = std::process::Command::new("ln")
+        .args([
+            "-s",
+            precious.to_str().unwrap(),
+            shared.join("a.out").to_str().unwrap(),
+        ])
+        .uid(b.uid)
+        .gid(b.gid)
+        .status()
+        .expect("ln as user B");
+    assert!(out.success());
+    let job = c
+        .submit(
+            Some(&a),
+            &wd,
+            &["-o", shared.join("a.out").to_str().unwrap()],
+            "#!/bin/sh\necho overwritten\n",
+        )
+        .expect("submit");
+    let j = c
+        .wait_state(job, &[JobState::Completed, JobState::Failed], t())
+        .expect("ends");
+    assert_eq!(j.state, JobState::Failed);
+    assert!(
+        j.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("open the output file")),
+        "{:?}",
+        j.reason
+    );
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
+}
