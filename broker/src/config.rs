@@ -434,7 +434,14 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
             .enabled
             .then_some(crate::ratelimit::RateConfig { per_s, burst });
     }
+    let default_submitted = cfg.sched.user_limits.max_submitted_jobs;
     cfg.sched.user_limits = f.limits.user.into();
+    // Pending jobs per user stay bounded unless the file sets the bound itself.
+    cfg.sched.user_limits.max_submitted_jobs = cfg
+        .sched
+        .user_limits
+        .max_submitted_jobs
+        .or(default_submitted);
     cfg.sched.account_limits = f.limits.account.into();
     let p = f.priority;
     let s = &mut cfg.sched;

@@ -24,6 +24,10 @@ use bulkhead_proto::{JobId, JobInfo, JobState, NodeId};
 use bulkhead_sched as sched;
 use prometheus_client::registry::Registry;
 
+/// Jobs (pending and running) one user may have by default (`[limits.user]
+/// max_submitted_jobs` sets another bound).
+pub const DEFAULT_MAX_SUBMITTED_PER_USER: u32 = 50_000;
+
 /// Most running jobs with per-job metric series (each series has a job label).
 const MAX_JOB_SERIES: usize = 1000;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -156,7 +160,15 @@ impl Default for CoreConfig {
                 shares: 1,
             }],
             user_accounts: HashMap::new(),
-            sched: sched::Config::default(),
+            sched: sched::Config {
+                // Every queue is bounded: a user's runaway script gets a clear
+                // MaxSubmitJobsPerUser refusal long before the broker's memory suffers.
+                user_limits: sched::Limits {
+                    max_submitted_jobs: Some(DEFAULT_MAX_SUBMITTED_PER_USER),
+                    ..Default::default()
+                },
+                ..sched::Config::default()
+            },
             full_pass_us: 10_000_000,
             def_mem_per_cpu_mb: 1024,
             heartbeat_ms: 2000,
