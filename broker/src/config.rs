@@ -51,6 +51,9 @@
 //! [privacy]                 # what users see of others' jobs: "visible", "redacted"
 //! other_users_jobs = "redacted"  # (default: no names, directories, output paths) or "hidden"
 //!
+//! [node_keys]               # with --curve-key: the agents admitted, by their public keys
+//! gpu001 = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
+//!
 //! [rate_limit]              # per user, root exempt (default 100/s, bursts of 500)
 //! requests_per_s = 100.0
 //! burst = 500
@@ -103,6 +106,8 @@ struct File {
     roles: RolesFile,
     #[serde(default)]
     privacy: PrivacyFile,
+    #[serde(default)]
+    node_keys: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -408,6 +413,12 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
     cfg.user_accounts.extend(f.users);
     if let Some(d) = f.accounting.retention_days {
         cfg.retention_us = Some(d.saturating_mul(86_400_000_000));
+    }
+    for (node, key) in f.node_keys {
+        if let Err(e) = bulkhead_net::curve::parse_key(&format!("node_keys.{node}"), &key) {
+            return bad(e.to_string());
+        }
+        cfg.node_keys.insert(node, key);
     }
     cfg.operators.extend(f.roles.operators);
     cfg.admins.extend(f.roles.admins);

@@ -114,6 +114,10 @@ pub struct CoreConfig {
     pub admins: BTreeSet<String>,
     /// What users see of other users' jobs.
     pub privacy: Privacy,
+    /// The transport is CURVE: agents must present a key of `node_keys`.
+    pub curve: bool,
+    /// Node name → the CURVE public key (Z85) its agent holds (config `[node_keys]`).
+    pub node_keys: BTreeMap<String, String>,
 }
 
 /// What a user sees of other users' jobs (like Slurm's PrivateData).
@@ -178,6 +182,8 @@ impl Default for CoreConfig {
             operators: BTreeSet::new(),
             admins: BTreeSet::new(),
             privacy: Privacy::default(),
+            curve: false,
+            node_keys: BTreeMap::new(),
         }
     }
 }
@@ -2190,7 +2196,9 @@ impl Core {
         // Operators drain and resume nodes; reservations are the admins'.
         let needed = match &op {
             AdminOp::Drain { .. } | AdminOp::Resume { .. } => Role::Operator,
-            AdminOp::Reserve(_) | AdminOp::Unreserve { .. } => Role::Admin,
+            AdminOp::Reserve(_) | AdminOp::Unreserve { .. } | AdminOp::AddNodeKey { .. } => {
+                Role::Admin
+            }
         };
         if self.role(caller) < needed {
             tracing::warn!(user = %caller.user, uid = caller.uid, ?op, "refused an administrative request");
@@ -2218,6 +2226,18 @@ impl Core {
             ),
             AdminOp::Resume { node } => (node, None),
             AdminOp::Reserve(r) => return self.reserve(fx, caller, r),
+            AdminOp::AddNodeKey { node, key } => {
+                if let Err(e) = bulkhead_net::curve::parse_key("the node key", &key) {
+                    return ClientReply::Error(err(ErrorCode::Invalid, e.to_string()));
+                }
+                tracing::info!(%node, %key, by = %caller.user, "node key admitted");
+                self.cfg.node_keys.insert(node.clone(), key.clone());
+                fx.store.push(StoreOp::UpsertNodeKey {
+                    node: node.clone(),
+                    key,
+                });
+                return ClientReply::Done(format!("the agent of {node} is admitted with that key"));
+            }
             AdminOp::Unreserve { name } => {
                 if self.reservations.remove(&name).is_none() {
                     return ClientReply::Error(err(
@@ -2273,6 +2293,39 @@ impl Core {
             Some(r) => format!("node {name} draining: {r}"),
             None => format!("node {name} resumed"),
         })
+    }
+
+    /// Whether an agent message may come over a connection that presented CURVE key
+    /// `key`: with CURVE on, the key must be a node's in the allowlist, and a
+    /// registration must be for that node. Why not, if not.
+    pub fn agent_key_check(&self, key: Option<&str>, msg: &AgentMessage) -> Result<(), String> {
+        if !self.cfg.curve {
+            return Ok(());
+        }
+        let Some(key) = key else {
+            return Err("this connection presented no CURVE key".into());
+        };
+        let node = self
+            .cfg
+            .node_keys
+            .iter()
+            .find(|(_, k)| k.as_str() == key)
+            .map(|(n, _)| n);
+        match (node, msg) {
+            (None, _) => Err(format!(
+                "key {key} is not in the broker's allowlist (bh admin node add NAME --key KEY)"
+            )),
+            (Some(n), AgentMessage::Register(r)) if *n != r.name => Err(format!(
+                "key {key} is node {n}'s; it cannot register node {}",
+                r.name
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Node keys the store kept (`bh admin node add`), over the configuration's.
+    pub fn restore_node_keys(&mut self, keys: Vec<(String, String)>) {
+        self.cfg.node_keys.extend(keys);
     }
 
     /// The Prometheus metrics of the broker's state, with what the shell adds (`extra`),
@@ -2980,6 +3033,7 @@ mod tests {
                     StoreOp::UpsertReservation(_)
                     | StoreOp::DeleteReservation(_)
                     | StoreOp::DeleteJob(_)
+                    | StoreOp::UpsertNodeKey { .. }
                     | StoreOp::FairShare(..) => {}
                 }
             }

@@ -44,6 +44,9 @@ pub struct BrokerConfig {
     pub core: CoreConfig,
     /// Where to serve Prometheus metrics (`/metrics`); `None`: nowhere.
     pub metrics: Option<std::net::SocketAddr>,
+    /// The broker's CURVE key pair file: with it, every connection is encrypted and
+    /// only agents with a key in the allowlist are admitted.
+    pub curve_key: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +64,8 @@ pub enum BrokerError {
     Thread(std::io::Error),
     #[error("the store failed and the broker stopped to avoid acknowledging lost state: {0}")]
     StoreFailed(String),
+    #[error(transparent)]
+    Curve(bulkhead_net::curve::CurveError),
 }
 
 enum Event {
@@ -85,19 +90,38 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     let store = Store::open(&cfg.data_dir)?;
     let (jobs, nodes) = store.load()?;
     let reservations = store.load_reservations()?;
-    let mut core = Core::new(cfg.core.clone(), jobs, nodes);
+    let curve = match &cfg.curve_key {
+        Some(path) => Some(bulkhead_net::curve::load_pair(path).map_err(BrokerError::Curve)?),
+        None => {
+            tracing::warn!(
+                "no --curve-key: broker traffic is not encrypted and agents are not checked by key"
+            );
+            None
+        }
+    };
+    let mut core_cfg = cfg.core.clone();
+    core_cfg.curve = curve.is_some();
+    let mut core = Core::new(core_cfg, jobs, nodes);
+    core.restore_node_keys(store.load_node_keys()?);
     core.restore_reservations(reservations);
     let (at, usage) = store.load_fairshare()?;
     core.restore_fairshare(at, &usage);
     tracing::info!(jobs = core.job_count(), db = %cfg.data_dir.join("bulkhead.db").display(), "store loaded");
 
     let ctx = zmq::Context::new();
-    let bound = transport::bind_router(&ctx, &cfg.listen)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    // The ZAP handler answers CURVE handshakes; it must be there before the bind.
+    let zap_thread = match &curve {
+        Some(_) => {
+            Some(bulkhead_net::curve::spawn_zap(&ctx, stop.clone()).map_err(BrokerError::Curve)?)
+        }
+        None => None,
+    };
+    let bound = transport::bind_router_with(&ctx, &cfg.listen, curve.as_ref())?;
     let endpoint = bound.endpoint.clone();
     let push = transport::outbox(&ctx, &bound)?;
     let (ev_tx, mut ev_rx) = mpsc::channel::<Event>(65_536);
     let (in_tx, mut in_rx) = mpsc::channel::<transport::Incoming>(65_536);
-    let stop = Arc::new(AtomicBool::new(false));
     let zmq_thread = transport::spawn(bound, in_tx, stop.clone())?;
 
     let fatal_tx = ev_tx.clone();
@@ -219,6 +243,9 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     let _ = tokio::task::spawn_blocking(move || {
         let _ = writer_thread.join();
         let _ = zmq_thread.join();
+        if let Some(t) = zap_thread {
+            let _ = t.join();
+        }
     })
     .await;
     tracing::info!("broker stopped");
@@ -330,6 +357,10 @@ fn on_frame(
             Err(e) => Some(bad(ErrorCode::BadFrame, e.to_string())),
         },
         Kind::AgentMessage => match codec::decode::<AgentMessage>(frame) {
+            Ok((_, msg)) if let Err(why) = core.agent_key_check(inc.user_id.as_deref(), &msg) => {
+                tracing::warn!(reason = %why, "refused an agent message");
+                Some(bad(ErrorCode::PermissionDenied, why))
+            }
             Ok((_, AgentMessage::Register(reg))) => {
                 let (munge, names, tx) = (munge.clone(), names.clone(), ev_tx.clone());
                 let request_id = header.request_id;

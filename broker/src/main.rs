@@ -38,6 +38,14 @@ struct Args {
     /// picks one, written to DATA_DIR/broker.metrics). Off by default.
     #[arg(long, env = "BH_METRICS")]
     metrics: Option<std::net::SocketAddr>,
+    /// The broker's CURVE key pair (see --keygen): every connection is then encrypted,
+    /// and only agents whose keys are admitted (config [node_keys], bh admin node add)
+    /// may register. Clients need the public key (BH_BROKER_KEY).
+    #[arg(long, env = "BH_CURVE_KEY")]
+    curve_key: Option<PathBuf>,
+    /// Write a new CURVE key pair to DIR/broker.key (0600) and DIR/broker.pub, and exit.
+    #[arg(long, value_name = "DIR")]
+    keygen: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -50,12 +58,20 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let a = Args::parse();
+    if let Some(dir) = &a.keygen {
+        let pair = bulkhead_net::curve::generate()?;
+        let (key, public) = bulkhead_net::curve::write_pair(dir, "broker", &pair)?;
+        println!("{}", bulkhead_net::curve::z85(&pair.public));
+        eprintln!("wrote {} and {}", key.display(), public.display());
+        return Ok(());
+    }
     let config_file = a.config.clone();
     let mut cfg = BrokerConfig {
         listen: a.listen,
         data_dir: a.data_dir,
         munge_socket: a.munge_socket,
         metrics: a.metrics,
+        curve_key: a.curve_key,
         core: CoreConfig {
             partitions: vec![bulkhead_broker::core::PartitionConfig {
                 name: a.partition.clone(),

@@ -74,6 +74,11 @@ pub enum StoreOp {
     DeleteReservation(String),
     /// A job past the accounting retention: gone with everything stored of it.
     DeleteJob(JobId),
+    /// The CURVE public key (Z85) a node's agent must hold.
+    UpsertNodeKey {
+        node: String,
+        key: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +147,10 @@ CREATE TABLE IF NOT EXISTS job_gpus (
 CREATE TABLE IF NOT EXISTS job_usage (
     job   INTEGER PRIMARY KEY,
     data  BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS node_keys (
+    node  TEXT PRIMARY KEY,
+    key   TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS job_preempted (
     job     INTEGER PRIMARY KEY,
@@ -644,6 +653,13 @@ impl Store {
                         tx.execute("DELETE FROM reservations WHERE name = ?1", params![name])
                             .map_err(sq("removing a reservation"))?;
                     }
+                    StoreOp::UpsertNodeKey { node, key } => {
+                        tx.execute(
+                            "INSERT INTO node_keys (node, key) VALUES (?1, ?2) ON CONFLICT(node) DO UPDATE SET key = ?2",
+                            params![node, key],
+                        )
+                        .map_err(sq("storing a node key"))?;
+                    }
                     StoreOp::DeleteJob(id) => {
                         for table in [
                             "DELETE FROM jobs WHERE id = ?1",
@@ -675,6 +691,11 @@ impl Store {
             .map_err(self.sq("reading fair-share"))?;
         let at = rows.iter().map(|r| r.2.max(0) as u64).max().unwrap_or(0);
         Ok((at, rows.into_iter().map(|(a, u, _)| (a, u)).collect()))
+    }
+
+    /// The agents' CURVE keys: node name → public key (Z85).
+    pub fn load_node_keys(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.pairs("SELECT node, key FROM node_keys", "reading node keys")
     }
 
     /// The administrators' reservations.

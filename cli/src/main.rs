@@ -32,12 +32,21 @@ struct Cli {
     /// Seconds to wait for the broker's reply.
     #[arg(long, global = true, default_value_t = 30.0, env = "BH_TIMEOUT")]
     timeout: f64,
+    /// The broker's CURVE public key (its `.pub` file, or the Z85 key), when the broker
+    /// encrypts its traffic.
+    #[arg(long, global = true, env = "BH_BROKER_KEY")]
+    broker_key: Option<String>,
     #[command(subcommand)]
     cmd: Cmd,
 }
 
 #[derive(Debug, Subcommand)]
 enum AdminCmd {
+    /// Nodes' agent keys (with a CURVE broker).
+    Node {
+        #[command(subcommand)]
+        op: NodeCmd,
+    },
     /// Let a node's running jobs finish and start no new job on it.
     Drain {
         node: String,
@@ -73,6 +82,17 @@ enum AdminCmd {
     },
     /// End a reservation.
     Unreserve { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+enum NodeCmd {
+    /// Admit the agent of node NAME, which holds the key pair of KEY (the public key,
+    /// Z85, or its .pub file, as `bulkhead-agent --keygen` wrote it).
+    Add {
+        name: String,
+        #[arg(long)]
+        key: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -238,8 +258,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// A key given as its Z85 text or as a `.pub` file.
+fn z85_of(key: &str) -> anyhow::Result<String> {
+    let k = bulkhead_net::curve::load_public(key).context("--key")?;
+    Ok(bulkhead_net::curve::z85(&k))
+}
+
 fn client(cli: &Cli) -> anyhow::Result<Client> {
-    let mut c = Client::connect(&cli.broker, cli.munge_socket.as_deref())?;
+    let key = cli
+        .broker_key
+        .as_deref()
+        .filter(|k| !k.is_empty())
+        .map(bulkhead_net::curve::load_public)
+        .transpose()
+        .context("--broker-key")?;
+    let mut c = Client::connect_with(&cli.broker, cli.munge_socket.as_deref(), key)?;
     c.reply_timeout = Duration::from_secs_f64(cli.timeout.max(0.1));
     Ok(c)
 }
@@ -323,6 +356,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 AdminCmd::Unreserve { name } => {
                     bulkhead_proto::msg::AdminOp::Unreserve { name: name.clone() }
                 }
+                AdminCmd::Node {
+                    op: NodeCmd::Add { name, key },
+                } => bulkhead_proto::msg::AdminOp::AddNodeKey {
+                    node: name.clone(),
+                    key: z85_of(key)?,
+                },
                 AdminCmd::Reserve {
                     name,
                     nodes,
@@ -762,6 +801,8 @@ fn run_standalone(
             munge_socket: munge_socket.clone(),
             core: Default::default(),
             metrics: None,
+            // One host, loopback only: no transport keys to manage.
+            curve_key: None,
         };
         let broker = tokio::spawn(bulkhead_broker::run(broker_cfg, stop(rx.clone())));
         let ep_file = data_dir.join("broker.endpoint");
@@ -801,6 +842,7 @@ fn run_standalone(
             mig_layout: bulkhead_agent::gpu::nvml::Layout::Dynamic,
             sample_interval: Duration::from_secs(10),
             metrics: None,
+            curve: None,
             deny_env: bulkhead_agent::DEFAULT_DENY_ENV
                 .iter()
                 .map(|s| s.to_string())

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error(
-        "cannot reach the broker at {endpoint}: no connection within {secs:.1} s (is bulkhead-broker running? set --broker or BH_BROKER)"
+        "cannot reach the broker at {endpoint}: no connection within {secs:.1} s (is bulkhead-broker running? set --broker or BH_BROKER; a broker with CURVE needs its public key in BH_BROKER_KEY)"
     )]
     Unreachable { endpoint: String, secs: f64 },
     #[error("the broker at {endpoint} did not answer within {secs:.1} s")]
@@ -35,6 +35,8 @@ pub enum ClientError {
     Refused(ErrorReply),
     #[error("unexpected reply from the broker: {0}")]
     Unexpected(String),
+    #[error("CURVE: {0}")]
+    Curve(String),
 }
 
 fn zerr(what: &'static str) -> impl Fn(zmq::Error) -> ClientError {
@@ -64,8 +66,23 @@ impl std::fmt::Debug for Client {
 
 impl Client {
     pub fn connect(endpoint: &str, munge_socket: Option<&Path>) -> Result<Client, ClientError> {
+        Client::connect_with(endpoint, munge_socket, None)
+    }
+
+    /// [`Client::connect`], over CURVE to a broker whose public key is `broker_key`
+    /// (with a key pair of its own made for this connection: MUNGE says who asks).
+    pub fn connect_with(
+        endpoint: &str,
+        munge_socket: Option<&Path>,
+        broker_key: Option<[u8; 32]>,
+    ) -> Result<Client, ClientError> {
         let ctx = zmq::Context::new();
         let sock = ctx.socket(zmq::DEALER).map_err(zerr("socket"))?;
+        if let Some(server) = broker_key {
+            let pair = crate::curve::generate().map_err(|e| ClientError::Curve(e.to_string()))?;
+            crate::curve::client(&sock, &pair, &server)
+                .map_err(|e| ClientError::Curve(e.to_string()))?;
+        }
         sock.set_linger(0).map_err(zerr("set_linger"))?;
         sock.set_immediate(true).map_err(zerr("set_immediate"))?;
         sock.set_maxmsgsize((MAX_FRAME_BYTES + 1024) as i64)

@@ -6,6 +6,7 @@
 //!   benchmarks: each request carries a fresh MUNGE credential.
 
 pub mod client;
+pub mod curve;
 pub mod metrics;
 pub mod thread;
 

@@ -16,6 +16,9 @@ use std::thread;
 #[derive(Debug)]
 pub struct Incoming {
     pub frames: Vec<Vec<u8>>,
+    /// With CURVE: the public key (Z85) the peer proved it holds, as the ZAP handler
+    /// named the connection.
+    pub user_id: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +31,8 @@ pub enum TransportError {
     },
     #[error("cannot start the socket thread: {0}")]
     Thread(std::io::Error),
+    #[error("CURVE: {0}")]
+    Curve(String),
 }
 
 /// The bound or connected socket, before its thread starts.
@@ -97,8 +102,20 @@ fn out_pull(
 
 /// Binds a ROUTER on `endpoint` (e.g. `tcp://127.0.0.1:6817`, or `tcp://127.0.0.1:*`).
 pub fn bind_router(ctx: &zmq::Context, endpoint: &str) -> Result<Bound, TransportError> {
+    bind_router_with(ctx, endpoint, None)
+}
+
+/// [`bind_router`], a CURVE server with `curve` when given (the ZAP handler must run).
+pub fn bind_router_with(
+    ctx: &zmq::Context,
+    endpoint: &str,
+    curve: Option<&crate::curve::KeyPair>,
+) -> Result<Bound, TransportError> {
     let endpoint = endpoint.replace(":0", ":*");
     let router = socket(ctx, zmq::ROUTER, &endpoint)?;
+    if let Some(pair) = curve {
+        crate::curve::server(&router, pair).map_err(|e| TransportError::Curve(e.to_string()))?;
+    }
     router.bind(&endpoint).map_err(zerr("bind", &endpoint))?;
     let actual = router
         .get_last_endpoint()
@@ -109,7 +126,20 @@ pub fn bind_router(ctx: &zmq::Context, endpoint: &str) -> Result<Bound, Transpor
 
 /// Connects a DEALER to `endpoint`; libzmq reconnects by itself when the peer restarts.
 pub fn connect_dealer(ctx: &zmq::Context, endpoint: &str) -> Result<Bound, TransportError> {
+    connect_dealer_with(ctx, endpoint, None)
+}
+
+/// [`connect_dealer`], as a CURVE client (own key pair, the server's public key).
+pub fn connect_dealer_with(
+    ctx: &zmq::Context,
+    endpoint: &str,
+    curve: Option<(&crate::curve::KeyPair, &[u8; 32])>,
+) -> Result<Bound, TransportError> {
     let dealer = socket(ctx, zmq::DEALER, endpoint)?;
+    if let Some((pair, server)) = curve {
+        crate::curve::client(&dealer, pair, server)
+            .map_err(|e| TransportError::Curve(e.to_string()))?;
+    }
     dealer
         .set_reconnect_ivl(100)
         .map_err(zerr("set_reconnect_ivl", endpoint))?;
@@ -146,6 +176,26 @@ pub fn spawn(
         .map_err(TransportError::Thread)
 }
 
+/// One multipart message and the `User-Id` property of its connection.
+fn recv_with_user(sock: &zmq::Socket) -> zmq::Result<Incoming> {
+    let mut msg = sock.recv_msg(zmq::DONTWAIT)?;
+    let mut user_id = None;
+    let mut frames = Vec::new();
+    loop {
+        // A ROUTER's routing-id frame may not carry the connection's properties; the
+        // frames that came over the wire do.
+        if user_id.is_none() {
+            user_id = msg.gets("User-Id").map(str::to_string);
+        }
+        frames.push(msg.to_vec());
+        if !msg.get_more() {
+            break;
+        }
+        msg = sock.recv_msg(0)?;
+    }
+    Ok(Incoming { frames, user_id })
+}
+
 fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         let mut items = [
@@ -162,9 +212,9 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
         let (router_in, pull_in) = (items[0].is_readable(), items[1].is_readable());
         if router_in {
             for _ in 0..1024 {
-                match b.sock.recv_multipart(zmq::DONTWAIT) {
-                    Ok(frames) => {
-                        if inbound.blocking_send(Incoming { frames }).is_err() {
+                match recv_with_user(&b.sock) {
+                    Ok(incoming) => {
+                        if inbound.blocking_send(incoming).is_err() {
                             return;
                         }
                     }

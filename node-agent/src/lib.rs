@@ -72,6 +72,8 @@ pub struct AgentConfig {
     pub metrics: Option<std::net::SocketAddr>,
     /// Variables dropped from what users export to their jobs (`LD_PRELOAD`, ...).
     pub deny_env: Vec<String>,
+    /// CURVE: this agent's key pair file and the broker's public key.
+    pub curve: Option<(PathBuf, String)>,
 }
 
 /// The variables a job never gets from its submission unless the admin says otherwise:
@@ -128,6 +130,8 @@ pub enum AgentError {
     Cgroup(#[from] cgroup::CgroupError),
     #[error("--simulate-gpus: {0}")]
     Gpus(String),
+    #[error("CURVE: {0}")]
+    Curve(String),
     #[error(transparent)]
     Transport(#[from] transport::TransportError),
     #[error("cannot prepare spool directory {path}: {source}")]
@@ -385,7 +389,19 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     };
 
     let ctx = zmq::Context::new();
-    let bound = transport::connect_dealer(&ctx, &cfg.broker)?;
+    let curve = match &cfg.curve {
+        Some((key, broker)) => {
+            let pair = bulkhead_net::curve::load_pair(key)
+                .map_err(|e| AgentError::Curve(e.to_string()))?;
+            let server = bulkhead_net::curve::load_public(broker)
+                .map_err(|e| AgentError::Curve(e.to_string()))?;
+            tracing::info!(key = %bulkhead_net::curve::z85(&pair.public), "CURVE: traffic to the broker is encrypted");
+            Some((pair, server))
+        }
+        None => None,
+    };
+    let bound =
+        transport::connect_dealer_with(&ctx, &cfg.broker, curve.as_ref().map(|(p, s)| (p, s)))?;
     let out = Arc::new(Mutex::new(transport::outbox(&ctx, &bound)?));
     let (in_tx, mut in_rx) = mpsc::channel(4096);
     let stop = Arc::new(AtomicBool::new(false));

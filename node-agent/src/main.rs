@@ -63,6 +63,17 @@ struct Args {
     /// Seconds between samples of the running jobs' usage (cgroup counters, NVML).
     #[arg(long, default_value_t = 10.0)]
     sample_interval: f64,
+    /// This agent's CURVE key pair (see --keygen); with --broker-key, traffic to the
+    /// broker is encrypted and the broker admits the node by this key.
+    #[arg(long, env = "BH_AGENT_KEY")]
+    key: Option<PathBuf>,
+    /// The broker's CURVE public key (its .pub file, or the Z85 key).
+    #[arg(long, env = "BH_BROKER_KEY")]
+    broker_key: Option<String>,
+    /// Write a new CURVE key pair to DIR/NAME.key (0600) and DIR/NAME.pub (NAME: this
+    /// node's name), print the public key (for bh admin node add) and exit.
+    #[arg(long, value_name = "DIR")]
+    keygen: Option<PathBuf>,
     /// Variables dropped from what users export to their jobs, comma-separated
     /// (default: LD_PRELOAD, LD_AUDIT, LD_PROFILE).
     #[arg(long, value_delimiter = ',')]
@@ -102,11 +113,28 @@ async fn main() -> anyhow::Result<()> {
             .to_string_lossy()
             .into_owned(),
     };
+    if let Some(dir) = &a.keygen {
+        let pair = bulkhead_net::curve::generate()?;
+        let (key, public) = bulkhead_net::curve::write_pair(dir, &name, &pair)?;
+        println!("{}", bulkhead_net::curve::z85(&pair.public));
+        eprintln!(
+            "wrote {} and {}; admit it with: bh admin node add {name} --key {}",
+            key.display(),
+            public.display(),
+            bulkhead_net::curve::z85(&pair.public)
+        );
+        return Ok(());
+    }
     if !nix::unistd::geteuid().is_root() {
         anyhow::bail!(
             "bulkhead-agent must run as root: it starts jobs as their users and manages cgroups"
         );
     }
+    let curve = match (a.key, a.broker_key) {
+        (Some(k), Some(b)) => Some((k, b)),
+        (None, None) => None,
+        _ => anyhow::bail!("--key and --broker-key go together"),
+    };
     let cfg = AgentConfig {
         broker: a.broker,
         name,
@@ -125,6 +153,7 @@ async fn main() -> anyhow::Result<()> {
         mig_layout,
         sample_interval: Duration::from_secs_f64(a.sample_interval.max(0.1)),
         metrics: a.metrics,
+        curve,
         deny_env: a.deny_env.unwrap_or_else(|| {
             bulkhead_agent::DEFAULT_DENY_ENV
                 .iter()

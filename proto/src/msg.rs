@@ -41,6 +41,8 @@ pub enum AdminOp {
     Reserve(Reservation),
     /// End a reservation.
     Unreserve { name: String },
+    /// Admit the agent of node `node`, which holds the CURVE key pair of `key` (Z85).
+    AddNodeKey { node: String, key: String },
 }
 
 /// An administrator's reservation.
@@ -298,6 +300,10 @@ impl Message for ClientRequest {
             ClientOp::Admin(AdminOp::Reserve(r)) => r.validate(),
             ClientOp::Admin(AdminOp::Unreserve { name }) => {
                 check_str("name", name, limits::MAX_NAME_BYTES)
+            }
+            ClientOp::Admin(AdminOp::AddNodeKey { node, key }) => {
+                check_str("node", node, limits::MAX_NAME_BYTES)?;
+                check_str("key", key, 64)
             }
             ClientOp::Reservations => Ok(()),
             ClientOp::Acct(f) => f.validate(),

@@ -163,6 +163,9 @@ pub struct ClusterOpts {
     pub agent_args: Vec<String>,
     /// The broker's configuration file, as TOML text.
     pub broker_config: Option<String>,
+    /// Encrypt everything with CURVE: keys for the broker and every node are made in
+    /// `DIR/keys`, the nodes' keys admitted in the broker's configuration.
+    pub curve: bool,
 }
 
 impl Default for ClusterOpts {
@@ -175,6 +178,7 @@ impl Default for ClusterOpts {
             log: "debug",
             agent_args: Vec::new(),
             broker_config: None,
+            curve: false,
         }
     }
 }
@@ -245,6 +249,22 @@ impl Cluster {
             opts,
             dir,
         };
+        if c.opts.curve {
+            let keys = c.keys_dir();
+            std::fs::create_dir(&keys)?;
+            let mut admitted = String::from("\n[node_keys]\n");
+            let names: Vec<String> = std::iter::once(c.node.clone())
+                .chain((1..c.opts.nodes).map(|i| format!("{}x{i}", c.node)))
+                .collect();
+            bulkhead_net::curve::write_pair(&keys, "broker", &bulkhead_net::curve::generate()?)?;
+            for n in names {
+                let public = c.make_key(&n)?;
+                admitted.push_str(&format!("{n} = \"{public}\"\n"));
+            }
+            let mut cfg = c.opts.broker_config.take().unwrap_or_default();
+            cfg.push_str(&admitted);
+            c.opts.broker_config = Some(cfg);
+        }
         c.start_broker()?;
         c.start_agent()?;
         for i in 1..c.opts.nodes {
@@ -254,6 +274,23 @@ impl Cluster {
         }
         c.wait_node_up()?;
         Ok(c)
+    }
+
+    /// Where a CURVE cluster's keys are.
+    pub fn keys_dir(&self) -> PathBuf {
+        self.dir.path().join("keys")
+    }
+
+    /// Makes a key pair for node `name` (not admitted by the broker); its public key.
+    pub fn make_key(&self, name: &str) -> Result<String> {
+        let pair = bulkhead_net::curve::generate()?;
+        bulkhead_net::curve::write_pair(&self.keys_dir(), name, &pair)?;
+        Ok(bulkhead_net::curve::z85(&pair.public))
+    }
+
+    /// Starts one more agent, for node `name`, beside the cluster's.
+    pub fn spawn_extra_agent(&self, name: &str) -> Result<Child> {
+        self.spawn_agent(name)
     }
 
     /// Starts the broker on a free loopback port (or the port it had, on a restart).
@@ -290,6 +327,14 @@ impl Cluster {
             .arg("--munge-socket")
             .arg(&self.munged.socket)
             .args(["--metrics", "127.0.0.1:0"])
+            .args(if self.opts.curve {
+                vec![
+                    "--curve-key".into(),
+                    self.keys_dir().join("broker.key").into_os_string(),
+                ]
+            } else {
+                vec![]
+            })
             .args(&extra)
             .env("BH_LOG", self.opts.log)
             .stdin(Stdio::null())
@@ -377,6 +422,16 @@ impl Cluster {
             })
             .args(["--device-isolation", "required"])
             .args(["--metrics", "127.0.0.1:0"])
+            .args(if self.opts.curve {
+                vec![
+                    "--key".into(),
+                    self.keys_dir().join(format!("{name}.key")).into_os_string(),
+                    "--broker-key".into(),
+                    self.keys_dir().join("broker.pub").into_os_string(),
+                ]
+            } else {
+                vec![]
+            })
             // Without delegation (this host's unified tree), the agent is allowed there.
             .args(if agent_cgroup_parent().is_none() {
                 &["--cgroup-at-root", "cgroup2"][..]
@@ -460,6 +515,9 @@ impl Cluster {
             .env("BH_MUNGE_SOCKET", &self.munged.socket)
             .env("BH_TIMEOUT", "20")
             .stdin(Stdio::null());
+        if self.opts.curve {
+            cmd.env("BH_BROKER_KEY", self.keys_dir().join("broker.pub"));
+        }
         if let Some(u) = user {
             cmd.uid(u.uid)
                 .gid(u.gid)

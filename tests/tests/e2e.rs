@@ -1660,3 +1660,88 @@ fn a_job_cannot_escape_its_user_its_cgroup_or_its_files() {
     );
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
 }
+
+/// With CURVE: jobs run as usual over encrypted connections; an agent whose key is not
+/// admitted cannot register until an administrator admits it; a client without the
+/// broker's public key cannot talk to it at all.
+#[test]
+fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
+    let c = Cluster::start_with(ClusterOpts {
+        curve: true,
+        ..Default::default()
+    })
+    .expect("CURVE cluster (node admitted by key)");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let job = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\necho over curve > out\n")
+        .expect("submit over CURVE");
+    c.wait_state(job, &[JobState::Completed], t()).expect("ran");
+
+    // A rogue agent: a key pair of its own, not admitted.
+    let rogue = format!("{}rogue", c.node);
+    let public = c.make_key(&rogue).expect("rogue key");
+    let mut agent = c.spawn_extra_agent(&rogue).expect("rogue agent");
+    let up = |c: &Cluster| {
+        c.bh(None, &["nodes", "--json"])
+            .ok()
+            .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+            .is_some_and(|v| {
+                v.as_array().is_some_and(|a| {
+                    a.iter()
+                        .any(|n| n["name"] == rogue.as_str() && n["state"] != "DOWN")
+                })
+            })
+    };
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(!up(&c), "an agent with an unlisted key registered");
+    let log = std::fs::read_to_string(c.dir.path().join(format!("agent-{rogue}.log")))
+        .unwrap_or_default();
+    assert!(log.contains("allowlist"), "the agent was told why: {log}");
+
+    // Only an administrator admits keys; once admitted, the agent registers.
+    let out = c
+        .bh(
+            Some(&u),
+            &["admin", "node", "add", &rogue, "--key", &public],
+        )
+        .expect("bh");
+    assert!(!out.status.success(), "a user admitted a node key");
+    let out = c
+        .bh(None, &["admin", "node", "add", &rogue, "--key", &public])
+        .expect("bh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for(scaled_t(), || up(&c)).expect("the admitted agent registered");
+    let _ = agent.kill();
+    let _ = agent.wait();
+
+    // A client without the broker's key: no connection at all.
+    let out = std::process::Command::new(bulkhead_tests::bin("bh"))
+        .args(["--broker", &c.endpoint, "--timeout", "2", "queue"])
+        .env("BH_MUNGE_SOCKET", &c.munged.socket)
+        .env_remove("BH_BROKER_KEY")
+        .output()
+        .expect("bh");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach the broker"), "{err}");
+    // A wrong broker key: no connection either.
+    let wrong = bulkhead_net::curve::z85(&bulkhead_net::curve::generate().unwrap().public);
+    let out = std::process::Command::new(bulkhead_tests::bin("bh"))
+        .args(["--broker", &c.endpoint, "--broker-key", &wrong, "queue"])
+        .env("BH_MUNGE_SOCKET", &c.munged.socket)
+        .output()
+        .expect("bh");
+    assert!(
+        !out.status.success(),
+        "talked to the broker with a wrong key"
+    );
+}
+
+fn scaled_t() -> Duration {
+    t() * 2
+}

@@ -73,6 +73,7 @@ fn main() -> Result<()> {
         log: "warn",
         agent_args: vec![],
         broker_config: None,
+        curve: std::env::args().any(|a| a == "--curve"),
     })?;
     let wd = c.workdir(None)?;
     let mut pids: Vec<u32> = c
