@@ -1559,13 +1559,16 @@ fn a_job_cannot_escape_its_user_its_cgroup_or_its_files() {
     let c = Cluster::start().expect("cluster");
     let (a, b) = (user(USER1), user(USER2));
     let wd = c.workdir(Some(&a)).expect("workdir");
-    // A setuid-root copy of `id`, as if one were lying around.
-    let id = std::process::Command::new("sh")
-        .args(["-c", "command -v id"])
-        .output()
-        .expect("sh");
-    let id = std::fs::canonicalize(String::from_utf8_lossy(&id.stdout).trim()).expect("id");
-    let suid = wd.join("suid-id");
+    // A setuid-root copy of `id`, as if one were lying around (named `id`, so that a
+    // busybox copy still runs its id applet).
+    let id = ["/usr/bin/id", "/bin/id"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("an id binary");
+    let id = std::fs::canonicalize(id).expect("id");
+    let suid_dir = wd.join("suid");
+    std::fs::create_dir(&suid_dir).expect("suid dir");
+    let suid = suid_dir.join("id");
     std::fs::copy(&id, &suid).expect("copy id");
     std::os::unix::fs::chown(&suid, Some(0), Some(0)).expect("chown");
     std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).expect("chmod");
@@ -1582,7 +1585,7 @@ fn a_job_cannot_escape_its_user_its_cgroup_or_its_files() {
             done\n\
           done\n\
         done < /proc/self/cgroup\n\
-        ./suid-id -u > suid.txt\n\
+        ./suid/id -u > suid.txt\n\
         env > env.txt\n";
     let job = c
         .submit(

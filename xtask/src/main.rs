@@ -72,6 +72,12 @@ enum Bench {
         #[arg(long, default_value_t = 1_000_000)]
         records: u32,
     },
+    /// What CURVE costs: the end-to-end benchmark without and with it, side by side
+    /// (submissions/s, jobs launched and run/s).
+    Security {
+        #[arg(long, default_value_t = 1000)]
+        jobs: u32,
+    },
     /// Per-job cost of the cgroups and the device policy (median over N jobs).
     Isolation {
         #[arg(long, default_value_t = 2000)]
@@ -118,6 +124,71 @@ pub(crate) fn run(cmd: &mut Command) -> Result<()> {
         .with_context(|| format!("cannot run {cmd:?}"))?;
     if !st.success() {
         bail!("{cmd:?} failed: {st}");
+    }
+    Ok(())
+}
+
+/// Runs the end-to-end benchmark without and with CURVE and prints both side by side.
+fn bench_security(jobs: u32) -> Result<()> {
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "bulkhead-broker",
+        "-p",
+        "bulkhead-agent",
+        "-p",
+        "bulkhead-cli",
+        "-p",
+        "bulkhead-tests",
+    ]))?;
+    let figures = |curve: bool| -> Result<std::collections::BTreeMap<String, f64>> {
+        let mut cmd = Command::new(root().join("target/release/bench-e2e"));
+        cmd.args(["--jobs", &jobs.to_string(), "--nodes", "2", "--cpus", "16"]);
+        if curve {
+            cmd.arg("--curve");
+        }
+        eprintln!("+ {cmd:?}");
+        let out = cmd
+            .output()
+            .with_context(|| format!("cannot run {cmd:?}"))?;
+        if !out.status.success() {
+            bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .filter_map(|(k, v)| Some((k.to_string(), v.trim().parse().ok()?)))
+            .collect())
+    };
+    let plain = figures(false)?;
+    let curve = figures(true)?;
+    println!(
+        "# {jobs} jobs, 2 agents, same machine, one after the other; signing of launches is not built yet"
+    );
+    for k in ["submit_per_s", "e2e_jobs_per_s"] {
+        let (a, b) = (
+            plain.get(k).copied().unwrap_or(0.0),
+            curve.get(k).copied().unwrap_or(0.0),
+        );
+        println!("# {k}: plaintext {a:.0}, CURVE {b:.0}");
+    }
+    for (k, name) in [
+        ("submit_per_s", "curve_submit_cost_percent"),
+        ("e2e_jobs_per_s", "curve_launch_cost_percent"),
+    ] {
+        let (a, b) = (
+            plain.get(k).copied().unwrap_or(0.0),
+            curve.get(k).copied().unwrap_or(0.0),
+        );
+        let cost = if a > 0.0 {
+            (a - b) / a * 100.0
+        } else {
+            f64::NAN
+        };
+        println!("plain_{k}={a:.0}");
+        println!("curve_{k}={b:.0}");
+        println!("{name}={cost:.1}");
     }
     Ok(())
 }
@@ -319,6 +390,9 @@ fn main() -> Result<()> {
                 "--records",
                 &records.to_string(),
             ])),
+        Cmd::Bench {
+            which: Bench::Security { jobs },
+        } => bench_security(jobs),
         Cmd::Bench {
             which: Bench::Isolation { jobs },
         } => run(cargo()
