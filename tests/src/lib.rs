@@ -199,7 +199,7 @@ pub struct Cluster {
     /// The first node's name; the others are `{node}x{i}`.
     pub node: String,
     pub data_dir: PathBuf,
-    opts: ClusterOpts,
+    pub opts: ClusterOpts,
 }
 
 /// A tmpfs for job scripts when the host has one at /dev/shm, else the temp directory.

@@ -116,7 +116,14 @@ fn main() -> Result<()> {
             ..Default::default()
         },
     };
-    let mut client = Client::connect(&c.endpoint, Some(&c.munged.socket))?;
+    let broker_key = if c.opts.curve {
+        Some(bulkhead_net::curve::load_public(
+            c.keys_dir().join("broker.pub").to_str().unwrap_or_default(),
+        )?)
+    } else {
+        None
+    };
+    let mut client = Client::connect_with(&c.endpoint, Some(&c.munged.socket), broker_key)?;
     let window = 32;
     let mut sent_at: HashMap<u64, u64> = HashMap::new();
     let mut submitted: HashMap<JobId, u64> = HashMap::new();
