@@ -28,8 +28,6 @@ use prometheus_client::registry::Registry;
 /// max_submitted_jobs` sets another bound).
 pub const DEFAULT_MAX_SUBMITTED_PER_USER: u32 = 50_000;
 
-/// Most running jobs with per-job metric series (each series has a job label).
-const MAX_JOB_SERIES: usize = 1000;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A partition, as configured: its nodes by name (`*` and a trailing `*` match).
@@ -2410,36 +2408,18 @@ impl Core {
             gpus,
         );
         // Per-job series have a job label: bounded to the most recent running jobs.
-        running_usage.sort_by_key(|(id, _, _)| std::cmp::Reverse(*id));
-        let dropped = running_usage.len().saturating_sub(MAX_JOB_SERIES);
-        running_usage.truncate(MAX_JOB_SERIES);
-        let cpu = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
-        let mem = Family::<Labels, Gauge>::default();
-        let gpu_mem = Family::<Labels, Gauge>::default();
-        for (id, user, u) in running_usage {
-            let l = vec![("job".into(), id.to_string()), ("user".into(), user)];
-            if let Some(c) = u.cpu_usec {
-                cpu.get_or_create(&l).set(c as f64 / 1e6);
-            }
-            if let Some(m) = u.mem_current_bytes {
-                mem.get_or_create(&l).set(m as i64);
-            }
-            let g: u64 = u.gpus.iter().map(|g| g.mem_current_mb).sum();
-            gpu_mem.get_or_create(&l).set((g << 20) as i64);
-        }
-        reg.register("job_cpu_seconds", "CPU time of running jobs", cpu);
-        reg.register("job_memory_bytes", "Memory of running jobs", mem);
-        reg.register(
-            "job_gpu_memory_bytes",
-            "GPU memory of running jobs' processes",
-            gpu_mem,
-        );
-        let d = Gauge::<i64>::default();
-        d.set(dropped as i64);
-        reg.register(
-            "job_series_dropped",
-            "Running jobs left out of the per-job series (cardinality bound)",
-            d,
+        bulkhead_net::metrics::register_job_series(
+            &mut reg,
+            running_usage
+                .into_iter()
+                .map(|(id, user, u)| {
+                    (
+                        id.0,
+                        vec![("job".into(), id.to_string()), ("user".into(), user)],
+                        u,
+                    )
+                })
+                .collect(),
         );
         extra(&mut reg);
         let mut out = String::new();

@@ -152,21 +152,15 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     let munge = Munge::new(cfg.munge_socket.as_deref());
     let names: Arc<Mutex<HashMap<u32, String>>> = Arc::default();
     // Scrapes are answered by this loop, from the state it owns.
-    let (scrape_tx, mut scrape_rx) = mpsc::channel::<tokio::sync::oneshot::Sender<String>>(16);
+    let mut scrape_rx = None;
     if let Some(addr) = cfg.metrics {
-        let bound = bulkhead_net::metrics::serve(addr, move || {
-            let tx = scrape_tx.clone();
-            async move {
-                let (reply, rx) = tokio::sync::oneshot::channel();
-                tx.send(reply).await.ok()?;
-                rx.await.ok()
-            }
-        })
-        .await
-        .map_err(|source| BrokerError::Write {
-            path: PathBuf::from(addr.to_string()),
-            source,
-        })?;
+        let (bound, rx) = bulkhead_net::metrics::serve_to_loop(addr)
+            .await
+            .map_err(|source| BrokerError::Write {
+                path: PathBuf::from(addr.to_string()),
+                source,
+            })?;
+        scrape_rx = Some(rx);
         std::fs::write(cfg.data_dir.join("broker.metrics"), format!("{bound}\n")).map_err(
             |source| BrokerError::Write {
                 path: cfg.data_dir.join("broker.metrics"),
@@ -192,7 +186,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 }
                 fx
             }
-            Some(reply) = scrape_rx.recv() => {
+            Some(reply) = async { scrape_rx.as_mut()?.recv().await } => {
                 let text = core.metrics(|reg| {
                     reg.register(
                         "full_pass_seconds",

@@ -15,6 +15,27 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 
 const MAX_REQUEST: usize = 8 << 10;
 
+/// A scrape waiting for its page: the daemon's loop answers it.
+pub type Scrape = tokio::sync::oneshot::Sender<String>;
+
+/// Serves scrapes at `addr`, each handed to the daemon's loop as a [`Scrape`] on the
+/// returned receiver, so that the page is rendered from the state the loop owns.
+pub async fn serve_to_loop(
+    addr: SocketAddr,
+) -> std::io::Result<(SocketAddr, tokio::sync::mpsc::Receiver<Scrape>)> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Scrape>(16);
+    let bound = serve(addr, move || {
+        let tx = tx.clone();
+        async move {
+            let (reply, page) = tokio::sync::oneshot::channel();
+            tx.send(reply).await.ok()?;
+            page.await.ok()
+        }
+    })
+    .await?;
+    Ok((bound, rx))
+}
+
 /// Binds `addr` and serves scrapes until the process ends; returns the bound address.
 pub async fn serve<F, Fut>(addr: SocketAddr, render: F) -> std::io::Result<SocketAddr>
 where
@@ -75,4 +96,49 @@ where
         }
     });
     Ok(bound)
+}
+
+/// Labels of one series.
+pub type Labels = Vec<(String, String)>;
+
+/// Most running jobs with per-job series (each series has a job label).
+pub const MAX_JOB_SERIES: usize = 1000;
+
+/// The per-job series of running jobs (CPU time, memory, GPU memory), the newest
+/// [`MAX_JOB_SERIES`] jobs by `order`, and how many were left out.
+pub fn register_job_series(
+    reg: &mut prometheus_client::registry::Registry,
+    mut jobs: Vec<(u64, Labels, &bulkhead_proto::acct::JobUsage)>,
+) {
+    use prometheus_client::metrics::family::Family;
+    use prometheus_client::metrics::gauge::Gauge;
+    jobs.sort_by_key(|(order, _, _)| std::cmp::Reverse(*order));
+    let dropped = jobs.len().saturating_sub(MAX_JOB_SERIES);
+    let cpu = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+    let mem = Family::<Labels, Gauge>::default();
+    let gpu_mem = Family::<Labels, Gauge>::default();
+    for (_, l, u) in jobs.into_iter().take(MAX_JOB_SERIES) {
+        if let Some(c) = u.cpu_usec {
+            cpu.get_or_create(&l).set(c as f64 / 1e6);
+        }
+        if let Some(m) = u.mem_current_bytes {
+            mem.get_or_create(&l).set(m as i64);
+        }
+        let g: u64 = u.gpus.iter().map(|g| g.mem_current_mb).sum();
+        gpu_mem.get_or_create(&l).set((g << 20) as i64);
+    }
+    reg.register("job_cpu_seconds", "CPU time of running jobs", cpu);
+    reg.register("job_memory_bytes", "Memory of running jobs", mem);
+    reg.register(
+        "job_gpu_memory_bytes",
+        "GPU memory of running jobs' processes",
+        gpu_mem,
+    );
+    let d = Gauge::<i64>::default();
+    d.set(dropped as i64);
+    reg.register(
+        "job_series_dropped",
+        "Running jobs left out of the per-job series (cardinality bound)",
+        d,
+    );
 }

@@ -456,19 +456,11 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     tracing::info!(node = %agent.cfg.name, broker = %agent.cfg.broker, cpus, mem_mb, "agent starting");
     agent.register();
 
-    let (scrape_tx, mut scrape_rx) = mpsc::channel::<tokio::sync::oneshot::Sender<String>>(16);
+    let mut scrape_rx = None;
     if let Some(addr) = agent.cfg.metrics {
-        match bulkhead_net::metrics::serve(addr, move || {
-            let tx = scrape_tx.clone();
-            async move {
-                let (reply, rx) = tokio::sync::oneshot::channel();
-                tx.send(reply).await.ok()?;
-                rx.await.ok()
-            }
-        })
-        .await
-        {
-            Ok(bound) => {
+        match bulkhead_net::metrics::serve_to_loop(addr).await {
+            Ok((bound, rx)) => {
+                scrape_rx = Some(rx);
                 let _ = std::fs::write(
                     agent.cfg.spool_dir.join("agent.metrics"),
                     format!("{bound}\n"),
@@ -491,7 +483,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             Some(ev) = ev_rx.recv() => agent.on_event(ev),
             Some(frame) = reg_rx.recv() => agent.send_frame(frame),
             _ = sample.tick() => agent.sample(),
-            Some(reply) = scrape_rx.recv() => agent.scrape(reply),
+            Some(reply) = async { scrape_rx.as_mut()?.recv().await } => agent.scrape(reply),
             _ = tick.tick() => {
                 if agent.registered {
                     if last_beat.elapsed() >= agent.heartbeat {

@@ -1,6 +1,6 @@
 //! The agent's Prometheus metrics: each GPU's utilization, memory, power and energy,
 //! the running jobs' usage (bounded: one series set per running job, at most
-//! [`MAX_JOB_SERIES`]), and what sampling costs.
+//! [`bulkhead_net::metrics::MAX_JOB_SERIES`]), and what sampling costs.
 
 use crate::gpu::GpuSample;
 use bulkhead_proto::JobId;
@@ -10,9 +10,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Most running jobs with per-job series.
-pub const MAX_JOB_SERIES: usize = 1000;
 
 /// What sampling has cost, shared by the sampling rounds and the scrapes.
 #[derive(Debug, Default)]
@@ -75,39 +72,20 @@ pub fn encode(
         "GPU energy since the driver loaded",
         energy,
     );
-    let cpu = Family::<Labels, Gauge<f64, AtomicU64>>::default();
-    let rss = Family::<Labels, Gauge>::default();
-    let gpu_mem = Family::<Labels, Gauge>::default();
-    let mut jobs: Vec<&(JobId, u32, JobUsage)> = jobs.iter().collect();
-    jobs.sort_by_key(|(id, _, _)| std::cmp::Reverse(*id));
-    let dropped = jobs.len().saturating_sub(MAX_JOB_SERIES);
-    for (id, uid, u) in jobs.into_iter().take(MAX_JOB_SERIES) {
-        let l = vec![
-            ("job".into(), id.to_string()),
-            ("uid".into(), uid.to_string()),
-        ];
-        if let Some(c) = u.cpu_usec {
-            cpu.get_or_create(&l).set(c as f64 / 1e6);
-        }
-        if let Some(m) = u.mem_current_bytes {
-            rss.get_or_create(&l).set(m as i64);
-        }
-        let g: u64 = u.gpus.iter().map(|g| g.mem_current_mb).sum();
-        gpu_mem.get_or_create(&l).set((g << 20) as i64);
-    }
-    reg.register("job_cpu_seconds", "CPU time of running jobs", cpu);
-    reg.register("job_memory_bytes", "Memory of running jobs", rss);
-    reg.register(
-        "job_gpu_memory_bytes",
-        "GPU memory of running jobs' processes",
-        gpu_mem,
-    );
-    let d = Gauge::<i64>::default();
-    d.set(dropped as i64);
-    reg.register(
-        "job_series_dropped",
-        "Running jobs left out of the per-job series",
-        d,
+    bulkhead_net::metrics::register_job_series(
+        &mut reg,
+        jobs.iter()
+            .map(|(id, uid, u)| {
+                (
+                    id.0,
+                    vec![
+                        ("job".into(), id.to_string()),
+                        ("uid".into(), uid.to_string()),
+                    ],
+                    u,
+                )
+            })
+            .collect(),
     );
     let rounds = Counter::<u64>::default();
     rounds.inc_by(stats.rounds.load(Ordering::Relaxed));

@@ -128,6 +128,16 @@ pub(crate) fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// Runs a benchmark binary of `package`, release build, with `args`.
+fn bench(package: &str, bin: &str, args: &[(&str, u32)]) -> Result<()> {
+    let mut cmd = cargo();
+    cmd.args(["run", "--release", "-p", package, "--bin", bin, "--"]);
+    for (name, value) in args {
+        cmd.arg(name).arg(value.to_string());
+    }
+    run(&mut cmd)
+}
+
 /// Runs the end-to-end benchmark without and with CURVE and prints both side by side.
 fn bench_security(jobs: u32) -> Result<()> {
     run(cargo().args([
@@ -341,71 +351,31 @@ fn main() -> Result<()> {
         }
         Cmd::Bench {
             which: Bench::Sched { nodes, jobs },
-        } => run(cargo()
-            .args([
-                "run",
-                "--release",
-                "-p",
-                "bulkhead-sched",
-                "--bin",
-                "bench-sched",
-                "--",
-            ])
-            .args(["--nodes", &nodes.to_string(), "--jobs", &jobs.to_string()])),
+        } => bench(
+            "bulkhead-sched",
+            "bench-sched",
+            &[("--nodes", nodes), ("--jobs", jobs)],
+        ),
         Cmd::Bench {
             which: Bench::Mig { nodes, jobs, churn },
-        } => run(cargo()
-            .args([
-                "run",
-                "--release",
-                "-p",
-                "bulkhead-sched",
-                "--bin",
-                "bench-mig",
-                "--",
-            ])
-            .args([
-                "--nodes",
-                &nodes.to_string(),
-                "--jobs",
-                &jobs.to_string(),
-                "--churn",
-                &churn.to_string(),
-            ])),
+        } => bench(
+            "bulkhead-sched",
+            "bench-mig",
+            &[("--nodes", nodes), ("--jobs", jobs), ("--churn", churn)],
+        ),
         Cmd::Bench {
             which: Bench::Accounting { jobs, records },
-        } => run(cargo()
-            .args([
-                "run",
-                "--release",
-                "-p",
-                "bulkhead-tests",
-                "--bin",
-                "bench-accounting",
-                "--",
-            ])
-            .args([
-                "--jobs",
-                &jobs.to_string(),
-                "--records",
-                &records.to_string(),
-            ])),
+        } => bench(
+            "bulkhead-tests",
+            "bench-accounting",
+            &[("--jobs", jobs), ("--records", records)],
+        ),
         Cmd::Bench {
             which: Bench::Security { jobs },
         } => bench_security(jobs),
         Cmd::Bench {
             which: Bench::Isolation { jobs },
-        } => run(cargo()
-            .args([
-                "run",
-                "--release",
-                "-p",
-                "bulkhead-tests",
-                "--bin",
-                "bench-isolation",
-                "--",
-            ])
-            .args(["--jobs", &jobs.to_string()])),
+        } => bench("bulkhead-tests", "bench-isolation", &[("--jobs", jobs)]),
         Cmd::Bench {
             which: Bench::E2e { jobs, nodes, cpus },
         } => {
@@ -419,24 +389,11 @@ fn main() -> Result<()> {
                 "-p",
                 "bulkhead-cli",
             ]))?;
-            run(cargo()
-                .args([
-                    "run",
-                    "--release",
-                    "-p",
-                    "bulkhead-tests",
-                    "--bin",
-                    "bench-e2e",
-                    "--",
-                ])
-                .args([
-                    "--jobs",
-                    &jobs.to_string(),
-                    "--nodes",
-                    &nodes.to_string(),
-                    "--cpus",
-                    &cpus.to_string(),
-                ]))
+            bench(
+                "bulkhead-tests",
+                "bench-e2e",
+                &[("--jobs", jobs), ("--nodes", nodes), ("--cpus", cpus)],
+            )
         }
     }
 }
