@@ -116,6 +116,8 @@ pub struct CoreConfig {
     pub curve: bool,
     /// Node name → the CURVE public key (Z85) its agent holds (config `[node_keys]`).
     pub node_keys: BTreeMap<String, String>,
+    /// The key launches are signed with; `None`: unsigned.
+    pub signer: Option<bulkhead_net::sign::LaunchSigner>,
 }
 
 /// What a user sees of other users' jobs (like Slurm's PrivateData).
@@ -182,6 +184,7 @@ impl Default for CoreConfig {
             privacy: Privacy::default(),
             curve: false,
             node_keys: BTreeMap::new(),
+            signer: None,
         }
     }
 }
@@ -1670,7 +1673,7 @@ impl Core {
                     j.partition = part_name;
                     // The partition's default (or maximum) limit applies when the job gave none.
                     j.sub.resources.time_limit_s = time_limit;
-                    let spec = self.launch_spec(id, &names.join(","));
+                    let spec = self.launch_spec(id, &names.join(","), &node_name, now_us);
                     let parent = self
                         .jobs
                         .get(&id)
@@ -1745,9 +1748,16 @@ impl Core {
         }
     }
 
-    fn launch_spec(&self, id: JobId, node_name: &str) -> Option<LaunchSpec> {
+    /// The launch of a job for its first node, signed when the broker has a key.
+    fn launch_spec(
+        &self,
+        id: JobId,
+        nodelist: &str,
+        node: &str,
+        now_us: u64,
+    ) -> Option<LaunchSpec> {
         let j = self.jobs.get(&id)?;
-        Some(LaunchSpec {
+        let mut spec = LaunchSpec {
             job: id,
             name: j.sub.name.clone(),
             uid: j.uid,
@@ -1762,12 +1772,19 @@ impl Core {
             mem_mb: j.mem_mb,
             time_limit_s: j.sub.resources.time_limit_s,
             partition: j.partition.clone(),
-            nodelist: node_name.to_string(),
+            nodelist: nodelist.to_string(),
             // The batch script runs on the first node: its GPUs.
             gpus: j.gpus.first().cloned().unwrap_or_default(),
             array: j.sub.array_task,
             submit_time_us: j.submit_us,
-        })
+            node: node.to_string(),
+            expires_us: 0,
+            signature: Vec::new(),
+        };
+        if let Some(signer) = &self.cfg.signer {
+            signer.sign(&mut spec, node, now_us);
+        }
+        Some(spec)
     }
 
     fn pending_reason(&self, j: &Job) -> String {

@@ -47,6 +47,8 @@ pub struct BrokerConfig {
     /// The broker's CURVE key pair file: with it, every connection is encrypted and
     /// only agents with a key in the allowlist are admitted.
     pub curve_key: Option<PathBuf>,
+    /// The key every launch is signed with (agents given its verifying key check it).
+    pub signing_key: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +68,8 @@ pub enum BrokerError {
     StoreFailed(String),
     #[error(transparent)]
     Curve(bulkhead_net::curve::CurveError),
+    #[error(transparent)]
+    Sign(bulkhead_net::sign::SignError),
 }
 
 enum Event {
@@ -101,6 +105,10 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     };
     let mut core_cfg = cfg.core.clone();
     core_cfg.curve = curve.is_some();
+    if let Some(path) = &cfg.signing_key {
+        core_cfg.signer =
+            Some(bulkhead_net::sign::LaunchSigner::load(path).map_err(BrokerError::Sign)?);
+    }
     let mut core = Core::new(core_cfg, jobs, nodes);
     core.restore_node_keys(store.load_node_keys()?);
     core.restore_reservations(reservations);

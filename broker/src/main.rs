@@ -43,7 +43,12 @@ struct Args {
     /// may register. Clients need the public key (BH_BROKER_KEY).
     #[arg(long, env = "BH_CURVE_KEY")]
     curve_key: Option<PathBuf>,
-    /// Write a new CURVE key pair to DIR/broker.key (0600) and DIR/broker.pub, and exit.
+    /// The key launches are signed with (see --keygen); agents given the verifying key
+    /// (--broker-verify-key) run only launches it signed.
+    #[arg(long, env = "BH_SIGNING_KEY")]
+    signing_key: Option<PathBuf>,
+    /// Write a new CURVE key pair to DIR/broker.key (0600) and DIR/broker.pub, and a
+    /// launch signing key to DIR/broker.sign (0600) and DIR/broker.verify, and exit.
     #[arg(long, value_name = "DIR")]
     keygen: Option<PathBuf>,
 }
@@ -61,8 +66,15 @@ async fn main() -> anyhow::Result<()> {
     if let Some(dir) = &a.keygen {
         let pair = bulkhead_net::curve::generate()?;
         let (key, public) = bulkhead_net::curve::write_pair(dir, "broker", &pair)?;
+        let (sign, verify) = bulkhead_net::sign::LaunchSigner::generate()?.write(dir)?;
         println!("{}", bulkhead_net::curve::z85(&pair.public));
-        eprintln!("wrote {} and {}", key.display(), public.display());
+        eprintln!(
+            "wrote {}, {}, {} and {}",
+            key.display(),
+            public.display(),
+            sign.display(),
+            verify.display()
+        );
         return Ok(());
     }
     let config_file = a.config.clone();
@@ -72,6 +84,7 @@ async fn main() -> anyhow::Result<()> {
         munge_socket: a.munge_socket,
         metrics: a.metrics,
         curve_key: a.curve_key,
+        signing_key: a.signing_key,
         core: CoreConfig {
             partitions: vec![bulkhead_broker::core::PartitionConfig {
                 name: a.partition.clone(),

@@ -803,6 +803,7 @@ fn run_standalone(
             metrics: None,
             // One host, loopback only: no transport keys to manage.
             curve_key: None,
+            signing_key: None,
         };
         let broker = tokio::spawn(bulkhead_broker::run(broker_cfg, stop(rx.clone())));
         let ep_file = data_dir.join("broker.endpoint");
@@ -843,6 +844,7 @@ fn run_standalone(
             sample_interval: Duration::from_secs(10),
             metrics: None,
             curve: None,
+            broker_verify_key: None,
             deny_env: bulkhead_agent::DEFAULT_DENY_ENV
                 .iter()
                 .map(|s| s.to_string())

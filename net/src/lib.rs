@@ -8,6 +8,7 @@
 pub mod client;
 pub mod curve;
 pub mod metrics;
+pub mod sign;
 pub mod thread;
 
 pub use client::{Client, ClientError};

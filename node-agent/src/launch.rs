@@ -611,6 +611,9 @@ mod tests {
             submit_time_us: 0,
             gpus: vec![],
             array: None,
+            node: "n1".into(),
+            expires_us: 0,
+            signature: vec![],
         }
     }
 

@@ -74,6 +74,8 @@ pub struct AgentConfig {
     pub deny_env: Vec<String>,
     /// CURVE: this agent's key pair file and the broker's public key.
     pub curve: Option<(PathBuf, String)>,
+    /// The broker's launch verifying key: only launches it signed for this node run.
+    pub broker_verify_key: Option<String>,
 }
 
 /// The variables a job never gets from its submission unless the admin says otherwise:
@@ -198,6 +200,7 @@ struct Agent {
     isolation: IsolationState,
     gpus: SharedGpus,
     sampler: Arc<metrics::SamplerStats>,
+    verifier: Option<bulkhead_net::sign::LaunchVerifier>,
     /// Denials not yet reported, with their counts.
     denials: BTreeMap<(JobId, u32, u32, u32, u32, u32), u64>,
     dev_paths: HashMap<(u32, u32, u32), Option<String>>,
@@ -430,6 +433,13 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         }
     }
 
+    let verifier = match &cfg.broker_verify_key {
+        Some(k) => Some(
+            bulkhead_net::sign::LaunchVerifier::load(k, &cfg.name)
+                .map_err(|e| AgentError::Curve(e.to_string()))?,
+        ),
+        None => None,
+    };
     let mut agent = Agent {
         munge: Munge::new(cfg.munge_socket.as_deref()),
         tree: Arc::new(tree),
@@ -449,6 +459,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         isolation,
         gpus,
         sampler: Arc::default(),
+        verifier,
         denials: BTreeMap::new(),
         dev_paths: HashMap::new(),
         cfg,
@@ -907,6 +918,24 @@ impl Agent {
         let job = spec.job;
         if self.jobs.contains_key(&job) || self.journal.contains(job) {
             tracing::debug!(%job, "duplicate launch ignored");
+            return;
+        }
+        if let Some(v) = &mut self.verifier
+            && let Err(why) = v.check(&spec, now_us())
+        {
+            tracing::warn!(%job, uid = spec.uid, reason = %why, "refused a launch");
+            // Said to the broker, which ends the job if it is one of its own.
+            self.send(&AgentMessage::JobEnded(JobEnd {
+                job,
+                state: JobState::Failed,
+                exit_code: None,
+                signal: None,
+                start_time_us: 0,
+                end_time_us: now_us(),
+                reason: Some(format!("launch refused by the node: {why}")),
+                gpu_fault: None,
+                usage: None,
+            }));
             return;
         }
         let cpu_ids = self.pick_cpus(spec.cpus);

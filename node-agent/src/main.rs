@@ -63,6 +63,11 @@ struct Args {
     /// Seconds between samples of the running jobs' usage (cgroup counters, NVML).
     #[arg(long, default_value_t = 10.0)]
     sample_interval: f64,
+    /// The broker's launch verifying key (its broker.verify file, or the hex key): then
+    /// only launches the broker signed for this node, not expired and not seen before,
+    /// run.
+    #[arg(long, env = "BH_BROKER_VERIFY_KEY")]
+    broker_verify_key: Option<String>,
     /// This agent's CURVE key pair (see --keygen); with --broker-key, traffic to the
     /// broker is encrypted and the broker admits the node by this key.
     #[arg(long, env = "BH_AGENT_KEY")]
@@ -154,6 +159,7 @@ async fn main() -> anyhow::Result<()> {
         sample_interval: Duration::from_secs_f64(a.sample_interval.max(0.1)),
         metrics: a.metrics,
         curve,
+        broker_verify_key: a.broker_verify_key,
         deny_env: a.deny_env.unwrap_or_else(|| {
             bulkhead_agent::DEFAULT_DENY_ENV
                 .iter()

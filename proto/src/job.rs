@@ -280,10 +280,24 @@ pub struct LaunchSpec {
     pub gpus: Vec<GpuGrant>,
     /// For a task of a job array: the array's job id and the task's index.
     pub array: Option<(JobId, u32)>,
+    /// The node the launch is for, and until when it may start (signed with the rest).
+    pub node: String,
+    pub expires_us: u64,
+    /// The broker's Ed25519 signature of everything above; empty when it signs none.
+    pub signature: Vec<u8>,
 }
 
 impl LaunchSpec {
+    /// What the broker signs: the launch without its signature.
+    pub fn signed_bytes(&self) -> Vec<u8> {
+        let mut unsigned = self.clone();
+        unsigned.signature.clear();
+        postcard::to_allocvec(&unsigned).unwrap_or_default()
+    }
+
     pub fn validate(&self) -> Result<(), LimitError> {
+        check("signature", self.signature.len(), 64)?;
+        check_str("node", &self.node, limits::MAX_NAME_BYTES)?;
         check_str("name", &self.name, limits::MAX_NAME_BYTES)?;
         check_str("script", &self.script, limits::MAX_SCRIPT_BYTES)?;
         check("args", self.args.len(), limits::MAX_ARGS)?;

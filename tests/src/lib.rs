@@ -257,6 +257,7 @@ impl Cluster {
                 .chain((1..c.opts.nodes).map(|i| format!("{}x{i}", c.node)))
                 .collect();
             bulkhead_net::curve::write_pair(&keys, "broker", &bulkhead_net::curve::generate()?)?;
+            bulkhead_net::sign::LaunchSigner::generate()?.write(&keys)?;
             for n in names {
                 let public = c.make_key(&n)?;
                 admitted.push_str(&format!("{n} = \"{public}\"\n"));
@@ -331,6 +332,8 @@ impl Cluster {
                 vec![
                     "--curve-key".into(),
                     self.keys_dir().join("broker.key").into_os_string(),
+                    "--signing-key".into(),
+                    self.keys_dir().join("broker.sign").into_os_string(),
                 ]
             } else {
                 vec![]
@@ -428,6 +431,8 @@ impl Cluster {
                     self.keys_dir().join(format!("{name}.key")).into_os_string(),
                     "--broker-key".into(),
                     self.keys_dir().join("broker.pub").into_os_string(),
+                    "--broker-verify-key".into(),
+                    self.keys_dir().join("broker.verify").into_os_string(),
                 ]
             } else {
                 vec![]

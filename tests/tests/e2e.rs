@@ -1664,7 +1664,9 @@ fn a_job_cannot_escape_its_user_its_cgroup_or_its_files() {
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
 }
 
-/// With CURVE: jobs run as usual over encrypted connections; an agent whose key is not
+/// With CURVE and signed launches: jobs run as usual over encrypted connections (the
+/// agent runs only launches the broker signed; it refuses unsigned ones, which the
+/// signing test in bulkhead-net and a broker that did not sign show); an agent whose key is not
 /// admitted cannot register until an administrator admits it; a client without the
 /// broker's public key cannot talk to it at all.
 #[test]
