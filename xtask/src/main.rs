@@ -8,6 +8,7 @@
 //! - `bench e2e`: the end-to-end throughput and latency benchmark (release build).
 //! - `vm-test`: the privileged tests on a pure cgroup v2 kernel, in QEMU (see `vm.rs`).
 
+mod seeds;
 mod vm;
 
 use anyhow::{Context, Result, bail};
@@ -37,6 +38,14 @@ enum Cmd {
     /// read-only (xtask/nvml-check.sh): inventory, MIG mode, instances, and the MIG
     /// profiles and placements against Bulkhead's tables. Changes nothing on the GPU.
     NvmlCheck,
+    /// Fuzz every decoder of network input (cargo-fuzz, nightly) for a bounded time
+    /// each; the corpus is kept in fuzz/corpus. Fails on a crash, a panic or an
+    /// allocation over the limit.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u32,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -124,6 +133,51 @@ pub(crate) fn run(cmd: &mut Command) -> Result<()> {
         .with_context(|| format!("cannot run {cmd:?}"))?;
     if !st.success() {
         bail!("{cmd:?} failed: {st}");
+    }
+    Ok(())
+}
+
+/// The fuzz targets, one per decoder of network input.
+const FUZZ_TARGETS: [&str; 4] = [
+    "client_request",
+    "client_reply",
+    "agent_message",
+    "broker_message",
+];
+
+fn fuzz(seconds: u32) -> Result<()> {
+    let has_fuzz = Command::new("cargo")
+        .args(["+nightly", "fuzz", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_fuzz {
+        run(Command::new("cargo").args(["+nightly", "install", "cargo-fuzz", "--locked"]))?;
+    }
+    let dir = root().join("fuzz");
+    let seeds = seeds::all();
+    for t in FUZZ_TARGETS {
+        let corpus = dir.join("corpus").join(t);
+        std::fs::create_dir_all(&corpus)?;
+        for (i, frame) in seeds
+            .iter()
+            .filter(|(name, _)| *name == t)
+            .flat_map(|(_, f)| f)
+            .enumerate()
+        {
+            std::fs::write(corpus.join(format!("seed-{i}")), frame)?;
+        }
+        run(Command::new("cargo")
+            .current_dir(&dir)
+            .args(["+nightly", "fuzz", "run", t])
+            .arg(&corpus)
+            .arg("--")
+            .arg(format!("-max_total_time={seconds}"))
+            // A decoder must not allocate without bound: more than this is a failure.
+            .args([
+                "-rss_limit_mb=1024",
+                "-malloc_limit_mb=64",
+                "-max_len=65536",
+            ]))?;
     }
     Ok(())
 }
@@ -343,6 +397,7 @@ fn main() -> Result<()> {
         Cmd::Setup => setup(),
         Cmd::Ci => ci(),
         Cmd::VmTest { filter } => vm::run(&root(), filter.as_deref()),
+        Cmd::Fuzz { seconds } => fuzz(seconds),
         Cmd::NvmlCheck => {
             run(cargo().args(["build", "--release", "-p", "bulkhead-agent"]))?;
             run(Command::new("sh")
