@@ -1664,11 +1664,10 @@ fn a_job_cannot_escape_its_user_its_cgroup_or_its_files() {
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
 }
 
-/// With CURVE and signed launches: jobs run as usual over encrypted connections (the
-/// agent runs only launches the broker signed; it refuses unsigned ones, which the
-/// signing test in bulkhead-net and a broker that did not sign show); an agent whose key is not
-/// admitted cannot register until an administrator admits it; a client without the
-/// broker's public key cannot talk to it at all.
+/// With CURVE and signed launches: jobs run over encrypted connections, and the agent
+/// runs only launches the broker signed (an unsigned one is refused with the reason);
+/// an agent whose key is not admitted cannot register until an administrator admits it;
+/// a client without the broker's public key cannot talk to it at all.
 #[test]
 fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
     let c = Cluster::start_with(ClusterOpts {
