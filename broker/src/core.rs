@@ -24,6 +24,11 @@ use bulkhead_proto::{JobId, JobInfo, JobState, NodeId};
 use bulkhead_sched as sched;
 use prometheus_client::registry::Registry;
 
+/// Whether a stored pending job was held (its reason says so).
+fn is_held(j: &Job) -> bool {
+    matches!(j.reason.as_deref(), Some("JobHeldUser" | "JobHeldAdmin"))
+}
+
 /// Jobs (pending and running) one user may have by default (`[limits.user]
 /// max_submitted_jobs` sets another bound).
 pub const DEFAULT_MAX_SUBMITTED_PER_USER: u32 = 50_000;
@@ -435,10 +440,16 @@ impl Core {
             match job.state {
                 JobState::Pending if job.sub.array.is_some() => {}
                 JobState::Pending => {
-                    if let Ok(spec) = core.spec_of(&job)
-                        && let Err(e) = core.sched.submit(spec, secs(job.submit_us))
-                    {
-                        tracing::warn!(job = %id, error = %e, "a stored pending job no longer fits the configuration");
+                    if let Ok(spec) = core.spec_of(&job) {
+                        match core.sched.submit(spec, secs(job.submit_us)) {
+                            Err(e) => {
+                                tracing::warn!(job = %id, error = %e, "a stored pending job no longer fits the configuration");
+                            }
+                            Ok(()) if is_held(&job) => {
+                                core.sched.hold(sched::JobId(id.0));
+                            }
+                            Ok(()) => {}
+                        }
                     }
                 }
                 JobState::Running if job.sub.array.is_some() => {}
@@ -718,6 +729,8 @@ impl Core {
             ClientOp::Submit(sub) => self.submit(&mut fx, caller, *sub, now_us),
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(caller, &filter)),
             ClientOp::Acct(filter) => self.acct(caller, &filter),
+            ClientOp::Hold(ids) => self.hold(&mut fx, caller, &ids, true, now_us),
+            ClientOp::Release(ids) => self.hold(&mut fx, caller, &ids, false, now_us),
             ClientOp::Report(q) if self.role(caller) == Role::Admin => {
                 ClientReply::Report(Box::new(crate::acct::report(
                     self.jobs
@@ -2036,6 +2049,88 @@ impl Core {
             self.jobs.remove(&id);
             fx.store.push(StoreOp::DeleteJob(id));
         }
+    }
+
+    /// Holds (`hold`) or releases pending jobs: their owners may, and operators; a job
+    /// an operator held (`JobHeldAdmin`) only an operator releases.
+    fn hold(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        ids: &[JobId],
+        hold: bool,
+        now_us: u64,
+    ) -> ClientReply {
+        let operator = self.role(caller) >= Role::Operator;
+        let mut done = Vec::new();
+        for id in ids {
+            let Some(j) = self.jobs.get(id) else {
+                return ClientReply::Error(err(
+                    ErrorCode::NotFound,
+                    format!("job {id} does not exist"),
+                ));
+            };
+            if !operator && caller.uid != j.uid {
+                tracing::warn!(user = %caller.user, uid = caller.uid, job = %id, "refused to hold or release another user's job");
+                return ClientReply::Error(err(
+                    ErrorCode::PermissionDenied,
+                    format!(
+                        "job {id} belongs to {}; {} may hold and release only their own jobs",
+                        j.user, caller.user
+                    ),
+                ));
+            }
+            if j.state != JobState::Pending || j.sub.array.is_some() {
+                return ClientReply::Error(err(
+                    ErrorCode::Invalid,
+                    format!(
+                        "job {id} is {}: only pending jobs and array tasks (not whole arrays) are held and released",
+                        j.state
+                    ),
+                ));
+            }
+            let sid = sched::JobId(id.0);
+            if hold {
+                if !self.sched.hold(sid) && !self.sched.is_held(sid) {
+                    continue;
+                }
+                let reason = if operator && caller.uid != j.uid {
+                    "JobHeldAdmin"
+                } else {
+                    "JobHeldUser"
+                };
+                if let Some(j) = self.jobs.get_mut(id) {
+                    j.reason = Some(reason.into());
+                }
+            } else {
+                if j.reason.as_deref() == Some("JobHeldAdmin") && !operator {
+                    return ClientReply::Error(err(
+                        ErrorCode::PermissionDenied,
+                        format!("job {id} was held by an operator: only an operator releases it"),
+                    ));
+                }
+                if !self.sched.release(sid, secs(now_us)) {
+                    continue;
+                }
+                if let Some(j) = self.jobs.get_mut(id) {
+                    j.reason = None;
+                }
+            }
+            self.update(fx, *id);
+            done.push(id.to_string());
+        }
+        if !hold {
+            self.schedule(fx, now_us);
+        }
+        ClientReply::Done(format!(
+            "{} {}",
+            if hold { "held" } else { "released" },
+            if done.is_empty() {
+                "nothing".into()
+            } else {
+                done.join(",")
+            }
+        ))
     }
 
     /// What a caller may do.
@@ -3673,6 +3768,83 @@ mod tests {
         );
         assert!(
             matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Jobs(j), .. } if j.len() == 1)
+        );
+    }
+
+    /// A held job does not start; only its owner or an operator holds it; an operator's
+    /// hold only an operator releases; a hold survives a restart.
+    #[test]
+    fn hold_and_release() {
+        let cfg = CoreConfig {
+            operators: ["carol".to_string()].into(),
+            ..CoreConfig::default()
+        };
+        let mut c = Core::new(cfg.clone(), vec![], vec![]);
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+        let (alice, bob, carol) = (
+            named(1001, "alice"),
+            named(1002, "bob"),
+            named(1003, "carol"),
+        );
+        let mut rows = BTreeMap::new();
+        let fx = c.client(
+            b"c".to_vec(),
+            1,
+            &alice,
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        );
+        let first = submitted(&fx);
+        keep(&mut rows, fx);
+        let fx = c.client(
+            b"c".to_vec(),
+            2,
+            &alice,
+            ClientOp::Submit(Box::new(sub(1))),
+            2,
+        );
+        let second = submitted(&fx);
+        keep(&mut rows, fx);
+        let reply = |fx: &Effects| match &fx.send[0] {
+            Outbound::Client { reply, .. } => reply.clone(),
+            other => panic!("{other:?}"),
+        };
+        let fx = c.client(b"c".to_vec(), 3, &bob, ClientOp::Hold(vec![second]), 3);
+        assert!(
+            matches!(reply(&fx), ClientReply::Error(e) if e.code == ErrorCode::PermissionDenied)
+        );
+        let fx = c.client(b"c".to_vec(), 4, &carol, ClientOp::Hold(vec![second]), 4);
+        assert!(matches!(reply(&fx), ClientReply::Done(_)));
+        keep(&mut rows, fx);
+        assert_eq!(c.jobs[&second].reason.as_deref(), Some("JobHeldAdmin"));
+        // The first job ends: the held one does not start.
+        let end = JobEnd {
+            job: first,
+            state: JobState::Completed,
+            exit_code: Some(0),
+            signal: None,
+            start_time_us: 1,
+            end_time_us: 5,
+            reason: None,
+            gpu_fault: None,
+            usage: None,
+        };
+        let fx = c.agent(b"a".to_vec(), 5, None, AgentMessage::JobEnded(end), 5);
+        assert!(launches(&fx).is_empty(), "a held job started");
+        keep(&mut rows, fx);
+        // A restart keeps the hold.
+        let nodes = vec![Core::node_row(&c.nodes[&NodeId(1)])];
+        let mut c2 = Core::new(cfg, rows.into_values().collect(), nodes);
+        c2.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 6);
+        assert!(c2.sched.is_held(sched::JobId(second.0)));
+        let fx = c2.client(b"c".to_vec(), 7, &alice, ClientOp::Release(vec![second]), 7);
+        assert!(
+            matches!(reply(&fx), ClientReply::Error(e) if e.message.contains("only an operator"))
+        );
+        let fx = c2.client(b"c".to_vec(), 8, &carol, ClientOp::Release(vec![second]), 8);
+        assert_eq!(
+            launches(&fx).iter().map(|(_, j)| *j).collect::<Vec<_>>(),
+            vec![second]
         );
     }
 }

@@ -214,6 +214,16 @@ enum Cmd {
     },
     /// A running job's latest usage (like sstat): CPU, memory, tasks, I/O, pressure, GPUs.
     Top { job: u64 },
+    /// Keep pending jobs from starting (like scontrol hold): yours, or any for operators.
+    Hold {
+        #[arg(required = true, value_delimiter = ',')]
+        jobs: Vec<u64>,
+    },
+    /// Let held jobs start again (like scontrol release).
+    Release {
+        #[arg(required = true, value_delimiter = ',')]
+        jobs: Vec<u64>,
+    },
     /// Inside a job: run CMD once per GPU of the job, each process bound to its own GPU
     /// (CUDA_VISIBLE_DEVICES) with its rank in BH_LOCALID (and SLURM_LOCALID,
     /// SLURM_PROCID, LOCAL_RANK); exits with the first failure's code.
@@ -566,6 +576,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else if html.is_none() {
                 print!("{}", acct::report_table(&report, header));
             }
+        }
+        Cmd::Hold { jobs } | Cmd::Release { jobs } => {
+            let hold = matches!(cli.cmd, Cmd::Hold { .. });
+            let ids = jobs.iter().map(|j| JobId(*j)).collect();
+            println!("{}", client(&cli)?.hold(ids, hold).map_err(explain)?);
         }
         Cmd::Top { job } => {
             let (records, _) = client(&cli)?

@@ -240,6 +240,19 @@ impl Client {
         }
     }
 
+    /// Holds (`hold`) or releases pending jobs; what was done, in words.
+    pub fn hold(&mut self, ids: Vec<JobId>, hold: bool) -> Result<String, ClientError> {
+        let op = if hold {
+            ClientOp::Hold(ids)
+        } else {
+            ClientOp::Release(ids)
+        };
+        match self.call(op)? {
+            ClientReply::Done(s) => Ok(s),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
     pub fn nodes(&mut self) -> Result<Vec<NodeInfo>, ClientError> {
         match self.call(ClientOp::Nodes)? {
             ClientReply::Nodes(n) => Ok(n),

@@ -29,6 +29,9 @@ pub enum ClientOp {
     Acct(crate::acct::AcctFilter),
     /// Usage by account or user over a period (`bh report`), root only.
     Report(crate::acct::ReportQuery),
+    /// Keep pending jobs from starting (`bh hold`), and let them go again (`bh release`).
+    Hold(Vec<JobId>),
+    Release(Vec<JobId>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -307,6 +310,7 @@ impl Message for ClientRequest {
             }
             ClientOp::Reservations => Ok(()),
             ClientOp::Acct(f) => f.validate(),
+            ClientOp::Hold(ids) | ClientOp::Release(ids) => check_ids("jobs", ids),
             ClientOp::Report(q) => check("top_wasters", q.top_wasters as usize, 1000),
         }
     }

@@ -155,6 +155,8 @@ pub struct Scheduler {
     member: Vec<Vec<u64>>,
     fs: FairShare,
     pending: HashMap<JobId, Pending>,
+    /// Held jobs (`bh hold`): out of the queue, still there for their dependents.
+    held: HashMap<JobId, JobSpec>,
     /// Pending jobs by priority, highest first, refreshed by a full pass.
     order: Vec<JobId>,
     /// GPUs per node each job of `order` needs, for the incremental pass's quick skip.
@@ -219,6 +221,7 @@ impl Scheduler {
             member,
             fs,
             pending: HashMap::new(),
+            held: HashMap::new(),
             order: Vec::new(),
             order_need: Vec::new(),
             admin: Vec::new(),
@@ -751,6 +754,16 @@ impl Scheduler {
     /// Removes a pending job, or releases a running one's nodes (the caller kills it).
     /// Returns whether the job was known.
     pub fn cancel(&mut self, id: JobId, now: Time) -> bool {
+        if let Some(spec) = self.held.remove(&id) {
+            if let Some(u) = self.users.get_mut(&spec.user) {
+                u.submitted = u.submitted.saturating_sub(1);
+            }
+            if let Some(a) = self.accounts_use.get_mut(&spec.account) {
+                a.submitted = a.submitted.saturating_sub(1);
+            }
+            self.ended.insert(id, Outcome::NotOk);
+            return true;
+        }
         if let Some(p) = self.pending.remove(&id) {
             if let Some(i) = self.order.iter().position(|j| *j == id) {
                 self.order.remove(i);
@@ -770,6 +783,40 @@ impl Scheduler {
             return true;
         }
         false
+    }
+
+    /// Takes a pending job out of the queue until [`Scheduler::release`]; its
+    /// dependents keep waiting for it. Returns whether it was pending.
+    pub fn hold(&mut self, id: JobId) -> bool {
+        let Some(p) = self.pending.remove(&id) else {
+            return false;
+        };
+        if let Some(i) = self.order.iter().position(|j| *j == id) {
+            self.order.remove(i);
+            self.order_need.remove(i);
+        }
+        self.held.insert(id, p.spec);
+        true
+    }
+
+    /// Puts a held job back in the queue at its place (its submission time). Returns
+    /// whether it was held.
+    pub fn release(&mut self, id: JobId, now: Time) -> bool {
+        let Some(spec) = self.held.remove(&id) else {
+            return false;
+        };
+        // Its submission was counted when it was first queued.
+        if let Some(u) = self.users.get_mut(&spec.user) {
+            u.submitted = u.submitted.saturating_sub(1);
+        }
+        if let Some(a) = self.accounts_use.get_mut(&spec.account) {
+            a.submitted = a.submitted.saturating_sub(1);
+        }
+        self.submit(spec, now).is_ok()
+    }
+
+    pub fn is_held(&self, id: JobId) -> bool {
+        self.held.contains_key(&id)
     }
 
     /// A running job ended.
@@ -881,6 +928,7 @@ impl Scheduler {
                 }
             };
             let known = self.pending.contains_key(&other)
+                || self.held.contains_key(&other)
                 || self.running.contains_key(&other)
                 || self.ended.contains_key(&other);
             if !known {

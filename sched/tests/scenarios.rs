@@ -855,3 +855,38 @@ fn a_reservation_of_some_gpus_leaves_the_rest_of_the_node_to_others() {
     let st = started(s.full_pass(1000));
     assert!(st.contains(&JobId(2)), "{st:?}");
 }
+
+/// A held job does not start and its dependents wait for it (not cancelled as never
+/// satisfied); released, it starts in its place.
+#[test]
+fn a_held_job_waits_with_its_dependents_until_released() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 8, 0),
+        vec![partition("cpu", 0..1)],
+        accounts(&[1]),
+    );
+    s.submit(job(1, 0, 1, 0, 100, 0), 0).expect("submit");
+    let mut dep = job(2, 0, 1, 0, 100, 0);
+    dep.deps = vec![Dep::AfterOk(JobId(1))];
+    s.submit(dep, 0).expect("submit");
+    assert!(s.hold(JobId(1)));
+    assert!(s.is_held(JobId(1)));
+    let d = s.full_pass(1);
+    assert!(d.is_empty(), "nothing starts, nothing is cancelled: {d:?}");
+    assert_eq!(
+        s.pending_info(JobId(2)).map(|p| p.reason),
+        Some(Reason::Dependency)
+    );
+    assert!(s.release(JobId(1), 2));
+    let started: Vec<JobId> = s
+        .full_pass(2)
+        .into_iter()
+        .filter_map(|d| match d {
+            Decision::Start { job, .. } => Some(job),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, vec![JobId(1)]);
+    assert!(!s.release(JobId(1), 3), "not held any more");
+}
