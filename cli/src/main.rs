@@ -33,7 +33,8 @@ struct Cli {
     #[arg(long, global = true, default_value_t = 30.0, env = "BH_TIMEOUT")]
     timeout: f64,
     /// The broker's CURVE public key (its `.pub` file, or the Z85 key), when the broker
-    /// encrypts its traffic.
+    /// encrypts its traffic (default: /etc/bulkhead/broker.pub, where the cluster's
+    /// configuration puts it, if it exists).
     #[arg(long, global = true, env = "BH_BROKER_KEY")]
     broker_key: Option<String>,
     #[command(subcommand)]
@@ -275,13 +276,16 @@ fn z85_of(key: &str) -> anyhow::Result<String> {
 }
 
 fn client(cli: &Cli) -> anyhow::Result<Client> {
-    let key = cli
-        .broker_key
-        .as_deref()
-        .filter(|k| !k.is_empty())
-        .map(bulkhead_net::curve::load_public)
-        .transpose()
-        .context("--broker-key")?;
+    const CLUSTER_KEY: &str = "/etc/bulkhead/broker.pub";
+    let key = match cli.broker_key.as_deref() {
+        // Set but empty: explicitly none.
+        Some("") => None,
+        Some(k) => Some(bulkhead_net::curve::load_public(k).context("--broker-key")?),
+        None if std::path::Path::new(CLUSTER_KEY).exists() => {
+            Some(bulkhead_net::curve::load_public(CLUSTER_KEY).context(CLUSTER_KEY)?)
+        }
+        None => None,
+    };
     let mut c = Client::connect_with(&cli.broker, cli.munge_socket.as_deref(), key)?;
     c.reply_timeout = Duration::from_secs_f64(cli.timeout.max(0.1));
     Ok(c)

@@ -166,6 +166,8 @@ pub struct ClusterOpts {
     /// Encrypt everything with CURVE: keys for the broker and every node are made in
     /// `DIR/keys`, the nodes' keys admitted in the broker's configuration.
     pub curve: bool,
+    /// With `curve`: sign launches too (agents check the signatures).
+    pub sign: bool,
 }
 
 impl Default for ClusterOpts {
@@ -179,6 +181,7 @@ impl Default for ClusterOpts {
             agent_args: Vec::new(),
             broker_config: None,
             curve: false,
+            sign: true,
         }
     }
 }
@@ -332,6 +335,12 @@ impl Cluster {
                 vec![
                     "--curve-key".into(),
                     self.keys_dir().join("broker.key").into_os_string(),
+                ]
+            } else {
+                vec![]
+            })
+            .args(if self.opts.curve && self.opts.sign {
+                vec![
                     "--signing-key".into(),
                     self.keys_dir().join("broker.sign").into_os_string(),
                 ]
@@ -431,6 +440,12 @@ impl Cluster {
                     self.keys_dir().join(format!("{name}.key")).into_os_string(),
                     "--broker-key".into(),
                     self.keys_dir().join("broker.pub").into_os_string(),
+                ]
+            } else {
+                vec![]
+            })
+            .args(if self.opts.curve && self.opts.sign {
+                vec![
                     "--broker-verify-key".into(),
                     self.keys_dir().join("broker.verify").into_os_string(),
                 ]

@@ -206,12 +206,10 @@ fn bench_security(jobs: u32) -> Result<()> {
         "-p",
         "bulkhead-tests",
     ]))?;
-    let figures = |curve: bool| -> Result<std::collections::BTreeMap<String, f64>> {
+    let figures = |mode: Option<&str>| -> Result<std::collections::BTreeMap<String, f64>> {
         let mut cmd = Command::new(root().join("target/release/bench-e2e"));
         cmd.args(["--jobs", &jobs.to_string(), "--nodes", "2", "--cpus", "16"]);
-        if curve {
-            cmd.arg("--curve");
-        }
+        cmd.args(mode);
         eprintln!("+ {cmd:?}");
         let out = cmd
             .output()
@@ -225,34 +223,39 @@ fn bench_security(jobs: u32) -> Result<()> {
             .filter_map(|(k, v)| Some((k.to_string(), v.trim().parse().ok()?)))
             .collect())
     };
-    let plain = figures(false)?;
-    let curve = figures(true)?;
-    println!(
-        "# {jobs} jobs, 2 agents, same machine, one after the other; signing of launches is not built yet"
-    );
-    for k in ["submit_per_s", "e2e_jobs_per_s"] {
-        let (a, b) = (
-            plain.get(k).copied().unwrap_or(0.0),
-            curve.get(k).copied().unwrap_or(0.0),
-        );
-        println!("# {k}: plaintext {a:.0}, CURVE {b:.0}");
-    }
-    for (k, name) in [
-        ("submit_per_s", "curve_submit_cost_percent"),
-        ("e2e_jobs_per_s", "curve_launch_cost_percent"),
-    ] {
-        let (a, b) = (
-            plain.get(k).copied().unwrap_or(0.0),
-            curve.get(k).copied().unwrap_or(0.0),
-        );
-        let cost = if a > 0.0 {
+    let plain = figures(None)?;
+    let curve = figures(Some("--curve"))?;
+    let both = figures(Some("--curve-sign"))?;
+    println!("# {jobs} jobs, 2 agents, same machine, one after the other");
+    let get =
+        |m: &std::collections::BTreeMap<String, f64>, k: &str| m.get(k).copied().unwrap_or(0.0);
+    let cost = |a: f64, b: f64| {
+        if a > 0.0 {
             (a - b) / a * 100.0
         } else {
             f64::NAN
-        };
-        println!("plain_{k}={a:.0}");
-        println!("curve_{k}={b:.0}");
-        println!("{name}={cost:.1}");
+        }
+    };
+    for k in ["submit_per_s", "e2e_jobs_per_s"] {
+        println!(
+            "# {k}: plaintext {:.0}, CURVE {:.0}, CURVE + signed launches {:.0}",
+            get(&plain, k),
+            get(&curve, k),
+            get(&both, k)
+        );
+    }
+    for (k, what) in [("submit_per_s", "submit"), ("e2e_jobs_per_s", "launch")] {
+        println!("plain_{k}={:.0}", get(&plain, k));
+        println!("curve_{k}={:.0}", get(&curve, k));
+        println!("curve_signed_{k}={:.0}", get(&both, k));
+        println!(
+            "curve_{what}_cost_percent={:.1}",
+            cost(get(&plain, k), get(&curve, k))
+        );
+        println!(
+            "curve_signed_{what}_cost_percent={:.1}",
+            cost(get(&plain, k), get(&both, k))
+        );
     }
     Ok(())
 }

@@ -73,7 +73,8 @@ fn main() -> Result<()> {
         log: "warn",
         agent_args: vec![],
         broker_config: None,
-        curve: std::env::args().any(|a| a == "--curve"),
+        curve: std::env::args().any(|a| a == "--curve" || a == "--curve-sign"),
+        sign: std::env::args().any(|a| a == "--curve-sign"),
     })?;
     let wd = c.workdir(None)?;
     let mut pids: Vec<u32> = c
