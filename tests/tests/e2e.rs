@@ -1720,8 +1720,8 @@ fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
         String::from_utf8_lossy(&out.stderr)
     );
     wait_for(scaled_t(), || up(&c)).expect("the admitted agent registered");
-    let _ = agent.kill();
-    let _ = agent.wait();
+    // Stopped as an admin would, so that it removes its cgroups.
+    bulkhead_tests::stop(&mut agent, Duration::from_secs(10));
 
     // A client without the broker's key: no connection at all.
     let out = std::process::Command::new(bulkhead_tests::bin("bh"))
