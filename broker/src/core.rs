@@ -2652,6 +2652,22 @@ mod tests {
         })
     }
 
+    /// A job's end as an agent reports it: no exit code, signal, reason or usage
+    /// unless a test sets them.
+    fn job_end(job: JobId, state: JobState, start_time_us: u64, end_time_us: u64) -> JobEnd {
+        JobEnd {
+            job,
+            state,
+            exit_code: None,
+            signal: None,
+            start_time_us,
+            end_time_us,
+            reason: None,
+            gpu_fault: None,
+            usage: None,
+        }
+    }
+
     fn core() -> Core {
         Core::new(CoreConfig::default(), vec![], vec![])
     }
@@ -2748,15 +2764,9 @@ mod tests {
 
         // The agent could not create it.
         let end = JobEnd {
-            job: id,
-            state: JobState::Failed,
-            exit_code: None,
-            signal: None,
-            start_time_us: 0,
-            end_time_us: 30,
             reason: Some("launch failed: NVML nvmlDeviceCreateGpuInstanceWithPlacement: insufficient resources".into()),
             gpu_fault: Some(first_gpu),
-            usage: None,
+            ..job_end(id, JobState::Failed, 0, 30)
         };
         let fx = c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 30);
         // Requeued and started again, on the other GPU.
@@ -2873,15 +2883,8 @@ mod tests {
         }
         // The first job ends: the second starts, and the end is acknowledged.
         let end = JobEnd {
-            job: id,
-            state: JobState::Completed,
             exit_code: Some(0),
-            signal: None,
-            start_time_us: 21,
-            end_time_us: 40,
-            reason: None,
-            gpu_fault: None,
-            usage: None,
+            ..job_end(id, JobState::Completed, 21, 40)
         };
         let fx = c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 40);
         assert_eq!(launches(&fx), vec![(b"a".to_vec(), id2)]);
@@ -3200,15 +3203,8 @@ mod tests {
         );
         assert!(launch_specs(&fx).is_empty(), "job 1's slice is still held");
         let end = JobEnd {
-            job: JobId(1),
-            state: JobState::Completed,
             exit_code: Some(0),
-            signal: None,
-            start_time_us: 1,
-            end_time_us: 20,
-            reason: None,
-            gpu_fault: None,
-            usage: None,
+            ..job_end(JobId(1), JobState::Completed, 1, 20)
         };
         let fx = c2.agent(b"a".to_vec(), 2, None, AgentMessage::JobEnded(end), 20);
         let l = launch_specs(&fx);
@@ -3258,15 +3254,8 @@ mod tests {
         // One task ends: the next is created and started.
         let first = JobId(array.0 + 1);
         let end = JobEnd {
-            job: first,
-            state: JobState::Completed,
             exit_code: Some(0),
-            signal: None,
-            start_time_us: 1,
-            end_time_us: 2_000_000,
-            reason: None,
-            gpu_fault: None,
-            usage: None,
+            ..job_end(first, JobState::Completed, 1, 2_000_000)
         };
         let fx = c.agent(
             b"a".to_vec(),
@@ -3390,15 +3379,8 @@ mod tests {
         });
         assert_eq!(kill, Some((low, Some(7))));
         let end = JobEnd {
-            job: low,
-            state: JobState::Cancelled,
-            exit_code: None,
             signal: Some(15),
-            start_time_us: 1,
-            end_time_us: 3_000_000,
-            reason: None,
-            gpu_fault: None,
-            usage: None,
+            ..job_end(low, JobState::Cancelled, 1, 3_000_000)
         };
         let fx = c.agent(
             b"a".to_vec(),
@@ -3493,15 +3475,8 @@ mod tests {
             2_500_000,
         );
         let end = JobEnd {
-            job: low,
-            state: JobState::Cancelled,
-            exit_code: None,
             signal: Some(15),
-            start_time_us: 1,
-            end_time_us: 3_000_000,
-            reason: None,
-            gpu_fault: None,
-            usage: None,
+            ..job_end(low, JobState::Cancelled, 1, 3_000_000)
         };
         let fx = c2.agent(
             b"a".to_vec(),
@@ -3551,15 +3526,8 @@ mod tests {
             2,
         ));
         let end = JobEnd {
-            job: old,
-            state: JobState::Completed,
             exit_code: Some(0),
-            signal: None,
-            start_time_us: 1,
-            end_time_us: 10,
-            reason: None,
-            gpu_fault: None,
-            usage: None,
+            ..job_end(old, JobState::Completed, 1, 10)
         };
         c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 10);
         // The second job now runs; the first ended at 10 us.
@@ -3819,15 +3787,8 @@ mod tests {
         assert_eq!(c.jobs[&second].reason.as_deref(), Some("JobHeldAdmin"));
         // The first job ends: the held one does not start.
         let end = JobEnd {
-            job: first,
-            state: JobState::Completed,
             exit_code: Some(0),
-            signal: None,
-            start_time_us: 1,
-            end_time_us: 5,
-            reason: None,
-            gpu_fault: None,
-            usage: None,
+            ..job_end(first, JobState::Completed, 1, 5)
         };
         let fx = c.agent(b"a".to_vec(), 5, None, AgentMessage::JobEnded(end), 5);
         assert!(launches(&fx).is_empty(), "a held job started");
