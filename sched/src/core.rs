@@ -755,12 +755,7 @@ impl Scheduler {
     /// Returns whether the job was known.
     pub fn cancel(&mut self, id: JobId, now: Time) -> bool {
         if let Some(spec) = self.held.remove(&id) {
-            if let Some(u) = self.users.get_mut(&spec.user) {
-                u.submitted = u.submitted.saturating_sub(1);
-            }
-            if let Some(a) = self.accounts_use.get_mut(&spec.account) {
-                a.submitted = a.submitted.saturating_sub(1);
-            }
+            self.uncount_submitted(&spec);
             self.ended.insert(id, Outcome::NotOk);
             return true;
         }
@@ -769,12 +764,7 @@ impl Scheduler {
                 self.order.remove(i);
                 self.order_need.remove(i);
             }
-            if let Some(u) = self.users.get_mut(&p.spec.user) {
-                u.submitted = u.submitted.saturating_sub(1);
-            }
-            if let Some(a) = self.accounts_use.get_mut(&p.spec.account) {
-                a.submitted = a.submitted.saturating_sub(1);
-            }
+            self.uncount_submitted(&p.spec);
             self.ended.insert(id, Outcome::NotOk);
             return true;
         }
@@ -806,13 +796,18 @@ impl Scheduler {
             return false;
         };
         // Its submission was counted when it was first queued.
+        self.uncount_submitted(&spec);
+        self.submit(spec, now).is_ok()
+    }
+
+    /// Takes a job that leaves the queue off its user's and account's submitted counts.
+    fn uncount_submitted(&mut self, spec: &JobSpec) {
         if let Some(u) = self.users.get_mut(&spec.user) {
             u.submitted = u.submitted.saturating_sub(1);
         }
         if let Some(a) = self.accounts_use.get_mut(&spec.account) {
             a.submitted = a.submitted.saturating_sub(1);
         }
-        self.submit(spec, now).is_ok()
     }
 
     pub fn is_held(&self, id: JobId) -> bool {
