@@ -192,20 +192,24 @@ fn bench(package: &str, bin: &str, args: &[(&str, u32)]) -> Result<()> {
     run(&mut cmd)
 }
 
-/// Runs the end-to-end benchmark without and with CURVE and prints both side by side.
+/// Builds the daemons and `bh` (and `more` packages), release, for the benchmarks
+/// that start them.
+fn build_daemons(more: &[&str]) -> Result<()> {
+    let mut cmd = cargo();
+    cmd.args(["build", "--release"]);
+    for p in ["bulkhead-broker", "bulkhead-agent", "bulkhead-cli"]
+        .iter()
+        .chain(more)
+    {
+        cmd.args(["-p", p]);
+    }
+    run(&mut cmd)
+}
+
+/// Runs the end-to-end benchmark in plaintext, with CURVE, and with CURVE and signed
+/// launches, and prints them side by side.
 fn bench_security(jobs: u32) -> Result<()> {
-    run(cargo().args([
-        "build",
-        "--release",
-        "-p",
-        "bulkhead-broker",
-        "-p",
-        "bulkhead-agent",
-        "-p",
-        "bulkhead-cli",
-        "-p",
-        "bulkhead-tests",
-    ]))?;
+    build_daemons(&["bulkhead-tests"])?;
     let figures = |mode: Option<&str>| -> Result<std::collections::BTreeMap<String, f64>> {
         let mut cmd = Command::new(root().join("target/release/bench-e2e"));
         cmd.args(["--jobs", &jobs.to_string(), "--nodes", "2", "--cpus", "16"]);
@@ -437,16 +441,7 @@ fn main() -> Result<()> {
         Cmd::Bench {
             which: Bench::E2e { jobs, nodes, cpus },
         } => {
-            run(cargo().args([
-                "build",
-                "--release",
-                "-p",
-                "bulkhead-broker",
-                "-p",
-                "bulkhead-agent",
-                "-p",
-                "bulkhead-cli",
-            ]))?;
+            build_daemons(&[])?;
             bench(
                 "bulkhead-tests",
                 "bench-e2e",
