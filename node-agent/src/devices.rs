@@ -74,10 +74,32 @@ pub fn ensure_bpffs(dir: &Path) -> Result<(), DeviceError> {
         path: dir.to_path_buf(),
         source,
     })?;
-    let is_bpffs = nix::sys::statfs::statfs(dir)
-        .map(|s| s.filesystem_type().0 == BPF_FS_MAGIC)
-        .unwrap_or(false);
-    if !is_bpffs {
+    let is_bpffs = || {
+        nix::sys::statfs::statfs(dir)
+            .map(|s| s.filesystem_type().0 == BPF_FS_MAGIC)
+            .unwrap_or(false)
+    };
+    if is_bpffs() {
+        return Ok(());
+    }
+    // Agents starting together on one host would otherwise each see no bpffs and each
+    // mount one, the later mount hiding what the earlier agent pinned: the check and
+    // the mount happen under an exclusive lock on the directory (one opened before a
+    // mount still locks the directory underneath, and finds the mount once it has it).
+    let held = std::fs::File::open(dir).map_err(|source| DeviceError::Io {
+        op: "open",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    // SAFETY: flock on a descriptor we own; released when `held` is dropped.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) } != 0 {
+        return Err(DeviceError::Io {
+            op: "lock",
+            path: dir.to_path_buf(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    if !is_bpffs() {
         nix::mount::mount(
             Some("bpf"),
             dir,
