@@ -161,6 +161,12 @@ impl LaunchVerifier {
         })
     }
 
+    /// Remembers a launch accepted earlier (by this agent before a restart), so that a
+    /// replay of it is refused until it expires.
+    pub fn remember(&mut self, job: JobId, until_us: u64) {
+        self.seen.insert(job, until_us);
+    }
+
     /// Whether to run `spec` at `now_us`; why not, if not.
     pub fn check(&mut self, spec: &LaunchSpec, now_us: u64) -> Result<(), String> {
         let sig = <[u8; 64]>::try_from(spec.signature.as_slice())
@@ -291,6 +297,16 @@ mod tests {
                 .check(&spec(7), 2_000)
                 .unwrap_err()
                 .contains("not signed")
+        );
+
+        // A verifier that remembers launch 1 (a restarted agent) refuses its replay.
+        let mut restarted = LaunchVerifier::load(verify_file.to_str().unwrap(), "n1").unwrap();
+        restarted.remember(ok.job, ok.expires_us);
+        assert!(
+            restarted
+                .check(&ok, 3_000)
+                .unwrap_err()
+                .contains("replayed")
         );
 
         std::fs::set_permissions(&sign_file, std::fs::Permissions::from_mode(0o644)).unwrap();

@@ -1,11 +1,13 @@
-//! The agent's journal of job ends the broker has not acknowledged yet.
+//! The agent's journal of job ends the broker has not acknowledged yet, and of the
+//! signed launches it accepted that are still within their validity.
 //!
 //! A job's end is appended before it is sent and an acknowledgement is appended when
 //! the broker confirms it stored the end; on start the agent replays the file and
-//! sends again what was never acknowledged. One append-only file (not a file per job)
-//! keeps the cost to a `write` per event. A record torn by a crash is at the tail and is
-//! cut off at replay. The file is rewritten with only the outstanding ends when it
-//! grows past a bound.
+//! sends again what was never acknowledged. An accepted signed launch is appended with
+//! its expiry, so that a restarted agent still refuses it if it is replayed before it
+//! expires. One append-only file (not a file per job) keeps the cost to a `write` per
+//! event. A record torn by a crash is at the tail and is cut off at replay. The file is
+//! rewritten with only what is still live when it has grown to twice that.
 //!
 //! Record: `u32` little-endian length, then a postcard-encoded [`Record`].
 
@@ -21,6 +23,11 @@ use std::path::{Path, PathBuf};
 enum Record {
     End(Box<JobEnd>),
     Ack(JobId),
+    /// A signed launch accepted, valid until `until_us` (last, for older journals).
+    Launched {
+        job: JobId,
+        until_us: u64,
+    },
 }
 
 /// A job end as agents before GPU accounting journaled it (no `gpu_fault`, no
@@ -62,8 +69,9 @@ fn decode(bytes: &[u8]) -> Option<Record> {
     }
 }
 
-/// Rewrite the journal once it is larger than this.
-const COMPACT_BYTES: u64 = 4 << 20;
+/// The journal is rewritten once it is twice what was live at the last rewrite, and
+/// never below this.
+const COMPACT_MIN_BYTES: u64 = 64 << 10;
 /// Largest record accepted at replay (a job end is far smaller).
 const MAX_RECORD: usize = 1 << 20;
 
@@ -75,13 +83,16 @@ pub struct JournalError {
     pub source: io::Error,
 }
 
-/// The open journal and the ends it holds unacknowledged.
+/// The open journal: the ends it holds unacknowledged, the launches it remembers.
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
     file: File,
     size: u64,
+    /// The size just after the last rewrite (what was live then).
+    live: u64,
     pending: BTreeMap<JobId, JobEnd>,
+    launched: BTreeMap<JobId, u64>,
 }
 
 impl Journal {
@@ -99,7 +110,11 @@ impl Journal {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(err("open")(e)),
         }
-        let (pending, valid) = replay(&bytes);
+        let Replayed {
+            pending,
+            launched,
+            valid,
+        } = replay(&bytes);
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -113,10 +128,24 @@ impl Journal {
             path: path.to_path_buf(),
             file,
             size: valid as u64,
+            live: 0,
             pending,
+            launched,
         };
         j.compact_if_needed()?;
         Ok(j)
+    }
+
+    /// Signed launches accepted here and until when each was valid.
+    pub fn launched(&self) -> impl Iterator<Item = (JobId, u64)> + '_ {
+        self.launched.iter().map(|(j, u)| (*j, *u))
+    }
+
+    /// Records that the signed launch of `job`, valid until `until_us`, was accepted.
+    pub fn record_launch(&mut self, job: JobId, until_us: u64) -> Result<(), JournalError> {
+        self.append(&Record::Launched { job, until_us })?;
+        self.launched.insert(job, until_us);
+        self.compact_if_needed()
     }
 
     /// Ends not yet acknowledged, oldest job first.
@@ -156,9 +185,13 @@ impl Journal {
     }
 
     fn compact_if_needed(&mut self) -> Result<(), JournalError> {
-        if self.size <= COMPACT_BYTES && !(self.pending.is_empty() && self.size > 64 << 10) {
+        // Doubling keeps the rewrites' cost proportional to the appends, however much
+        // stays live.
+        if self.size <= (2 * self.live).max(COMPACT_MIN_BYTES) {
             return Ok(());
         }
+        let now = bulkhead_proto::time::now_us();
+        self.launched.retain(|_, until| *until > now);
         let tmp = self.path.with_extension("tmp");
         let err = |op| {
             let path = tmp.clone();
@@ -168,6 +201,12 @@ impl Journal {
         for e in self.pending.values() {
             out.extend(frame(&Record::End(Box::new(e.clone()))));
         }
+        for (job, until_us) in &self.launched {
+            out.extend(frame(&Record::Launched {
+                job: *job,
+                until_us: *until_us,
+            }));
+        }
         std::fs::write(&tmp, &out).map_err(err("write"))?;
         std::fs::rename(&tmp, &self.path).map_err(err("rename"))?;
         self.file = OpenOptions::new()
@@ -175,6 +214,7 @@ impl Journal {
             .open(&self.path)
             .map_err(err("reopen"))?;
         self.size = out.len() as u64;
+        self.live = self.size;
         Ok(())
     }
 }
@@ -187,9 +227,16 @@ fn frame(r: &Record) -> Vec<u8> {
     buf
 }
 
-/// Replays records; returns the outstanding ends and the length of the valid prefix.
-fn replay(bytes: &[u8]) -> (BTreeMap<JobId, JobEnd>, usize) {
-    let mut pending = BTreeMap::new();
+/// What a replay found: the outstanding ends, the launches remembered, and the length
+/// of the valid prefix.
+struct Replayed {
+    pending: BTreeMap<JobId, JobEnd>,
+    launched: BTreeMap<JobId, u64>,
+    valid: usize,
+}
+
+fn replay(bytes: &[u8]) -> Replayed {
+    let (mut pending, mut launched) = (BTreeMap::new(), BTreeMap::new());
     let mut at = 0;
     while bytes.len() - at >= 4 {
         let len =
@@ -204,11 +251,18 @@ fn replay(bytes: &[u8]) -> (BTreeMap<JobId, JobEnd>, usize) {
             Some(Record::Ack(j)) => {
                 pending.remove(&j);
             }
+            Some(Record::Launched { job, until_us }) => {
+                launched.insert(job, until_us);
+            }
             None => break,
         }
         at += 4 + len;
     }
-    (pending, at)
+    Replayed {
+        pending,
+        launched,
+        valid: at,
+    }
 }
 
 #[cfg(test)]
@@ -300,8 +354,13 @@ mod tests {
             bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
             bytes.extend_from_slice(&body);
         }
-        let (pending, valid) = replay(&bytes);
+        let Replayed {
+            pending,
+            launched,
+            valid,
+        } = replay(&bytes);
         assert_eq!(valid, bytes.len(), "nothing cut");
+        assert!(launched.is_empty());
         assert_eq!(pending.len(), 1);
         let e = &pending[&JobId(4)];
         assert_eq!(
@@ -324,5 +383,30 @@ mod tests {
         assert!(std::fs::metadata(&p).expect("stat").len() < 64 << 10);
         drop(j);
         assert_eq!(Journal::open(&p).expect("reopen").pending().count(), 1);
+    }
+
+    /// Accepted launches outlive a restart while they are valid; compaction keeps
+    /// the valid ones and drops the expired.
+    #[test]
+    fn accepted_launches_are_remembered_until_they_expire() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("ends.journal");
+        let later = bulkhead_proto::time::now_us() + 3_600_000_000;
+        {
+            let mut j = Journal::open(&p).expect("open");
+            j.record_launch(JobId(1), later).expect("launch");
+            j.record_launch(JobId(2), 1).expect("launch");
+        }
+        let mut j = Journal::open(&p).expect("reopen");
+        let seen: Vec<(JobId, u64)> = j.launched().collect();
+        assert_eq!(seen, vec![(JobId(1), later), (JobId(2), 1)]);
+        for i in 10..3010 {
+            j.record_end(end(i)).expect("end");
+            j.record_ack(JobId(i)).expect("ack");
+        }
+        assert!(std::fs::metadata(&p).expect("stat").len() < COMPACT_MIN_BYTES);
+        drop(j);
+        let seen: Vec<(JobId, u64)> = Journal::open(&p).expect("reopen").launched().collect();
+        assert_eq!(seen, vec![(JobId(1), later)]);
     }
 }

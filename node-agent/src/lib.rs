@@ -434,10 +434,15 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     }
 
     let verifier = match &cfg.broker_verify_key {
-        Some(k) => Some(
-            bulkhead_net::sign::LaunchVerifier::load(k, &cfg.name)
-                .map_err(|e| AgentError::Curve(e.to_string()))?,
-        ),
+        Some(k) => {
+            let mut v = bulkhead_net::sign::LaunchVerifier::load(k, &cfg.name)
+                .map_err(|e| AgentError::Curve(e.to_string()))?;
+            // What this node accepted before a restart is still refused as a replay.
+            for (job, until_us) in journal.launched() {
+                v.remember(job, until_us);
+            }
+            Some(v)
+        }
         None => None,
     };
     let mut agent = Agent {
@@ -937,6 +942,11 @@ impl Agent {
                 usage: None,
             }));
             return;
+        }
+        if self.verifier.is_some()
+            && let Err(e) = self.journal.record_launch(job, spec.expires_us)
+        {
+            tracing::warn!(%job, error = %e, "cannot journal an accepted launch: a replay of it after a restart of this agent would not be recognized");
         }
         let cpu_ids = self.pick_cpus(spec.cpus);
         let (kill_tx, kill_rx) = watch::channel(None);
