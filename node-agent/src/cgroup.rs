@@ -309,6 +309,15 @@ pub struct AgentTree {
     extra: Vec<String>,
 }
 
+/// Enables `controllers` for the children of `dir`.
+fn enable(dir: &Path, controllers: &[String]) -> Result<(), CgroupError> {
+    if controllers.is_empty() {
+        return Ok(());
+    }
+    let ctl: String = controllers.iter().map(|c| format!("+{c} ")).collect();
+    write(&dir.join("cgroup.subtree_control"), ctl.trim())
+}
+
 impl AgentTree {
     /// Creates `<own>/<name>` in each delegated hierarchy. On v2, when the agent's own
     /// cgroup can delegate controllers (the agent is its only member), the agent first
@@ -339,6 +348,9 @@ impl AgentTree {
                         .split_whitespace()
                         .map(str::to_string)
                         .collect();
+                    // The earlier run removed its jobs' cgroup: its job cgroups get
+                    // their controllers only when they are enabled here again.
+                    enable(&jobs, &enabled)?;
                     tree.created.insert(0, jobs.clone());
                     tree.job_level = own.v2_level + 1;
                     tree.v2 = Some((jobs, enabled));
@@ -396,10 +408,7 @@ impl AgentTree {
             }
         }
         mkdir(&jobs)?;
-        if !enabled.is_empty() {
-            let ctl: String = enabled.iter().map(|c| format!("+{c} ")).collect();
-            write(&jobs.join("cgroup.subtree_control"), ctl.trim())?;
-        }
+        enable(&jobs, &enabled)?;
         self.created.insert(0, jobs.clone());
         Ok((jobs, enabled))
     }
