@@ -203,6 +203,8 @@ pub struct Cluster {
     pub node: String,
     pub data_dir: PathBuf,
     pub opts: ClusterOpts,
+    /// Nodes of agents started beside the cluster's own (cleaned up with them).
+    extra_nodes: std::sync::Mutex<Vec<String>>,
 }
 
 /// A tmpfs for job scripts when the host has one at /dev/shm, else the temp directory.
@@ -251,6 +253,7 @@ impl Cluster {
             data_dir,
             opts,
             dir,
+            extra_nodes: Default::default(),
         };
         if c.opts.curve {
             let keys = c.keys_dir();
@@ -374,6 +377,19 @@ impl Cluster {
     }
 
     fn spawn_agent(&self, name: &str) -> Result<Child> {
+        self.spawn_agent_to(name, &self.endpoint)
+    }
+
+    /// Starts an agent for node `name` that connects to `endpoint` (another broker, or
+    /// a test playing one), with this cluster's keys, MUNGE and agent options.
+    pub fn spawn_agent_to(&self, name: &str, endpoint: &str) -> Result<Child> {
+        if let Ok(mut extra) = self.extra_nodes.lock()
+            && name != self.node
+            && !self.node_names().iter().any(|n| n == name)
+            && !extra.iter().any(|n| n == name)
+        {
+            extra.push(name.to_string());
+        }
         let log = self.dir.path().join(if name == self.node {
             "agent.log".to_string()
         } else {
@@ -404,15 +420,21 @@ impl Cluster {
                     }
                 });
             }
-            let child = self.agent_command(&mut cmd, name, &log).spawn()?;
+            let child = self.agent_command(&mut cmd, name, endpoint, &log).spawn()?;
             drop(procs);
             return Ok(child);
         }
-        Ok(self.agent_command(&mut cmd, name, &log).spawn()?)
+        Ok(self.agent_command(&mut cmd, name, endpoint, &log).spawn()?)
     }
 
-    fn agent_command<'a>(&self, cmd: &'a mut Command, name: &str, log: &Path) -> &'a mut Command {
-        cmd.args(["--broker", &self.endpoint, "--name", name])
+    fn agent_command<'a>(
+        &self,
+        cmd: &'a mut Command,
+        name: &str,
+        endpoint: &str,
+        log: &Path,
+    ) -> &'a mut Command {
+        cmd.args(["--broker", endpoint, "--name", name])
             .args([
                 "--cpus",
                 &self.opts.cpus.to_string(),
@@ -618,16 +640,26 @@ impl Cluster {
             .collect()
     }
 
+    /// The cluster's own nodes.
     fn node_names(&self) -> Vec<String> {
         std::iter::once(self.node.clone())
             .chain((1..self.opts.nodes).map(|i| format!("{}x{i}", self.node)))
             .collect()
     }
 
+    /// The cluster's nodes and those of agents started beside them (for clean-up).
+    fn all_node_names(&self) -> Vec<String> {
+        let mut all = self.node_names();
+        if let Ok(extra) = self.extra_nodes.lock() {
+            all.extend(extra.iter().cloned());
+        }
+        all
+    }
+
     fn agent_dirs(&self) -> Vec<PathBuf> {
         if let Some(parent) = agent_cgroup_parent() {
             return self
-                .node_names()
+                .all_node_names()
                 .iter()
                 .map(|n| parent.join(n).join(format!("bulkhead-{n}")))
                 .collect();
@@ -636,7 +668,7 @@ impl Cluster {
             .expect("discover cgroups")
             .allow_root(&["cgroup2".to_string()]);
         let names: Vec<String> = self
-            .node_names()
+            .all_node_names()
             .iter()
             .map(|n| format!("bulkhead-{n}"))
             .collect();
@@ -673,7 +705,7 @@ impl Drop for Cluster {
             let _ = std::fs::remove_dir(&d);
         }
         if let Some(parent) = agent_cgroup_parent() {
-            for n in self.node_names() {
+            for n in self.all_node_names() {
                 let own = parent.join(&n);
                 let _ = std::fs::remove_dir(own.join(format!("bulkhead-{n}-agent")));
                 let _ = std::fs::remove_dir(&own);

@@ -3,9 +3,14 @@
 
 use bulkhead_munge::Munge;
 use bulkhead_net::Client;
+use bulkhead_net::sign::{LAUNCH_VALIDITY_US, LaunchSigner};
 use bulkhead_proto::codec::{self, HEADER_LEN};
-use bulkhead_proto::msg::{ClientOp, ClientReply, ClientRequest, ErrorCode, QueueFilter};
-use bulkhead_proto::{JobId, JobState};
+use bulkhead_proto::job::{GpuGrant, JobEnd, LaunchSpec};
+use bulkhead_proto::msg::{
+    AgentMessage, BrokerMessage, ClientOp, ClientReply, ClientRequest, ErrorCode, QueueFilter,
+};
+use bulkhead_proto::time::now_us;
+use bulkhead_proto::{JobId, JobState, NodeId};
 use bulkhead_tests::{Cluster, ClusterOpts, Munged, USER1, USER2, alive, user, wait_for};
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
@@ -1748,4 +1753,242 @@ fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
 
 fn scaled_t() -> Duration {
     t() * 2
+}
+
+/// A test playing the broker towards a real agent: it holds the broker's CURVE key
+/// (stolen, or a host on the path) and, for the one genuine launch, its signing key.
+struct Impostor {
+    sock: zmq::Socket,
+    /// The agent's connection (ROUTER id), from its registration.
+    peer: Option<Vec<u8>>,
+}
+
+impl Impostor {
+    fn bind(pair: &bulkhead_net::curve::KeyPair) -> (Impostor, String) {
+        let ctx = zmq::Context::new();
+        let sock = ctx.socket(zmq::ROUTER).expect("socket");
+        sock.set_linger(0).expect("linger");
+        bulkhead_net::curve::server(&sock, pair).expect("CURVE server");
+        sock.bind("tcp://127.0.0.1:*").expect("bind");
+        let endpoint = sock.get_last_endpoint().expect("endpoint").expect("utf-8");
+        (Impostor { sock, peer: None }, endpoint)
+    }
+
+    /// Reads the agent's messages (answering registrations) until `want` picks one.
+    fn next<T>(&mut self, what: &str, mut want: impl FnMut(AgentMessage) -> Option<T>) -> T {
+        let deadline = std::time::Instant::now() + t();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "the agent never sent {what}");
+            if self.sock.poll(zmq::POLLIN, 100).expect("poll") == 0 {
+                continue;
+            }
+            let frames = self.sock.recv_multipart(0).expect("recv");
+            let [peer, frame] = frames.as_slice() else {
+                panic!("{} frames from the agent", frames.len())
+            };
+            let (_, msg) = codec::decode::<AgentMessage>(frame).expect("an agent message");
+            if let AgentMessage::Register(_) = msg {
+                self.peer = Some(peer.clone());
+                self.send(&BrokerMessage::Registered {
+                    node: NodeId(1),
+                    heartbeat_ms: 500,
+                });
+                continue;
+            }
+            if let Some(v) = want(msg) {
+                return v;
+            }
+        }
+    }
+
+    /// Waits for the agent's (next) registration.
+    fn registered(&mut self) {
+        self.peer = None;
+        let deadline = std::time::Instant::now() + t();
+        while self.peer.is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the agent never registered"
+            );
+            if self.sock.poll(zmq::POLLIN, 100).expect("poll") == 0 {
+                continue;
+            }
+            let frames = self.sock.recv_multipart(0).expect("recv");
+            if let [peer, frame] = frames.as_slice()
+                && let Ok((_, AgentMessage::Register(_))) = codec::decode::<AgentMessage>(frame)
+            {
+                self.peer = Some(peer.clone());
+                self.send(&BrokerMessage::Registered {
+                    node: NodeId(1),
+                    heartbeat_ms: 500,
+                });
+            }
+        }
+    }
+
+    fn send_frame(&self, frame: Vec<u8>) {
+        let peer = self.peer.clone().expect("the agent registered");
+        self.sock.send_multipart([peer, frame], 0).expect("send");
+    }
+
+    fn send(&self, msg: &BrokerMessage) {
+        self.send_frame(codec::encode(0, msg).expect("encode"));
+    }
+
+    /// The agent's end of `job`, whatever it was.
+    fn end_of(&mut self, job: JobId) -> JobEnd {
+        self.next(&format!("the end of {job}"), |m| match m {
+            AgentMessage::JobEnded(e) if e.job == job => Some(e),
+            _ => None,
+        })
+    }
+}
+
+fn launch_of(job: u64, uid: u32, gid: u32, node: &str, marker: &std::path::Path) -> LaunchSpec {
+    LaunchSpec {
+        job: JobId(job),
+        name: "impostor".into(),
+        uid,
+        gid,
+        script: format!("#!/bin/sh\necho ran >> {}\n", marker.display()),
+        args: vec![],
+        workdir: marker.parent().expect("dir").to_string_lossy().into_owned(),
+        stdout: None,
+        stderr: None,
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cpus: 1,
+        mem_mb: 64,
+        time_limit_s: None,
+        partition: "batch".into(),
+        nodelist: node.into(),
+        submit_time_us: now_us(),
+        gpus: vec![],
+        array: None,
+        node: String::new(),
+        expires_us: 0,
+        signature: vec![],
+    }
+}
+
+/// A real agent started with the broker's verifying key runs a launch only when its
+/// broker signed exactly that launch, for this node, recently, and never ran it: an
+/// unsigned, forged, altered (root instead of the user, a GPU added), misdirected or
+/// expired launch is refused and reported, and so is a replay of the genuine one, also
+/// after the agent restarted. Each refused job would have left its marker file.
+#[test]
+fn an_agent_runs_only_fresh_launches_signed_by_its_broker_and_refuses_replays() {
+    let c = Cluster::start_with(ClusterOpts {
+        curve: true,
+        ..Default::default()
+    })
+    .expect("CURVE cluster with signed launches");
+    let keys = c.keys_dir();
+    let pair = bulkhead_net::curve::load_pair(&keys.join("broker.key")).expect("broker key");
+    let signer = LaunchSigner::load(&keys.join("broker.sign")).expect("signing key");
+    let (mut broker, endpoint) = Impostor::bind(&pair);
+    let name = format!("{}imp", c.node);
+    c.make_key(&name).expect("node key");
+    let mut agent = c.spawn_agent_to(&name, &endpoint).expect("agent");
+    struct Stop<'a>(&'a mut std::process::Child);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            bulkhead_tests::stop(self.0, Duration::from_secs(15));
+        }
+    }
+    let guard = Stop(&mut agent);
+    broker.registered();
+
+    let wd = c.workdir(None).expect("workdir");
+    let u = user(USER1);
+    let marker = |job: u64| wd.join(format!("ran-{job}"));
+    let refused = |broker: &mut Impostor, spec: LaunchSpec, why: &str| {
+        let job = spec.job;
+        broker.send(&BrokerMessage::Launch(Box::new(spec)));
+        let end = broker.end_of(job);
+        assert_eq!(end.state, JobState::Failed, "{end:?}");
+        let reason = end.reason.unwrap_or_default();
+        assert!(
+            reason.starts_with("launch refused by the node") && reason.contains(why),
+            "{job}: {reason}"
+        );
+    };
+
+    refused(
+        &mut broker,
+        launch_of(1, 0, 0, &name, &marker(1)),
+        "not signed",
+    );
+    let mut forged = launch_of(2, 0, 0, &name, &marker(2));
+    LaunchSigner::generate()
+        .expect("key")
+        .sign(&mut forged, &name, now_us());
+    refused(&mut broker, forged, "not the broker's");
+    let mut as_root = launch_of(3, u.uid, u.gid, &name, &marker(3));
+    signer.sign(&mut as_root, &name, now_us());
+    (as_root.uid, as_root.gid) = (0, 0);
+    refused(&mut broker, as_root, "not the broker's");
+    let mut widened = launch_of(4, 0, 0, &name, &marker(4));
+    signer.sign(&mut widened, &name, now_us());
+    widened.gpus.push(GpuGrant {
+        index: 0,
+        mig: None,
+    });
+    refused(&mut broker, widened, "not the broker's");
+    let mut elsewhere = launch_of(5, 0, 0, &name, &marker(5));
+    signer.sign(&mut elsewhere, &c.node, now_us());
+    refused(&mut broker, elsewhere, "not this one");
+    let mut stale = launch_of(6, 0, 0, &name, &marker(6));
+    signer.sign(&mut stale, &name, now_us() - LAUNCH_VALIDITY_US - 1_000_000);
+    refused(&mut broker, stale, "expired");
+
+    // The genuine launch runs once.
+    let mut genuine = launch_of(7, 0, 0, &name, &marker(7));
+    signer.sign(&mut genuine, &name, now_us());
+    let frame = codec::encode(0, &BrokerMessage::Launch(Box::new(genuine))).expect("encode");
+    broker.send_frame(frame.clone());
+    let end = broker.end_of(JobId(7));
+    assert_eq!(end.state, JobState::Completed, "{end:?}");
+    broker.send(&BrokerMessage::EndAck { job: JobId(7) });
+    // Its replay, byte for byte, once the agent has forgotten the job.
+    broker.send_frame(frame.clone());
+    let end = broker.end_of(JobId(7));
+    assert!(
+        end.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("replayed")),
+        "{end:?}"
+    );
+
+    // And after the agent restarted (stopped as an admin would).
+    drop(guard);
+    let mut agent = c.spawn_agent_to(&name, &endpoint).expect("agent again");
+    let _guard = Stop(&mut agent);
+    broker.registered();
+    broker.send_frame(frame);
+    let end = broker.end_of(JobId(7));
+    assert!(
+        end.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("replayed")),
+        "a replay after a restart: {end:?}"
+    );
+    let mut next = launch_of(8, 0, 0, &name, &marker(8));
+    signer.sign(&mut next, &name, now_us());
+    broker.send(&BrokerMessage::Launch(Box::new(next)));
+    let end = broker.end_of(JobId(8));
+    assert_eq!(end.state, JobState::Completed, "{end:?}");
+
+    assert_eq!(
+        std::fs::read_to_string(marker(7)).expect("job 7 ran"),
+        "ran\n",
+        "job 7 ran exactly once"
+    );
+    assert_eq!(
+        std::fs::read_to_string(marker(8)).expect("job 8 ran"),
+        "ran\n"
+    );
+    for job in 1..=6 {
+        assert!(!marker(job).exists(), "refused job {job} ran");
+    }
 }

@@ -5,6 +5,12 @@
 //! all of them: submissions per second, jobs completed per second end to end (first
 //! submission to last job end), and the daemons' CPU time per job.
 //!
+//! With `--phases`, the nodes are drained while the jobs are submitted and resumed once
+//! all are in: submissions/s is then the broker's intake alone, and `launch_per_s`
+//! the jobs launched and run per second from the resume to the last end, each phase
+//! free of the other's load (the security benchmark compares them with and without
+//! CURVE and signing).
+//!
 //! Latency: then submits 200 more, one every 10 ms on an otherwise idle cluster:
 //! submit→start is the client's send to the agent's start of the launch (same host,
 //! same clock). The burst's own submit→start, which is mostly time queued behind the
@@ -14,7 +20,7 @@
 use anyhow::{Context, Result, bail};
 use bulkhead_net::Client;
 use bulkhead_proto::job::JobSubmission;
-use bulkhead_proto::msg::{ClientOp, ClientReply, QueueFilter};
+use bulkhead_proto::msg::{AdminOp, ClientOp, ClientReply, QueueFilter};
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, JobState, ResourceRequest};
 use bulkhead_tests::{Cluster, ClusterOpts};
@@ -125,6 +131,27 @@ fn main() -> Result<()> {
         None
     };
     let mut client = Client::connect_with(&c.endpoint, Some(&c.munged.socket), broker_key)?;
+    let phases = args.iter().any(|a| a == "--phases");
+    let names: Vec<String> = std::iter::once(c.node.clone())
+        .chain((1..nodes).map(|i| format!("{}x{i}", c.node)))
+        .collect();
+    let admin = |client: &mut Client, op: AdminOp| -> Result<()> {
+        match client.request(ClientOp::Admin(op))? {
+            ClientReply::Error(e) => bail!("{e}"),
+            _ => Ok(()),
+        }
+    };
+    if phases {
+        for node in &names {
+            admin(
+                &mut client,
+                AdminOp::Drain {
+                    node: node.clone(),
+                    reason: "benchmark: submissions first".into(),
+                },
+            )?;
+        }
+    }
     let window = 32;
     let mut sent_at: HashMap<u64, u64> = HashMap::new();
     let mut submitted: HashMap<JobId, u64> = HashMap::new();
@@ -149,6 +176,12 @@ fn main() -> Result<()> {
         }
     }
     let submit_s = t0.elapsed().as_secs_f64();
+    let resumed_us = now_us();
+    if phases {
+        for node in &names {
+            admin(&mut client, AdminOp::Resume { node: node.clone() })?;
+        }
+    }
 
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
@@ -247,6 +280,10 @@ fn main() -> Result<()> {
     );
     println!("submit_per_s={:.0}", f64::from(n) / submit_s);
     println!("e2e_jobs_per_s={:.0}", f64::from(n) / e2e_s);
+    if phases {
+        let launch_s = last_end.saturating_sub(resumed_us) as f64 / 1e6;
+        println!("launch_per_s={:.0}", f64::from(n) / launch_s);
+    }
     println!("submit_to_start_p50_ms={:.2}", percentile(&paced_lat, 0.5));
     println!("submit_to_start_p99_ms={:.2}", percentile(&paced_lat, 0.99));
     println!("burst_submit_to_start_p50_ms={:.1}", percentile(&lat, 0.5));
