@@ -81,10 +81,11 @@ enum Bench {
         #[arg(long, default_value_t = 1_000_000)]
         records: u32,
     },
-    /// What CURVE costs: the end-to-end benchmark without and with it, side by side
-    /// (submissions/s, jobs launched and run/s).
+    /// What CURVE and signed launches cost: the end-to-end benchmark without and with
+    /// them, side by side (submissions/s, launches/s), and CURVE alone on one
+    /// connection (µs per request, fresh connections).
     Security {
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = 3000)]
         jobs: u32,
         /// Runs of each mode (interleaved); the medians are reported.
         #[arg(long, default_value_t = 5)]
@@ -277,7 +278,37 @@ fn bench_security(jobs: u32, rounds: u32) -> Result<()> {
             .collect();
         println!("# {what}: {}", each.join("; "));
     }
+    // CURVE alone, on one connection, without the rest of a submission's work.
+    let mut cmd = Command::new(root().join("target/release/bench-curve"));
+    cmd.args(["--rounds", &rounds.max(1).to_string()]);
+    eprintln!("+ {cmd:?}");
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if !out.status.success() {
+        bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (notes, zmq_figures): (Vec<&str>, Vec<&str>) =
+        text.lines().partition(|l| l.starts_with('#'));
+    for l in &notes {
+        println!("{l}");
+    }
     let (plain, curve, signed) = (0, 1, 2);
+    let per_request_us = zmq_figures
+        .iter()
+        .filter_map(|l| l.strip_prefix("curve_us_per_request="))
+        .find_map(|v| v.trim().parse::<f64>().ok());
+    if let Some(us) = per_request_us {
+        let submission_us = 1e6 / median(plain, "submit_per_s");
+        println!(
+            "# CURVE's own time per request ({us:.2} us) is {:.1}% of a plaintext submission's ({submission_us:.0} us)",
+            us / submission_us * 100.0
+        );
+    }
+    for l in &zmq_figures {
+        println!("{l}");
+    }
     for k in ["submit_per_s", "launch_per_s"] {
         println!("plain_{k}={:.0}", median(plain, k));
         println!("curve_{k}={:.0}", median(curve, k));
