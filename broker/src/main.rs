@@ -51,6 +51,17 @@ struct Args {
     /// launch signing key to DIR/broker.sign (0600) and DIR/broker.verify, and exit.
     #[arg(long, value_name = "DIR")]
     keygen: Option<PathBuf>,
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Cmd {
+    /// The same as --keygen DIR.
+    Keygen {
+        #[arg(default_value = "/etc/bulkhead")]
+        dir: PathBuf,
+    },
 }
 
 #[tokio::main]
@@ -63,7 +74,11 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let a = Args::parse();
-    if let Some(dir) = &a.keygen {
+    let keygen = match &a.cmd {
+        Some(Cmd::Keygen { dir }) => Some(dir),
+        None => a.keygen.as_ref(),
+    };
+    if let Some(dir) = keygen {
         let pair = bulkhead_net::curve::generate()?;
         let (key, public) = bulkhead_net::curve::write_pair(dir, "broker", &pair)?;
         let (sign, verify) = bulkhead_net::sign::LaunchSigner::generate()?.write(dir)?;

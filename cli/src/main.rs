@@ -88,7 +88,7 @@ enum AdminCmd {
 #[derive(Debug, Subcommand)]
 enum NodeCmd {
     /// Admit the agent of node NAME, which holds the key pair of KEY (the public key,
-    /// Z85, or its .pub file, as `bulkhead-agent --keygen` wrote it).
+    /// Z85, or its .pub file, as `bulkhead-agent keygen` wrote it).
     Add {
         name: String,
         #[arg(long)]

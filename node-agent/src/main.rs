@@ -79,6 +79,8 @@ struct Args {
     /// node's name), print the public key (for bh admin node add) and exit.
     #[arg(long, value_name = "DIR")]
     keygen: Option<PathBuf>,
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
     /// Variables dropped from what users export to their jobs, comma-separated
     /// (default: LD_PRELOAD, LD_AUDIT, LD_PROFILE).
     #[arg(long, value_delimiter = ',')]
@@ -91,6 +93,15 @@ struct Args {
     /// profile with its placements) and exit. Read-only: changes nothing on the GPUs.
     #[arg(long)]
     check_gpus: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Cmd {
+    /// The same as --keygen DIR.
+    Keygen {
+        #[arg(default_value = "/etc/bulkhead")]
+        dir: PathBuf,
+    },
 }
 
 #[tokio::main]
@@ -118,12 +129,17 @@ async fn main() -> anyhow::Result<()> {
             .to_string_lossy()
             .into_owned(),
     };
-    if let Some(dir) = &a.keygen {
+    let keygen = match &a.cmd {
+        Some(Cmd::Keygen { dir }) => Some(dir),
+        None => a.keygen.as_ref(),
+    };
+    if let Some(dir) = keygen {
         let pair = bulkhead_net::curve::generate()?;
         let (key, public) = bulkhead_net::curve::write_pair(dir, &name, &pair)?;
         println!("{}", bulkhead_net::curve::z85(&pair.public));
+        // Z85 has shell metacharacters (`(`, `*`, `?`, ...); single quotes are not in it.
         eprintln!(
-            "wrote {} and {}; admit it with: bh admin node add {name} --key {}",
+            "wrote {} and {}; admit it with: bh admin node add {name} --key '{}' (or --key with a copy of the .pub file)",
             key.display(),
             public.display(),
             bulkhead_net::curve::z85(&pair.public)
