@@ -766,6 +766,7 @@ impl Core {
                     ClientReply::Error(err(ErrorCode::NotFound, format!("job {id} does not exist")))
                 }
             },
+            ClientOp::Script(id) => self.script(caller, id),
             ClientOp::Cancel(ids) => {
                 let outcomes = ids
                     .into_iter()
@@ -2164,6 +2165,40 @@ impl Core {
                 info.usage = None;
                 Some(info)
             }
+        }
+    }
+
+    /// A job's script and submitted environment: its owner's and operators' to read,
+    /// whatever the privacy setting (scripts carry what the setting only hides the
+    /// names of). Kept in memory while the job is pending or running.
+    fn script(&self, caller: &Caller, id: JobId) -> ClientReply {
+        let Some(j) = self.jobs.get(&id) else {
+            return ClientReply::Error(err(
+                ErrorCode::NotFound,
+                format!("job {id} does not exist"),
+            ));
+        };
+        if caller.uid != j.uid && self.role(caller) < Role::Operator {
+            tracing::warn!(user = %caller.user, uid = caller.uid, job = %id, "refused to show another user's script");
+            return ClientReply::Error(err(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "job {id} belongs to another user; only its owner and operators may read its script"
+                ),
+            ));
+        }
+        if j.state.is_terminal() || j.sub.script.is_empty() {
+            return ClientReply::Error(err(
+                ErrorCode::AlreadyFinished,
+                format!(
+                    "job {id} has ended ({}): scripts are kept for pending and running jobs",
+                    j.state
+                ),
+            ));
+        }
+        ClientReply::Script {
+            script: j.sub.script.clone(),
+            env: j.sub.env.clone(),
         }
     }
 
@@ -3737,6 +3772,67 @@ mod tests {
         assert!(
             matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Jobs(j), .. } if j.len() == 1)
         );
+    }
+
+    /// A job's script and environment are its owner's and operators' to read, even
+    /// when others' jobs are visible; once the job has ended they are not served.
+    #[test]
+    fn only_owners_and_operators_read_a_script() {
+        let cfg = CoreConfig {
+            operators: ["carol".to_string()].into(),
+            privacy: Privacy::Visible,
+            ..CoreConfig::default()
+        };
+        let mut c = Core::new(cfg, vec![], vec![]);
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+        let (alice, bob, carol) = (
+            named(1001, "alice"),
+            named(1002, "bob"),
+            named(1003, "carol"),
+        );
+        // The node is full: alice's job waits (a pending job is cancelled at once).
+        submitted(&c.client(
+            b"c".to_vec(),
+            9,
+            &carol,
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        ));
+        let mut s = sub(1);
+        s.script = "#!/bin/sh\nexport TOKEN=s3cret\n./train\n".into();
+        s.env = vec![("WANDB_API_KEY".into(), "k".into())];
+        let job = submitted(&c.client(b"c".to_vec(), 1, &alice, ClientOp::Submit(Box::new(s)), 1));
+        let script = |c: &mut Core, who: &Caller, t: u64| match c
+            .client(b"c".to_vec(), t, who, ClientOp::Script(job), t)
+            .send
+            .remove(0)
+        {
+            Outbound::Client { reply, .. } => reply,
+            other => panic!("{other:?}"),
+        };
+        for who in [&alice, &carol] {
+            let ClientReply::Script { script: text, env } = script(&mut c, who, 2) else {
+                panic!("{} may read it", who.user)
+            };
+            assert!(text.contains("s3cret"));
+            assert_eq!(env, vec![("WANDB_API_KEY".to_string(), "k".to_string())]);
+        }
+        match script(&mut c, &bob, 3) {
+            ClientReply::Error(e) => {
+                assert_eq!(e.code, ErrorCode::PermissionDenied);
+                assert!(
+                    e.message.contains("only its owner and operators"),
+                    "{}",
+                    e.message
+                );
+            }
+            other => panic!("bob read alice's script: {other:?}"),
+        }
+        c.client(b"c".to_vec(), 4, &alice, ClientOp::Cancel(vec![job]), 4);
+        assert!(matches!(
+            script(&mut c, &alice, 5),
+            ClientReply::Error(e) if e.code == ErrorCode::AlreadyFinished
+        ));
     }
 
     /// A held job does not start; only its owner or an operator holds it; an operator's

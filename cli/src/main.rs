@@ -134,6 +134,14 @@ enum Cmd {
         job: JobId,
         #[arg(long)]
         json: bool,
+        /// Print the job's batch script instead (like `scontrol write batch_script`):
+        /// yours, or any for operators; pending and running jobs only.
+        #[arg(long, conflicts_with = "env")]
+        script: bool,
+        /// Print the environment the job was submitted with, NAME=VALUE per line
+        /// (same rules as --script).
+        #[arg(long)]
+        env: bool,
     },
     /// Cancel jobs (like scancel).
     Cancel {
@@ -260,6 +268,15 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.cmd, Cmd::Standalone { .. }) {
+        // `bh queue | head` ends quietly, as other Unix tools do, instead of panicking
+        // on a closed pipe. Not for `bh standalone`, whose daemons must outlive any
+        // peer that goes away.
+        // SAFETY: SIG_DFL is a valid disposition; no handler runs in this process yet.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -294,6 +311,19 @@ fn client(cli: &Cli) -> anyhow::Result<Client> {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.cmd {
         Cmd::Submit { rest } => {
+            // The options are parsed by hand (they may also come from the script), so
+            // clap's own --help is off: answered here.
+            let options = split_at_script(rest).unwrap_or(rest.len());
+            if rest[..options].iter().any(|a| a == "-h" || a == "--help") {
+                use clap::CommandFactory;
+                let mut help = SubmitOpts::command()
+                    .override_usage("bh submit [OPTIONS] [SCRIPT | -] [ARGS]...")
+                    .about(
+                        "Submit a batch script (like sbatch). Options may also be given as #BH or #SBATCH lines in the script, or as BH_*/SBATCH_* variables; the command line wins.",
+                    );
+                println!("{}", help.render_long_help());
+                return Ok(ExitCode::SUCCESS);
+            }
             let (sub, parsable) = build_submission(rest)?;
             let id = client(&cli)?.submit(sub).map_err(explain)?;
             if parsable {
@@ -337,7 +367,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        Cmd::Show { job, json } => {
+        Cmd::Show {
+            job, script: true, ..
+        } => {
+            let (text, _) = client(&cli)?.script(*job).map_err(explain)?;
+            print!("{text}");
+        }
+        Cmd::Show { job, env: true, .. } => {
+            let (_, env) = client(&cli)?.script(*job).map_err(explain)?;
+            for (k, v) in env {
+                println!("{k}={v}");
+            }
+        }
+        Cmd::Show { job, json, .. } => {
             let j = client(&cli)?.show(*job).map_err(explain)?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&j)?);

@@ -197,6 +197,15 @@ impl Client {
         }
     }
 
+    /// A pending or running job's batch script and the environment it was submitted
+    /// with.
+    pub fn script(&mut self, id: JobId) -> Result<(String, Vec<(String, String)>), ClientError> {
+        match self.call(ClientOp::Script(id))? {
+            ClientReply::Script { script, env } => Ok((script, env)),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
     pub fn cancel(&mut self, ids: Vec<JobId>) -> Result<Vec<CancelOutcome>, ClientError> {
         match self.call(ClientOp::Cancel(ids))? {
             ClientReply::Cancelled(o) => Ok(o),

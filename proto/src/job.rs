@@ -237,7 +237,8 @@ impl JobSubmission {
     }
 }
 
-fn validate_env(env: &[(String, String)]) -> Result<(), LimitError> {
+/// Bounds of an environment as submitted (count, names, total size).
+pub fn validate_env(env: &[(String, String)]) -> Result<(), LimitError> {
     check("env", env.len(), limits::MAX_ENV_VARS)?;
     let mut total = 0usize;
     for (k, v) in env {

@@ -32,6 +32,10 @@ pub enum ClientOp {
     /// Keep pending jobs from starting (`bh hold`), and let them go again (`bh release`).
     Hold(Vec<JobId>),
     Release(Vec<JobId>),
+    /// A pending or running job's batch script and the environment it was submitted
+    /// with (`bh show --script`, like `scontrol write batch_script`): its owner's, or
+    /// any for operators.
+    Script(JobId),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +111,11 @@ pub enum ClientReply {
     },
     Report(Box<crate::acct::Report>),
     Error(ErrorReply),
+    /// A job's batch script and submitted environment.
+    Script {
+        script: String,
+        env: Vec<(String, String)>,
+    },
 }
 
 /// What happened to one job of a cancel request.
@@ -292,7 +301,7 @@ impl Message for ClientRequest {
                 check_ids("jobs", &f.jobs)
             }
             ClientOp::Cancel(ids) => check_ids("jobs", ids),
-            ClientOp::Show(_) | ClientOp::Nodes => Ok(()),
+            ClientOp::Show(_) | ClientOp::Nodes | ClientOp::Script(_) => Ok(()),
             ClientOp::Admin(AdminOp::Drain { node, reason }) => {
                 check_str("node", node, limits::MAX_NAME_BYTES)?;
                 check_str("reason", reason, limits::MAX_MESSAGE_BYTES)
@@ -341,6 +350,10 @@ impl Message for ClientReply {
                 check("daily", r.daily.len(), limits::MAX_LIST)
             }
             ClientReply::Submitted(_) | ClientReply::Job(_) => Ok(()),
+            ClientReply::Script { script, env } => {
+                check_str("script", script, limits::MAX_SCRIPT_BYTES)?;
+                crate::job::validate_env(env)
+            }
         }
     }
 }

@@ -1992,3 +1992,76 @@ fn an_agent_runs_only_fresh_launches_signed_by_its_broker_and_refuses_replays() 
         assert!(!marker(job).exists(), "refused job {job} ran");
     }
 }
+
+/// Another user can neither cancel nor hold a user's job, nor read its script, its
+/// environment, its name or its output path (redacted by default); its owner reads
+/// them all.
+#[test]
+fn another_user_can_neither_act_on_nor_read_a_users_job() {
+    let c = Cluster::start().expect("cluster");
+    let (a, b) = (user(USER1), user(USER2));
+    let wd = c.workdir(Some(&a)).expect("workdir");
+    let script = "#!/bin/sh\n# deploy key: s3cret-sauce\nsleep 60\n";
+    let job = c
+        .submit(
+            Some(&a),
+            &wd,
+            &["-J", "secret-name", "-o", "secret-%j.out", "-t", "2"],
+            script,
+        )
+        .expect("submit");
+    c.wait_state(job, &[JobState::Running], t())
+        .expect("running");
+    let id = job.to_string();
+    let run = |who: &bulkhead_tests::TestUser, args: &[&str]| {
+        let out = c.bh(Some(who), args).expect("bh");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    let (ok, out, err) = run(&b, &["show", &id, "--script"]);
+    assert!(!ok && !out.contains("s3cret"), "{out}");
+    assert!(err.contains("only its owner and operators"), "{err}");
+    let (ok, out, _) = run(&b, &["show", &id, "--env"]);
+    assert!(!ok && !out.contains("HOME=/home/"), "{out}");
+    let (ok, out, err) = run(&b, &["show", &id, "--json"]);
+    assert!(ok, "{err}");
+    assert!(
+        !out.contains("secret-name")
+            && !out.contains("secret-")
+            && !out.contains(&*wd.to_string_lossy()),
+        "{out}"
+    );
+    let (ok, out, _) = run(&b, &["queue", "--json"]);
+    assert!(ok && !out.contains("secret-"), "{out}");
+    let (ok, _, err) = run(&b, &["hold", &id]);
+    assert!(!ok, "another user held the job");
+    assert!(err.contains("own"), "{err}");
+    let (ok, _, err) = run(&b, &["cancel", &id]);
+    assert!(
+        !ok && err.contains("may cancel only their own jobs"),
+        "{err}"
+    );
+    assert_eq!(c.show(job).expect("show").state, JobState::Running);
+
+    // The owner reads it all.
+    let (ok, out, err) = run(&a, &["show", &id, "--script"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, script);
+    let (ok, out, _) = run(&a, &["show", &id, "--env"]);
+    assert!(ok && out.contains(&format!("HOME=/home/{USER1}")), "{out}");
+    let (ok, out, _) = run(&a, &["show", &id, "--json"]);
+    assert!(
+        ok && out.contains("secret-name") && out.contains(&format!("secret-{job}.out")),
+        "{out}"
+    );
+    let (ok, _, err) = run(&a, &["cancel", &id]);
+    assert!(ok, "{err}");
+    c.wait_state(job, &[JobState::Cancelled], t())
+        .expect("cancelled");
+    let (ok, _, err) = run(&a, &["show", &id, "--script"]);
+    assert!(!ok && err.contains("has ended"), "{err}");
+}

@@ -110,6 +110,7 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
                 req(ClientOp::Submit(Box::new(sub))),
                 req(ClientOp::Queue(QueueFilter::default())),
                 req(ClientOp::Cancel(vec![JobId(1)])),
+                req(ClientOp::Script(JobId(1))),
                 req(ClientOp::Acct(AcctFilter::default())),
                 req(ClientOp::Report(ReportQuery {
                     since_us: 0,
@@ -139,6 +140,10 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
                     truncated: false,
                 },
                 ClientReply::Nodes(vec![]),
+                ClientReply::Script {
+                    script: "#!/bin/sh\ntrue\n".into(),
+                    env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                },
             ]),
         ),
         (
