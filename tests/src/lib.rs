@@ -37,6 +37,18 @@ pub fn bin(name: &str) -> PathBuf {
     }
 }
 
+/// A benchmark's numeric option `name VALUE` from `args`, or `default`.
+pub fn u32_arg(args: &[String], name: &str, default: u32) -> Result<u32> {
+    match args.iter().position(|a| a == name) {
+        Some(i) => args
+            .get(i + 1)
+            .with_context(|| format!("{name}: missing value"))?
+            .parse()
+            .with_context(|| format!("bad {name}")),
+        None => Ok(default),
+    }
+}
+
 /// A local account, as the tests need it.
 #[derive(Debug, Clone)]
 pub struct TestUser {

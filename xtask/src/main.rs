@@ -315,23 +315,18 @@ fn bench_security(jobs: u32, rounds: u32) -> Result<()> {
         println!("curve_signed_{k}={:.0}", median(signed, k));
     }
     let (s, l) = ("submit_per_s", "launch_per_s");
-    println!(
-        "curve_launch_cost_pct={:.1}",
-        cost(median(plain, l), median(curve, l))
-    );
-    println!(
-        "secure_launch_cost_pct={:.1}",
-        cost(median(plain, l), median(signed, l))
-    );
-    println!(
-        "curve_submit_cost_pct={:.1}",
-        cost(median(plain, s), median(curve, s))
-    );
-    // Signing's own cost: CURVE with signed launches against CURVE alone.
-    println!(
-        "signed_launch_cost_pct={:.1}",
-        cost(median(curve, l), median(signed, l))
-    );
+    for (name, figure, base, with) in [
+        ("curve_launch_cost_pct", l, plain, curve),
+        ("secure_launch_cost_pct", l, plain, signed),
+        ("curve_submit_cost_pct", s, plain, curve),
+        // Signing's own cost: CURVE with signed launches against CURVE alone.
+        ("signed_launch_cost_pct", l, curve, signed),
+    ] {
+        println!(
+            "{name}={:.1}",
+            cost(median(base, figure), median(with, figure))
+        );
+    }
     Ok(())
 }
 

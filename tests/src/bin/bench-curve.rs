@@ -8,24 +8,14 @@
 //! the client's new key pair, included). Plaintext and CURVE alternate, `--rounds`
 //! times; the medians are printed, and what CURVE adds per request.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use bulkhead_net::curve::{self, KeyPair};
 use bulkhead_proto::codec;
 use bulkhead_proto::job::JobSubmission;
 use bulkhead_proto::msg::{ClientOp, ClientReply, ClientRequest};
 use bulkhead_proto::{JobId, ResourceRequest};
+use bulkhead_tests::u32_arg;
 use std::time::Instant;
-
-fn arg(args: &[String], name: &str, default: u32) -> Result<u32> {
-    match args.iter().position(|a| a == name) {
-        Some(i) => args
-            .get(i + 1)
-            .context("missing value")?
-            .parse()
-            .with_context(|| format!("bad {name}")),
-        None => Ok(default),
-    }
-}
 
 /// A frame the size of a real submission of a short script.
 fn submission_frame() -> Result<Vec<u8>> {
@@ -152,9 +142,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let n = arg(&args, "--requests", 50_000)?;
-    let rounds = arg(&args, "--rounds", 5)?.max(1);
-    let connections = arg(&args, "--connections", 300)?;
+    let n = u32_arg(&args, "--requests", 50_000)?;
+    let rounds = u32_arg(&args, "--rounds", 5)?.max(1);
+    let connections = u32_arg(&args, "--connections", 300)?;
     let frame = submission_frame()?;
     let reply = codec::encode(1, &ClientReply::Submitted(JobId(1_000_001)))?;
     let ctx = zmq::Context::new();

@@ -17,26 +17,15 @@
 //! burst, is printed too, under its own name. The figures come last, one per line as
 //! `name=value`.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use bulkhead_net::Client;
 use bulkhead_proto::job::JobSubmission;
 use bulkhead_proto::msg::{AdminOp, ClientOp, ClientReply, QueueFilter};
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, JobState, ResourceRequest};
-use bulkhead_tests::{Cluster, ClusterOpts};
+use bulkhead_tests::{Cluster, ClusterOpts, u32_arg};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-
-fn arg(args: &[String], name: &str, default: u32) -> Result<u32> {
-    match args.iter().position(|a| a == name) {
-        Some(i) => args
-            .get(i + 1)
-            .context("missing value")?
-            .parse()
-            .with_context(|| format!("bad {name}")),
-        None => Ok(default),
-    }
-}
 
 /// utime+stime (and cutime+cstime) of a process, in clock ticks.
 fn cpu_ticks(pid: u32) -> (u64, u64) {
@@ -65,9 +54,9 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let n = arg(&args, "--jobs", 2000)?;
-    let nodes = arg(&args, "--nodes", 4)?;
-    let cpus = arg(&args, "--cpus", 16)?;
+    let n = u32_arg(&args, "--jobs", 2000)?;
+    let nodes = u32_arg(&args, "--nodes", 4)?;
+    let cpus = u32_arg(&args, "--cpus", 16)?;
     if !nix::unistd::geteuid().is_root() {
         bail!("the benchmark runs an agent and must run as root");
     }
