@@ -210,6 +210,18 @@ fn build_daemons(more: &[&str]) -> Result<()> {
     run(&mut cmd)
 }
 
+/// Runs `cmd`; its standard output, or why it failed (with its standard error).
+fn stdout_of(cmd: &mut Command) -> Result<String> {
+    eprintln!("+ {cmd:?}");
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if !out.status.success() {
+        bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// Runs the end-to-end benchmark in plaintext, with CURVE, and with CURVE and signed
 /// launches, `rounds` times each, interleaved (plain, CURVE, signed, plain, ...) so
 /// that the machine's drift falls on all three alike, and prints the medians side by
@@ -223,14 +235,7 @@ fn bench_security(jobs: u32, rounds: u32) -> Result<()> {
         let mut cmd = Command::new(root().join("target/release/bench-e2e"));
         cmd.args(["--jobs", &jobs.to_string(), "--nodes", "2", "--cpus", "16"]);
         cmd.arg("--phases").args(mode);
-        eprintln!("+ {cmd:?}");
-        let out = cmd
-            .output()
-            .with_context(|| format!("cannot run {cmd:?}"))?;
-        if !out.status.success() {
-            bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout)
+        Ok(stdout_of(&mut cmd)?
             .lines()
             .filter_map(|l| l.split_once('='))
             .filter_map(|(k, v)| Some((k.to_string(), v.trim().parse().ok()?)))
@@ -281,14 +286,7 @@ fn bench_security(jobs: u32, rounds: u32) -> Result<()> {
     // CURVE alone, on one connection, without the rest of a submission's work.
     let mut cmd = Command::new(root().join("target/release/bench-curve"));
     cmd.args(["--rounds", &rounds.max(1).to_string()]);
-    eprintln!("+ {cmd:?}");
-    let out = cmd
-        .output()
-        .with_context(|| format!("cannot run {cmd:?}"))?;
-    if !out.status.success() {
-        bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = stdout_of(&mut cmd)?;
     let (notes, zmq_figures): (Vec<&str>, Vec<&str>) =
         text.lines().partition(|l| l.starts_with('#'));
     for l in &notes {
