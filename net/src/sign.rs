@@ -10,7 +10,7 @@
 use bulkhead_proto::JobId;
 use bulkhead_proto::job::LaunchSpec;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -134,10 +134,17 @@ impl LaunchSigner {
 pub struct LaunchVerifier {
     key: VerifyingKey,
     node: String,
-    /// Launches accepted and until when they were valid (a replay within that time is
-    /// refused; after it, the expiry refuses it).
-    seen: HashMap<JobId, u64>,
+    /// Launches accepted, by job and expiry: a replay carries both (they are signed),
+    /// while a job relaunched after a requeue is signed again with a later expiry. An
+    /// entry is kept until its expiry, which refuses a replay from then on.
+    seen: HashSet<(JobId, u64)>,
+    /// When expired entries are next dropped from `seen` (pruning on every launch
+    /// would cost a pass over two minutes of launches each time).
+    next_prune_us: u64,
 }
+
+/// How often the verifier forgets launches that have expired.
+const PRUNE_EVERY_US: u64 = 10_000_000;
 
 impl LaunchVerifier {
     /// From the broker's verifying key (a `broker.verify` file or its hex text).
@@ -157,14 +164,15 @@ impl LaunchVerifier {
         Ok(LaunchVerifier {
             key,
             node: node.to_string(),
-            seen: HashMap::new(),
+            seen: HashSet::new(),
+            next_prune_us: 0,
         })
     }
 
     /// Remembers a launch accepted earlier (by this agent before a restart), so that a
     /// replay of it is refused until it expires.
     pub fn remember(&mut self, job: JobId, until_us: u64) {
-        self.seen.insert(job, until_us);
+        self.seen.insert((job, until_us));
     }
 
     /// Whether to run `spec` at `now_us`; why not, if not.
@@ -183,14 +191,16 @@ impl LaunchVerifier {
         if spec.expires_us <= now_us {
             return Err("the launch has expired (replayed, or delayed)".into());
         }
-        self.seen.retain(|_, until| *until > now_us);
-        if self.seen.contains_key(&spec.job) {
+        if now_us >= self.next_prune_us {
+            self.seen.retain(|(_, until)| *until > now_us);
+            self.next_prune_us = now_us + PRUNE_EVERY_US;
+        }
+        if !self.seen.insert((spec.job, spec.expires_us)) {
             return Err(format!(
                 "job {} was launched here already (replayed)",
                 spec.job
             ));
         }
-        self.seen.insert(spec.job, spec.expires_us);
         Ok(())
     }
 }
@@ -298,6 +308,14 @@ mod tests {
                 .unwrap_err()
                 .contains("not signed")
         );
+
+        // Job 1 requeued and launched here again: signed anew, it runs; the replay of
+        // either launch does not.
+        let mut again = spec(1);
+        broker.sign(&mut again, "n1", 1_500);
+        assert_eq!(agent.check(&again, 2_500), Ok(()));
+        assert!(agent.check(&again, 2_600).unwrap_err().contains("replayed"));
+        assert!(agent.check(&ok, 2_600).unwrap_err().contains("replayed"));
 
         // A verifier that remembers launch 1 (a restarted agent) refuses its replay.
         let mut restarted = LaunchVerifier::load(verify_file.to_str().unwrap(), "n1").unwrap();

@@ -14,7 +14,7 @@
 use bulkhead_proto::JobId;
 use bulkhead_proto::job::JobEnd;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -92,7 +92,8 @@ pub struct Journal {
     /// The size just after the last rewrite (what was live then).
     live: u64,
     pending: BTreeMap<JobId, JobEnd>,
-    launched: BTreeMap<JobId, u64>,
+    /// Accepted launches by job and expiry (a requeued job is launched again).
+    launched: BTreeSet<(JobId, u64)>,
 }
 
 impl Journal {
@@ -138,13 +139,13 @@ impl Journal {
 
     /// Signed launches accepted here and until when each was valid.
     pub fn launched(&self) -> impl Iterator<Item = (JobId, u64)> + '_ {
-        self.launched.iter().map(|(j, u)| (*j, *u))
+        self.launched.iter().copied()
     }
 
     /// Records that the signed launch of `job`, valid until `until_us`, was accepted.
     pub fn record_launch(&mut self, job: JobId, until_us: u64) -> Result<(), JournalError> {
         self.append(&Record::Launched { job, until_us })?;
-        self.launched.insert(job, until_us);
+        self.launched.insert((job, until_us));
         self.compact_if_needed()
     }
 
@@ -191,7 +192,7 @@ impl Journal {
             return Ok(());
         }
         let now = bulkhead_proto::time::now_us();
-        self.launched.retain(|_, until| *until > now);
+        self.launched.retain(|(_, until)| *until > now);
         let tmp = self.path.with_extension("tmp");
         let err = |op| {
             let path = tmp.clone();
@@ -231,12 +232,12 @@ fn frame(r: &Record) -> Vec<u8> {
 /// of the valid prefix.
 struct Replayed {
     pending: BTreeMap<JobId, JobEnd>,
-    launched: BTreeMap<JobId, u64>,
+    launched: BTreeSet<(JobId, u64)>,
     valid: usize,
 }
 
 fn replay(bytes: &[u8]) -> Replayed {
-    let (mut pending, mut launched) = (BTreeMap::new(), BTreeMap::new());
+    let (mut pending, mut launched) = (BTreeMap::new(), BTreeSet::new());
     let mut at = 0;
     while bytes.len() - at >= 4 {
         let len =
@@ -252,7 +253,7 @@ fn replay(bytes: &[u8]) -> Replayed {
                 pending.remove(&j);
             }
             Some(Record::Launched { job, until_us }) => {
-                launched.insert(job, until_us);
+                launched.insert((job, until_us));
             }
             None => break,
         }

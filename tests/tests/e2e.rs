@@ -1875,7 +1875,8 @@ fn launch_of(job: u64, uid: u32, gid: u32, node: &str, marker: &std::path::Path)
 /// broker signed exactly that launch, for this node, recently, and never ran it: an
 /// unsigned, forged, altered (root instead of the user, a GPU added), misdirected or
 /// expired launch is refused and reported, and so is a replay of the genuine one, also
-/// after the agent restarted. Each refused job would have left its marker file.
+/// after the agent restarted, while a requeued job's new launch runs. Each refused job
+/// would have left its marker file.
 #[test]
 fn an_agent_runs_only_fresh_launches_signed_by_its_broker_and_refuses_replays() {
     let c = Cluster::start_with(ClusterOpts {
@@ -1978,6 +1979,18 @@ fn an_agent_runs_only_fresh_launches_signed_by_its_broker_and_refuses_replays() 
     broker.send(&BrokerMessage::Launch(Box::new(next)));
     let end = broker.end_of(JobId(8));
     assert_eq!(end.state, JobState::Completed, "{end:?}");
+    // Requeued (a preemption, a node failure) and launched here again: signed anew,
+    // with a later expiry, it is no replay and runs.
+    broker.send(&BrokerMessage::EndAck { job: JobId(8) });
+    let mut requeued = launch_of(8, 0, 0, &name, &marker(8));
+    signer.sign(&mut requeued, &name, now_us());
+    broker.send(&BrokerMessage::Launch(Box::new(requeued)));
+    let end = broker.end_of(JobId(8));
+    assert_eq!(
+        end.state,
+        JobState::Completed,
+        "a relaunch after a requeue: {end:?}"
+    );
 
     assert_eq!(
         std::fs::read_to_string(marker(7)).expect("job 7 ran"),
@@ -1986,7 +1999,8 @@ fn an_agent_runs_only_fresh_launches_signed_by_its_broker_and_refuses_replays() 
     );
     assert_eq!(
         std::fs::read_to_string(marker(8)).expect("job 8 ran"),
-        "ran\n"
+        "ran\nran\n",
+        "job 8 ran, and again after its requeue"
     );
     for job in 1..=6 {
         assert!(!marker(job).exists(), "refused job {job} ran");
