@@ -168,6 +168,20 @@ pub fn decode<M: Message>(frame: &[u8]) -> Result<(Header, M), DecodeError> {
     Ok((header, msg))
 }
 
+/// What must hold for any frame from the network, as the fuzz targets and the corpus
+/// test check it: reading the header or decoding never panics, and a frame that is
+/// accepted encodes, decodes and encodes again to the same bytes (bytes, not values:
+/// a float may be NaN, which equals nothing). Panics where that does not hold.
+pub fn check_untrusted_frame<M: Message>(frame: &[u8]) {
+    let _ = peek_header(frame);
+    if let Ok((h, msg)) = decode::<M>(frame) {
+        let again = encode(h.request_id, &msg).expect("an accepted message encodes");
+        let (_, back) = decode::<M>(&again).expect("and decodes again");
+        let third = encode(h.request_id, &back).expect("encodes again");
+        assert_eq!(third, again, "a round trip changed the message");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
