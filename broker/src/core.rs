@@ -87,6 +87,9 @@ const ARRAY_WINDOW: usize = 256;
 /// A connected peer, as the socket names it (a ZeroMQ routing id).
 pub type PeerId = Vec<u8>;
 
+/// Prefix of a node key the store keeps as revoked.
+const REVOKED: &str = "revoked:";
+
 /// Tunables of the core.
 #[derive(Debug, Clone)]
 pub struct CoreConfig {
@@ -1571,6 +1574,32 @@ impl Core {
         }
     }
 
+    /// Node `id` is DOWN (`why`): its connection is forgotten and its jobs end
+    /// NODE_FAIL.
+    fn node_down(&mut self, fx: &mut Effects, id: NodeId, why: &str, now_us: u64) {
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return;
+        };
+        if let Some(p) = node.peer.take() {
+            self.node_by_peer.remove(&p);
+        }
+        let name = node.name.clone();
+        let idx = node.idx;
+        let jobs: Vec<JobId> = node.running.iter().chain(&node.held).copied().collect();
+        for j in jobs {
+            let mut end = self.end_of(j, JobState::NodeFail, now_us);
+            end.reason = Some(format!("node {name} {why}"));
+            self.finish(fx, end);
+        }
+        self.sched.set_health(
+            idx,
+            sched::Health::Down {
+                reason: why.to_string(),
+            },
+            secs(now_us),
+        );
+    }
+
     /// Periodic work: nodes that stopped talking go DOWN and their jobs NODE_FAIL.
     pub fn tick(&mut self, now_us: u64) -> Effects {
         let mut fx = Effects::default();
@@ -1581,27 +1610,7 @@ impl Core {
             .map(|n| n.id)
             .collect();
         for id in dead {
-            let Some(node) = self.nodes.get_mut(&id) else {
-                continue;
-            };
-            if let Some(p) = node.peer.take() {
-                self.node_by_peer.remove(&p);
-            }
-            let name = node.name.clone();
-            let idx = node.idx;
-            let jobs: Vec<JobId> = node.running.iter().chain(&node.held).copied().collect();
-            for j in jobs {
-                let mut end = self.end_of(j, JobState::NodeFail, now_us);
-                end.reason = Some(format!("node {name} stopped responding"));
-                self.finish(&mut fx, end);
-            }
-            self.sched.set_health(
-                idx,
-                sched::Health::Down {
-                    reason: "stopped responding".into(),
-                },
-                secs(now_us),
-            );
+            self.node_down(&mut fx, id, "stopped responding", now_us);
         }
         if std::mem::take(&mut self.refill_arrays) {
             let parents: Vec<JobId> = self.arrays.keys().copied().collect();
@@ -2341,9 +2350,10 @@ impl Core {
         // Operators drain and resume nodes; reservations are the admins'.
         let needed = match &op {
             AdminOp::Drain { .. } | AdminOp::Resume { .. } => Role::Operator,
-            AdminOp::Reserve(_) | AdminOp::Unreserve { .. } | AdminOp::AddNodeKey { .. } => {
-                Role::Admin
-            }
+            AdminOp::Reserve(_)
+            | AdminOp::Unreserve { .. }
+            | AdminOp::AddNodeKey { .. }
+            | AdminOp::RemoveNodeKey { .. } => Role::Admin,
         };
         if self.role(caller) < needed {
             tracing::warn!(user = %caller.user, uid = caller.uid, ?op, "refused an administrative request");
@@ -2382,6 +2392,36 @@ impl Core {
                     key,
                 });
                 return ClientReply::Done(format!("the agent of {node} is admitted with that key"));
+            }
+            AdminOp::RemoveNodeKey { node } => {
+                let Some(key) = self.cfg.node_keys.remove(&node) else {
+                    return ClientReply::Error(err(
+                        ErrorCode::NotFound,
+                        format!("node {node} has no admitted key"),
+                    ));
+                };
+                tracing::warn!(%node, %key, by = %caller.user, "node key revoked");
+                // Kept as revoked, so that the configuration's [node_keys] does not
+                // admit it again at the next start.
+                fx.store.push(StoreOp::UpsertNodeKey {
+                    node: node.clone(),
+                    key: format!("{REVOKED}{key}"),
+                });
+                let mut down = "";
+                if let Some(id) = self.node_by_name.get(&node).copied()
+                    && self.nodes.get(&id).is_some_and(Node::up)
+                {
+                    self.node_down(
+                        fx,
+                        id,
+                        &format!("its key was revoked by {}", caller.user),
+                        now_us,
+                    );
+                    down = "; the node is down and its jobs ended NODE_FAIL";
+                }
+                return ClientReply::Done(format!(
+                    "the key of {node} is revoked: its agent is refused{down}"
+                ));
             }
             AdminOp::Unreserve { name } => {
                 if self.reservations.remove(&name).is_none() {
@@ -2468,9 +2508,22 @@ impl Core {
         }
     }
 
-    /// Node keys the store kept (`bh admin node add`), over the configuration's.
+    /// Node keys the store kept (`bh admin node add`), over the configuration's; a
+    /// key revoked (`bh admin node remove`) stays revoked even if the configuration
+    /// still lists it.
     pub fn restore_node_keys(&mut self, keys: Vec<(String, String)>) {
-        self.cfg.node_keys.extend(keys);
+        for (node, key) in keys {
+            match key.strip_prefix(REVOKED) {
+                Some(old) => {
+                    if self.cfg.node_keys.get(&node).is_some_and(|k| *k == old) {
+                        self.cfg.node_keys.remove(&node);
+                    }
+                }
+                None => {
+                    self.cfg.node_keys.insert(node, key);
+                }
+            }
+        }
     }
 
     /// The Prometheus metrics of the broker's state, with what the shell adds (`extra`),
@@ -3772,6 +3825,121 @@ mod tests {
         assert!(
             matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Jobs(j), .. } if j.len() == 1)
         );
+    }
+
+    /// An administrator revokes a node's key: the node is down at once, its job ends,
+    /// its agent's messages are refused, and a restart with the key still in the
+    /// configuration keeps it revoked; a new key admits the node again.
+    #[test]
+    fn a_revoked_node_key_takes_the_node_down_and_stays_revoked() {
+        let (k1, k2) = (
+            bulkhead_net::curve::z85(&[1; 32]),
+            bulkhead_net::curve::z85(&[2; 32]),
+        );
+        let cfg = CoreConfig {
+            curve: true,
+            node_keys: [("n1".to_string(), k1.clone())].into(),
+            ..CoreConfig::default()
+        };
+        let mut c = Core::new(cfg.clone(), vec![], vec![]);
+        assert_eq!(c.agent_key_check(Some(&k1), &reg("n1", 2, vec![])), Ok(()));
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+        let alice = named(1001, "alice");
+        let job = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &alice,
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        ));
+        let state = |c: &mut Core| match c
+            .client(b"c".to_vec(), 2, &root(), ClientOp::Show(job), 2)
+            .send
+            .remove(0)
+        {
+            Outbound::Client {
+                reply: ClientReply::Job(j),
+                ..
+            } => j.state,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(state(&mut c), JobState::Running);
+        let revoke = ClientOp::Admin(AdminOp::RemoveNodeKey { node: "n1".into() });
+
+        let fx = c.client(b"c".to_vec(), 3, &alice, revoke.clone(), 3);
+        assert!(
+            matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.code == ErrorCode::PermissionDenied)
+        );
+        let fx = c.client(b"c".to_vec(), 4, &root(), revoke.clone(), 4);
+        assert!(
+            fx.send.iter().any(|o| matches!(o, Outbound::Client { reply: ClientReply::Done(m), .. } if m.contains("revoked"))),
+            "{:?}",
+            fx.send
+        );
+        let stored: Vec<(String, String)> = fx
+            .store
+            .iter()
+            .filter_map(|op| match op {
+                StoreOp::UpsertNodeKey { node, key } => Some((node.clone(), key.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stored, vec![("n1".to_string(), format!("{REVOKED}{k1}"))]);
+        assert_ne!(
+            state(&mut c),
+            JobState::Running,
+            "the job ended with its node"
+        );
+        let nodes = match c
+            .client(b"c".to_vec(), 5, &root(), ClientOp::Nodes, 5)
+            .send
+            .remove(0)
+        {
+            Outbound::Client {
+                reply: ClientReply::Nodes(n),
+                ..
+            } => n,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(nodes[0].state, NodeState::Down);
+        let hb = AgentMessage::Heartbeat { running: vec![] };
+        assert!(
+            c.agent_key_check(Some(&k1), &hb)
+                .unwrap_err()
+                .contains("allowlist")
+        );
+        let fx = c.client(b"c".to_vec(), 6, &root(), revoke, 6);
+        assert!(
+            matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.code == ErrorCode::NotFound)
+        );
+
+        // A restart: the configuration still lists k1, the store says it is revoked.
+        let mut again = Core::new(cfg.clone(), vec![], vec![]);
+        again.restore_node_keys(stored.clone());
+        assert!(again.agent_key_check(Some(&k1), &hb).is_err());
+        // A new key in the configuration is not the revoked one.
+        let mut rekeyed = Core::new(
+            CoreConfig {
+                node_keys: [("n1".to_string(), k2.clone())].into(),
+                ..cfg
+            },
+            vec![],
+            vec![],
+        );
+        rekeyed.restore_node_keys(stored);
+        assert_eq!(rekeyed.agent_key_check(Some(&k2), &hb), Ok(()));
+        // Nor one an administrator admits.
+        again.client(
+            b"c".to_vec(),
+            7,
+            &root(),
+            ClientOp::Admin(AdminOp::AddNodeKey {
+                node: "n1".into(),
+                key: k2.clone(),
+            }),
+            7,
+        );
+        assert_eq!(again.agent_key_check(Some(&k2), &hb), Ok(()));
     }
 
     /// A job's script and environment are its owner's and operators' to read, even

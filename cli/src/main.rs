@@ -94,6 +94,10 @@ enum NodeCmd {
         #[arg(long)]
         key: String,
     },
+    /// Revoke node NAME's key (a node retired, or its key compromised): its agent is
+    /// refused from then on and the node goes down at once, its jobs ending NODE_FAIL.
+    /// `add` admits a new key.
+    Remove { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -418,6 +422,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     node: name.clone(),
                     key: z85_of(key)?,
                 },
+                AdminCmd::Node {
+                    op: NodeCmd::Remove { name },
+                } => bulkhead_proto::msg::AdminOp::RemoveNodeKey { node: name.clone() },
                 AdminCmd::Reserve {
                     name,
                     nodes,

@@ -50,6 +50,9 @@ pub enum AdminOp {
     Unreserve { name: String },
     /// Admit the agent of node `node`, which holds the CURVE key pair of `key` (Z85).
     AddNodeKey { node: String, key: String },
+    /// Revoke node `node`'s key: its agent is refused from then on, and the node is
+    /// down at once (its jobs end NODE_FAIL).
+    RemoveNodeKey { node: String },
 }
 
 /// An administrator's reservation.
@@ -312,6 +315,9 @@ impl Message for ClientRequest {
             ClientOp::Admin(AdminOp::Reserve(r)) => r.validate(),
             ClientOp::Admin(AdminOp::Unreserve { name }) => {
                 check_str("name", name, limits::MAX_NAME_BYTES)
+            }
+            ClientOp::Admin(AdminOp::RemoveNodeKey { node }) => {
+                check_str("node", node, limits::MAX_NAME_BYTES)
             }
             ClientOp::Admin(AdminOp::AddNodeKey { node, key }) => {
                 check_str("node", node, limits::MAX_NAME_BYTES)?;

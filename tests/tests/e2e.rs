@@ -1671,8 +1671,9 @@ fn a_job_cannot_escape_its_user_its_cgroup_or_its_files() {
 
 /// With CURVE and signed launches: jobs run over encrypted connections, and the agent
 /// runs only launches the broker signed (an unsigned one is refused with the reason);
-/// an agent whose key is not admitted cannot register until an administrator admits it;
-/// a client without the broker's public key cannot talk to it at all.
+/// an agent whose key is not admitted cannot register until an administrator admits it,
+/// nor once its key is revoked; a client without the broker's public key cannot talk to
+/// it at all.
 #[test]
 fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
     let c = Cluster::start_with(ClusterOpts {
@@ -1725,6 +1726,18 @@ fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
         String::from_utf8_lossy(&out.stderr)
     );
     wait_for(scaled_t(), || up(&c)).expect("the admitted agent registered");
+    // Revoked: down at once, and its agent is refused from then on.
+    let out = c
+        .bh(None, &["admin", "node", "remove", &rogue])
+        .expect("bh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!up(&c), "a node whose key was revoked is up");
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!up(&c), "the revoked agent registered again");
     // Stopped as an admin would, so that it removes its cgroups.
     bulkhead_tests::stop(&mut agent, Duration::from_secs(10));
 
