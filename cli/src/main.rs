@@ -140,11 +140,11 @@ enum Cmd {
         json: bool,
         /// Print the job's batch script instead (like `scontrol write batch_script`):
         /// yours, or any for operators; pending and running jobs only.
-        #[arg(long, conflicts_with = "env")]
+        #[arg(long, conflicts_with_all = ["env", "json"])]
         script: bool,
         /// Print the environment the job was submitted with, NAME=VALUE per line
         /// (same rules as --script).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "json")]
         env: bool,
     },
     /// Cancel jobs (like scancel).
@@ -165,7 +165,8 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Administration (root only).
+    /// Administration: operators drain and resume nodes; administrators (root, or users
+    /// the configuration names) also manage reservations and node keys.
     Admin {
         #[command(subcommand)]
         op: AdminCmd,
