@@ -171,12 +171,14 @@ enum Cmd {
         #[command(subcommand)]
         op: AdminCmd,
     },
-    /// Accounting records of jobs (like sacct): yours, everyone's for root.
+    /// Accounting records of jobs (like sacct): yours, everyone's for operators and
+    /// administrators.
     Acct {
         /// Jobs, comma-separated.
         #[arg(short = 'j', long = "jobs", value_delimiter = ',')]
         jobs: Vec<u64>,
-        /// Users (names or uids), comma-separated (root only for others).
+        /// Users (names or uids), comma-separated (others only for operators and
+        /// administrators).
         #[arg(short = 'u', long = "user", value_delimiter = ',')]
         users: Vec<String>,
         #[arg(short = 'A', long = "accounts", value_delimiter = ',')]
@@ -204,8 +206,9 @@ enum Cmd {
         #[arg(long)]
         csv: bool,
     },
-    /// Usage by account or user over a period (like sreport), root only: GPU-hours by
-    /// model and MIG profile, CPU-hours, energy, waits, GPU efficiency, top wasters.
+    /// Usage by account or user over a period (like sreport), for administrators:
+    /// GPU-hours by model and MIG profile, CPU-hours, energy, waits, GPU efficiency,
+    /// top wasters.
     Report {
         /// From (default: now-7-0, a week ago); forms as bh acct -S.
         #[arg(short = 'S', long = "starttime")]
