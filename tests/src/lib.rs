@@ -88,6 +88,17 @@ pub fn stop(child: &mut Child, grace: Duration) {
     let _ = child.wait();
 }
 
+/// A process a test started, stopped as an admin would (SIGTERM, then SIGKILL after
+/// 15 s) when this is dropped, so that a failing test leaves no daemon behind.
+#[derive(Debug)]
+pub struct Stopped(pub Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        stop(&mut self.0, Duration::from_secs(15));
+    }
+}
+
 /// A private munged with its own key.
 #[derive(Debug)]
 pub struct Munged {
@@ -308,8 +319,8 @@ impl Cluster {
     }
 
     /// Starts one more agent, for node `name`, beside the cluster's.
-    pub fn spawn_extra_agent(&self, name: &str) -> Result<Child> {
-        self.spawn_agent(name)
+    pub fn spawn_extra_agent(&self, name: &str) -> Result<Stopped> {
+        self.spawn_agent_to(name, &self.endpoint)
     }
 
     /// Starts the broker on a free loopback port (or the port it had, on a restart).
@@ -389,12 +400,17 @@ impl Cluster {
     }
 
     fn spawn_agent(&self, name: &str) -> Result<Child> {
-        self.spawn_agent_to(name, &self.endpoint)
+        self.agent_process(name, &self.endpoint)
     }
 
     /// Starts an agent for node `name` that connects to `endpoint` (another broker, or
-    /// a test playing one), with this cluster's keys, MUNGE and agent options.
-    pub fn spawn_agent_to(&self, name: &str, endpoint: &str) -> Result<Child> {
+    /// a test playing one), with this cluster's keys, MUNGE and agent options; it is
+    /// stopped when the returned guard goes, also when the test fails.
+    pub fn spawn_agent_to(&self, name: &str, endpoint: &str) -> Result<Stopped> {
+        self.agent_process(name, endpoint).map(Stopped)
+    }
+
+    fn agent_process(&self, name: &str, endpoint: &str) -> Result<Child> {
         if let Ok(mut extra) = self.extra_nodes.lock()
             && name != self.node
             && !self.node_names().iter().any(|n| n == name)
