@@ -189,7 +189,10 @@ impl LaunchVerifier {
             ));
         }
         if spec.expires_us <= now_us {
-            return Err("the launch has expired (replayed, or delayed)".into());
+            return Err(format!(
+                "the launch has expired, {:.1} s ago (replayed, delayed, or this node's clock is not the broker's: check NTP)",
+                (now_us - spec.expires_us) as f64 / 1e6
+            ));
         }
         if now_us >= self.next_prune_us {
             self.seen.retain(|(_, until)| *until > now_us);
