@@ -2349,7 +2349,9 @@ impl Core {
     ) -> ClientReply {
         // Operators drain and resume nodes; reservations are the admins'.
         let needed = match &op {
-            AdminOp::Drain { .. } | AdminOp::Resume { .. } => Role::Operator,
+            AdminOp::Drain { .. } | AdminOp::Resume { .. } | AdminOp::ListNodeKeys => {
+                Role::Operator
+            }
             AdminOp::Reserve(_)
             | AdminOp::Unreserve { .. }
             | AdminOp::AddNodeKey { .. }
@@ -2392,6 +2394,15 @@ impl Core {
                     key,
                 });
                 return ClientReply::Done(format!("the agent of {node} is admitted with that key"));
+            }
+            AdminOp::ListNodeKeys => {
+                return ClientReply::NodeKeys(
+                    self.cfg
+                        .node_keys
+                        .iter()
+                        .map(|(n, k)| (n.clone(), k.clone()))
+                        .collect(),
+                );
             }
             AdminOp::RemoveNodeKey { node } => {
                 let Some(key) = self.cfg.node_keys.remove(&node) else {
@@ -3940,6 +3951,30 @@ mod tests {
             7,
         );
         assert_eq!(again.agent_key_check(Some(&k2), &hb), Ok(()));
+        let listed = again.client(
+            b"c".to_vec(),
+            8,
+            &root(),
+            ClientOp::Admin(AdminOp::ListNodeKeys),
+            8,
+        );
+        assert!(
+            matches!(&listed.send[0], Outbound::Client { reply: ClientReply::NodeKeys(k), .. } if *k == vec![("n1".to_string(), k2.clone())]),
+            "{:?}",
+            listed.send
+        );
+        let listed = c.client(
+            b"c".to_vec(),
+            9,
+            &root(),
+            ClientOp::Admin(AdminOp::ListNodeKeys),
+            9,
+        );
+        assert!(
+            matches!(&listed.send[0], Outbound::Client { reply: ClientReply::NodeKeys(k), .. } if k.is_empty()),
+            "the revoked key is not listed: {:?}",
+            listed.send
+        );
     }
 
     /// A job's script and environment are its owner's and operators' to read, even

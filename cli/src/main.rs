@@ -98,6 +98,8 @@ enum NodeCmd {
     /// refused from then on and the node goes down at once, its jobs ending NODE_FAIL.
     /// `add` admits a new key.
     Remove { name: String },
+    /// The keys admitted now, one `NODE KEY` per line (operators and administrators).
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -408,6 +410,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
+        Cmd::Admin {
+            op: AdminCmd::Node { op: NodeCmd::List },
+        } => {
+            for (node, key) in client(&cli)?.node_keys().map_err(explain)? {
+                println!("{node} {key}");
+            }
+        }
         Cmd::Admin { op } => {
             let op = match op {
                 AdminCmd::Drain { node, reason } => bulkhead_proto::msg::AdminOp::Drain {
@@ -429,6 +438,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 AdminCmd::Node {
                     op: NodeCmd::Remove { name },
                 } => bulkhead_proto::msg::AdminOp::RemoveNodeKey { node: name.clone() },
+                AdminCmd::Node { op: NodeCmd::List } => bulkhead_proto::msg::AdminOp::ListNodeKeys,
                 AdminCmd::Reserve {
                     name,
                     nodes,

@@ -221,6 +221,14 @@ impl Client {
         }
     }
 
+    /// The node keys the broker admits now (node, Z85 public key).
+    pub fn node_keys(&mut self) -> Result<Vec<(String, String)>, ClientError> {
+        match self.call(ClientOp::Admin(bulkhead_proto::msg::AdminOp::ListNodeKeys))? {
+            ClientReply::NodeKeys(k) => Ok(k),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
     pub fn reservations(&mut self) -> Result<Vec<bulkhead_proto::msg::Reservation>, ClientError> {
         match self.call(ClientOp::Reservations)? {
             ClientReply::Reservations(r) => Ok(r),

@@ -53,6 +53,8 @@ pub enum AdminOp {
     /// Revoke node `node`'s key: its agent is refused from then on, and the node is
     /// down at once (its jobs end NODE_FAIL).
     RemoveNodeKey { node: String },
+    /// The node keys admitted now (`bh admin node list`).
+    ListNodeKeys,
 }
 
 /// An administrator's reservation.
@@ -119,6 +121,8 @@ pub enum ClientReply {
         script: String,
         env: Vec<(String, String)>,
     },
+    /// Admitted node keys: node name and CURVE public key (Z85).
+    NodeKeys(Vec<(String, String)>),
 }
 
 /// What happened to one job of a cancel request.
@@ -319,6 +323,7 @@ impl Message for ClientRequest {
             ClientOp::Admin(AdminOp::RemoveNodeKey { node }) => {
                 check_str("node", node, limits::MAX_NAME_BYTES)
             }
+            ClientOp::Admin(AdminOp::ListNodeKeys) => Ok(()),
             ClientOp::Admin(AdminOp::AddNodeKey { node, key }) => {
                 check_str("node", node, limits::MAX_NAME_BYTES)?;
                 check_str("key", key, 64)
@@ -359,6 +364,13 @@ impl Message for ClientReply {
             ClientReply::Script { script, env } => {
                 check_str("script", script, limits::MAX_SCRIPT_BYTES)?;
                 crate::job::validate_env(env)
+            }
+            ClientReply::NodeKeys(keys) => {
+                check("node keys", keys.len(), limits::MAX_LIST)?;
+                keys.iter().try_for_each(|(node, key)| {
+                    check_str("node", node, limits::MAX_NAME_BYTES)?;
+                    check_str("key", key, 64)
+                })
             }
         }
     }

@@ -1726,6 +1726,13 @@ fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
         String::from_utf8_lossy(&out.stderr)
     );
     wait_for(scaled_t(), || up(&c)).expect("the admitted agent registered");
+    let listed = |c: &Cluster| {
+        let out = c.bh(None, &["admin", "node", "list"]).expect("bh");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let keys = listed(&c);
+    assert!(keys.contains(&format!("{rogue} {public}")), "{keys}");
     // Revoked: down at once, and its agent is refused from then on.
     let out = c
         .bh(None, &["admin", "node", "remove", &rogue])
@@ -1736,6 +1743,11 @@ fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!up(&c), "a node whose key was revoked is up");
+    assert!(!listed(&c).contains(&public), "a revoked key is listed");
+    assert!(
+        listed(&c).contains(&c.node),
+        "the cluster's own node is listed"
+    );
     std::thread::sleep(Duration::from_secs(3));
     assert!(!up(&c), "the revoked agent registered again");
     // Stopped as an admin would, so that it removes its cgroups.

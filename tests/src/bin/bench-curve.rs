@@ -95,6 +95,8 @@ fn serve(ctx: &zmq::Context, pair: Option<&KeyPair>, reply: Vec<u8>) -> Result<S
 fn dealer(ctx: &zmq::Context, endpoint: &str, server: Option<&[u8; 32]>) -> Result<zmq::Socket> {
     let sock = ctx.socket(zmq::DEALER)?;
     sock.set_linger(0)?;
+    // A server that died fails the benchmark instead of hanging it.
+    sock.set_rcvtimeo(10_000)?;
     if let Some(key) = server {
         // As `bh` does: a new key pair for every connection.
         curve::client(&sock, &curve::generate()?, key)?;
