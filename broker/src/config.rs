@@ -61,6 +61,11 @@
 //! ```
 //!
 //! Unknown keys are refused, so that a misspelt setting is not silently ignored.
+//!
+//! SIGHUP (`systemctl reload`) reads the file again: roles, privacy, rate limit,
+//! retention, users' accounts and node keys take effect at once; partitions, accounts,
+//! QOS, priority weights, limits and timers at the next restart (the broker logs which
+//! of those changed). A file that does not parse leaves the running configuration.
 
 use crate::core::{AccountConfig, CoreConfig, PartitionConfig};
 use serde::Deserialize;

@@ -36,7 +36,7 @@ pub const DEFAULT_MAX_SUBMITTED_PER_USER: u32 = 50_000;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A partition, as configured: its nodes by name (`*` and a trailing `*` match).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PartitionConfig {
     pub name: String,
     pub nodes: Vec<String>,
@@ -61,7 +61,7 @@ impl PartitionConfig {
 }
 
 /// A quality of service: a priority factor and per-user limits.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct QosConfig {
     pub name: String,
     /// Priority factor in [0, 1].
@@ -74,7 +74,7 @@ pub struct QosConfig {
 }
 
 /// An account of the fair-share tree.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AccountConfig {
     pub name: String,
     pub parent: Option<String>,
@@ -324,6 +324,9 @@ pub struct Core {
     node_by_peer: HashMap<PeerId, NodeId>,
     next_job: u64,
     next_node: u32,
+    /// Node keys as the store holds them (admitted by `bh admin node add`, or revoked),
+    /// applied over the configuration's at start and at each reload.
+    stored_keys: BTreeMap<String, String>,
 }
 
 /// Microseconds to the scheduler's seconds.
@@ -398,6 +401,7 @@ impl Core {
             node_by_peer: HashMap::new(),
             next_job: 1,
             next_node: 1,
+            stored_keys: BTreeMap::new(),
         };
         for n in nodes {
             core.next_node = core.next_node.max(n.id.0 + 1);
@@ -2389,6 +2393,7 @@ impl Core {
                 }
                 tracing::info!(%node, %key, by = %caller.user, "node key admitted");
                 self.cfg.node_keys.insert(node.clone(), key.clone());
+                self.stored_keys.insert(node.clone(), key.clone());
                 fx.store.push(StoreOp::UpsertNodeKey {
                     node: node.clone(),
                     key,
@@ -2414,9 +2419,11 @@ impl Core {
                 tracing::warn!(%node, %key, by = %caller.user, "node key revoked");
                 // Kept as revoked, so that the configuration's [node_keys] does not
                 // admit it again at the next start.
+                let revoked = format!("{REVOKED}{key}");
+                self.stored_keys.insert(node.clone(), revoked.clone());
                 fx.store.push(StoreOp::UpsertNodeKey {
                     node: node.clone(),
-                    key: format!("{REVOKED}{key}"),
+                    key: revoked,
                 });
                 let mut down = "";
                 if let Some(id) = self.node_by_name.get(&node).copied()
@@ -2523,18 +2530,90 @@ impl Core {
     /// key revoked (`bh admin node remove`) stays revoked even if the configuration
     /// still lists it.
     pub fn restore_node_keys(&mut self, keys: Vec<(String, String)>) {
-        for (node, key) in keys {
+        self.stored_keys.extend(keys);
+        self.apply_stored_keys();
+    }
+
+    fn apply_stored_keys(&mut self) {
+        for (node, key) in &self.stored_keys {
             match key.strip_prefix(REVOKED) {
                 Some(old) => {
-                    if self.cfg.node_keys.get(&node).is_some_and(|k| *k == old) {
-                        self.cfg.node_keys.remove(&node);
+                    if self.cfg.node_keys.get(node).is_some_and(|k| k == old) {
+                        self.cfg.node_keys.remove(node);
                     }
                 }
                 None => {
-                    self.cfg.node_keys.insert(node, key);
+                    self.cfg.node_keys.insert(node.clone(), key.clone());
                 }
             }
         }
+    }
+
+    /// Applies a configuration read again (SIGHUP): roles, privacy, the rate limit,
+    /// retention, users' accounts, default memory and node keys take effect now; a
+    /// node whose key is no longer admitted goes down as if revoked. Partitions,
+    /// accounts, QOS, scheduler weights and limits, timeouts and the transport need a
+    /// restart: what changed among them is logged and left as it was.
+    pub fn reconfigure(&mut self, new: CoreConfig, now_us: u64) -> Effects {
+        let mut fx = Effects::default();
+        let old = &self.cfg;
+        let mut later = Vec::new();
+        if new.partitions != old.partitions || new.partition != old.partition {
+            later.push("partitions");
+        }
+        if new.accounts != old.accounts {
+            later.push("accounts");
+        }
+        if new.qos != old.qos {
+            later.push("qos");
+        }
+        if new.sched != old.sched {
+            later.push("scheduler weights and limits");
+        }
+        if (new.full_pass_us, new.heartbeat_ms, new.node_timeout_us)
+            != (old.full_pass_us, old.heartbeat_ms, old.node_timeout_us)
+        {
+            later.push("timers");
+        }
+        if !later.is_empty() {
+            tracing::warn!(changed = ?later, "configuration reloaded: these sections changed and take effect at the next restart");
+        }
+        self.cfg.operators = new.operators;
+        self.cfg.admins = new.admins;
+        self.cfg.privacy = new.privacy;
+        self.cfg.retention_us = new.retention_us;
+        self.cfg.user_accounts = new.user_accounts;
+        self.cfg.def_mem_per_cpu_mb = new.def_mem_per_cpu_mb;
+        if self.cfg.rate_limit != new.rate_limit {
+            self.cfg.rate_limit = new.rate_limit;
+            self.limiter = crate::ratelimit::RateLimiter::new(new.rate_limit);
+        }
+        self.cfg.node_keys = new.node_keys;
+        self.apply_stored_keys();
+        if self.cfg.curve {
+            let gone: Vec<NodeId> = self
+                .nodes
+                .values()
+                .filter(|n| n.up() && !self.cfg.node_keys.contains_key(&n.name))
+                .map(|n| n.id)
+                .collect();
+            for id in gone {
+                self.node_down(
+                    &mut fx,
+                    id,
+                    "has no admitted key since the configuration was reloaded",
+                    now_us,
+                );
+            }
+        }
+        tracing::info!(
+            operators = self.cfg.operators.len(),
+            admins = self.cfg.admins.len(),
+            privacy = ?self.cfg.privacy,
+            node_keys = self.cfg.node_keys.len(),
+            "configuration reloaded"
+        );
+        fx
     }
 
     /// The Prometheus metrics of the broker's state, with what the shell adds (`extra`),
@@ -3974,6 +4053,85 @@ mod tests {
             matches!(&listed.send[0], Outbound::Client { reply: ClientReply::NodeKeys(k), .. } if k.is_empty()),
             "the revoked key is not listed: {:?}",
             listed.send
+        );
+    }
+
+    /// A reload applies roles, privacy and node keys at once (a node whose key left the
+    /// configuration goes down; keys admitted with bh stay), and leaves partitions as
+    /// they were until a restart.
+    #[test]
+    fn a_reload_applies_roles_privacy_and_keys_and_leaves_partitions() {
+        let z = |b: u8| bulkhead_net::curve::z85(&[b; 32]);
+        let cfg = CoreConfig {
+            curve: true,
+            node_keys: [("n1".to_string(), z(1)), ("n2".to_string(), z(2))].into(),
+            ..CoreConfig::default()
+        };
+        let mut c = Core::new(cfg.clone(), vec![], vec![]);
+        c.restore_node_keys(vec![("n3".to_string(), z(3))]);
+        c.agent(b"a1".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+        c.agent(b"a2".to_vec(), 1, Some(&root()), reg("n2", 2, vec![]), 0);
+        let carol = named(1003, "carol");
+        let drain = |c: &mut Core, t: u64| {
+            let fx = c.client(
+                b"c".to_vec(),
+                t,
+                &carol,
+                ClientOp::Admin(AdminOp::Drain {
+                    node: "n1".into(),
+                    reason: "fan".into(),
+                }),
+                t,
+            );
+            matches!(
+                &fx.send[0],
+                Outbound::Client {
+                    reply: ClientReply::Done(_),
+                    ..
+                }
+            )
+        };
+        assert!(!drain(&mut c, 2), "carol is no operator yet");
+
+        let mut new = cfg.clone();
+        new.operators = ["carol".to_string()].into();
+        new.privacy = Privacy::Hidden;
+        new.node_keys.remove("n2");
+        new.partitions.push(PartitionConfig {
+            name: "gpu".into(),
+            ..new.partitions[0].clone()
+        });
+        c.reconfigure(new, 3);
+        assert!(
+            drain(&mut c, 4),
+            "carol operates the cluster after the reload"
+        );
+        assert_eq!(c.cfg.privacy, Privacy::Hidden);
+        assert_eq!(c.cfg.partitions.len(), 1, "partitions change at a restart");
+        let nodes = match c
+            .client(b"c".to_vec(), 5, &root(), ClientOp::Nodes, 5)
+            .send
+            .remove(0)
+        {
+            Outbound::Client {
+                reply: ClientReply::Nodes(n),
+                ..
+            } => n,
+            other => panic!("{other:?}"),
+        };
+        let state = |name: &str| nodes.iter().find(|n| n.name == name).map(|n| n.state);
+        assert_eq!(
+            state("n2"),
+            Some(NodeState::Down),
+            "n2's key left the configuration"
+        );
+        assert_ne!(state("n1"), Some(NodeState::Down));
+        let hb = AgentMessage::Heartbeat { running: vec![] };
+        assert!(c.agent_key_check(Some(&z(2)), &hb).is_err());
+        assert_eq!(
+            c.agent_key_check(Some(&z(3)), &hb),
+            Ok(()),
+            "admitted with bh, kept"
         );
     }
 

@@ -49,6 +49,9 @@ pub struct BrokerConfig {
     pub curve_key: Option<PathBuf>,
     /// The key every launch is signed with (agents given its verifying key check it).
     pub signing_key: Option<PathBuf>,
+    /// The configuration file `core` was read from, with the settings it was read
+    /// over: read again on SIGHUP (`systemctl reload`).
+    pub config_file: Option<(PathBuf, CoreConfig)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +67,8 @@ pub enum BrokerError {
     },
     #[error("cannot start the store writer: {0}")]
     Thread(std::io::Error),
+    #[error("cannot install the SIGHUP handler (configuration reload): {0}")]
+    Signal(std::io::Error),
     #[error("the store failed and the broker stopped to avoid acknowledging lost state: {0}")]
     StoreFailed(String),
     #[error(transparent)]
@@ -181,11 +186,30 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
         prometheus_client::metrics::histogram::exponential_buckets(0.0005, 2.0, 14),
     );
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    // Only with a file to read again: otherwise SIGHUP keeps its default (a terminal
+    // closing ends `bh standalone`).
+    let mut hangup = match &cfg.config_file {
+        Some(_) => Some(
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                .map_err(BrokerError::Signal)?,
+        ),
+        None => None,
+    };
     tokio::pin!(shutdown);
     let mut result = Ok(());
     loop {
         let fx: Effects = tokio::select! {
             _ = &mut shutdown => break,
+            Some(()) = async { hangup.as_mut()?.recv().await } => {
+                let Some((path, base)) = &cfg.config_file else { continue };
+                match config::load(path, base.clone()) {
+                    Ok(new) => core.reconfigure(new, now_us()),
+                    Err(e) => {
+                        tracing::error!(error = %e, "configuration not reloaded; the running one stays");
+                        continue;
+                    }
+                }
+            }
             _ = tick.tick() => {
                 let t = std::time::Instant::now();
                 let fx = core.tick(now_us());

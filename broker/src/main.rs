@@ -100,6 +100,7 @@ async fn main() -> anyhow::Result<()> {
         metrics: a.metrics,
         curve_key: a.curve_key,
         signing_key: a.signing_key,
+        config_file: None,
         core: CoreConfig {
             partitions: vec![bulkhead_broker::core::PartitionConfig {
                 name: a.partition.clone(),
@@ -119,7 +120,9 @@ async fn main() -> anyhow::Result<()> {
         },
     };
     if let Some(path) = config_file {
-        cfg.core = bulkhead_broker::config::load(&path, cfg.core)?;
+        let base = cfg.core.clone();
+        cfg.core = bulkhead_broker::config::load(&path, base.clone())?;
+        cfg.config_file = Some((path.clone(), base));
         tracing::info!(config = %path.display(), partitions = cfg.core.partitions.len(), accounts = cfg.core.accounts.len(), "configuration loaded");
     }
     run(cfg, bulkhead_net::shutdown_signal())

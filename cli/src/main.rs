@@ -886,6 +886,7 @@ fn run_standalone(
             // One host, loopback only: no transport keys to manage.
             curve_key: None,
             signing_key: None,
+            config_file: None,
         };
         let broker = tokio::spawn(bulkhead_broker::run(broker_cfg, stop(rx.clone())));
         let ep_file = data_dir.join("broker.endpoint");

@@ -17,7 +17,7 @@ use crate::model::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Weights and tunables.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub weight_age: f64,
     pub weight_fairshare: f64,

@@ -2096,3 +2096,42 @@ fn another_user_can_neither_act_on_nor_read_a_users_job() {
     let (ok, _, err) = run(&a, &["show", &id, "--script"]);
     assert!(!ok && err.contains("has ended"), "{err}");
 }
+
+/// SIGHUP reads the configuration again: a user made an operator may drain a node
+/// at once; a file that does not parse leaves the running configuration in place.
+#[test]
+fn sighup_reloads_the_roles_and_a_broken_file_changes_nothing() {
+    let c = Cluster::start_with(ClusterOpts {
+        broker_config: Some("[privacy]\nother_users_jobs = \"redacted\"\n".into()),
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let path = c.dir.path().join("bulkhead.toml");
+    let hup = |c: &Cluster| {
+        let pid = nix::unistd::Pid::from_raw(c.broker.as_ref().expect("broker").id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("SIGHUP");
+    };
+    let drain = |c: &Cluster, what: &str| {
+        c.bh(Some(&u), &["admin", what, &c.node])
+            .expect("bh")
+            .status
+            .success()
+    };
+    assert!(!drain(&c, "drain"), "a user drained a node");
+
+    std::fs::write(&path, format!("[roles]\noperators = [\"{USER1}\"]\n")).expect("config");
+    hup(&c);
+    wait_for(t(), || drain(&c, "drain")).expect("an operator after the reload");
+    assert!(drain(&c, "resume"));
+
+    std::fs::write(&path, "[roles\noperators = ").expect("broken config");
+    hup(&c);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(drain(&c, "drain"), "a broken file took the role away");
+    assert!(drain(&c, "resume"));
+    assert!(
+        alive(c.broker.as_ref().expect("broker").id() as i32),
+        "the broker survived it"
+    );
+}
