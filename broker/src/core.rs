@@ -2582,7 +2582,22 @@ impl Core {
         self.cfg.admins = new.admins;
         self.cfg.privacy = new.privacy;
         self.cfg.retention_us = new.retention_us;
-        self.cfg.user_accounts = new.user_accounts;
+        // A user moved to an account the running tree does not have yet waits for the
+        // restart that brings the account.
+        let (known, unknown): (HashMap<String, String>, HashMap<String, String>) = new
+            .user_accounts
+            .into_iter()
+            .partition(|(_, a)| self.cfg.accounts.iter().any(|x| x.name == *a));
+        if !unknown.is_empty() {
+            tracing::warn!(users = ?unknown.keys().collect::<Vec<_>>(), "configuration reloaded: these users' new accounts exist after the next restart; they keep charging their current ones");
+        }
+        let mut accounts = known;
+        for user in unknown.keys() {
+            if let Some(a) = self.cfg.user_accounts.get(user) {
+                accounts.insert(user.clone(), a.clone());
+            }
+        }
+        self.cfg.user_accounts = accounts;
         self.cfg.def_mem_per_cpu_mb = new.def_mem_per_cpu_mb;
         if self.cfg.rate_limit != new.rate_limit {
             self.cfg.rate_limit = new.rate_limit;
@@ -4133,6 +4148,20 @@ mod tests {
             Ok(()),
             "admitted with bh, kept"
         );
+
+        // Users move between accounts the running tree has; not into one it lacks.
+        let mut new = c.cfg.clone();
+        new.user_accounts = [
+            ("alice".to_string(), "default".to_string()),
+            ("bob".to_string(), "physics".to_string()),
+        ]
+        .into();
+        c.reconfigure(new, 6);
+        assert_eq!(
+            c.cfg.user_accounts.get("alice").map(String::as_str),
+            Some("default")
+        );
+        assert_eq!(c.cfg.user_accounts.get("bob"), None);
     }
 
     /// A job's script and environment are its owner's and operators' to read, even
