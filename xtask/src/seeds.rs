@@ -111,6 +111,10 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
                 req(ClientOp::Queue(QueueFilter::default())),
                 req(ClientOp::Cancel(vec![JobId(1)])),
                 req(ClientOp::Script(JobId(1))),
+                req(ClientOp::Admin(AdminOp::RemoveNodeKey {
+                    node: "n1".into(),
+                })),
+                req(ClientOp::Admin(AdminOp::ListNodeKeys)),
                 req(ClientOp::Acct(AcctFilter::default())),
                 req(ClientOp::Report(ReportQuery {
                     since_us: 0,
@@ -144,6 +148,10 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
                     script: "#!/bin/sh\ntrue\n".into(),
                     env: vec![("PATH".into(), "/usr/bin:/bin".into())],
                 },
+                ClientReply::NodeKeys(vec![(
+                    "n1".into(),
+                    "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7".into(),
+                )]),
             ]),
         ),
         (
