@@ -3774,6 +3774,21 @@ mod tests {
         );
     }
 
+    /// The nodes as root lists them.
+    fn node_list(c: &mut Core) -> Vec<NodeInfo> {
+        match c
+            .client(b"c".to_vec(), 5, &root(), ClientOp::Nodes, 5)
+            .send
+            .remove(0)
+        {
+            Outbound::Client {
+                reply: ClientReply::Nodes(n),
+                ..
+            } => n,
+            other => panic!("{other:?}"),
+        }
+    }
+
     fn named(uid: u32, name: &str) -> Caller {
         Caller {
             uid,
@@ -3995,17 +4010,7 @@ mod tests {
             JobState::Running,
             "the job ended with its node"
         );
-        let nodes = match c
-            .client(b"c".to_vec(), 5, &root(), ClientOp::Nodes, 5)
-            .send
-            .remove(0)
-        {
-            Outbound::Client {
-                reply: ClientReply::Nodes(n),
-                ..
-            } => n,
-            other => panic!("{other:?}"),
-        };
+        let nodes = node_list(&mut c);
         assert_eq!(nodes[0].state, NodeState::Down);
         let hb = AgentMessage::Heartbeat { running: vec![] };
         assert!(
@@ -4123,17 +4128,7 @@ mod tests {
         );
         assert_eq!(c.cfg.privacy, Privacy::Hidden);
         assert_eq!(c.cfg.partitions.len(), 1, "partitions change at a restart");
-        let nodes = match c
-            .client(b"c".to_vec(), 5, &root(), ClientOp::Nodes, 5)
-            .send
-            .remove(0)
-        {
-            Outbound::Client {
-                reply: ClientReply::Nodes(n),
-                ..
-            } => n,
-            other => panic!("{other:?}"),
-        };
+        let nodes = node_list(&mut c);
         let state = |name: &str| nodes.iter().find(|n| n.name == name).map(|n| n.state);
         assert_eq!(
             state("n2"),
