@@ -51,6 +51,10 @@
 //! [privacy]                 # what users see of others' jobs: "visible", "redacted"
 //! other_users_jobs = "redacted"  # (default: no names, directories, output paths) or "hidden"
 //!
+//! [jobs]
+//! allow_root = false        # root's jobs are refused at submit (agents refuse them too
+//!                           # unless started with --allow-root-jobs)
+//!
 //! [node_keys]               # with --curve-key: the agents admitted, by their public keys
 //! gpu001 = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
 //!
@@ -112,6 +116,8 @@ struct File {
     #[serde(default)]
     privacy: PrivacyFile,
     #[serde(default)]
+    jobs: JobsFile,
+    #[serde(default)]
     node_keys: std::collections::BTreeMap<String, String>,
 }
 
@@ -122,6 +128,13 @@ struct RolesFile {
     operators: Vec<String>,
     #[serde(default)]
     admins: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobsFile {
+    #[serde(default)]
+    allow_root: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -425,6 +438,7 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
         }
         cfg.node_keys.insert(node, key);
     }
+    cfg.allow_root_jobs = f.jobs.allow_root;
     cfg.operators.extend(f.roles.operators);
     cfg.admins.extend(f.roles.admins);
     if let Some(p) = &f.privacy.other_users_jobs {

@@ -120,6 +120,8 @@ pub struct CoreConfig {
     pub admins: BTreeSet<String>,
     /// What users see of other users' jobs.
     pub privacy: Privacy,
+    /// Root's jobs are accepted (`[jobs] allow_root`); refused at submit otherwise.
+    pub allow_root_jobs: bool,
     /// The transport is CURVE: agents must present a key of `node_keys`.
     pub curve: bool,
     /// Node name → the CURVE public key (Z85) its agent holds (config `[node_keys]`).
@@ -190,6 +192,7 @@ impl Default for CoreConfig {
             operators: BTreeSet::new(),
             admins: BTreeSet::new(),
             privacy: Privacy::default(),
+            allow_root_jobs: false,
             curve: false,
             node_keys: BTreeMap::new(),
             signer: None,
@@ -810,6 +813,13 @@ impl Core {
         if let Err(e) = check_submission(&sub) {
             return ClientReply::Error(e);
         }
+        if caller.uid == 0 && !self.cfg.allow_root_jobs {
+            return ClientReply::Error(err(
+                ErrorCode::PermissionDenied,
+                "root's jobs are not accepted: submit as a user, or let root run jobs \
+                 (configuration [jobs] allow_root = true, and bulkhead-agent --allow-root-jobs)",
+            ));
+        }
         let partition = sub
             .resources
             .partition
@@ -1401,22 +1411,36 @@ impl Core {
                 }
             }
             AgentMessage::JobEnded(end) => {
-                let job = end.job;
-                let ours = self.jobs.get(&job).is_some_and(|j| j.node == Some(node_id));
-                if ours {
-                    self.finish(&mut fx, end);
+                if self.job_ended(&mut fx, &peer, request_id, node_id, end) {
                     self.schedule(&mut fx, now_us);
                 }
-                // Acknowledged either way: a report about a job this node does not hold
-                // must not be resent forever. The ack leaves after the update is stored.
-                fx.send.push(Outbound::Agent {
-                    peer,
-                    request_id,
-                    msg: BrokerMessage::EndAck { job },
-                });
             }
         }
         fx
+    }
+
+    /// Node `node_id` reports a job's end; whether it was one of the node's jobs.
+    fn job_ended(
+        &mut self,
+        fx: &mut Effects,
+        peer: &PeerId,
+        request_id: u64,
+        node_id: NodeId,
+        end: JobEnd,
+    ) -> bool {
+        let job = end.job;
+        let ours = self.jobs.get(&job).is_some_and(|j| j.node == Some(node_id));
+        if ours {
+            self.finish(fx, end);
+        }
+        // Acknowledged either way: a report about a job this node does not hold
+        // must not be resent forever. The ack leaves after the update is stored.
+        fx.send.push(Outbound::Agent {
+            peer: peer.clone(),
+            request_id,
+            msg: BrokerMessage::EndAck { job },
+        });
+        ours
     }
 
     fn register(
@@ -1510,13 +1534,18 @@ impl Core {
         self.node_by_peer.insert(peer.clone(), id);
         fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));
         fx.send.push(Outbound::Agent {
-            peer,
+            peer: peer.clone(),
             request_id,
             msg: BrokerMessage::Registered {
                 node: id,
                 heartbeat_ms: self.cfg.heartbeat_ms,
             },
         });
+        // The ends that happened while the broker was away come first: those jobs are
+        // over, with their own state and exit code, not lost with the agent.
+        for end in reg.ended {
+            self.job_ended(fx, &peer, 0, id, end);
+        }
         self.reconcile(fx, id, &reg.running, now_us);
     }
 
@@ -2581,6 +2610,7 @@ impl Core {
         self.cfg.operators = new.operators;
         self.cfg.admins = new.admins;
         self.cfg.privacy = new.privacy;
+        self.cfg.allow_root_jobs = new.allow_root_jobs;
         self.cfg.retention_us = new.retention_us;
         // A user moved to an account the running tree does not have yet waits for the
         // restart that brings the account.
@@ -2842,6 +2872,7 @@ mod tests {
             enforced: vec!["memory".into()],
             gpus: vec![],
             gpu_backend: "none".into(),
+            ended: vec![],
         })
     }
 

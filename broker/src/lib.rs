@@ -363,7 +363,8 @@ fn on_frame(
                 let (munge, names, tx) = (munge.clone(), names.clone(), ev_tx.clone());
                 let request_id = header.request_id;
                 tokio::task::spawn_blocking(move || {
-                    let caller = authenticate(&munge, &names, &req.credential);
+                    let bound = bulkhead_proto::bind::client_request(request_id, &req.op);
+                    let caller = authenticate(&munge, &names, &req.credential, &bound);
                     if let Err(e) = &caller {
                         tracing::warn!(reason = %e.message, "refused a client request");
                     }
@@ -391,7 +392,8 @@ fn on_frame(
                 let (munge, names, tx) = (munge.clone(), names.clone(), ev_tx.clone());
                 let request_id = header.request_id;
                 tokio::task::spawn_blocking(move || {
-                    let caller = match authenticate(&munge, &names, &reg.credential) {
+                    let bound = bulkhead_proto::bind::registration(request_id, &reg);
+                    let caller = match authenticate(&munge, &names, &reg.credential, &bound) {
                         Ok(c) => Some(c),
                         Err(e) => {
                             tracing::warn!(node = %reg.name, reason = %e.message, "refused a node registration");
@@ -422,11 +424,13 @@ fn on_frame(
     }
 }
 
-/// Decodes a MUNGE credential into the caller's identity.
+/// Decodes a MUNGE credential into the caller's identity, if it was made for the
+/// request it came with (its payload is that request's digest, [`bulkhead_proto::bind`]).
 fn authenticate(
     munge: &Munge,
     names: &Mutex<HashMap<u32, String>>,
     cred: &[u8],
+    bound: &bulkhead_proto::bind::RequestDigest,
 ) -> Result<Caller, ErrorReply> {
     if cred.is_empty() {
         return Err(ErrorReply::new(
@@ -452,6 +456,16 @@ fn authenticate(
         };
         ErrorReply::new(code, format!("{what}: {}", e.message))
     })?;
+    if d.payload.as_slice() != bound.as_slice() {
+        return Err(ErrorReply::new(
+            ErrorCode::Unauthenticated,
+            format!(
+                "the credential (uid {}) was made for another request: a credential authorizes only \
+                 the request it was made for",
+                d.uid
+            ),
+        ));
+    }
     Ok(Caller {
         uid: d.uid,
         gid: d.gid,

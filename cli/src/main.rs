@@ -273,6 +273,10 @@ enum Cmd {
         /// MODEL:COUNT[:mig], MODEL one of a100-40gb, a100-80gb, h100-80gb, h200-141gb.
         #[arg(long)]
         simulate_gpus: Option<String>,
+        /// Run jobs of root (uid 0), which are refused otherwise: a root job can undo
+        /// every isolation the node enforces.
+        #[arg(long)]
+        allow_root_jobs: bool,
     },
 }
 
@@ -675,15 +679,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             mem,
             kill_wait,
             simulate_gpus,
+            allow_root_jobs,
         } => {
             run_standalone(
                 &cli,
                 data_dir,
                 listen,
                 name.clone(),
-                (*cpus, *mem),
-                *kill_wait,
-                simulate_gpus.clone(),
+                StandaloneNode {
+                    cpus: *cpus,
+                    mem: *mem,
+                    kill_wait: *kill_wait,
+                    simulate_gpus: simulate_gpus.clone(),
+                    allow_root_jobs: *allow_root_jobs,
+                },
             )?;
         }
     }
@@ -828,15 +837,29 @@ fn split_at_script(words: &[String]) -> anyhow::Result<usize> {
     Ok(words.len())
 }
 
+/// The single host's node, as `bh standalone` was asked to offer it.
+struct StandaloneNode {
+    cpus: Option<u32>,
+    mem: Option<u64>,
+    kill_wait: f64,
+    simulate_gpus: Option<String>,
+    allow_root_jobs: bool,
+}
+
 fn run_standalone(
     cli: &Cli,
     data_dir: &std::path::Path,
     listen: &str,
     name: Option<String>,
-    (cpus, mem): (Option<u32>, Option<u64>),
-    kill_wait: f64,
-    simulate_gpus: Option<String>,
+    node: StandaloneNode,
 ) -> anyhow::Result<()> {
+    let StandaloneNode {
+        cpus,
+        mem,
+        kill_wait,
+        simulate_gpus,
+        allow_root_jobs,
+    } = node;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()),
@@ -871,6 +894,14 @@ fn run_standalone(
         Some(n) => n,
         None => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
     };
+    // Launches are signed even here: the agent runs only what this broker signed, not
+    // what a local process that took the port while the broker restarts sends.
+    let (sign_key, verify_key) = (data_dir.join("broker.sign"), data_dir.join("broker.verify"));
+    if !sign_key.exists() {
+        bulkhead_net::sign::LaunchSigner::generate()?
+            .write(&data_dir)
+            .context("cannot write the launch signing key")?;
+    }
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async {
         let (tx, rx) = tokio::sync::watch::channel(false);
@@ -881,11 +912,14 @@ fn run_standalone(
             listen: listen.to_string(),
             data_dir: data_dir.clone(),
             munge_socket: munge_socket.clone(),
-            core: Default::default(),
+            core: bulkhead_broker::core::CoreConfig {
+                allow_root_jobs,
+                ..Default::default()
+            },
             metrics: None,
             // One host, loopback only: no transport keys to manage.
             curve_key: None,
-            signing_key: None,
+            signing_key: Some(sign_key),
             config_file: None,
         };
         let broker = tokio::spawn(bulkhead_broker::run(broker_cfg, stop(rx.clone())));
@@ -927,7 +961,9 @@ fn run_standalone(
             sample_interval: Duration::from_secs(10),
             metrics: None,
             curve: None,
-            broker_verify_key: None,
+            broker_verify_key: Some(verify_key.to_string_lossy().into_owned()),
+            insecure: false,
+            allow_root_jobs,
             deny_env: bulkhead_agent::DEFAULT_DENY_ENV
                 .iter()
                 .map(|s| s.to_string())

@@ -136,12 +136,17 @@ impl Client {
     }
 
     /// Sends a request without waiting; returns its request id. A fresh MUNGE
-    /// credential is made for each request: the broker refuses a credential twice.
+    /// credential is made for each request, its payload the request's digest
+    /// ([`bulkhead_proto::bind`]): the broker refuses a credential twice, or with
+    /// another request than the one it was made for.
     pub fn send(&mut self, op: ClientOp) -> Result<u64, ClientError> {
         self.wait_connected()?;
-        let credential = self.munge.encode(b"")?;
         let id = self.next_id;
         self.next_id += 1;
+        // Bound to this request: the broker refuses it with any other.
+        let credential = self
+            .munge
+            .encode(&bulkhead_proto::bind::client_request(id, &op))?;
         let frame = codec::encode(id, &ClientRequest { credential, op })?;
         self.sock.send(frame, 0).map_err(zerr("send"))?;
         Ok(id)

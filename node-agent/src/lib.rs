@@ -76,6 +76,11 @@ pub struct AgentConfig {
     pub curve: Option<(PathBuf, String)>,
     /// The broker's launch verifying key: only launches it signed for this node run.
     pub broker_verify_key: Option<String>,
+    /// Run launches although the broker cannot be authenticated (neither a verifying
+    /// key nor CURVE): without this the agent refuses to start so configured.
+    pub insecure: bool,
+    /// Run jobs of uid 0; refused otherwise.
+    pub allow_root_jobs: bool,
 }
 
 /// The variables a job never gets from its submission unless the admin says otherwise:
@@ -148,6 +153,12 @@ pub enum AgentError {
     },
     #[error(transparent)]
     Journal(#[from] journal::JournalError),
+    #[error(
+        "no way to authenticate the broker: give --broker-verify-key (the broker's broker.verify, \
+         written by `bulkhead-broker keygen`) or CURVE keys (--key, --broker-key); \
+         --insecure runs whatever any process answering at the broker's address sends"
+    )]
+    Unauthenticated,
 }
 
 enum JobEvent {
@@ -301,6 +312,18 @@ fn host_mem_mb() -> Result<u64, AgentError> {
 /// Runs the agent until `shutdown` resolves. Jobs still running then are killed and
 /// reported as NODE_FAIL.
 pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<(), AgentError> {
+    // Who answers at the broker's address decides what runs here as whom: without a
+    // way to tell the broker from a process squatting its port, the agent does not
+    // start unless told so.
+    if cfg.broker_verify_key.is_none() && cfg.curve.is_none() && !cfg.insecure {
+        return Err(AgentError::Unauthenticated);
+    }
+    if cfg.broker_verify_key.is_none() && cfg.curve.is_none() {
+        tracing::warn!(
+            "--insecure: launches are not authenticated; any process that answers at {} can start jobs on this node",
+            cfg.broker
+        );
+    }
     for d in [&cfg.spool_dir, &cfg.run_dir] {
         std::fs::create_dir_all(d).map_err(|source| AgentError::Spool {
             path: d.clone(),
@@ -569,17 +592,36 @@ impl Agent {
 
     /// Sends a registration with a fresh credential (made off the event loop).
     fn register(&mut self) {
-        self.last_register = Some(Instant::now());
+        let now = Instant::now();
+        self.last_register = Some(now);
+        // The ends this node holds travel with the registration, so that the broker
+        // applies them before it reconciles the node's jobs: a job that ended while
+        // the broker was away is reported as it ended, not lost with the connection.
+        // Past what one registration carries, the rest are listed as running: their
+        // ends follow as soon as the node is registered.
+        let mut ended = Vec::new();
+        let mut running: Vec<JobId> = self.jobs.keys().copied().collect();
+        for end in self.journal.pending() {
+            if ended.len() < bulkhead_proto::msg::MAX_ENDS_IN_REGISTRATION {
+                ended.push(end.clone());
+            } else {
+                running.push(end.job);
+            }
+        }
+        for e in &ended {
+            self.sent.insert(e.job, now);
+        }
         let reg = Registration {
             credential: vec![],
             name: self.cfg.name.clone(),
             cpus: self.cpus,
             mem_mb: self.mem_mb,
             agent_version: env!("CARGO_PKG_VERSION").to_string(),
-            running: self.jobs.keys().copied().collect(),
+            running,
             enforced: self.tree.enforced(),
             gpus: Vec::new(),
             gpu_backend: "none".into(),
+            ended,
         };
         let (munge, tx, gpus) = (self.munge.clone(), self.reg_tx.clone(), self.gpus.clone());
         tokio::task::spawn_blocking(move || {
@@ -593,7 +635,9 @@ impl Agent {
                     Err(e) => tracing::error!(error = %e, "cannot list the GPUs; registering none"),
                 }
             }
-            match munge.encode(b"") {
+            // Bound to this registration (request id 0): it cannot be spliced onto
+            // another message.
+            match munge.encode(&bulkhead_proto::bind::registration(0, &reg)) {
                 Ok(c) => reg.credential = c,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot get a MUNGE credential to register; retrying");
@@ -919,29 +963,51 @@ impl Agent {
         ids
     }
 
+    /// A launch this node does not run: said to the broker, which ends the job if it
+    /// is one of its own. Nothing is journaled.
+    fn refuse(&self, spec: &LaunchSpec, why: &str) {
+        tracing::warn!(job = %spec.job, uid = spec.uid, reason = %why, "refused a launch");
+        self.send(&AgentMessage::JobEnded(JobEnd {
+            job: spec.job,
+            state: JobState::Failed,
+            exit_code: None,
+            signal: None,
+            start_time_us: 0,
+            end_time_us: now_us(),
+            reason: Some(format!("launch refused by the node: {why}")),
+            gpu_fault: None,
+            usage: None,
+        }));
+    }
+
     fn launch(&mut self, spec: LaunchSpec) {
         let job = spec.job;
-        if self.jobs.contains_key(&job) || self.journal.contains(job) {
+        if self.jobs.contains_key(&job) {
             tracing::debug!(%job, "duplicate launch ignored");
             return;
         }
         if let Some(v) = &mut self.verifier
             && let Err(why) = v.check(&spec, now_us())
         {
-            tracing::warn!(%job, uid = spec.uid, reason = %why, "refused a launch");
-            // Said to the broker, which ends the job if it is one of its own.
-            self.send(&AgentMessage::JobEnded(JobEnd {
-                job,
-                state: JobState::Failed,
-                exit_code: None,
-                signal: None,
-                start_time_us: 0,
-                end_time_us: now_us(),
-                reason: Some(format!("launch refused by the node: {why}")),
-                gpu_fault: None,
-                usage: None,
-            }));
+            self.refuse(&spec, &why);
             return;
+        }
+        if spec.uid == 0 && !self.cfg.allow_root_jobs {
+            self.refuse(
+                &spec,
+                "root jobs are not allowed on this node (bulkhead-agent --allow-root-jobs)",
+            );
+            return;
+        }
+        if self.journal.contains(job) {
+            // The broker launches a job again only after it stored the end of its
+            // last run here (a requeue: a slice that could not be made, a preemption),
+            // and the acknowledgement may still be on its way: the end is stored.
+            tracing::info!(%job, "the job is launched again; its earlier end is acknowledged");
+            self.sent.remove(&job);
+            if let Err(e) = self.journal.record_ack(job) {
+                tracing::warn!(%job, error = %e, "cannot record an acknowledgement");
+            }
         }
         if self.verifier.is_some()
             && let Err(e) = self.journal.record_launch(job, spec.expires_us)

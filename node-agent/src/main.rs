@@ -68,6 +68,15 @@ struct Args {
     /// run.
     #[arg(long, env = "BH_BROKER_VERIFY_KEY")]
     broker_verify_key: Option<String>,
+    /// Run launches without authenticating the broker (no --broker-verify-key, no
+    /// CURVE): then whoever answers at the broker's address while it is away can start
+    /// jobs here. For tests and single-user machines only.
+    #[arg(long)]
+    insecure: bool,
+    /// Run jobs of root (uid 0). Off by default: a root job can undo every isolation
+    /// the node enforces.
+    #[arg(long, env = "BH_ALLOW_ROOT_JOBS")]
+    allow_root_jobs: bool,
     /// This agent's CURVE key pair (see --keygen); with --broker-key, traffic to the
     /// broker is encrypted and the broker admits the node by this key.
     #[arg(long, env = "BH_AGENT_KEY")]
@@ -176,6 +185,8 @@ async fn main() -> anyhow::Result<()> {
         metrics: a.metrics,
         curve,
         broker_verify_key: a.broker_verify_key,
+        insecure: a.insecure,
+        allow_root_jobs: a.allow_root_jobs,
         deny_env: a.deny_env.unwrap_or_else(|| {
             bulkhead_agent::DEFAULT_DENY_ENV
                 .iter()

@@ -10,6 +10,7 @@
 //! checks every collection and string against the limits in [`limits`]; it never panics.
 
 pub mod acct;
+pub mod bind;
 pub mod codec;
 pub mod ids;
 pub mod job;

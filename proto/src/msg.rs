@@ -261,7 +261,15 @@ pub struct Registration {
     pub gpus: Vec<GpuInfo>,
     /// Where the GPUs come from: `nvml`, `simulated`, or `none`.
     pub gpu_backend: String,
+    /// Ends the agent holds that the broker has not acknowledged (jobs that ended
+    /// while the broker was away), applied before the broker reconciles the node's
+    /// jobs with `running`: a job that completed meanwhile is COMPLETED, not lost.
+    pub ended: Vec<JobEnd>,
 }
+
+/// At most this many ends travel in one registration; the agent lists the jobs of the
+/// rest among `running` (their ends follow as soon as it is registered).
+pub const MAX_ENDS_IN_REGISTRATION: usize = 2048;
 
 /// From the broker to a node agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -389,6 +397,8 @@ impl Message for AgentMessage {
                 check_str("name", &r.name, limits::MAX_NAME_BYTES)?;
                 check_str("agent_version", &r.agent_version, limits::MAX_NAME_BYTES)?;
                 check_ids("running", &r.running)?;
+                check("ended", r.ended.len(), MAX_ENDS_IN_REGISTRATION)?;
+                r.ended.iter().try_for_each(JobEnd::validate)?;
                 check("enforced", r.enforced.len(), 64)?;
                 for e in &r.enforced {
                     check_str("enforced", e, limits::MAX_NAME_BYTES)?;

@@ -6,6 +6,8 @@
 //! The test users (`bhtest1`, `bhtest2`) are created by `cargo xtask ci` (or
 //! `cargo xtask setup`); a test that needs one fails with that instruction if missing.
 
+pub mod impostor;
+
 use anyhow::{Context, Result, bail};
 use bulkhead_proto::{JobId, JobInfo, JobState};
 use std::os::unix::fs::PermissionsExt;
@@ -189,8 +191,11 @@ pub struct ClusterOpts {
     /// Encrypt everything with CURVE: keys for the broker and every node are made in
     /// `DIR/keys`, the nodes' keys admitted in the broker's configuration.
     pub curve: bool,
-    /// With `curve`: sign launches too (agents check the signatures).
+    /// Sign launches (agents check the signatures); without, agents run `--insecure`.
     pub sign: bool,
+    /// Accept and run root's jobs (broker `[jobs] allow_root`, agents
+    /// `--allow-root-jobs`): for benchmarks that submit as themselves.
+    pub allow_root_jobs: bool,
 }
 
 impl Default for ClusterOpts {
@@ -205,6 +210,7 @@ impl Default for ClusterOpts {
             broker_config: None,
             curve: false,
             sign: true,
+            allow_root_jobs: false,
         }
     }
 }
@@ -278,15 +284,15 @@ impl Cluster {
             dir,
             extra_nodes: Default::default(),
         };
+        let keys = c.keys_dir();
+        std::fs::create_dir(&keys)?;
+        bulkhead_net::sign::LaunchSigner::generate()?.write(&keys)?;
         if c.opts.curve {
-            let keys = c.keys_dir();
-            std::fs::create_dir(&keys)?;
             let mut admitted = String::from("\n[node_keys]\n");
             let names: Vec<String> = std::iter::once(c.node.clone())
                 .chain((1..c.opts.nodes).map(|i| format!("{}x{i}", c.node)))
                 .collect();
             bulkhead_net::curve::write_pair(&keys, "broker", &bulkhead_net::curve::generate()?)?;
-            bulkhead_net::sign::LaunchSigner::generate()?.write(&keys)?;
             for n in names {
                 let public = c.make_key(&n)?;
                 admitted.push_str(&format!("{n} = \"{public}\"\n"));
@@ -294,6 +300,12 @@ impl Cluster {
             let mut cfg = c.opts.broker_config.take().unwrap_or_default();
             cfg.push_str(&admitted);
             c.opts.broker_config = Some(cfg);
+        }
+        if c.opts.allow_root_jobs {
+            let mut cfg = c.opts.broker_config.take().unwrap_or_default();
+            cfg.push_str("\n[jobs]\nallow_root = true\n");
+            c.opts.broker_config = Some(cfg);
+            c.opts.agent_args.push("--allow-root-jobs".into());
         }
         c.start_broker()?;
         c.start_agent()?;
@@ -306,7 +318,7 @@ impl Cluster {
         Ok(c)
     }
 
-    /// Where a CURVE cluster's keys are.
+    /// Where the cluster's keys are (launch signing; CURVE's too, with `curve`).
     pub fn keys_dir(&self) -> PathBuf {
         self.dir.path().join("keys")
     }
@@ -365,7 +377,7 @@ impl Cluster {
             } else {
                 vec![]
             })
-            .args(if self.opts.curve && self.opts.sign {
+            .args(if self.opts.sign {
                 vec![
                     "--signing-key".into(),
                     self.keys_dir().join("broker.sign").into_os_string(),
@@ -494,13 +506,15 @@ impl Cluster {
             } else {
                 vec![]
             })
-            .args(if self.opts.curve && self.opts.sign {
+            .args(if self.opts.sign {
                 vec![
                     "--broker-verify-key".into(),
                     self.keys_dir().join("broker.verify").into_os_string(),
                 ]
-            } else {
+            } else if self.opts.curve {
                 vec![]
+            } else {
+                vec!["--insecure".into()]
             })
             // Without delegation (this host's unified tree), the agent is allowed there.
             .args(if agent_cgroup_parent().is_none() {

@@ -5,12 +5,13 @@ use bulkhead_munge::Munge;
 use bulkhead_net::Client;
 use bulkhead_net::sign::{LAUNCH_VALIDITY_US, LaunchSigner};
 use bulkhead_proto::codec::{self, HEADER_LEN};
-use bulkhead_proto::job::{GpuGrant, JobEnd, LaunchSpec};
+use bulkhead_proto::job::{GpuGrant, LaunchSpec};
 use bulkhead_proto::msg::{
-    AgentMessage, BrokerMessage, ClientOp, ClientReply, ClientRequest, ErrorCode, QueueFilter,
+    BrokerMessage, ClientOp, ClientReply, ClientRequest, ErrorCode, QueueFilter,
 };
 use bulkhead_proto::time::now_us;
-use bulkhead_proto::{JobId, JobState, NodeId};
+use bulkhead_proto::{JobId, JobState};
+use bulkhead_tests::impostor::{Impostor, launch_of};
 use bulkhead_tests::{Cluster, ClusterOpts, Munged, USER1, USER2, alive, user, wait_for};
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
@@ -367,7 +368,10 @@ fn forged_replayed_and_missing_credentials_are_refused() {
     let mut client = Client::connect(&c.endpoint, Some(&c.munged.socket)).expect("client");
     let munge = Munge::new(Some(&c.munged.socket));
 
-    let cred = munge.encode(b"").expect("credential");
+    let queue = ClientOp::Queue(QueueFilter::default());
+    let cred = munge
+        .encode(&bulkhead_proto::bind::client_request(1, &queue))
+        .expect("credential");
     assert!(matches!(
         raw_request(&mut client, 1, cred.clone()),
         ClientReply::Jobs(_)
@@ -458,10 +462,11 @@ fn cli_errors_say_what_is_wrong() {
         ..Default::default()
     })
     .expect("cluster");
-    let wd = c.workdir(None).expect("workdir");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
     std::fs::write(wd.join("big.sh"), "#!/bin/sh\ntrue\n").expect("write");
     let out = c
-        .bh_in(None, &wd, &["submit", "-n", "64", "big.sh"])
+        .bh_in(Some(&u), &wd, &["submit", "-n", "64", "big.sh"])
         .expect("bh");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -1778,122 +1783,6 @@ fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
 
 fn scaled_t() -> Duration {
     t() * 2
-}
-
-/// A test playing the broker towards a real agent: it holds the broker's CURVE key
-/// (stolen, or a host on the path) and, for the one genuine launch, its signing key.
-struct Impostor {
-    sock: zmq::Socket,
-    /// The agent's connection (ROUTER id), from its registration.
-    peer: Option<Vec<u8>>,
-}
-
-impl Impostor {
-    fn bind(pair: &bulkhead_net::curve::KeyPair) -> (Impostor, String) {
-        let ctx = zmq::Context::new();
-        let sock = ctx.socket(zmq::ROUTER).expect("socket");
-        sock.set_linger(0).expect("linger");
-        bulkhead_net::curve::server(&sock, pair).expect("CURVE server");
-        sock.bind("tcp://127.0.0.1:*").expect("bind");
-        let endpoint = sock.get_last_endpoint().expect("endpoint").expect("utf-8");
-        (Impostor { sock, peer: None }, endpoint)
-    }
-
-    /// Reads the agent's messages (answering registrations) until `want` picks one.
-    fn next<T>(&mut self, what: &str, mut want: impl FnMut(AgentMessage) -> Option<T>) -> T {
-        let deadline = std::time::Instant::now() + t();
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            assert!(!left.is_zero(), "the agent never sent {what}");
-            if self.sock.poll(zmq::POLLIN, 100).expect("poll") == 0 {
-                continue;
-            }
-            let frames = self.sock.recv_multipart(0).expect("recv");
-            let [peer, frame] = frames.as_slice() else {
-                panic!("{} frames from the agent", frames.len())
-            };
-            let (_, msg) = codec::decode::<AgentMessage>(frame).expect("an agent message");
-            if let AgentMessage::Register(_) = msg {
-                self.peer = Some(peer.clone());
-                self.send(&BrokerMessage::Registered {
-                    node: NodeId(1),
-                    heartbeat_ms: 500,
-                });
-                continue;
-            }
-            if let Some(v) = want(msg) {
-                return v;
-            }
-        }
-    }
-
-    /// Waits for the agent's (next) registration.
-    fn registered(&mut self) {
-        self.peer = None;
-        let deadline = std::time::Instant::now() + t();
-        while self.peer.is_none() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the agent never registered"
-            );
-            if self.sock.poll(zmq::POLLIN, 100).expect("poll") == 0 {
-                continue;
-            }
-            let frames = self.sock.recv_multipart(0).expect("recv");
-            if let [peer, frame] = frames.as_slice()
-                && let Ok((_, AgentMessage::Register(_))) = codec::decode::<AgentMessage>(frame)
-            {
-                self.peer = Some(peer.clone());
-                self.send(&BrokerMessage::Registered {
-                    node: NodeId(1),
-                    heartbeat_ms: 500,
-                });
-            }
-        }
-    }
-
-    fn send_frame(&self, frame: Vec<u8>) {
-        let peer = self.peer.clone().expect("the agent registered");
-        self.sock.send_multipart([peer, frame], 0).expect("send");
-    }
-
-    fn send(&self, msg: &BrokerMessage) {
-        self.send_frame(codec::encode(0, msg).expect("encode"));
-    }
-
-    /// The agent's end of `job`, whatever it was.
-    fn end_of(&mut self, job: JobId) -> JobEnd {
-        self.next(&format!("the end of {job}"), |m| match m {
-            AgentMessage::JobEnded(e) if e.job == job => Some(e),
-            _ => None,
-        })
-    }
-}
-
-fn launch_of(job: u64, uid: u32, gid: u32, node: &str, marker: &std::path::Path) -> LaunchSpec {
-    LaunchSpec {
-        job: JobId(job),
-        name: "impostor".into(),
-        uid,
-        gid,
-        script: format!("#!/bin/sh\necho ran >> {}\n", marker.display()),
-        args: vec![],
-        workdir: marker.parent().expect("dir").to_string_lossy().into_owned(),
-        stdout: None,
-        stderr: None,
-        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        cpus: 1,
-        mem_mb: 64,
-        time_limit_s: None,
-        partition: "batch".into(),
-        nodelist: node.into(),
-        submit_time_us: now_us(),
-        gpus: vec![],
-        array: None,
-        node: String::new(),
-        expires_us: 0,
-        signature: vec![],
-    }
 }
 
 /// A real agent started with the broker's verifying key runs a launch only when its

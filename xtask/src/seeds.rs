@@ -167,6 +167,7 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
                     enforced: vec!["memory".into()],
                     gpus: vec![gpu.clone()],
                     gpu_backend: "simulated".into(),
+                    ended: vec![end.clone()],
                 }),
                 AgentMessage::Heartbeat {
                     running: vec![JobId(1)],

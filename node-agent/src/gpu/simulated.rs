@@ -20,6 +20,9 @@ pub struct SimulatedGpus {
     loads: Vec<(u32, Vec<GpuAndSlice>)>,
     /// Per GPU: when energy was last integrated, and the total so far (mJ).
     energy: Vec<(std::time::Instant, u64)>,
+    /// GPUs whose instance creation fails, as NVML's does on a driver that cannot
+    /// make them (`fail-create=0,2`): the launch path's failure handling under test.
+    fail_create: Vec<u32>,
 }
 
 /// A GPU index, and the GPU instance id of a slice on it.
@@ -65,16 +68,33 @@ impl SimulatedGpus {
             gpus: (0..count).map(|_| SimGpu::new(model, mig)).collect(),
             loads: Vec::new(),
             energy: (0..count).map(|_| (std::time::Instant::now(), 0)).collect(),
+            fail_create: Vec::new(),
         }
     }
 
-    /// From `MODEL:COUNT[:mig]`, as `--simulate-gpus` takes it.
+    /// From `MODEL:COUNT[:mig][:fail-create=I,J,…]`, as `--simulate-gpus` takes it.
+    /// `fail-create` makes instance creation fail on those GPUs (NVML's
+    /// `NOT_SUPPORTED`), to exercise what a node does when a slice cannot be made.
     pub fn parse(spec: &str, node: &str) -> Result<SimulatedGpus, String> {
-        let parts: Vec<&str> = spec.split(':').collect();
+        let mut parts: Vec<&str> = spec.split(':').collect();
+        let mut fail_create = Vec::new();
+        if let Some(list) = parts.last().and_then(|p| p.strip_prefix("fail-create=")) {
+            for i in list.split(',') {
+                fail_create.push(
+                    i.parse::<u32>()
+                        .map_err(|_| format!("{spec:?}: fail-create takes GPU indices"))?,
+                );
+            }
+            parts.pop();
+        }
         let (model, count, mig) = match parts.as_slice() {
             [m, n] => (m, n, false),
             [m, n, "mig"] => (m, n, true),
-            _ => return Err(format!("{spec:?}: expected MODEL:COUNT[:mig]")),
+            _ => {
+                return Err(format!(
+                    "{spec:?}: expected MODEL:COUNT[:mig][:fail-create=I,J]"
+                ));
+            }
         };
         let model = GpuModel::from_key(model).ok_or_else(|| {
             format!(
@@ -87,7 +107,12 @@ impl SimulatedGpus {
             .ok()
             .filter(|c| (1..=64).contains(c))
             .ok_or_else(|| format!("{count:?}: a GPU count from 1 to 64"))?;
-        Ok(SimulatedGpus::new(model, count, mig, node))
+        if let Some(i) = fail_create.iter().find(|i| **i >= count) {
+            return Err(format!("{spec:?}: fail-create names GPU {i} of {count}"));
+        }
+        let mut g = SimulatedGpus::new(model, count, mig, node);
+        g.fail_create = fail_create;
+        Ok(g)
     }
 
     fn gpu_uuid(&self, index: u32) -> String {
@@ -154,6 +179,12 @@ impl GpuBackend for SimulatedGpus {
         profile: &str,
         start: u8,
     ) -> Result<CreatedSlice, GpuError> {
+        if self.fail_create.contains(&index) {
+            return Err(GpuError::Nvml {
+                call: "nvmlDeviceCreateGpuInstanceWithPlacement (simulated failure)",
+                detail: "Not Supported".into(),
+            });
+        }
         let uuid = self.gpu_uuid(index);
         let (gi_id, ci_id) =
             self.gpu(index)?

@@ -70,6 +70,8 @@ fn main() -> Result<()> {
         broker_config: None,
         curve: std::env::args().any(|a| a == "--curve" || a == "--curve-sign"),
         sign: std::env::args().any(|a| a == "--curve-sign"),
+        // The benchmark submits as itself (root).
+        allow_root_jobs: true,
     })?;
     let wd = c.workdir(None)?;
     let mut pids: Vec<u32> = c

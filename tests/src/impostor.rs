@@ -1,0 +1,138 @@
+//! A test playing the broker towards a real agent (a stolen key, a host on the path,
+//! or a local user squatting the broker's port while it restarts), to show what the
+//! agent refuses.
+
+use crate::scaled;
+use bulkhead_proto::codec;
+use bulkhead_proto::job::{JobEnd, LaunchSpec};
+use bulkhead_proto::msg::{AgentMessage, BrokerMessage};
+use bulkhead_proto::time::now_us;
+use bulkhead_proto::{JobId, NodeId};
+
+/// A test playing the broker towards a real agent: it holds the broker's CURVE key
+/// (stolen, or a host on the path) and, for the one genuine launch, its signing key.
+#[allow(missing_debug_implementations)] // zmq::Socket has no Debug
+pub struct Impostor {
+    pub sock: zmq::Socket,
+    /// The agent's connection (ROUTER id), from its registration.
+    pub peer: Option<Vec<u8>>,
+}
+
+impl Impostor {
+    /// Binds a CURVE server with the broker's key pair on a free loopback port.
+    pub fn bind(pair: &bulkhead_net::curve::KeyPair) -> (Impostor, String) {
+        Self::bind_at(Some(pair), "tcp://127.0.0.1:*")
+    }
+
+    /// Binds at `endpoint` (a broker's own, while it is away: a port squatter), with
+    /// CURVE when given the key pair.
+    pub fn bind_at(pair: Option<&bulkhead_net::curve::KeyPair>, endpoint: &str) -> (Impostor, String) {
+        let ctx = zmq::Context::new();
+        let sock = ctx.socket(zmq::ROUTER).expect("socket");
+        sock.set_linger(0).expect("linger");
+        if let Some(pair) = pair {
+            bulkhead_net::curve::server(&sock, pair).expect("CURVE server");
+        }
+        sock.bind(endpoint).expect("bind");
+        let endpoint = sock.get_last_endpoint().expect("endpoint").expect("utf-8");
+        (Impostor { sock, peer: None }, endpoint)
+    }
+
+    /// Reads the agent's messages (answering registrations) until `want` picks one.
+    pub fn next<T>(&mut self, what: &str, mut want: impl FnMut(AgentMessage) -> Option<T>) -> T {
+        let deadline = std::time::Instant::now() + scaled(30);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "the agent never sent {what}");
+            if self.sock.poll(zmq::POLLIN, 100).expect("poll") == 0 {
+                continue;
+            }
+            let frames = self.sock.recv_multipart(0).expect("recv");
+            let [peer, frame] = frames.as_slice() else {
+                panic!("{} frames from the agent", frames.len())
+            };
+            let (_, msg) = codec::decode::<AgentMessage>(frame).expect("an agent message");
+            if let AgentMessage::Register(_) = msg {
+                self.peer = Some(peer.clone());
+                self.send(&BrokerMessage::Registered {
+                    node: NodeId(1),
+                    heartbeat_ms: 500,
+                });
+                continue;
+            }
+            if let Some(v) = want(msg) {
+                return v;
+            }
+        }
+    }
+
+    /// Waits for the agent's (next) registration.
+    pub fn registered(&mut self) {
+        self.peer = None;
+        let deadline = std::time::Instant::now() + scaled(30);
+        while self.peer.is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the agent never registered"
+            );
+            if self.sock.poll(zmq::POLLIN, 100).expect("poll") == 0 {
+                continue;
+            }
+            let frames = self.sock.recv_multipart(0).expect("recv");
+            if let [peer, frame] = frames.as_slice()
+                && let Ok((_, AgentMessage::Register(_))) = codec::decode::<AgentMessage>(frame)
+            {
+                self.peer = Some(peer.clone());
+                self.send(&BrokerMessage::Registered {
+                    node: NodeId(1),
+                    heartbeat_ms: 500,
+                });
+            }
+        }
+    }
+
+    pub fn send_frame(&self, frame: Vec<u8>) {
+        let peer = self.peer.clone().expect("the agent registered");
+        self.sock.send_multipart([peer, frame], 0).expect("send");
+    }
+
+    pub fn send(&self, msg: &BrokerMessage) {
+        self.send_frame(codec::encode(0, msg).expect("encode"));
+    }
+
+    /// The agent's end of `job`, whatever it was.
+    pub fn end_of(&mut self, job: JobId) -> JobEnd {
+        self.next(&format!("the end of {job}"), |m| match m {
+            AgentMessage::JobEnded(e) if e.job == job => Some(e),
+            _ => None,
+        })
+    }
+}
+
+/// A launch of a script that appends to `marker`: a job that ran leaves it behind.
+pub fn launch_of(job: u64, uid: u32, gid: u32, node: &str, marker: &std::path::Path) -> LaunchSpec {
+    LaunchSpec {
+        job: JobId(job),
+        name: "impostor".into(),
+        uid,
+        gid,
+        script: format!("#!/bin/sh\necho ran >> {}\n", marker.display()),
+        args: vec![],
+        workdir: marker.parent().expect("dir").to_string_lossy().into_owned(),
+        stdout: None,
+        stderr: None,
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cpus: 1,
+        mem_mb: 64,
+        time_limit_s: None,
+        partition: "batch".into(),
+        nodelist: node.into(),
+        submit_time_us: now_us(),
+        gpus: vec![],
+        array: None,
+        node: String::new(),
+        expires_us: 0,
+        signature: vec![],
+    }
+}
+
