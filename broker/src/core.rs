@@ -1224,6 +1224,7 @@ impl Core {
             end_time_us: now_us,
             reason: None,
             gpu_fault: None,
+            node_fault: false,
             usage: None,
         }
     }
@@ -1290,6 +1291,21 @@ impl Core {
                 end.end_time_us,
             );
             return;
+        } else if end.node_fault
+            && state == JobState::Running
+            && let Some(node_id) = node
+        {
+            // The node cannot start jobs: it is drained with the reason (shown by
+            // `bh nodes`), so that this job and the next go elsewhere.
+            self.sched
+                .job_ended(sid, sched::Outcome::NotOk, secs(end.end_time_us));
+            let why = end
+                .reason
+                .clone()
+                .unwrap_or_else(|| "the node failed to launch a job".into());
+            self.drain_node_for_fault(fx, node_id, &why, end.end_time_us);
+            self.requeue(fx, end.job, why, end.end_time_us);
+            return;
         } else if state == JobState::Running {
             let outcome = if end.state == JobState::Completed {
                 sched::Outcome::Ok
@@ -1329,6 +1345,29 @@ impl Core {
         self.update(fx, id);
         if let Some(parent) = parent {
             self.refill(fx, parent, end.end_time_us);
+        }
+    }
+
+    /// Drains node `id` for a fault of its own (`why`), unless it is drained already.
+    fn drain_node_for_fault(&mut self, fx: &mut Effects, id: NodeId, why: &str, now_us: u64) {
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return;
+        };
+        if node.drain.is_some() {
+            return;
+        }
+        tracing::error!(node = %node.name, reason = %why, "node drained: it failed to launch a job");
+        node.drain = Some(why.to_string());
+        let (idx, up) = (node.idx, node.up());
+        fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));
+        if up {
+            self.sched.set_health(
+                idx,
+                sched::Health::Draining {
+                    reason: why.to_string(),
+                },
+                secs(now_us),
+            );
         }
     }
 
@@ -2820,18 +2859,22 @@ fn check_submission(sub: &JobSubmission) -> Result<(), ErrorReply> {
 }
 
 #[cfg(test)]
+#[path = "core_hardening_tests.rs"]
+mod hardening_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use bulkhead_proto::ResourceRequest;
 
-    fn user(uid: u32) -> Caller {
+    pub(super) fn user(uid: u32) -> Caller {
         Caller {
             uid,
             gid: uid,
             user: format!("u{uid}"),
         }
     }
-    fn root() -> Caller {
+    pub(super) fn root() -> Caller {
         Caller {
             uid: 0,
             gid: 0,
@@ -2839,7 +2882,7 @@ mod tests {
         }
     }
 
-    fn sub(cpus: u32) -> JobSubmission {
+    pub(super) fn sub(cpus: u32) -> JobSubmission {
         JobSubmission {
             name: "j".into(),
             script: "#!/bin/sh\ntrue\n".into(),
@@ -2861,7 +2904,7 @@ mod tests {
         }
     }
 
-    fn reg(name: &str, cpus: u32, running: Vec<JobId>) -> AgentMessage {
+    pub(super) fn reg(name: &str, cpus: u32, running: Vec<JobId>) -> AgentMessage {
         AgentMessage::Register(Registration {
             credential: vec![],
             name: name.into(),
@@ -2878,7 +2921,7 @@ mod tests {
 
     /// A job's end as an agent reports it: no exit code, signal, reason or usage
     /// unless a test sets them.
-    fn job_end(job: JobId, state: JobState, start_time_us: u64, end_time_us: u64) -> JobEnd {
+    pub(super) fn job_end(job: JobId, state: JobState, start_time_us: u64, end_time_us: u64) -> JobEnd {
         JobEnd {
             job,
             state,
@@ -2888,15 +2931,16 @@ mod tests {
             end_time_us,
             reason: None,
             gpu_fault: None,
+            node_fault: false,
             usage: None,
         }
     }
 
-    fn core() -> Core {
+    pub(super) fn core() -> Core {
         Core::new(CoreConfig::default(), vec![], vec![])
     }
 
-    fn submitted(fx: &Effects) -> JobId {
+    pub(super) fn submitted(fx: &Effects) -> JobId {
         fx.send
             .iter()
             .find_map(|o| match o {
@@ -2909,7 +2953,7 @@ mod tests {
             .expect("a Submitted reply")
     }
 
-    fn launches(fx: &Effects) -> Vec<(PeerId, JobId)> {
+    pub(super) fn launches(fx: &Effects) -> Vec<(PeerId, JobId)> {
         fx.send
             .iter()
             .filter_map(|o| match o {

@@ -774,6 +774,12 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
             })
             .collect(),
     };
+    let mut env = env;
+    if !env.iter().any(|(k, _)| k == "SLURM_UMASK") {
+        // As sbatch does: the job's files are created with the submitter's umask
+        // (output files too), whatever the environment exported.
+        env.push(("SLURM_UMASK".into(), format!("{:04o}", current_umask())));
+    }
     let sub = JobSubmission {
         name: r.name.unwrap_or(script_name),
         script,
@@ -790,6 +796,14 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
         qos: r.qos,
     };
     Ok((sub, cli_opts.parsable))
+}
+
+/// This process's file mode creation mask (read by setting it, then set back).
+fn current_umask() -> u32 {
+    use nix::sys::stat::{Mode, umask};
+    let mask = umask(Mode::from_bits_truncate(0o077));
+    umask(mask);
+    mask.bits()
 }
 
 fn read_stdin() -> anyhow::Result<String> {

@@ -49,9 +49,48 @@ enum RecordV1 {
     Ack(JobId),
 }
 
+/// A job end as agents before node faults journaled it (no `node_fault`).
+#[derive(Debug, Deserialize)]
+struct JobEndV2 {
+    job: JobId,
+    state: bulkhead_proto::JobState,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    start_time_us: u64,
+    end_time_us: u64,
+    reason: Option<String>,
+    gpu_fault: Option<u32>,
+    usage: Option<bulkhead_proto::acct::JobUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+enum RecordV2 {
+    End(Box<JobEndV2>),
+    Ack(JobId),
+    Launched { job: JobId, until_us: u64 },
+}
+
 fn decode(bytes: &[u8]) -> Option<Record> {
     if let Ok(r) = postcard::from_bytes::<Record>(bytes) {
         return Some(r);
+    }
+    if let Ok(r) = postcard::from_bytes::<RecordV2>(bytes) {
+        return Some(match r {
+            RecordV2::Ack(j) => Record::Ack(j),
+            RecordV2::Launched { job, until_us } => Record::Launched { job, until_us },
+            RecordV2::End(e) => Record::End(Box::new(JobEnd {
+                job: e.job,
+                state: e.state,
+                exit_code: e.exit_code,
+                signal: e.signal,
+                start_time_us: e.start_time_us,
+                end_time_us: e.end_time_us,
+                reason: e.reason,
+                gpu_fault: e.gpu_fault,
+                usage: e.usage,
+                node_fault: false,
+            })),
+        });
     }
     match postcard::from_bytes::<RecordV1>(bytes).ok()? {
         RecordV1::Ack(j) => Some(Record::Ack(j)),
@@ -64,6 +103,7 @@ fn decode(bytes: &[u8]) -> Option<Record> {
             end_time_us: e.end_time_us,
             reason: e.reason,
             gpu_fault: None,
+            node_fault: false,
             usage: None,
         }))),
     }
@@ -281,6 +321,7 @@ mod tests {
             end_time_us: 2,
             reason: None,
             gpu_fault: None,
+            node_fault: false,
             usage: None,
         }
     }
@@ -369,6 +410,68 @@ mod tests {
             (JobState::Failed, Some(3), Some("why"))
         );
         assert_eq!(e.usage, None);
+    }
+
+    /// Ends journaled before `node_fault` existed (an upgrade with ends unacknowledged)
+    /// replay, and so do the accepted launches of that format.
+    #[test]
+    fn a_journal_without_node_faults_replays() {
+        #[derive(Serialize)]
+        struct V2End {
+            job: JobId,
+            state: JobState,
+            exit_code: Option<i32>,
+            signal: Option<i32>,
+            start_time_us: u64,
+            end_time_us: u64,
+            reason: Option<String>,
+            gpu_fault: Option<u32>,
+            usage: Option<bulkhead_proto::acct::JobUsage>,
+        }
+        #[derive(Serialize)]
+        enum V2Record {
+            End(Box<V2End>),
+            #[allow(dead_code)]
+            Ack(JobId),
+            Launched {
+                job: JobId,
+                until_us: u64,
+            },
+        }
+        let mut bytes = Vec::new();
+        for r in [
+            V2Record::End(Box::new(V2End {
+                job: JobId(7),
+                state: JobState::Failed,
+                exit_code: None,
+                signal: None,
+                start_time_us: 1,
+                end_time_us: 2,
+                reason: Some("slice".into()),
+                gpu_fault: Some(1),
+                usage: None,
+            })),
+            V2Record::Launched {
+                job: JobId(8),
+                until_us: 99,
+            },
+        ] {
+            let body = postcard::to_allocvec(&r).expect("encode");
+            bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(&body);
+        }
+        let Replayed {
+            pending,
+            launched,
+            valid,
+        } = replay(&bytes);
+        assert_eq!(valid, bytes.len(), "nothing cut");
+        assert!(launched.contains(&(JobId(8), 99)));
+        let e = &pending[&JobId(7)];
+        assert_eq!(
+            (e.gpu_fault, e.node_fault, e.reason.as_deref()),
+            (Some(1), false, Some("slice"))
+        );
     }
 
     #[test]

@@ -43,6 +43,29 @@ pub enum LaunchError {
     Nul { what: &'static str },
 }
 
+impl LaunchError {
+    /// Whether the node, not the job, is at fault: it could not prepare or start any
+    /// job (its cgroups, descriptors, a session), as opposed to this job's user,
+    /// directory, files or script.
+    pub fn is_node_fault(&self) -> bool {
+        match self {
+            LaunchError::Prepare { .. } => true,
+            LaunchError::Child { step, .. } => NODE_STEPS.contains(step),
+            LaunchError::NoSuchUser { .. }
+            | LaunchError::UserLookup { .. }
+            | LaunchError::Nul { .. } => false,
+        }
+    }
+}
+
+/// The steps of a job's start that fail only for the node's reasons.
+const NODE_STEPS: [&str; 4] = [
+    "join the job cgroup",
+    "start a session",
+    "attach standard input to /dev/null",
+    "close the agent's descriptors",
+];
+
 /// The account a job runs as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserInfo {
@@ -275,6 +298,21 @@ pub struct Prepared {
     pub stderr: String,
     /// `cgroup.procs` files of the job's cgroups.
     pub procs_files: Vec<PathBuf>,
+    /// The job's file mode creation mask (the submitter's), for its output files and
+    /// everything it creates.
+    pub umask: u32,
+}
+
+/// The mask a job runs with: its submitter's, as `bh submit` (and sbatch) record it in
+/// `SLURM_UMASK` (octal); 022 when absent or not a mask.
+pub fn job_umask(spec: &LaunchSpec) -> u32 {
+    spec.env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "SLURM_UMASK")
+        .and_then(|(_, v)| u32::from_str_radix(v.trim(), 8).ok())
+        .filter(|m| *m <= 0o777)
+        .unwrap_or(0o022)
 }
 
 fn cstr(s: &str, what: &'static str) -> Result<CString, LaunchError> {
@@ -294,6 +332,7 @@ struct ChildPrep {
     uid: libc::uid_t,
     gid: libc::gid_t,
     workdir: CString,
+    umask: libc::mode_t,
     out: CString,
     err: Option<CString>,
     /// Signals the agent handles: reset to their default in the child before exec.
@@ -345,15 +384,18 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         if libc::dup2(p.devnull, 0) < 0 {
             return fail(p, 9);
         }
+        // The child has its own umask (no CLONE_FS): the submitter's, so that the
+        // output files (0666 less the mask) are no more readable than they chose.
+        libc::umask(p.umask);
         let flags =
             libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        let fd = libc::open(p.out.as_ptr(), flags, 0o644);
+        let fd = libc::open(p.out.as_ptr(), flags, 0o666);
         if fd < 0 || libc::dup2(fd, 1) < 0 {
             return fail(p, 7);
         }
         let efd = match &p.err {
             None => fd,
-            Some(e) => libc::open(e.as_ptr(), flags, 0o644),
+            Some(e) => libc::open(e.as_ptr(), flags, 0o666),
         };
         if efd < 0 || libc::dup2(efd, 2) < 0 {
             return fail(p, 8);
@@ -488,6 +530,7 @@ pub fn spawn(p: &Prepared) -> Result<JobProcess, LaunchError> {
         uid: p.user.uid,
         gid: p.user.gid,
         workdir: cstr(&p.workdir, "working directory")?,
+        umask: p.umask & 0o777,
         out: cstr(&p.stdout, "output path")?,
         err: if p.stderr == p.stdout {
             None

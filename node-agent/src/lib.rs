@@ -976,6 +976,7 @@ impl Agent {
             end_time_us: now_us(),
             reason: Some(format!("launch refused by the node: {why}")),
             gpu_fault: None,
+            node_fault: false,
             usage: None,
         }));
     }
@@ -1190,18 +1191,52 @@ impl IsolationState {
     }
 }
 
+/// Why a launch failed, and whose fault it was.
+#[derive(Debug)]
+struct LaunchFailure {
+    reason: String,
+    /// The GPU whose slice could not be made: out of service, the job requeued.
+    gpu_fault: Option<u32>,
+    /// The node cannot run jobs (cgroups, device filter, run directory): drained, the
+    /// job requeued. Otherwise the job itself is at fault (its user, directory, files).
+    node_fault: bool,
+}
+
+impl LaunchFailure {
+    fn job(reason: impl Into<String>) -> Self {
+        LaunchFailure {
+            reason: reason.into(),
+            gpu_fault: None,
+            node_fault: false,
+        }
+    }
+
+    fn node(reason: impl Into<String>) -> Self {
+        LaunchFailure {
+            node_fault: true,
+            ..Self::job(reason)
+        }
+    }
+}
+
 fn prepare_and_spawn(
     ctx: &JobCtx,
     spec: &LaunchSpec,
     cpu_ids: &[u32],
-) -> Result<Started, (Option<u32>, String)> {
-    let user = launch::lookup_user(spec.uid, spec.gid).map_err(|e| (None, e.to_string()))?;
-    let gpus = ctx.acquire_gpus(spec)?;
+) -> Result<Started, LaunchFailure> {
+    let user =
+        launch::lookup_user(spec.uid, spec.gid).map_err(|e| LaunchFailure::job(e.to_string()))?;
+    let gpus = ctx
+        .acquire_gpus(spec)
+        .map_err(|(gpu_fault, reason)| LaunchFailure {
+            gpu_fault,
+            ..LaunchFailure::job(reason)
+        })?;
     match spawn_with_gpus(ctx, spec, cpu_ids, user, gpus.clone()) {
         Ok(s) => Ok(s),
         Err(e) => {
             ctx.release_gpus(spec.job, &gpus, None);
-            Err((None, e))
+            Err(e)
         }
     }
 }
@@ -1212,7 +1247,7 @@ fn spawn_with_gpus(
     cpu_ids: &[u32],
     user: launch::UserInfo,
     gpus: gpu::JobGpus,
-) -> Result<Started, String> {
+) -> Result<Started, LaunchFailure> {
     let limits = Limits {
         cpu_ids: cpu_ids.to_vec(),
         mem_bytes: spec.mem_mb.saturating_mul(1 << 20),
@@ -1221,7 +1256,7 @@ fn spawn_with_gpus(
     let cg = ctx
         .tree
         .create_job(spec.job.0, &limits)
-        .map_err(|e| format!("cannot set up the job's cgroup: {e}"))?;
+        .map_err(|e| LaunchFailure::node(format!("cannot set up the job's cgroup: {e}")))?;
     let cleanup = |cg: &JobCgroup| {
         let _ = cg.remove(Duration::from_millis(500));
     };
@@ -1229,7 +1264,7 @@ fn spawn_with_gpus(
         Ok(id) => id,
         Err(e) => {
             cleanup(&cg);
-            return Err(e);
+            return Err(LaunchFailure::node(e));
         }
     };
     let cleanup = |cg: &JobCgroup| {
@@ -1240,7 +1275,10 @@ fn spawn_with_gpus(
         Ok(s) => s,
         Err(e) => {
             cleanup(&cg);
-            return Err(e.to_string());
+            return Err(LaunchFailure::node(format!(
+                "the node's run directory {}: {e}",
+                ctx.run_dir.display()
+            )));
         }
     };
     let (stdout, stderr) = launch::output_paths(spec, &user.name);
@@ -1257,6 +1295,7 @@ fn spawn_with_gpus(
         stdout,
         stderr,
         procs_files: cg.procs_files(),
+        umask: launch::job_umask(spec),
     };
     let spawned = launch::spawn(&prepared);
     match spawned {
@@ -1271,7 +1310,10 @@ fn spawn_with_gpus(
             let _ = cg.kill();
             cleanup(&cg);
             let _ = std::fs::remove_file(&script);
-            Err(e.to_string())
+            Err(LaunchFailure {
+                node_fault: e.is_node_fault(),
+                ..LaunchFailure::job(e.to_string())
+            })
         }
     }
 }
@@ -1294,28 +1336,31 @@ async fn run_job(
         end_time_us: now_us(),
         reason,
         gpu_fault: None,
+        node_fault: false,
         usage: None,
     };
     let prepared = {
         let (ctx, spec, cpu_ids) = (ctx.clone(), spec.clone(), cpu_ids.clone());
         tokio::task::spawn_blocking(move || prepare_and_spawn(&ctx, &spec, &cpu_ids)).await
     };
-    let mut started =
-        match prepared.unwrap_or_else(|e| Err((None, format!("launch task failed: {e}")))) {
-            Ok(s) => s,
-            Err((gpu_fault, reason)) => {
-                tracing::warn!(%job, %reason, "launch failed");
-                let mut e = end(
-                    JobState::Failed,
-                    None,
-                    None,
-                    Some(format!("launch failed: {reason}")),
-                );
-                e.gpu_fault = gpu_fault;
-                let _ = ctx.events.send(JobEvent::Ended { end: e }).await;
-                return;
-            }
-        };
+    let mut started = match prepared
+        .unwrap_or_else(|e| Err(LaunchFailure::node(format!("launch task failed: {e}"))))
+    {
+        Ok(s) => s,
+        Err(f) => {
+            tracing::warn!(%job, reason = %f.reason, node_fault = f.node_fault, "launch failed");
+            let mut e = end(
+                JobState::Failed,
+                None,
+                None,
+                Some(format!("launch failed on node {}: {}", ctx.node, f.reason)),
+            );
+            e.gpu_fault = f.gpu_fault;
+            e.node_fault = f.node_fault;
+            let _ = ctx.events.send(JobEvent::Ended { end: e }).await;
+            return;
+        }
+    };
     let pid = started.child.id();
     if !started.gpus.indices.is_empty()
         && let Ok(mut b) = ctx.gpus.lock()

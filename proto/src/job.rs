@@ -405,6 +405,10 @@ pub struct JobEnd {
     pub gpu_fault: Option<u32>,
     /// What the job used, from the agent's samples and a last one at its end.
     pub usage: Option<crate::acct::JobUsage>,
+    /// The launch failed for a cause of the node's, not the job's (its cgroup, the
+    /// device filter, its run directory): the job goes back to the queue and the node
+    /// is drained with `reason`, so that jobs go elsewhere.
+    pub node_fault: bool,
 }
 
 impl JobEnd {

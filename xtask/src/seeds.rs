@@ -69,6 +69,7 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
         end_time_us: 2,
         reason: None,
         gpu_fault: None,
+        node_fault: false,
         usage: Some(JobUsage {
             cpu_usec: Some(5),
             ..Default::default()
