@@ -79,14 +79,26 @@ impl Impostor {
                 continue;
             }
             let frames = self.sock.recv_multipart(0).expect("recv");
-            if let [peer, frame] = frames.as_slice()
-                && let Ok((_, AgentMessage::Register(_))) = codec::decode::<AgentMessage>(frame)
-            {
-                self.peer = Some(peer.clone());
-                self.send(&BrokerMessage::Registered {
-                    node: NodeId(1),
-                    heartbeat_ms: 500,
-                });
+            let [peer, frame] = frames.as_slice() else {
+                continue;
+            };
+            match codec::decode::<AgentMessage>(frame) {
+                Ok((_, AgentMessage::Register(_))) => {
+                    self.peer = Some(peer.clone());
+                    self.send(&BrokerMessage::Registered {
+                        node: NodeId(1),
+                        heartbeat_ms: 500,
+                    });
+                }
+                // An agent that was registered with the broker this one replaces is
+                // told to register again, as a restarted broker does.
+                Ok(_) => {
+                    let again = codec::encode(0, &BrokerMessage::Reregister).expect("encode");
+                    self.sock
+                        .send_multipart([peer.clone(), again], 0)
+                        .expect("send");
+                }
+                Err(_) => {}
             }
         }
     }

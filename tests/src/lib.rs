@@ -590,6 +590,11 @@ impl Cluster {
     }
 
     pub fn bh_in(&self, user: Option<&TestUser>, cwd: &Path, args: &[&str]) -> Result<Output> {
+        Ok(self.bh_command(user, cwd, args).output()?)
+    }
+
+    /// The command `bh_in` runs, for a test to add to (a umask, standard input).
+    pub fn bh_command(&self, user: Option<&TestUser>, cwd: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(bin("bh"));
         cmd.args(args)
             .current_dir(cwd)
@@ -608,7 +613,7 @@ impl Cluster {
                 .env("HOME", format!("/home/{}", u.name))
                 .env("USER", &u.name);
         }
-        Ok(cmd.output()?)
+        cmd
     }
 
     /// Submits a script as `user` from `workdir`; returns the job id.

@@ -1,0 +1,406 @@
+//! End to end, the findings of the adversarial review: what a restart of the broker,
+//! a local user squatting its port, a captured credential, a careless umask, a node
+//! that cannot launch and a GPU that cannot make a slice must not do. Real daemons,
+//! the real `bh`, the real kernel; run as root.
+
+use bulkhead_net::Client;
+use bulkhead_net::sign::LaunchSigner;
+use bulkhead_proto::codec;
+use bulkhead_proto::msg::{BrokerMessage, ClientOp, ClientReply, ClientRequest, ErrorCode};
+use bulkhead_proto::time::now_us;
+use bulkhead_proto::{JobId, JobState};
+use bulkhead_tests::impostor::{Impostor, launch_of};
+use bulkhead_tests::{Cluster, ClusterOpts, TestUser, USER1, bin, scaled, user, wait_for};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn t() -> Duration {
+    scaled(30)
+}
+
+/// `bh-squat ARGS` as `u`: an unprivileged local user's program.
+fn squat(u: &TestUser, args: &[&str]) -> std::process::Child {
+    Command::new(bin("bh-squat"))
+        .args(args)
+        .uid(u.uid)
+        .gid(u.gid)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bh-squat")
+}
+
+fn nodes_json(c: &Cluster) -> Vec<serde_json::Value> {
+    let out = c.bh(None, &["nodes", "--json"]).expect("bh nodes");
+    serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .expect("json")
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Jobs that end while the broker is down (a clean, short restart) keep their own
+/// state and exit code, and an `afterok` dependent of the one that completed runs.
+#[test]
+fn jobs_that_end_while_the_broker_is_down_keep_their_state_and_dependents() {
+    let mut c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let wait_go = "#!/bin/sh\nwhile [ ! -e go ]; do sleep 0.1; done\n";
+    let ok = c
+        .submit(Some(&u), &wd, &[], &format!("{wait_go}exit 0\n"))
+        .expect("submit");
+    let bad = c
+        .submit(Some(&u), &wd, &[], &format!("{wait_go}exit 3\n"))
+        .expect("submit");
+    let dep = c
+        .submit(
+            Some(&u),
+            &wd,
+            &[&format!("--dependency=afterok:{ok}")],
+            "#!/bin/sh\necho ran > dep.out\n",
+        )
+        .expect("submit");
+    for j in [ok, bad] {
+        c.wait_state(j, &[JobState::Running], t()).expect("running");
+    }
+    c.crash_broker();
+    std::fs::write(wd.join("go"), "").expect("go");
+    let ended = |job: JobId| {
+        let needle = format!("job={job} ");
+        move |log: &str| {
+            log.lines()
+                .any(|l| l.contains("job ended") && l.contains(&needle))
+        }
+    };
+    wait_for(t(), || {
+        let log = c.agent_log();
+        ended(ok)(&log) && ended(bad)(&log)
+    })
+    .expect("both jobs ended while the broker was down");
+    c.start_broker().expect("broker back");
+    let j = c
+        .wait_state(
+            ok,
+            &[JobState::Completed, JobState::NodeFail, JobState::Failed],
+            t(),
+        )
+        .expect("ok ended");
+    assert_eq!((j.state, j.exit_code), (JobState::Completed, Some(0)), "{j:?}");
+    let j = c
+        .wait_state(bad, &[JobState::Failed, JobState::NodeFail], t())
+        .expect("bad ended");
+    assert_eq!((j.state, j.exit_code), (JobState::Failed, Some(3)), "{j:?}");
+    let j = c
+        .wait_state(
+            dep,
+            &[JobState::Completed, JobState::Cancelled, JobState::Failed],
+            t(),
+        )
+        .expect("dependent ended");
+    assert_eq!(j.state, JobState::Completed, "{j:?}");
+    assert!(wd.join("dep.out").exists());
+}
+
+/// Without CURVE, a local user who binds the broker's port while it restarts gets the
+/// agent to connect, but the agent runs none of its launches (unsigned, or signed with
+/// a key that is not the broker's); a launch of root's job is refused even when the
+/// broker signed it, unless the node allows root's jobs; root's submission is refused
+/// at the broker; and an agent given no way to authenticate its broker does not start.
+#[test]
+fn a_user_squatting_the_brokers_port_cannot_start_jobs_and_root_jobs_are_refused() {
+    let mut c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(None).expect("workdir");
+    let marker = wd.join("ran-as-root");
+    // Writable by the squatter's jobs if they ever ran.
+    std::fs::set_permissions(&wd, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+
+    let out = c
+        .bh(None, &["submit", "--wrap", "id -u"])
+        .expect("bh submit");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("root's jobs are not accepted"), "{err}");
+
+    c.crash_broker();
+    let squatter = squat(
+        &u,
+        &["broker", &c.endpoint, marker.to_str().expect("utf-8")],
+    );
+    let out = squatter.wait_with_output().expect("squatter");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines.len(), 2, "{said}");
+    assert!(
+        lines[0].contains("FAILED") && lines[0].contains("not signed"),
+        "{said}"
+    );
+    assert!(
+        lines[1].contains("FAILED") && lines[1].contains("not the broker's"),
+        "{said}"
+    );
+
+    // The broker's own key, on a node that does not allow root's jobs.
+    let signer = LaunchSigner::load(&c.keys_dir().join("broker.sign")).expect("signing key");
+    let (mut broker, _) = Impostor::bind_at(None, &c.endpoint);
+    broker.registered();
+    let mut root_job = launch_of(900_003, 0, 0, &c.node, &marker);
+    signer.sign(&mut root_job, &c.node, now_us());
+    broker.send(&BrokerMessage::Launch(Box::new(root_job)));
+    let end = broker.end_of(JobId(900_003));
+    assert_eq!(end.state, JobState::Failed);
+    assert!(
+        end.reason.as_deref().unwrap_or("").contains("root jobs are not allowed"),
+        "{end:?}"
+    );
+    assert!(!marker.exists(), "a refused launch ran");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(bin("bulkhead-agent"))
+        .args(["--broker", "tcp://127.0.0.1:9", "--name", "noauth"])
+        .arg("--spool-dir")
+        .arg(dir.path().join("spool"))
+        .arg("--run-dir")
+        .arg(dir.path().join("run"))
+        .output()
+        .expect("agent");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no way to authenticate the broker") && err.contains("--insecure"),
+        "{err}"
+    );
+}
+
+/// A credential captured by a user squatting the broker's port (root's `bh nodes`)
+/// does not authorize another request (a job of root's): the broker refuses it as made
+/// for another request (after MUNGE found it valid: the binding, not a dead
+/// credential, refused it), and it is spent: its own request is refused as a replay.
+#[test]
+fn a_captured_credential_authorizes_only_the_request_it_was_made_for() {
+    let mut c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let captured = dir.path().join("frame");
+    c.crash_broker();
+    let squatter = squat(
+        &u,
+        &["capture", &c.endpoint, captured.to_str().expect("utf-8")],
+    );
+    // Root asks for the nodes while the broker is away; the squatter answers.
+    let _ = c.bh(None, &["nodes"]);
+    let out = squatter.wait_with_output().expect("squatter");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frame = std::fs::read(&captured).expect("captured frame");
+    let (header, req) = codec::decode::<ClientRequest>(&frame).expect("a client request");
+    assert_eq!(req.op, ClientOp::Nodes);
+    c.start_broker().expect("broker back");
+
+    let mut client = Client::connect(&c.endpoint, Some(&c.munged.socket)).expect("client");
+    let mut ask = |frame: &[u8]| {
+        client.send_raw(frame).expect("send");
+        let reply = client.recv_raw(t()).expect("reply");
+        codec::decode::<ClientReply>(&reply).expect("decode").1
+    };
+    let wd = c.workdir(None).expect("workdir");
+    let spliced = ClientRequest {
+        credential: req.credential.clone(),
+        op: ClientOp::Submit(Box::new(bulkhead_proto::job::JobSubmission {
+            name: "spliced".into(),
+            script: "#!/bin/sh\ntouch pwned\n".into(),
+            args: vec![],
+            workdir: wd.to_string_lossy().into_owned(),
+            stdout: None,
+            stderr: None,
+            env: vec![],
+            resources: Default::default(),
+            deps: vec![],
+            array: None,
+            array_task: None,
+            reservation: None,
+            qos: None,
+        })),
+    };
+    match ask(&codec::encode(header.request_id, &spliced).expect("encode")) {
+        ClientReply::Error(e) => {
+            assert_eq!(e.code, ErrorCode::Unauthenticated);
+            assert!(e.message.contains("another request"), "{}", e.message);
+        }
+        other => panic!("the spliced credential was accepted: {other:?}"),
+    }
+    // MUNGE has now seen it: neither the request it was made for nor any other passes.
+    match ask(&frame) {
+        ClientReply::Error(e) => assert!(e.message.contains("replayed"), "{}", e.message),
+        other => panic!("a replay was accepted: {other:?}"),
+    }
+    let out = c.bh(None, &["queue", "--all"]).expect("bh queue");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("spliced"),
+        "no job was queued"
+    );
+}
+
+/// Output files, and what the job creates, get the submitter's umask: 077 gives files
+/// others cannot read, 022 readable ones.
+#[test]
+fn jobs_create_their_files_with_the_submitters_umask() {
+    let c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    std::fs::write(wd.join("job.sh"), "#!/bin/sh\necho hi\ntouch made\n").expect("script");
+    let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    for (mask, want) in [(0o077u32, 0o600u32), (0o022, 0o644)] {
+        let out_name = format!("out-{mask:o}");
+        let made = wd.join("made");
+        let _ = std::fs::remove_file(&made);
+        let mut cmd = c.bh_command(
+            Some(&u),
+            &wd,
+            &["submit", "--parsable", "-o", &out_name, "job.sh"],
+        );
+        // SAFETY: umask(2) only, between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::umask(mask);
+                Ok(())
+            });
+        }
+        let out = cmd.output().expect("bh submit");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let job: JobId = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("job id");
+        let j = c
+            .wait_state(job, &[JobState::Completed, JobState::Failed], t())
+            .expect("ended");
+        assert_eq!(j.state, JobState::Completed, "{j:?}");
+        assert_eq!(mode(&wd.join(&out_name)), want, "output file, umask {mask:o}");
+        assert_eq!(mode(&made), want, "a file the job made, umask {mask:o}");
+    }
+}
+
+/// A tmpfs mounted for a test, unmounted when dropped (also when the test fails).
+struct Mount(PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A node whose run directory is full fails the launch for a reason of its own: the
+/// node is drained with that reason and the job runs on another node.
+#[test]
+fn a_node_that_cannot_launch_is_drained_and_the_job_runs_elsewhere() {
+    let c = Cluster::start_with(ClusterOpts {
+        nodes: 2,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let (first, second) = (c.node.clone(), format!("{}x1", c.node));
+    let run = c.run_dir.path().join(&first);
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k,mode=0711", "tmpfs"])
+        .arg(&run)
+        .status()
+        .expect("mount");
+    assert!(ok.success(), "mount a small tmpfs on {}", run.display());
+    let _mount = Mount(run.clone());
+    let mut filler = std::fs::File::create(run.join("filler")).expect("filler");
+    let chunk = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut filler, &chunk).is_ok() {}
+    drop(filler);
+
+    let out = c
+        .bh(None, &["admin", "drain", &second, "--reason", "test"])
+        .expect("drain");
+    assert!(out.status.success());
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let job = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\nhostname > where\n")
+        .expect("submit");
+    let reason_of = |name: &str| {
+        nodes_json(&c)
+            .into_iter()
+            .find(|n| n["name"] == name)
+            .and_then(|n| n["reason"].as_str().map(String::from))
+    };
+    wait_for(t(), || {
+        reason_of(&first).is_some_and(|r| r.contains("No space left"))
+    })
+    .unwrap_or_else(|e| panic!("{e}: node not drained; agent log:\n{}", c.agent_log()));
+    let j = c.show(job).expect("show");
+    assert_eq!(j.state, JobState::Pending, "requeued: {j:?}");
+    let out = c.bh(None, &["admin", "resume", &second]).expect("resume");
+    assert!(out.status.success());
+    let j = c
+        .wait_state(job, &[JobState::Completed, JobState::Failed], t())
+        .expect("ended");
+    assert_eq!(j.state, JobState::Completed, "{j:?}");
+    assert_eq!(j.node.as_deref(), Some(second.as_str()), "{j:?}");
+}
+
+/// A MIG slice that cannot be made on one GPU (its driver refuses) puts the job back
+/// in the queue and that GPU out of service; the job runs on the other GPU.
+#[test]
+fn a_slice_that_cannot_be_made_requeues_the_job_onto_another_gpu() {
+    let c = Cluster::start_with(ClusterOpts {
+        agent_args: vec![
+            "--simulate-gpus".into(),
+            "a100-80gb:2:mig:fail-create=0".into(),
+        ],
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let job = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["--gpus", "3g.40gb:1"],
+            "#!/bin/sh\necho $SLURM_JOB_GPUS > gpu\n",
+        )
+        .expect("submit");
+    let j = c
+        .wait_state(
+            job,
+            &[JobState::Completed, JobState::Failed, JobState::NodeFail],
+            t(),
+        )
+        .expect("ended");
+    assert_eq!(j.state, JobState::Completed, "{j:?}\n{}", c.agent_log());
+    let gpu = std::fs::read_to_string(wd.join("gpu")).expect("gpu");
+    assert_eq!(gpu.trim(), "1", "ran on the GPU that works");
+    let faults = nodes_json(&c)
+        .into_iter()
+        .find(|n| n["name"] == c.node.as_str())
+        .map(|n| n["gpu_faults"].clone())
+        .expect("node");
+    assert_eq!(faults[0][0], 0, "GPU 0 out of service: {faults}");
+    assert!(
+        !c.agent_log().contains("duplicate launch ignored"),
+        "{}",
+        c.agent_log()
+    );
+}
