@@ -2921,7 +2921,12 @@ mod tests {
 
     /// A job's end as an agent reports it: no exit code, signal, reason or usage
     /// unless a test sets them.
-    pub(super) fn job_end(job: JobId, state: JobState, start_time_us: u64, end_time_us: u64) -> JobEnd {
+    pub(super) fn job_end(
+        job: JobId,
+        state: JobState,
+        start_time_us: u64,
+        end_time_us: u64,
+    ) -> JobEnd {
         JobEnd {
             job,
             state,

@@ -92,14 +92,19 @@ fn a_node_that_cannot_launch_is_drained_and_its_job_goes_elsewhere() {
     let (job, fx) = submit(&mut c, sub(1), 20);
     assert_eq!(launches(&fx), vec![(b"a".to_vec(), job)]);
     c.agent(b"b".to_vec(), 3, Some(&root()), reg("n2", 1, vec![]), 25);
-    let why = "launch failed on node n1: the node's run directory /run/bulkhead: No space left on device";
+    let why =
+        "launch failed on node n1: the node's run directory /run/bulkhead: No space left on device";
     let end = JobEnd {
         reason: Some(why.into()),
         node_fault: true,
         ..job_end(job, JobState::Failed, 0, 30)
     };
     let fx = c.agent(b"a".to_vec(), 4, None, AgentMessage::JobEnded(end), 30);
-    assert_eq!(launches(&fx), vec![(b"b".to_vec(), job)], "relaunched on n2");
+    assert_eq!(
+        launches(&fx),
+        vec![(b"b".to_vec(), job)],
+        "relaunched on n2"
+    );
     let ack = fx.send.iter().position(|o| {
         matches!(
             o,

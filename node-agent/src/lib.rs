@@ -345,7 +345,12 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     }
     let journal = Journal::open(&cfg.spool_dir.join("ends.journal"))?;
     let own = cgroup::discover()?.allow_root(&cfg.cgroup_at_root);
-    let mut tree = AgentTree::create(&own, &format!("bulkhead-{}", cfg.name))?;
+    // Removed again if the agent fails before it runs (a bad option, keys that do not
+    // load, a broker address that does not parse): nothing of a failed start is left.
+    let mut tree = TreeGuard(Some(AgentTree::create(
+        &own,
+        &format!("bulkhead-{}", cfg.name),
+    )?));
     if !tree.not_delegated().is_empty() {
         tracing::warn!(
             hierarchies = %tree.not_delegated().join(","),
@@ -470,7 +475,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     };
     let mut agent = Agent {
         munge: Munge::new(cfg.munge_socket.as_deref()),
-        tree: Arc::new(tree),
+        tree: Arc::new(tree.keep()),
         out,
         cpus,
         mem_mb,
@@ -514,6 +519,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         tokio::time::interval(agent.cfg.sample_interval.max(Duration::from_millis(100)));
     sample.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_beat = Instant::now();
+    let mut unanswered = Unanswered::default();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -525,6 +531,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             Some(reply) = async { scrape_rx.as_mut()?.recv().await } => agent.scrape(reply),
             _ = tick.tick() => {
                 if agent.registered {
+                    unanswered = Unanswered::default();
                     if last_beat.elapsed() >= agent.heartbeat {
                         last_beat = Instant::now();
                         agent.send(&AgentMessage::Heartbeat { running: agent.jobs.keys().copied().collect() });
@@ -532,6 +539,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
                     agent.resend_ends();
                     agent.report_denials();
                 } else if agent.last_register.is_none_or(|t| t.elapsed() > Duration::from_secs(3)) {
+                    agent.warn_if_unanswered(&mut unanswered);
                     agent.register();
                 }
             }
@@ -571,7 +579,74 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     Ok(())
 }
 
+/// The agent's cgroup tree while the agent starts: removed if the start fails.
+struct TreeGuard(Option<AgentTree>);
+
+impl TreeGuard {
+    /// The agent runs: the tree is its to keep (and to remove at shutdown).
+    fn keep(mut self) -> AgentTree {
+        self.0.take().expect("kept once")
+    }
+}
+
+impl std::ops::Deref for TreeGuard {
+    type Target = AgentTree;
+    fn deref(&self) -> &AgentTree {
+        self.0.as_ref().expect("not yet kept")
+    }
+}
+
+impl std::ops::DerefMut for TreeGuard {
+    fn deref_mut(&mut self) -> &mut AgentTree {
+        self.0.as_mut().expect("not yet kept")
+    }
+}
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        if let Some(t) = self.0.take() {
+            tracing::info!("the agent did not start: removing its cgroups");
+            t.remove();
+        }
+    }
+}
+
+/// How long the agent has registered in vain, for saying so.
+#[derive(Debug, Default)]
+struct Unanswered {
+    since: Option<Instant>,
+    warned: Option<Instant>,
+}
+
+/// After this long without an answer to its registrations, the agent says why that may
+/// be, and again every `SILENCE_REPEAT`.
+const SILENCE_WARN: Duration = Duration::from_secs(10);
+const SILENCE_REPEAT: Duration = Duration::from_secs(60);
+
 impl Agent {
+    /// A broker that does not answer is most often a key mismatch, which ZeroMQ's
+    /// CURVE handshake fails in silence: say what to check instead of retrying mutely.
+    fn warn_if_unanswered(&self, u: &mut Unanswered) {
+        let since = *u.since.get_or_insert_with(Instant::now);
+        if since.elapsed() < SILENCE_WARN || u.warned.is_some_and(|w| w.elapsed() < SILENCE_REPEAT)
+        {
+            return;
+        }
+        u.warned = Some(Instant::now());
+        let hint = if self.cfg.curve.is_some() {
+            "with CURVE, a wrong --broker-key (not the broker's public key) or a broker running without \
+             --curve-key fails the handshake without a word; check both"
+        } else {
+            "is it running there? A broker that requires CURVE (--curve-key) does not answer an agent \
+             without --key and --broker-key"
+        };
+        tracing::warn!(
+            broker = %self.cfg.broker,
+            waited_s = since.elapsed().as_secs(),
+            "no answer from the broker to this node's registration: {hint}"
+        );
+    }
+
     fn send_frame(&self, frame: Vec<u8>) {
         match self.out.lock() {
             Ok(s) => {

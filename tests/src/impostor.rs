@@ -26,7 +26,10 @@ impl Impostor {
 
     /// Binds at `endpoint` (a broker's own, while it is away: a port squatter), with
     /// CURVE when given the key pair.
-    pub fn bind_at(pair: Option<&bulkhead_net::curve::KeyPair>, endpoint: &str) -> (Impostor, String) {
+    pub fn bind_at(
+        pair: Option<&bulkhead_net::curve::KeyPair>,
+        endpoint: &str,
+    ) -> (Impostor, String) {
         let ctx = zmq::Context::new();
         let sock = ctx.socket(zmq::ROUTER).expect("socket");
         sock.set_linger(0).expect("linger");
@@ -147,4 +150,3 @@ pub fn launch_of(job: u64, uid: u32, gid: u32, node: &str, marker: &std::path::P
         signature: vec![],
     }
 }
-

@@ -412,17 +412,28 @@ impl Cluster {
     }
 
     fn spawn_agent(&self, name: &str) -> Result<Child> {
-        self.agent_process(name, &self.endpoint)
+        self.agent_process(name, &self.endpoint, &[])
     }
 
     /// Starts an agent for node `name` that connects to `endpoint` (another broker, or
     /// a test playing one), with this cluster's keys, MUNGE and agent options; it is
     /// stopped when the returned guard goes, also when the test fails.
     pub fn spawn_agent_to(&self, name: &str, endpoint: &str) -> Result<Stopped> {
-        self.agent_process(name, endpoint).map(Stopped)
+        self.agent_process(name, endpoint, &[]).map(Stopped)
     }
 
-    fn agent_process(&self, name: &str, endpoint: &str) -> Result<Child> {
+    /// Starts one more agent, for node `name`, with more arguments than the cluster's.
+    pub fn spawn_agent_with(&self, name: &str, extra: &[&str]) -> Result<Stopped> {
+        self.agent_process(name, &self.endpoint, extra).map(Stopped)
+    }
+
+    /// The agent's log of node `name` (the cluster's first node: `agent_log`).
+    pub fn agent_log_of(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("agent-{name}.log")))
+            .unwrap_or_default()
+    }
+
+    fn agent_process(&self, name: &str, endpoint: &str, extra: &[&str]) -> Result<Child> {
         if let Ok(mut extra) = self.extra_nodes.lock()
             && name != self.node
             && !self.node_names().iter().any(|n| n == name)
@@ -460,11 +471,17 @@ impl Cluster {
                     }
                 });
             }
-            let child = self.agent_command(&mut cmd, name, endpoint, &log).spawn()?;
+            let child = self
+                .agent_command(&mut cmd, name, endpoint, &log)
+                .args(extra)
+                .spawn()?;
             drop(procs);
             return Ok(child);
         }
-        Ok(self.agent_command(&mut cmd, name, endpoint, &log).spawn()?)
+        Ok(self
+            .agent_command(&mut cmd, name, endpoint, &log)
+            .args(extra)
+            .spawn()?)
     }
 
     fn agent_command<'a>(

@@ -89,7 +89,11 @@ fn jobs_that_end_while_the_broker_is_down_keep_their_state_and_dependents() {
             t(),
         )
         .expect("ok ended");
-    assert_eq!((j.state, j.exit_code), (JobState::Completed, Some(0)), "{j:?}");
+    assert_eq!(
+        (j.state, j.exit_code),
+        (JobState::Completed, Some(0)),
+        "{j:?}"
+    );
     let j = c
         .wait_state(bad, &[JobState::Failed, JobState::NodeFail], t())
         .expect("bad ended");
@@ -159,7 +163,10 @@ fn a_user_squatting_the_brokers_port_cannot_start_jobs_and_root_jobs_are_refused
     let end = broker.end_of(JobId(900_003));
     assert_eq!(end.state, JobState::Failed);
     assert!(
-        end.reason.as_deref().unwrap_or("").contains("root jobs are not allowed"),
+        end.reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("root jobs are not allowed"),
         "{end:?}"
     );
     assert!(!marker.exists(), "a refused launch ran");
@@ -293,7 +300,11 @@ fn jobs_create_their_files_with_the_submitters_umask() {
             .wait_state(job, &[JobState::Completed, JobState::Failed], t())
             .expect("ended");
         assert_eq!(j.state, JobState::Completed, "{j:?}");
-        assert_eq!(mode(&wd.join(&out_name)), want, "output file, umask {mask:o}");
+        assert_eq!(
+            mode(&wd.join(&out_name)),
+            want,
+            "output file, umask {mask:o}"
+        );
         assert_eq!(mode(&made), want, "a file the job made, umask {mask:o}");
     }
 }
@@ -403,4 +414,74 @@ fn a_slice_that_cannot_be_made_requeues_the_job_onto_another_gpu() {
         "{}",
         c.agent_log()
     );
+}
+
+/// Directories named `name` in the cgroup hierarchies (a few levels down).
+fn cgroup_dirs_named(name: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, name: &str, depth: u32, found: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if e.file_name() == name {
+                found.push(p.clone());
+            }
+            if depth > 0 {
+                walk(&p, name, depth - 1, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(Path::new("/sys/fs/cgroup"), name, 7, &mut found);
+    found
+}
+
+/// An agent that fails at start (an option it refuses, after its cgroups were made)
+/// exits with the reason and leaves no cgroup behind.
+#[test]
+fn an_agent_that_fails_to_start_leaves_no_cgroup() {
+    let c = Cluster::start().expect("cluster");
+    let name = format!("{}bad", c.node);
+    let mut agent = c
+        .spawn_agent_with(&name, &["--simulate-gpus", "no-such-model:2"])
+        .expect("agent");
+    wait_for(t(), || matches!(agent.0.try_wait(), Ok(Some(_)))).expect("the agent exits");
+    let log = c.agent_log_of(&name);
+    assert!(log.contains("unknown GPU model"), "{log}");
+    assert!(
+        log.contains("removing its cgroups"),
+        "the tree was made, then removed: {log}"
+    );
+    let left = cgroup_dirs_named(&format!("bulkhead-{name}"));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// An agent whose CURVE key for the broker is wrong is not answered (the handshake
+/// fails in silence): it says so, with what to check, instead of retrying mutely.
+#[test]
+fn an_agent_the_broker_does_not_answer_says_what_to_check() {
+    let c = Cluster::start_with(ClusterOpts {
+        curve: true,
+        ..Default::default()
+    })
+    .expect("CURVE cluster");
+    let name = format!("{}k", c.node);
+    c.make_key(&name).expect("node key");
+    // The agents' copy of the broker's public key is replaced with another key (the
+    // running agents read theirs at start).
+    let pair = bulkhead_net::curve::generate().expect("key");
+    std::fs::remove_file(c.keys_dir().join("broker.pub")).expect("remove the key");
+    std::fs::remove_file(c.keys_dir().join("broker.key")).expect("remove the key");
+    bulkhead_net::curve::write_pair(&c.keys_dir(), "broker", &pair).expect("write");
+    let _agent = c.spawn_agent_with(&name, &[]).expect("agent");
+    wait_for(scaled(60), || {
+        c.agent_log_of(&name)
+            .contains("no answer from the broker to this node's registration")
+    })
+    .unwrap_or_else(|e| panic!("{e}: {}", c.agent_log_of(&name)));
+    assert!(c.agent_log_of(&name).contains("--broker-key"));
 }

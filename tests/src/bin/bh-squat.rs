@@ -19,7 +19,12 @@ use std::path::Path;
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         [_, "capture", endpoint, out] => capture(endpoint, Path::new(out)),
         [_, "broker", endpoint, marker] => broker(endpoint, Path::new(marker)),
         _ => bail!("usage: bh-squat capture ENDPOINT OUT | broker ENDPOINT MARKER"),
