@@ -2103,7 +2103,9 @@ impl Core {
         let old: Vec<JobId> = self
             .jobs
             .values()
-            .filter(|j| j.state.is_terminal() && j.end_us.is_some_and(|e| e + keep < now_us))
+            .filter(|j| {
+                j.state.is_terminal() && j.end_us.is_some_and(|e| e.saturating_add(keep) < now_us)
+            })
             .map(|j| j.id)
             .collect();
         if !old.is_empty() {

@@ -23,13 +23,15 @@ pub fn parse_when(s: &str, now_us: u64) -> Result<u64, String> {
     }
     if let Some(ago) = s.strip_prefix("now-") {
         let secs = crate::opts::parse_time(ago)?.ok_or("now-TIME needs a length of time")?;
-        return Ok(now_us.saturating_sub(secs * 1_000_000));
+        return Ok(now_us.saturating_sub(secs.saturating_mul(1_000_000)));
     }
+    let too_late = || format!("{s:?} is past the year 584,000");
     if s.bytes().all(|b| b.is_ascii_digit()) {
         return s
             .parse::<u64>()
-            .map(|v| v * 1_000_000)
-            .map_err(|e| e.to_string());
+            .ok()
+            .and_then(|v| v.checked_mul(1_000_000))
+            .ok_or_else(too_late);
     }
     let (date, time) = s.split_once('T').unwrap_or((s, "00:00:00"));
     let d: Vec<&str> = date.split('-').collect();
@@ -46,12 +48,19 @@ pub fn parse_when(s: &str, now_us: u64) -> Result<u64, String> {
     if !(1..=12).contains(&m) || !(1..=31).contains(&dd) {
         return Err(format!("{s:?}: no such date"));
     }
+    // Years whose microseconds fit; no arithmetic below can overflow then.
+    if !(0..=584_000).contains(&y) {
+        return Err(too_late());
+    }
     let t: Vec<&str> = time.split(':').collect();
     let (hh, mm, ss) = match t.as_slice() {
         [h, m] => (num(h)?, num(m)?, 0),
         [h, m, sec] => (num(h)?, num(m)?, num(sec)?),
         _ => return Err(format!("{s:?}: expected THH:MM[:SS]")),
     };
+    if !(0..24).contains(&hh) || !(0..60).contains(&mm) || !(0..61).contains(&ss) {
+        return Err(format!("{s:?}: no such time of day"));
+    }
     // Days from the civil date (Howard Hinnant's algorithm).
     let y2 = if m <= 2 { y - 1 } else { y };
     let era = y2.div_euclid(400);
@@ -668,6 +677,16 @@ mod tests {
         assert_eq!(parse_when("now-60", now), Ok(now - 3_600_000_000));
         assert_eq!(parse_when("100", now), Ok(100_000_000));
         assert!(parse_when("2026-13-01", now).is_err());
+        // Values whose microseconds would overflow are refused, not wrapped.
+        for far in [
+            "18446744073709551615",
+            "99999999999999-01-01",
+            "2026-01-01T99999999999999:00",
+        ] {
+            assert!(parse_when(far, now).is_err(), "{far}");
+        }
+        assert!(parse_when("now-99999999999999", now).is_err());
+        assert_eq!(parse_when("now-24855-03:13:08", now), Ok(0));
         assert!(parse_when("yesterday", now).is_err());
         assert_eq!(hms(3661), "01:01:01");
         assert_eq!(hms(90_061), "1-01:01:01");

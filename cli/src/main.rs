@@ -337,7 +337,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let mut help = SubmitOpts::command()
                     .override_usage("bh submit [OPTIONS] [SCRIPT | -] [ARGS]...")
                     .about(
-                        "Submit a batch script (like sbatch). Options may also be given as #BH or #SBATCH lines in the script, or as BH_*/SBATCH_* variables; the command line wins.",
+                        "Submit a batch script (like sbatch) of at most 1 MiB. Options may also be given as #BH or #SBATCH lines in the script, or as BH_*/SBATCH_* variables; the command line wins.",
                     );
                 println!("{}", help.render_long_help());
                 return Ok(ExitCode::SUCCESS);
@@ -478,12 +478,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     let now_s = now_us() / 1_000_000;
                     let start_s = match start.as_str() {
                         "now" => now_s,
-                        s if s.starts_with('+') => {
-                            now_s
-                                + opts::parse_time(&s[1..])
-                                    .map_err(anyhow::Error::msg)?
-                                    .unwrap_or(0)
-                        }
+                        s if s.starts_with('+') => now_s.saturating_add(
+                            opts::parse_time(&s[1..])
+                                .map_err(anyhow::Error::msg)?
+                                .unwrap_or(0),
+                        ),
                         s => s.parse::<u64>().map_err(|_| {
                             anyhow::anyhow!("--start {s:?}: use now, +TIME or Unix seconds")
                         })?,
@@ -495,11 +494,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     for u in users {
                         uids.push(uid_of(u)?);
                     }
+                    let us = |s: u64| s.checked_mul(1_000_000);
+                    let (Some(start_us), Some(end_us)) =
+                        (us(start_s), start_s.checked_add(len).and_then(us))
+                    else {
+                        bail!(
+                            "--start {start} with --duration {duration} ends past the year 584,000"
+                        );
+                    };
                     bulkhead_proto::msg::AdminOp::Reserve(bulkhead_proto::msg::Reservation {
                         name: name.clone(),
                         nodes: nodes.clone(),
-                        start_us: start_s * 1_000_000,
-                        end_us: (start_s + len) * 1_000_000,
+                        start_us,
+                        end_us,
                         users: uids,
                         accounts: accounts.clone(),
                         cpus: *cpus,
