@@ -119,7 +119,15 @@ pub fn report<'a>(
         };
         let acc = rows.entry(key).or_default();
         acc.row.jobs += 1;
-        acc.row.cpu_hours += f64::from(r.alloc_cpus) * inside as f64 / 3.6e9;
+        acc.row.alloc_cpu_hours += f64::from(r.alloc_cpus) * inside as f64 / 3.6e9;
+        // CPU time used, where the node measured it; a job without it is counted as
+        // unmeasured, never as zero.
+        match r.usage.and_then(|u| u.cpu_usec) {
+            Some(cpu) => {
+                *acc.row.cpu_hours.get_or_insert(0.0) += cpu as f64 * frac / 3.6e9;
+            }
+            None => acc.row.cpu_unmeasured += 1,
+        }
         for (m, secs) in &r.gpu_seconds {
             *acc.models.entry(m).or_default() += secs * frac / 3600.0;
         }
@@ -181,7 +189,11 @@ pub fn report<'a>(
             row.mean_wait_s = acc.wait_sum / acc.waits as f64;
         }
         total.jobs += row.jobs;
-        total.cpu_hours += row.cpu_hours;
+        total.alloc_cpu_hours += row.alloc_cpu_hours;
+        if let Some(h) = row.cpu_hours {
+            *total.cpu_hours.get_or_insert(0.0) += h;
+        }
+        total.cpu_unmeasured += row.cpu_unmeasured;
         total.gpu_hours_total += row.gpu_hours_total;
         total.gpu_hours_measured += row.gpu_hours_measured;
         total.gpu_hours_used += row.gpu_hours_used;
@@ -310,7 +322,7 @@ mod tests {
             r.total.gpu_hours_total
         );
         assert!((r.total.gpu_hours_total - 38.0).abs() < 1e-9);
-        assert!((r.total.cpu_hours - 4.0 * 16.0).abs() < 1e-9);
+        assert!((r.total.alloc_cpu_hours - 4.0 * 16.0).abs() < 1e-9);
         // physics: 20 GPU-h at 50% and 2 at 100%: 12 of 22 used.
         let p = r.rows.iter().find(|x| x.key == "physics").unwrap();
         assert!((p.gpu_efficiency().unwrap() - 12.0 / 22.0).abs() < 1e-9);
@@ -405,5 +417,41 @@ mod tests {
             }),
             vec![1]
         );
+    }
+
+    /// CPU time used is summed over the jobs that measured it; the others are
+    /// counted, not taken as zero, and a row where none measured it has none.
+    #[test]
+    fn unknown_cpu_time_stays_unknown_in_the_totals() {
+        let mut measured = rec(1, "physics", 0, 2, 0, None);
+        if let Some(u) = measured.usage.as_mut() {
+            u.cpu_usec = Some(3 * 3_600_000_000);
+        }
+        let unknown = [
+            rec(2, "physics", 0, 2, 0, None),
+            rec(3, "bio", 0, 1, 0, None),
+            rec(4, "bio", 0, 1, 0, None),
+        ];
+        let q = ReportQuery {
+            since_us: 0,
+            until_us: 10 * 3_600_000_000,
+            by: ReportBy::Account,
+            top_wasters: 0,
+        };
+        let recs: Vec<&AcctRecord> = std::iter::once(&measured).chain(&unknown).collect();
+        let r = report(recs.iter().map(|x| view(x)), &q, 0);
+        let row = |k: &str| r.rows.iter().find(|x| x.key == k).unwrap().clone();
+        assert_eq!(row("physics").cpu_hours, Some(3.0));
+        assert_eq!(row("physics").cpu_unmeasured, 1);
+        assert_eq!(row("bio").cpu_hours, None, "unknown, not 0");
+        assert_eq!(row("bio").cpu_unmeasured, 2);
+        assert_eq!(r.total.cpu_hours, Some(3.0));
+        assert_eq!(r.total.cpu_unmeasured, 3);
+        // Allocated CPU-hours are known for every job.
+        assert!((r.total.alloc_cpu_hours - 4.0 * 6.0).abs() < 1e-9);
+        // A period with only unmeasured jobs has no CPU time at all.
+        let r = report(unknown.iter().map(view), &q, 0);
+        assert_eq!(r.total.cpu_hours, None);
+        assert_eq!(r.total.cpu_unmeasured, 3);
     }
 }

@@ -483,7 +483,11 @@ impl Core {
                             .partition(&job.partition)
                             .unwrap_or(sched::PartIdx(0));
                         let start = secs(job.start_us.unwrap_or(job.submit_us));
-                        let end = job.sub.resources.time_limit_s.map(|l| start + l);
+                        let end = job
+                            .sub
+                            .resources
+                            .time_limit_s
+                            .map(|l| start.saturating_add(l));
                         let assigned = job.gpus.iter().map(|g| crate::gpus::assigns(g)).collect();
                         core.sched
                             .restore_running(spec, part, all, assigned, start, end);
@@ -820,6 +824,9 @@ impl Core {
                  (configuration [jobs] allow_root = true, and bulkhead-agent --allow-root-jobs)",
             ));
         }
+        if let Err(e) = self.check_deps(&sub) {
+            return ClientReply::Error(e);
+        }
         let partition = sub
             .resources
             .partition
@@ -827,7 +834,17 @@ impl Core {
             .unwrap_or_else(|| self.cfg.partition.clone());
         let cpus = sub.resources.cpus;
         let mem_mb = if sub.resources.mem_mb == 0 {
-            self.cfg.def_mem_per_cpu_mb * u64::from(cpus)
+            match self.cfg.def_mem_per_cpu_mb.checked_mul(u64::from(cpus)) {
+                Some(m) => m,
+                None => {
+                    return ClientReply::Error(err(
+                        ErrorCode::Invalid,
+                        format!(
+                            "{cpus} CPUs at the default memory per CPU is more memory than can be counted; give --mem"
+                        ),
+                    ));
+                }
+            }
         } else {
             sub.resources.mem_mb
         };
@@ -899,6 +916,32 @@ impl Core {
             self.refill(fx, id, now_us);
         }
         ClientReply::Submitted(id)
+    }
+
+    /// Refuses a dependency on a job the broker does not know (it never existed, or
+    /// its record is past the retention): as Slurm (23.02 and later) refuses
+    /// `afterok`/`afternotok` on an unknown job, with its words, since whether such a
+    /// job succeeded can never be known. Bulkhead refuses `after` and `afterany` on
+    /// one as well, rather than accept a job that could then never start.
+    fn check_deps(&self, sub: &JobSubmission) -> Result<(), ErrorReply> {
+        for d in &sub.deps {
+            let (kind, id) = match *d {
+                Dependency::After(j) => ("after", j),
+                Dependency::AfterAny(j) => ("afterany", j),
+                Dependency::AfterOk(j) => ("afterok", j),
+                Dependency::AfterNotOk(j) => ("afternotok", j),
+                Dependency::Singleton => continue,
+            };
+            if !self.jobs.contains_key(&id) {
+                return Err(err(
+                    ErrorCode::Invalid,
+                    format!(
+                        "Job dependency problem: {kind}:{id} names job {id}, which does not exist"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Creates an array's next tasks, as many as its throttle (or the window) allows,
@@ -2035,7 +2078,11 @@ impl Core {
             submit_us: j.submit_us,
             start_us: j.start_us,
             end_us: j.end_us,
-            alloc_cpus: j.sub.resources.cpus * j.sub.resources.nodes.max(1),
+            alloc_cpus: j
+                .sub
+                .resources
+                .cpus
+                .saturating_mul(j.sub.resources.nodes.max(1)),
             gpu_seconds: self.gpu_seconds(j, now_us),
             usage: j.usage.as_ref(),
         }
@@ -2074,8 +2121,14 @@ impl Core {
             submit_us: j.submit_us,
             start_us: j.start_us,
             end_us: j.end_us,
-            alloc_cpus: j.sub.resources.cpus * j.sub.resources.nodes.max(1),
-            alloc_mem_mb: j.mem_mb * u64::from(j.sub.resources.nodes.max(1)),
+            alloc_cpus: j
+                .sub
+                .resources
+                .cpus
+                .saturating_mul(j.sub.resources.nodes.max(1)),
+            alloc_mem_mb: j
+                .mem_mb
+                .saturating_mul(u64::from(j.sub.resources.nodes.max(1))),
             alloc_gpus: j.sub.resources.gpu_label(),
             gpu_seconds,
             usage: j.usage.clone(),
@@ -2118,7 +2171,9 @@ impl Core {
         let old: Vec<JobId> = self
             .jobs
             .values()
-            .filter(|j| j.state.is_terminal() && j.end_us.is_some_and(|e| e + keep < now_us))
+            .filter(|j| {
+                j.state.is_terminal() && j.end_us.is_some_and(|e| e.saturating_add(keep) < now_us)
+            })
             .map(|j| j.id)
             .collect();
         if !old.is_empty() {
@@ -2264,7 +2319,7 @@ impl Core {
             return ClientReply::Error(err(
                 ErrorCode::PermissionDenied,
                 format!(
-                    "job {id} belongs to another user; only its owner and operators may read its script"
+                    "job {id} belongs to another user; only its owner and operators may read its script and environment"
                 ),
             ));
         }
@@ -2272,7 +2327,7 @@ impl Core {
             return ClientReply::Error(err(
                 ErrorCode::AlreadyFinished,
                 format!(
-                    "job {id} has ended ({}): scripts are kept for pending and running jobs",
+                    "job {id} has ended ({}): scripts and environments are kept for pending and running jobs",
                     j.state
                 ),
             ));
@@ -2831,6 +2886,10 @@ fn merge_denial(list: &mut Vec<DeviceDenial>, d: DeviceDenial) {
 
 /// Checks that a submission can be run at all, independent of the cluster.
 fn check_submission(sub: &JobSubmission) -> Result<(), ErrorReply> {
+    // Bounds, control characters in labels, the time limit: what any client may get
+    // wrong, or send on purpose.
+    sub.check_values()
+        .map_err(|e| err(ErrorCode::Invalid, e.to_string()))?;
     if !sub.script.starts_with("#!") {
         return Err(err(
             ErrorCode::Invalid,
@@ -4285,8 +4344,11 @@ mod tests {
         match script(&mut c, &bob, 3) {
             ClientReply::Error(e) => {
                 assert_eq!(e.code, ErrorCode::PermissionDenied);
+                // The same request serves `bh show --env`: the refusal names both.
                 assert!(
-                    e.message.contains("only its owner and operators"),
+                    e.message.contains(
+                        "only its owner and operators may read its script and environment"
+                    ),
                     "{}",
                     e.message
                 );
@@ -4297,6 +4359,7 @@ mod tests {
         assert!(matches!(
             script(&mut c, &alice, 5),
             ClientReply::Error(e) if e.code == ErrorCode::AlreadyFinished
+                && e.message.contains("scripts and environments are kept")
         ));
     }
 
@@ -4368,5 +4431,142 @@ mod tests {
             launches(&fx).iter().map(|(_, j)| *j).collect::<Vec<_>>(),
             vec![second]
         );
+    }
+
+    /// The reply to one request, which must be a refusal.
+    fn refusal(fx: &Effects) -> ErrorReply {
+        match &fx.send[..] {
+            [
+                Outbound::Client {
+                    reply: ClientReply::Error(e),
+                    ..
+                },
+            ] => e.clone(),
+            other => panic!("expected one refusal, got {other:?}"),
+        }
+    }
+
+    /// A submission straight to the core (as from a hand-made client, past any `bh`
+    /// check) with a time limit above the maximum is refused, and nothing is stored.
+    #[test]
+    fn time_limits_above_the_maximum_are_refused_by_the_core() {
+        let mut c = core();
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
+        for limit in [
+            bulkhead_proto::limits::MAX_TIME_LIMIT_S + 1,
+            107_000_000_000_000 * 86_400,
+            u64::MAX,
+        ] {
+            let mut s = sub(1);
+            s.resources.time_limit_s = Some(limit);
+            let fx = c.client(
+                b"c".to_vec(),
+                1,
+                &user(1),
+                ClientOp::Submit(Box::new(s)),
+                11,
+            );
+            let e = refusal(&fx);
+            assert_eq!(e.code, ErrorCode::Invalid);
+            assert!(e.message.contains("time limit"), "{}", e.message);
+            assert!(e.message.contains("24855-03:13:08"), "{}", e.message);
+            assert!(fx.store.is_empty());
+        }
+        assert_eq!(c.job_count(), 0);
+        // The maximum itself is a limit like any other: the job starts.
+        let mut s = sub(1);
+        s.resources.time_limit_s = Some(bulkhead_proto::limits::MAX_TIME_LIMIT_S);
+        let fx = c.client(
+            b"c".to_vec(),
+            2,
+            &user(1),
+            ClientOp::Submit(Box::new(s)),
+            12,
+        );
+        assert_eq!(launches(&fx).len(), 1);
+    }
+
+    /// Control characters in a label are refused by the core, naming the field.
+    #[test]
+    fn control_characters_are_refused_by_the_core() {
+        let mut c = core();
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
+        let mut s = sub(1);
+        s.name = "x\nUserId=root(0)".into();
+        let e = refusal(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(1),
+            ClientOp::Submit(Box::new(s)),
+            11,
+        ));
+        assert_eq!(e.code, ErrorCode::Invalid);
+        assert!(
+            e.message.starts_with("job name holds a control character"),
+            "{}",
+            e.message
+        );
+        let mut s = sub(1);
+        s.stdout = Some("/tmp/\u{1b}[2J".into());
+        let e = refusal(&c.client(
+            b"c".to_vec(),
+            2,
+            &user(1),
+            ClientOp::Submit(Box::new(s)),
+            12,
+        ));
+        assert!(e.message.starts_with("output path holds"), "{}", e.message);
+        assert_eq!(c.job_count(), 0);
+    }
+
+    /// A dependency on a job that never existed is refused at submit, with Slurm's
+    /// words; one on a job that exists (ended or not) is accepted.
+    #[test]
+    fn dependencies_on_unknown_jobs_are_refused_at_submit() {
+        let mut c = core();
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
+        let first = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(1),
+            ClientOp::Submit(Box::new(sub(1))),
+            11,
+        ));
+        for dep in [
+            Dependency::AfterOk(JobId(999_999)),
+            Dependency::AfterNotOk(JobId(999_999)),
+            Dependency::AfterAny(JobId(999_999)),
+            Dependency::After(JobId(999_999)),
+        ] {
+            let mut s = sub(1);
+            s.deps = vec![Dependency::AfterOk(first), dep];
+            let fx = c.client(
+                b"c".to_vec(),
+                2,
+                &user(1),
+                ClientOp::Submit(Box::new(s)),
+                12,
+            );
+            let e = refusal(&fx);
+            assert_eq!(e.code, ErrorCode::Invalid);
+            assert!(
+                e.message.starts_with("Job dependency problem"),
+                "{}",
+                e.message
+            );
+            assert!(e.message.contains("999999"), "{}", e.message);
+            assert!(fx.store.is_empty());
+        }
+        assert_eq!(c.job_count(), 1);
+        let mut s = sub(1);
+        s.deps = vec![Dependency::AfterOk(first), Dependency::Singleton];
+        submitted(&c.client(
+            b"c".to_vec(),
+            3,
+            &user(1),
+            ClientOp::Submit(Box::new(s)),
+            13,
+        ));
+        assert_eq!(c.job_count(), 2);
     }
 }

@@ -3,7 +3,7 @@
 //! CSV, JSON, and a self-contained HTML report whose charts are SVG drawn here with
 //! plotters (the page fetches nothing).
 
-use crate::output::{table, timestamp};
+use crate::output::{escape, table, timestamp};
 use bulkhead_proto::acct::{AcctRecord, JobUsage, Report};
 use plotters::prelude::*;
 use std::fmt::Write as _;
@@ -23,13 +23,15 @@ pub fn parse_when(s: &str, now_us: u64) -> Result<u64, String> {
     }
     if let Some(ago) = s.strip_prefix("now-") {
         let secs = crate::opts::parse_time(ago)?.ok_or("now-TIME needs a length of time")?;
-        return Ok(now_us.saturating_sub(secs * 1_000_000));
+        return Ok(now_us.saturating_sub(secs.saturating_mul(1_000_000)));
     }
+    let too_late = || format!("{s:?} is past the year 584,000");
     if s.bytes().all(|b| b.is_ascii_digit()) {
         return s
             .parse::<u64>()
-            .map(|v| v * 1_000_000)
-            .map_err(|e| e.to_string());
+            .ok()
+            .and_then(|v| v.checked_mul(1_000_000))
+            .ok_or_else(too_late);
     }
     let (date, time) = s.split_once('T').unwrap_or((s, "00:00:00"));
     let d: Vec<&str> = date.split('-').collect();
@@ -46,12 +48,19 @@ pub fn parse_when(s: &str, now_us: u64) -> Result<u64, String> {
     if !(1..=12).contains(&m) || !(1..=31).contains(&dd) {
         return Err(format!("{s:?}: no such date"));
     }
+    // Years whose microseconds fit; no arithmetic below can overflow then.
+    if !(0..=584_000).contains(&y) {
+        return Err(too_late());
+    }
     let t: Vec<&str> = time.split(':').collect();
     let (hh, mm, ss) = match t.as_slice() {
         [h, m] => (num(h)?, num(m)?, 0),
         [h, m, sec] => (num(h)?, num(m)?, num(sec)?),
         _ => return Err(format!("{s:?}: expected THH:MM[:SS]")),
     };
+    if !(0..24).contains(&hh) || !(0..60).contains(&mm) || !(0..61).contains(&ss) {
+        return Err(format!("{s:?}: no such time of day"));
+    }
     // Days from the civil date (Howard Hinnant's algorithm).
     let y2 = if m <= 2 { y - 1 } else { y };
     let era = y2.div_euclid(400);
@@ -225,8 +234,10 @@ pub fn acct_table(records: &[AcctRecord], fields: &[&str], now_us: u64) -> Strin
     table(fields, &rows)
 }
 
-/// A CSV cell, quoted when it needs to be.
+/// A CSV cell, quoted when it needs to be, its control characters escaped (a CSV is
+/// read on terminals too).
 fn csv_cell(s: &str) -> String {
+    let s = escape(s);
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -259,10 +270,10 @@ pub fn top(r: &AcctRecord, now_us: u64) -> String {
     let _ = writeln!(
         out,
         "job {} ({}) {} on {}, elapsed {}",
-        r.job_label,
-        r.name,
+        escape(&r.job_label),
+        escape(&r.name),
         r.state,
-        r.nodes,
+        escape(&r.nodes),
         field(r, "Elapsed", now_us)
     );
     let Some(u) = &r.usage else {
@@ -316,8 +327,8 @@ pub fn top(r: &AcctRecord, now_us: u64) -> String {
     }
     for g in &u.gpus {
         let what = match &g.profile {
-            Some(p) => format!("gpu{} {} slice {p}", g.index, g.model),
-            None => format!("gpu{} {}", g.index, g.model),
+            Some(p) => format!("gpu{} {} slice {}", g.index, escape(&g.model), escape(p)),
+            None => format!("gpu{} {}", g.index, escape(&g.model)),
         };
         let util = match g.mean_util() {
             Some(m) => format!("{m:.1}%"),
@@ -344,7 +355,10 @@ fn report_rows(r: &Report) -> Vec<Vec<String>> {
             vec![
                 x.key.clone(),
                 x.jobs.to_string(),
-                format!("{:.2}", x.cpu_hours),
+                format!("{:.2}", x.alloc_cpu_hours),
+                // Unknown is `-`, never 0.00; how many jobs it leaves out is beside it.
+                x.cpu_hours.map_or("-".into(), |h| format!("{h:.2}")),
+                x.cpu_unmeasured.to_string(),
                 format!("{:.2}", x.gpu_hours_total),
                 x.gpu_hours
                     .iter()
@@ -360,10 +374,12 @@ fn report_rows(r: &Report) -> Vec<Vec<String>> {
         .collect()
 }
 
-const REPORT_HEADER: [&str; 8] = [
+const REPORT_HEADER: [&str; 10] = [
     "KEY",
     "JOBS",
+    "ALLOC_CPU_HOURS",
     "CPU_HOURS",
+    "CPU_UNMEASURED_JOBS",
     "GPU_HOURS",
     "GPU_HOURS_BY_MODEL",
     "ENERGY_KWH",
@@ -436,7 +452,7 @@ fn html_table(header: &[&str], rows: &[Vec<String>]) -> String {
     for r in rows {
         out.push_str("<tr>");
         for c in r {
-            let _ = write!(out, "<td>{}</td>", esc(c));
+            let _ = write!(out, "<td>{}</td>", esc(&escape(c)));
         }
         out.push_str("</tr>");
     }
@@ -661,6 +677,16 @@ mod tests {
         assert_eq!(parse_when("now-60", now), Ok(now - 3_600_000_000));
         assert_eq!(parse_when("100", now), Ok(100_000_000));
         assert!(parse_when("2026-13-01", now).is_err());
+        // Values whose microseconds would overflow are refused, not wrapped.
+        for far in [
+            "18446744073709551615",
+            "99999999999999-01-01",
+            "2026-01-01T99999999999999:00",
+        ] {
+            assert!(parse_when(far, now).is_err(), "{far}");
+        }
+        assert!(parse_when("now-99999999999999", now).is_err());
+        assert_eq!(parse_when("now-24855-03:13:08", now), Ok(0));
         assert!(parse_when("yesterday", now).is_err());
         assert_eq!(hms(3661), "01:01:01");
         assert_eq!(hms(90_061), "1-01:01:01");
@@ -759,5 +785,68 @@ mod tests {
         let t = report_table(&rep, "ACCOUNT");
         assert!(t.contains("TOTAL") && t.contains("IDLE_GPU_HOURS"));
         assert!(report_csv(&rep, "ACCOUNT").starts_with("ACCOUNT,JOBS,"));
+    }
+
+    /// CPU time nobody measured prints as `-` (null in JSON), never 0.00, and every
+    /// rendering says how many jobs a total leaves out.
+    #[test]
+    fn unknown_cpu_time_is_shown_as_unknown_in_every_rendering() {
+        let rep = Report {
+            rows: vec![
+                ReportRow {
+                    key: "bio".into(),
+                    jobs: 2,
+                    alloc_cpu_hours: 1.5,
+                    cpu_hours: None,
+                    cpu_unmeasured: 2,
+                    ..Default::default()
+                },
+                ReportRow {
+                    key: "physics".into(),
+                    jobs: 3,
+                    alloc_cpu_hours: 6.0,
+                    cpu_hours: Some(2.25),
+                    cpu_unmeasured: 1,
+                    ..Default::default()
+                },
+            ],
+            total: ReportRow {
+                key: "TOTAL".into(),
+                jobs: 5,
+                alloc_cpu_hours: 7.5,
+                cpu_hours: Some(2.25),
+                cpu_unmeasured: 3,
+                ..Default::default()
+            },
+            efficiency_histogram: vec![0; 10],
+            ..Default::default()
+        };
+        let csv = report_csv(&rep, "ACCOUNT");
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(
+            lines[0].starts_with("ACCOUNT,JOBS,ALLOC_CPU_HOURS,CPU_HOURS,CPU_UNMEASURED_JOBS,"),
+            "{csv}"
+        );
+        assert!(lines[1].starts_with("bio,2,1.50,-,2,"), "{csv}");
+        assert!(lines[2].starts_with("physics,3,6.00,2.25,1,"), "{csv}");
+        assert!(lines[3].starts_with("TOTAL,5,7.50,2.25,3,"), "{csv}");
+        let t = report_table(&rep, "ACCOUNT");
+        let bio = t.lines().find(|l| l.starts_with("bio")).expect("bio row");
+        let cells: Vec<&str> = bio.split_whitespace().collect();
+        assert_eq!(&cells[..5], ["bio", "2", "1.50", "-", "2"], "{t}");
+        let total = t.lines().find(|l| l.starts_with("TOTAL")).expect("total");
+        let cells: Vec<&str> = total.split_whitespace().collect();
+        assert_eq!(&cells[..5], ["TOTAL", "5", "7.50", "2.25", "3"], "{t}");
+        let html = report_html(&rep, "ACCOUNT");
+        assert!(html.contains("<th>CPU_UNMEASURED_JOBS</th>"), "{html}");
+        assert!(
+            html.contains("<td>bio</td><td>2</td><td>1.50</td><td>-</td><td>2</td>"),
+            "{html}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&crate::output::json(&rep).expect("json")).expect("parses");
+        assert!(json["rows"][0]["cpu_hours"].is_null(), "{json}");
+        assert_eq!(json["rows"][0]["cpu_unmeasured"], 2);
+        assert_eq!(json["total"]["cpu_unmeasured"], 3);
     }
 }

@@ -5,6 +5,7 @@ use bulkhead_cli::opts::{self, Export, SubmitOpts};
 use bulkhead_cli::{acct, output, standalone};
 use bulkhead_net::{Client, ClientError};
 use bulkhead_proto::job::JobSubmission;
+use bulkhead_proto::limits::MAX_SCRIPT_BYTES;
 use bulkhead_proto::msg::QueueFilter;
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, JobState};
@@ -107,11 +108,13 @@ enum Cmd {
     /// Submit a batch script (like sbatch). Options may also be given as #BH or #SBATCH lines.
     #[command(disable_help_flag = true)]
     Submit {
-        /// Options, then the script (`-` or nothing reads standard input), then its
-        /// arguments. Options: -n/--ntasks, -c/--cpus-per-task, --mem, --mem-per-cpu,
-        /// -t/--time, -p/--partition, -J/--job-name, -o/--output, -e/--error, -D/--chdir,
-        /// --export, --gpus, --gres, --wrap CMD (a /bin/sh script running CMD), --parsable
-        /// (print only the job id).
+        /// Options, then the script (`-` or nothing reads standard input; at most 1 MiB),
+        /// then its arguments. Options: -n/--ntasks, -c/--cpus-per-task, -N/--nodes,
+        /// --mem, --mem-per-cpu, -t/--time (at most 24855-03:13:08, as Slurm),
+        /// -p/--partition, -J/--job-name, -o/--output, -e/--error, -D/--chdir, --export,
+        /// -G/--gpus, --gpus-per-node, --gres, -d/--dependency, -a/--array, -q/--qos,
+        /// --reservation, --comment, --wrap CMD (a /bin/sh script running CMD), --parsable
+        /// (print only the job id). `bh submit --help` describes each.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         rest: Vec<String>,
     },
@@ -294,7 +297,12 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("bh: error: {e:#}");
+            // The broker's messages are escaped where they arrive ([`explain`]); the
+            // rest may hold what the user typed.
+            eprintln!(
+                "bh: error: {}",
+                output::escape_keep_lines(&format!("{e:#}"))
+            );
             ExitCode::FAILURE
         }
     }
@@ -333,7 +341,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let mut help = SubmitOpts::command()
                     .override_usage("bh submit [OPTIONS] [SCRIPT | -] [ARGS]...")
                     .about(
-                        "Submit a batch script (like sbatch). Options may also be given as #BH or #SBATCH lines in the script, or as BH_*/SBATCH_* variables; the command line wins.",
+                        "Submit a batch script (like sbatch) of at most 1 MiB. Options may also be given as #BH or #SBATCH lines in the script, or as BH_*/SBATCH_* variables; the command line wins.",
                     );
                 println!("{}", help.render_long_help());
                 return Ok(ExitCode::SUCCESS);
@@ -369,7 +377,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             let list = client(&cli)?.queue(filter).map_err(explain)?;
             if *json {
-                println!("{}", serde_json::to_string_pretty(&list)?);
+                println!("{}", output::json(&list)?);
             } else {
                 print!(
                     "{}",
@@ -384,19 +392,33 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Show {
             job, script: true, ..
         } => {
-            let (text, _) = client(&cli)?.script(*job).map_err(explain)?;
-            print!("{text}");
+            let (text, _) = client(&cli)?
+                .script(*job)
+                .map_err(explain)
+                .with_context(|| format!("cannot show the script of job {job}"))?;
+            // Written as it is when saved to a file (`> job.sh`); on a terminal, the
+            // controls other than newlines and tabs are escaped.
+            if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                print!("{}", output::escape_keep_lines(&text));
+            } else {
+                print!("{text}");
+            }
         }
         Cmd::Show { job, env: true, .. } => {
-            let (_, env) = client(&cli)?.script(*job).map_err(explain)?;
+            let (_, env) = client(&cli)?
+                .script(*job)
+                .map_err(explain)
+                .with_context(|| format!("cannot show the environment of job {job}"))?;
+            // One variable per line: a value with a newline (an exported shell
+            // function) is escaped rather than split over lines.
             for (k, v) in env {
-                println!("{k}={v}");
+                println!("{}={}", output::escape(&k), output::escape(&v));
             }
         }
         Cmd::Show { job, json, .. } => {
             let j = client(&cli)?.show(*job).map_err(explain)?;
             if *json {
-                println!("{}", serde_json::to_string_pretty(&j)?);
+                println!("{}", output::json(&j)?);
             } else {
                 print!("{}", output::job(&j, now_us()));
             }
@@ -406,7 +428,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut failed = false;
             for o in outcomes {
                 if let Err(e) = o.result {
-                    eprintln!("bh: error: cannot cancel job {}: {}", o.job, e.message);
+                    eprintln!(
+                        "bh: error: cannot cancel job {}: {}",
+                        o.job,
+                        output::escape(&e.message)
+                    );
                     failed = true;
                 }
             }
@@ -418,7 +444,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             op: AdminCmd::Node { op: NodeCmd::List },
         } => {
             for (node, key) in client(&cli)?.node_keys().map_err(explain)? {
-                println!("{node} {key}");
+                println!("{} {}", output::escape(&node), output::escape(&key));
             }
         }
         Cmd::Admin { op } => {
@@ -456,12 +482,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     let now_s = now_us() / 1_000_000;
                     let start_s = match start.as_str() {
                         "now" => now_s,
-                        s if s.starts_with('+') => {
-                            now_s
-                                + opts::parse_time(&s[1..])
-                                    .map_err(anyhow::Error::msg)?
-                                    .unwrap_or(0)
-                        }
+                        s if s.starts_with('+') => now_s.saturating_add(
+                            opts::parse_time(&s[1..])
+                                .map_err(anyhow::Error::msg)?
+                                .unwrap_or(0),
+                        ),
                         s => s.parse::<u64>().map_err(|_| {
                             anyhow::anyhow!("--start {s:?}: use now, +TIME or Unix seconds")
                         })?,
@@ -473,11 +498,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     for u in users {
                         uids.push(uid_of(u)?);
                     }
+                    let us = |s: u64| s.checked_mul(1_000_000);
+                    let (Some(start_us), Some(end_us)) =
+                        (us(start_s), start_s.checked_add(len).and_then(us))
+                    else {
+                        bail!(
+                            "--start {start} with --duration {duration} ends past the year 584,000"
+                        );
+                    };
                     bulkhead_proto::msg::AdminOp::Reserve(bulkhead_proto::msg::Reservation {
                         name: name.clone(),
                         nodes: nodes.clone(),
-                        start_us: start_s * 1_000_000,
-                        end_us: (start_s + len) * 1_000_000,
+                        start_us,
+                        end_us,
                         users: uids,
                         accounts: accounts.clone(),
                         cpus: *cpus,
@@ -485,12 +518,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     })
                 }
             };
-            println!("{}", client(&cli)?.admin(op).map_err(explain)?);
+            println!(
+                "{}",
+                output::escape(&client(&cli)?.admin(op).map_err(explain)?)
+            );
         }
         Cmd::Reservations { json } => {
             let list = client(&cli)?.reservations().map_err(explain)?;
             if *json {
-                println!("{}", serde_json::to_string_pretty(&list)?);
+                println!("{}", output::json(&list)?);
             } else {
                 let rows: Vec<Vec<String>> = list
                     .iter()
@@ -536,7 +572,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Nodes { json, gpus } => {
             let n = client(&cli)?.nodes().map_err(explain)?;
             if *json {
-                println!("{}", serde_json::to_string_pretty(&n)?);
+                println!("{}", output::json(&n)?);
             } else if *gpus {
                 print!("{}", output::node_gpus(&n));
             } else {
@@ -591,7 +627,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let (records, truncated) = client(&cli)?.acct(filter).map_err(explain)?;
             if *json {
-                println!("{}", serde_json::to_string_pretty(&records)?);
+                println!("{}", output::json(&records)?);
             } else if *csv {
                 print!("{}", acct::acct_csv(&records, &fields, now));
             } else {
@@ -641,7 +677,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 eprintln!("report written to {}", path.display());
             }
             if *json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                println!("{}", output::json(&report)?);
             } else if *csv {
                 print!("{}", acct::report_csv(&report, header));
             } else if html.is_none() {
@@ -651,7 +687,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Hold { jobs } | Cmd::Release { jobs } => {
             let hold = matches!(cli.cmd, Cmd::Hold { .. });
             let ids = jobs.iter().map(|j| JobId(*j)).collect();
-            println!("{}", client(&cli)?.hold(ids, hold).map_err(explain)?);
+            println!(
+                "{}",
+                output::escape(&client(&cli)?.hold(ids, hold).map_err(explain)?)
+            );
         }
         Cmd::Top { job } => {
             let (records, _) = client(&cli)?
@@ -699,8 +738,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A client error as `bh` reports it: the broker's refusals with any control
+/// character in their text escaped (they may quote names and reasons of others).
 fn explain(e: ClientError) -> anyhow::Error {
-    anyhow::Error::new(e)
+    match e {
+        ClientError::Refused(r) => anyhow::anyhow!("{}", output::escape(&r.message)),
+        e => anyhow::Error::new(e),
+    }
 }
 
 fn uid_of(u: &str) -> anyhow::Result<u32> {
@@ -733,8 +777,9 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
             None => (read_stdin()?, "stdin".into(), vec![]),
             Some((p, a)) if p == "-" => (read_stdin()?, "stdin".into(), a.to_vec()),
             Some((p, a)) => {
-                let text = std::fs::read_to_string(p)
+                let file = std::fs::File::open(p)
                     .with_context(|| format!("cannot read batch script {p}"))?;
+                let text = read_script(file, &format!("batch script {p}"))?;
                 let name = std::path::Path::new(p)
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
@@ -795,6 +840,9 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
         reservation: r.reservation,
         qos: r.qos,
     };
+    // What the broker would refuse (sizes, control characters, the time limit) is
+    // refused here, before anything is sent.
+    sub.check_values()?;
     Ok((sub, cli_opts.parsable))
 }
 
@@ -807,11 +855,32 @@ fn current_umask() -> u32 {
 }
 
 fn read_stdin() -> anyhow::Result<String> {
-    let mut s = String::new();
-    std::io::stdin()
-        .read_to_string(&mut s)
-        .context("cannot read the batch script from standard input")?;
-    Ok(s)
+    read_script(
+        std::io::stdin().lock(),
+        "the batch script on standard input",
+    )
+}
+
+/// Reads a batch script, at most one byte past the largest the broker takes
+/// ([`MAX_SCRIPT_BYTES`]), so that `/dev/zero` or an endless pipe is refused at once
+/// instead of filling memory.
+fn read_script(from: impl Read, what: &str) -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    from.take(MAX_SCRIPT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {what}"))?;
+    if bytes.len() > MAX_SCRIPT_BYTES {
+        bail!(
+            "{what} is larger than {} bytes (1 MiB), the largest batch script Bulkhead takes",
+            MAX_SCRIPT_BYTES
+        );
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{what} is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 /// Index of the first word that is the script (not an option or an option's value).
@@ -1036,5 +1105,34 @@ mod tests {
         );
         assert_eq!(split_at_script(&w(&["-t", "5"])).expect("split"), 2);
         assert_eq!(split_at_script(&w(&["-"])).expect("split"), 0);
+    }
+
+    /// An over-limit error passes through the codec and the client, each saying what
+    /// failed: printed as `bh` prints errors (the whole chain), its cause comes once.
+    #[test]
+    fn an_over_limit_error_says_its_cause_once() {
+        use bulkhead_proto::codec::{DecodeError, EncodeError};
+        use bulkhead_proto::limits::LimitError;
+        let limit = || LimitError {
+            field: "reason",
+            len: 5000,
+            max: 4096,
+        };
+        let e = explain(ClientError::Encode(EncodeError::from(limit())));
+        assert_eq!(
+            format!("{e:#}"),
+            "cannot encode the request: message over a limit: field `reason` is too large: 5000 > 4096"
+        );
+        let e = explain(ClientError::Decode(DecodeError::from(limit())));
+        assert_eq!(
+            format!("{e:#}"),
+            "malformed reply from the broker: message over a limit: field `reason` is too large: 5000 > 4096"
+        );
+        // A refusal from the broker: its message, once, with no control character.
+        let e = explain(ClientError::Refused(bulkhead_proto::msg::ErrorReply::new(
+            bulkhead_proto::msg::ErrorCode::NotFound,
+            "no node n1\nUserId=root(0)",
+        )));
+        assert_eq!(format!("{e:#}"), "no node n1\\nUserId=root(0)");
     }
 }

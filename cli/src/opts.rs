@@ -9,6 +9,7 @@
 
 use bulkhead_gpu::{GpuAsk, parse_ask};
 use bulkhead_proto::job::{ArraySpec, Dependency, MigAsk};
+use bulkhead_proto::limits::{MAX_TIME_LIMIT_S, first_control};
 use bulkhead_proto::{JobId, ResourceRequest};
 use clap::Parser;
 
@@ -32,7 +33,7 @@ pub struct SubmitOpts {
     /// Alias of --ntasks, as earlier Bulkhead releases spelled it.
     #[arg(long = "cpus")]
     pub cpus: Option<String>,
-    /// Nodes: N or MIN-MAX (only one node per job in this release).
+    /// Nodes: N or MIN-MAX (the minimum is allocated, all nodes at once).
     #[arg(short = 'N', long = "nodes")]
     pub nodes: Option<String>,
     /// Memory per node: N[K|M|G|T], megabytes by default.
@@ -42,11 +43,13 @@ pub struct SubmitOpts {
     #[arg(long = "mem-per-cpu")]
     pub mem_per_cpu: Option<String>,
     /// Time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS; 0 or UNLIMITED for none.
+    /// At most 24855-03:13:08 (2147483588 s, the largest Slurm reads).
     #[arg(short = 't', long = "time")]
     pub time: Option<String>,
     /// Partition (the first of a comma-separated list).
     #[arg(short = 'p', long = "partition")]
     pub partition: Option<String>,
+    /// The job's name (default: the script's file name).
     #[arg(short = 'J', long = "job-name")]
     pub job_name: Option<String>,
     /// Output file pattern (%j job id, %x job name, %u user).
@@ -64,6 +67,7 @@ pub struct SubmitOpts {
     /// GPUs for the job: N or TYPE:N.
     #[arg(short = 'G', long = "gpus")]
     pub gpus: Option<String>,
+    /// GPUs on each node: N or TYPE:N.
     #[arg(long = "gpus-per-node")]
     pub gpus_per_node: Option<String>,
     /// Generic resources, Slurm's spelling: gpu[:TYPE]:N.
@@ -72,27 +76,46 @@ pub struct SubmitOpts {
     /// A comment (kept by Slurm; accepted and not stored in this release).
     #[arg(long = "comment")]
     pub comment: Option<String>,
-    /// Options of Slurm's that this release does not implement; each is refused by name.
+    /// Start after other jobs: after:JOB, afterany:JOB, afterok:JOB or afternotok:JOB
+    /// (JOB:JOB... for several; items joined by `,` must all hold), or singleton.
     #[arg(long = "dependency", short = 'd')]
     pub dependency: Option<String>,
+    /// A job array: indices such as 0-15, 1,3,5 or 0-15:4, with an optional %N (at
+    /// most N tasks at once).
     #[arg(long = "array", short = 'a')]
     pub array: Option<String>,
-    #[arg(long = "begin", short = 'b')]
-    pub begin: Option<String>,
-    #[arg(long = "nice", num_args = 0..=1, require_equals = true, default_missing_value = "100")]
-    pub nice: Option<String>,
-    #[arg(long = "exclusive", num_args = 0..=1, require_equals = true, default_missing_value = "node")]
-    pub exclusive: Option<String>,
-    #[arg(long = "gpus-per-task")]
-    pub gpus_per_task: Option<String>,
+    /// A quality of service, as the configuration defines them.
     #[arg(long = "qos", short = 'q')]
     pub qos: Option<String>,
-    #[arg(long = "account", short = 'A')]
-    pub account: Option<String>,
     /// An administrator's reservation to run in.
     #[arg(long = "reservation")]
     pub reservation: Option<String>,
-    #[arg(long = "hold", short = 'H')]
+    // Options of Slurm's that this release does not implement: read (so that a script
+    // written for Slurm is refused by name rather than by a parse error) and refused,
+    // and not listed in the help.
+    #[arg(long = "begin", short = 'b', hide = true)]
+    pub begin: Option<String>,
+    #[arg(
+        long = "nice",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "100",
+        hide = true
+    )]
+    pub nice: Option<String>,
+    #[arg(
+        long = "exclusive",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "node",
+        hide = true
+    )]
+    pub exclusive: Option<String>,
+    #[arg(long = "gpus-per-task", hide = true)]
+    pub gpus_per_task: Option<String>,
+    #[arg(long = "account", short = 'A', hide = true)]
+    pub account: Option<String>,
+    #[arg(long = "hold", short = 'H', hide = true)]
     pub hold: bool,
     /// Command line only: wrap this command in a /bin/sh script.
     #[arg(long = "wrap")]
@@ -301,7 +324,9 @@ impl SubmitOpts {
     }
 }
 
-/// Parses a time limit into seconds; `None` is no limit.
+/// Parses a time limit into seconds; `None` is no limit. Refuses a limit above
+/// [`MAX_TIME_LIMIT_S`] (`24855-03:13:08`, the largest Slurm 22.05 reads without
+/// overflowing), computed with checked arithmetic so that no spelling wraps around.
 pub fn parse_time(s: &str) -> Result<Option<u64>, String> {
     let t = s.trim();
     if t.eq_ignore_ascii_case("infinite") || t.eq_ignore_ascii_case("unlimited") || t == "0" {
@@ -309,26 +334,39 @@ pub fn parse_time(s: &str) -> Result<Option<u64>, String> {
     }
     let bad =
         || format!("invalid time {s:?}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS");
+    let too_long = || {
+        format!(
+            "time {s:?} is longer than the maximum, {} ({MAX_TIME_LIMIT_S} s, as Slurm); use UNLIMITED for no limit",
+            format_time(Some(MAX_TIME_LIMIT_S))
+        )
+    };
     let num = |x: &str| -> Result<u64, String> {
         if x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad());
         }
-        x.parse::<u64>().map_err(|_| bad())
+        // All digits: the only way to fail is to be too large.
+        x.parse::<u64>().map_err(|_| too_long())
     };
     let (days, rest) = match t.split_once('-') {
         Some((d, r)) => (Some(num(d)?), r),
         None => (None, t),
     };
     let parts: Vec<&str> = rest.split(':').collect();
-    let secs = match (days, parts.as_slice()) {
-        (None, [m]) => num(m)? * 60,
-        (None, [m, s]) => num(m)? * 60 + num(s)?,
-        (None, [h, m, s]) => num(h)? * 3600 + num(m)? * 60 + num(s)?,
-        (Some(d), [h]) => d * 86400 + num(h)? * 3600,
-        (Some(d), [h, m]) => d * 86400 + num(h)? * 3600 + num(m)? * 60,
-        (Some(d), [h, m, s]) => d * 86400 + num(h)? * 3600 + num(m)? * 60 + num(s)?,
+    // (value, seconds per unit) of each part.
+    let units: Vec<(u64, u64)> = match (days, parts.as_slice()) {
+        (None, [m]) => vec![(num(m)?, 60)],
+        (None, [m, s]) => vec![(num(m)?, 60), (num(s)?, 1)],
+        (None, [h, m, s]) => vec![(num(h)?, 3600), (num(m)?, 60), (num(s)?, 1)],
+        (Some(d), [h]) => vec![(d, 86400), (num(h)?, 3600)],
+        (Some(d), [h, m]) => vec![(d, 86400), (num(h)?, 3600), (num(m)?, 60)],
+        (Some(d), [h, m, s]) => vec![(d, 86400), (num(h)?, 3600), (num(m)?, 60), (num(s)?, 1)],
         _ => return Err(bad()),
     };
+    let secs = units
+        .into_iter()
+        .try_fold(0u64, |acc, (v, unit)| v.checked_mul(unit)?.checked_add(acc))
+        .filter(|&secs| secs <= MAX_TIME_LIMIT_S)
+        .ok_or_else(too_long)?;
     if secs == 0 { Ok(None) } else { Ok(Some(secs)) }
 }
 
@@ -605,8 +643,55 @@ fn parse_export(v: &str) -> Export {
 }
 
 impl SubmitOpts {
+    /// The options whose values are labels (names, paths, partitions, comments...),
+    /// by their long names. Not `--wrap` (a script) nor `--export` (environment values
+    /// are data, passed to the job as they are).
+    fn labels(&self) -> [(&'static str, Option<&str>); 25] {
+        [
+            ("ntasks", self.ntasks.as_deref()),
+            ("cpus-per-task", self.cpus_per_task.as_deref()),
+            ("cpus", self.cpus.as_deref()),
+            ("nodes", self.nodes.as_deref()),
+            ("mem", self.mem.as_deref()),
+            ("mem-per-cpu", self.mem_per_cpu.as_deref()),
+            ("time", self.time.as_deref()),
+            ("partition", self.partition.as_deref()),
+            ("job-name", self.job_name.as_deref()),
+            ("output", self.output.as_deref()),
+            ("error", self.error.as_deref()),
+            ("chdir", self.chdir.as_deref()),
+            ("gpus", self.gpus.as_deref()),
+            ("gpus-per-node", self.gpus_per_node.as_deref()),
+            ("gres", self.gres.as_deref()),
+            ("comment", self.comment.as_deref()),
+            ("dependency", self.dependency.as_deref()),
+            ("array", self.array.as_deref()),
+            ("qos", self.qos.as_deref()),
+            ("reservation", self.reservation.as_deref()),
+            ("begin", self.begin.as_deref()),
+            ("nice", self.nice.as_deref()),
+            ("exclusive", self.exclusive.as_deref()),
+            ("gpus-per-task", self.gpus_per_task.as_deref()),
+            ("account", self.account.as_deref()),
+        ]
+    }
+
     /// Checks and converts the merged options.
     pub fn resolve(&self) -> Result<Resolved, OptsError> {
+        // Control characters first, whatever the option: a newline in a job name
+        // would forge lines of `bh show` on an operator's terminal.
+        for (opt, v) in self.labels() {
+            if let Some((at, ch)) = v.and_then(first_control) {
+                return Err(value_err(
+                    opt,
+                    v.unwrap_or_default(),
+                    format!(
+                        "it holds a control character (U+{:04X}) at byte {at}; names, paths and other labels may not contain control characters",
+                        u32::from(ch)
+                    ),
+                ));
+            }
+        }
         for (set, name) in [
             (self.begin.is_some(), "--begin"),
             (self.nice.is_some(), "--nice"),
@@ -756,6 +841,124 @@ mod tests {
         assert_eq!(format_time(Some(90000)), "1-01:00:00");
         assert_eq!(format_time(Some(90)), "00:01:30");
         assert_eq!(format_time(None), "UNLIMITED");
+    }
+
+    #[test]
+    fn time_limits_are_capped_where_slurm_stops() {
+        // The largest, in every form that reaches it.
+        for max in [
+            "24855-03:13:08",
+            "596523:13:08",
+            "35791393:08",
+            "0-596523:13:08",
+        ] {
+            assert_eq!(parse_time(max), Ok(Some(MAX_TIME_LIMIT_S)), "{max}");
+        }
+        assert_eq!(parse_time("35791393"), Ok(Some(35_791_393 * 60)));
+        assert_eq!(format_time(Some(MAX_TIME_LIMIT_S)), "24855-03:13:08");
+        // One second more, the reviewer's values, and values that overflow u64 in
+        // any part or in the sum.
+        for over in [
+            "24855-03:13:09",
+            "35791394",
+            "107000000000000-0",
+            "99999999999999",
+            "18446744073709551615",
+            "99999999999999999999",
+            "0-0:0:18446744073709551615",
+            "307445734561825860-0",
+        ] {
+            let e = parse_time(over).expect_err(over);
+            assert!(
+                e.contains("longer than the maximum, 24855-03:13:08"),
+                "{over}: {e}"
+            );
+        }
+        let e = cli(&["-t", "107000000000000-0"]).resolve().unwrap_err();
+        assert!(matches!(&e, OptsError::Value { opt: "time", .. }), "{e:?}");
+    }
+
+    #[test]
+    fn control_characters_in_any_label_are_refused_naming_the_option() {
+        for (args, opt) in [
+            (&["-J", "x\nUserId=root(0)"][..], "--job-name"),
+            (&["--comment", "c\u{1b}]0;t\u{7}"][..], "--comment"),
+            (&["-o", "/tmp/o\u{1b}[2J"][..], "--output"),
+            (&["-e", "e\r"][..], "--error"),
+            (&["-D", "/tmp/\u{9b}31m"][..], "--chdir"),
+            (&["-p", "batch\u{7f}"][..], "--partition"),
+            (&["--qos", "q\0"][..], "--qos"),
+            (&["--reservation", "r\t"][..], "--reservation"),
+            (&["-d", "afterok:1\n"][..], "--dependency"),
+        ] {
+            let e = cli(args).resolve().expect_err(opt).to_string();
+            assert!(e.starts_with(&format!("invalid {opt} value")), "{e}");
+            assert!(e.contains("control character"), "{e}");
+            assert!(!e.chars().any(bulkhead_proto::limits::is_control), "{e:?}");
+        }
+        // In a directive too.
+        let o = script_opts("#!/bin/sh\n#SBATCH -J a\u{1b}b\n").expect("directives");
+        assert!(o.resolve().is_err());
+        // Environment values are data.
+        assert!(cli(&["--export", "A=x\ny"]).resolve().is_ok());
+    }
+
+    /// `bh submit --help` lists exactly the options that work: each one it shows is
+    /// accepted with a sample value, each one it hides is refused by name.
+    #[test]
+    fn the_help_lists_what_works_and_nothing_refused() {
+        use clap::CommandFactory;
+        let sample = |long: &str| -> Option<&'static str> {
+            Some(match long {
+                "ntasks" | "cpus-per-task" | "cpus" | "nodes" | "gpus" | "gpus-per-node" => "1",
+                "mem" | "mem-per-cpu" => "1G",
+                "time" => "10",
+                "partition" | "job-name" | "qos" | "reservation" | "comment" => "x",
+                "output" | "error" => "o-%j",
+                "chdir" => "/tmp",
+                "export" => "ALL",
+                "gres" => "gpu:1",
+                "dependency" => "afterok:1",
+                "array" => "0-3",
+                "wrap" => "true",
+                _ => return None,
+            })
+        };
+        let cmd = SubmitOpts::command();
+        let help = SubmitOpts::command().render_long_help().to_string();
+        let mut shown = 0;
+        for a in cmd.get_arguments() {
+            let long = a.get_long().expect("every option has a long name");
+            let flag = format!("--{long}");
+            if a.is_hide_set() {
+                assert!(!help.contains(&flag), "{flag} is hidden but in the help");
+                let v = if long == "hold" {
+                    vec![flag.clone()]
+                } else {
+                    vec![format!("{flag}=1")]
+                };
+                match SubmitOpts::try_parse_from(&v).expect("parses").resolve() {
+                    Err(OptsError::Unsupported(name)) => assert_eq!(name, flag),
+                    other => panic!("{flag} is hidden but not refused: {other:?}"),
+                }
+                continue;
+            }
+            assert!(help.contains(&flag), "{flag} is missing from the help");
+            assert!(
+                a.get_long_help().or(a.get_help()).is_some(),
+                "{flag} has no description"
+            );
+            if long == "parsable" {
+                continue;
+            }
+            let value = sample(long).unwrap_or_else(|| panic!("no sample value for {flag}"));
+            let o = SubmitOpts::try_parse_from([flag.clone(), value.to_string()])
+                .unwrap_or_else(|e| panic!("{flag}: {e}"));
+            assert!(o.resolve().is_ok(), "{flag} {value}: {:?}", o.resolve());
+            shown += 1;
+        }
+        assert!(shown >= 20, "{shown} options shown");
+        assert!(!help.to_lowercase().contains("not implement"), "{help}");
     }
 
     #[test]

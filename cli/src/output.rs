@@ -2,13 +2,83 @@
 
 use crate::opts::format_time;
 use bulkhead_proto::JobInfo;
+use bulkhead_proto::limits::is_control;
 use bulkhead_proto::msg::NodeInfo;
+use std::borrow::Cow;
 use std::fmt::Write;
+
+/// Free text as it may be shown on a terminal: every control character (C0, DEL, C1)
+/// written as an escape (`\n`, `\t`, `\r`, `\e`, `\x7f`, `\u{9b}`), so that no name, path,
+/// reason or message can move the cursor, forge a line or drive the terminal. Submit
+/// refuses control characters; this covers what did not come through it (drain
+/// reasons, reservation and node names, the broker's messages, jobs stored by older
+/// versions). Every printer of `bh` passes free text through here.
+pub fn escape(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_control) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{1b}' => out.push_str("\\e"),
+            c if is_control(c) && (c as u32) < 0x80 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if is_control(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`escape`], for multi-line text that is meant to be printed as lines (a batch
+/// script on a terminal): newlines and tabs stay, every other control is escaped.
+pub fn escape_keep_lines(s: &str) -> String {
+    s.split('\n')
+        .map(|line| {
+            line.split('\t')
+                .map(|part| escape(part).into_owned())
+                .collect::<Vec<_>>()
+                .join("\t")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// JSON as `--json` prints it. serde_json escapes the C0 controls; DEL and the C1
+/// controls, which it writes as they are, are written as `\u` escapes too (the same
+/// JSON value, nothing for a terminal to act on).
+pub fn json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
+    let text = serde_json::to_string_pretty(v)?;
+    if !text.chars().any(is_control) {
+        return Ok(text);
+    }
+    // Outside strings, JSON holds only ASCII whitespace, which is kept; inside them
+    // the C0 controls are already escaped, so what remains is DEL and C1.
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_control(c) && !matches!(c, '\n' | '\r' | '\t') {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
 
 /// Aligns rows under a header, two spaces apart, the last column unpadded.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<Cow<'_, str>>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| escape(c)).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in rows {
+    for r in &rows {
         for (i, c) in r.iter().enumerate() {
             if i < widths.len() {
                 widths[i] = widths[i].max(c.chars().count());
@@ -28,8 +98,8 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         out.push('\n');
     };
     line(header.to_vec(), &mut out);
-    for r in rows {
-        line(r.iter().map(String::as_str).collect(), &mut out);
+    for r in &rows {
+        line(r.iter().map(|c| c.as_ref()).collect(), &mut out);
     }
     out
 }
@@ -220,11 +290,11 @@ pub fn job(j: &JobInfo, now_us: u64) -> String {
     ];
     let mut out = String::new();
     for (k, v) in fields {
-        let _ = writeln!(out, "{k}={v}");
+        let _ = writeln!(out, "{k}={}", escape(&v));
     }
     // What the device filter refused the job, one line each.
     for d in &j.denials {
-        let _ = writeln!(out, "Denied=denied: {}", d.describe());
+        let _ = writeln!(out, "Denied=denied: {}", escape(&d.describe()));
     }
     out
 }
@@ -374,4 +444,53 @@ mod tests {
         assert_eq!(timestamp(Some(951_782_400_000_000)), "2000-02-29T00:00:00");
         assert_eq!(timestamp(None), "Unknown");
     }
+
+    #[test]
+    fn control_characters_are_escaped_in_every_printed_field() {
+        assert_eq!(escape("plain \u{e4}\u{1f680}"), "plain \u{e4}\u{1f680}");
+        assert!(matches!(escape("plain"), Cow::Borrowed(_)));
+        assert_eq!(
+            escape("a\nb\rc\td\u{1b}[2Je\u{7f}f\u{9b}g\0"),
+            "a\\nb\\rc\\td\\e[2Je\\x7ff\\u{9b}g\\x00"
+        );
+        assert_eq!(
+            escape_keep_lines("#!/bin/sh\n\techo \u{1b}[31m\n"),
+            "#!/bin/sh\n\techo \\e[31m\n"
+        );
+        // A job stored before submit refused them: its fields cannot forge lines.
+        let mut j: JobInfo = serde_json::from_str(JOB).expect("job");
+        j.name = "x\nUserId=root(0)".into();
+        j.stdout = "/o\u{1b}]0;owned\u{7}".into();
+        j.reason = Some("r\r\nGroupId=0".into());
+        let out = job(&j, 0);
+        assert_eq!(
+            out.lines().filter(|l| l.starts_with("UserId=")).count(),
+            1,
+            "{out}"
+        );
+        assert!(!out.lines().any(|l| l.starts_with("GroupId=0")), "{out}");
+        assert!(!out.chars().any(|c| is_control(c) && c != '\n'), "{out:?}");
+        assert!(out.contains("JobName=x\\nUserId=root(0)\n"), "{out}");
+        let q = queue(&[j.clone()], 0);
+        assert_eq!(q.lines().count(), 2, "{q}");
+        assert!(!q.chars().any(|c| is_control(c) && c != '\n'), "{q:?}");
+        // JSON stays JSON, with DEL and C1 escaped as well.
+        j.name = "a\u{7f}\u{9b}b".into();
+        let text = json(&j).expect("json");
+        assert!(
+            !text.chars().any(|c| is_control(c) && c != '\n'),
+            "{text:?}"
+        );
+        let back: JobInfo = serde_json::from_str(&text).expect("valid JSON");
+        assert_eq!(back.name, j.name);
+    }
+
+    const JOB: &str = r#"{"id":7,"name":"j","user":"ann","uid":1000,"gid":1000,
+        "state":"PENDING","reason":null,"exit_code":null,"signal":null,"node":null,
+        "node_id":null,"resources":{"nodes":1,"cpus":1,"mem_mb":0,"gpus":0,
+        "gpu_model":null,"mig":null,"time_limit_s":null,"partition":null},
+        "partition":"batch","workdir":"/w","stdout":"/w/o","stderr":"/w/o",
+        "submit_time_us":0,"start_time_us":null,"end_time_us":null,"denials":[],
+        "expected_start_us":null,"priority":null,"array_task":null,
+        "array_pending":null,"gpus":[],"usage":null}"#;
 }

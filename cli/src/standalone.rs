@@ -70,6 +70,11 @@ pub fn start_munged(dir: &Path) -> Result<PrivateMunged, StandaloneError> {
     let socket = dir.join("munge.socket");
     let _ = std::fs::remove_file(&socket);
     let log = dir.join("munged.log");
+    // munged says why it cannot start on its standard error (its log file is not open
+    // yet then): kept in a file, so that the reason reaches the user and a chatty
+    // munged can never block on a full pipe.
+    let errors = dir.join("munged.stderr");
+    let stderr = std::fs::File::create(&errors).map_err(io("create", &errors))?;
     let child = Command::new("munged")
         .arg("--foreground")
         .arg(format!("--socket={}", socket.display()))
@@ -79,7 +84,7 @@ pub fn start_munged(dir: &Path) -> Result<PrivateMunged, StandaloneError> {
         .arg(format!("--seed-file={}", dir.join("munged.seed").display()))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .map_err(|e| StandaloneError::NoMunge {
             detail: format!("cannot run munged: {e}"),
@@ -88,9 +93,21 @@ pub fn start_munged(dir: &Path) -> Result<PrivateMunged, StandaloneError> {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !m.socket.exists() {
         if let Ok(Some(status)) = m.child.try_wait() {
-            let tail = std::fs::read_to_string(&log).unwrap_or_default();
+            let said = [&errors, &log]
+                .iter()
+                .map(|f| tail(f))
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ");
             return Err(StandaloneError::NoMunge {
-                detail: format!("munged exited with {status}: {}", tail.trim()),
+                detail: format!(
+                    "munged exited with {status}: {}",
+                    if said.is_empty() {
+                        "it said nothing"
+                    } else {
+                        &said
+                    }
+                ),
             });
         }
         if Instant::now() > deadline {
@@ -103,7 +120,58 @@ pub fn start_munged(dir: &Path) -> Result<PrivateMunged, StandaloneError> {
     Ok(m)
 }
 
+/// The errors at the end of one of munged's outputs (its `Error:` lines, else its
+/// last line), bounded: what explains why it stopped.
+fn tail(path: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    const MAX: u64 = 4096;
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(MAX)));
+    let mut bytes = Vec::new();
+    let _ = f.take(MAX).read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let errors: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.contains("Error:"))
+        .collect();
+    if errors.is_empty() {
+        lines.last().copied().unwrap_or("").to_string()
+    } else {
+        errors.join("; ")
+    }
+}
+
 fn getrandom(buf: &mut [u8]) -> std::io::Result<()> {
     use std::io::Read;
     std::fs::File::open("/dev/urandom")?.read_exact(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// munged refuses a key shorter than 32 bytes, and says so on its standard error
+    /// only: that reason reaches the user.
+    #[test]
+    fn munged_s_own_reason_is_kept_when_it_fails_to_start() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = dir.path().join("munge.key");
+        std::fs::write(&key, b"too short").expect("key");
+        let e = start_munged(dir.path()).expect_err("munged refuses the key");
+        let text = e.to_string();
+        assert!(text.contains("munged exited with"), "{text}");
+        assert!(
+            text.contains("Keyfile must be at least 32 bytes"),
+            "munged's reason is lost: {text}"
+        );
+    }
 }

@@ -12,6 +12,9 @@ use bulkhead_proto::{JobId, JobInfo};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+// Each variant says its cause in its message and does not also return it as its
+// `source()`, so that a chain printed in full (anyhow's `{:#}`, as `bh` prints errors)
+// says the cause once.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error(
@@ -21,16 +24,16 @@ pub enum ClientError {
     #[error("the broker at {endpoint} did not answer within {secs:.1} s")]
     Timeout { endpoint: String, secs: f64 },
     #[error("cannot get a MUNGE credential (is munged running? set BH_MUNGE_SOCKET): {0}")]
-    Munge(#[from] MungeError),
-    #[error("zmq {what}: {source}")]
+    Munge(MungeError),
+    #[error("zmq {what}: {error}")]
     Zmq {
         what: &'static str,
-        source: zmq::Error,
+        error: zmq::Error,
     },
     #[error("cannot encode the request: {0}")]
-    Encode(#[from] EncodeError),
+    Encode(EncodeError),
     #[error("malformed reply from the broker: {0}")]
-    Decode(#[from] DecodeError),
+    Decode(DecodeError),
     #[error("{}", .0.message)]
     Refused(ErrorReply),
     #[error("unexpected reply from the broker: {0}")]
@@ -39,8 +42,26 @@ pub enum ClientError {
     Curve(String),
 }
 
+impl From<MungeError> for ClientError {
+    fn from(e: MungeError) -> Self {
+        ClientError::Munge(e)
+    }
+}
+
+impl From<EncodeError> for ClientError {
+    fn from(e: EncodeError) -> Self {
+        ClientError::Encode(e)
+    }
+}
+
+impl From<DecodeError> for ClientError {
+    fn from(e: DecodeError) -> Self {
+        ClientError::Decode(e)
+    }
+}
+
 fn zerr(what: &'static str) -> impl Fn(zmq::Error) -> ClientError {
-    move |source| ClientError::Zmq { what, source }
+    move |error| ClientError::Zmq { what, error }
 }
 
 /// A connection to the broker.

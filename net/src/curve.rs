@@ -142,7 +142,7 @@ pub fn load_pair(path: &Path) -> Result<KeyPair, CurveError> {
             mode,
         });
     }
-    let text = std::fs::read_to_string(path).map_err(rerr)?;
+    let text = read_key_file(path)?;
     let field = |name: &str| {
         text.lines()
             .find_map(|l| l.trim().strip_prefix(name).map(str::trim))
@@ -164,11 +164,35 @@ pub fn load_public(path_or_key: &str) -> Result<[u8; 32], CurveError> {
     if t.len() == 40 && !Path::new(t).exists() {
         return parse_key("the key", t);
     }
-    let text = std::fs::read_to_string(t).map_err(|source| CurveError::Read {
-        path: PathBuf::from(t),
-        source,
-    })?;
+    let text = read_key_file(Path::new(t))?;
     parse_key(t, &text)
+}
+
+/// Largest key file read: a key pair file is under 200 bytes.
+const MAX_KEY_FILE_BYTES: u64 = 4096;
+
+/// A key file's text, read to at most [`MAX_KEY_FILE_BYTES`]: `--broker-key
+/// /dev/zero` is refused at once rather than read without end.
+fn read_key_file(path: &Path) -> Result<String, CurveError> {
+    use std::io::Read;
+    let rerr = |source| CurveError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_KEY_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(rerr)?;
+    if bytes.len() as u64 > MAX_KEY_FILE_BYTES {
+        return Err(CurveError::Bad {
+            what: path.display().to_string(),
+            detail: format!("the file is larger than {MAX_KEY_FILE_BYTES} bytes"),
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| CurveError::Bad {
+        what: path.display().to_string(),
+        detail: "the file is not text".into(),
+    })
 }
 
 /// Makes `sock` a CURVE server with `pair`.
@@ -264,6 +288,18 @@ pub fn zap_reply(req: &[Vec<u8>]) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key named by a file that never ends is refused at a bound, not read on.
+    #[test]
+    fn endless_key_files_are_refused() {
+        match load_public("/dev/zero") {
+            Err(CurveError::Bad { what, detail }) => {
+                assert_eq!(what, "/dev/zero");
+                assert!(detail.contains("larger than 4096 bytes"), "{detail}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn key_files_round_trip_and_exposed_secrets_are_refused() {

@@ -7,6 +7,7 @@
 //! acknowledges it, so that an end is never lost to a broker restart or a reconnect.
 
 pub mod cgroup;
+pub mod deadline;
 pub mod devices;
 pub mod devpolicy;
 pub mod gpu;
@@ -1454,13 +1455,11 @@ async fn run_job(
         })
         .await;
 
-    let limit = spec
-        .time_limit_s
-        .map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
+    let limit = deadline::limit_deadline(tokio::time::Instant::now(), spec.time_limit_s);
     let mut timed_out = false;
     let mut requested: Option<JobState> = None;
     let mut kill_at: Option<tokio::time::Instant> = None;
-    let far = tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 86_400);
+    let far = deadline::far(tokio::time::Instant::now());
     let status = loop {
         let term_at = if timed_out || requested.is_some() {
             None
@@ -1474,7 +1473,7 @@ async fn run_job(
                 timed_out = true;
                 started.cg.signal(Signal::SIGCONT);
                 started.cg.signal(Signal::SIGTERM);
-                kill_at = Some(tokio::time::Instant::now() + ctx.kill_wait);
+                kill_at = Some(deadline::after(tokio::time::Instant::now(), ctx.kill_wait));
             }
             _ = tokio::time::sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() => {
                 kill_at = None;
@@ -1488,7 +1487,7 @@ async fn run_job(
                 let grace = asked.and_then(|(_, g)| g).unwrap_or(ctx.kill_wait);
                 started.cg.signal(Signal::SIGCONT);
                 started.cg.signal(Signal::SIGTERM);
-                kill_at = Some(tokio::time::Instant::now() + grace);
+                kill_at = Some(deadline::after(tokio::time::Instant::now(), grace));
             }
         }
     };

@@ -187,7 +187,14 @@ pub struct ReportQuery {
 pub struct ReportRow {
     pub key: String,
     pub jobs: u64,
-    pub cpu_hours: f64,
+    /// CPU-hours allocated: each job's CPUs times its time in the period.
+    pub alloc_cpu_hours: f64,
+    /// CPU-hours used (the CPU time the kernel counted), over the jobs whose CPU time
+    /// was measured; `None` when none was (a node without CPU accounting): unknown,
+    /// not zero.
+    pub cpu_hours: Option<f64>,
+    /// Jobs whose CPU time is unknown, and so not in `cpu_hours`.
+    pub cpu_unmeasured: u64,
     /// GPU-hours allocated, by model or MIG profile.
     pub gpu_hours: Vec<(String, f64)>,
     pub gpu_hours_total: f64,

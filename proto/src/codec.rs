@@ -58,14 +58,28 @@ pub trait Message: Serialize + DeserializeOwned {
     fn validate(&self) -> Result<(), LimitError>;
 }
 
+// The errors below say their cause in their own message and so do not also return it
+// as their `source()`: a chain printed in full (anyhow's `{:#}`) would say it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum EncodeError {
     #[error("cannot encode message body: {0}")]
-    Body(#[from] postcard::Error),
+    Body(postcard::Error),
     #[error("encoded frame is {len} bytes, over the {max}-byte limit")]
     TooLarge { len: usize, max: usize },
     #[error("message over a limit: {0}")]
-    Limit(#[from] LimitError),
+    Limit(LimitError),
+}
+
+impl From<postcard::Error> for EncodeError {
+    fn from(e: postcard::Error) -> Self {
+        EncodeError::Body(e)
+    }
+}
+
+impl From<LimitError> for EncodeError {
+    fn from(e: LimitError) -> Self {
+        EncodeError::Limit(e)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,12 +96,18 @@ pub enum DecodeError {
     UnknownKind(u8),
     #[error("expected a {expected:?} frame, got {got:?}")]
     WrongKind { expected: Kind, got: Kind },
-    #[error("malformed {kind:?} body: {source}")]
-    Body { kind: Kind, source: postcard::Error },
+    #[error("malformed {kind:?} body: {error}")]
+    Body { kind: Kind, error: postcard::Error },
     #[error("{n} unexpected bytes after the {kind:?} body")]
     TrailingBytes { kind: Kind, n: usize },
     #[error("message over a limit: {0}")]
-    Limit(#[from] LimitError),
+    Limit(LimitError),
+}
+
+impl From<LimitError> for DecodeError {
+    fn from(e: LimitError) -> Self {
+        DecodeError::Limit(e)
+    }
 }
 
 /// Encodes `msg` as one frame for request `request_id`.
@@ -152,10 +172,10 @@ pub fn decode<M: Message>(frame: &[u8]) -> Result<(Header, M), DecodeError> {
             got: header.kind,
         });
     }
-    let (msg, rest) = postcard::take_from_bytes::<M>(&frame[HEADER_LEN..]).map_err(|source| {
+    let (msg, rest) = postcard::take_from_bytes::<M>(&frame[HEADER_LEN..]).map_err(|error| {
         DecodeError::Body {
             kind: M::KIND,
-            source,
+            error,
         }
     })?;
     if !rest.is_empty() {

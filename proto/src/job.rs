@@ -2,7 +2,7 @@
 //! the records shown to users.
 
 use crate::ids::{JobId, NodeId};
-use crate::limits::{self, LimitError, check, check_str};
+use crate::limits::{self, ControlCharError, LimitError, check, check_str, check_text};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -156,6 +156,13 @@ impl ResourceRequest {
 
     pub fn validate(&self) -> Result<(), LimitError> {
         check("nodes", self.nodes as usize, 100_000)?;
+        check("cpus", self.cpus as usize, limits::MAX_CPUS as usize)?;
+        check_u64("mem_mb", self.mem_mb, limits::MAX_MEM_MB)?;
+        check_u64(
+            "time limit",
+            self.time_limit_s.unwrap_or(0),
+            limits::MAX_TIME_LIMIT_S,
+        )?;
         check("gpus", self.gpus as usize, 1024)?;
         if let Some(m) = &self.gpu_model {
             check_str("gpu model", m, limits::MAX_NAME_BYTES)?;
@@ -237,6 +244,86 @@ impl JobSubmission {
     }
 }
 
+/// Why the broker refuses a submission whose fields are within their sizes: a label
+/// with a control character, or a value out of its range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubmissionError {
+    #[error(transparent)]
+    Control(#[from] ControlCharError),
+    #[error(
+        "time limit of {secs} s is above the maximum, {} ({} s, as Slurm)",
+        format_limit(limits::MAX_TIME_LIMIT_S),
+        limits::MAX_TIME_LIMIT_S
+    )]
+    TimeLimit { secs: u64 },
+    #[error(transparent)]
+    Limit(#[from] LimitError),
+}
+
+/// `D-HH:MM:SS` of a number of seconds (for messages).
+fn format_limit(secs: u64) -> String {
+    format!(
+        "{}-{:02}:{:02}:{:02}",
+        secs / 86_400,
+        secs / 3600 % 24,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+impl JobSubmission {
+    /// Everything [`JobSubmission::validate`] checks, then what makes a submission
+    /// unfit to store or to show although it decodes: control characters in its
+    /// labels (job name, paths, partition, reservation, QOS, GPU model, MIG profile),
+    /// which would reach operators' terminals (a newline forges lines of `bh show`, an
+    /// escape sequence drives the terminal), and a time limit above
+    /// [`limits::MAX_TIME_LIMIT_S`]. The script, its arguments and the environment are
+    /// data, passed to the job as they are.
+    pub fn check_values(&self) -> Result<(), SubmissionError> {
+        let r = &self.resources;
+        if let Some(secs) = r.time_limit_s
+            && secs > limits::MAX_TIME_LIMIT_S
+        {
+            return Err(SubmissionError::TimeLimit { secs });
+        }
+        check_text("job name", &self.name)?;
+        check_text("working directory", &self.workdir)?;
+        if let Some(p) = &self.stdout {
+            check_text("output path", p)?;
+        }
+        if let Some(p) = &self.stderr {
+            check_text("error path", p)?;
+        }
+        for (field, v) in [
+            ("partition", &r.partition),
+            ("GPU model", &r.gpu_model),
+            ("reservation", &self.reservation),
+            ("QOS", &self.qos),
+        ] {
+            if let Some(v) = v {
+                check_text(field, v)?;
+            }
+        }
+        if let Some(m) = &r.mig {
+            check_text("MIG profile", &m.profile)?;
+        }
+        Ok(self.validate()?)
+    }
+}
+
+/// [`check`] for a `u64`, whatever the width of `usize`.
+fn check_u64(field: &'static str, v: u64, max: u64) -> Result<(), LimitError> {
+    if v > max {
+        Err(LimitError {
+            field,
+            len: usize::try_from(v).unwrap_or(usize::MAX),
+            max: usize::try_from(max).unwrap_or(usize::MAX),
+        })
+    } else {
+        Ok(())
+    }
+}
+
 /// Bounds of an environment as submitted (count, names, total size).
 pub fn validate_env(env: &[(String, String)]) -> Result<(), LimitError> {
     check("env", env.len(), limits::MAX_ENV_VARS)?;
@@ -308,6 +395,13 @@ impl LaunchSpec {
         }
         check_str("partition", &self.partition, limits::MAX_NAME_BYTES)?;
         check_str("nodelist", &self.nodelist, limits::MAX_PATH_BYTES)?;
+        check("cpus", self.cpus as usize, limits::MAX_CPUS as usize)?;
+        check_u64("mem_mb", self.mem_mb, limits::MAX_MEM_MB)?;
+        check_u64(
+            "time limit",
+            self.time_limit_s.unwrap_or(0),
+            limits::MAX_TIME_LIMIT_S,
+        )?;
         check("gpus", self.gpus.len(), 1024)?;
         for g in &self.gpus {
             if let Some(m) = &g.mig {
@@ -780,5 +874,89 @@ mod tests {
             .map(|i| (format!("V{i}"), String::new()))
             .collect();
         assert_eq!(s.validate().unwrap_err().field, "env");
+    }
+
+    #[test]
+    fn control_characters_in_labels_are_refused_naming_the_field() {
+        assert_eq!(submission().check_values(), Ok(()));
+        type Set = fn(&mut JobSubmission, String);
+        let cases: [(&str, Set); 9] = [
+            ("job name", |s, v| s.name = v),
+            ("working directory", |s, v| s.workdir = format!("/tmp/{v}")),
+            ("output path", |s, v| s.stdout = Some(v)),
+            ("error path", |s, v| s.stderr = Some(v)),
+            ("partition", |s, v| s.resources.partition = Some(v)),
+            ("GPU model", |s, v| s.resources.gpu_model = Some(v)),
+            ("reservation", |s, v| s.reservation = Some(v)),
+            ("QOS", |s, v| s.qos = Some(v)),
+            ("MIG profile", |s, v| {
+                s.resources.mig = Some(MigAsk {
+                    profile: v,
+                    count: 1,
+                })
+            }),
+        ];
+        for (field, set) in cases {
+            for bad in [
+                "x\nUserId=root(0)",
+                "\u{1b}[2J",
+                "a\u{7f}",
+                "b\u{9b}1m",
+                "\r",
+                "\0",
+            ] {
+                let mut s = submission();
+                set(&mut s, bad.to_string());
+                match s.check_values() {
+                    Err(SubmissionError::Control(e)) => {
+                        assert_eq!(e.field, field, "{bad:?}");
+                        assert!(e.to_string().starts_with(field), "{e}");
+                    }
+                    other => panic!("{field} = {bad:?}: {other:?}"),
+                }
+            }
+            // Printable text, Unicode included, is a label like any other.
+            let mut s = submission();
+            set(&mut s, "tr\u{e4}ining \u{a0}\u{2014} \u{1f680}".to_string());
+            assert_eq!(s.check_values(), Ok(()), "{field}");
+        }
+        let mut s = submission();
+        s.name = "x\nUserId=root(0)".into();
+        assert_eq!(
+            s.check_values().unwrap_err().to_string(),
+            "job name holds a control character (U+000A (newline)) at byte 1: names, paths and other labels may not contain control characters"
+        );
+        // The script, its arguments and the environment are data: newlines and all.
+        let mut s = submission();
+        s.args = vec!["two\nlines".into()];
+        s.env = vec![("F".into(), "() { echo\n}".into())];
+        assert_eq!(s.check_values(), Ok(()));
+    }
+
+    #[test]
+    fn time_limits_above_the_maximum_are_refused() {
+        let with = |t: u64| {
+            let mut s = submission();
+            s.resources.time_limit_s = Some(t);
+            s
+        };
+        assert_eq!(with(limits::MAX_TIME_LIMIT_S).check_values(), Ok(()));
+        for t in [
+            limits::MAX_TIME_LIMIT_S + 1,
+            99_999_999_999_999 * 60,
+            u64::MAX,
+        ] {
+            let e = with(t).check_values().unwrap_err();
+            assert_eq!(e, SubmissionError::TimeLimit { secs: t });
+            assert!(e.to_string().contains("24855-03:13:08"), "{e}");
+            // The codec refuses it too, before any core sees it.
+            assert_eq!(with(t).validate().unwrap_err().field, "time limit");
+        }
+        let mut s = submission();
+        s.resources.cpus = limits::MAX_CPUS + 1;
+        assert_eq!(s.validate().unwrap_err().field, "cpus");
+        let mut s = submission();
+        s.resources.mem_mb = u64::MAX;
+        assert_eq!(s.validate().unwrap_err().field, "mem_mb");
     }
 }

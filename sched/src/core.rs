@@ -284,20 +284,20 @@ impl Scheduler {
             node.jobs.push((spec.id, end, per));
             self.index(*n);
         }
-        let (g, c) = (spec.req.nodes * per.gpus, spec.req.nodes * per.cpus);
+        let (g, c) = spec.req.totals();
         let u = self.users.entry(spec.user).or_default();
         u.jobs += 1;
-        u.gpus += g;
-        u.cpus += c;
+        u.gpus = u.gpus.saturating_add(g);
+        u.cpus = u.cpus.saturating_add(c);
         let a = self.accounts_use.entry(spec.account).or_default();
         a.jobs += 1;
-        a.gpus += g;
-        a.cpus += c;
+        a.gpus = a.gpus.saturating_add(g);
+        a.cpus = a.cpus.saturating_add(c);
         if let Some(q) = spec.qos_id {
             let qu = self.qos_use.entry((q, spec.user)).or_default();
             qu.jobs += 1;
-            qu.gpus += g;
-            qu.cpus += c;
+            qu.gpus = qu.gpus.saturating_add(g);
+            qu.cpus = qu.cpus.saturating_add(c);
         }
     }
 
@@ -835,23 +835,24 @@ impl Scheduler {
             node.jobs.retain(|(j, _, _)| *j != id);
             self.index(*n);
         }
+        let (g, c) = r.spec.req.totals();
         for u in [self.users.get_mut(&r.spec.user)].into_iter().flatten() {
             u.jobs -= 1;
-            u.gpus -= per.gpus * r.spec.req.nodes;
-            u.cpus -= per.cpus * r.spec.req.nodes;
+            u.gpus = u.gpus.saturating_sub(g);
+            u.cpus = u.cpus.saturating_sub(c);
             u.submitted = u.submitted.saturating_sub(1);
         }
         if let Some(q) = r.spec.qos_id
             && let Some(qu) = self.qos_use.get_mut(&(q, r.spec.user))
         {
             qu.jobs = qu.jobs.saturating_sub(1);
-            qu.gpus = qu.gpus.saturating_sub(per.gpus * r.spec.req.nodes);
-            qu.cpus = qu.cpus.saturating_sub(per.cpus * r.spec.req.nodes);
+            qu.gpus = qu.gpus.saturating_sub(g);
+            qu.cpus = qu.cpus.saturating_sub(c);
         }
         if let Some(a) = self.accounts_use.get_mut(&r.spec.account) {
             a.jobs -= 1;
-            a.gpus -= per.gpus * r.spec.req.nodes;
-            a.cpus -= per.cpus * r.spec.req.nodes;
+            a.gpus = a.gpus.saturating_sub(g);
+            a.cpus = a.cpus.saturating_sub(c);
             a.submitted = a.submitted.saturating_sub(1);
         }
         self.ended.insert(id, outcome);
@@ -943,7 +944,7 @@ impl Scheduler {
 
     fn limit_block(&self, spec: &JobSpec) -> Option<&'static str> {
         let q = &spec.req;
-        let (g, c) = (q.nodes * q.per_node.gpus, q.nodes * q.per_node.cpus);
+        let (g, c) = q.totals();
         /// The first of `l`'s running caps that one more job of `g` GPUs and `c` CPUs
         /// would pass, by its name in `names` (jobs, GPUs, CPUs).
         fn over(
@@ -953,11 +954,19 @@ impl Scheduler {
             c: u32,
             names: [&'static str; 3],
         ) -> Option<&'static str> {
-            if l.max_running_jobs.is_some_and(|m| u.jobs + 1 > m) {
+            if l.max_running_jobs
+                .is_some_and(|m| u.jobs.saturating_add(1) > m)
+            {
                 Some(names[0])
-            } else if l.max_running_gpus.is_some_and(|m| u.gpus + g > m) {
+            } else if l
+                .max_running_gpus
+                .is_some_and(|m| u.gpus.saturating_add(g) > m)
+            {
                 Some(names[1])
-            } else if l.max_running_cpus.is_some_and(|m| u.cpus + c > m) {
+            } else if l
+                .max_running_cpus
+                .is_some_and(|m| u.cpus.saturating_add(c) > m)
+            {
                 Some(names[2])
             } else {
                 None
@@ -1172,7 +1181,7 @@ impl Scheduler {
             };
         };
         let spec = pj.spec;
-        let end = limit.map(|l| now + l);
+        let end = limit.map(|l| now.saturating_add(l));
         self.allocate(&spec, &nodes, &gpus, end);
         self.running.insert(
             id,
@@ -1324,7 +1333,7 @@ impl Scheduler {
                 continue;
             };
             let tier = self.parts[p.0 as usize].tier;
-            let end = limit.map(|l| now + l);
+            let end = limit.map(|l| now.saturating_add(l));
             let mut options: Vec<(usize, NodeIdx, Victims)> = Vec::new();
             for n in &self.parts[p.0 as usize].nodes {
                 let node = &self.nodes[n.0 as usize];
@@ -1455,10 +1464,11 @@ impl Scheduler {
                         });
                     }
                     for n in nodes {
-                        reserved
-                            .entry(n)
-                            .or_default()
-                            .push((now, limit.map(|l| now + l), id));
+                        reserved.entry(n).or_default().push((
+                            now,
+                            limit.map(|l| now.saturating_add(l)),
+                            id,
+                        ));
                     }
                     blocked_above = true;
                     (Reason::Resources, None)
@@ -1468,10 +1478,11 @@ impl Scheduler {
                     made += 1;
                     blocked_above = true;
                     for n in nodes {
-                        reserved
-                            .entry(n)
-                            .or_default()
-                            .push((t, limit.map(|l| t + l), id));
+                        reserved.entry(n).or_default().push((
+                            t,
+                            limit.map(|l| t.saturating_add(l)),
+                            id,
+                        ));
                     }
                     (Reason::Resources, Some(t))
                 }
@@ -1539,7 +1550,7 @@ impl Scheduler {
                 Some(w) => Some(limit.map_or(w - now, |l| l.min(w - now))),
                 None => limit,
             };
-            let end = limit.map(|l| now + l);
+            let end = limit.map(|l| now.saturating_add(l));
             if let Some(picked) = self.pick_now(spec.id, mine, now, *p, &spec.req, end, reserved) {
                 return Placed::Now(*p, picked, limit);
             }

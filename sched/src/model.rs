@@ -164,6 +164,15 @@ pub struct Request {
 }
 
 impl Request {
+    /// Whole GPUs and CPUs over all the job's nodes, for the running caps (saturated:
+    /// a count past `u32::MAX` is over any cap anyway).
+    pub fn totals(&self) -> (u32, u32) {
+        (
+            self.nodes.saturating_mul(self.per_node.gpus),
+            self.nodes.saturating_mul(self.per_node.cpus),
+        )
+    }
+
     /// Asks for `count` slices of the profile named `profile` on each node.
     pub fn with_mig(mut self, profile: &str, count: u8) -> Option<Request> {
         let id = bulkhead_gpu::profile_name_id(profile)?;

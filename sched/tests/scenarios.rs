@@ -890,3 +890,50 @@ fn a_held_job_waits_with_its_dependents_until_released() {
     assert_eq!(started, vec![JobId(1)]);
     assert!(!s.release(JobId(1), 3), "not held any more");
 }
+
+/// Values a user controls at their extremes (a time limit of `u64::MAX` seconds at
+/// the end of the clock, a gang whose CPUs add up past `u32::MAX`) neither panic nor
+/// wrap: the end saturates, and the CPUs count as over any cap.
+#[test]
+fn extreme_limits_and_counts_saturate_instead_of_wrapping() {
+    let wide = Request {
+        nodes: 100_000,
+        per_node: Res {
+            cpus: 1 << 20,
+            gpus: 1024,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    assert_eq!(wide.totals(), (100_000 * 1024, u32::MAX));
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(2, 8, 0),
+        vec![partition("cpu", 0..2)],
+        accounts(&[1]),
+    );
+    let now = u64::MAX - 10;
+    s.submit(job(1, 0, 1, 0, u64::MAX, now), now)
+        .expect("submit");
+    let started = s.full_pass(now);
+    assert_eq!(started.len(), 1, "{started:?}");
+    assert!(matches!(
+        started[0],
+        Decision::Start {
+            job: JobId(1),
+            time_limit: Some(u64::MAX),
+            ..
+        }
+    ));
+    // Another job's wait is worked out from that end, past the end of the clock.
+    let mut wide_job = job(2, 0, 2, 0, 100, now);
+    wide_job.req.per_node.cpus = 8;
+    s.submit(wide_job, now).expect("submit");
+    assert!(s.full_pass(now + 1).is_empty());
+    s.job_ended(JobId(1), Outcome::Ok, now + 5);
+    assert_eq!(
+        s.pass(now + 5).len(),
+        1,
+        "the gang starts once the node is free"
+    );
+}
