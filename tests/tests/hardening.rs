@@ -65,7 +65,14 @@ fn jobs_that_end_while_the_broker_is_down_keep_their_state_and_dependents() {
         )
         .expect("submit");
     for j in [ok, bad] {
-        c.wait_state(j, &[JobState::Running], t()).expect("running");
+        let started = c
+            .wait_state(j, &[JobState::Running], t())
+            .expect("running")
+            .start_time_us
+            .expect("a start time");
+        // Past the broker's allowance for launches in flight (two heartbeats of 500
+        // ms): a job the agent does not list after that is one it lost.
+        wait_for(t(), || now_us() > started + 3_000_000).expect("time passes");
     }
     c.crash_broker();
     std::fs::write(wd.join("go"), "").expect("go");
