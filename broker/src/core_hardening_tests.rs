@@ -190,8 +190,10 @@ fn roots_jobs_are_refused_unless_allowed() {
         other => panic!("{other:?}"),
     }
     assert!(fx.store.is_empty(), "nothing stored");
-    let mut cfg = CoreConfig::default();
-    cfg.allow_root_jobs = true;
+    let cfg = CoreConfig {
+        allow_root_jobs: true,
+        ..Default::default()
+    };
     let mut c = Core::new(cfg, vec![], vec![]);
     c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 10);
     let fx = c.client(
