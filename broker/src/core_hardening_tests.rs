@@ -16,6 +16,21 @@ fn show(c: &mut Core, id: JobId, now: u64) -> JobInfo {
     }
 }
 
+fn node_info(c: &mut Core, name: &str, now: u64) -> NodeInfo {
+    let fx = c.client(b"c".to_vec(), 98, &root(), ClientOp::Nodes, now);
+    match &fx.send[0] {
+        Outbound::Client {
+            reply: ClientReply::Nodes(nodes),
+            ..
+        } => nodes
+            .iter()
+            .find(|n| n.name == name)
+            .cloned()
+            .expect("the node"),
+        other => panic!("{other:?}"),
+    }
+}
+
 fn submit(c: &mut Core, s: JobSubmission, now: u64) -> (JobId, Effects) {
     let fx = c.client(
         b"c".to_vec(),
@@ -124,15 +139,7 @@ fn a_node_that_cannot_launch_is_drained_and_its_job_goes_elsewhere() {
         )
     });
     assert!(ack.is_some() && ack < relaunch, "{:?}", fx.send);
-    let fx = c.client(b"c".to_vec(), 5, &root(), ClientOp::Nodes, 31);
-    let Outbound::Client {
-        reply: ClientReply::Nodes(nodes),
-        ..
-    } = &fx.send[0]
-    else {
-        panic!("{:?}", fx.send)
-    };
-    let n1 = nodes.iter().find(|n| n.name == "n1").expect("n1");
+    let n1 = node_info(&mut c, "n1", 31);
     assert_eq!(n1.reason.as_deref(), Some(why));
     assert!(
         matches!(n1.state, NodeState::Draining | NodeState::Drained),
@@ -155,15 +162,7 @@ fn a_node_that_cannot_launch_is_drained_and_its_job_goes_elsewhere() {
     };
     c.agent(b"b".to_vec(), 7, None, AgentMessage::JobEnded(end), 60);
     assert_eq!(show(&mut c, other, 61).state, JobState::Failed);
-    let fx = c.client(b"c".to_vec(), 8, &root(), ClientOp::Nodes, 62);
-    let Outbound::Client {
-        reply: ClientReply::Nodes(nodes),
-        ..
-    } = &fx.send[0]
-    else {
-        panic!("{:?}", fx.send)
-    };
-    let n2 = nodes.iter().find(|n| n.name == "n2").expect("n2");
+    let n2 = node_info(&mut c, "n2", 62);
     assert_eq!(n2.reason, None, "{n2:?}");
 }
 

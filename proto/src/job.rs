@@ -156,13 +156,7 @@ impl ResourceRequest {
 
     pub fn validate(&self) -> Result<(), LimitError> {
         check("nodes", self.nodes as usize, 100_000)?;
-        check("cpus", self.cpus as usize, limits::MAX_CPUS as usize)?;
-        check_u64("mem_mb", self.mem_mb, limits::MAX_MEM_MB)?;
-        check_u64(
-            "time limit",
-            self.time_limit_s.unwrap_or(0),
-            limits::MAX_TIME_LIMIT_S,
-        )?;
+        check_size(self.cpus, self.mem_mb, self.time_limit_s)?;
         check("gpus", self.gpus as usize, 1024)?;
         if let Some(m) = &self.gpu_model {
             check_str("gpu model", m, limits::MAX_NAME_BYTES)?;
@@ -395,13 +389,7 @@ impl LaunchSpec {
         }
         check_str("partition", &self.partition, limits::MAX_NAME_BYTES)?;
         check_str("nodelist", &self.nodelist, limits::MAX_PATH_BYTES)?;
-        check("cpus", self.cpus as usize, limits::MAX_CPUS as usize)?;
-        check_u64("mem_mb", self.mem_mb, limits::MAX_MEM_MB)?;
-        check_u64(
-            "time limit",
-            self.time_limit_s.unwrap_or(0),
-            limits::MAX_TIME_LIMIT_S,
-        )?;
+        check_size(self.cpus, self.mem_mb, self.time_limit_s)?;
         check("gpus", self.gpus.len(), 1024)?;
         for g in &self.gpus {
             if let Some(m) = &g.mig {
@@ -752,6 +740,17 @@ pub fn format_indices(ix: &std::collections::BTreeSet<u32>) -> String {
         });
     }
     out.join(",")
+}
+
+/// CPUs, memory and time limit within what arithmetic on them may assume.
+fn check_size(cpus: u32, mem_mb: u64, time_limit_s: Option<u64>) -> Result<(), LimitError> {
+    check("cpus", cpus as usize, limits::MAX_CPUS as usize)?;
+    check_u64("mem_mb", mem_mb, limits::MAX_MEM_MB)?;
+    check_u64(
+        "time limit",
+        time_limit_s.unwrap_or(0),
+        limits::MAX_TIME_LIMIT_S,
+    )
 }
 
 #[cfg(test)]
