@@ -70,6 +70,7 @@ fn main() -> Result<()> {
         broker_config: None,
         curve: std::env::args().any(|a| a == "--curve" || a == "--curve-sign"),
         sign: std::env::args().any(|a| a == "--curve-sign"),
+        data_tmpfs_mb: None,
     })?;
     let wd = c.workdir(None)?;
     let mut pids: Vec<u32> = c
@@ -111,6 +112,7 @@ fn main() -> Result<()> {
             mem_mb: 64,
             ..Default::default()
         },
+        idempotency_key: None,
     };
     let broker_key = if c.opts.curve {
         Some(bulkhead_net::curve::load_public(
