@@ -76,7 +76,7 @@ fn bh_submit_sends_a_submission_again_when_no_reply_comes() -> Result<()> {
     // It hands its socket back, to keep it open until bh has read the reply.
     let fake = std::thread::spawn(move || -> Result<(zmq::Socket, Vec<ClientRequest>)> {
         let mut seen = Vec::new();
-        router.set_rcvtimeo(60_000)?;
+        router.set_rcvtimeo(scaled(20).as_millis() as i32)?;
         while seen.len() < 2 {
             let parts = router.recv_multipart(0).context("no request came")?;
             let (h, req) = codec::decode::<ClientRequest>(&parts[1])?;
