@@ -110,8 +110,13 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
         Ok(s) => (s, false),
         Err(e) if e.is_out_of_space() && cfg.data_dir.join("bulkhead.db").exists() => {
             tracing::error!(error = %e, "the store cannot be opened for writing (is its disk full?): loading it read-only; queries are served and changes refused until it can be written");
+            let read_only = Store::open_read_only(&cfg.data_dir)?;
+            // A store of an older schema is read only once migrated, which writes.
+            if !read_only.is_current()? {
+                return Err(e.into());
+            }
             health.set(Some(e.to_string()));
-            (Store::open_read_only(&cfg.data_dir)?, true)
+            (read_only, true)
         }
         Err(e) => return Err(e.into()),
     };

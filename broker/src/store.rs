@@ -873,6 +873,11 @@ impl Store {
             .collect()
     }
 
+    /// Whether the store is of the schema this build writes (not one to migrate).
+    pub fn is_current(&self) -> Result<bool, StoreError> {
+        Ok(self.meta("schema_version")?.as_deref() == Some(crate::migrate::SCHEMA_VERSION))
+    }
+
     /// The value of a `meta` key, for diagnostics.
     pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
         self.conn
