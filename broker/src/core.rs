@@ -330,6 +330,13 @@ pub struct Core {
     /// Node keys as the store holds them (admitted by `bh admin node add`, or revoked),
     /// applied over the configuration's at start and at each reload.
     stored_keys: BTreeMap<String, String>,
+    /// Submissions by idempotency key, per user: a submission sent again (its reply
+    /// was lost) gets the job it made. Kept as long as the job is (the key is stored
+    /// in its submission).
+    by_key: HashMap<(u32, u128), JobId>,
+    /// Since when the store takes writes (so launches leave once placed); `None` while
+    /// it does not, and launches wait for it.
+    store_ready_since_us: Option<u64>,
 }
 
 /// Microseconds to the scheduler's seconds.
@@ -405,6 +412,8 @@ impl Core {
             next_job: 1,
             next_node: 1,
             stored_keys: BTreeMap::new(),
+            by_key: HashMap::new(),
+            store_ready_since_us: Some(0),
         };
         for n in nodes {
             core.next_node = core.next_node.max(n.id.0 + 1);
@@ -509,9 +518,28 @@ impl Core {
             if let Some((parent, _)) = job.sub.array_task {
                 core.arrays.entry(parent).or_default().push(id);
             }
+            if let (Some(key), None) = (job.sub.idempotency_key, job.sub.array_task) {
+                core.by_key.insert((job.uid, key), id);
+            }
             core.jobs.insert(id, job);
         }
         core
+    }
+
+    /// Whether the store takes writes: while it does not, the launches placed wait
+    /// (the shell holds them until their state is stored), so a node that does not
+    /// list them yet has not lost them.
+    pub fn store_available(&mut self, available: bool, now_us: u64) {
+        self.store_ready_since_us = match (available, self.store_ready_since_us) {
+            (true, Some(t)) => Some(t),
+            (true, None) => Some(now_us),
+            (false, _) => None,
+        };
+    }
+
+    /// The job a submission with this idempotency key from this user made, if kept.
+    pub fn submitted_with_key(&self, uid: u32, key: u128) -> Option<JobId> {
+        self.by_key.get(&(uid, key)).copied()
     }
 
     /// Adds a node as stored, or as it first registers; down until its agent registers.
@@ -814,6 +842,15 @@ impl Core {
         sub: JobSubmission,
         now_us: u64,
     ) -> ClientReply {
+        if let Some(id) = sub
+            .idempotency_key
+            .and_then(|k| self.submitted_with_key(caller.uid, k))
+        {
+            // Sent again: the first one made the job. Its reply leaves after what is
+            // queued for the store before it, that job included.
+            tracing::info!(user = %caller.user, job = %id, "a submission sent again gets the job it made");
+            return ClientReply::Submitted(id);
+        }
         if let Err(e) = check_submission(&sub) {
             return ClientReply::Error(e);
         }
@@ -906,6 +943,9 @@ impl Core {
         }
         self.next_job += 1;
         let is_array = job.sub.array.is_some();
+        if let Some(key) = job.sub.idempotency_key {
+            self.by_key.insert((caller.uid, key), id);
+        }
         self.jobs.insert(id, job);
         if let Some(row) = self.job_row(id) {
             fx.store.push(StoreOp::InsertJob(Box::new(row)));
@@ -996,6 +1036,8 @@ impl Core {
         let mut sub = p.sub.clone();
         sub.array = None;
         sub.array_task = Some((parent, idx));
+        // The key names the array's own job, not its tasks.
+        sub.idempotency_key = None;
         let mut job = Job {
             id,
             uid: p.uid,
@@ -1643,14 +1685,17 @@ impl Core {
         // Jobs the broker placed here that the agent does not run: lost with the agent.
         // A launch still in flight is not lost: the agent lists a job from the moment
         // it accepts the launch, and a heartbeat sent before that is older than it.
+        // Launches wait while the store takes no writes, and leave once it does.
+        let ready = self.store_ready_since_us;
         let lost: Vec<JobId> = node
             .running
             .iter()
             .filter(|j| !reported.contains(j))
             .filter(|j| {
                 self.jobs.get(j).is_some_and(|job| {
-                    job.start_us
-                        .is_some_and(|s| s + 2 * u64::from(self.cfg.heartbeat_ms) * 1000 < now_us)
+                    job.start_us.zip(ready).is_some_and(|(s, r)| {
+                        s.max(r) + 2 * u64::from(self.cfg.heartbeat_ms) * 1000 < now_us
+                    })
                 })
             })
             .copied()
@@ -2183,7 +2228,14 @@ impl Core {
             );
         }
         for id in old {
-            self.jobs.remove(&id);
+            if let Some(key) = self
+                .jobs
+                .remove(&id)
+                .and_then(|j| j.sub.idempotency_key.map(|k| (j.uid, k)))
+                && self.by_key.get(&key) == Some(&id)
+            {
+                self.by_key.remove(&key);
+            }
             fx.store.push(StoreOp::DeleteJob(id));
         }
     }
@@ -2960,6 +3012,7 @@ mod tests {
                 mem_mb: 100,
                 ..Default::default()
             },
+            idempotency_key: None,
         }
     }
 
@@ -3876,6 +3929,131 @@ mod tests {
         );
         assert!(!c.jobs.contains_key(&old));
         assert!(c.jobs.contains_key(&pending), "an unfinished job stays");
+    }
+
+    /// A submission whose reply was lost is sent again with the same key: it gets the
+    /// job the first one made, also after a restart, and only its own user does.
+    #[test]
+    fn a_submission_sent_again_with_its_key_gets_the_job_it_made() {
+        let mut c = core();
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 8, vec![]), 0);
+        let mut rows = BTreeMap::new();
+        let mut keyed = sub(1);
+        keyed.idempotency_key = Some(0x1234_5678_9abc_def0_1122_3344_5566_7788);
+        let submit = |c: &mut Core, uid: u32, s: &JobSubmission, t: u64| {
+            c.client(
+                b"c".to_vec(),
+                t,
+                &user(uid),
+                ClientOp::Submit(Box::new(s.clone())),
+                t,
+            )
+        };
+        let fx = submit(&mut c, 1000, &keyed, 1);
+        let first = submitted(&fx);
+        keep(&mut rows, fx);
+        let fx = submit(&mut c, 1000, &keyed, 2);
+        assert_eq!(submitted(&fx), first, "the same key from the same user");
+        assert!(
+            !fx.store.iter().any(|o| matches!(o, StoreOp::InsertJob(_))),
+            "no second job is stored: {:?}",
+            fx.store
+        );
+        let fx = submit(&mut c, 1001, &keyed, 3);
+        let other = submitted(&fx);
+        assert_ne!(other, first, "another user's key is another submission");
+        keep(&mut rows, fx);
+        // An array: the key names the array's job, not one of its tasks.
+        let mut array = keyed.clone();
+        array.idempotency_key = Some(7);
+        array.array = Some(bulkhead_proto::job::ArraySpec {
+            ranges: vec![(0, 2, 1)],
+            throttle: None,
+        });
+        let fx = submit(&mut c, 1000, &array, 4);
+        let parent = submitted(&fx);
+        keep(&mut rows, fx);
+        assert_eq!(submitted(&submit(&mut c, 1000, &array, 5)), parent);
+        let before = c.jobs.len();
+        // After a restart, from what the store holds.
+        let mut c = Core::new(CoreConfig::default(), rows.into_values().collect(), vec![]);
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 8, vec![]), 6);
+        assert_eq!(submitted(&submit(&mut c, 1000, &keyed, 6)), first);
+        assert_eq!(submitted(&submit(&mut c, 1001, &keyed, 7)), other);
+        assert_eq!(submitted(&submit(&mut c, 1000, &array, 8)), parent);
+        assert_eq!(c.jobs.len(), before, "no job was made again");
+        // Without a key every submission is a job of its own.
+        let a = submitted(&submit(&mut c, 1000, &sub(1), 9));
+        let b = submitted(&submit(&mut c, 1000, &sub(1), 10));
+        assert_ne!(a, b);
+    }
+
+    /// While the store is full, a placed job's launch waits for it: the agent's
+    /// heartbeats do not list the job, which is not lost for that (nor right after the
+    /// store recovers and the launch leaves).
+    #[test]
+    fn a_launch_held_by_a_full_store_is_not_lost() {
+        let mut c = core();
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+        let job = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        ));
+        assert_eq!(c.jobs[&job].state, JobState::Running);
+        c.store_available(false, 2);
+        let hb = |c: &mut Core, t: u64| {
+            c.agent(
+                b"a".to_vec(),
+                9,
+                None,
+                AgentMessage::Heartbeat { running: vec![] },
+                t,
+            );
+        };
+        hb(&mut c, 60_000_000);
+        assert_eq!(c.jobs[&job].state, JobState::Running, "held, not lost");
+        c.store_available(true, 61_000_000);
+        hb(&mut c, 62_000_000);
+        assert_eq!(c.jobs[&job].state, JobState::Running, "just released");
+        hb(&mut c, 66_000_000);
+        assert_eq!(
+            c.jobs[&job].state,
+            JobState::NodeFail,
+            "an agent that still does not list it lost it"
+        );
+    }
+
+    /// The key goes with its job when retention forgets the job.
+    #[test]
+    fn a_purged_job_takes_its_key_along() {
+        let cfg = CoreConfig {
+            retention_us: Some(1_000_000),
+            full_pass_us: 0,
+            ..CoreConfig::default()
+        };
+        let mut c = Core::new(cfg, vec![], vec![]);
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+        let mut s = sub(1);
+        s.idempotency_key = Some(99);
+        let job = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(5),
+            ClientOp::Submit(Box::new(s.clone())),
+            1,
+        ));
+        let end = JobEnd {
+            exit_code: Some(0),
+            ..job_end(job, JobState::Completed, 1, 10)
+        };
+        c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 10);
+        assert_eq!(c.submitted_with_key(5, 99), Some(job));
+        c.tick(2_000_000);
+        assert!(!c.jobs.contains_key(&job), "purged");
+        assert_eq!(c.submitted_with_key(5, 99), None, "its key with it");
     }
 
     #[test]

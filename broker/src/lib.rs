@@ -7,6 +7,11 @@
 //!   MUNGE (on the blocking pool), feeds the [`core::Core`] and times node health;
 //! - [`store`]: the SQLite writer thread, which commits the core's changes in groups and
 //!   only then releases the replies and launches that depend on them.
+//!
+//! When the store cannot commit (a full disk) the broker stays up: the writer holds the
+//! failed group and tries it again until it commits, and meanwhile this loop refuses
+//! new state-changing client requests with [`ErrorCode::Unavailable`], answers queries
+//! from memory at once, and pauses its periodic pass (no new decisions to store).
 
 pub mod acct;
 pub mod config;
@@ -17,12 +22,13 @@ pub mod ratelimit;
 pub mod store;
 
 use crate::core::{Caller, Core, CoreConfig, Effects, Outbound, PeerId};
-use crate::store::{Batch, Store, StoreError};
+use crate::store::{Batch, Health, Store, StoreError, Writable};
 use bulkhead_munge::{Munge, MungeErrorKind};
 use bulkhead_net::thread as transport;
 use bulkhead_proto::codec::{self, Kind};
 use bulkhead_proto::msg::{
-    AgentMessage, BrokerMessage, ClientOp, ClientReply, ClientRequest, ErrorCode, ErrorReply,
+    AdminOp, AgentMessage, BrokerMessage, ClientOp, ClientReply, ClientRequest, ErrorCode,
+    ErrorReply,
 };
 use bulkhead_proto::time::now_us;
 use std::collections::HashMap;
@@ -52,6 +58,9 @@ pub struct BrokerConfig {
     /// The configuration file `core` was read from, with the settings it was read
     /// over: read again on SIGHUP (`systemctl reload`).
     pub config_file: Option<(PathBuf, CoreConfig)>,
+    /// Create an empty store in a database file that holds none (an empty file), as
+    /// the administrator asked with `--initialize`; without it such a file is refused.
+    pub initialize: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,7 +105,21 @@ enum Event {
 /// Runs the broker until `shutdown` resolves. Writes the bound endpoint to
 /// `DATA_DIR/broker.endpoint` once it is listening.
 pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(), BrokerError> {
-    let store = Store::open(&cfg.data_dir)?;
+    let health = Health::default();
+    let (store, writable_later) = match Store::open_with(&cfg.data_dir, cfg.initialize) {
+        Ok(s) => (s, false),
+        Err(e) if e.is_out_of_space() && cfg.data_dir.join("bulkhead.db").exists() => {
+            tracing::error!(error = %e, "the store cannot be opened for writing (is its disk full?): loading it read-only; queries are served and changes refused until it can be written");
+            let read_only = Store::open_read_only(&cfg.data_dir)?;
+            // A store of an older schema is read only once migrated, which writes.
+            if !read_only.is_current()? {
+                return Err(e.into());
+            }
+            health.set(Some(e.to_string()));
+            (read_only, true)
+        }
+        Err(e) => return Err(e.into()),
+    };
     let (jobs, nodes) = store.load()?;
     let reservations = store.load_reservations()?;
     let curve = match &cfg.curve_key {
@@ -120,6 +143,25 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     let (at, usage) = store.load_fairshare()?;
     core.restore_fairshare(at, &usage);
     tracing::info!(jobs = core.job_count(), db = %cfg.data_dir.join("bulkhead.db").display(), "store loaded");
+    let store = if writable_later {
+        drop(store);
+        Writable::Later {
+            data_dir: cfg.data_dir.clone(),
+            initialize: cfg.initialize,
+        }
+    } else {
+        // Whether it takes writes is known before a request has to wait on it.
+        let mut store = store;
+        match store.probe() {
+            Ok(()) => {}
+            Err(e) if e.is_out_of_space() => {
+                tracing::error!(error = %e, "the store takes no writes (is its disk full?): queries are served and changes refused until it does");
+                health.set(Some(e.to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Writable::Open(store)
+    };
 
     let ctx = zmq::Context::new();
     let stop = Arc::new(AtomicBool::new(false));
@@ -133,6 +175,8 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     let bound = transport::bind_router_with(&ctx, &cfg.listen, curve.as_ref())?;
     let endpoint = bound.endpoint.clone();
     let push = transport::outbox(&ctx, &bound)?;
+    // Answers that need not wait for the store (queries while it is full).
+    let direct = transport::outbox(&ctx, &bound)?;
     let (ev_tx, mut ev_rx) = mpsc::channel::<Event>(65_536);
     let (in_tx, mut in_rx) = mpsc::channel::<transport::Incoming>(65_536);
     let zmq_thread = transport::spawn(bound, in_tx, stop.clone())?;
@@ -140,15 +184,8 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     let fatal_tx = ev_tx.clone();
     let (writer, writer_thread) = store::spawn_writer(
         store,
-        move |out: Vec<Outbound>| {
-            for o in out {
-                if let Some(parts) = encode_outbound(&o)
-                    && let Err(e) = push.send_multipart(parts, 0)
-                {
-                    tracing::warn!(error = %e, "cannot queue a reply");
-                }
-            }
-        },
+        health.clone(),
+        move |out: Vec<Outbound>| send_all(&push, out),
         move |e| {
             let _ = fatal_tx.blocking_send(Event::StoreFailed(e.to_string()));
         },
@@ -156,10 +193,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     .map_err(BrokerError::Thread)?;
 
     let ep_file = cfg.data_dir.join("broker.endpoint");
-    std::fs::write(&ep_file, format!("{endpoint}\n")).map_err(|source| BrokerError::Write {
-        path: ep_file,
-        source,
-    })?;
+    write_beside_store(&ep_file, &format!("{endpoint}\n"))?;
     tracing::info!(%endpoint, "broker listening");
 
     let munge = Munge::new(cfg.munge_socket.as_deref());
@@ -174,12 +208,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 source,
             })?;
         scrape_rx = Some(rx);
-        std::fs::write(cfg.data_dir.join("broker.metrics"), format!("{bound}\n")).map_err(
-            |source| BrokerError::Write {
-                path: cfg.data_dir.join("broker.metrics"),
-                source,
-            },
-        )?;
+        write_beside_store(&cfg.data_dir.join("broker.metrics"), &format!("{bound}\n"))?;
         tracing::info!(%bound, "metrics at http://{bound}/metrics");
     }
     let pass_seconds = prometheus_client::metrics::histogram::Histogram::new(
@@ -197,7 +226,14 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     };
     tokio::pin!(shutdown);
     let mut result = Ok(());
+    let mut store_up = true;
     loop {
+        // Set for answers that leave at once instead of after the store's queue.
+        let mut at_once = false;
+        if health.unavailable().is_none() != store_up {
+            store_up = !store_up;
+            core.store_available(store_up, now_us());
+        }
         let fx: Effects = tokio::select! {
             _ = &mut shutdown => break,
             Some(()) = async { hangup.as_mut()?.recv().await } => {
@@ -211,6 +247,11 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 }
             }
             _ = tick.tick() => {
+                // No new decisions while they cannot be stored: they would only wait
+                // (nodes do not time out meanwhile either).
+                if health.unavailable().is_some() {
+                    continue;
+                }
                 let t = std::time::Instant::now();
                 let fx = core.tick(now_us());
                 if fx.full_pass {
@@ -236,9 +277,26 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 }
             }
             Some(ev) = ev_rx.recv() => match ev {
-                Event::Client { peer, request_id, caller, op } => match caller {
-                    Ok(c) => core.client(peer, request_id, &c, op, now_us()),
-                    Err(e) => reply_only(peer, request_id, e),
+                Event::Client { peer, request_id, caller, op } => match (caller, health.unavailable()) {
+                    (Ok(c), None) => core.client(peer, request_id, &c, op, now_us()),
+                    (Ok(c), Some(why)) if changes_state(&op) && !is_repeat(&core, &c, &op) => {
+                        at_once = true;
+                        tracing::debug!(user = %c.user, "refused a change: the store is unavailable");
+                        reply_only(peer, request_id, ErrorReply::new(
+                            ErrorCode::Unavailable,
+                            format!("the broker's store is full: {why}; try again when the administrator has freed space"),
+                        ))
+                    }
+                    (Ok(c), Some(_)) => {
+                        // A query is answered from memory; a repeated submission
+                        // waits for its job to be stored.
+                        at_once = !changes_state(&op);
+                        core.client(peer, request_id, &c, op, now_us())
+                    }
+                    (Err(e), why) => {
+                        at_once = why.is_some();
+                        reply_only(peer, request_id, e)
+                    }
                 },
                 Event::Register { peer, request_id, caller, msg } => {
                     core.agent(peer, request_id, caller.as_ref(), msg, now_us())
@@ -251,6 +309,10 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
         };
         let fx = match fx {
             Effects { store, send, .. } if store.is_empty() && send.is_empty() => continue,
+            Effects { store, send, .. } if at_once && store.is_empty() => {
+                send_all(&direct, send);
+                continue;
+            }
             fx => fx,
         };
         if writer
@@ -276,6 +338,72 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     .await;
     tracing::info!("broker stopped");
     result
+}
+
+/// Queues messages on the socket thread's outbox.
+fn send_all(push: &zmq::Socket, out: Vec<Outbound>) {
+    for o in out {
+        if let Some(parts) = encode_outbound(&o)
+            && let Err(e) = push.send_multipart(parts, 0)
+        {
+            tracing::warn!(error = %e, "cannot queue a reply");
+        }
+    }
+}
+
+/// Writes a small file beside the store (the endpoint, the metrics address). A full
+/// disk does not stop the broker for it: it serves queries all the same.
+fn write_beside_store(path: &std::path::Path, text: &str) -> Result<(), BrokerError> {
+    match std::fs::write(path, text) {
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ) =>
+        {
+            tracing::error!(path = %path.display(), error = %e, "cannot write the file: its disk is full");
+            // No empty file for a reader to take as the answer.
+            let _ = std::fs::remove_file(path);
+            Ok(())
+        }
+        r => r.map_err(|source| BrokerError::Write {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Whether a client request changes the broker's state (and so must be stored).
+/// Every operation is named, so that a new one is decided on here.
+fn changes_state(op: &ClientOp) -> bool {
+    match op {
+        ClientOp::Submit(_)
+        | ClientOp::Cancel(_)
+        | ClientOp::Hold(_)
+        | ClientOp::Release(_)
+        | ClientOp::Admin(
+            AdminOp::Drain { .. }
+            | AdminOp::Resume { .. }
+            | AdminOp::Reserve(_)
+            | AdminOp::Unreserve { .. }
+            | AdminOp::AddNodeKey { .. }
+            | AdminOp::RemoveNodeKey { .. },
+        ) => true,
+        ClientOp::Queue(_)
+        | ClientOp::Show(_)
+        | ClientOp::Nodes
+        | ClientOp::Reservations
+        | ClientOp::Acct(_)
+        | ClientOp::Report(_)
+        | ClientOp::Script(_)
+        | ClientOp::Admin(AdminOp::ListNodeKeys) => false,
+    }
+}
+
+/// A submission sent again whose job exists: answered with that job (once stored).
+fn is_repeat(core: &Core, caller: &Caller, op: &ClientOp) -> bool {
+    matches!(op, ClientOp::Submit(s)
+        if s.idempotency_key.is_some_and(|k| core.submitted_with_key(caller.uid, k).is_some()))
 }
 
 fn reply_only(peer: PeerId, request_id: u64, e: ErrorReply) -> Effects {

@@ -51,6 +51,12 @@ struct Args {
     /// launch signing key to DIR/broker.sign (0600) and DIR/broker.verify, and exit.
     #[arg(long, value_name = "DIR")]
     keygen: Option<PathBuf>,
+    /// Create an empty store in DATA_DIR/bulkhead.db when that file holds no Bulkhead
+    /// store (e.g. an empty file). Without it the broker refuses such a file, since
+    /// starting over it forgets every job and hands out job ids again from 1; a new
+    /// data directory (no database file) needs no flag.
+    #[arg(long)]
+    initialize: bool,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -101,6 +107,7 @@ async fn main() -> anyhow::Result<()> {
         curve_key: a.curve_key,
         signing_key: a.signing_key,
         config_file: None,
+        initialize: a.initialize,
         core: CoreConfig {
             partitions: vec![bulkhead_broker::core::PartitionConfig {
                 name: a.partition.clone(),

@@ -6,13 +6,22 @@
 //! queue, applies them all in one transaction, and only then hands their outgoing
 //! messages on: one fsync covers many requests, and no reply leaves before the state
 //! it announces is durable.
+//!
+//! A commit that fails for lack of space (or an I/O error) does not stop the broker:
+//! the writer keeps the failed group, marks the store unavailable in [`Health`] (the
+//! shell then refuses new changes and serves queries from memory) and commits the
+//! group again every [`RETRY_EVERY`] until space returns; its replies and launches
+//! wait for it. A store that cannot even be opened for writing at start is opened
+//! read-only for the broker to load, and the writer opens it again until it can.
 
 use bulkhead_proto::job::JobSubmission;
 use bulkhead_proto::{JobId, JobState, NodeId};
 use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
+use std::time::Duration;
 
 /// A job as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,6 +103,13 @@ pub enum StoreError {
         doing: &'static str,
         source: rusqlite::Error,
     },
+    /// A database file that is there but holds no Bulkhead store: an empty file (a
+    /// full disk, a botched restore) or another program's database. Starting over it
+    /// would forget every job and hand out job ids again from 1.
+    #[error(
+        "{path} is not a Bulkhead store ({detail}); refusing to start over it, which would forget every job and reuse job ids: restore the store from a backup, or start the broker once with --initialize to create an empty store in it"
+    )]
+    NotAStore { path: PathBuf, detail: String },
     #[error("stored job {id} has an unreadable {field}: {detail}")]
     Corrupt {
         id: i64,
@@ -102,11 +118,52 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// A failure that more space (or a disk that answers again) may cure, as opposed
+    /// to a bug or a corrupt store: the writer waits and tries again.
+    pub fn is_out_of_space(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        match self {
+            StoreError::Sqlite { source, .. } => matches!(
+                source.sqlite_error_code(),
+                Some(C::DiskFull | C::SystemIoFailure | C::CannotOpen | C::ReadOnly)
+            ),
+            _ => false,
+        }
+    }
+}
+
+/// Whether the store takes writes: `None`, or why not. Set by the writer, read by the
+/// shell for each request.
+#[derive(Debug, Clone, Default)]
+pub struct Health(Arc<Mutex<Option<String>>>);
+
+impl Health {
+    /// Why the store takes no writes now, if it does not.
+    pub fn unavailable(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Records the state; whether it changed (available or not).
+    pub(crate) fn set(&self, why: Option<String>) -> bool {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let changed = g.is_some() != why.is_some();
+        *g = why;
+        changed
+    }
+}
+
+/// How long the writer waits before trying a failed commit (or open) again.
+pub const RETRY_EVERY: Duration = Duration::from_secs(1);
+
 /// The open database.
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Tests stand in for a full disk with SQLite's page limit (0: none).
+    #[cfg(test)]
+    max_pages: Arc<std::sync::atomic::AtomicU64>,
 }
 
 const SCHEMA: &str = "
@@ -175,12 +232,20 @@ CREATE TABLE IF NOT EXISTS reservations (
     data  BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '2');
+INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '3');
 ";
 
 impl Store {
-    /// Opens (creating if needed) `DIR/bulkhead.db`.
+    /// Opens `DIR/bulkhead.db`, creating it when the directory has none. A database
+    /// file without Bulkhead's schema (an empty one included) is refused: see
+    /// [`Store::open_with`].
     pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
+        Store::open_with(data_dir, false)
+    }
+
+    /// [`Store::open`]; with `initialize`, a database file without Bulkhead's schema
+    /// gets an empty store (the administrator's `--initialize`).
+    pub fn open_with(data_dir: &Path, initialize: bool) -> Result<Store, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
             path: data_dir.to_path_buf(),
             source,
@@ -194,7 +259,16 @@ impl Store {
                 source,
             }
         };
+        let existed = path.exists();
         let conn = Connection::open(&path).map_err(sq("opening"))?;
+        if existed && !initialize {
+            check_is_store(&conn)
+                .map_err(sq("reading the schema"))?
+                .map_err(|detail| StoreError::NotAStore {
+                    path: path.clone(),
+                    detail,
+                })?;
+        }
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(sq("enabling WAL"))?;
         conn.pragma_update(None, "synchronous", "FULL")
@@ -224,7 +298,68 @@ impl Store {
                 },
             })?;
         }
-        Ok(Store { conn, path })
+        Ok(Store {
+            conn,
+            path,
+            #[cfg(test)]
+            max_pages: Arc::default(),
+        })
+    }
+
+    /// Opens an existing store read-only, to load it when it cannot be opened for
+    /// writing (a full disk: SQLite cannot make its WAL index). Reads what the last
+    /// broker committed, its WAL included when the WAL is there.
+    pub fn open_read_only(data_dir: &Path) -> Result<Store, StoreError> {
+        use rusqlite::OpenFlags;
+        let path = data_dir.join("bulkhead.db");
+        let sq = |doing: &'static str| {
+            let path = path.clone();
+            move |source| StoreError::Sqlite {
+                path,
+                doing,
+                source,
+            }
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let usable = |conn: Connection| -> Result<Connection, StoreError> {
+            check_is_store(&conn)
+                .map_err(sq("reading the schema"))?
+                .map_err(|detail| StoreError::NotAStore {
+                    path: path.clone(),
+                    detail,
+                })?;
+            Ok(conn)
+        };
+        let conn = Connection::open_with_flags(&path, flags).map_err(sq("opening read-only"))?;
+        let conn = match usable(conn) {
+            Ok(c) => c,
+            // Without a WAL (the last broker stopped cleanly) the file alone is the
+            // store: read it as immutable, which needs no WAL index.
+            Err(e)
+                if std::fs::metadata(data_dir.join("bulkhead.db-wal"))
+                    .map_or(true, |m| m.len() == 0) =>
+            {
+                let mut uri = String::from("file:");
+                for b in path.as_os_str().as_encoded_bytes() {
+                    match b {
+                        b'/' | b'-' | b'_' | b'.' | b'~' => uri.push(*b as char),
+                        b if b.is_ascii_alphanumeric() => uri.push(*b as char),
+                        b => uri.push_str(&format!("%{b:02X}")),
+                    }
+                }
+                uri.push_str("?immutable=1");
+                let conn = Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                    .map_err(sq("opening read-only"))?;
+                usable(conn).map_err(|_| e)?
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Store {
+            conn,
+            path,
+            #[cfg(test)]
+            max_pages: Arc::default(),
+        })
     }
 
     fn sq(&self, doing: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -469,6 +604,15 @@ impl Store {
                 source,
             }
         };
+        #[cfg(test)]
+        {
+            let max = self.max_pages.load(std::sync::atomic::Ordering::Relaxed);
+            if max > 0 {
+                self.conn
+                    .pragma_update(None, "max_page_count", max)
+                    .map_err(sq("limiting pages"))?;
+            }
+        }
         let tx = self
             .conn
             .transaction()
@@ -679,6 +823,20 @@ impl Store {
         tx.commit().map_err(sq("committing"))
     }
 
+    /// Commits a small write (the time, in `meta`), to learn whether the store takes
+    /// writes.
+    pub fn probe(&mut self) -> Result<(), StoreError> {
+        let now = bulkhead_proto::time::now_us() as i64;
+        self.conn
+            .execute(
+                "INSERT INTO meta (key, value) VALUES ('written_us', ?1)
+                 ON CONFLICT(key) DO UPDATE SET value = ?1",
+                params![now.to_string()],
+            )
+            .map(|_| ())
+            .map_err(self.sq("writing a probe"))
+    }
+
     /// Fair-share usage per account and the second it was decayed to, if stored.
     pub fn load_fairshare(&self) -> Result<(u64, Vec<(String, f64)>), StoreError> {
         let mut stmt = self
@@ -715,6 +873,11 @@ impl Store {
             .collect()
     }
 
+    /// Whether the store is of the schema this build writes (not one to migrate).
+    pub fn is_current(&self) -> Result<bool, StoreError> {
+        Ok(self.meta("schema_version")?.as_deref() == Some(crate::migrate::SCHEMA_VERSION))
+    }
+
     /// The value of a `meta` key, for diagnostics.
     pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
         self.conn
@@ -722,6 +885,43 @@ impl Store {
             .optional()
             .map_err(self.sq("reading meta"))
     }
+}
+
+/// Whether an existing database holds Bulkhead's store (its `meta` table records a
+/// schema version): `Ok(Err(why))` when it does not; `Err` when SQLite cannot tell (a
+/// full disk, an I/O error).
+fn check_is_store(conn: &Connection) -> rusqlite::Result<Result<(), String>> {
+    let tables: i64 = match conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)) {
+        Ok(n) => n,
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => {
+            return Ok(Err(format!("unreadable as SQLite: {e}")));
+        }
+        Err(e) => return Err(e),
+    };
+    if tables == 0 {
+        return Ok(Err("the database is empty".into()));
+    }
+    let meta: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+        [],
+        |r| r.get(0),
+    )?;
+    if meta == 0 {
+        return Ok(Err(
+            "no schema version recorded: it has no meta table".into()
+        ));
+    }
+    let version: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(match version {
+        Some(_) => Ok(()),
+        None => Err("no schema version recorded".into()),
+    })
 }
 
 /// A unit of work for the writer: changes, and what may be sent once they are durable.
@@ -734,12 +934,27 @@ pub struct Batch<T> {
 /// Most batches folded into one transaction.
 const MAX_GROUP: usize = 4096;
 
+/// Where the writer gets its connection.
+#[derive(Debug)]
+pub enum Writable {
+    Open(Store),
+    /// The store could not be opened for writing (it was loaded read-only): the
+    /// writer opens it until it can.
+    Later {
+        data_dir: PathBuf,
+        initialize: bool,
+    },
+}
+
 /// Starts the writer thread. Each batch's `then` items are passed to `release`, in
-/// order, after the transaction holding its ops has committed. If a commit fails the
-/// thread calls `fatal` and stops: nothing of the failed group is released, and the
-/// broker must stop rather than acknowledge what it could not store.
+/// order, after the transaction holding its ops has committed. A commit that fails for
+/// lack of space is tried again every [`RETRY_EVERY`], the store marked unavailable in
+/// `health` meanwhile, and nothing after it released before it commits. Any other
+/// failure calls `fatal` and stops the thread: nothing of the failed group is
+/// released, and the broker must stop rather than acknowledge what it could not store.
 pub fn spawn_writer<T: Send + 'static>(
-    mut store: Store,
+    store: Writable,
+    health: Health,
     mut release: impl FnMut(Vec<T>) + Send + 'static,
     fatal: impl FnOnce(StoreError) + Send + 'static,
 ) -> std::io::Result<(mpsc::Sender<Batch<T>>, thread::JoinHandle<()>)> {
@@ -747,19 +962,62 @@ pub fn spawn_writer<T: Send + 'static>(
     let handle = thread::Builder::new()
         .name("bh-store".into())
         .spawn(move || {
-            while let Ok(first) = rx.recv() {
+            let mut w = Writer { store, health };
+            // Batches that came while a failed group waited for space.
+            let mut backlog = VecDeque::new();
+            loop {
+                let first = match backlog.pop_front() {
+                    Some(b) => b,
+                    None => match rx.recv_timeout(RETRY_EVERY) {
+                        Ok(b) => b,
+                        Err(mpsc::RecvTimeoutError::Timeout) => {
+                            // Nothing to write, but a full store may have room now:
+                            // say so as soon as it has.
+                            if w.health.unavailable().is_some()
+                                && let Err(e) = w.probe()
+                            {
+                                tracing::error!(error = %e, "cannot write the store; stopping");
+                                fatal(e);
+                                return;
+                            }
+                            continue;
+                        }
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    },
+                };
                 let mut group = vec![first];
                 while group.len() < MAX_GROUP {
-                    match rx.try_recv() {
+                    match backlog.pop_front().ok_or(()).or_else(|()| rx.try_recv().map_err(|_| ())) {
                         Ok(b) => group.push(b),
-                        Err(_) => break,
+                        Err(()) => break,
                     }
                 }
-                let has_ops = group.iter().any(|b| !b.ops.is_empty());
-                if has_ops && let Err(e) = store.apply(group.iter().flat_map(|b| b.ops.iter())) {
-                    tracing::error!(error = %e, "store commit failed; stopping");
-                    fatal(e);
-                    return;
+                if group.iter().any(|b| !b.ops.is_empty()) {
+                    loop {
+                        let done = w
+                            .connection()
+                            .and_then(|s| s.apply(group.iter().flat_map(|b| b.ops.iter())));
+                        match done {
+                            Ok(()) => {
+                                w.available();
+                                break;
+                            }
+                            Err(e) if e.is_out_of_space() => {
+                                w.unavailable(&e);
+                                if !wait_keeping(&rx, &mut backlog) {
+                                    tracing::error!(
+                                        "stopping with changes the full store could not take; their requests were never answered"
+                                    );
+                                    return;
+                                }
+                            }
+                            Err(e) => {
+                                tracing::error!(error = %e, "store commit failed; stopping");
+                                fatal(e);
+                                return;
+                            }
+                        }
+                    }
                 }
                 let then: Vec<T> = group.into_iter().flat_map(|b| b.then).collect();
                 if !then.is_empty() {
@@ -768,6 +1026,70 @@ pub fn spawn_writer<T: Send + 'static>(
             }
         })?;
     Ok((tx, handle))
+}
+
+/// Waits [`RETRY_EVERY`], keeping the batches that arrive meanwhile; `false` once no
+/// more can come (the broker is stopping).
+fn wait_keeping<T>(rx: &mpsc::Receiver<Batch<T>>, backlog: &mut VecDeque<Batch<T>>) -> bool {
+    let until = std::time::Instant::now() + RETRY_EVERY;
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        match rx.recv_timeout(left) {
+            Ok(b) => backlog.push_back(b),
+            Err(mpsc::RecvTimeoutError::Timeout) => return true,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return false,
+        }
+    }
+}
+
+/// The writer thread's state.
+struct Writer {
+    store: Writable,
+    health: Health,
+}
+
+impl Writer {
+    /// The store, opened for writing (again) when it was not.
+    fn connection(&mut self) -> Result<&mut Store, StoreError> {
+        if let Writable::Later {
+            data_dir,
+            initialize,
+        } = &self.store
+        {
+            let s = Store::open_with(data_dir, *initialize)?;
+            self.store = Writable::Open(s);
+        }
+        match &mut self.store {
+            Writable::Open(s) => Ok(s),
+            Writable::Later { .. } => unreachable!("opened above"),
+        }
+    }
+
+    /// Writes a little to learn whether the store takes writes, and records the
+    /// answer; errors other than a lack of space are returned.
+    fn probe(&mut self) -> Result<(), StoreError> {
+        match self.connection().and_then(Store::probe) {
+            Ok(()) => self.available(),
+            Err(e) if e.is_out_of_space() => self.unavailable(&e),
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
+    fn available(&self) {
+        if self.health.set(None) {
+            tracing::info!("the store takes writes again: state-changing requests are accepted");
+        }
+    }
+
+    fn unavailable(&self, e: &StoreError) {
+        if self.health.set(Some(e.to_string())) {
+            tracing::error!(error = %e, "the store is full (or failing): state-changing requests are refused, queries served, and the commit is tried again every second");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -816,6 +1138,7 @@ mod tests {
                     partition: None,
                     ..Default::default()
                 },
+                idempotency_key: None,
             },
             partition: "batch".into(),
             mem_mb: 10,
@@ -833,6 +1156,49 @@ mod tests {
             preempted_by: None,
             usage: None,
         }
+    }
+
+    /// A 0-byte database (a full disk, a botched restore) must not become a new, empty
+    /// store silently: every job would be forgotten and job ids handed out again.
+    #[test]
+    fn an_empty_database_file_is_refused_unless_initializing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("bulkhead.db"), b"").expect("empty file");
+        let e = Store::open(dir.path()).expect_err("an empty file is no store");
+        let msg = e.to_string();
+        assert!(matches!(e, StoreError::NotAStore { .. }), "{msg}");
+        assert!(
+            msg.contains("the database is empty") && msg.contains("--initialize"),
+            "{msg}"
+        );
+        assert_eq!(
+            std::fs::metadata(dir.path().join("bulkhead.db"))
+                .expect("still there")
+                .len(),
+            0,
+            "a refused file is left as it was"
+        );
+        let mut s = Store::open_with(dir.path(), true).expect("initialized");
+        s.apply(&[StoreOp::InsertJob(Box::new(row(1)))])
+            .expect("insert");
+        drop(s);
+        let s = Store::open(dir.path()).expect("an initialized store opens");
+        assert_eq!(s.load().expect("load").0.len(), 1);
+    }
+
+    #[test]
+    fn another_programs_database_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let conn = Connection::open(dir.path().join("bulkhead.db")).expect("db");
+            conn.execute_batch("CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('x');")
+                .expect("foreign schema");
+        }
+        let msg = Store::open(dir.path()).expect_err("refused").to_string();
+        assert!(msg.contains("no schema version"), "{msg}");
+        std::fs::write(dir.path().join("bulkhead.db"), b"not sqlite at all, no").expect("junk");
+        let msg = Store::open(dir.path()).expect_err("refused").to_string();
+        assert!(msg.contains("is not a Bulkhead store"), "{msg}");
     }
 
     #[test]
@@ -946,7 +1312,8 @@ mod tests {
         let (rel_tx, rel_rx) = mpsc::channel();
         let (fatal_tx, fatal_rx) = mpsc::channel();
         let (tx, handle) = spawn_writer(
-            store,
+            Writable::Open(store),
+            Health::default(),
             move |items: Vec<u32>| rel_tx.send(items).expect("send"),
             move |e| fatal_tx.send(e.to_string()).expect("send"),
         )
@@ -969,6 +1336,77 @@ mod tests {
         assert!(
             rel_rx.try_recv().is_err(),
             "nothing of the failed group may be released"
+        );
+    }
+
+    /// A full store (here SQLite's page limit, as a full disk answers SQLITE_FULL)
+    /// does not stop the writer: the group waits, unreleased, the store is marked
+    /// unavailable, and once there is room it commits, its replies leave, and the
+    /// batches behind it follow in order.
+    #[test]
+    fn a_full_store_holds_the_group_until_space_returns() {
+        use std::sync::atomic::Ordering;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut store = Store::open(dir.path()).expect("open");
+        store
+            .apply(&[StoreOp::InsertJob(Box::new(row(1)))])
+            .expect("first job");
+        let pages: u64 = store
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .expect("page count");
+        let limit = store.max_pages.clone();
+        limit.store(pages, Ordering::Relaxed);
+        let health = Health::default();
+        let (rel_tx, rel_rx) = mpsc::channel();
+        let (tx, handle) = spawn_writer(
+            Writable::Open(store),
+            health.clone(),
+            move |items: Vec<u32>| rel_tx.send(items).expect("send"),
+            |e| panic!("a full store is not fatal: {e}"),
+        )
+        .expect("spawn");
+        // A script of 64 KiB needs pages the limit does not allow.
+        let mut big = row(2);
+        big.submission.script = format!("#!/bin/sh\n#{}\n", "x".repeat(64 << 10));
+        tx.send(Batch {
+            ops: vec![StoreOp::InsertJob(Box::new(big))],
+            then: vec![2],
+        })
+        .expect("send");
+        tx.send(Batch {
+            ops: vec![],
+            then: vec![3],
+        })
+        .expect("send");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while health.unavailable().is_none() && std::time::Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let why = health.unavailable().expect("marked unavailable");
+        assert!(why.contains("full"), "{why}");
+        assert!(
+            rel_rx.recv_timeout(RETRY_EVERY * 2).is_err(),
+            "nothing is released before it is stored"
+        );
+        limit.store(1_000_000, Ordering::Relaxed);
+        let mut released = Vec::new();
+        while released.len() < 2 {
+            released.extend(
+                rel_rx
+                    .recv_timeout(Duration::from_secs(10))
+                    .expect("released"),
+            );
+        }
+        assert_eq!(released, vec![2, 3], "in order, once stored");
+        assert_eq!(health.unavailable(), None, "available again");
+        drop(tx);
+        handle.join().expect("join");
+        let s = Store::open(dir.path()).expect("reopen");
+        assert_eq!(
+            s.load().expect("load").0.len(),
+            2,
+            "the held job was stored"
         );
     }
 

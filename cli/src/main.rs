@@ -30,7 +30,8 @@ struct Cli {
     /// munged socket (default: libmunge's).
     #[arg(long, global = true, env = "BH_MUNGE_SOCKET")]
     munge_socket: Option<PathBuf>,
-    /// Seconds to wait for the broker's reply.
+    /// Seconds to wait for the broker's reply (bh submit then sends the submission
+    /// again, up to 3 times in all: its key keeps the broker from making a second job).
     #[arg(long, global = true, default_value_t = 30.0, env = "BH_TIMEOUT")]
     timeout: f64,
     /// The broker's CURVE public key (its `.pub` file, or the Z85 key), when the broker
@@ -347,7 +348,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let (sub, parsable) = build_submission(rest)?;
-            let id = client(&cli)?.submit(sub).map_err(explain)?;
+            let id = client(&cli)?
+                .submit_retrying(sub, SUBMIT_ATTEMPTS, |attempt, e| {
+                    eprintln!(
+                        "bh: {e}; sending the submission again (attempt {attempt} of {SUBMIT_ATTEMPTS}; it carries the same key, so the broker will not make a second job)"
+                    );
+                })
+                .map_err(explain)?;
             if parsable {
                 println!("{id}");
             } else {
@@ -839,6 +846,7 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
         array_task: None,
         reservation: r.reservation,
         qos: r.qos,
+        idempotency_key: Some(idempotency_key()?),
     };
     // What the broker would refuse (sizes, control characters, the time limit) is
     // refused here, before anything is sent.
@@ -852,6 +860,18 @@ fn current_umask() -> u32 {
     let mask = umask(Mode::from_bits_truncate(0o077));
     umask(mask);
     mask.bits()
+}
+
+/// Attempts at a submission whose reply does not come, the first one included.
+const SUBMIT_ATTEMPTS: u32 = 3;
+
+/// A new submission's idempotency key: 128 random bits.
+fn idempotency_key() -> anyhow::Result<u128> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("cannot read random bytes for the submission's key from /dev/urandom")?;
+    Ok(u128::from_le_bytes(bytes))
 }
 
 fn read_stdin() -> anyhow::Result<String> {
@@ -1004,6 +1024,8 @@ fn run_standalone(
             curve_key: None,
             signing_key: Some(sign_key),
             config_file: None,
+            // A fresh data directory needs no flag; a broken store is for the admin.
+            initialize: false,
         };
         let broker = tokio::spawn(bulkhead_broker::run(broker_cfg, stop(rx.clone())));
         let ep_file = data_dir.join("broker.endpoint");

@@ -60,6 +60,18 @@ impl From<DecodeError> for ClientError {
     }
 }
 
+impl ClientError {
+    /// The request was (or may have been) sent, but no answer came: the broker may
+    /// have acted on it.
+    pub fn may_have_arrived(&self) -> bool {
+        match self {
+            ClientError::Timeout { .. } => true,
+            ClientError::Zmq { what, .. } => matches!(*what, "send" | "poll" | "recv"),
+            _ => false,
+        }
+    }
+}
+
 fn zerr(what: &'static str) -> impl Fn(zmq::Error) -> ClientError {
     move |error| ClientError::Zmq { what, error }
 }
@@ -206,6 +218,40 @@ impl Client {
         match self.call(ClientOp::Submit(Box::new(sub)))? {
             ClientReply::Submitted(id) => Ok(id),
             other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
+    /// [`Client::submit`], sent again up to `attempts` times in all when no reply
+    /// comes (the broker may have stored it all the same), waiting 1 s, then 2 s, ...
+    /// between attempts. Each attempt is a request of its own, built again with a
+    /// fresh credential; only a submission with an idempotency key is sent again, so
+    /// that the broker answers a repeat with the job the first one made. `retrying`
+    /// hears of each new attempt (its number) and what ended the one before.
+    pub fn submit_retrying(
+        &mut self,
+        sub: JobSubmission,
+        attempts: u32,
+        mut retrying: impl FnMut(u32, &ClientError),
+    ) -> Result<JobId, ClientError> {
+        let mut attempt = 1;
+        let mut pause = Duration::from_secs(1);
+        loop {
+            match self.submit(sub.clone()) {
+                Err(e)
+                    if sub.idempotency_key.is_some()
+                        && attempt < attempts
+                        && e.may_have_arrived() =>
+                {
+                    attempt += 1;
+                    retrying(attempt, &e);
+                    std::thread::sleep(pause);
+                    pause = pause.saturating_mul(2).min(Duration::from_secs(8));
+                    // The broker may be gone: wait for a connection again (bounded)
+                    // rather than block in the send.
+                    self.connected = false;
+                }
+                r => return r,
+            }
         }
     }
 

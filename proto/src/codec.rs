@@ -240,6 +240,7 @@ mod tests {
                     time_limit_s: Some(60),
                     partition: None,
                 },
+                idempotency_key: None,
             })),
         }
     }

@@ -200,6 +200,10 @@ pub struct JobSubmission {
     pub reservation: Option<String>,
     /// A quality of service (`--qos`).
     pub qos: Option<String>,
+    /// Chosen by the client (`bh submit`: 128 random bits) so that a submission sent
+    /// again, after its reply was lost, returns the job it made instead of making
+    /// another: the broker keeps it per user with the job.
+    pub idempotency_key: Option<u128>,
 }
 
 /// A dependency, as `--dependency` spells them.
@@ -853,6 +857,7 @@ mod tests {
             reservation: None,
             qos: None,
             resources: ResourceRequest::default(),
+            idempotency_key: None,
         }
     }
 

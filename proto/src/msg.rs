@@ -175,6 +175,9 @@ pub enum ErrorCode {
     /// The caller sent more requests than its rate limit allows; the message says when
     /// to try again.
     SlowDown,
+    /// The broker cannot store changes now (its disk is full): it refuses them and
+    /// still answers queries; the message says why.
+    Unavailable,
 }
 
 /// A node as `bh nodes` prints it.

@@ -196,6 +196,9 @@ pub struct ClusterOpts {
     /// Accept and run root's jobs (broker `[jobs] allow_root`, agents
     /// `--allow-root-jobs`): for benchmarks that submit as themselves.
     pub allow_root_jobs: bool,
+    /// The broker's data directory on a tmpfs of this many MiB (tests of a full disk);
+    /// unmounted when the cluster goes, also when the test fails.
+    pub data_tmpfs_mb: Option<u32>,
 }
 
 impl Default for ClusterOpts {
@@ -211,6 +214,7 @@ impl Default for ClusterOpts {
             curve: false,
             sign: true,
             allow_root_jobs: false,
+            data_tmpfs_mb: None,
         }
     }
 }
@@ -287,6 +291,17 @@ impl Cluster {
         let keys = c.keys_dir();
         std::fs::create_dir(&keys)?;
         bulkhead_net::sign::LaunchSigner::generate()?.write(&keys)?;
+        if let Some(mb) = c.opts.data_tmpfs_mb {
+            std::fs::create_dir_all(&c.data_dir)?;
+            nix::mount::mount(
+                Some("tmpfs"),
+                &c.data_dir,
+                Some("tmpfs"),
+                nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
+                Some(format!("size={mb}m,mode=0755").as_str()),
+            )
+            .with_context(|| format!("cannot mount a tmpfs on {}", c.data_dir.display()))?;
+        }
         if c.opts.curve {
             let mut admitted = String::from("\n[node_keys]\n");
             let names: Vec<String> = std::iter::once(c.node.clone())
@@ -392,8 +407,15 @@ impl Cluster {
             .stderr(log_file(&log))
             .spawn()?;
         self.broker = Some(child);
+        // A restarted broker is up when it answers, also if a full disk kept it from
+        // writing its endpoint file.
+        let restart = !self.endpoint.is_empty();
         wait_for(scaled(15), || {
             std::fs::read_to_string(&ep_file).is_ok_and(|s| s.ends_with('\n'))
+                || (restart
+                    && self
+                        .bh(None, &["queue", "--all"])
+                        .is_ok_and(|o| o.status.success()))
         })
         .with_context(|| {
             format!(
@@ -401,7 +423,11 @@ impl Cluster {
                 std::fs::read_to_string(&log).unwrap_or_default()
             )
         })?;
-        self.endpoint = std::fs::read_to_string(&ep_file)?.trim().to_string();
+        if let Ok(ep) = std::fs::read_to_string(&ep_file)
+            && ep.ends_with('\n')
+        {
+            self.endpoint = ep.trim().to_string();
+        }
         Ok(())
     }
 
@@ -777,6 +803,9 @@ impl Drop for Cluster {
         }
         // The pins of a killed agent go with the bpffs (and its filter with them).
         let _ = nix::mount::umount2(&self.bpffs(), nix::mount::MntFlags::MNT_DETACH);
+        if self.opts.data_tmpfs_mb.is_some() {
+            let _ = nix::mount::umount2(&self.data_dir, nix::mount::MntFlags::MNT_DETACH);
+        }
     }
 }
 

@@ -247,6 +247,7 @@ fn a_captured_credential_authorizes_only_the_request_it_was_made_for() {
             array_task: None,
             reservation: None,
             qos: None,
+            idempotency_key: None,
         })),
     };
     match ask(&codec::encode(header.request_id, &spliced).expect("encode")) {

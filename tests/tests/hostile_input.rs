@@ -86,6 +86,7 @@ fn control_characters_are_refused_at_submit_and_nothing_is_queued() {
         array_task: None,
         reservation: None,
         qos: None,
+        idempotency_key: None,
     };
     match client.submit(sub) {
         Err(ClientError::Refused(e)) => {

@@ -45,6 +45,7 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
         array_task: None,
         reservation: None,
         qos: Some("high".into()),
+        idempotency_key: None,
     };
     let req = |op| ClientRequest {
         credential: b"MUNGE:cred".to_vec(),

@@ -133,6 +133,7 @@ fn record(i: u64) -> JobRow {
             array_task: None,
             reservation: None,
             qos: None,
+            idempotency_key: None,
         },
         partition: "gpu".into(),
         mem_mb: 8192,

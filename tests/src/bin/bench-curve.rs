@@ -41,6 +41,7 @@ fn submission_frame() -> Result<Vec<u8>> {
             mem_mb: 64,
             ..Default::default()
         },
+        idempotency_key: None,
     };
     // A MUNGE credential of an empty payload is about this long.
     let credential = vec![b'M'; 140];

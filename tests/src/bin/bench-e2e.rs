@@ -72,6 +72,7 @@ fn main() -> Result<()> {
         sign: std::env::args().any(|a| a == "--curve-sign"),
         // The benchmark submits as itself (root).
         allow_root_jobs: true,
+        data_tmpfs_mb: None,
     })?;
     let wd = c.workdir(None)?;
     let mut pids: Vec<u32> = c
@@ -113,6 +114,7 @@ fn main() -> Result<()> {
             mem_mb: 64,
             ..Default::default()
         },
+        idempotency_key: None,
     };
     let broker_key = if c.opts.curve {
         Some(bulkhead_net::curve::load_public(
