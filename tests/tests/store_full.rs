@@ -18,6 +18,8 @@ const TRUE: &str = "#!/bin/sh\ntrue\n";
 fn on_tmpfs() -> ClusterOpts {
     ClusterOpts {
         data_tmpfs_mb: Some(8),
+        // The tests submit as root.
+        allow_root_jobs: true,
         ..Default::default()
     }
 }

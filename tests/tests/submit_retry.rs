@@ -36,7 +36,11 @@ fn submission(workdir: &Path, name: &str, key: u128) -> JobSubmission {
 
 #[test]
 fn a_submission_sent_twice_with_one_key_makes_one_job() -> Result<()> {
-    let c = Cluster::start()?;
+    // The submissions here are root's.
+    let c = Cluster::start_with(bulkhead_tests::ClusterOpts {
+        allow_root_jobs: true,
+        ..Default::default()
+    })?;
     let w = c.workdir(None)?;
     let mut client = Client::connect(&c.endpoint, Some(&c.munged.socket))?;
     client.reply_timeout = scaled(20);
