@@ -148,8 +148,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             // A fresh data directory needs no flag; a broken store is for the admin.
             initialize: false,
         };
-        let broker = tokio::spawn(bulkhead_broker::run(broker_cfg, stop(rx.clone())));
+        // The agent is given the endpoint this broker writes, not the one an earlier
+        // run left behind (another port, with `--listen tcp://127.0.0.1:*`).
         let ep_file = data_dir.join("broker.endpoint");
+        match std::fs::remove_file(&ep_file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("cannot remove the stale {}", ep_file.display())));
+            }
+            _ => {}
+        }
+        let broker = tokio::spawn(bulkhead_broker::run(broker_cfg, stop(rx.clone())));
         let mut endpoint = String::new();
         for _ in 0..200 {
             if let Ok(s) = std::fs::read_to_string(&ep_file) {
