@@ -63,7 +63,12 @@ fn main() -> std::process::ExitCode {
     match run(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("bulkhead-standalone: error: {e:#}");
+            // As `bh` prints its errors: they may quote what the user typed and what
+            // munged wrote, with any control character escaped.
+            eprintln!(
+                "bulkhead-standalone: error: {}",
+                bulkhead_cli::output::escape_keep_lines(&format!("{e:#}"))
+            );
             std::process::ExitCode::FAILURE
         }
     }
