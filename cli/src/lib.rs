@@ -1,5 +1,6 @@
 //! `bh`, Bulkhead's command line, as a library: option parsing ([`opts`]), the
-//! human-readable tables ([`output`]) and single-host mode ([`standalone`]). The binary
+//! human-readable tables ([`output`]), and [`standalone`], which hands `bh standalone`
+//! to the single-host binary (`bulkhead-standalone`, crate `standalone/`). The binary
 //! in `main.rs` only wires them to clap and the client.
 
 pub mod acct;

@@ -254,33 +254,13 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         cmd: Vec<String>,
     },
-    /// Run a broker and an agent on this host, with the store under --data-dir.
+    /// Run a broker and an agent on this host (single-host mode): runs the
+    /// `bulkhead-standalone` binary, beside `bh` or on PATH, with these arguments
+    /// (`bh standalone --help` lists them).
+    #[command(disable_help_flag = true)]
     Standalone {
-        #[arg(long, default_value = "/var/lib/bulkhead")]
-        data_dir: PathBuf,
-        /// Endpoint to listen on.
-        #[arg(long, default_value = "tcp://127.0.0.1:6817")]
-        listen: String,
-        /// This node's name (default: the host name).
-        #[arg(long)]
-        name: Option<String>,
-        /// CPUs to offer (default: the host's).
-        #[arg(long)]
-        cpus: Option<u32>,
-        /// Memory to offer in MB (default: the host's).
-        #[arg(long)]
-        mem: Option<u64>,
-        /// Seconds between SIGTERM and SIGKILL at a time limit or cancel.
-        #[arg(long, default_value_t = 30.0)]
-        kill_wait: f64,
-        /// SIMULATED GPUs for trying Bulkhead without GPUs (never real ones):
-        /// MODEL:COUNT[:mig], MODEL one of a100-40gb, a100-80gb, h100-80gb, h200-141gb.
-        #[arg(long)]
-        simulate_gpus: Option<String>,
-        /// Run jobs of root (uid 0), which are refused otherwise: a root job can undo
-        /// every isolation the node enforces.
-        #[arg(long)]
-        allow_root_jobs: bool,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
     },
 }
 
@@ -717,29 +697,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let code = bulkhead_cli::tasks::exit_code(&st);
             return Ok(ExitCode::from(code.clamp(0, 255) as u8));
         }
-        Cmd::Standalone {
-            data_dir,
-            listen,
-            name,
-            cpus,
-            mem,
-            kill_wait,
-            simulate_gpus,
-            allow_root_jobs,
-        } => {
-            run_standalone(
-                &cli,
-                data_dir,
-                listen,
-                name.clone(),
-                StandaloneNode {
-                    cpus: *cpus,
-                    mem: *mem,
-                    kill_wait: *kill_wait,
-                    simulate_gpus: simulate_gpus.clone(),
-                    allow_root_jobs: *allow_root_jobs,
-                },
-            )?;
+        Cmd::Standalone { args } => {
+            return Err(standalone::exec(cli.munge_socket.as_deref(), args).into());
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -938,169 +897,6 @@ fn split_at_script(words: &[String]) -> anyhow::Result<usize> {
         i += if consumes_next { 2 } else { 1 };
     }
     Ok(words.len())
-}
-
-/// The single host's node, as `bh standalone` was asked to offer it.
-struct StandaloneNode {
-    cpus: Option<u32>,
-    mem: Option<u64>,
-    kill_wait: f64,
-    simulate_gpus: Option<String>,
-    allow_root_jobs: bool,
-}
-
-fn run_standalone(
-    cli: &Cli,
-    data_dir: &std::path::Path,
-    listen: &str,
-    name: Option<String>,
-    node: StandaloneNode,
-) -> anyhow::Result<()> {
-    let StandaloneNode {
-        cpus,
-        mem,
-        kill_wait,
-        simulate_gpus,
-        allow_root_jobs,
-    } = node;
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-    if !nix::unistd::geteuid().is_root() {
-        bail!(
-            "bh standalone must run as root: its agent starts jobs as their users and manages cgroups"
-        );
-    }
-    std::fs::create_dir_all(data_dir)
-        .with_context(|| format!("cannot create {}", data_dir.display()))?;
-    let data_dir = data_dir.canonicalize()?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o755))?;
-    }
-    let mut _munged = None;
-    let munge_socket = match &cli.munge_socket {
-        Some(s) => Some(s.clone()),
-        None if std::path::Path::new(standalone::DEFAULT_MUNGE_SOCKET).exists() => None,
-        None => {
-            let m = standalone::start_munged(&data_dir.join("munge"))?;
-            let s = m.socket.clone();
-            _munged = Some(m);
-            Some(s)
-        }
-    };
-    let name = match name {
-        Some(n) => n,
-        None => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
-    };
-    // Launches are signed even here: the agent runs only what this broker signed, not
-    // what a local process that took the port while the broker restarts sends.
-    let (sign_key, verify_key) = (data_dir.join("broker.sign"), data_dir.join("broker.verify"));
-    if !sign_key.exists() {
-        bulkhead_net::sign::LaunchSigner::generate()?
-            .write(&data_dir)
-            .context("cannot write the launch signing key")?;
-    }
-    let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(async {
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        let stop = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = rx.wait_for(|v| *v).await;
-        };
-        let broker_cfg = bulkhead_broker::BrokerConfig {
-            listen: listen.to_string(),
-            data_dir: data_dir.clone(),
-            munge_socket: munge_socket.clone(),
-            core: bulkhead_broker::core::CoreConfig {
-                allow_root_jobs,
-                ..Default::default()
-            },
-            metrics: None,
-            // One host, loopback only: no transport keys to manage.
-            curve_key: None,
-            signing_key: Some(sign_key),
-            config_file: None,
-            // A fresh data directory needs no flag; a broken store is for the admin.
-            initialize: false,
-        };
-        let broker = tokio::spawn(bulkhead_broker::run(broker_cfg, stop(rx.clone())));
-        let ep_file = data_dir.join("broker.endpoint");
-        let mut endpoint = String::new();
-        for _ in 0..200 {
-            if let Ok(s) = std::fs::read_to_string(&ep_file) {
-                endpoint = s.trim().to_string();
-                if !endpoint.is_empty() {
-                    break;
-                }
-            }
-            if broker.is_finished() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        if broker.is_finished() {
-            return match broker.await {
-                Ok(Err(e)) => Err(anyhow::Error::new(e).context("the broker failed to start")),
-                _ => Err(anyhow::anyhow!("the broker stopped at start")),
-            };
-        }
-        let agent_cfg = bulkhead_agent::AgentConfig {
-            broker: endpoint.clone(),
-            name: name.clone(),
-            munge_socket: munge_socket.clone(),
-            spool_dir: data_dir.join("spool"),
-            run_dir: data_dir.join("run"),cpus,
-            mem_mb: mem,
-            kill_wait: Duration::from_secs_f64(kill_wait.max(0.0)),
-            pids_max: 16384,
-            bpffs: std::path::PathBuf::from("/sys/fs/bpf"),
-            isolation: bulkhead_agent::Isolation::Auto,
-            managed_majors: Vec::new(),
-            cgroup_at_root: Vec::new(),
-            simulate_gpus,
-            mig_layout: bulkhead_agent::gpu::nvml::Layout::Dynamic,
-            sample_interval: Duration::from_secs(10),
-            metrics: None,
-            curve: None,
-            broker_verify_key: Some(verify_key.to_string_lossy().into_owned()),
-            insecure: false,
-            allow_root_jobs,
-            deny_env: bulkhead_agent::DEFAULT_DENY_ENV
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-        };
-        let agent = tokio::spawn(bulkhead_agent::run(agent_cfg, stop(rx.clone())));
-        let munge_hint = munge_socket.as_ref().map(|s| format!("export BH_MUNGE_SOCKET={}\n  ", s.display())).unwrap_or_default();
-        let broker_hint = if endpoint == "tcp://127.0.0.1:6817" { String::new() } else { format!("export BH_BROKER={endpoint}\n  ") };
-        eprintln!(
-            "\nBulkhead is running on this host: broker at {endpoint}, node {name}, store in {}.\n\
-             In another shell:\n  {munge_hint}{broker_hint}bh submit --wrap 'hostname; nproc'\n  bh queue --all\n  bh nodes\n\
-             Stop with Ctrl-C.\n",
-            data_dir.display()
-        );
-        let sig = bulkhead_net::shutdown_signal();
-        tokio::pin!(sig);
-        let mut agent = agent;
-        let mut broker = broker;
-        let result = tokio::select! {
-            _ = &mut sig => Ok(()),
-            r = &mut agent => r.map_err(anyhow::Error::new).and_then(|r| r.map_err(|e| anyhow::Error::new(e).context("the agent failed"))),
-            r = &mut broker => r.map_err(anyhow::Error::new).and_then(|r| r.map_err(|e| anyhow::Error::new(e).context("the broker failed"))),
-        };
-        let _ = tx.send(true);
-        if !agent.is_finished() {
-            let _ = agent.await;
-        }
-        if !broker.is_finished() {
-            let _ = broker.await;
-        }
-        result
-    })
 }
 
 #[cfg(test)]

@@ -1,177 +1,122 @@
-//! Single-host mode: a broker and an agent in one process, with the store in a data
-//! directory, and a private `munged` when the host has none running.
+//! `bh standalone`: single-host mode lives in its own binary, `bulkhead-standalone`
+//! (crate `standalone/`), so that `bh` links neither daemon (nor SQLite, aya or NVML)
+//! and builds without the eBPF toolchain. This module finds that binary, beside `bh`
+//! first (a build's `target/release/`, or wherever both were installed), then on PATH,
+//! and replaces `bh` with it: the same process, so whoever started `bh standalone`
+//! signals and waits for the daemons themselves, as before.
 
+use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-/// libmunge's default socket.
-pub const DEFAULT_MUNGE_SOCKET: &str = "/run/munge/munge.socket.2";
+/// The single-host binary's name.
+pub const BINARY: &str = "bulkhead-standalone";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StandaloneError {
-    #[error("cannot {what} {path}: {source}")]
-    Io {
-        what: &'static str,
+    #[error(
+        "bh standalone runs the `{BINARY}` binary, which is neither beside bh{} nor on PATH: \
+         build it with `cargo build --release -p bulkhead-standalone` (it lands beside \
+         target/release/bh), or install it on PATH (`cargo install --path standalone`)",
+        beside.as_ref().map(|d| format!(" (in {})", d.display())).unwrap_or_default()
+    )]
+    Missing { beside: Option<PathBuf> },
+    #[error("cannot run {}: {source}", path.display())]
+    Exec {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error(
-        "munged is not running and cannot be started ({detail}); install MUNGE (Debian/Ubuntu: apt-get install munge) \
-         or pass --munge-socket"
-    )]
-    NoMunge { detail: String },
 }
 
-fn io<'a>(
-    what: &'static str,
-    path: &'a Path,
-) -> impl FnOnce(std::io::Error) -> StandaloneError + 'a {
-    move |source| StandaloneError::Io {
-        what,
-        path: path.to_path_buf(),
-        source,
-    }
+/// Where `bulkhead-standalone` is: in `bh_dir` (the directory of the running `bh`),
+/// else in the first directory of `path` (PATH's value) that holds an executable of
+/// that name.
+pub fn locate(bh_dir: Option<&Path>, path: Option<&OsStr>) -> Option<PathBuf> {
+    let beside = bh_dir.map(|d| d.join(BINARY));
+    let on_path = path
+        .into_iter()
+        .flat_map(std::env::split_paths)
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join(BINARY));
+    beside.into_iter().chain(on_path).find(|p| is_executable(p))
 }
 
-/// A `munged` started for this session; stopped (by its PID) when dropped.
-#[derive(Debug)]
-pub struct PrivateMunged {
-    child: Child,
-    pub socket: PathBuf,
+fn is_executable(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-impl Drop for PrivateMunged {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `munged` with a key, socket and logs under `dir` (created 0711 so that every
-/// local user can reach the socket but not list or read the key). The key is made
-/// once, from the kernel's random source, and kept for later runs.
-pub fn start_munged(dir: &Path) -> Result<PrivateMunged, StandaloneError> {
-    std::fs::create_dir_all(dir).map_err(io("create", dir))?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
-        .map_err(io("chmod", dir))?;
-    let key = dir.join("munge.key");
-    if !key.exists() {
-        let mut bytes = vec![0u8; 1024];
-        getrandom(&mut bytes).map_err(io("read random bytes for", &key))?;
-        std::fs::write(&key, &bytes).map_err(io("write", &key))?;
-    }
-    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o400))
-        .map_err(io("chmod", &key))?;
-    let socket = dir.join("munge.socket");
-    let _ = std::fs::remove_file(&socket);
-    let log = dir.join("munged.log");
-    // munged says why it cannot start on its standard error (its log file is not open
-    // yet then): kept in a file, so that the reason reaches the user and a chatty
-    // munged can never block on a full pipe.
-    let errors = dir.join("munged.stderr");
-    let stderr = std::fs::File::create(&errors).map_err(io("create", &errors))?;
-    let child = Command::new("munged")
-        .arg("--foreground")
-        .arg(format!("--socket={}", socket.display()))
-        .arg(format!("--key-file={}", key.display()))
-        .arg(format!("--pid-file={}", dir.join("munged.pid").display()))
-        .arg(format!("--log-file={}", log.display()))
-        .arg(format!("--seed-file={}", dir.join("munged.seed").display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .map_err(|e| StandaloneError::NoMunge {
-            detail: format!("cannot run munged: {e}"),
-        })?;
-    let mut m = PrivateMunged { child, socket };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !m.socket.exists() {
-        if let Ok(Some(status)) = m.child.try_wait() {
-            let said = [&errors, &log]
-                .iter()
-                .map(|f| tail(f))
-                .filter(|t| !t.is_empty())
-                .collect::<Vec<_>>()
-                .join("; ");
-            return Err(StandaloneError::NoMunge {
-                detail: format!(
-                    "munged exited with {status}: {}",
-                    if said.is_empty() {
-                        "it said nothing"
-                    } else {
-                        &said
-                    }
-                ),
-            });
-        }
-        if Instant::now() > deadline {
-            return Err(StandaloneError::NoMunge {
-                detail: format!("no socket at {} after 10 s", m.socket.display()),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(m)
-}
-
-/// The errors at the end of one of munged's outputs (its `Error:` lines, else its
-/// last line), bounded: what explains why it stopped.
-fn tail(path: &Path) -> String {
-    use std::io::{Read, Seek, SeekFrom};
-    const MAX: u64 = 4096;
-    let Ok(mut f) = std::fs::File::open(path) else {
-        return String::new();
+/// Replaces this process with `bulkhead-standalone ARGS`; returns only if that fails.
+/// `munge_socket` is `bh`'s own `--munge-socket` (given before `standalone`), passed
+/// on in the environment variable that option reads, so that an explicit
+/// `--munge-socket` among `args` still wins.
+pub fn exec(munge_socket: Option<&Path>, args: &[OsString]) -> StandaloneError {
+    let bh_dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf));
+    let Some(binary) = locate(bh_dir.as_deref(), std::env::var_os("PATH").as_deref()) else {
+        return StandaloneError::Missing { beside: bh_dir };
     };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let _ = f.seek(SeekFrom::Start(len.saturating_sub(MAX)));
-    let mut bytes = Vec::new();
-    let _ = f.take(MAX).read_to_end(&mut bytes);
-    let text = String::from_utf8_lossy(&bytes);
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let errors: Vec<&str> = lines
-        .iter()
-        .copied()
-        .filter(|l| l.contains("Error:"))
-        .collect();
-    if errors.is_empty() {
-        lines.last().copied().unwrap_or("").to_string()
-    } else {
-        errors.join("; ")
+    let mut cmd = std::process::Command::new(&binary);
+    cmd.args(args);
+    if let Some(s) = munge_socket {
+        cmd.env("BH_MUNGE_SOCKET", s);
     }
-}
-
-fn getrandom(buf: &mut [u8]) -> std::io::Result<()> {
-    use std::io::Read;
-    std::fs::File::open("/dev/urandom")?.read_exact(buf)
+    StandaloneError::Exec {
+        path: binary,
+        source: cmd.exec(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// munged refuses a key shorter than 32 bytes, and says so on its standard error
-    /// only: that reason reaches the user.
+    fn executable(dir: &Path) -> PathBuf {
+        let p = dir.join(BINARY);
+        std::fs::write(&p, "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        p
+    }
+
+    /// The binary beside `bh` wins over one on PATH (a build's `bh` runs its own
+    /// build's daemons); PATH is searched in order; a non-executable file is skipped.
     #[test]
-    fn munged_s_own_reason_is_kept_when_it_fails_to_start() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let key = dir.path().join("munge.key");
-        std::fs::write(&key, b"too short").expect("key");
-        let e = start_munged(dir.path()).expect_err("munged refuses the key");
-        let text = e.to_string();
-        assert!(text.contains("munged exited with"), "{text}");
+    fn the_binary_beside_bh_comes_first_then_path_in_order() {
+        let (bh, p1, p2) = (
+            tempfile::tempdir().expect("tempdir"),
+            tempfile::tempdir().expect("tempdir"),
+            tempfile::tempdir().expect("tempdir"),
+        );
+        let in_p2 = executable(p2.path());
+        let path = std::env::join_paths([p1.path(), p2.path()]).expect("join");
+        assert_eq!(locate(Some(bh.path()), Some(&path)), Some(in_p2.clone()));
+        // A file that cannot be run is not the binary.
+        std::fs::write(p1.path().join(BINARY), "not executable").expect("write");
+        assert_eq!(locate(Some(bh.path()), Some(&path)), Some(in_p2));
+        let in_p1 = executable(p1.path());
+        assert_eq!(locate(Some(bh.path()), Some(&path)), Some(in_p1));
+        let beside = executable(bh.path());
+        assert_eq!(locate(Some(bh.path()), Some(&path)), Some(beside));
+    }
+
+    #[test]
+    fn a_missing_binary_is_none_and_its_error_says_how_to_build_it() {
+        let (bh, p1) = (
+            tempfile::tempdir().expect("tempdir"),
+            tempfile::tempdir().expect("tempdir"),
+        );
+        assert_eq!(locate(Some(bh.path()), Some(p1.path().as_os_str())), None);
+        assert_eq!(locate(None, None), None);
+        let text = StandaloneError::Missing {
+            beside: Some(bh.path().to_path_buf()),
+        }
+        .to_string();
+        assert!(text.contains("`bulkhead-standalone`"), "{text}");
+        assert!(text.contains(&bh.path().display().to_string()), "{text}");
         assert!(
-            text.contains("Keyfile must be at least 32 bytes"),
-            "munged's reason is lost: {text}"
+            text.contains("cargo build --release -p bulkhead-standalone"),
+            "{text}"
         );
     }
 }

@@ -197,13 +197,20 @@ fn bench(package: &str, bin: &str, args: &[(&str, u32)]) -> Result<()> {
 }
 
 /// Builds the daemons and `bh` (and `more` packages), release, for the benchmarks
-/// that start them.
+/// that start them; with the single-host binary that `bh standalone` runs, so that
+/// `target/release` runs either layout (the shared `bench/bulkhead/run.sh` runs
+/// `bh standalone` from there by default).
 fn build_daemons(more: &[&str]) -> Result<()> {
     let mut cmd = cargo();
     cmd.args(["build", "--release"]);
-    for p in ["bulkhead-broker", "bulkhead-agent", "bulkhead-cli"]
-        .iter()
-        .chain(more)
+    for p in [
+        "bulkhead-broker",
+        "bulkhead-agent",
+        "bulkhead-cli",
+        "bulkhead-standalone",
+    ]
+    .iter()
+    .chain(more)
     {
         cmd.args(["-p", p]);
     }

@@ -180,6 +180,8 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
             PathBuf::from("/bh/target/debug/deps/device_filter"),
         ),
     ];
+    // Not `bulkhead-standalone` (what `bh standalone` runs): no test in the VM runs
+    // single-host mode, and the VM's memory holds every file of its initramfs.
     for b in ["bh", "bulkhead-broker", "bulkhead-agent"] {
         bins.push((
             target.join(b),
