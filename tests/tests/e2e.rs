@@ -1246,7 +1246,9 @@ fn accounting_records_what_the_kernel_and_the_gpus_measured() {
             Some(&u),
             &wd,
             &["--gpus", "1"],
-            "#!/bin/sh\necho $$ > gpu.pid\nsleep 3\n",
+            // Runs 3 s at least, and until the test has read the metrics of it
+            // running (a slow machine may take longer than 3 s to scrape them).
+            "#!/bin/sh\necho $$ > gpu.pid\nsleep 3\nwhile [ ! -e gpu.go ]; do sleep 0.1; done\n",
         )
         .expect("submit");
 
@@ -1307,6 +1309,7 @@ fn accounting_records_what_the_kernel_and_the_gpus_measured() {
             .iter()
             .any(|x| x.metric.starts_with("bulkhead_jobs_started"))
     );
+    std::fs::write(wd.join("gpu.go"), "").expect("let the GPU job end");
 
     for j in [burn, gpu] {
         let info = c

@@ -124,6 +124,7 @@ cd /bh
 rc=0
 ./target/debug/deps/device_filter --test-threads=1 __FILTER__ 2>&1 || rc=1
 ./target/debug/deps/e2e --test-threads=2 --skip the_html_report_renders_in_headless_chromium __FILTER__ 2>&1 || rc=1
+./target/debug/deps/hardening --test-threads=2 __FILTER__ 2>&1 || rc=1
 echo "VM-TEST-RC=$rc"
 poweroff -f
 "#;
@@ -138,6 +139,7 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
     )?;
     let e2e = test_exe(root, "bulkhead-tests", "e2e")?;
     let device_filter = test_exe(root, "bulkhead-agent", "device_filter")?;
+    let hardening = test_exe(root, "bulkhead-tests", "hardening")?;
     let target = e2e
         .parent()
         .and_then(Path::parent)
@@ -179,10 +181,15 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
             device_filter,
             PathBuf::from("/bh/target/debug/deps/device_filter"),
         ),
+        (
+            hardening,
+            PathBuf::from("/bh/target/debug/deps/hardening"),
+        ),
     ];
     // Not `bulkhead-standalone` (what `bh standalone` runs): no test in the VM runs
     // single-host mode, and the VM's memory holds every file of its initramfs.
-    for b in ["bh", "bulkhead-broker", "bulkhead-agent"] {
+    // `bh-squat` plays the local attacker of the hardening tests.
+    for b in ["bh", "bulkhead-broker", "bulkhead-agent", "bh-squat"] {
         bins.push((
             target.join(b),
             PathBuf::from(format!("/bh/target/debug/{b}")),
