@@ -480,10 +480,21 @@ impl Core {
                             .partition(&job.partition)
                             .unwrap_or(sched::PartIdx(0));
                         let start = secs(job.start_us.unwrap_or(job.submit_us));
-                        let end = job.sub.resources.time_limit_s.map(|l| start + l);
+                        let end = job
+                            .sub
+                            .resources
+                            .time_limit_s
+                            .map(|l| start.saturating_add(l));
                         let assigned = job.gpus.iter().map(|g| crate::gpus::assigns(g)).collect();
-                        core.sched
-                            .restore_running(spec, part, all, assigned, start, end);
+                        if let Err(e) = core
+                            .sched
+                            .restore_running(spec, part, all, assigned, start, end)
+                        {
+                            // The node it runs on has no room for it in the scheduler's
+                            // account (a store from another configuration): said, and the
+                            // agent's reconciliation decides the job's fate.
+                            tracing::error!(job = %id, error = %e, "a stored running job does not fit its nodes");
+                        }
                     }
                 }
                 st => core.sched.restore_ended(
