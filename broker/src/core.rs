@@ -10,6 +10,8 @@
 //! forgets, and an agent is never told to launch a job the store still calls PENDING).
 
 use crate::store::{JobRow, NodeRow, StoreOp};
+
+pub mod drive;
 use bulkhead_proto::acct::{AcctFilter, AcctRecord};
 use bulkhead_proto::job::{
     DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, Dependency, DeviceDenial, GpuGrant,
@@ -1411,7 +1413,18 @@ impl Core {
                     fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));
                 }
             }
-            AgentMessage::JobEnded(end) => {
+            AgentMessage::JobEnded(mut end) => {
+                // An end is an end: one reported as PENDING or RUNNING (a broken or
+                // hostile agent) is recorded FAILED, saying so, rather than leave the
+                // job RUNNING on no node, never to end.
+                if !end.state.is_terminal() {
+                    end.reason = Some(format!(
+                        "the node reported the job's end as {}: {}",
+                        end.state,
+                        end.reason.as_deref().unwrap_or("no reason given")
+                    ));
+                    end.state = JobState::Failed;
+                }
                 let job = end.job;
                 let ours = self.jobs.get(&job).is_some_and(|j| j.node == Some(node_id));
                 if ours {
@@ -1549,8 +1562,9 @@ impl Core {
             .filter(|j| !reported.contains(j))
             .filter(|j| {
                 self.jobs.get(j).is_some_and(|job| {
-                    job.start_us
-                        .is_some_and(|s| s + 2 * u64::from(self.cfg.heartbeat_ms) * 1000 < now_us)
+                    job.start_us.is_some_and(|s| {
+                        s.saturating_add(2 * u64::from(self.cfg.heartbeat_ms) * 1000) < now_us
+                    })
                 })
             })
             .copied()
@@ -1906,7 +1920,7 @@ impl Core {
             expected_start_us: pending
                 .as_ref()
                 .and_then(|p| p.expected_start)
-                .map(|t| t * 1_000_000),
+                .map(|t| t.saturating_mul(1_000_000)),
             priority: pending.as_ref().map(|p| p.priority.max(0.0).round() as u64),
             array_task: j.sub.array_task,
             array_pending,
@@ -4299,5 +4313,53 @@ mod tests {
             launches(&fx).iter().map(|(_, j)| *j).collect::<Vec<_>>(),
             vec![second]
         );
+    }
+
+    /// An end reported as RUNNING (a broken or hostile agent; found by the
+    /// broker_core fuzz target) ends the job FAILED, saying so, and frees its node:
+    /// it does not leave a RUNNING job on no node, never to end.
+    #[test]
+    fn an_end_reported_as_running_is_a_failure_and_frees_the_node() {
+        let mut c = core();
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+        let job = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        ));
+        assert_eq!(c.jobs[&job].state, JobState::Running);
+        let fx = c.agent(
+            b"a".to_vec(),
+            2,
+            None,
+            AgentMessage::JobEnded(job_end(job, JobState::Running, 1, 2)),
+            3,
+        );
+        assert!(fx.send.iter().any(|o| matches!(
+            o,
+            Outbound::Agent {
+                msg: BrokerMessage::EndAck { job: j },
+                ..
+            } if *j == job
+        )));
+        let j = &c.jobs[&job];
+        assert_eq!(j.state, JobState::Failed);
+        assert!(
+            j.reason.as_deref().is_some_and(|r| r.contains("RUNNING")),
+            "{:?}",
+            j.reason
+        );
+        assert!(c.nodes.values().all(|n| n.running.is_empty()));
+        // The node is free again.
+        let next = submitted(&c.client(
+            b"c".to_vec(),
+            2,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            4,
+        ));
+        assert_eq!(c.jobs[&next].state, JobState::Running);
     }
 }

@@ -27,12 +27,23 @@ pub fn specs(gpus: &[GpuInfo]) -> Vec<sched::GpuSpec> {
                 }
                 MigMode::Static => {
                     let m = model?;
-                    sched::GpuMode::MigStatic(
-                        g.instances
-                            .iter()
-                            .filter_map(|i| m.profile(&i.profile).map(|p| (p, i.start)))
-                            .collect(),
-                    )
+                    // Only instances that could exist: at a placement of their profile,
+                    // apart from the others. A layout reported otherwise (a broken or
+                    // forged inventory) must not give one slice of memory to two jobs.
+                    let mut occ = bulkhead_gpu::Occupancy::default();
+                    let mut layout = Vec::new();
+                    for i in &g.instances {
+                        let Some(p) = m.profile(&i.profile) else {
+                            continue;
+                        };
+                        if occ.can_place(p, i.start) {
+                            occ.place(p, i.start);
+                            layout.push((p, i.start));
+                        } else {
+                            tracing::warn!(gpu = g.index, profile = %i.profile, start = i.start, "a MIG instance of the reported layout overlaps another or sits off its placements; not given to jobs");
+                        }
+                    }
+                    sched::GpuMode::MigStatic(layout)
                 }
             };
             Some(sched::GpuSpec { model, mode })
@@ -69,4 +80,55 @@ pub fn assigns(grants: &[GpuGrant]) -> Vec<sched::GpuAssign> {
             }),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bulkhead_proto::job::MigInstanceInfo;
+
+    /// A static layout as reported is given to jobs only as far as it could exist: an
+    /// instance off its profile's placements, or over another, is not (else one slice
+    /// of memory would go to two jobs).
+    #[test]
+    fn a_static_layout_keeps_only_instances_that_could_exist() {
+        let inst = |profile: &str, start: u8| MigInstanceInfo {
+            gi_id: u32::from(start),
+            ci_id: 0,
+            profile: profile.into(),
+            start,
+            size: 0,
+            uuid: String::new(),
+            job: None,
+        };
+        let gpu = GpuInfo {
+            index: 0,
+            uuid: "GPU-0".into(),
+            name: GpuModel::H100Sxm5_80gb.nvml_name().into(),
+            model: None,
+            minor: 0,
+            memory_mb: 81_559,
+            mig: MigMode::Static,
+            instances: vec![
+                inst("3g.40gb", 0),
+                // Over the first.
+                inst("1g.10gb", 2),
+                // Not a placement of the profile.
+                inst("2g.20gb", 5),
+                inst("3g.40gb", 4),
+            ],
+        };
+        let m = GpuModel::H100Sxm5_80gb;
+        let want = vec![
+            (m.profile("3g.40gb").unwrap(), 0),
+            (m.profile("3g.40gb").unwrap(), 4),
+        ];
+        assert_eq!(
+            specs(&[gpu]),
+            vec![sched::GpuSpec {
+                model: Some(m),
+                mode: sched::GpuMode::MigStatic(want),
+            }]
+        );
+    }
 }

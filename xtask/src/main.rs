@@ -141,12 +141,14 @@ pub(crate) fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// The fuzz targets, one per decoder of network input.
-const FUZZ_TARGETS: [&str; 4] = [
+/// The fuzz targets: one per decoder of network input, and the broker's core driven
+/// by sequences of decoded requests and agent messages (`broker_core`).
+const FUZZ_TARGETS: [&str; 5] = [
     "client_request",
     "client_reply",
     "agent_message",
     "broker_message",
+    "broker_core",
 ];
 
 fn fuzz(seconds: u32) -> Result<()> {
