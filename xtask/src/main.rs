@@ -236,7 +236,8 @@ fn bench_security(jobs: u32, rounds: u32) -> Result<()> {
     let figures = |mode: Option<&str>| -> Result<Figures> {
         let mut cmd = Command::new(root().join("target/release/bench-e2e"));
         cmd.args(["--jobs", &jobs.to_string(), "--nodes", "2", "--cpus", "16"]);
-        cmd.arg("--phases").args(mode);
+        // Throughput only: the latency through `bh` is `bench e2e`'s.
+        cmd.args(["--phases", "--bh-jobs", "0"]).args(mode);
         Ok(stdout_of(&mut cmd)?
             .lines()
             .filter_map(|l| l.split_once('='))
