@@ -285,8 +285,8 @@ impl Node {
     /// The node's GPUs for the scheduler, the faulted ones unusable.
     fn sched_gpus(&self) -> Vec<sched::GpuSpec> {
         let mut specs = crate::gpus::specs(&self.gpus);
-        for (i, s) in specs.iter_mut().enumerate() {
-            if self.gpu_faults.contains_key(&(i as u32)) {
+        for (s, g) in specs.iter_mut().zip(&self.gpus) {
+            if self.gpu_faults.contains_key(&g.index) {
                 s.mode = sched::GpuMode::MigStatic(Vec::new());
             }
         }
@@ -487,7 +487,20 @@ impl Core {
                             .resources
                             .time_limit_s
                             .map(|l| start.saturating_add(l));
-                        let assigned = job.gpus.iter().map(|g| crate::gpus::assigns(g)).collect();
+                        let on: Vec<&[GpuInfo]> = job
+                            .node
+                            .iter()
+                            .chain(&job.extra_nodes)
+                            .map(|n| core.nodes.get(n).map_or(&[][..], |n| &n.gpus[..]))
+                            .collect();
+                        let assigned = job
+                            .gpus
+                            .iter()
+                            .enumerate()
+                            .map(|(k, g)| {
+                                crate::gpus::assigns(g, on.get(k).copied().unwrap_or(&[]))
+                            })
+                            .collect();
                         if let Err(e) = core
                             .sched
                             .restore_running(spec, part, all, assigned, start, end)
@@ -1712,6 +1725,19 @@ impl Core {
                     node.running.insert(id);
                     let (node_name, peer) = (node.name.clone(), node.peer.clone());
                     names.insert(0, node_name.clone());
+                    // Each node's picks as the GPUs' own indices on that node.
+                    let grants: Vec<Vec<GpuGrant>> = gpus
+                        .iter()
+                        .enumerate()
+                        .map(|(k, a)| {
+                            let on = nodes
+                                .get(k)
+                                .and_then(|n| self.node_of_idx.get(n.0 as usize))
+                                .and_then(|id| self.nodes.get(id))
+                                .map_or(&[][..], |n| &n.gpus[..]);
+                            crate::gpus::grants(a, on)
+                        })
+                        .collect();
                     let Some(j) = self.jobs.get_mut(&id) else {
                         continue;
                     };
@@ -1719,7 +1745,7 @@ impl Core {
                     self.started_total += 1;
                     j.node = Some(node_id);
                     j.extra_nodes = extra;
-                    j.gpus = gpus.iter().map(|a| crate::gpus::grants(a)).collect();
+                    j.gpus = grants;
                     j.start_us = Some(now_us);
                     j.reason = None;
                     j.partition = part_name;

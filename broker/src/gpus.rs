@@ -13,20 +13,35 @@ fn model_of(g: &GpuInfo) -> Option<GpuModel> {
         .or_else(|| GpuModel::from_nvml_name(&g.name))
 }
 
-/// A node's GPUs for the scheduler. A GPU in MIG mode whose model Bulkhead does not
-/// model cannot be sliced safely and is left out.
+/// A node's GPUs for the scheduler, one per reported GPU and in the same order (the
+/// scheduler's GPU numbers are places in this list, which [`grants`] turns back into
+/// the GPUs' own indices). A GPU in MIG mode whose model Bulkhead does not model cannot
+/// be sliced safely, nor a GPU whose index an earlier one has (a grant by index would
+/// name either): they are there, but give nothing.
 pub fn specs(gpus: &[GpuInfo]) -> Vec<sched::GpuSpec> {
     gpus.iter()
-        .filter_map(|g| {
+        .enumerate()
+        .map(|(i, g)| {
             let model = model_of(g);
+            let unusable = sched::GpuSpec {
+                model: None,
+                mode: sched::GpuMode::MigStatic(Vec::new()),
+            };
+            if gpus[..i].iter().any(|x| x.index == g.index) {
+                return unusable;
+            }
             let mode = match g.mig {
                 MigMode::Disabled => sched::GpuMode::Whole,
                 MigMode::Dynamic => {
-                    model?;
+                    if model.is_none() {
+                        return unusable;
+                    }
                     sched::GpuMode::MigDynamic
                 }
                 MigMode::Static => {
-                    let m = model?;
+                    let Some(m) = model else {
+                        return unusable;
+                    };
                     // Only instances that could exist: at a placement of their profile,
                     // apart from the others. A layout reported otherwise (a broken or
                     // forged inventory) must not give one slice of memory to two jobs.
@@ -46,17 +61,20 @@ pub fn specs(gpus: &[GpuInfo]) -> Vec<sched::GpuSpec> {
                     sched::GpuMode::MigStatic(layout)
                 }
             };
-            Some(sched::GpuSpec { model, mode })
+            sched::GpuSpec { model, mode }
         })
         .collect()
 }
 
-/// The grants of one node's GPU picks.
-pub fn grants(assigned: &[sched::GpuAssign]) -> Vec<GpuGrant> {
+/// The grants of one node's GPU picks: each pick's place in the node's reported GPUs
+/// `gpus` as that GPU's own index.
+pub fn grants(assigned: &[sched::GpuAssign], gpus: &[GpuInfo]) -> Vec<GpuGrant> {
     assigned
         .iter()
         .map(|a| GpuGrant {
-            index: u32::from(a.gpu),
+            index: gpus
+                .get(usize::from(a.gpu))
+                .map_or(u32::from(a.gpu), |g| g.index),
             mig: a.mig.map(|(p, start)| MigPlacement {
                 profile: p.name.to_string(),
                 start,
@@ -65,13 +83,17 @@ pub fn grants(assigned: &[sched::GpuAssign]) -> Vec<GpuGrant> {
         .collect()
 }
 
-/// Stored grants back as picks (a profile is resolved again on the node's own model
-/// when the scheduler takes it).
-pub fn assigns(grants: &[GpuGrant]) -> Vec<sched::GpuAssign> {
+/// Stored grants back as picks, each GPU's index as its place in the node's reported
+/// GPUs `gpus` (a profile is resolved again on the node's own model when the scheduler
+/// takes it).
+pub fn assigns(grants: &[GpuGrant], gpus: &[GpuInfo]) -> Vec<sched::GpuAssign> {
     grants
         .iter()
         .map(|g| sched::GpuAssign {
-            gpu: g.index as u8,
+            gpu: gpus
+                .iter()
+                .position(|x| x.index == g.index)
+                .map_or(g.index as u8, |p| p as u8),
             mig: g.mig.as_ref().and_then(|m| {
                 GpuModel::ALL
                     .iter()
@@ -130,5 +152,42 @@ mod tests {
                 mode: sched::GpuMode::MigStatic(want),
             }]
         );
+    }
+
+    /// The scheduler's GPU numbers are places in the node's list, turned back into the
+    /// GPUs' own indices: a GPU the scheduler cannot use (an unmodeled one in MIG
+    /// mode, found by the broker_core fuzz target; an index reported twice) keeps its
+    /// place, so that a grant never names another GPU than the one picked.
+    #[test]
+    fn grants_name_the_gpu_the_scheduler_picked() {
+        let gpu = |index: u32, name: &str, mig: MigMode| GpuInfo {
+            index,
+            uuid: format!("GPU-{index}"),
+            name: name.into(),
+            model: None,
+            minor: index,
+            memory_mb: 24_000,
+            mig,
+            instances: vec![],
+        };
+        let h100 = GpuModel::H100Sxm5_80gb.nvml_name();
+        let node = [
+            gpu(4, "NVIDIA A30", MigMode::Dynamic),
+            gpu(5, h100, MigMode::Disabled),
+            gpu(5, h100, MigMode::Disabled),
+        ];
+        let s = specs(&node);
+        assert_eq!(s.len(), 3, "{s:?}");
+        assert_eq!(
+            s[0].mode,
+            sched::GpuMode::MigStatic(vec![]),
+            "gives nothing"
+        );
+        assert_eq!(s[1].mode, sched::GpuMode::Whole);
+        assert_eq!(s[2].mode, sched::GpuMode::MigStatic(vec![]), "index taken");
+        let picked = [sched::GpuAssign { gpu: 1, mig: None }];
+        let g = grants(&picked, &node);
+        assert_eq!(g[0].index, 5, "the H100, not the A30");
+        assert_eq!(assigns(&g, &node), picked.to_vec());
     }
 }

@@ -374,7 +374,24 @@ impl Driver {
             }
             16 => {
                 let msg = match b.below(3) {
-                    0 => AgentMessage::GpuInventory(self.gpus(b)),
+                    // After slices come and go: the same GPUs, their instances as
+                    // they are now (a node's GPUs change only when it registers).
+                    0 => {
+                        let node = b.below(NODES.len());
+                        let mut now: Vec<GpuInfo> = self
+                            .core
+                            .nodes
+                            .values()
+                            .find(|n| n.name == NODES[node])
+                            .map(|n| n.gpus.clone())
+                            .unwrap_or_default();
+                        for g in &mut now {
+                            if b.bool() {
+                                g.instances.clear();
+                            }
+                        }
+                        return self.agent_as(b, node, AgentMessage::GpuInventory(now));
+                    }
                     1 => {
                         let job = self.job(b);
                         AgentMessage::Usage(vec![(
@@ -808,6 +825,30 @@ impl Driver {
                         j.id, j.state
                     ),
                 ));
+            }
+            // Each GPU granted is one the node reports, in the mode the grant needs.
+            if let Some(n) = node {
+                for g in &spec.gpus {
+                    let mig = n.gpus.iter().find(|x| x.index == g.index).map(|x| x.mig);
+                    let fits = match (&g.mig, mig) {
+                        (_, None) => false,
+                        (None, Some(m)) => m == MigMode::Disabled,
+                        (Some(_), Some(m)) => m != MigMode::Disabled,
+                    };
+                    if !fits {
+                        return Err(self.violation(
+                            what,
+                            format!(
+                                "job {} granted GPU {} ({:?}) of node {}, which reports {:?}",
+                                j.id,
+                                g.index,
+                                g.mig,
+                                n.name,
+                                n.gpus.iter().map(|x| (x.index, x.mig)).collect::<Vec<_>>()
+                            ),
+                        ));
+                    }
+                }
             }
             if !launched.insert(spec.job) {
                 return Err(
