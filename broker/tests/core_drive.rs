@@ -2,7 +2,8 @@
 //! `broker_core` fuzz target drives it, on every `cargo test`: seeded pseudo-random
 //! runs, then the target's corpus (fuzz/corpus/broker_core, kept by `cargo xtask
 //! fuzz`). Each run checks the core's invariants after every step: no panic, no node
-//! over its capacity, no job placed twice, every request answered.
+//! over its capacity, no job placed twice, every request answered. A failure names
+//! the seed or corpus file; `BH_DRIVE_TRACE=1` prints every step of a rerun.
 
 use bulkhead_broker::core::drive::{self, Summary};
 use std::path::PathBuf;

@@ -17,7 +17,8 @@
 //!   (slices of one GPU never overlap, a whole GPU goes to one job and not to a slice);
 //! - a running job is placed on one node (and on `nodes - 1` others only when it asked
 //!   for several), which lists it; a job that does not run is listed by none;
-//! - a launch goes to the node the job runs on, at most once per placement.
+//! - a launch goes to the node the job runs on, at most once per placement, and each
+//!   GPU it grants is one the node reports, in the mode the grant needs.
 
 use super::{
     Caller, Core, CoreConfig, Effects, Node, Outbound, PartitionConfig, PeerId, QosConfig,
