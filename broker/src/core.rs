@@ -10,6 +10,8 @@
 //! forgets, and an agent is never told to launch a job the store still calls PENDING).
 
 use crate::store::{JobRow, NodeRow, StoreOp};
+
+pub mod drive;
 use bulkhead_proto::acct::{AcctFilter, AcctRecord};
 use bulkhead_proto::job::{
     DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, Dependency, DeviceDenial, GpuGrant,
@@ -286,8 +288,8 @@ impl Node {
     /// The node's GPUs for the scheduler, the faulted ones unusable.
     fn sched_gpus(&self) -> Vec<sched::GpuSpec> {
         let mut specs = crate::gpus::specs(&self.gpus);
-        for (i, s) in specs.iter_mut().enumerate() {
-            if self.gpu_faults.contains_key(&(i as u32)) {
+        for (s, g) in specs.iter_mut().zip(&self.gpus) {
+            if self.gpu_faults.contains_key(&g.index) {
                 s.mode = sched::GpuMode::MigStatic(Vec::new());
             }
         }
@@ -497,9 +499,29 @@ impl Core {
                             .resources
                             .time_limit_s
                             .map(|l| start.saturating_add(l));
-                        let assigned = job.gpus.iter().map(|g| crate::gpus::assigns(g)).collect();
-                        core.sched
-                            .restore_running(spec, part, all, assigned, start, end);
+                        let on: Vec<&[GpuInfo]> = job
+                            .node
+                            .iter()
+                            .chain(&job.extra_nodes)
+                            .map(|n| core.nodes.get(n).map_or(&[][..], |n| &n.gpus[..]))
+                            .collect();
+                        let assigned = job
+                            .gpus
+                            .iter()
+                            .enumerate()
+                            .map(|(k, g)| {
+                                crate::gpus::assigns(g, on.get(k).copied().unwrap_or(&[]))
+                            })
+                            .collect();
+                        if let Err(e) = core
+                            .sched
+                            .restore_running(spec, part, all, assigned, start, end)
+                        {
+                            // The node it runs on has no room for it in the scheduler's
+                            // account (a store from another configuration): said, and the
+                            // agent's reconciliation decides the job's fate.
+                            tracing::error!(job = %id, error = %e, "a stored running job does not fit its nodes");
+                        }
                     }
                 }
                 st => core.sched.restore_ended(
@@ -1550,8 +1572,19 @@ impl Core {
         peer: &PeerId,
         request_id: u64,
         node_id: NodeId,
-        end: JobEnd,
+        mut end: JobEnd,
     ) -> bool {
+        // An end is an end: one reported as PENDING or RUNNING (a broken or hostile
+        // agent) is recorded FAILED, saying so, rather than leave the job RUNNING on
+        // no node, never to end.
+        if !end.state.is_terminal() {
+            end.reason = Some(format!(
+                "the node reported the job's end as {}: {}",
+                end.state,
+                end.reason.as_deref().unwrap_or("no reason given")
+            ));
+            end.state = JobState::Failed;
+        }
         let job = end.job;
         let ours = self.jobs.get(&job).is_some_and(|j| j.node == Some(node_id));
         if ours {
@@ -1694,7 +1727,9 @@ impl Core {
             .filter(|j| {
                 self.jobs.get(j).is_some_and(|job| {
                     job.start_us.zip(ready).is_some_and(|(s, r)| {
-                        s.max(r) + 2 * u64::from(self.cfg.heartbeat_ms) * 1000 < now_us
+                        s.max(r)
+                            .saturating_add(2 * u64::from(self.cfg.heartbeat_ms) * 1000)
+                            < now_us
                     })
                 })
             })
@@ -1843,6 +1878,19 @@ impl Core {
                     node.running.insert(id);
                     let (node_name, peer) = (node.name.clone(), node.peer.clone());
                     names.insert(0, node_name.clone());
+                    // Each node's picks as the GPUs' own indices on that node.
+                    let grants: Vec<Vec<GpuGrant>> = gpus
+                        .iter()
+                        .enumerate()
+                        .map(|(k, a)| {
+                            let on = nodes
+                                .get(k)
+                                .and_then(|n| self.node_of_idx.get(n.0 as usize))
+                                .and_then(|id| self.nodes.get(id))
+                                .map_or(&[][..], |n| &n.gpus[..]);
+                            crate::gpus::grants(a, on)
+                        })
+                        .collect();
                     let Some(j) = self.jobs.get_mut(&id) else {
                         continue;
                     };
@@ -1850,7 +1898,7 @@ impl Core {
                     self.started_total += 1;
                     j.node = Some(node_id);
                     j.extra_nodes = extra;
-                    j.gpus = gpus.iter().map(|a| crate::gpus::grants(a)).collect();
+                    j.gpus = grants;
                     j.start_us = Some(now_us);
                     j.reason = None;
                     j.partition = part_name;
@@ -2051,7 +2099,7 @@ impl Core {
             expected_start_us: pending
                 .as_ref()
                 .and_then(|p| p.expected_start)
-                .map(|t| t * 1_000_000),
+                .map(|t| t.saturating_mul(1_000_000)),
             priority: pending.as_ref().map(|p| p.priority.max(0.0).round() as u64),
             array_task: j.sub.array_task,
             array_pending,
@@ -4746,5 +4794,53 @@ mod tests {
             13,
         ));
         assert_eq!(c.job_count(), 2);
+    }
+
+    /// An end reported as RUNNING (a broken or hostile agent; found by the
+    /// broker_core fuzz target) ends the job FAILED, saying so, and frees its node:
+    /// it does not leave a RUNNING job on no node, never to end.
+    #[test]
+    fn an_end_reported_as_running_is_a_failure_and_frees_the_node() {
+        let mut c = core();
+        c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+        let job = submitted(&c.client(
+            b"c".to_vec(),
+            1,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            1,
+        ));
+        assert_eq!(c.jobs[&job].state, JobState::Running);
+        let fx = c.agent(
+            b"a".to_vec(),
+            2,
+            None,
+            AgentMessage::JobEnded(job_end(job, JobState::Running, 1, 2)),
+            3,
+        );
+        assert!(fx.send.iter().any(|o| matches!(
+            o,
+            Outbound::Agent {
+                msg: BrokerMessage::EndAck { job: j },
+                ..
+            } if *j == job
+        )));
+        let j = &c.jobs[&job];
+        assert_eq!(j.state, JobState::Failed);
+        assert!(
+            j.reason.as_deref().is_some_and(|r| r.contains("RUNNING")),
+            "{:?}",
+            j.reason
+        );
+        assert!(c.nodes.values().all(|n| n.running.is_empty()));
+        // The node is free again.
+        let next = submitted(&c.client(
+            b"c".to_vec(),
+            2,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            4,
+        ));
+        assert_eq!(c.jobs[&next].state, JobState::Running);
     }
 }

@@ -6,9 +6,11 @@
 //! - 1 → 2: `ResourceRequest` gained `gpu_model` and `mig` (GPU models and MIG slices),
 //!   `Reservation` gained `cpus` and `gpus` (reservations of part of a node).
 //! - 2 → 3: `JobSubmission` gained `idempotency_key` (a submission sent again gets the
-//!   job it made).
+//!   job it made), and `GpuUsage`'s memory became `Option` (unknown is not zero): the
+//!   stored usage blobs are rewritten, their figures kept as they were.
 
 use bulkhead_proto::JobId;
+use bulkhead_proto::acct::{GpuUsage, JobUsage};
 use bulkhead_proto::job::{ArraySpec, Dependency, JobSubmission, MigAsk, ResourceRequest};
 use bulkhead_proto::msg::Reservation;
 use rusqlite::{Connection, params};
@@ -94,6 +96,76 @@ struct ReservationV1 {
 pub enum MigrateError {
     Sqlite(&'static str, rusqlite::Error),
     Blob { id: String, detail: String },
+}
+
+#[derive(Serialize, Deserialize)]
+struct GpuUsageV2 {
+    index: u32,
+    model: String,
+    profile: Option<String>,
+    mem_peak_mb: u64,
+    mem_current_mb: u64,
+    util_sum: u64,
+    util_samples: u32,
+    energy_mj: Option<u64>,
+    energy_start_mj: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct JobUsageV2 {
+    cpu_usec: Option<u64>,
+    user_usec: Option<u64>,
+    system_usec: Option<u64>,
+    throttled_usec: Option<u64>,
+    mem_peak_bytes: Option<u64>,
+    mem_current_bytes: Option<u64>,
+    oom_kills: u64,
+    io_read_bytes: Option<u64>,
+    io_write_bytes: Option<u64>,
+    pids_current: u32,
+    pids_peak: u32,
+    cpu_pressure: Option<u32>,
+    memory_pressure: Option<u32>,
+    io_pressure: Option<u32>,
+    gpus: Vec<GpuUsageV2>,
+    samples: u32,
+    sampled_at_us: u64,
+}
+
+fn v2_usage(u: JobUsageV2) -> JobUsage {
+    JobUsage {
+        cpu_usec: u.cpu_usec,
+        user_usec: u.user_usec,
+        system_usec: u.system_usec,
+        throttled_usec: u.throttled_usec,
+        mem_peak_bytes: u.mem_peak_bytes,
+        mem_current_bytes: u.mem_current_bytes,
+        oom_kills: u.oom_kills,
+        io_read_bytes: u.io_read_bytes,
+        io_write_bytes: u.io_write_bytes,
+        pids_current: u.pids_current,
+        pids_peak: u.pids_peak,
+        cpu_pressure: u.cpu_pressure,
+        memory_pressure: u.memory_pressure,
+        io_pressure: u.io_pressure,
+        gpus: u
+            .gpus
+            .into_iter()
+            .map(|g| GpuUsage {
+                index: g.index,
+                model: g.model,
+                profile: g.profile,
+                mem_peak_mb: Some(g.mem_peak_mb),
+                mem_current_mb: Some(g.mem_current_mb),
+                util_sum: g.util_sum,
+                util_samples: g.util_samples,
+                energy_mj: g.energy_mj,
+                energy_start_mj: g.energy_start_mj,
+            })
+            .collect(),
+        samples: u.samples,
+        sampled_at_us: u.sampled_at_us,
+    }
 }
 
 fn v1_submission(s: JobSubmissionV1) -> JobSubmission {
@@ -232,6 +304,8 @@ pub fn run(conn: &mut Connection, version: &str) -> Result<(), MigrateError> {
         )
         .map_err(|e| MigrateError::Sqlite("rewriting a reservation", e))?;
     }
+    // Usage blobs changed from 2 to 3 (version 1 stores wrote them the same way).
+    rewrite_usage(&tx)?;
     tx.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
         params![SCHEMA_VERSION],
@@ -239,6 +313,32 @@ pub fn run(conn: &mut Connection, version: &str) -> Result<(), MigrateError> {
     .map_err(|e| MigrateError::Sqlite("recording the schema version", e))?;
     tx.commit()
         .map_err(|e| MigrateError::Sqlite("committing the migration", e))
+}
+
+/// 2 → 3: usage blobs with GPU memory as a plain count.
+fn rewrite_usage(tx: &rusqlite::Transaction) -> Result<(), MigrateError> {
+    let usage: Vec<(i64, Vec<u8>)> = {
+        let mut stmt = tx
+            .prepare("SELECT job, data FROM job_usage")
+            .map_err(|e| MigrateError::Sqlite("reading usage to migrate", e))?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(|e| MigrateError::Sqlite("reading usage to migrate", e))?
+    };
+    for (job, blob) in usage {
+        let bad = |e: postcard::Error| MigrateError::Blob {
+            id: format!("usage of job {job}"),
+            detail: e.to_string(),
+        };
+        let old: JobUsageV2 = postcard::from_bytes(&blob).map_err(bad)?;
+        let new = postcard::to_allocvec(&v2_usage(old)).map_err(bad)?;
+        tx.execute(
+            "UPDATE job_usage SET data = ?2 WHERE job = ?1",
+            params![job, new],
+        )
+        .map_err(|e| MigrateError::Sqlite("rewriting a job's usage", e))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -377,5 +477,94 @@ mod tests {
         assert_eq!(j.qos.as_deref(), Some("high"));
         assert_eq!(j.resources.mig.as_ref().map(|m| m.count), Some(2));
         assert_eq!(j.args, vec!["a".to_string()]);
+    }
+
+    /// A version 2 store's usage records read as they were, GPU memory known.
+    #[test]
+    fn a_version_2_stores_usage_is_migrated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(crate::store::Store::open(dir.path()).expect("create"));
+        {
+            let conn = Connection::open(dir.path().join("bulkhead.db")).expect("db");
+            let sub = v1_submission(JobSubmissionV1 {
+                name: "old".into(),
+                script: String::new(),
+                args: vec![],
+                workdir: "/tmp".into(),
+                stdout: None,
+                stderr: None,
+                env: vec![],
+                resources: ResourceRequestV1 {
+                    nodes: 1,
+                    cpus: 1,
+                    mem_mb: 100,
+                    gpus: 1,
+                    time_limit_s: None,
+                    partition: None,
+                },
+                deps: vec![],
+                array: None,
+                array_task: None,
+                reservation: None,
+                qos: None,
+            });
+            conn.execute(
+                "INSERT INTO jobs VALUES (7, 1000, 1000, 'alice', ?1, 'batch', 100, 'COMPLETED', NULL, 0, NULL, NULL, 5, 6, 9)",
+                params![postcard::to_allocvec(&sub).expect("encode")],
+            )
+            .expect("job");
+            let usage = JobUsageV2 {
+                cpu_usec: Some(42),
+                user_usec: None,
+                system_usec: None,
+                throttled_usec: None,
+                mem_peak_bytes: None,
+                mem_current_bytes: None,
+                oom_kills: 0,
+                io_read_bytes: None,
+                io_write_bytes: None,
+                pids_current: 0,
+                pids_peak: 3,
+                cpu_pressure: None,
+                memory_pressure: None,
+                io_pressure: None,
+                gpus: vec![GpuUsageV2 {
+                    index: 0,
+                    model: "h100-80gb".into(),
+                    profile: None,
+                    mem_peak_mb: 512,
+                    mem_current_mb: 256,
+                    util_sum: 90,
+                    util_samples: 1,
+                    energy_mj: Some(7),
+                    energy_start_mj: None,
+                }],
+                samples: 1,
+                sampled_at_us: 9,
+            };
+            conn.execute(
+                "INSERT INTO job_usage VALUES (7, ?1)",
+                params![postcard::to_allocvec(&usage).expect("encode")],
+            )
+            .expect("usage");
+            conn.execute(
+                "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+                [],
+            )
+            .expect("version");
+        }
+        let s = crate::store::Store::open(dir.path()).expect("open migrates");
+        assert_eq!(
+            s.meta("schema_version").expect("meta").as_deref(),
+            Some(SCHEMA_VERSION)
+        );
+        let (jobs, _) = s.load().expect("load");
+        let u = jobs[0].usage.as_ref().expect("usage kept");
+        assert_eq!((u.cpu_usec, u.pids_peak), (Some(42), 3));
+        let g = &u.gpus[0];
+        assert_eq!(
+            (g.mem_peak_mb, g.mem_current_mb, g.energy_mj),
+            (Some(512), Some(256), Some(7))
+        );
     }
 }

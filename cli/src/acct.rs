@@ -210,9 +210,11 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
                     .join(",")
             }
         }
-        "GPUMem" => u.filter(|u| !u.gpus.is_empty()).map_or("-".into(), |u| {
-            format!("{}M", u.gpus.iter().map(|g| g.mem_peak_mb).sum::<u64>())
-        }),
+        // Unknown on any of its GPUs: unknown in all.
+        "GPUMem" => u
+            .filter(|u| !u.gpus.is_empty())
+            .and_then(|u| u.gpus.iter().map(|g| g.mem_peak_mb).sum::<Option<u64>>())
+            .map_or("-".into(), |m| format!("{m}M")),
         "GPUUtil" => gpu_util(u),
         "Energy" => u
             .and_then(|u| {
@@ -337,8 +339,8 @@ pub fn top(r: &AcctRecord, now_us: u64) -> String {
         let _ = writeln!(
             out,
             "{what}: memory {} MiB (peak {} MiB), utilization {util}{}",
-            g.mem_current_mb,
-            g.mem_peak_mb,
+            g.mem_current_mb.map_or("unknown".into(), |m| m.to_string()),
+            g.mem_peak_mb.map_or("unknown".into(), |m| m.to_string()),
             g.energy_mj
                 .map(|e| format!(", energy {:.1} kJ", e as f64 / 1e6))
                 .unwrap_or_default()
@@ -717,7 +719,7 @@ mod tests {
                 mem_peak_bytes: Some(200 << 20),
                 gpus: vec![GpuUsage {
                     profile: Some("1g.10gb".into()),
-                    mem_peak_mb: 512,
+                    mem_peak_mb: Some(512),
                     ..Default::default()
                 }],
                 ..Default::default()

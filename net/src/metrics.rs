@@ -124,8 +124,11 @@ pub fn register_job_series(
         if let Some(m) = u.mem_current_bytes {
             mem.get_or_create(&l).set(m as i64);
         }
-        let g: u64 = u.gpus.iter().map(|g| g.mem_current_mb).sum();
-        gpu_mem.get_or_create(&l).set((g << 20) as i64);
+        // Unknown on any of its GPUs: no figure rather than a low one.
+        let g: Option<u64> = u.gpus.iter().map(|g| g.mem_current_mb).sum();
+        if let Some(g) = g {
+            gpu_mem.get_or_create(&l).set((g << 20) as i64);
+        }
     }
     reg.register("job_cpu_seconds", "CPU time of running jobs", cpu);
     reg.register("job_memory_bytes", "Memory of running jobs", mem);

@@ -49,9 +49,10 @@ pub struct GpuUsage {
     pub model: String,
     /// For a slice, its MIG profile.
     pub profile: Option<String>,
-    /// Memory of the job's processes on it, MiB: the highest and the last.
-    pub mem_peak_mb: u64,
-    pub mem_current_mb: u64,
+    /// Memory of the job's processes on it, MiB: the highest and the last; `None`
+    /// where the driver could not say (NVML's "not available"), not zero.
+    pub mem_peak_mb: Option<u64>,
+    pub mem_current_mb: Option<u64>,
     /// Sum of utilization percentages over `util_samples` samples; no samples means
     /// the driver does not report it (MIG slices), not zero.
     pub util_sum: u64,

@@ -75,6 +75,19 @@ pub enum SubmitError {
     SubmitLimit(&'static str),
 }
 
+/// Why a job could not be put on its nodes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlaceError {
+    #[error("job {job:?} on node {node:?}: {source}")]
+    Overcommit {
+        job: JobId,
+        node: NodeIdx,
+        source: Overcommit,
+    },
+    #[error("job {job:?}: node {node:?} does not exist")]
+    NoNode { job: JobId, node: NodeIdx },
+}
+
 #[derive(Debug, Clone)]
 struct Node {
     spec: NodeSpec,
@@ -263,18 +276,45 @@ impl Scheduler {
     }
 
     /// Takes a job's resources on its nodes and counts them against its user and account.
+    /// A node without room for them (or not a node) is an error, and nothing is taken:
+    /// the scheduler never overcommits a node.
     fn allocate(
         &mut self,
         spec: &JobSpec,
         nodes: &[NodeIdx],
         assigned: &[Vec<GpuAssign>],
         end: Option<Time>,
-    ) {
+    ) -> Result<(), PlaceError> {
         let per = spec.req.per_node;
+        // All or nothing: what each node has left once the job is on it (a node named
+        // twice gives twice).
+        let mut left: Vec<(NodeIdx, Res)> = Vec::with_capacity(nodes.len());
+        for n in nodes {
+            let have = match left.iter_mut().find(|(m, _)| m == n) {
+                Some((_, r)) => r,
+                None => {
+                    let Some(node) = self.nodes.get(n.0 as usize) else {
+                        return Err(PlaceError::NoNode {
+                            job: spec.id,
+                            node: *n,
+                        });
+                    };
+                    left.push((*n, node.free));
+                    &mut left.last_mut().expect("just pushed").1
+                }
+            };
+            have.sub(&per).map_err(|source| PlaceError::Overcommit {
+                job: spec.id,
+                node: *n,
+                source,
+            })?;
+        }
         for (i, n) in nodes.iter().enumerate() {
             self.unindex(*n);
             let node = &mut self.nodes[n.0 as usize];
-            node.free.sub(&per);
+            if let Some((_, free)) = left.iter().find(|(m, _)| m == n) {
+                node.free = *free;
+            }
             if let Some(a) = assigned.get(i)
                 && !a.is_empty()
             {
@@ -299,6 +339,18 @@ impl Scheduler {
             qu.gpus = qu.gpus.saturating_add(g);
             qu.cpus = qu.cpus.saturating_add(c);
         }
+        Ok(())
+    }
+
+    /// A node's free resources worked out again from its capacity and its jobs. A node
+    /// whose GPUs went away under running jobs (a new inventory, a faulted GPU) has
+    /// none of them free until those jobs end.
+    fn refresh_free(node: &mut Node) {
+        let mut used = Res::default();
+        for (_, _, r) in &node.jobs {
+            used.add(r);
+        }
+        node.free = node.spec.capacity.saturating_sub(&used);
     }
 
     /// Replaces a node's GPUs (its agent registered another inventory): capacity and
@@ -313,15 +365,13 @@ impl Scheduler {
         }
         self.unindex(n);
         let node = &mut self.nodes[n.0 as usize];
-        self.max_total.sub(&node.spec.capacity);
+        self.max_total = self.max_total.saturating_sub(&node.spec.capacity);
         let mut spec = node.spec.clone();
         spec.capacity.gpus = 0;
         spec.gpus = gpus;
         let mut fresh = Node::new(spec, node.health.clone());
         fresh.jobs = std::mem::take(&mut node.jobs);
-        for (_, _, r) in &fresh.jobs {
-            fresh.free.sub(r);
-        }
+        Self::refresh_free(&mut fresh);
         for r in self.running.values() {
             if let Some(i) = r.nodes.iter().position(|x| *x == n)
                 && let Some(a) = r.gpus.get(i)
@@ -336,6 +386,7 @@ impl Scheduler {
     }
 
     /// Puts back a job that was running when the caller restarted (its store says so).
+    /// A job its nodes have no room for is refused, not squeezed in.
     pub fn restore_running(
         &mut self,
         spec: JobSpec,
@@ -344,9 +395,9 @@ impl Scheduler {
         gpus: Vec<Vec<GpuAssign>>,
         start: Time,
         end_limit: Option<Time>,
-    ) {
+    ) -> Result<(), PlaceError> {
         let id = spec.id;
-        self.allocate(&spec, &nodes, &gpus, end_limit);
+        self.allocate(&spec, &nodes, &gpus, end_limit)?;
         self.users.entry(spec.user).or_default().submitted += 1;
         self.accounts_use.entry(spec.account).or_default().submitted += 1;
         self.running.insert(
@@ -361,6 +412,7 @@ impl Scheduler {
                 charged_to: start,
             },
         );
+        Ok(())
     }
 
     /// Records the end of a job the caller knows ended before it restarted, so that
@@ -540,9 +592,7 @@ impl Scheduler {
             .filter(|r| r.end > now && r.nodes.contains(&n))
         {
             if let Some(cap) = r.per_node {
-                let mut h = cap;
-                h.sub(&self.members_use(r, n));
-                held.add(&h);
+                held.add(&cap.saturating_sub(&self.members_use(r, n)));
                 until = until.max(r.end);
             }
         }
@@ -578,8 +628,7 @@ impl Scheduler {
                 && r.end > now
                 && end.is_none_or(|e| e > r.start)
                 && r.per_node.is_none_or(|cap| {
-                    let mut held = cap;
-                    held.sub(&self.members_use(r, n));
+                    let held = cap.saturating_sub(&self.members_use(r, n));
                     let mut need = *per;
                     need.add(&held);
                     !need.fits_in(&self.nodes[n.0 as usize].free)
@@ -733,8 +782,11 @@ impl Scheduler {
         let age = (now.saturating_sub(spec.submit) as f64 / c.max_age.max(1) as f64).min(1.0);
         let size = {
             let r = &spec.req;
-            let gpus = f64::from(r.nodes * r.per_node.gpus) / f64::from(self.max_total.gpus.max(1));
-            let cpus = f64::from(r.nodes * r.per_node.cpus) / f64::from(self.max_total.cpus.max(1));
+            // In floating point: a request's counts come from a user, unbounded.
+            let gpus = f64::from(r.nodes) * f64::from(r.per_node.gpus)
+                / f64::from(self.max_total.gpus.max(1));
+            let cpus = f64::from(r.nodes) * f64::from(r.per_node.cpus)
+                / f64::from(self.max_total.cpus.max(1));
             gpus.max(cpus).min(1.0)
         };
         let max_tier = self.parts.iter().map(|p| p.tier).max().unwrap_or(0).max(1);
@@ -821,11 +873,9 @@ impl Scheduler {
         let Some(r) = self.running.remove(&id) else {
             return;
         };
-        let per = r.spec.req.per_node;
         for (i, n) in r.nodes.iter().enumerate() {
             self.unindex(*n);
             let node = &mut self.nodes[n.0 as usize];
-            node.free.add(&per);
             if let Some(a) = r.gpus.get(i)
                 && !a.is_empty()
             {
@@ -833,11 +883,14 @@ impl Scheduler {
                 node.mig_fit = gpus::fit_mask(&node.gpus);
             }
             node.jobs.retain(|(j, _, _)| *j != id);
+            // From what is left on the node rather than by adding back: a node whose
+            // GPUs shrank under its jobs never gets more free than it has.
+            Self::refresh_free(node);
             self.index(*n);
         }
         let (g, c) = r.spec.req.totals();
         for u in [self.users.get_mut(&r.spec.user)].into_iter().flatten() {
-            u.jobs -= 1;
+            u.jobs = u.jobs.saturating_sub(1);
             u.gpus = u.gpus.saturating_sub(g);
             u.cpus = u.cpus.saturating_sub(c);
             u.submitted = u.submitted.saturating_sub(1);
@@ -850,7 +903,7 @@ impl Scheduler {
             qu.cpus = qu.cpus.saturating_sub(c);
         }
         if let Some(a) = self.accounts_use.get_mut(&r.spec.account) {
-            a.jobs -= 1;
+            a.jobs = a.jobs.saturating_sub(1);
             a.gpus = a.gpus.saturating_sub(g);
             a.cpus = a.cpus.saturating_sub(c);
             a.submitted = a.submitted.saturating_sub(1);
@@ -1138,8 +1191,7 @@ impl Scheduler {
                     {
                         // What a reservation of part of the node leaves is open to all.
                         if let Some(cap) = r.per_node {
-                            let mut rest = node.spec.capacity;
-                            rest.sub(&cap);
+                            let rest = node.spec.capacity.saturating_sub(&cap);
                             if per.fits_in(&rest) {
                                 continue;
                             }
@@ -1166,6 +1218,9 @@ impl Scheduler {
         Some((t, when.into_iter().map(|(_, n)| n).collect()))
     }
 
+    /// Starts a pending job on the nodes a placement chose; `None` (the job stays
+    /// pending) if they have no room for it after all, which would be a bug of the
+    /// placement: debug builds, and so the tests, stop on it.
     fn start(
         &mut self,
         id: JobId,
@@ -1173,16 +1228,20 @@ impl Scheduler {
         (nodes, gpus): (Vec<NodeIdx>, Vec<Vec<GpuAssign>>),
         limit: Option<Time>,
         now: Time,
-    ) -> Decision {
-        let Some(pj) = self.pending.remove(&id) else {
-            return Decision::Cancel {
+    ) -> Option<Decision> {
+        let Some(pj) = self.pending.get(&id) else {
+            return Some(Decision::Cancel {
                 job: id,
                 reason: Reason::Resources,
-            };
+            });
         };
-        let spec = pj.spec;
+        let spec = pj.spec.clone();
         let end = limit.map(|l| now.saturating_add(l));
-        self.allocate(&spec, &nodes, &gpus, end);
+        if let Err(e) = self.allocate(&spec, &nodes, &gpus, end) {
+            debug_assert!(false, "a placement overcommits: {e}");
+            return None;
+        }
+        self.pending.remove(&id);
         self.running.insert(
             id,
             Running {
@@ -1195,13 +1254,13 @@ impl Scheduler {
                 charged_to: now,
             },
         );
-        Decision::Start {
+        Some(Decision::Start {
             job: id,
             partition: p,
             nodes,
             gpus,
             time_limit: limit,
-        }
+        })
     }
 
     /// A full pass: priorities recomputed and re-sorted, every pending job's reason
@@ -1451,8 +1510,11 @@ impl Scheduler {
                     for rs in reserved.values_mut() {
                         rs.retain(|(_, _, j)| *j != id);
                     }
-                    out.push(self.start(id, p, nodes, limit, now));
-                    continue;
+                    if let Some(d) = self.start(id, p, nodes, limit, now) {
+                        out.push(d);
+                        continue;
+                    }
+                    (Reason::Resources, None)
                 }
                 Action::Preempt(nodes, victims, limit) => {
                     for (v, requeue) in victims {

@@ -39,7 +39,7 @@ fn profile_of(model: GpuModel, name_id: u8) -> Option<&'static MigProfile> {
 /// check before [`plan`] works out where.
 pub(crate) fn fit_mask(gpus: &[GpuState]) -> u64 {
     let mut mask = 0u64;
-    for g in gpus {
+    for g in gpus.iter().filter(|g| !g.whole_used) {
         let Some(model) = g.spec.model else { continue };
         let table = &profile_table()[model_index(model)];
         for (id, p) in table.iter().enumerate() {
@@ -67,6 +67,13 @@ pub(crate) struct GpuState {
     occ: Occupancy,
     /// Instances of a static layout in use, a bit per entry of its list.
     static_used: u64,
+}
+
+impl GpuState {
+    /// Whether some running job holds a slice of it.
+    fn sliced(&self) -> bool {
+        self.occ.mask != 0 || self.static_used != 0
+    }
 }
 
 /// A node's GPUs. A node described by a GPU count only has that many whole GPUs of
@@ -121,7 +128,9 @@ pub(crate) fn plan(gpus: &[GpuState], req: &Request, fresh: bool) -> Option<Vec<
     let want = req.per_node.gpus as usize;
     if want > 0 {
         for (i, g) in gpus.iter().enumerate() {
-            if g.spec.mode != GpuMode::Whole || (!fresh && g.whole_used) {
+            // A GPU a running job holds a slice of (taken before its mode changed
+            // under it) is not free either.
+            if g.spec.mode != GpuMode::Whole || (!fresh && (g.whole_used || g.sliced())) {
                 continue;
             }
             if let Some(mask) = req.gpu_models
@@ -148,7 +157,9 @@ pub(crate) fn plan(gpus: &[GpuState], req: &Request, fresh: bool) -> Option<Vec<
     let mut work: Vec<(usize, Occupancy, u64)> = gpus
         .iter()
         .enumerate()
-        .filter(|(_, g)| g.spec.mode != GpuMode::Whole)
+        // A GPU a running job holds whole (taken before it went into MIG mode) has
+        // no slice to give.
+        .filter(|(_, g)| g.spec.mode != GpuMode::Whole && (fresh || !g.whole_used))
         .map(|(i, g)| {
             if fresh {
                 (i, Occupancy::default(), 0)

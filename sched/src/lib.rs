@@ -16,5 +16,5 @@ mod gpus;
 pub mod model;
 pub mod sim;
 
-pub use crate::core::{Config, PendingInfo, Scheduler, SubmitError};
+pub use crate::core::{Config, PendingInfo, PlaceError, Scheduler, SubmitError};
 pub use crate::model::*;

@@ -38,18 +38,52 @@ impl Res {
             && self.gpus <= free.gpus
             && self.mig <= free.mig
     }
+    /// Adds `o`; a count past its type's maximum stays at the maximum (node sizes come
+    /// from agents, and a total of them must not wrap).
     pub fn add(&mut self, o: &Res) {
-        self.cpus += o.cpus;
-        self.mem_mb += o.mem_mb;
-        self.gpus += o.gpus;
-        self.mig += o.mig;
+        self.cpus = self.cpus.saturating_add(o.cpus);
+        self.mem_mb = self.mem_mb.saturating_add(o.mem_mb);
+        self.gpus = self.gpus.saturating_add(o.gpus);
+        self.mig = self.mig.saturating_add(o.mig);
     }
-    pub fn sub(&mut self, o: &Res) {
-        self.cpus = self.cpus.saturating_sub(o.cpus);
-        self.mem_mb = self.mem_mb.saturating_sub(o.mem_mb);
-        self.gpus = self.gpus.saturating_sub(o.gpus);
-        self.mig = self.mig.saturating_sub(o.mig);
+    /// Takes `o` away. Taking more of any resource than there is would overcommit: an
+    /// error, and nothing is taken.
+    pub fn sub(&mut self, o: &Res) -> Result<(), Overcommit> {
+        let short = Overcommit {
+            have: *self,
+            take: *o,
+        };
+        *self = Res {
+            cpus: self.cpus.checked_sub(o.cpus).ok_or(short)?,
+            mem_mb: self.mem_mb.checked_sub(o.mem_mb).ok_or(short)?,
+            gpus: self.gpus.checked_sub(o.gpus).ok_or(short)?,
+            mig: self.mig.checked_sub(o.mig).ok_or(short)?,
+        };
+        Ok(())
     }
+
+    /// What is left of `self` once `o` is taken, each count at least zero: for the part
+    /// of a node a reservation leaves or holds, where more than there is means none.
+    /// Never for what jobs take of a node ([`Res::sub`] is).
+    pub fn saturating_sub(&self, o: &Res) -> Res {
+        Res {
+            cpus: self.cpus.saturating_sub(o.cpus),
+            mem_mb: self.mem_mb.saturating_sub(o.mem_mb),
+            gpus: self.gpus.saturating_sub(o.gpus),
+            mig: self.mig.saturating_sub(o.mig),
+        }
+    }
+}
+
+/// Resources taken beyond what there is: a node would be overcommitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "overcommit: taking {} CPUs, {} MB, {} GPUs and {} MIG slices from {} CPUs, {} MB, {} GPUs and {} MIG slices",
+    take.cpus, take.mem_mb, take.gpus, take.mig, have.cpus, have.mem_mb, have.gpus, have.mig
+)]
+pub struct Overcommit {
+    pub have: Res,
+    pub take: Res,
 }
 
 /// One GPU of a node.

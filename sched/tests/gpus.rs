@@ -343,3 +343,40 @@ fn a_slice_is_charged_its_fraction_of_a_gpu() {
         "{slice_use}"
     );
 }
+
+/// A GPU whose mode changed under a running job (its node registered again with
+/// another inventory) stays that job's: a GPU held whole gives no slice, and a GPU a
+/// slice is held on is given to no whole-GPU job, until the job ends.
+#[test]
+fn a_gpu_whose_mode_changed_under_a_job_stays_that_jobs() {
+    let mut s = sched(vec![node(
+        "n0",
+        gpus(GpuModel::H100Sxm5_80gb, GpuMode::Whole, 1),
+    )]);
+    s.submit(job(1, whole(1)), 0).unwrap();
+    assert!(starts(&s.full_pass(0)).contains_key(&JobId(1)));
+    // The GPU is now in MIG mode, job 1 still on it.
+    s.set_node_gpus(
+        NodeIdx(0),
+        gpus(GpuModel::H100Sxm5_80gb, GpuMode::MigDynamic, 1),
+    );
+    s.submit(job(2, slice("1g.10gb", 1)), 1).unwrap();
+    let d = s.full_pass(1);
+    assert!(
+        !starts(&d).contains_key(&JobId(2)),
+        "a slice of a GPU held whole: {d:?}"
+    );
+    s.job_ended(JobId(1), Outcome::Ok, 2);
+    assert!(starts(&s.full_pass(2)).contains_key(&JobId(2)));
+
+    // And back: job 2's slice is held while the GPU goes out of MIG mode.
+    s.set_node_gpus(NodeIdx(0), gpus(GpuModel::H100Sxm5_80gb, GpuMode::Whole, 1));
+    s.submit(job(3, whole(1)), 3).unwrap();
+    let d = s.full_pass(3);
+    assert!(
+        !starts(&d).contains_key(&JobId(3)),
+        "a GPU given whole while a slice of it is held: {d:?}"
+    );
+    s.job_ended(JobId(2), Outcome::Ok, 4);
+    assert!(starts(&s.full_pass(4)).contains_key(&JobId(3)));
+}

@@ -937,3 +937,68 @@ fn extreme_limits_and_counts_saturate_instead_of_wrapping() {
         "the gang starts once the node is free"
     );
 }
+
+/// Taking more of a node than it has is an error, never a silent zero: the scheduler
+/// refuses a job its nodes have no room for (here, jobs restored onto a node that
+/// holds one of them), and a node keeps every resource the refused job asked.
+#[test]
+fn a_node_is_never_overcommitted_and_an_overcommit_is_an_error() {
+    let mut free = Res {
+        cpus: 4,
+        mem_mb: 1000,
+        gpus: 1,
+        mig: 0,
+    };
+    let take = Res {
+        cpus: 3,
+        mem_mb: 600,
+        gpus: 1,
+        mig: 0,
+    };
+    free.sub(&take).expect("fits");
+    let before = free;
+    let e = free.sub(&take).expect_err("a second one does not fit");
+    assert_eq!(e.have, before);
+    assert_eq!(free, before, "a refused take changes nothing");
+    assert_eq!(
+        before.saturating_sub(&take),
+        Res {
+            cpus: 0,
+            mem_mb: 0,
+            gpus: 0,
+            mig: 0
+        }
+    );
+
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 8, 1),
+        vec![partition("cpu", 0..1)],
+        accounts(&[1]),
+    );
+    let restore = |s: &mut Scheduler, id: u64| {
+        s.restore_running(
+            job(id, 0, 1, 1, 100, 0),
+            PartIdx(0),
+            vec![NodeIdx(0)],
+            vec![vec![]],
+            0,
+            Some(100),
+        )
+    };
+    restore(&mut s, 1).expect("the first job fits");
+    match restore(&mut s, 2) {
+        Err(PlaceError::Overcommit { job, node, .. }) => {
+            assert_eq!((job, node), (JobId(2), NodeIdx(0)));
+        }
+        other => panic!("a second 1-GPU job on a 1-GPU node: {other:?}"),
+    }
+    assert!(
+        restore(&mut s, 3).is_err(),
+        "the refused job took nothing, nor does the next"
+    );
+    // Once the first ends, the node has room again: exactly one job's worth.
+    s.job_ended(JobId(1), Outcome::Ok, 10);
+    restore(&mut s, 4).expect("room after the end");
+    assert!(restore(&mut s, 5).is_err());
+}

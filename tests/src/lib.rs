@@ -605,6 +605,55 @@ impl Cluster {
         std::fs::read_to_string(self.dir.path().join("agent.log")).unwrap_or_default()
     }
 
+    /// The logs of every broker this cluster started (restarts included), oldest first.
+    pub fn broker_log(&self) -> String {
+        let mut logs: Vec<(u32, PathBuf)> = std::fs::read_dir(self.dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let n = name.strip_prefix("broker-")?.strip_suffix(".log")?;
+                Some((n.parse().ok()?, e.path()))
+            })
+            .collect();
+        logs.sort();
+        logs.iter()
+            .filter_map(|(_, p)| std::fs::read_to_string(p).ok())
+            .collect()
+    }
+
+    /// Full scheduling passes the running broker has finished (the count of its
+    /// `full_pass_seconds` histogram).
+    pub fn full_passes(&self) -> Result<f64> {
+        let page = scrape(&self.data_dir.join("broker.metrics"))?;
+        page.samples
+            .iter()
+            .find_map(|s| match (&s.value, s.metric.as_str()) {
+                (prometheus_parse::Value::Histogram(buckets), "bulkhead_full_pass_seconds") => {
+                    buckets.iter().map(|b| b.count).reduce(f64::max)
+                }
+                (
+                    prometheus_parse::Value::Untyped(n) | prometheus_parse::Value::Counter(n),
+                    "bulkhead_full_pass_seconds_count",
+                ) => Some(*n),
+                _ => None,
+            })
+            .context("the broker's metrics have no full_pass_seconds")
+    }
+
+    /// Waits until the broker has run a full scheduling pass that began after this
+    /// call. Between full passes the broker starts jobs only when something happens
+    /// (a submission, an end, a node registering), each time before it answers; so a
+    /// test that checks that a job did NOT start checks it after this, once the
+    /// scheduler has had every chance to start it, rather than after a guessed sleep.
+    pub fn wait_full_pass(&self) -> Result<()> {
+        let before = self.full_passes()?;
+        // Full passes run every 10 s.
+        wait_for(scaled(30), || self.full_passes().is_ok_and(|n| n > before))
+            .context("no full scheduling pass")
+    }
+
     /// Kills the broker with SIGKILL, as a crash would.
     pub fn crash_broker(&mut self) {
         if let Some(mut b) = self.broker.take() {

@@ -836,7 +836,9 @@ fn a_drained_node_runs_no_new_job_and_only_root_drains() {
     let job = c
         .submit(Some(&u), &wd, &[], "#!/bin/sh\ntrue\n")
         .expect("submit");
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // The scheduler has had its every chance: the pass after the submission (before
+    // the reply) and a full pass since.
+    c.wait_full_pass().expect("a full pass");
     let j = c.show(job).expect("show");
     assert_eq!(
         j.state,
@@ -1181,7 +1183,7 @@ fn a_multi_node_job_gets_all_its_nodes_at_once() {
             "#!/bin/sh\necho \"$BH_NNODES $SLURM_JOB_NODELIST\" > gang\n",
         )
         .expect("submit");
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    c.wait_full_pass().expect("a full pass");
     assert_eq!(
         c.show(gang).expect("show").state,
         JobState::Pending,
@@ -1721,11 +1723,14 @@ fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
                 })
             })
     };
-    std::thread::sleep(Duration::from_secs(4));
+    let rogue_log = || {
+        std::fs::read_to_string(c.dir.path().join(format!("agent-{rogue}.log"))).unwrap_or_default()
+    };
+    // Refused, and told why (the CURVE handshake and the refusal take their time on a
+    // slow machine: wait for the refusal itself, then check that it held).
+    let told = wait_for(scaled_t(), || rogue_log().contains("allowlist"));
+    assert!(told.is_ok(), "the agent was told why: {}", rogue_log());
     assert!(!up(&c), "an agent with an unlisted key registered");
-    let log = std::fs::read_to_string(c.dir.path().join(format!("agent-{rogue}.log")))
-        .unwrap_or_default();
-    assert!(log.contains("allowlist"), "the agent was told why: {log}");
 
     // Only an administrator admits keys; once admitted, the agent registers.
     let out = c
@@ -1766,7 +1771,16 @@ fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
         listed(&c).contains(&c.node),
         "the cluster's own node is listed"
     );
-    std::thread::sleep(Duration::from_secs(3));
+    // Its agent tries again (each heartbeat or registration): once the broker has
+    // refused one of those tries, it has had its chance to let the agent back in.
+    let refusals = |log: &str| log.matches("allowlist").count();
+    let seen = refusals(&rogue_log());
+    let refused_again = wait_for(scaled_t(), || refusals(&rogue_log()) > seen);
+    assert!(
+        refused_again.is_ok(),
+        "the revoked agent was not refused: {}",
+        rogue_log()
+    );
     assert!(!up(&c), "the revoked agent registered again");
     // Stopped as an admin would, so that it removes its cgroups.
     drop(agent);
@@ -2031,7 +2045,11 @@ fn sighup_reloads_the_roles_and_a_broken_file_changes_nothing() {
 
     std::fs::write(&path, "[roles\noperators = ").expect("broken config");
     hup(&c);
-    std::thread::sleep(Duration::from_secs(1));
+    // The broker read the broken file and said it keeps the running configuration.
+    wait_for(t(), || {
+        c.broker_log().contains("configuration not reloaded")
+    })
+    .unwrap_or_else(|_| panic!("the broker never read the broken file:\n{}", c.broker_log()));
     assert!(drain(&c, "drain"), "a broken file took the role away");
     assert!(drain(&c, "resume"));
     assert!(

@@ -181,10 +181,7 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
             device_filter,
             PathBuf::from("/bh/target/debug/deps/device_filter"),
         ),
-        (
-            hardening,
-            PathBuf::from("/bh/target/debug/deps/hardening"),
-        ),
+        (hardening, PathBuf::from("/bh/target/debug/deps/hardening")),
     ];
     // Not `bulkhead-standalone` (what `bh standalone` runs): no test in the VM runs
     // single-host mode, and the VM's memory holds every file of its initramfs.

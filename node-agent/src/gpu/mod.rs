@@ -48,15 +48,17 @@ pub struct GpuSample {
     /// over its life.
     pub energy_mj: Option<u64>,
     /// Compute processes on the GPU (any of its slices): pid, GPU instance id (MIG),
-    /// memory in MiB.
-    pub processes: Vec<GpuProcess>,
+    /// memory in MiB; `None` where the driver could not list them (unknown, which
+    /// is not "none").
+    pub processes: Option<Vec<GpuProcess>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GpuProcess {
     pub pid: u32,
     pub gi_id: Option<u32>,
-    pub memory_mb: u64,
+    /// `None`: the driver could not say (NVML's "not available"), which is not zero.
+    pub memory_mb: Option<u64>,
 }
 
 /// What the agent needs of its GPUs.
@@ -122,16 +124,17 @@ impl JobGpus {
         for (k, index) in self.indices.iter().enumerate() {
             let gi = self.gi_ids.get(k).copied().flatten();
             let sample = samples.iter().find(|s| s.index == *index);
-            let mem: u64 = sample
-                .map(|s| {
-                    s.processes
-                        .iter()
-                        .filter(|p| pids.contains(&(p.pid as i32)))
-                        .filter(|p| gi.is_none() || p.gi_id.is_none() || p.gi_id == gi)
-                        .map(|p| p.memory_mb)
-                        .sum()
-                })
-                .unwrap_or(0);
+            // Unknown (no reading of the GPU, or a process whose memory the driver
+            // could not say) stays unknown: not a zero, nor a sum of some.
+            let mem: Option<u64> = sample.and_then(|s| {
+                s.processes
+                    .as_ref()?
+                    .iter()
+                    .filter(|p| pids.contains(&(p.pid as i32)))
+                    .filter(|p| gi.is_none() || p.gi_id.is_none() || p.gi_id == gi)
+                    .map(|p| p.memory_mb)
+                    .sum()
+            });
             let whole = gi.is_none();
             let util = sample.and_then(|s| s.utilization_pct).filter(|_| whole);
             let start = self.energy_start_mj.get(k).copied().flatten();
@@ -165,7 +168,10 @@ pub fn merge_gpu_usage(
         return;
     }
     for (a, n) in acc.iter_mut().zip(newer) {
-        a.mem_peak_mb = a.mem_peak_mb.max(n.mem_peak_mb);
+        a.mem_peak_mb = match (a.mem_peak_mb, n.mem_peak_mb) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        };
         a.mem_current_mb = n.mem_current_mb;
         a.util_sum += n.util_sum;
         a.util_samples += n.util_samples;
@@ -334,6 +340,11 @@ pub fn clean_dynamic(backend: &mut dyn GpuBackend) -> Result<Vec<(u32, u32)>, Gp
 mod tests {
     use super::simulated::SimulatedGpus;
     use super::*;
+
+    /// The processes a sample lists (the simulation always lists them).
+    fn procs(s: &GpuSample) -> &[GpuProcess] {
+        s.processes.as_deref().expect("processes listed")
+    }
     use bulkhead_gpu::GpuModel;
     use bulkhead_proto::job::MigPlacement;
 
@@ -382,7 +393,7 @@ mod tests {
         let idle = b.sample().unwrap();
         assert!(
             idle.iter()
-                .all(|s| s.processes.is_empty() && s.utilization_pct == Some(0))
+                .all(|s| s.processes == Some(vec![]) && s.utilization_pct == Some(0))
         );
         let g = acquire(
             &mut b,
@@ -394,12 +405,11 @@ mod tests {
         )
         .unwrap();
         b.job_started(&g, 4242);
-        std::thread::sleep(std::time::Duration::from_millis(20));
         let s = b.sample().unwrap();
-        assert!(s[0].processes.is_empty());
-        assert_eq!(s[1].processes.len(), 1);
-        assert_eq!(s[1].processes[0].pid, 4242);
-        let mem = s[1].processes[0].memory_mb;
+        assert!(procs(&s[0]).is_empty());
+        assert_eq!(procs(&s[1]).len(), 1);
+        assert_eq!(procs(&s[1])[0].pid, 4242);
+        let mem = procs(&s[1])[0].memory_mb.expect("the simulation knows it");
         assert!(
             (81_559 * 40 / 100..81_559 * 80 / 100).contains(&mem),
             "{mem}"
@@ -407,11 +417,22 @@ mod tests {
         let util = s[1].utilization_pct.unwrap();
         assert!((60..=95).contains(&util), "{util}");
         assert!(s[1].power_mw > s[0].power_mw);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let later = b.sample().unwrap();
-        assert!(later[1].energy_mj.unwrap() > s[1].energy_mj.unwrap());
+        // Energy integrates power over the time between samples (whole millijoules,
+        // so samples polled too closely add nothing): a later one has more.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let grew = loop {
+            let later = b.sample().unwrap();
+            if later[1].energy_mj.unwrap() > s[1].energy_mj.unwrap() {
+                break true;
+            }
+            if std::time::Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        assert!(grew, "the busy GPU's energy counter never moved");
         b.job_ended(4242);
-        assert!(b.sample().unwrap()[1].processes.is_empty());
+        assert!(procs(&b.sample().unwrap()[1]).is_empty());
 
         // A slice: memory of its profile, no utilization.
         let mut m = SimulatedGpus::new(GpuModel::A100Sxm4_80gb, 1, true, "n1");
@@ -422,8 +443,8 @@ mod tests {
             s[0].utilization_pct, None,
             "NVML has no utilization in MIG mode"
         );
-        assert_eq!(s[0].processes[0].gi_id, Some(g.created[0].1));
-        assert!(s[0].processes[0].memory_mb <= 81_920 / 2);
+        assert_eq!(procs(&s[0])[0].gi_id, Some(g.created[0].1));
+        assert!(procs(&s[0])[0].memory_mb.is_some_and(|m| m <= 81_920 / 2));
     }
 
     #[test]
@@ -495,5 +516,55 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    /// GPU memory the driver could not give (NVML's "not available", a process list
+    /// it could not read, no reading of the GPU) is unknown in the job's usage, not
+    /// zero; a reading with none of the job's processes on it is a real zero.
+    #[test]
+    fn gpu_memory_nvml_cannot_give_is_unknown_not_zero() {
+        let job = JobGpus {
+            indices: vec![0],
+            gi_ids: vec![None],
+            models: vec!["h100-80gb".into()],
+            profiles: vec![None],
+            energy_start_mj: vec![None],
+            ..Default::default()
+        };
+        let sample = |processes: Option<Vec<GpuProcess>>| GpuSample {
+            index: 0,
+            utilization_pct: Some(50),
+            memory_used_mb: 100,
+            power_mw: None,
+            energy_mj: None,
+            processes,
+        };
+        let proc_ = |pid: u32, memory_mb: Option<u64>| GpuProcess {
+            pid,
+            gi_id: None,
+            memory_mb,
+        };
+        let mem = |samples: &[GpuSample]| job.usage_from(samples, &[7, 8])[0].mem_peak_mb;
+        assert_eq!(
+            mem(&[sample(Some(vec![proc_(7, Some(100)), proc_(8, Some(20))]))]),
+            Some(120)
+        );
+        assert_eq!(
+            mem(&[sample(Some(vec![proc_(7, Some(100)), proc_(8, None)]))]),
+            None,
+            "one process's memory unknown: the job's is unknown"
+        );
+        assert_eq!(mem(&[sample(None)]), None, "no process list: unknown");
+        assert_eq!(mem(&[]), None, "no reading of the GPU: unknown");
+        assert_eq!(
+            mem(&[sample(Some(vec![proc_(9, Some(100))]))]),
+            Some(0),
+            "none of the job's processes on it: zero"
+        );
+        // Folded over samples, a known peak stays known.
+        let mut acc = job.usage_from(&[sample(Some(vec![proc_(7, Some(100))]))], &[7]);
+        merge_gpu_usage(&mut acc, &job.usage_from(&[sample(None)], &[7]));
+        assert_eq!(acc[0].mem_peak_mb, Some(100));
+        assert_eq!(acc[0].mem_current_mb, None);
     }
 }

@@ -443,19 +443,17 @@ impl GpuBackend for NvmlGpus {
                 / (1 << 20);
             // Unsupported readings (utilization in MIG mode, energy on older boards)
             // are absent, not zero.
-            let processes = dev
-                .running_compute_processes()
-                .unwrap_or_default()
-                .into_iter()
-                .map(|p| GpuProcess {
-                    pid: p.pid,
-                    gi_id: p.gpu_instance_id,
-                    memory_mb: match p.used_gpu_memory {
-                        nvml_wrapper::enums::device::UsedGpuMemory::Used(b) => b / (1 << 20),
-                        nvml_wrapper::enums::device::UsedGpuMemory::Unavailable => 0,
-                    },
-                })
-                .collect();
+            // A list the driver cannot give is unknown, not empty (an empty list would
+            // read as "the job's processes use no GPU memory").
+            let processes = dev.running_compute_processes().ok().map(|list| {
+                list.into_iter()
+                    .map(|p| GpuProcess {
+                        pid: p.pid,
+                        gi_id: p.gpu_instance_id,
+                        memory_mb: process_memory_mb(p.used_gpu_memory),
+                    })
+                    .collect()
+            });
             out.push(GpuSample {
                 index,
                 utilization_pct: dev.utilization_rates().ok().map(|u| u.gpu),
@@ -466,5 +464,27 @@ impl GpuBackend for NvmlGpus {
             });
         }
         Ok(out)
+    }
+}
+
+/// A process's GPU memory in MiB; NVML's "not available" (as under some drivers and
+/// in MIG mode without privileges) is unknown, not zero.
+fn process_memory_mb(used: nvml_wrapper::enums::device::UsedGpuMemory) -> Option<u64> {
+    match used {
+        nvml_wrapper::enums::device::UsedGpuMemory::Used(b) => Some(b / (1 << 20)),
+        nvml_wrapper::enums::device::UsedGpuMemory::Unavailable => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nvml_wrapper::enums::device::UsedGpuMemory;
+
+    #[test]
+    fn memory_nvml_cannot_tell_is_unknown_not_zero() {
+        assert_eq!(process_memory_mb(UsedGpuMemory::Unavailable), None);
+        assert_eq!(process_memory_mb(UsedGpuMemory::Used(3 << 20)), Some(3));
+        assert_eq!(process_memory_mb(UsedGpuMemory::Used(0)), Some(0));
     }
 }

@@ -240,7 +240,7 @@ impl GpuBackend for SimulatedGpus {
                     processes.push(GpuProcess {
                         pid: *pid,
                         gi_id: *gi,
-                        memory_mb: mem * share / 100,
+                        memory_mb: Some(mem * share / 100),
                     });
                     busy += compute * f64::from(60 + pid % 36) / 100.0;
                 }
@@ -255,10 +255,10 @@ impl GpuBackend for SimulatedGpus {
             out.push(GpuSample {
                 index,
                 utilization_pct: (!g.mig_enabled).then_some((busy * 100.0).round() as u32),
-                memory_used_mb: processes.iter().map(|p| p.memory_mb).sum(),
+                memory_used_mb: processes.iter().filter_map(|p| p.memory_mb).sum(),
                 power_mw: Some(power_mw),
                 energy_mj: Some(*total),
-                processes,
+                processes: Some(processes),
             });
         }
         Ok(out)

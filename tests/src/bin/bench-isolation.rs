@@ -50,6 +50,7 @@ fn main() -> Result<()> {
             Vec::with_capacity(n),
             Vec::with_capacity(n),
         );
+        let base = filter.grants();
         for i in 0..n {
             let t0 = Instant::now();
             let cg = tree.create_job(i as u64 + 1, &limits)?;
@@ -61,17 +62,29 @@ fn main() -> Result<()> {
             let t3 = Instant::now();
             cg.remove(std::time::Duration::from_secs(1))?;
             let t4 = Instant::now();
+            // The revoke says nothing when it fails: the filter's map must be back to
+            // what it held before the grant (checked outside the timed part).
+            if filter.grants() != base {
+                bail!(
+                    "job {}: the revoke left {} policy entries (before the grant: {base})",
+                    i + 1,
+                    filter.grants()
+                );
+            }
             policy.push(((t2 - t1) + (t3 - t2)).as_secs_f64() * 1e6);
             setup.push((t2 - t0).as_secs_f64() * 1e6);
             teardown.push((t4 - t2).as_secs_f64() * 1e6);
         }
+        // A load that failed took no time worth comparing: it fails the benchmark.
         let mut loads: Vec<f64> = (0..20)
-            .map(|_| {
+            .map(|i| {
                 let t = Instant::now();
-                let _ = aya::Ebpf::load(devices::object());
-                t.elapsed().as_secs_f64() * 1e6
+                let loaded = aya::Ebpf::load(devices::object());
+                let us = t.elapsed().as_secs_f64() * 1e6;
+                loaded.with_context(|| format!("loading the filter object (load {i})"))?;
+                Ok(us)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         filter.unpin()?;
         println!(
             "# {n} jobs; cgroup limits: {}; one shared filter, grants in a map",
