@@ -132,6 +132,11 @@ pub struct CoreConfig {
     pub signer: Option<bulkhead_net::sign::LaunchSigner>,
 }
 
+/// How long a challenge may wait for its registration.
+const CHALLENGE_VALID_US: u64 = 60_000_000;
+/// Challenges outstanding at most (connections that never register).
+const MAX_CHALLENGES: usize = 4096;
+
 /// What a user sees of other users' jobs (like Slurm's PrivateData).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Privacy {
@@ -282,6 +287,10 @@ struct Node {
     /// GPUs out of service, and why (a MIG instance failed to create); cleared by
     /// `bh admin resume`.
     gpu_faults: BTreeMap<u32, String>,
+    /// The challenge its agent's registration answered (signed brokers): messages to
+    /// the agent are sealed for it and numbered by `seq`.
+    session: Option<Vec<u8>>,
+    seq: u64,
 }
 
 impl Node {
@@ -305,6 +314,12 @@ impl Node {
 #[derive(Debug)]
 pub struct Core {
     cfg: CoreConfig,
+    /// Challenges given to agents' connections (signed brokers), with when: each is
+    /// accepted once, from its connection, within [`CHALLENGE_VALID_US`].
+    challenges: HashMap<PeerId, (Vec<u8>, u64)>,
+    /// The shell's random seed for challenges, and how many were made.
+    nonce_seed: [u8; 32],
+    nonce_count: u64,
     jobs: BTreeMap<JobId, Job>,
     /// Job arrays: each array's tasks created so far (one record stands for the rest).
     arrays: BTreeMap<JobId, Vec<JobId>>,
@@ -414,6 +429,9 @@ impl Core {
             next_job: 1,
             next_node: 1,
             stored_keys: BTreeMap::new(),
+            challenges: HashMap::new(),
+            nonce_seed: [0; 32],
+            nonce_count: 0,
             by_key: HashMap::new(),
             store_ready_since_us: Some(0),
         };
@@ -620,6 +638,8 @@ impl Core {
                 gpus,
                 gpu_backend: String::new(),
                 gpu_faults: BTreeMap::new(),
+                session: None,
+                seq: 0,
             },
         );
         idx
@@ -1455,6 +1475,80 @@ impl Core {
         }
     }
 
+    /// What an agent the broker does not know is told: register again, answering a
+    /// challenge of this connection's when the broker signs its messages.
+    fn reregister(&mut self, peer: &PeerId, now_us: u64) -> BrokerMessage {
+        if self.cfg.signer.is_none() {
+            return BrokerMessage::Reregister;
+        }
+        use sha2::{Digest, Sha256};
+        self.challenges
+            .retain(|_, (_, at)| now_us.saturating_sub(*at) <= CHALLENGE_VALID_US);
+        if self.challenges.len() >= MAX_CHALLENGES {
+            // Connections that never answer: the oldest challenge goes.
+            if let Some(oldest) = self
+                .challenges
+                .iter()
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(p, _)| p.clone())
+            {
+                self.challenges.remove(&oldest);
+            }
+        }
+        self.nonce_count += 1;
+        let mut h = Sha256::new();
+        h.update(self.nonce_seed);
+        h.update(self.nonce_count.to_le_bytes());
+        h.update(peer);
+        let nonce = h.finalize()[..16].to_vec();
+        self.challenges
+            .insert(peer.clone(), (nonce.clone(), now_us));
+        BrokerMessage::Challenge { nonce }
+    }
+
+    /// The random seed challenges are made from (the shell's, from the kernel).
+    pub fn set_nonce_seed(&mut self, seed: [u8; 32]) {
+        self.nonce_seed = seed;
+    }
+
+    /// Seals the messages to agents (signed brokers): each for its node's registration,
+    /// numbered in the order they leave. Challenges and errors go as they are; a
+    /// message to a connection with no registration is left unsealed, and an agent
+    /// that checks its broker ignores it.
+    pub fn seal(&mut self, out: &mut [Outbound]) {
+        let Some(signer) = self.cfg.signer.clone() else {
+            return;
+        };
+        for o in out.iter_mut() {
+            let Outbound::Agent { peer, msg, .. } = o else {
+                continue;
+            };
+            if matches!(
+                msg,
+                BrokerMessage::Challenge { .. }
+                    | BrokerMessage::Error(_)
+                    | BrokerMessage::Sealed(_)
+            ) {
+                continue;
+            }
+            let Some(node) = self
+                .node_by_peer
+                .get(peer)
+                .and_then(|id| self.nodes.get_mut(id))
+            else {
+                continue;
+            };
+            let Some(session) = node.session.clone() else {
+                continue;
+            };
+            node.seq += 1;
+            match signer.seal(&node.name, &session, node.seq, msg) {
+                Ok(sealed) => *msg = sealed,
+                Err(e) => tracing::error!(node = %node.name, error = %e, "cannot seal a message"),
+            }
+        }
+    }
+
     /// Drains node `id` for a fault of its own (`why`), unless it is drained already.
     fn drain_node_for_fault(&mut self, fx: &mut Effects, id: NodeId, why: &str, now_us: u64) {
         let Some(node) = self.nodes.get_mut(&id) else {
@@ -1495,10 +1589,11 @@ impl Core {
             return fx;
         }
         let Some(node_id) = self.node_by_peer.get(&peer).copied() else {
+            let msg = self.reregister(&peer, now_us);
             fx.send.push(Outbound::Agent {
                 peer,
                 request_id,
-                msg: BrokerMessage::Reregister,
+                msg,
             });
             return fx;
         };
@@ -1633,6 +1728,28 @@ impl Core {
                 return;
             }
         }
+        if self.cfg.signer.is_some() {
+            let given = self.challenges.remove(&peer);
+            let fresh = given.is_some_and(|(nonce, at)| {
+                !nonce.is_empty()
+                    && nonce == reg.challenge
+                    && now_us.saturating_sub(at) <= CHALLENGE_VALID_US
+            });
+            if !fresh {
+                // A first registration, a stale one, or one captured elsewhere and
+                // played here: this connection gets a challenge of its own.
+                if !reg.challenge.is_empty() {
+                    tracing::warn!(node = %reg.name, "a registration answered no challenge given to its connection");
+                }
+                let msg = self.reregister(&peer, now_us);
+                fx.send.push(Outbound::Agent {
+                    peer,
+                    request_id,
+                    msg,
+                });
+                return;
+            }
+        }
         let id = match self.node_by_name.get(&reg.name) {
             Some(id) => *id,
             None => {
@@ -1683,6 +1800,8 @@ impl Core {
             self.node_by_peer.remove(&old);
         }
         node.peer = Some(peer.clone());
+        node.session = Some(reg.challenge.clone());
+        node.seq = 0;
         node.last_seen_us = now_us;
         node.enforced = reg.enforced;
         node.agent_version = reg.agent_version;
@@ -3075,6 +3194,8 @@ mod tests {
             enforced: vec!["memory".into()],
             gpus: vec![],
             gpu_backend: "none".into(),
+            challenge: vec![],
+
             ended: vec![],
         })
     }

@@ -74,6 +74,8 @@ pub enum BrokerError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot read random bytes from /dev/urandom for the agents' challenges: {0}")]
+    Random(std::io::Error),
     #[error("cannot start the store writer: {0}")]
     Thread(std::io::Error),
     #[error("cannot install the SIGHUP handler (configuration reload): {0}")]
@@ -139,6 +141,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     }
     let mut core = Core::new(core_cfg, jobs, nodes);
     core.restore_node_keys(store.load_node_keys()?);
+    core.set_nonce_seed(random_seed()?);
     core.restore_reservations(reservations);
     let (at, usage) = store.load_fairshare()?;
     core.restore_fairshare(at, &usage);
@@ -307,6 +310,10 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 }
             },
         };
+        let mut fx = fx;
+        // The one place messages leave for the agents: sealed here, numbered in the
+        // order they are sent.
+        core.seal(&mut fx.send);
         let fx = match fx {
             Effects { store, send, .. } if store.is_empty() && send.is_empty() => continue,
             Effects { store, send, .. } if at_once && store.is_empty() => {
@@ -338,6 +345,16 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     .await;
     tracing::info!("broker stopped");
     result
+}
+
+/// 32 bytes from the kernel's random source, for the agents' challenges.
+fn random_seed() -> Result<[u8; 32], BrokerError> {
+    use std::io::Read;
+    let mut seed = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut seed))
+        .map_err(BrokerError::Random)?;
+    Ok(seed)
 }
 
 /// Queues messages on the socket thread's outbox.

@@ -2,13 +2,17 @@
 //! grant, expiry) with its Ed25519 key; an agent given the broker's verifying key runs
 //! only launches that carry a valid signature, name this node, have not expired and
 //! have not been seen before. A compromised login node or a replayed message therefore
-//! cannot start a job or widen a grant.
+//! cannot start a job or widen a grant. Every other message the broker sends an agent
+//! is sealed with the same key for that node's registration and numbered
+//! ([`LaunchSigner::seal`], [`LaunchVerifier::open`]): a process squatting the broker's
+//! port can neither kill, acknowledge nor register.
 //!
 //! Key files: `broker.sign` (the 32-byte secret seed, hex, mode 0600; refused if others
 //! may read it) and `broker.verify` (the public key, hex).
 
 use bulkhead_proto::JobId;
 use bulkhead_proto::job::LaunchSpec;
+use bulkhead_proto::msg::{BrokerMessage, Sealed};
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -129,6 +133,27 @@ impl LaunchSigner {
     }
 }
 
+impl LaunchSigner {
+    /// `msg` sealed for node `node`'s registration `session`, `seq`-th in it.
+    pub fn seal(
+        &self,
+        node: &str,
+        session: &[u8],
+        seq: u64,
+        msg: &BrokerMessage,
+    ) -> Result<BrokerMessage, postcard::Error> {
+        let mut sealed = Sealed {
+            node: node.to_string(),
+            session: session.to_vec(),
+            seq,
+            body: postcard::to_allocvec(msg)?,
+            signature: Vec::new(),
+        };
+        sealed.signature = self.0.sign(&sealed.signed_bytes()).to_bytes().to_vec();
+        Ok(BrokerMessage::Sealed(Box::new(sealed)))
+    }
+}
+
 /// An agent's check of the launches it is sent.
 #[derive(Debug)]
 pub struct LaunchVerifier {
@@ -173,6 +198,29 @@ impl LaunchVerifier {
     /// replay of it is refused until it expires.
     pub fn remember(&mut self, job: JobId, until_us: u64) {
         self.seen.insert((job, until_us));
+    }
+
+    /// The message a sealed one holds, if the broker signed it for this node (the
+    /// caller checks its session and sequence).
+    pub fn open(&self, sealed: &Sealed) -> Result<BrokerMessage, String> {
+        let sig = <[u8; 64]>::try_from(sealed.signature.as_slice())
+            .map_err(|_| "the message is not signed".to_string())?;
+        self.key
+            .verify(&sealed.signed_bytes(), &Signature::from_bytes(&sig))
+            .map_err(|_| "the message's signature is not the broker's".to_string())?;
+        if sealed.node != self.node {
+            return Err(format!(
+                "the message is for node {}, not this one",
+                sealed.node
+            ));
+        }
+        let inner = sealed
+            .inner()
+            .map_err(|e| format!("the sealed message does not decode: {e}"))?;
+        if matches!(inner, BrokerMessage::Sealed(_)) {
+            return Err("a sealed message inside a sealed message".into());
+        }
+        Ok(inner)
     }
 
     /// Whether to run `spec` at `now_us`; why not, if not.

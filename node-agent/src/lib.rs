@@ -213,6 +213,13 @@ struct Agent {
     gpus: SharedGpus,
     sampler: Arc<metrics::SamplerStats>,
     verifier: Option<bulkhead_net::sign::LaunchVerifier>,
+    /// The broker's challenge the last registration answered: sealed messages must be
+    /// of that registration, numbered above `last_seq`.
+    challenge: Vec<u8>,
+    last_seq: u64,
+    /// When a challenge last made this agent register (at most one a second: each
+    /// registration costs a MUNGE credential).
+    last_challenge: Option<Instant>,
     /// Denials not yet reported, with their counts.
     denials: BTreeMap<(JobId, u32, u32, u32, u32, u32), u64>,
     dev_paths: HashMap<(u32, u32, u32), Option<String>>,
@@ -494,6 +501,9 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         gpus,
         sampler: Arc::default(),
         verifier,
+        challenge: Vec::new(),
+        last_seq: 0,
+        last_challenge: None,
         denials: BTreeMap::new(),
         dev_paths: HashMap::new(),
         cfg,
@@ -612,6 +622,20 @@ impl Drop for TreeGuard {
     }
 }
 
+/// A broker message's name, for logs.
+fn broker_message_kind(m: &BrokerMessage) -> &'static str {
+    match m {
+        BrokerMessage::Registered { .. } => "Registered",
+        BrokerMessage::Launch(_) => "Launch",
+        BrokerMessage::Kill { .. } => "Kill",
+        BrokerMessage::EndAck { .. } => "EndAck",
+        BrokerMessage::Reregister => "Reregister",
+        BrokerMessage::Error(_) => "Error",
+        BrokerMessage::Challenge { .. } => "Challenge",
+        BrokerMessage::Sealed(_) => "Sealed",
+    }
+}
+
 /// How long the agent has registered in vain, for saying so.
 #[derive(Debug, Default)]
 struct Unanswered {
@@ -697,6 +721,7 @@ impl Agent {
             enforced: self.tree.enforced(),
             gpus: Vec::new(),
             gpu_backend: "none".into(),
+            challenge: self.challenge.clone(),
             ended,
         };
         let (munge, tx, gpus) = (self.munge.clone(), self.reg_tx.clone(), self.gpus.clone());
@@ -750,7 +775,62 @@ impl Agent {
                 return;
             }
         };
+        let msg = match msg {
+            BrokerMessage::Sealed(sealed) => {
+                let opened = match &self.verifier {
+                    Some(v) => v.open(&sealed),
+                    // No key to check it with (CURVE authenticates the broker, or
+                    // --insecure): what it holds.
+                    None => sealed.inner().map_err(|e| e.to_string()),
+                };
+                match opened {
+                    Ok(inner) if sealed.session == self.challenge && sealed.seq > self.last_seq => {
+                        self.last_seq = sealed.seq;
+                        inner
+                    }
+                    Ok(_) => {
+                        tracing::warn!(
+                            seq = sealed.seq,
+                            "ignored a broker message of another registration, or one played again"
+                        );
+                        return;
+                    }
+                    Err(why) => {
+                        tracing::warn!(reason = %why, "ignored a message not signed by the broker");
+                        return;
+                    }
+                }
+            }
+            BrokerMessage::Challenge { nonce } => {
+                if self
+                    .last_challenge
+                    .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+                {
+                    tracing::debug!("a challenge within a second of the last: ignored");
+                    return;
+                }
+                self.last_challenge = Some(Instant::now());
+                tracing::info!("the broker asks this node to register");
+                self.challenge = nonce;
+                self.last_seq = 0;
+                self.registered = false;
+                self.register();
+                return;
+            }
+            BrokerMessage::Error(_) => msg,
+            // Whoever answers at the broker's address may send these: with the
+            // broker's key to check, only sealed ones count.
+            other if self.verifier.is_some() => {
+                tracing::warn!(
+                    message = broker_message_kind(&other),
+                    "ignored an unsigned message from the broker's address (not the broker, or one that does not sign)"
+                );
+                return;
+            }
+            other => other,
+        };
         match msg {
+            BrokerMessage::Challenge { .. } | BrokerMessage::Sealed(_) => {}
             BrokerMessage::Registered { node, heartbeat_ms } => {
                 tracing::info!(%node, "registered with the broker");
                 self.registered = true;

@@ -75,6 +75,8 @@ mod tests {
             enforced: vec![],
             gpus: vec![],
             gpu_backend: "none".into(),
+            challenge: vec![],
+
             ended: vec![],
         };
         let mut with_cred = reg.clone();

@@ -264,6 +264,11 @@ pub struct Registration {
     pub gpus: Vec<GpuInfo>,
     /// Where the GPUs come from: `nvml`, `simulated`, or `none`.
     pub gpu_backend: String,
+    /// The nonce of the broker's [`BrokerMessage::Challenge`] this registration
+    /// answers (empty when the agent has none yet). The credential covers it, so a
+    /// registration captured by whoever squats the broker's port is worth nothing to
+    /// the broker: it accepts a nonce once, from the connection it gave it to.
+    pub challenge: Vec<u8>,
     /// Ends the agent holds that the broker has not acknowledged (jobs that ended
     /// while the broker was away), applied before the broker reconciles the node's
     /// jobs with `running`: a job that completed meanwhile is COMPLETED, not lost.
@@ -297,6 +302,48 @@ pub enum BrokerMessage {
     /// The broker does not know this agent (it restarted): register again.
     Reregister,
     Error(ErrorReply),
+    /// Register, answering this nonce (a broker that signs its messages accepts a
+    /// registration only with a nonce it gave to that connection, once).
+    Challenge {
+        nonce: Vec<u8>,
+    },
+    /// Another broker message, signed for one node's registration: an agent that
+    /// holds the broker's verifying key acts on nothing else (but challenges and
+    /// errors), so that whoever answers at the broker's address cannot kill, ack or
+    /// launch.
+    Sealed(Box<Sealed>),
+}
+
+/// Most bytes of a challenge's nonce.
+pub const MAX_NONCE_BYTES: usize = 32;
+
+/// A broker message signed (Ed25519, the launch signing key) for node `node`, in the
+/// registration that answered the challenge `session`, `seq`-th of that registration
+/// (strictly increasing, so a recorded message cannot be played again).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sealed {
+    pub node: String,
+    pub session: Vec<u8>,
+    pub seq: u64,
+    /// The postcard encoding of the inner [`BrokerMessage`].
+    pub body: Vec<u8>,
+    pub signature: Vec<u8>,
+}
+
+impl Sealed {
+    /// The message inside (its signature not checked here).
+    pub fn inner(&self) -> Result<BrokerMessage, postcard::Error> {
+        postcard::from_bytes(&self.body)
+    }
+
+    /// What the signature covers: everything but itself, after a domain tag.
+    pub fn signed_bytes(&self) -> Vec<u8> {
+        let mut unsigned = self.clone();
+        unsigned.signature.clear();
+        let mut out = b"bulkhead sealed broker message v1\0".to_vec();
+        out.extend(postcard::to_allocvec(&unsigned).unwrap_or_default());
+        out
+    }
 }
 
 fn check_ids(field: &'static str, ids: &[JobId]) -> Result<(), LimitError> {
@@ -400,6 +447,7 @@ impl Message for AgentMessage {
                 check_str("name", &r.name, limits::MAX_NAME_BYTES)?;
                 check_str("agent_version", &r.agent_version, limits::MAX_NAME_BYTES)?;
                 check_ids("running", &r.running)?;
+                check("challenge", r.challenge.len(), MAX_NONCE_BYTES)?;
                 check("ended", r.ended.len(), MAX_ENDS_IN_REGISTRATION)?;
                 r.ended.iter().try_for_each(JobEnd::validate)?;
                 check("enforced", r.enforced.len(), 64)?;
@@ -443,6 +491,13 @@ impl Message for BrokerMessage {
         match self {
             BrokerMessage::Launch(spec) => spec.validate(),
             BrokerMessage::Error(e) => check("message", e.message.len(), limits::MAX_MESSAGE_BYTES),
+            BrokerMessage::Challenge { nonce } => check("nonce", nonce.len(), MAX_NONCE_BYTES),
+            BrokerMessage::Sealed(s) => {
+                check_str("node", &s.node, limits::MAX_NAME_BYTES)?;
+                check("session", s.session.len(), MAX_NONCE_BYTES)?;
+                check("body", s.body.len(), limits::MAX_FRAME_BYTES)?;
+                check("signature", s.signature.len(), 64)
+            }
             _ => Ok(()),
         }
     }

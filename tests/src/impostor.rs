@@ -5,17 +5,25 @@
 use crate::scaled;
 use bulkhead_proto::codec;
 use bulkhead_proto::job::{JobEnd, LaunchSpec};
-use bulkhead_proto::msg::{AgentMessage, BrokerMessage};
+use bulkhead_proto::msg::{AgentMessage, BrokerMessage, Registration};
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, NodeId};
 
 /// A test playing the broker towards a real agent: it holds the broker's CURVE key
-/// (stolen, or a host on the path) and, for the one genuine launch, its signing key.
+/// (stolen, or a host on the path) and, given it ([`Impostor::signing`]), the broker's
+/// signing key, with which it seals its messages as the broker does; without it, its
+/// messages go unsealed, as a port squatter's would.
 #[allow(missing_debug_implementations)] // zmq::Socket has no Debug
 pub struct Impostor {
     pub sock: zmq::Socket,
     /// The agent's connection (ROUTER id), from its registration.
     pub peer: Option<Vec<u8>>,
+    signer: Option<(bulkhead_net::sign::LaunchSigner, String)>,
+    /// The challenge given, and how many messages were sealed for it.
+    challenge: Vec<u8>,
+    seq: u64,
+    /// Registrations seen (each a credential the agent made).
+    pub registrations: u32,
 }
 
 impl Impostor {
@@ -38,7 +46,44 @@ impl Impostor {
         }
         sock.bind(endpoint).expect("bind");
         let endpoint = sock.get_last_endpoint().expect("endpoint").expect("utf-8");
-        (Impostor { sock, peer: None }, endpoint)
+        (
+            Impostor {
+                sock,
+                peer: None,
+                signer: None,
+                challenge: Vec::new(),
+                seq: 0,
+                registrations: 0,
+            },
+            endpoint,
+        )
+    }
+
+    /// Seals what it sends for node `node` with the broker's signing key.
+    pub fn signing(mut self, signer: bulkhead_net::sign::LaunchSigner, node: &str) -> Self {
+        self.signer = Some((signer, node.to_string()));
+        self
+    }
+
+    /// Answers a registration as a broker would: a challenge first (when it signs),
+    /// then `Registered`. Whether the agent is now registered with it.
+    fn answer_registration(&mut self, peer: &[u8], reg: &Registration) -> bool {
+        self.registrations += 1;
+        self.peer = Some(peer.to_vec());
+        if self.signer.is_some() && (self.challenge.is_empty() || reg.challenge != self.challenge) {
+            self.challenge = format!("impostor-{}", now_us()).into_bytes();
+            self.seq = 0;
+            let c = BrokerMessage::Challenge {
+                nonce: self.challenge.clone(),
+            };
+            self.send_frame(codec::encode(0, &c).expect("encode"));
+            return false;
+        }
+        self.send(&BrokerMessage::Registered {
+            node: NodeId(1),
+            heartbeat_ms: 500,
+        });
+        true
     }
 
     /// Reads the agent's messages (answering registrations) until `want` picks one.
@@ -55,12 +100,8 @@ impl Impostor {
                 panic!("{} frames from the agent", frames.len())
             };
             let (_, msg) = codec::decode::<AgentMessage>(frame).expect("an agent message");
-            if let AgentMessage::Register(_) = msg {
-                self.peer = Some(peer.clone());
-                self.send(&BrokerMessage::Registered {
-                    node: NodeId(1),
-                    heartbeat_ms: 500,
-                });
+            if let AgentMessage::Register(reg) = &msg {
+                self.answer_registration(peer, reg);
                 continue;
             }
             if let Some(v) = want(msg) {
@@ -69,11 +110,13 @@ impl Impostor {
         }
     }
 
-    /// Waits for the agent's (next) registration.
+    /// Waits for the agent's (next) registration, and answers it: with the signing
+    /// key, until the agent registered with its challenge; without, once (the agent
+    /// does not take an unsealed `Registered`).
     pub fn registered(&mut self) {
         self.peer = None;
         let deadline = std::time::Instant::now() + scaled(30);
-        while self.peer.is_none() {
+        loop {
             assert!(
                 std::time::Instant::now() < deadline,
                 "the agent never registered"
@@ -86,17 +129,24 @@ impl Impostor {
                 continue;
             };
             match codec::decode::<AgentMessage>(frame) {
-                Ok((_, AgentMessage::Register(_))) => {
-                    self.peer = Some(peer.clone());
-                    self.send(&BrokerMessage::Registered {
-                        node: NodeId(1),
-                        heartbeat_ms: 500,
-                    });
+                Ok((_, AgentMessage::Register(reg))) => {
+                    if self.answer_registration(peer, &reg) || self.signer.is_none() {
+                        return;
+                    }
                 }
                 // An agent that was registered with the broker this one replaces is
-                // told to register again, as a restarted broker does.
+                // told to register again, as a restarted broker does (a squatter
+                // would send the same).
                 Ok(_) => {
-                    let again = codec::encode(0, &BrokerMessage::Reregister).expect("encode");
+                    let again = match &self.signer {
+                        Some(_) => BrokerMessage::Challenge {
+                            nonce: b"impostor-first".to_vec(),
+                        },
+                        None => BrokerMessage::Challenge {
+                            nonce: b"squatter".to_vec(),
+                        },
+                    };
+                    let again = codec::encode(0, &again).expect("encode");
                     self.sock
                         .send_multipart([peer.clone(), again], 0)
                         .expect("send");
@@ -111,8 +161,18 @@ impl Impostor {
         self.sock.send_multipart([peer, frame], 0).expect("send");
     }
 
-    pub fn send(&self, msg: &BrokerMessage) {
-        self.send_frame(codec::encode(0, msg).expect("encode"));
+    /// Sends `msg`: sealed for the agent's registration when it holds the signing key.
+    pub fn send(&mut self, msg: &BrokerMessage) {
+        let msg = match &self.signer {
+            Some((signer, node)) => {
+                self.seq += 1;
+                signer
+                    .seal(node, &self.challenge, self.seq, msg)
+                    .expect("seal")
+            }
+            None => msg.clone(),
+        };
+        self.send_frame(codec::encode(0, &msg).expect("encode"));
     }
 
     /// The agent's end of `job`, whatever it was.

@@ -1830,8 +1830,9 @@ fn an_agent_runs_only_fresh_launches_signed_by_its_broker_and_refuses_replays() 
     let keys = c.keys_dir();
     let pair = bulkhead_net::curve::load_pair(&keys.join("broker.key")).expect("broker key");
     let signer = LaunchSigner::load(&keys.join("broker.sign")).expect("signing key");
-    let (mut broker, endpoint) = Impostor::bind(&pair);
     let name = format!("{}imp", c.node);
+    let (broker, endpoint) = Impostor::bind(&pair);
+    let mut broker = broker.signing(signer.clone(), &name);
     c.make_key(&name).expect("node key");
     let agent = c.spawn_agent_to(&name, &endpoint).expect("agent");
     broker.registered();
@@ -1882,13 +1883,16 @@ fn an_agent_runs_only_fresh_launches_signed_by_its_broker_and_refuses_replays() 
     // The genuine launch runs once.
     let mut genuine = launch_of(7, 0, 0, &name, &marker(7));
     signer.sign(&mut genuine, &name, now_us());
-    let frame = codec::encode(0, &BrokerMessage::Launch(Box::new(genuine))).expect("encode");
-    broker.send_frame(frame.clone());
+    // (Sealed anew each time, as a host on the path holding the keys would: a frame
+    // played again as it was is dropped by its sequence number before the launch
+    // check sees it.)
+    let genuine = BrokerMessage::Launch(Box::new(genuine));
+    broker.send(&genuine);
     let end = broker.end_of(JobId(7));
     assert_eq!(end.state, JobState::Completed, "{end:?}");
     broker.send(&BrokerMessage::EndAck { job: JobId(7) });
-    // Its replay, byte for byte, once the agent has forgotten the job.
-    broker.send_frame(frame.clone());
+    // Its replay, once the agent has forgotten the job.
+    broker.send(&genuine);
     let end = broker.end_of(JobId(7));
     assert!(
         end.reason
@@ -1901,7 +1905,7 @@ fn an_agent_runs_only_fresh_launches_signed_by_its_broker_and_refuses_replays() 
     drop(agent);
     let _agent = c.spawn_agent_to(&name, &endpoint).expect("agent again");
     broker.registered();
-    broker.send_frame(frame);
+    broker.send(&genuine);
     let end = broker.end_of(JobId(7));
     assert!(
         end.reason

@@ -117,12 +117,16 @@ fn jobs_that_end_while_the_broker_is_down_keep_their_state_and_dependents() {
 }
 
 /// Without CURVE, a local user who binds the broker's port while it restarts gets the
-/// agent to connect, but the agent runs none of its launches (unsigned, or signed with
-/// a key that is not the broker's); a launch of root's job is refused even when the
-/// broker signed it, unless the node allows root's jobs; root's submission is refused
-/// at the broker; and an agent given no way to authenticate its broker does not start.
+/// agent to connect and to register, but the agent acts on nothing it sends: not its
+/// `Registered`, launches (unsigned, or signed with a key that is not the broker's), a
+/// kill of a running job, nor an acknowledgement of an end, since only messages sealed
+/// by the broker's key for this registration count; the registration it collected is
+/// worth nothing to the real broker (it answered the squatter's challenge, not one the
+/// broker gave). A launch of root's job is refused even when the broker sealed and
+/// signed it, unless the node allows root's jobs; root's submission is refused at the
+/// broker; an agent given no way to authenticate its broker does not start.
 #[test]
-fn a_user_squatting_the_brokers_port_cannot_start_jobs_and_root_jobs_are_refused() {
+fn a_user_squatting_the_brokers_port_cannot_start_or_stop_jobs_and_root_jobs_are_refused() {
     let mut c = Cluster::start().expect("cluster");
     let u = user(USER1);
     let wd = c.workdir(None).expect("workdir");
@@ -137,10 +141,32 @@ fn a_user_squatting_the_brokers_port_cannot_start_jobs_and_root_jobs_are_refused
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("root's jobs are not accepted"), "{err}");
 
+    let uwd = c.workdir(Some(&u)).expect("workdir");
+    let victim = c
+        .submit(
+            Some(&u),
+            &uwd,
+            &[],
+            "#!/bin/sh
+while [ ! -e go ]; do sleep 0.1; done
+echo done > done
+",
+        )
+        .expect("submit");
+    c.wait_state(victim, &[JobState::Running], t())
+        .expect("running");
+
     c.crash_broker();
+    let registration = wd.join("registration");
     let squatter = squat(
         &u,
-        &["broker", &c.endpoint, marker.to_str().expect("utf-8")],
+        &[
+            "broker",
+            &c.endpoint,
+            marker.to_str().expect("utf-8"),
+            &victim.to_string(),
+            registration.to_str().expect("utf-8"),
+        ],
     );
     let out = squatter.wait_with_output().expect("squatter");
     let said = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -149,20 +175,18 @@ fn a_user_squatting_the_brokers_port_cannot_start_jobs_and_root_jobs_are_refused
         "{said}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let lines: Vec<&str> = said.lines().collect();
-    assert_eq!(lines.len(), 2, "{said}");
-    assert!(
-        lines[0].contains("FAILED") && lines[0].contains("not signed"),
-        "{said}"
-    );
-    assert!(
-        lines[1].contains("FAILED") && lines[1].contains("not the broker's"),
-        "{said}"
-    );
+    assert_eq!(said.trim(), "sent 5");
+    let ignored = |log: &str| {
+        log.matches("ignored an unsigned message from the broker's address")
+            .count()
+    };
+    wait_for(t(), || ignored(&c.agent_log()) >= 5)
+        .unwrap_or_else(|e| panic!("{e}: {}", c.agent_log()));
 
     // The broker's own key, on a node that does not allow root's jobs.
     let signer = LaunchSigner::load(&c.keys_dir().join("broker.sign")).expect("signing key");
-    let (mut broker, _) = Impostor::bind_at(None, &c.endpoint);
+    let (broker, _) = Impostor::bind_at(None, &c.endpoint);
+    let mut broker = broker.signing(signer.clone(), &c.node);
     broker.registered();
     let mut root_job = launch_of(900_003, 0, 0, &c.node, &marker);
     signer.sign(&mut root_job, &c.node, now_us());
@@ -176,7 +200,45 @@ fn a_user_squatting_the_brokers_port_cannot_start_jobs_and_root_jobs_are_refused
             .contains("root jobs are not allowed"),
         "{end:?}"
     );
+    drop(broker);
     assert!(!marker.exists(), "a refused launch ran");
+
+    // The real broker is back: the registration the squatter kept gets a challenge,
+    // not the node.
+    c.start_broker().expect("broker back");
+    let ctx = zmq::Context::new();
+    let sock = ctx.socket(zmq::DEALER).expect("socket");
+    sock.set_linger(0).expect("linger");
+    sock.connect(&c.endpoint).expect("connect");
+    sock.send(std::fs::read(&registration).expect("kept registration"), 0)
+        .expect("send");
+    assert!(
+        sock.poll(zmq::POLLIN, t().as_millis() as i64)
+            .expect("poll")
+            > 0,
+        "no answer to the played registration"
+    );
+    let answer = sock.recv_bytes(0).expect("recv");
+    let (_, answer) = codec::decode::<BrokerMessage>(&answer).expect("a broker message");
+    assert!(
+        matches!(answer, BrokerMessage::Challenge { .. }),
+        "the played registration was taken: {answer:?}"
+    );
+    c.wait_node_up().expect("the node is its agent's");
+    std::fs::write(uwd.join("go"), "").expect("go");
+    let j = c
+        .wait_state(
+            victim,
+            &[JobState::Completed, JobState::Failed, JobState::NodeFail],
+            t(),
+        )
+        .expect("the victim ends");
+    assert_eq!(
+        (j.state, j.exit_code),
+        (JobState::Completed, Some(0)),
+        "the squatter's kill did nothing: {j:?}"
+    );
+    assert!(uwd.join("done").exists());
 
     let dir = tempfile::tempdir().expect("tempdir");
     let out = Command::new(bin("bulkhead-agent"))

@@ -169,6 +169,8 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
                     enforced: vec!["memory".into()],
                     gpus: vec![gpu.clone()],
                     gpu_backend: "simulated".into(),
+                    challenge: vec![],
+
                     ended: vec![end.clone()],
                 }),
                 AgentMessage::Heartbeat {

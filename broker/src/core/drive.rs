@@ -579,6 +579,8 @@ impl Driver {
             enforced: vec![],
             gpus: self.gpus(b),
             gpu_backend: "simulated".into(),
+            challenge: vec![],
+
             ended: (0..b.below(3)).map(|_| self.end(b)).collect(),
         }
     }
