@@ -44,18 +44,27 @@ fn main() -> Result<()> {
 
 fn capture(endpoint: &str, out: &Path) -> Result<()> {
     let (imp, _) = Impostor::bind_at(None, endpoint);
-    if imp.sock.poll(zmq::POLLIN, 60_000)? == 0 {
-        bail!("no request came in 60 s");
-    }
-    let frames = imp.sock.recv_multipart(0)?;
-    let [peer, frame] = frames.as_slice() else {
-        bail!("{} frames", frames.len());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    // The node agent reconnects here too: its messages are not what is wanted.
+    let (peer, frame) = loop {
+        if std::time::Instant::now() > deadline {
+            bail!("no client request came in 60 s");
+        }
+        if imp.sock.poll(zmq::POLLIN, 100)? == 0 {
+            continue;
+        }
+        let frames = imp.sock.recv_multipart(0)?;
+        if let [peer, frame] = frames.as_slice()
+            && codec::peek_header(frame).is_ok_and(|h| h.kind == codec::Kind::ClientRequest)
+        {
+            break (peer.clone(), frame.clone());
+        }
     };
-    std::fs::write(out, frame).with_context(|| format!("write {}", out.display()))?;
-    let header = codec::peek_header(frame)?;
+    std::fs::write(out, &frame).with_context(|| format!("write {}", out.display()))?;
+    let header = codec::peek_header(&frame)?;
     let reply = ClientReply::Error(ErrorReply::new(ErrorCode::Internal, "try again later"));
     imp.sock
-        .send_multipart([peer.clone(), codec::encode(header.request_id, &reply)?], 0)?;
+        .send_multipart([peer, codec::encode(header.request_id, &reply)?], 0)?;
     Ok(())
 }
 
