@@ -104,6 +104,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create {}", data_dir.display()))?;
     let data_dir = data_dir.canonicalize()?;
+    // Root's store and keys live here: a directory or key a user could write would let
+    // that user plant the key launches are signed with.
+    for p in [
+        data_dir.clone(),
+        data_dir.join("broker.sign"),
+        data_dir.join("broker.verify"),
+    ] {
+        root_owned(&p)?;
+    }
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o755))?;
@@ -236,4 +245,54 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         result
     })
+}
+
+/// `path`, if it exists, is root's and no link: the data directory and its keys.
+fn root_owned(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    if m.file_type().is_symlink() {
+        bail!(
+            "{} is a symbolic link: bh standalone keeps root's keys here and follows no link",
+            path.display()
+        );
+    }
+    if m.uid() != 0 {
+        bail!(
+            "{} belongs to uid {}, not root: bh standalone keeps root's store and launch keys \
+             there; give it a --data-dir that root owns",
+            path.display(),
+            m.uid()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A data directory or key another user owns, or a key that is a link, is refused.
+    #[test]
+    fn the_data_directory_and_its_keys_must_be_roots() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(root_owned(dir.path()).is_ok(), "root's own directory");
+        assert!(
+            root_owned(&dir.path().join("absent")).is_ok(),
+            "not there yet"
+        );
+        let planted = dir.path().join("broker.sign");
+        std::fs::write(&planted, "x").expect("write");
+        std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).expect("chown");
+        let e = root_owned(&planted).expect_err("a user's key").to_string();
+        assert!(e.contains("uid 65534"), "{e}");
+        let link = dir.path().join("broker.verify");
+        std::os::unix::fs::symlink("/etc/hostname", &link).expect("symlink");
+        let e = root_owned(&link).expect_err("a link").to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+    }
 }
