@@ -338,6 +338,21 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
             if p.name.contains(',') || p.name.is_empty() {
                 return bad(format!("partition name {:?} is not a name", p.name));
             }
+            // A partition's limit becomes a job's: bounded as the jobs' own are.
+            for (what, t) in [
+                ("max_time_s", p.max_time_s),
+                ("default_time_s", p.default_time_s),
+            ] {
+                if let Some(t) = t
+                    && t > bulkhead_proto::limits::MAX_TIME_LIMIT_S
+                {
+                    return bad(format!(
+                        "partition {:?}: {what} {t} is over the largest time limit, {} s",
+                        p.name,
+                        bulkhead_proto::limits::MAX_TIME_LIMIT_S
+                    ));
+                }
+            }
             if let (Some(d), Some(m)) = (p.default_time_s, p.max_time_s)
                 && d > m
             {
@@ -592,6 +607,10 @@ half_life_s = 3600
             (
                 "[[partition]]\nname = \"p\"\nmax_time_s = 10\ndefault_time_s = 20\n",
                 "over max_time_s",
+            ),
+            (
+                "[[partition]]\nname = \"p\"\nmax_time_s = 2147483589\n",
+                "over the largest time limit, 2147483588 s",
             ),
             ("[priority]\nweight_age = -1.0\n", "not negative"),
             ("[[qos]]\nname = \"q\"\npriority = 2.0\n", "between 0 and 1"),

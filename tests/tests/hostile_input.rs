@@ -1,7 +1,8 @@
 //! End-to-end: hostile values in submissions and in what operators read. Control
-//! characters in a job's labels are refused by `bh submit` and by the broker (for a
-//! client that skips `bh`'s checks), naming the field, and nothing is queued; free text
-//! that did not come through submit (a drain reason) is printed escaped.
+//! characters in a job's labels, time limits past the largest and dependencies on jobs
+//! that never existed are refused by `bh submit` and by the broker (for a client that
+//! skips `bh`'s checks), naming the field, and nothing is queued; free text that did
+//! not come through submit (a drain reason) is printed escaped.
 
 use bulkhead_net::{Client, ClientError};
 use bulkhead_proto::JobState;
@@ -69,6 +70,34 @@ fn control_characters_are_refused_at_submit_and_nothing_is_queued() {
         "{}",
         text(&out.stderr)
     );
+
+    // Out-of-range values, refused the same way: a time limit past Slurm's largest,
+    // and a dependency on a job that never existed (Slurm's words).
+    for (args, says) in [
+        (
+            &["-t", "107000000000000-0"][..],
+            "longer than the maximum, 24855-03:13:08",
+        ),
+        (
+            &["-t", "99999999999999"][..],
+            "longer than the maximum, 24855-03:13:08",
+        ),
+        (
+            &["--dependency=afterok:999999"][..],
+            "Job dependency problem",
+        ),
+    ] {
+        let mut all = vec!["submit"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--wrap", "touch ran"]);
+        let out = c.bh_in(Some(&u), &wd, &all).expect("bh submit");
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
 
     // A client that skips bh's checks is refused by the broker, naming the field.
     let mut client = Client::connect(&c.endpoint, Some(&c.munged.socket)).expect("client");
