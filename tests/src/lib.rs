@@ -39,6 +39,27 @@ pub fn bin(name: &str) -> PathBuf {
     }
 }
 
+/// A submission of `script` named `name` from `workdir`, with no options: what a test
+/// that speaks the protocol itself sends (`bh submit` adds its options to it).
+pub fn submission(workdir: &Path, name: &str, script: &str) -> bulkhead_proto::job::JobSubmission {
+    bulkhead_proto::job::JobSubmission {
+        name: name.into(),
+        script: script.into(),
+        args: vec![],
+        workdir: workdir.to_string_lossy().into_owned(),
+        stdout: None,
+        stderr: None,
+        env: vec![],
+        resources: Default::default(),
+        deps: vec![],
+        array: None,
+        array_task: None,
+        reservation: None,
+        qos: None,
+        idempotency_key: None,
+    }
+}
+
 /// A benchmark's numeric option `name VALUE` from `args`, or `default`.
 pub fn u32_arg(args: &[String], name: &str, default: u32) -> Result<u32> {
     match args.iter().position(|a| a == name) {

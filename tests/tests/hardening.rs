@@ -295,22 +295,11 @@ fn a_captured_credential_authorizes_only_the_request_it_was_made_for() {
     let wd = c.workdir(None).expect("workdir");
     let spliced = ClientRequest {
         credential: req.credential.clone(),
-        op: ClientOp::Submit(Box::new(bulkhead_proto::job::JobSubmission {
-            name: "spliced".into(),
-            script: "#!/bin/sh\ntouch pwned\n".into(),
-            args: vec![],
-            workdir: wd.to_string_lossy().into_owned(),
-            stdout: None,
-            stderr: None,
-            env: vec![],
-            resources: Default::default(),
-            deps: vec![],
-            array: None,
-            array_task: None,
-            reservation: None,
-            qos: None,
-            idempotency_key: None,
-        })),
+        op: ClientOp::Submit(Box::new(bulkhead_tests::submission(
+            &wd,
+            "spliced",
+            "#!/bin/sh\ntouch pwned\n",
+        ))),
     };
     match ask(&codec::encode(header.request_id, &spliced).expect("encode")) {
         ClientReply::Error(e) => {

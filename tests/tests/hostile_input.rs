@@ -5,10 +5,9 @@
 //! not come through submit (a drain reason) is printed escaped.
 
 use bulkhead_net::{Client, ClientError};
+use bulkhead_proto::JobInfo;
 use bulkhead_proto::JobState;
-use bulkhead_proto::job::JobSubmission;
 use bulkhead_proto::msg::{ErrorCode, QueueFilter};
-use bulkhead_proto::{JobInfo, ResourceRequest};
 use bulkhead_tests::{Cluster, USER1, user};
 
 fn text(b: &[u8]) -> String {
@@ -101,22 +100,7 @@ fn control_characters_are_refused_at_submit_and_nothing_is_queued() {
 
     // A client that skips bh's checks is refused by the broker, naming the field.
     let mut client = Client::connect(&c.endpoint, Some(&c.munged.socket)).expect("client");
-    let sub = JobSubmission {
-        name: "x\nUserId=root(0)".into(),
-        script: "#!/bin/sh\ntouch ran\n".into(),
-        args: vec![],
-        workdir: wd.to_string_lossy().into_owned(),
-        stdout: None,
-        stderr: None,
-        env: vec![],
-        resources: ResourceRequest::default(),
-        deps: vec![],
-        array: None,
-        array_task: None,
-        reservation: None,
-        qos: None,
-        idempotency_key: None,
-    };
+    let sub = bulkhead_tests::submission(&wd, "x\nUserId=root(0)", "#!/bin/sh\ntouch ran\n");
     match client.submit(sub) {
         Err(ClientError::Refused(e)) => {
             assert_eq!(e.code, ErrorCode::Invalid);

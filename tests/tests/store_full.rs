@@ -56,23 +56,12 @@ fn fill(dir: &Path) -> Result<PathBuf> {
 /// A submission as `bh submit --wrap true` makes it, with this key.
 fn submission(workdir: &Path, key: u128) -> JobSubmission {
     JobSubmission {
-        name: "keyed".into(),
-        script: TRUE.into(),
-        args: vec![],
-        workdir: workdir.to_string_lossy().into_owned(),
-        stdout: None,
-        stderr: None,
-        env: vec![],
         resources: ResourceRequest {
             mem_mb: 64,
             ..Default::default()
         },
-        deps: vec![],
-        array: None,
-        array_task: None,
-        reservation: None,
-        qos: None,
         idempotency_key: Some(key),
+        ..bulkhead_tests::submission(workdir, "keyed", TRUE)
     }
 }
 

@@ -14,23 +14,12 @@ use std::process::{Command, Stdio};
 
 fn submission(workdir: &Path, name: &str, key: u128) -> JobSubmission {
     JobSubmission {
-        name: name.into(),
-        script: "#!/bin/sh\ntrue\n".into(),
-        args: vec![],
-        workdir: workdir.to_string_lossy().into_owned(),
-        stdout: None,
-        stderr: None,
-        env: vec![],
         resources: ResourceRequest {
             mem_mb: 64,
             ..Default::default()
         },
-        deps: vec![],
-        array: None,
-        array_task: None,
-        reservation: None,
-        qos: None,
         idempotency_key: Some(key),
+        ..bulkhead_tests::submission(workdir, name, "#!/bin/sh\ntrue\n")
     }
 }
 
