@@ -1239,8 +1239,11 @@ fn accounting_records_what_the_kernel_and_the_gpus_measured() {
             Some(&u),
             &wd,
             &["--mem", "512M"],
+            // The loop's own CPU time, as the kernel counted it for that process
+            // (utime + stime in ticks), is read before it is stopped.
             "#!/bin/sh\ndd if=/dev/zero of=/dev/null bs=100M count=1 2>/dev/null\n\
-             timeout 2 sh -c 'while :; do :; done'\nexit 0\n",
+             sh -c 'while :; do :; done' & loop=$!\nsleep 2\n\
+             cut -d' ' -f14,15 /proc/$loop/stat > loop.ticks\nkill $loop\nwait\nexit 0\n",
         )
         .expect("submit");
     let gpu = c
@@ -1349,11 +1352,23 @@ fn accounting_records_what_the_kernel_and_the_gpus_measured() {
     let b = rec(burn);
     let usage = &b["usage"];
     if let Some(cpu) = usage["cpu_usec"].as_u64() {
-        // Two seconds of a busy loop: at least half a core on a loaded machine, and no
-        // more than the wall time (plus dd and the shells).
+        // The job's cgroup counted at least what the busy loop's process was counted
+        // (however little CPU a loaded machine gave it), and no more than that plus
+        // dd, the shells and 0.6 s of slack.
+        let ticks: u64 = std::fs::read_to_string(wd.join("loop.ticks"))
+            .expect("loop.ticks")
+            .split_whitespace()
+            .map(|t| t.parse::<u64>().expect("ticks"))
+            .sum();
+        let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .unwrap_or(100) as u64;
+        let own = ticks * 1_000_000 / hz;
+        assert!(own > 0, "the loop ran: {ticks} ticks");
         assert!(
-            (1_000_000..=2_600_000).contains(&cpu),
-            "CPU time {cpu} us for a 2 s loop"
+            cpu + 1_000_000 / hz >= own && cpu <= own + 600_000,
+            "CPU time {cpu} us for a loop counted {own} us"
         );
     } else {
         panic!("no CPU accounting for the job: {usage}");
