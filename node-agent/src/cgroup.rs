@@ -505,7 +505,7 @@ impl AgentTree {
 }
 
 /// One job's cgroups.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct JobCgroup {
     v2: Option<(PathBuf, Vec<String>)>,
     v1: BTreeMap<String, PathBuf>,

@@ -339,8 +339,19 @@ impl DeviceFilter {
     /// Removes every grant in the map, also those an earlier run of the agent wrote
     /// (at start, when no job of that run survives).
     pub fn revoke_all(&mut self) {
-        self.held.clear();
-        let keys: Vec<PolicyKey> = self.policy.keys().filter_map(Result::ok).collect();
+        self.revoke_all_except(&std::collections::BTreeSet::new());
+    }
+
+    /// Removes every grant but those of the cgroups in `keep` (the jobs an earlier
+    /// run of the agent left running under their supervisors).
+    pub fn revoke_all_except(&mut self, keep: &std::collections::BTreeSet<u64>) {
+        self.held.retain(|id, _| keep.contains(id));
+        let keys: Vec<PolicyKey> = self
+            .policy
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|k| !keep.contains(&k.cgroup_id))
+            .collect();
         for k in keys {
             let _ = self.policy.remove(&k);
         }

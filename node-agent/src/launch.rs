@@ -59,15 +59,16 @@ impl LaunchError {
 }
 
 /// The steps of a job's start that fail only for the node's reasons.
-const NODE_STEPS: [&str; 4] = [
+const NODE_STEPS: [&str; 5] = [
     "join the job cgroup",
     "start a session",
     "attach standard input to /dev/null",
     "close the agent's descriptors",
+    "set the parent-death signal",
 ];
 
 /// The account a job runs as.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UserInfo {
     pub uid: u32,
     pub gid: u32,
@@ -271,7 +272,7 @@ pub fn write_script(
     Ok(path)
 }
 
-const STEPS: [&str; 12] = [
+const STEPS: [&str; 13] = [
     "join the job cgroup",
     "start a session",
     "set supplementary groups",
@@ -284,10 +285,12 @@ const STEPS: [&str; 12] = [
     "attach standard input to /dev/null",
     "execute the batch script",
     "close the agent's descriptors",
+    "set the parent-death signal",
 ];
 
-/// What the child needs, prepared before the fork.
-#[derive(Debug)]
+/// What the child needs, prepared before the fork (by the agent, which hands it to
+/// the job's supervisor in the job's spool record).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Prepared {
     pub script: PathBuf,
     pub args: Vec<String>,
@@ -337,6 +340,9 @@ struct ChildPrep {
     err: Option<CString>,
     /// Signals the agent handles: reset to their default in the child before exec.
     handled: Vec<i32>,
+    /// Killed when its parent (the job's supervisor) dies: no batch script runs on
+    /// without the process that enforces its limits.
+    pdeathsig: bool,
     failed_step: i32,
     failed_errno: i32,
 }
@@ -358,6 +364,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         for &sig in &p.handled {
             libc::signal(sig, libc::SIG_DFL);
         }
+        // Rust's runtime ignores SIGPIPE, and an ignored signal stays ignored across
+        // exec: a job's `yes | head` would never end.
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         for &fd in &p.procs {
             if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
                 return fail(p, 0);
@@ -374,6 +383,10 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         }
         if libc::setuid(p.uid) != 0 {
             return fail(p, 4);
+        }
+        // After the uid change, which clears it.
+        if p.pdeathsig && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+            return fail(p, 12);
         }
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return fail(p, 5);
@@ -481,6 +494,14 @@ fn handled_signals() -> Vec<i32> {
 /// memory until exec spares copying its page tables for every job (fork's main cost
 /// here). Returns the running process.
 pub fn spawn(p: &Prepared) -> Result<JobProcess, LaunchError> {
+    let pid = start(p, false)?;
+    watch(pid, p.user.uid)
+}
+
+/// Starts the job's batch process as [`spawn`] does, for a caller that reaps it itself
+/// (the job's supervisor, which is its subreaper). With `pdeathsig` the process is
+/// killed when the caller dies.
+pub fn start(p: &Prepared, pdeathsig: bool) -> Result<i32, LaunchError> {
     let procs: Vec<OwnedFd> = p
         .procs_files
         .iter()
@@ -538,6 +559,7 @@ pub fn spawn(p: &Prepared) -> Result<JobProcess, LaunchError> {
             Some(cstr(&p.stderr, "error path")?)
         },
         handled: handled_signals(),
+        pdeathsig,
         failed_step: NO_FAILURE,
         failed_errno: 0,
     });
@@ -591,6 +613,12 @@ pub fn spawn(p: &Prepared) -> Result<JobProcess, LaunchError> {
             source: io::Error::from_raw_os_error(prep.failed_errno),
         });
     }
+    Ok(pid)
+}
+
+/// Watches a child process of this one through a pidfd, to wait for it without a
+/// thread.
+fn watch(pid: i32, uid: u32) -> Result<JobProcess, LaunchError> {
     // SAFETY: pidfd_open on our own unreaped child; the result is a new descriptor.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
@@ -602,7 +630,7 @@ pub fn spawn(p: &Prepared) -> Result<JobProcess, LaunchError> {
         }
         return Err(LaunchError::Child {
             step: "watch the job process (pidfd_open)",
-            uid: p.user.uid,
+            uid,
             source,
         });
     }
@@ -614,7 +642,7 @@ pub fn spawn(p: &Prepared) -> Result<JobProcess, LaunchError> {
     }
     .map_err(|e| LaunchError::Child {
         step: "watch the job process",
-        uid: p.user.uid,
+        uid,
         source: e.into(),
     })?;
     Ok(JobProcess {
@@ -622,6 +650,132 @@ pub fn spawn(p: &Prepared) -> Result<JobProcess, LaunchError> {
         pidfd,
         status: None,
     })
+}
+
+/// What the supervisor's child needs before it execs (see [`spawn_supervisor`]).
+struct SupervisorPrep {
+    path: CString,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    link: i32,
+    devnull: i32,
+    handled: Vec<i32>,
+    failed_errno: i32,
+}
+
+extern "C" fn supervisor_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: as for `child_main`: the parent keeps the prep alive and waits (vfork);
+    // only async-signal-safe calls follow.
+    unsafe {
+        let p = &mut *arg.cast::<SupervisorPrep>();
+        for &sig in &p.handled {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+        // dup2 leaves the copy without close-on-exec: the supervisor gets its link
+        // as descriptor 3 and nothing else of the agent's.
+        let ok = libc::dup2(p.link, 3) == 3
+            && libc::dup2(p.devnull, 0) == 0
+            && libc::setsid() >= 0
+            && libc::syscall(
+                libc::SYS_close_range,
+                4u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC as libc::c_uint,
+            ) == 0;
+        if ok {
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            libc::execve(p.path.as_ptr(), p.argv.as_ptr(), p.envp.as_ptr());
+        }
+        p.failed_errno = *libc::__errno_location();
+        libc::_exit(127)
+    }
+}
+
+/// Starts a job's supervisor, `exe DIR`, as a child of this process in a session of
+/// its own (a terminal's signals do not reach it; the agent's exit does not end it),
+/// with `link` as its descriptor 3.
+pub fn spawn_supervisor(
+    exe: &Path,
+    dir: &Path,
+    link: std::os::fd::BorrowedFd<'_>,
+) -> Result<JobProcess, LaunchError> {
+    let fail = |step: &'static str| {
+        move |source: io::Error| LaunchError::Child {
+            step,
+            uid: 0,
+            source,
+        }
+    };
+    let devnull = std::fs::File::open("/dev/null").map_err(|source| LaunchError::Prepare {
+        step: "open",
+        path: "/dev/null".into(),
+        source,
+    })?;
+    let path = CString::new(exe.as_os_str().as_encoded_bytes()).map_err(|_| LaunchError::Nul {
+        what: "supervisor path",
+    })?;
+    let arg = CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| LaunchError::Nul { what: "job directory" })?;
+    let env: Vec<CString> = std::env::vars_os()
+        .filter(|(k, _)| k == "RUST_BACKTRACE")
+        .filter_map(|(k, v)| {
+            let mut kv = k.into_encoded_bytes();
+            kv.push(b'=');
+            kv.extend(v.into_encoded_bytes());
+            CString::new(kv).ok()
+        })
+        .collect();
+    let mut prep = Box::new(SupervisorPrep {
+        argv: vec![path.as_ptr(), arg.as_ptr(), std::ptr::null()],
+        envp: env
+            .iter()
+            .map(|c| c.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect(),
+        path: path.clone(),
+        link: link.as_raw_fd(),
+        devnull: devnull.as_raw_fd(),
+        handled: handled_signals(),
+        failed_errno: 0,
+    });
+    let mut stack = vec![0u8; 64 << 10];
+    // SAFETY: as in `start`: all signals blocked across the clone, the child runs only
+    // `supervisor_main` on its own stack.
+    let pid = unsafe {
+        let top = stack.as_mut_ptr().add(stack.len()) as usize & !15;
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let pid = {
+            let _shared = FORK_LOCK
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            libc::clone(
+                supervisor_main,
+                top as *mut libc::c_void,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                (&mut *prep as *mut SupervisorPrep).cast(),
+            )
+        };
+        let clone_errno = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(fail("start the job's supervisor")(clone_errno));
+        }
+        pid
+    };
+    drop(stack);
+    if prep.failed_errno != 0 {
+        // SAFETY: reaping our own exited child.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        return Err(fail("execute the job's supervisor")(io::Error::from_raw_os_error(
+            prep.failed_errno,
+        )));
+    }
+    watch(pid, 0)
 }
 
 #[cfg(test)]

@@ -14,9 +14,12 @@ pub mod gpu;
 pub mod journal;
 pub mod launch;
 pub mod metrics;
+pub mod step;
+pub mod stepd;
+mod supervised;
 pub mod usage;
 
-use crate::cgroup::{AgentTree, JobCgroup, Limits};
+use crate::cgroup::{AgentTree, JobCgroup};
 use crate::journal::Journal;
 use bulkhead_munge::Munge;
 use bulkhead_net::thread as transport;
@@ -25,7 +28,6 @@ use bulkhead_proto::job::{JobEnd, LaunchSpec};
 use bulkhead_proto::msg::{AgentMessage, BrokerMessage, ClientReply, Registration};
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, JobState};
-use nix::sys::signal::Signal;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -82,6 +84,12 @@ pub struct AgentConfig {
     pub insecure: bool,
     /// Run jobs of uid 0; refused otherwise.
     pub allow_root_jobs: bool,
+    /// The jobs' supervisor (default: `bulkhead-stepd` beside the agent's binary).
+    pub stepd: Option<PathBuf>,
+    /// End the jobs (NODE_FAIL) when the agent stops, as single-host mode does;
+    /// otherwise they run on under their supervisors and a restarted agent takes
+    /// them back.
+    pub end_jobs_on_exit: bool,
 }
 
 /// The variables a job never gets from its submission unless the admin says otherwise:
@@ -89,7 +97,7 @@ pub struct AgentConfig {
 pub const DEFAULT_DENY_ENV: [&str; 3] = ["LD_PRELOAD", "LD_AUDIT", "LD_PROFILE"];
 
 /// The node's GPU backend, shared by the launches.
-type SharedGpus = Arc<Mutex<Option<Box<dyn gpu::GpuBackend>>>>;
+pub(crate) type SharedGpus = Arc<Mutex<Option<Box<dyn gpu::GpuBackend>>>>;
 
 /// The simulated backend if asked, else NVML if this host has it, else none.
 fn open_gpus(cfg: &AgentConfig) -> Result<Option<Box<dyn gpu::GpuBackend>>, AgentError> {
@@ -154,6 +162,8 @@ pub enum AgentError {
     },
     #[error(transparent)]
     Journal(#[from] journal::JournalError),
+    #[error("the jobs' supervisor {path} cannot be run: {why} (install bulkhead-stepd beside the agent, or give --stepd)")]
+    Stepd { path: PathBuf, why: String },
     #[error(
         "no way to authenticate the broker: give --broker-verify-key (the broker's broker.verify, \
          written by `bulkhead-broker keygen`) or CURVE keys (--key, --broker-key); \
@@ -162,7 +172,7 @@ pub enum AgentError {
     Unauthenticated,
 }
 
-enum JobEvent {
+pub(crate) enum JobEvent {
     Started {
         job: JobId,
         pid: u32,
@@ -176,6 +186,10 @@ enum JobEvent {
     Ended {
         end: JobEnd,
     },
+    /// The batch script exited and the job's last processes are being killed.
+    Completing {
+        job: JobId,
+    },
     /// MIG instances were created or destroyed: the node's GPUs now.
     Gpus(Vec<bulkhead_proto::job::GpuInfo>),
 }
@@ -187,7 +201,7 @@ struct Running {
     usage: bulkhead_proto::acct::JobUsage,
     uid: u32,
     /// The state to end in, and the grace period when not the agent's own.
-    kill: watch::Sender<Option<(JobState, Option<Duration>)>>,
+    kill: watch::Sender<supervised::KillRequest>,
     cpu_ids: Vec<u32>,
 }
 
@@ -212,6 +226,7 @@ struct Agent {
     isolation: IsolationState,
     gpus: SharedGpus,
     sampler: Arc<metrics::SamplerStats>,
+    stepd: PathBuf,
     verifier: Option<bulkhead_net::sign::LaunchVerifier>,
     /// The broker's challenge the last registration answered: sealed messages must be
     /// of that registration, numbered above `last_seq`.
@@ -220,6 +235,9 @@ struct Agent {
     /// When a challenge last made this agent register (at most one a second: each
     /// registration costs a MUNGE credential).
     last_challenge: Option<Instant>,
+    /// Jobs taken back from an earlier run whose supervisors have not yet said hello.
+    adopting: std::collections::HashSet<JobId>,
+    started_at: Instant,
     /// Denials not yet reported, with their counts.
     denials: BTreeMap<(JobId, u32, u32, u32, u32, u32), u64>,
     dev_paths: HashMap<(u32, u32, u32), Option<String>>,
@@ -227,7 +245,7 @@ struct Agent {
 
 /// The device filter as jobs see it.
 #[derive(Clone, Default)]
-struct IsolationState {
+pub(crate) struct IsolationState {
     filter: Option<Arc<Mutex<devices::DeviceFilter>>>,
     /// Set when isolation is wanted but the filter could not be set up: every job
     /// then fails with this reason (fail closed).
@@ -320,6 +338,7 @@ fn host_mem_mb() -> Result<u64, AgentError> {
 /// Runs the agent until `shutdown` resolves. Jobs still running then are killed and
 /// reported as NODE_FAIL.
 pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<(), AgentError> {
+    let started_at = Instant::now();
     // Who answers at the broker's address decides what runs here as whom: without a
     // way to tell the broker from a process squatting its port, the agent does not
     // start unless told so.
@@ -352,6 +371,10 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         }
     }
     let journal = Journal::open(&cfg.spool_dir.join("ends.journal"))?;
+    let stepd = stepd_path(&cfg)?;
+    // Jobs of an earlier run whose supervisors ran on (or recorded their ends) while
+    // no agent was here: theirs are the cgroups, grants and slices kept below.
+    let found = supervised::find_jobs(&cfg.spool_dir);
     let own = cgroup::discover()?.allow_root(&cfg.cgroup_at_root);
     // Removed again if the agent fails before it runs (a bad option, keys that do not
     // load, a broker address that does not parse): nothing of a failed start is left.
@@ -370,7 +393,11 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     let mut gpus = open_gpus(&cfg)?;
     let mut sim_caps = None;
     if let Some(g) = &mut gpus {
-        match gpu::clean_dynamic(g.as_mut()) {
+        let keep: Vec<(u32, u32, u32)> = found
+            .iter()
+            .flat_map(|f| f.rec.gpus.created.iter().copied())
+            .collect();
+        match gpu::clean_dynamic(g.as_mut(), &keep) {
             Ok(gone) if !gone.is_empty() => tracing::warn!(
                 instances = ?gone,
                 "destroyed MIG instances left on dynamic GPUs (GPU, GPU instance)"
@@ -409,15 +436,27 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         tree.add_enforced("devices (eBPF)");
     }
     for stale in tree.leftovers() {
-        tracing::warn!(dirs = ?stale.dirs(), "killing a job left by an earlier run of the agent");
+        if found.iter().any(|f| f.rec.cgroup == stale) {
+            continue;
+        }
+        tracing::warn!(dirs = ?stale.dirs(), "killing a job left by an earlier run of the agent without a supervisor");
         let _ = stale.kill();
         let _ = stale.remove(Duration::from_secs(2));
     }
+    let kept: std::collections::BTreeSet<u64> =
+        found.iter().filter_map(|f| f.rec.cgroup_id).collect();
     if let Some(f) = &isolation.filter
         && let Ok(mut f) = f.lock()
     {
-        // No job of an earlier run is left: neither are its grants.
-        f.revoke_all();
+        // The grants of an earlier run's jobs go, but for those still here.
+        f.revoke_all_except(&kept);
+    }
+    if let Ok(mut m) = isolation.cgroups.lock() {
+        for f in &found {
+            if let Some(id) = f.rec.cgroup_id {
+                m.insert(id, f.rec.job);
+            }
+        }
     }
 
     let host_cpus = host_cpus();
@@ -500,15 +539,19 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         isolation,
         gpus,
         sampler: Arc::default(),
+        stepd,
         verifier,
         challenge: Vec::new(),
         last_seq: 0,
         last_challenge: None,
         denials: BTreeMap::new(),
         dev_paths: HashMap::new(),
+        adopting: Default::default(),
+        started_at,
         cfg,
     };
     tracing::info!(node = %agent.cfg.name, broker = %agent.cfg.broker, cpus, mem_mb, "agent starting");
+    agent.take_back(found);
     agent.register();
 
     let mut scrape_rx = None;
@@ -557,16 +600,21 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         }
     }
 
-    // Shutting down: no job may outlive the agent unsupervised.
-    tracing::info!(jobs = agent.jobs.len(), "agent stopping");
-    for r in agent.jobs.values() {
-        let _ = r.kill.send(Some((JobState::NodeFail, None)));
-    }
-    let deadline = Instant::now() + agent.cfg.kill_wait + Duration::from_secs(5);
-    while !agent.jobs.is_empty() && Instant::now() < deadline {
-        if let Ok(Some(ev)) = tokio::time::timeout(Duration::from_millis(100), ev_rx.recv()).await {
-            agent.on_event(ev);
+    // Stopping: the jobs run on under their supervisors, for the next agent to take
+    // back; unless this agent is to end them (single-host mode).
+    if agent.cfg.end_jobs_on_exit {
+        tracing::info!(jobs = agent.jobs.len(), "agent stopping: ending its jobs");
+        for r in agent.jobs.values() {
+            let _ = r.kill.send(Some((JobState::NodeFail, None)));
         }
+        let deadline = Instant::now() + agent.cfg.kill_wait + Duration::from_secs(5);
+        while !agent.jobs.is_empty() && Instant::now() < deadline {
+            if let Ok(Some(ev)) = tokio::time::timeout(Duration::from_millis(100), ev_rx.recv()).await {
+                agent.on_event(ev);
+            }
+        }
+    } else {
+        tracing::info!(jobs = agent.jobs.len(), "agent stopping; its jobs run on under their supervisors");
     }
     // Give the broker a moment to acknowledge the last ends; the rest stay on disk.
     let deadline = Instant::now() + Duration::from_millis(500);
@@ -585,9 +633,37 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     {
         tracing::warn!(error = %e, "cannot remove the device filter's pins");
     }
-    agent.tree.remove();
+    if agent.jobs.is_empty() {
+        agent.tree.remove();
+    }
     let _ = tokio::task::spawn_blocking(move || zmq_thread.join()).await;
     Ok(())
+}
+
+/// The supervisor binary jobs run under, checked at start: without it no job can run.
+fn stepd_path(cfg: &AgentConfig) -> Result<PathBuf, AgentError> {
+    let path = match &cfg.stepd {
+        Some(p) => p.clone(),
+        None => {
+            let exe = std::env::current_exe().map_err(|e| AgentError::Stepd {
+                path: "bulkhead-stepd".into(),
+                why: format!("cannot find the agent's own binary: {e}"),
+            })?;
+            exe.with_file_name("bulkhead-stepd")
+        }
+    };
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o100 != 0 => Ok(path),
+        Ok(_) => Err(AgentError::Stepd {
+            path,
+            why: "not an executable file".into(),
+        }),
+        Err(e) => Err(AgentError::Stepd {
+            path,
+            why: e.to_string(),
+        }),
+    }
 }
 
 /// The agent's cgroup tree while the agent starts: removed if the start fails.
@@ -872,6 +948,9 @@ impl Agent {
     fn on_event(&mut self, ev: JobEvent) {
         match ev {
             JobEvent::Denied(events) => self.on_denials(events),
+            JobEvent::Completing { job } => {
+                tracing::info!(%job, "the batch script exited; the job's last processes are being killed");
+            }
             JobEvent::Gpus(inv) => {
                 if self.registered {
                     self.send(&AgentMessage::GpuInventory(inv));
@@ -886,6 +965,13 @@ impl Agent {
             } => {
                 if let Some(r) = self.jobs.get_mut(&job) {
                     r.sampled = Some((cg, gpus));
+                }
+                if self.adopting.remove(&job) {
+                    if self.adopting.is_empty() {
+                        self.adopted_all();
+                    }
+                    // The broker knows it started: the registration lists it.
+                    return;
                 }
                 self.send(&AgentMessage::JobStarted {
                     job,
@@ -929,8 +1015,18 @@ impl Agent {
                 tracing::info!(job = %end.job, state = %end.state, exit = ?end.exit_code, signal = ?end.signal, "job ended");
                 self.send(&AgentMessage::JobEnded(end.clone()));
                 self.sent.insert(end.job, Instant::now());
-                if let Err(e) = self.journal.record_end(end) {
+                let job = end.job;
+                if self.journal.contains(job) {
+                    // Collected again after a restart that came between journaling
+                    // and removing its directory: journaled already.
+                } else if let Err(e) = self.journal.record_end(end) {
                     tracing::warn!(error = %e, "cannot journal a job end: it is lost if the agent restarts before the broker acknowledges it");
+                }
+                let dir = step::job_dir(&self.cfg.spool_dir, job);
+                if let Err(e) = std::fs::remove_dir_all(&dir)
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
+                    tracing::warn!(%job, dir = %dir.display(), error = %e, "cannot remove the job's spool directory");
                 }
             }
         }
@@ -1183,9 +1279,15 @@ impl Agent {
                 uid: spec.uid,
             },
         );
-        let ctx = JobCtx {
+        tokio::spawn(supervised::run_job(self.job_ctx(), spec, cpu_ids, kill_rx));
+    }
+
+    fn job_ctx(&self) -> supervised::JobCtx {
+        supervised::JobCtx {
             tree: self.tree.clone(),
             run_dir: self.cfg.run_dir.clone(),
+            spool_dir: self.cfg.spool_dir.clone(),
+            stepd: self.stepd.clone(),
             node: self.cfg.name.clone(),
             kill_wait: self.cfg.kill_wait,
             pids_max: self.cfg.pids_max,
@@ -1193,113 +1295,59 @@ impl Agent {
             isolation: self.isolation.clone(),
             gpus: self.gpus.clone(),
             deny_env: self.cfg.deny_env.clone().into(),
-        };
-        tokio::spawn(run_job(ctx, spec, cpu_ids, kill_rx));
-    }
-}
-
-#[derive(Clone)]
-struct JobCtx {
-    tree: Arc<AgentTree>,
-    run_dir: PathBuf,
-    node: String,
-    kill_wait: Duration,
-    pids_max: u64,
-    events: mpsc::Sender<JobEvent>,
-    isolation: IsolationState,
-    gpus: SharedGpus,
-    deny_env: Arc<[String]>,
-}
-
-impl JobCtx {
-    /// Makes the launch's GPU grants real on this node (MIG slices created).
-    fn acquire_gpus(&self, spec: &LaunchSpec) -> Result<gpu::JobGpus, (Option<u32>, String)> {
-        if spec.gpus.is_empty() {
-            return Ok(gpu::JobGpus::default());
         }
-        let mut g = self
-            .gpus
-            .lock()
-            .map_err(|_| (None, "GPU backend lock poisoned".to_string()))?;
-        let Some(backend) = g.as_mut() else {
-            return Err((
-                None,
-                "the job was granted GPUs but this node has none".into(),
-            ));
-        };
-        let mut got = gpu::acquire(backend.as_mut(), &spec.gpus, spec.job.0);
-        if got.as_ref().is_ok_and(|g| !g.created.is_empty()) {
-            self.report_gpus(backend.as_mut());
-        }
-        // The energy counters of its whole GPUs as the job gets them.
-        if let Ok(g) = &mut got
-            && let Ok(samples) = backend.sample()
-        {
-            g.energy_start_mj = g
-                .indices
-                .iter()
-                .zip(&g.gi_ids)
-                .map(|(i, gi)| {
-                    gi.is_none()
-                        .then(|| {
-                            samples
-                                .iter()
-                                .find(|s| s.index == *i)
-                                .and_then(|s| s.energy_mj)
-                        })
-                        .flatten()
-                })
-                .collect();
-        }
-        got.map_err(|e| {
-            // A slice that failed to create puts that GPU out of service.
-            let fault = match &e {
-                gpu::GpuError::Mig { index, .. } => Some(*index),
-                gpu::GpuError::Nvml { .. } => {
-                    spec.gpus.iter().find(|x| x.mig.is_some()).map(|x| x.index)
-                }
-                _ => None,
-            };
-            (fault, format!("cannot set up the job's GPUs: {e}"))
-        })
     }
 
-    fn release_gpus(&self, job: JobId, g: &gpu::JobGpus, pid: Option<u32>) {
-        if let Some(pid) = pid
-            && let Ok(mut b) = self.gpus.lock()
-            && let Some(b) = b.as_mut()
-        {
-            b.job_ended(pid);
-        }
-        if g.created.is_empty() {
+    /// Takes back the jobs an earlier run of the agent left to their supervisors:
+    /// they are this node's running jobs again (their CPUs, kills, samples, denials),
+    /// and those that ended meanwhile are collected and reported.
+    fn take_back(&mut self, found: Vec<supervised::Found>) {
+        if found.is_empty() {
             return;
         }
-        if let Ok(mut b) = self.gpus.lock()
-            && let Some(b) = b.as_mut()
-        {
-            gpu::release(b.as_mut(), g, job.0);
-            self.report_gpus(b.as_mut());
-        }
-    }
-
-    /// Tells the broker what the GPUs look like now (called off the event loop).
-    fn report_gpus(&self, b: &mut dyn gpu::GpuBackend) {
-        match b.inventory() {
-            Ok(inv) => {
-                let _ = self.events.blocking_send(JobEvent::Gpus(inv));
+        let live = found.iter().filter(|f| f.link.is_some()).count();
+        tracing::info!(
+            jobs = found.len(),
+            supervised = live,
+            "taking back the jobs of an earlier run of the agent"
+        );
+        for f in found {
+            let job = f.rec.job;
+            if self.jobs.contains_key(&job) {
+                continue;
             }
-            Err(e) => tracing::warn!(error = %e, "cannot list the GPUs"),
+            for c in &f.rec.cpu_ids {
+                if let Some(l) = self.cpu_load.get_mut(c) {
+                    *l += 1;
+                }
+            }
+            if f.link.is_some() {
+                self.adopting.insert(job);
+            }
+            let (kill_tx, kill_rx) = watch::channel(None);
+            self.jobs.insert(
+                job,
+                Running {
+                    kill: kill_tx,
+                    cpu_ids: f.rec.cpu_ids.clone(),
+                    sampled: Some((f.rec.cgroup.clone(), f.rec.gpus.clone())),
+                    usage: Default::default(),
+                    uid: f.rec.uid,
+                },
+            );
+            tokio::spawn(supervised::follow(self.job_ctx(), f.rec, f.link, None, kill_rx));
+        }
+        if self.adopting.is_empty() {
+            self.adopted_all();
         }
     }
-}
 
-struct Started {
-    child: launch::JobProcess,
-    cg: JobCgroup,
-    script: PathBuf,
-    /// The job cgroup's id, when the device filter holds it.
-    cgroup_id: Option<u64>,
-    gpus: gpu::JobGpus,
+    fn adopted_all(&self) {
+        tracing::info!(
+            since_start_ms = self.started_at.elapsed().as_millis() as u64,
+            "all jobs of the earlier run are taken back"
+        );
+    }
 }
 
 impl IsolationState {
@@ -1347,297 +1395,3 @@ impl IsolationState {
     }
 }
 
-/// Why a launch failed, and whose fault it was.
-#[derive(Debug)]
-struct LaunchFailure {
-    reason: String,
-    /// The GPU whose slice could not be made: out of service, the job requeued.
-    gpu_fault: Option<u32>,
-    /// The node cannot run jobs (cgroups, device filter, run directory): drained, the
-    /// job requeued. Otherwise the job itself is at fault (its user, directory, files).
-    node_fault: bool,
-}
-
-impl LaunchFailure {
-    fn job(reason: impl Into<String>) -> Self {
-        LaunchFailure {
-            reason: reason.into(),
-            gpu_fault: None,
-            node_fault: false,
-        }
-    }
-
-    fn node(reason: impl Into<String>) -> Self {
-        LaunchFailure {
-            node_fault: true,
-            ..Self::job(reason)
-        }
-    }
-}
-
-fn prepare_and_spawn(
-    ctx: &JobCtx,
-    spec: &LaunchSpec,
-    cpu_ids: &[u32],
-) -> Result<Started, LaunchFailure> {
-    let user =
-        launch::lookup_user(spec.uid, spec.gid).map_err(|e| LaunchFailure::job(e.to_string()))?;
-    let gpus = ctx
-        .acquire_gpus(spec)
-        .map_err(|(gpu_fault, reason)| LaunchFailure {
-            gpu_fault,
-            ..LaunchFailure::job(reason)
-        })?;
-    match spawn_with_gpus(ctx, spec, cpu_ids, user, gpus.clone()) {
-        Ok(s) => Ok(s),
-        Err(e) => {
-            ctx.release_gpus(spec.job, &gpus, None);
-            Err(e)
-        }
-    }
-}
-
-fn spawn_with_gpus(
-    ctx: &JobCtx,
-    spec: &LaunchSpec,
-    cpu_ids: &[u32],
-    user: launch::UserInfo,
-    gpus: gpu::JobGpus,
-) -> Result<Started, LaunchFailure> {
-    let limits = Limits {
-        cpu_ids: cpu_ids.to_vec(),
-        mem_bytes: spec.mem_mb.saturating_mul(1 << 20),
-        pids_max: ctx.pids_max,
-    };
-    let cg = ctx
-        .tree
-        .create_job(spec.job.0, &limits)
-        .map_err(|e| LaunchFailure::node(format!("cannot set up the job's cgroup: {e}")))?;
-    let cleanup = |cg: &JobCgroup| {
-        let _ = cg.remove(Duration::from_millis(500));
-    };
-    let cgroup_id = match ctx.isolation.admit(spec, &gpus, &cg) {
-        Ok(id) => id,
-        Err(e) => {
-            cleanup(&cg);
-            return Err(LaunchFailure::node(e));
-        }
-    };
-    let cleanup = |cg: &JobCgroup| {
-        ctx.isolation.release(cgroup_id);
-        let _ = cg.remove(Duration::from_millis(500));
-    };
-    let script = match launch::write_script(&ctx.run_dir, spec, &user) {
-        Ok(s) => s,
-        Err(e) => {
-            cleanup(&cg);
-            return Err(LaunchFailure::node(format!(
-                "the node's run directory {}: {e}",
-                ctx.run_dir.display()
-            )));
-        }
-    };
-    let (stdout, stderr) = launch::output_paths(spec, &user.name);
-    let prepared = launch::Prepared {
-        script: script.clone(),
-        args: spec.args.clone(),
-        env: {
-            let mut env = launch::job_env(spec, &user, &ctx.node, cpu_ids, &ctx.deny_env);
-            env.extend(gpus.env());
-            env
-        },
-        user,
-        workdir: spec.workdir.clone(),
-        stdout,
-        stderr,
-        procs_files: cg.procs_files(),
-        umask: launch::job_umask(spec),
-    };
-    let spawned = launch::spawn(&prepared);
-    match spawned {
-        Ok(child) => Ok(Started {
-            child,
-            cg,
-            script,
-            cgroup_id,
-            gpus,
-        }),
-        Err(e) => {
-            let _ = cg.kill();
-            cleanup(&cg);
-            let _ = std::fs::remove_file(&script);
-            Err(LaunchFailure {
-                node_fault: e.is_node_fault(),
-                ..LaunchFailure::job(e.to_string())
-            })
-        }
-    }
-}
-
-/// Runs one job from launch to its reported end.
-async fn run_job(
-    ctx: JobCtx,
-    spec: LaunchSpec,
-    cpu_ids: Vec<u32>,
-    mut kill: watch::Receiver<Option<(JobState, Option<Duration>)>>,
-) {
-    let job = spec.job;
-    let start_us = now_us();
-    let end = |state, exit_code, signal, reason| JobEnd {
-        job,
-        state,
-        exit_code,
-        signal,
-        start_time_us: start_us,
-        end_time_us: now_us(),
-        reason,
-        gpu_fault: None,
-        node_fault: false,
-        usage: None,
-    };
-    let prepared = {
-        let (ctx, spec, cpu_ids) = (ctx.clone(), spec.clone(), cpu_ids.clone());
-        tokio::task::spawn_blocking(move || prepare_and_spawn(&ctx, &spec, &cpu_ids)).await
-    };
-    let mut started = match prepared
-        .unwrap_or_else(|e| Err(LaunchFailure::node(format!("launch task failed: {e}"))))
-    {
-        Ok(s) => s,
-        Err(f) => {
-            tracing::warn!(%job, reason = %f.reason, node_fault = f.node_fault, "launch failed");
-            let mut e = end(
-                JobState::Failed,
-                None,
-                None,
-                Some(format!("launch failed on node {}: {}", ctx.node, f.reason)),
-            );
-            e.gpu_fault = f.gpu_fault;
-            e.node_fault = f.node_fault;
-            let _ = ctx.events.send(JobEvent::Ended { end: e }).await;
-            return;
-        }
-    };
-    let pid = started.child.id();
-    if !started.gpus.indices.is_empty()
-        && let Ok(mut b) = ctx.gpus.lock()
-        && let Some(b) = b.as_mut()
-    {
-        b.job_started(&started.gpus, pid);
-    }
-    let _ = ctx
-        .events
-        .send(JobEvent::Started {
-            job,
-            pid,
-            start_us,
-            cg: started.cg.clone(),
-            gpus: started.gpus.clone(),
-        })
-        .await;
-
-    let limit = deadline::limit_deadline(tokio::time::Instant::now(), spec.time_limit_s);
-    let mut timed_out = false;
-    let mut requested: Option<JobState> = None;
-    let mut kill_at: Option<tokio::time::Instant> = None;
-    let far = deadline::far(tokio::time::Instant::now());
-    let status = loop {
-        let term_at = if timed_out || requested.is_some() {
-            None
-        } else {
-            limit
-        };
-        tokio::select! {
-            st = started.child.wait() => break st,
-            _ = tokio::time::sleep_until(term_at.unwrap_or(far)), if term_at.is_some() => {
-                tracing::info!(%job, "time limit reached: SIGTERM, then SIGKILL after the grace period");
-                timed_out = true;
-                started.cg.signal(Signal::SIGCONT);
-                started.cg.signal(Signal::SIGTERM);
-                kill_at = Some(deadline::after(tokio::time::Instant::now(), ctx.kill_wait));
-            }
-            _ = tokio::time::sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() => {
-                kill_at = None;
-                let cg = started.cg.clone();
-                let _ = tokio::task::spawn_blocking(move || cg.kill()).await;
-            }
-            changed = kill.changed(), if requested.is_none() && !timed_out => {
-                if changed.is_err() { continue; }
-                let asked = *kill.borrow();
-                requested = asked.map(|(state, _)| state);
-                let grace = asked.and_then(|(_, g)| g).unwrap_or(ctx.kill_wait);
-                started.cg.signal(Signal::SIGCONT);
-                started.cg.signal(Signal::SIGTERM);
-                kill_at = Some(deadline::after(tokio::time::Instant::now(), grace));
-            }
-        }
-    };
-    // The batch script has exited: whatever it left running goes with it.
-    let cg = started.cg.clone();
-    let script = started.script.clone();
-    let (killed, oom, last) = tokio::task::spawn_blocking(move || {
-        let killed = cg.kill();
-        let oom = cg.oom_killed();
-        // The final reading, while the cgroup (and its peaks) still exists.
-        let last = cg.usage();
-        if let Err(e) = cg.remove(Duration::from_secs(5)) {
-            tracing::warn!(error = %e, "cannot remove job cgroup");
-        }
-        let _ = std::fs::remove_file(&script);
-        (killed, oom, Some(last))
-    })
-    .await
-    .unwrap_or((Ok(()), false, None));
-    ctx.isolation.release(started.cgroup_id);
-    {
-        let (c, g) = (ctx.clone(), started.gpus.clone());
-        let _ = tokio::task::spawn_blocking(move || c.release_gpus(job, &g, Some(pid))).await;
-    }
-    if let Err(e) = killed {
-        tracing::error!(%job, error = %e, "job processes survived the kill");
-    }
-    let (exit_code, signal) = match &status {
-        Ok(s) => {
-            use std::os::unix::process::ExitStatusExt;
-            (s.code(), s.signal())
-        }
-        Err(_) => (None, None),
-    };
-    let (state, reason) = if timed_out {
-        (
-            JobState::Timeout,
-            Some(format!(
-                "time limit of {} s reached",
-                spec.time_limit_s.unwrap_or(0)
-            )),
-        )
-    } else if let Some(st) = requested {
-        (st, None)
-    } else if oom {
-        (
-            JobState::OutOfMemory,
-            Some(format!(
-                "the kernel's OOM killer killed a process of the job (limit {} MB)",
-                spec.mem_mb
-            )),
-        )
-    } else if exit_code == Some(0) {
-        (JobState::Completed, None)
-    } else {
-        (
-            JobState::Failed,
-            status
-                .as_ref()
-                .err()
-                .map(|e| format!("cannot wait for the batch script: {e}")),
-        )
-    };
-    let _ = ctx
-        .events
-        .send(JobEvent::Ended {
-            end: JobEnd {
-                usage: last,
-                ..end(state, exit_code, signal, reason)
-            },
-        })
-        .await;
-}

@@ -102,6 +102,14 @@ struct Args {
     /// profile with its placements) and exit. Read-only: changes nothing on the GPUs.
     #[arg(long)]
     check_gpus: bool,
+    /// The jobs' supervisor binary (default: bulkhead-stepd beside this binary).
+    #[arg(long, env = "BH_STEPD")]
+    stepd: Option<PathBuf>,
+    /// End the node's jobs (NODE_FAIL) when the agent stops. By default they run on
+    /// under their supervisors and the next agent takes them back, so that the agent
+    /// can be restarted or upgraded without draining the node.
+    #[arg(long)]
+    end_jobs_on_exit: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -187,6 +195,8 @@ async fn main() -> anyhow::Result<()> {
         broker_verify_key: a.broker_verify_key,
         insecure: a.insecure,
         allow_root_jobs: a.allow_root_jobs,
+        stepd: a.stepd,
+        end_jobs_on_exit: a.end_jobs_on_exit,
         deny_env: a.deny_env.unwrap_or_else(|| {
             bulkhead_agent::DEFAULT_DENY_ENV
                 .iter()

@@ -762,11 +762,15 @@ impl Scheduler {
         self.order.insert(at, id);
         self.order_need
             .insert(at, self.pending[&id].spec.req.per_node.gpus);
-        // Nothing ahead of it: what it waits for is resources, until a pass says more.
-        if at == 0
-            && let Some(p) = self.pending.get_mut(&id)
-        {
-            p.reason = Reason::Resources;
+        // A job waiting for others says so from the start; with nothing ahead of it,
+        // what it waits for is resources, until a pass says more.
+        let waits_for_deps = matches!(self.deps_state(&self.pending[&id].spec), Ok(false));
+        if let Some(p) = self.pending.get_mut(&id) {
+            if waits_for_deps {
+                p.reason = Reason::Dependency;
+            } else if at == 0 {
+                p.reason = Reason::Resources;
+            }
         }
         Ok(())
     }

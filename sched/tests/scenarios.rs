@@ -1002,3 +1002,28 @@ fn a_node_is_never_overcommitted_and_an_overcommit_is_an_error() {
     restore(&mut s, 4).expect("room after the end");
     assert!(restore(&mut s, 5).is_err());
 }
+
+/// A job submitted behind an unfinished dependency says "Dependency" at once, before
+/// any pass (`squeue` right after `sbatch --dependency` shows it); one with nothing
+/// ahead of it says "Resources".
+#[test]
+fn a_dependent_job_says_dependency_from_its_submission() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 8, 0),
+        vec![partition("cpu", 0..1)],
+        accounts(&[1]),
+    );
+    let mut dep = job(2, 0, 1, 0, 100, 0);
+    s.submit(job(1, 0, 1, 0, 100, 0), 0).expect("submit");
+    dep.deps = vec![Dep::AfterOk(JobId(1))];
+    s.submit(dep, 0).expect("submit");
+    assert_eq!(
+        s.pending_info(JobId(1)).map(|p| p.reason),
+        Some(Reason::Resources)
+    );
+    assert_eq!(
+        s.pending_info(JobId(2)).map(|p| p.reason),
+        Some(Reason::Dependency)
+    );
+}

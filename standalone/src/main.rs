@@ -213,6 +213,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             broker_verify_key: Some(verify_key.to_string_lossy().into_owned()),
             insecure: false,
             allow_root_jobs,
+            stepd: None,
+            // Ctrl-C ends single-host mode and everything it ran.
+            end_jobs_on_exit: true,
             deny_env: bulkhead_agent::DEFAULT_DENY_ENV
                 .iter()
                 .map(|s| s.to_string())

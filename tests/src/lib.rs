@@ -851,8 +851,19 @@ impl Drop for Cluster {
         if let Some(mut b) = self.broker.take() {
             stop(&mut b, Duration::from_secs(5));
         }
-        // An agent that died without cleaning up leaves job cgroups: kill their
-        // members and remove them, deepest first.
+        // Stopped agents leave their jobs to their supervisors (and one that died
+        // leaves job cgroups): kill the jobs' processes, let their supervisors see
+        // them go, and remove the cgroups, deepest first.
+        for d in self.agent_dirs() {
+            if let Ok(rd) = std::fs::read_dir(&d) {
+                for e in rd.flatten() {
+                    if e.path().is_dir() {
+                        kill_members(&e.path());
+                    }
+                }
+            }
+        }
+        stop_supervisors(self.dir.path());
         for d in self.agent_dirs() {
             if let Ok(rd) = std::fs::read_dir(&d) {
                 for e in rd.flatten() {
@@ -876,6 +887,42 @@ impl Drop for Cluster {
         if self.opts.data_tmpfs_mb.is_some() {
             let _ = nix::mount::umount2(&self.data_dir, nix::mount::MntFlags::MNT_DETACH);
         }
+    }
+}
+
+/// The PIDs of the job supervisors (`bulkhead-stepd`) of jobs under `dir` (a
+/// cluster's directory, which holds its agents' spools).
+pub fn supervisors_under(dir: &Path) -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+                return false;
+            };
+            let mut args = cmd.split(|b| *b == 0);
+            let exe = args.next().unwrap_or_default();
+            let arg = args.next().unwrap_or_default();
+            exe.ends_with(b"bulkhead-stepd")
+                && Path::new(std::ffi::OsStr::from_encoded_bytes(arg)).starts_with(dir)
+        })
+        .collect()
+}
+
+/// Waits for the supervisors of this cluster's jobs to record their ends and exit
+/// (their jobs were killed), and kills any still there after a while.
+fn stop_supervisors(dir: &Path) {
+    let deadline = Instant::now() + scaled(10);
+    while !supervisors_under(dir).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for pid in supervisors_under(dir) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 

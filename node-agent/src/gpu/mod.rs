@@ -89,7 +89,7 @@ pub trait GpuBackend: Send {
 }
 
 /// What a launch's GPU grants are on this node.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct JobGpus {
     /// `/dev/nvidiaN` minors the job may open (a slice's parent GPU included).
     pub gpu_minors: Vec<u32>,
@@ -319,16 +319,23 @@ pub fn release(backend: &mut dyn GpuBackend, gpus: &JobGpus, job: u64) {
     }
 }
 
-/// Destroys the MIG instances on GPUs whose layout Bulkhead manages (dynamic mode): at
-/// agent start no job of an earlier run is left, so every instance there is stale and
-/// would make the scheduler's placements fail. Returns what it destroyed.
-pub fn clean_dynamic(backend: &mut dyn GpuBackend) -> Result<Vec<(u32, u32)>, GpuError> {
+/// Destroys the MIG instances on GPUs whose layout Bulkhead manages (dynamic mode)
+/// but those in `keep` (GPU index, GI id, CI id: the slices of jobs an earlier run of
+/// the agent left running): any other instance there is stale and would make the
+/// scheduler's placements fail. Returns what it destroyed.
+pub fn clean_dynamic(
+    backend: &mut dyn GpuBackend,
+    keep: &[(u32, u32, u32)],
+) -> Result<Vec<(u32, u32)>, GpuError> {
     let mut gone = Vec::new();
     for g in backend.inventory()? {
         if g.mig != MigMode::Dynamic {
             continue;
         }
         for i in &g.instances {
+            if keep.contains(&(g.index, i.gi_id, i.ci_id)) {
+                continue;
+            }
             backend.destroy_slice(g.index, i.gi_id, i.ci_id)?;
             gone.push((g.index, i.gi_id));
         }
@@ -452,7 +459,7 @@ mod tests {
         let mut b = SimulatedGpus::new(GpuModel::A100Sxm4_40gb, 2, true, "n1");
         b.create_slice(0, "3g.20gb", 4).unwrap();
         b.create_slice(1, "1g.5gb", 6).unwrap();
-        let gone = clean_dynamic(&mut b).unwrap();
+        let gone = clean_dynamic(&mut b, &[]).unwrap();
         assert_eq!(gone.len(), 2);
         assert!(
             b.inventory()

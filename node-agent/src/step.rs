@@ -1,0 +1,392 @@
+//! What the agent and a job's supervisor (`bulkhead-stepd`) share: the job's record in
+//! the spool, the frames they exchange over the supervisor's socket, and the decision
+//! of how a job ended.
+//!
+//! Each running job has a directory `<spool>/jobs/<id>/`, root's alone (the spool is
+//! 0700), holding:
+//! - `step`: the [`StepSpec`], written by the agent before it starts the supervisor:
+//!   what to run and how (user, files, cgroups, limits), and what the agent needs to
+//!   take the job back after a restart (its CPUs, device grant, GPUs);
+//! - `sock`: the supervisor's listening socket, where a restarted agent reconnects;
+//! - `end`: the job's [`JobEnd`], written by the supervisor (durably: written, synced,
+//!   renamed) before it exits, and read by the agent that finds it.
+//!
+//! The agent removes the directory once the end is in its journal. Frames are a
+//! little-endian `u32` length and a postcard body, at most [`MAX_FRAME`] bytes.
+
+use crate::cgroup::JobCgroup;
+use crate::gpu::JobGpus;
+use crate::launch::Prepared;
+use bulkhead_proto::job::JobEnd;
+use bulkhead_proto::{JobId, JobState};
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// A job's directory in the spool.
+pub fn job_dir(spool: &Path, job: JobId) -> PathBuf {
+    jobs_dir(spool).join(job.0.to_string())
+}
+
+/// Where the jobs' directories are.
+pub fn jobs_dir(spool: &Path) -> PathBuf {
+    spool.join("jobs")
+}
+
+pub const SPEC_FILE: &str = "step";
+pub const END_FILE: &str = "end";
+pub const SOCK_FILE: &str = "sock";
+
+/// The largest frame either side accepts: a spec holds at most the proto's bounded
+/// environment and arguments (the script itself is a file).
+pub const MAX_FRAME: usize = 4 << 20;
+
+/// Record files start with this and a version byte: a file of another kind or a
+/// newer layout is refused, not misread.
+const MAGIC: &[u8; 7] = b"BHSTEP\0";
+const VERSION: u8 = 1;
+
+/// What the supervisor runs, and what the agent needs to take the job back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepSpec {
+    pub job: JobId,
+    pub uid: u32,
+    /// When the agent accepted the launch (the job's start in its end record).
+    pub start_us: u64,
+    pub time_limit_s: Option<u64>,
+    /// SIGTERM to SIGKILL at the time limit and for a kill without its own grace.
+    pub kill_wait_ms: u64,
+    pub mem_mb: u64,
+    pub cgroup: JobCgroup,
+    pub exec: Prepared,
+    /// The agent's: the host CPUs it gave the job, the job cgroup's id in the device
+    /// filter, the GPUs (slices made for it are destroyed at its end).
+    pub cpu_ids: Vec<u32>,
+    pub cgroup_id: Option<u64>,
+    pub gpus: JobGpus,
+}
+
+/// From the supervisor to the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum FromStep {
+    /// Sent on every new connection once the batch script runs.
+    Hello {
+        job: JobId,
+        pid: u32,
+        /// The batch script exited; the supervisor waits for the job's last process.
+        completing: bool,
+    },
+    /// The batch script exited and processes of the job remain: being killed.
+    Completing,
+    /// The end, already in the `end` file; the supervisor exits after sending it.
+    Ended(Box<JobEnd>),
+}
+
+/// From the agent to the supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToStep {
+    /// End the job in `state`: SIGTERM, then SIGKILL of the whole cgroup after `grace_ms`.
+    Kill { state: JobState, grace_ms: u64 },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    #[error("cannot {op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error("{path} is not a job record of this version: {why}")]
+    Corrupt { path: PathBuf, why: String },
+}
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StepError + 'a {
+    move |source| StepError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Writes `value` to `path` durably: a temporary file written and synced, renamed over
+/// `path`, and the directory synced, so that a crash leaves the old record or the new
+/// one, never a torn one.
+pub fn write_record<T: Serialize>(path: &Path, value: &T) -> Result<(), StepError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let body = postcard::to_allocvec(value).map_err(|e| StepError::Corrupt {
+        path: path.to_path_buf(),
+        why: format!("cannot encode: {e}"),
+    })?;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)
+        .map_err(io_err("create", &tmp))?;
+    f.write_all(MAGIC).map_err(io_err("write", &tmp))?;
+    f.write_all(&[VERSION]).map_err(io_err("write", &tmp))?;
+    f.write_all(&body).map_err(io_err("write", &tmp))?;
+    f.sync_all().map_err(io_err("sync", &tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err("rename", path))?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err("sync", dir))?;
+    }
+    Ok(())
+}
+
+/// Reads a record [`write_record`] wrote.
+pub fn read_record<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, StepError> {
+    let bytes = std::fs::read(path).map_err(io_err("read", path))?;
+    let corrupt = |why: String| StepError::Corrupt {
+        path: path.to_path_buf(),
+        why,
+    };
+    let body = bytes
+        .strip_prefix(MAGIC.as_slice())
+        .ok_or_else(|| corrupt("no record header".into()))?;
+    match body.split_first() {
+        Some((&VERSION, body)) => postcard::from_bytes(body).map_err(|e| corrupt(e.to_string())),
+        Some((v, _)) => Err(corrupt(format!("record version {v}, this build reads {VERSION}"))),
+        None => Err(corrupt("empty record".into())),
+    }
+}
+
+/// The uid of the process at the other end of a Unix socket (SO_PEERCRED).
+pub fn peer_uid(s: &impl std::os::fd::AsRawFd) -> io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writing a ucred; the descriptor is open.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
+/// Writes one frame.
+pub fn write_frame<T: Serialize>(w: &mut impl Write, value: &T) -> io::Result<()> {
+    let body = postcard::to_allocvec(value).map_err(io::Error::other)?;
+    if body.len() > MAX_FRAME {
+        return Err(io::Error::other(format!(
+            "frame of {} bytes exceeds {MAX_FRAME}",
+            body.len()
+        )));
+    }
+    let mut buf = Vec::with_capacity(4 + body.len());
+    buf.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&body);
+    w.write_all(&buf)
+}
+
+/// Reads one frame; `Ok(None)` at the end of the stream.
+pub fn read_frame<T: serde::de::DeserializeOwned>(r: &mut impl Read) -> io::Result<Option<T>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let body = decode_len(len)?;
+    let mut buf = vec![0u8; body];
+    r.read_exact(&mut buf)?;
+    postcard::from_bytes(&buf)
+        .map(Some)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// A frame's length from its header, refused past [`MAX_FRAME`].
+pub fn decode_len(header: [u8; 4]) -> io::Result<usize> {
+    let n = u32::from_le_bytes(header) as usize;
+    if n > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame of {n} bytes exceeds {MAX_FRAME}"),
+        ));
+    }
+    Ok(n)
+}
+
+/// What the supervisor saw of a job's end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The time limit fell due and the supervisor ended the job.
+    pub timed_out: bool,
+    /// The state the agent (the broker) asked the job to end in.
+    pub requested: Option<JobState>,
+    /// Why the supervisor itself ended the job (a signal it was sent).
+    pub requested_reason: Option<String>,
+    pub oom_killed: bool,
+    /// The batch script's exit code or terminating signal; `None` when it was not
+    /// waited for.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Processes of the job outlived the kill (unkillable, in the kernel).
+    pub survivors: bool,
+}
+
+/// The state a job ends in, and why, from what its supervisor saw: a time limit comes
+/// first, then a requested end, an OOM kill, and the script's own exit status.
+pub fn end_state(o: &Outcome, time_limit_s: Option<u64>, mem_mb: u64) -> (JobState, Option<String>) {
+    let (state, reason) = if o.timed_out {
+        (
+            JobState::Timeout,
+            Some(format!(
+                "time limit of {} s reached",
+                time_limit_s.unwrap_or(0)
+            )),
+        )
+    } else if let Some(st) = o.requested {
+        (st, o.requested_reason.clone())
+    } else if o.oom_killed {
+        (
+            JobState::OutOfMemory,
+            Some(format!(
+                "the kernel's OOM killer killed a process of the job (limit {mem_mb} MB)"
+            )),
+        )
+    } else if o.exit_code == Some(0) {
+        (JobState::Completed, None)
+    } else if o.exit_code.is_none() && o.signal.is_none() {
+        (
+            JobState::Failed,
+            Some("the batch script's exit status is unknown".into()),
+        )
+    } else {
+        (JobState::Failed, None)
+    };
+    if o.survivors {
+        let note = "processes of the job survived SIGKILL (stuck in the kernel)";
+        let reason = Some(match reason {
+            Some(r) => format!("{r}; {note}"),
+            None => note.to_string(),
+        });
+        return (state, reason);
+    }
+    (state, reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_end_state_puts_the_time_limit_first_then_the_request_oom_and_exit() {
+        let st = |o: Outcome| end_state(&o, Some(60), 512).0;
+        let exited = |c| Outcome {
+            exit_code: Some(c),
+            ..Default::default()
+        };
+        assert_eq!(st(exited(0)), JobState::Completed);
+        assert_eq!(st(exited(3)), JobState::Failed);
+        assert_eq!(
+            st(Outcome {
+                signal: Some(9),
+                ..Default::default()
+            }),
+            JobState::Failed
+        );
+        assert_eq!(
+            st(Outcome {
+                oom_killed: true,
+                ..exited(0)
+            }),
+            JobState::OutOfMemory
+        );
+        let cancelled = Outcome {
+            requested: Some(JobState::Cancelled),
+            oom_killed: true,
+            ..exited(143)
+        };
+        assert_eq!(st(cancelled.clone()), JobState::Cancelled);
+        let (state, why) = end_state(
+            &Outcome {
+                timed_out: true,
+                ..cancelled
+            },
+            Some(60),
+            512,
+        );
+        assert_eq!(state, JobState::Timeout);
+        assert_eq!(why.as_deref(), Some("time limit of 60 s reached"));
+        let (_, why) = end_state(
+            &Outcome {
+                survivors: true,
+                ..exited(0)
+            },
+            None,
+            512,
+        );
+        assert!(why.unwrap().contains("survived SIGKILL"));
+    }
+
+    #[test]
+    fn records_round_trip_and_a_torn_or_foreign_file_is_refused_with_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(END_FILE);
+        let end = JobEnd {
+            job: JobId(7),
+            state: JobState::Completed,
+            exit_code: Some(0),
+            signal: None,
+            start_time_us: 1,
+            end_time_us: 2,
+            reason: None,
+            gpu_fault: None,
+            usage: None,
+            node_fault: false,
+        };
+        write_record(&p, &end).unwrap();
+        assert_eq!(read_record::<JobEnd>(&p).unwrap(), end);
+        assert!(!p.with_extension("tmp").exists());
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() - 3]).unwrap();
+        let e = read_record::<JobEnd>(&p).unwrap_err().to_string();
+        assert!(e.contains(&p.display().to_string()), "{e}");
+        std::fs::write(&p, b"#!/bin/sh\n").unwrap();
+        assert!(matches!(
+            read_record::<JobEnd>(&p),
+            Err(StepError::Corrupt { .. })
+        ));
+        let mut newer = bytes.clone();
+        newer[MAGIC.len()] = VERSION + 1;
+        std::fs::write(&p, newer).unwrap();
+        let e = read_record::<JobEnd>(&p).unwrap_err().to_string();
+        assert!(e.contains("version 2"), "{e}");
+    }
+
+    #[test]
+    fn frames_round_trip_and_an_oversized_length_is_refused_before_allocating() {
+        let mut buf = Vec::new();
+        let k = ToStep::Kill {
+            state: JobState::Cancelled,
+            grace_ms: 500,
+        };
+        write_frame(&mut buf, &k).unwrap();
+        write_frame(&mut buf, &k).unwrap();
+        let mut r = buf.as_slice();
+        assert_eq!(read_frame::<ToStep>(&mut r).unwrap(), Some(k));
+        assert_eq!(read_frame::<ToStep>(&mut r).unwrap(), Some(k));
+        assert_eq!(read_frame::<ToStep>(&mut r).unwrap(), None);
+        let huge = (u32::MAX).to_le_bytes();
+        let e = read_frame::<ToStep>(&mut huge.as_slice()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    }
+}

@@ -1,0 +1,416 @@
+//! `bulkhead-stepd`: one job's supervisor (like Slurm's slurmstepd, podman's conmon).
+//!
+//! The agent starts one per job, as root, with the job's spool directory as its only
+//! argument and its end of a socket pair as descriptor 3. The supervisor starts the
+//! batch script (as the user, in the job's cgroups, killed if the supervisor dies),
+//! is the subreaper of everything the job starts, enforces the time limit itself
+//! (SIGTERM, the grace, then SIGKILL of the whole cgroup), and waits until the job's
+//! cgroup is empty before the job is over. It then records the end (exit status or
+//! signal, OOM kill, the cgroup's final usage) durably in the spool, tells the agent
+//! if one is connected, and exits.
+//!
+//! So a job needs its agent only to start: the agent may be killed, stopped or
+//! upgraded while the job runs, and a new agent reconnects at `<dir>/sock` (root's
+//! only: the spool is 0700 and the peer's credentials are checked) and takes the job
+//! back. A single thread, blocking system calls and `poll(2)`: the supervisor is small
+//! (its memory and CPU are per job) and has nothing to wait for concurrently beyond
+//! the signal descriptor, its socket and its agent.
+
+use crate::cgroup::JobCgroup;
+use crate::step::{self, FromStep, Outcome, StepSpec, ToStep};
+use bulkhead_proto::job::JobEnd;
+use bulkhead_proto::time::now_us;
+use bulkhead_proto::{JobId, JobState};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long a job's processes may take to go after SIGKILL before the end is recorded
+/// anyway (a process stuck in the kernel, in D state, cannot be made to go sooner).
+const DRAIN_LIMIT: Duration = Duration::from_secs(60);
+/// How often the cgroup is looked at while the last processes go.
+const DRAIN_POLL: Duration = Duration::from_millis(10);
+
+/// The supervisor's entry point; returns its exit status.
+pub fn main() -> i32 {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let [_, dir] = args.as_slice() else {
+        eprintln!("usage: bulkhead-stepd JOB_DIR (started by bulkhead-agent for each job)");
+        return 2;
+    };
+    let dir = PathBuf::from(dir);
+    // Descriptor 3 is the agent's end of the socket pair, when it started us.
+    // SAFETY: fcntl on a descriptor number only queries it.
+    let agent = (unsafe { libc::fcntl(3, libc::F_GETFD) } >= 0).then(|| {
+        // SAFETY: descriptor 3 is open and was handed to this process to own.
+        let fd = unsafe { OwnedFd::from_raw_fd(3) };
+        // SAFETY: setting close-on-exec on our own descriptor (the job must not get it).
+        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+        UnixStream::from(fd)
+    });
+    match supervise(&dir, agent) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("bulkhead-stepd {}: {e}", dir.display());
+            1
+        }
+    }
+}
+
+fn log(job: JobId, msg: impl std::fmt::Display) {
+    eprintln!("bulkhead-stepd[job {job}]: {msg}");
+}
+
+struct Supervisor {
+    spec: StepSpec,
+    dir: PathBuf,
+    agent: Option<UnixStream>,
+    pid: i32,
+    outcome: Outcome,
+    /// The batch script exited (its status is in `outcome`).
+    exited: bool,
+    /// SIGTERM was sent (a time limit, a kill request): SIGKILL falls due then.
+    kill_at: Option<Instant>,
+    terminating: bool,
+    completing_since: Option<Instant>,
+}
+
+fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<(), String> {
+    let spec: StepSpec =
+        step::read_record(&dir.join(step::SPEC_FILE)).map_err(|e| e.to_string())?;
+    // SAFETY: plain prctl; orphans of the job are reparented to this process.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(format!(
+            "cannot become the job's subreaper: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let mut mask = SigSet::empty();
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ] {
+        mask.add(s);
+    }
+    mask.thread_block()
+        .map_err(|e| format!("cannot block signals: {e}"))?;
+    let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+        .map_err(|e| format!("cannot open a signalfd: {e}"))?;
+    let sock = dir.join(step::SOCK_FILE);
+    let _ = std::fs::remove_file(&sock);
+    let listener =
+        UnixListener::bind(&sock).map_err(|e| format!("cannot listen at {}: {e}", sock.display()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600));
+    }
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("cannot listen at {}: {e}", sock.display()))?;
+    let mut sup = Supervisor {
+        dir: dir.to_path_buf(),
+        agent,
+        pid: 0,
+        outcome: Outcome::default(),
+        exited: false,
+        kill_at: None,
+        terminating: false,
+        completing_since: None,
+        spec,
+    };
+    match crate::launch::start(&sup.spec.exec, true) {
+        Ok(pid) => sup.pid = pid,
+        Err(e) => return sup.launch_failed(e),
+    }
+    sup.hello();
+    sup.run(&sfd, &listener);
+    sup.finish()
+}
+
+impl Supervisor {
+    fn cg(&self) -> &JobCgroup {
+        &self.spec.cgroup
+    }
+
+    fn send(&mut self, msg: &FromStep) {
+        if let Some(a) = &mut self.agent
+            && let Err(e) = step::write_frame(a, msg).and_then(|()| a.flush())
+        {
+            log(self.spec.job, format!("the agent's connection failed: {e}"));
+            self.agent = None;
+        }
+    }
+
+    fn hello(&mut self) {
+        let msg = FromStep::Hello {
+            job: self.spec.job,
+            pid: self.pid as u32,
+            completing: self.exited,
+        };
+        self.send(&msg);
+    }
+
+    /// The batch script could not start: the end says why, and whose fault it was.
+    fn launch_failed(mut self, e: crate::launch::LaunchError) -> Result<(), String> {
+        let _ = self.cg().kill();
+        let end = JobEnd {
+            job: self.spec.job,
+            state: JobState::Failed,
+            exit_code: None,
+            signal: None,
+            start_time_us: self.spec.start_us,
+            end_time_us: now_us(),
+            reason: Some(format!("launch failed: {e}")),
+            gpu_fault: None,
+            usage: None,
+            node_fault: e.is_node_fault(),
+        };
+        self.record(end)
+    }
+
+    /// Starts ending the job: SIGCONT and SIGTERM to all its processes, SIGKILL after
+    /// `grace`.
+    fn terminate(&mut self, grace: Duration) {
+        if self.terminating {
+            return;
+        }
+        self.terminating = true;
+        let cg = self.cg();
+        cg.signal(Signal::SIGCONT);
+        cg.signal(Signal::SIGTERM);
+        self.kill_at = Some(
+            Instant::now()
+                .checked_add(grace)
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400)),
+        );
+    }
+
+    fn on_request(&mut self, req: ToStep) {
+        match req {
+            ToStep::Kill { state, grace_ms } => {
+                if self.outcome.requested.is_some() || self.outcome.timed_out {
+                    return;
+                }
+                log(self.spec.job, format!("asked to end the job ({state})"));
+                self.outcome.requested = Some(state);
+                self.terminate(Duration::from_millis(grace_ms.min(86_400_000)));
+            }
+        }
+    }
+
+    fn reap(&mut self) {
+        loop {
+            let mut status = 0;
+            // SAFETY: reaping our own children (the job's processes, as subreaper).
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid <= 0 {
+                return;
+            }
+            if pid == self.pid {
+                self.exited = true;
+                if libc::WIFEXITED(status) {
+                    self.outcome.exit_code = Some(libc::WEXITSTATUS(status));
+                } else if libc::WIFSIGNALED(status) {
+                    self.outcome.signal = Some(libc::WTERMSIG(status));
+                }
+            }
+        }
+    }
+
+    fn on_signals(&mut self, sfd: &SignalFd) {
+        while let Ok(Some(info)) = sfd.read_signal() {
+            let sig = info.ssi_signo as i32;
+            if sig == libc::SIGCHLD {
+                continue;
+            }
+            // An admin (or a stopping system) signalled the supervisor: the job
+            // ends rather than run on unsupervised.
+            if self.outcome.requested.is_none() && !self.outcome.timed_out {
+                let name = Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("a signal");
+                log(self.spec.job, format!("{name} received: ending the job"));
+                self.outcome.requested = Some(JobState::Failed);
+                self.outcome.requested_reason =
+                    Some(format!("the job's supervisor was sent {name}"));
+                self.terminate(Duration::from_millis(self.spec.kill_wait_ms));
+            }
+        }
+        self.reap();
+    }
+
+    fn accept(&mut self, listener: &UnixListener) {
+        while let Ok((s, _)) = listener.accept() {
+            // Only root may steer a job (the spool's mode says so already).
+            match step::peer_uid(&s) {
+                Ok(0) => {}
+                Ok(uid) => {
+                    log(self.spec.job, format!("refused a connection from uid {uid}"));
+                    continue;
+                }
+                Err(e) => {
+                    log(self.spec.job, format!("refused a connection: {e}"));
+                    continue;
+                }
+            }
+            let _ = s.set_nonblocking(false);
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+            // A newer agent replaces the one before.
+            self.agent = Some(s);
+            self.hello();
+            if self.completing_since.is_some() {
+                self.send(&FromStep::Completing);
+            }
+        }
+    }
+
+    fn on_agent(&mut self) {
+        let Some(a) = &mut self.agent else { return };
+        match step::read_frame::<ToStep>(a) {
+            Ok(Some(req)) => self.on_request(req),
+            Ok(None) => self.agent = None,
+            Err(e) => {
+                log(self.spec.job, format!("dropped the agent's connection: {e}"));
+                self.agent = None;
+            }
+        }
+    }
+
+    /// Until the batch script has exited and the job's cgroup is empty (or its last
+    /// processes are stuck past [`DRAIN_LIMIT`]).
+    fn run(&mut self, sfd: &SignalFd, listener: &UnixListener) {
+        let deadline = self
+            .spec
+            .time_limit_s
+            .and_then(|s| Instant::now().checked_add(Duration::from_secs(s)));
+        loop {
+            self.reap();
+            let now = Instant::now();
+            if let Some(d) = deadline
+                && now >= d
+                && !self.outcome.timed_out
+                && self.outcome.requested.is_none()
+                && !self.exited
+            {
+                log(self.spec.job, "time limit reached: SIGTERM, then SIGKILL after the grace period");
+                self.outcome.timed_out = true;
+                self.terminate(Duration::from_millis(self.spec.kill_wait_ms));
+            }
+            if self.kill_at.is_some_and(|k| now >= k) {
+                self.kill_at = None;
+                let _ = self.cg().kill();
+            }
+            if self.exited {
+                match self.completing_since {
+                    None => {
+                        // The batch script is gone: so is whatever it left running.
+                        let _ = self.cg().kill();
+                        self.kill_at = None;
+                        self.reap();
+                        if self.cg().pids().is_empty() {
+                            return;
+                        }
+                        self.completing_since = Some(now);
+                        self.send(&FromStep::Completing);
+                    }
+                    Some(since) => {
+                        if self.cg().pids().is_empty() {
+                            return;
+                        }
+                        if now.duration_since(since) > DRAIN_LIMIT {
+                            self.outcome.survivors = true;
+                            return;
+                        }
+                    }
+                }
+            }
+            let mut wait = if self.exited {
+                DRAIN_POLL
+            } else {
+                Duration::from_secs(3600)
+            };
+            for at in [deadline.filter(|_| !self.terminating), self.kill_at]
+                .into_iter()
+                .flatten()
+            {
+                wait = wait.min(at.saturating_duration_since(now));
+            }
+            let mut fds = vec![
+                libc::pollfd {
+                    fd: sfd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: listener.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            if let Some(a) = &self.agent {
+                fds.push(libc::pollfd {
+                    fd: a.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+            }
+            let ms = wait.as_millis().clamp(0, i32::MAX as u128) as i32;
+            // SAFETY: `fds` is a valid array of pollfd for its length.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+            if n <= 0 {
+                continue;
+            }
+            if fds[0].revents != 0 {
+                self.on_signals(sfd);
+            }
+            if fds[1].revents != 0 {
+                self.accept(listener);
+            }
+            if fds.get(2).is_some_and(|f| f.revents != 0) {
+                self.on_agent();
+            }
+        }
+    }
+
+    /// The job is over: its end, from what the cgroup says and what happened.
+    fn finish(mut self) -> Result<(), String> {
+        self.reap();
+        let cg = self.cg().clone();
+        self.outcome.oom_killed = cg.oom_killed();
+        let usage = cg.usage();
+        if let Err(e) = cg.remove(Duration::from_secs(5)) {
+            log(self.spec.job, format!("cannot remove the job's cgroup: {e}"));
+        }
+        let _ = std::fs::remove_file(&self.spec.exec.script);
+        let (state, reason) =
+            step::end_state(&self.outcome, self.spec.time_limit_s, self.spec.mem_mb);
+        let end = JobEnd {
+            job: self.spec.job,
+            state,
+            exit_code: self.outcome.exit_code,
+            signal: self.outcome.signal,
+            start_time_us: self.spec.start_us,
+            end_time_us: now_us(),
+            reason,
+            gpu_fault: None,
+            usage: Some(usage),
+            node_fault: false,
+        };
+        self.record(end)
+    }
+
+    /// Writes the end into the spool, then tells the agent.
+    fn record(&mut self, end: JobEnd) -> Result<(), String> {
+        step::write_record(&self.dir.join(step::END_FILE), &end)
+            .map_err(|e| format!("cannot record the job's end: {e}"))?;
+        let _ = std::fs::remove_file(self.dir.join(step::SOCK_FILE));
+        self.send(&FromStep::Ended(Box::new(end)));
+        Ok(())
+    }
+}
