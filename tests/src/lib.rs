@@ -10,6 +10,7 @@ pub mod impostor;
 
 use anyhow::{Context, Result, bail};
 use bulkhead_proto::{JobId, JobInfo, JobState};
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -906,7 +907,7 @@ pub fn supervisors_under(dir: &Path) -> Vec<i32> {
             let exe = args.next().unwrap_or_default();
             let arg = args.next().unwrap_or_default();
             exe.ends_with(b"bulkhead-stepd")
-                && Path::new(std::ffi::OsStr::from_encoded_bytes(arg)).starts_with(dir)
+                && Path::new(&*std::ffi::OsString::from_vec(arg.to_vec())).starts_with(dir)
         })
         .collect()
 }
