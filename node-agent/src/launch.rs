@@ -716,8 +716,9 @@ pub fn spawn_supervisor(
     let path = CString::new(exe.as_os_str().as_encoded_bytes()).map_err(|_| LaunchError::Nul {
         what: "supervisor path",
     })?;
-    let arg = CString::new(dir.as_os_str().as_encoded_bytes())
-        .map_err(|_| LaunchError::Nul { what: "job directory" })?;
+    let arg = CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|_| LaunchError::Nul {
+        what: "job directory",
+    })?;
     let env: Vec<CString> = std::env::vars_os()
         .filter(|(k, _)| k == "RUST_BACKTRACE")
         .filter_map(|(k, v)| {
@@ -771,9 +772,9 @@ pub fn spawn_supervisor(
     if prep.failed_errno != 0 {
         // SAFETY: reaping our own exited child.
         unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
-        return Err(fail("execute the job's supervisor")(io::Error::from_raw_os_error(
-            prep.failed_errno,
-        )));
+        return Err(fail("execute the job's supervisor")(
+            io::Error::from_raw_os_error(prep.failed_errno),
+        ));
     }
     watch(pid, 0)
 }

@@ -162,7 +162,9 @@ pub enum AgentError {
     },
     #[error(transparent)]
     Journal(#[from] journal::JournalError),
-    #[error("the jobs' supervisor {path} cannot be run: {why} (install bulkhead-stepd beside the agent, or give --stepd)")]
+    #[error(
+        "the jobs' supervisor {path} cannot be run: {why} (install bulkhead-stepd beside the agent, or give --stepd)"
+    )]
     Stepd { path: PathBuf, why: String },
     #[error(
         "no way to authenticate the broker: give --broker-verify-key (the broker's broker.verify, \
@@ -609,12 +611,17 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         }
         let deadline = Instant::now() + agent.cfg.kill_wait + Duration::from_secs(5);
         while !agent.jobs.is_empty() && Instant::now() < deadline {
-            if let Ok(Some(ev)) = tokio::time::timeout(Duration::from_millis(100), ev_rx.recv()).await {
+            if let Ok(Some(ev)) =
+                tokio::time::timeout(Duration::from_millis(100), ev_rx.recv()).await
+            {
                 agent.on_event(ev);
             }
         }
     } else {
-        tracing::info!(jobs = agent.jobs.len(), "agent stopping; its jobs run on under their supervisors");
+        tracing::info!(
+            jobs = agent.jobs.len(),
+            "agent stopping; its jobs run on under their supervisors"
+        );
     }
     // Give the broker a moment to acknowledge the last ends; the rest stay on disk.
     let deadline = Instant::now() + Duration::from_millis(500);
@@ -1335,7 +1342,13 @@ impl Agent {
                     uid: f.rec.uid,
                 },
             );
-            tokio::spawn(supervised::follow(self.job_ctx(), f.rec, f.link, None, kill_rx));
+            tokio::spawn(supervised::follow(
+                self.job_ctx(),
+                f.rec,
+                f.link,
+                None,
+                kill_rx,
+            ));
         }
         if self.adopting.is_empty() {
             self.adopted_all();
@@ -1394,4 +1407,3 @@ impl IsolationState {
         }
     }
 }
-

@@ -152,7 +152,9 @@ pub fn read_record<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Ste
         .ok_or_else(|| corrupt("no record header".into()))?;
     match body.split_first() {
         Some((&VERSION, body)) => postcard::from_bytes(body).map_err(|e| corrupt(e.to_string())),
-        Some((v, _)) => Err(corrupt(format!("record version {v}, this build reads {VERSION}"))),
+        Some((v, _)) => Err(corrupt(format!(
+            "record version {v}, this build reads {VERSION}"
+        ))),
         None => Err(corrupt("empty record".into())),
     }
 }
@@ -244,7 +246,11 @@ pub struct Outcome {
 
 /// The state a job ends in, and why, from what its supervisor saw: a time limit comes
 /// first, then a requested end, an OOM kill, and the script's own exit status.
-pub fn end_state(o: &Outcome, time_limit_s: Option<u64>, mem_mb: u64) -> (JobState, Option<String>) {
+pub fn end_state(
+    o: &Outcome,
+    time_limit_s: Option<u64>,
+    mem_mb: u64,
+) -> (JobState, Option<String>) {
     let (state, reason) = if o.timed_out {
         (
             JobState::Timeout,

@@ -105,8 +105,8 @@ fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<(), String> {
         .map_err(|e| format!("cannot open a signalfd: {e}"))?;
     let sock = dir.join(step::SOCK_FILE);
     let _ = std::fs::remove_file(&sock);
-    let listener =
-        UnixListener::bind(&sock).map_err(|e| format!("cannot listen at {}: {e}", sock.display()))?;
+    let listener = UnixListener::bind(&sock)
+        .map_err(|e| format!("cannot listen at {}: {e}", sock.display()))?;
     {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600));
@@ -233,7 +233,9 @@ impl Supervisor {
             // An admin (or a stopping system) signalled the supervisor: the job
             // ends rather than run on unsupervised.
             if self.outcome.requested.is_none() && !self.outcome.timed_out {
-                let name = Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("a signal");
+                let name = Signal::try_from(sig)
+                    .map(|s| s.as_str())
+                    .unwrap_or("a signal");
                 log(self.spec.job, format!("{name} received: ending the job"));
                 self.outcome.requested = Some(JobState::Failed);
                 self.outcome.requested_reason =
@@ -250,7 +252,10 @@ impl Supervisor {
             match step::peer_uid(&s) {
                 Ok(0) => {}
                 Ok(uid) => {
-                    log(self.spec.job, format!("refused a connection from uid {uid}"));
+                    log(
+                        self.spec.job,
+                        format!("refused a connection from uid {uid}"),
+                    );
                     continue;
                 }
                 Err(e) => {
@@ -276,7 +281,10 @@ impl Supervisor {
             Ok(Some(req)) => self.on_request(req),
             Ok(None) => self.agent = None,
             Err(e) => {
-                log(self.spec.job, format!("dropped the agent's connection: {e}"));
+                log(
+                    self.spec.job,
+                    format!("dropped the agent's connection: {e}"),
+                );
                 self.agent = None;
             }
         }
@@ -298,7 +306,10 @@ impl Supervisor {
                 && self.outcome.requested.is_none()
                 && !self.exited
             {
-                log(self.spec.job, "time limit reached: SIGTERM, then SIGKILL after the grace period");
+                log(
+                    self.spec.job,
+                    "time limit reached: SIGTERM, then SIGKILL after the grace period",
+                );
                 self.outcome.timed_out = true;
                 self.terminate(Duration::from_millis(self.spec.kill_wait_ms));
             }
@@ -385,7 +396,10 @@ impl Supervisor {
         self.outcome.oom_killed = cg.oom_killed();
         let usage = cg.usage();
         if let Err(e) = cg.remove(Duration::from_secs(5)) {
-            log(self.spec.job, format!("cannot remove the job's cgroup: {e}"));
+            log(
+                self.spec.job,
+                format!("cannot remove the job's cgroup: {e}"),
+            );
         }
         let _ = std::fs::remove_file(&self.spec.exec.script);
         let (state, reason) =

@@ -249,12 +249,19 @@ fn prepare(
         // A directory left by an earlier run of this job (requeued to this node) is
         // over: its end is in the journal.
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         step::write_record(&dir.join(step::SPEC_FILE), &rec).map_err(|e| e.to_string())?;
         let (mine, theirs) = std::os::unix::net::UnixStream::pair()
             .map_err(|e| format!("cannot make the supervisor's socket pair: {e}"))?;
         let child = launch::spawn_supervisor(&ctx.stepd, &dir, std::os::fd::AsFd::as_fd(&theirs))
-            .map_err(|e| format!("{} ({}): {e}", "cannot start the job's supervisor", ctx.stepd.display()))?;
+            .map_err(|e| {
+            format!(
+                "{} ({}): {e}",
+                "cannot start the job's supervisor",
+                ctx.stepd.display()
+            )
+        })?;
         Ok::<_, String>((mine, child))
     })();
     match started {
@@ -459,8 +466,11 @@ fn collect_end(node: &str, rec: &StepSpec, dir: &Path, started: bool) -> JobEnd 
     let end_file = dir.join(step::END_FILE);
     match step::read_record::<JobEnd>(&end_file) {
         Ok(e) if e.job == rec.job => return e,
-        Ok(e) => tracing::error!(job = %rec.job, recorded = %e.job, "the end file names another job; ignored"),
-        Err(step::StepError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+        Ok(e) => {
+            tracing::error!(job = %rec.job, recorded = %e.job, "the end file names another job; ignored")
+        }
+        Err(step::StepError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => tracing::error!(job = %rec.job, error = %e, "the job's end record is unreadable"),
     }
     let cg: &JobCgroup = &rec.cgroup;

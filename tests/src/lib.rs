@@ -260,6 +260,8 @@ pub struct Cluster {
     pub opts: ClusterOpts,
     /// Nodes of agents started beside the cluster's own (cleaned up with them).
     extra_nodes: std::sync::Mutex<Vec<String>>,
+    /// The agent binary to start (an upgrade's new build); the built one by default.
+    pub agent_bin: Option<PathBuf>,
 }
 
 /// A tmpfs for job scripts when the host has one at /dev/shm, else the temp directory.
@@ -309,6 +311,7 @@ impl Cluster {
             opts,
             dir,
             extra_nodes: Default::default(),
+            agent_bin: None,
         };
         let keys = c.keys_dir();
         std::fs::create_dir(&keys)?;
@@ -494,7 +497,11 @@ impl Cluster {
         } else {
             format!("agent-{name}.log")
         });
-        let mut cmd = Command::new(bin("bulkhead-agent"));
+        let mut cmd = Command::new(
+            self.agent_bin
+                .clone()
+                .unwrap_or_else(|| bin("bulkhead-agent")),
+        );
         if let Some(parent) = agent_cgroup_parent() {
             let mut own = parent.join(name);
             std::fs::create_dir_all(&own)?;
@@ -674,6 +681,20 @@ impl Cluster {
         // Full passes run every 10 s.
         wait_for(scaled(30), || self.full_passes().is_ok_and(|n| n > before))
             .context("no full scheduling pass")
+    }
+
+    /// Stops the cluster's first agent with `sig` (SIGKILL: a crash; SIGTERM: a stop)
+    /// and waits until it has exited. Its jobs run on under their supervisors.
+    pub fn signal_agent(&mut self, sig: nix::sys::signal::Signal) {
+        if let Some(mut a) = self.agent.take() {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(a.id() as i32), sig);
+            let _ = a.wait();
+        }
+    }
+
+    /// The first node's agent spool directory.
+    pub fn spool(&self) -> PathBuf {
+        self.dir.path().join(format!("spool-{}", self.node))
     }
 
     /// Kills the broker with SIGKILL, as a crash would.

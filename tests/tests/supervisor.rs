@@ -1,0 +1,374 @@
+//! Jobs outlive their agent: each runs under its own supervisor (`bulkhead-stepd`),
+//! which enforces its limits and records its end while no agent is there, and a
+//! restarted agent (after SIGKILL, SIGTERM, or as a new build) takes the jobs back.
+//! Run on the host and, by `cargo xtask vm-test`, on a pure cgroup v2 kernel.
+
+use bulkhead_proto::{JobId, JobState};
+use bulkhead_tests::{Cluster, ClusterOpts, USER1, scaled, user, wait_for};
+use nix::sys::signal::Signal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn t() -> Duration {
+    scaled(30)
+}
+
+/// A job's directory in the first node's spool.
+fn job_dir(c: &Cluster, job: JobId) -> PathBuf {
+    c.spool().join("jobs").join(job.to_string())
+}
+
+/// A script that says it started, waits for `go`, then exits with `code`.
+fn gated(name: &str, code: i32) -> String {
+    format!(
+        "#!/bin/sh\ntouch {name}.started\nwhile [ ! -e {name}.go ]; do sleep 0.05; done\n\
+         dd if=/dev/zero of=/dev/null bs=1M count=300 2>/dev/null\nexit {code}\n"
+    )
+}
+
+fn wait_file(p: &Path) {
+    wait_for(t(), || p.exists()).unwrap_or_else(|e| panic!("{} never appeared: {e}", p.display()));
+}
+
+/// Members of the job's cgroup (on the tracking hierarchy) now, as the kernel lists them.
+fn members(c: &Cluster, job: JobId) -> Vec<i32> {
+    c.job_cgroup_dirs(job)
+        .first()
+        .and_then(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
+        .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Waits until the restarted agent has registered (the node may not have gone down
+/// meanwhile, so `wait_node_up` would not tell).
+fn wait_registered(c: &Cluster) {
+    wait_for(t(), || c.agent_log().contains("registered with the broker")).unwrap_or_else(|e| {
+        panic!(
+            "the restarted agent never registered: {e}\n{}",
+            c.agent_log()
+        )
+    });
+}
+
+/// Jobs run on while their agent is away (stopped by `sig`, or replaced by a new
+/// build when `upgrade`), one ends meanwhile, and the agent that comes back reports
+/// each with its real state, exit code and usage: none NODE_FAIL.
+fn jobs_outlive_their_agent(sig: Signal, upgrade: bool) {
+    let mut c = Cluster::start_with(ClusterOpts {
+        cpus: 4,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let a = c
+        .submit(Some(&u), &wd, &[], &gated("a", 3))
+        .expect("submit a");
+    let b = c
+        .submit(Some(&u), &wd, &[], &gated("b", 0))
+        .expect("submit b");
+    let away = c
+        .submit(Some(&u), &wd, &[], &gated("c", 5))
+        .expect("submit c");
+    for (j, n) in [(a, "a"), (b, "b"), (away, "c")] {
+        wait_file(&wd.join(format!("{n}.started")));
+        c.wait_state(j, &[JobState::Running], t()).expect("running");
+    }
+    c.signal_agent(sig);
+    // The agent is gone; the jobs are not.
+    for j in [a, b, away] {
+        assert!(
+            !members(&c, j).is_empty(),
+            "job {j} lost its processes with its agent; agent log:\n{}",
+            c.agent_log()
+        );
+    }
+    // One ends while no agent is there: its supervisor records the end.
+    std::fs::write(wd.join("c.go"), "").expect("go c");
+    wait_file(&job_dir(&c, away).join("end"));
+    if upgrade {
+        // A new build of the agent installed elsewhere, with its own supervisor binary;
+        // the running jobs keep the supervisors of the old one.
+        let new = c.dir.path().join("upgrade");
+        std::fs::create_dir_all(&new).expect("mkdir");
+        for b in ["bulkhead-agent", "bulkhead-stepd"] {
+            std::fs::copy(bulkhead_tests::bin(b), new.join(b)).expect("install the new build");
+        }
+        c.agent_bin = Some(new.join("bulkhead-agent"));
+    }
+    c.start_agent().expect("restart the agent");
+    wait_registered(&c);
+    assert!(
+        c.agent_log().contains("taking back the jobs"),
+        "{}",
+        c.agent_log()
+    );
+    let ended = c
+        .wait_state(away, &[JobState::Failed, JobState::NodeFail], t())
+        .expect("the end collected");
+    assert_eq!(
+        (ended.state, ended.exit_code),
+        (JobState::Failed, Some(5)),
+        "{:?}",
+        ended.reason
+    );
+    assert!(
+        ended
+            .usage
+            .as_ref()
+            .and_then(|u| u.cpu_usec)
+            .is_some_and(|us| us > 0),
+        "the supervisor's last reading travels with the end: {:?}",
+        ended.usage
+    );
+    std::fs::write(wd.join("a.go"), "").expect("go a");
+    std::fs::write(wd.join("b.go"), "").expect("go b");
+    let ja = c
+        .wait_state(a, &[JobState::Failed, JobState::NodeFail], t())
+        .expect("a ends");
+    assert_eq!(
+        (ja.state, ja.exit_code),
+        (JobState::Failed, Some(3)),
+        "{:?}",
+        ja.reason
+    );
+    let jb = c
+        .wait_state(
+            b,
+            &[JobState::Completed, JobState::NodeFail, JobState::Failed],
+            t(),
+        )
+        .expect("b ends");
+    assert_eq!(
+        (jb.state, jb.exit_code),
+        (JobState::Completed, Some(0)),
+        "{:?}",
+        jb.reason
+    );
+    for j in [&ja, &jb] {
+        assert!(
+            j.usage
+                .as_ref()
+                .and_then(|u| u.cpu_usec)
+                .is_some_and(|us| us > 0),
+            "usage of job {}: {:?}",
+            j.id,
+            j.usage
+        );
+    }
+    // Nothing is left of them: cgroups, spool records, supervisors.
+    for j in [a, b, away] {
+        wait_for(t(), || !job_dir(&c, j).exists()).expect("the spool record goes");
+        assert!(c.job_cgroup_dirs(j).iter().all(|d| !d.exists()));
+    }
+    wait_for(t(), || {
+        bulkhead_tests::supervisors_under(c.dir.path()).is_empty()
+    })
+    .expect("the supervisors exit");
+}
+
+#[test]
+fn jobs_outlive_an_agent_killed_with_sigkill() {
+    jobs_outlive_their_agent(Signal::SIGKILL, false);
+}
+
+#[test]
+fn jobs_outlive_an_agent_stopped_with_sigterm() {
+    jobs_outlive_their_agent(Signal::SIGTERM, false);
+}
+
+#[test]
+fn jobs_outlive_an_upgrade_of_the_agent() {
+    jobs_outlive_their_agent(Signal::SIGTERM, true);
+}
+
+#[test]
+fn a_time_limit_that_falls_due_while_the_agent_is_away_ends_the_job_timeout() {
+    let mut c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["--time=0:02"],
+            "#!/bin/sh\ntouch started\nsleep 300\n",
+        )
+        .expect("submit");
+    wait_file(&wd.join("started"));
+    c.wait_state(j, &[JobState::Running], t()).expect("running");
+    c.signal_agent(Signal::SIGKILL);
+    // No agent: the supervisor ends the job at its limit all the same.
+    wait_file(&job_dir(&c, j).join("end"));
+    assert!(members(&c, j).is_empty(), "the job's processes are gone");
+    c.start_agent().expect("restart");
+    let info = c
+        .wait_state(
+            j,
+            &[JobState::Timeout, JobState::Failed, JobState::NodeFail],
+            t(),
+        )
+        .expect("ends");
+    assert_eq!(info.state, JobState::Timeout, "{:?}", info.reason);
+}
+
+#[test]
+fn a_cancel_sent_while_the_agent_is_away_is_applied_when_it_returns() {
+    let mut c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\ntouch started\nsleep 300\n")
+        .expect("submit");
+    wait_file(&wd.join("started"));
+    c.wait_state(j, &[JobState::Running], t()).expect("running");
+    c.signal_agent(Signal::SIGKILL);
+    let out = c
+        .bh(Some(&u), &["cancel", &j.to_string()])
+        .expect("bh cancel");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Nobody can reach the job yet: it runs on, and is not reported over.
+    assert!(!members(&c, j).is_empty());
+    assert!(!c.show(j).expect("show").state.is_terminal());
+    c.start_agent().expect("restart");
+    let info = c
+        .wait_state(
+            j,
+            &[JobState::Cancelled, JobState::Failed, JobState::NodeFail],
+            t(),
+        )
+        .expect("ends");
+    assert_eq!(info.state, JobState::Cancelled, "{:?}", info.reason);
+    wait_for(t(), || c.job_cgroup_dirs(j).iter().all(|d| !d.exists())).expect("its cgroup goes");
+}
+
+#[test]
+fn a_killed_supervisor_takes_its_jobs_processes_with_it_and_the_job_fails() {
+    let c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = c
+        .submit(
+            Some(&u),
+            &wd,
+            &[],
+            "#!/bin/sh\nsleep 300 &\nsleep 300 &\ntouch started\nwait\n",
+        )
+        .expect("submit");
+    wait_file(&wd.join("started"));
+    c.wait_state(j, &[JobState::Running], t()).expect("running");
+    assert_eq!(members(&c, j).len(), 3, "the script and its two sleeps");
+    let sup = bulkhead_tests::supervisors_under(c.dir.path());
+    assert_eq!(sup.len(), 1, "one supervisor per job: {sup:?}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(sup[0]), Signal::SIGKILL)
+        .expect("kill the supervisor");
+    let info = c
+        .wait_state(
+            j,
+            &[JobState::Failed, JobState::Completed, JobState::NodeFail],
+            t(),
+        )
+        .expect("ends");
+    assert_eq!(info.state, JobState::Failed);
+    assert!(
+        info.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("supervisor died")),
+        "{:?}",
+        info.reason
+    );
+    wait_for(t(), || c.job_cgroup_dirs(j).iter().all(|d| !d.exists()))
+        .expect("the job's cgroup is emptied and removed");
+}
+
+#[test]
+fn only_root_may_talk_to_a_supervisor() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\ntouch started\nsleep 300\n")
+        .expect("submit");
+    wait_file(&wd.join("started"));
+    c.wait_state(j, &[JobState::Running], t()).expect("running");
+    let sock = job_dir(&c, j).join("sock");
+    let peek = |as_user: bool| -> String {
+        let mut cmd = std::process::Command::new(bulkhead_tests::bin("bh-peek"));
+        cmd.arg(&sock);
+        if as_user {
+            cmd.uid(u.uid).gid(u.gid);
+        }
+        let out = cmd.output().expect("bh-peek");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    // The spool is root's: the user cannot even reach the socket.
+    assert_eq!(peek(true), format!("refused {}", libc::EACCES));
+    // Opened up by a careless admin, the supervisor still checks who connects.
+    let open = |p: &Path, mode| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
+    for d in [c.spool(), c.spool().join("jobs"), job_dir(&c, j)] {
+        open(&d, 0o711).expect("chmod");
+    }
+    open(&sock, 0o666).expect("chmod");
+    assert_eq!(peek(true), "eof", "accepted and closed without a word");
+    wait_for(t(), || {
+        c.agent_log()
+            .contains(&format!("refused a connection from uid {}", u.uid))
+    })
+    .expect("the supervisor says whom it refused");
+    // Root gets the job's hello.
+    let mut s = std::os::unix::net::UnixStream::connect(&sock).expect("root connects");
+    s.set_read_timeout(Some(t())).expect("timeout");
+    match bulkhead_agent::step::read_frame::<bulkhead_agent::step::FromStep>(&mut s) {
+        Ok(Some(bulkhead_agent::step::FromStep::Hello { job, .. })) => assert_eq!(job, j),
+        other => panic!("no hello for root: {other:?}"),
+    }
+    // The job still runs under its supervisor.
+    assert_eq!(c.show(j).expect("show").state, JobState::Running);
+}
+
+#[test]
+fn a_corrupt_spool_record_is_reported_and_set_aside() {
+    let mut c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = c
+        .submit(Some(&u), &wd, &[], &gated("a", 0))
+        .expect("submit");
+    wait_file(&wd.join("a.started"));
+    c.wait_state(j, &[JobState::Running], t()).expect("running");
+    c.signal_agent(Signal::SIGKILL);
+    let bogus = c.spool().join("jobs").join("4242");
+    std::fs::create_dir_all(&bogus).expect("mkdir");
+    std::fs::write(bogus.join("step"), b"BHSTEP\0\x01\xff\xff\xff garbage").expect("write");
+    c.start_agent().expect("restart");
+    wait_registered(&c);
+    assert!(
+        c.agent_log().contains("cannot be read"),
+        "the agent says so: {}",
+        c.agent_log()
+    );
+    assert!(!bogus.exists());
+    assert!(
+        c.spool()
+            .join("jobs")
+            .join("4242.corrupt")
+            .join("step")
+            .exists()
+    );
+    // The good record was taken back all the same.
+    std::fs::write(wd.join("a.go"), "").expect("go");
+    let info = c
+        .wait_state(
+            j,
+            &[JobState::Completed, JobState::Failed, JobState::NodeFail],
+            t(),
+        )
+        .expect("ends");
+    assert_eq!(info.state, JobState::Completed, "{:?}", info.reason);
+}
