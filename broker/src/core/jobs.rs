@@ -361,26 +361,21 @@ impl Core {
         id: JobId,
         now_us: u64,
     ) -> CancelOutcome {
-        let operator = self.role(caller) >= Role::Operator;
+        let allowed = match self.jobs.get(&id) {
+            None => Err(err(ErrorCode::NotFound, format!("job {id} does not exist"))),
+            Some(j) => self.may_act_on(caller, j, JobAction::Cancel),
+        };
+        if let Err(e) = allowed {
+            return CancelOutcome {
+                job: id,
+                result: Err(e),
+            };
+        }
         // An array: its remainder goes, and each of its live tasks with it.
         if let Some(j) = self.jobs.get(&id)
             && j.sub.array.is_some()
             && !j.state.is_terminal()
         {
-            if !operator && caller.uid != j.uid {
-                tracing::warn!(user = %caller.user, uid = caller.uid, job = %id, "refused to cancel another user's job");
-                let e = err(
-                    ErrorCode::PermissionDenied,
-                    format!(
-                        "job {id} belongs to {} (uid {}); {} may cancel only their own jobs",
-                        j.user, j.uid, caller.user
-                    ),
-                );
-                return CancelOutcome {
-                    job: id,
-                    result: Err(e),
-                };
-            }
             let tasks = self.arrays.get(&id).cloned().unwrap_or_default();
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.state = JobState::Cancelled;
@@ -403,16 +398,6 @@ impl Core {
                 .jobs
                 .get_mut(&id)
                 .ok_or_else(|| err(ErrorCode::NotFound, format!("job {id} does not exist")))?;
-            if !operator && caller.uid != job.uid {
-                tracing::warn!(user = %caller.user, uid = caller.uid, job = %id, "refused to cancel another user's job");
-                return Err(err(
-                    ErrorCode::PermissionDenied,
-                    format!(
-                        "job {id} belongs to {} (uid {}); {} may cancel only their own jobs",
-                        job.user, job.uid, caller.user
-                    ),
-                ));
-            }
             match job.state {
                 JobState::Pending => {
                     job.state = JobState::Cancelled;
@@ -689,15 +674,8 @@ impl Core {
                     format!("job {id} does not exist"),
                 ));
             };
-            if !operator && caller.uid != j.uid {
-                tracing::warn!(user = %caller.user, uid = caller.uid, job = %id, "refused to hold or release another user's job");
-                return ClientReply::Error(err(
-                    ErrorCode::PermissionDenied,
-                    format!(
-                        "job {id} belongs to {}; {} may hold and release only their own jobs",
-                        j.user, caller.user
-                    ),
-                ));
+            if let Err(e) = self.may_act_on(caller, j, JobAction::Hold) {
+                return ClientReply::Error(e);
             }
             if j.state != JobState::Pending || j.sub.array.is_some() {
                 return ClientReply::Error(err(

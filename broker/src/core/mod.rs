@@ -27,6 +27,7 @@ mod nodes;
 mod sched_bridge;
 mod views;
 
+use auth::JobAction;
 use bulkhead_proto::acct::{AcctFilter, AcctRecord};
 use bulkhead_proto::job::{
     DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, Dependency, DeviceDenial, GpuGrant,
@@ -694,16 +695,9 @@ impl Core {
             ClientOp::Show(id) => match self.jobs.get(&id) {
                 Some(j) => match self.seen_by(caller, j) {
                     Some(info) => ClientReply::Job(Box::new(info)),
-                    None => {
-                        tracing::warn!(user = %caller.user, uid = caller.uid, job = %id, "refused to show another user's job");
-                        ClientReply::Error(err(
-                            ErrorCode::PermissionDenied,
-                            format!(
-                                "job {id} belongs to another user; {} sees only their own",
-                                caller.user
-                            ),
-                        ))
-                    }
+                    // Hidden by the privacy setting: refused as any other action on
+                    // another user's job.
+                    None => ClientReply::Error(self.refusal(caller, j, JobAction::Show)),
                 },
                 None => {
                     ClientReply::Error(err(ErrorCode::NotFound, format!("job {id} does not exist")))

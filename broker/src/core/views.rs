@@ -252,14 +252,8 @@ impl Core {
                 format!("job {id} does not exist"),
             ));
         };
-        if caller.uid != j.uid && self.role(caller) < Role::Operator {
-            tracing::warn!(user = %caller.user, uid = caller.uid, job = %id, "refused to show another user's script");
-            return ClientReply::Error(err(
-                ErrorCode::PermissionDenied,
-                format!(
-                    "job {id} belongs to another user; only its owner and operators may read its script and environment"
-                ),
-            ));
+        if let Err(e) = self.may_act_on(caller, j, JobAction::ReadScript) {
+            return ClientReply::Error(e);
         }
         if j.state.is_terminal() || j.sub.script.is_empty() {
             return ClientReply::Error(err(

@@ -371,7 +371,7 @@ fn only_owners_and_operators_read_a_script() {
             // The same request serves `bh show --env`: the refusal names both.
             assert!(
                 e.message
-                    .contains("only its owner and operators may read its script and environment"),
+                    .contains("may read the script and environment only of their own jobs"),
                 "{}",
                 e.message
             );
@@ -384,4 +384,118 @@ fn only_owners_and_operators_read_a_script() {
         ClientReply::Error(e) if e.code == ErrorCode::AlreadyFinished
             && e.message.contains("scripts and environments are kept")
     ));
+}
+
+/// Every request that acts on a job goes through one check: another user's job is
+/// refused with one shape of message that names the action, and nothing changes;
+/// operators pass the same check.
+#[test]
+fn every_action_on_another_users_job_is_refused_alike() {
+    let cfg = CoreConfig {
+        privacy: Privacy::Hidden,
+        operators: ["carol".to_string()].into(),
+        ..Default::default()
+    };
+    let mut c = Core::new(cfg, vec![], vec![]);
+    let (alice, bob, carol) = (
+        named(1000, "alice"),
+        named(1001, "bob"),
+        named(1002, "carol"),
+    );
+    // The node is full: alice's job waits.
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 1);
+    submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &carol,
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let job = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &alice,
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let refused = |c: &mut Core, who: &Caller, op: ClientOp| {
+        let fx = c.client(b"c".to_vec(), 2, who, op, 2);
+        assert!(fx.store.is_empty(), "nothing changes: {:?}", fx.store);
+        match &fx.send[..] {
+            [
+                Outbound::Client {
+                    reply: ClientReply::Cancelled(o),
+                    ..
+                },
+            ] => o[0].result.clone().expect_err("refused"),
+            _ => refusal(&fx),
+        }
+    };
+    for (op, what) in [
+        (ClientOp::Cancel(vec![job]), "cancel only their own jobs"),
+        (
+            ClientOp::Hold(vec![job]),
+            "hold and release only their own jobs",
+        ),
+        (
+            ClientOp::Release(vec![job]),
+            "hold and release only their own jobs",
+        ),
+        (
+            ClientOp::Script(job),
+            "read the script and environment only of their own jobs",
+        ),
+        (ClientOp::Show(job), "see only their own jobs"),
+    ] {
+        let e = refused(&mut c, &bob, op);
+        assert_eq!(e.code, ErrorCode::PermissionDenied);
+        // The privacy setting hides other users' jobs: the owner is not named.
+        assert_eq!(
+            e.message,
+            format!(
+                "job {job} belongs to another user; bob may {what} (operators may act on anyone's)"
+            )
+        );
+    }
+    assert_eq!(c.jobs[&job].state, JobState::Pending);
+    assert_eq!(c.jobs[&job].reason, None, "not held");
+    // Where other users' jobs are visible, the refusal names the owner.
+    let mut c2 = core();
+    c2.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 1);
+    let job2 = submitted(&c2.client(
+        b"c".to_vec(),
+        1,
+        &alice,
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let e = refused(&mut c2, &bob, ClientOp::Hold(vec![job2]));
+    assert_eq!(
+        e.message,
+        format!(
+            "job {job2} belongs to alice (uid 1000); bob may hold and release only their own jobs (operators may act on anyone's)"
+        )
+    );
+    // The operator passes the same check for each.
+    let fx = c.client(b"c".to_vec(), 3, &carol, ClientOp::Show(job), 3);
+    assert!(
+        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Job(j), .. } if j.id == job)
+    );
+    let fx = c.client(b"c".to_vec(), 4, &carol, ClientOp::Script(job), 4);
+    assert!(matches!(
+        &fx.send[0],
+        Outbound::Client {
+            reply: ClientReply::Script { .. },
+            ..
+        }
+    ));
+    let fx = c.client(b"c".to_vec(), 5, &carol, ClientOp::Hold(vec![job]), 5);
+    assert_eq!(
+        c.jobs[&job].reason.as_deref(),
+        Some("JobHeldAdmin"),
+        "{:?}",
+        fx.send
+    );
+    let fx = c.client(b"c".to_vec(), 6, &carol, ClientOp::Cancel(vec![job]), 6);
+    assert_eq!(c.jobs[&job].state, JobState::Cancelled, "{:?}", fx.send);
 }
