@@ -9,6 +9,9 @@
 //! lost by a crash (a client is never told "submitted" about a job that a restart
 //! forgets, and an agent is never told to launch a job the store still calls PENDING).
 //!
+//! The core never reads the clock: every time it uses is the one the shell passed in,
+//! so that a test or the fuzz driver decides what time it is.
+//!
 //! This module owns the types, the state, and the dispatch of each input (`client`,
 //! `agent`, `tick`); the rules live by concern in its submodules: `jobs` (submit,
 //! arrays, cancel, hold, requeue, finish), `nodes` (register, reconcile, down, keys),
@@ -672,7 +675,7 @@ impl Core {
         let reply = match op {
             ClientOp::Submit(sub) => self.submit(&mut fx, caller, *sub, now_us),
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(caller, &filter)),
-            ClientOp::Acct(filter) => self.acct(caller, &filter),
+            ClientOp::Acct(filter) => self.acct(caller, &filter, now_us),
             ClientOp::Hold(ids) => self.hold(&mut fx, caller, &ids, true, now_us),
             ClientOp::Release(ids) => self.hold(&mut fx, caller, &ids, false, now_us),
             ClientOp::Report(q) if self.role(caller) == Role::Admin => {

@@ -215,7 +215,8 @@ impl Core {
     }
 
     /// `bh acct`: the caller's jobs (everyone's for root) matching the filter.
-    pub(super) fn acct(&self, caller: &Caller, f: &AcctFilter) -> ClientReply {
+    /// A running job's GPU-seconds count up to `now_us`.
+    pub(super) fn acct(&self, caller: &Caller, f: &AcctFilter, now_us: u64) -> ClientReply {
         let operator = self.role(caller) >= Role::Operator;
         if !operator && f.uids.iter().any(|u| *u != caller.uid) {
             tracing::warn!(user = %caller.user, uid = caller.uid, "refused other users' accounting records");
@@ -227,13 +228,12 @@ impl Core {
                 ),
             ));
         }
-        let now = bulkhead_proto::time::now_us();
         let mine = (!operator).then_some(caller.uid);
         let mut records: Vec<AcctRecord> = self
             .jobs
             .values()
             .filter(|j| j.sub.array.is_none() && mine.is_none_or(|u| u == j.uid))
-            .map(|j| self.acct_record(j, now))
+            .map(|j| self.acct_record(j, now_us))
             .filter(|r| crate::acct::matches(r, f))
             .collect();
         records.sort_by_key(|r| r.job);

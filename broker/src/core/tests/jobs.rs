@@ -156,6 +156,57 @@ fn accounting_retention_forgets_old_ended_jobs() {
     assert!(c.jobs.contains_key(&pending), "an unfinished job stays");
 }
 
+/// The core reads no clock: a running job's GPU-seconds in `bh acct` count up to the
+/// time the shell passes in with the request.
+#[test]
+fn accounting_counts_a_running_job_up_to_the_time_given() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), mig_node("n1", 1), 10);
+    let mut s = sub(1);
+    s.resources.mig = Some(bulkhead_proto::job::MigAsk {
+        profile: "3g.40gb".into(),
+        count: 1,
+    });
+    let fx = c.client(
+        b"c".to_vec(),
+        2,
+        &user(1000),
+        ClientOp::Submit(Box::new(s)),
+        1_000_000,
+    );
+    let id = submitted(&fx);
+    assert_eq!(launches(&fx).len(), 1, "it runs from 1 s");
+    let gpu_seconds = |c: &mut Core, now: u64| {
+        let fx = c.client(
+            b"c".to_vec(),
+            3,
+            &user(1000),
+            ClientOp::Acct(AcctFilter::default()),
+            now,
+        );
+        match &fx.send[..] {
+            [
+                Outbound::Client {
+                    reply: ClientReply::Acct { records, .. },
+                    ..
+                },
+            ] => {
+                assert_eq!(records.len(), 1);
+                assert_eq!(records[0].job, id);
+                records[0].gpu_seconds.clone()
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    // A 3g slice is 3/7 of a GPU: 7 s of it are 3 GPU-seconds, 14 s are 6.
+    for (now, want) in [(8_000_000, 3.0), (15_000_000, 6.0)] {
+        let got = gpu_seconds(&mut c, now);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, "3g.40gb");
+        assert!((got[0].1 - want).abs() < 1e-9, "at {now} us: {got:?}");
+    }
+}
+
 /// A submission whose reply was lost is sent again with the same key: it gets the
 /// job the first one made, also after a restart, and only its own user does.
 #[test]
