@@ -19,7 +19,7 @@
 //! `sched_bridge` (the scheduling core's side), `admin` (administrative requests and
 //! reloads) and `metrics`.
 
-use crate::store::{JobRow, NodeRow, StoreOp};
+use crate::store::{JobRow, JobUpdate, NodeRow, StoreOp};
 
 mod admin;
 mod auth;
@@ -627,9 +627,24 @@ impl Core {
         })
     }
 
+    /// Stores job `id`'s mutable fields (not its submission: that was stored once).
     fn update(&self, fx: &mut Effects, id: JobId) {
-        if let Some(row) = self.job_row(id) {
-            fx.store.push(StoreOp::UpdateJob(Box::new(row)));
+        if let Some(j) = self.jobs.get(&id) {
+            fx.store.push(StoreOp::UpdateJob(Box::new(JobUpdate {
+                id: j.id,
+                state: j.state,
+                reason: j.reason.clone(),
+                exit_code: j.exit_code,
+                signal: j.signal,
+                node: j.node,
+                extra_nodes: j.extra_nodes.clone(),
+                start_us: j.start_us,
+                end_us: j.end_us,
+                denials: j.denials.clone(),
+                gpus: j.gpus.clone(),
+                preempted_by: self.preempted.get(&j.id).copied(),
+                usage: j.usage.clone(),
+            })));
         }
     }
 

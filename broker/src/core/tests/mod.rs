@@ -146,11 +146,33 @@ pub(super) fn launch_specs(fx: &Effects) -> Vec<LaunchSpec> {
         .collect()
 }
 
+/// Keeps what `fx` stores of jobs as the store keeps it: an insert stores the whole
+/// row, an update only what it carries.
 pub(super) fn keep(rows: &mut BTreeMap<JobId, JobRow>, fx: Effects) {
     for op in fx.store {
-        if let StoreOp::InsertJob(r) | StoreOp::UpdateJob(r) = op {
+        store_op(rows, &mut Vec::new(), op);
+    }
+}
+
+/// One store operation applied to the jobs and nodes a test keeps for a restart.
+pub(super) fn store_op(rows: &mut BTreeMap<JobId, JobRow>, nodes: &mut Vec<NodeRow>, op: StoreOp) {
+    match op {
+        StoreOp::InsertJob(r) => {
             rows.insert(r.id, *r);
         }
+        StoreOp::UpdateJob(u) => {
+            if let Some(r) = rows.get_mut(&u.id) {
+                u.apply_to(r);
+            }
+        }
+        StoreOp::DeleteJob(id) => {
+            rows.remove(&id);
+        }
+        StoreOp::UpsertNode(n) => nodes.push(n),
+        StoreOp::UpsertReservation(_)
+        | StoreOp::DeleteReservation(_)
+        | StoreOp::UpsertNodeKey { .. }
+        | StoreOp::FairShare(..) => {}
     }
 }
 

@@ -17,17 +17,7 @@ fn state_reloaded_from_rows_keeps_jobs_and_allocations() {
             i,
         );
         for op in fx.store {
-            match op {
-                StoreOp::InsertJob(r) | StoreOp::UpdateJob(r) => {
-                    rows.insert(r.id, *r);
-                }
-                StoreOp::UpsertNode(n) => nodes.push(n),
-                StoreOp::UpsertReservation(_)
-                | StoreOp::DeleteReservation(_)
-                | StoreOp::DeleteJob(_)
-                | StoreOp::UpsertNodeKey { .. }
-                | StoreOp::FairShare(..) => {}
-            }
+            store_op(&mut rows, &mut nodes, op);
         }
     }
     nodes.push(Core::node_row(&c.nodes[&NodeId(1)]));
@@ -65,13 +55,7 @@ fn mig_placements_and_pending_slices_survive_a_restart() {
             i,
         );
         for op in fx.store {
-            match op {
-                StoreOp::InsertJob(r) | StoreOp::UpdateJob(r) => {
-                    rows.insert(r.id, *r);
-                }
-                StoreOp::UpsertNode(n) => nodes.push(n),
-                _ => {}
-            }
+            store_op(&mut rows, &mut nodes, op);
         }
     }
     nodes.push(Core::node_row(&c.nodes[&NodeId(1)]));
