@@ -54,6 +54,72 @@ pub struct JobRow {
     pub usage: Option<bulkhead_proto::acct::JobUsage>,
 }
 
+/// What an update of a job stores: the fields that change after submission. The
+/// submission (script, environment) and the rest of what the insert stored are
+/// never rewritten, so an update does not carry (or copy) them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobUpdate {
+    pub id: JobId,
+    pub state: JobState,
+    pub reason: Option<String>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub node: Option<NodeId>,
+    pub extra_nodes: Vec<NodeId>,
+    pub start_us: Option<u64>,
+    pub end_us: Option<u64>,
+    pub denials: Vec<bulkhead_proto::job::DeviceDenial>,
+    pub gpus: Vec<Vec<bulkhead_proto::job::GpuGrant>>,
+    pub preempted_by: Option<(JobId, bool)>,
+    pub usage: Option<bulkhead_proto::acct::JobUsage>,
+}
+
+impl JobUpdate {
+    /// The update that brings a stored job to `row`'s mutable fields.
+    pub fn of(row: &JobRow) -> Self {
+        JobUpdate {
+            id: row.id,
+            state: row.state,
+            reason: row.reason.clone(),
+            exit_code: row.exit_code,
+            signal: row.signal,
+            node: row.node,
+            extra_nodes: row.extra_nodes.clone(),
+            start_us: row.start_us,
+            end_us: row.end_us,
+            denials: row.denials.clone(),
+            gpus: row.gpus.clone(),
+            preempted_by: row.preempted_by,
+            usage: row.usage.clone(),
+        }
+    }
+
+    /// `row` as the store holds it after this update.
+    pub fn apply_to(&self, row: &mut JobRow) {
+        row.state = self.state;
+        row.reason.clone_from(&self.reason);
+        row.exit_code = self.exit_code;
+        row.signal = self.signal;
+        row.node = self.node;
+        // Stored only when there are some (see `Store::apply`).
+        if !self.extra_nodes.is_empty() {
+            row.extra_nodes.clone_from(&self.extra_nodes);
+        }
+        row.start_us = self.start_us;
+        row.end_us = self.end_us;
+        if !self.denials.is_empty() {
+            row.denials.clone_from(&self.denials);
+        }
+        if !self.gpus.is_empty() {
+            row.gpus.clone_from(&self.gpus);
+        }
+        row.preempted_by = self.preempted_by;
+        if let Some(u) = self.usage.as_ref().filter(|_| self.state.is_terminal()) {
+            row.usage = Some(u.clone());
+        }
+    }
+}
+
 /// A node as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeRow {
@@ -75,7 +141,7 @@ pub enum StoreOp {
     /// A new job, with its submission (script, environment).
     InsertJob(Box<JobRow>),
     /// A job's mutable fields (state, times, node, exit); the submission is not rewritten.
-    UpdateJob(Box<JobRow>),
+    UpdateJob(Box<JobUpdate>),
     UpsertNode(NodeRow),
     UpsertReservation(bulkhead_proto::msg::Reservation),
     /// Fair-share usage per account, decayed to the given second.
@@ -1212,7 +1278,7 @@ mod tests {
             s.apply(&[
                 StoreOp::InsertJob(Box::new(row(1))),
                 StoreOp::InsertJob(Box::new(row(2))),
-                StoreOp::UpdateJob(Box::new(done)),
+                StoreOp::UpdateJob(Box::new(JobUpdate::of(&done))),
             ])
             .expect("apply");
             s.apply(&[StoreOp::DeleteJob(JobId(1))]).expect("delete");
@@ -1230,6 +1296,56 @@ mod tests {
         assert_eq!(left, 0, "its usage went with it");
     }
 
+    /// An update stores the job's mutable fields and leaves its submission as the
+    /// insert stored it; `JobUpdate::apply_to` (which the core's restart tests use as
+    /// their store) says exactly what the store then holds.
+    #[test]
+    fn an_update_stores_what_apply_to_says_and_keeps_the_submission() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut model = row(1);
+        {
+            let mut s = Store::open(dir.path()).expect("open");
+            s.apply(&[StoreOp::InsertJob(Box::new(row(1)))])
+                .expect("insert");
+            let mut running = row(1);
+            running.state = JobState::Running;
+            running.node = Some(NodeId(3));
+            running.extra_nodes = vec![NodeId(4)];
+            running.start_us = Some(500);
+            running.preempted_by = Some((JobId(9), false));
+            running.gpus = vec![vec![bulkhead_proto::job::GpuGrant {
+                index: 0,
+                mig: None,
+            }]];
+            let mut done = running.clone();
+            done.state = JobState::Failed;
+            done.exit_code = Some(3);
+            done.end_us = Some(900);
+            done.reason = Some("it failed".into());
+            done.preempted_by = None;
+            done.usage = Some(bulkhead_proto::acct::JobUsage {
+                cpu_usec: Some(7),
+                ..Default::default()
+            });
+            for r in [&running, &done] {
+                let u = JobUpdate::of(r);
+                s.apply(&[StoreOp::UpdateJob(Box::new(u.clone()))])
+                    .expect("update");
+                u.apply_to(&mut model);
+            }
+        }
+        let s = Store::open(dir.path()).expect("reopen");
+        let (jobs, _) = s.load().expect("load");
+        assert_eq!(jobs, vec![model.clone()]);
+        assert_eq!(
+            model.submission,
+            row(1).submission,
+            "the script and environment kept"
+        );
+        assert_eq!(model.exit_code, Some(3));
+        assert_eq!(model.extra_nodes, vec![NodeId(4)]);
+    }
+
     #[test]
     fn rows_survive_reopen_and_updates_keep_the_script() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -1245,7 +1361,6 @@ mod tests {
             done.exit_code = Some(0);
             done.node = Some(NodeId(3));
             done.end_us = Some(999);
-            done.submission.script = String::new();
             done.preempted_by = Some((JobId(7), true));
             done.state = JobState::Completed;
             done.usage = Some(bulkhead_proto::acct::JobUsage {
@@ -1261,7 +1376,7 @@ mod tests {
                 }),
             }]];
             s.apply(&[
-                StoreOp::UpdateJob(Box::new(done)),
+                StoreOp::UpdateJob(Box::new(JobUpdate::of(&done))),
                 StoreOp::UpsertNode(NodeRow {
                     id: NodeId(3),
                     name: "n3".into(),

@@ -2,7 +2,6 @@
 //! node faults at launch, the order of an end's acknowledgement and a relaunch, and
 //! root's jobs.
 
-use super::tests::{core, job_end, launches, reg, root, sub, submitted, user};
 use super::*;
 
 fn show(c: &mut Core, id: JobId, now: u64) -> JobInfo {

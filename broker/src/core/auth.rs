@@ -1,0 +1,104 @@
+//! Who may do what: a caller's role, the one check of whether a caller may act on
+//! a job (cancel, hold and release, read its script, see it), and what of a job a
+//! caller may see.
+
+use super::*;
+
+/// What a caller asks to do to a job, for [`Core::may_act_on`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum JobAction {
+    Cancel,
+    /// Hold or release.
+    Hold,
+    /// Read its script and submitted environment (`bh show --script`, `--env`).
+    ReadScript,
+    /// See it at all (`bh show` when the privacy setting hides others' jobs).
+    Show,
+}
+
+impl JobAction {
+    /// What a user may do to their own jobs only, as the refusal says it.
+    fn only_own(self) -> &'static str {
+        match self {
+            JobAction::Cancel => "cancel only their own jobs",
+            JobAction::Hold => "hold and release only their own jobs",
+            JobAction::ReadScript => "read the script and environment only of their own jobs",
+            JobAction::Show => "see only their own jobs",
+        }
+    }
+}
+
+impl Core {
+    /// Whether a job is the caller's to act on: its owner's, and operators' (and
+    /// administrators').
+    fn owns_or_operates(&self, caller: &Caller, j: &Job) -> bool {
+        caller.uid == j.uid || self.role(caller) >= Role::Operator
+    }
+
+    /// May this caller do `action` to job `j`? The one check of every request that
+    /// acts on a job, with one shape of refusal. The owner is named unless the
+    /// privacy setting hides other users' jobs.
+    pub(super) fn may_act_on(
+        &self,
+        caller: &Caller,
+        j: &Job,
+        action: JobAction,
+    ) -> Result<(), ErrorReply> {
+        if self.owns_or_operates(caller, j) {
+            return Ok(());
+        }
+        Err(self.refusal(caller, j, action))
+    }
+
+    /// The refusal of `action` on another user's job, logged.
+    pub(super) fn refusal(&self, caller: &Caller, j: &Job, action: JobAction) -> ErrorReply {
+        tracing::warn!(user = %caller.user, uid = caller.uid, job = %j.id, ?action, "refused an action on another user's job");
+        let owner = match self.cfg.privacy {
+            Privacy::Hidden => "another user".to_string(),
+            Privacy::Visible | Privacy::Redacted => format!("{} (uid {})", j.user, j.uid),
+        };
+        err(
+            ErrorCode::PermissionDenied,
+            format!(
+                "job {} belongs to {owner}; {} may {} (operators may act on anyone's)",
+                j.id,
+                caller.user,
+                action.only_own()
+            ),
+        )
+    }
+
+    /// What a caller may do.
+    pub fn role(&self, caller: &Caller) -> Role {
+        if caller.uid == 0 || self.cfg.admins.contains(&caller.user) {
+            Role::Admin
+        } else if self.cfg.operators.contains(&caller.user) {
+            Role::Operator
+        } else {
+            Role::User
+        }
+    }
+
+    /// A job as the caller may see it: whole if it is theirs or they operate the
+    /// cluster; else as the privacy setting says (redacted, or not at all).
+    pub(super) fn seen_by(&self, caller: &Caller, j: &Job) -> Option<JobInfo> {
+        if self.owns_or_operates(caller, j) {
+            return Some(self.info(j));
+        }
+        match self.cfg.privacy {
+            Privacy::Visible => Some(self.info(j)),
+            Privacy::Hidden => None,
+            Privacy::Redacted => {
+                let mut info = self.info(j);
+                info.name = "(hidden)".into();
+                info.workdir = String::new();
+                info.stdout = String::new();
+                info.stderr = String::new();
+                info.reason = info.reason.filter(|_| j.state == JobState::Pending);
+                info.denials.clear();
+                info.usage = None;
+                Some(info)
+            }
+        }
+    }
+}

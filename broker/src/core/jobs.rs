@@ -1,0 +1,785 @@
+//! Jobs through their life: submission (checks, idempotency keys, dependencies),
+//! arrays (their tasks made a window at a time, and the array's own state), cancel,
+//! hold and release, requeue, the end of a job (`finish`) and the purge of old ones.
+
+use super::*;
+
+impl Core {
+    pub(super) fn submit(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        sub: JobSubmission,
+        now_us: u64,
+    ) -> ClientReply {
+        if let Some(id) = sub
+            .idempotency_key
+            .and_then(|k| self.submitted_with_key(caller.uid, k))
+        {
+            // Sent again: the first one made the job. Its reply leaves after what is
+            // queued for the store before it, that job included.
+            tracing::info!(user = %caller.user, job = %id, "a submission sent again gets the job it made");
+            return ClientReply::Submitted(id);
+        }
+        if let Err(e) = check_submission(&sub) {
+            return ClientReply::Error(e);
+        }
+        if caller.uid == 0 && !self.cfg.allow_root_jobs {
+            return ClientReply::Error(err(
+                ErrorCode::PermissionDenied,
+                "root's jobs are not accepted: submit as a user, or let root run jobs \
+                 (configuration [jobs] allow_root = true, and bulkhead-agent --allow-root-jobs)",
+            ));
+        }
+        if let Err(e) = self.check_deps(&sub) {
+            return ClientReply::Error(e);
+        }
+        let partition = sub
+            .resources
+            .partition
+            .clone()
+            .unwrap_or_else(|| self.cfg.partition.clone());
+        let cpus = sub.resources.cpus;
+        let mem_mb = if sub.resources.mem_mb == 0 {
+            match self.cfg.def_mem_per_cpu_mb.checked_mul(u64::from(cpus)) {
+                Some(m) => m,
+                None => {
+                    return ClientReply::Error(err(
+                        ErrorCode::Invalid,
+                        format!(
+                            "{cpus} CPUs at the default memory per CPU is more memory than can be counted; give --mem"
+                        ),
+                    ));
+                }
+            }
+        } else {
+            sub.resources.mem_mb
+        };
+        let id = JobId(self.next_job);
+        let job = Job {
+            id,
+            uid: caller.uid,
+            gid: caller.gid,
+            user: caller.user.clone(),
+            sub,
+            partition,
+            mem_mb,
+            state: JobState::Pending,
+            reason: None,
+            exit_code: None,
+            signal: None,
+            node: None,
+            extra_nodes: Vec::new(),
+            submit_us: now_us,
+            start_us: None,
+            end_us: None,
+            denials: Vec::new(),
+            gpus: Vec::new(),
+            usage: None,
+        };
+        if job.sub.array_task.is_some() {
+            return ClientReply::Error(err(
+                ErrorCode::Invalid,
+                "array task fields are set by the broker, not by clients",
+            ));
+        }
+        let spec = match self.spec_of(&job) {
+            Ok(s) => s,
+            Err(e) => return ClientReply::Error(err(ErrorCode::Invalid, e)),
+        };
+        let accepted = if job.sub.array.is_some() {
+            self.sched.check(&spec)
+        } else {
+            self.sched.submit(spec, secs(now_us))
+        };
+        if let Err(e) = accepted {
+            let code = match e {
+                sched::SubmitError::SubmitLimit(_) => ErrorCode::PermissionDenied,
+                sched::SubmitError::Unsatisfiable(_) => ErrorCode::Unsatisfiable,
+                _ => ErrorCode::Invalid,
+            };
+            let gpus = if job.sub.resources.gpus > 0 {
+                format!(", {} GPUs", job.sub.resources.gpus)
+            } else {
+                String::new()
+            };
+            return ClientReply::Error(err(
+                code,
+                format!(
+                    "{e} ({cpus} CPUs, {mem_mb} MB{gpus} asked; the largest node has {})",
+                    self.largest_node()
+                ),
+            ));
+        }
+        self.next_job += 1;
+        let is_array = job.sub.array.is_some();
+        if let Some(key) = job.sub.idempotency_key {
+            self.by_key.insert((caller.uid, key), id);
+        }
+        self.jobs.insert(id, job);
+        if let Some(row) = self.job_row(id) {
+            fx.store.push(StoreOp::InsertJob(Box::new(row)));
+        }
+        if is_array {
+            // One record stands for the tasks not created yet.
+            self.arrays.insert(id, Vec::new());
+            self.refill(fx, id, now_us);
+        }
+        ClientReply::Submitted(id)
+    }
+
+    /// Refuses a dependency on a job the broker does not know (it never existed, or
+    /// its record is past the retention): as Slurm (23.02 and later) refuses
+    /// `afterok`/`afternotok` on an unknown job, with its words, since whether such a
+    /// job succeeded can never be known. Bulkhead refuses `after` and `afterany` on
+    /// one as well, rather than accept a job that could then never start.
+    pub(super) fn check_deps(&self, sub: &JobSubmission) -> Result<(), ErrorReply> {
+        for d in &sub.deps {
+            let (kind, id) = match *d {
+                Dependency::After(j) => ("after", j),
+                Dependency::AfterAny(j) => ("afterany", j),
+                Dependency::AfterOk(j) => ("afterok", j),
+                Dependency::AfterNotOk(j) => ("afternotok", j),
+                Dependency::Singleton => continue,
+            };
+            if !self.jobs.contains_key(&id) {
+                return Err(err(
+                    ErrorCode::Invalid,
+                    format!(
+                        "Job dependency problem: {kind}:{id} names job {id}, which does not exist"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates an array's next tasks, as many as its throttle (or the window) allows,
+    /// and brings the array's own state up to date.
+    pub(super) fn refill(&mut self, fx: &mut Effects, parent: JobId, now_us: u64) {
+        let Some(p) = self.jobs.get(&parent) else {
+            return;
+        };
+        let Some(spec) = p.sub.array.clone() else {
+            return;
+        };
+        if !p.state.is_terminal() {
+            let tasks = self.arrays.get(&parent).cloned().unwrap_or_default();
+            let made: BTreeSet<u32> = tasks
+                .iter()
+                .filter_map(|t| {
+                    self.jobs
+                        .get(t)
+                        .and_then(|j| j.sub.array_task)
+                        .map(|(_, i)| i)
+                })
+                .collect();
+            let active = tasks
+                .iter()
+                .filter(|t| self.jobs.get(t).is_some_and(|j| !j.state.is_terminal()))
+                .count();
+            let window = spec.throttle.map_or(ARRAY_WINDOW, |t| t as usize);
+            let mut room = window.saturating_sub(active);
+            let mut next = Vec::new();
+            for idx in spec.indices() {
+                if room == 0 {
+                    break;
+                }
+                if !made.contains(&idx) {
+                    next.push(idx);
+                    room -= 1;
+                }
+            }
+            for idx in next {
+                self.spawn_task(fx, parent, idx, now_us);
+            }
+        }
+        self.update_array_state(fx, parent, now_us);
+    }
+
+    pub(super) fn spawn_task(&mut self, fx: &mut Effects, parent: JobId, idx: u32, now_us: u64) {
+        let Some(p) = self.jobs.get(&parent) else {
+            return;
+        };
+        let id = JobId(self.next_job);
+        self.next_job += 1;
+        let mut sub = p.sub.clone();
+        sub.array = None;
+        sub.array_task = Some((parent, idx));
+        // The key names the array's own job, not its tasks.
+        sub.idempotency_key = None;
+        let mut job = Job {
+            id,
+            uid: p.uid,
+            gid: p.gid,
+            user: p.user.clone(),
+            sub,
+            partition: p.partition.clone(),
+            mem_mb: p.mem_mb,
+            state: JobState::Pending,
+            reason: None,
+            exit_code: None,
+            signal: None,
+            node: None,
+            extra_nodes: Vec::new(),
+            submit_us: now_us,
+            start_us: None,
+            end_us: None,
+            denials: Vec::new(),
+            gpus: Vec::new(),
+            usage: None,
+        };
+        let queued = self.spec_of(&job).and_then(|s| {
+            self.sched
+                .submit(s, secs(now_us))
+                .map_err(|e| e.to_string())
+        });
+        if let Err(e) = queued {
+            job.state = JobState::Failed;
+            job.end_us = Some(now_us);
+            job.reason = Some(format!("array task refused by the scheduler: {e}"));
+        }
+        self.jobs.insert(id, job);
+        self.arrays.entry(parent).or_default().push(id);
+        if let Some(row) = self.job_row(id) {
+            fx.store.push(StoreOp::InsertJob(Box::new(row)));
+        }
+    }
+
+    /// Indices of an array not created as tasks yet.
+    pub(super) fn array_remaining(&self, parent: JobId) -> BTreeSet<u32> {
+        let Some(spec) = self.jobs.get(&parent).and_then(|p| p.sub.array.as_ref()) else {
+            return BTreeSet::new();
+        };
+        let mut rest = spec.indices();
+        for t in self.arrays.get(&parent).into_iter().flatten() {
+            if let Some((_, i)) = self.jobs.get(t).and_then(|j| j.sub.array_task) {
+                rest.remove(&i);
+            }
+        }
+        rest
+    }
+
+    /// An array is PENDING or RUNNING while tasks remain, then ends COMPLETED when all
+    /// its tasks did, or in the first other end state among them.
+    pub(super) fn update_array_state(&mut self, fx: &mut Effects, parent: JobId, now_us: u64) {
+        let Some(p) = self.jobs.get(&parent) else {
+            return;
+        };
+        if p.state.is_terminal() {
+            return;
+        }
+        let remaining = !self.array_remaining(parent).is_empty();
+        let states: Vec<JobState> = self
+            .arrays
+            .get(&parent)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| self.jobs.get(t))
+            .map(|j| j.state)
+            .collect();
+        let state = if states.contains(&JobState::Running) {
+            JobState::Running
+        } else if remaining || states.contains(&JobState::Pending) {
+            JobState::Pending
+        } else {
+            states
+                .iter()
+                .copied()
+                .find(|s| *s != JobState::Completed)
+                .unwrap_or(JobState::Completed)
+        };
+        let Some(p) = self.jobs.get_mut(&parent) else {
+            return;
+        };
+        if p.state == state {
+            return;
+        }
+        if state == JobState::Running && p.start_us.is_none() {
+            p.start_us = Some(now_us);
+        }
+        if state.is_terminal() {
+            p.end_us = Some(now_us);
+        }
+        p.state = state;
+        self.update(fx, parent);
+    }
+
+    /// Puts a stopped job back in the queue, in its submission order; `why` becomes its
+    /// reason (`Requeued (preempted by job 7)`).
+    pub(super) fn requeue(&mut self, fx: &mut Effects, id: JobId, why: String, now_us: u64) {
+        let Some(j) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        j.state = JobState::Pending;
+        j.node = None;
+        j.gpus.clear();
+        j.start_us = None;
+        j.end_us = None;
+        j.exit_code = None;
+        j.signal = None;
+        j.reason = Some(format!("Requeued ({why})"));
+        let spec = match self.jobs.get(&id).map(|j| self.spec_of(j)) {
+            Some(Ok(s)) => s,
+            _ => return,
+        };
+        if let Err(e) = self.sched.requeue(spec, secs(now_us))
+            && let Some(j) = self.jobs.get_mut(&id)
+        {
+            j.state = JobState::Cancelled;
+            j.end_us = Some(now_us);
+            j.reason = Some(format!("{why}; cannot be requeued: {e}"));
+        }
+        self.update(fx, id);
+    }
+
+    pub(super) fn largest_node(&self) -> String {
+        let Some(n) = self
+            .nodes
+            .values()
+            .max_by_key(|n| (n.cpus, n.mem_mb, n.gpus.len()))
+        else {
+            return "no node registered yet".into();
+        };
+        let mig = n
+            .gpus
+            .iter()
+            .filter(|g| g.mig != bulkhead_proto::job::MigMode::Disabled)
+            .count();
+        let gpus = match (n.gpus.len(), mig) {
+            (0, _) => "0 GPUs".to_string(),
+            (g, 0) => format!("{g} GPUs"),
+            (g, m) => format!("{g} GPUs, {m} in MIG mode"),
+        };
+        format!("{} CPUs, {} MB, {gpus}", n.cpus, n.mem_mb)
+    }
+
+    pub(super) fn cancel(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        id: JobId,
+        now_us: u64,
+    ) -> CancelOutcome {
+        let allowed = match self.jobs.get(&id) {
+            None => Err(err(ErrorCode::NotFound, format!("job {id} does not exist"))),
+            Some(j) => self.may_act_on(caller, j, JobAction::Cancel),
+        };
+        if let Err(e) = allowed {
+            return CancelOutcome {
+                job: id,
+                result: Err(e),
+            };
+        }
+        // An array: its remainder goes, and each of its live tasks with it.
+        if let Some(j) = self.jobs.get(&id)
+            && j.sub.array.is_some()
+            && !j.state.is_terminal()
+        {
+            let tasks = self.arrays.get(&id).cloned().unwrap_or_default();
+            if let Some(j) = self.jobs.get_mut(&id) {
+                j.state = JobState::Cancelled;
+                j.end_us = Some(now_us);
+                j.reason = Some(format!("cancelled by {}", caller.user));
+            }
+            self.update(fx, id);
+            for t in tasks {
+                if self.jobs.get(&t).is_some_and(|j| !j.state.is_terminal()) {
+                    let _ = self.cancel(fx, caller, t, now_us);
+                }
+            }
+            return CancelOutcome {
+                job: id,
+                result: Ok(JobState::Cancelled),
+            };
+        }
+        let result = (|| {
+            let job = self
+                .jobs
+                .get_mut(&id)
+                .ok_or_else(|| err(ErrorCode::NotFound, format!("job {id} does not exist")))?;
+            match job.state {
+                JobState::Pending => {
+                    job.state = JobState::Cancelled;
+                    job.end_us = Some(now_us);
+                    job.reason = Some(format!("cancelled by {}", caller.user));
+                    let parent = job.sub.array_task.map(|(p, _)| p);
+                    self.sched.cancel(sched::JobId(id.0), secs(now_us));
+                    self.update(fx, id);
+                    if let Some(parent) = parent {
+                        self.refill(fx, parent, now_us);
+                    }
+                    Ok(JobState::Cancelled)
+                }
+                JobState::Running => {
+                    job.reason = Some(format!("cancelled by {}", caller.user));
+                    let node = job.node.and_then(|n| self.nodes.get(&n));
+                    match node.and_then(|n| n.peer.clone()) {
+                        Some(peer) => {
+                            fx.send.push(Outbound::Agent {
+                                peer,
+                                request_id: 0,
+                                msg: BrokerMessage::Kill {
+                                    job: id,
+                                    state: JobState::Cancelled,
+                                    grace_s: None,
+                                },
+                            });
+                            self.update(fx, id);
+                            Ok(JobState::Running)
+                        }
+                        None => {
+                            // Its node is gone: nothing runs it that we can reach.
+                            let mut end = self.end_of(id, JobState::Cancelled, now_us);
+                            end.reason = Some(format!(
+                                "cancelled by {} while its node was down",
+                                caller.user
+                            ));
+                            self.finish(fx, end);
+                            Ok(JobState::Cancelled)
+                        }
+                    }
+                }
+                st => Err(err(
+                    ErrorCode::AlreadyFinished,
+                    format!("job {id} has already finished ({st})"),
+                )),
+            }
+        })();
+        CancelOutcome { job: id, result }
+    }
+
+    pub(super) fn end_of(&self, id: JobId, state: JobState, now_us: u64) -> JobEnd {
+        let start = self
+            .jobs
+            .get(&id)
+            .and_then(|j| j.start_us)
+            .unwrap_or(now_us);
+        JobEnd {
+            job: id,
+            state,
+            exit_code: None,
+            signal: None,
+            start_time_us: start,
+            end_time_us: now_us,
+            reason: None,
+            gpu_fault: None,
+            node_fault: false,
+            usage: None,
+        }
+    }
+
+    /// Records a job's end and releases its resources.
+    pub(super) fn finish(&mut self, fx: &mut Effects, end: JobEnd) {
+        let Some((state, node)) = self.jobs.get(&end.job).map(|j| (j.state, j.node)) else {
+            return;
+        };
+        if state.is_terminal() {
+            return;
+        }
+        if let Some(n) = node.and_then(|n| self.nodes.get_mut(&n)) {
+            n.running.remove(&end.job);
+        }
+        let extra = self
+            .jobs
+            .get(&end.job)
+            .map(|j| j.extra_nodes.clone())
+            .unwrap_or_default();
+        for n in extra {
+            if let Some(n) = self.nodes.get_mut(&n) {
+                n.held.remove(&end.job);
+            }
+        }
+        let sid = sched::JobId(end.job.0);
+        if let Some((by, requeue)) = self.preempted.remove(&end.job)
+            && state == JobState::Running
+        {
+            self.sched
+                .job_ended(sid, sched::Outcome::NotOk, secs(end.end_time_us));
+            if requeue {
+                self.requeue(
+                    fx,
+                    end.job,
+                    format!("preempted by job {by}"),
+                    end.end_time_us,
+                );
+                return;
+            }
+        } else if let Some(gpu) = end.gpu_fault
+            && state == JobState::Running
+        {
+            self.sched
+                .job_ended(sid, sched::Outcome::NotOk, secs(end.end_time_us));
+            let why = end
+                .reason
+                .clone()
+                .unwrap_or_else(|| "MIG instance creation failed".into());
+            if let Some(n) = node.and_then(|n| self.nodes.get_mut(&n)) {
+                tracing::error!(node = %n.name, gpu, reason = %why, "GPU out of service until the node is resumed");
+                n.gpu_faults.insert(gpu, why.clone());
+                let specs = n.sched_gpus();
+                self.sched.set_node_gpus(n.idx, specs);
+            }
+            let name = node
+                .and_then(|n| self.nodes.get(&n))
+                .map(|n| n.name.clone())
+                .unwrap_or_default();
+            self.requeue(
+                fx,
+                end.job,
+                format!("GPU {gpu} of node {name} failed: {why}"),
+                end.end_time_us,
+            );
+            return;
+        } else if end.node_fault
+            && state == JobState::Running
+            && let Some(node_id) = node
+        {
+            // The node cannot start jobs: it is drained with the reason (shown by
+            // `bh nodes`), so that this job and the next go elsewhere.
+            self.sched
+                .job_ended(sid, sched::Outcome::NotOk, secs(end.end_time_us));
+            let why = end
+                .reason
+                .clone()
+                .unwrap_or_else(|| "the node failed to launch a job".into());
+            self.drain_node_for_fault(fx, node_id, &why, end.end_time_us);
+            self.requeue(fx, end.job, why, end.end_time_us);
+            return;
+        } else if state == JobState::Running {
+            let outcome = if end.state == JobState::Completed {
+                sched::Outcome::Ok
+            } else {
+                sched::Outcome::NotOk
+            };
+            self.sched.job_ended(sid, outcome, secs(end.end_time_us));
+        } else {
+            self.sched.cancel(sid, secs(end.end_time_us));
+        }
+        let Some(job) = self.jobs.get_mut(&end.job) else {
+            return;
+        };
+        job.state = end.state;
+        *self.ended_total.entry(end.state).or_default() += 1;
+        job.exit_code = end.exit_code;
+        job.signal = end.signal;
+        if job.start_us.is_none() || end.start_time_us > 0 {
+            job.start_us = Some(if end.start_time_us > 0 {
+                end.start_time_us
+            } else {
+                end.end_time_us
+            });
+        }
+        job.end_us = Some(end.end_time_us);
+        if end.reason.is_some() {
+            job.reason = end.reason;
+        }
+        if end.usage.is_some() {
+            job.usage = end.usage;
+        }
+        // A finished job's script is in the store; memory keeps only what listings need.
+        job.sub.script = String::new();
+        job.sub.env = Vec::new();
+        let id = job.id;
+        let parent = job.sub.array_task.map(|(p, _)| p);
+        self.update(fx, id);
+        if let Some(parent) = parent {
+            self.refill(fx, parent, end.end_time_us);
+        }
+    }
+
+    /// Node `node_id` reports a job's end; whether it was one of the node's jobs.
+    pub(super) fn job_ended(
+        &mut self,
+        fx: &mut Effects,
+        peer: &PeerId,
+        request_id: u64,
+        node_id: NodeId,
+        mut end: JobEnd,
+    ) -> bool {
+        // An end is an end: one reported as PENDING or RUNNING (a broken or hostile
+        // agent) is recorded FAILED, saying so, rather than leave the job RUNNING on
+        // no node, never to end.
+        if !end.state.is_terminal() {
+            end.reason = Some(format!(
+                "the node reported the job's end as {}: {}",
+                end.state,
+                end.reason.as_deref().unwrap_or("no reason given")
+            ));
+            end.state = JobState::Failed;
+        }
+        let job = end.job;
+        let ours = self.jobs.get(&job).is_some_and(|j| j.node == Some(node_id));
+        if ours {
+            self.finish(fx, end);
+        }
+        // Acknowledged either way: a report about a job this node does not hold
+        // must not be resent forever. The ack leaves after the update is stored.
+        fx.send.push(Outbound::Agent {
+            peer: peer.clone(),
+            request_id,
+            msg: BrokerMessage::EndAck { job },
+        });
+        ours
+    }
+
+    /// Forgets ended jobs past the accounting retention, in memory and in the store.
+    pub(super) fn purge(&mut self, fx: &mut Effects, now_us: u64) {
+        let Some(keep) = self.cfg.retention_us else {
+            return;
+        };
+        let old: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|j| {
+                j.state.is_terminal() && j.end_us.is_some_and(|e| e.saturating_add(keep) < now_us)
+            })
+            .map(|j| j.id)
+            .collect();
+        if !old.is_empty() {
+            tracing::info!(
+                jobs = old.len(),
+                "ended jobs past the accounting retention removed"
+            );
+        }
+        for id in old {
+            if let Some(key) = self
+                .jobs
+                .remove(&id)
+                .and_then(|j| j.sub.idempotency_key.map(|k| (j.uid, k)))
+                && self.by_key.get(&key) == Some(&id)
+            {
+                self.by_key.remove(&key);
+            }
+            fx.store.push(StoreOp::DeleteJob(id));
+        }
+    }
+
+    /// Holds (`hold`) or releases pending jobs: their owners may, and operators; a job
+    /// an operator held (`JobHeldAdmin`) only an operator releases.
+    pub(super) fn hold(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        ids: &[JobId],
+        hold: bool,
+        now_us: u64,
+    ) -> ClientReply {
+        let operator = self.role(caller) >= Role::Operator;
+        let mut done = Vec::new();
+        for id in ids {
+            let Some(j) = self.jobs.get(id) else {
+                return ClientReply::Error(err(
+                    ErrorCode::NotFound,
+                    format!("job {id} does not exist"),
+                ));
+            };
+            if let Err(e) = self.may_act_on(caller, j, JobAction::Hold) {
+                return ClientReply::Error(e);
+            }
+            if j.state != JobState::Pending || j.sub.array.is_some() {
+                return ClientReply::Error(err(
+                    ErrorCode::Invalid,
+                    format!(
+                        "job {id} is {}: only pending jobs and array tasks (not whole arrays) are held and released",
+                        j.state
+                    ),
+                ));
+            }
+            let sid = sched::JobId(id.0);
+            if hold {
+                if !self.sched.hold(sid) && !self.sched.is_held(sid) {
+                    continue;
+                }
+                let reason = if operator && caller.uid != j.uid {
+                    "JobHeldAdmin"
+                } else {
+                    "JobHeldUser"
+                };
+                if let Some(j) = self.jobs.get_mut(id) {
+                    j.reason = Some(reason.into());
+                }
+            } else {
+                if j.reason.as_deref() == Some("JobHeldAdmin") && !operator {
+                    return ClientReply::Error(err(
+                        ErrorCode::PermissionDenied,
+                        format!("job {id} was held by an operator: only an operator releases it"),
+                    ));
+                }
+                if !self.sched.release(sid, secs(now_us)) {
+                    continue;
+                }
+                if let Some(j) = self.jobs.get_mut(id) {
+                    j.reason = None;
+                }
+            }
+            self.update(fx, *id);
+            done.push(id.to_string());
+        }
+        if !hold {
+            self.schedule(fx, now_us);
+        }
+        ClientReply::Done(format!(
+            "{} {}",
+            if hold { "held" } else { "released" },
+            if done.is_empty() {
+                "nothing".into()
+            } else {
+                done.join(",")
+            }
+        ))
+    }
+}
+
+/// Adds a report to a job's denials: the same device, access and process count up;
+/// past the per-job bound, new kinds are dropped (their counts still add to the last).
+pub(super) fn merge_denial(list: &mut Vec<DeviceDenial>, d: DeviceDenial) {
+    let same = |x: &DeviceDenial| {
+        x.dev_type == d.dev_type
+            && x.major == d.major
+            && x.minor == d.minor
+            && x.access == d.access
+            && x.pid == d.pid
+    };
+    if let Some(x) = list.iter_mut().find(|x| same(x)) {
+        x.count = x.count.saturating_add(d.count);
+        if x.path.is_none() {
+            x.path = d.path;
+        }
+    } else if list.len() < MAX_DENIALS_PER_JOB {
+        list.push(d);
+    }
+}
+
+/// Checks that a submission can be run at all, independent of the cluster.
+pub(super) fn check_submission(sub: &JobSubmission) -> Result<(), ErrorReply> {
+    // Bounds, control characters in labels, the time limit: what any client may get
+    // wrong, or send on purpose.
+    sub.check_values()
+        .map_err(|e| err(ErrorCode::Invalid, e.to_string()))?;
+    if !sub.script.starts_with("#!") {
+        return Err(err(
+            ErrorCode::Invalid,
+            "this does not look like a batch script: the first line must start with #! followed by the path to an interpreter",
+        ));
+    }
+    if !sub.workdir.starts_with('/') {
+        return Err(err(
+            ErrorCode::Invalid,
+            format!(
+                "working directory {:?} is not an absolute path",
+                sub.workdir
+            ),
+        ));
+    }
+    if sub.resources.cpus == 0 {
+        return Err(err(ErrorCode::Invalid, "a job needs at least one CPU"));
+    }
+    if sub.resources.time_limit_s == Some(0) {
+        return Err(err(
+            ErrorCode::Invalid,
+            "a time limit of 0 is not a limit; omit it for no limit",
+        ));
+    }
+    Ok(())
+}

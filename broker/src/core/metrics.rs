@@ -1,0 +1,108 @@
+//! The broker's Prometheus metrics, read from the core's state.
+
+use super::*;
+
+impl Core {
+    /// The Prometheus metrics of the broker's state, with what the shell adds (`extra`),
+    /// in the text format.
+    pub fn metrics(&self, extra: impl FnOnce(&mut Registry)) -> String {
+        use prometheus_client::metrics::counter::Counter;
+        use prometheus_client::metrics::family::Family;
+        use prometheus_client::metrics::gauge::Gauge;
+        type Labels = Vec<(String, String)>;
+        let mut reg = Registry::with_prefix("bulkhead");
+        let jobs = Family::<Labels, Gauge>::default();
+        let mut depth: HashMap<(JobState, String), i64> = HashMap::new();
+        let mut running_usage = Vec::new();
+        for j in self.jobs.values().filter(|j| !j.state.is_terminal()) {
+            *depth.entry((j.state, j.partition.clone())).or_default() += 1;
+            if j.state == JobState::Running
+                && let Some(u) = &j.usage
+            {
+                running_usage.push((j.id, j.user.clone(), u));
+            }
+        }
+        for ((state, part), n) in depth {
+            jobs.get_or_create(&vec![
+                ("state".into(), state.as_str().into()),
+                ("partition".into(), part),
+            ])
+            .set(n);
+        }
+        reg.register(
+            "queue_jobs",
+            "Pending and running jobs by state and partition",
+            jobs,
+        );
+        let started = Counter::<u64>::default();
+        started.inc_by(self.started_total);
+        reg.register(
+            "jobs_started",
+            "Jobs started since the broker started",
+            started,
+        );
+        let ended = Family::<Labels, Counter>::default();
+        for (state, n) in &self.ended_total {
+            ended
+                .get_or_create(&vec![("state".into(), state.as_str().into())])
+                .inc_by(*n);
+        }
+        reg.register(
+            "jobs_ended",
+            "Jobs ended since the broker started, by state",
+            ended,
+        );
+        let slowed = Counter::<u64>::default();
+        slowed.inc_by(self.slowed_total);
+        reg.register(
+            "requests_rate_limited",
+            "Client requests refused by the per-user rate limit",
+            slowed,
+        );
+        let nodes = Family::<Labels, Gauge>::default();
+        let gpus = Family::<Labels, Gauge>::default();
+        for n in self.nodes.values() {
+            let info = self.node_info(n);
+            nodes
+                .get_or_create(&vec![("state".into(), info.state.as_str().into())])
+                .inc();
+            let mig = |g: &GpuInfo| g.mig != bulkhead_proto::job::MigMode::Disabled;
+            for (mode, count) in [
+                ("whole", info.gpus.iter().filter(|g| !mig(g)).count()),
+                ("mig", info.gpus.iter().filter(|g| mig(g)).count()),
+            ] {
+                gpus.get_or_create(&vec![
+                    ("node".into(), n.name.clone()),
+                    ("mode".into(), mode.into()),
+                ])
+                .set(count as i64);
+            }
+        }
+        reg.register("nodes", "Nodes by state", nodes);
+        reg.register(
+            "node_gpus",
+            "GPUs of each node, whole and in MIG mode",
+            gpus,
+        );
+        // Per-job series have a job label: bounded to the most recent running jobs.
+        bulkhead_net::metrics::register_job_series(
+            &mut reg,
+            running_usage
+                .into_iter()
+                .map(|(id, user, u)| {
+                    (
+                        id.0,
+                        vec![("job".into(), id.to_string()), ("user".into(), user)],
+                        u,
+                    )
+                })
+                .collect(),
+        );
+        extra(&mut reg);
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &reg) {
+            tracing::error!(error = %e, "cannot encode the metrics");
+        }
+        out
+    }
+}

@@ -1,0 +1,879 @@
+//! The broker's decision core: jobs and nodes, with placement by the scheduling core
+//! (`bulkhead_sched`), and no I/O.
+//!
+//! The core owns the in-memory truth of the cluster. Each call takes an input that the
+//! shell has already authenticated (a client's uid comes from MUNGE, an agent's peer id
+//! from the socket) and the current time, changes the state, and returns [`Effects`]:
+//! the rows to store and the messages to send. The shell stores the rows first and
+//! sends the messages only once they are durable, so nothing the broker says can be
+//! lost by a crash (a client is never told "submitted" about a job that a restart
+//! forgets, and an agent is never told to launch a job the store still calls PENDING).
+//!
+//! The core never reads the clock: every time it uses is the one the shell passed in,
+//! so that a test or the fuzz driver decides what time it is.
+//!
+//! This module owns the types, the state, and the dispatch of each input (`client`,
+//! `agent`, `tick`); the rules live by concern in its submodules: `jobs` (submit,
+//! arrays, cancel, hold, requeue, finish), `nodes` (register, reconcile, down, keys),
+//! `auth` (roles and what a caller may see and do), `views` (what callers read),
+//! `sched_bridge` (the scheduling core's side), `admin` (administrative requests and
+//! reloads) and `metrics`.
+
+use crate::store::{JobRow, JobUpdate, NodeRow, StoreOp};
+
+mod admin;
+mod auth;
+pub mod drive;
+mod jobs;
+mod metrics;
+mod nodes;
+mod sched_bridge;
+mod views;
+
+use auth::JobAction;
+use bulkhead_proto::acct::{AcctFilter, AcctRecord};
+use bulkhead_proto::job::{
+    DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, Dependency, DeviceDenial, GpuGrant,
+    GpuInfo, JobEnd, JobSubmission, LaunchSpec, MAX_DENIALS_PER_JOB, expand_task_pattern,
+    format_indices,
+};
+use bulkhead_proto::msg::{
+    AdminOp, AgentMessage, BrokerMessage, CancelOutcome, ClientOp, ClientReply, ErrorCode,
+    ErrorReply, NodeInfo, NodeState, QueueFilter, Registration,
+};
+use bulkhead_proto::{JobId, JobInfo, JobState, NodeId};
+use bulkhead_sched as sched;
+use jobs::merge_denial;
+use prometheus_client::registry::Registry;
+
+/// Whether a stored pending job was held (its reason says so).
+fn is_held(j: &Job) -> bool {
+    matches!(j.reason.as_deref(), Some("JobHeldUser" | "JobHeldAdmin"))
+}
+
+/// Jobs (pending and running) one user may have by default (`[limits.user]
+/// max_submitted_jobs` sets another bound).
+pub const DEFAULT_MAX_SUBMITTED_PER_USER: u32 = 50_000;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// A partition, as configured: its nodes by name (`*` and a trailing `*` match).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionConfig {
+    pub name: String,
+    pub nodes: Vec<String>,
+    pub max_time_s: Option<u64>,
+    pub default_time_s: Option<u64>,
+    pub tier: u32,
+    /// Accounts allowed; empty: all.
+    pub accounts: Vec<String>,
+    /// What higher tiers may do to this partition's running jobs.
+    pub preempt: sched::Preempt,
+    /// Seconds a preempted job gets between SIGTERM and SIGKILL (default: the agent's).
+    pub preempt_grace_s: Option<u32>,
+}
+
+impl PartitionConfig {
+    fn has(&self, node: &str) -> bool {
+        self.nodes.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => node.starts_with(prefix),
+            None => p == node,
+        })
+    }
+}
+
+/// A quality of service: a priority factor and per-user limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QosConfig {
+    pub name: String,
+    /// Priority factor in [0, 1].
+    pub priority: f64,
+    pub user_limits: sched::Limits,
+    /// Jobs of a QOS with a higher tier may preempt this QOS's jobs...
+    pub preempt_tier: u32,
+    /// ...in this way.
+    pub preempt: sched::Preempt,
+}
+
+/// An account of the fair-share tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccountConfig {
+    pub name: String,
+    pub parent: Option<String>,
+    pub shares: u32,
+}
+
+/// Tasks of an unthrottled array created ahead of time.
+const ARRAY_WINDOW: usize = 256;
+
+/// A connected peer, as the socket names it (a ZeroMQ routing id).
+pub type PeerId = Vec<u8>;
+
+/// Prefix of a node key the store keeps as revoked.
+const REVOKED: &str = "revoked:";
+
+/// Tunables of the core.
+#[derive(Debug, Clone)]
+pub struct CoreConfig {
+    /// The default partition, for jobs that name none.
+    pub partition: String,
+    pub partitions: Vec<PartitionConfig>,
+    pub accounts: Vec<AccountConfig>,
+    /// Qualities of service jobs may ask for (`--qos`).
+    pub qos: Vec<QosConfig>,
+    /// User name → account; users not listed charge the first account.
+    pub user_accounts: HashMap<String, String>,
+    pub sched: sched::Config,
+    /// A full scheduling pass (priorities, reasons, reservations) this often.
+    pub full_pass_us: u64,
+    /// Memory given to a job that does not ask, per CPU.
+    pub def_mem_per_cpu_mb: u64,
+    /// How often agents send heartbeats.
+    pub heartbeat_ms: u32,
+    /// A node silent for this long is DOWN and its jobs NODE_FAIL.
+    pub node_timeout_us: u64,
+    /// Ended jobs and their accounting records are kept this long; `None`: forever.
+    pub retention_us: Option<u64>,
+    /// Requests per user (root is not limited); `None`: no limit.
+    pub rate_limit: Option<crate::ratelimit::RateConfig>,
+    /// Users who may cancel anyone's jobs and drain nodes.
+    pub operators: BTreeSet<String>,
+    /// Users who may also manage reservations and see reports (root always may).
+    pub admins: BTreeSet<String>,
+    /// What users see of other users' jobs.
+    pub privacy: Privacy,
+    /// Root's jobs are accepted (`[jobs] allow_root`); refused at submit otherwise.
+    pub allow_root_jobs: bool,
+    /// The transport is CURVE: agents must present a key of `node_keys`.
+    pub curve: bool,
+    /// Node name → the CURVE public key (Z85) its agent holds (config `[node_keys]`).
+    pub node_keys: BTreeMap<String, String>,
+    /// The key launches are signed with; `None`: unsigned.
+    pub signer: Option<bulkhead_net::sign::LaunchSigner>,
+}
+
+/// How long a challenge may wait for its registration.
+const CHALLENGE_VALID_US: u64 = 60_000_000;
+/// Challenges outstanding at most (connections that never register).
+const MAX_CHALLENGES: usize = 4096;
+
+/// What a user sees of other users' jobs (like Slurm's PrivateData).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Privacy {
+    /// Everything `bh queue` and `bh show` show of one's own.
+    Visible,
+    /// That they exist (user, state, resources, times), not their names, working
+    /// directories or output paths.
+    #[default]
+    Redacted,
+    /// Nothing: they are not listed, and `bh show` refuses them.
+    Hidden,
+}
+
+/// What a caller may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    User,
+    /// May cancel any job and drain or resume nodes.
+    Operator,
+    /// May also manage reservations and read reports.
+    Admin,
+}
+
+impl Default for CoreConfig {
+    fn default() -> Self {
+        CoreConfig {
+            partition: "batch".into(),
+            partitions: vec![PartitionConfig {
+                name: "batch".into(),
+                nodes: vec!["*".into()],
+                max_time_s: None,
+                default_time_s: None,
+                tier: 1,
+                accounts: vec![],
+                preempt: sched::Preempt::Off,
+                preempt_grace_s: None,
+            }],
+            qos: Vec::new(),
+            accounts: vec![AccountConfig {
+                name: "default".into(),
+                parent: None,
+                shares: 1,
+            }],
+            user_accounts: HashMap::new(),
+            sched: sched::Config {
+                // Every queue is bounded: a user's runaway script gets a clear
+                // MaxSubmitJobsPerUser refusal long before the broker's memory suffers.
+                user_limits: sched::Limits {
+                    max_submitted_jobs: Some(DEFAULT_MAX_SUBMITTED_PER_USER),
+                    ..Default::default()
+                },
+                ..sched::Config::default()
+            },
+            full_pass_us: 10_000_000,
+            def_mem_per_cpu_mb: 1024,
+            heartbeat_ms: 2000,
+            node_timeout_us: 30_000_000,
+            retention_us: None,
+            rate_limit: Some(crate::ratelimit::RateConfig::default()),
+            operators: BTreeSet::new(),
+            admins: BTreeSet::new(),
+            privacy: Privacy::default(),
+            allow_root_jobs: false,
+            curve: false,
+            node_keys: BTreeMap::new(),
+            signer: None,
+        }
+    }
+}
+
+/// Who sent a client request, as MUNGE proved it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub uid: u32,
+    pub gid: u32,
+    pub user: String,
+}
+
+/// A message to send once the effects' store operations are durable.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outbound {
+    Client {
+        peer: PeerId,
+        request_id: u64,
+        reply: ClientReply,
+    },
+    Agent {
+        peer: PeerId,
+        request_id: u64,
+        msg: BrokerMessage,
+    },
+}
+
+/// What one input made the core decide.
+#[derive(Debug, Default, PartialEq)]
+pub struct Effects {
+    pub store: Vec<StoreOp>,
+    pub send: Vec<Outbound>,
+    /// A full scheduling pass ran (the shell times it for the metrics).
+    pub full_pass: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Job {
+    id: JobId,
+    uid: u32,
+    gid: u32,
+    user: String,
+    sub: JobSubmission,
+    partition: String,
+    mem_mb: u64,
+    state: JobState,
+    reason: Option<String>,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    node: Option<NodeId>,
+    /// The other nodes of a multi-node job; the batch script runs on `node`.
+    extra_nodes: Vec<NodeId>,
+    submit_us: u64,
+    start_us: Option<u64>,
+    end_us: Option<u64>,
+    denials: Vec<DeviceDenial>,
+    /// GPUs on each of its nodes (`node` first) while it runs.
+    gpus: Vec<Vec<GpuGrant>>,
+    /// What it used: the latest samples while it runs, the total once it ended.
+    usage: Option<bulkhead_proto::acct::JobUsage>,
+}
+
+#[derive(Debug, Clone)]
+struct Node {
+    id: NodeId,
+    name: String,
+    cpus: u32,
+    mem_mb: u64,
+    /// The node in the scheduler.
+    idx: sched::NodeIdx,
+    /// Set by `bh admin drain`; kept across restarts.
+    drain: Option<String>,
+    peer: Option<PeerId>,
+    last_seen_us: u64,
+    running: BTreeSet<JobId>,
+    /// Multi-node jobs whose batch script runs elsewhere but which hold this node.
+    held: BTreeSet<JobId>,
+    enforced: Vec<String>,
+    agent_version: String,
+    gpus: Vec<GpuInfo>,
+    gpu_backend: String,
+    /// GPUs out of service, and why (a MIG instance failed to create); cleared by
+    /// `bh admin resume`.
+    gpu_faults: BTreeMap<u32, String>,
+    /// The challenge its agent's registration answered (signed brokers): messages to
+    /// the agent are sealed for it and numbered by `seq`.
+    session: Option<Vec<u8>>,
+    seq: u64,
+}
+
+impl Node {
+    /// The node's GPUs for the scheduler, the faulted ones unusable.
+    fn sched_gpus(&self) -> Vec<sched::GpuSpec> {
+        let mut specs = crate::gpus::specs(&self.gpus);
+        for (s, g) in specs.iter_mut().zip(&self.gpus) {
+            if self.gpu_faults.contains_key(&g.index) {
+                s.mode = sched::GpuMode::MigStatic(Vec::new());
+            }
+        }
+        specs
+    }
+
+    fn up(&self) -> bool {
+        self.peer.is_some()
+    }
+}
+
+/// The broker's state and rules.
+#[derive(Debug)]
+pub struct Core {
+    cfg: CoreConfig,
+    /// Challenges given to agents' connections (signed brokers), with when: each is
+    /// accepted once, from its connection, within [`CHALLENGE_VALID_US`].
+    challenges: HashMap<PeerId, (Vec<u8>, u64)>,
+    /// The shell's random seed for challenges, and how many were made.
+    nonce_seed: [u8; 32],
+    nonce_count: u64,
+    jobs: BTreeMap<JobId, Job>,
+    /// Job arrays: each array's tasks created so far (one record stands for the rest).
+    arrays: BTreeMap<JobId, Vec<JobId>>,
+    /// Arrays loaded from the store whose next tasks are still to be created.
+    refill_arrays: bool,
+    /// Running jobs being stopped for a higher tier's job: by which, and whether they
+    /// go back to the queue.
+    preempted: HashMap<JobId, (JobId, bool)>,
+    /// Administrators' reservations, by name.
+    reservations: BTreeMap<String, bulkhead_proto::msg::Reservation>,
+    nodes: BTreeMap<NodeId, Node>,
+    sched: sched::Scheduler,
+    node_of_idx: Vec<NodeId>,
+    last_full_us: u64,
+    /// Jobs started, and ended by state, since the broker started (for the metrics).
+    started_total: u64,
+    ended_total: HashMap<JobState, u64>,
+    limiter: crate::ratelimit::RateLimiter,
+    /// Requests refused by the rate limit, for the metrics.
+    slowed_total: u64,
+    node_by_name: HashMap<String, NodeId>,
+    node_by_peer: HashMap<PeerId, NodeId>,
+    next_job: u64,
+    next_node: u32,
+    /// Node keys as the store holds them (admitted by `bh admin node add`, or revoked),
+    /// applied over the configuration's at start and at each reload.
+    stored_keys: BTreeMap<String, String>,
+    /// Submissions by idempotency key, per user: a submission sent again (its reply
+    /// was lost) gets the job it made. Kept as long as the job is (the key is stored
+    /// in its submission).
+    by_key: HashMap<(u32, u128), JobId>,
+    /// Since when the store takes writes (so launches leave once placed); `None` while
+    /// it does not, and launches wait for it.
+    store_ready_since_us: Option<u64>,
+}
+
+/// Microseconds to the scheduler's seconds.
+fn secs(us: u64) -> sched::Time {
+    us / 1_000_000
+}
+
+fn err(code: ErrorCode, msg: impl Into<String>) -> ErrorReply {
+    ErrorReply::new(code, msg)
+}
+
+impl Core {
+    /// A core over the state loaded from the store. Nodes start DOWN until their
+    /// agents register again.
+    pub fn new(cfg: CoreConfig, jobs: Vec<JobRow>, nodes: Vec<NodeRow>) -> Self {
+        let accounts: Vec<sched::AccountSpec> = cfg
+            .accounts
+            .iter()
+            .map(|a| sched::AccountSpec {
+                name: a.name.clone(),
+                parent: a
+                    .parent
+                    .as_ref()
+                    .and_then(|p| cfg.accounts.iter().position(|x| &x.name == p))
+                    .map(|i| sched::AccountIdx(i as u32)),
+                shares: a.shares,
+            })
+            .collect();
+        let partitions: Vec<sched::PartitionSpec> = cfg
+            .partitions
+            .iter()
+            .map(|p| sched::PartitionSpec {
+                name: p.name.clone(),
+                nodes: vec![],
+                max_time: p.max_time_s,
+                default_time: p.default_time_s,
+                allowed_accounts: p
+                    .accounts
+                    .iter()
+                    .filter_map(|a| cfg.accounts.iter().position(|x| &x.name == a))
+                    .map(|i| sched::AccountIdx(i as u32))
+                    .collect(),
+                tier: p.tier,
+                preempt: p.preempt,
+            })
+            .collect();
+        let mut sched_cfg = cfg.sched.clone();
+        sched_cfg.qos_user_limits = cfg.qos.iter().map(|q| q.user_limits).collect();
+        sched_cfg.qos_preempt = cfg
+            .qos
+            .iter()
+            .map(|q| (q.preempt_tier, q.preempt))
+            .collect();
+        let scheduler = sched::Scheduler::new(sched_cfg, vec![], partitions, accounts);
+        let rate_limit = cfg.rate_limit;
+        let mut core = Core {
+            cfg,
+            jobs: BTreeMap::new(),
+            arrays: BTreeMap::new(),
+            refill_arrays: false,
+            reservations: BTreeMap::new(),
+            preempted: HashMap::new(),
+            nodes: BTreeMap::new(),
+            sched: scheduler,
+            node_of_idx: Vec::new(),
+            last_full_us: 0,
+            started_total: 0,
+            ended_total: HashMap::new(),
+            limiter: crate::ratelimit::RateLimiter::new(rate_limit),
+            slowed_total: 0,
+            node_by_name: HashMap::new(),
+            node_by_peer: HashMap::new(),
+            next_job: 1,
+            next_node: 1,
+            stored_keys: BTreeMap::new(),
+            challenges: HashMap::new(),
+            nonce_seed: [0; 32],
+            nonce_count: 0,
+            by_key: HashMap::new(),
+            store_ready_since_us: Some(0),
+        };
+        for n in nodes {
+            core.next_node = core.next_node.max(n.id.0 + 1);
+            // Down until its agent registers again.
+            core.add_node(n);
+        }
+        let mut rows = jobs;
+        // Ends first, so that dependencies on them resolve; then what runs; then the queue.
+        rows.sort_by_key(|r| match r.state {
+            s if s.is_terminal() => 0,
+            JobState::Running => 1,
+            _ => 2,
+        });
+        for r in rows {
+            core.next_job = core.next_job.max(r.id.0 + 1);
+            let job = Job {
+                id: r.id,
+                uid: r.uid,
+                gid: r.gid,
+                user: r.user,
+                sub: r.submission,
+                partition: r.partition,
+                mem_mb: r.mem_mb,
+                state: r.state,
+                reason: r.reason,
+                exit_code: r.exit_code,
+                signal: r.signal,
+                node: r.node,
+                extra_nodes: r.extra_nodes,
+                submit_us: r.submit_us,
+                start_us: r.start_us,
+                end_us: r.end_us,
+                denials: r.denials,
+                gpus: r.gpus,
+                usage: r.usage,
+            };
+            // A job being stopped when the broker went down still goes where its
+            // preemption sends it once its end arrives.
+            if let (JobState::Running, Some(p)) = (job.state, r.preempted_by) {
+                core.preempted.insert(job.id, p);
+            }
+            let id = job.id;
+            match job.state {
+                JobState::Pending if job.sub.array.is_some() => {}
+                JobState::Pending => {
+                    if let Ok(spec) = core.spec_of(&job) {
+                        match core.sched.submit(spec, secs(job.submit_us)) {
+                            Err(e) => {
+                                tracing::warn!(job = %id, error = %e, "a stored pending job no longer fits the configuration");
+                            }
+                            Ok(()) if is_held(&job) => {
+                                core.sched.hold(sched::JobId(id.0));
+                            }
+                            Ok(()) => {}
+                        }
+                    }
+                }
+                JobState::Running if job.sub.array.is_some() => {}
+                JobState::Running => {
+                    // Held against its node until the node's agent says otherwise.
+                    let placed = job.node.and_then(|n| core.nodes.get_mut(&n)).map(|n| {
+                        n.running.insert(id);
+                        n.idx
+                    });
+                    let mut all = Vec::new();
+                    for n in &job.extra_nodes {
+                        if let Some(node) = core.nodes.get_mut(n) {
+                            node.held.insert(id);
+                            all.push(node.idx);
+                        }
+                    }
+                    if let (Some(idx), Ok(spec)) = (placed, core.spec_of(&job)) {
+                        all.insert(0, idx);
+                        let part = core
+                            .sched
+                            .partition(&job.partition)
+                            .unwrap_or(sched::PartIdx(0));
+                        let start = secs(job.start_us.unwrap_or(job.submit_us));
+                        let end = job
+                            .sub
+                            .resources
+                            .time_limit_s
+                            .map(|l| start.saturating_add(l));
+                        let on: Vec<&[GpuInfo]> = job
+                            .node
+                            .iter()
+                            .chain(&job.extra_nodes)
+                            .map(|n| core.nodes.get(n).map_or(&[][..], |n| &n.gpus[..]))
+                            .collect();
+                        let assigned = job
+                            .gpus
+                            .iter()
+                            .enumerate()
+                            .map(|(k, g)| {
+                                crate::gpus::assigns(g, on.get(k).copied().unwrap_or(&[]))
+                            })
+                            .collect();
+                        if let Err(e) = core
+                            .sched
+                            .restore_running(spec, part, all, assigned, start, end)
+                        {
+                            // The node it runs on has no room for it in the scheduler's
+                            // account (a store from another configuration): said, and the
+                            // agent's reconciliation decides the job's fate.
+                            tracing::error!(job = %id, error = %e, "a stored running job does not fit its nodes");
+                        }
+                    }
+                }
+                st => core.sched.restore_ended(
+                    sched::JobId(id.0),
+                    if st == JobState::Completed {
+                        sched::Outcome::Ok
+                    } else {
+                        sched::Outcome::NotOk
+                    },
+                ),
+            }
+            if job.sub.array.is_some() {
+                core.arrays.entry(id).or_default();
+                core.refill_arrays |= !job.state.is_terminal();
+            }
+            if let Some((parent, _)) = job.sub.array_task {
+                core.arrays.entry(parent).or_default().push(id);
+            }
+            if let (Some(key), None) = (job.sub.idempotency_key, job.sub.array_task) {
+                core.by_key.insert((job.uid, key), id);
+            }
+            core.jobs.insert(id, job);
+        }
+        core
+    }
+
+    /// Whether the store takes writes: while it does not, the launches placed wait
+    /// (the shell holds them until their state is stored), so a node that does not
+    /// list them yet has not lost them.
+    pub fn store_available(&mut self, available: bool, now_us: u64) {
+        self.store_ready_since_us = match (available, self.store_ready_since_us) {
+            (true, Some(t)) => Some(t),
+            (true, None) => Some(now_us),
+            (false, _) => None,
+        };
+    }
+
+    /// The job a submission with this idempotency key from this user made, if kept.
+    pub fn submitted_with_key(&self, uid: u32, key: u128) -> Option<JobId> {
+        self.by_key.get(&(uid, key)).copied()
+    }
+
+    fn job_row(&self, id: JobId) -> Option<JobRow> {
+        self.jobs.get(&id).map(|j| JobRow {
+            id: j.id,
+            uid: j.uid,
+            gid: j.gid,
+            user: j.user.clone(),
+            submission: j.sub.clone(),
+            partition: j.partition.clone(),
+            mem_mb: j.mem_mb,
+            state: j.state,
+            reason: j.reason.clone(),
+            exit_code: j.exit_code,
+            signal: j.signal,
+            node: j.node,
+            extra_nodes: j.extra_nodes.clone(),
+            submit_us: j.submit_us,
+            start_us: j.start_us,
+            end_us: j.end_us,
+            denials: j.denials.clone(),
+            gpus: j.gpus.clone(),
+            preempted_by: self.preempted.get(&j.id).copied(),
+            usage: j.usage.clone(),
+        })
+    }
+
+    /// Stores job `id`'s mutable fields (not its submission: that was stored once).
+    fn update(&self, fx: &mut Effects, id: JobId) {
+        if let Some(j) = self.jobs.get(&id) {
+            fx.store.push(StoreOp::UpdateJob(Box::new(JobUpdate {
+                id: j.id,
+                state: j.state,
+                reason: j.reason.clone(),
+                exit_code: j.exit_code,
+                signal: j.signal,
+                node: j.node,
+                extra_nodes: j.extra_nodes.clone(),
+                start_us: j.start_us,
+                end_us: j.end_us,
+                denials: j.denials.clone(),
+                gpus: j.gpus.clone(),
+                preempted_by: self.preempted.get(&j.id).copied(),
+                usage: j.usage.clone(),
+            })));
+        }
+    }
+
+    fn node_row(n: &Node) -> NodeRow {
+        NodeRow {
+            id: n.id,
+            name: n.name.clone(),
+            cpus: n.cpus,
+            mem_mb: n.mem_mb,
+            last_seen_us: n.last_seen_us,
+            drain_reason: n.drain.clone(),
+            gpus: n.gpus.clone(),
+        }
+    }
+
+    /// A client request from an authenticated caller.
+    pub fn client(
+        &mut self,
+        peer: PeerId,
+        request_id: u64,
+        caller: &Caller,
+        op: ClientOp,
+        now_us: u64,
+    ) -> Effects {
+        let mut fx = Effects::default();
+        if let Err(wait_ms) = self.limiter.take(caller.uid, now_us) {
+            self.slowed_total += 1;
+            let per_s = self.limiter.config().map_or(0.0, |c| c.per_s);
+            tracing::debug!(user = %caller.user, uid = caller.uid, "request refused by the rate limit");
+            fx.send.push(Outbound::Client {
+                peer,
+                request_id,
+                reply: ClientReply::Error(err(
+                    ErrorCode::SlowDown,
+                    format!(
+                        "slow down: {} sent more than {per_s} requests per second; retry in {wait_ms} ms",
+                        caller.user
+                    ),
+                )),
+            });
+            return fx;
+        }
+        let reply = match op {
+            ClientOp::Submit(sub) => self.submit(&mut fx, caller, *sub, now_us),
+            ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(caller, &filter)),
+            ClientOp::Acct(filter) => self.acct(caller, &filter, now_us),
+            ClientOp::Hold(ids) => self.hold(&mut fx, caller, &ids, true, now_us),
+            ClientOp::Release(ids) => self.hold(&mut fx, caller, &ids, false, now_us),
+            ClientOp::Report(q) if self.role(caller) == Role::Admin => {
+                ClientReply::Report(Box::new(crate::acct::report(
+                    self.jobs
+                        .values()
+                        .filter(|j| j.sub.array.is_none())
+                        .map(|j| self.acct_view(j, now_us)),
+                    &q,
+                    now_us,
+                )))
+            }
+            ClientOp::Report(_) => {
+                tracing::warn!(user = %caller.user, uid = caller.uid, "refused a usage report");
+                ClientReply::Error(err(
+                    ErrorCode::PermissionDenied,
+                    "bh report is for administrators (root, or users the configuration names)",
+                ))
+            }
+            ClientOp::Show(id) => match self.jobs.get(&id) {
+                Some(j) => match self.seen_by(caller, j) {
+                    Some(info) => ClientReply::Job(Box::new(info)),
+                    // Hidden by the privacy setting: refused as any other action on
+                    // another user's job.
+                    None => ClientReply::Error(self.refusal(caller, j, JobAction::Show)),
+                },
+                None => {
+                    ClientReply::Error(err(ErrorCode::NotFound, format!("job {id} does not exist")))
+                }
+            },
+            ClientOp::Script(id) => self.script(caller, id),
+            ClientOp::Cancel(ids) => {
+                let outcomes = ids
+                    .into_iter()
+                    .map(|id| self.cancel(&mut fx, caller, id, now_us))
+                    .collect();
+                ClientReply::Cancelled(outcomes)
+            }
+            ClientOp::Nodes => {
+                ClientReply::Nodes(self.nodes.values().map(|n| self.node_info(n)).collect())
+            }
+            ClientOp::Admin(op) => self.admin(&mut fx, caller, op, now_us),
+            ClientOp::Reservations => {
+                ClientReply::Reservations(self.reservations.values().cloned().collect())
+            }
+        };
+        fx.send.push(Outbound::Client {
+            peer,
+            request_id,
+            reply,
+        });
+        if !fx.store.is_empty() {
+            self.schedule(&mut fx, now_us);
+        }
+        fx
+    }
+
+    /// A message from a node agent. `caller` is set for a `Register` whose credential
+    /// decoded; the shell refuses registrations whose credential did not.
+    pub fn agent(
+        &mut self,
+        peer: PeerId,
+        request_id: u64,
+        caller: Option<&Caller>,
+        msg: AgentMessage,
+        now_us: u64,
+    ) -> Effects {
+        let mut fx = Effects::default();
+        if let AgentMessage::Register(reg) = msg {
+            self.register(&mut fx, peer, request_id, caller, reg, now_us);
+            self.schedule(&mut fx, now_us);
+            return fx;
+        }
+        let Some(node_id) = self.node_by_peer.get(&peer).copied() else {
+            let msg = self.reregister(&peer, now_us);
+            fx.send.push(Outbound::Agent {
+                peer,
+                request_id,
+                msg,
+            });
+            return fx;
+        };
+        if let Some(n) = self.nodes.get_mut(&node_id) {
+            n.last_seen_us = now_us;
+        }
+        match msg {
+            AgentMessage::Register(_) => {}
+            AgentMessage::Heartbeat { running } => {
+                self.reconcile(&mut fx, node_id, &running, now_us);
+            }
+            AgentMessage::JobStarted {
+                job, start_time_us, ..
+            } => {
+                if let Some(j) = self.jobs.get_mut(&job)
+                    && j.state == JobState::Running
+                    && j.node == Some(node_id)
+                {
+                    j.start_us = Some(start_time_us);
+                    self.update(&mut fx, job);
+                }
+            }
+            AgentMessage::Denials(list) => {
+                let mut touched = BTreeSet::new();
+                for (job, d) in list {
+                    let Some(j) = self.jobs.get_mut(&job) else {
+                        continue;
+                    };
+                    if j.node != Some(node_id) {
+                        continue;
+                    }
+                    merge_denial(&mut j.denials, d);
+                    touched.insert(job);
+                }
+                for job in touched {
+                    self.update(&mut fx, job);
+                }
+            }
+            AgentMessage::Usage(batch) => {
+                // Kept in memory for `bh top` and `bh show`; the total is stored at the end.
+                for (job, u) in batch {
+                    if let Some(j) = self.jobs.get_mut(&job)
+                        && j.node == Some(node_id)
+                        && j.state == JobState::Running
+                    {
+                        j.usage = Some(u);
+                    }
+                }
+            }
+            AgentMessage::GpuInventory(gpus) => {
+                // What exists now, for `bh nodes --gpus`; the scheduler keeps its own
+                // account of the slices it placed.
+                if let Some(node) = self.nodes.get_mut(&node_id) {
+                    node.gpus = gpus;
+                    fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));
+                }
+            }
+            AgentMessage::JobEnded(end) => {
+                if self.job_ended(&mut fx, &peer, request_id, node_id, end) {
+                    self.schedule(&mut fx, now_us);
+                }
+            }
+        }
+        fx
+    }
+
+    /// Periodic work: nodes that stopped talking go DOWN and their jobs NODE_FAIL.
+    pub fn tick(&mut self, now_us: u64) -> Effects {
+        let mut fx = Effects::default();
+        let dead: Vec<NodeId> = self
+            .nodes
+            .values()
+            .filter(|n| n.up() && n.last_seen_us + self.cfg.node_timeout_us < now_us)
+            .map(|n| n.id)
+            .collect();
+        for id in dead {
+            self.node_down(&mut fx, id, "stopped responding", now_us);
+        }
+        if std::mem::take(&mut self.refill_arrays) {
+            let parents: Vec<JobId> = self.arrays.keys().copied().collect();
+            for p in parents {
+                self.refill(&mut fx, p, now_us);
+            }
+        }
+        if now_us >= self.last_full_us + self.cfg.full_pass_us {
+            self.last_full_us = now_us;
+            fx.full_pass = true;
+            self.purge(&mut fx, now_us);
+            let decisions = self.sched.full_pass(secs(now_us));
+            self.apply(&mut fx, decisions, now_us);
+            // Fair-share usage is kept, so that a restart does not forgive it.
+            let (at, usage) = self.sched.fairshare().snapshot();
+            fx.store.push(StoreOp::FairShare(at, usage));
+        } else if !fx.store.is_empty() {
+            self.schedule(&mut fx, now_us);
+        }
+        fx
+    }
+
+    /// Number of jobs known (all states), for logs and tests.
+    pub fn job_count(&self) -> usize {
+        self.jobs.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,291 @@
+//! The bridge to the scheduling core (`bulkhead_sched`): a job as the scheduler sees
+//! it, scheduling passes, and the scheduler's decisions (start, preempt, cancel)
+//! carried out as launches, kills and job updates.
+
+use super::*;
+
+impl Core {
+    /// The job as the scheduler sees it.
+    pub(super) fn spec_of(&self, j: &Job) -> Result<sched::JobSpec, String> {
+        let mut partitions = Vec::new();
+        for name in j.partition.split(',').filter(|p| !p.is_empty()) {
+            match self.sched.partition(name) {
+                Some(p) => partitions.push(p),
+                None => {
+                    let known: Vec<&str> = self
+                        .cfg
+                        .partitions
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect();
+                    return Err(format!(
+                        "invalid partition {name:?} (this cluster has: {})",
+                        known.join(", ")
+                    ));
+                }
+            }
+        }
+        let qos = match &j.sub.qos {
+            None => None,
+            Some(name) => match self.cfg.qos.iter().position(|q| &q.name == name) {
+                Some(i) => Some((i as u32, self.cfg.qos[i].priority.clamp(0.0, 1.0))),
+                None => {
+                    let known: Vec<&str> = self.cfg.qos.iter().map(|q| q.name.as_str()).collect();
+                    return Err(format!(
+                        "invalid QOS {name:?} (this cluster has: {})",
+                        if known.is_empty() {
+                            "none".into()
+                        } else {
+                            known.join(", ")
+                        }
+                    ));
+                }
+            },
+        };
+        let account_name = self.cfg.user_accounts.get(&j.user);
+        let account = account_name
+            .and_then(|a| self.cfg.accounts.iter().position(|x| &x.name == a))
+            .unwrap_or(0);
+        let deps = j
+            .sub
+            .deps
+            .iter()
+            .map(|d| match d {
+                Dependency::After(x) => sched::Dep::After(sched::JobId(x.0)),
+                Dependency::AfterAny(x) => sched::Dep::AfterAny(sched::JobId(x.0)),
+                Dependency::AfterOk(x) => sched::Dep::AfterOk(sched::JobId(x.0)),
+                Dependency::AfterNotOk(x) => sched::Dep::AfterNotOk(sched::JobId(x.0)),
+                Dependency::Singleton => sched::Dep::Singleton,
+            })
+            .collect();
+        let r = &j.sub.resources;
+        let mut req = sched::Request {
+            nodes: r.nodes.max(1),
+            per_node: sched::Res {
+                cpus: r.cpus,
+                mem_mb: j.mem_mb,
+                gpus: r.gpus,
+                ..Default::default()
+            },
+            time_limit: r.time_limit_s,
+            ..Default::default()
+        };
+        if let Some(m) = &r.gpu_model {
+            req = req.with_model(m).ok_or_else(|| {
+                format!("unknown GPU model {m:?} (a100, a100-40gb, a100-80gb, h100, h200)")
+            })?;
+        }
+        if let Some(m) = &r.mig {
+            let count = u8::try_from(m.count)
+                .ok()
+                .filter(|c| *c > 0)
+                .ok_or_else(|| format!("{} slices of {}: 1 to 255", m.count, m.profile))?;
+            req = req
+                .with_mig(&m.profile, count)
+                .ok_or_else(|| format!("unknown MIG profile {:?}", m.profile))?;
+        }
+        Ok(sched::JobSpec {
+            id: sched::JobId(j.id.0),
+            user: j.uid,
+            account: sched::AccountIdx(account as u32),
+            name: j.sub.name.clone(),
+            partitions,
+            req,
+            submit: secs(j.submit_us),
+            deps,
+            qos: qos.map_or(0.0, |(_, f)| f),
+            qos_id: qos.map(|(i, _)| i),
+            reservation: j.sub.reservation.clone(),
+        })
+    }
+
+    /// An incremental scheduling pass, after jobs arrived or ended.
+    pub(super) fn schedule(&mut self, fx: &mut Effects, now_us: u64) {
+        let decisions = self.sched.pass(secs(now_us));
+        self.apply(fx, decisions, now_us);
+    }
+
+    /// Carries out the scheduler's decisions: launches and cancellations.
+    pub(super) fn apply(&mut self, fx: &mut Effects, decisions: Vec<sched::Decision>, now_us: u64) {
+        for d in decisions {
+            match d {
+                sched::Decision::Start {
+                    job,
+                    partition,
+                    nodes,
+                    gpus,
+                    time_limit,
+                } => {
+                    let id = JobId(job.0);
+                    let Some(node_id) = nodes
+                        .first()
+                        .and_then(|n| self.node_of_idx.get(n.0 as usize))
+                        .copied()
+                    else {
+                        continue;
+                    };
+                    let part_name = self
+                        .cfg
+                        .partitions
+                        .get(partition.0 as usize)
+                        .map(|p| p.name.clone())
+                        .unwrap_or_default();
+                    let extra: Vec<NodeId> = nodes
+                        .iter()
+                        .skip(1)
+                        .filter_map(|n| self.node_of_idx.get(n.0 as usize))
+                        .copied()
+                        .collect();
+                    let mut names = Vec::new();
+                    for n in &extra {
+                        if let Some(node) = self.nodes.get_mut(n) {
+                            node.held.insert(id);
+                            names.push(node.name.clone());
+                        }
+                    }
+                    let Some(node) = self.nodes.get_mut(&node_id) else {
+                        continue;
+                    };
+                    node.running.insert(id);
+                    let (node_name, peer) = (node.name.clone(), node.peer.clone());
+                    names.insert(0, node_name.clone());
+                    // Each node's picks as the GPUs' own indices on that node.
+                    let grants: Vec<Vec<GpuGrant>> = gpus
+                        .iter()
+                        .enumerate()
+                        .map(|(k, a)| {
+                            let on = nodes
+                                .get(k)
+                                .and_then(|n| self.node_of_idx.get(n.0 as usize))
+                                .and_then(|id| self.nodes.get(id))
+                                .map_or(&[][..], |n| &n.gpus[..]);
+                            crate::gpus::grants(a, on)
+                        })
+                        .collect();
+                    let Some(j) = self.jobs.get_mut(&id) else {
+                        continue;
+                    };
+                    j.state = JobState::Running;
+                    self.started_total += 1;
+                    j.node = Some(node_id);
+                    j.extra_nodes = extra;
+                    j.gpus = grants;
+                    j.start_us = Some(now_us);
+                    j.reason = None;
+                    j.partition = part_name;
+                    // The partition's default (or maximum) limit applies when the job gave none.
+                    j.sub.resources.time_limit_s = time_limit;
+                    let spec = self.launch_spec(id, &names.join(","), &node_name, now_us);
+                    let parent = self
+                        .jobs
+                        .get(&id)
+                        .and_then(|j| j.sub.array_task)
+                        .map(|(p, _)| p);
+                    self.update(fx, id);
+                    if let Some(parent) = parent {
+                        self.update_array_state(fx, parent, now_us);
+                    }
+                    if let (Some(peer), Some(spec)) = (peer, spec) {
+                        fx.send.push(Outbound::Agent {
+                            peer,
+                            request_id: 0,
+                            msg: BrokerMessage::Launch(Box::new(spec)),
+                        });
+                    }
+                }
+                sched::Decision::Preempt { job, by, requeue } => {
+                    let id = JobId(job.0);
+                    let Some(j) = self.jobs.get_mut(&id) else {
+                        continue;
+                    };
+                    j.reason = Some(format!("preempted by job {}", by.0));
+                    self.preempted.insert(id, (JobId(by.0), requeue));
+                    let part = j.partition.clone();
+                    let peer = j
+                        .node
+                        .and_then(|n| self.nodes.get(&n))
+                        .and_then(|n| n.peer.clone());
+                    self.update(fx, id);
+                    match peer {
+                        Some(peer) => fx.send.push(Outbound::Agent {
+                            peer,
+                            request_id: 0,
+                            msg: BrokerMessage::Kill {
+                                job: id,
+                                state: JobState::Cancelled,
+                                grace_s: self
+                                    .cfg
+                                    .partitions
+                                    .iter()
+                                    .find(|p| p.name == part)
+                                    .and_then(|p| p.preempt_grace_s),
+                            },
+                        }),
+                        None => {
+                            let mut end = self.end_of(id, JobState::Cancelled, now_us);
+                            end.reason =
+                                Some(format!("preempted by job {} while its node was down", by.0));
+                            self.finish(fx, end);
+                        }
+                    }
+                }
+                sched::Decision::Cancel { job, reason } => {
+                    let id = JobId(job.0);
+                    let Some(j) = self.jobs.get_mut(&id) else {
+                        continue;
+                    };
+                    if j.state.is_terminal() {
+                        continue;
+                    }
+                    j.state = JobState::Cancelled;
+                    j.end_us = Some(now_us);
+                    j.reason = Some(reason.as_str());
+                    let parent = j.sub.array_task.map(|(p, _)| p);
+                    self.update(fx, id);
+                    if let Some(parent) = parent {
+                        self.refill(fx, parent, now_us);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The launch of a job for its first node, signed when the broker has a key.
+    pub(super) fn launch_spec(
+        &self,
+        id: JobId,
+        nodelist: &str,
+        node: &str,
+        now_us: u64,
+    ) -> Option<LaunchSpec> {
+        let j = self.jobs.get(&id)?;
+        let mut spec = LaunchSpec {
+            job: id,
+            name: j.sub.name.clone(),
+            uid: j.uid,
+            gid: j.gid,
+            script: j.sub.script.clone(),
+            args: j.sub.args.clone(),
+            workdir: j.sub.workdir.clone(),
+            stdout: j.sub.stdout.clone(),
+            stderr: j.sub.stderr.clone(),
+            env: j.sub.env.clone(),
+            cpus: j.sub.resources.cpus,
+            mem_mb: j.mem_mb,
+            time_limit_s: j.sub.resources.time_limit_s,
+            partition: j.partition.clone(),
+            nodelist: nodelist.to_string(),
+            // The batch script runs on the first node: its GPUs.
+            gpus: j.gpus.first().cloned().unwrap_or_default(),
+            array: j.sub.array_task,
+            submit_time_us: j.submit_us,
+            node: node.to_string(),
+            expires_us: 0,
+            signature: Vec::new(),
+        };
+        if let Some(signer) = &self.cfg.signer {
+            signer.sign(&mut spec, node, now_us);
+        }
+        Some(spec)
+    }
+}

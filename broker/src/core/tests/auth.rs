@@ -1,0 +1,501 @@
+//! Core tests of who may do what: roles, privacy, scripts, the rate limit, a reload.
+
+use super::*;
+
+#[test]
+fn users_cancel_only_their_own_jobs() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &user(1000),
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    // The node is full: this one waits, and stays the user's.
+    let id = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &user(1000),
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let fx = c.client(b"c".to_vec(), 2, &user(1001), ClientOp::Cancel(vec![id]), 2);
+    match &fx.send[0] {
+        Outbound::Client {
+            reply: ClientReply::Cancelled(o),
+            ..
+        } => {
+            assert_eq!(
+                o[0].result.as_ref().unwrap_err().code,
+                ErrorCode::PermissionDenied
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(fx.store.is_empty());
+    let fx = c.client(
+        b"c".to_vec(),
+        3,
+        &root(),
+        ClientOp::Cancel(vec![id, JobId(99)]),
+        3,
+    );
+    match &fx.send[0] {
+        Outbound::Client {
+            reply: ClientReply::Cancelled(o),
+            ..
+        } => {
+            assert_eq!(o[0].result, Ok(JobState::Cancelled));
+            assert_eq!(o[1].result.as_ref().unwrap_err().code, ErrorCode::NotFound);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_user_over_the_rate_limit_gets_slow_down_and_others_do_not() {
+    let cfg = CoreConfig {
+        rate_limit: Some(crate::ratelimit::RateConfig {
+            per_s: 1.0,
+            burst: 3.0,
+        }),
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg, vec![], vec![]);
+    let q = || ClientOp::Queue(QueueFilter::default());
+    let code = |fx: &Effects| match &fx.send[0] {
+        Outbound::Client {
+            reply: ClientReply::Error(e),
+            ..
+        } => Some(e.code),
+        _ => None,
+    };
+    for i in 0..3 {
+        assert_eq!(code(&c.client(b"a".to_vec(), i, &user(5), q(), 0)), None);
+    }
+    let fx = c.client(b"a".to_vec(), 4, &user(5), q(), 0);
+    assert_eq!(code(&fx), Some(ErrorCode::SlowDown));
+    assert_eq!(code(&c.client(b"b".to_vec(), 5, &user(6), q(), 0)), None);
+    assert_eq!(code(&c.client(b"r".to_vec(), 6, &root(), q(), 0)), None);
+    assert_eq!(
+        code(&c.client(b"a".to_vec(), 7, &user(5), q(), 1_000_000)),
+        None
+    );
+    assert!(
+        c.metrics(|_| {})
+            .contains("bulkhead_requests_rate_limited_total 1")
+    );
+}
+
+/// Users act on their own jobs and see others' redacted (or not at all); an
+/// operator cancels anyone's and drains nodes but makes no reservation; every
+/// refusal says why.
+#[test]
+fn roles_and_privacy() {
+    let mut cfg = CoreConfig {
+        operators: ["carol".to_string()].into(),
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg.clone(), vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
+    let (alice, bob, carol) = (
+        named(1001, "alice"),
+        named(1002, "bob"),
+        named(1003, "carol"),
+    );
+    let mut s = sub(1);
+    s.name = "secret-project".into();
+    s.stdout = Some("/home/alice/out-%j.txt".into());
+    let job = submitted(&c.client(b"c".to_vec(), 1, &alice, ClientOp::Submit(Box::new(s)), 1));
+    let show = |c: &mut Core, who: &Caller| match c
+        .client(b"c".to_vec(), 2, who, ClientOp::Show(job), 2)
+        .send
+        .remove(0)
+    {
+        Outbound::Client { reply, .. } => reply,
+        other => panic!("{other:?}"),
+    };
+    // Redacted for bob: the job is there, its name and paths are not.
+    let ClientReply::Job(j) = show(&mut c, &bob) else {
+        panic!()
+    };
+    assert_eq!(
+        (j.name.as_str(), j.stdout.as_str(), j.workdir.as_str()),
+        ("(hidden)", "", "")
+    );
+    let ClientReply::Job(j) = show(&mut c, &alice) else {
+        panic!()
+    };
+    assert_eq!(j.name, "secret-project");
+    assert!(j.stdout.contains("/home/alice/out-"));
+    let ClientReply::Job(j) = show(&mut c, &carol) else {
+        panic!()
+    };
+    assert_eq!(j.name, "secret-project", "operators see everything");
+    // bob may not cancel it; carol may.
+    let fx = c.client(b"c".to_vec(), 3, &bob, ClientOp::Cancel(vec![job]), 3);
+    let Outbound::Client {
+        reply: ClientReply::Cancelled(o),
+        ..
+    } = &fx.send[0]
+    else {
+        panic!()
+    };
+    let e = o[0].result.clone().unwrap_err();
+    assert_eq!(e.code, ErrorCode::PermissionDenied);
+    assert!(
+        e.message.contains("may cancel only their own jobs"),
+        "{}",
+        e.message
+    );
+    // carol drains a node, but may not make a reservation.
+    let fx = c.client(
+        b"c".to_vec(),
+        4,
+        &carol,
+        ClientOp::Admin(AdminOp::Drain {
+            node: "n1".into(),
+            reason: "fan".into(),
+        }),
+        4,
+    );
+    assert!(matches!(
+        &fx.send[0],
+        Outbound::Client {
+            reply: ClientReply::Done(_),
+            ..
+        }
+    ));
+    let resv = bulkhead_proto::msg::Reservation {
+        name: "r".into(),
+        nodes: vec!["n1".into()],
+        start_us: 10,
+        end_us: 20,
+        users: vec![],
+        accounts: vec![],
+        cpus: None,
+        gpus: None,
+    };
+    let fx = c.client(
+        b"c".to_vec(),
+        5,
+        &carol,
+        ClientOp::Admin(AdminOp::Reserve(resv)),
+        5,
+    );
+    assert!(
+        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.message.contains("administrators"))
+    );
+    let fx = c.client(b"c".to_vec(), 6, &carol, ClientOp::Cancel(vec![job]), 6);
+    let cancelled = fx.send.iter().find_map(|o| match o {
+        Outbound::Client {
+            reply: ClientReply::Cancelled(o),
+            ..
+        } => Some(o[0].result.clone()),
+        _ => None,
+    });
+    assert!(matches!(cancelled, Some(Ok(_))), "{:?}", fx.send);
+    assert!(
+        fx.send.iter().any(|o| matches!(o, Outbound::Agent { msg: BrokerMessage::Kill { job: j, .. }, .. } if *j == job)),
+        "the running job is killed"
+    );
+
+    // Hidden: bob neither lists nor shows alice's jobs.
+    cfg.privacy = Privacy::Hidden;
+    let mut c = Core::new(cfg, vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
+    let job = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &alice,
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let fx = c.client(
+        b"c".to_vec(),
+        2,
+        &bob,
+        ClientOp::Queue(QueueFilter::default()),
+        2,
+    );
+    assert!(
+        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Jobs(j), .. } if j.is_empty())
+    );
+    let fx = c.client(b"c".to_vec(), 3, &bob, ClientOp::Show(job), 3);
+    assert!(
+        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.code == ErrorCode::PermissionDenied)
+    );
+    let fx = c.client(
+        b"c".to_vec(),
+        4,
+        &alice,
+        ClientOp::Queue(QueueFilter::default()),
+        4,
+    );
+    assert!(
+        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Jobs(j), .. } if j.len() == 1)
+    );
+}
+
+/// A reload applies roles, privacy and node keys at once (a node whose key left the
+/// configuration goes down; keys admitted with bh stay), and leaves partitions as
+/// they were until a restart.
+#[test]
+fn a_reload_applies_roles_privacy_and_keys_and_leaves_partitions() {
+    let z = |b: u8| bulkhead_net::curve::z85(&[b; 32]);
+    let cfg = CoreConfig {
+        curve: true,
+        node_keys: [("n1".to_string(), z(1)), ("n2".to_string(), z(2))].into(),
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg.clone(), vec![], vec![]);
+    c.restore_node_keys(vec![("n3".to_string(), z(3))]);
+    c.agent(b"a1".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    c.agent(b"a2".to_vec(), 1, Some(&root()), reg("n2", 2, vec![]), 0);
+    let carol = named(1003, "carol");
+    let drain = |c: &mut Core, t: u64| {
+        let fx = c.client(
+            b"c".to_vec(),
+            t,
+            &carol,
+            ClientOp::Admin(AdminOp::Drain {
+                node: "n1".into(),
+                reason: "fan".into(),
+            }),
+            t,
+        );
+        matches!(
+            &fx.send[0],
+            Outbound::Client {
+                reply: ClientReply::Done(_),
+                ..
+            }
+        )
+    };
+    assert!(!drain(&mut c, 2), "carol is no operator yet");
+
+    let mut new = cfg.clone();
+    new.operators = ["carol".to_string()].into();
+    new.privacy = Privacy::Hidden;
+    new.node_keys.remove("n2");
+    new.partitions.push(PartitionConfig {
+        name: "gpu".into(),
+        ..new.partitions[0].clone()
+    });
+    c.reconfigure(new, 3);
+    assert!(
+        drain(&mut c, 4),
+        "carol operates the cluster after the reload"
+    );
+    assert_eq!(c.cfg.privacy, Privacy::Hidden);
+    assert_eq!(c.cfg.partitions.len(), 1, "partitions change at a restart");
+    let nodes = node_list(&mut c);
+    let state = |name: &str| nodes.iter().find(|n| n.name == name).map(|n| n.state);
+    assert_eq!(
+        state("n2"),
+        Some(NodeState::Down),
+        "n2's key left the configuration"
+    );
+    assert_ne!(state("n1"), Some(NodeState::Down));
+    let hb = AgentMessage::Heartbeat { running: vec![] };
+    assert!(c.agent_key_check(Some(&z(2)), &hb).is_err());
+    assert_eq!(
+        c.agent_key_check(Some(&z(3)), &hb),
+        Ok(()),
+        "admitted with bh, kept"
+    );
+
+    // Users move between accounts the running tree has; not into one it lacks.
+    let mut new = c.cfg.clone();
+    new.user_accounts = [
+        ("alice".to_string(), "default".to_string()),
+        ("bob".to_string(), "physics".to_string()),
+    ]
+    .into();
+    c.reconfigure(new, 6);
+    assert_eq!(
+        c.cfg.user_accounts.get("alice").map(String::as_str),
+        Some("default")
+    );
+    assert_eq!(c.cfg.user_accounts.get("bob"), None);
+}
+
+/// A job's script and environment are its owner's and operators' to read, even
+/// when others' jobs are visible; once the job has ended they are not served.
+#[test]
+fn only_owners_and_operators_read_a_script() {
+    let cfg = CoreConfig {
+        operators: ["carol".to_string()].into(),
+        privacy: Privacy::Visible,
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg, vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let (alice, bob, carol) = (
+        named(1001, "alice"),
+        named(1002, "bob"),
+        named(1003, "carol"),
+    );
+    // The node is full: alice's job waits (a pending job is cancelled at once).
+    submitted(&c.client(
+        b"c".to_vec(),
+        9,
+        &carol,
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let mut s = sub(1);
+    s.script = "#!/bin/sh\nexport TOKEN=s3cret\n./train\n".into();
+    s.env = vec![("WANDB_API_KEY".into(), "k".into())];
+    let job = submitted(&c.client(b"c".to_vec(), 1, &alice, ClientOp::Submit(Box::new(s)), 1));
+    let script = |c: &mut Core, who: &Caller, t: u64| match c
+        .client(b"c".to_vec(), t, who, ClientOp::Script(job), t)
+        .send
+        .remove(0)
+    {
+        Outbound::Client { reply, .. } => reply,
+        other => panic!("{other:?}"),
+    };
+    for who in [&alice, &carol] {
+        let ClientReply::Script { script: text, env } = script(&mut c, who, 2) else {
+            panic!("{} may read it", who.user)
+        };
+        assert!(text.contains("s3cret"));
+        assert_eq!(env, vec![("WANDB_API_KEY".to_string(), "k".to_string())]);
+    }
+    match script(&mut c, &bob, 3) {
+        ClientReply::Error(e) => {
+            assert_eq!(e.code, ErrorCode::PermissionDenied);
+            // The same request serves `bh show --env`: the refusal names both.
+            assert!(
+                e.message
+                    .contains("may read the script and environment only of their own jobs"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("bob read alice's script: {other:?}"),
+    }
+    c.client(b"c".to_vec(), 4, &alice, ClientOp::Cancel(vec![job]), 4);
+    assert!(matches!(
+        script(&mut c, &alice, 5),
+        ClientReply::Error(e) if e.code == ErrorCode::AlreadyFinished
+            && e.message.contains("scripts and environments are kept")
+    ));
+}
+
+/// Every request that acts on a job goes through one check: another user's job is
+/// refused with one shape of message that names the action, and nothing changes;
+/// operators pass the same check.
+#[test]
+fn every_action_on_another_users_job_is_refused_alike() {
+    let cfg = CoreConfig {
+        privacy: Privacy::Hidden,
+        operators: ["carol".to_string()].into(),
+        ..Default::default()
+    };
+    let mut c = Core::new(cfg, vec![], vec![]);
+    let (alice, bob, carol) = (
+        named(1000, "alice"),
+        named(1001, "bob"),
+        named(1002, "carol"),
+    );
+    // The node is full: alice's job waits.
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 1);
+    submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &carol,
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let job = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &alice,
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let refused = |c: &mut Core, who: &Caller, op: ClientOp| {
+        let fx = c.client(b"c".to_vec(), 2, who, op, 2);
+        assert!(fx.store.is_empty(), "nothing changes: {:?}", fx.store);
+        match &fx.send[..] {
+            [
+                Outbound::Client {
+                    reply: ClientReply::Cancelled(o),
+                    ..
+                },
+            ] => o[0].result.clone().expect_err("refused"),
+            _ => refusal(&fx),
+        }
+    };
+    for (op, what) in [
+        (ClientOp::Cancel(vec![job]), "cancel only their own jobs"),
+        (
+            ClientOp::Hold(vec![job]),
+            "hold and release only their own jobs",
+        ),
+        (
+            ClientOp::Release(vec![job]),
+            "hold and release only their own jobs",
+        ),
+        (
+            ClientOp::Script(job),
+            "read the script and environment only of their own jobs",
+        ),
+        (ClientOp::Show(job), "see only their own jobs"),
+    ] {
+        let e = refused(&mut c, &bob, op);
+        assert_eq!(e.code, ErrorCode::PermissionDenied);
+        // The privacy setting hides other users' jobs: the owner is not named.
+        assert_eq!(
+            e.message,
+            format!(
+                "job {job} belongs to another user; bob may {what} (operators may act on anyone's)"
+            )
+        );
+    }
+    assert_eq!(c.jobs[&job].state, JobState::Pending);
+    assert_eq!(c.jobs[&job].reason, None, "not held");
+    // Where other users' jobs are visible, the refusal names the owner.
+    let mut c2 = core();
+    c2.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 1);
+    let job2 = submitted(&c2.client(
+        b"c".to_vec(),
+        1,
+        &alice,
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let e = refused(&mut c2, &bob, ClientOp::Hold(vec![job2]));
+    assert_eq!(
+        e.message,
+        format!(
+            "job {job2} belongs to alice (uid 1000); bob may hold and release only their own jobs (operators may act on anyone's)"
+        )
+    );
+    // The operator passes the same check for each.
+    let fx = c.client(b"c".to_vec(), 3, &carol, ClientOp::Show(job), 3);
+    assert!(
+        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Job(j), .. } if j.id == job)
+    );
+    let fx = c.client(b"c".to_vec(), 4, &carol, ClientOp::Script(job), 4);
+    assert!(matches!(
+        &fx.send[0],
+        Outbound::Client {
+            reply: ClientReply::Script { .. },
+            ..
+        }
+    ));
+    let fx = c.client(b"c".to_vec(), 5, &carol, ClientOp::Hold(vec![job]), 5);
+    assert_eq!(
+        c.jobs[&job].reason.as_deref(),
+        Some("JobHeldAdmin"),
+        "{:?}",
+        fx.send
+    );
+    let fx = c.client(b"c".to_vec(), 6, &carol, ClientOp::Cancel(vec![job]), 6);
+    assert_eq!(c.jobs[&job].state, JobState::Cancelled, "{:?}", fx.send);
+}

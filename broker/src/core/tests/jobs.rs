@@ -1,0 +1,571 @@
+//! Core tests of jobs: submission and its refusals, idempotency keys, cancel, hold
+//! and release, ends, retention.
+
+use super::*;
+
+#[test]
+fn submit_is_stored_then_launched_first_fit() {
+    let mut c = core();
+    let fx = c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
+    assert!(matches!(
+        fx.send[0],
+        Outbound::Agent {
+            msg: BrokerMessage::Registered { .. },
+            ..
+        }
+    ));
+    let fx = c.client(
+        b"c".to_vec(),
+        7,
+        &user(1000),
+        ClientOp::Submit(Box::new(sub(2))),
+        20,
+    );
+    let id = submitted(&fx);
+    assert_eq!(id, JobId(1));
+    assert!(matches!(fx.store[0], StoreOp::InsertJob(_)));
+    assert_eq!(launches(&fx), vec![(b"a".to_vec(), id)]);
+    // The node is full: the next job waits for Resources.
+    let fx = c.client(
+        b"c".to_vec(),
+        8,
+        &user(1000),
+        ClientOp::Submit(Box::new(sub(1))),
+        30,
+    );
+    let id2 = submitted(&fx);
+    assert!(launches(&fx).is_empty());
+    let fx = c.client(b"c".to_vec(), 9, &user(1000), ClientOp::Show(id2), 31);
+    match &fx.send[0] {
+        Outbound::Client {
+            reply: ClientReply::Job(j),
+            ..
+        } => {
+            assert_eq!(j.state, JobState::Pending);
+            assert_eq!(j.reason.as_deref(), Some("Resources"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The first job ends: the second starts, and the end is acknowledged.
+    let end = JobEnd {
+        exit_code: Some(0),
+        ..job_end(id, JobState::Completed, 21, 40)
+    };
+    let fx = c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 40);
+    assert_eq!(launches(&fx), vec![(b"a".to_vec(), id2)]);
+    assert!(fx.send.iter().any(
+        |o| matches!(o, Outbound::Agent { msg: BrokerMessage::EndAck { job }, .. } if *job == id)
+    ));
+}
+
+#[test]
+fn impossible_requests_are_refused_at_submit() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
+    let fx = c.client(
+        b"c".to_vec(),
+        1,
+        &user(1),
+        ClientOp::Submit(Box::new(sub(3))),
+        11,
+    );
+    match &fx.send[0] {
+        Outbound::Client {
+            reply: ClientReply::Error(e),
+            ..
+        } => {
+            assert_eq!(e.code, ErrorCode::Unsatisfiable);
+            assert!(e.message.contains("3 CPUs"), "{}", e.message);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(fx.store.is_empty());
+    let mut s = sub(1);
+    s.script = "echo no shebang".into();
+    let fx = c.client(
+        b"c".to_vec(),
+        1,
+        &user(1),
+        ClientOp::Submit(Box::new(s)),
+        11,
+    );
+    assert!(
+        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.code == ErrorCode::Invalid)
+    );
+    assert_eq!(c.job_count(), 0);
+}
+
+#[test]
+fn cancel_of_running_job_asks_its_agent() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
+    let id = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        11,
+    ));
+    let fx = c.client(b"c".to_vec(), 2, &user(5), ClientOp::Cancel(vec![id]), 12);
+    assert!(fx.send.iter().any(|o| matches!(o, Outbound::Agent { msg: BrokerMessage::Kill { job, state: JobState::Cancelled, .. }, .. } if *job == id)));
+}
+
+/// Ended jobs past the retention are forgotten, in memory and in the store; newer
+/// ones and unfinished ones stay.
+#[test]
+fn accounting_retention_forgets_old_ended_jobs() {
+    let cfg = CoreConfig {
+        retention_us: Some(1_000_000),
+        full_pass_us: 0,
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg, vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let old = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let pending = submitted(&c.client(
+        b"c".to_vec(),
+        2,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        2,
+    ));
+    let end = JobEnd {
+        exit_code: Some(0),
+        ..job_end(old, JobState::Completed, 1, 10)
+    };
+    c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 10);
+    // The second job now runs; the first ended at 10 us.
+    let fx = c.tick(500_000);
+    assert!(
+        !fx.store.iter().any(|o| matches!(o, StoreOp::DeleteJob(_))),
+        "not yet"
+    );
+    let fx = c.tick(2_000_000);
+    assert!(
+        fx.store
+            .iter()
+            .any(|o| matches!(o, StoreOp::DeleteJob(j) if *j == old))
+    );
+    assert!(!c.jobs.contains_key(&old));
+    assert!(c.jobs.contains_key(&pending), "an unfinished job stays");
+}
+
+/// The core reads no clock: a running job's GPU-seconds in `bh acct` count up to the
+/// time the shell passes in with the request.
+#[test]
+fn accounting_counts_a_running_job_up_to_the_time_given() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), mig_node("n1", 1), 10);
+    let mut s = sub(1);
+    s.resources.mig = Some(bulkhead_proto::job::MigAsk {
+        profile: "3g.40gb".into(),
+        count: 1,
+    });
+    let fx = c.client(
+        b"c".to_vec(),
+        2,
+        &user(1000),
+        ClientOp::Submit(Box::new(s)),
+        1_000_000,
+    );
+    let id = submitted(&fx);
+    assert_eq!(launches(&fx).len(), 1, "it runs from 1 s");
+    let gpu_seconds = |c: &mut Core, now: u64| {
+        let fx = c.client(
+            b"c".to_vec(),
+            3,
+            &user(1000),
+            ClientOp::Acct(AcctFilter::default()),
+            now,
+        );
+        match &fx.send[..] {
+            [
+                Outbound::Client {
+                    reply: ClientReply::Acct { records, .. },
+                    ..
+                },
+            ] => {
+                assert_eq!(records.len(), 1);
+                assert_eq!(records[0].job, id);
+                records[0].gpu_seconds.clone()
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    // A 3g slice is 3/7 of a GPU: 7 s of it are 3 GPU-seconds, 14 s are 6.
+    for (now, want) in [(8_000_000, 3.0), (15_000_000, 6.0)] {
+        let got = gpu_seconds(&mut c, now);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, "3g.40gb");
+        assert!((got[0].1 - want).abs() < 1e-9, "at {now} us: {got:?}");
+    }
+}
+
+/// A submission whose reply was lost is sent again with the same key: it gets the
+/// job the first one made, also after a restart, and only its own user does.
+#[test]
+fn a_submission_sent_again_with_its_key_gets_the_job_it_made() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 8, vec![]), 0);
+    let mut rows = BTreeMap::new();
+    let mut keyed = sub(1);
+    keyed.idempotency_key = Some(0x1234_5678_9abc_def0_1122_3344_5566_7788);
+    let submit = |c: &mut Core, uid: u32, s: &JobSubmission, t: u64| {
+        c.client(
+            b"c".to_vec(),
+            t,
+            &user(uid),
+            ClientOp::Submit(Box::new(s.clone())),
+            t,
+        )
+    };
+    let fx = submit(&mut c, 1000, &keyed, 1);
+    let first = submitted(&fx);
+    keep(&mut rows, fx);
+    let fx = submit(&mut c, 1000, &keyed, 2);
+    assert_eq!(submitted(&fx), first, "the same key from the same user");
+    assert!(
+        !fx.store.iter().any(|o| matches!(o, StoreOp::InsertJob(_))),
+        "no second job is stored: {:?}",
+        fx.store
+    );
+    let fx = submit(&mut c, 1001, &keyed, 3);
+    let other = submitted(&fx);
+    assert_ne!(other, first, "another user's key is another submission");
+    keep(&mut rows, fx);
+    // An array: the key names the array's job, not one of its tasks.
+    let mut array = keyed.clone();
+    array.idempotency_key = Some(7);
+    array.array = Some(bulkhead_proto::job::ArraySpec {
+        ranges: vec![(0, 2, 1)],
+        throttle: None,
+    });
+    let fx = submit(&mut c, 1000, &array, 4);
+    let parent = submitted(&fx);
+    keep(&mut rows, fx);
+    assert_eq!(submitted(&submit(&mut c, 1000, &array, 5)), parent);
+    let before = c.jobs.len();
+    // After a restart, from what the store holds.
+    let mut c = Core::new(CoreConfig::default(), rows.into_values().collect(), vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 8, vec![]), 6);
+    assert_eq!(submitted(&submit(&mut c, 1000, &keyed, 6)), first);
+    assert_eq!(submitted(&submit(&mut c, 1001, &keyed, 7)), other);
+    assert_eq!(submitted(&submit(&mut c, 1000, &array, 8)), parent);
+    assert_eq!(c.jobs.len(), before, "no job was made again");
+    // Without a key every submission is a job of its own.
+    let a = submitted(&submit(&mut c, 1000, &sub(1), 9));
+    let b = submitted(&submit(&mut c, 1000, &sub(1), 10));
+    assert_ne!(a, b);
+}
+
+/// While the store is full, a placed job's launch waits for it: the agent's
+/// heartbeats do not list the job, which is not lost for that (nor right after the
+/// store recovers and the launch leaves).
+#[test]
+fn a_launch_held_by_a_full_store_is_not_lost() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    let job = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    assert_eq!(c.jobs[&job].state, JobState::Running);
+    c.store_available(false, 2);
+    let hb = |c: &mut Core, t: u64| {
+        c.agent(
+            b"a".to_vec(),
+            9,
+            None,
+            AgentMessage::Heartbeat { running: vec![] },
+            t,
+        );
+    };
+    hb(&mut c, 60_000_000);
+    assert_eq!(c.jobs[&job].state, JobState::Running, "held, not lost");
+    c.store_available(true, 61_000_000);
+    hb(&mut c, 62_000_000);
+    assert_eq!(c.jobs[&job].state, JobState::Running, "just released");
+    hb(&mut c, 66_000_000);
+    assert_eq!(
+        c.jobs[&job].state,
+        JobState::NodeFail,
+        "an agent that still does not list it lost it"
+    );
+}
+
+/// The key goes with its job when retention forgets the job.
+#[test]
+fn a_purged_job_takes_its_key_along() {
+    let cfg = CoreConfig {
+        retention_us: Some(1_000_000),
+        full_pass_us: 0,
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg, vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let mut s = sub(1);
+    s.idempotency_key = Some(99);
+    let job = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(s.clone())),
+        1,
+    ));
+    let end = JobEnd {
+        exit_code: Some(0),
+        ..job_end(job, JobState::Completed, 1, 10)
+    };
+    c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 10);
+    assert_eq!(c.submitted_with_key(5, 99), Some(job));
+    c.tick(2_000_000);
+    assert!(!c.jobs.contains_key(&job), "purged");
+    assert_eq!(c.submitted_with_key(5, 99), None, "its key with it");
+}
+
+/// A held job does not start; only its owner or an operator holds it; an operator's
+/// hold only an operator releases; a hold survives a restart.
+#[test]
+fn hold_and_release() {
+    let cfg = CoreConfig {
+        operators: ["carol".to_string()].into(),
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg.clone(), vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let (alice, bob, carol) = (
+        named(1001, "alice"),
+        named(1002, "bob"),
+        named(1003, "carol"),
+    );
+    let mut rows = BTreeMap::new();
+    let fx = c.client(
+        b"c".to_vec(),
+        1,
+        &alice,
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    );
+    let first = submitted(&fx);
+    keep(&mut rows, fx);
+    let fx = c.client(
+        b"c".to_vec(),
+        2,
+        &alice,
+        ClientOp::Submit(Box::new(sub(1))),
+        2,
+    );
+    let second = submitted(&fx);
+    keep(&mut rows, fx);
+    let reply = |fx: &Effects| match &fx.send[0] {
+        Outbound::Client { reply, .. } => reply.clone(),
+        other => panic!("{other:?}"),
+    };
+    let fx = c.client(b"c".to_vec(), 3, &bob, ClientOp::Hold(vec![second]), 3);
+    assert!(matches!(reply(&fx), ClientReply::Error(e) if e.code == ErrorCode::PermissionDenied));
+    let fx = c.client(b"c".to_vec(), 4, &carol, ClientOp::Hold(vec![second]), 4);
+    assert!(matches!(reply(&fx), ClientReply::Done(_)));
+    keep(&mut rows, fx);
+    assert_eq!(c.jobs[&second].reason.as_deref(), Some("JobHeldAdmin"));
+    // The first job ends: the held one does not start.
+    let end = JobEnd {
+        exit_code: Some(0),
+        ..job_end(first, JobState::Completed, 1, 5)
+    };
+    let fx = c.agent(b"a".to_vec(), 5, None, AgentMessage::JobEnded(end), 5);
+    assert!(launches(&fx).is_empty(), "a held job started");
+    keep(&mut rows, fx);
+    // A restart keeps the hold.
+    let nodes = vec![Core::node_row(&c.nodes[&NodeId(1)])];
+    let mut c2 = Core::new(cfg, rows.into_values().collect(), nodes);
+    c2.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 6);
+    assert!(c2.sched.is_held(sched::JobId(second.0)));
+    let fx = c2.client(b"c".to_vec(), 7, &alice, ClientOp::Release(vec![second]), 7);
+    assert!(matches!(reply(&fx), ClientReply::Error(e) if e.message.contains("only an operator")));
+    let fx = c2.client(b"c".to_vec(), 8, &carol, ClientOp::Release(vec![second]), 8);
+    assert_eq!(
+        launches(&fx).iter().map(|(_, j)| *j).collect::<Vec<_>>(),
+        vec![second]
+    );
+}
+
+/// A submission straight to the core (as from a hand-made client, past any `bh`
+/// check) with a time limit above the maximum is refused, and nothing is stored.
+#[test]
+fn time_limits_above_the_maximum_are_refused_by_the_core() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
+    for limit in [
+        bulkhead_proto::limits::MAX_TIME_LIMIT_S + 1,
+        107_000_000_000_000 * 86_400,
+        u64::MAX,
+    ] {
+        let mut s = sub(1);
+        s.resources.time_limit_s = Some(limit);
+        let fx = c.client(
+            b"c".to_vec(),
+            1,
+            &user(1),
+            ClientOp::Submit(Box::new(s)),
+            11,
+        );
+        let e = refusal(&fx);
+        assert_eq!(e.code, ErrorCode::Invalid);
+        assert!(e.message.contains("time limit"), "{}", e.message);
+        assert!(e.message.contains("24855-03:13:08"), "{}", e.message);
+        assert!(fx.store.is_empty());
+    }
+    assert_eq!(c.job_count(), 0);
+    // The maximum itself is a limit like any other: the job starts.
+    let mut s = sub(1);
+    s.resources.time_limit_s = Some(bulkhead_proto::limits::MAX_TIME_LIMIT_S);
+    let fx = c.client(
+        b"c".to_vec(),
+        2,
+        &user(1),
+        ClientOp::Submit(Box::new(s)),
+        12,
+    );
+    assert_eq!(launches(&fx).len(), 1);
+}
+
+/// Control characters in a label are refused by the core, naming the field.
+#[test]
+fn control_characters_are_refused_by_the_core() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
+    let mut s = sub(1);
+    s.name = "x\nUserId=root(0)".into();
+    let e = refusal(&c.client(
+        b"c".to_vec(),
+        1,
+        &user(1),
+        ClientOp::Submit(Box::new(s)),
+        11,
+    ));
+    assert_eq!(e.code, ErrorCode::Invalid);
+    assert!(
+        e.message.starts_with("job name holds a control character"),
+        "{}",
+        e.message
+    );
+    let mut s = sub(1);
+    s.stdout = Some("/tmp/\u{1b}[2J".into());
+    let e = refusal(&c.client(
+        b"c".to_vec(),
+        2,
+        &user(1),
+        ClientOp::Submit(Box::new(s)),
+        12,
+    ));
+    assert!(e.message.starts_with("output path holds"), "{}", e.message);
+    assert_eq!(c.job_count(), 0);
+}
+
+/// A dependency on a job that never existed is refused at submit, with Slurm's
+/// words; one on a job that exists (ended or not) is accepted.
+#[test]
+fn dependencies_on_unknown_jobs_are_refused_at_submit() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
+    let first = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &user(1),
+        ClientOp::Submit(Box::new(sub(1))),
+        11,
+    ));
+    for dep in [
+        Dependency::AfterOk(JobId(999_999)),
+        Dependency::AfterNotOk(JobId(999_999)),
+        Dependency::AfterAny(JobId(999_999)),
+        Dependency::After(JobId(999_999)),
+    ] {
+        let mut s = sub(1);
+        s.deps = vec![Dependency::AfterOk(first), dep];
+        let fx = c.client(
+            b"c".to_vec(),
+            2,
+            &user(1),
+            ClientOp::Submit(Box::new(s)),
+            12,
+        );
+        let e = refusal(&fx);
+        assert_eq!(e.code, ErrorCode::Invalid);
+        assert!(
+            e.message.starts_with("Job dependency problem"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("999999"), "{}", e.message);
+        assert!(fx.store.is_empty());
+    }
+    assert_eq!(c.job_count(), 1);
+    let mut s = sub(1);
+    s.deps = vec![Dependency::AfterOk(first), Dependency::Singleton];
+    submitted(&c.client(
+        b"c".to_vec(),
+        3,
+        &user(1),
+        ClientOp::Submit(Box::new(s)),
+        13,
+    ));
+    assert_eq!(c.job_count(), 2);
+}
+
+/// An end reported as RUNNING (a broken or hostile agent; found by the
+/// broker_core fuzz target) ends the job FAILED, saying so, and frees its node:
+/// it does not leave a RUNNING job on no node, never to end.
+#[test]
+fn an_end_reported_as_running_is_a_failure_and_frees_the_node() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let job = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    assert_eq!(c.jobs[&job].state, JobState::Running);
+    let fx = c.agent(
+        b"a".to_vec(),
+        2,
+        None,
+        AgentMessage::JobEnded(job_end(job, JobState::Running, 1, 2)),
+        3,
+    );
+    assert!(fx.send.iter().any(|o| matches!(
+        o,
+        Outbound::Agent {
+            msg: BrokerMessage::EndAck { job: j },
+            ..
+        } if *j == job
+    )));
+    let j = &c.jobs[&job];
+    assert_eq!(j.state, JobState::Failed);
+    assert!(
+        j.reason.as_deref().is_some_and(|r| r.contains("RUNNING")),
+        "{:?}",
+        j.reason
+    );
+    assert!(c.nodes.values().all(|n| n.running.is_empty()));
+    // The node is free again.
+    let next = submitted(&c.client(
+        b"c".to_vec(),
+        2,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        4,
+    ));
+    assert_eq!(c.jobs[&next].state, JobState::Running);
+}

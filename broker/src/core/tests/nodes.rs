@@ -1,0 +1,242 @@
+//! Core tests of nodes: registration, silence, reconciliation, revoked keys.
+
+use super::*;
+
+#[test]
+fn non_root_registration_is_refused() {
+    let mut c = core();
+    let fx = c.agent(
+        b"a".to_vec(),
+        1,
+        Some(&user(1000)),
+        reg("evil", 64, vec![]),
+        10,
+    );
+    assert!(
+        matches!(&fx.send[0], Outbound::Agent { msg: BrokerMessage::Error(e), .. } if e.code == ErrorCode::PermissionDenied)
+    );
+    let fx = c.client(b"c".to_vec(), 2, &user(1), ClientOp::Nodes, 11);
+    assert!(
+        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Nodes(n), .. } if n.is_empty())
+    );
+    // Messages from a peer that never registered are told to register.
+    let fx = c.agent(
+        b"x".to_vec(),
+        1,
+        None,
+        AgentMessage::Heartbeat { running: vec![] },
+        12,
+    );
+    assert!(matches!(
+        &fx.send[0],
+        Outbound::Agent {
+            msg: BrokerMessage::Reregister,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn silent_nodes_go_down_and_their_jobs_node_fail() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    let id = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let jobs_changed = |fx: &Effects| {
+        fx.store
+            .iter()
+            .filter(|op| matches!(op, StoreOp::UpdateJob(_)))
+            .count()
+    };
+    assert_eq!(jobs_changed(&c.tick(10_000_000)), 0);
+    let fx = c.tick(31_000_001);
+    assert_eq!(jobs_changed(&fx), 1);
+    let info = c.queue(
+        &root(),
+        &QueueFilter {
+            jobs: vec![id],
+            ..Default::default()
+        },
+    );
+    assert_eq!(info[0].state, JobState::NodeFail);
+    let n = c.nodes.values().next().expect("node");
+    assert_eq!(c.node_info(n).state, NodeState::Down);
+}
+
+#[test]
+fn reregistration_reconciles_running_jobs() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
+    let kept = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let lost = submitted(&c.client(
+        b"c".to_vec(),
+        2,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        2,
+    ));
+    // The agent restarts with only `kept` alive, plus a job the broker never placed there.
+    let fx = c.agent(
+        b"b".to_vec(),
+        1,
+        Some(&root()),
+        reg("n1", 4, vec![kept, JobId(77)]),
+        60_000_000,
+    );
+    assert!(fx.send.iter().any(|o| matches!(
+        o,
+        Outbound::Agent {
+            msg: BrokerMessage::Kill { job: JobId(77), .. },
+            ..
+        }
+    )));
+    let q = c.queue(
+        &root(),
+        &QueueFilter {
+            jobs: vec![kept, lost],
+            ..Default::default()
+        },
+    );
+    assert_eq!(q[0].state, JobState::Running);
+    assert_eq!(q[1].state, JobState::NodeFail);
+}
+
+/// An administrator revokes a node's key: the node is down at once, its job ends,
+/// its agent's messages are refused, and a restart with the key still in the
+/// configuration keeps it revoked; a new key admits the node again.
+#[test]
+fn a_revoked_node_key_takes_the_node_down_and_stays_revoked() {
+    let (k1, k2) = (
+        bulkhead_net::curve::z85(&[1; 32]),
+        bulkhead_net::curve::z85(&[2; 32]),
+    );
+    let cfg = CoreConfig {
+        curve: true,
+        node_keys: [("n1".to_string(), k1.clone())].into(),
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg.clone(), vec![], vec![]);
+    assert_eq!(c.agent_key_check(Some(&k1), &reg("n1", 2, vec![])), Ok(()));
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    let alice = named(1001, "alice");
+    let job = submitted(&c.client(
+        b"c".to_vec(),
+        1,
+        &alice,
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let state = |c: &mut Core| match c
+        .client(b"c".to_vec(), 2, &root(), ClientOp::Show(job), 2)
+        .send
+        .remove(0)
+    {
+        Outbound::Client {
+            reply: ClientReply::Job(j),
+            ..
+        } => j.state,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(state(&mut c), JobState::Running);
+    let revoke = ClientOp::Admin(AdminOp::RemoveNodeKey { node: "n1".into() });
+
+    let fx = c.client(b"c".to_vec(), 3, &alice, revoke.clone(), 3);
+    assert!(
+        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.code == ErrorCode::PermissionDenied)
+    );
+    let fx = c.client(b"c".to_vec(), 4, &root(), revoke.clone(), 4);
+    assert!(
+        fx.send.iter().any(|o| matches!(o, Outbound::Client { reply: ClientReply::Done(m), .. } if m.contains("revoked"))),
+        "{:?}",
+        fx.send
+    );
+    let stored: Vec<(String, String)> = fx
+        .store
+        .iter()
+        .filter_map(|op| match op {
+            StoreOp::UpsertNodeKey { node, key } => Some((node.clone(), key.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stored, vec![("n1".to_string(), format!("{REVOKED}{k1}"))]);
+    assert_ne!(
+        state(&mut c),
+        JobState::Running,
+        "the job ended with its node"
+    );
+    let nodes = node_list(&mut c);
+    assert_eq!(nodes[0].state, NodeState::Down);
+    let hb = AgentMessage::Heartbeat { running: vec![] };
+    assert!(
+        c.agent_key_check(Some(&k1), &hb)
+            .unwrap_err()
+            .contains("allowlist")
+    );
+    let fx = c.client(b"c".to_vec(), 6, &root(), revoke, 6);
+    assert!(
+        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.code == ErrorCode::NotFound)
+    );
+
+    // A restart: the configuration still lists k1, the store says it is revoked.
+    let mut again = Core::new(cfg.clone(), vec![], vec![]);
+    again.restore_node_keys(stored.clone());
+    assert!(again.agent_key_check(Some(&k1), &hb).is_err());
+    // A new key in the configuration is not the revoked one.
+    let mut rekeyed = Core::new(
+        CoreConfig {
+            node_keys: [("n1".to_string(), k2.clone())].into(),
+            ..cfg
+        },
+        vec![],
+        vec![],
+    );
+    rekeyed.restore_node_keys(stored);
+    assert_eq!(rekeyed.agent_key_check(Some(&k2), &hb), Ok(()));
+    // Nor one an administrator admits.
+    again.client(
+        b"c".to_vec(),
+        7,
+        &root(),
+        ClientOp::Admin(AdminOp::AddNodeKey {
+            node: "n1".into(),
+            key: k2.clone(),
+        }),
+        7,
+    );
+    assert_eq!(again.agent_key_check(Some(&k2), &hb), Ok(()));
+    let listed = again.client(
+        b"c".to_vec(),
+        8,
+        &root(),
+        ClientOp::Admin(AdminOp::ListNodeKeys),
+        8,
+    );
+    assert!(
+        matches!(&listed.send[0], Outbound::Client { reply: ClientReply::NodeKeys(k), .. } if *k == vec![("n1".to_string(), k2.clone())]),
+        "{:?}",
+        listed.send
+    );
+    let listed = c.client(
+        b"c".to_vec(),
+        9,
+        &root(),
+        ClientOp::Admin(AdminOp::ListNodeKeys),
+        9,
+    );
+    assert!(
+        matches!(&listed.send[0], Outbound::Client { reply: ClientReply::NodeKeys(k), .. } if k.is_empty()),
+        "the revoked key is not listed: {:?}",
+        listed.send
+    );
+}

@@ -1,0 +1,333 @@
+//! What callers read: jobs (`bh queue`, `bh show`, scripts), nodes (`bh nodes`) and
+//! accounting records (`bh acct`); nothing here changes the state.
+
+use super::*;
+
+impl Core {
+    pub(super) fn pending_reason(&self, j: &Job) -> String {
+        if let Some(r) = &j.reason {
+            return r.clone();
+        }
+        if !self.nodes.values().any(|n| n.up()) {
+            return "Nodes_Down".into();
+        }
+        match self.sched.pending_info(sched::JobId(j.id.0)) {
+            Some(p) => p.reason.as_str(),
+            None => "Priority".into(),
+        }
+    }
+
+    pub(super) fn info(&self, j: &Job) -> JobInfo {
+        let default = if j.sub.array.is_some() || j.sub.array_task.is_some() {
+            DEFAULT_ARRAY_OUTPUT_PATTERN
+        } else {
+            DEFAULT_OUTPUT_PATTERN
+        };
+        let out_pattern = j.sub.stdout.as_deref().unwrap_or(default);
+        let at = j.sub.array_task;
+        let stdout =
+            expand_task_pattern(out_pattern, j.id, &j.sub.name, &j.user, &j.sub.workdir, at);
+        let stderr = match &j.sub.stderr {
+            Some(p) => expand_task_pattern(p, j.id, &j.sub.name, &j.user, &j.sub.workdir, at),
+            None => stdout.clone(),
+        };
+        let array_pending = j
+            .sub
+            .array
+            .as_ref()
+            .filter(|_| !j.state.is_terminal())
+            .map(|a| {
+                let rest = format_indices(&self.array_remaining(j.id));
+                match a.throttle {
+                    Some(t) => format!("{rest}%{t}"),
+                    None => rest,
+                }
+            });
+        let reason = if j.state == JobState::Pending {
+            Some(self.pending_reason(j))
+        } else {
+            j.reason.clone()
+        };
+        let mut resources = j.sub.resources.clone();
+        resources.mem_mb = j.mem_mb;
+        let pending = if j.state == JobState::Pending {
+            self.sched.pending_info(sched::JobId(j.id.0))
+        } else {
+            None
+        };
+        JobInfo {
+            id: j.id,
+            name: j.sub.name.clone(),
+            user: j.user.clone(),
+            uid: j.uid,
+            gid: j.gid,
+            state: j.state,
+            reason,
+            exit_code: j.exit_code,
+            signal: j.signal,
+            node: j.node.map(|first| {
+                std::iter::once(first)
+                    .chain(j.extra_nodes.iter().copied())
+                    .filter_map(|n| self.nodes.get(&n).map(|n| n.name.clone()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
+            node_id: j.node,
+            resources,
+            partition: j.partition.clone(),
+            workdir: j.sub.workdir.clone(),
+            stdout,
+            stderr,
+            submit_time_us: j.submit_us,
+            start_time_us: j.start_us,
+            end_time_us: j.end_us,
+            denials: j.denials.clone(),
+            expected_start_us: pending
+                .as_ref()
+                .and_then(|p| p.expected_start)
+                .map(|t| t.saturating_mul(1_000_000)),
+            priority: pending.as_ref().map(|p| p.priority.max(0.0).round() as u64),
+            array_task: j.sub.array_task,
+            array_pending,
+            gpus: if j.state == JobState::Running {
+                j.gpus.clone()
+            } else {
+                Vec::new()
+            },
+            usage: j.usage.clone(),
+        }
+    }
+
+    /// The account a user's jobs charge.
+    pub(super) fn account_of(&self, user: &str) -> &str {
+        self.cfg
+            .user_accounts
+            .get(user)
+            .map(String::as_str)
+            .or_else(|| self.cfg.accounts.first().map(|a| a.name.as_str()))
+            .unwrap_or("")
+    }
+
+    /// A job's GPU-seconds by model (whole GPUs) or MIG profile (a slice counts its
+    /// fraction of a GPU), up to its end or `now_us`.
+    pub(super) fn gpu_seconds<'a>(&'a self, j: &'a Job, now_us: u64) -> Vec<(&'a str, f64)> {
+        let mut out: Vec<(&str, f64)> = Vec::new();
+        if j.gpus.is_empty() {
+            return out;
+        }
+        let elapsed = j
+            .start_us
+            .map(|s| j.end_us.unwrap_or(now_us).saturating_sub(s) as f64 / 1e6)
+            .unwrap_or(0.0);
+        let node_ids = j.node.into_iter().chain(j.extra_nodes.iter().copied());
+        for (grants, n) in j.gpus.iter().zip(node_ids) {
+            let node = self.nodes.get(&n);
+            for g in grants {
+                let (key, share): (&str, f64) = match &g.mig {
+                    Some(m) => {
+                        let slices = bulkhead_gpu::GpuModel::ALL
+                            .iter()
+                            .find_map(|x| x.profile(&m.profile))
+                            .map_or(1, |p| p.compute_slices);
+                        (m.profile.as_str(), f64::from(slices) / 7.0)
+                    }
+                    None => {
+                        let info = node.and_then(|n| n.gpus.iter().find(|x| x.index == g.index));
+                        let key = info
+                            .map(|x| x.model.as_deref().unwrap_or(x.name.as_str()))
+                            .unwrap_or("gpu");
+                        (key, 1.0)
+                    }
+                };
+                match out.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, v)) => *v += share * elapsed,
+                    None => out.push((key, share * elapsed)),
+                }
+            }
+        }
+        out
+    }
+
+    /// What the report reads of a job, borrowed.
+    pub(super) fn acct_view<'a>(&'a self, j: &'a Job, now_us: u64) -> crate::acct::View<'a> {
+        crate::acct::View {
+            job: j.id,
+            user: &j.user,
+            account: self.account_of(&j.user),
+            submit_us: j.submit_us,
+            start_us: j.start_us,
+            end_us: j.end_us,
+            alloc_cpus: j
+                .sub
+                .resources
+                .cpus
+                .saturating_mul(j.sub.resources.nodes.max(1)),
+            gpu_seconds: self.gpu_seconds(j, now_us),
+            usage: j.usage.as_ref(),
+        }
+    }
+
+    /// A job's accounting record (array records themselves have none: their tasks do).
+    pub(super) fn acct_record(&self, j: &Job, now_us: u64) -> AcctRecord {
+        let mut gpu_seconds: Vec<(String, f64)> = self
+            .gpu_seconds(j, now_us)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        gpu_seconds.sort_by(|a, b| a.0.cmp(&b.0));
+        let nodes = j
+            .node
+            .into_iter()
+            .chain(j.extra_nodes.iter().copied())
+            .filter_map(|n| self.nodes.get(&n).map(|n| n.name.clone()))
+            .collect::<Vec<_>>()
+            .join(",");
+        AcctRecord {
+            job: j.id,
+            job_label: match j.sub.array_task {
+                Some((p, i)) => format!("{p}_{i}"),
+                None => j.id.to_string(),
+            },
+            name: j.sub.name.clone(),
+            user: j.user.clone(),
+            uid: j.uid,
+            account: self.account_of(&j.user).to_string(),
+            partition: j.partition.clone(),
+            state: j.state,
+            exit_code: j.exit_code,
+            signal: j.signal,
+            nodes,
+            submit_us: j.submit_us,
+            start_us: j.start_us,
+            end_us: j.end_us,
+            alloc_cpus: j
+                .sub
+                .resources
+                .cpus
+                .saturating_mul(j.sub.resources.nodes.max(1)),
+            alloc_mem_mb: j
+                .mem_mb
+                .saturating_mul(u64::from(j.sub.resources.nodes.max(1))),
+            alloc_gpus: j.sub.resources.gpu_label(),
+            gpu_seconds,
+            usage: j.usage.clone(),
+        }
+    }
+
+    /// `bh acct`: the caller's jobs (everyone's for root) matching the filter.
+    /// A running job's GPU-seconds count up to `now_us`.
+    pub(super) fn acct(&self, caller: &Caller, f: &AcctFilter, now_us: u64) -> ClientReply {
+        let operator = self.role(caller) >= Role::Operator;
+        if !operator && f.uids.iter().any(|u| *u != caller.uid) {
+            tracing::warn!(user = %caller.user, uid = caller.uid, "refused other users' accounting records");
+            return ClientReply::Error(err(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "{} sees only their own accounting records (operators and admins see everyone's)",
+                    caller.user
+                ),
+            ));
+        }
+        let mine = (!operator).then_some(caller.uid);
+        let mut records: Vec<AcctRecord> = self
+            .jobs
+            .values()
+            .filter(|j| j.sub.array.is_none() && mine.is_none_or(|u| u == j.uid))
+            .map(|j| self.acct_record(j, now_us))
+            .filter(|r| crate::acct::matches(r, f))
+            .collect();
+        records.sort_by_key(|r| r.job);
+        let truncated = records.len() > bulkhead_proto::acct::MAX_ACCT_RECORDS;
+        records.truncate(bulkhead_proto::acct::MAX_ACCT_RECORDS);
+        ClientReply::Acct { records, truncated }
+    }
+
+    /// A job's script and submitted environment: its owner's and operators' to read,
+    /// whatever the privacy setting (scripts carry what the setting only hides the
+    /// names of). Kept in memory while the job is pending or running.
+    pub(super) fn script(&self, caller: &Caller, id: JobId) -> ClientReply {
+        let Some(j) = self.jobs.get(&id) else {
+            return ClientReply::Error(err(
+                ErrorCode::NotFound,
+                format!("job {id} does not exist"),
+            ));
+        };
+        if let Err(e) = self.may_act_on(caller, j, JobAction::ReadScript) {
+            return ClientReply::Error(e);
+        }
+        if j.state.is_terminal() || j.sub.script.is_empty() {
+            return ClientReply::Error(err(
+                ErrorCode::AlreadyFinished,
+                format!(
+                    "job {id} has ended ({}): scripts and environments are kept for pending and running jobs",
+                    j.state
+                ),
+            ));
+        }
+        ClientReply::Script {
+            script: j.sub.script.clone(),
+            env: j.sub.env.clone(),
+        }
+    }
+
+    pub(super) fn queue(&self, caller: &Caller, f: &QueueFilter) -> Vec<JobInfo> {
+        let wanted = |st: JobState| {
+            if f.states.is_empty() {
+                !st.is_terminal()
+            } else {
+                f.states.contains(&st)
+            }
+        };
+        let ids: Box<dyn Iterator<Item = &Job>> = if f.jobs.is_empty() {
+            Box::new(self.jobs.values())
+        } else {
+            Box::new(f.jobs.iter().filter_map(|id| self.jobs.get(id)))
+        };
+        ids.filter(|j| {
+            (!f.jobs.is_empty() || wanted(j.state))
+                && (f.uids.is_empty() || f.uids.contains(&j.uid))
+        })
+        .filter_map(|j| self.seen_by(caller, j))
+        .collect()
+    }
+
+    pub(super) fn node_info(&self, n: &Node) -> NodeInfo {
+        let state = if !n.up() {
+            NodeState::Down
+        } else {
+            match self.sched.node_state(n.idx) {
+                "IDLE" => NodeState::Idle,
+                "MIXED" => NodeState::Mixed,
+                "ALLOCATED" => NodeState::Allocated,
+                "DRAINING" => NodeState::Draining,
+                "DRAINED" => NodeState::Drained,
+                _ => NodeState::Down,
+            }
+        };
+        let free = self.sched.node_free(n.idx);
+        let cap = self
+            .sched
+            .node_capacity(n.idx.0 as usize)
+            .unwrap_or_default();
+        NodeInfo {
+            id: n.id,
+            name: n.name.clone(),
+            state,
+            cpus: cap.cpus,
+            cpus_alloc: cap.cpus.saturating_sub(free.cpus),
+            mem_mb: cap.mem_mb,
+            mem_alloc_mb: cap.mem_mb.saturating_sub(free.mem_mb),
+            running_jobs: n.running.len() as u32,
+            last_seen_us: n.last_seen_us,
+            enforced: n.enforced.clone(),
+            agent_version: n.agent_version.clone(),
+            reason: n
+                .drain
+                .clone()
+                .or_else(|| (!n.up()).then(|| "not responding".to_string())),
+            gpus: n.gpus.clone(),
+            gpu_backend: n.gpu_backend.clone(),
+            gpu_faults: n.gpu_faults.iter().map(|(g, w)| (*g, w.clone())).collect(),
+        }
+    }
+}
