@@ -237,6 +237,8 @@ struct Agent {
     /// When a challenge last made this agent register (at most one a second: each
     /// registration costs a MUNGE credential).
     last_challenge: Option<Instant>,
+    /// Launches received since the last registration, for the heartbeats.
+    launches: u64,
     /// Jobs taken back from an earlier run whose supervisors have not yet said hello.
     adopting: std::collections::HashSet<JobId>,
     started_at: Instant,
@@ -549,6 +551,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         denials: BTreeMap::new(),
         dev_paths: HashMap::new(),
         adopting: Default::default(),
+        launches: 0,
         started_at,
         cfg,
     };
@@ -590,7 +593,10 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
                     unanswered = Unanswered::default();
                     if last_beat.elapsed() >= agent.heartbeat {
                         last_beat = Instant::now();
-                        agent.send(&AgentMessage::Heartbeat { running: agent.jobs.keys().copied().collect() });
+                        agent.send(&AgentMessage::Heartbeat {
+                            running: agent.jobs.keys().copied().collect(),
+                            launches: agent.launches,
+                        });
                     }
                     agent.resend_ends();
                     agent.report_denials();
@@ -777,6 +783,7 @@ impl Agent {
     fn register(&mut self) {
         let now = Instant::now();
         self.last_register = Some(now);
+        self.launches = 0;
         // The ends this node holds travel with the registration, so that the broker
         // applies them before it reconciles the node's jobs: a job that ended while
         // the broker was away is reported as it ended, not lost with the connection.
@@ -925,7 +932,10 @@ impl Agent {
                 self.registered = false;
                 self.register();
             }
-            BrokerMessage::Launch(spec) => self.launch(*spec),
+            BrokerMessage::Launch(spec) => {
+                self.launches += 1;
+                self.launch(*spec)
+            }
             BrokerMessage::Kill {
                 job,
                 state,
@@ -956,7 +966,10 @@ impl Agent {
         match ev {
             JobEvent::Denied(events) => self.on_denials(events),
             JobEvent::Completing { job } => {
-                tracing::info!(%job, "the batch script exited; the job's last processes are being killed");
+                tracing::info!(%job, "the job's last processes are being killed");
+                if self.registered {
+                    self.send(&AgentMessage::JobCompleting { job });
+                }
             }
             JobEvent::Gpus(inv) => {
                 if self.registered {

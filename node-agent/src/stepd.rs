@@ -195,7 +195,9 @@ impl Supervisor {
     fn on_request(&mut self, req: ToStep) {
         match req {
             ToStep::Kill { state, grace_ms } => {
-                if self.outcome.requested.is_some() || self.outcome.timed_out {
+                // Once the batch script has exited its end is decided (a kill sent
+                // again to a restarted agent must not turn COMPLETED into CANCELLED).
+                if self.outcome.requested.is_some() || self.outcome.timed_out || self.exited {
                     return;
                 }
                 log(self.spec.job, format!("asked to end the job ({state})"));

@@ -19,10 +19,13 @@ pub enum JobState {
     Timeout,
     OutOfMemory,
     NodeFail,
+    /// Its end is decided (a cancel, the batch script's exit) and its last processes
+    /// are going: it still holds its resources. Slurm's `CG`.
+    Completing,
 }
 
 impl JobState {
-    pub const ALL: [JobState; 8] = [
+    pub const ALL: [JobState; 9] = [
         JobState::Pending,
         JobState::Running,
         JobState::Completed,
@@ -31,6 +34,7 @@ impl JobState {
         JobState::Timeout,
         JobState::OutOfMemory,
         JobState::NodeFail,
+        JobState::Completing,
     ];
 
     /// The Slurm name: `PENDING`, `OUT_OF_MEMORY`, ...
@@ -44,6 +48,7 @@ impl JobState {
             JobState::Timeout => "TIMEOUT",
             JobState::OutOfMemory => "OUT_OF_MEMORY",
             JobState::NodeFail => "NODE_FAIL",
+            JobState::Completing => "COMPLETING",
         }
     }
 
@@ -58,12 +63,21 @@ impl JobState {
             JobState::Timeout => "TO",
             JobState::OutOfMemory => "OOM",
             JobState::NodeFail => "NF",
+            JobState::Completing => "CG",
         }
     }
 
     /// A job in a terminal state never changes state again.
     pub fn is_terminal(self) -> bool {
-        !matches!(self, JobState::Pending | JobState::Running)
+        !matches!(
+            self,
+            JobState::Pending | JobState::Running | JobState::Completing
+        )
+    }
+
+    /// Holding a node's resources: RUNNING or COMPLETING.
+    pub fn is_active(self) -> bool {
+        matches!(self, JobState::Running | JobState::Completing)
     }
 }
 

@@ -235,7 +235,14 @@ pub enum AgentMessage {
     Register(Registration),
     Heartbeat {
         running: Vec<JobId>,
+        /// Launches the agent has received since it registered: the broker takes a
+        /// job missing from `running` as lost only when this counts its launch (the
+        /// heartbeat was sent after the launch arrived, not crossing it).
+        launches: u64,
     },
+    /// The job's batch script exited (or it is being killed) and its last processes
+    /// are going: it is COMPLETING until its end follows.
+    JobCompleting { job: JobId },
     JobStarted {
         job: JobId,
         pid: u32,
@@ -466,7 +473,8 @@ impl Message for AgentMessage {
                 }
                 Ok(())
             }
-            AgentMessage::Heartbeat { running } => check_ids("running", running),
+            AgentMessage::Heartbeat { running, .. } => check_ids("running", running),
+            AgentMessage::JobCompleting { .. } => Ok(()),
             AgentMessage::Usage(u) => {
                 check("usage", u.len(), limits::MAX_IDS)?;
                 u.iter().try_for_each(|(_, x)| x.validate())

@@ -372,3 +372,71 @@ fn a_corrupt_spool_record_is_reported_and_set_aside() {
         .expect("ends");
     assert_eq!(info.state, JobState::Completed, "{:?}", info.reason);
 }
+
+/// A cancelled job whose processes ignore SIGTERM is COMPLETING (`CG`) until the
+/// last of them is gone, and holds its CPU meanwhile: the next job starts only
+/// then, and no process of the cancelled one is left when it shows CANCELLED.
+#[test]
+fn a_cancelled_job_is_completing_until_its_last_process_is_gone() {
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 1,
+        kill_wait_s: 4.0,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let a = c
+        .submit(
+            Some(&u),
+            &wd,
+            &[],
+            "#!/bin/sh\ntrap '' TERM\n(trap '' TERM; sleep 300) &\ntouch started\nwait\nwait\n",
+        )
+        .expect("submit a");
+    wait_file(&wd.join("started"));
+    c.wait_state(a, &[JobState::Running], t()).expect("running");
+    let b = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\ntouch b.ran\n")
+        .expect("submit b");
+    let out = c
+        .bh(Some(&u), &["cancel", &a.to_string()])
+        .expect("bh cancel");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = c.show(a).expect("show");
+    assert_eq!(shown.state, JobState::Completing, "{:?}", shown.reason);
+    assert!(!members(&c, a).is_empty(), "its processes ignore SIGTERM");
+    let queue = c.bh(None, &["queue", "--all"]).expect("bh queue");
+    let line = String::from_utf8_lossy(&queue.stdout)
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&a.to_string()))
+        .map(str::to_string)
+        .unwrap_or_default();
+    assert!(
+        line.split_whitespace().any(|w| w == "CG"),
+        "squeue shows CG: {line:?}"
+    );
+    assert_eq!(
+        c.show(b).expect("show b").state,
+        JobState::Pending,
+        "A holds the CPU"
+    );
+    let done = c
+        .wait_state(
+            a,
+            &[JobState::Cancelled, JobState::Failed, JobState::NodeFail],
+            t(),
+        )
+        .expect("a ends");
+    assert_eq!(done.state, JobState::Cancelled);
+    assert!(
+        members(&c, a).is_empty(),
+        "nothing of A is left when it shows CANCELLED"
+    );
+    c.wait_state(b, &[JobState::Completed], t())
+        .expect("b runs after");
+}

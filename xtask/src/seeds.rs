@@ -175,7 +175,9 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
                 }),
                 AgentMessage::Heartbeat {
                     running: vec![JobId(1)],
+                    launches: 1,
                 },
+                AgentMessage::JobCompleting { job: JobId(1) },
                 AgentMessage::JobEnded(end),
                 AgentMessage::GpuInventory(vec![gpu]),
                 AgentMessage::Usage(vec![(JobId(1), JobUsage::default())]),

@@ -331,14 +331,24 @@ impl Driver {
                         running.push(*id);
                     }
                 }
-                match b.below(4) {
+                match b.below(5) {
                     0 => {
                         running.pop();
                     }
                     1 => running.push(self.job(b)),
+                    // One of them is completing (its script exited, or it is being
+                    // killed), or another job is said to be.
+                    2 => {
+                        let job = match running.first() {
+                            Some(j) => *j,
+                            None => self.job(b),
+                        };
+                        return self.agent_as(b, node, AgentMessage::JobCompleting { job });
+                    }
                     _ => {}
                 }
-                self.agent_as(b, node, AgentMessage::Heartbeat { running })
+                let launches = b.u64();
+                self.agent_as(b, node, AgentMessage::Heartbeat { running, launches })
             }
             12 => {
                 let job = self.job(b);
@@ -403,7 +413,10 @@ impl Driver {
                             },
                         )])
                     }
-                    _ => AgentMessage::Heartbeat { running: vec![] },
+                    _ => AgentMessage::Heartbeat {
+                        running: vec![],
+                        launches: 0,
+                    },
                 };
                 self.agent(b, msg)
             }
@@ -755,7 +768,7 @@ impl Driver {
                 }
                 continue;
             }
-            if j.state != JobState::Running {
+            if !j.state.is_active() {
                 if !on.is_empty() {
                     return Err(self.violation(
                         what,
@@ -877,7 +890,7 @@ impl Driver {
         self.placed = core
             .jobs
             .values()
-            .filter(|j| j.state == JobState::Running && j.sub.array.is_none())
+            .filter(|j| j.state.is_active() && j.sub.array.is_none())
             .map(|j| (j.id, j.node))
             .collect();
         Ok(())
@@ -1000,6 +1013,7 @@ fn msg_name(m: &AgentMessage) -> &'static str {
     match m {
         AgentMessage::Register(_) => "register",
         AgentMessage::Heartbeat { .. } => "heartbeat",
+        AgentMessage::JobCompleting { .. } => "job completing",
         AgentMessage::JobStarted { .. } => "job started",
         AgentMessage::JobEnded(_) => "job ended",
         AgentMessage::Denials(_) => "denials",

@@ -278,7 +278,7 @@ impl Core {
             .filter_map(|t| self.jobs.get(t))
             .map(|j| j.state)
             .collect();
-        let state = if states.contains(&JobState::Running) {
+        let state = if states.iter().any(|s| s.is_active()) {
             JobState::Running
         } else if remaining || states.contains(&JobState::Pending) {
             JobState::Pending
@@ -411,11 +411,17 @@ impl Core {
                     }
                     Ok(JobState::Cancelled)
                 }
+                // Being cancelled already, or ending by itself: its end follows.
+                JobState::Completing => Ok(JobState::Completing),
                 JobState::Running => {
                     job.reason = Some(format!("cancelled by {}", caller.user));
                     let node = job.node.and_then(|n| self.nodes.get(&n));
                     match node.and_then(|n| n.peer.clone()) {
                         Some(peer) => {
+                            // COMPLETING until its agent reports the last process
+                            // gone: its resources stay held, and an agent that missed
+                            // this kill gets it again when it registers.
+                            job.state = JobState::Completing;
                             fx.send.push(Outbound::Agent {
                                 peer,
                                 request_id: 0,
@@ -426,7 +432,7 @@ impl Core {
                                 },
                             });
                             self.update(fx, id);
-                            Ok(JobState::Running)
+                            Ok(JobState::Completing)
                         }
                         None => {
                             // Its node is gone: nothing runs it that we can reach.
@@ -492,7 +498,7 @@ impl Core {
         }
         let sid = sched::JobId(end.job.0);
         if let Some((by, requeue)) = self.preempted.remove(&end.job)
-            && state == JobState::Running
+            && state.is_active()
         {
             self.sched
                 .job_ended(sid, sched::Outcome::NotOk, secs(end.end_time_us));
@@ -506,7 +512,7 @@ impl Core {
                 return;
             }
         } else if let Some(gpu) = end.gpu_fault
-            && state == JobState::Running
+            && state.is_active()
         {
             self.sched
                 .job_ended(sid, sched::Outcome::NotOk, secs(end.end_time_us));
@@ -532,7 +538,7 @@ impl Core {
             );
             return;
         } else if end.node_fault
-            && state == JobState::Running
+            && state.is_active()
             && let Some(node_id) = node
         {
             // The node cannot start jobs: it is drained with the reason (shown by
@@ -546,7 +552,7 @@ impl Core {
             self.drain_node_for_fault(fx, node_id, &why, end.end_time_us);
             self.requeue(fx, end.job, why, end.end_time_us);
             return;
-        } else if state == JobState::Running {
+        } else if state.is_active() {
             let outcome = if end.state == JobState::Completed {
                 sched::Outcome::Ok
             } else {

@@ -16,7 +16,7 @@ impl Core {
         let mut running_usage = Vec::new();
         for j in self.jobs.values().filter(|j| !j.state.is_terminal()) {
             *depth.entry((j.state, j.partition.clone())).or_default() += 1;
-            if j.state == JobState::Running
+            if j.state.is_active()
                 && let Some(u) = &j.usage
             {
                 running_usage.push((j.id, j.user.clone(), u));

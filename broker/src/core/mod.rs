@@ -311,6 +311,11 @@ struct Node {
     /// the agent are sealed for it and numbered by `seq`.
     session: Option<Vec<u8>>,
     seq: u64,
+    /// Launches sent to the agent since it registered, and the number of each job's
+    /// launch among them: a heartbeat that counts fewer was sent before that launch
+    /// arrived, and does not make the job lost.
+    launches: u64,
+    launch_no: HashMap<JobId, u64>,
 }
 
 impl Node {
@@ -464,7 +469,7 @@ impl Core {
         // Ends first, so that dependencies on them resolve; then what runs; then the queue.
         rows.sort_by_key(|r| match r.state {
             s if s.is_terminal() => 0,
-            JobState::Running => 1,
+            JobState::Running | JobState::Completing => 1,
             _ => 2,
         });
         for r in rows {
@@ -492,7 +497,7 @@ impl Core {
             };
             // A job being stopped when the broker went down still goes where its
             // preemption sends it once its end arrives.
-            if let (JobState::Running, Some(p)) = (job.state, r.preempted_by) {
+            if let (true, Some(p)) = (job.state.is_active(), r.preempted_by) {
                 core.preempted.insert(job.id, p);
             }
             let id = job.id;
@@ -511,8 +516,8 @@ impl Core {
                         }
                     }
                 }
-                JobState::Running if job.sub.array.is_some() => {}
-                JobState::Running => {
+                JobState::Running | JobState::Completing if job.sub.array.is_some() => {}
+                JobState::Running | JobState::Completing => {
                     // Held against its node until the node's agent says otherwise.
                     let placed = job.node.and_then(|n| core.nodes.get_mut(&n)).map(|n| {
                         n.running.insert(id);
@@ -778,8 +783,18 @@ impl Core {
         }
         match msg {
             AgentMessage::Register(_) => {}
-            AgentMessage::Heartbeat { running } => {
-                self.reconcile(&mut fx, node_id, &running, now_us);
+            AgentMessage::Heartbeat { running, launches } => {
+                self.reconcile(&mut fx, node_id, &running, Some(launches), now_us);
+            }
+            AgentMessage::JobCompleting { job } => {
+                if let Some(j) = self.jobs.get_mut(&job)
+                    && j.state == JobState::Running
+                    && j.node == Some(node_id)
+                {
+                    // Its resources stay held until the end arrives.
+                    j.state = JobState::Completing;
+                    self.update(&mut fx, job);
+                }
             }
             AgentMessage::JobStarted {
                 job, start_time_us, ..
@@ -813,7 +828,7 @@ impl Core {
                 for (job, u) in batch {
                     if let Some(j) = self.jobs.get_mut(&job)
                         && j.node == Some(node_id)
-                        && j.state == JobState::Running
+                        && j.state.is_active()
                     {
                         j.usage = Some(u);
                     }

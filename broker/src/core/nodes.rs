@@ -63,6 +63,8 @@ impl Core {
                 gpu_faults: BTreeMap::new(),
                 session: None,
                 seq: 0,
+                launches: 0,
+                launch_no: HashMap::new(),
             },
         );
         idx
@@ -277,6 +279,8 @@ impl Core {
         }
         node.peer = Some(peer.clone());
         node.session = Some(reg.challenge.clone());
+        node.launches = 0;
+        node.launch_no.clear();
         node.seq = 0;
         node.last_seen_us = now_us;
         node.enforced = reg.enforced;
@@ -298,7 +302,7 @@ impl Core {
         for end in reg.ended {
             self.job_ended(fx, &peer, 0, id, end);
         }
-        self.reconcile(fx, id, &reg.running, now_us);
+        self.reconcile(fx, id, &reg.running, None, now_us);
     }
 
     /// Makes the broker's view of a node's jobs agree with what its agent runs.
@@ -307,6 +311,8 @@ impl Core {
         fx: &mut Effects,
         node_id: NodeId,
         running: &[JobId],
+        // A heartbeat's count of the launches it had received; `None`: a registration.
+        launches: Option<u64>,
         now_us: u64,
     ) {
         let Some(node) = self.nodes.get(&node_id) else {
@@ -325,6 +331,10 @@ impl Core {
             .running
             .iter()
             .filter(|j| !reported.contains(j))
+            .filter(|j| match (launches, node.launch_no.get(j)) {
+                (Some(seen), Some(no)) => seen >= *no,
+                _ => true,
+            })
             .filter(|j| {
                 self.jobs.get(j).is_some_and(|job| {
                     job.start_us.zip(ready).is_some_and(|(s, r)| {
@@ -349,7 +359,31 @@ impl Core {
             let keep = self
                 .jobs
                 .get(&j)
-                .is_some_and(|job| job.state == JobState::Running && job.node == Some(node_id));
+                .is_some_and(|job| job.state.is_active() && job.node == Some(node_id));
+            // A kill the agent may have missed while it was away (a registration
+            // follows a restart): a cancel (the job COMPLETING) or a preemption is
+            // sent again. An agent whose job is completing by itself ignores it.
+            if keep && launches.is_none() {
+                let again = match self.preempted.get(&j) {
+                    Some(_) => Some(self.preempt_grace(j)),
+                    None => self
+                        .jobs
+                        .get(&j)
+                        .filter(|job| job.state == JobState::Completing)
+                        .map(|_| None),
+                };
+                if let Some(grace_s) = again {
+                    fx.send.push(Outbound::Agent {
+                        peer: peer.clone(),
+                        request_id: 0,
+                        msg: BrokerMessage::Kill {
+                            job: j,
+                            state: JobState::Cancelled,
+                            grace_s,
+                        },
+                    });
+                }
+            }
             if !keep {
                 let state = self
                     .jobs

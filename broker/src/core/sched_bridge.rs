@@ -5,6 +5,16 @@
 use super::*;
 
 impl Core {
+    /// The grace a preempted job gets between SIGTERM and SIGKILL: its partition's.
+    pub(super) fn preempt_grace(&self, job: JobId) -> Option<u32> {
+        let part = &self.jobs.get(&job)?.partition;
+        self.cfg
+            .partitions
+            .iter()
+            .find(|p| &p.name == part)
+            .and_then(|p| p.preempt_grace_s)
+    }
+
     /// The job as the scheduler sees it.
     pub(super) fn spec_of(&self, j: &Job) -> Result<sched::JobSpec, String> {
         let mut partitions = Vec::new();
@@ -186,6 +196,10 @@ impl Core {
                         self.update_array_state(fx, parent, now_us);
                     }
                     if let (Some(peer), Some(spec)) = (peer, spec) {
+                        if let Some(n) = self.nodes.get_mut(&node_id) {
+                            n.launches += 1;
+                            n.launch_no.insert(id, n.launches);
+                        }
                         fx.send.push(Outbound::Agent {
                             peer,
                             request_id: 0,
@@ -200,7 +214,6 @@ impl Core {
                     };
                     j.reason = Some(format!("preempted by job {}", by.0));
                     self.preempted.insert(id, (JobId(by.0), requeue));
-                    let part = j.partition.clone();
                     let peer = j
                         .node
                         .and_then(|n| self.nodes.get(&n))
@@ -213,12 +226,7 @@ impl Core {
                             msg: BrokerMessage::Kill {
                                 job: id,
                                 state: JobState::Cancelled,
-                                grace_s: self
-                                    .cfg
-                                    .partitions
-                                    .iter()
-                                    .find(|p| p.name == part)
-                                    .and_then(|p| p.preempt_grace_s),
+                                grace_s: self.preempt_grace(id),
                             },
                         }),
                         None => {

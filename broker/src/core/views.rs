@@ -89,7 +89,7 @@ impl Core {
             priority: pending.as_ref().map(|p| p.priority.max(0.0).round() as u64),
             array_task: j.sub.array_task,
             array_pending,
-            gpus: if j.state == JobState::Running {
+            gpus: if j.state.is_active() {
                 j.gpus.clone()
             } else {
                 Vec::new()

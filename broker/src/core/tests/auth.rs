@@ -299,7 +299,10 @@ fn a_reload_applies_roles_privacy_and_keys_and_leaves_partitions() {
         "n2's key left the configuration"
     );
     assert_ne!(state("n1"), Some(NodeState::Down));
-    let hb = AgentMessage::Heartbeat { running: vec![] };
+    let hb = AgentMessage::Heartbeat {
+        running: vec![],
+        launches: u64::MAX,
+    };
     assert!(c.agent_key_check(Some(&z(2)), &hb).is_err());
     assert_eq!(
         c.agent_key_check(Some(&z(3)), &hb),

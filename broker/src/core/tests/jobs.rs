@@ -285,7 +285,10 @@ fn a_launch_held_by_a_full_store_is_not_lost() {
             b"a".to_vec(),
             9,
             None,
-            AgentMessage::Heartbeat { running: vec![] },
+            AgentMessage::Heartbeat {
+                running: vec![],
+                launches: u64::MAX,
+            },
             t,
         );
     };

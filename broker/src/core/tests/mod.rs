@@ -4,6 +4,7 @@ use super::*;
 use bulkhead_proto::ResourceRequest;
 
 mod auth;
+mod completing;
 mod hardening;
 mod jobs;
 mod nodes;

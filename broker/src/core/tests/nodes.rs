@@ -24,7 +24,10 @@ fn non_root_registration_is_refused() {
         b"x".to_vec(),
         1,
         None,
-        AgentMessage::Heartbeat { running: vec![] },
+        AgentMessage::Heartbeat {
+            running: vec![],
+            launches: u64::MAX,
+        },
         12,
     );
     assert!(matches!(
@@ -177,7 +180,10 @@ fn a_revoked_node_key_takes_the_node_down_and_stays_revoked() {
     );
     let nodes = node_list(&mut c);
     assert_eq!(nodes[0].state, NodeState::Down);
-    let hb = AgentMessage::Heartbeat { running: vec![] };
+    let hb = AgentMessage::Heartbeat {
+        running: vec![],
+        launches: u64::MAX,
+    };
     assert!(
         c.agent_key_check(Some(&k1), &hb)
             .unwrap_err()
