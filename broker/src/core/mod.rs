@@ -614,23 +614,17 @@ impl Core {
             ClientOp::Acct(filter) => self.acct(caller, &filter, now_us),
             ClientOp::Hold(ids) => self.hold(&mut fx, caller, &ids, true, now_us),
             ClientOp::Release(ids) => self.hold(&mut fx, caller, &ids, false, now_us),
-            ClientOp::Report(q) if self.role(caller) == Role::Admin => {
-                ClientReply::Report(Box::new(crate::acct::report(
+            ClientOp::Report(q) => match self.require(caller, Role::Admin, "read usage reports") {
+                Ok(()) => ClientReply::Report(Box::new(crate::acct::report(
                     self.jobs
                         .values()
                         .filter(|j| j.submission.array.is_none())
                         .map(|j| self.acct_view(j, now_us)),
                     &q,
                     now_us,
-                )))
-            }
-            ClientOp::Report(_) => {
-                tracing::warn!(user = %caller.user, uid = caller.uid, "refused a usage report");
-                ClientReply::Error(err(
-                    ErrorCode::PermissionDenied,
-                    "bh report is for administrators (root, or users the configuration names)",
-                ))
-            }
+                ))),
+                Err(e) => ClientReply::Error(e),
+            },
             ClientOp::Show(id) => match self.jobs.get(&id) {
                 Some(j) => match self.seen_by(caller, j) {
                     Some(info) => ClientReply::Job(Box::new(info)),

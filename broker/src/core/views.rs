@@ -231,15 +231,14 @@ impl Core {
     /// A running job's GPU-seconds count up to `now_us`.
     pub(super) fn acct(&self, caller: &Caller, f: &AcctFilter, now_us: u64) -> ClientReply {
         let operator = self.role(caller) >= Role::Operator;
-        if !operator && f.uids.iter().any(|u| *u != caller.uid) {
-            tracing::warn!(user = %caller.user, uid = caller.uid, "refused other users' accounting records");
-            return ClientReply::Error(err(
-                ErrorCode::PermissionDenied,
-                format!(
-                    "{} sees only their own accounting records (operators and admins see everyone's)",
-                    caller.user
-                ),
-            ));
+        if f.uids.iter().any(|u| *u != caller.uid)
+            && let Err(e) = self.require(
+                caller,
+                Role::Operator,
+                "read other users' accounting records",
+            )
+        {
+            return ClientReply::Error(e);
         }
         let mine = (!operator).then_some(caller.uid);
         let mut records: Vec<AcctRecord> = self

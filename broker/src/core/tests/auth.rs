@@ -467,3 +467,59 @@ fn every_action_on_another_users_job_is_refused_alike() {
     let fx = t.client(&carol, ClientOp::Cancel(vec![job]));
     assert_stored!(fx, StoreOp::UpdateJob(u) if u.id == job && u.state == JobState::Cancelled => 1);
 }
+
+/// Every request that needs a role goes through one check, with one shape of
+/// refusal naming what was asked and who may; the role passes it.
+#[test]
+fn every_request_for_a_role_is_refused_alike() {
+    let (bob, carol) = (named(1001, "bob"), named(1002, "carol"));
+    let mut t = Env::new()
+        .config(|c| c.operators = ["carol".to_string()].into())
+        .nodes(1, 1)
+        .build();
+    let report = ClientOp::Report(bulkhead_proto::acct::ReportQuery {
+        since_us: 0,
+        until_us: 1,
+        by: bulkhead_proto::acct::ReportBy::User,
+        top_wasters: 0,
+    });
+    let others = ClientOp::Acct(AcctFilter {
+        uids: vec![1000],
+        ..Default::default()
+    });
+    let drain = ClientOp::Admin(AdminOp::Drain {
+        node: "n1".into(),
+        reason: String::new(),
+    });
+    let unreserve = ClientOp::Admin(AdminOp::Unreserve { name: "r".into() });
+    let (admins, operators) = ("administrators", "operators and administrators");
+    for (who, op, what, whom) in [
+        (&bob, report.clone(), "read usage reports", admins),
+        (&carol, report, "read usage reports", admins),
+        (
+            &bob,
+            others.clone(),
+            "read other users' accounting records",
+            operators,
+        ),
+        (&bob, drain.clone(), "do this", operators),
+        (&carol, unreserve, "do this", admins),
+    ] {
+        let fx = t.client(who, op);
+        assert_stored!(fx, _ => 0);
+        let e = refusal(&fx);
+        assert_eq!(e.code, ErrorCode::PermissionDenied);
+        assert_eq!(
+            e.message,
+            format!(
+                "{} may not {what}: it is for {whom} (root, or users the configuration names)",
+                who.user
+            )
+        );
+    }
+    // The operator passes where the role is theirs.
+    assert_replied!(t.client(&carol, others), ClientReply::Acct { .. } => 1);
+    let fx = t.client(&carol, drain);
+    assert_replied!(fx, ClientReply::Done(m) if m.starts_with("node n1 draining") => 1);
+    assert_stored!(fx, StoreOp::UpsertNode(n) if n.drain_reason.is_some() => 1);
+}
