@@ -19,6 +19,7 @@ pub mod core;
 pub mod gpus;
 mod migrate;
 pub mod ratelimit;
+pub mod rows;
 pub mod store;
 
 use crate::core::{Caller, Core, CoreConfig, Effects, Outbound, PeerId};

@@ -93,20 +93,9 @@ impl Core {
             | AdminOp::AddNodeKey { .. }
             | AdminOp::RemoveNodeKey { .. } => Role::Admin,
         };
-        if self.role(caller) < needed {
-            tracing::warn!(user = %caller.user, uid = caller.uid, ?op, "refused an administrative request");
-            return ClientReply::Error(err(
-                ErrorCode::PermissionDenied,
-                format!(
-                    "{} may not do this: it is for {} (root, or users the configuration names)",
-                    caller.user,
-                    if needed == Role::Admin {
-                        "administrators"
-                    } else {
-                        "operators and administrators"
-                    }
-                ),
-            ));
+        if let Err(e) = self.require(caller, needed, "do this") {
+            tracing::warn!(user = %caller.user, ?op, "refused an administrative request");
+            return ClientReply::Error(e);
         }
         let (name, drain) = match op {
             AdminOp::Drain { node, reason } => (

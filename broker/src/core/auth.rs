@@ -1,6 +1,6 @@
 //! Who may do what: a caller's role, the one check of whether a caller may act on
-//! a job (cancel, hold and release, read its script, see it), and what of a job a
-//! caller may see.
+//! a job (cancel, hold and release, read its script, see it), the one check of a
+//! request that needs a role, and what of a job a caller may see.
 
 use super::*;
 
@@ -77,6 +77,32 @@ impl Core {
         } else {
             Role::User
         }
+    }
+
+    /// The one check of a request that needs a role (`bh admin`, `bh report`, other
+    /// users' accounting records): `what` says what the caller asked, as "may not
+    /// {what}" reads.
+    pub(super) fn require(
+        &self,
+        caller: &Caller,
+        needed: Role,
+        what: &str,
+    ) -> Result<(), ErrorReply> {
+        if self.role(caller) >= needed {
+            return Ok(());
+        }
+        tracing::warn!(user = %caller.user, uid = caller.uid, ?needed, what, "refused a request for a role the caller lacks");
+        Err(err(
+            ErrorCode::PermissionDenied,
+            format!(
+                "{} may not {what}: it is for {} (root, or users the configuration names)",
+                caller.user,
+                match needed {
+                    Role::Admin => "administrators",
+                    Role::Operator | Role::User => "operators and administrators",
+                }
+            ),
+        ))
     }
 
     /// A job as the caller may see it: whole if it is theirs or they operate the

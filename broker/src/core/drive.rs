@@ -760,7 +760,7 @@ impl Driver {
         let mut running = 0;
         for j in core.jobs.values() {
             let on = listed.remove(&j.id).unwrap_or_default();
-            if j.sub.array.is_some() {
+            if j.submission.array.is_some() {
                 if !on.is_empty() {
                     return Err(
                         self.violation(what, format!("array record {} placed on {on:?}", j.id))
@@ -784,7 +784,7 @@ impl Driver {
             let mut all: Vec<NodeId> = std::iter::once(first)
                 .chain(j.extra_nodes.iter().copied())
                 .collect();
-            let asked = j.sub.resources.nodes.max(1) as usize;
+            let asked = j.submission.resources.nodes.max(1) as usize;
             if all.len() != asked {
                 return Err(self.violation(
                     what,
@@ -890,7 +890,7 @@ impl Driver {
         self.placed = core
             .jobs
             .values()
-            .filter(|j| j.state.is_active() && j.sub.array.is_none())
+            .filter(|j| j.state.is_active() && j.submission.array.is_none())
             .map(|j| (j.id, j.node))
             .collect();
         Ok(())
@@ -911,7 +911,7 @@ fn capacity(core: &Core, n: &Node) -> Result<(), String> {
         .chain(&n.held)
         .filter_map(|j| core.jobs.get(j))
     {
-        cpus += u64::from(j.sub.resources.cpus);
+        cpus += u64::from(j.submission.resources.cpus);
         mem += j.mem_mb;
         let here = std::iter::once(j.node)
             .chain(j.extra_nodes.iter().copied().map(Some))

@@ -61,7 +61,7 @@ impl Core {
             uid: caller.uid,
             gid: caller.gid,
             user: caller.user.clone(),
-            sub,
+            submission: sub,
             partition,
             mem_mb,
             state: JobState::Pending,
@@ -75,9 +75,10 @@ impl Core {
             end_us: None,
             denials: Vec::new(),
             gpus: Vec::new(),
+            preempted_by: None,
             usage: None,
         };
-        if job.sub.array_task.is_some() {
+        if job.submission.array_task.is_some() {
             return ClientReply::Error(err(
                 ErrorCode::Invalid,
                 "array task fields are set by the broker, not by clients",
@@ -87,7 +88,7 @@ impl Core {
             Ok(s) => s,
             Err(e) => return ClientReply::Error(err(ErrorCode::Invalid, e)),
         };
-        let accepted = if job.sub.array.is_some() {
+        let accepted = if job.submission.array.is_some() {
             self.sched.check(&spec)
         } else {
             self.sched.submit(spec, secs(now_us))
@@ -98,8 +99,8 @@ impl Core {
                 sched::SubmitError::Unsatisfiable(_) => ErrorCode::Unsatisfiable,
                 _ => ErrorCode::Invalid,
             };
-            let gpus = if job.sub.resources.gpus > 0 {
-                format!(", {} GPUs", job.sub.resources.gpus)
+            let gpus = if job.submission.resources.gpus > 0 {
+                format!(", {} GPUs", job.submission.resources.gpus)
             } else {
                 String::new()
             };
@@ -112,8 +113,8 @@ impl Core {
             ));
         }
         self.next_job += 1;
-        let is_array = job.sub.array.is_some();
-        if let Some(key) = job.sub.idempotency_key {
+        let is_array = job.submission.array.is_some();
+        if let Some(key) = job.submission.idempotency_key {
             self.by_key.insert((caller.uid, key), id);
         }
         self.jobs.insert(id, job);
@@ -160,7 +161,7 @@ impl Core {
         let Some(p) = self.jobs.get(&parent) else {
             return;
         };
-        let Some(spec) = p.sub.array.clone() else {
+        let Some(spec) = p.submission.array.clone() else {
             return;
         };
         if !p.state.is_terminal() {
@@ -170,7 +171,7 @@ impl Core {
                 .filter_map(|t| {
                     self.jobs
                         .get(t)
-                        .and_then(|j| j.sub.array_task)
+                        .and_then(|j| j.submission.array_task)
                         .map(|(_, i)| i)
                 })
                 .collect();
@@ -203,7 +204,7 @@ impl Core {
         };
         let id = JobId(self.next_job);
         self.next_job += 1;
-        let mut sub = p.sub.clone();
+        let mut sub = p.submission.clone();
         sub.array = None;
         sub.array_task = Some((parent, idx));
         // The key names the array's own job, not its tasks.
@@ -213,7 +214,7 @@ impl Core {
             uid: p.uid,
             gid: p.gid,
             user: p.user.clone(),
-            sub,
+            submission: sub,
             partition: p.partition.clone(),
             mem_mb: p.mem_mb,
             state: JobState::Pending,
@@ -227,6 +228,7 @@ impl Core {
             end_us: None,
             denials: Vec::new(),
             gpus: Vec::new(),
+            preempted_by: None,
             usage: None,
         };
         let queued = self.spec_of(&job).and_then(|s| {
@@ -248,12 +250,16 @@ impl Core {
 
     /// Indices of an array not created as tasks yet.
     pub(super) fn array_remaining(&self, parent: JobId) -> BTreeSet<u32> {
-        let Some(spec) = self.jobs.get(&parent).and_then(|p| p.sub.array.as_ref()) else {
+        let Some(spec) = self
+            .jobs
+            .get(&parent)
+            .and_then(|p| p.submission.array.as_ref())
+        else {
             return BTreeSet::new();
         };
         let mut rest = spec.indices();
         for t in self.arrays.get(&parent).into_iter().flatten() {
-            if let Some((_, i)) = self.jobs.get(t).and_then(|j| j.sub.array_task) {
+            if let Some((_, i)) = self.jobs.get(t).and_then(|j| j.submission.array_task) {
                 rest.remove(&i);
             }
         }
@@ -373,7 +379,7 @@ impl Core {
         }
         // An array: its remainder goes, and each of its live tasks with it.
         if let Some(j) = self.jobs.get(&id)
-            && j.sub.array.is_some()
+            && j.submission.array.is_some()
             && !j.state.is_terminal()
         {
             let tasks = self.arrays.get(&id).cloned().unwrap_or_default();
@@ -403,7 +409,7 @@ impl Core {
                     job.state = JobState::Cancelled;
                     job.end_us = Some(now_us);
                     job.reason = Some(format!("cancelled by {}", caller.user));
-                    let parent = job.sub.array_task.map(|(p, _)| p);
+                    let parent = job.submission.array_task.map(|(p, _)| p);
                     self.sched.cancel(sched::JobId(id.0), secs(now_us));
                     self.update(fx, id);
                     if let Some(parent) = parent {
@@ -497,7 +503,10 @@ impl Core {
             }
         }
         let sid = sched::JobId(end.job.0);
-        if let Some((by, requeue)) = self.preempted.remove(&end.job)
+        if let Some((by, requeue)) = self
+            .jobs
+            .get_mut(&end.job)
+            .and_then(|j| j.preempted_by.take())
             && state.is_active()
         {
             self.sched
@@ -584,10 +593,10 @@ impl Core {
             job.usage = end.usage;
         }
         // A finished job's script is in the store; memory keeps only what listings need.
-        job.sub.script = String::new();
-        job.sub.env = Vec::new();
+        job.submission.script = String::new();
+        job.submission.env = Vec::new();
         let id = job.id;
-        let parent = job.sub.array_task.map(|(p, _)| p);
+        let parent = job.submission.array_task.map(|(p, _)| p);
         self.update(fx, id);
         if let Some(parent) = parent {
             self.refill(fx, parent, end.end_time_us);
@@ -652,7 +661,7 @@ impl Core {
             if let Some(key) = self
                 .jobs
                 .remove(&id)
-                .and_then(|j| j.sub.idempotency_key.map(|k| (j.uid, k)))
+                .and_then(|j| j.submission.idempotency_key.map(|k| (j.uid, k)))
                 && self.by_key.get(&key) == Some(&id)
             {
                 self.by_key.remove(&key);
@@ -683,7 +692,7 @@ impl Core {
             if let Err(e) = self.may_act_on(caller, j, JobAction::Hold) {
                 return ClientReply::Error(e);
             }
-            if j.state != JobState::Pending || j.sub.array.is_some() {
+            if j.state != JobState::Pending || j.submission.array.is_some() {
                 return ClientReply::Error(err(
                     ErrorCode::Invalid,
                     format!(

@@ -259,31 +259,9 @@ pub struct Effects {
     pub full_pass: bool,
 }
 
-#[derive(Debug, Clone)]
-struct Job {
-    id: JobId,
-    uid: u32,
-    gid: u32,
-    user: String,
-    sub: JobSubmission,
-    partition: String,
-    mem_mb: u64,
-    state: JobState,
-    reason: Option<String>,
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-    node: Option<NodeId>,
-    /// The other nodes of a multi-node job; the batch script runs on `node`.
-    extra_nodes: Vec<NodeId>,
-    submit_us: u64,
-    start_us: Option<u64>,
-    end_us: Option<u64>,
-    denials: Vec<DeviceDenial>,
-    /// GPUs on each of its nodes (`node` first) while it runs.
-    gpus: Vec<Vec<GpuGrant>>,
-    /// What it used: the latest samples while it runs, the total once it ended.
-    usage: Option<bulkhead_proto::acct::JobUsage>,
-}
+/// A job as the core keeps it is its row: what the store holds of it, so that
+/// loading is a move and an insert a copy.
+type Job = JobRow;
 
 #[derive(Debug, Clone)]
 struct Node {
@@ -350,9 +328,6 @@ pub struct Core {
     arrays: BTreeMap<JobId, Vec<JobId>>,
     /// Arrays loaded from the store whose next tasks are still to be created.
     refill_arrays: bool,
-    /// Running jobs being stopped for a higher tier's job: by which, and whether they
-    /// go back to the queue.
-    preempted: HashMap<JobId, (JobId, bool)>,
     /// Administrators' reservations, by name.
     reservations: BTreeMap<String, bulkhead_proto::msg::Reservation>,
     nodes: BTreeMap<NodeId, Node>,
@@ -440,7 +415,6 @@ impl Core {
             arrays: BTreeMap::new(),
             refill_arrays: false,
             reservations: BTreeMap::new(),
-            preempted: HashMap::new(),
             nodes: BTreeMap::new(),
             sched: scheduler,
             node_of_idx: Vec::new(),
@@ -474,35 +448,15 @@ impl Core {
         });
         for r in rows {
             core.next_job = core.next_job.max(r.id.0 + 1);
-            let job = Job {
-                id: r.id,
-                uid: r.uid,
-                gid: r.gid,
-                user: r.user,
-                sub: r.submission,
-                partition: r.partition,
-                mem_mb: r.mem_mb,
-                state: r.state,
-                reason: r.reason,
-                exit_code: r.exit_code,
-                signal: r.signal,
-                node: r.node,
-                extra_nodes: r.extra_nodes,
-                submit_us: r.submit_us,
-                start_us: r.start_us,
-                end_us: r.end_us,
-                denials: r.denials,
-                gpus: r.gpus,
-                usage: r.usage,
-            };
+            let mut job = r;
             // A job being stopped when the broker went down still goes where its
-            // preemption sends it once its end arrives.
-            if let (true, Some(p)) = (job.state.is_active(), r.preempted_by) {
-                core.preempted.insert(job.id, p);
+            // preemption sends it once its end arrives; only an active job can be.
+            if !job.state.is_active() {
+                job.preempted_by = None;
             }
             let id = job.id;
             match job.state {
-                JobState::Pending if job.sub.array.is_some() => {}
+                JobState::Pending if job.submission.array.is_some() => {}
                 JobState::Pending => {
                     if let Ok(spec) = core.spec_of(&job) {
                         match core.sched.submit(spec, secs(job.submit_us)) {
@@ -516,7 +470,7 @@ impl Core {
                         }
                     }
                 }
-                JobState::Running | JobState::Completing if job.sub.array.is_some() => {}
+                JobState::Running | JobState::Completing if job.submission.array.is_some() => {}
                 JobState::Running | JobState::Completing => {
                     // Held against its node until the node's agent says otherwise.
                     let placed = job.node.and_then(|n| core.nodes.get_mut(&n)).map(|n| {
@@ -538,7 +492,7 @@ impl Core {
                             .unwrap_or(sched::PartIdx(0));
                         let start = secs(job.start_us.unwrap_or(job.submit_us));
                         let end = job
-                            .sub
+                            .submission
                             .resources
                             .time_limit_s
                             .map(|l| start.saturating_add(l));
@@ -576,14 +530,14 @@ impl Core {
                     },
                 ),
             }
-            if job.sub.array.is_some() {
+            if job.submission.array.is_some() {
                 core.arrays.entry(id).or_default();
                 core.refill_arrays |= !job.state.is_terminal();
             }
-            if let Some((parent, _)) = job.sub.array_task {
+            if let Some((parent, _)) = job.submission.array_task {
                 core.arrays.entry(parent).or_default().push(id);
             }
-            if let (Some(key), None) = (job.sub.idempotency_key, job.sub.array_task) {
+            if let (Some(key), None) = (job.submission.idempotency_key, job.submission.array_task) {
                 core.by_key.insert((job.uid, key), id);
             }
             core.jobs.insert(id, job);
@@ -607,49 +561,16 @@ impl Core {
         self.by_key.get(&(uid, key)).copied()
     }
 
+    /// Job `id` as an insert stores it, whole.
     fn job_row(&self, id: JobId) -> Option<JobRow> {
-        self.jobs.get(&id).map(|j| JobRow {
-            id: j.id,
-            uid: j.uid,
-            gid: j.gid,
-            user: j.user.clone(),
-            submission: j.sub.clone(),
-            partition: j.partition.clone(),
-            mem_mb: j.mem_mb,
-            state: j.state,
-            reason: j.reason.clone(),
-            exit_code: j.exit_code,
-            signal: j.signal,
-            node: j.node,
-            extra_nodes: j.extra_nodes.clone(),
-            submit_us: j.submit_us,
-            start_us: j.start_us,
-            end_us: j.end_us,
-            denials: j.denials.clone(),
-            gpus: j.gpus.clone(),
-            preempted_by: self.preempted.get(&j.id).copied(),
-            usage: j.usage.clone(),
-        })
+        self.jobs.get(&id).cloned()
     }
 
     /// Stores job `id`'s mutable fields (not its submission: that was stored once).
     fn update(&self, fx: &mut Effects, id: JobId) {
         if let Some(j) = self.jobs.get(&id) {
-            fx.store.push(StoreOp::UpdateJob(Box::new(JobUpdate {
-                id: j.id,
-                state: j.state,
-                reason: j.reason.clone(),
-                exit_code: j.exit_code,
-                signal: j.signal,
-                node: j.node,
-                extra_nodes: j.extra_nodes.clone(),
-                start_us: j.start_us,
-                end_us: j.end_us,
-                denials: j.denials.clone(),
-                gpus: j.gpus.clone(),
-                preempted_by: self.preempted.get(&j.id).copied(),
-                usage: j.usage.clone(),
-            })));
+            fx.store
+                .push(StoreOp::UpdateJob(Box::new(JobUpdate::of(j))));
         }
     }
 
@@ -698,23 +619,17 @@ impl Core {
             ClientOp::Acct(filter) => self.acct(caller, &filter, now_us),
             ClientOp::Hold(ids) => self.hold(&mut fx, caller, &ids, true, now_us),
             ClientOp::Release(ids) => self.hold(&mut fx, caller, &ids, false, now_us),
-            ClientOp::Report(q) if self.role(caller) == Role::Admin => {
-                ClientReply::Report(Box::new(crate::acct::report(
+            ClientOp::Report(q) => match self.require(caller, Role::Admin, "read usage reports") {
+                Ok(()) => ClientReply::Report(Box::new(crate::acct::report(
                     self.jobs
                         .values()
-                        .filter(|j| j.sub.array.is_none())
+                        .filter(|j| j.submission.array.is_none())
                         .map(|j| self.acct_view(j, now_us)),
                     &q,
                     now_us,
-                )))
-            }
-            ClientOp::Report(_) => {
-                tracing::warn!(user = %caller.user, uid = caller.uid, "refused a usage report");
-                ClientReply::Error(err(
-                    ErrorCode::PermissionDenied,
-                    "bh report is for administrators (root, or users the configuration names)",
-                ))
-            }
+                ))),
+                Err(e) => ClientReply::Error(e),
+            },
             ClientOp::Show(id) => match self.jobs.get(&id) {
                 Some(j) => match self.seen_by(caller, j) {
                     Some(info) => ClientReply::Job(Box::new(info)),

@@ -364,13 +364,10 @@ impl Core {
             // follows a restart): a cancel (the job COMPLETING) or a preemption is
             // sent again. An agent whose job is completing by itself ignores it.
             if keep && launches.is_none() {
-                let again = match self.preempted.get(&j) {
-                    Some(_) => Some(self.preempt_grace(j)),
-                    None => self
-                        .jobs
-                        .get(&j)
-                        .filter(|job| job.state == JobState::Completing)
-                        .map(|_| None),
+                let again = match self.jobs.get(&j) {
+                    Some(job) if job.preempted_by.is_some() => Some(self.preempt_grace(j)),
+                    Some(job) if job.state == JobState::Completing => Some(None),
+                    _ => None,
                 };
                 if let Some(grace_s) = again {
                     fx.send.push(Outbound::Agent {

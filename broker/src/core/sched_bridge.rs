@@ -35,7 +35,7 @@ impl Core {
                 }
             }
         }
-        let qos = match &j.sub.qos {
+        let qos = match &j.submission.qos {
             None => None,
             Some(name) => match self.cfg.qos.iter().position(|q| &q.name == name) {
                 Some(i) => Some((i as u32, self.cfg.qos[i].priority.clamp(0.0, 1.0))),
@@ -57,7 +57,7 @@ impl Core {
             .and_then(|a| self.cfg.accounts.iter().position(|x| &x.name == a))
             .unwrap_or(0);
         let deps = j
-            .sub
+            .submission
             .deps
             .iter()
             .map(|d| match d {
@@ -68,7 +68,7 @@ impl Core {
                 Dependency::Singleton => sched::Dep::Singleton,
             })
             .collect();
-        let r = &j.sub.resources;
+        let r = &j.submission.resources;
         let mut req = sched::Request {
             nodes: r.nodes.max(1),
             per_node: sched::Res {
@@ -98,14 +98,14 @@ impl Core {
             id: sched::JobId(j.id.0),
             user: j.uid,
             account: sched::AccountIdx(account as u32),
-            name: j.sub.name.clone(),
+            name: j.submission.name.clone(),
             partitions,
             req,
             submit: secs(j.submit_us),
             deps,
             qos: qos.map_or(0.0, |(_, f)| f),
             qos_id: qos.map(|(i, _)| i),
-            reservation: j.sub.reservation.clone(),
+            reservation: j.submission.reservation.clone(),
         })
     }
 
@@ -184,12 +184,12 @@ impl Core {
                     j.reason = None;
                     j.partition = part_name;
                     // The partition's default (or maximum) limit applies when the job gave none.
-                    j.sub.resources.time_limit_s = time_limit;
+                    j.submission.resources.time_limit_s = time_limit;
                     let spec = self.launch_spec(id, &names.join(","), &node_name, now_us);
                     let parent = self
                         .jobs
                         .get(&id)
-                        .and_then(|j| j.sub.array_task)
+                        .and_then(|j| j.submission.array_task)
                         .map(|(p, _)| p);
                     self.update(fx, id);
                     if let Some(parent) = parent {
@@ -213,7 +213,7 @@ impl Core {
                         continue;
                     };
                     j.reason = Some(format!("preempted by job {}", by.0));
-                    self.preempted.insert(id, (JobId(by.0), requeue));
+                    j.preempted_by = Some((JobId(by.0), requeue));
                     let peer = j
                         .node
                         .and_then(|n| self.nodes.get(&n))
@@ -248,7 +248,7 @@ impl Core {
                     j.state = JobState::Cancelled;
                     j.end_us = Some(now_us);
                     j.reason = Some(reason.as_str());
-                    let parent = j.sub.array_task.map(|(p, _)| p);
+                    let parent = j.submission.array_task.map(|(p, _)| p);
                     self.update(fx, id);
                     if let Some(parent) = parent {
                         self.refill(fx, parent, now_us);
@@ -269,23 +269,23 @@ impl Core {
         let j = self.jobs.get(&id)?;
         let mut spec = LaunchSpec {
             job: id,
-            name: j.sub.name.clone(),
+            name: j.submission.name.clone(),
             uid: j.uid,
             gid: j.gid,
-            script: j.sub.script.clone(),
-            args: j.sub.args.clone(),
-            workdir: j.sub.workdir.clone(),
-            stdout: j.sub.stdout.clone(),
-            stderr: j.sub.stderr.clone(),
-            env: j.sub.env.clone(),
-            cpus: j.sub.resources.cpus,
+            script: j.submission.script.clone(),
+            args: j.submission.args.clone(),
+            workdir: j.submission.workdir.clone(),
+            stdout: j.submission.stdout.clone(),
+            stderr: j.submission.stderr.clone(),
+            env: j.submission.env.clone(),
+            cpus: j.submission.resources.cpus,
             mem_mb: j.mem_mb,
-            time_limit_s: j.sub.resources.time_limit_s,
+            time_limit_s: j.submission.resources.time_limit_s,
             partition: j.partition.clone(),
             nodelist: nodelist.to_string(),
             // The batch script runs on the first node: its GPUs.
             gpus: j.gpus.first().cloned().unwrap_or_default(),
-            array: j.sub.array_task,
+            array: j.submission.array_task,
             submit_time_us: j.submit_us,
             node: node.to_string(),
             expires_us: 0,

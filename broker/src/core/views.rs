@@ -18,21 +18,34 @@ impl Core {
     }
 
     pub(super) fn info(&self, j: &Job) -> JobInfo {
-        let default = if j.sub.array.is_some() || j.sub.array_task.is_some() {
+        let default = if j.submission.array.is_some() || j.submission.array_task.is_some() {
             DEFAULT_ARRAY_OUTPUT_PATTERN
         } else {
             DEFAULT_OUTPUT_PATTERN
         };
-        let out_pattern = j.sub.stdout.as_deref().unwrap_or(default);
-        let at = j.sub.array_task;
-        let stdout =
-            expand_task_pattern(out_pattern, j.id, &j.sub.name, &j.user, &j.sub.workdir, at);
-        let stderr = match &j.sub.stderr {
-            Some(p) => expand_task_pattern(p, j.id, &j.sub.name, &j.user, &j.sub.workdir, at),
+        let out_pattern = j.submission.stdout.as_deref().unwrap_or(default);
+        let at = j.submission.array_task;
+        let stdout = expand_task_pattern(
+            out_pattern,
+            j.id,
+            &j.submission.name,
+            &j.user,
+            &j.submission.workdir,
+            at,
+        );
+        let stderr = match &j.submission.stderr {
+            Some(p) => expand_task_pattern(
+                p,
+                j.id,
+                &j.submission.name,
+                &j.user,
+                &j.submission.workdir,
+                at,
+            ),
             None => stdout.clone(),
         };
         let array_pending = j
-            .sub
+            .submission
             .array
             .as_ref()
             .filter(|_| !j.state.is_terminal())
@@ -48,7 +61,7 @@ impl Core {
         } else {
             j.reason.clone()
         };
-        let mut resources = j.sub.resources.clone();
+        let mut resources = j.submission.resources.clone();
         resources.mem_mb = j.mem_mb;
         let pending = if j.state == JobState::Pending {
             self.sched.pending_info(sched::JobId(j.id.0))
@@ -57,7 +70,7 @@ impl Core {
         };
         JobInfo {
             id: j.id,
-            name: j.sub.name.clone(),
+            name: j.submission.name.clone(),
             user: j.user.clone(),
             uid: j.uid,
             gid: j.gid,
@@ -75,7 +88,7 @@ impl Core {
             node_id: j.node,
             resources,
             partition: j.partition.clone(),
-            workdir: j.sub.workdir.clone(),
+            workdir: j.submission.workdir.clone(),
             stdout,
             stderr,
             submit_time_us: j.submit_us,
@@ -87,7 +100,7 @@ impl Core {
                 .and_then(|p| p.expected_start)
                 .map(|t| t.saturating_mul(1_000_000)),
             priority: pending.as_ref().map(|p| p.priority.max(0.0).round() as u64),
-            array_task: j.sub.array_task,
+            array_task: j.submission.array_task,
             array_pending,
             gpus: if j.state.is_active() {
                 j.gpus.clone()
@@ -158,10 +171,10 @@ impl Core {
             start_us: j.start_us,
             end_us: j.end_us,
             alloc_cpus: j
-                .sub
+                .submission
                 .resources
                 .cpus
-                .saturating_mul(j.sub.resources.nodes.max(1)),
+                .saturating_mul(j.submission.resources.nodes.max(1)),
             gpu_seconds: self.gpu_seconds(j, now_us),
             usage: j.usage.as_ref(),
         }
@@ -184,11 +197,11 @@ impl Core {
             .join(",");
         AcctRecord {
             job: j.id,
-            job_label: match j.sub.array_task {
+            job_label: match j.submission.array_task {
                 Some((p, i)) => format!("{p}_{i}"),
                 None => j.id.to_string(),
             },
-            name: j.sub.name.clone(),
+            name: j.submission.name.clone(),
             user: j.user.clone(),
             uid: j.uid,
             account: self.account_of(&j.user).to_string(),
@@ -201,14 +214,14 @@ impl Core {
             start_us: j.start_us,
             end_us: j.end_us,
             alloc_cpus: j
-                .sub
+                .submission
                 .resources
                 .cpus
-                .saturating_mul(j.sub.resources.nodes.max(1)),
+                .saturating_mul(j.submission.resources.nodes.max(1)),
             alloc_mem_mb: j
                 .mem_mb
-                .saturating_mul(u64::from(j.sub.resources.nodes.max(1))),
-            alloc_gpus: j.sub.resources.gpu_label(),
+                .saturating_mul(u64::from(j.submission.resources.nodes.max(1))),
+            alloc_gpus: j.submission.resources.gpu_label(),
             gpu_seconds,
             usage: j.usage.clone(),
         }
@@ -218,21 +231,20 @@ impl Core {
     /// A running job's GPU-seconds count up to `now_us`.
     pub(super) fn acct(&self, caller: &Caller, f: &AcctFilter, now_us: u64) -> ClientReply {
         let operator = self.role(caller) >= Role::Operator;
-        if !operator && f.uids.iter().any(|u| *u != caller.uid) {
-            tracing::warn!(user = %caller.user, uid = caller.uid, "refused other users' accounting records");
-            return ClientReply::Error(err(
-                ErrorCode::PermissionDenied,
-                format!(
-                    "{} sees only their own accounting records (operators and admins see everyone's)",
-                    caller.user
-                ),
-            ));
+        if f.uids.iter().any(|u| *u != caller.uid)
+            && let Err(e) = self.require(
+                caller,
+                Role::Operator,
+                "read other users' accounting records",
+            )
+        {
+            return ClientReply::Error(e);
         }
         let mine = (!operator).then_some(caller.uid);
         let mut records: Vec<AcctRecord> = self
             .jobs
             .values()
-            .filter(|j| j.sub.array.is_none() && mine.is_none_or(|u| u == j.uid))
+            .filter(|j| j.submission.array.is_none() && mine.is_none_or(|u| u == j.uid))
             .map(|j| self.acct_record(j, now_us))
             .filter(|r| crate::acct::matches(r, f))
             .collect();
@@ -255,7 +267,7 @@ impl Core {
         if let Err(e) = self.may_act_on(caller, j, JobAction::ReadScript) {
             return ClientReply::Error(e);
         }
-        if j.state.is_terminal() || j.sub.script.is_empty() {
+        if j.state.is_terminal() || j.submission.script.is_empty() {
             return ClientReply::Error(err(
                 ErrorCode::AlreadyFinished,
                 format!(
@@ -265,8 +277,8 @@ impl Core {
             ));
         }
         ClientReply::Script {
-            script: j.sub.script.clone(),
-            env: j.sub.env.clone(),
+            script: j.submission.script.clone(),
+            env: j.submission.env.clone(),
         }
     }
 

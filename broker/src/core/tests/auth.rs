@@ -394,36 +394,24 @@ fn only_owners_and_operators_read_a_script() {
 /// operators pass the same check.
 #[test]
 fn every_action_on_another_users_job_is_refused_alike() {
-    let cfg = CoreConfig {
-        privacy: Privacy::Hidden,
-        operators: ["carol".to_string()].into(),
-        ..Default::default()
-    };
-    let mut c = Core::new(cfg, vec![], vec![]);
     let (alice, bob, carol) = (
         named(1000, "alice"),
         named(1001, "bob"),
         named(1002, "carol"),
     );
+    let mut t = Env::new()
+        .config(|c| {
+            c.privacy = Privacy::Hidden;
+            c.operators = ["carol".to_string()].into();
+        })
+        .nodes(1, 1)
+        .build();
     // The node is full: alice's job waits.
-    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 1);
-    submitted(&c.client(
-        b"c".to_vec(),
-        1,
-        &carol,
-        ClientOp::Submit(Box::new(sub(1))),
-        1,
-    ));
-    let job = submitted(&c.client(
-        b"c".to_vec(),
-        1,
-        &alice,
-        ClientOp::Submit(Box::new(sub(1))),
-        1,
-    ));
-    let refused = |c: &mut Core, who: &Caller, op: ClientOp| {
-        let fx = c.client(b"c".to_vec(), 2, who, op, 2);
-        assert!(fx.store.is_empty(), "nothing changes: {:?}", fx.store);
+    t.submit(&carol, sub(1));
+    let (job, _) = t.submit(&alice, sub(1));
+    let refused = |t: &mut TestCore, who: &Caller, op: ClientOp| {
+        let fx = t.client(who, op);
+        assert_stored!(fx, _ => 0);
         match &fx.send[..] {
             [
                 Outbound::Client {
@@ -450,7 +438,7 @@ fn every_action_on_another_users_job_is_refused_alike() {
         ),
         (ClientOp::Show(job), "see only their own jobs"),
     ] {
-        let e = refused(&mut c, &bob, op);
+        let e = refused(&mut t, &bob, op);
         assert_eq!(e.code, ErrorCode::PermissionDenied);
         // The privacy setting hides other users' jobs: the owner is not named.
         assert_eq!(
@@ -460,19 +448,12 @@ fn every_action_on_another_users_job_is_refused_alike() {
             )
         );
     }
-    assert_eq!(c.jobs[&job].state, JobState::Pending);
-    assert_eq!(c.jobs[&job].reason, None, "not held");
+    assert_eq!(t.job(job).state, JobState::Pending);
+    assert_eq!(t.job(job).reason, None, "not held");
     // Where other users' jobs are visible, the refusal names the owner.
-    let mut c2 = core();
-    c2.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 1);
-    let job2 = submitted(&c2.client(
-        b"c".to_vec(),
-        1,
-        &alice,
-        ClientOp::Submit(Box::new(sub(1))),
-        1,
-    ));
-    let e = refused(&mut c2, &bob, ClientOp::Hold(vec![job2]));
+    let mut t2 = Env::new().nodes(1, 1).build();
+    let (job2, _) = t2.submit(&alice, sub(1));
+    let e = refused(&mut t2, &bob, ClientOp::Hold(vec![job2]));
     assert_eq!(
         e.message,
         format!(
@@ -480,25 +461,68 @@ fn every_action_on_another_users_job_is_refused_alike() {
         )
     );
     // The operator passes the same check for each.
-    let fx = c.client(b"c".to_vec(), 3, &carol, ClientOp::Show(job), 3);
-    assert!(
-        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Job(j), .. } if j.id == job)
-    );
-    let fx = c.client(b"c".to_vec(), 4, &carol, ClientOp::Script(job), 4);
-    assert!(matches!(
-        &fx.send[0],
-        Outbound::Client {
-            reply: ClientReply::Script { .. },
-            ..
-        }
-    ));
-    let fx = c.client(b"c".to_vec(), 5, &carol, ClientOp::Hold(vec![job]), 5);
-    assert_eq!(
-        c.jobs[&job].reason.as_deref(),
-        Some("JobHeldAdmin"),
-        "{:?}",
-        fx.send
-    );
-    let fx = c.client(b"c".to_vec(), 6, &carol, ClientOp::Cancel(vec![job]), 6);
-    assert_eq!(c.jobs[&job].state, JobState::Cancelled, "{:?}", fx.send);
+    let fx = t.client(&carol, ClientOp::Show(job));
+    assert_replied!(fx, ClientReply::Job(j) if j.id == job => 1);
+    let fx = t.client(&carol, ClientOp::Script(job));
+    assert_replied!(fx, ClientReply::Script { .. } => 1);
+    let fx = t.client(&carol, ClientOp::Hold(vec![job]));
+    assert_stored!(fx, StoreOp::UpdateJob(u) if u.id == job && u.reason.as_deref() == Some("JobHeldAdmin") => 1);
+    let fx = t.client(&carol, ClientOp::Cancel(vec![job]));
+    assert_stored!(fx, StoreOp::UpdateJob(u) if u.id == job && u.state == JobState::Cancelled => 1);
+}
+
+/// Every request that needs a role goes through one check, with one shape of
+/// refusal naming what was asked and who may; the role passes it.
+#[test]
+fn every_request_for_a_role_is_refused_alike() {
+    let (bob, carol) = (named(1001, "bob"), named(1002, "carol"));
+    let mut t = Env::new()
+        .config(|c| c.operators = ["carol".to_string()].into())
+        .nodes(1, 1)
+        .build();
+    let report = ClientOp::Report(bulkhead_proto::acct::ReportQuery {
+        since_us: 0,
+        until_us: 1,
+        by: bulkhead_proto::acct::ReportBy::User,
+        top_wasters: 0,
+    });
+    let others = ClientOp::Acct(AcctFilter {
+        uids: vec![1000],
+        ..Default::default()
+    });
+    let drain = ClientOp::Admin(AdminOp::Drain {
+        node: "n1".into(),
+        reason: String::new(),
+    });
+    let unreserve = ClientOp::Admin(AdminOp::Unreserve { name: "r".into() });
+    let (admins, operators) = ("administrators", "operators and administrators");
+    for (who, op, what, whom) in [
+        (&bob, report.clone(), "read usage reports", admins),
+        (&carol, report, "read usage reports", admins),
+        (
+            &bob,
+            others.clone(),
+            "read other users' accounting records",
+            operators,
+        ),
+        (&bob, drain.clone(), "do this", operators),
+        (&carol, unreserve, "do this", admins),
+    ] {
+        let fx = t.client(who, op);
+        assert_stored!(fx, _ => 0);
+        let e = refusal(&fx);
+        assert_eq!(e.code, ErrorCode::PermissionDenied);
+        assert_eq!(
+            e.message,
+            format!(
+                "{} may not {what}: it is for {whom} (root, or users the configuration names)",
+                who.user
+            )
+        );
+    }
+    // The operator passes where the role is theirs.
+    assert_replied!(t.client(&carol, others), ClientReply::Acct { .. } => 1);
+    let fx = t.client(&carol, drain);
+    assert_replied!(fx, ClientReply::Done(m) if m.starts_with("node n1 draining") => 1);
+    assert_stored!(fx, StoreOp::UpsertNode(n) if n.drain_reason.is_some() => 1);
 }

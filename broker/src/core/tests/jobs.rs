@@ -5,57 +5,23 @@ use super::*;
 
 #[test]
 fn submit_is_stored_then_launched_first_fit() {
-    let mut c = core();
-    let fx = c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
-    assert!(matches!(
-        fx.send[0],
-        Outbound::Agent {
-            msg: BrokerMessage::Registered { .. },
-            ..
-        }
-    ));
-    let fx = c.client(
-        b"c".to_vec(),
-        7,
-        &user(1000),
-        ClientOp::Submit(Box::new(sub(2))),
-        20,
-    );
-    let id = submitted(&fx);
+    let mut t = Env::new().nodes(1, 2).build();
+    let (id, fx) = t.submit(&user(1000), sub(2));
     assert_eq!(id, JobId(1));
-    assert!(matches!(fx.store[0], StoreOp::InsertJob(_)));
-    assert_eq!(launches(&fx), vec![(b"a".to_vec(), id)]);
+    assert!(matches!(fx.store[0], StoreOp::InsertJob(_)), "stored first");
+    assert_stored!(fx, StoreOp::InsertJob(_) => 1);
+    assert_eq!(launches(&fx), vec![(TestCore::peer(1), id)]);
     // The node is full: the next job waits for Resources.
-    let fx = c.client(
-        b"c".to_vec(),
-        8,
-        &user(1000),
-        ClientOp::Submit(Box::new(sub(1))),
-        30,
-    );
-    let id2 = submitted(&fx);
-    assert!(launches(&fx).is_empty());
-    let fx = c.client(b"c".to_vec(), 9, &user(1000), ClientOp::Show(id2), 31);
-    match &fx.send[0] {
-        Outbound::Client {
-            reply: ClientReply::Job(j),
-            ..
-        } => {
-            assert_eq!(j.state, JobState::Pending);
-            assert_eq!(j.reason.as_deref(), Some("Resources"));
-        }
-        other => panic!("{other:?}"),
-    }
+    let (id2, fx) = t.submit(&user(1000), sub(1));
+    assert_sent!(fx, BrokerMessage::Launch(_) => 0);
+    let fx = t.client(&user(1000), ClientOp::Show(id2));
+    assert_replied!(fx, ClientReply::Job(j)
+        if j.state == JobState::Pending && j.reason.as_deref() == Some("Resources") => 1);
     // The first job ends: the second starts, and the end is acknowledged.
-    let end = JobEnd {
-        exit_code: Some(0),
-        ..job_end(id, JobState::Completed, 21, 40)
-    };
-    let fx = c.agent(b"a".to_vec(), 3, None, AgentMessage::JobEnded(end), 40);
-    assert_eq!(launches(&fx), vec![(b"a".to_vec(), id2)]);
-    assert!(fx.send.iter().any(
-        |o| matches!(o, Outbound::Agent { msg: BrokerMessage::EndAck { job }, .. } if *job == id)
-    ));
+    let fx = t.end(1, id, JobState::Completed);
+    assert_sent!(fx, BrokerMessage::Launch(s) if s.job == id2 => 1);
+    assert_sent!(fx, BrokerMessage::EndAck { job } if *job == id => 1);
+    assert_stored!(fx, StoreOp::UpdateJob(u) if u.id == id && u.state == JobState::Completed => 1);
 }
 
 #[test]
@@ -97,17 +63,49 @@ fn impossible_requests_are_refused_at_submit() {
 
 #[test]
 fn cancel_of_running_job_asks_its_agent() {
-    let mut c = core();
-    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
-    let id = submitted(&c.client(
-        b"c".to_vec(),
-        1,
-        &user(5),
-        ClientOp::Submit(Box::new(sub(1))),
-        11,
-    ));
-    let fx = c.client(b"c".to_vec(), 2, &user(5), ClientOp::Cancel(vec![id]), 12);
-    assert!(fx.send.iter().any(|o| matches!(o, Outbound::Agent { msg: BrokerMessage::Kill { job, state: JobState::Cancelled, .. }, .. } if *job == id)));
+    let mut t = Env::new().nodes(1, 2).build();
+    let (id, _) = t.submit(&user(5), sub(1));
+    let fx = t.client(&user(5), ClientOp::Cancel(vec![id]));
+    assert_sent!(fx, BrokerMessage::Kill { job, state: JobState::Cancelled, .. } if *job == id => 1);
+    assert_replied!(fx, ClientReply::Cancelled(o) if o[0].result == Ok(JobState::Completing) => 1);
+    assert_eq!(
+        t.job(id).state,
+        JobState::Completing,
+        "until its agent reports the end"
+    );
+    // Its end is stored once, and acknowledged once.
+    let fx = t.end(1, id, JobState::Cancelled);
+    assert_stored!(fx, StoreOp::UpdateJob(u) if u.id == id && u.state == JobState::Cancelled => 1);
+    assert_sent!(fx, BrokerMessage::EndAck { .. } => 1);
+}
+
+/// Cancelling an array ends the array and its pending tasks at once, and asks each
+/// running task's agent, once, to stop it.
+#[test]
+fn cancelling_an_array_kills_each_running_task_once() {
+    let mut t = Env::new().nodes(2, 1).build();
+    let mut s = sub(1);
+    s.array = Some(bulkhead_proto::job::ArraySpec {
+        ranges: vec![(0, 3, 1)],
+        throttle: None,
+    });
+    let (array, fx) = t.submit(&user(5), s);
+    // Two tasks run, one on each node; two wait.
+    assert_sent!(fx, BrokerMessage::Launch(_) => 2);
+    let tasks = t.c.arrays[&array].clone();
+    assert_eq!(tasks.len(), 4);
+    let fx = t.client(&user(5), ClientOp::Cancel(vec![array]));
+    assert_replied!(fx, ClientReply::Cancelled(o) if o[0].result == Ok(JobState::Cancelled) => 1);
+    for (i, task) in tasks.iter().enumerate() {
+        if i < 2 {
+            assert_sent!(fx, BrokerMessage::Kill { job, state: JobState::Cancelled, .. } if job == task => 1);
+        } else {
+            assert_eq!(t.job(*task).state, JobState::Cancelled);
+        }
+    }
+    assert_sent!(fx, BrokerMessage::Kill { .. } => 2);
+    assert_sent!(fx, BrokerMessage::Launch(_) => 0);
+    assert_stored!(fx, StoreOp::UpdateJob(u) if u.id == array && u.state == JobState::Cancelled => 1);
 }
 
 /// Ended jobs past the retention are forgotten, in memory and in the store; newer
@@ -160,24 +158,17 @@ fn accounting_retention_forgets_old_ended_jobs() {
 /// time the shell passes in with the request.
 #[test]
 fn accounting_counts_a_running_job_up_to_the_time_given() {
-    let mut c = core();
-    c.agent(b"a".to_vec(), 1, Some(&root()), mig_node("n1", 1), 10);
+    let mut t = Env::new().node(mig_node("n1", 1)).build();
     let mut s = sub(1);
     s.resources.mig = Some(bulkhead_proto::job::MigAsk {
         profile: "3g.40gb".into(),
         count: 1,
     });
-    let fx = c.client(
-        b"c".to_vec(),
-        2,
-        &user(1000),
-        ClientOp::Submit(Box::new(s)),
-        1_000_000,
-    );
-    let id = submitted(&fx);
-    assert_eq!(launches(&fx).len(), 1, "it runs from 1 s");
-    let gpu_seconds = |c: &mut Core, now: u64| {
-        let fx = c.client(
+    let (id, fx) = t.submit(&user(1000), s);
+    assert_sent!(fx, BrokerMessage::Launch(_) => 1);
+    let start = t.job(id).start_us.expect("started");
+    let gpu_seconds = |t: &mut TestCore, now: u64| {
+        let fx = t.c.client(
             b"c".to_vec(),
             3,
             &user(1000),
@@ -199,11 +190,14 @@ fn accounting_counts_a_running_job_up_to_the_time_given() {
         }
     };
     // A 3g slice is 3/7 of a GPU: 7 s of it are 3 GPU-seconds, 14 s are 6.
-    for (now, want) in [(8_000_000, 3.0), (15_000_000, 6.0)] {
-        let got = gpu_seconds(&mut c, now);
+    for (after, want) in [(7_000_000, 3.0), (14_000_000, 6.0)] {
+        let got = gpu_seconds(&mut t, start + after);
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].0, "3g.40gb");
-        assert!((got[0].1 - want).abs() < 1e-9, "at {now} us: {got:?}");
+        assert!(
+            (got[0].1 - want).abs() < 1e-9,
+            "{after} us after its start: {got:?}"
+        );
     }
 }
 

@@ -2,7 +2,10 @@
 
 use super::*;
 use bulkhead_proto::ResourceRequest;
+use env::{Env, TestCore};
 
+#[macro_use]
+mod env;
 mod auth;
 mod completing;
 mod hardening;

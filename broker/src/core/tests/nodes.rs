@@ -41,78 +41,33 @@ fn non_root_registration_is_refused() {
 
 #[test]
 fn silent_nodes_go_down_and_their_jobs_node_fail() {
-    let mut c = core();
-    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
-    let id = submitted(&c.client(
-        b"c".to_vec(),
-        1,
-        &user(5),
-        ClientOp::Submit(Box::new(sub(1))),
-        1,
-    ));
-    let jobs_changed = |fx: &Effects| {
-        fx.store
-            .iter()
-            .filter(|op| matches!(op, StoreOp::UpdateJob(_)))
-            .count()
-    };
-    assert_eq!(jobs_changed(&c.tick(10_000_000)), 0);
-    let fx = c.tick(31_000_001);
-    assert_eq!(jobs_changed(&fx), 1);
-    let info = c.queue(
-        &root(),
-        &QueueFilter {
-            jobs: vec![id],
-            ..Default::default()
-        },
-    );
-    assert_eq!(info[0].state, JobState::NodeFail);
-    let n = c.nodes.values().next().expect("node");
-    assert_eq!(c.node_info(n).state, NodeState::Down);
+    let mut t = Env::new().nodes(1, 2).build();
+    let (id, _) = t.submit(&user(5), sub(1));
+    t.wait(10_000_000);
+    assert_stored!(t.tick(), StoreOp::UpdateJob(_) => 0);
+    // Past the node timeout (30 s) since its agent was last heard.
+    t.wait(21_000_000);
+    let fx = t.tick();
+    assert_stored!(fx, StoreOp::UpdateJob(_) => 1);
+    assert_stored!(fx, StoreOp::UpdateJob(u) if u.id == id && u.state == JobState::NodeFail => 1);
+    let n = t.c.nodes.values().next().expect("node");
+    assert_eq!(t.c.node_info(n).state, NodeState::Down);
 }
 
 #[test]
 fn reregistration_reconciles_running_jobs() {
-    let mut c = core();
-    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
-    let kept = submitted(&c.client(
-        b"c".to_vec(),
-        1,
-        &user(5),
-        ClientOp::Submit(Box::new(sub(1))),
-        1,
-    ));
-    let lost = submitted(&c.client(
-        b"c".to_vec(),
-        2,
-        &user(5),
-        ClientOp::Submit(Box::new(sub(1))),
-        2,
-    ));
+    let mut t = Env::new().nodes(1, 4).build();
+    let (kept, _) = t.submit(&user(5), sub(1));
+    let (lost, _) = t.submit(&user(5), sub(1));
+    t.wait(60_000_000);
     // The agent restarts with only `kept` alive, plus a job the broker never placed there.
-    let fx = c.agent(
-        b"b".to_vec(),
-        1,
-        Some(&root()),
-        reg("n1", 4, vec![kept, JobId(77)]),
-        60_000_000,
-    );
-    assert!(fx.send.iter().any(|o| matches!(
-        o,
-        Outbound::Agent {
-            msg: BrokerMessage::Kill { job: JobId(77), .. },
-            ..
-        }
-    )));
-    let q = c.queue(
-        &root(),
-        &QueueFilter {
-            jobs: vec![kept, lost],
-            ..Default::default()
-        },
-    );
-    assert_eq!(q[0].state, JobState::Running);
-    assert_eq!(q[1].state, JobState::NodeFail);
+    let fx = t.agent_as(1, Some(&root()), reg("n1", 4, vec![kept, JobId(77)]));
+    assert_sent!(fx, BrokerMessage::Kill { job: JobId(77), .. } => 1);
+    assert_sent!(fx, BrokerMessage::Kill { .. } => 1);
+    assert_stored!(fx, StoreOp::UpdateJob(u) if u.id == lost && u.state == JobState::NodeFail => 1);
+    assert_stored!(fx, StoreOp::UpdateJob(u) if u.id == kept => 0);
+    assert_eq!(t.job(kept).state, JobState::Running);
+    assert_eq!(t.job(lost).state, JobState::NodeFail);
 }
 
 /// An administrator revokes a node's key: the node is down at once, its job ends,
