@@ -1993,7 +1993,10 @@ fn another_user_can_neither_act_on_nor_read_a_users_job() {
 
     let (ok, out, err) = run(&b, &["show", &id, "--script"]);
     assert!(!ok && !out.contains("s3cret"), "{out}");
-    assert!(err.contains("only its owner and operators"), "{err}");
+    assert!(
+        err.contains("only of their own jobs") && err.contains("operators may"),
+        "{err}"
+    );
     let (ok, out, _) = run(&b, &["show", &id, "--env"]);
     assert!(!ok && !out.contains("HOME=/home/"), "{out}");
     let (ok, out, err) = run(&b, &["show", &id, "--json"]);
