@@ -395,6 +395,9 @@ impl Cluster {
             extra.push("--config".into());
             extra.push(path.into_os_string());
         }
+        // A node whose agent is away longer than this goes down and its jobs end
+        // NODE_FAIL: longer on a slow machine, where an agent's restart takes longer.
+        let node_timeout = scaled(10).as_secs().to_string();
         let child = Command::new(bin("bulkhead-broker"))
             .args([
                 "--listen",
@@ -402,7 +405,7 @@ impl Cluster {
                 "--heartbeat-ms",
                 "500",
                 "--node-timeout",
-                "10",
+                &node_timeout,
             ])
             .arg("--data-dir")
             .arg(&self.data_dir)

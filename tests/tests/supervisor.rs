@@ -22,7 +22,7 @@ fn job_dir(c: &Cluster, job: JobId) -> PathBuf {
 fn gated(name: &str, code: i32) -> String {
     format!(
         "#!/bin/sh\ntouch {name}.started\nwhile [ ! -e {name}.go ]; do sleep 0.05; done\n\
-         dd if=/dev/zero of=/dev/null bs=1M count=300 2>/dev/null\nexit {code}\n"
+         dd if=/dev/zero of=/dev/null bs=1M count=50 2>/dev/null\nexit {code}\n"
     )
 }
 

@@ -125,6 +125,7 @@ rc=0
 ./target/debug/deps/device_filter --test-threads=1 __FILTER__ 2>&1 || rc=1
 ./target/debug/deps/e2e --test-threads=2 --skip the_html_report_renders_in_headless_chromium __FILTER__ 2>&1 || rc=1
 ./target/debug/deps/hardening --test-threads=2 __FILTER__ 2>&1 || rc=1
+./target/debug/deps/supervisor --test-threads=2 __FILTER__ 2>&1 || rc=1
 echo "VM-TEST-RC=$rc"
 poweroff -f
 "#;
@@ -140,6 +141,7 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
     let e2e = test_exe(root, "bulkhead-tests", "e2e")?;
     let device_filter = test_exe(root, "bulkhead-agent", "device_filter")?;
     let hardening = test_exe(root, "bulkhead-tests", "hardening")?;
+    let supervisor = test_exe(root, "bulkhead-tests", "supervisor")?;
     let target = e2e
         .parent()
         .and_then(Path::parent)
@@ -182,11 +184,20 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
             PathBuf::from("/bh/target/debug/deps/device_filter"),
         ),
         (hardening, PathBuf::from("/bh/target/debug/deps/hardening")),
+        (supervisor, PathBuf::from("/bh/target/debug/deps/supervisor")),
     ];
     // Not `bulkhead-standalone` (what `bh standalone` runs): no test in the VM runs
     // single-host mode, and the VM's memory holds every file of its initramfs.
-    // `bh-squat` plays the local attacker of the hardening tests.
-    for b in ["bh", "bulkhead-broker", "bulkhead-agent", "bh-squat"] {
+    // `bh-squat` plays the local attacker of the hardening tests, `bh-peek` a user
+    // knocking at a job's supervisor.
+    for b in [
+        "bh",
+        "bulkhead-broker",
+        "bulkhead-agent",
+        "bulkhead-stepd",
+        "bh-squat",
+        "bh-peek",
+    ] {
         bins.push((
             target.join(b),
             PathBuf::from(format!("/bh/target/debug/{b}")),
