@@ -17,8 +17,10 @@ pub const BINARY: &str = "bulkhead-standalone";
 pub enum StandaloneError {
     #[error(
         "bh standalone runs the `{BINARY}` binary, which is neither beside bh{} nor on PATH: \
-         build it with `cargo build --release -p bulkhead-standalone` (it lands beside \
-         target/release/bh), or install it on PATH (`cargo install --path standalone`)",
+         build it with `cargo build --release -p bulkhead-standalone -p bulkhead-agent` (they \
+         land beside target/release/bh; the agent's package brings the jobs' supervisor, \
+         bulkhead-stepd), or install both on PATH (`cargo install --path standalone` and \
+         `cargo install --path node-agent`)",
         beside.as_ref().map(|d| format!(" (in {})", d.display())).unwrap_or_default()
     )]
     Missing { beside: Option<PathBuf> },

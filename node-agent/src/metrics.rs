@@ -20,6 +20,31 @@ pub struct SamplerStats {
     pub cpu_ns: AtomicU64,
 }
 
+/// What the jobs' supervisors cost, as each reports it when its job ends.
+#[derive(Debug, Default)]
+pub struct SupervisorStats {
+    pub jobs: AtomicU64,
+    /// The supervisors' own CPU time (not their jobs'), microseconds.
+    pub cpu_us: AtomicU64,
+    /// The largest resident memory a supervisor reached, KiB.
+    pub max_rss_kib: AtomicU64,
+}
+
+/// The agent's tally of its supervisors' costs (one per agent process).
+pub static SUPERVISORS: SupervisorStats = SupervisorStats {
+    jobs: AtomicU64::new(0),
+    cpu_us: AtomicU64::new(0),
+    max_rss_kib: AtomicU64::new(0),
+};
+
+impl SupervisorStats {
+    pub fn record(&self, s: &crate::step::StepStats) {
+        self.jobs.fetch_add(1, Ordering::Relaxed);
+        self.cpu_us.fetch_add(s.cpu_us, Ordering::Relaxed);
+        self.max_rss_kib.fetch_max(s.max_rss_kib, Ordering::Relaxed);
+    }
+}
+
 /// CPU time of the calling thread, nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
@@ -96,6 +121,28 @@ pub fn encode(
     let cost = Counter::<f64, AtomicU64>::default();
     cost.inc_by(stats.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9);
     reg.register("sample_cpu_seconds", "CPU time spent sampling", cost);
+    let sup = &SUPERVISORS;
+    let jobs = Counter::<u64>::default();
+    jobs.inc_by(sup.jobs.load(Ordering::Relaxed));
+    reg.register(
+        "supervised_jobs",
+        "Jobs whose supervisor reported its end to this agent",
+        jobs,
+    );
+    let cpu = Counter::<f64, AtomicU64>::default();
+    cpu.inc_by(sup.cpu_us.load(Ordering::Relaxed) as f64 / 1e6);
+    reg.register(
+        "supervisor_cpu_seconds",
+        "CPU time the jobs' supervisors spent themselves (not their jobs)",
+        cpu,
+    );
+    let rss = Gauge::<i64>::default();
+    rss.set((sup.max_rss_kib.load(Ordering::Relaxed) << 10) as i64);
+    reg.register(
+        "supervisor_max_rss_bytes",
+        "The largest resident memory a job's supervisor reached",
+        rss,
+    );
     let mut out = String::new();
     if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &reg) {
         tracing::error!(error = %e, "cannot encode the metrics");

@@ -78,8 +78,45 @@ pub enum FromStep {
     },
     /// The batch script exited and processes of the job remain: being killed.
     Completing,
-    /// The end, already in the `end` file; the supervisor exits after sending it.
-    Ended(Box<JobEnd>),
+    /// The end, already in the `end` file, and what the supervisor cost; it exits
+    /// after sending it.
+    Ended(Box<JobEnd>, StepStats),
+}
+
+/// A supervisor's own cost, for the agent's metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepStats {
+    /// User and system CPU time of the supervisor itself (not its job), µs.
+    pub cpu_us: u64,
+    /// Its peak resident memory, KiB.
+    pub max_rss_kib: u64,
+}
+
+impl StepStats {
+    /// The calling process's own (RUSAGE_SELF).
+    pub fn of_self() -> StepStats {
+        // SAFETY: getrusage writes a rusage; zeroed is a valid one.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; RUSAGE_SELF needs nothing else.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+            return StepStats::default();
+        }
+        let us = |t: libc::timeval| (t.tv_sec.max(0) as u64) * 1_000_000 + t.tv_usec.max(0) as u64;
+        // Not ru_maxrss: exec carries over the peak of the memory it replaced (the
+        // agent's, whose child the supervisor was); VmHWM is this image's own peak.
+        let hwm = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0);
+        StepStats {
+            cpu_us: us(ru.ru_utime) + us(ru.ru_stime),
+            max_rss_kib: hwm,
+        }
+    }
 }
 
 /// From the agent to the supervisor.

@@ -426,7 +426,7 @@ impl Supervisor {
         step::write_record(&self.dir.join(step::END_FILE), &end)
             .map_err(|e| format!("cannot record the job's end: {e}"))?;
         let _ = std::fs::remove_file(self.dir.join(step::SOCK_FILE));
-        self.send(&FromStep::Ended(Box::new(end)));
+        self.send(&FromStep::Ended(Box::new(end), step::StepStats::of_self()));
         Ok(())
     }
 }

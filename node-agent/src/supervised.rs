@@ -413,7 +413,8 @@ pub(crate) async fn follow(
                     Some(FromStep::Completing) => {
                         let _ = ctx.events.send(JobEvent::Completing { job }).await;
                     }
-                    Some(FromStep::Ended(e)) => {
+                    Some(FromStep::Ended(e, stats)) => {
+                        crate::metrics::SUPERVISORS.record(&stats);
                         end = Some(*e);
                         break;
                     }

@@ -531,6 +531,9 @@ fn gpu_devices_are_denied_reported_and_stay_denied_when_the_agent_is_killed() {
         while [ ! -e again ]; do sleep 0.1; done\n\
         try\n\
         echo done > tried\n\
+        while [ ! -e third ]; do sleep 0.1; done\n\
+        try\n\
+        echo done > tried3\n\
         sleep 300\n";
     let job = c.submit(Some(&u), &wd, &[], script).expect("submit");
     wait_for(t(), || wd.join("ready").exists()).expect("job ran");
@@ -572,6 +575,29 @@ fn gpu_devices_are_denied_reported_and_stay_denied_when_the_agent_is_killed() {
     c.wait_node_up().expect("node back");
     wait_for(t(), || c.agent_log().contains("device filter in force")).expect("filter set up");
     assert!(c.agent_log().contains("adopted=true"), "{}", c.agent_log());
+    // The job ran on under its supervisor and is taken back: it is still denied,
+    // and its denials are reported again.
+    wait_for(t(), || {
+        c.agent_log()
+            .contains("all jobs of the earlier run are taken back")
+    })
+    .expect("the job taken back");
+    let reported = |c: &Cluster| -> u64 {
+        c.show(job)
+            .map(|j| j.denials.iter().map(|d| d.count).sum())
+            .unwrap_or(0)
+    };
+    let before = reported(&c);
+    std::fs::write(wd.join("third"), "").expect("signal the job");
+    wait_for(t(), || wd.join("tried3").exists()).expect("job tried a third time");
+    let tries = std::fs::read_to_string(wd.join("tries")).expect("tries");
+    assert_eq!(
+        tries.matches("Operation not permitted").count(),
+        3,
+        "{tries}"
+    );
+    wait_for(t(), || reported(&c) > before).expect("the third denial is reported");
+    assert_eq!(c.show(job).expect("show").state, JobState::Running);
 }
 
 #[test]

@@ -96,7 +96,8 @@ enum Bench {
         #[arg(long, default_value_t = 2000)]
         jobs: u32,
     },
-    /// Submit N trivial jobs and measure submissions/s, jobs/s end to end and submit→start latency.
+    /// Submit N trivial jobs and measure submissions/s, jobs/s end to end and submit→start
+    /// latency; then what the jobs' supervisors cost and an agent restart beside 200 jobs.
     E2e {
         #[arg(long, default_value_t = 2000)]
         jobs: u32,
@@ -520,6 +521,12 @@ fn main() -> Result<()> {
                 "bulkhead-tests",
                 "bench-e2e",
                 &[("--jobs", jobs), ("--nodes", nodes), ("--cpus", cpus)],
+            )?;
+            // What the jobs' supervisors cost, and an agent's restart beside 200 jobs.
+            bench(
+                "bulkhead-tests",
+                "bench-supervisor",
+                &[("--jobs", jobs.min(1000))],
             )
         }
     }

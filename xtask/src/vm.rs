@@ -184,7 +184,10 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
             PathBuf::from("/bh/target/debug/deps/device_filter"),
         ),
         (hardening, PathBuf::from("/bh/target/debug/deps/hardening")),
-        (supervisor, PathBuf::from("/bh/target/debug/deps/supervisor")),
+        (
+            supervisor,
+            PathBuf::from("/bh/target/debug/deps/supervisor"),
+        ),
     ];
     // Not `bulkhead-standalone` (what `bh standalone` runs): no test in the VM runs
     // single-host mode, and the VM's memory holds every file of its initramfs.
