@@ -513,7 +513,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     };
     tracing::info!(node = %agent.cfg.name, broker = %agent.cfg.broker, cpus, mem_mb, "agent starting");
     agent.take_back(found);
-    let fx = agent.core.start(Now::read());
+    let fx = agent.core.start(shell::now());
     agent.apply(fx);
 
     let mut scrape_rx = None;

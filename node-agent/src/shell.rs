@@ -22,6 +22,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 
+/// The clocks as they are now: the core reads none.
+pub(crate) fn now() -> Now {
+    Now {
+        at: Instant::now(),
+        wall_us: bulkhead_proto::time::now_us(),
+    }
+}
+
 /// What the shell holds of a running job: its task's kill channel, and what it
 /// samples (the job's cgroups and GPUs, once it started).
 pub(crate) struct Running {
@@ -168,14 +176,14 @@ impl Agent {
             })
             .collect();
         self.found = found.into_iter().map(|f| (f.rec.job, f)).collect();
-        let fx = self.core.take_back(adopted, Now::read());
+        let fx = self.core.take_back(adopted, now());
         self.apply(fx);
         self.found.clear();
     }
 
     /// The clock: the core's heartbeats, resends, reports and registrations.
     pub fn tick(&mut self) {
-        let fx = self.core.tick(Now::read());
+        let fx = self.core.tick(now());
         if self.core.is_registered() {
             self.unanswered = Unanswered::default();
         } else if fx.iter().any(|e| matches!(e, Effect::Register(_))) {
@@ -284,7 +292,7 @@ impl Agent {
                 return;
             }
         };
-        let fx = self.core.on_broker(msg, Now::read());
+        let fx = self.core.on_broker(msg, now());
         self.apply(fx);
     }
 
@@ -311,7 +319,7 @@ impl Agent {
                 JobFact::Ended(Box::new(end))
             }
         };
-        let fx = self.core.on_job(fact, Now::read());
+        let fx = self.core.on_job(fact, now());
         self.apply(fx);
     }
 

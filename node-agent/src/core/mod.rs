@@ -39,16 +39,6 @@ pub struct Now {
     pub wall_us: u64,
 }
 
-impl Now {
-    /// The clocks as they are now (for the shell).
-    pub fn read() -> Now {
-        Now {
-            at: Instant::now(),
-            wall_us: bulkhead_proto::time::now_us(),
-        }
-    }
-}
-
 /// The node as the core offers it.
 #[derive(Debug, Clone)]
 pub struct CoreConfig {
