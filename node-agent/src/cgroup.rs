@@ -512,6 +512,16 @@ pub struct JobCgroup {
 }
 
 impl JobCgroup {
+    /// A job cgroup at `dir` of a v2 tree without controllers: the temp-dir trees of
+    /// the agent's tests.
+    #[cfg(test)]
+    pub(crate) fn v2_at(dir: PathBuf) -> JobCgroup {
+        JobCgroup {
+            v2: Some((dir, Vec::new())),
+            v1: BTreeMap::new(),
+        }
+    }
+
     fn setup(&self, l: &Limits) -> Result<(), CgroupError> {
         if let Some((d, ctrls)) = &self.v2 {
             mkdir(d)?;

@@ -8,9 +8,11 @@
 //! supervisor that is gone without recording an end has its job's cgroup killed here,
 //! and the job ends FAILED with that reason.
 
-use crate::cgroup::{AgentTree, JobCgroup, Limits};
-use crate::step::{self, FromStep, StepSpec, ToStep};
-use crate::{IsolationState, JobEvent, SharedGpus, gpu, launch};
+use crate::cgroup::{CgroupError, JobCgroup, Limits};
+use crate::launch::LaunchError;
+use crate::ports::{CgroupPort, DeviceGate, GateError, Launcher, LauncherError};
+use crate::step::{self, FromStep, StepError, StepSpec, ToStep};
+use crate::{JobEvent, SharedGpus, gpu, launch};
 use bulkhead_proto::job::{JobEnd, LaunchSpec};
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, JobState};
@@ -26,44 +28,80 @@ pub(crate) type KillRequest = Option<(JobState, Option<Duration>)>;
 /// What every job's task needs of the agent.
 #[derive(Clone)]
 pub(crate) struct JobCtx {
-    pub tree: Arc<AgentTree>,
+    pub cgroups: Arc<dyn CgroupPort>,
     pub run_dir: PathBuf,
     pub spool_dir: PathBuf,
-    pub stepd: PathBuf,
+    pub launcher: Arc<dyn Launcher>,
     pub node: String,
     pub kill_wait: Duration,
     pub pids_max: u64,
     pub events: mpsc::Sender<JobEvent>,
-    pub isolation: IsolationState,
+    pub gate: Arc<dyn DeviceGate>,
     pub gpus: SharedGpus,
     pub deny_env: Arc<[String]>,
+}
+
+/// What failed in a launch: the job's end record carries it as its reason.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LaunchCause {
+    /// The job's user cannot be looked up here.
+    #[error(transparent)]
+    User(LaunchError),
+    #[error("GPU backend lock poisoned")]
+    GpuLock,
+    #[error("the job was granted GPUs but this node has none")]
+    NoGpus,
+    #[error("cannot set up the job's GPUs: {0}")]
+    Gpus(#[source] gpu::GpuError),
+    #[error("cannot set up the job's cgroup: {0}")]
+    Cgroup(#[source] CgroupError),
+    #[error(transparent)]
+    Gate(#[from] GateError),
+    #[error("the node's run directory {}: {source}", dir.display())]
+    RunDir {
+        dir: PathBuf,
+        #[source]
+        source: LaunchError,
+    },
+    #[error("cannot create {}: {source}", path.display())]
+    JobDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Record(#[from] StepError),
+    #[error(transparent)]
+    Launcher(#[from] LauncherError),
+    #[error("launch task failed: {0}")]
+    Task(String),
 }
 
 /// Why a launch failed, and whose fault it was.
 #[derive(Debug)]
 pub(crate) struct LaunchFailure {
-    reason: String,
+    pub cause: LaunchCause,
     /// The GPU whose slice could not be made: out of service, the job requeued.
-    gpu_fault: Option<u32>,
+    pub gpu_fault: Option<u32>,
     /// The node cannot run jobs (cgroups, device filter, run directory, supervisor):
     /// drained, the job requeued. Otherwise the job itself is at fault (its user,
     /// directory, files).
-    node_fault: bool,
+    pub node_fault: bool,
 }
 
 impl LaunchFailure {
-    fn job(reason: impl Into<String>) -> Self {
+    fn job(cause: LaunchCause) -> Self {
         LaunchFailure {
-            reason: reason.into(),
+            cause,
             gpu_fault: None,
             node_fault: false,
         }
     }
 
-    fn node(reason: impl Into<String>) -> Self {
+    fn node(cause: impl Into<LaunchCause>) -> Self {
         LaunchFailure {
             node_fault: true,
-            ..Self::job(reason)
+            ..Self::job(cause.into())
         }
     }
 }
@@ -77,11 +115,9 @@ impl JobCtx {
         let mut g = self
             .gpus
             .lock()
-            .map_err(|_| LaunchFailure::node("GPU backend lock poisoned"))?;
+            .map_err(|_| LaunchFailure::node(LaunchCause::GpuLock))?;
         let Some(backend) = g.as_mut() else {
-            return Err(LaunchFailure::node(
-                "the job was granted GPUs but this node has none",
-            ));
+            return Err(LaunchFailure::node(LaunchCause::NoGpus));
         };
         let mut got = gpu::acquire(backend.as_mut(), &spec.gpus, spec.job.0);
         if got.as_ref().is_ok_and(|g| !g.created.is_empty()) {
@@ -118,7 +154,7 @@ impl JobCtx {
             };
             LaunchFailure {
                 gpu_fault: fault,
-                ..LaunchFailure::job(format!("cannot set up the job's GPUs: {e}"))
+                ..LaunchFailure::job(LaunchCause::Gpus(e))
             }
         })
     }
@@ -154,28 +190,30 @@ impl JobCtx {
     /// Everything a job holds on the node goes back: its device grant, its GPUs (the
     /// slices made for it), its script.
     fn release(&self, rec: &StepSpec, pid: Option<u32>) {
-        self.isolation.release(rec.cgroup_id);
+        self.gate.revoke(rec.cgroup_id);
         self.release_gpus(rec.job, &rec.gpus, pid);
         let _ = std::fs::remove_file(&rec.exec.script);
     }
 }
 
 /// A job made ready to run: recorded in the spool, its supervisor started.
-struct Started {
-    rec: StepSpec,
-    child: launch::JobProcess,
-    link: std::os::unix::net::UnixStream,
+#[derive(Debug)]
+pub(crate) struct Started {
+    pub rec: StepSpec,
+    pub supervisor: crate::ports::Supervisor,
 }
 
 /// Prepares the job and starts its supervisor (blocking: cgroup files, NVML, fork).
-fn prepare(
+/// On failure nothing of the job is left: its slices, cgroup, device grant, script
+/// and spool directory go again.
+pub(crate) fn prepare(
     ctx: &JobCtx,
     spec: &LaunchSpec,
     cpu_ids: &[u32],
     start_us: u64,
 ) -> Result<Started, LaunchFailure> {
-    let user =
-        launch::lookup_user(spec.uid, spec.gid).map_err(|e| LaunchFailure::job(e.to_string()))?;
+    let user = launch::lookup_user(spec.uid, spec.gid)
+        .map_err(|e| LaunchFailure::job(LaunchCause::User(e)))?;
     let gpus = ctx.acquire_gpus(spec)?;
     let limits = Limits {
         cpu_ids: cpu_ids.to_vec(),
@@ -183,36 +221,34 @@ fn prepare(
         pids_max: ctx.pids_max,
     };
     let undo_gpus = |gpus: &gpu::JobGpus| ctx.release_gpus(spec.job, gpus, None);
-    let cg = match ctx.tree.create_job(spec.job.0, &limits) {
+    let cg = match ctx.cgroups.create_job(spec.job, &limits) {
         Ok(cg) => cg,
         Err(e) => {
             undo_gpus(&gpus);
-            return Err(LaunchFailure::node(format!(
-                "cannot set up the job's cgroup: {e}"
-            )));
+            return Err(LaunchFailure::node(LaunchCause::Cgroup(e)));
         }
     };
-    let cgroup_id = match ctx.isolation.admit(spec, &gpus, &cg) {
+    let cgroup_id = match ctx.gate.grant(spec.job, &gpus, &cg) {
         Ok(id) => id,
         Err(e) => {
-            let _ = cg.remove(Duration::from_millis(500));
+            let _ = ctx.cgroups.remove(&cg, Duration::from_millis(500));
             undo_gpus(&gpus);
             return Err(LaunchFailure::node(e));
         }
     };
-    let undo = |why: String| {
-        ctx.isolation.release(cgroup_id);
-        let _ = cg.remove(Duration::from_millis(500));
+    let undo = |why: LaunchCause| {
+        ctx.gate.revoke(cgroup_id);
+        let _ = ctx.cgroups.remove(&cg, Duration::from_millis(500));
         undo_gpus(&gpus);
         Err(LaunchFailure::node(why))
     };
     let script = match launch::write_script(&ctx.run_dir, spec, &user) {
         Ok(s) => s,
-        Err(e) => {
-            return undo(format!(
-                "the node's run directory {}: {e}",
-                ctx.run_dir.display()
-            ));
+        Err(source) => {
+            return undo(LaunchCause::RunDir {
+                dir: ctx.run_dir.clone(),
+                source,
+            });
         }
     };
     let (stdout, stderr) = launch::output_paths(spec, &user.name);
@@ -249,23 +285,15 @@ fn prepare(
         // A directory left by an earlier run of this job (requeued to this node) is
         // over: its end is in the journal.
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        step::write_record(&dir.join(step::SPEC_FILE), &rec).map_err(|e| e.to_string())?;
-        let (mine, theirs) = std::os::unix::net::UnixStream::pair()
-            .map_err(|e| format!("cannot make the supervisor's socket pair: {e}"))?;
-        let child = launch::spawn_supervisor(&ctx.stepd, &dir, std::os::fd::AsFd::as_fd(&theirs))
-            .map_err(|e| {
-            format!(
-                "{} ({}): {e}",
-                "cannot start the job's supervisor",
-                ctx.stepd.display()
-            )
+        std::fs::create_dir_all(&dir).map_err(|source| LaunchCause::JobDir {
+            path: dir.clone(),
+            source,
         })?;
-        Ok::<_, String>((mine, child))
+        step::write_record(&dir.join(step::SPEC_FILE), &rec)?;
+        Ok::<_, LaunchCause>(ctx.launcher.start(&dir)?)
     })();
     match started {
-        Ok((link, child)) => Ok(Started { rec, child, link }),
+        Ok(supervisor) => Ok(Started { rec, supervisor }),
         Err(why) => {
             let _ = std::fs::remove_dir_all(&dir);
             let _ = std::fs::remove_file(&script);
@@ -287,20 +315,19 @@ pub(crate) async fn run_job(
         let (ctx, spec, cpu_ids) = (ctx.clone(), spec.clone(), cpu_ids.clone());
         tokio::task::spawn_blocking(move || prepare(&ctx, &spec, &cpu_ids, start_us)).await
     };
-    match prepared.unwrap_or_else(|e| Err(LaunchFailure::node(format!("launch task failed: {e}"))))
-    {
+    match prepared.unwrap_or_else(|e| Err(LaunchFailure::node(LaunchCause::Task(e.to_string())))) {
         Ok(s) => {
-            let link = match tokio_link(s.link) {
+            let link = match tokio_link(s.supervisor.link) {
                 Ok(l) => Some(l),
                 Err(e) => {
                     tracing::error!(%job, error = %e, "cannot follow the job's supervisor");
                     None
                 }
             };
-            follow(ctx, s.rec, link, Some(s.child), kill).await;
+            follow(ctx, s.rec, link, s.supervisor.child, kill).await;
         }
         Err(f) => {
-            tracing::warn!(%job, reason = %f.reason, node_fault = f.node_fault, "launch failed");
+            tracing::warn!(%job, reason = %f.cause, node_fault = f.node_fault, "launch failed");
             let end = JobEnd {
                 job,
                 state: JobState::Failed,
@@ -308,7 +335,7 @@ pub(crate) async fn run_job(
                 signal: None,
                 start_time_us: start_us,
                 end_time_us: now_us(),
-                reason: Some(format!("launch failed on node {}: {}", ctx.node, f.reason)),
+                reason: Some(format!("launch failed on node {}: {}", ctx.node, f.cause)),
                 gpu_fault: f.gpu_fault,
                 node_fault: f.node_fault,
                 usage: None,
@@ -444,7 +471,7 @@ pub(crate) async fn follow(
         let end = tokio::task::spawn_blocking(move || {
             let end = match end {
                 Some(e) => e,
-                None => collect_end(&ctx2.node, &rec2, &dir2, started),
+                None => collect_end(ctx2.cgroups.as_ref(), &ctx2.node, &rec2, &dir2, started),
             };
             ctx2.release(&rec2, pid);
             end
@@ -463,7 +490,13 @@ pub(crate) async fn follow(
 
 /// The end the supervisor recorded; or, when it is gone without one, the job's
 /// cgroup killed (nothing of the job runs on unsupervised) and the job FAILED.
-fn collect_end(node: &str, rec: &StepSpec, dir: &Path, started: bool) -> JobEnd {
+fn collect_end(
+    cgroups: &dyn CgroupPort,
+    node: &str,
+    rec: &StepSpec,
+    dir: &Path,
+    started: bool,
+) -> JobEnd {
     let end_file = dir.join(step::END_FILE);
     match step::read_record::<JobEnd>(&end_file) {
         Ok(e) if e.job == rec.job => return e,
@@ -475,9 +508,9 @@ fn collect_end(node: &str, rec: &StepSpec, dir: &Path, started: bool) -> JobEnd 
         Err(e) => tracing::error!(job = %rec.job, error = %e, "the job's end record is unreadable"),
     }
     let cg: &JobCgroup = &rec.cgroup;
-    let killed = cg.kill();
-    let usage = cg.usage();
-    if let Err(e) = cg.remove(Duration::from_secs(5)) {
+    let killed = cgroups.kill(cg);
+    let usage = cgroups.usage(cg);
+    if let Err(e) = cgroups.remove(cg, Duration::from_secs(5)) {
         tracing::warn!(job = %rec.job, error = %e, "cannot remove the job's cgroup");
     }
     if let Err(e) = killed {
@@ -514,7 +547,7 @@ pub(crate) struct Found {
 
 /// The jobs an earlier run of the agent left in the spool. A record that cannot be
 /// read is reported and set aside (renamed `<id>.corrupt`), never a reason to stop.
-pub(crate) fn find_jobs(spool: &Path) -> Vec<Found> {
+pub(crate) fn find_jobs(spool: &Path, launcher: &dyn Launcher) -> Vec<Found> {
     let dir = step::jobs_dir(spool);
     let Ok(rd) = std::fs::read_dir(&dir) else {
         return Vec::new();
@@ -537,12 +570,7 @@ pub(crate) fn find_jobs(spool: &Path) -> Vec<Found> {
                 continue;
             }
         };
-        let link = std::os::unix::net::UnixStream::connect(path.join(step::SOCK_FILE))
-            .ok()
-            .and_then(|s| {
-                let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
-                tokio_link(s).ok()
-            });
+        let link = launcher.connect(&path).and_then(|s| tokio_link(s).ok());
         found.push(Found { rec, link });
     }
     found.sort_by_key(|f| f.rec.job);

@@ -1,0 +1,609 @@
+//! The agent's decisions, as a pure core (shaped like the broker's): [`AgentCore`]
+//! holds the node's state (its running jobs and their CPUs, the ends the broker has
+//! not acknowledged and when each was last sent, the registration and its heartbeats,
+//! the device denials not yet reported) and turns each input into [`Effect`]s for the
+//! shell to carry out, in order.
+//!
+//! Inputs: a message from the broker ([`AgentCore::on_broker`]), a fact about a job
+//! from its supervisor's task ([`AgentCore::on_job`]), device denials
+//! ([`AgentCore::on_denials`]), the jobs an earlier run left
+//! ([`AgentCore::take_back`]), the clock ([`AgentCore::tick`]) and the agent's stop
+//! ([`AgentCore::end_all`]). Effects: messages to the broker, a registration to
+//! credential and send, journal operations, and job commands (start, follow, kill).
+//!
+//! The core holds no socket, file, thread or clock: time comes in as [`Now`]. What it
+//! decides is unit-tested in `tests/` without root; the shell (`crate::run`) does the
+//! start-up and a loop that feeds the core and carries out its effects.
+
+mod admission;
+mod ends;
+#[cfg(test)]
+mod tests;
+
+pub use admission::ROOT_REFUSED;
+pub use ends::RESEND_AFTER;
+
+use crate::devpolicy;
+use bulkhead_proto::acct::JobUsage;
+use bulkhead_proto::job::{DeviceDenial, GpuInfo, JobEnd, LaunchSpec};
+use bulkhead_proto::msg::{AgentMessage, BrokerMessage, Registration};
+use bulkhead_proto::{JobId, JobState};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+/// The time an input happens at: monotonic for the agent's own intervals, the wall
+/// clock for what it tells the broker and for the launches' validity.
+#[derive(Debug, Clone, Copy)]
+pub struct Now {
+    pub at: Instant,
+    pub wall_us: u64,
+}
+
+/// The node as the core offers it.
+#[derive(Debug, Clone)]
+pub struct CoreConfig {
+    pub node: String,
+    /// CPUs and memory registered.
+    pub cpus: u32,
+    pub mem_mb: u64,
+    /// The host CPUs jobs are placed on.
+    pub host_cpus: Vec<u32>,
+    pub allow_root_jobs: bool,
+    /// What the node enforces, for the registration.
+    pub enforced: Vec<String>,
+}
+
+/// A journal operation, carried out by the shell before the effects after it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JournalOp {
+    /// A signed launch accepted, valid until `until_us`.
+    Launched { job: JobId, until_us: u64 },
+    /// A job's end, kept until acknowledged.
+    End(Box<JobEnd>),
+    /// The broker stored the end.
+    Ack(JobId),
+}
+
+/// What one input made the core decide, in the order to carry it out.
+// A message is the common effect and lives only until the shell sends it: boxing it
+// would cost an allocation per message and patterns of the tests' exact counts.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, PartialEq)]
+pub enum Effect {
+    Send(AgentMessage),
+    /// A registration to send once the shell has added a MUNGE credential and the GPU
+    /// inventory (which take time, off the event loop).
+    Register(Box<Registration>),
+    Journal(JournalOp),
+    /// The job's end is journaled: its spool directory can go.
+    RemoveJobDir(JobId),
+    /// Prepare the job and start its supervisor, on these host CPUs.
+    Start {
+        spec: Box<LaunchSpec>,
+        cpu_ids: Vec<u32>,
+    },
+    /// Follow a job an earlier run of the agent left (see [`AgentCore::take_back`]).
+    Follow(JobId),
+    /// Pass a kill to the job's supervisor: end in `state`, after `grace` (the node's
+    /// own when `None`).
+    Kill {
+        job: JobId,
+        state: JobState,
+        grace: Option<Duration>,
+    },
+}
+
+/// A fact about a job, from the task that follows its supervisor.
+#[derive(Debug, Clone)]
+pub enum JobFact {
+    Started {
+        job: JobId,
+        pid: u32,
+        start_us: u64,
+    },
+    /// The batch script exited and the job's last processes are being killed.
+    Completing {
+        job: JobId,
+    },
+    Ended(Box<JobEnd>),
+    /// Readings of running jobs, from a sampling round.
+    Sampled(Vec<(JobId, JobUsage)>),
+    /// MIG instances were created or destroyed: the node's GPUs now.
+    Gpus(Vec<GpuInfo>),
+}
+
+/// A job an earlier run of the agent left, as its spool record says.
+#[derive(Debug, Clone)]
+pub struct Adopted {
+    pub job: JobId,
+    pub uid: u32,
+    pub cpu_ids: Vec<u32>,
+    /// Its supervisor still runs (it says hello); otherwise its end is collected.
+    pub supervised: bool,
+}
+
+/// A device access the filter denied, with the job it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Denial {
+    pub job: JobId,
+    pub dev_type: u32,
+    pub major: u32,
+    pub minor: u32,
+    pub access: u32,
+    pub pid: u32,
+}
+
+/// At most this many kinds of denial go in one report.
+pub const MAX_DENIALS_PER_REPORT: usize = 256;
+/// A broker's challenge makes the agent register at most once per this.
+pub const CHALLENGE_EVERY: Duration = Duration::from_secs(1);
+/// An unregistered agent registers again after this.
+pub const REGISTER_RETRY: Duration = Duration::from_secs(3);
+/// Heartbeats until the broker says its interval.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(2000);
+
+/// A running job as the core keeps it.
+#[derive(Debug, Clone)]
+pub(crate) struct Job {
+    uid: u32,
+    cpu_ids: Vec<u32>,
+    /// The usage so far (over the samples).
+    usage: JobUsage,
+}
+
+/// The agent's state and decisions.
+#[derive(Debug)]
+pub struct AgentCore {
+    cfg: CoreConfig,
+    /// The broker's launch verifying key: only launches it signed for this node run.
+    verifier: Option<bulkhead_net::sign::LaunchVerifier>,
+    jobs: BTreeMap<JobId, Job>,
+    cpu_load: BTreeMap<u32, u32>,
+    ends: ends::Ends,
+    registered: bool,
+    last_register: Option<Instant>,
+    heartbeat: Duration,
+    last_beat: Instant,
+    /// The broker's challenge the last registration answered: sealed messages must be
+    /// of that registration, numbered above `last_seq`.
+    challenge: Vec<u8>,
+    last_seq: u64,
+    /// When a challenge last made this agent register (each registration costs a
+    /// MUNGE credential).
+    last_challenge: Option<Instant>,
+    /// Launches received since the last registration, for the heartbeats.
+    launches: u64,
+    /// Jobs taken back whose supervisors have not yet said hello.
+    adopting: BTreeSet<JobId>,
+    started_at: Instant,
+    /// Denials not yet reported, with their counts.
+    denials: BTreeMap<Denial, u64>,
+}
+
+impl AgentCore {
+    /// The core at the agent's start, with the ends its journal holds. A verifier
+    /// should remember the launches the journal holds (replays stay refused).
+    pub fn new(
+        cfg: CoreConfig,
+        verifier: Option<bulkhead_net::sign::LaunchVerifier>,
+        pending: impl IntoIterator<Item = JobEnd>,
+        now: Now,
+    ) -> AgentCore {
+        AgentCore {
+            cpu_load: cfg.host_cpus.iter().map(|c| (*c, 0)).collect(),
+            cfg,
+            verifier,
+            jobs: BTreeMap::new(),
+            ends: ends::Ends::replayed(pending),
+            registered: false,
+            last_register: None,
+            heartbeat: DEFAULT_HEARTBEAT,
+            last_beat: now.at,
+            challenge: Vec::new(),
+            last_seq: 0,
+            last_challenge: None,
+            launches: 0,
+            adopting: BTreeSet::new(),
+            started_at: now.at,
+            denials: BTreeMap::new(),
+        }
+    }
+
+    pub fn is_registered(&self) -> bool {
+        self.registered
+    }
+
+    pub fn running(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.jobs.keys().copied()
+    }
+
+    pub fn has_jobs(&self) -> bool {
+        !self.jobs.is_empty()
+    }
+
+    /// Whether ends wait for the broker's acknowledgement.
+    pub fn has_pending_ends(&self) -> bool {
+        !self.ends.is_empty()
+    }
+
+    /// The running jobs' owners and usage so far, for the metrics.
+    pub fn usage(&self) -> Vec<(JobId, u32, JobUsage)> {
+        self.jobs
+            .iter()
+            .filter(|(_, j)| j.usage.samples > 0)
+            .map(|(id, j)| (*id, j.uid, j.usage.clone()))
+            .collect()
+    }
+
+    /// The load on each host CPU (jobs placed there).
+    pub fn cpu_load(&self) -> &BTreeMap<u32, u32> {
+        &self.cpu_load
+    }
+
+    /// The first registration (after the jobs of an earlier run are taken back).
+    pub fn start(&mut self, now: Now) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        self.register(now, &mut fx);
+        fx
+    }
+
+    /// A registration: the node, its running jobs, and the ends it holds, which travel
+    /// with it so that the broker applies them before it reconciles the node's jobs
+    /// (a job that ended while the broker was away is reported as it ended, not lost
+    /// with the connection). Past what one registration carries, the rest are listed
+    /// as running: their ends follow as soon as the node is registered.
+    fn register(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        self.last_register = Some(now.at);
+        self.launches = 0;
+        let mut ended = Vec::new();
+        let mut running: Vec<JobId> = self.jobs.keys().copied().collect();
+        for end in self.ends.pending() {
+            if ended.len() < bulkhead_proto::msg::MAX_ENDS_IN_REGISTRATION {
+                ended.push(end.clone());
+            } else {
+                running.push(end.job);
+            }
+        }
+        for e in &ended {
+            self.ends.mark_sent(e.job, now.at);
+        }
+        fx.push(Effect::Register(Box::new(Registration {
+            credential: vec![],
+            name: self.cfg.node.clone(),
+            cpus: self.cfg.cpus,
+            mem_mb: self.cfg.mem_mb,
+            agent_version: env!("CARGO_PKG_VERSION").to_string(),
+            running,
+            enforced: self.cfg.enforced.clone(),
+            gpus: Vec::new(),
+            gpu_backend: "none".into(),
+            challenge: self.challenge.clone(),
+            ended,
+        })));
+    }
+
+    /// The clock: heartbeats at the broker's interval, ends resent, denials reported;
+    /// unregistered, a registration every [`REGISTER_RETRY`].
+    pub fn tick(&mut self, now: Now) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        if self.registered {
+            if now.at.saturating_duration_since(self.last_beat) >= self.heartbeat {
+                self.last_beat = now.at;
+                fx.push(Effect::Send(AgentMessage::Heartbeat {
+                    running: self.jobs.keys().copied().collect(),
+                    launches: self.launches,
+                }));
+            }
+            self.ends.resend_due(now.at, &mut fx);
+            self.report_denials(&mut fx);
+        } else if self
+            .last_register
+            .is_none_or(|t| now.at.saturating_duration_since(t) > REGISTER_RETRY)
+        {
+            self.register(now, &mut fx);
+        }
+        fx
+    }
+
+    /// A message from the broker (decoded; sealed ones are opened and checked here).
+    pub fn on_broker(&mut self, msg: BrokerMessage, now: Now) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let msg = match msg {
+            BrokerMessage::Sealed(sealed) => {
+                let opened = match &self.verifier {
+                    Some(v) => v.open(&sealed),
+                    // No key to check it with (CURVE authenticates the broker, or
+                    // --insecure): what it holds.
+                    None => sealed.inner().map_err(|e| e.to_string()),
+                };
+                match opened {
+                    Ok(inner) if sealed.session == self.challenge && sealed.seq > self.last_seq => {
+                        self.last_seq = sealed.seq;
+                        inner
+                    }
+                    Ok(_) => {
+                        tracing::warn!(
+                            seq = sealed.seq,
+                            "ignored a broker message of another registration, or one played again"
+                        );
+                        return fx;
+                    }
+                    Err(why) => {
+                        tracing::warn!(reason = %why, "ignored a message not signed by the broker");
+                        return fx;
+                    }
+                }
+            }
+            BrokerMessage::Challenge { nonce } => {
+                if self
+                    .last_challenge
+                    .is_some_and(|t| now.at.saturating_duration_since(t) < CHALLENGE_EVERY)
+                {
+                    tracing::debug!("a challenge within a second of the last: ignored");
+                    return fx;
+                }
+                self.last_challenge = Some(now.at);
+                tracing::info!("the broker asks this node to register");
+                self.challenge = nonce;
+                self.last_seq = 0;
+                self.registered = false;
+                self.register(now, &mut fx);
+                return fx;
+            }
+            BrokerMessage::Error(_) => msg,
+            // Whoever answers at the broker's address may send these: with the
+            // broker's key to check, only sealed ones count.
+            other if self.verifier.is_some() => {
+                tracing::warn!(
+                    message = broker_message_kind(&other),
+                    "ignored an unsigned message from the broker's address (not the broker, or one that does not sign)"
+                );
+                return fx;
+            }
+            other => other,
+        };
+        match msg {
+            BrokerMessage::Challenge { .. } | BrokerMessage::Sealed(_) => {}
+            BrokerMessage::Registered { node, heartbeat_ms } => {
+                tracing::info!(%node, "registered with the broker");
+                self.registered = true;
+                self.heartbeat = Duration::from_millis(u64::from(heartbeat_ms.clamp(100, 60_000)));
+                self.ends.resend_due(now.at, &mut fx);
+            }
+            BrokerMessage::Reregister => {
+                tracing::info!("the broker asks this node to register again");
+                self.registered = false;
+                self.register(now, &mut fx);
+            }
+            BrokerMessage::Launch(spec) => {
+                self.launches += 1;
+                self.launch(*spec, now, &mut fx);
+            }
+            BrokerMessage::Kill {
+                job,
+                state,
+                grace_s,
+            } => {
+                if self.jobs.contains_key(&job) {
+                    tracing::info!(%job, %state, ?grace_s, "killing job");
+                    fx.push(Effect::Kill {
+                        job,
+                        state,
+                        grace: grace_s.map(|s| Duration::from_secs(u64::from(s))),
+                    });
+                } else {
+                    tracing::debug!(%job, "kill for a job not running here");
+                }
+            }
+            BrokerMessage::EndAck { job } => self.ends.ack(job, &mut fx),
+            BrokerMessage::Error(e) => {
+                tracing::error!(code = ?e.code, message = %e.message, "the broker refused a message");
+            }
+        }
+        fx
+    }
+
+    /// A fact about a job from its supervisor's task.
+    pub fn on_job(&mut self, fact: JobFact, now: Now) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        match fact {
+            JobFact::Completing { job } => {
+                tracing::info!(%job, "the job's last processes are being killed");
+                if self.registered {
+                    fx.push(Effect::Send(AgentMessage::JobCompleting { job }));
+                }
+            }
+            JobFact::Gpus(inv) => {
+                if self.registered {
+                    fx.push(Effect::Send(AgentMessage::GpuInventory(inv)));
+                }
+            }
+            JobFact::Started { job, pid, start_us } => {
+                if self.adopting.remove(&job) {
+                    if self.adopting.is_empty() {
+                        self.adopted_all(now);
+                    }
+                    // The broker knows it started: the registration lists it.
+                    return fx;
+                }
+                fx.push(Effect::Send(AgentMessage::JobStarted {
+                    job,
+                    pid,
+                    start_time_us: start_us,
+                }));
+            }
+            JobFact::Sampled(readings) => {
+                let mut batch = Vec::with_capacity(readings.len());
+                for (job, u) in readings {
+                    if let Some(r) = self.jobs.get_mut(&job) {
+                        let mut gpus = std::mem::take(&mut r.usage.gpus);
+                        crate::gpu::merge_gpu_usage(&mut gpus, &u.gpus);
+                        r.usage.merge(&u);
+                        r.usage.gpus = gpus;
+                        batch.push((job, r.usage.clone()));
+                    }
+                }
+                if self.registered && !batch.is_empty() {
+                    fx.push(Effect::Send(AgentMessage::Usage(batch)));
+                }
+            }
+            JobFact::Ended(end) => self.ended(*end, now, &mut fx),
+        }
+        fx
+    }
+
+    /// A job is over: its CPUs go back, its usage is the samples' and the last
+    /// reading's, and its end is journaled, sent and its spool directory removed.
+    fn ended(&mut self, mut end: JobEnd, now: Now, fx: &mut Vec<Effect>) {
+        if let Some(r) = self.jobs.remove(&end.job) {
+            admission::release_cpus(&mut self.cpu_load, &r.cpu_ids);
+            // The last reading (taken as the job's cgroup went) over the samples.
+            let mut total = r.usage;
+            if let Some(last) = end.usage.take() {
+                let gpus = std::mem::take(&mut total.gpus);
+                total.merge(&last);
+                total.gpus = gpus;
+            }
+            if total.samples > 0 {
+                end.usage = Some(total);
+            }
+        }
+        // Not waiting for a hello that will not come.
+        if self.adopting.remove(&end.job) && self.adopting.is_empty() {
+            self.adopted_all(now);
+        }
+        tracing::info!(job = %end.job, state = %end.state, exit = ?end.exit_code, signal = ?end.signal, "job ended");
+        let job = end.job;
+        self.ends.ended(end, now.at, fx);
+        fx.push(Effect::RemoveJobDir(job));
+    }
+
+    /// Denied device accesses: counted, the first of each kind logged; reported with
+    /// the next tick while registered.
+    pub fn on_denials(&mut self, denials: impl IntoIterator<Item = Denial>) {
+        for d in denials {
+            let n = self.denials.entry(d).or_insert(0);
+            if *n == 0 {
+                tracing::warn!(
+                    job = %d.job, pid = d.pid, device = %format!("{}:{}", d.major, d.minor),
+                    access = %devpolicy::access_str(d.access), "device access denied"
+                );
+            }
+            *n += 1;
+        }
+    }
+
+    /// Sends the denials gathered since the last report, at most
+    /// [`MAX_DENIALS_PER_REPORT`] kinds per report. Their device paths are the
+    /// shell's to fill in (it looks in /dev).
+    fn report_denials(&mut self, fx: &mut Vec<Effect>) {
+        if self.denials.is_empty() {
+            return;
+        }
+        let keys: Vec<Denial> = self
+            .denials
+            .keys()
+            .take(MAX_DENIALS_PER_REPORT)
+            .copied()
+            .collect();
+        let mut list = Vec::with_capacity(keys.len());
+        for d in keys {
+            let count = self.denials.remove(&d).unwrap_or(0);
+            list.push((
+                d.job,
+                DeviceDenial {
+                    dev_type: if d.dev_type == bulkhead_ebpf_common::DEV_BLOCK {
+                        'b'
+                    } else {
+                        'c'
+                    },
+                    major: d.major,
+                    minor: d.minor,
+                    access: devpolicy::access_str(d.access),
+                    pid: d.pid,
+                    count,
+                    path: None,
+                },
+            ));
+        }
+        fx.push(Effect::Send(AgentMessage::Denials(list)));
+    }
+
+    /// Takes back the jobs an earlier run of the agent left to their supervisors:
+    /// they are this node's running jobs again (their CPUs, kills, samples), each to
+    /// be followed; those whose supervisors are gone are collected.
+    pub fn take_back(&mut self, found: Vec<Adopted>, now: Now) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        if found.is_empty() {
+            return fx;
+        }
+        let live = found.iter().filter(|f| f.supervised).count();
+        tracing::info!(
+            jobs = found.len(),
+            supervised = live,
+            "taking back the jobs of an earlier run of the agent"
+        );
+        for f in found {
+            if self.jobs.contains_key(&f.job) {
+                continue;
+            }
+            for c in &f.cpu_ids {
+                if let Some(l) = self.cpu_load.get_mut(c) {
+                    *l += 1;
+                }
+            }
+            if f.supervised {
+                self.adopting.insert(f.job);
+            }
+            self.jobs.insert(
+                f.job,
+                Job {
+                    uid: f.uid,
+                    cpu_ids: f.cpu_ids,
+                    usage: Default::default(),
+                },
+            );
+            fx.push(Effect::Follow(f.job));
+        }
+        if self.adopting.is_empty() {
+            self.adopted_all(now);
+        }
+        fx
+    }
+
+    fn adopted_all(&self, now: Now) {
+        tracing::info!(
+            since_start_ms = now
+                .at
+                .saturating_duration_since(self.started_at)
+                .as_millis() as u64,
+            "all jobs of the earlier run are taken back"
+        );
+    }
+
+    /// The agent stops and ends its jobs (single-host mode): each is killed NODE_FAIL.
+    pub fn end_all(&self) -> Vec<Effect> {
+        self.jobs
+            .keys()
+            .map(|&job| Effect::Kill {
+                job,
+                state: JobState::NodeFail,
+                grace: None,
+            })
+            .collect()
+    }
+}
+
+/// A broker message's name, for logs.
+pub(crate) fn broker_message_kind(m: &BrokerMessage) -> &'static str {
+    match m {
+        BrokerMessage::Registered { .. } => "Registered",
+        BrokerMessage::Launch(_) => "Launch",
+        BrokerMessage::Kill { .. } => "Kill",
+        BrokerMessage::EndAck { .. } => "EndAck",
+        BrokerMessage::Reregister => "Reregister",
+        BrokerMessage::Error(_) => "Error",
+        BrokerMessage::Challenge { .. } => "Challenge",
+        BrokerMessage::Sealed(_) => "Sealed",
+    }
+}

@@ -1,0 +1,214 @@
+//! The agent's ports to the kernel: one trait per concern the launch path and the job
+//! tasks touch, each with its typed error, so that what the agent decides around them
+//! is tested without root against the fakes of [`fakes`] (a temp-dir cgroup tree, a
+//! recording device gate, a scripted launcher; the simulated GPUs are the
+//! [`crate::gpu::GpuBackend`] fake).
+//!
+//! - [`CgroupPort`]: job cgroups with their limits, killed, read, removed; the ones an
+//!   earlier run left. Real: [`AgentTree`].
+//! - [`DeviceGate`]: a job cgroup's device grant in the eBPF filter. Real:
+//!   [`IsolationState`].
+//! - [`Launcher`]: a job's supervisor started, or reached again after a restart of the
+//!   agent. Real: [`StepdLauncher`] (`bulkhead-stepd`).
+
+#[cfg(test)]
+pub(crate) mod fakes;
+
+use crate::cgroup::{AgentTree, CgroupError, JobCgroup, Limits};
+use crate::gpu::JobGpus;
+use crate::launch::{JobProcess, LaunchError};
+use crate::{IsolationState, devices, devpolicy, step};
+use bulkhead_proto::JobId;
+use bulkhead_proto::acct::JobUsage;
+use std::collections::BTreeSet;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The jobs' cgroups.
+pub trait CgroupPort: Send + Sync {
+    /// Creates the job's cgroup with its limits; nothing is left of it on error.
+    fn create_job(&self, job: JobId, limits: &Limits) -> Result<JobCgroup, CgroupError>;
+    /// Kills every process of the job.
+    fn kill(&self, cg: &JobCgroup) -> Result<(), CgroupError>;
+    /// What the job used so far.
+    fn usage(&self, cg: &JobCgroup) -> JobUsage;
+    /// Removes the job's cgroup, waiting up to `wait` for exiting members to go.
+    fn remove(&self, cg: &JobCgroup, wait: Duration) -> Result<(), CgroupError>;
+    /// Job cgroups an earlier run of the agent left.
+    fn leftovers(&self) -> Vec<JobCgroup>;
+}
+
+impl CgroupPort for AgentTree {
+    fn create_job(&self, job: JobId, limits: &Limits) -> Result<JobCgroup, CgroupError> {
+        AgentTree::create_job(self, job.0, limits)
+    }
+    fn kill(&self, cg: &JobCgroup) -> Result<(), CgroupError> {
+        cg.kill()
+    }
+    fn usage(&self, cg: &JobCgroup) -> JobUsage {
+        cg.usage()
+    }
+    fn remove(&self, cg: &JobCgroup, wait: Duration) -> Result<(), CgroupError> {
+        cg.remove(wait)
+    }
+    fn leftovers(&self) -> Vec<JobCgroup> {
+        AgentTree::leftovers(self)
+    }
+}
+
+/// Why a job cgroup gets no device grant (and so does not start).
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// Isolation is wanted but the filter could not be set up: fail closed.
+    #[error("device isolation is unavailable on this node, so the job may not start: {0}")]
+    Unavailable(Arc<str>),
+    #[error("the job has no cgroup v2 directory for the device filter")]
+    NoV2Dir,
+    #[error(transparent)]
+    Filter(#[from] devices::DeviceError),
+    #[error("device filter lock poisoned")]
+    Poisoned,
+}
+
+/// The device filter's grants to job cgroups.
+pub trait DeviceGate: Send + Sync {
+    /// Grants a new job cgroup its devices, before any process enters it; the id
+    /// the grant is kept under (`None`: no filter, nothing to grant).
+    fn grant(&self, job: JobId, gpus: &JobGpus, cg: &JobCgroup) -> Result<Option<u64>, GateError>;
+    /// Takes a job's grant back (nothing when `None`).
+    fn revoke(&self, cgroup_id: Option<u64>);
+    /// Takes back every grant but those in `keep` (an earlier run's jobs still here).
+    fn revoke_all_except(&self, keep: &BTreeSet<u64>);
+}
+
+impl DeviceGate for IsolationState {
+    fn grant(&self, job: JobId, gpus: &JobGpus, cg: &JobCgroup) -> Result<Option<u64>, GateError> {
+        if let Some(why) = &self.unavailable {
+            return Err(GateError::Unavailable(why.clone()));
+        }
+        let Some(filter) = &self.filter else {
+            return Ok(None);
+        };
+        let dir = cg.v2_dir().ok_or(GateError::NoV2Dir)?;
+        let id = devices::cgroup_id(dir)?;
+        let rules = devpolicy::job_rules(&gpus.gpu_minors, &gpus.caps, &self.proc_devices);
+        filter
+            .lock()
+            .map_err(|_| GateError::Poisoned)?
+            .grant(id, &rules)?;
+        if let Ok(mut m) = self.cgroups.lock() {
+            m.insert(id, job);
+        }
+        Ok(Some(id))
+    }
+
+    fn revoke(&self, cgroup_id: Option<u64>) {
+        let Some(id) = cgroup_id else { return };
+        if let Some(f) = &self.filter
+            && let Ok(mut f) = f.lock()
+        {
+            f.revoke(id);
+        }
+        if let Ok(mut m) = self.cgroups.lock() {
+            m.remove(&id);
+        }
+    }
+
+    fn revoke_all_except(&self, keep: &BTreeSet<u64>) {
+        if let Some(f) = &self.filter
+            && let Ok(mut f) = f.lock()
+        {
+            f.revoke_all_except(keep);
+        }
+    }
+}
+
+/// Why a job's supervisor could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum LauncherError {
+    #[error("cannot make the supervisor's socket pair: {0}")]
+    SocketPair(#[source] std::io::Error),
+    #[error("cannot start the job's supervisor ({path}): {source}")]
+    Spawn {
+        path: PathBuf,
+        #[source]
+        source: LaunchError,
+    },
+}
+
+/// A job's supervisor as its starter holds it: the agent's end of its socket, and the
+/// process itself (to reap) when this agent started it.
+#[derive(Debug)]
+pub struct Supervisor {
+    pub link: UnixStream,
+    pub child: Option<JobProcess>,
+}
+
+/// The jobs' supervisors.
+pub trait Launcher: Send + Sync {
+    /// Starts the supervisor of the job prepared in spool directory `dir`.
+    fn start(&self, dir: &Path) -> Result<Supervisor, LauncherError>;
+    /// Reaches the supervisor of the job in `dir` that an earlier run of the agent
+    /// started; `None`: it is gone.
+    fn connect(&self, dir: &Path) -> Option<UnixStream>;
+}
+
+/// `bulkhead-stepd`, started as a child of the agent in a session of its own.
+#[derive(Debug, Clone)]
+pub struct StepdLauncher {
+    pub exe: PathBuf,
+}
+
+impl Launcher for StepdLauncher {
+    fn start(&self, dir: &Path) -> Result<Supervisor, LauncherError> {
+        let (mine, theirs) = UnixStream::pair().map_err(LauncherError::SocketPair)?;
+        let child =
+            crate::launch::spawn_supervisor(&self.exe, dir, std::os::fd::AsFd::as_fd(&theirs))
+                .map_err(|source| LauncherError::Spawn {
+                    path: self.exe.clone(),
+                    source,
+                })?;
+        Ok(Supervisor {
+            link: mine,
+            child: Some(child),
+        })
+    }
+
+    fn connect(&self, dir: &Path) -> Option<UnixStream> {
+        let s = UnixStream::connect(dir.join(step::SOCK_FILE)).ok()?;
+        let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+        Some(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_real_gate_fails_closed_when_isolation_is_wanted_but_unavailable() {
+        let dir = tempfile::tempdir().expect("dir");
+        let cg = JobCgroup::v2_at(dir.path().to_path_buf());
+        let off = IsolationState::default();
+        assert_eq!(
+            off.grant(JobId(1), &JobGpus::default(), &cg)
+                .expect("no filter"),
+            None,
+            "isolation off: nothing to grant, the job starts"
+        );
+        let broken = IsolationState {
+            unavailable: Some("no bpffs".into()),
+            ..Default::default()
+        };
+        let e = broken
+            .grant(JobId(1), &JobGpus::default(), &cg)
+            .expect_err("fail closed");
+        assert!(matches!(e, GateError::Unavailable(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "device isolation is unavailable on this node, so the job may not start: no bpffs"
+        );
+    }
+}
