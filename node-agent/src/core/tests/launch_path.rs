@@ -323,7 +323,11 @@ async fn a_job_is_followed_from_its_supervisors_hello_to_the_end_it_sends() {
         },
     )
     .expect("hello");
-    step::write_frame(&mut p, &FromStep::Ended(Box::new(end.clone()))).expect("end");
+    step::write_frame(
+        &mut p,
+        &FromStep::Ended(Box::new(end.clone()), step::StepStats::default()),
+    )
+    .expect("end");
     let (seen, got) = next_end(&mut r.events).await;
     assert_eq!(seen, vec!["started"]);
     assert_eq!(got, end, "the supervisor's end, as it sent it");
