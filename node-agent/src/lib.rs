@@ -15,6 +15,7 @@ pub mod core;
 pub mod deadline;
 pub mod devices;
 pub mod devpolicy;
+pub mod fdpass;
 pub mod gpu;
 pub mod journal;
 pub mod launch;
@@ -310,17 +311,22 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             cfg.broker
         );
     }
-    for d in [&cfg.spool_dir, &cfg.run_dir] {
+    let jobs_dir = step::jobs_dir(&cfg.run_dir);
+    for d in [&cfg.spool_dir, &cfg.run_dir, &jobs_dir] {
         std::fs::create_dir_all(d).map_err(|source| AgentError::Spool {
             path: d.clone(),
             source,
         })?;
     }
     // Users execute their scripts from the run directory by exact path; they may not
-    // list it. The spool is root's alone.
+    // list it. The spool, and the jobs' records beside the scripts, are root's alone.
     {
         use std::os::unix::fs::PermissionsExt;
-        for (p, mode) in [(&cfg.run_dir, 0o711), (&cfg.spool_dir, 0o700)] {
+        for (p, mode) in [
+            (&cfg.run_dir, 0o711),
+            (&cfg.spool_dir, 0o700),
+            (&jobs_dir, 0o700),
+        ] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).map_err(
                 |source| AgentError::Spool {
                     path: p.clone(),
@@ -330,12 +336,10 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         }
     }
     let journal = Journal::open(&cfg.spool_dir.join("ends.journal"))?;
-    let launcher = Arc::new(StepdLauncher {
-        exe: stepd_path(&cfg)?,
-    });
+    let launcher = Arc::new(StepdLauncher::new(stepd_path(&cfg)?));
     // Jobs of an earlier run whose supervisors ran on (or recorded their ends) while
     // no agent was here: theirs are the cgroups, grants and slices kept below.
-    let found = supervised::find_jobs(&cfg.spool_dir, launcher.as_ref());
+    let found = supervised::find_jobs(&cfg.run_dir, launcher.as_ref());
     let own = cgroup::discover()?.allow_root(&cfg.cgroup_at_root);
     // Removed again if the agent fails before it runs (a bad option, keys that do not
     // load, a broker address that does not parse): nothing of a failed start is left.

@@ -78,7 +78,7 @@ impl Agent {
                 Effect::Register(reg) => self.register(*reg),
                 Effect::Journal(op) => self.journal(op),
                 Effect::RemoveJobDir(job) => {
-                    let dir = step::job_dir(&self.cfg.spool_dir, job);
+                    let dir = step::job_dir(&self.cfg.run_dir, job);
                     if let Err(e) = std::fs::remove_dir_all(&dir)
                         && e.kind() != std::io::ErrorKind::NotFound
                     {
@@ -152,7 +152,6 @@ impl Agent {
         supervised::JobCtx {
             cgroups: self.tree.clone(),
             run_dir: self.cfg.run_dir.clone(),
-            spool_dir: self.cfg.spool_dir.clone(),
             launcher: self.launcher.clone(),
             node: self.cfg.name.clone(),
             kill_wait: self.cfg.kill_wait,

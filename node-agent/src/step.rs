@@ -1,17 +1,22 @@
-//! What the agent and a job's supervisor (`bulkhead-stepd`) share: the job's record in
-//! the spool, the frames they exchange over the supervisor's socket, and the decision
-//! of how a job ended.
+//! What the agent and a job's supervisor (`bulkhead-stepd`) share: the job's record,
+//! the frames they exchange over the supervisor's socket, and the decision of how a
+//! job ended.
 //!
-//! Each running job has a directory `<spool>/jobs/<id>/`, root's alone (the spool is
-//! 0700), holding:
+//! Each running job has a directory `<run dir>/jobs/<id>/` (`/run/bulkhead` by
+//! default: a tmpfs that lives as long as the node is up, which is as long as jobs
+//! can; `jobs/` is root's alone, 0700), holding:
 //! - `step`: the [`StepSpec`], written by the agent before it starts the supervisor:
 //!   what to run and how (user, files, cgroups, limits), and what the agent needs to
 //!   take the job back after a restart (its CPUs, device grant, GPUs);
 //! - `sock`: the supervisor's listening socket, where a restarted agent reconnects;
-//! - `end`: the job's [`JobEnd`], written by the supervisor (durably: written, synced,
+//! - `end`: the job's [`JobEnd`], written by the supervisor (written, synced,
 //!   renamed) before it exits, and read by the agent that finds it.
 //!
-//! The agent removes the directory once the end is in its journal. Frames are a
+//! The agent removes the directory once the end is in its journal (in the spool, on
+//! disk). Keeping the per-job files on the run directory's tmpfs rather than the
+//! spool's disk spares every job the creation and deletion of four inodes on a disk
+//! file system, which cost more CPU than the rest of its supervision (ext4's inode
+//! allocator, measured); they need to outlive an agent, not the node. Frames are a
 //! little-endian `u32` length and a postcard body, at most [`MAX_FRAME`] bytes.
 
 use crate::cgroup::JobCgroup;
@@ -23,14 +28,14 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-/// A job's directory in the spool.
-pub fn job_dir(spool: &Path, job: JobId) -> PathBuf {
-    jobs_dir(spool).join(job.0.to_string())
+/// A job's directory, under the agent's run directory.
+pub fn job_dir(run_dir: &Path, job: JobId) -> PathBuf {
+    jobs_dir(run_dir).join(job.0.to_string())
 }
 
-/// Where the jobs' directories are.
-pub fn jobs_dir(spool: &Path) -> PathBuf {
-    spool.join("jobs")
+/// Where the jobs' directories are (root's alone).
+pub fn jobs_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join("jobs")
 }
 
 pub const SPEC_FILE: &str = "step";

@@ -39,24 +39,123 @@ const DRAIN_POLL: Duration = Duration::from_millis(10);
 pub fn main() -> i32 {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let [_, dir] = args.as_slice() else {
-        eprintln!("usage: bulkhead-stepd JOB_DIR (started by bulkhead-agent for each job)");
+        eprintln!(
+            "usage: bulkhead-stepd JOB_DIR | --serve (started by bulkhead-agent: one per job, or the fork server)"
+        );
         return 2;
     };
-    let dir = PathBuf::from(dir);
     // Descriptor 3 is the agent's end of the socket pair, when it started us.
     // SAFETY: fcntl on a descriptor number only queries it.
-    let agent = (unsafe { libc::fcntl(3, libc::F_GETFD) } >= 0).then(|| {
+    let link = (unsafe { libc::fcntl(3, libc::F_GETFD) } >= 0).then(|| {
         // SAFETY: descriptor 3 is open and was handed to this process to own.
         let fd = unsafe { OwnedFd::from_raw_fd(3) };
         // SAFETY: setting close-on-exec on our own descriptor (the job must not get it).
         unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
-        UnixStream::from(fd)
+        fd
     });
-    match supervise(&dir, agent) {
+    if dir == "--serve" {
+        let Some(ctl) = link else {
+            eprintln!("bulkhead-stepd --serve: no control socket (descriptor 3)");
+            return 2;
+        };
+        return serve(ctl);
+    }
+    let dir = PathBuf::from(dir);
+    run_one(&dir, link.map(UnixStream::from))
+}
+
+/// Supervises the job in `dir`; the exit status.
+fn run_one(dir: &Path, agent: Option<UnixStream>) -> i32 {
+    match supervise(dir, agent) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("bulkhead-stepd {}: {e}", dir.display());
             1
+        }
+    }
+}
+
+/// The fork server: the agent sends it each job's directory and the job's end of the
+/// socket pair (one SEQPACKET message, the descriptor passed with it); it forks a
+/// child that supervises the job. Forking this small, single-threaded process costs a
+/// fraction of starting a supervisor with exec (the loader, the C library's and the
+/// runtime's start, which query the CPU: costly in a virtual machine). It reaps the
+/// supervisors, and exits when the agent closes its end; the supervisors run on.
+fn serve(ctl: OwnedFd) -> i32 {
+    use std::os::fd::AsFd;
+    // Holds no directory of the agent's or of a job's.
+    let _ = std::env::set_current_dir("/");
+    let mut mask = SigSet::empty();
+    mask.add(Signal::SIGCHLD);
+    if let Err(e) = mask.thread_block() {
+        eprintln!("bulkhead-stepd --serve: cannot block SIGCHLD: {e}");
+        return 1;
+    }
+    let sfd = match SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("bulkhead-stepd --serve: cannot open a signalfd: {e}");
+            return 1;
+        }
+    };
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: ctl.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: sfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: `fds` is a valid array of two pollfd.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            continue;
+        }
+        if fds[1].revents != 0 {
+            while let Ok(Some(_)) = sfd.read_signal() {}
+            // SAFETY: reaping our own children, without blocking.
+            while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        }
+        if fds[0].revents == 0 {
+            continue;
+        }
+        let (dir, link) = match crate::fdpass::recv(ctl.as_fd()) {
+            Ok(Some(m)) => m,
+            // The agent is gone: so is the server; the supervisors run on.
+            Ok(None) => return 0,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                eprintln!("bulkhead-stepd --serve: ignored a malformed request: {e}");
+                continue;
+            }
+            Err(e) => {
+                eprintln!("bulkhead-stepd --serve: the agent's socket failed: {e}");
+                return 1;
+            }
+        };
+        let dir =
+            PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(dir));
+        // SAFETY: this process has one thread; the child only runs Rust code of its
+        // own and exits without returning here.
+        match unsafe { libc::fork() } {
+            0 => {
+                drop(ctl);
+                drop(sfd);
+                let code = run_one(&dir, Some(UnixStream::from(link)));
+                std::process::exit(code);
+            }
+            pid if pid < 0 => eprintln!(
+                "bulkhead-stepd --serve: cannot fork a supervisor for {}: {}",
+                dir.display(),
+                std::io::Error::last_os_error()
+            ),
+            // The job's link goes with the child; the agent sees the end of it if the
+            // child never runs.
+            _ => drop(link),
         }
     }
 }
@@ -82,6 +181,13 @@ struct Supervisor {
 fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<(), String> {
     let spec: StepSpec =
         step::read_record(&dir.join(step::SPEC_FILE)).map_err(|e| e.to_string())?;
+    // Found by its job: `ps` shows `bh-stepd ID` (forked supervisors share the fork
+    // server's command line), and its working directory is the job's record.
+    let _ = std::env::set_current_dir(dir);
+    if let Ok(name) = std::ffi::CString::new(format!("bh-stepd {}", spec.job)) {
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string (the kernel keeps 15 bytes).
+        unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0) };
+    }
     // SAFETY: plain prctl; orphans of the job are reparented to this process.
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
         return Err(format!(

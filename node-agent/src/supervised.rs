@@ -30,7 +30,6 @@ pub(crate) type KillRequest = Option<(JobState, Option<Duration>)>;
 pub(crate) struct JobCtx {
     pub cgroups: Arc<dyn CgroupPort>,
     pub run_dir: PathBuf,
-    pub spool_dir: PathBuf,
     pub launcher: Arc<dyn Launcher>,
     pub node: String,
     pub kill_wait: Duration,
@@ -280,7 +279,7 @@ pub(crate) fn prepare(
         cgroup_id,
         gpus: gpus.clone(),
     };
-    let dir = step::job_dir(&ctx.spool_dir, spec.job);
+    let dir = step::job_dir(&ctx.run_dir, spec.job);
     let started = (|| {
         // A directory left by an earlier run of this job (requeued to this node) is
         // over: its end is in the journal.
@@ -393,17 +392,27 @@ pub(crate) async fn follow(
     mut kill: watch::Receiver<KillRequest>,
 ) {
     let job = rec.job;
+    let dir = step::job_dir(&ctx.run_dir, job);
     let mut pid = None;
     let mut end: Option<JobEnd> = None;
-    let mut sent_kill = false;
-    if let Some(link) = link {
-        let (rd, mut wr) = link.into_split();
+    // The kill asked for (sent again on a new connection: the supervisor ignores a
+    // second one), and whether it went on this connection.
+    let mut asked: KillRequest = None;
+    let mut link = link;
+    // Connections lost without an end and found again; a supervisor that keeps
+    // dropping them is taken for gone.
+    let mut lost = 0u32;
+    while let Some(l) = link.take() {
+        let (rd, mut wr) = l.into_split();
         let mut frames = spawn_reader(rd);
+        let mut sent_kill = false;
         // A kill asked for before this task ran (a cancel the broker repeated to a
         // restarted agent) is sent at once.
-        let mut pending = *kill.borrow_and_update();
+        if asked.is_none() {
+            asked = *kill.borrow_and_update();
+        }
         loop {
-            if let Some((state, grace)) = pending.take()
+            if let Some((state, grace)) = asked
                 && !sent_kill
             {
                 sent_kill = true;
@@ -417,6 +426,7 @@ pub(crate) async fn follow(
             tokio::select! {
                 msg = frames.recv() => match msg {
                     Some(FromStep::Hello { pid: p, completing, .. }) => {
+                        lost = 0;
                         if pid.is_none() {
                             pid = Some(p);
                             if !rec.gpus.indices.is_empty()
@@ -447,12 +457,12 @@ pub(crate) async fn follow(
                     }
                     None => break,
                 },
-                changed = kill.changed(), if !sent_kill => {
+                changed = kill.changed(), if asked.is_none() => {
                     if changed.is_err() {
                         // The agent is stopping and leaves the job to its supervisor.
                         return;
                     }
-                    pending = *kill.borrow_and_update();
+                    asked = *kill.borrow_and_update();
                 }
                 _ = async { child.as_mut()?.wait().await.ok() }, if child.is_some() => {
                     // Reaped; its socket's end follows (or is here already).
@@ -460,11 +470,25 @@ pub(crate) async fn follow(
                 }
             }
         }
+        if end.is_some() || lost >= 3 {
+            break;
+        }
+        // The connection ended without the job's end: the supervisor died, or another
+        // of root's processes took its place (the supervisor serves the newest). A
+        // living supervisor answers at its socket.
+        lost += 1;
+        if let Some(c) = &mut child {
+            let _ = c.wait().await;
+            child = None;
+        }
+        link = ctx.launcher.connect(&dir).and_then(|s| tokio_link(s).ok());
+        if link.is_some() {
+            tracing::info!(%job, "reconnected to the job's supervisor");
+        }
     }
     if let Some(c) = &mut child {
         let _ = c.wait().await;
     }
-    let dir = step::job_dir(&ctx.spool_dir, job);
     let end = {
         let (ctx2, rec2, dir2) = (ctx.clone(), rec.clone(), dir.clone());
         let started = pid.is_some();

@@ -10,7 +10,6 @@ pub mod impostor;
 
 use anyhow::{Context, Result, bail};
 use bulkhead_proto::{JobId, JobInfo, JobState};
-use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -700,6 +699,12 @@ impl Cluster {
         self.dir.path().join(format!("spool-{}", self.node))
     }
 
+    /// Where the first node's agent keeps its running jobs' records (one directory
+    /// per job, under its run directory).
+    pub fn job_records(&self) -> PathBuf {
+        self.run_dir.path().join(&self.node).join("jobs")
+    }
+
     /// Kills the broker with SIGKILL, as a crash would.
     pub fn crash_broker(&mut self) {
         if let Some(mut b) = self.broker.take() {
@@ -888,7 +893,7 @@ impl Drop for Cluster {
                 }
             }
         }
-        stop_supervisors(self.dir.path());
+        stop_supervisors(self.run_dir.path());
         for d in self.agent_dirs() {
             if let Ok(rd) = std::fs::read_dir(&d) {
                 for e in rd.flatten() {
@@ -916,7 +921,8 @@ impl Drop for Cluster {
 }
 
 /// The PIDs of the job supervisors (`bulkhead-stepd`) of jobs under `dir` (a
-/// cluster's directory, which holds its agents' spools).
+/// cluster's run directory, which holds its agents' job records): a supervisor's
+/// working directory is its job's record.
 pub fn supervisors_under(dir: &Path) -> Vec<i32> {
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -924,14 +930,11 @@ pub fn supervisors_under(dir: &Path) -> Vec<i32> {
     rd.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
-            let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-                return false;
-            };
-            let mut args = cmd.split(|b| *b == 0);
-            let exe = args.next().unwrap_or_default();
-            let arg = args.next().unwrap_or_default();
-            exe.ends_with(b"bulkhead-stepd")
-                && Path::new(&*std::ffi::OsString::from_vec(arg.to_vec())).starts_with(dir)
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+            exe.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("bulkhead-stepd"))
+                && cwd.starts_with(dir)
         })
         .collect()
 }

@@ -13,9 +13,9 @@ fn t() -> Duration {
     scaled(30)
 }
 
-/// A job's directory in the first node's spool.
+/// A job's record directory on the first node.
 fn job_dir(c: &Cluster, job: JobId) -> PathBuf {
-    c.spool().join("jobs").join(job.to_string())
+    c.job_records().join(job.to_string())
 }
 
 /// A script that says it started, waits for `go`, then exits with `code`.
@@ -162,7 +162,7 @@ fn jobs_outlive_their_agent(sig: Signal, upgrade: bool) {
         assert!(c.job_cgroup_dirs(j).iter().all(|d| !d.exists()));
     }
     wait_for(t(), || {
-        bulkhead_tests::supervisors_under(c.dir.path()).is_empty()
+        bulkhead_tests::supervisors_under(c.run_dir.path()).is_empty()
     })
     .expect("the supervisors exit");
 }
@@ -262,7 +262,7 @@ fn a_killed_supervisor_takes_its_jobs_processes_with_it_and_the_job_fails() {
     wait_file(&wd.join("started"));
     c.wait_state(j, &[JobState::Running], t()).expect("running");
     assert_eq!(members(&c, j).len(), 3, "the script and its two sleeps");
-    let sup = bulkhead_tests::supervisors_under(c.dir.path());
+    let sup = bulkhead_tests::supervisors_under(c.run_dir.path());
     assert_eq!(sup.len(), 1, "one supervisor per job: {sup:?}");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(sup[0]), Signal::SIGKILL)
         .expect("kill the supervisor");
@@ -307,11 +307,11 @@ fn only_root_may_talk_to_a_supervisor() {
         let out = cmd.output().expect("bh-peek");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
-    // The spool is root's: the user cannot even reach the socket.
+    // The records are root's: the user cannot even reach the socket.
     assert_eq!(peek(true), format!("refused {}", libc::EACCES));
     // Opened up by a careless admin, the supervisor still checks who connects.
     let open = |p: &Path, mode| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
-    for d in [c.spool(), c.spool().join("jobs"), job_dir(&c, j)] {
+    for d in [c.job_records(), job_dir(&c, j)] {
         open(&d, 0o711).expect("chmod");
     }
     open(&sock, 0o666).expect("chmod");
@@ -343,7 +343,7 @@ fn a_corrupt_spool_record_is_reported_and_set_aside() {
     wait_file(&wd.join("a.started"));
     c.wait_state(j, &[JobState::Running], t()).expect("running");
     c.signal_agent(Signal::SIGKILL);
-    let bogus = c.spool().join("jobs").join("4242");
+    let bogus = c.job_records().join("4242");
     std::fs::create_dir_all(&bogus).expect("mkdir");
     std::fs::write(bogus.join("step"), b"BHSTEP\0\x01\xff\xff\xff garbage").expect("write");
     c.start_agent().expect("restart");
@@ -354,13 +354,7 @@ fn a_corrupt_spool_record_is_reported_and_set_aside() {
         c.agent_log()
     );
     assert!(!bogus.exists());
-    assert!(
-        c.spool()
-            .join("jobs")
-            .join("4242.corrupt")
-            .join("step")
-            .exists()
-    );
+    assert!(c.job_records().join("4242.corrupt").join("step").exists());
     // The good record was taken back all the same.
     std::fs::write(wd.join("a.go"), "").expect("go");
     let info = c

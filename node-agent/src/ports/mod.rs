@@ -9,7 +9,7 @@
 //! - [`DeviceGate`]: a job cgroup's device grant in the eBPF filter. Real:
 //!   [`IsolationState`].
 //! - [`Launcher`]: a job's supervisor started, or reached again after a restart of the
-//!   agent. Real: [`StepdLauncher`] (`bulkhead-stepd`).
+//!   agent. Real: [`StepdLauncher`] (`bulkhead-stepd`, forked by its fork server).
 
 #[cfg(test)]
 pub(crate) mod fakes;
@@ -21,9 +21,10 @@ use crate::{IsolationState, devices, devpolicy, step};
 use bulkhead_proto::JobId;
 use bulkhead_proto::acct::JobUsage;
 use std::collections::BTreeSet;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The jobs' cgroups.
@@ -136,6 +137,12 @@ pub enum LauncherError {
         #[source]
         source: LaunchError,
     },
+    #[error("cannot hand the job to the supervisors' fork server ({path} --serve): {source}")]
+    ForkServer {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A job's supervisor as its starter holds it: the agent's end of its socket, and the
@@ -155,24 +162,93 @@ pub trait Launcher: Send + Sync {
     fn connect(&self, dir: &Path) -> Option<UnixStream>;
 }
 
-/// `bulkhead-stepd`, started as a child of the agent in a session of its own.
-#[derive(Debug, Clone)]
+/// `bulkhead-stepd`: each job's supervisor is forked by one fork server
+/// (`bulkhead-stepd --serve`, a child of the agent in a session of its own), started
+/// with the first job and again whenever it is found gone.
+#[derive(Debug)]
 pub struct StepdLauncher {
     pub exe: PathBuf,
+    server: Mutex<Option<ForkServer>>,
 }
 
-impl Launcher for StepdLauncher {
-    fn start(&self, dir: &Path) -> Result<Supervisor, LauncherError> {
-        let (mine, theirs) = UnixStream::pair().map_err(LauncherError::SocketPair)?;
-        let child =
-            crate::launch::spawn_supervisor(&self.exe, dir, std::os::fd::AsFd::as_fd(&theirs))
+/// The fork server as the agent holds it: its control socket and the process.
+#[derive(Debug)]
+struct ForkServer {
+    ctl: OwnedFd,
+    process: JobProcess,
+}
+
+impl StepdLauncher {
+    pub fn new(exe: PathBuf) -> StepdLauncher {
+        StepdLauncher {
+            exe,
+            server: Mutex::new(None),
+        }
+    }
+
+    fn spawn_server(&self) -> Result<ForkServer, LauncherError> {
+        let mut fds = [0; 2];
+        // SAFETY: socketpair writes two new descriptors into `fds`.
+        let rc = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Err(LauncherError::SocketPair(std::io::Error::last_os_error()));
+        }
+        // SAFETY: both are new descriptors owned by nothing else.
+        let (ctl, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let process =
+            crate::launch::spawn_supervisor(&self.exe, Path::new("--serve"), theirs.as_fd())
                 .map_err(|source| LauncherError::Spawn {
                     path: self.exe.clone(),
                     source,
                 })?;
-        Ok(Supervisor {
-            link: mine,
-            child: Some(child),
+        tracing::info!(pid = process.id(), exe = %self.exe.display(), "the supervisors' fork server is running");
+        Ok(ForkServer { ctl, process })
+    }
+}
+
+impl Launcher for StepdLauncher {
+    fn start(&self, dir: &Path) -> Result<Supervisor, LauncherError> {
+        use std::os::unix::ffi::OsStrExt;
+        let (mine, theirs) = UnixStream::pair().map_err(LauncherError::SocketPair)?;
+        let mut server = self
+            .server
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut last = None;
+        // A server that died (killed by an admin, OOM) is replaced once.
+        for _ in 0..2 {
+            if server.is_none() {
+                *server = Some(self.spawn_server()?);
+            }
+            let Some(s) = server.as_ref() else { break };
+            match crate::fdpass::send(s.ctl.as_fd(), dir.as_os_str().as_bytes(), theirs.as_fd()) {
+                Ok(()) => {
+                    return Ok(Supervisor {
+                        link: mine,
+                        child: None,
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(pid = s.process.id(), error = %e, "the supervisors' fork server is gone; starting another");
+                    // SAFETY: reaping our own child, if it has exited.
+                    unsafe {
+                        libc::waitpid(s.process.id() as i32, std::ptr::null_mut(), libc::WNOHANG)
+                    };
+                    *server = None;
+                    last = Some(e);
+                }
+            }
+        }
+        Err(LauncherError::ForkServer {
+            path: self.exe.clone(),
+            source: last.unwrap_or_else(|| std::io::Error::other("no fork server")),
         })
     }
 

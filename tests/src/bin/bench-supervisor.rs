@@ -155,7 +155,7 @@ fn main() -> Result<()> {
     // RUNNING once launched: the agent may still be starting the last of them.
     let deadline = Instant::now() + Duration::from_secs(120);
     let sups = loop {
-        let sups = bulkhead_tests::supervisors_under(c.dir.path());
+        let sups = bulkhead_tests::supervisors_under(c.run_dir.path());
         if sups.len() == RUNNING as usize {
             break sups;
         }

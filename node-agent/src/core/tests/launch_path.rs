@@ -37,7 +37,6 @@ fn rig(cgroups: TempCgroups, gate: RecordingGate, launcher: ScriptedLauncher) ->
     let ctx = JobCtx {
         cgroups: cgroups.clone(),
         run_dir: run.path().to_path_buf(),
-        spool_dir: spool.path().to_path_buf(),
         launcher: launcher.clone(),
         node: "n1".into(),
         kill_wait: Duration::from_millis(100),
@@ -103,8 +102,17 @@ impl Rig {
         out
     }
 
+    /// Scripts and job records left in the run directory (its `jobs/` aside).
     fn run_dir_entries(&self) -> usize {
-        std::fs::read_dir(self.run.path()).expect("run dir").count()
+        let scripts = std::fs::read_dir(self.run.path())
+            .expect("run dir")
+            .flatten()
+            .filter(|e| e.file_name() != "jobs")
+            .count();
+        let records = std::fs::read_dir(self.run.path().join("jobs"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        scripts + records
     }
 }
 
@@ -195,8 +203,8 @@ fn a_supervisor_that_cannot_start_leaves_nothing_of_the_job() {
     assert_eq!(r.reported_slices(), vec![1, 0]);
     assert_eq!(r.run_dir_entries(), 0, "the script is removed");
     assert!(
-        !step::job_dir(&r.ctx.spool_dir, job).exists(),
-        "the spool directory is removed"
+        !step::job_dir(&r.ctx.run_dir, job).exists(),
+        "the job's record directory is removed"
     );
 }
 
@@ -256,7 +264,7 @@ fn a_prepared_job_is_recorded_granted_and_started_once() {
     assert_eq!(s.rec.cgroup_id, Some(1000));
     assert_eq!(s.rec.cgroup, JobCgroup::v2_at(r.cgroups.dir_of(job)));
     assert_eq!(s.rec.gpus.created.len(), 1);
-    let dir = step::job_dir(&r.ctx.spool_dir, job);
+    let dir = step::job_dir(&r.ctx.run_dir, job);
     let on_disk: step::StepSpec = step::read_record(&dir.join(step::SPEC_FILE)).expect("record");
     assert_eq!(on_disk, s.rec);
     assert_eq!(r.launcher.calls(), vec![Call::Start(dir)]);
