@@ -477,8 +477,25 @@ impl JobProcess {
     }
 }
 
+/// The handled signals, as [`freeze_handled_signals`] found them.
+static HANDLED: std::sync::OnceLock<Vec<i32>> = std::sync::OnceLock::new();
+
+/// Looks up once which signals this process handles, for every later start: for a
+/// process whose handlers no longer change (the supervisors' fork server, whose
+/// children inherit the answer instead of asking the kernel 64 times per job).
+pub fn freeze_handled_signals() {
+    let _ = HANDLED.set(lookup_handled_signals());
+}
+
 /// Signals that have a handler in this process (tokio's, for one).
 fn handled_signals() -> Vec<i32> {
+    match HANDLED.get() {
+        Some(h) => h.clone(),
+        None => lookup_handled_signals(),
+    }
+}
+
+fn lookup_handled_signals() -> Vec<i32> {
     (1..libc::SIGRTMAX())
         .filter(|&sig| {
             // SAFETY: reading a disposition; `old` is written by the kernel.

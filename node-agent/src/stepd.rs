@@ -83,6 +83,7 @@ fn run_one(dir: &Path, agent: Option<UnixStream>) -> i32 {
 /// supervisors, and exits when the agent closes its end; the supervisors run on.
 fn serve(ctl: OwnedFd) -> i32 {
     use std::os::fd::AsFd;
+    crate::launch::freeze_handled_signals();
     // Holds no directory of the agent's or of a job's.
     let _ = std::env::set_current_dir("/");
     let mut mask = SigSet::empty();
@@ -211,12 +212,13 @@ fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<(), String> {
         .map_err(|e| format!("cannot open a signalfd: {e}"))?;
     let sock = dir.join(step::SOCK_FILE);
     let _ = std::fs::remove_file(&sock);
-    let listener = UnixListener::bind(&sock)
-        .map_err(|e| format!("cannot listen at {}: {e}", sock.display()))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600));
-    }
+    // Made 0600 (root's, like its directory) as it is bound.
+    // SAFETY: umask only swaps this process's mask.
+    let old = unsafe { libc::umask(0o177) };
+    let bound = UnixListener::bind(&sock);
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    let listener = bound.map_err(|e| format!("cannot listen at {}: {e}", sock.display()))?;
     listener
         .set_nonblocking(true)
         .map_err(|e| format!("cannot listen at {}: {e}", sock.display()))?;
@@ -429,8 +431,12 @@ impl Supervisor {
                 match self.completing_since {
                     None => {
                         // The batch script is gone: so is whatever it left running.
-                        let _ = self.cg().kill();
                         self.kill_at = None;
+                        self.reap();
+                        if self.cg().pids().is_empty() {
+                            return;
+                        }
+                        let _ = self.cg().kill();
                         self.reap();
                         if self.cg().pids().is_empty() {
                             return;

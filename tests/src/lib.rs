@@ -939,6 +939,49 @@ pub fn supervisors_under(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// CPU time, in clock ticks, of process `pid` itself (user + system) and of its
+/// children it has reaped; zeros when it is gone.
+pub fn cpu_ticks(pid: i32) -> (u64, u64) {
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return (0, 0);
+    };
+    let after = s.rsplit(')').next().unwrap_or("");
+    let f: Vec<u64> = after
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // Fields after the command: state is [0]; utime [11], stime [12], cutime [13], cstime [14].
+    (
+        f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0),
+        f.get(13).copied().unwrap_or(0) + f.get(14).copied().unwrap_or(0),
+    )
+}
+
+/// The supervisors' fork servers (`bulkhead-stepd --serve`) started by these agents.
+pub fn fork_servers(agents: &[u32]) -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let ppid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()?
+                        .split_whitespace()
+                        .nth(1)?
+                        .parse::<u32>()
+                        .ok()
+                });
+            cmd.split(|b| *b == 0).any(|a| a == b"--serve")
+                && ppid.is_some_and(|p| agents.contains(&p))
+        })
+        .collect()
+}
+
 /// Waits for the supervisors of this cluster's jobs to record their ends and exit
 /// (their jobs were killed), and kills any still there after a while.
 fn stop_supervisors(dir: &Path) {

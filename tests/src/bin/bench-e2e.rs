@@ -39,21 +39,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// utime+stime (and cutime+cstime) of a process, in clock ticks.
+/// utime+stime and cutime+cstime of a process, in clock ticks.
 fn cpu_ticks(pid: u32) -> (u64, u64) {
-    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return (0, 0);
-    };
-    let after = s.rsplit(')').next().unwrap_or("");
-    let f: Vec<u64> = after
-        .split_whitespace()
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    // Fields after the command: state is [0]; utime [11], stime [12], cutime [13], cstime [14].
-    (
-        f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0),
-        f.get(13).copied().unwrap_or(0) + f.get(14).copied().unwrap_or(0),
-    )
+    bulkhead_tests::cpu_ticks(pid as i32)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -206,6 +194,17 @@ fn main() -> Result<()> {
     })?;
     let after: Vec<(u64, u64)> = pids.iter().map(|p| cpu_ticks(*p)).collect();
     let agents_children_after: u64 = agent_pids.iter().map(|p| cpu_ticks(*p).1).sum();
+    // The jobs run under supervisors forked by each agent's fork server: the servers'
+    // own time and their reaped children's (supervisors and jobs). The servers start
+    // with the first job.
+    let servers = bulkhead_tests::fork_servers(&agent_pids);
+    let supervised_ticks: u64 = servers
+        .iter()
+        .map(|p| {
+            let (own, children) = bulkhead_tests::cpu_ticks(*p);
+            own + children
+        })
+        .sum();
 
     // Latency on an idle cluster: paced single submissions.
     let mut paced: HashMap<JobId, u64> = HashMap::new();
@@ -270,7 +269,7 @@ fn main() -> Result<()> {
         .zip(&before)
         .map(|(a, b)| a.0.saturating_sub(b.0))
         .sum();
-    let job_ticks = agents_children_after.saturating_sub(agents_children_before);
+    let job_ticks = agents_children_after.saturating_sub(agents_children_before) + supervised_ticks;
 
     println!(
         "# bulkhead e2e: {n} trivial jobs, {nodes} agents x {cpus} CPUs on one host, each job in its own cgroup"
@@ -319,7 +318,7 @@ fn main() -> Result<()> {
         0.0
     };
     println!(
-        "# CPU ms per job: broker {:.2}, agents {agents_ms:.2}, munged {munged_ms:.2}, job processes {:.2}",
+        "# CPU ms per job: broker {:.2}, agents {agents_ms:.2}, munged {munged_ms:.2}, supervisors and job processes {:.2}",
         per(0),
         job_ticks as f64 / hz * 1000.0 / f64::from(n)
     );

@@ -101,6 +101,44 @@ fn wait_all(client: &mut Client, ids: &[JobId], states: &[JobState], what: &str)
     }
 }
 
+/// CPU per process of what every process costs on this machine, for comparison:
+/// `/bin/true` started (fork, exec, exit) and a bare fork and exit, 300 of each,
+/// from this process's reaped children's time.
+fn floors() -> Result<(f64, f64)> {
+    fn children_us() -> f64 {
+        // SAFETY: getrusage writes into a zeroed rusage.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+        us(ru.ru_utime) + us(ru.ru_stime)
+    }
+    const N: u32 = 300;
+    let t0 = children_us();
+    for _ in 0..N {
+        let st = std::process::Command::new("/bin/true").status()?;
+        if !st.success() {
+            bail!("/bin/true failed: {st}");
+        }
+    }
+    let exec_us = (children_us() - t0) / f64::from(N);
+    let t0 = children_us();
+    for _ in 0..N {
+        // SAFETY: the child only calls _exit.
+        match unsafe { libc::fork() } {
+            0 => unsafe { libc::_exit(0) },
+            pid if pid > 0 => {
+                let mut st = 0;
+                // SAFETY: reaping our own child.
+                unsafe { libc::waitpid(pid, &mut st, 0) };
+            }
+            _ => bail!("fork failed: {}", std::io::Error::last_os_error()),
+        }
+    }
+    let fork_us = (children_us() - t0) / f64::from(N);
+    Ok((exec_us, fork_us))
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let n = u32_arg(&args, "--jobs", 1000)?;
@@ -147,6 +185,15 @@ fn main() -> Result<()> {
         bail!("the agent heard from {supervised} supervisors for {n} jobs");
     }
     let cpu_s = metric(&c, "bulkhead_agent_supervisor_cpu_seconds_total")?;
+    // The fork server's share: forking each supervisor.
+    let agent_pid = c.agent.as_ref().map(|a| a.id()).context("no agent")?;
+    let servers = bulkhead_tests::fork_servers(&[agent_pid]);
+    if servers.len() != 1 {
+        bail!("{} fork servers under the agent", servers.len());
+    }
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let server_s = bulkhead_tests::cpu_ticks(servers[0]).0 as f64 / hz;
     let peak_kib = metric(&c, "bulkhead_agent_supervisor_max_rss_bytes")? / 1024.0;
 
     // 200 running jobs: their supervisors' memory, then the agent's restart.
@@ -216,11 +263,21 @@ fn main() -> Result<()> {
     }
     wait_all(&mut client, &ids, &[JobState::Cancelled], "cancelled jobs")?;
 
+    let (exec_us, fork_us) = floors()?;
     println!("# bulkhead supervisors: {n} trivial jobs, then {RUNNING} sleeping jobs on one agent");
     println!(
-        "supervisor_cpu_us_per_job={:.0}",
-        cpu_s * 1e6 / supervised.max(1.0)
+        "# on this machine, measured in this run: starting and ending /bin/true (fork, exec, exit) {exec_us:.0} us of CPU, a fork and exit alone {fork_us:.0} us"
     );
+    println!(
+        "supervisor_cpu_us_per_job={:.0}",
+        (cpu_s + server_s) * 1e6 / supervised.max(1.0)
+    );
+    println!(
+        "fork_server_cpu_us_per_job={:.0}",
+        server_s * 1e6 / supervised.max(1.0)
+    );
+    println!("exec_true_cpu_us={exec_us:.0}");
+    println!("fork_exit_cpu_us={fork_us:.0}");
     println!("supervisor_rss_kib={median_rss}");
     println!(
         "supervisor_rss_max_kib={}",
