@@ -45,6 +45,8 @@ pub struct JobRow {
 pub struct JobUpdate {
     pub id: JobId,
     pub state: JobState,
+    /// The partition the job runs in once started (it may have asked for several).
+    pub partition: String,
     pub reason: Option<String>,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
@@ -64,6 +66,7 @@ impl JobUpdate {
         JobUpdate {
             id: row.id,
             state: row.state,
+            partition: row.partition.clone(),
             reason: row.reason.clone(),
             exit_code: row.exit_code,
             signal: row.signal,
@@ -81,6 +84,7 @@ impl JobUpdate {
     /// `row` as the store holds it after this update.
     pub fn apply_to(&self, row: &mut JobRow) {
         row.state = self.state;
+        row.partition.clone_from(&self.partition);
         row.reason.clone_from(&self.reason);
         row.exit_code = self.exit_code;
         row.signal = self.signal;

@@ -563,7 +563,7 @@ impl Store {
             let mut update = tx
                 .prepare_cached(
                     "UPDATE jobs SET state = ?2, reason = ?3, exit_code = ?4, signal = ?5, node = ?6,
-                                     start_us = ?7, end_us = ?8 WHERE id = ?1",
+                                     start_us = ?7, end_us = ?8, partition = ?9 WHERE id = ?1",
                 )
                 .map_err(sq("preparing the job update"))?;
             let mut denials = tx
@@ -619,6 +619,7 @@ impl Store {
                                 j.node.map(|n| n.0),
                                 j.start_us.map(|v| v as i64),
                                 j.end_us.map(|v| v as i64),
+                                j.partition,
                             ])
                             .map_err(sq("updating a job"))?;
                         if !j.extra_nodes.is_empty() {

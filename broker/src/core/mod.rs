@@ -472,6 +472,17 @@ impl Core {
                 }
                 JobState::Running | JobState::Completing if job.submission.array.is_some() => {}
                 JobState::Running | JobState::Completing => {
+                    // The limit it started with: its own, else its partition's default,
+                    // else the partition's maximum, as at its start (the store keeps the
+                    // submission as it came).
+                    if job.submission.resources.time_limit_s.is_none() {
+                        job.submission.resources.time_limit_s = core
+                            .cfg
+                            .partitions
+                            .iter()
+                            .find(|p| p.name == job.partition)
+                            .and_then(|p| p.default_time_s.or(p.max_time_s));
+                    }
                     // Held against its node until the node's agent says otherwise.
                     let placed = job.node.and_then(|n| core.nodes.get_mut(&n)).map(|n| {
                         n.running.insert(id);

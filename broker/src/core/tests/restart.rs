@@ -289,3 +289,46 @@ fn a_preemption_in_progress_survives_a_broker_restart() {
     );
     assert_eq!(info[0].state, JobState::Running, "{:?}", info[0].reason);
 }
+
+/// A job that asked for several partitions and no time limit runs in one of them,
+/// under that partition's default limit; after a restart it is still there, with
+/// that limit (the store keeps the partition it started in, and the limit follows
+/// from it).
+#[test]
+fn a_running_job_keeps_its_partition_and_default_limit_across_a_restart() {
+    let cfg = CoreConfig {
+        partitions: vec![
+            PartitionConfig {
+                default_time_s: Some(600),
+                ..part("short", 1, sched::Preempt::Off, None)
+            },
+            part("other", 1, sched::Preempt::Off, None),
+        ],
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg.clone(), vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let mut s = sub(1);
+    s.resources.partition = Some("short,other".into());
+    s.resources.time_limit_s = None;
+    let mut rows = BTreeMap::new();
+    let mut nodes = vec![];
+    let fx = c.client(b"c".to_vec(), 1, &user(5), ClientOp::Submit(Box::new(s)), 1);
+    let id = submitted(&fx);
+    for op in fx.store {
+        store_op(&mut rows, &mut nodes, op);
+    }
+    let before = (
+        c.jobs[&id].partition.clone(),
+        c.jobs[&id].submission.resources.time_limit_s,
+    );
+    assert_eq!(before, ("short".to_string(), Some(600)));
+    nodes.push(Core::node_row(&c.nodes[&NodeId(1)]));
+    let c2 = Core::new(cfg, rows.into_values().collect(), nodes);
+    let j = &c2.jobs[&id];
+    assert_eq!(j.state, JobState::Running);
+    assert_eq!(
+        (j.partition.clone(), j.submission.resources.time_limit_s),
+        before
+    );
+}
