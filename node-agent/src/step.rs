@@ -47,7 +47,11 @@ pub const SOCK_FILE: &str = "sock";
 pub const MAX_FRAME: usize = 4 << 20;
 
 /// Record files start with this and a version byte: a file of another kind or a
-/// newer layout is refused, not misread.
+/// newer layout is refused, not misread. Records outlive the agent that wrote them:
+/// an upgraded agent takes back the jobs of the one before, so a change to
+/// [`StepSpec`] or [`JobEnd`] bumps [`VERSION`] and keeps a reader of the version
+/// before (as the broker's store does in `migrate.rs`), or running jobs are set aside
+/// at the upgrade.
 const MAGIC: &[u8; 7] = b"BHSTEP\0";
 const VERSION: u8 = 1;
 
