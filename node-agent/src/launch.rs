@@ -506,6 +506,50 @@ fn lookup_handled_signals() -> Vec<i32> {
         .collect()
 }
 
+/// Runs `child(arg)` in a clone of this process that shares its memory until it
+/// execs or exits (CLONE_VM | CLONE_VFORK: this thread waits meanwhile), on a stack
+/// of `stack_size` bytes; returns its pid. Sharing the memory spares copying the page
+/// tables of a large process. All signals are blocked in this thread across the clone
+/// so that no handler of ours runs in the child on the shared memory; the child resets
+/// handled signals to their default and unblocks them before exec.
+///
+/// # Safety
+/// `child` may only make async-signal-safe calls, and `arg` must stay valid until
+/// this returns.
+unsafe fn clone_vfork(
+    child: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    arg: *mut libc::c_void,
+    stack_size: usize,
+) -> io::Result<i32> {
+    let mut stack = vec![0u8; stack_size];
+    // SAFETY: the stack grows down from its (16-byte aligned) end and outlives the
+    // child's run on it (vfork); the rest is the caller's contract.
+    unsafe {
+        let top = stack.as_mut_ptr().add(stack.len()) as usize & !15;
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let pid = {
+            let _shared = FORK_LOCK
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            libc::clone(
+                child,
+                top as *mut libc::c_void,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                arg,
+            )
+        };
+        let clone_errno = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(clone_errno);
+        }
+        Ok(pid)
+    }
+}
+
 /// Starts the job: clone(CLONE_VM | CLONE_VFORK) runs [`child_main`], which joins
 /// the job's cgroups, drops to the user and execs the script. Sharing the agent's
 /// memory until exec spares copying its page tables for every job (fork's main cost
@@ -580,40 +624,14 @@ pub fn start(p: &Prepared, pdeathsig: bool) -> Result<i32, LaunchError> {
         failed_step: NO_FAILURE,
         failed_errno: 0,
     });
-    let mut stack = vec![0u8; 256 << 10];
-    // SAFETY: the stack grows down from its (16-byte aligned) end; the child runs only
-    // `child_main`, which uses system calls. All signals are blocked in this thread
-    // across the clone so that no handler runs in the child on the shared memory; the
-    // child resets handled signals to default and unblocks before exec.
-    let pid = unsafe {
-        let top = stack.as_mut_ptr().add(stack.len()) as usize & !15;
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let pid = {
-            let _shared = FORK_LOCK
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            libc::clone(
-                child_main,
-                top as *mut libc::c_void,
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                (&mut *prep as *mut ChildPrep).cast(),
-            )
-        };
-        let clone_errno = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if pid < 0 {
-            return Err(LaunchError::Child {
-                step: "start the job process",
-                uid: p.user.uid,
-                source: clone_errno,
-            });
-        }
-        pid
-    };
-    drop(stack);
+    // SAFETY: `child_main` only makes system calls, on `prep`, which outlives the
+    // clone (the child runs until it execs or exits before this returns).
+    let pid = unsafe { clone_vfork(child_main, (&mut *prep as *mut ChildPrep).cast(), 256 << 10) }
+        .map_err(|source| LaunchError::Child {
+            step: "start the job process",
+            uid: p.user.uid,
+            source,
+        })?;
     drop(procs);
     drop(devnull);
     if prep.failed_step != NO_FAILURE {
@@ -758,34 +776,16 @@ pub fn spawn_supervisor(
         handled: handled_signals(),
         failed_errno: 0,
     });
-    let mut stack = vec![0u8; 64 << 10];
-    // SAFETY: as in `start`: all signals blocked across the clone, the child runs only
-    // `supervisor_main` on its own stack.
+    // SAFETY: `supervisor_main` only makes system calls, on `prep`, which outlives
+    // the clone.
     let pid = unsafe {
-        let top = stack.as_mut_ptr().add(stack.len()) as usize & !15;
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let pid = {
-            let _shared = FORK_LOCK
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            libc::clone(
-                supervisor_main,
-                top as *mut libc::c_void,
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                (&mut *prep as *mut SupervisorPrep).cast(),
-            )
-        };
-        let clone_errno = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if pid < 0 {
-            return Err(fail("start the job's supervisor")(clone_errno));
-        }
-        pid
-    };
-    drop(stack);
+        clone_vfork(
+            supervisor_main,
+            (&mut *prep as *mut SupervisorPrep).cast(),
+            64 << 10,
+        )
+    }
+    .map_err(fail("start the job's supervisor"))?;
     if prep.failed_errno != 0 {
         // SAFETY: reaping our own exited child.
         unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };

@@ -155,25 +155,15 @@ fn main() -> Result<()> {
     c.wait_node_up()?;
     let wd = c.workdir(None)?;
     let job = |script: &str| JobSubmission {
-        name: "bench".into(),
-        script: script.into(),
-        args: vec![],
-        workdir: wd.to_string_lossy().into_owned(),
         stdout: Some("/dev/null".into()),
-        stderr: None,
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        deps: vec![],
-        array: None,
-        array_task: None,
-        reservation: None,
-        qos: None,
         resources: ResourceRequest {
             nodes: 1,
             cpus: 1,
             mem_mb: 64,
             ..Default::default()
         },
-        idempotency_key: None,
+        ..bulkhead_tests::submission(&wd, "bench", script)
     };
     let mut client = Client::connect_with(&c.endpoint, Some(&c.munged.socket), None)?;
 
