@@ -414,6 +414,7 @@ fn changes_state(op: &ClientOp) -> bool {
         | ClientOp::Acct(_)
         | ClientOp::Report(_)
         | ClientOp::Script(_)
+        | ClientOp::Step(_)
         | ClientOp::Admin(AdminOp::ListNodeKeys) => false,
     }
 }

@@ -6,5 +6,6 @@
 pub mod acct;
 pub mod opts;
 pub mod output;
+pub mod run;
 pub mod standalone;
 pub mod tasks;

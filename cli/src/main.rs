@@ -254,6 +254,11 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         cmd: Vec<String>,
     },
+    /// Run a job step (like srun): CMD as tasks spread over the job's nodes, inside the
+    /// job this runs in ($BH_JOB_ID / $SLURM_JOB_ID) or --jobid; its output here, this
+    /// stdin to task 0, Ctrl-C to the tasks (twice within 1 s ends the step); exits
+    /// with the highest of the tasks' statuses.
+    Run(RunArgs),
     /// Run a broker and an agent on this host (single-host mode): runs the
     /// `bulkhead-standalone` binary, beside `bh` or on PATH, with these arguments
     /// (`bh standalone --help` lists them).
@@ -262,6 +267,103 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Tasks to run (default: one per node, or --ntasks-per-node on each).
+    #[arg(short = 'n', long)]
+    ntasks: Option<u32>,
+    /// Nodes to spread the tasks over (default: as many as they need).
+    #[arg(short = 'N', long)]
+    nodes: Option<u32>,
+    #[arg(long)]
+    ntasks_per_node: Option<u32>,
+    /// CPUs of each task.
+    #[arg(short = 'c', long, default_value_t = 1)]
+    cpus_per_task: u32,
+    /// Only these of the job's nodes.
+    #[arg(short = 'w', long, value_delimiter = ',')]
+    nodelist: Vec<String>,
+    /// The job to run in (default: $BH_JOB_ID, else $SLURM_JOB_ID).
+    #[arg(long, alias = "jobid")]
+    job: Option<u64>,
+    /// Prefix each line of output with its task's rank.
+    #[arg(short = 'l', long)]
+    label: bool,
+    /// End the step when a task exits non-zero or is killed.
+    #[arg(short = 'K', long)]
+    kill_on_bad_exit: bool,
+    /// Which tasks read this stdin: `0` (the default) or `all`.
+    #[arg(long, default_value = "0")]
+    input: String,
+    /// The step's name.
+    #[arg(short = 'J', long)]
+    job_name: Option<String>,
+    /// The tasks' working directory (default: this one).
+    #[arg(short = 'D', long)]
+    chdir: Option<String>,
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    cmd: Vec<String>,
+}
+
+/// `bh run`: the step's request, from the options and this process's environment.
+fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest> {
+    let from_env = || {
+        ["BH_JOB_ID", "SLURM_JOB_ID"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok())
+            .map(|v| {
+                v.trim().parse::<u64>().with_context(|| {
+                    format!("the job id in the environment ({v:?}) is not a number")
+                })
+            })
+            .transpose()
+    };
+    let job = match a.job {
+        Some(j) => j,
+        None => from_env()?.context(
+            "bh run starts a step in a running job: run it inside one (bh submit, or the job's shell) or name it with --jobid",
+        )?,
+    };
+    for (name, v) in [
+        ("--ntasks", a.ntasks),
+        ("--nodes", a.nodes),
+        ("--ntasks-per-node", a.ntasks_per_node),
+        ("--cpus-per-task", Some(a.cpus_per_task)),
+    ] {
+        if v == Some(0) {
+            bail!("{name} must be at least 1");
+        }
+    }
+    let input_all = match a.input.as_str() {
+        "all" => true,
+        "0" => false,
+        other => bail!("--input takes 0 or all, not {other:?}"),
+    };
+    let cwd = match &a.chdir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()
+            .context("the current directory")?
+            .to_string_lossy()
+            .into_owned(),
+    };
+    let req = bulkhead_proto::step::StepRequest {
+        job: JobId(job),
+        ntasks: a.ntasks,
+        nodes: a.nodes,
+        ntasks_per_node: a.ntasks_per_node,
+        cpus_per_task: a.cpus_per_task,
+        nodelist: a.nodelist.clone(),
+        name: a.job_name.clone().unwrap_or_else(|| a.cmd[0].clone()),
+        argv: a.cmd.clone(),
+        cwd,
+        env: std::env::vars().collect(),
+        input_all,
+        kill_on_bad_exit: a.kill_on_bad_exit,
+    };
+    req.validate().context("the step")?;
+    Ok(req)
 }
 
 fn main() -> ExitCode {
@@ -696,6 +798,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let st = bulkhead_cli::tasks::run(gpus.as_deref(), cmd)?;
             let code = bulkhead_cli::tasks::exit_code(&st);
             return Ok(ExitCode::from(code.clamp(0, 255) as u8));
+        }
+        Cmd::Run(a) => {
+            let req = step_request(a)?;
+            let job = req.job;
+            let grant = client(&cli)?
+                .step(req)
+                .map_err(explain)
+                .with_context(|| format!("cannot start a step in job {job}"))?;
+            let status = bulkhead_cli::run::relay(
+                &grant,
+                cli.munge_socket.as_deref(),
+                a.label,
+                Duration::from_secs_f64(cli.timeout.max(1.0)),
+            )?;
+            return Ok(ExitCode::from(status.clamp(0, 255) as u8));
         }
         Cmd::Standalone { args } => {
             return Err(standalone::exec(cli.munge_socket.as_deref(), args).into());

@@ -214,6 +214,17 @@ impl Client {
         }
     }
 
+    /// A step in a running job: its layout and signed launches.
+    pub fn step(
+        &mut self,
+        req: bulkhead_proto::step::StepRequest,
+    ) -> Result<bulkhead_proto::step::StepGrant, ClientError> {
+        match self.call(ClientOp::Step(Box::new(req)))? {
+            ClientReply::Step(g) => Ok(*g),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
     pub fn submit(&mut self, sub: JobSubmission) -> Result<JobId, ClientError> {
         match self.call(ClientOp::Submit(Box::new(sub)))? {
             ClientReply::Submitted(id) => Ok(id),

@@ -9,6 +9,7 @@ pub mod client;
 pub mod curve;
 pub mod metrics;
 pub mod sign;
+pub mod steps;
 pub mod thread;
 
 pub use client::{Client, ClientError};

@@ -13,6 +13,7 @@
 use bulkhead_proto::JobId;
 use bulkhead_proto::job::LaunchSpec;
 use bulkhead_proto::msg::{BrokerMessage, Sealed};
+use bulkhead_proto::step::StepLaunch;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -131,6 +132,13 @@ impl LaunchSigner {
         spec.signature.clear();
         spec.signature = self.0.sign(&spec.signed_bytes()).to_bytes().to_vec();
     }
+
+    /// Signs a step's launch for its node, valid for [`LAUNCH_VALIDITY_US`].
+    pub fn sign_step(&self, launch: &mut StepLaunch, now_us: u64) {
+        launch.expires_us = now_us + LAUNCH_VALIDITY_US;
+        launch.signature.clear();
+        launch.signature = self.0.sign(&launch.signed_bytes()).to_bytes().to_vec();
+    }
 }
 
 impl LaunchSigner {
@@ -163,6 +171,8 @@ pub struct LaunchVerifier {
     /// while a job relaunched after a requeue is signed again with a later expiry. An
     /// entry is kept until its expiry, which refuses a replay from then on.
     seen: HashSet<(JobId, u64)>,
+    /// Step launches accepted, by job, step and expiry (as `seen`).
+    seen_steps: HashSet<(JobId, u32, u64)>,
     /// When expired entries are next dropped from `seen` (pruning on every launch
     /// would cost a pass over two minutes of launches each time).
     next_prune_us: u64,
@@ -190,6 +200,7 @@ impl LaunchVerifier {
             key,
             node: node.to_string(),
             seen: HashSet::new(),
+            seen_steps: HashSet::new(),
             next_prune_us: 0,
         })
     }
@@ -221,6 +232,38 @@ impl LaunchVerifier {
             return Err("a sealed message inside a sealed message".into());
         }
         Ok(inner)
+    }
+
+    /// Whether to run a step's launch at `now_us`; why not, if not.
+    pub fn check_step(&mut self, launch: &StepLaunch, now_us: u64) -> Result<(), String> {
+        let sig = <[u8; 64]>::try_from(launch.signature.as_slice())
+            .map_err(|_| "the step's launch is not signed".to_string())?;
+        self.key
+            .verify(&launch.signed_bytes(), &Signature::from_bytes(&sig))
+            .map_err(|_| "the step's launch signature is not the broker's".to_string())?;
+        if launch.node != self.node {
+            return Err(format!(
+                "the step's launch is for node {}, not this one",
+                launch.node
+            ));
+        }
+        if launch.expires_us <= now_us {
+            return Err(format!(
+                "the step's launch has expired, {:.1} s ago (replayed, delayed, or this node's clock is not the broker's: check NTP)",
+                (now_us - launch.expires_us) as f64 / 1e6
+            ));
+        }
+        self.seen_steps.retain(|(_, _, until)| *until > now_us);
+        if !self
+            .seen_steps
+            .insert((launch.job, launch.step, launch.expires_us))
+        {
+            return Err(format!(
+                "step {}.{} was launched here already (replayed)",
+                launch.job, launch.step
+            ));
+        }
+        Ok(())
     }
 
     /// Whether to run `spec` at `now_us`; why not, if not.

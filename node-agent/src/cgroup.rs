@@ -581,6 +581,38 @@ impl JobCgroup {
         self.v2.as_ref().map(|(d, _)| d.as_path())
     }
 
+    /// Step `step`'s cgroup: a child of the job's v2 directory (created here), which
+    /// carries the job's limits and device grant by being below it. `None` where the
+    /// job has no v2 directory (its v1 cgroups then hold the step's tasks directly).
+    pub fn create_step(&self, step: u32) -> Result<Option<JobCgroup>, CgroupError> {
+        let Some((d, _)) = &self.v2 else {
+            return Ok(None);
+        };
+        let dir = d.join(format!("step_{step}"));
+        match fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io_err("mkdir", &dir)(e)),
+        }
+        Ok(Some(JobCgroup {
+            v2: Some((dir, Vec::new())),
+            v1: BTreeMap::new(),
+        }))
+    }
+
+    /// The `cgroup.procs` files a task of a step joins: the step's v2 directory and
+    /// the job's v1 cgroups (or the job's own, without a step cgroup).
+    pub fn task_procs_files(&self, step: Option<&JobCgroup>) -> Vec<PathBuf> {
+        match step {
+            Some(s) => s
+                .procs_files()
+                .into_iter()
+                .chain(self.v1.values().map(|d| d.join("cgroup.procs")))
+                .collect(),
+            None => self.procs_files(),
+        }
+    }
+
     /// The `cgroup.procs` files a new job process must join, one per hierarchy.
     pub fn procs_files(&self) -> Vec<PathBuf> {
         self.v2
@@ -598,14 +630,28 @@ impl JobCgroup {
             .or_else(|| self.v1.values().next().map(PathBuf::as_path))
     }
 
-    /// The job's processes now.
+    /// The job's processes now, its steps' included (a v2 directory's `cgroup.procs`
+    /// lists only its own members, not its children's).
     pub fn pids(&self) -> Vec<i32> {
         let Some(d) = self.tracking_dir() else {
             return vec![];
         };
-        fs::read_to_string(d.join("cgroup.procs"))
-            .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
-            .unwrap_or_default()
+        let read = |d: &Path| -> Vec<i32> {
+            fs::read_to_string(d.join("cgroup.procs"))
+                .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+                .unwrap_or_default()
+        };
+        let mut pids = read(d);
+        if self.v2.is_some()
+            && let Ok(entries) = fs::read_dir(d)
+        {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with("step_") {
+                    pids.extend(read(&e.path()));
+                }
+            }
+        }
+        pids
     }
 
     /// Sends `sig` to every process of the job.
@@ -691,7 +737,21 @@ impl JobCgroup {
     /// Removes the job's directories, waiting up to `wait` for exiting members to go.
     pub fn remove(&self, wait: Duration) -> Result<(), CgroupError> {
         let deadline = Instant::now() + wait;
-        let dirs = self.v2.iter().map(|(d, _)| d).chain(self.v1.values());
+        // Steps' cgroups left below the job's (a supervisor that died mid-step) go
+        // first: a cgroup with children cannot be removed.
+        let steps: Vec<PathBuf> = self
+            .v2
+            .iter()
+            .filter_map(|(d, _)| fs::read_dir(d).ok())
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("step_"))
+            .map(|e| e.path())
+            .collect();
+        let dirs = steps
+            .iter()
+            .chain(self.v2.iter().map(|(d, _)| d))
+            .chain(self.v1.values());
         for d in dirs {
             loop {
                 match fs::remove_dir(d) {

@@ -343,6 +343,9 @@ struct ChildPrep {
     /// Killed when its parent (the job's supervisor) dies: no batch script runs on
     /// without the process that enforces its limits.
     pdeathsig: bool,
+    /// A step's task: its stdin, stdout and stderr, in place of /dev/null and the
+    /// output files.
+    stdio: Option<[i32; 3]>,
     failed_step: i32,
     failed_errno: i32,
 }
@@ -394,24 +397,37 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         if libc::chdir(p.workdir.as_ptr()) != 0 {
             return fail(p, 6);
         }
-        if libc::dup2(p.devnull, 0) < 0 {
+        if let Some([i, o, e]) = p.stdio {
+            libc::umask(p.umask);
+            if libc::dup2(i, 0) < 0 {
+                return fail(p, 9);
+            }
+            if libc::dup2(o, 1) < 0 {
+                return fail(p, 7);
+            }
+            if libc::dup2(e, 2) < 0 {
+                return fail(p, 8);
+            }
+        } else if libc::dup2(p.devnull, 0) < 0 {
             return fail(p, 9);
         }
-        // The child has its own umask (no CLONE_FS): the submitter's, so that the
-        // output files (0666 less the mask) are no more readable than they chose.
-        libc::umask(p.umask);
-        let flags =
-            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        let fd = libc::open(p.out.as_ptr(), flags, 0o666);
-        if fd < 0 || libc::dup2(fd, 1) < 0 {
-            return fail(p, 7);
-        }
-        let efd = match &p.err {
-            None => fd,
-            Some(e) => libc::open(e.as_ptr(), flags, 0o666),
-        };
-        if efd < 0 || libc::dup2(efd, 2) < 0 {
-            return fail(p, 8);
+        if p.stdio.is_none() {
+            // The child has its own umask (no CLONE_FS): the submitter's, so that the
+            // output files (0666 less the mask) are no more readable than they chose.
+            libc::umask(p.umask);
+            let flags =
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            let fd = libc::open(p.out.as_ptr(), flags, 0o666);
+            if fd < 0 || libc::dup2(fd, 1) < 0 {
+                return fail(p, 7);
+            }
+            let efd = match &p.err {
+                None => fd,
+                Some(e) => libc::open(e.as_ptr(), flags, 0o666),
+            };
+            if efd < 0 || libc::dup2(efd, 2) < 0 {
+                return fail(p, 8);
+            }
         }
         // Nothing of the agent's crosses the exec: close_range (Linux 5.9) marks every
         // descriptor past stderr close-on-exec; older kernels get each one marked.
@@ -563,6 +579,17 @@ pub fn spawn(p: &Prepared) -> Result<JobProcess, LaunchError> {
 /// (the job's supervisor, which is its subreaper). With `pdeathsig` the process is
 /// killed when the caller dies.
 pub fn start(p: &Prepared, pdeathsig: bool) -> Result<i32, LaunchError> {
+    start_with(p, pdeathsig, None, None)
+}
+
+/// [`start`] for a step's task: `argv0` names the program as the user gave it, and
+/// `stdio` are its stdin, stdout and stderr (the output files are not opened).
+pub fn start_with(
+    p: &Prepared,
+    pdeathsig: bool,
+    argv0: Option<&str>,
+    stdio: Option<[i32; 3]>,
+) -> Result<i32, LaunchError> {
     let procs: Vec<OwnedFd> = p
         .procs_files
         .iter()
@@ -588,7 +615,11 @@ pub fn start(p: &Prepared, pdeathsig: bool) -> Result<i32, LaunchError> {
         CString::new(p.script.as_os_str().as_encoded_bytes()).map_err(|_| LaunchError::Nul {
             what: "script path",
         })?;
-    let argv_store: Vec<CString> = std::iter::once(Ok(path.clone()))
+    let arg0 = match argv0 {
+        Some(a) => cstr(a, "argument")?,
+        None => path.clone(),
+    };
+    let argv_store: Vec<CString> = std::iter::once(Ok(arg0))
         .chain(p.args.iter().map(|a| cstr(a, "argument")))
         .collect::<Result<_, _>>()?;
     let envp_store: Vec<CString> = p
@@ -621,6 +652,7 @@ pub fn start(p: &Prepared, pdeathsig: bool) -> Result<i32, LaunchError> {
         },
         handled: handled_signals(),
         pdeathsig,
+        stdio,
         failed_step: NO_FAILURE,
         failed_errno: 0,
     });

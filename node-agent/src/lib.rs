@@ -24,7 +24,9 @@ pub mod ports;
 mod shell;
 pub mod step;
 pub mod stepd;
+mod stepsrv;
 mod supervised;
+pub mod tasks;
 pub mod usage;
 
 use crate::cgroup::{AgentTree, JobCgroup};
@@ -97,6 +99,11 @@ pub struct AgentConfig {
     /// otherwise they run on under their supervisors and a restarted agent takes
     /// them back.
     pub end_jobs_on_exit: bool,
+    /// Where `bh run` clients connect (`tcp://*:6818`); `None`: no steps here.
+    pub step_listen: Option<String>,
+    /// The host clients reach the step endpoint at (default: its bound address, else
+    /// the host name).
+    pub node_addr: Option<String>,
 }
 
 /// The variables a job never gets from its submission unless the admin says otherwise:
@@ -481,6 +488,54 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         }
         None => None,
     };
+    // The step endpoint: a node that cannot take steps still runs batch jobs.
+    let mut step_endpoint = String::new();
+    let mut step_threads = Vec::new();
+    let mut step_shared = None;
+    if let Some(listen) = &cfg.step_listen {
+        let zap = match &curve {
+            Some(_) => bulkhead_net::curve::spawn_zap(&ctx, stop.clone())
+                .map(Some)
+                .map_err(|e| AgentError::Curve(e.to_string())),
+            None => Ok(None),
+        };
+        let step_verifier = match &cfg.broker_verify_key {
+            Some(k) => Some(
+                bulkhead_net::sign::LaunchVerifier::load(k, &cfg.name)
+                    .map_err(|e| AgentError::Curve(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let shared = |out| stepsrv::Shared {
+            node: cfg.name.clone(),
+            run_dir: cfg.run_dir.clone(),
+            munge: Munge::new(cfg.munge_socket.as_deref()),
+            verifier: step_verifier.map(Mutex::new),
+            deny_env: cfg.deny_env.clone(),
+            out: Mutex::new(Some(out)),
+        };
+        match zap.and_then(|zap| {
+            stepsrv::start(
+                &ctx,
+                listen,
+                cfg.node_addr.as_deref(),
+                curve.as_ref().map(|(p, _)| p),
+                shared,
+                stop.clone(),
+            )
+            .map(|r| (r, zap))
+        }) {
+            Ok(((ep, thread, shared), zap)) => {
+                step_endpoint = ep;
+                step_shared = Some(shared);
+                step_threads.push(thread);
+                step_threads.extend(zap);
+            }
+            Err(e) => {
+                tracing::error!(%listen, error = %e, "cannot take steps here (bh run): the step endpoint did not start")
+            }
+        }
+    }
     let core = AgentCore::new(
         CoreConfig {
             node: cfg.name.clone(),
@@ -489,6 +544,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             host_cpus,
             allow_root_jobs: cfg.allow_root_jobs,
             enforced: tree.enforced(),
+            step_endpoint,
         },
         verifier,
         journal.pending().cloned(),
@@ -579,6 +635,9 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         }
     }
     stop.store(true, Ordering::Relaxed);
+    if let Some(s) = step_shared {
+        s.close();
+    }
     // No job is left: the filter has nothing to hold. (After a crash it stays pinned.)
     if !agent.core.has_jobs()
         && let Ok(iso) = Arc::try_unwrap(std::mem::take(&mut agent.isolation))
@@ -592,7 +651,13 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     if !agent.core.has_jobs() {
         agent.tree.remove();
     }
-    let _ = tokio::task::spawn_blocking(move || zmq_thread.join()).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        let _ = zmq_thread.join();
+        for t in step_threads {
+            let _ = t.join();
+        }
+    })
+    .await;
     Ok(())
 }
 

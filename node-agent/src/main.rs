@@ -110,6 +110,14 @@ struct Args {
     /// can be restarted or upgraded without draining the node.
     #[arg(long)]
     end_jobs_on_exit: bool,
+    /// Where clients of `bh run` connect to start and attach to job steps (like
+    /// slurmd's port); `none` takes no steps. A port of 0 picks a free one.
+    #[arg(long, env = "BH_STEP_LISTEN", default_value = "tcp://*:6818")]
+    step_listen: String,
+    /// The address clients reach this node's step endpoint at (like Slurm's
+    /// NodeAddr; default: the address --step-listen names, else the host name).
+    #[arg(long, env = "BH_NODE_ADDR")]
+    node_addr: Option<String>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -197,6 +205,8 @@ async fn main() -> anyhow::Result<()> {
         allow_root_jobs: a.allow_root_jobs,
         stepd: a.stepd,
         end_jobs_on_exit: a.end_jobs_on_exit,
+        step_listen: (a.step_listen != "none").then_some(a.step_listen),
+        node_addr: a.node_addr,
         deny_env: a.deny_env.unwrap_or_else(|| {
             bulkhead_agent::DEFAULT_DENY_ENV
                 .iter()

@@ -177,6 +177,8 @@ struct Supervisor {
     kill_at: Option<Instant>,
     terminating: bool,
     completing_since: Option<Instant>,
+    /// The job's steps (`bh run` inside it) on this node.
+    steps: crate::tasks::Steps,
 }
 
 fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<(), String> {
@@ -231,11 +233,21 @@ fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<(), String> {
         kill_at: None,
         terminating: false,
         completing_since: None,
+        steps: crate::tasks::Steps::listen(dir, spec.job),
         spec,
     };
-    match crate::launch::start(&sup.spec.exec, true) {
-        Ok(pid) => sup.pid = pid,
-        Err(e) => return sup.launch_failed(e),
+    if sup.spec.exec.script.as_os_str().is_empty() {
+        // The job's share of a node other than its first: no batch script, only steps,
+        // until the job ends (a kill) or its time is up.
+        log(
+            sup.spec.job,
+            "holding the job's allocation on this node for its steps",
+        );
+    } else {
+        match crate::launch::start(&sup.spec.exec, true) {
+            Ok(pid) => sup.pid = pid,
+            Err(e) => return sup.launch_failed(e),
+        }
     }
     sup.hello();
     sup.run(&sfd, &listener);
@@ -322,6 +334,9 @@ impl Supervisor {
             let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
             if pid <= 0 {
                 return;
+            }
+            if self.steps.on_exit(pid, status) {
+                continue;
             }
             if pid == self.pid {
                 self.exited = true;
@@ -427,6 +442,11 @@ impl Supervisor {
                 self.kill_at = None;
                 let _ = self.cg().kill();
             }
+            // An allocation without a batch script ends once it is being ended and
+            // its processes are gone.
+            if self.pid == 0 && self.terminating && !self.exited && self.cg().pids().is_empty() {
+                self.exited = true;
+            }
             if self.exited {
                 match self.completing_since {
                     None => {
@@ -455,7 +475,7 @@ impl Supervisor {
                     }
                 }
             }
-            let mut wait = if self.exited {
+            let mut wait = if self.exited || (self.pid == 0 && self.terminating) {
                 DRAIN_POLL
             } else {
                 Duration::from_secs(3600)
@@ -478,6 +498,7 @@ impl Supervisor {
                     revents: 0,
                 },
             ];
+            let agent_slot = self.agent.is_some();
             if let Some(a) = &self.agent {
                 fds.push(libc::pollfd {
                     fd: a.as_raw_fd(),
@@ -485,6 +506,8 @@ impl Supervisor {
                     revents: 0,
                 });
             }
+            let steps_from = fds.len();
+            self.steps.poll_fds(&mut fds);
             let ms = wait.as_millis().clamp(0, i32::MAX as u128) as i32;
             // SAFETY: `fds` is a valid array of pollfd for its length.
             let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
@@ -497,14 +520,22 @@ impl Supervisor {
             if fds[1].revents != 0 {
                 self.accept(listener);
             }
-            if fds.get(2).is_some_and(|f| f.revents != 0) {
+            if agent_slot && fds.get(2).is_some_and(|f| f.revents != 0) {
                 self.on_agent();
             }
+            let base = crate::tasks::JobBase {
+                job_cgroup: &self.spec.cgroup,
+                exec: &self.spec.exec,
+            };
+            self.steps.on_poll(&fds[steps_from..], base);
         }
     }
 
     /// The job is over: its end, from what the cgroup says and what happened.
     fn finish(mut self) -> Result<(), String> {
+        self.steps.kill_all();
+        let dir = self.dir.clone();
+        self.steps.close(&dir);
         self.reap();
         let cg = self.cg().clone();
         self.outcome.oom_killed = cg.oom_killed();

@@ -241,7 +241,15 @@ pub(crate) fn prepare(
         undo_gpus(&gpus);
         Err(LaunchFailure::node(why))
     };
-    let script = match launch::write_script(&ctx.run_dir, spec, &user) {
+    // A launch without a script holds the job's share of this node for its steps (a
+    // node of a multi-node job other than the first): its supervisor runs no batch
+    // script, only the steps it is given, until the job ends.
+    let written = if spec.script.is_empty() {
+        Ok(std::path::PathBuf::new())
+    } else {
+        launch::write_script(&ctx.run_dir, spec, &user)
+    };
+    let script = match written {
         Ok(s) => s,
         Err(source) => {
             return undo(LaunchCause::RunDir {
@@ -295,7 +303,9 @@ pub(crate) fn prepare(
         Ok(supervisor) => Ok(Started { rec, supervisor }),
         Err(why) => {
             let _ = std::fs::remove_dir_all(&dir);
-            let _ = std::fs::remove_file(&script);
+            if !script.as_os_str().is_empty() {
+                let _ = std::fs::remove_file(&script);
+            }
             undo(why)
         }
     }

@@ -50,6 +50,12 @@ pub fn registration(request_id: u64, reg: &Registration) -> RequestDigest {
     digest(Kind::AgentMessage, request_id, &bare)
 }
 
+/// The digest a client's credential for a step's launch on one node carries: the
+/// launch (signature included), so that it cannot be attached to another.
+pub fn step_launch(launch: &crate::step::StepLaunch) -> RequestDigest {
+    digest(Kind::StepIn, 0, launch)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,6 +84,7 @@ mod tests {
             challenge: vec![],
 
             ended: vec![],
+            step_endpoint: String::new(),
         };
         let mut with_cred = reg.clone();
         with_cred.credential = vec![1, 2, 3];

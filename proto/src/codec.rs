@@ -20,7 +20,7 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// The version this build speaks. A peer on another version gets `UnsupportedVersion`.
 /// 3: registrations carry the agent's unacknowledged ends, a job end says whether the
 /// node was at fault, reports count unmeasured CPU time apart.
-pub const PROTOCOL_VERSION: u16 = 4;
+pub const PROTOCOL_VERSION: u16 = 5;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.
@@ -31,6 +31,10 @@ pub enum Kind {
     ClientReply = 2,
     AgentMessage = 3,
     BrokerMessage = 4,
+    /// A client's frame to a node's step endpoint.
+    StepIn = 5,
+    /// A node's step frame to its client.
+    StepOut = 6,
 }
 
 impl Kind {
@@ -40,6 +44,8 @@ impl Kind {
             2 => Some(Kind::ClientReply),
             3 => Some(Kind::AgentMessage),
             4 => Some(Kind::BrokerMessage),
+            5 => Some(Kind::StepIn),
+            6 => Some(Kind::StepOut),
             _ => None,
         }
     }

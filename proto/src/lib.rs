@@ -16,6 +16,7 @@ pub mod ids;
 pub mod job;
 pub mod limits;
 pub mod msg;
+pub mod step;
 pub mod time;
 
 pub use codec::{DecodeError, EncodeError, Header, Kind, PROTOCOL_VERSION};

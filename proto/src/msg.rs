@@ -36,6 +36,8 @@ pub enum ClientOp {
     /// with (`bh show --script`, like `scontrol write batch_script`): its owner's, or
     /// any for operators.
     Script(JobId),
+    /// Start a step in a running job of the caller's (`bh run`).
+    Step(Box<crate::step::StepRequest>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,6 +125,8 @@ pub enum ClientReply {
     },
     /// Admitted node keys: node name and CURVE public key (Z85).
     NodeKeys(Vec<(String, String)>),
+    /// A step's number, layout and signed launches.
+    Step(Box<crate::step::StepGrant>),
 }
 
 /// What happened to one job of a cancel request.
@@ -280,6 +284,8 @@ pub struct Registration {
     /// while the broker was away), applied before the broker reconciles the node's
     /// jobs with `running`: a job that completed meanwhile is COMPLETED, not lost.
     pub ended: Vec<JobEnd>,
+    /// Where the agent takes step connections (`tcp://ADDR:PORT`); empty: nowhere.
+    pub step_endpoint: String,
 }
 
 /// At most this many ends travel in one registration; the agent lists the jobs of the
@@ -397,6 +403,7 @@ impl Message for ClientRequest {
             ClientOp::Acct(f) => f.validate(),
             ClientOp::Hold(ids) | ClientOp::Release(ids) => check_ids("jobs", ids),
             ClientOp::Report(q) => check("top_wasters", q.top_wasters as usize, 1000),
+            ClientOp::Step(r) => r.validate(),
         }
     }
 }
@@ -430,6 +437,13 @@ impl Message for ClientReply {
                 check_str("script", script, limits::MAX_SCRIPT_BYTES)?;
                 crate::job::validate_env(env)
             }
+            ClientReply::Step(g) => {
+                check("nodes", g.nodes.len(), crate::step::MAX_STEP_NODES as usize)?;
+                g.nodes.iter().try_for_each(|n| {
+                    check_str("endpoint", &n.endpoint, limits::MAX_NAME_BYTES)?;
+                    n.launch.validate()
+                })
+            }
             ClientReply::NodeKeys(keys) => {
                 check("node keys", keys.len(), limits::MAX_LIST)?;
                 keys.iter().try_for_each(|(node, key)| {
@@ -456,6 +470,7 @@ impl Message for AgentMessage {
                 check_ids("running", &r.running)?;
                 check("challenge", r.challenge.len(), MAX_NONCE_BYTES)?;
                 check("ended", r.ended.len(), MAX_ENDS_IN_REGISTRATION)?;
+                check_str("step_endpoint", &r.step_endpoint, limits::MAX_NAME_BYTES)?;
                 r.ended.iter().try_for_each(JobEnd::validate)?;
                 check("enforced", r.enforced.len(), 64)?;
                 for e in &r.enforced {

@@ -216,6 +216,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             stepd: None,
             // Ctrl-C ends single-host mode and everything it ran.
             end_jobs_on_exit: true,
+            step_listen: Some("tcp://127.0.0.1:0".into()),
+            node_addr: None,
             deny_env: bulkhead_agent::DEFAULT_DENY_ENV
                 .iter()
                 .map(|s| s.to_string())

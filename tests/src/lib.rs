@@ -548,7 +548,9 @@ impl Cluster {
         endpoint: &str,
         log: &Path,
     ) -> &'a mut Command {
-        cmd.args(["--broker", endpoint, "--name", name])
+        // Steps (`bh run`) on loopback, each agent its own port.
+        cmd.env("BH_STEP_LISTEN", "tcp://127.0.0.1:0")
+            .args(["--broker", endpoint, "--name", name])
             .args([
                 "--cpus",
                 &self.opts.cpus.to_string(),
@@ -831,7 +833,7 @@ impl Cluster {
     }
 
     /// The cluster's own nodes.
-    fn node_names(&self) -> Vec<String> {
+    pub fn node_names(&self) -> Vec<String> {
         std::iter::once(self.node.clone())
             .chain((1..self.opts.nodes).map(|i| format!("{}x{i}", self.node)))
             .collect()

@@ -172,6 +172,7 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
                     challenge: vec![],
 
                     ended: vec![end.clone()],
+                    step_endpoint: String::new(),
                 }),
                 AgentMessage::Heartbeat {
                     running: vec![JobId(1)],

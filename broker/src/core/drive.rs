@@ -595,6 +595,7 @@ impl Driver {
             challenge: vec![],
 
             ended: (0..b.below(3)).map(|_| self.end(b)).collect(),
+            step_endpoint: String::new(),
         }
     }
 
@@ -1006,6 +1007,7 @@ fn op_name(op: &ClientOp) -> &'static str {
         ClientOp::Hold(_) => "hold",
         ClientOp::Release(_) => "release",
         ClientOp::Script(_) => "script",
+        ClientOp::Step(_) => "step",
     }
 }
 

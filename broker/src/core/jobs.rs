@@ -489,6 +489,7 @@ impl Core {
         if state.is_terminal() {
             return;
         }
+        self.forget_steps(end.job);
         if let Some(n) = node.and_then(|n| self.nodes.get_mut(&n)) {
             n.running.remove(&end.job);
         }
@@ -500,6 +501,18 @@ impl Core {
         for n in extra {
             if let Some(n) = self.nodes.get_mut(&n) {
                 n.held.remove(&end.job);
+                // Its share there (and any step still on it) ends with the job.
+                if let Some(peer) = n.peer.clone() {
+                    fx.send.push(Outbound::Agent {
+                        peer,
+                        request_id: 0,
+                        msg: BrokerMessage::Kill {
+                            job: end.job,
+                            state: end.state,
+                            grace_s: None,
+                        },
+                    });
+                }
             }
         }
         let sid = sched::JobId(end.job.0);

@@ -28,6 +28,7 @@ mod jobs;
 mod metrics;
 mod nodes;
 mod sched_bridge;
+mod steps;
 mod views;
 
 use auth::JobAction;
@@ -294,6 +295,8 @@ struct Node {
     /// arrived, and does not make the job lost.
     launches: u64,
     launch_no: HashMap<JobId, u64>,
+    /// Where its agent takes step connections (empty: nowhere).
+    step_endpoint: String,
 }
 
 impl Node {
@@ -354,6 +357,8 @@ pub struct Core {
     /// Since when the store takes writes (so launches leave once placed); `None` while
     /// it does not, and launches wait for it.
     store_ready_since_us: Option<u64>,
+    /// Running jobs' steps so far.
+    steps: HashMap<JobId, steps::JobSteps>,
 }
 
 /// Microseconds to the scheduler's seconds.
@@ -427,6 +432,7 @@ impl Core {
             node_by_peer: HashMap::new(),
             next_job: 1,
             next_node: 1,
+            steps: HashMap::new(),
             stored_keys: BTreeMap::new(),
             challenges: HashMap::new(),
             nonce_seed: [0; 32],
@@ -653,6 +659,7 @@ impl Core {
                 }
             },
             ClientOp::Script(id) => self.script(caller, id),
+            ClientOp::Step(req) => self.step(caller, *req, now_us),
             ClientOp::Cancel(ids) => {
                 let outcomes = ids
                     .into_iter()
@@ -739,7 +746,7 @@ impl Core {
                     let Some(j) = self.jobs.get_mut(&job) else {
                         continue;
                     };
-                    if j.node != Some(node_id) {
+                    if j.node != Some(node_id) && !j.extra_nodes.contains(&node_id) {
                         continue;
                     }
                     merge_denial(&mut j.denials, d);

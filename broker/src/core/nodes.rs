@@ -65,6 +65,7 @@ impl Core {
                 seq: 0,
                 launches: 0,
                 launch_no: HashMap::new(),
+                step_endpoint: String::new(),
             },
         );
         idx
@@ -287,6 +288,7 @@ impl Core {
         node.agent_version = reg.agent_version;
         node.gpus = reg.gpus;
         node.gpu_backend = reg.gpu_backend;
+        node.step_endpoint = reg.step_endpoint;
         self.node_by_peer.insert(peer.clone(), id);
         fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));
         fx.send.push(Outbound::Agent {
@@ -356,10 +358,10 @@ impl Core {
         }
         // Jobs the agent runs that must not run: finished, cancelled, or placed elsewhere.
         for j in reported {
-            let keep = self
-                .jobs
-                .get(&j)
-                .is_some_and(|job| job.state.is_active() && job.node == Some(node_id));
+            let keep = self.jobs.get(&j).is_some_and(|job| {
+                job.state.is_active()
+                    && (job.node == Some(node_id) || job.extra_nodes.contains(&node_id))
+            });
             // A kill the agent may have missed while it was away (a registration
             // follows a restart): a cancel (the job COMPLETING) or a preemption is
             // sent again. An agent whose job is completing by itself ignores it.

@@ -178,14 +178,27 @@ impl Core {
                     j.state = JobState::Running;
                     self.started_total += 1;
                     j.node = Some(node_id);
-                    j.extra_nodes = extra;
+                    j.extra_nodes = extra.clone();
                     j.gpus = grants;
                     j.start_us = Some(now_us);
                     j.reason = None;
                     j.partition = part_name;
                     // The partition's default (or maximum) limit applies when the job gave none.
                     j.submission.resources.time_limit_s = time_limit;
-                    let spec = self.launch_spec(id, &names.join(","), &node_name, now_us);
+                    let spec = self.launch_spec(id, &names.join(","), &node_name, 0, now_us);
+                    // The job's other nodes hold their share for its steps: a launch
+                    // without a script each (their supervisors run only steps).
+                    let holds: Vec<(PeerId, LaunchSpec)> = extra
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(k, n)| {
+                            let node = self.nodes.get(n)?;
+                            let peer = node.peer.clone()?;
+                            let spec =
+                                self.launch_spec(id, &names.join(","), &node.name, k + 1, now_us)?;
+                            Some((peer, spec))
+                        })
+                        .collect();
                     let parent = self
                         .jobs
                         .get(&id)
@@ -200,6 +213,13 @@ impl Core {
                             n.launches += 1;
                             n.launch_no.insert(id, n.launches);
                         }
+                        fx.send.push(Outbound::Agent {
+                            peer,
+                            request_id: 0,
+                            msg: BrokerMessage::Launch(Box::new(spec)),
+                        });
+                    }
+                    for (peer, spec) in holds {
                         fx.send.push(Outbound::Agent {
                             peer,
                             request_id: 0,
@@ -258,12 +278,15 @@ impl Core {
         }
     }
 
-    /// The launch of a job for its first node, signed when the broker has a key.
+    /// The launch of a job for its `part`-th node (0: the first, which runs the batch
+    /// script; the others get no script and run only steps), signed when the broker
+    /// has a key.
     pub(super) fn launch_spec(
         &self,
         id: JobId,
         nodelist: &str,
         node: &str,
+        part: usize,
         now_us: u64,
     ) -> Option<LaunchSpec> {
         let j = self.jobs.get(&id)?;
@@ -272,7 +295,11 @@ impl Core {
             name: j.submission.name.clone(),
             uid: j.uid,
             gid: j.gid,
-            script: j.submission.script.clone(),
+            script: if part == 0 {
+                j.submission.script.clone()
+            } else {
+                String::new()
+            },
             args: j.submission.args.clone(),
             workdir: j.submission.workdir.clone(),
             stdout: j.submission.stdout.clone(),
@@ -283,8 +310,8 @@ impl Core {
             time_limit_s: j.submission.resources.time_limit_s,
             partition: j.partition.clone(),
             nodelist: nodelist.to_string(),
-            // The batch script runs on the first node: its GPUs.
-            gpus: j.gpus.first().cloned().unwrap_or_default(),
+            // This node's GPUs.
+            gpus: j.gpus.get(part).cloned().unwrap_or_default(),
             array: j.submission.array_task,
             submit_time_us: j.submit_us,
             node: node.to_string(),

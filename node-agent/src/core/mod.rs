@@ -51,6 +51,8 @@ pub struct CoreConfig {
     pub allow_root_jobs: bool,
     /// What the node enforces, for the registration.
     pub enforced: Vec<String>,
+    /// Where step connections are taken, for the registration (empty: nowhere).
+    pub step_endpoint: String,
 }
 
 /// A journal operation, carried out by the shell before the effects after it.
@@ -279,6 +281,7 @@ impl AgentCore {
             gpu_backend: "none".into(),
             challenge: self.challenge.clone(),
             ended,
+            step_endpoint: self.cfg.step_endpoint.clone(),
         })));
     }
 

@@ -66,6 +66,7 @@ pub(super) fn reg(name: &str, cpus: u32, running: Vec<JobId>) -> AgentMessage {
         challenge: vec![],
 
         ended: vec![],
+        step_endpoint: String::new(),
     })
 }
 

@@ -136,6 +136,7 @@ impl Env {
                 host_cpus: (0..self.cpus).collect(),
                 allow_root_jobs: self.allow_root,
                 enforced: vec!["cpuset".into(), "memory".into()],
+                step_endpoint: String::new(),
             },
             verifier,
             self.pending,

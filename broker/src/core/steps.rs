@@ -1,0 +1,271 @@
+//! Job steps (`bh run` inside a job, like srun): the broker checks that a step fits the
+//! running job's allocation, numbers it, lays its tasks out over the job's nodes and
+//! signs one launch per node, which the client carries to the agents itself.
+//!
+//! Step numbers and the job's rendezvous port (`MASTER_PORT`) are kept in memory: a
+//! step is a client's connection to its nodes and does not outlive it, and a broker
+//! restart only restarts the numbering of later steps.
+
+use super::{Caller, Core, err};
+use bulkhead_proto::msg::{ClientReply, ErrorCode, ErrorReply};
+use bulkhead_proto::step::{StepGrant, StepLaunch, StepNode, StepRequest, distribute};
+use bulkhead_proto::{JobId, JobState, NodeId};
+
+/// The ports handed out as jobs' `MASTER_PORT`, one per running job on its first node
+/// (PyTorch's default, 29500, and the thousand after it).
+const MASTER_PORTS: std::ops::Range<u16> = 29_500..30_500;
+
+/// A running job's steps so far.
+#[derive(Debug, Clone, Default)]
+pub(super) struct JobSteps {
+    next: u32,
+    port: u16,
+}
+
+impl Core {
+    /// Grants step `req` in its job, or says why not (the job is left as it was).
+    pub(super) fn step(&mut self, caller: &Caller, req: StepRequest, now_us: u64) -> ClientReply {
+        match self.try_step(caller, req, now_us) {
+            Ok(g) => ClientReply::Step(Box::new(g)),
+            Err(e) => ClientReply::Error(e),
+        }
+    }
+
+    fn try_step(
+        &mut self,
+        caller: &Caller,
+        req: StepRequest,
+        now_us: u64,
+    ) -> Result<StepGrant, ErrorReply> {
+        let id = req.job;
+        let unable = |why: String| {
+            err(
+                ErrorCode::Unsatisfiable,
+                format!("Unable to create step for job {id}: {why}"),
+            )
+        };
+        let j = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| err(ErrorCode::NotFound, format!("job {id} does not exist")))?;
+        if caller.uid != j.uid && caller.uid != 0 {
+            tracing::warn!(user = %caller.user, uid = caller.uid, job = %id, "refused a step in another user's job");
+            return Err(err(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "job {id} is not {}'s: steps run only in one's own jobs",
+                    caller.user
+                ),
+            ));
+        }
+        if j.state != JobState::Running {
+            return Err(err(
+                ErrorCode::Invalid,
+                format!(
+                    "job {id} is {} ({}), not running: steps run in running jobs",
+                    j.state.as_str(),
+                    j.state.short()
+                ),
+            ));
+        }
+        if req.argv.is_empty() {
+            return Err(err(ErrorCode::Invalid, "no command to run"));
+        }
+        let cpus_per_task = req.cpus_per_task.max(1);
+        let job_cpus = j.submission.resources.cpus.max(1);
+        let job_nodes: Vec<NodeId> = j.node.into_iter().chain(j.extra_nodes.clone()).collect();
+        let name_of = |n: &NodeId| {
+            self.nodes
+                .get(n)
+                .map(|x| x.name.clone())
+                .unwrap_or_default()
+        };
+        let job_names: Vec<String> = job_nodes.iter().map(name_of).collect();
+        // The nodes it may use: those named (`-w`), in the job's order, else the job's.
+        let mut usable: Vec<NodeId> = job_nodes.clone();
+        if !req.nodelist.is_empty() {
+            for n in &req.nodelist {
+                if !job_names.contains(n) {
+                    return Err(unable(format!(
+                        "Requested node configuration is not available: {n} is not one of the job's nodes ({})",
+                        job_names.join(",")
+                    )));
+                }
+            }
+            usable.retain(|n| req.nodelist.contains(&name_of(n)));
+        }
+        let per_node_room = job_cpus / cpus_per_task;
+        if per_node_room == 0 {
+            return Err(unable(format!(
+                "More processors requested than permitted: a task of {cpus_per_task} CPUs, the job has {job_cpus} on each node"
+            )));
+        }
+        if req.ntasks == Some(0) || req.nodes == Some(0) || req.ntasks_per_node == Some(0) {
+            return Err(err(
+                ErrorCode::Invalid,
+                "--ntasks, --nodes and --ntasks-per-node must be at least 1",
+            ));
+        }
+        let nnodes = match (req.nodes, req.ntasks, req.ntasks_per_node) {
+            (Some(n), _, _) => n,
+            (None, Some(t), Some(per)) => t.div_ceil(per),
+            // Without -N a step takes the nodes named with -w, else as many as its
+            // tasks need (at most the job's: more tasks than fit are refused below).
+            (None, Some(t), None) => t
+                .div_ceil(per_node_room)
+                .max(if req.nodelist.is_empty() {
+                    1
+                } else {
+                    usable.len() as u32
+                })
+                .min(usable.len() as u32),
+            (None, None, _) => usable.len() as u32,
+        };
+        if nnodes as usize > usable.len() {
+            return Err(unable(format!(
+                "Requested node configuration is not available: {nnodes} nodes asked, the job has {}",
+                usable.len()
+            )));
+        }
+        usable.truncate(nnodes as usize);
+        let room = match req.ntasks_per_node {
+            Some(per) if per > per_node_room => {
+                return Err(unable(format!(
+                    "More processors requested than permitted: {per} tasks of {cpus_per_task} CPUs on a node, the job has {job_cpus} CPUs on each"
+                )));
+            }
+            Some(per) => per,
+            None => per_node_room,
+        };
+        let ntasks = req
+            .ntasks
+            .unwrap_or_else(|| req.ntasks_per_node.unwrap_or(1).saturating_mul(nnodes));
+        let per_node = distribute(ntasks, &vec![room; usable.len()]).ok_or_else(|| {
+            unable(format!(
+                "More processors requested than permitted: {ntasks} tasks of {cpus_per_task} CPUs on {nnodes} nodes, the job has {job_cpus} CPUs on each"
+            ))
+        })?;
+        let mut grant_nodes = Vec::with_capacity(usable.len());
+        for nid in &usable {
+            let node = self
+                .nodes
+                .get(nid)
+                .ok_or_else(|| unable("a node of the job is gone".into()))?;
+            if !node.up() {
+                return Err(unable(format!("node {} is down", node.name)));
+            }
+            if node.step_endpoint.is_empty() {
+                return Err(unable(format!(
+                    "node {} takes no steps: its agent was started without --step-listen",
+                    node.name
+                )));
+            }
+        }
+        let names: Vec<String> = usable.iter().map(name_of).collect();
+        let master_addr = self
+            .nodes
+            .get(&usable[0])
+            .map(|n| endpoint_host(&n.step_endpoint).to_string())
+            .unwrap_or_default();
+        let first = usable[0];
+        let steps = self.steps.entry(id).or_default();
+        if steps.port == 0 {
+            // A port no other running job has on this first node.
+            let taken: std::collections::HashSet<u16> = self
+                .steps
+                .iter()
+                .filter(|(other, s)| {
+                    **other != id
+                        && s.port != 0
+                        && self.jobs.get(other).is_some_and(|o| o.node == Some(first))
+                })
+                .map(|(_, s)| s.port)
+                .collect();
+            let port = MASTER_PORTS
+                .clone()
+                .find(|p| !taken.contains(p))
+                .unwrap_or(MASTER_PORTS.start);
+            self.steps.entry(id).or_default().port = port;
+        }
+        let steps = self.steps.entry(id).or_default();
+        let step = steps.next;
+        steps.next += 1;
+        let port = steps.port;
+        let mut first_rank = 0u32;
+        let uid = self.jobs.get(&id).map_or(caller.uid, |j| j.uid);
+        for (i, nid) in usable.iter().enumerate() {
+            let Some(node) = self.nodes.get(nid) else {
+                continue;
+            };
+            let mut launch = StepLaunch {
+                job: id,
+                step,
+                uid,
+                node: node.name.clone(),
+                node_index: i as u32,
+                nodes: names.clone(),
+                tasks_per_node: per_node.clone(),
+                first_rank,
+                ntasks,
+                cpus_per_task,
+                job_nodes: job_names.clone(),
+                job_cpus_per_node: job_cpus,
+                name: req.name.clone(),
+                argv: req.argv.clone(),
+                cwd: req.cwd.clone(),
+                env: req.env.clone(),
+                input_all: req.input_all,
+                kill_on_bad_exit: req.kill_on_bad_exit,
+                master_addr: master_addr.clone(),
+                master_port: port,
+                expires_us: now_us + bulkhead_net::sign::LAUNCH_VALIDITY_US,
+                signature: Vec::new(),
+            };
+            if let Some(s) = &self.cfg.signer {
+                s.sign_step(&mut launch, now_us);
+            }
+            first_rank += per_node[i];
+            grant_nodes.push(StepNode {
+                name: node.name.clone(),
+                endpoint: node.step_endpoint.clone(),
+                curve_key: if self.cfg.curve {
+                    self.cfg.node_keys.get(&node.name).cloned()
+                } else {
+                    None
+                },
+                launch,
+            });
+        }
+        tracing::info!(job = %id, step, ntasks, nodes = %names.join(","), user = %caller.user, "step granted");
+        Ok(StepGrant {
+            job: id,
+            step,
+            ntasks,
+            nodes: grant_nodes,
+        })
+    }
+
+    /// Forgets the steps of a job that ended.
+    pub(super) fn forget_steps(&mut self, job: JobId) {
+        self.steps.remove(&job);
+    }
+}
+
+/// The host of a `tcp://HOST:PORT` endpoint (`[v6]` brackets removed).
+fn endpoint_host(ep: &str) -> &str {
+    let rest = ep.strip_prefix("tcp://").unwrap_or(ep);
+    let host = rest.rsplit_once(':').map_or(rest, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::endpoint_host;
+
+    #[test]
+    fn the_master_address_is_the_endpoints_host() {
+        assert_eq!(endpoint_host("tcp://10.77.0.11:6818"), "10.77.0.11");
+        assert_eq!(endpoint_host("tcp://[::1]:6818"), "::1");
+        assert_eq!(endpoint_host("tcp://n1:6818"), "n1");
+    }
+}

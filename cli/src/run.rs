@@ -1,0 +1,246 @@
+//! `bh run` (like srun) inside a job: asks the broker for a step, starts it on its nodes
+//! and relays it: the tasks' output to this terminal (labelled with `-l`), this stdin to
+//! task 0 (or every task), Ctrl-C to the tasks; the exit status is the highest of the
+//! tasks'.
+
+use bulkhead_net::steps::StepConns;
+use bulkhead_proto::step::{StepGrant, StepIn, StepOut};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What a task's exit makes of the step's status: its code, or 128 + its signal.
+pub fn task_status(code: Option<i32>, signal: Option<i32>) -> i32 {
+    match (code, signal) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        (None, None) => 1,
+    }
+}
+
+/// Splits `-l` output into lines, each prefixed with its task's rank.
+#[derive(Debug, Default)]
+pub struct Labeller {
+    partial: HashMap<(u32, bool), Vec<u8>>,
+}
+
+impl Labeller {
+    /// The complete lines `data` finishes, labelled; the rest waits for its end.
+    pub fn feed(&mut self, rank: u32, err: bool, data: &[u8]) -> Vec<u8> {
+        let buf = self.partial.entry((rank, err)).or_default();
+        buf.extend_from_slice(data);
+        let mut out = Vec::new();
+        while let Some(i) = buf.iter().position(|&b| b == b'\n') {
+            out.extend_from_slice(format!("{rank}: ").as_bytes());
+            out.extend(buf.drain(..=i));
+        }
+        out
+    }
+
+    /// What is left of task `rank`'s stream (a last line without a newline).
+    pub fn flush(&mut self, rank: u32, err: bool) -> Vec<u8> {
+        match self.partial.remove(&(rank, err)) {
+            Some(rest) if !rest.is_empty() => {
+                let mut out = format!("{rank}: ").into_bytes();
+                out.extend(rest);
+                out.push(b'\n');
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
+    match (code, signal) {
+        (Some(c), _) => format!("Exited with exit code {c}"),
+        (None, Some(s)) => Signal::try_from(s)
+            .map(|sig| match sig {
+                Signal::SIGKILL => "Killed".to_string(),
+                Signal::SIGTERM => "Terminated".to_string(),
+                Signal::SIGINT => "Interrupt".to_string(),
+                other => format!("Killed by {other}"),
+            })
+            .unwrap_or_else(|_| format!("Killed by signal {s}")),
+        (None, None) => "Ended".into(),
+    }
+}
+
+/// Runs a granted step to its end; the exit status.
+pub fn relay(
+    grant: &StepGrant,
+    munge_socket: Option<&Path>,
+    label: bool,
+    connect_timeout: Duration,
+) -> anyhow::Result<i32> {
+    let mut mask = SigSet::empty();
+    for s in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ] {
+        mask.add(s);
+    }
+    mask.thread_block()?;
+    let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)?;
+    let mut conns = StepConns::launch(grant, munge_socket)?;
+    let n = conns.len();
+    let mut started = vec![false; n];
+    let mut done = vec![false; n];
+    let mut status = 0i32;
+    let mut labeller = Labeller::default();
+    let stdin_fd = std::io::stdin().as_raw_fd();
+    let takes_input: Vec<usize> = if grant.nodes.first().is_some_and(|f| f.launch.input_all) {
+        (0..n).collect()
+    } else {
+        vec![0]
+    };
+    let mut stdin_open = true;
+    let mut last_int: Option<Instant> = None;
+    let begun = Instant::now();
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut killed = false;
+    while done.iter().any(|d| !d) {
+        let fds: Vec<i32> = if stdin_open {
+            vec![sfd.as_raw_fd(), stdin_fd]
+        } else {
+            vec![sfd.as_raw_fd()]
+        };
+        let polled = conns.poll(&fds, Duration::from_millis(500))?;
+        if polled.readable.first() == Some(&true) {
+            while let Ok(Some(info)) = sfd.read_signal() {
+                let sig = info.ssi_signo as i32;
+                if sig == libc::SIGINT {
+                    if last_int.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+                        eprintln!("bh: forcing the step's end");
+                        conns.send_all(&StepIn::Signal(libc::SIGKILL))?;
+                        killed = true;
+                    } else {
+                        eprintln!(
+                            "bh: interrupt: SIGINT sent to the tasks (another within 1 s kills the step)"
+                        );
+                        conns.send_all(&StepIn::Signal(libc::SIGINT))?;
+                    }
+                    last_int = Some(Instant::now());
+                } else {
+                    conns.send_all(&StepIn::Signal(sig))?;
+                }
+            }
+        }
+        if stdin_open && polled.readable.get(1) == Some(&true) {
+            let mut buf = vec![0u8; 64 << 10];
+            // SAFETY: reading into our own buffer from our stdin.
+            let r = unsafe { libc::read(stdin_fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if r <= 0 {
+                stdin_open = false;
+                for &i in &takes_input {
+                    conns.send(i, &StepIn::InputEof)?;
+                }
+            } else {
+                buf.truncate(r as usize);
+                for &i in &takes_input {
+                    conns.send(i, &StepIn::Input(buf.clone()))?;
+                }
+            }
+        }
+        for (i, msg) in polled.frames {
+            match msg {
+                StepOut::Started { .. } => started[i] = true,
+                StepOut::Output { rank, err, data } => {
+                    let bytes = if label {
+                        labeller.feed(rank, err, &data)
+                    } else {
+                        data
+                    };
+                    let res = if err {
+                        stderr.lock().write_all(&bytes)
+                    } else {
+                        stdout.lock().write_all(&bytes)
+                    };
+                    if res.is_err() && !killed {
+                        // Our stdout went (a closed pipe): the step has nowhere to write.
+                        conns.send_all(&StepIn::Signal(libc::SIGKILL))?;
+                        killed = true;
+                    }
+                }
+                StepOut::TaskExit { rank, code, signal } => {
+                    if label {
+                        let _ = stdout.lock().write_all(&labeller.flush(rank, false));
+                        let _ = stderr.lock().write_all(&labeller.flush(rank, true));
+                    }
+                    let st = task_status(code, signal);
+                    if st != 0 {
+                        eprintln!(
+                            "bh: error: {}: task {rank}: {}",
+                            conns.node_name(i),
+                            describe_exit(code, signal)
+                        );
+                    }
+                    status = status.max(st);
+                }
+                StepOut::Ended { .. } => done[i] = true,
+                StepOut::Failed { node, message } => {
+                    eprintln!(
+                        "bh: error: {}: {}",
+                        bulkhead_cli_escape(&node),
+                        bulkhead_cli_escape(&message)
+                    );
+                    done[i] = true;
+                    status = status.max(1);
+                    // A step runs whole or not at all.
+                    if !killed {
+                        conns.send_all(&StepIn::Signal(libc::SIGKILL))?;
+                        killed = true;
+                    }
+                }
+            }
+        }
+        if begun.elapsed() > connect_timeout
+            && let Some(i) = (0..n).find(|&i| !started[i] && !done[i])
+        {
+            anyhow::bail!(
+                "node {} did not answer at {} within {:.0} s (is its agent up and reachable from here?)",
+                conns.node_name(i),
+                grant.nodes[i].endpoint,
+                connect_timeout.as_secs_f64()
+            );
+        }
+    }
+    let _ = stdout.lock().flush();
+    Ok(status)
+}
+
+fn bulkhead_cli_escape(s: &str) -> String {
+    crate::output::escape(s).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_prefix_whole_lines_and_keep_partial_ones() {
+        let mut l = Labeller::default();
+        assert_eq!(l.feed(1, false, b"a\nb"), b"1: a\n".to_vec());
+        assert_eq!(l.feed(0, false, b"x\n"), b"0: x\n".to_vec());
+        assert_eq!(l.feed(1, false, b"c\n"), b"1: bc\n".to_vec());
+        assert_eq!(l.feed(1, false, b"tail"), Vec::<u8>::new());
+        assert_eq!(l.flush(1, false), b"1: tail\n".to_vec());
+        assert_eq!(l.flush(1, false), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn the_status_is_the_code_or_128_plus_the_signal() {
+        assert_eq!(task_status(Some(3), None), 3);
+        assert_eq!(task_status(None, Some(9)), 137);
+        assert_eq!(task_status(None, None), 1);
+        assert_eq!(describe_exit(None, Some(9)), "Killed");
+        assert_eq!(describe_exit(Some(2), None), "Exited with exit code 2");
+    }
+}

@@ -1,0 +1,293 @@
+//! The agent's step endpoint (like slurmd's port for srun): clients of `bh run` connect
+//! here, with a launch the broker signed for this node and their MUNGE credential, and
+//! exchange the step's input, signals and output with its tasks.
+//!
+//! A ROUTER socket (CURVE with the node's key when the cluster encrypts) on its own
+//! thread; each client connection is a session that is checked (the broker's signature,
+//! this node, not expired, not replayed; the credential is the job's user's or root's
+//! and made for this launch; the job runs here) and then relayed to the job's
+//! supervisor at `<job dir>/steps`, which runs the tasks. Output frames from the
+//! supervisor go to the client as they are (already encoded); the client acknowledges
+//! what it received, and the relay reads no more than [`WINDOW`] ahead of it, so a slow
+//! client slows its tasks' output rather than filling the node's memory. A client
+//! silent for [`CLIENT_TIMEOUT`] is gone: its step is killed.
+
+use crate::step::{self, StepSpec};
+use bulkhead_munge::Munge;
+use bulkhead_net::thread as transport;
+use bulkhead_proto::codec;
+use bulkhead_proto::step::{StepIn, StepLaunch, StepOut};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+/// Output sent to a client beyond what it acknowledged, at most.
+const WINDOW: u64 = 16 << 20;
+/// A client not heard from for this long is gone.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// What the sessions share.
+pub(crate) struct Shared {
+    pub node: String,
+    pub run_dir: PathBuf,
+    pub munge: Munge,
+    /// The broker's key; `None` when launches are not signed (CURVE-only or insecure
+    /// clusters: the credential and the job's record still decide).
+    pub verifier: Option<Mutex<bulkhead_net::sign::LaunchVerifier>>,
+    pub deny_env: Vec<String>,
+    /// The socket thread's outbox; taken (closed) when the agent stops, since its
+    /// ZeroMQ context cannot end while a socket of it is open.
+    pub out: Mutex<Option<zmq::Socket>>,
+}
+
+impl Shared {
+    /// Closes the outbox: nothing more is sent.
+    pub fn close(&self) {
+        if let Ok(mut o) = self.out.lock() {
+            o.take();
+        }
+    }
+}
+
+/// Binds the step endpoint; returns the address to advertise and the socket thread.
+pub(crate) fn start(
+    ctx: &zmq::Context,
+    listen: &str,
+    advertise_host: Option<&str>,
+    curve: Option<&bulkhead_net::curve::KeyPair>,
+    shared: impl FnOnce(zmq::Socket) -> Shared,
+    stop: Arc<AtomicBool>,
+) -> Result<(String, std::thread::JoinHandle<()>, Arc<Shared>), crate::AgentError> {
+    let bound = transport::bind_router_with(ctx, listen, curve)?;
+    let port = bound
+        .endpoint
+        .rsplit_once(':')
+        .map(|(_, p)| p.to_string())
+        .unwrap_or_default();
+    let bound_host = bound
+        .endpoint
+        .strip_prefix("tcp://")
+        .and_then(|r| r.rsplit_once(':'))
+        .map(|(h, _)| h.to_string())
+        .unwrap_or_default();
+    let host = match advertise_host {
+        Some(h) => h.to_string(),
+        None if bound_host != "0.0.0.0" && bound_host != "*" && !bound_host.is_empty() => {
+            bound_host
+        }
+        None => nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "localhost".into()),
+    };
+    let advertised = format!("tcp://{host}:{port}");
+    let out = transport::outbox(ctx, &bound)?;
+    let shared = Arc::new(shared(out));
+    let (tx, rx) = mpsc::channel(4096);
+    let thread = transport::spawn(bound, tx, stop)?;
+    tokio::spawn(serve(rx, shared.clone()));
+    tracing::info!(endpoint = %advertised, "taking steps");
+    Ok((advertised, thread, shared))
+}
+
+async fn serve(mut rx: mpsc::Receiver<transport::Incoming>, shared: Arc<Shared>) {
+    let mut sessions: HashMap<Vec<u8>, mpsc::Sender<StepIn>> = HashMap::new();
+    while let Some(inc) = rx.recv().await {
+        let [peer, frame] = inc.frames.as_slice() else {
+            continue;
+        };
+        let msg = match codec::decode::<StepIn>(frame) {
+            Ok((_, m)) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "a malformed step frame");
+                continue;
+            }
+        };
+        sessions.retain(|_, tx| !tx.is_closed());
+        if let Some(tx) = sessions.get(peer) {
+            if !matches!(msg, StepIn::Launch { .. }) {
+                let _ = tx.send(msg).await;
+            }
+            continue;
+        }
+        let StepIn::Launch { launch, credential } = msg else {
+            // Input for a session that ended, or that never began: nothing to do.
+            continue;
+        };
+        let (tx, srx) = mpsc::channel(256);
+        sessions.insert(peer.clone(), tx);
+        tokio::spawn(session(
+            shared.clone(),
+            peer.clone(),
+            *launch,
+            credential,
+            srx,
+        ));
+    }
+}
+
+fn send(shared: &Shared, peer: &[u8], frame: Vec<u8>) {
+    if let Ok(out) = shared.out.lock()
+        && let Some(out) = out.as_ref()
+        && let Err(e) = out.send_multipart([peer.to_vec(), frame], 0)
+    {
+        tracing::warn!(error = %e, "cannot queue a step frame");
+    }
+}
+
+fn fail(shared: &Shared, peer: &[u8], message: String) {
+    if let Ok(frame) = codec::encode(
+        0,
+        &StepOut::Failed {
+            node: shared.node.clone(),
+            message,
+        },
+    ) {
+        send(shared, peer, frame);
+    }
+}
+
+/// Whether the launch may run here; the job's record if so.
+fn admit(shared: &Shared, launch: &StepLaunch, credential: &[u8]) -> Result<StepSpec, String> {
+    if let Some(v) = &shared.verifier {
+        v.lock()
+            .map_err(|_| "the verifier is poisoned".to_string())?
+            .check_step(launch, bulkhead_proto::time::now_us())?;
+    } else if launch.node != shared.node {
+        return Err(format!("the step's launch is for node {}", launch.node));
+    }
+    let cred = shared
+        .munge
+        .decode(credential)
+        .map_err(|e| format!("the credential is not valid: {e}"))?;
+    if cred.payload != bulkhead_proto::bind::step_launch(launch) {
+        return Err("the credential was not made for this launch".into());
+    }
+    if cred.uid != launch.uid && cred.uid != 0 {
+        return Err(format!(
+            "uid {} may not attach to a step of uid {}'s job",
+            cred.uid, launch.uid
+        ));
+    }
+    let dir = step::job_dir(&shared.run_dir, launch.job);
+    let rec: StepSpec = step::read_record(&dir.join(step::SPEC_FILE))
+        .map_err(|_| format!("job {} does not run on {}", launch.job, shared.node))?;
+    if rec.uid != launch.uid {
+        return Err(format!(
+            "job {} runs as uid {}, not uid {}",
+            launch.job, rec.uid, launch.uid
+        ));
+    }
+    Ok(rec)
+}
+
+async fn session(
+    shared: Arc<Shared>,
+    peer: Vec<u8>,
+    mut launch: StepLaunch,
+    credential: Vec<u8>,
+    mut rx: mpsc::Receiver<StepIn>,
+) {
+    let checked = {
+        let shared = shared.clone();
+        let launch = launch.clone();
+        tokio::task::spawn_blocking(move || admit(&shared, &launch, &credential)).await
+    };
+    let rec = match checked {
+        Ok(Ok(rec)) => rec,
+        Ok(Err(why)) => {
+            tracing::warn!(job = %launch.job, step = launch.step, %why, "refused a step");
+            return fail(&shared, &peer, why);
+        }
+        Err(e) => return fail(&shared, &peer, format!("internal error: {e}")),
+    };
+    launch
+        .env
+        .retain(|(k, _)| !shared.deny_env.iter().any(|d| d == k));
+    let sock = step::job_dir(&shared.run_dir, rec.job).join(crate::tasks::STEPS_SOCK);
+    let mut conn = match tokio::net::UnixStream::connect(&sock).await {
+        Ok(c) => c,
+        Err(e) => {
+            return fail(
+                &shared,
+                &peer,
+                format!(
+                    "job {}'s supervisor takes no steps ({}: {e}); it may have started under an older bulkhead-stepd",
+                    rec.job,
+                    sock.display()
+                ),
+            );
+        }
+    };
+    let (job, step_id) = (launch.job, launch.step);
+    let mut first = Vec::new();
+    let hello = StepIn::Launch {
+        launch: Box::new(launch),
+        credential: Vec::new(),
+    };
+    if step::write_frame(&mut first, &hello).is_err() || conn.write_all(&first).await.is_err() {
+        return fail(
+            &shared,
+            &peer,
+            "cannot hand the step to its supervisor".into(),
+        );
+    }
+    tracing::debug!(%job, step = step_id, "step started");
+    let (mut rd, mut wr) = conn.into_split();
+    let mut sent: u64 = 0;
+    let mut acked: u64 = 0;
+    let mut heard = tokio::time::Instant::now();
+    let mut header = [0u8; 4];
+    let mut finished = false;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let may_read = sent.saturating_sub(acked) < WINDOW;
+        tokio::select! {
+            r = rd.read_exact(&mut header), if may_read => {
+                if r.is_err() {
+                    break;
+                }
+                let Ok(n) = step::decode_len(header) else { break };
+                let mut frame = vec![0u8; n];
+                if rd.read_exact(&mut frame).await.is_err() {
+                    break;
+                }
+                sent += n as u64;
+                finished |= bulkhead_proto::step::is_final_frame(&frame);
+                send(&shared, &peer, frame);
+            }
+            m = rx.recv() => {
+                let Some(m) = m else { break };
+                heard = tokio::time::Instant::now();
+                if let StepIn::Ack(n) = m {
+                    acked = acked.max(n.min(sent));
+                    continue;
+                }
+                let mut buf = Vec::new();
+                if step::write_frame(&mut buf, &m).is_err() || wr.write_all(&buf).await.is_err() {
+                    break;
+                }
+            }
+            _ = tick.tick() => {
+                if heard.elapsed() > CLIENT_TIMEOUT {
+                    tracing::warn!(%job, step = step_id, "the step's client is gone: ending the step");
+                    break;
+                }
+            }
+        }
+    }
+    // Dropping the connection ends the step on this node if it still runs.
+    if !finished {
+        fail(
+            &shared,
+            &peer,
+            format!(
+                "step {job}.{step_id} ended: the job's supervisor ended it (the job is over: cancelled, out of time, or its batch script exited)"
+            ),
+        );
+    }
+    tracing::debug!(%job, step = step_id, "step session over");
+}

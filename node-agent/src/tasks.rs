@@ -1,0 +1,796 @@
+//! A job's steps inside its supervisor (`bulkhead-stepd`): the tasks of each step the
+//! agent hands it, their output and input, and their exits.
+//!
+//! The agent connects to `<job dir>/steps` (root's only) once per step and sends the
+//! step's verified launch; the supervisor makes the step's cgroup below the job's,
+//! starts this node's tasks there (as the user, with Slurm's and PyTorch's variables,
+//! stdout and stderr on pipes, stdin on a pipe for the tasks that take input), and
+//! streams what they write back on the same connection as encoded [`StepOut`] frames,
+//! which the agent forwards to the client unchanged. The step ends on the node when
+//! its tasks have exited: what they left running is killed, the rest of the output
+//! sent, and the step's usage. A connection that goes (the client, or the agent, went
+//! away) kills the step, as srun's going does.
+//!
+//! Everything here is non-blocking and driven by the supervisor's `poll(2)` loop: a
+//! slow client holds back its step's output (the pipes are not read while the
+//! connection's buffer is full), never the supervision of the job.
+
+use crate::cgroup::JobCgroup;
+use crate::launch::Prepared;
+use crate::step::decode_len;
+use bulkhead_proto::step::{MAX_CHUNK, StepIn, StepLaunch, StepOut};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+/// The steps' socket in the job's directory.
+pub const STEPS_SOCK: &str = "steps";
+
+/// Output is not read from the tasks while this much waits to be sent.
+const OUT_HIGH_WATER: usize = 4 << 20;
+/// One read from a task's pipe.
+const READ_CHUNK: usize = 64 << 10;
+const _: () = assert!(READ_CHUNK <= MAX_CHUNK);
+
+/// The job's context every step's tasks start from.
+#[derive(Debug)]
+pub struct JobBase<'a> {
+    pub job_cgroup: &'a JobCgroup,
+    /// The batch script's prepared start: user, working directory, umask, and the
+    /// job's environment.
+    pub exec: &'a Prepared,
+}
+
+struct Task {
+    rank: u32,
+    pid: i32,
+    done: bool,
+}
+
+struct Pipe {
+    fd: OwnedFd,
+    rank: u32,
+    err: bool,
+}
+
+struct Step {
+    conn: UnixStream,
+    id: u32,
+    node: String,
+    tasks: Vec<Task>,
+    pipes: Vec<Pipe>,
+    /// Write ends of the stdin pipes, by rank.
+    stdin: Vec<(u32, OwnedFd)>,
+    input: Vec<u8>,
+    input_eof: bool,
+    out: Vec<u8>,
+    inbuf: Vec<u8>,
+    cg: Option<JobCgroup>,
+    kill_on_bad_exit: bool,
+    /// Its tasks have exited and the end is queued: flushed, then the step goes.
+    ended: bool,
+    /// The connection is gone: the step is killed and dropped.
+    lost: bool,
+}
+
+/// What the supervisor polls for, per step.
+#[derive(Clone, Copy)]
+enum Slot {
+    Listener,
+    Conn(usize),
+    Pipe(usize, usize),
+    Stdin(usize),
+}
+
+/// The supervisor's steps.
+#[allow(missing_debug_implementations)]
+pub struct Steps {
+    listener: Option<UnixListener>,
+    steps: Vec<Step>,
+    slots: Vec<Slot>,
+    job: bulkhead_proto::JobId,
+}
+
+fn log(job: bulkhead_proto::JobId, msg: impl std::fmt::Display) {
+    eprintln!("bulkhead-stepd {job}: {msg}");
+}
+
+/// Appends `msg` to `out` as one length-prefixed frame of the wire codec.
+fn push_out(out: &mut Vec<u8>, msg: &StepOut) {
+    match bulkhead_proto::codec::encode(0, msg) {
+        Ok(frame) => {
+            out.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+            out.extend_from_slice(&frame);
+        }
+        Err(e) => eprintln!("bulkhead-stepd: cannot encode a step frame: {e}"),
+    }
+}
+
+fn nonblocking(fd: &OwnedFd) {
+    // SAFETY: F_GETFL/F_SETFL on our own descriptor.
+    unsafe {
+        let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
+    }
+}
+
+/// A pipe: (read end, write end), both close-on-exec.
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new descriptors into `fds`.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both are new descriptors owned by nothing else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The program `cmd` names, looked up on `path` (as execvp would) when it has no `/`.
+pub fn resolve(cmd: &str, path: &str, cwd: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if cmd.contains('/') {
+        let p = Path::new(cwd).join(cmd);
+        return runnable(&p).then_some(p);
+    }
+    path.split(':')
+        .map(|d| {
+            if d.is_empty() {
+                Path::new(".")
+            } else {
+                Path::new(d)
+            }
+        })
+        .map(|d| Path::new(cwd).join(d).join(cmd))
+        .find(|p| runnable(p))
+}
+
+/// `SLURM_TASKS_PER_NODE`'s form: `2(x3),1`.
+pub fn tasks_per_node_text(per: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < per.len() {
+        let mut j = i;
+        while j + 1 < per.len() && per[j + 1] == per[i] {
+            j += 1;
+        }
+        let n = j - i + 1;
+        out.push(if n > 1 {
+            format!("{}(x{n})", per[i])
+        } else {
+            per[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+/// The environment of task `rank` (`local` on this node): the client's, then the
+/// job's variables, then the step's (Slurm's, Bulkhead's and PyTorch's) over both.
+pub fn task_env(
+    l: &StepLaunch,
+    job_env: &[(String, String)],
+    rank: u32,
+    local: u32,
+    pid_hint: Option<u32>,
+) -> Vec<(String, String)> {
+    let local_n = l.local_tasks();
+    let nodes = l.nodes.join(",");
+    let per = tasks_per_node_text(&l.tasks_per_node);
+    let s = |v: u32| v.to_string();
+    let mut ours: Vec<(&str, String)> = vec![
+        ("SLURM_STEP_ID", s(l.step)),
+        ("SLURM_STEPID", s(l.step)),
+        ("BH_STEP_ID", s(l.step)),
+        ("SLURM_PROCID", s(rank)),
+        ("BH_PROCID", s(rank)),
+        ("SLURM_LOCALID", s(local)),
+        ("BH_LOCALID", s(local)),
+        ("SLURM_NODEID", s(l.node_index)),
+        ("BH_NODEID", s(l.node_index)),
+        ("SLURM_NTASKS", s(l.ntasks)),
+        ("SLURM_NPROCS", s(l.ntasks)),
+        ("BH_NTASKS", s(l.ntasks)),
+        ("SLURM_STEP_NUM_TASKS", s(l.ntasks)),
+        ("SLURM_STEP_NUM_NODES", s(l.nodes.len() as u32)),
+        ("SLURM_NNODES", s(l.nodes.len() as u32)),
+        ("BH_STEP_NNODES", s(l.nodes.len() as u32)),
+        ("SLURM_STEP_NODELIST", nodes.clone()),
+        ("BH_STEP_NODELIST", nodes),
+        ("SLURM_JOB_NODELIST", l.job_nodes.join(",")),
+        ("SLURM_NODELIST", l.job_nodes.join(",")),
+        ("BH_NODELIST", l.job_nodes.join(",")),
+        ("SLURM_TASKS_PER_NODE", per.clone()),
+        ("SLURM_STEP_TASKS_PER_NODE", per.clone()),
+        ("BH_TASKS_PER_NODE", per),
+        ("SLURM_CPUS_PER_TASK", s(l.cpus_per_task)),
+        ("BH_CPUS_PER_TASK", s(l.cpus_per_task)),
+        ("SLURMD_NODENAME", l.node.clone()),
+        ("BH_NODENAME", l.node.clone()),
+        ("SLURM_JOB_ID", l.job.to_string()),
+        ("SLURM_JOBID", l.job.to_string()),
+        ("BH_JOB_ID", l.job.to_string()),
+        ("MASTER_ADDR", l.master_addr.clone()),
+        ("MASTER_PORT", l.master_port.to_string()),
+        ("WORLD_SIZE", s(l.ntasks)),
+        ("RANK", s(rank)),
+        ("LOCAL_RANK", s(local)),
+        ("LOCAL_WORLD_SIZE", s(local_n)),
+    ];
+    if let Some(pid) = pid_hint {
+        ours.push(("SLURM_TASK_PID", pid.to_string()));
+    }
+    // The job's own variables (its id, user, CPUs on this node, ...) where the
+    // client's environment (from another node, or outside the job) differs.
+    let mut env: Vec<(String, String)> = Vec::with_capacity(l.env.len() + job_env.len() + 40);
+    let is_ours = |k: &str| ours.iter().any(|(o, _)| *o == k);
+    for (k, v) in &l.env {
+        if !is_ours(k) && !job_env.iter().any(|(j, _)| j == k && is_job_var(j)) {
+            env.push((k.clone(), v.clone()));
+        }
+    }
+    for (k, v) in job_env {
+        if is_job_var(k) && !is_ours(k) {
+            env.push((k.clone(), v.clone()));
+        }
+    }
+    let has = |env: &[(String, String)], k: &str| env.iter().any(|(n, _)| n == k);
+    for (k, v) in job_env {
+        if ["HOME", "USER", "LOGNAME", "PATH"].contains(&k.as_str()) && !has(&env, k) {
+            env.push((k.clone(), v.clone()));
+        }
+    }
+    env.extend(ours.into_iter().map(|(k, v)| (k.to_string(), v)));
+    env
+}
+
+/// A variable the node sets for the job (its id, name, CPUs and memory here, ...): the
+/// node's value wins over the client's.
+fn is_job_var(k: &str) -> bool {
+    (k.starts_with("SLURM_") || k.starts_with("BH_"))
+        && !matches!(k, "SLURM_UMASK" | "SLURM_SUBMIT_HOST")
+        || k == "CUDA_VISIBLE_DEVICES"
+        || k == "NVIDIA_VISIBLE_DEVICES"
+}
+
+impl Steps {
+    /// Listens at `dir/steps` (0600, as root's socket in root's directory).
+    pub fn listen(dir: &Path, job: bulkhead_proto::JobId) -> Steps {
+        let path = dir.join(STEPS_SOCK);
+        let _ = std::fs::remove_file(&path);
+        // SAFETY: umask only swaps this process's mask.
+        let old = unsafe { libc::umask(0o177) };
+        let bound = UnixListener::bind(&path);
+        // SAFETY: as above.
+        unsafe { libc::umask(old) };
+        let listener = match bound.and_then(|l| l.set_nonblocking(true).map(|()| l)) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                log(job, format!("cannot listen at {}: {e}", path.display()));
+                None
+            }
+        };
+        Steps {
+            listener,
+            steps: Vec::new(),
+            slots: Vec::new(),
+            job,
+        }
+    }
+
+    /// Whether a step runs.
+    pub fn any(&self) -> bool {
+        !self.steps.is_empty()
+    }
+
+    /// Stops taking steps (the job is ending) and removes the socket.
+    pub fn close(&mut self, dir: &Path) {
+        self.listener = None;
+        let _ = std::fs::remove_file(dir.join(STEPS_SOCK));
+    }
+
+    /// Adds what to poll to `fds`; [`Steps::on_poll`] gets them back.
+    pub fn poll_fds(&mut self, fds: &mut Vec<libc::pollfd>) {
+        self.slots.clear();
+        let pfd = |fd: i32, events: i16| libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        };
+        if let Some(l) = &self.listener {
+            fds.push(pfd(l.as_raw_fd(), libc::POLLIN));
+            self.slots.push(Slot::Listener);
+        }
+        for (i, s) in self.steps.iter().enumerate() {
+            let mut ev = libc::POLLIN;
+            if !s.out.is_empty() {
+                ev |= libc::POLLOUT;
+            }
+            fds.push(pfd(s.conn.as_raw_fd(), ev));
+            self.slots.push(Slot::Conn(i));
+            if s.out.len() < OUT_HIGH_WATER {
+                for (j, p) in s.pipes.iter().enumerate() {
+                    fds.push(pfd(p.fd.as_raw_fd(), libc::POLLIN));
+                    self.slots.push(Slot::Pipe(i, j));
+                }
+            }
+            if !s.input.is_empty() || s.input_eof {
+                for (_, fd) in &s.stdin {
+                    fds.push(pfd(fd.as_raw_fd(), libc::POLLOUT));
+                    self.slots.push(Slot::Stdin(i));
+                }
+            }
+        }
+    }
+
+    /// Handles what `poll` reported on the descriptors [`Steps::poll_fds`] added.
+    pub fn on_poll(&mut self, fds: &[libc::pollfd], base: JobBase<'_>) {
+        let slots = std::mem::take(&mut self.slots);
+        let mut closed_pipes: Vec<(usize, usize)> = Vec::new();
+        let mut fed: Vec<usize> = Vec::new();
+        for (slot, f) in slots.iter().zip(fds) {
+            if f.revents == 0 {
+                continue;
+            }
+            match *slot {
+                Slot::Listener => self.accept(&base),
+                Slot::Conn(i) => self.on_conn(i, f.revents),
+                Slot::Pipe(i, j) => {
+                    if self.read_pipe(i, j) {
+                        closed_pipes.push((i, j));
+                    }
+                }
+                Slot::Stdin(i) => {
+                    if !fed.contains(&i) {
+                        fed.push(i);
+                    }
+                }
+            }
+        }
+        // Highest index first, so that the earlier ones stay valid.
+        closed_pipes.sort_unstable_by(|a, b| b.cmp(a));
+        for (i, j) in closed_pipes {
+            if let Some(s) = self.steps.get_mut(i)
+                && j < s.pipes.len()
+            {
+                s.pipes.remove(j);
+            }
+        }
+        for i in fed {
+            self.feed(i);
+        }
+        self.settle();
+    }
+
+    fn accept(&mut self, base: &JobBase<'_>) {
+        let Some(l) = &self.listener else { return };
+        while let Ok((mut s, _)) = l.accept() {
+            match crate::step::peer_uid(&s) {
+                Ok(0) => {}
+                Ok(uid) => {
+                    log(
+                        self.job,
+                        format!("refused a step connection from uid {uid}"),
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    log(self.job, format!("refused a step connection: {e}"));
+                    continue;
+                }
+            }
+            // The first frame is the launch; the agent sends it at once.
+            let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+            let launch = match crate::step::read_frame::<StepIn>(&mut s) {
+                Ok(Some(StepIn::Launch { launch, .. })) => launch,
+                Ok(_) => continue,
+                Err(e) => {
+                    log(self.job, format!("a step connection sent no launch: {e}"));
+                    continue;
+                }
+            };
+            let _ = s.set_nonblocking(true);
+            let step = start(self.job, s, *launch, base);
+            self.steps.push(step);
+        }
+    }
+}
+
+/// Starts this node's tasks of `l`; a step that cannot start says why and ends.
+fn start(job: bulkhead_proto::JobId, conn: UnixStream, l: StepLaunch, base: &JobBase<'_>) -> Step {
+    {
+        let mut step = Step {
+            conn,
+            id: l.step,
+            node: l.node.clone(),
+            tasks: Vec::new(),
+            pipes: Vec::new(),
+            stdin: Vec::new(),
+            input: Vec::new(),
+            input_eof: false,
+            out: Vec::new(),
+            inbuf: Vec::new(),
+            cg: None,
+            kill_on_bad_exit: l.kill_on_bad_exit,
+            ended: false,
+            lost: false,
+        };
+        if let Err(why) = spawn_tasks(&mut step, &l, base) {
+            log(job, format!("step {}: {why}", l.step));
+            kill_step(&step);
+            push_out(
+                &mut step.out,
+                &StepOut::Failed {
+                    node: l.node.clone(),
+                    message: why,
+                },
+            );
+            step.ended = true;
+            return step;
+        }
+        let pids = step.tasks.iter().map(|t| t.pid as u32).collect();
+        push_out(
+            &mut step.out,
+            &StepOut::Started {
+                node: l.node.clone(),
+                pids,
+            },
+        );
+        step
+    }
+}
+
+fn spawn_tasks(step: &mut Step, l: &StepLaunch, base: &JobBase<'_>) -> Result<(), String> {
+    if l.uid != base.exec.user.uid {
+        return Err(format!(
+            "the step is for uid {}, the job runs as uid {}",
+            l.uid, base.exec.user.uid
+        ));
+    }
+    let Some(cmd) = l.argv.first() else {
+        return Err("no command".into());
+    };
+    step.cg = base
+        .job_cgroup
+        .create_step(l.step)
+        .map_err(|e| format!("cannot create the step's cgroup: {e}"))?;
+    let procs = base.job_cgroup.task_procs_files(step.cg.as_ref());
+    let path_var = l
+        .env
+        .iter()
+        .chain(&base.exec.env)
+        .find(|(k, _)| k == "PATH")
+        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+    let cwd = if l.cwd.is_empty() {
+        base.exec.workdir.clone()
+    } else {
+        l.cwd.clone()
+    };
+    let program = resolve(cmd, path_var, &cwd)
+        .ok_or_else(|| format!("{cmd}: command not found (on {})", l.node))?;
+    let devnull = std::fs::File::open("/dev/null")
+        .map(OwnedFd::from)
+        .map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    for local in 0..l.local_tasks() {
+        let rank = l.first_rank + local;
+        let (out_r, out_w) = pipe().map_err(|e| format!("pipe: {e}"))?;
+        let (err_r, err_w) = pipe().map_err(|e| format!("pipe: {e}"))?;
+        let takes_input = l.input_all || rank == 0;
+        let (in_r, in_w) = if takes_input {
+            let (r, w) = pipe().map_err(|e| format!("pipe: {e}"))?;
+            (Some(r), Some(w))
+        } else {
+            (None, None)
+        };
+        let prepared = Prepared {
+            script: program.clone(),
+            args: l.argv[1..].to_vec(),
+            env: task_env(l, &base.exec.env, rank, local, None),
+            user: base.exec.user.clone(),
+            workdir: cwd.clone(),
+            stdout: String::new(),
+            stderr: String::new(),
+            procs_files: procs.clone(),
+            umask: base.exec.umask,
+        };
+        let stdin_fd = in_r.as_ref().unwrap_or(&devnull).as_raw_fd();
+        let pid = crate::launch::start_with(
+            &prepared,
+            true,
+            Some(cmd),
+            Some([stdin_fd, out_w.as_raw_fd(), err_w.as_raw_fd()]),
+        )
+        .map_err(|e| format!("task {rank}: {e}"))?;
+        drop((out_w, err_w, in_r));
+        nonblocking(&out_r);
+        nonblocking(&err_r);
+        step.tasks.push(Task {
+            rank,
+            pid,
+            done: false,
+        });
+        step.pipes.push(Pipe {
+            fd: out_r,
+            rank,
+            err: false,
+        });
+        step.pipes.push(Pipe {
+            fd: err_r,
+            rank,
+            err: true,
+        });
+        if let Some(w) = in_w {
+            nonblocking(&w);
+            step.stdin.push((rank, w));
+        }
+    }
+    Ok(())
+}
+
+impl Steps {
+    fn on_conn(&mut self, i: usize, revents: i16) {
+        let Some(s) = self.steps.get_mut(i) else {
+            return;
+        };
+        if revents & libc::POLLOUT != 0 {
+            flush(s);
+        }
+        if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+            let mut buf = [0u8; 64 << 10];
+            loop {
+                match s.conn.read(&mut buf) {
+                    Ok(0) => {
+                        s.lost = true;
+                        break;
+                    }
+                    Ok(n) => s.inbuf.extend_from_slice(&buf[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => {
+                        s.lost = true;
+                        break;
+                    }
+                }
+            }
+            while s.inbuf.len() >= 4 {
+                let Ok(n) = decode_len([s.inbuf[0], s.inbuf[1], s.inbuf[2], s.inbuf[3]]) else {
+                    s.lost = true;
+                    break;
+                };
+                if s.inbuf.len() < 4 + n {
+                    break;
+                }
+                let msg: Result<StepIn, _> = postcard::from_bytes(&s.inbuf[4..4 + n]);
+                s.inbuf.drain(..4 + n);
+                match msg {
+                    Ok(StepIn::Input(d)) => {
+                        if s.input.len() < 16 << 20 {
+                            s.input.extend_from_slice(&d);
+                        }
+                    }
+                    Ok(StepIn::InputEof) => s.input_eof = true,
+                    Ok(StepIn::Signal(sig)) => signal_step(s, sig),
+                    Ok(StepIn::Launch { .. } | StepIn::Ack(_)) | Err(_) => {}
+                }
+            }
+            if !s.input.is_empty() || s.input_eof {
+                self.feed(i);
+            }
+        }
+    }
+
+    /// Reads what a task wrote; true when the pipe is at its end.
+    fn read_pipe(&mut self, i: usize, j: usize) -> bool {
+        let Some(s) = self.steps.get_mut(i) else {
+            return false;
+        };
+        let Some(p) = s.pipes.get(j) else {
+            return false;
+        };
+        let mut buf = vec![0u8; READ_CHUNK];
+        let mut file = std::mem::ManuallyDrop::new(
+            // SAFETY: a view of the pipe's descriptor, which `p` keeps open; never closed
+            // through this File (ManuallyDrop).
+            unsafe { std::fs::File::from_raw_fd(p.fd.as_raw_fd()) },
+        );
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(n) => {
+                    let msg = StepOut::Output {
+                        rank: p.rank,
+                        err: p.err,
+                        data: buf[..n].to_vec(),
+                    };
+                    push_out(&mut s.out, &msg);
+                    if s.out.len() >= OUT_HIGH_WATER || n < READ_CHUNK {
+                        flush(s);
+                        return false;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    flush(s);
+                    return false;
+                }
+                Err(_) => return true,
+            }
+        }
+    }
+
+    /// Writes pending input to the step's stdin pipes.
+    fn feed(&mut self, i: usize) {
+        let Some(s) = self.steps.get_mut(i) else {
+            return;
+        };
+        if !s.input.is_empty() {
+            let mut least = s.input.len();
+            for (_, fd) in &s.stdin {
+                // SAFETY: writing our own bytes to our own pipe descriptor.
+                let n =
+                    unsafe { libc::write(fd.as_raw_fd(), s.input.as_ptr().cast(), s.input.len()) };
+                // A task that does not read its input does not hold the others back
+                // forever: the input it could not take is dropped for it.
+                least = least.min(if n < 0 { 0 } else { n as usize });
+            }
+            if s.stdin.is_empty() {
+                s.input.clear();
+            } else {
+                s.input.drain(..least.min(s.input.len()));
+            }
+        }
+        if s.input.is_empty() && s.input_eof {
+            s.stdin.clear();
+        }
+    }
+
+    /// A child of the supervisor exited: if a task, record it. True if it was one.
+    pub fn on_exit(&mut self, pid: i32, status: i32) -> bool {
+        for s in &mut self.steps {
+            if let Some(t) = s.tasks.iter_mut().find(|t| t.pid == pid && !t.done) {
+                t.done = true;
+                let (code, signal) = if libc::WIFEXITED(status) {
+                    (Some(libc::WEXITSTATUS(status)), None)
+                } else if libc::WIFSIGNALED(status) {
+                    (None, Some(libc::WTERMSIG(status)))
+                } else {
+                    (None, None)
+                };
+                push_out(
+                    &mut s.out,
+                    &StepOut::TaskExit {
+                        rank: t.rank,
+                        code,
+                        signal,
+                    },
+                );
+                if s.kill_on_bad_exit && (code.is_some_and(|c| c != 0) || signal.is_some()) {
+                    kill_step(s);
+                }
+                flush(s);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Ends the steps whose tasks are all gone, drops those whose end is sent or
+    /// whose connection went.
+    fn settle(&mut self) {
+        for s in &mut self.steps {
+            if s.lost && !s.ended {
+                log(
+                    self.job,
+                    format!("step {}: its client went away: killing it", s.id),
+                );
+                kill_step(s);
+                s.ended = true;
+            }
+            if !s.ended && s.tasks.iter().all(|t| t.done) {
+                // What the tasks left behind goes with them (as in Slurm); their
+                // output pipes end once its last holder is gone.
+                kill_step(s);
+                if s.pipes.is_empty() {
+                    let usage = s.cg.as_ref().map(JobCgroup::usage);
+                    push_out(
+                        &mut s.out,
+                        &StepOut::Ended {
+                            node: s.node.clone(),
+                            usage,
+                        },
+                    );
+                    s.ended = true;
+                    flush(s);
+                }
+            }
+        }
+        let job = self.job;
+        self.steps.retain(|s| {
+            let done = s.ended && (s.out.is_empty() || s.lost) && s.tasks.iter().all(|t| t.done);
+            if done
+                && let Some(cg) = &s.cg
+                && let Err(e) = cg.remove(std::time::Duration::from_millis(200))
+            {
+                log(job, format!("step {}: {e}", s.id));
+            }
+            !done
+        });
+    }
+
+    /// Kills every step (the job is ending).
+    pub fn kill_all(&mut self) {
+        for s in &self.steps {
+            kill_step(s);
+        }
+    }
+}
+
+/// Sends what is pending on the step's connection, as far as it takes it.
+fn flush(s: &mut Step) {
+    while !s.out.is_empty() {
+        match s.conn.write(&s.out) {
+            Ok(0) => {
+                s.lost = true;
+                return;
+            }
+            Ok(n) => {
+                s.out.drain(..n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(_) => {
+                s.lost = true;
+                s.out.clear();
+                return;
+            }
+        }
+    }
+}
+
+fn signal_step(s: &Step, sig: i32) {
+    if !(1..=64).contains(&sig) {
+        return;
+    }
+    for t in s.tasks.iter().filter(|t| !t.done) {
+        // SAFETY: a signal to the task's process group (each task leads its session).
+        unsafe { libc::kill(-t.pid, sig) };
+    }
+}
+
+/// Kills the step's processes: its cgroup where it has one, else its tasks' groups.
+fn kill_step(s: &Step) {
+    if let Some(cg) = &s.cg {
+        let _ = cg.kill();
+    }
+    for t in s.tasks.iter().filter(|t| !t.done) {
+        // SAFETY: as in `signal_step`.
+        unsafe { libc::kill(-t.pid, libc::SIGKILL) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tasks_per_node_uses_slurms_repeat_form() {
+        assert_eq!(tasks_per_node_text(&[2, 2]), "2(x2)");
+        assert_eq!(tasks_per_node_text(&[2, 1]), "2,1");
+        assert_eq!(tasks_per_node_text(&[3, 3, 1, 1, 1]), "3(x2),1(x3)");
+        assert_eq!(tasks_per_node_text(&[4]), "4");
+    }
+
+    #[test]
+    fn commands_resolve_on_path_as_execvp_does() {
+        assert_eq!(
+            resolve("sh", "/nonexistent:/bin", "/"),
+            Some(PathBuf::from("/bin/sh"))
+        );
+        assert_eq!(resolve("/bin/sh", "", "/"), Some(PathBuf::from("/bin/sh")));
+        assert_eq!(resolve("no-such-command-here", "/bin:/usr/bin", "/"), None);
+        assert_eq!(resolve("passwd", "/etc", "/"), None, "not executable");
+    }
+}

@@ -1,0 +1,391 @@
+//! Job steps (`bh run`, like srun): what a client asks the broker for, the layout and
+//! signed launches the broker grants, and the frames the client exchanges with each
+//! node's agent while the step runs.
+//!
+//! A step runs inside a running job: the broker checks it fits the job's allocation,
+//! numbers it and signs one [`StepLaunch`] per node (job, step, user, node, ranks,
+//! expiry), which the client carries to the nodes' agents itself, with its MUNGE
+//! credential, on a connection of its own to each ([`StepIn`], [`StepOut`]): output
+//! does not pass through the broker. An agent runs a launch only if the broker signed
+//! it for that node, it has not expired or been seen before, and the credential is the
+//! job's user's.
+
+use crate::codec::{Kind, Message};
+use crate::job::validate_env;
+use crate::limits::{self, LimitError, check, check_str};
+use crate::{JobId, acct::JobUsage};
+use serde::{Deserialize, Serialize};
+
+/// At most this many tasks in one step (Slurm's default MaxTasksPerNode is 512 per
+/// node; a step spans at most [`MAX_STEP_NODES`]).
+pub const MAX_STEP_TASKS: u32 = 65_536;
+/// At most this many nodes in one step.
+pub const MAX_STEP_NODES: u32 = 4096;
+/// One output or input chunk.
+pub const MAX_CHUNK: usize = 256 << 10;
+
+/// A field whose value does not agree with the rest of the message.
+fn invalid(field: &'static str) -> LimitError {
+    LimitError {
+        field,
+        len: 0,
+        max: 0,
+    }
+}
+
+/// What `bh run` asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepRequest {
+    pub job: JobId,
+    /// Tasks (`-n`); `None`: one per node, or `ntasks_per_node` on each.
+    pub ntasks: Option<u32>,
+    /// Nodes (`-N`); `None`: as many as the tasks need, at most the job's.
+    pub nodes: Option<u32>,
+    pub ntasks_per_node: Option<u32>,
+    /// CPUs of each task (`-c`).
+    pub cpus_per_task: u32,
+    /// Only these of the job's nodes (`-w`).
+    pub nodelist: Vec<String>,
+    pub name: String,
+    /// The command and its arguments, run as they are (resolved on `PATH` on the node).
+    pub argv: Vec<String>,
+    pub cwd: String,
+    /// The client's environment, which the tasks get (the node's variables win).
+    pub env: Vec<(String, String)>,
+    /// stdin goes to every task rather than task 0 (`--input all`).
+    pub input_all: bool,
+    /// End the step when one task exits non-zero (`-K`, `--kill-on-bad-exit`).
+    pub kill_on_bad_exit: bool,
+}
+
+impl StepRequest {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        check("nodelist", self.nodelist.len(), MAX_STEP_NODES as usize)?;
+        for n in &self.nodelist {
+            check_str("node", n, limits::MAX_NAME_BYTES)?;
+        }
+        check_str("name", &self.name, limits::MAX_NAME_BYTES)?;
+        check("args", self.argv.len(), limits::MAX_ARGS)?;
+        for a in &self.argv {
+            check_str("argument", a, limits::MAX_PATH_BYTES)?;
+        }
+        check_str("cwd", &self.cwd, limits::MAX_PATH_BYTES)?;
+        validate_env(&self.env)
+    }
+}
+
+/// One node of a granted step: where its agent takes step connections, and its launch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepNode {
+    pub name: String,
+    /// The agent's step endpoint (`tcp://ADDR:PORT`).
+    pub endpoint: String,
+    /// The agent's CURVE public key (Z85) when the cluster encrypts.
+    pub curve_key: Option<String>,
+    pub launch: StepLaunch,
+}
+
+/// The broker's answer to a [`StepRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepGrant {
+    pub job: JobId,
+    pub step: u32,
+    pub ntasks: u32,
+    pub nodes: Vec<StepNode>,
+}
+
+/// What one node runs of a step; signed by the broker for that node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepLaunch {
+    pub job: JobId,
+    pub step: u32,
+    pub uid: u32,
+    /// This node, its index in the step, and the step's nodes in order.
+    pub node: String,
+    pub node_index: u32,
+    pub nodes: Vec<String>,
+    /// Tasks on each of the step's nodes (`SLURM_TASKS_PER_NODE`); this node's ranks
+    /// are `first_rank .. first_rank + tasks_per_node[node_index]`.
+    pub tasks_per_node: Vec<u32>,
+    pub first_rank: u32,
+    pub ntasks: u32,
+    pub cpus_per_task: u32,
+    /// The job's nodes (`SLURM_JOB_NODELIST`) and the job's CPUs per node.
+    pub job_nodes: Vec<String>,
+    pub job_cpus_per_node: u32,
+    pub name: String,
+    pub argv: Vec<String>,
+    pub cwd: String,
+    pub env: Vec<(String, String)>,
+    pub input_all: bool,
+    pub kill_on_bad_exit: bool,
+    /// PyTorch's rendezvous: the first node's address and a port kept for the job.
+    pub master_addr: String,
+    pub master_port: u16,
+    pub expires_us: u64,
+    /// The broker's Ed25519 signature of everything above; empty when it signs none.
+    pub signature: Vec<u8>,
+}
+
+impl StepLaunch {
+    /// What the broker signs: the launch without its signature, after a domain tag.
+    pub fn signed_bytes(&self) -> Vec<u8> {
+        let mut unsigned = self.clone();
+        unsigned.signature.clear();
+        let mut out = b"bulkhead step launch v1\0".to_vec();
+        out.extend(postcard::to_allocvec(&unsigned).unwrap_or_default());
+        out
+    }
+
+    /// This node's tasks.
+    pub fn local_tasks(&self) -> u32 {
+        self.tasks_per_node
+            .get(self.node_index as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn validate(&self) -> Result<(), LimitError> {
+        check("signature", self.signature.len(), 64)?;
+        check_str("node", &self.node, limits::MAX_NAME_BYTES)?;
+        check("nodes", self.nodes.len(), MAX_STEP_NODES as usize)?;
+        check("job nodes", self.job_nodes.len(), MAX_STEP_NODES as usize)?;
+        for n in self.nodes.iter().chain(&self.job_nodes) {
+            check_str("node", n, limits::MAX_NAME_BYTES)?;
+        }
+        check(
+            "tasks per node",
+            self.tasks_per_node.len(),
+            MAX_STEP_NODES as usize,
+        )?;
+        if self.tasks_per_node.len() != self.nodes.len()
+            || self.node_index as usize >= self.nodes.len()
+        {
+            return Err(invalid("tasks per node"));
+        }
+        let total: u64 = self.tasks_per_node.iter().map(|&t| u64::from(t)).sum();
+        if total != u64::from(self.ntasks)
+            || self.ntasks > MAX_STEP_TASKS
+            || u64::from(self.first_rank) + u64::from(self.local_tasks()) > total
+        {
+            return Err(invalid("ntasks"));
+        }
+        check(
+            "cpus per task",
+            self.cpus_per_task as usize,
+            limits::MAX_CPUS as usize,
+        )?;
+        check_str("name", &self.name, limits::MAX_NAME_BYTES)?;
+        check("args", self.argv.len(), limits::MAX_ARGS)?;
+        for a in &self.argv {
+            check_str("argument", a, limits::MAX_PATH_BYTES)?;
+        }
+        check_str("cwd", &self.cwd, limits::MAX_PATH_BYTES)?;
+        check_str("master address", &self.master_addr, limits::MAX_NAME_BYTES)?;
+        validate_env(&self.env)
+    }
+}
+
+/// From the client to a node's agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StepIn {
+    /// Start this node's tasks; the credential (MUNGE) must be the job's user's.
+    Launch {
+        launch: Box<StepLaunch>,
+        credential: Vec<u8>,
+    },
+    /// Bytes for the tasks' stdin (task 0's, or every task's with `--input all`).
+    Input(Vec<u8>),
+    /// The client's stdin is at its end.
+    InputEof,
+    /// Send this signal to every task of the step on the node.
+    Signal(i32),
+    /// The client is there and has received this many bytes of output from the node
+    /// so far: the node sends at most a window more. Sent at least every second; a
+    /// client silent for longer than the agent waits is gone, and its step is killed.
+    Ack(u64),
+}
+
+/// From a node's agent to the client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StepOut {
+    /// The node's tasks run, with these process ids.
+    Started { node: String, pids: Vec<u32> },
+    /// Output of task `rank` (stderr when `err`).
+    Output { rank: u32, err: bool, data: Vec<u8> },
+    /// Task `rank` exited (its code) or was killed (its signal).
+    TaskExit {
+        rank: u32,
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+    /// Every task of the node has exited and its output is all sent; what they used.
+    Ended {
+        node: String,
+        usage: Option<JobUsage>,
+    },
+    /// The node could not run its part (before `Started`) or lost it; why.
+    Failed { node: String, message: String },
+}
+
+impl Message for StepIn {
+    const KIND: Kind = Kind::StepIn;
+    fn validate(&self) -> Result<(), LimitError> {
+        match self {
+            StepIn::Launch { launch, credential } => {
+                check("credential", credential.len(), limits::MAX_CREDENTIAL_BYTES)?;
+                launch.validate()
+            }
+            StepIn::Input(d) => check("input", d.len(), MAX_CHUNK),
+            StepIn::InputEof | StepIn::Signal(_) | StepIn::Ack(_) => Ok(()),
+        }
+    }
+}
+
+impl Message for StepOut {
+    const KIND: Kind = Kind::StepOut;
+    fn validate(&self) -> Result<(), LimitError> {
+        match self {
+            StepOut::Started { node, pids } => {
+                check_str("node", node, limits::MAX_NAME_BYTES)?;
+                check("pids", pids.len(), MAX_STEP_TASKS as usize)
+            }
+            StepOut::Output { data, .. } => check("output", data.len(), MAX_CHUNK),
+            StepOut::TaskExit { .. } => Ok(()),
+            StepOut::Ended { node, usage } => {
+                check_str("node", node, limits::MAX_NAME_BYTES)?;
+                usage.as_ref().map_or(Ok(()), JobUsage::validate)
+            }
+            StepOut::Failed { node, message } => {
+                check_str("node", node, limits::MAX_NAME_BYTES)?;
+                check_str("message", message, limits::MAX_MESSAGE_BYTES)
+            }
+        }
+    }
+}
+
+/// Whether an encoded [`StepOut`] frame is a node's last (`Ended` or `Failed`): read
+/// from its variant's tag, without decoding the body (a relay forwards frames as
+/// they are).
+pub fn is_final_frame(frame: &[u8]) -> bool {
+    // Postcard writes an enum's variant index first, as a varint: 3 and 4 are one byte.
+    matches!(frame.get(crate::codec::HEADER_LEN), Some(3 | 4))
+}
+
+/// Tasks per node for `ntasks` tasks on nodes with room for `room[i]` tasks each:
+/// Slurm's block distribution (consecutive ranks share a node), spread so that every
+/// node gets at least one task and no node more than its room. `None` if they do not
+/// fit.
+pub fn distribute(ntasks: u32, room: &[u32]) -> Option<Vec<u32>> {
+    let n = room.len() as u64;
+    if n == 0 || u64::from(ntasks) < n {
+        return None;
+    }
+    let total_room: u64 = room.iter().map(|&r| u64::from(r)).sum();
+    if u64::from(ntasks) > total_room || room.contains(&0) {
+        return None;
+    }
+    // Even shares first (the earlier nodes take the remainder), then what a node
+    // cannot hold moves to the next ones with room.
+    let base = u64::from(ntasks) / n;
+    let extra = u64::from(ntasks) % n;
+    let mut out: Vec<u64> = (0..n).map(|i| base + u64::from(i < extra)).collect();
+    let mut spill = 0u64;
+    for (o, &r) in out.iter_mut().zip(room) {
+        if *o > u64::from(r) {
+            spill += *o - u64::from(r);
+            *o = u64::from(r);
+        }
+    }
+    for (o, &r) in out.iter_mut().zip(room) {
+        let take = spill.min(u64::from(r) - *o);
+        *o += take;
+        spill -= take;
+    }
+    (spill == 0).then(|| out.into_iter().map(|t| t as u32).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn final_frames_are_told_by_their_tag() {
+        let node = "n".to_string();
+        let enc = |m: &StepOut| crate::codec::encode(7, m).expect("encode");
+        assert!(is_final_frame(&enc(&StepOut::Ended {
+            node: node.clone(),
+            usage: None
+        })));
+        assert!(is_final_frame(&enc(&StepOut::Failed {
+            node: node.clone(),
+            message: "x".into()
+        })));
+        assert!(!is_final_frame(&enc(&StepOut::Output {
+            rank: 3,
+            err: true,
+            data: vec![4; 9]
+        })));
+        assert!(!is_final_frame(&enc(&StepOut::TaskExit {
+            rank: 4,
+            code: Some(3),
+            signal: None
+        })));
+        assert!(!is_final_frame(&enc(&StepOut::Started {
+            node,
+            pids: vec![3]
+        })));
+    }
+
+    #[test]
+    fn tasks_spread_in_blocks_within_each_nodes_room() {
+        assert_eq!(distribute(4, &[2, 2]), Some(vec![2, 2]));
+        assert_eq!(distribute(3, &[2, 2]), Some(vec![2, 1]));
+        assert_eq!(distribute(5, &[1, 8]), Some(vec![1, 4]));
+        assert_eq!(distribute(2, &[4]), Some(vec![2]));
+        assert_eq!(distribute(5, &[2, 2]), None, "more tasks than room");
+        assert_eq!(distribute(1, &[2, 2]), None, "a node without a task");
+        assert_eq!(distribute(0, &[]), None);
+        assert_eq!(
+            distribute(u32::MAX, &[u32::MAX, u32::MAX]).map(|v| v.len()),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn a_launch_whose_ranks_do_not_add_up_is_refused() {
+        let mut l = StepLaunch {
+            job: JobId(1),
+            step: 0,
+            uid: 1000,
+            node: "a".into(),
+            node_index: 1,
+            nodes: vec!["a".into(), "b".into()],
+            tasks_per_node: vec![2, 2],
+            first_rank: 2,
+            ntasks: 4,
+            cpus_per_task: 1,
+            job_nodes: vec!["a".into(), "b".into()],
+            job_cpus_per_node: 2,
+            name: "x".into(),
+            argv: vec!["true".into()],
+            cwd: "/".into(),
+            env: vec![],
+            input_all: false,
+            kill_on_bad_exit: false,
+            master_addr: "a".into(),
+            master_port: 29500,
+            expires_us: 0,
+            signature: vec![],
+        };
+        assert!(l.validate().is_ok());
+        l.first_rank = 3;
+        assert!(l.validate().is_err(), "ranks past the step's end");
+        l.first_rank = 2;
+        l.ntasks = 5;
+        assert!(l.validate().is_err());
+        l.ntasks = 4;
+        l.node_index = 2;
+        assert!(l.validate().is_err(), "a node index past the nodes");
+    }
+}

@@ -1,0 +1,399 @@
+//! Job steps (`bh run`, like srun): tasks spread over a running job's nodes, each with
+//! Slurm's and PyTorch's variables, in a cgroup of the step's below the job's; their
+//! output streamed back, labelled; the exit status the highest of the tasks'; a cancel
+//! ending the step on every node; other users kept out. Run with the real `bh` against
+//! real agents (several on this host, each its own node), on the host and in the VM.
+
+use bulkhead_proto::{JobId, JobState};
+use bulkhead_tests::{Cluster, ClusterOpts, USER1, USER2, bin, scaled, user, wait_for};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+fn t() -> Duration {
+    scaled(30)
+}
+
+/// A job that holds its allocation until `stop` appears in its directory.
+fn holder() -> &'static str {
+    "#!/bin/sh\ntouch held\nwhile [ ! -e stop ]; do sleep 0.1; done\n"
+}
+
+fn start_held(c: &Cluster, u: &bulkhead_tests::TestUser, wd: &Path, args: &[&str]) -> JobId {
+    let j = c.submit(Some(u), wd, args, holder()).expect("submit");
+    c.wait_state(j, &[JobState::Running], t()).expect("running");
+    wait_for(t(), || wd.join("held").exists()).expect("the job started");
+    j
+}
+
+fn run(
+    c: &Cluster,
+    u: Option<&bulkhead_tests::TestUser>,
+    wd: &Path,
+    args: &[&str],
+) -> std::process::Output {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    c.bh_in(u, wd, &all).expect("bh run")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Each labelled line's variables, by rank.
+fn vars_by_rank(out: &str) -> BTreeMap<u32, BTreeMap<String, String>> {
+    let mut m: BTreeMap<u32, BTreeMap<String, String>> = BTreeMap::new();
+    for line in out.lines() {
+        let Some((rank, rest)) = line.split_once(": ") else {
+            continue;
+        };
+        let Ok(rank) = rank.trim().parse() else {
+            continue;
+        };
+        if let Some((k, v)) = rest.split_once('=') {
+            m.entry(rank)
+                .or_default()
+                .insert(k.to_string(), v.to_string());
+        }
+    }
+    m
+}
+
+/// A step of 4 tasks over a job's 2 nodes: 2 on each, each task with its own rank,
+/// its node's local id, Slurm's and PyTorch's variables agreeing, in the step's cgroup.
+#[test]
+fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variables() {
+    let c = Cluster::start_with(ClusterOpts {
+        nodes: 2,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &["-N", "2", "-c", "2"]);
+    let script = "for v in SLURM_PROCID SLURM_LOCALID SLURM_NODEID SLURMD_NODENAME SLURM_NTASKS \
+                  SLURM_NNODES SLURM_STEP_ID SLURM_JOB_ID SLURM_STEP_NODELIST SLURM_TASKS_PER_NODE \
+                  RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT BH_PROCID; \
+                  do eval echo $v=\\$$v; done; echo CG=$(cat /proc/self/cgroup | tr '\\n' ' '); \
+                  echo UID=$(id -u)";
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &[
+            "--jobid",
+            &j.to_string(),
+            "-n",
+            "4",
+            "-l",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let by_rank = vars_by_rank(&text(&out.stdout));
+    assert_eq!(by_rank.len(), 4, "four tasks: {}", text(&out.stdout));
+    let nodes: Vec<String> = by_rank[&0]["SLURM_STEP_NODELIST"]
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let mut sorted = nodes.clone();
+    sorted.sort();
+    let mut cluster = c.node_names();
+    cluster.sort();
+    assert_eq!(sorted, cluster, "the step spans the job's two nodes");
+    let mut ports = std::collections::BTreeSet::new();
+    for (rank, v) in &by_rank {
+        let get = |k: &str| v.get(k).cloned().unwrap_or_default();
+        assert_eq!(get("SLURM_PROCID"), rank.to_string());
+        assert_eq!(get("RANK"), rank.to_string());
+        assert_eq!(get("BH_PROCID"), rank.to_string());
+        assert_eq!(
+            get("SLURM_LOCALID"),
+            (rank % 2).to_string(),
+            "block distribution"
+        );
+        assert_eq!(get("LOCAL_RANK"), (rank % 2).to_string());
+        assert_eq!(get("SLURM_NODEID"), (rank / 2).to_string());
+        assert_eq!(get("SLURMD_NODENAME"), nodes[(*rank / 2) as usize]);
+        assert_eq!(get("SLURM_NTASKS"), "4");
+        assert_eq!(get("WORLD_SIZE"), "4");
+        assert_eq!(get("LOCAL_WORLD_SIZE"), "2");
+        assert_eq!(get("SLURM_NNODES"), "2");
+        assert_eq!(get("SLURM_STEP_ID"), "0");
+        assert_eq!(get("SLURM_JOB_ID"), j.to_string());
+        assert_eq!(get("SLURM_STEP_NODELIST"), nodes.join(","));
+        assert_eq!(get("SLURM_TASKS_PER_NODE"), "2(x2)");
+        assert_eq!(get("MASTER_ADDR"), "127.0.0.1");
+        assert_eq!(get("UID"), u.uid.to_string());
+        assert!(
+            get("CG").contains("step_0"),
+            "in the step's cgroup: {}",
+            get("CG")
+        );
+        ports.insert(get("MASTER_PORT"));
+    }
+    assert_eq!(
+        ports.len(),
+        1,
+        "one rendezvous port for the whole step: {ports:?}"
+    );
+    // The next step is numbered 1.
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &[
+            "--jobid",
+            &j.to_string(),
+            "-n",
+            "1",
+            "sh",
+            "-c",
+            "echo step=$SLURM_STEP_ID",
+        ],
+    );
+    assert_eq!(text(&out.stdout).trim(), "step=1", "{}", text(&out.stderr));
+    std::fs::write(wd.join("stop"), "").expect("stop");
+    c.wait_state(j, &[JobState::Completed], t())
+        .expect("completes");
+}
+
+/// The exit status is the highest of the tasks'; a task killed by a signal counts as
+/// 128 + it; stdin goes to task 0; stderr stays stderr.
+#[test]
+fn the_steps_status_is_its_worst_tasks_and_input_reaches_task_zero() {
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 4,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &["-c", "4"]);
+    let js = j.to_string();
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &[
+            "--jobid",
+            &js,
+            "-n",
+            "3",
+            "sh",
+            "-c",
+            "echo oops >&2; exit $((SLURM_PROCID + 2))",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr).matches("oops").count(),
+        3,
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stderr).contains("task 2: Exited with exit code 4"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &[
+            "--jobid",
+            &js,
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "[ $SLURM_PROCID = 1 ] && kill -9 $$; true",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(137), "{}", text(&out.stderr));
+    let mut cmd = c.bh_command(
+        Some(&u),
+        &wd,
+        &["run", "--jobid", &js, "-n", "2", "-l", "cat"],
+    );
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(b"hello\nworld\n").expect("write");
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "0: hello\n0: world\n",
+        "only task 0 reads stdin"
+    );
+    std::fs::write(wd.join("stop"), "").expect("stop");
+    c.wait_state(j, &[JobState::Completed], t())
+        .expect("completes");
+}
+
+/// A step inside the batch script itself, as users write them (`srun` lines).
+#[test]
+fn a_batch_script_runs_steps_with_bh_run() {
+    let c = Cluster::start_with(ClusterOpts {
+        nodes: 2,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let bh = bin("bh");
+    let script = format!(
+        "#!/bin/sh\n{bh} run -l hostname > hosts.txt\n{bh} run -n 2 sh -c 'exit 3'\necho status=$? > status.txt\n",
+        bh = bh.display()
+    );
+    let j = c
+        .submit(Some(&u), &wd, &["-N", "2"], &script)
+        .expect("submit");
+    let done = c
+        .wait_state(j, &[JobState::Completed, JobState::Failed], t())
+        .expect("ends");
+    assert_eq!(done.state, JobState::Completed, "{:?}", done.reason);
+    let hosts = std::fs::read_to_string(wd.join("hosts.txt")).expect("hosts");
+    assert_eq!(hosts.lines().count(), 2, "one task on each node: {hosts}");
+    let status = std::fs::read_to_string(wd.join("status.txt")).expect("status");
+    assert_eq!(status.trim(), "status=3");
+}
+
+/// Only the job's user may start steps in it; bad layouts are refused with a clear
+/// error and leave the job running.
+#[test]
+fn steps_are_refused_to_others_and_when_they_do_not_fit() {
+    let c = Cluster::start_with(ClusterOpts {
+        nodes: 2,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let other = user(USER2);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &["-N", "2", "-c", "1"]);
+    let js = j.to_string();
+    let owd = c.workdir(Some(&other)).expect("workdir");
+    let out = run(&c, Some(&other), &owd, &["--jobid", &js, "true"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("not bhtest2's"),
+        "{}",
+        text(&out.stderr)
+    );
+    let cases: [(&[&str], &str); 4] = [
+        (&["-n", "3"], "More processors requested than permitted"),
+        (
+            &["-N", "3"],
+            "Requested node configuration is not available",
+        ),
+        (
+            &["-w", "nosuchnode"],
+            "nosuchnode is not one of the job's nodes",
+        ),
+        (&["-n", "0"], "--ntasks must be at least 1"),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["--jobid", js.as_str()];
+        all.extend_from_slice(args);
+        all.push("true");
+        let out = run(&c, Some(&u), &wd, &all);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert!(
+            text(&out.stderr).contains(want),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    assert_eq!(
+        c.show(j).expect("show").state,
+        JobState::Running,
+        "the job is untouched"
+    );
+    let out = run(&c, Some(&u), &wd, &["--jobid", &js, "-n", "2", "true"]);
+    assert!(
+        out.status.success(),
+        "a step that fits runs: {}",
+        text(&out.stderr)
+    );
+    std::fs::write(wd.join("stop"), "").expect("stop");
+    c.wait_state(j, &[JobState::Completed], t())
+        .expect("completes");
+}
+
+/// `bh cancel` of the job ends a running step on every node and leaves no process.
+#[test]
+fn cancelling_the_job_ends_its_step_on_every_node() {
+    let c = Cluster::start_with(ClusterOpts {
+        nodes: 2,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &["-N", "2"]);
+    let js = j.to_string();
+    let mut child = c
+        .bh_command(
+            Some(&u),
+            &wd,
+            &[
+                "run",
+                "--jobid",
+                &js,
+                "-N",
+                "2",
+                "sh",
+                "-c",
+                "touch ready.$SLURM_PROCID; exec sleep 301",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_for(t(), || {
+        wd.join("ready.0").exists() && wd.join("ready.1").exists()
+    })
+    .expect("both tasks run");
+    let out = c.bh(Some(&u), &["cancel", &js]).expect("cancel");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    c.wait_state(j, &[JobState::Cancelled], t())
+        .expect("cancelled");
+    let deadline = std::time::Instant::now() + t();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "bh run did not end with its job"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "the step was killed: {status}");
+    let sleepers = std::process::Command::new("pgrep")
+        .args(["-u", &u.uid.to_string(), "-f", "sleep 301"])
+        .output()
+        .expect("pgrep");
+    assert!(
+        text(&sleepers.stdout).trim().is_empty(),
+        "no task is left: {}",
+        text(&sleepers.stdout)
+    );
+}
