@@ -358,7 +358,6 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
         name: a.job_name.clone().unwrap_or_else(|| a.cmd[0].clone()),
         argv: a.cmd.clone(),
         cwd,
-        env: std::env::vars().collect(),
         input_all,
         kill_on_bad_exit: a.kill_on_bad_exit,
     };

@@ -88,7 +88,10 @@ pub fn relay(
     }
     mask.thread_block()?;
     let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)?;
-    let mut conns = StepConns::launch(grant, munge_socket)?;
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    bulkhead_proto::job::validate_env(&env)
+        .map_err(|e| anyhow::anyhow!("this environment is too large to pass to the tasks: {e}"))?;
+    let mut conns = StepConns::launch(grant, &env, munge_socket)?;
     let n = conns.len();
     let mut started = vec![false; n];
     let mut done = vec![false; n];

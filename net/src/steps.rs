@@ -58,6 +58,7 @@ impl StepConns {
     /// Connects to every node of `grant` and sends each its launch with a credential.
     pub fn launch(
         grant: &StepGrant,
+        env: &[(String, String)],
         munge_socket: Option<&Path>,
     ) -> Result<StepConns, ClientError> {
         let ctx = zmq::Context::new();
@@ -85,6 +86,7 @@ impl StepConns {
                 &StepIn::Launch {
                     launch: Box::new(n.launch.clone()),
                     credential,
+                    env: env.to_vec(),
                 },
             )?;
             sock.send(frame, 0).map_err(zerr("send"))?;

@@ -29,6 +29,9 @@ use tokio::sync::mpsc;
 const WINDOW: u64 = 16 << 20;
 /// A client not heard from for this long is gone.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a step waits for its job's launch to arrive here (the broker sends it as
+/// the job starts; a step in a job that just started may come first).
+const JOB_ARRIVAL: Duration = Duration::from_secs(10);
 
 /// What the sessions share.
 pub(crate) struct Shared {
@@ -113,7 +116,12 @@ async fn serve(mut rx: mpsc::Receiver<transport::Incoming>, shared: Arc<Shared>)
             }
             continue;
         }
-        let StepIn::Launch { launch, credential } = msg else {
+        let StepIn::Launch {
+            launch,
+            credential,
+            env,
+        } = msg
+        else {
             // Input for a session that ended, or that never began: nothing to do.
             continue;
         };
@@ -124,6 +132,7 @@ async fn serve(mut rx: mpsc::Receiver<transport::Incoming>, shared: Arc<Shared>)
             peer.clone(),
             *launch,
             credential,
+            env,
             srx,
         ));
     }
@@ -151,7 +160,7 @@ fn fail(shared: &Shared, peer: &[u8], message: String) {
 }
 
 /// Whether the launch may run here; the job's record if so.
-fn admit(shared: &Shared, launch: &StepLaunch, credential: &[u8]) -> Result<StepSpec, String> {
+fn admit(shared: &Shared, launch: &StepLaunch, credential: &[u8]) -> Result<(), String> {
     if let Some(v) = &shared.verifier {
         v.lock()
             .map_err(|_| "the verifier is poisoned".to_string())?
@@ -172,23 +181,31 @@ fn admit(shared: &Shared, launch: &StepLaunch, credential: &[u8]) -> Result<Step
             cred.uid, launch.uid
         ));
     }
+    Ok(())
+}
+
+/// The job's record here, once its launch from the broker has arrived (a step may
+/// come first: the broker sends the job's launches and grants its steps at once).
+fn record(shared: &Shared, launch: &StepLaunch) -> Result<Option<StepSpec>, String> {
     let dir = step::job_dir(&shared.run_dir, launch.job);
-    let rec: StepSpec = step::read_record(&dir.join(step::SPEC_FILE))
-        .map_err(|_| format!("job {} does not run on {}", launch.job, shared.node))?;
+    let Ok(rec) = step::read_record::<StepSpec>(&dir.join(step::SPEC_FILE)) else {
+        return Ok(None);
+    };
     if rec.uid != launch.uid {
         return Err(format!(
             "job {} runs as uid {}, not uid {}",
             launch.job, rec.uid, launch.uid
         ));
     }
-    Ok(rec)
+    Ok(Some(rec))
 }
 
 async fn session(
     shared: Arc<Shared>,
     peer: Vec<u8>,
-    mut launch: StepLaunch,
+    launch: StepLaunch,
     credential: Vec<u8>,
+    mut env: Vec<(String, String)>,
     mut rx: mpsc::Receiver<StepIn>,
 ) {
     let checked = {
@@ -196,37 +213,41 @@ async fn session(
         let launch = launch.clone();
         tokio::task::spawn_blocking(move || admit(&shared, &launch, &credential)).await
     };
-    let rec = match checked {
-        Ok(Ok(rec)) => rec,
+    match checked {
+        Ok(Ok(())) => {}
         Ok(Err(why)) => {
             tracing::warn!(job = %launch.job, step = launch.step, %why, "refused a step");
             return fail(&shared, &peer, why);
         }
         Err(e) => return fail(&shared, &peer, format!("internal error: {e}")),
-    };
-    launch
-        .env
-        .retain(|(k, _)| !shared.deny_env.iter().any(|d| d == k));
-    let sock = step::job_dir(&shared.run_dir, rec.job).join(crate::tasks::STEPS_SOCK);
-    let mut conn = match tokio::net::UnixStream::connect(&sock).await {
-        Ok(c) => c,
-        Err(e) => {
-            return fail(
-                &shared,
-                &peer,
-                format!(
+    }
+    env.retain(|(k, _)| !shared.deny_env.iter().any(|d| d == k));
+    let sock = step::job_dir(&shared.run_dir, launch.job).join(crate::tasks::STEPS_SOCK);
+    let deadline = tokio::time::Instant::now() + JOB_ARRIVAL;
+    let mut conn = loop {
+        let why = match record(&shared, &launch) {
+            Err(why) => return fail(&shared, &peer, why),
+            Ok(None) => format!("job {} does not run on {}", launch.job, shared.node),
+            Ok(Some(_)) => match tokio::net::UnixStream::connect(&sock).await {
+                Ok(c) => break c,
+                Err(e) => format!(
                     "job {}'s supervisor takes no steps ({}: {e}); it may have started under an older bulkhead-stepd",
-                    rec.job,
+                    launch.job,
                     sock.display()
                 ),
-            );
+            },
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return fail(&shared, &peer, why);
         }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let (job, step_id) = (launch.job, launch.step);
     let mut first = Vec::new();
     let hello = StepIn::Launch {
         launch: Box::new(launch),
         credential: Vec::new(),
+        env,
     };
     if step::write_frame(&mut first, &hello).is_err() || conn.write_all(&first).await.is_err() {
         return fail(

@@ -172,6 +172,7 @@ pub fn tasks_per_node_text(per: &[u32]) -> String {
 /// job's variables, then the step's (Slurm's, Bulkhead's and PyTorch's) over both.
 pub fn task_env(
     l: &StepLaunch,
+    client_env: &[(String, String)],
     job_env: &[(String, String)],
     rank: u32,
     local: u32,
@@ -225,9 +226,9 @@ pub fn task_env(
     }
     // The job's own variables (its id, user, CPUs on this node, ...) where the
     // client's environment (from another node, or outside the job) differs.
-    let mut env: Vec<(String, String)> = Vec::with_capacity(l.env.len() + job_env.len() + 40);
+    let mut env: Vec<(String, String)> = Vec::with_capacity(client_env.len() + job_env.len() + 40);
     let is_ours = |k: &str| ours.iter().any(|(o, _)| *o == k);
-    for (k, v) in &l.env {
+    for (k, v) in client_env {
         if !is_ours(k) && !job_env.iter().any(|(j, _)| j == k && is_job_var(j)) {
             env.push((k.clone(), v.clone()));
         }
@@ -384,8 +385,8 @@ impl Steps {
             }
             // The first frame is the launch; the agent sends it at once.
             let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
-            let launch = match crate::step::read_frame::<StepIn>(&mut s) {
-                Ok(Some(StepIn::Launch { launch, .. })) => launch,
+            let (launch, env) = match crate::step::read_frame::<StepIn>(&mut s) {
+                Ok(Some(StepIn::Launch { launch, env, .. })) => (launch, env),
                 Ok(_) => continue,
                 Err(e) => {
                     log(self.job, format!("a step connection sent no launch: {e}"));
@@ -393,57 +394,66 @@ impl Steps {
                 }
             };
             let _ = s.set_nonblocking(true);
-            let step = start(self.job, s, *launch, base);
+            let step = start(self.job, s, *launch, &env, base);
             self.steps.push(step);
         }
     }
 }
 
 /// Starts this node's tasks of `l`; a step that cannot start says why and ends.
-fn start(job: bulkhead_proto::JobId, conn: UnixStream, l: StepLaunch, base: &JobBase<'_>) -> Step {
-    {
-        let mut step = Step {
-            conn,
-            id: l.step,
-            node: l.node.clone(),
-            tasks: Vec::new(),
-            pipes: Vec::new(),
-            stdin: Vec::new(),
-            input: Vec::new(),
-            input_eof: false,
-            out: Vec::new(),
-            inbuf: Vec::new(),
-            cg: None,
-            kill_on_bad_exit: l.kill_on_bad_exit,
-            ended: false,
-            lost: false,
-        };
-        if let Err(why) = spawn_tasks(&mut step, &l, base) {
-            log(job, format!("step {}: {why}", l.step));
-            kill_step(&step);
-            push_out(
-                &mut step.out,
-                &StepOut::Failed {
-                    node: l.node.clone(),
-                    message: why,
-                },
-            );
-            step.ended = true;
-            return step;
-        }
-        let pids = step.tasks.iter().map(|t| t.pid as u32).collect();
+fn start(
+    job: bulkhead_proto::JobId,
+    conn: UnixStream,
+    l: StepLaunch,
+    env: &[(String, String)],
+    base: &JobBase<'_>,
+) -> Step {
+    let mut step = Step {
+        conn,
+        id: l.step,
+        node: l.node.clone(),
+        tasks: Vec::new(),
+        pipes: Vec::new(),
+        stdin: Vec::new(),
+        input: Vec::new(),
+        input_eof: false,
+        out: Vec::new(),
+        inbuf: Vec::new(),
+        cg: None,
+        kill_on_bad_exit: l.kill_on_bad_exit,
+        ended: false,
+        lost: false,
+    };
+    if let Err(why) = spawn_tasks(&mut step, &l, env, base) {
+        log(job, format!("step {}: {why}", l.step));
+        kill_step(&step);
         push_out(
             &mut step.out,
-            &StepOut::Started {
+            &StepOut::Failed {
                 node: l.node.clone(),
-                pids,
+                message: why,
             },
         );
-        step
+        step.ended = true;
+        return step;
     }
+    let pids = step.tasks.iter().map(|t| t.pid as u32).collect();
+    push_out(
+        &mut step.out,
+        &StepOut::Started {
+            node: l.node.clone(),
+            pids,
+        },
+    );
+    step
 }
 
-fn spawn_tasks(step: &mut Step, l: &StepLaunch, base: &JobBase<'_>) -> Result<(), String> {
+fn spawn_tasks(
+    step: &mut Step,
+    l: &StepLaunch,
+    env: &[(String, String)],
+    base: &JobBase<'_>,
+) -> Result<(), String> {
     if l.uid != base.exec.user.uid {
         return Err(format!(
             "the step is for uid {}, the job runs as uid {}",
@@ -458,8 +468,7 @@ fn spawn_tasks(step: &mut Step, l: &StepLaunch, base: &JobBase<'_>) -> Result<()
         .create_step(l.step)
         .map_err(|e| format!("cannot create the step's cgroup: {e}"))?;
     let procs = base.job_cgroup.task_procs_files(step.cg.as_ref());
-    let path_var = l
-        .env
+    let path_var = env
         .iter()
         .chain(&base.exec.env)
         .find(|(k, _)| k == "PATH")
@@ -488,7 +497,7 @@ fn spawn_tasks(step: &mut Step, l: &StepLaunch, base: &JobBase<'_>) -> Result<()
         let prepared = Prepared {
             script: program.clone(),
             args: l.argv[1..].to_vec(),
-            env: task_env(l, &base.exec.env, rank, local, None),
+            env: task_env(l, env, &base.exec.env, rank, local, None),
             user: base.exec.user.clone(),
             workdir: cwd.clone(),
             stdout: String::new(),

@@ -50,8 +50,6 @@ pub struct StepRequest {
     /// The command and its arguments, run as they are (resolved on `PATH` on the node).
     pub argv: Vec<String>,
     pub cwd: String,
-    /// The client's environment, which the tasks get (the node's variables win).
-    pub env: Vec<(String, String)>,
     /// stdin goes to every task rather than task 0 (`--input all`).
     pub input_all: bool,
     /// End the step when one task exits non-zero (`-K`, `--kill-on-bad-exit`).
@@ -69,8 +67,7 @@ impl StepRequest {
         for a in &self.argv {
             check_str("argument", a, limits::MAX_PATH_BYTES)?;
         }
-        check_str("cwd", &self.cwd, limits::MAX_PATH_BYTES)?;
-        validate_env(&self.env)
+        check_str("cwd", &self.cwd, limits::MAX_PATH_BYTES)
     }
 }
 
@@ -116,7 +113,6 @@ pub struct StepLaunch {
     pub name: String,
     pub argv: Vec<String>,
     pub cwd: String,
-    pub env: Vec<(String, String)>,
     pub input_all: bool,
     pub kill_on_bad_exit: bool,
     /// PyTorch's rendezvous: the first node's address and a port kept for the job.
@@ -181,18 +177,21 @@ impl StepLaunch {
             check_str("argument", a, limits::MAX_PATH_BYTES)?;
         }
         check_str("cwd", &self.cwd, limits::MAX_PATH_BYTES)?;
-        check_str("master address", &self.master_addr, limits::MAX_NAME_BYTES)?;
-        validate_env(&self.env)
+        check_str("master address", &self.master_addr, limits::MAX_NAME_BYTES)
     }
 }
 
 /// From the client to a node's agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StepIn {
-    /// Start this node's tasks; the credential (MUNGE) must be the job's user's.
+    /// Start this node's tasks; the credential (MUNGE) must be the job's user's. The
+    /// environment is the client's, which the tasks get (the node's variables for the
+    /// job and the step win); it is the user's own, so it travels beside the signed
+    /// launch rather than in it (the broker need not carry it once per node).
     Launch {
         launch: Box<StepLaunch>,
         credential: Vec<u8>,
+        env: Vec<(String, String)>,
     },
     /// Bytes for the tasks' stdin (task 0's, or every task's with `--input all`).
     Input(Vec<u8>),
@@ -232,8 +231,13 @@ impl Message for StepIn {
     const KIND: Kind = Kind::StepIn;
     fn validate(&self) -> Result<(), LimitError> {
         match self {
-            StepIn::Launch { launch, credential } => {
+            StepIn::Launch {
+                launch,
+                credential,
+                env,
+            } => {
                 check("credential", credential.len(), limits::MAX_CREDENTIAL_BYTES)?;
+                validate_env(env)?;
                 launch.validate()
             }
             StepIn::Input(d) => check("input", d.len(), MAX_CHUNK),
@@ -370,7 +374,6 @@ mod tests {
             name: "x".into(),
             argv: vec!["true".into()],
             cwd: "/".into(),
-            env: vec![],
             input_all: false,
             kill_on_bad_exit: false,
             master_addr: "a".into(),

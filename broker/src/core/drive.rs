@@ -286,7 +286,20 @@ impl Driver {
                 self.client(b, op)
             }
             5 => {
-                let op = match b.below(6) {
+                let op = match b.below(7) {
+                    6 => ClientOp::Step(Box::new(bulkhead_proto::step::StepRequest {
+                        job: self.job(b),
+                        ntasks: b.bool().then(|| b.u32_or(&[0, 1, 2, 4, u32::MAX])),
+                        nodes: b.bool().then(|| b.u32_or(&[0, 1, 2, 3])),
+                        ntasks_per_node: b.bool().then(|| b.u32_or(&[0, 1, 2, u32::MAX])),
+                        cpus_per_task: b.u32_or(&[0, 1, 2, u32::MAX]),
+                        nodelist: if b.bool() { vec!["n0".into()] } else { vec![] },
+                        name: "s".into(),
+                        argv: vec!["true".into()],
+                        cwd: "/".into(),
+                        input_all: b.bool(),
+                        kill_on_bad_exit: b.bool(),
+                    })),
                     0 => ClientOp::Show(self.job(b)),
                     1 => ClientOp::Script(self.job(b)),
                     2 => ClientOp::Nodes,
@@ -823,7 +836,8 @@ impl Driver {
                 return Err(self.violation(what, format!("node {}: {why}", n.name)));
             }
         }
-        // Launches: to the node the job runs on, once per placement.
+        // Launches: to each node the job runs on (its script to the first, a hold of
+        // its share to the others), once per placement.
         let mut launched = BTreeSet::new();
         for o in &fx.send {
             let Outbound::Agent {
@@ -838,8 +852,20 @@ impl Driver {
             let Some(j) = core.jobs.get(&spec.job) else {
                 return Err(self.violation(what, format!("launch of unknown job {}", spec.job)));
             };
-            let node = j.node.and_then(|n| core.nodes.get(&n));
-            if j.state != JobState::Running || node.and_then(|n| n.peer.as_ref()) != Some(peer) {
+            let first = j
+                .node
+                .and_then(|n| core.nodes.get(&n))
+                .is_some_and(|n| n.name == spec.node);
+            let node = j
+                .node
+                .into_iter()
+                .chain(j.extra_nodes.iter().copied())
+                .filter_map(|n| core.nodes.get(&n))
+                .find(|n| n.name == spec.node);
+            if j.state != JobState::Running
+                || node.and_then(|n| n.peer.as_ref()) != Some(peer)
+                || (first == spec.script.is_empty() && !j.submission.script.is_empty())
+            {
                 return Err(self.violation(
                     what,
                     format!(
@@ -872,7 +898,7 @@ impl Driver {
                     }
                 }
             }
-            if !launched.insert(spec.job) {
+            if !launched.insert((spec.job, spec.node.clone())) {
                 return Err(
                     self.violation(what, format!("job {} launched twice in one step", j.id))
                 );

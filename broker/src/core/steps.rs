@@ -8,7 +8,9 @@
 
 use super::{Caller, Core, err};
 use bulkhead_proto::msg::{ClientReply, ErrorCode, ErrorReply};
-use bulkhead_proto::step::{StepGrant, StepLaunch, StepNode, StepRequest, distribute};
+use bulkhead_proto::step::{
+    MAX_STEP_TASKS, StepGrant, StepLaunch, StepNode, StepRequest, distribute,
+};
 use bulkhead_proto::{JobId, JobState, NodeId};
 
 /// The ports handed out as jobs' `MASTER_PORT`, one per running job on its first node
@@ -140,6 +142,11 @@ impl Core {
         let ntasks = req
             .ntasks
             .unwrap_or_else(|| req.ntasks_per_node.unwrap_or(1).saturating_mul(nnodes));
+        if ntasks > MAX_STEP_TASKS {
+            return Err(unable(format!(
+                "More processors requested than permitted: {ntasks} tasks, a step has at most {MAX_STEP_TASKS}"
+            )));
+        }
         let per_node = distribute(ntasks, &vec![room; usable.len()]).ok_or_else(|| {
             unable(format!(
                 "More processors requested than permitted: {ntasks} tasks of {cpus_per_task} CPUs on {nnodes} nodes, the job has {job_cpus} CPUs on each"
@@ -189,7 +196,10 @@ impl Core {
         }
         let steps = self.steps.entry(id).or_default();
         let step = steps.next;
-        steps.next += 1;
+        steps.next = steps
+            .next
+            .checked_add(1)
+            .ok_or_else(|| unable("the job has run all the steps it may".into()))?;
         let port = steps.port;
         let mut first_rank = 0u32;
         let uid = self.jobs.get(&id).map_or(caller.uid, |j| j.uid);
@@ -213,7 +223,6 @@ impl Core {
                 name: req.name.clone(),
                 argv: req.argv.clone(),
                 cwd: req.cwd.clone(),
-                env: req.env.clone(),
                 input_all: req.input_all,
                 kill_on_bad_exit: req.kill_on_bad_exit,
                 master_addr: master_addr.clone(),
