@@ -270,7 +270,11 @@ fn a_batch_script_runs_steps_with_bh_run() {
     assert_eq!(done.state, JobState::Completed, "{:?}", done.reason);
     let hosts = std::fs::read_to_string(wd.join("hosts.txt")).expect("hosts");
     let log = std::fs::read_to_string(wd.join(format!("slurm-{j}.out"))).unwrap_or_default();
-    assert_eq!(hosts.lines().count(), 2, "one task on each node: {hosts}\n{log}");
+    assert_eq!(
+        hosts.lines().count(),
+        2,
+        "one task on each node: {hosts}\n{log}"
+    );
     let status = std::fs::read_to_string(wd.join("status.txt")).expect("status");
     assert_eq!(status.trim(), "status=3");
 }

@@ -91,6 +91,15 @@ enum Bench {
         #[arg(long, default_value_t = 5)]
         rounds: u32,
     },
+    /// Job steps through the real `bh`: `bh run true` on 1 and 4 nodes inside an
+    /// allocation (p50, p90) and one task's output streamed to the client, beside
+    /// Slurm's `srun` measured in the same run (../shared/bench/slurm, when present).
+    Steps {
+        #[arg(long, default_value_t = 50)]
+        runs: u32,
+        #[arg(long, default_value_t = 1024)]
+        stream_mb: u32,
+    },
     /// Per-job cost of the cgroups and the device policy (median over N jobs).
     Isolation {
         #[arg(long, default_value_t = 2000)]
@@ -510,6 +519,16 @@ fn main() -> Result<()> {
         Cmd::Bench {
             which: Bench::Security { jobs, rounds },
         } => bench_security(jobs, rounds),
+        Cmd::Bench {
+            which: Bench::Steps { runs, stream_mb },
+        } => {
+            build_daemons(&[])?;
+            bench(
+                "bulkhead-tests",
+                "bench-steps",
+                &[("--runs", runs), ("--stream-mb", stream_mb)],
+            )
+        }
         Cmd::Bench {
             which: Bench::Isolation { jobs },
         } => bench("bulkhead-tests", "bench-isolation", &[("--jobs", jobs)]),

@@ -126,6 +126,7 @@ rc=0
 ./target/debug/deps/e2e --test-threads=2 --skip the_html_report_renders_in_headless_chromium __FILTER__ 2>&1 || rc=1
 ./target/debug/deps/hardening --test-threads=2 __FILTER__ 2>&1 || rc=1
 ./target/debug/deps/supervisor --test-threads=2 __FILTER__ 2>&1 || rc=1
+./target/debug/deps/steps --test-threads=2 __FILTER__ 2>&1 || rc=1
 echo "VM-TEST-RC=$rc"
 poweroff -f
 "#;
@@ -142,6 +143,7 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
     let device_filter = test_exe(root, "bulkhead-agent", "device_filter")?;
     let hardening = test_exe(root, "bulkhead-tests", "hardening")?;
     let supervisor = test_exe(root, "bulkhead-tests", "supervisor")?;
+    let steps = test_exe(root, "bulkhead-tests", "steps")?;
     let target = e2e
         .parent()
         .and_then(Path::parent)
@@ -188,6 +190,7 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
             supervisor,
             PathBuf::from("/bh/target/debug/deps/supervisor"),
         ),
+        (steps, PathBuf::from("/bh/target/debug/deps/steps")),
     ];
     // Not `bulkhead-standalone` (what `bh standalone` runs): no test in the VM runs
     // single-host mode, and the VM's memory holds every file of its initramfs.
