@@ -7,7 +7,10 @@
 //!   QEMU. This is the command the README and `.ci/run` give.
 //! - `bench e2e`: the end-to-end throughput and latency benchmark (release build).
 //! - `vm-test`: the privileged tests on a pure cgroup v2 kernel, in QEMU (see `vm.rs`).
+//! - `cluster up N | down | status`: a cluster of several hosts on this machine, in
+//!   network namespaces (see `cluster.rs`).
 
+mod cluster;
 mod seeds;
 mod vm;
 
@@ -50,6 +53,42 @@ enum Cmd {
     Bench {
         #[command(subcommand)]
         which: Bench,
+    },
+    /// A cluster of several hosts on this machine, each a network namespace on a
+    /// private bridge (root; see README, "A cluster on one machine").
+    Cluster {
+        #[command(subcommand)]
+        which: ClusterCmd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ClusterCmd {
+    /// Create the bridge and namespaces, start munged, the broker and N agents, and
+    /// wait until the N nodes are up.
+    Up {
+        /// Nodes (hosts with an agent), 1 to 16.
+        #[arg(value_parser = clap::value_parser!(u32).range(1..=cluster::MAX_NODES as i64))]
+        n: u32,
+        /// The cluster's directory: keys, logs, PIDs, the daemons' state.
+        #[arg(long, default_value = cluster::DEFAULT_DIR)]
+        dir: PathBuf,
+        /// Run target/release's binaries (default: target/debug's).
+        #[arg(long)]
+        release: bool,
+        /// Encrypt all traffic with CURVE (keys for the broker and each node).
+        #[arg(long)]
+        curve: bool,
+    },
+    /// Stop the cluster's daemons, delete its namespaces and bridge, remove its directory.
+    Down {
+        #[arg(long, default_value = cluster::DEFAULT_DIR)]
+        dir: PathBuf,
+    },
+    /// Each host's namespace, address and daemon (alive or dead).
+    Status {
+        #[arg(long, default_value = cluster::DEFAULT_DIR)]
+        dir: PathBuf,
     },
 }
 
@@ -489,6 +528,16 @@ fn main() -> Result<()> {
         Cmd::Ci => ci(),
         Cmd::VmTest { filter } => vm::run(&root(), filter.as_deref()),
         Cmd::Fuzz { seconds } => fuzz(seconds),
+        Cmd::Cluster { which } => match which {
+            ClusterCmd::Up {
+                n,
+                dir,
+                release,
+                curve,
+            } => cluster::up(&root(), n, &dir, release, curve),
+            ClusterCmd::Down { dir } => cluster::down(&dir),
+            ClusterCmd::Status { dir } => cluster::status(&dir),
+        },
         Cmd::NvmlCheck => {
             run(cargo().args(["build", "--release", "-p", "bulkhead-agent"]))?;
             run(Command::new("sh")
