@@ -399,6 +399,7 @@ fn changes_state(op: &ClientOp) -> bool {
         | ClientOp::Cancel(_)
         | ClientOp::Hold(_)
         | ClientOp::Release(_)
+        | ClientOp::EndAllocation { .. }
         | ClientOp::Admin(
             AdminOp::Drain { .. }
             | AdminOp::Resume { .. }

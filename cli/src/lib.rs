@@ -4,6 +4,7 @@
 //! in `main.rs` only wires them to clap and the client.
 
 pub mod acct;
+pub mod alloc;
 pub mod opts;
 pub mod output;
 pub mod run;

@@ -255,10 +255,20 @@ enum Cmd {
         cmd: Vec<String>,
     },
     /// Run a job step (like srun): CMD as tasks spread over the job's nodes, inside the
-    /// job this runs in ($BH_JOB_ID / $SLURM_JOB_ID) or --jobid; its output here, this
-    /// stdin to task 0, Ctrl-C to the tasks (twice within 1 s ends the step); exits
-    /// with the highest of the tasks' statuses.
+    /// job this runs in ($BH_JOB_ID / $SLURM_JOB_ID) or --jobid, else in an allocation
+    /// made for it and released after; its output here, this stdin to task 0, Ctrl-C
+    /// to the tasks (twice within 1 s ends the step); exits with the highest of the
+    /// tasks' statuses.
     Run(RunArgs),
+    /// Obtain an allocation (like salloc) with bh submit's options, run CMD (default:
+    /// $SHELL) here with the job's variables, so that `bh run` in it starts steps on
+    /// the allocated nodes; release it when CMD exits, with its exit status.
+    #[command(disable_help_flag = true)]
+    Alloc {
+        /// bh submit's options (-N, -n, -c, -t, -p, --mem, --gpus, ...), then CMD.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        rest: Vec<String>,
+    },
     /// Run a broker and an agent on this host (single-host mode): runs the
     /// `bulkhead-standalone` binary, beside `bh` or on PATH, with these arguments
     /// (`bh standalone --help` lists them).
@@ -297,14 +307,126 @@ struct RunArgs {
     /// Which tasks read this stdin: `0` (the default) or `all`.
     #[arg(long, default_value = "0")]
     input: String,
-    /// The step's name.
+    /// The step's name (and the allocation's, outside a job).
     #[arg(short = 'J', long)]
     job_name: Option<String>,
+    /// Outside a job: the allocation's time limit (bh submit's -t formats).
+    #[arg(short = 't', long)]
+    time: Option<String>,
+    /// Outside a job: the allocation's partition.
+    #[arg(short = 'p', long)]
+    partition: Option<String>,
+    /// Outside a job: the allocation's memory per node (bh submit's --mem).
+    #[arg(long)]
+    mem: Option<String>,
+    /// Outside a job: the allocation's GPUs (bh submit's --gpus).
+    #[arg(long)]
+    gpus: Option<String>,
+    /// Say nothing of the allocation's wait.
+    #[arg(short = 'Q', long)]
+    quiet: bool,
     /// The tasks' working directory (default: this one).
     #[arg(short = 'D', long)]
     chdir: Option<String>,
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     cmd: Vec<String>,
+}
+
+/// The allocation `bh run` makes outside a job: its nodes, tasks and CPUs per task as
+/// the step asks, and its time, partition, memory and GPUs.
+fn allocation_for_run(a: &RunArgs) -> anyhow::Result<JobSubmission> {
+    let mut flags: Vec<String> = Vec::new();
+    let mut add = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            flags.push(k.into());
+            flags.push(v);
+        }
+    };
+    add("-N", a.nodes.map(|n| n.to_string()));
+    add("-n", a.ntasks.map(|n| n.to_string()));
+    add(
+        "--ntasks-per-node",
+        a.ntasks_per_node.map(|n| n.to_string()),
+    );
+    add("-c", Some(a.cpus_per_task.to_string()));
+    add("-t", a.time.clone());
+    add("-p", a.partition.clone());
+    add("--mem", a.mem.clone());
+    add("--gpus", a.gpus.clone());
+    add(
+        "-J",
+        Some(a.job_name.clone().unwrap_or_else(|| a.cmd[0].clone())),
+    );
+    let opts = SubmitOpts::try_parse_from(&flags)
+        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
+    submission_from(opts, String::new(), "interactive".into(), vec![])
+}
+
+/// `bh alloc [OPTIONS] [CMD...]`.
+fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
+    if rest
+        .iter()
+        .take_while(|w| *w != "--")
+        .any(|a| a == "-h" || a == "--help")
+    {
+        println!(
+            "Obtain an allocation (like salloc), run CMD (default: $SHELL) with its variables, and release it when CMD exits.\n\nUsage: bh alloc [bh submit's OPTIONS] [--] [CMD [ARGS]...]\n\nbh submit --help lists the options."
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (flags, cmd): (&[String], &[String]) = match rest.iter().position(|w| w == "--") {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => rest.split_at(split_at_script(rest)?),
+    };
+    let opts = SubmitOpts::try_parse_from(flags)
+        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
+    let sub = submission_from(opts, String::new(), "interactive".into(), vec![])?;
+    let mut c = client(cli)?;
+    bulkhead_cli::alloc::catch_interrupts();
+    let job = c.submit(sub).map_err(explain)?;
+    eprintln!("bh: pending job allocation {job}");
+    let Some(info) = bulkhead_cli::alloc::wait_running(&mut c, job, false)? else {
+        return Ok(ExitCode::FAILURE);
+    };
+    eprintln!("bh: granted job allocation {job}");
+    let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
+    let (prog, args) = match cmd.split_first() {
+        Some((p, a)) => (p.clone(), a.to_vec()),
+        None => (shell, vec![]),
+    };
+    let nodes = info.node.clone().unwrap_or_default();
+    let nnodes = nodes
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .count()
+        .to_string();
+    let id = job.to_string();
+    let cpus = info.resources.cpus.to_string();
+    let status = std::process::Command::new(&prog)
+        .args(&args)
+        .envs([
+            ("BH_JOB_ID", id.as_str()),
+            ("SLURM_JOB_ID", &id),
+            ("SLURM_JOBID", &id),
+            ("BH_NODELIST", &nodes),
+            ("SLURM_JOB_NODELIST", &nodes),
+            ("SLURM_NODELIST", &nodes),
+            ("BH_NNODES", &nnodes),
+            ("SLURM_NNODES", &nnodes),
+            ("SLURM_JOB_NUM_NODES", &nnodes),
+            ("SLURM_JOB_CPUS_PER_NODE", &cpus),
+        ])
+        .status();
+    let code = match &status {
+        Ok(s) => s
+            .code()
+            .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(s).unwrap_or(0)),
+        Err(_) => 1,
+    };
+    eprintln!("bh: relinquishing job allocation {job}");
+    bulkhead_cli::alloc::release(&mut c, job, code)?;
+    status.with_context(|| format!("cannot run {prog}"))?;
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
 /// `bh run`: the step's request, from the options and this process's environment.
@@ -320,11 +442,10 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
             })
             .transpose()
     };
+    // Outside a job (0): the caller makes an allocation for the step first.
     let job = match a.job {
         Some(j) => j,
-        None => from_env()?.context(
-            "bh run starts a step in a running job: run it inside one (bh submit, or the job's shell) or name it with --jobid",
-        )?,
+        None => from_env()?.unwrap_or(0),
     };
     for (name, v) in [
         ("--ntasks", a.ntasks),
@@ -799,20 +920,41 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(code.clamp(0, 255) as u8));
         }
         Cmd::Run(a) => {
-            let req = step_request(a)?;
+            let mut req = step_request(a)?;
+            let mut c = client(&cli)?;
+            let allocated = if req.job.0 == 0 {
+                let sub = allocation_for_run(a)?;
+                bulkhead_cli::alloc::catch_interrupts();
+                let job = c.submit(sub).map_err(explain)?;
+                match bulkhead_cli::alloc::wait_running(&mut c, job, a.quiet)? {
+                    Some(_) => {}
+                    None => return Ok(ExitCode::FAILURE),
+                }
+                req.job = job;
+                Some(job)
+            } else {
+                None
+            };
             let job = req.job;
-            let grant = client(&cli)?
+            let granted = c
                 .step(req)
                 .map_err(explain)
-                .with_context(|| format!("cannot start a step in job {job}"))?;
-            let status = bulkhead_cli::run::relay(
-                &grant,
-                cli.munge_socket.as_deref(),
-                a.label,
-                Duration::from_secs_f64(cli.timeout.max(1.0)),
-            )?;
-            return Ok(ExitCode::from(status.clamp(0, 255) as u8));
+                .with_context(|| format!("cannot start a step in job {job}"));
+            let status = granted.and_then(|grant| {
+                bulkhead_cli::run::relay(
+                    &grant,
+                    cli.munge_socket.as_deref(),
+                    a.label,
+                    Duration::from_secs_f64(cli.timeout.max(1.0)),
+                )
+            });
+            if let Some(job) = allocated {
+                let code = status.as_ref().map_or(1, |s| *s);
+                bulkhead_cli::alloc::release(&mut c, job, code)?;
+            }
+            return Ok(ExitCode::from(status?.clamp(0, 255) as u8));
         }
+        Cmd::Alloc { rest } => return alloc(&cli, rest),
         Cmd::Standalone { args } => {
             return Err(standalone::exec(cli.munge_socket.as_deref(), args).into());
         }
@@ -875,6 +1017,19 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
             "this does not look like a batch script: the first line must start with #! followed by the path to an interpreter"
         );
     }
+    let sub = submission_from(cli_opts.clone(), script, script_name, args)?;
+    Ok((sub, cli_opts.parsable))
+}
+
+/// A submission from parsed options and a script (empty: an interactive allocation),
+/// the script's own directives and the environment's options beneath the command
+/// line's.
+fn submission_from(
+    cli_opts: SubmitOpts,
+    script: String,
+    script_name: String,
+    args: Vec<String>,
+) -> anyhow::Result<JobSubmission> {
     let script_opts = opts::script_opts(&script)?;
     let env_opts = opts::env_opts(|k| std::env::var(k).ok());
     let merged = cli_opts.over(&env_opts.over(&script_opts));
@@ -926,7 +1081,7 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
     // What the broker would refuse (sizes, control characters, the time limit) is
     // refused here, before anything is sent.
     sub.check_values()?;
-    Ok((sub, cli_opts.parsable))
+    Ok(sub)
 }
 
 /// This process's file mode creation mask (read by setting it, then set back).

@@ -38,6 +38,13 @@ pub enum ClientOp {
     Script(JobId),
     /// Start a step in a running job of the caller's (`bh run`).
     Step(Box<crate::step::StepRequest>),
+    /// Release an interactive allocation (a job without a script, made by `bh alloc`
+    /// or by `bh run` outside a job): it ends with this exit code (its command's),
+    /// COMPLETED for 0 and FAILED otherwise, or CANCELLED if it had not started.
+    EndAllocation {
+        job: JobId,
+        exit_code: i32,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -404,6 +411,7 @@ impl Message for ClientRequest {
             ClientOp::Hold(ids) | ClientOp::Release(ids) => check_ids("jobs", ids),
             ClientOp::Report(q) => check("top_wasters", q.top_wasters as usize, 1000),
             ClientOp::Step(r) => r.validate(),
+            ClientOp::EndAllocation { .. } => Ok(()),
         }
     }
 }

@@ -269,7 +269,7 @@ fn a_batch_script_runs_steps_with_bh_run() {
         .expect("ends");
     assert_eq!(done.state, JobState::Completed, "{:?}", done.reason);
     let hosts = std::fs::read_to_string(wd.join("hosts.txt")).expect("hosts");
-    let log = std::fs::read_to_string(wd.join(format!("slurm-{j}.out"))).unwrap_or_default();
+    let log = std::fs::read_to_string(wd.join(format!("bh-{j}.out"))).unwrap_or_default();
     assert_eq!(
         hosts.lines().count(),
         2,
@@ -401,4 +401,174 @@ fn cancelling_the_job_ends_its_step_on_every_node() {
         "no task is left: {}",
         text(&sleepers.stdout)
     );
+}
+
+/// `bh run` outside a job makes an allocation for its step, runs it there and
+/// releases it: the job ends COMPLETED (or FAILED with the step's exit code).
+#[test]
+fn bh_run_outside_a_job_allocates_runs_and_releases() {
+    let c = Cluster::start_with(ClusterOpts {
+        nodes: 2,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &[
+            "-N",
+            "2",
+            "-l",
+            "sh",
+            "-c",
+            "echo $SLURM_PROCID/$SLURM_NNODES/$SLURM_JOB_ID",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let job: u64 = lines[0]
+        .rsplit('/')
+        .next()
+        .and_then(|j| j.parse().ok())
+        .expect("job id");
+    assert!(
+        lines.iter().any(|l| l.starts_with("0: 0/2/"))
+            && lines.iter().any(|l| l.starts_with("1: 1/2/"))
+    );
+    let done = c
+        .wait_state(
+            JobId(job),
+            &[JobState::Completed, JobState::Failed, JobState::Cancelled],
+            t(),
+        )
+        .expect("the allocation ends");
+    assert_eq!(done.state, JobState::Completed, "{:?}", done.reason);
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &["-Q", "sh", "-c", "echo $SLURM_JOB_ID; exit 5"],
+    );
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out.stderr));
+    let job: u64 = text(&out.stdout).trim().parse().expect("job id");
+    let done = c
+        .wait_state(
+            JobId(job),
+            &[JobState::Completed, JobState::Failed, JobState::Cancelled],
+            t(),
+        )
+        .expect("the allocation ends");
+    assert_eq!(
+        (done.state, done.exit_code),
+        (JobState::Failed, Some(5)),
+        "{:?}",
+        done.reason
+    );
+}
+
+/// `bh alloc` runs its command here with the allocation's variables; `bh run` in it
+/// starts steps on the allocated nodes; the allocation ends with the command.
+#[test]
+fn bh_alloc_runs_a_command_whose_steps_use_the_allocation() {
+    let c = Cluster::start_with(ClusterOpts {
+        nodes: 2,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let bh = bin("bh");
+    let inner = format!(
+        "echo job=$SLURM_JOB_ID nodes=$SLURM_NNODES; {} run -l hostname; exit 4",
+        bh.display()
+    );
+    let out = c
+        .bh_in(
+            Some(&u),
+            &wd,
+            &["alloc", "-N", "2", "--", "sh", "-c", &inner],
+        )
+        .expect("bh alloc");
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("nodes=2"), "{stdout}");
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("0: ") || l.starts_with("1: "))
+            .count(),
+        2,
+        "{stdout}"
+    );
+    assert!(
+        text(&out.stderr).contains("granted job allocation"),
+        "{}",
+        text(&out.stderr)
+    );
+    let job: u64 = stdout
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("job="))
+        .and_then(|j| j.parse().ok())
+        .expect("job id");
+    let done = c
+        .wait_state(
+            JobId(job),
+            &[JobState::Completed, JobState::Failed, JobState::Cancelled],
+            t(),
+        )
+        .expect("the allocation ends");
+    assert_eq!((done.state, done.exit_code), (JobState::Failed, Some(4)));
+}
+
+/// An allocation that waits says so, and Ctrl-C withdraws it.
+#[test]
+fn a_waiting_allocation_says_so_and_ctrl_c_withdraws_it() {
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 1,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &[]);
+    let child = c
+        .bh_command(Some(&u), &wd, &["run", "true"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The allocation is pending behind the holder.
+    wait_for(t(), || {
+        c.bh(None, &["queue", "--all"])
+            .map(|o| text(&o.stdout).lines().count() >= 3)
+            .unwrap_or(false)
+    })
+    .expect("the allocation is queued");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT");
+    let out = child.wait_with_output().expect("wait");
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("queued and waiting for resources"), "{err}");
+    assert!(err.contains("withdrawn"), "{err}");
+    let pending: u64 = err
+        .split_whitespace()
+        .skip_while(|w| *w != "job")
+        .nth(1)
+        .and_then(|j| j.parse().ok())
+        .expect("job id");
+    assert_eq!(
+        c.show(JobId(pending)).expect("show").state,
+        JobState::Cancelled
+    );
+    std::fs::write(wd.join("stop"), "").expect("stop");
+    c.wait_state(j, &[JobState::Completed], t())
+        .expect("completes");
 }

@@ -1034,6 +1034,7 @@ fn op_name(op: &ClientOp) -> &'static str {
         ClientOp::Release(_) => "release",
         ClientOp::Script(_) => "script",
         ClientOp::Step(_) => "step",
+        ClientOp::EndAllocation { .. } => "end allocation",
     }
 }
 

@@ -589,7 +589,12 @@ impl Core {
         };
         job.state = end.state;
         *self.ended_total.entry(end.state).or_default() += 1;
-        job.exit_code = end.exit_code;
+        // A released allocation ends with its command's exit code, which its client
+        // gave (its nodes ran no batch script to have one).
+        let released = job.submission.script.is_empty() && job.exit_code.is_some();
+        if !released || end.exit_code.is_some() {
+            job.exit_code = end.exit_code;
+        }
         job.signal = end.signal;
         if job.start_us.is_none() || end.start_time_us > 0 {
             job.start_us = Some(if end.start_time_us > 0 {
@@ -785,7 +790,15 @@ pub(super) fn check_submission(sub: &JobSubmission) -> Result<(), ErrorReply> {
     // wrong, or send on purpose.
     sub.check_values()
         .map_err(|e| err(ErrorCode::Invalid, e.to_string()))?;
-    if !sub.script.starts_with("#!") {
+    // No script at all: an interactive allocation (`bh alloc`, `bh run` outside a
+    // job), whose client runs its steps.
+    if sub.script.is_empty() && sub.array.is_some() {
+        return Err(err(
+            ErrorCode::Invalid,
+            "an interactive allocation cannot be a job array",
+        ));
+    }
+    if !sub.script.is_empty() && !sub.script.starts_with("#!") {
         return Err(err(
             ErrorCode::Invalid,
             "this does not look like a batch script: the first line must start with #! followed by the path to an interpreter",

@@ -660,6 +660,9 @@ impl Core {
             },
             ClientOp::Script(id) => self.script(caller, id),
             ClientOp::Step(req) => self.step(caller, *req, now_us),
+            ClientOp::EndAllocation { job, exit_code } => {
+                self.end_allocation(&mut fx, caller, job, exit_code, now_us)
+            }
             ClientOp::Cancel(ids) => {
                 let outcomes = ids
                     .into_iter()

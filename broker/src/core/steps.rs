@@ -254,6 +254,86 @@ impl Core {
         })
     }
 
+    /// Releases an interactive allocation: a running one ends COMPLETED, or FAILED
+    /// when its command's `exit_code` is not 0 (its nodes' shares are killed, it is
+    /// COMPLETING until they are gone); a pending one is cancelled.
+    pub(super) fn end_allocation(
+        &mut self,
+        fx: &mut super::Effects,
+        caller: &Caller,
+        id: JobId,
+        exit_code: i32,
+        now_us: u64,
+    ) -> ClientReply {
+        let Some(j) = self.jobs.get(&id) else {
+            return ClientReply::Error(err(
+                ErrorCode::NotFound,
+                format!("job {id} does not exist"),
+            ));
+        };
+        if caller.uid != j.uid && caller.uid != 0 {
+            return ClientReply::Error(self.refusal(caller, j, super::auth::JobAction::Cancel));
+        }
+        if !j.submission.script.is_empty() {
+            return ClientReply::Error(err(
+                ErrorCode::Invalid,
+                format!("job {id} is a batch job, not an allocation: bh cancel ends it"),
+            ));
+        }
+        let ended = if exit_code == 0 {
+            JobState::Completed
+        } else {
+            JobState::Failed
+        };
+        match j.state {
+            JobState::Running => {
+                let peer = j
+                    .node
+                    .and_then(|n| self.nodes.get(&n))
+                    .and_then(|n| n.peer.clone());
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.exit_code = Some(exit_code);
+                    j.reason = Some(format!("allocation released by {}", caller.user));
+                }
+                match peer {
+                    Some(peer) => {
+                        if let Some(j) = self.jobs.get_mut(&id) {
+                            j.state = JobState::Completing;
+                        }
+                        fx.send.push(super::Outbound::Agent {
+                            peer,
+                            request_id: 0,
+                            msg: bulkhead_proto::msg::BrokerMessage::Kill {
+                                job: id,
+                                state: ended,
+                                grace_s: None,
+                            },
+                        });
+                        self.update(fx, id);
+                    }
+                    None => {
+                        let mut end = self.end_of(id, ended, now_us);
+                        end.reason = Some("allocation released while its node was down".into());
+                        self.finish(fx, end);
+                    }
+                }
+                ClientReply::Done(format!("job {id}: allocation released"))
+            }
+            JobState::Pending => {
+                let out = self.cancel(fx, caller, id, now_us);
+                match out.result {
+                    Ok(_) => ClientReply::Done(format!("job {id}: allocation request withdrawn")),
+                    Err(e) => ClientReply::Error(e),
+                }
+            }
+            JobState::Completing => ClientReply::Done(format!("job {id}: being released")),
+            st => ClientReply::Error(err(
+                ErrorCode::AlreadyFinished,
+                format!("job {id} has already finished ({st})"),
+            )),
+        }
+    }
+
     /// Forgets the steps of a job that ended.
     pub(super) fn forget_steps(&mut self, job: JobId) {
         self.steps.remove(&job);
