@@ -142,6 +142,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     }
     let mut core = Core::new(core_cfg, jobs, nodes);
     core.restore_node_keys(store.load_node_keys()?);
+    core.restore_step_ends(store.load_step_ends()?);
     core.set_nonce_seed(random_seed()?);
     core.restore_reservations(reservations);
     let (at, usage) = store.load_fairshare()?;

@@ -137,6 +137,8 @@ pub enum StoreOp {
     DeleteReservation(String),
     /// A job past the accounting retention: gone with everything stored of it.
     DeleteJob(JobId),
+    /// A step's part on one node ended (for accounting).
+    StepEnded(Box<bulkhead_proto::step::StepEnd>),
     /// The CURVE public key (Z85) a node's agent must hold.
     UpsertNodeKey {
         node: String,

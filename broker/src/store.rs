@@ -140,6 +140,13 @@ CREATE TABLE IF NOT EXISTS job_usage (
     job   INTEGER PRIMARY KEY,
     data  BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS job_steps (
+    job   INTEGER NOT NULL,
+    step  INTEGER NOT NULL,
+    node  TEXT NOT NULL,
+    data  BLOB NOT NULL,
+    PRIMARY KEY (job, step, node)
+);
 CREATE TABLE IF NOT EXISTS node_keys (
     node  TEXT PRIMARY KEY,
     key   TEXT NOT NULL
@@ -740,8 +747,22 @@ impl Store {
                         )
                         .map_err(sq("storing a node key"))?;
                     }
+                    StoreOp::StepEnded(e) => {
+                        let blob =
+                            postcard::to_allocvec(e.as_ref()).map_err(|e| StoreError::Corrupt {
+                                id: 0,
+                                field: "step",
+                                detail: e.to_string(),
+                            })?;
+                        tx.execute(
+                            "INSERT OR REPLACE INTO job_steps (job, step, node, data) VALUES (?1, ?2, ?3, ?4)",
+                            params![e.job.0 as i64, i64::from(e.step), e.node, blob],
+                        )
+                        .map_err(sq("storing a step's end"))?;
+                    }
                     StoreOp::DeleteJob(id) => {
                         for table in [
+                            "DELETE FROM job_steps WHERE job = ?1",
                             "DELETE FROM jobs WHERE id = ?1",
                             "DELETE FROM job_nodes WHERE job = ?1",
                             "DELETE FROM job_denials WHERE job = ?1",
@@ -790,6 +811,23 @@ impl Store {
     /// The agents' CURVE keys: node name → public key (Z85).
     pub fn load_node_keys(&self) -> Result<Vec<(String, String)>, StoreError> {
         self.pairs("SELECT node, key FROM node_keys", "reading node keys")
+    }
+
+    /// The steps' ends, in the order of their jobs and steps.
+    pub fn load_step_ends(&self) -> Result<Vec<bulkhead_proto::step::StepEnd>, StoreError> {
+        let rows: Vec<(i64, Vec<u8>)> = self.pairs(
+            "SELECT job, data FROM job_steps ORDER BY job, step, node",
+            "reading steps",
+        )?;
+        rows.into_iter()
+            .map(|(job, blob)| {
+                postcard::from_bytes(&blob).map_err(|e| StoreError::Corrupt {
+                    id: job,
+                    field: "step",
+                    detail: e.to_string(),
+                })
+            })
+            .collect()
     }
 
     /// The administrators' reservations.
@@ -1164,6 +1202,46 @@ mod tests {
             .query_row("SELECT count(*) FROM job_usage", [], |r| r.get(0))
             .expect("count");
         assert_eq!(left, 0, "its usage went with it");
+    }
+
+    /// Steps' ends survive a restart, one per job, step and node (a report sent again
+    /// replaces its first), and go with their job.
+    #[test]
+    fn step_ends_are_kept_per_node_and_go_with_their_job() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let end = |job: u64, step: u32, node: &str, code: i32| bulkhead_proto::step::StepEnd {
+            job: JobId(job),
+            step,
+            node: node.into(),
+            name: "t".into(),
+            ntasks: 2,
+            cpus: 2,
+            start_us: 1,
+            end_us: 2,
+            exit_code: Some(code),
+            signal: None,
+            usage: None,
+        };
+        {
+            let mut s = Store::open(dir.path()).expect("open");
+            s.apply(&[
+                StoreOp::InsertJob(Box::new(row(1))),
+                StoreOp::InsertJob(Box::new(row(2))),
+                StoreOp::StepEnded(Box::new(end(1, 0, "a", 1))),
+                StoreOp::StepEnded(Box::new(end(1, 0, "a", 3))),
+                StoreOp::StepEnded(Box::new(end(1, 0, "b", 0))),
+                StoreOp::StepEnded(Box::new(end(2, 0, "a", 0))),
+            ])
+            .expect("apply");
+        }
+        let mut s = Store::open(dir.path()).expect("reopen");
+        let ends = s.load_step_ends().expect("load");
+        assert_eq!(
+            ends,
+            vec![end(1, 0, "a", 3), end(1, 0, "b", 0), end(2, 0, "a", 0)]
+        );
+        s.apply(&[StoreOp::DeleteJob(JobId(1))]).expect("delete");
+        assert_eq!(s.load_step_ends().expect("load"), vec![end(2, 0, "a", 0)]);
     }
 
     /// An update stores the job's mutable fields and leaves its submission as the

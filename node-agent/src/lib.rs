@@ -453,7 +453,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     let stop = Arc::new(AtomicBool::new(false));
     let zmq_thread = transport::spawn(bound, in_tx, stop.clone())?;
     let (ev_tx, mut ev_rx) = mpsc::channel(4096);
-    let (reg_tx, mut reg_rx) = mpsc::channel::<Vec<u8>>(4);
+    let (reg_tx, mut reg_rx) = mpsc::channel::<Vec<u8>>(64);
     if let Some(ring) = isolation
         .filter
         .as_ref()
@@ -513,6 +513,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             verifier: step_verifier.map(Mutex::new),
             deny_env: cfg.deny_env.clone(),
             out: Mutex::new(Some(out)),
+            to_broker: reg_tx.clone(),
         };
         match zap.and_then(|zap| {
             stepsrv::start(

@@ -16,7 +16,7 @@ use crate::step::{self, StepSpec};
 use bulkhead_munge::Munge;
 use bulkhead_net::thread as transport;
 use bulkhead_proto::codec;
-use bulkhead_proto::step::{StepIn, StepLaunch, StepOut};
+use bulkhead_proto::step::{StepEnd, StepIn, StepLaunch, StepOut};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -45,6 +45,8 @@ pub(crate) struct Shared {
     /// The socket thread's outbox; taken (closed) when the agent stops, since its
     /// ZeroMQ context cannot end while a socket of it is open.
     pub out: Mutex<Option<zmq::Socket>>,
+    /// Frames for the broker (the steps' ends, for accounting), sent by the agent's loop.
+    pub to_broker: mpsc::Sender<Vec<u8>>,
 }
 
 impl Shared {
@@ -243,6 +245,19 @@ async fn session(
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let (job, step_id) = (launch.job, launch.step);
+    let mut end = StepEnd {
+        job,
+        step: step_id,
+        node: shared.node.clone(),
+        name: launch.name.clone(),
+        ntasks: launch.local_tasks(),
+        cpus: launch.local_tasks().saturating_mul(launch.cpus_per_task),
+        start_us: bulkhead_proto::time::now_us(),
+        end_us: 0,
+        exit_code: None,
+        signal: None,
+        usage: None,
+    };
     let mut first = Vec::new();
     let hello = StepIn::Launch {
         launch: Box::new(launch),
@@ -278,6 +293,7 @@ async fn session(
                 }
                 sent += n as u64;
                 finished |= bulkhead_proto::step::is_final_frame(&frame);
+                account(&mut end, &frame);
                 send(&shared, &peer, frame);
             }
             m = rx.recv() => {
@@ -310,5 +326,36 @@ async fn session(
             ),
         );
     }
+    end.end_us = bulkhead_proto::time::now_us();
+    match codec::encode(
+        0,
+        &bulkhead_proto::msg::AgentMessage::StepEnded(Box::new(end)),
+    ) {
+        Ok(frame) => {
+            let _ = shared.to_broker.send(frame).await;
+        }
+        Err(e) => tracing::warn!(%job, step = step_id, error = %e, "cannot report the step's end"),
+    }
     tracing::debug!(%job, step = step_id, "step session over");
+}
+
+/// What a frame from the supervisor says for the step's accounting: a task's exit
+/// (the highest code, or a signal), the node's usage at the end. Output frames, the
+/// bulk, are told by their tag and not decoded.
+fn account(end: &mut StepEnd, frame: &[u8]) {
+    if frame.get(codec::HEADER_LEN) == Some(&1) {
+        return;
+    }
+    match codec::decode::<StepOut>(frame) {
+        Ok((_, StepOut::TaskExit { code, signal, .. })) => {
+            if let Some(c) = code {
+                end.exit_code = Some(end.exit_code.map_or(c, |e| e.max(c)));
+            }
+            if signal.is_some() {
+                end.signal = signal;
+            }
+        }
+        Ok((_, StepOut::Ended { usage, .. })) => end.usage = usage,
+        _ => {}
+    }
 }

@@ -267,6 +267,8 @@ pub enum AgentMessage {
     GpuInventory(Vec<GpuInfo>),
     /// The latest samples of running jobs (every sampling interval).
     Usage(Vec<(JobId, crate::acct::JobUsage)>),
+    /// A job step's part on this node is over: for accounting (`bh acct`'s `J.N`).
+    StepEnded(Box<crate::step::StepEnd>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -508,6 +510,7 @@ impl Message for AgentMessage {
             }
             AgentMessage::JobStarted { .. } => Ok(()),
             AgentMessage::JobEnded(e) => e.validate(),
+            AgentMessage::StepEnded(e) => e.validate(),
             AgentMessage::Denials(d) => {
                 check("denials", d.len(), 1024)?;
                 d.iter().try_for_each(|(_, x)| x.validate())

@@ -181,6 +181,34 @@ impl StepLaunch {
     }
 }
 
+/// A step's part on one node, as its agent saw it end: for accounting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepEnd {
+    pub job: JobId,
+    pub step: u32,
+    pub node: String,
+    pub name: String,
+    /// Tasks on this node, and the CPUs they were given (tasks × CPUs per task).
+    pub ntasks: u32,
+    pub cpus: u32,
+    pub start_us: u64,
+    pub end_us: u64,
+    /// The highest exit code of the node's tasks, or the signal that killed one.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// What the step's cgroup on this node used; `None` where it had none, or the
+    /// node lost it (the client went, the job ended first).
+    pub usage: Option<JobUsage>,
+}
+
+impl StepEnd {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        check_str("node", &self.node, limits::MAX_NAME_BYTES)?;
+        check_str("name", &self.name, limits::MAX_NAME_BYTES)?;
+        self.usage.as_ref().map_or(Ok(()), JobUsage::validate)
+    }
+}
+
 /// From the client to a node's agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StepIn {

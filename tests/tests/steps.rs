@@ -161,9 +161,60 @@ fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variabl
         ],
     );
     assert_eq!(text(&out.stdout).trim(), "step=1", "{}", text(&out.stderr));
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &["--jobid", &j.to_string(), "-N", "2", "sh", "-c", "exit 2"],
+    );
+    assert_eq!(out.status.code(), Some(2));
     std::fs::write(wd.join("stop"), "").expect("stop");
     c.wait_state(j, &[JobState::Completed], t())
         .expect("completes");
+    // The steps are accounted apart, as sacct lists them: J, J.0, J.1, J.2.
+    let js = j.to_string();
+    let mut lines = Vec::new();
+    wait_for(t(), || {
+        let out = c
+            .bh(
+                Some(&u),
+                &[
+                    "acct",
+                    "-j",
+                    &js,
+                    "--csv",
+                    "-o",
+                    "JobID,State,ExitCode,NodeList,AllocCPUS",
+                ],
+            )
+            .expect("bh acct");
+        lines = text(&out.stdout).lines().map(str::to_string).collect();
+        lines.iter().any(|l| l.starts_with(&format!("{js}.2,")))
+    })
+    .unwrap_or_else(|e| panic!("{e}: {lines:?}"));
+    let row = |id: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with(&format!("{id},")))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {id} in {lines:?}"))
+    };
+    assert!(
+        row(&format!("{js}.0")).contains(",COMPLETED,0:0,"),
+        "{lines:?}"
+    );
+    assert!(
+        row(&format!("{js}.0")).ends_with(",4"),
+        "4 tasks of 1 CPU: {lines:?}"
+    );
+    assert!(
+        row(&format!("{js}.0")).contains(&nodes.join(",")),
+        "{lines:?}"
+    );
+    assert!(
+        row(&format!("{js}.2")).contains(",FAILED,2:0,"),
+        "{lines:?}"
+    );
 }
 
 /// The exit status is the highest of the tasks'; a task killed by a signal counts as

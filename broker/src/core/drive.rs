@@ -1048,6 +1048,7 @@ fn msg_name(m: &AgentMessage) -> &'static str {
         AgentMessage::Denials(_) => "denials",
         AgentMessage::GpuInventory(_) => "GPU inventory",
         AgentMessage::Usage(_) => "usage",
+        AgentMessage::StepEnded(_) => "step ended",
     }
 }
 

@@ -684,6 +684,7 @@ impl Core {
             {
                 self.by_key.remove(&key);
             }
+            self.step_ends.remove(&id);
             fx.store.push(StoreOp::DeleteJob(id));
         }
     }

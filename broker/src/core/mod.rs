@@ -359,6 +359,8 @@ pub struct Core {
     store_ready_since_us: Option<u64>,
     /// Running jobs' steps so far.
     steps: HashMap<JobId, steps::JobSteps>,
+    /// Steps' ends on each node, by job, for accounting (kept with their jobs).
+    step_ends: HashMap<JobId, Vec<bulkhead_proto::step::StepEnd>>,
 }
 
 /// Microseconds to the scheduler's seconds.
@@ -432,6 +434,7 @@ impl Core {
             node_by_peer: HashMap::new(),
             next_job: 1,
             next_node: 1,
+            step_ends: HashMap::new(),
             steps: HashMap::new(),
             stored_keys: BTreeMap::new(),
             challenges: HashMap::new(),
@@ -778,6 +781,7 @@ impl Core {
                     fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));
                 }
             }
+            AgentMessage::StepEnded(end) => self.step_ended(&mut fx, node_id, *end),
             AgentMessage::JobEnded(end) => {
                 if self.job_ended(&mut fx, &peer, request_id, node_id, end) {
                     self.schedule(&mut fx, now_us);

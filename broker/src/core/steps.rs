@@ -16,6 +16,8 @@ use bulkhead_proto::{JobId, JobState, NodeId};
 /// The ports handed out as jobs' `MASTER_PORT`, one per running job on its first node
 /// (PyTorch's default, 29500, and the thousand after it).
 const MASTER_PORTS: std::ops::Range<u16> = 29_500..30_500;
+/// Step ends kept per job (nodes × steps): a job that runs more keeps its first ones.
+const MAX_STEP_ENDS_PER_JOB: usize = 100_000;
 
 /// A running job's steps so far.
 #[derive(Debug, Clone, Default)]
@@ -332,6 +334,113 @@ impl Core {
                 format!("job {id} has already finished ({st})"),
             )),
         }
+    }
+
+    /// A step's part on node `node_id` ended: kept (and stored) for `bh acct`, if the
+    /// job ran there. The node is the connection's, whatever the message says.
+    pub(super) fn step_ended(
+        &mut self,
+        fx: &mut super::Effects,
+        node_id: NodeId,
+        mut end: bulkhead_proto::step::StepEnd,
+    ) {
+        let Some(j) = self.jobs.get(&end.job) else {
+            return;
+        };
+        if j.node != Some(node_id) && !j.extra_nodes.contains(&node_id) {
+            return;
+        }
+        let Some(node) = self.nodes.get(&node_id) else {
+            return;
+        };
+        end.node = node.name.clone();
+        let kept = self.step_ends.entry(end.job).or_default();
+        if kept.len() >= MAX_STEP_ENDS_PER_JOB {
+            return;
+        }
+        kept.retain(|e| !(e.step == end.step && e.node == end.node));
+        kept.push(end.clone());
+        fx.store
+            .push(crate::rows::StoreOp::StepEnded(Box::new(end)));
+    }
+
+    /// The steps' ends the store kept.
+    pub fn restore_step_ends(&mut self, ends: Vec<bulkhead_proto::step::StepEnd>) {
+        for e in ends {
+            self.step_ends.entry(e.job).or_default().push(e);
+        }
+    }
+
+    /// A job's steps as accounting records (`J.0`, `J.1`, ...), each over its nodes:
+    /// the earliest start, the latest end, the highest exit code, the CPU time summed
+    /// and the largest memory peak.
+    pub(super) fn step_records(
+        &self,
+        job: &bulkhead_proto::acct::AcctRecord,
+    ) -> Vec<bulkhead_proto::acct::AcctRecord> {
+        let Some(ends) = self.step_ends.get(&job.job) else {
+            return Vec::new();
+        };
+        let mut by_step: std::collections::BTreeMap<u32, Vec<&bulkhead_proto::step::StepEnd>> =
+            std::collections::BTreeMap::new();
+        for e in ends {
+            by_step.entry(e.step).or_default().push(e);
+        }
+        by_step
+            .into_iter()
+            .map(|(step, mut parts)| {
+                // In the job's order of nodes, whichever reported first.
+                let order: Vec<&str> = job.nodes.split(',').collect();
+                parts.sort_by_key(|p| order.iter().position(|n| *n == p.node));
+                let exit_code = parts.iter().filter_map(|p| p.exit_code).max();
+                let signal = parts.iter().find_map(|p| p.signal);
+                let usages: Vec<&bulkhead_proto::acct::JobUsage> =
+                    parts.iter().filter_map(|p| p.usage.as_ref()).collect();
+                let sum = |f: fn(&bulkhead_proto::acct::JobUsage) -> Option<u64>| {
+                    usages
+                        .iter()
+                        .filter_map(|u| f(u))
+                        .reduce(u64::saturating_add)
+                };
+                let usage = (!usages.is_empty()).then(|| bulkhead_proto::acct::JobUsage {
+                    cpu_usec: sum(|u| u.cpu_usec),
+                    user_usec: sum(|u| u.user_usec),
+                    system_usec: sum(|u| u.system_usec),
+                    mem_peak_bytes: usages.iter().filter_map(|u| u.mem_peak_bytes).max(),
+                    pids_peak: usages.iter().map(|u| u.pids_peak).max().unwrap_or(0),
+                    samples: 1,
+                    ..Default::default()
+                });
+                let state = if signal.is_some() || exit_code.is_some_and(|c| c != 0) {
+                    JobState::Failed
+                } else if parts.iter().all(|p| p.usage.is_some()) {
+                    JobState::Completed
+                } else {
+                    // A node lost its part (the client went, the job ended first).
+                    JobState::Cancelled
+                };
+                bulkhead_proto::acct::AcctRecord {
+                    job: job.job,
+                    job_label: format!("{}.{step}", job.job_label),
+                    name: parts[0].name.clone(),
+                    state,
+                    exit_code,
+                    signal,
+                    nodes: parts
+                        .iter()
+                        .map(|p| p.node.as_str())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    start_us: parts.iter().map(|p| p.start_us).min(),
+                    end_us: parts.iter().map(|p| p.end_us).max(),
+                    alloc_cpus: parts.iter().map(|p| p.cpus).fold(0u32, u32::saturating_add),
+                    alloc_gpus: String::new(),
+                    gpu_seconds: Vec::new(),
+                    usage,
+                    ..job.clone()
+                }
+            })
+            .collect()
     }
 
     /// Forgets the steps of a job that ended.

@@ -247,7 +247,13 @@ impl Core {
             .filter(|j| j.submission.array.is_none() && mine.is_none_or(|u| u == j.uid))
             .map(|j| self.acct_record(j, now_us))
             .filter(|r| crate::acct::matches(r, f))
+            .flat_map(|r| {
+                // Each job's steps follow it, as sacct lists them.
+                let steps = self.step_records(&r);
+                std::iter::once(r).chain(steps)
+            })
             .collect();
+        // Stable: a job's steps stay after it.
         records.sort_by_key(|r| r.job);
         let truncated = records.len() > bulkhead_proto::acct::MAX_ACCT_RECORDS;
         records.truncate(bulkhead_proto::acct::MAX_ACCT_RECORDS);

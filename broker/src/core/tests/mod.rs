@@ -177,6 +177,7 @@ pub(super) fn store_op(rows: &mut BTreeMap<JobId, JobRow>, nodes: &mut Vec<NodeR
         StoreOp::UpsertReservation(_)
         | StoreOp::DeleteReservation(_)
         | StoreOp::UpsertNodeKey { .. }
+        | StoreOp::StepEnded(_)
         | StoreOp::FairShare(..) => {}
     }
 }
