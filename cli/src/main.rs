@@ -259,6 +259,16 @@ enum Cmd {
     /// stdin to task 0, Ctrl-C to the tasks (twice within 1 s ends the step); exits
     /// with the highest of the tasks' statuses.
     Run(RunArgs),
+    /// Open MPI's launch agent, used like ssh (`mpirun --mca plm rsh --mca
+    /// plm_rsh_agent "bh rsh"`): runs the words after HOST as one `sh -c` command on
+    /// HOST, one of the job's nodes, as a step of one task there (`bh run -N 1 -n 1 -w
+    /// HOST`), so that Open MPI's daemons and ranks run in the job's cgroups; ssh's
+    /// options before HOST (`-x`, `-o X`, ...) are ignored.
+    #[command(disable_help_flag = true)]
+    Rsh {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run a broker and an agent on this host (single-host mode): runs the
     /// `bulkhead-standalone` binary, beside `bh` or on PATH, with these arguments
     /// (`bh standalone --help` lists them).
@@ -798,26 +808,47 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let code = bulkhead_cli::tasks::exit_code(&st);
             return Ok(ExitCode::from(code.clamp(0, 255) as u8));
         }
-        Cmd::Run(a) => {
-            let req = step_request(a)?;
-            let job = req.job;
-            let grant = client(&cli)?
-                .step(req)
-                .map_err(explain)
-                .with_context(|| format!("cannot start a step in job {job}"))?;
-            let status = bulkhead_cli::run::relay(
-                &grant,
-                cli.munge_socket.as_deref(),
-                a.label,
-                Duration::from_secs_f64(cli.timeout.max(1.0)),
-            )?;
-            return Ok(ExitCode::from(status.clamp(0, 255) as u8));
+        Cmd::Rsh { args } => {
+            let (host, command) = bulkhead_cli::run::rsh_target(args)?;
+            let a = RunArgs {
+                ntasks: Some(1),
+                nodes: Some(1),
+                ntasks_per_node: None,
+                cpus_per_task: 1,
+                nodelist: vec![host],
+                job: None,
+                label: false,
+                kill_on_bad_exit: false,
+                input: "0".into(),
+                job_name: Some("rsh".into()),
+                chdir: None,
+                cmd: vec!["sh".into(), "-c".into(), command],
+            };
+            return run_step(&cli, &a);
         }
+        Cmd::Run(a) => return run_step(&cli, a),
         Cmd::Standalone { args } => {
             return Err(standalone::exec(cli.munge_socket.as_deref(), args).into());
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `bh run`: starts the step and relays it to its end; the highest of the tasks' statuses.
+fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
+    let req = step_request(a)?;
+    let job = req.job;
+    let grant = client(cli)?
+        .step(req)
+        .map_err(explain)
+        .with_context(|| format!("cannot start a step in job {job}"))?;
+    let status = bulkhead_cli::run::relay(
+        &grant,
+        cli.munge_socket.as_deref(),
+        a.label,
+        Duration::from_secs_f64(cli.timeout.max(1.0)),
+    )?;
+    Ok(ExitCode::from(status.clamp(0, 255) as u8))
 }
 
 /// A client error as `bh` reports it: the broker's refusals with any control
