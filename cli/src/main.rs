@@ -269,6 +269,16 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         rest: Vec<String>,
     },
+    /// Open MPI's launch agent, used like ssh (`mpirun --mca plm rsh --mca
+    /// plm_rsh_agent "bh rsh"`): runs the words after HOST as one `sh -c` command on
+    /// HOST, one of the job's nodes, as a step of one task there (`bh run -N 1 -n 1 -w
+    /// HOST`), so that Open MPI's daemons and ranks run in the job's cgroups; ssh's
+    /// options before HOST (`-x`, `-o X`, ...) are ignored.
+    #[command(disable_help_flag = true)]
+    Rsh {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run a broker and an agent on this host (single-host mode): runs the
     /// `bulkhead-standalone` binary, beside `bh` or on PATH, with these arguments
     /// (`bh standalone --help` lists them).
@@ -919,47 +929,81 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let code = bulkhead_cli::tasks::exit_code(&st);
             return Ok(ExitCode::from(code.clamp(0, 255) as u8));
         }
-        Cmd::Run(a) => {
-            let mut req = step_request(a)?;
-            let mut c = client(&cli)?;
-            let allocated = if req.job.0 == 0 {
-                let sub = allocation_for_run(a)?;
-                bulkhead_cli::alloc::catch_interrupts();
-                let job = c.submit(sub).map_err(explain)?;
-                match bulkhead_cli::alloc::wait_running(&mut c, job, a.quiet)? {
-                    Some(_) => {}
-                    None => return Ok(ExitCode::FAILURE),
-                }
-                req.job = job;
-                Some(job)
-            } else {
-                None
-            };
-            let job = req.job;
-            let granted = c
-                .step(req)
-                .map_err(explain)
-                .with_context(|| format!("cannot start a step in job {job}"));
-            let status = granted.and_then(|grant| {
-                bulkhead_cli::run::relay(
-                    &grant,
-                    cli.munge_socket.as_deref(),
-                    a.label,
-                    Duration::from_secs_f64(cli.timeout.max(1.0)),
-                )
-            });
-            if let Some(job) = allocated {
-                let code = status.as_ref().map_or(1, |s| *s);
-                bulkhead_cli::alloc::release(&mut c, job, code)?;
+        Cmd::Rsh { args } => {
+            let (host, command) = bulkhead_cli::run::rsh_target(args)?;
+            if ["BH_JOB_ID", "SLURM_JOB_ID"]
+                .iter()
+                .all(|k| std::env::var_os(k).is_none())
+            {
+                bail!(
+                    "bh rsh starts its command as a step of the job it runs in: run it inside a job"
+                );
             }
-            return Ok(ExitCode::from(status?.clamp(0, 255) as u8));
+            let a = RunArgs {
+                ntasks: Some(1),
+                nodes: Some(1),
+                ntasks_per_node: None,
+                cpus_per_task: 1,
+                nodelist: vec![host],
+                job: None,
+                label: false,
+                kill_on_bad_exit: false,
+                input: "0".into(),
+                job_name: Some("rsh".into()),
+                chdir: None,
+                time: None,
+                partition: None,
+                mem: None,
+                gpus: None,
+                quiet: true,
+                cmd: vec!["sh".into(), "-c".into(), command],
+            };
+            return run_step(&cli, &a);
         }
+        Cmd::Run(a) => return run_step(&cli, a),
         Cmd::Alloc { rest } => return alloc(&cli, rest),
         Cmd::Standalone { args } => {
             return Err(standalone::exec(cli.munge_socket.as_deref(), args).into());
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `bh run`: starts the step (in an allocation made for it, outside a job) and relays
+/// it to its end; the highest of the tasks' statuses.
+fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
+    let mut req = step_request(a)?;
+    let mut c = client(cli)?;
+    let allocated = if req.job.0 == 0 {
+        let sub = allocation_for_run(a)?;
+        bulkhead_cli::alloc::catch_interrupts();
+        let job = c.submit(sub).map_err(explain)?;
+        if bulkhead_cli::alloc::wait_running(&mut c, job, a.quiet)?.is_none() {
+            return Ok(ExitCode::FAILURE);
+        }
+        req.job = job;
+        Some(job)
+    } else {
+        None
+    };
+    let job = req.job;
+    let granted = c
+        .step(req)
+        .map_err(explain)
+        .with_context(|| format!("cannot start a step in job {job}"));
+    let status = granted.and_then(|grant| {
+        bulkhead_cli::run::relay(
+            &grant,
+            cli.munge_socket.as_deref(),
+            a.label,
+            Duration::from_secs_f64(cli.timeout.max(1.0)),
+        )
+    });
+    if let Some(job) = allocated {
+        let code = status.as_ref().map_or(1, |s| *s);
+        bulkhead_cli::alloc::release(&mut c, job, code)?;
+    }
+    Ok(ExitCode::from(status?.clamp(0, 255) as u8))
 }
 
 /// A client error as `bh` reports it: the broker's refusals with any control

@@ -3,6 +3,7 @@
 //! task 0 (or every task), Ctrl-C to the tasks; the exit status is the highest of the
 //! tasks'.
 
+use anyhow::Context;
 use bulkhead_net::steps::StepConns;
 use bulkhead_proto::step::{StepGrant, StepIn, StepOut};
 use nix::sys::signal::{SigSet, Signal};
@@ -219,6 +220,39 @@ pub fn relay(
     Ok(status)
 }
 
+/// ssh's options that take a value (`-o X`, `-p X`, ...), which `bh rsh` skips with it.
+const SSH_VALUE_OPTS: &[u8] = b"BbcDEeFIiJLlmOoPpQRSWw";
+
+/// `bh rsh [SSH OPTIONS] HOST WORD...`, Open MPI's launch agent: the host and the
+/// command the words make, joined with spaces as ssh joins them for the remote shell
+/// (Open MPI quotes them for that shell). ssh's options are accepted and ignored.
+pub fn rsh_target(args: &[String]) -> anyhow::Result<(String, String)> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        let Some(opts) = a.strip_prefix('-').filter(|o| !o.is_empty()) else {
+            break;
+        };
+        // `-o X` and `-oX`: a value option's value is the next word unless attached.
+        let takes_next = opts
+            .bytes()
+            .position(|b| SSH_VALUE_OPTS.contains(&b))
+            .is_some_and(|at| at + 1 == opts.len());
+        i += if takes_next { 2 } else { 1 };
+    }
+    let host = args
+        .get(i)
+        .context("bh rsh needs a host (one of the job's nodes) and a command")?;
+    let words = &args[(i + 1).min(args.len())..];
+    if words.is_empty() {
+        anyhow::bail!("bh rsh {host}: no command (an interactive login is not offered)");
+    }
+    Ok((host.clone(), words.join(" ")))
+}
+
 fn bulkhead_cli_escape(s: &str) -> String {
     crate::output::escape(s).into_owned()
 }
@@ -245,5 +279,30 @@ mod tests {
         assert_eq!(task_status(None, None), 1);
         assert_eq!(describe_exit(None, Some(9)), "Killed");
         assert_eq!(describe_exit(Some(2), None), "Exited with exit code 2");
+    }
+
+    #[test]
+    fn rsh_skips_sshs_options_and_joins_the_command_as_ssh_does() {
+        let v = |s: &[&str]| s.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        let (h, c) = rsh_target(&v(&[
+            "-x",
+            "-o",
+            "BatchMode=yes",
+            "-p22",
+            "n1",
+            "orted",
+            "-mca",
+            "ess",
+            "\"env\"",
+        ]))
+        .unwrap();
+        assert_eq!(h, "n1");
+        assert_eq!(c, "orted -mca ess \"env\"");
+        let (h, c) = rsh_target(&v(&["-T", "--", "-odd", "echo", "a b"])).unwrap();
+        assert_eq!((h.as_str(), c.as_str()), ("-odd", "echo a b"));
+        let (h, _) = rsh_target(&v(&["-xl", "me", "n2", "true"])).unwrap();
+        assert_eq!(h, "n2", "-l at the end of a group takes the next word");
+        assert!(rsh_target(&v(&["-x"])).is_err(), "no host");
+        assert!(rsh_target(&v(&["n1"])).is_err(), "no command");
     }
 }

@@ -502,8 +502,9 @@ pub(crate) fn install_packages(packages: &[&'static str]) -> Result<()> {
         .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
-/// What only the tests need: Debian's Chromium renders the HTML usage report headless.
-const TEST_PACKAGES: &[&str] = &["chromium"];
+/// What only the tests need: Debian's Chromium renders the HTML usage report headless;
+/// PyTorch and Open MPI run real distributed jobs (tests/tests/distributed.rs).
+const TEST_PACKAGES: &[&str] = &["chromium", "python3-torch", "openmpi-bin"];
 
 fn ci() -> Result<()> {
     setup()?;

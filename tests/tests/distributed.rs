@@ -1,0 +1,255 @@
+//! Real distributed programs launched through Bulkhead, as users run them: Debian's Open
+//! MPI (`mpirun` starting its daemons on the job's nodes with `bh rsh` as its launch
+//! agent) and Debian's PyTorch (gloo `all_reduce` over `bh run` tasks, and `torchrun`
+//! started by `bh run` on each node), each over a job's two nodes (two agents on this
+//! host). Host only: the VM image has no Python or MPI. Each test says it is skipped,
+//! and passes, only where its packages are missing; `cargo xtask ci` installs them
+//! (python3-torch, openmpi-bin).
+
+use bulkhead_proto::{JobId, JobState};
+use bulkhead_tests::{Cluster, ClusterOpts, USER1, bin, scaled, user};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// Debian's Python, which python3-torch installs into (another python3 may come first
+/// on a developer's PATH).
+const PYTHON: &str = "/usr/bin/python3";
+
+/// Generous: importing torch takes seconds per process, several at once on few CPUs.
+fn t() -> Duration {
+    scaled(180)
+}
+
+/// Whether `cmd` runs and succeeds; if not, says that `test` is skipped and why.
+fn available(test: &str, what: &str, cmd: &mut Command) -> bool {
+    let ok = cmd.output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED {test}: {what} is not installed (apt-get install python3-torch \
+             openmpi-bin; cargo xtask ci installs them)"
+        );
+    }
+    ok
+}
+
+fn torch_available(test: &str) -> bool {
+    available(
+        test,
+        "PyTorch with gloo (python3-torch)",
+        Command::new(PYTHON).args([
+            "-c",
+            "import torch.distributed as d; assert d.is_available() and d.is_gloo_available()",
+        ]),
+    )
+}
+
+fn cluster() -> Cluster {
+    Cluster::start_with(ClusterOpts {
+        nodes: 2,
+        ..Default::default()
+    })
+    .expect("cluster")
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+/// Runs `script` as a `-N 2 -c 2` job of bhtest1 and waits for it to end; what it
+/// wrote to the files `names` in its directory, and its own output, for messages.
+fn run_job(c: &Cluster, files: &[(&str, &str)], script: &str, names: &[&str]) -> Vec<String> {
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    for (name, text) in files {
+        std::fs::write(wd.join(name), text).expect("write");
+    }
+    let j: JobId = c
+        .submit(Some(&u), &wd, &["-N", "2", "-c", "2"], script)
+        .expect("submit");
+    let done = c
+        .wait_state(j, &[JobState::Completed, JobState::Failed], t())
+        .expect("the job ends");
+    let log = read(&wd.join(format!("slurm-{j}.out")));
+    let mut out: Vec<String> = names.iter().map(|n| read(&wd.join(n))).collect();
+    assert_eq!(
+        done.state,
+        JobState::Completed,
+        "{:?}\njob output:\n{log}\nfiles: {out:#?}",
+        done.reason
+    );
+    out.push(log);
+    out.push(j.to_string());
+    out
+}
+
+/// `key=value` words of each line that has a `rank=`, by rank.
+fn by_rank(out: &str) -> BTreeMap<u32, BTreeMap<String, String>> {
+    let mut m = BTreeMap::new();
+    for line in out.lines() {
+        let kv: BTreeMap<String, String> = line
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        if let Some(r) = kv.get("rank").and_then(|r| r.parse().ok()) {
+            m.insert(r, kv);
+        }
+    }
+    m
+}
+
+/// `mpirun -np 4` in a two-node job starts its daemons through `bh rsh`, so its four
+/// ranks run two on each of the job's nodes, in the job's step cgroups (as Open MPI
+/// runs them under Slurm, but through the plain rsh launcher).
+#[test]
+fn mpirun_over_two_nodes_through_bh() {
+    if !available(
+        "mpirun_over_two_nodes_through_bh",
+        "Open MPI (openmpi-bin)",
+        Command::new("mpirun").arg("--version"),
+    ) {
+        return;
+    }
+    let c = cluster();
+    let bh = bin("bh");
+    // Each rank: its MPI rank, the node its daemon was started on (the step's
+    // variables, which the ranks inherit from it) and its cgroup, on one line.
+    let rank = "#!/bin/sh\necho \"rank=$OMPI_COMM_WORLD_RANK size=$OMPI_COMM_WORLD_SIZE \
+                node=$BH_NODENAME cgroup=$(tr '\\n' '|' < /proc/self/cgroup)\"\n";
+    let script = format!(
+        "#!/bin/sh\n\
+         hosts=$(echo \"$BH_NODELIST\" | sed \"s/[^,]*/&:2/g\")\n\
+         mpirun --mca plm rsh --mca plm_rsh_agent '{bh} rsh' --mca ras ^slurm \
+         --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+         --bind-to none --host \"$hosts\" -np 4 sh ./rank.sh > ranks.txt 2> mpirun.err\n\
+         echo status=$? > status.txt\n",
+        bh = bh.display()
+    );
+    let out = run_job(
+        &c,
+        &[("rank.sh", rank)],
+        &script,
+        &["ranks.txt", "mpirun.err", "status.txt"],
+    );
+    let (ranks, err, status, j) = (&out[0], &out[1], &out[2], &out[4]);
+    let why = format!(
+        "ranks:\n{ranks}\nmpirun's errors:\n{err}\njob output:\n{}",
+        out[3]
+    );
+    assert_eq!(status.trim(), "status=0", "{why}");
+    let got = by_rank(ranks);
+    assert_eq!(
+        got.keys().copied().collect::<Vec<_>>(),
+        vec![0, 1, 2, 3],
+        "four distinct ranks: {why}"
+    );
+    let nodes: BTreeSet<String> = got.values().map(|v| v["node"].clone()).collect();
+    let cluster_nodes: BTreeSet<String> = c.node_names().into_iter().collect();
+    assert_eq!(nodes, cluster_nodes, "ranks on both nodes: {why}");
+    for (r, v) in &got {
+        assert_eq!(v["size"], "4", "{why}");
+        let (cg, node) = (&v["cgroup"], &v["node"]);
+        assert!(
+            cg.contains(&format!("{node}/job_{j}/step_")),
+            "rank {r} runs in a step cgroup of job {j} on {node}: {cg}\n{why}"
+        );
+    }
+}
+
+/// Each rank all-reduces (sum) `rank + 1` with gloo over TCP and prints the result.
+const ALLREDUCE: &str = r#"
+import os
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+r = dist.get_rank()
+t = torch.tensor([float(r + 1)])
+dist.all_reduce(t)
+line = (f"rank={r} world={dist.get_world_size()} sum={int(t.item())} "
+        f"node={os.environ.get('BH_NODENAME')}\n")
+# One write: torchrun's workers on a node share its stdout, where print's separate
+# writes of the text and its newline (unbuffered) can interleave with another's.
+os.write(1, line.encode())
+dist.destroy_process_group()
+"#;
+
+/// Every one of 4 ranks reports the sum 1+2+3+4 = 10, two ranks on each node.
+fn assert_all_reduced(c: &Cluster, out: &str, why: &str) {
+    let got = by_rank(out);
+    assert_eq!(
+        got.keys().copied().collect::<Vec<_>>(),
+        vec![0, 1, 2, 3],
+        "four ranks: {why}"
+    );
+    for (r, v) in &got {
+        assert_eq!(v["sum"], "10", "rank {r}'s all_reduce: {why}");
+        assert_eq!(v["world"], "4", "{why}");
+    }
+    let nodes: BTreeSet<String> = got.values().map(|v| v["node"].clone()).collect();
+    let cluster_nodes: BTreeSet<String> = c.node_names().into_iter().collect();
+    assert_eq!(nodes, cluster_nodes, "ranks on both nodes: {why}");
+}
+
+/// `bh run -n 4 python3 allreduce.py`: the step's RANK, WORLD_SIZE, MASTER_ADDR and
+/// MASTER_PORT are all PyTorch's env:// rendezvous needs.
+#[test]
+fn pytorch_all_reduce_over_two_nodes() {
+    if !torch_available("pytorch_all_reduce_over_two_nodes") {
+        return;
+    }
+    let c = cluster();
+    let script = format!(
+        "#!/bin/sh\n{bh} run -n 4 {PYTHON} allreduce.py > out.txt 2> err.txt\n\
+         echo status=$? > status.txt\n",
+        bh = bin("bh").display()
+    );
+    let out = run_job(
+        &c,
+        &[("allreduce.py", ALLREDUCE)],
+        &script,
+        &["out.txt", "err.txt", "status.txt"],
+    );
+    let why = format!(
+        "output:\n{}\nerrors:\n{}\njob output:\n{}",
+        out[0], out[1], out[3]
+    );
+    assert_eq!(out[2].trim(), "status=0", "{why}");
+    assert_all_reduced(&c, &out[0], &why);
+}
+
+/// `torchrun` (its static rendezvous on the step's MASTER_ADDR:MASTER_PORT), one per
+/// node by `bh run -N 2 --ntasks-per-node 1`, each starting 2 workers.
+#[test]
+fn torchrun_all_reduce_over_two_nodes() {
+    if !torch_available("torchrun_all_reduce_over_two_nodes") {
+        return;
+    }
+    let c = cluster();
+    // `sh -c` so that each node's own SLURM_NODEID is expanded there; torchrun's
+    // workers inherit BH_NODENAME from it. `--redirects 2 --tee 2` (the workers'
+    // stderr to a log file and to the console, their stdout as it is) because torch
+    // 1.13 on Python 3.11, as in Debian 12, cannot parse the default 0 (nor 3).
+    let script = format!(
+        "#!/bin/sh\n{bh} run -N 2 --ntasks-per-node 1 sh -c '{PYTHON} -m torch.distributed.run \
+         --nnodes 2 --nproc_per_node 2 --node_rank $SLURM_NODEID --redirects 2 --tee 2 \
+         --master_addr $MASTER_ADDR --master_port $MASTER_PORT allreduce.py' \
+         > out.txt 2> err.txt\n\
+         echo status=$? > status.txt\n",
+        bh = bin("bh").display()
+    );
+    let out = run_job(
+        &c,
+        &[("allreduce.py", ALLREDUCE)],
+        &script,
+        &["out.txt", "err.txt", "status.txt"],
+    );
+    let why = format!(
+        "output:\n{}\nerrors:\n{}\njob output:\n{}",
+        out[0], out[1], out[3]
+    );
+    assert_eq!(out[2].trim(), "status=0", "{why}");
+    assert_all_reduced(&c, &out[0], &why);
+}
