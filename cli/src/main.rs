@@ -810,6 +810,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 cli.munge_socket.as_deref(),
                 a.label,
                 Duration::from_secs_f64(cli.timeout.max(1.0)),
+                bulkhead_cli::run::watch_job(client(&cli)?, job),
             )?;
             return Ok(ExitCode::from(status.clamp(0, 255) as u8));
         }

@@ -156,8 +156,9 @@ fn procs_in(uid: u32, pattern: &str, ns: &str) -> Vec<i32> {
 
 /// A step on both nodes of a job; the second node's link goes down. Within the
 /// broker's node timeout the job ends NODE_FAIL, its task on the first node is killed,
-/// and the first node runs a job that needs all of it. When the link comes back, the
-/// second node ends its task too.
+/// and the first node runs a job that needs all of it; `bh run` ends, naming the node
+/// it never heard from again. When the link comes back, the second node ends its task
+/// too.
 #[test]
 fn a_host_whose_network_goes_down_mid_step_fails_the_job_and_frees_the_other_node() {
     let c = two_hosts();
@@ -171,14 +172,14 @@ fn a_host_whose_network_goes_down_mid_step_fails_the_job_and_frees_the_other_nod
                 .expect("ns id")
         })
         .collect();
-    let step = Stopped(
+    let mut step = Stopped(
         c.bh_command(
             Some(&u),
             &wd,
             &["run", "--jobid", &j.to_string(), "-N", "2", "sleep", "300"],
         )
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("bh run"),
     );
@@ -217,6 +218,24 @@ fn a_host_whose_network_goes_down_mid_step_fails_the_job_and_frees_the_other_nod
             c.agent_log()
         )
     });
+    // `bh run` does not wait for the silent node forever: it learns that the job
+    // ended and gives up on that node's tasks.
+    let mut status = None;
+    wait_for(t(), || {
+        status = step.0.try_wait().expect("try_wait");
+        status.is_some()
+    })
+    .expect("bh run ends with its job");
+    let mut err = String::new();
+    if let Some(mut e) = step.0.stderr.take() {
+        use std::io::Read;
+        e.read_to_string(&mut err).expect("bh run's stderr");
+    }
+    assert!(!status.is_some_and(|s| s.success()), "{err}");
+    assert!(
+        err.contains(&format!("job {j} ended (NODE_FAIL)")) && err.contains(&c.node_names()[1]),
+        "bh run names the job's end and the silent node: {err}"
+    );
     // The whole first node (both CPUs) is free for the next job.
     let cpus = c.opts.cpus.to_string();
     let next = c
