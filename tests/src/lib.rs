@@ -1,5 +1,7 @@
 //! The end-to-end test harness: a private `munged`, a real broker and a real agent on
-//! loopback, driven by the real `bh` binary, as root or as the test users.
+//! loopback, driven by the real `bh` binary, as root or as the test users; or, with
+//! `ClusterOpts { netns: true, .. }`, each host in a network namespace of its own on a
+//! private bridge ([`netns`]), with `bh` run from a login host.
 //!
 //! Everything a [`Cluster`] starts it stops by PID when dropped, also when a test
 //! panics, and it removes the job cgroups an agent killed with SIGKILL left behind.
