@@ -997,6 +997,7 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
             cli.munge_socket.as_deref(),
             a.label,
             Duration::from_secs_f64(cli.timeout.max(1.0)),
+            bulkhead_cli::run::watch_job(client(cli)?, job),
         )
     });
     if let Some(job) = allocated {

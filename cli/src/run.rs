@@ -1,10 +1,14 @@
 //! `bh run` (like srun) inside a job: asks the broker for a step, starts it on its nodes
 //! and relays it: the tasks' output to this terminal (labelled with `-l`), this stdin to
 //! task 0 (or every task), Ctrl-C to the tasks; the exit status is the highest of the
-//! tasks'.
+//! tasks'. A node that goes silent (its host down or cut off) would keep the step open
+//! forever: the broker is asked meanwhile whether the job still runs, and once it has
+//! ended (NODE_FAIL) the nodes still silent are given up on.
 
 use anyhow::Context;
+use bulkhead_net::client::Client;
 use bulkhead_net::steps::StepConns;
+use bulkhead_proto::JobId;
 use bulkhead_proto::step::{StepGrant, StepIn, StepOut};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -12,7 +16,34 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// How often the job of a step is looked at while the step runs.
+const JOB_CHECK: Duration = Duration::from_secs(2);
+/// How long after its job's end a step still waits for its nodes' last words: the
+/// nodes that can be reached are killing its tasks and send their ends.
+const AFTER_JOB_END: Duration = Duration::from_secs(5);
+
+/// Asks the broker (on `c`, a connection of its own) every [`JOB_CHECK`] whether `job`
+/// still runs, from a thread, so that a broker slow to answer never holds up the
+/// step's output; the job's state comes on the channel once it has ended.
+pub fn watch_job(mut c: Client, job: JobId) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(JOB_CHECK);
+            // An unanswered question (the broker restarting) is asked again.
+            if let Ok(j) = c.show(job)
+                && !j.state.is_active()
+            {
+                let _ = tx.send(j.state.to_string());
+                return;
+            }
+        }
+    });
+    rx
+}
 
 /// What a task's exit makes of the step's status: its code, or 128 + its signal.
 pub fn task_status(code: Option<i32>, signal: Option<i32>) -> i32 {
@@ -71,12 +102,15 @@ fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
     }
 }
 
-/// Runs a granted step to its end; the exit status.
+/// Runs a granted step to its end; the exit status. `job_end` says (from
+/// [`watch_job`]) when the step's job has ended: the nodes that have not reported
+/// their tasks' ends [`AFTER_JOB_END`] later are given up on, with an error.
 pub fn relay(
     grant: &StepGrant,
     munge_socket: Option<&Path>,
     label: bool,
     connect_timeout: Duration,
+    job_end: mpsc::Receiver<String>,
 ) -> anyhow::Result<i32> {
     let mut mask = SigSet::empty();
     for s in [
@@ -110,6 +144,7 @@ pub fn relay(
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let mut killed = false;
+    let mut job_ended: Option<(Instant, String)> = None;
     while done.iter().any(|d| !d) {
         let fds: Vec<i32> = if stdin_open {
             vec![sfd.as_raw_fd(), stdin_fd]
@@ -204,6 +239,26 @@ pub fn relay(
                     }
                 }
             }
+        }
+        if job_ended.is_none()
+            && let Ok(state) = job_end.try_recv()
+        {
+            job_ended = Some((Instant::now(), state));
+        }
+        if let Some((at, state)) = &job_ended
+            && at.elapsed() > AFTER_JOB_END
+        {
+            let silent: Vec<&str> = (0..n)
+                .filter(|&i| !done[i])
+                .map(|i| conns.node_name(i))
+                .collect();
+            eprintln!(
+                "bh: error: job {} ended ({state}); no end of the tasks on {} (unreachable?): giving up on them",
+                grant.job,
+                bulkhead_cli_escape(&silent.join(","))
+            );
+            status = status.max(1);
+            break;
         }
         if begun.elapsed() > connect_timeout
             && let Some(i) = (0..n).find(|&i| !started[i] && !done[i])

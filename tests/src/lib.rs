@@ -1,5 +1,7 @@
 //! The end-to-end test harness: a private `munged`, a real broker and a real agent on
-//! loopback, driven by the real `bh` binary, as root or as the test users.
+//! loopback, driven by the real `bh` binary, as root or as the test users; or, with
+//! `ClusterOpts { netns: true, .. }`, each host in a network namespace of its own on a
+//! private bridge ([`netns`]), with `bh` run from a login host.
 //!
 //! Everything a [`Cluster`] starts it stops by PID when dropped, also when a test
 //! panics, and it removes the job cgroups an agent killed with SIGKILL left behind.
@@ -7,6 +9,7 @@
 //! `cargo xtask setup`); a test that needs one fails with that instruction if missing.
 
 pub mod impostor;
+pub mod netns;
 
 use anyhow::{Context, Result, bail};
 use bulkhead_proto::{JobId, JobInfo, JobState};
@@ -220,6 +223,12 @@ pub struct ClusterOpts {
     /// The broker's data directory on a tmpfs of this many MiB (tests of a full disk);
     /// unmounted when the cluster goes, also when the test fails.
     pub data_tmpfs_mb: Option<u32>,
+    /// Each host in a network namespace of its own on a private bridge ([`netns`]):
+    /// the broker on its address, each agent on its own (steps too), `bh` from a login
+    /// host. Removed when the cluster goes. The daemons' metrics stay on their
+    /// namespaces' loopback, out of the test's reach (no `full_passes`); agents
+    /// beside the cluster's own nodes cannot be started.
+    pub netns: bool,
 }
 
 impl Default for ClusterOpts {
@@ -236,6 +245,7 @@ impl Default for ClusterOpts {
             sign: true,
             allow_root_jobs: false,
             data_tmpfs_mb: None,
+            netns: false,
         }
     }
 }
@@ -261,6 +271,9 @@ pub struct Cluster {
     extra_nodes: std::sync::Mutex<Vec<String>>,
     /// The agent binary to start (an upgrade's new build); the built one by default.
     pub agent_bin: Option<PathBuf>,
+    /// The hosts' namespaces, with `netns`; removed after the processes are stopped
+    /// (a field goes after `drop` has run).
+    pub net: Option<netns::Net>,
 }
 
 /// A tmpfs for job scripts when the host has one at /dev/shm, else the temp directory.
@@ -298,6 +311,11 @@ impl Cluster {
             .prefix("bh-e2e-run-")
             .tempdir_in(tmpfs())?;
         std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o711))?;
+        let net = if opts.netns {
+            Some(netns::Net::create(opts.nodes).context("cannot build the cluster's network")?)
+        } else {
+            None
+        };
         let mut c = Cluster {
             run_dir,
             munged,
@@ -311,6 +329,7 @@ impl Cluster {
             dir,
             extra_nodes: Default::default(),
             agent_bin: None,
+            net,
         };
         let keys = c.keys_dir();
         std::fs::create_dir(&keys)?;
@@ -376,10 +395,12 @@ impl Cluster {
 
     /// Starts the broker on a free loopback port (or the port it had, on a restart).
     pub fn start_broker(&mut self) -> Result<()> {
-        let listen = if self.endpoint.is_empty() {
-            "tcp://127.0.0.1:*".to_string()
-        } else {
+        let listen = if !self.endpoint.is_empty() {
             self.endpoint.clone()
+        } else if let Some(net) = &self.net {
+            format!("tcp://{}:*", net.host(netns::Role::Broker)?.addr)
+        } else {
+            "tcp://127.0.0.1:*".to_string()
         };
         let ep_file = self.data_dir.join("broker.endpoint");
         let _ = std::fs::remove_file(&ep_file);
@@ -397,7 +418,11 @@ impl Cluster {
         // A node whose agent is away longer than this goes down and its jobs end
         // NODE_FAIL: longer on a slow machine, where an agent's restart takes longer.
         let node_timeout = scaled(10).as_secs().to_string();
-        let child = Command::new(bin("bulkhead-broker"))
+        let mut cmd = Command::new(bin("bulkhead-broker"));
+        if let Some(net) = &self.net {
+            net.enter(&mut cmd, netns::Role::Broker, None)?;
+        }
+        let child = cmd
             .args([
                 "--listen",
                 &listen,
@@ -504,6 +529,9 @@ impl Cluster {
                 .clone()
                 .unwrap_or_else(|| bin("bulkhead-agent")),
         );
+        if let Some(net) = &self.net {
+            net.enter(&mut cmd, netns::Role::Node(self.node_index(name)?), None)?;
+        }
         if let Some(parent) = agent_cgroup_parent() {
             let mut own = parent.join(name);
             std::fs::create_dir_all(&own)?;
@@ -548,9 +576,16 @@ impl Cluster {
         endpoint: &str,
         log: &Path,
     ) -> &'a mut Command {
-        // Steps (`bh run`) on loopback, each agent its own port.
-        cmd.env("BH_STEP_LISTEN", "tcp://127.0.0.1:0")
-            .args(["--broker", endpoint, "--name", name])
+        // Steps (`bh run`) on loopback, each agent its own port; with `netns`, on the
+        // node's own address, which the broker hands to clients and tasks
+        // (MASTER_ADDR).
+        match self.node_index(name).ok().and_then(|i| self.node_addr(i)) {
+            Some(addr) if self.net.is_some() => cmd
+                .env("BH_STEP_LISTEN", format!("tcp://{addr}:0"))
+                .args(["--node-addr", &addr.to_string()]),
+            _ => cmd.env("BH_STEP_LISTEN", "tcp://127.0.0.1:0"),
+        };
+        cmd.args(["--broker", endpoint, "--name", name])
             .args([
                 "--cpus",
                 &self.opts.cpus.to_string(),
@@ -753,12 +788,57 @@ impl Cluster {
             cmd.env("BH_BROKER_KEY", self.keys_dir().join("broker.pub"));
         }
         if let Some(u) = user {
-            cmd.uid(u.uid)
-                .gid(u.gid)
-                .env("HOME", format!("/home/{}", u.name))
+            cmd.env("HOME", format!("/home/{}", u.name))
                 .env("USER", &u.name);
         }
+        let ids = user.map(|u| (u.uid, u.gid));
+        match &self.net {
+            // From the login host, the user set after entering it (setns needs root).
+            Some(net) => net
+                .enter(&mut cmd, netns::Role::Login, ids)
+                .expect("the login host of the cluster's network"),
+            None => {
+                if let Some((uid, gid)) = ids {
+                    cmd.uid(uid).gid(gid);
+                }
+            }
+        }
         cmd
+    }
+
+    /// The index of the cluster's node `name` (0 for the first), or an error naming
+    /// it when it is not one of the cluster's own.
+    pub fn node_index(&self, name: &str) -> Result<u32> {
+        match self.node_names().iter().position(|n| n == name) {
+            Some(i) => Ok(i as u32),
+            None => bail!(
+                "{name} is not one of the cluster's nodes {:?}",
+                self.node_names()
+            ),
+        }
+    }
+
+    /// Node `i`'s address on the cluster's network, with `netns`.
+    pub fn node_addr(&self, i: u32) -> Option<std::net::Ipv4Addr> {
+        let net = self.net.as_ref()?;
+        net.host(netns::Role::Node(i)).ok().map(|h| h.addr)
+    }
+
+    /// Cuts node `i` off the cluster's network (its link down on the bridge's side),
+    /// with `netns`: its agent and jobs run on, unheard.
+    pub fn cut_node(&self, i: u32) -> Result<()> {
+        self.net
+            .as_ref()
+            .context("cut_node needs a cluster with netns")?
+            .set_node_link(i, false)
+    }
+
+    /// Puts node `i`'s link back up after [`Cluster::cut_node`].
+    pub fn restore_node(&self, i: u32) -> Result<()> {
+        self.net
+            .as_ref()
+            .context("restore_node needs a cluster with netns")?
+            .set_node_link(i, true)
     }
 
     /// Submits a script as `user` from `workdir`; returns the job id.

@@ -73,6 +73,7 @@ fn main() -> Result<()> {
         // The benchmark submits as itself (root).
         allow_root_jobs: true,
         data_tmpfs_mb: None,
+        netns: false,
     })?;
     let wd = c.workdir(None)?;
     let mut pids: Vec<u32> = c
