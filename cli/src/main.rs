@@ -335,6 +335,10 @@ struct RunArgs {
     /// Say nothing of the allocation's wait.
     #[arg(short = 'Q', long)]
     quiet: bool,
+    /// Run task 0 on a pseudo-terminal: an interactive shell (`bh run --pty bash`),
+    /// one task on the first node unless asked otherwise.
+    #[arg(long)]
+    pty: bool,
     /// The tasks' working directory (default: this one).
     #[arg(short = 'D', long)]
     chdir: Option<String>,
@@ -490,6 +494,7 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
         argv: a.cmd.clone(),
         cwd,
         input_all,
+        pty: a.pty,
         kill_on_bad_exit: a.kill_on_bad_exit,
     };
     req.validate().context("the step")?;
@@ -956,6 +961,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 mem: None,
                 gpus: None,
                 quiet: true,
+                pty: false,
                 cmd: vec!["sh".into(), "-c".into(), command],
             };
             return run_step(&cli, &a);

@@ -87,6 +87,42 @@ impl Labeller {
     }
 }
 
+/// This process's terminal in raw mode until dropped (then as it was).
+struct RawTerminal(libc::termios);
+
+impl RawTerminal {
+    /// `None` when stdin is not a terminal.
+    fn enter() -> Option<RawTerminal> {
+        // SAFETY: tcgetattr fills a termios (zeroed is a valid one) for our stdin.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        if unsafe { libc::tcgetattr(0, &mut t) } != 0 {
+            return None;
+        }
+        let saved = t;
+        // SAFETY: cfmakeraw edits the copy; tcsetattr applies it to our stdin.
+        unsafe {
+            libc::cfmakeraw(&mut t);
+            libc::tcsetattr(0, libc::TCSADRAIN, &t);
+        }
+        Some(RawTerminal(saved))
+    }
+}
+
+impl Drop for RawTerminal {
+    fn drop(&mut self) {
+        // SAFETY: restores the settings read from the same terminal.
+        unsafe { libc::tcsetattr(0, libc::TCSADRAIN, &self.0) };
+    }
+}
+
+/// This terminal's rows and columns, if stdin is one.
+fn window_size() -> Option<(u16, u16)> {
+    // SAFETY: TIOCGWINSZ writes a winsize (zeroed is a valid one).
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    (unsafe { libc::ioctl(0, libc::TIOCGWINSZ, &mut ws) } == 0 && ws.ws_row > 0)
+        .then_some((ws.ws_row, ws.ws_col))
+}
+
 fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
     match (code, signal) {
         (Some(c), _) => format!("Exited with exit code {c}"),
@@ -112,12 +148,14 @@ pub fn relay(
     connect_timeout: Duration,
     job_end: mpsc::Receiver<String>,
 ) -> anyhow::Result<i32> {
+    let pty = grant.nodes.first().is_some_and(|f| f.launch.pty);
     let mut mask = SigSet::empty();
     for s in [
         Signal::SIGINT,
         Signal::SIGTERM,
         Signal::SIGHUP,
         Signal::SIGQUIT,
+        Signal::SIGWINCH,
     ] {
         mask.add(s);
     }
@@ -127,6 +165,13 @@ pub fn relay(
     bulkhead_proto::job::validate_env(&env)
         .map_err(|e| anyhow::anyhow!("this environment is too large to pass to the tasks: {e}"))?;
     let mut conns = StepConns::launch(grant, &env, munge_socket)?;
+    // `--pty`: this terminal is raw while the step runs (its keys, Ctrl-C and Ctrl-Z
+    // included, go to the remote terminal as they are), and the remote one takes its
+    // size, now and whenever it changes.
+    let _raw = if pty { RawTerminal::enter() } else { None };
+    if pty && let Some((rows, cols)) = window_size() {
+        conns.send(0, &StepIn::WindowSize { rows, cols })?;
+    }
     let n = conns.len();
     let mut started = vec![false; n];
     let mut done = vec![false; n];
@@ -167,6 +212,10 @@ pub fn relay(
                         conns.send_all(&StepIn::Signal(libc::SIGINT))?;
                     }
                     last_int = Some(Instant::now());
+                } else if sig == libc::SIGWINCH {
+                    if pty && let Some((rows, cols)) = window_size() {
+                        conns.send(0, &StepIn::WindowSize { rows, cols })?;
+                    }
                 } else {
                     conns.send_all(&StepIn::Signal(sig))?;
                 }
@@ -197,10 +246,13 @@ pub fn relay(
                     } else {
                         data
                     };
+                    // Flushed at once: a prompt has no newline to flush it.
                     let res = if err {
-                        stderr.lock().write_all(&bytes)
+                        let mut e = stderr.lock();
+                        e.write_all(&bytes).and_then(|()| e.flush())
                     } else {
-                        stdout.lock().write_all(&bytes)
+                        let mut o = stdout.lock();
+                        o.write_all(&bytes).and_then(|()| o.flush())
                     };
                     if res.is_err() && !killed {
                         // Our stdout went (a closed pipe): the step has nowhere to write.

@@ -346,6 +346,8 @@ struct ChildPrep {
     /// A step's task: its stdin, stdout and stderr, in place of /dev/null and the
     /// output files.
     stdio: Option<[i32; 3]>,
+    /// Its stdin is a terminal, to become its controlling terminal (`--pty`).
+    ctty: bool,
     failed_step: i32,
     failed_errno: i32,
 }
@@ -407,6 +409,11 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
             if libc::dup2(e, 2) < 0 {
                 return fail(p, 8);
+            }
+            // A new session (above) with the terminal as its controlling one: the
+            // line discipline's Ctrl-C and Ctrl-Z reach the shell's foreground jobs.
+            if p.ctty && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return fail(p, 9);
             }
         } else if libc::dup2(p.devnull, 0) < 0 {
             return fail(p, 9);
@@ -579,7 +586,7 @@ pub fn spawn(p: &Prepared) -> Result<JobProcess, LaunchError> {
 /// (the job's supervisor, which is its subreaper). With `pdeathsig` the process is
 /// killed when the caller dies.
 pub fn start(p: &Prepared, pdeathsig: bool) -> Result<i32, LaunchError> {
-    start_with(p, pdeathsig, None, None)
+    start_with(p, pdeathsig, None, None, false)
 }
 
 /// [`start`] for a step's task: `argv0` names the program as the user gave it, and
@@ -589,6 +596,7 @@ pub fn start_with(
     pdeathsig: bool,
     argv0: Option<&str>,
     stdio: Option<[i32; 3]>,
+    ctty: bool,
 ) -> Result<i32, LaunchError> {
     let procs: Vec<OwnedFd> = p
         .procs_files
@@ -653,6 +661,7 @@ pub fn start_with(
         handled: handled_signals(),
         pdeathsig,
         stdio,
+        ctty,
         failed_step: NO_FAILURE,
         failed_errno: 0,
     });

@@ -72,6 +72,8 @@ struct Step {
     ended: bool,
     /// The connection is gone: the step is killed and dropped.
     lost: bool,
+    /// Task 0's terminal (its master side), with `--pty`.
+    pty: Option<std::os::fd::RawFd>,
 }
 
 /// What the supervisor polls for, per step.
@@ -423,6 +425,7 @@ fn start(
         kill_on_bad_exit: l.kill_on_bad_exit,
         ended: false,
         lost: false,
+        pty: None,
     };
     if let Err(why) = spawn_tasks(&mut step, &l, env, base) {
         log(job, format!("step {}: {why}", l.step));
@@ -485,6 +488,10 @@ fn spawn_tasks(
         .map_err(|e| format!("cannot open /dev/null: {e}"))?;
     for local in 0..l.local_tasks() {
         let rank = l.first_rank + local;
+        if l.pty && rank == 0 {
+            spawn_on_pty(step, l, env, base, &program, &cwd, &procs)?;
+            continue;
+        }
         let (out_r, out_w) = pipe().map_err(|e| format!("pipe: {e}"))?;
         let (err_r, err_w) = pipe().map_err(|e| format!("pipe: {e}"))?;
         let takes_input = l.input_all || rank == 0;
@@ -511,6 +518,7 @@ fn spawn_tasks(
             true,
             Some(cmd),
             Some([stdin_fd, out_w.as_raw_fd(), err_w.as_raw_fd()]),
+            false,
         )
         .map_err(|e| format!("task {rank}: {e}"))?;
         drop((out_w, err_w, in_r));
@@ -536,6 +544,91 @@ fn spawn_tasks(
             step.stdin.push((rank, w));
         }
     }
+    Ok(())
+}
+
+/// A new pseudo-terminal: its master and slave sides, both close-on-exec.
+struct Pty {
+    master: OwnedFd,
+    slave: OwnedFd,
+}
+
+fn openpty() -> io::Result<Pty> {
+    let (mut m, mut s) = (-1, -1);
+    // SAFETY: openpty writes two new descriptors; the name, termios and size are unused.
+    let rc = unsafe {
+        libc::openpty(
+            &mut m,
+            &mut s,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: two new descriptors, owned by nothing else.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
+    for fd in [&master, &slave] {
+        // SAFETY: F_SETFD on our own descriptor.
+        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok(Pty { master, slave })
+}
+
+/// Task 0 of a `--pty` step: on a new pseudo-terminal, its controlling one, whose
+/// master side is the task's output and input here.
+fn spawn_on_pty(
+    step: &mut Step,
+    l: &StepLaunch,
+    env: &[(String, String)],
+    base: &JobBase<'_>,
+    program: &Path,
+    cwd: &str,
+    procs: &[PathBuf],
+) -> Result<(), String> {
+    let pty = openpty().map_err(|e| format!("openpty: {e}"))?;
+    let cmd = l.argv.first().map_or("sh", String::as_str);
+    let mut task_env = task_env(l, env, &base.exec.env, 0, 0, None);
+    if !task_env.iter().any(|(k, _)| k == "TERM") {
+        task_env.push(("TERM".into(), "xterm".into()));
+    }
+    let prepared = Prepared {
+        script: program.to_path_buf(),
+        args: l.argv[1..].to_vec(),
+        env: task_env,
+        user: base.exec.user.clone(),
+        workdir: cwd.to_string(),
+        stdout: String::new(),
+        stderr: String::new(),
+        procs_files: procs.to_vec(),
+        umask: base.exec.umask,
+    };
+    let slave = pty.slave.as_raw_fd();
+    // The user's own terminal: theirs to read and write, as a login's is.
+    // SAFETY: fchown on the slave descriptor we hold.
+    unsafe { libc::fchown(slave, base.exec.user.uid, base.exec.user.gid) };
+    let pid = crate::launch::start_with(&prepared, true, Some(cmd), Some([slave; 3]), true)
+        .map_err(|e| format!("task 0: {e}"))?;
+    drop(pty.slave);
+    let writer = pty
+        .master
+        .try_clone()
+        .map_err(|e| format!("the terminal: {e}"))?;
+    nonblocking(&pty.master);
+    step.pty = Some(pty.master.as_raw_fd());
+    step.tasks.push(Task {
+        rank: 0,
+        pid,
+        done: false,
+    });
+    step.pipes.push(Pipe {
+        fd: pty.master,
+        rank: 0,
+        err: false,
+    });
+    step.stdin.push((0, writer));
     Ok(())
 }
 
@@ -582,6 +675,19 @@ impl Steps {
                     }
                     Ok(StepIn::InputEof) => s.input_eof = true,
                     Ok(StepIn::Signal(sig)) => signal_step(s, sig),
+                    Ok(StepIn::WindowSize { rows, cols }) => {
+                        if let Some(fd) = s.pty {
+                            let ws = libc::winsize {
+                                ws_row: rows,
+                                ws_col: cols,
+                                ws_xpixel: 0,
+                                ws_ypixel: 0,
+                            };
+                            // SAFETY: TIOCSWINSZ reads a winsize from our own terminal's
+                            // master, which the step's pipes keep open.
+                            unsafe { libc::ioctl(fd, libc::TIOCSWINSZ, &ws) };
+                        }
+                    }
                     Ok(StepIn::Launch { .. } | StepIn::Ack(_)) | Err(_) => {}
                 }
             }

@@ -54,6 +54,8 @@ pub struct StepRequest {
     pub input_all: bool,
     /// End the step when one task exits non-zero (`-K`, `--kill-on-bad-exit`).
     pub kill_on_bad_exit: bool,
+    /// Task 0 runs on a pseudo-terminal (`--pty`): an interactive shell.
+    pub pty: bool,
 }
 
 impl StepRequest {
@@ -115,6 +117,8 @@ pub struct StepLaunch {
     pub cwd: String,
     pub input_all: bool,
     pub kill_on_bad_exit: bool,
+    /// Task 0 runs on a pseudo-terminal.
+    pub pty: bool,
     /// PyTorch's rendezvous: the first node's address and a port kept for the job.
     pub master_addr: String,
     pub master_port: u16,
@@ -231,6 +235,8 @@ pub enum StepIn {
     /// so far: the node sends at most a window more. Sent at least every second; a
     /// client silent for longer than the agent waits is gone, and its step is killed.
     Ack(u64),
+    /// The client's terminal's size (`--pty`): rows and columns.
+    WindowSize { rows: u16, cols: u16 },
 }
 
 /// From a node's agent to the client.
@@ -269,7 +275,9 @@ impl Message for StepIn {
                 launch.validate()
             }
             StepIn::Input(d) => check("input", d.len(), MAX_CHUNK),
-            StepIn::InputEof | StepIn::Signal(_) | StepIn::Ack(_) => Ok(()),
+            StepIn::InputEof | StepIn::Signal(_) | StepIn::Ack(_) | StepIn::WindowSize { .. } => {
+                Ok(())
+            }
         }
     }
 }
@@ -404,6 +412,7 @@ mod tests {
             cwd: "/".into(),
             input_all: false,
             kill_on_bad_exit: false,
+            pty: false,
             master_addr: "a".into(),
             master_port: 29500,
             expires_us: 0,

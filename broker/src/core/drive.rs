@@ -299,6 +299,7 @@ impl Driver {
                         cwd: "/".into(),
                         input_all: b.bool(),
                         kill_on_bad_exit: b.bool(),
+                        pty: b.bool(),
                     })),
                     0 => ClientOp::Show(self.job(b)),
                     1 => ClientOp::Script(self.job(b)),

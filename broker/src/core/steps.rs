@@ -41,6 +41,11 @@ impl Core {
         req: StepRequest,
         now_us: u64,
     ) -> Result<StepGrant, ErrorReply> {
+        let mut req = req;
+        // An interactive shell is one task, on the first node, unless asked otherwise.
+        if req.pty && req.ntasks.is_none() && req.ntasks_per_node.is_none() {
+            req.ntasks = Some(1);
+        }
         let id = req.job;
         let unable = |why: String| {
             err(
@@ -227,6 +232,7 @@ impl Core {
                 cwd: req.cwd.clone(),
                 input_all: req.input_all,
                 kill_on_bad_exit: req.kill_on_bad_exit,
+                pty: req.pty,
                 master_addr: master_addr.clone(),
                 master_port: port,
                 expires_us: now_us + bulkhead_net::sign::LAUNCH_VALIDITY_US,
