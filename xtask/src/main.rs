@@ -504,7 +504,13 @@ pub(crate) fn install_packages(packages: &[&'static str]) -> Result<()> {
 
 /// What only the tests need: Debian's Chromium renders the HTML usage report headless;
 /// PyTorch and Open MPI run real distributed jobs (tests/tests/distributed.rs).
-const TEST_PACKAGES: &[&str] = &["chromium", "python3-torch", "openmpi-bin", "tmux", "iproute2"];
+const TEST_PACKAGES: &[&str] = &[
+    "chromium",
+    "python3-torch",
+    "openmpi-bin",
+    "tmux",
+    "iproute2",
+];
 
 fn ci() -> Result<()> {
     setup()?;
