@@ -163,13 +163,9 @@ fn fail(shared: &Shared, peer: &[u8], message: String) {
 
 /// Whether the launch may run here; the job's record if so.
 fn admit(shared: &Shared, launch: &StepLaunch, credential: &[u8]) -> Result<(), String> {
-    if let Some(v) = &shared.verifier {
-        v.lock()
-            .map_err(|_| "the verifier is poisoned".to_string())?
-            .check_step(launch, bulkhead_proto::time::now_us())?;
-    } else if launch.node != shared.node {
-        return Err(format!("the step's launch is for node {}", launch.node));
-    }
+    // Whose it is first: a launch presented with another's credential is refused
+    // without being spent (the broker's signature is checked, and the launch marked
+    // as seen, only for its own user).
     let cred = shared
         .munge
         .decode(credential)
@@ -182,6 +178,13 @@ fn admit(shared: &Shared, launch: &StepLaunch, credential: &[u8]) -> Result<(), 
             "uid {} may not attach to a step of uid {}'s job",
             cred.uid, launch.uid
         ));
+    }
+    if let Some(v) = &shared.verifier {
+        v.lock()
+            .map_err(|_| "the verifier is poisoned".to_string())?
+            .check_step(launch, bulkhead_proto::time::now_us())?;
+    } else if launch.node != shared.node {
+        return Err(format!("the step's launch is for node {}", launch.node));
     }
     Ok(())
 }
@@ -273,25 +276,36 @@ async fn session(
     }
     tracing::debug!(%job, step = step_id, "step started");
     let (mut rd, mut wr) = conn.into_split();
+    // Frames are read by a task of their own: a read cut short by another branch of
+    // the select below would lose the bytes it had read. Its channel, bounded, holds
+    // the supervisor back when the client's window is full.
+    let (frames_tx, mut frames) = mpsc::channel::<Vec<u8>>(16);
+    let reader = tokio::spawn(async move {
+        let mut header = [0u8; 4];
+        loop {
+            if rd.read_exact(&mut header).await.is_err() {
+                return;
+            }
+            let Ok(n) = step::decode_len(header) else {
+                return;
+            };
+            let mut frame = vec![0u8; n];
+            if rd.read_exact(&mut frame).await.is_err() || frames_tx.send(frame).await.is_err() {
+                return;
+            }
+        }
+    });
     let mut sent: u64 = 0;
     let mut acked: u64 = 0;
     let mut heard = tokio::time::Instant::now();
-    let mut header = [0u8; 4];
     let mut finished = false;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         let may_read = sent.saturating_sub(acked) < WINDOW;
         tokio::select! {
-            r = rd.read_exact(&mut header), if may_read => {
-                if r.is_err() {
-                    break;
-                }
-                let Ok(n) = step::decode_len(header) else { break };
-                let mut frame = vec![0u8; n];
-                if rd.read_exact(&mut frame).await.is_err() {
-                    break;
-                }
-                sent += n as u64;
+            f = frames.recv(), if may_read => {
+                let Some(frame) = f else { break };
+                sent += frame.len() as u64;
                 finished |= bulkhead_proto::step::is_final_frame(&frame);
                 account(&mut end, &frame);
                 send(&shared, &peer, frame);
@@ -317,6 +331,7 @@ async fn session(
         }
     }
     // Dropping the connection ends the step on this node if it still runs.
+    reader.abort();
     if !finished {
         fail(
             &shared,

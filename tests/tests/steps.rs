@@ -623,3 +623,139 @@ fn a_waiting_allocation_says_so_and_ctrl_c_withdraws_it() {
     c.wait_state(j, &[JobState::Completed], t())
         .expect("completes");
 }
+
+/// The agent runs a step's launch only with a credential of the job's user (or root)
+/// made for that launch: another user holding a valid signed launch (here one the
+/// broker granted root) is refused, and so is the job's own user with a credential
+/// made for another launch. Nothing runs.
+#[test]
+fn another_user_cannot_attach_to_a_step_with_a_valid_launch() {
+    use bulkhead_proto::codec;
+    use bulkhead_proto::step::{StepIn, StepOut, StepRequest};
+    let c = Cluster::start_with(ClusterOpts::default()).expect("cluster");
+    let u = user(USER1);
+    let other = user(USER2);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &[]);
+    let mut root =
+        bulkhead_net::Client::connect(&c.endpoint, Some(&c.munged.socket)).expect("client");
+    let grant = root
+        .step(StepRequest {
+            job: j,
+            ntasks: Some(1),
+            nodes: None,
+            ntasks_per_node: None,
+            cpus_per_task: 1,
+            nodelist: vec![],
+            name: "x".into(),
+            argv: vec!["touch".into(), wd.join("ran").display().to_string()],
+            cwd: wd.display().to_string(),
+            input_all: false,
+            kill_on_bad_exit: false,
+            pty: false,
+        })
+        .expect("root may have a step granted in any job");
+    let node = &grant.nodes[0];
+    let credential = |as_user: &bulkhead_tests::TestUser, payload: &[u8]| -> Vec<u8> {
+        let mut cmd = std::process::Command::new("munge");
+        cmd.arg("-S")
+            .arg(&c.munged.socket)
+            .uid(as_user.uid)
+            .gid(as_user.gid)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        use std::os::unix::process::CommandExt as _;
+        let mut child = cmd.spawn().expect("munge");
+        {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(payload)
+                .expect("payload");
+        }
+        let out = child.wait_with_output().expect("munge");
+        assert!(out.status.success());
+        let mut cred = out.stdout;
+        while cred.last().is_some_and(u8::is_ascii_whitespace) {
+            cred.pop();
+        }
+        cred
+    };
+    let digest = bulkhead_proto::bind::step_launch(&node.launch);
+    let attempt = |cred: Vec<u8>| -> String {
+        let ctx = zmq::Context::new();
+        let s = ctx.socket(zmq::DEALER).expect("socket");
+        s.set_linger(0).expect("linger");
+        s.connect(&node.endpoint).expect("connect");
+        let frame = codec::encode(
+            0,
+            &StepIn::Launch {
+                launch: Box::new(node.launch.clone()),
+                credential: cred,
+                env: vec![],
+            },
+        )
+        .expect("encode");
+        s.send(frame, 0).expect("send");
+        s.set_rcvtimeo(scaled(20).as_millis() as i32)
+            .expect("timeout");
+        let reply = s.recv_bytes(0).expect("an answer");
+        match codec::decode::<StepOut>(&reply).expect("a step frame").1 {
+            StepOut::Failed { message, .. } => message,
+            other => panic!("the launch was accepted: {other:?}"),
+        }
+    };
+    let why = attempt(credential(&other, &digest));
+    assert!(
+        why.contains(&format!("uid {} may not attach", other.uid)),
+        "{why}"
+    );
+    let why = attempt(credential(&u, b"another launch's digest, not this one"));
+    assert!(why.contains("not made for this launch"), "{why}");
+    assert!(!wd.join("ran").exists(), "nothing ran");
+    std::fs::write(wd.join("stop"), "").expect("stop");
+    c.wait_state(j, &[JobState::Completed], t())
+        .expect("completes");
+}
+
+/// With CURVE, step traffic is encrypted with each node's key, which the broker hands
+/// the client with the step: a step runs over it on two nodes.
+#[test]
+fn steps_run_over_curve() {
+    let c = Cluster::start_with(ClusterOpts {
+        nodes: 2,
+        curve: true,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &["-N", "2"]);
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &[
+            "--jobid",
+            &j.to_string(),
+            "-N",
+            "2",
+            "-l",
+            "sh",
+            "-c",
+            "echo $SLURMD_NODENAME",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).lines().count(),
+        2,
+        "{}",
+        text(&out.stdout)
+    );
+    std::fs::write(wd.join("stop"), "").expect("stop");
+    c.wait_state(j, &[JobState::Completed], t())
+        .expect("completes");
+}
