@@ -299,32 +299,44 @@ async fn session(
     let mut acked: u64 = 0;
     let mut heard = tokio::time::Instant::now();
     let mut finished = false;
+    let mut input_closed = false;
+    let why;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         let may_read = sent.saturating_sub(acked) < WINDOW;
         tokio::select! {
             f = frames.recv(), if may_read => {
-                let Some(frame) = f else { break };
+                let Some(frame) = f else {
+                    why = "its supervisor closed the connection";
+                    break;
+                };
                 sent += frame.len() as u64;
                 finished |= bulkhead_proto::step::is_final_frame(&frame);
                 account(&mut end, &frame);
                 send(&shared, &peer, frame);
             }
             m = rx.recv() => {
-                let Some(m) = m else { break };
+                let Some(m) = m else {
+                    why = "the session was dropped";
+                    break;
+                };
                 heard = tokio::time::Instant::now();
                 if let StepIn::Ack(n) = m {
                     acked = acked.max(n.min(sent));
                     continue;
                 }
+                // A supervisor that closed the step (its tasks are over) takes no more
+                // input; what it sent before is still to be read and forwarded.
                 let mut buf = Vec::new();
-                if step::write_frame(&mut buf, &m).is_err() || wr.write_all(&buf).await.is_err() {
-                    break;
+                if !input_closed
+                    && (step::write_frame(&mut buf, &m).is_err() || wr.write_all(&buf).await.is_err())
+                {
+                    input_closed = true;
                 }
             }
             _ = tick.tick() => {
                 if heard.elapsed() > CLIENT_TIMEOUT {
-                    tracing::warn!(%job, step = step_id, "the step's client is gone: ending the step");
+                    why = "its client was silent too long";
                     break;
                 }
             }
@@ -333,6 +345,7 @@ async fn session(
     // Dropping the connection ends the step on this node if it still runs.
     reader.abort();
     if !finished {
+        tracing::warn!(%job, step = step_id, why, "the step ended here without its end");
         fail(
             &shared,
             &peer,

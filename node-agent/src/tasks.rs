@@ -29,8 +29,9 @@ pub const STEPS_SOCK: &str = "steps";
 
 /// Output is not read from the tasks while this much waits to be sent.
 const OUT_HIGH_WATER: usize = 4 << 20;
-/// One read from a task's pipe.
-const READ_CHUNK: usize = 64 << 10;
+/// One read from a task's pipe (the pipes are made this large): fewer, larger frames
+/// for a task that writes fast.
+const READ_CHUNK: usize = 256 << 10;
 const _: () = assert!(READ_CHUNK <= MAX_CHUNK);
 
 /// The job's context every step's tasks start from.
@@ -389,7 +390,13 @@ impl Steps {
             let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
             let (launch, env) = match crate::step::read_frame::<StepIn>(&mut s) {
                 Ok(Some(StepIn::Launch { launch, env, .. })) => (launch, env),
-                Ok(_) => continue,
+                Ok(other) => {
+                    log(
+                        self.job,
+                        format!("a step connection began with {other:?}, not a launch"),
+                    );
+                    continue;
+                }
                 Err(e) => {
                     log(self.job, format!("a step connection sent no launch: {e}"));
                     continue;
@@ -522,6 +529,15 @@ fn spawn_tasks(
         )
         .map_err(|e| format!("task {rank}: {e}"))?;
         drop((out_w, err_w, in_r));
+        // SAFETY: F_SETPIPE_SZ on our own pipe; a refusal (the system's pipe-max-size
+        // is lower) leaves it at its default size.
+        unsafe {
+            libc::fcntl(
+                out_r.as_raw_fd(),
+                libc::F_SETPIPE_SZ,
+                READ_CHUNK as libc::c_int,
+            )
+        };
         nonblocking(&out_r);
         nonblocking(&err_r);
         step.tasks.push(Task {
@@ -844,18 +860,19 @@ impl Steps {
 }
 
 /// Sends what is pending on the step's connection, as far as it takes it.
+/// What was written goes from the buffer's front in one move per call, not one per
+/// write (a large buffer sent in small writes would be moved again for each).
 fn flush(s: &mut Step) {
-    while !s.out.is_empty() {
-        match s.conn.write(&s.out) {
+    let mut sent = 0;
+    while sent < s.out.len() {
+        match s.conn.write(&s.out[sent..]) {
             Ok(0) => {
                 s.lost = true;
-                return;
+                break;
             }
-            Ok(n) => {
-                s.out.drain(..n);
-            }
+            Ok(n) => sent += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
             Err(_) => {
                 s.lost = true;
                 s.out.clear();
@@ -863,6 +880,7 @@ fn flush(s: &mut Step) {
             }
         }
     }
+    s.out.drain(..sent);
 }
 
 fn signal_step(s: &Step, sig: i32) {

@@ -226,7 +226,8 @@ pub enum StepIn {
         env: Vec<(String, String)>,
     },
     /// Bytes for the tasks' stdin (task 0's, or every task's with `--input all`).
-    Input(Vec<u8>),
+    /// (As bytes, not a sequence of numbers: the same encoding, decoded at once.)
+    Input(#[serde(with = "serde_bytes")] Vec<u8>),
     /// The client's stdin is at its end.
     InputEof,
     /// Send this signal to every task of the step on the node.
@@ -245,7 +246,13 @@ pub enum StepOut {
     /// The node's tasks run, with these process ids.
     Started { node: String, pids: Vec<u32> },
     /// Output of task `rank` (stderr when `err`).
-    Output { rank: u32, err: bool, data: Vec<u8> },
+    Output {
+        rank: u32,
+        err: bool,
+        /// As bytes, not a sequence of numbers: the same encoding, copied at once.
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+    },
     /// Task `rank` exited (its code) or was killed (its signal).
     TaskExit {
         rank: u32,

@@ -50,8 +50,24 @@ fn timed_runs(c: &Cluster, job: &str, nodes: &str, n: u32) -> Result<Vec<f64>> {
         .context("bh run")?;
         let dt = t0.elapsed();
         if !out.status.success() {
+            let logs: String = c
+                .node_names()
+                .iter()
+                .map(|n| {
+                    let log = if *n == c.node_names()[0] {
+                        c.agent_log()
+                    } else {
+                        c.agent_log_of(n)
+                    };
+                    let tail: Vec<&str> = log.lines().rev().take(15).collect();
+                    format!(
+                        "--- {n}:\n{}\n",
+                        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                    )
+                })
+                .collect();
             bail!(
-                "bh run -N {nodes} true failed ({}): {}",
+                "bh run -N {nodes} true failed ({}): {}\n{logs}",
                 out.status,
                 String::from_utf8_lossy(&out.stderr)
             );
