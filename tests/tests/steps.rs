@@ -14,6 +14,30 @@ fn t() -> Duration {
     scaled(30)
 }
 
+/// The processes of `uid` whose command line contains `needle`, from /proc (the VM
+/// has no pgrep).
+fn processes_of(uid: u32, needle: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let owner = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("Uid:"))
+                        .and_then(|v| v.split_whitespace().next()?.parse::<u32>().ok())
+                });
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+                .unwrap_or_default();
+            owner == Some(uid) && cmd.contains(needle)
+        })
+        .collect()
+}
+
 /// A job that holds its allocation until `stop` appears in its directory.
 fn holder() -> &'static str {
     "#!/bin/sh\ntouch held\nwhile [ ! -e stop ]; do sleep 0.1; done\n"
@@ -443,15 +467,8 @@ fn cancelling_the_job_ends_its_step_on_every_node() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(!status.success(), "the step was killed: {status}");
-    let sleepers = std::process::Command::new("pgrep")
-        .args(["-u", &u.uid.to_string(), "-f", "sleep 301"])
-        .output()
-        .expect("pgrep");
-    assert!(
-        text(&sleepers.stdout).trim().is_empty(),
-        "no task is left: {}",
-        text(&sleepers.stdout)
-    );
+    let sleepers = processes_of(u.uid, "sleep 301");
+    assert!(sleepers.is_empty(), "no task is left: {sleepers:?}");
 }
 
 /// `bh run` outside a job makes an allocation for its step, runs it there and
@@ -657,9 +674,8 @@ fn another_user_cannot_attach_to_a_step_with_a_valid_launch() {
         .expect("root may have a step granted in any job");
     let node = &grant.nodes[0];
     let credential = |as_user: &bulkhead_tests::TestUser, payload: &[u8]| -> Vec<u8> {
-        let mut cmd = std::process::Command::new("munge");
-        cmd.arg("-S")
-            .arg(&c.munged.socket)
+        let mut cmd = std::process::Command::new(bin("bh-cred"));
+        cmd.arg(&c.munged.socket)
             .uid(as_user.uid)
             .gid(as_user.gid)
             .stdin(std::process::Stdio::piped())

@@ -203,6 +203,7 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
         "bulkhead-stepd",
         "bh-squat",
         "bh-peek",
+        "bh-cred",
     ] {
         bins.push((
             target.join(b),
