@@ -132,7 +132,7 @@ pub fn queue(jobs: &[JobInfo], now_us: u64) -> String {
                 j.user.clone(),
                 j.state.short().to_string(),
                 t,
-                "1".into(),
+                j.resources.nodes.max(1).to_string(),
                 where_,
             ]
         })
