@@ -485,6 +485,23 @@ mod tests {
         assert_eq!(back.name, j.name);
     }
 
+    /// squeue's NODES column: the job's node count.
+    #[test]
+    fn the_queue_counts_a_jobs_nodes() {
+        let mut j: JobInfo = serde_json::from_str(JOB).expect("job");
+        j.resources.nodes = 3;
+        j.state = bulkhead_proto::JobState::Running;
+        j.node = Some("n1,n2,n3".into());
+        let q = queue(&[j], 0);
+        let row: Vec<&str> = q
+            .lines()
+            .nth(1)
+            .expect("a row")
+            .split_whitespace()
+            .collect();
+        assert_eq!(row[row.len() - 2..], ["3", "n1,n2,n3"], "{q}");
+    }
+
     const JOB: &str = r#"{"id":7,"name":"j","user":"ann","uid":1000,"gid":1000,
         "state":"PENDING","reason":null,"exit_code":null,"signal":null,"node":null,
         "node_id":null,"resources":{"nodes":1,"cpus":1,"mem_mb":0,"gpus":0,
