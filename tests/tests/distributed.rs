@@ -45,6 +45,17 @@ fn torch_available(test: &str) -> bool {
     )
 }
 
+/// The tests' clusters share one host's loopback: two jobs that start first on their
+/// clusters both get MASTER_PORT 29500 there (on real nodes, each its own address), so
+/// the tests with a rendezvous run one at a time.
+static RENDEZVOUS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn rendezvous() -> std::sync::MutexGuard<'static, ()> {
+    RENDEZVOUS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn cluster() -> Cluster {
     Cluster::start_with(ClusterOpts {
         nodes: 2,
@@ -200,6 +211,7 @@ fn pytorch_all_reduce_over_two_nodes() {
     if !torch_available("pytorch_all_reduce_over_two_nodes") {
         return;
     }
+    let _one_at_a_time = rendezvous();
     let c = cluster();
     let script = format!(
         "#!/bin/sh\n{bh} run -n 4 {PYTHON} allreduce.py > out.txt 2> err.txt\n\
@@ -227,6 +239,7 @@ fn torchrun_all_reduce_over_two_nodes() {
     if !torch_available("torchrun_all_reduce_over_two_nodes") {
         return;
     }
+    let _one_at_a_time = rendezvous();
     let c = cluster();
     // `sh -c` so that each node's own SLURM_NODEID is expanded there; torchrun's
     // workers inherit BH_NODENAME from it. `--redirects 2 --tee 2` (the workers'
