@@ -72,7 +72,7 @@ impl ClientError {
     }
 }
 
-fn zerr(what: &'static str) -> impl Fn(zmq::Error) -> ClientError {
+pub(crate) fn zerr(what: &'static str) -> impl Fn(zmq::Error) -> ClientError {
     move |error| ClientError::Zmq { what, error }
 }
 
@@ -97,6 +97,33 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// A client's DEALER to `endpoint`: a CURVE client of `server` (with a key pair made
+/// for it) when given, unbounded queues, frames up to the protocol's limit. With
+/// `immediate`, messages wait for the connection rather than queue on a half-made one.
+pub(crate) fn dealer(
+    ctx: &zmq::Context,
+    endpoint: &str,
+    server: Option<[u8; 32]>,
+    immediate: bool,
+) -> Result<zmq::Socket, ClientError> {
+    let sock = ctx.socket(zmq::DEALER).map_err(zerr("socket"))?;
+    if let Some(server) = server {
+        let pair = crate::curve::generate().map_err(|e| ClientError::Curve(e.to_string()))?;
+        crate::curve::client(&sock, &pair, &server)
+            .map_err(|e| ClientError::Curve(e.to_string()))?;
+    }
+    sock.set_linger(0).map_err(zerr("set_linger"))?;
+    if immediate {
+        sock.set_immediate(true).map_err(zerr("set_immediate"))?;
+    }
+    sock.set_maxmsgsize((MAX_FRAME_BYTES + 1024) as i64)
+        .map_err(zerr("set_maxmsgsize"))?;
+    sock.set_rcvhwm(0).map_err(zerr("set_rcvhwm"))?;
+    sock.set_sndhwm(0).map_err(zerr("set_sndhwm"))?;
+    sock.connect(endpoint).map_err(zerr("connect"))?;
+    Ok(sock)
+}
+
 impl Client {
     pub fn connect(endpoint: &str, munge_socket: Option<&Path>) -> Result<Client, ClientError> {
         Client::connect_with(endpoint, munge_socket, None)
@@ -110,19 +137,7 @@ impl Client {
         broker_key: Option<[u8; 32]>,
     ) -> Result<Client, ClientError> {
         let ctx = zmq::Context::new();
-        let sock = ctx.socket(zmq::DEALER).map_err(zerr("socket"))?;
-        if let Some(server) = broker_key {
-            let pair = crate::curve::generate().map_err(|e| ClientError::Curve(e.to_string()))?;
-            crate::curve::client(&sock, &pair, &server)
-                .map_err(|e| ClientError::Curve(e.to_string()))?;
-        }
-        sock.set_linger(0).map_err(zerr("set_linger"))?;
-        sock.set_immediate(true).map_err(zerr("set_immediate"))?;
-        sock.set_maxmsgsize((MAX_FRAME_BYTES + 1024) as i64)
-            .map_err(zerr("set_maxmsgsize"))?;
-        sock.set_rcvhwm(0).map_err(zerr("set_rcvhwm"))?;
-        sock.set_sndhwm(0).map_err(zerr("set_sndhwm"))?;
-        sock.connect(endpoint).map_err(zerr("connect"))?;
+        let sock = dealer(&ctx, endpoint, broker_key, true)?;
         Ok(Client {
             _ctx: ctx,
             sock,

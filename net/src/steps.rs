@@ -3,10 +3,9 @@
 //! step's frames both ways, polled together with the caller's own descriptors (its
 //! stdin, its signals).
 
-use crate::client::ClientError;
+use crate::client::{ClientError, zerr};
 use bulkhead_munge::Munge;
 use bulkhead_proto::codec;
-use bulkhead_proto::limits::MAX_FRAME_BYTES;
 use bulkhead_proto::step::{StepGrant, StepIn, StepOut};
 use std::os::fd::RawFd;
 use std::path::Path;
@@ -50,10 +49,6 @@ pub struct Polled {
     pub readable: Vec<bool>,
 }
 
-fn zerr(what: &'static str) -> impl Fn(zmq::Error) -> ClientError {
-    move |error| ClientError::Zmq { what, error }
-}
-
 impl StepConns {
     /// Connects to every node of `grant` and sends each its launch with a credential.
     pub fn launch(
@@ -65,21 +60,14 @@ impl StepConns {
         let munge = Munge::new(munge_socket);
         let mut nodes = Vec::with_capacity(grant.nodes.len());
         for n in &grant.nodes {
-            let sock = ctx.socket(zmq::DEALER).map_err(zerr("socket"))?;
-            if let Some(key) = &n.curve_key {
-                let server = crate::curve::parse_key(&format!("node {}'s key", n.name), key)
-                    .map_err(|e| ClientError::Curve(e.to_string()))?;
-                let pair =
-                    crate::curve::generate().map_err(|e| ClientError::Curve(e.to_string()))?;
-                crate::curve::client(&sock, &pair, &server)
-                    .map_err(|e| ClientError::Curve(e.to_string()))?;
-            }
-            sock.set_linger(0).map_err(zerr("set_linger"))?;
-            sock.set_maxmsgsize((MAX_FRAME_BYTES + 1024) as i64)
-                .map_err(zerr("set_maxmsgsize"))?;
-            sock.set_rcvhwm(0).map_err(zerr("set_rcvhwm"))?;
-            sock.set_sndhwm(0).map_err(zerr("set_sndhwm"))?;
-            sock.connect(&n.endpoint).map_err(zerr("connect"))?;
+            let server = match &n.curve_key {
+                Some(key) => Some(
+                    crate::curve::parse_key(&format!("node {}'s key", n.name), key)
+                        .map_err(|e| ClientError::Curve(e.to_string()))?,
+                ),
+                None => None,
+            };
+            let sock = crate::client::dealer(&ctx, &n.endpoint, server, false)?;
             let credential = munge.encode(&bulkhead_proto::bind::step_launch(&n.launch))?;
             let frame = codec::encode(
                 0,

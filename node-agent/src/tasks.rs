@@ -75,6 +75,8 @@ struct Step {
     lost: bool,
     /// Task 0's terminal (its master side), with `--pty`.
     pty: Option<std::os::fd::RawFd>,
+    /// Its tasks have exited and what they left running was killed.
+    leftovers_killed: bool,
 }
 
 /// What the supervisor polls for, per step.
@@ -433,6 +435,7 @@ fn start(
         ended: false,
         lost: false,
         pty: None,
+        leftovers_killed: false,
     };
     if let Err(why) = spawn_tasks(&mut step, &l, env, base) {
         log(job, format!("step {}: {why}", l.step));
@@ -822,8 +825,12 @@ impl Steps {
             }
             if !s.ended && s.tasks.iter().all(|t| t.done) {
                 // What the tasks left behind goes with them (as in Slurm); their
-                // output pipes end once its last holder is gone.
-                kill_step(s);
+                // output pipes end once its last holder is gone. Once: the pipes may
+                // take many more polls to drain.
+                if !s.leftovers_killed {
+                    kill_step(s);
+                    s.leftovers_killed = true;
+                }
                 if s.pipes.is_empty() {
                     let usage = s.cg.as_ref().map(JobCgroup::usage);
                     push_out(

@@ -64,13 +64,18 @@ impl StepRequest {
         for n in &self.nodelist {
             check_str("node", n, limits::MAX_NAME_BYTES)?;
         }
-        check_str("name", &self.name, limits::MAX_NAME_BYTES)?;
-        check("args", self.argv.len(), limits::MAX_ARGS)?;
-        for a in &self.argv {
-            check_str("argument", a, limits::MAX_PATH_BYTES)?;
-        }
-        check_str("cwd", &self.cwd, limits::MAX_PATH_BYTES)
+        check_command(&self.name, &self.argv, &self.cwd)
     }
+}
+
+/// A step's name, command and working directory, as a request and a launch carry them.
+fn check_command(name: &str, argv: &[String], cwd: &str) -> Result<(), LimitError> {
+    check_str("name", name, limits::MAX_NAME_BYTES)?;
+    check("args", argv.len(), limits::MAX_ARGS)?;
+    for a in argv {
+        check_str("argument", a, limits::MAX_PATH_BYTES)?;
+    }
+    check_str("cwd", cwd, limits::MAX_PATH_BYTES)
 }
 
 /// One node of a granted step: where its agent takes step connections, and its launch.
@@ -175,12 +180,7 @@ impl StepLaunch {
             self.cpus_per_task as usize,
             limits::MAX_CPUS as usize,
         )?;
-        check_str("name", &self.name, limits::MAX_NAME_BYTES)?;
-        check("args", self.argv.len(), limits::MAX_ARGS)?;
-        for a in &self.argv {
-            check_str("argument", a, limits::MAX_PATH_BYTES)?;
-        }
-        check_str("cwd", &self.cwd, limits::MAX_PATH_BYTES)?;
+        check_command(&self.name, &self.argv, &self.cwd)?;
         check_str("master address", &self.master_addr, limits::MAX_NAME_BYTES)
     }
 }

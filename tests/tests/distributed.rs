@@ -218,10 +218,16 @@ fn pytorch_all_reduce_over_two_nodes() {
          echo status=$? > status.txt\n",
         bh = bin("bh").display()
     );
+    all_reduce_job(&c, &script);
+}
+
+/// Runs `script` (its step's output in out.txt, its errors in err.txt, its status in
+/// status.txt) with allreduce.py beside it; checks it succeeded and every rank summed.
+fn all_reduce_job(c: &Cluster, script: &str) {
     let out = run_job(
-        &c,
+        c,
         &[("allreduce.py", ALLREDUCE)],
-        &script,
+        script,
         &["out.txt", "err.txt", "status.txt"],
     );
     let why = format!(
@@ -229,7 +235,7 @@ fn pytorch_all_reduce_over_two_nodes() {
         out[0], out[1], out[3]
     );
     assert_eq!(out[2].trim(), "status=0", "{why}");
-    assert_all_reduced(&c, &out[0], &why);
+    assert_all_reduced(c, &out[0], &why);
 }
 
 /// `torchrun` (its static rendezvous on the step's MASTER_ADDR:MASTER_PORT), one per
@@ -253,16 +259,5 @@ fn torchrun_all_reduce_over_two_nodes() {
          echo status=$? > status.txt\n",
         bh = bin("bh").display()
     );
-    let out = run_job(
-        &c,
-        &[("allreduce.py", ALLREDUCE)],
-        &script,
-        &["out.txt", "err.txt", "status.txt"],
-    );
-    let why = format!(
-        "output:\n{}\nerrors:\n{}\njob output:\n{}",
-        out[0], out[1], out[3]
-    );
-    assert_eq!(out[2].trim(), "status=0", "{why}");
-    assert_all_reduced(&c, &out[0], &why);
+    all_reduce_job(&c, &script);
 }

@@ -38,6 +38,22 @@ fn processes_of(uid: u32, needle: &str) -> Vec<i32> {
         .collect()
 }
 
+/// A cluster of two nodes (agents) on this host.
+fn two_nodes() -> Cluster {
+    Cluster::start_with(ClusterOpts {
+        nodes: 2,
+        ..Default::default()
+    })
+    .expect("cluster")
+}
+
+/// Lets a job of [`holder`] end, and waits until it completed.
+fn release(c: &Cluster, wd: &Path, j: JobId) {
+    std::fs::write(wd.join("stop"), "").expect("stop");
+    c.wait_state(j, &[JobState::Completed], t())
+        .expect("completes");
+}
+
 /// A job that holds its allocation until `stop` appears in its directory.
 fn holder() -> &'static str {
     "#!/bin/sh\ntouch held\nwhile [ ! -e stop ]; do sleep 0.1; done\n"
@@ -88,11 +104,7 @@ fn vars_by_rank(out: &str) -> BTreeMap<u32, BTreeMap<String, String>> {
 /// its node's local id, Slurm's and PyTorch's variables agreeing, in the step's cgroup.
 #[test]
 fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variables() {
-    let c = Cluster::start_with(ClusterOpts {
-        nodes: 2,
-        ..Default::default()
-    })
-    .expect("cluster");
+    let c = two_nodes();
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let j = start_held(&c, &u, &wd, &["-N", "2", "-c", "2"]);
@@ -192,9 +204,7 @@ fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variabl
         &["--jobid", &j.to_string(), "-N", "2", "sh", "-c", "exit 2"],
     );
     assert_eq!(out.status.code(), Some(2));
-    std::fs::write(wd.join("stop"), "").expect("stop");
-    c.wait_state(j, &[JobState::Completed], t())
-        .expect("completes");
+    release(&c, &wd, j);
     // The steps are accounted apart, as sacct lists them: J, J.0, J.1, J.2.
     let js = j.to_string();
     let mut lines = Vec::new();
@@ -316,19 +326,13 @@ fn the_steps_status_is_its_worst_tasks_and_input_reaches_task_zero() {
         "0: hello\n0: world\n",
         "only task 0 reads stdin"
     );
-    std::fs::write(wd.join("stop"), "").expect("stop");
-    c.wait_state(j, &[JobState::Completed], t())
-        .expect("completes");
+    release(&c, &wd, j);
 }
 
 /// A step inside the batch script itself, as users write them (`srun` lines).
 #[test]
 fn a_batch_script_runs_steps_with_bh_run() {
-    let c = Cluster::start_with(ClusterOpts {
-        nodes: 2,
-        ..Default::default()
-    })
-    .expect("cluster");
+    let c = two_nodes();
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let bh = bin("bh");
@@ -358,11 +362,7 @@ fn a_batch_script_runs_steps_with_bh_run() {
 /// error and leave the job running.
 #[test]
 fn steps_are_refused_to_others_and_when_they_do_not_fit() {
-    let c = Cluster::start_with(ClusterOpts {
-        nodes: 2,
-        ..Default::default()
-    })
-    .expect("cluster");
+    let c = two_nodes();
     let u = user(USER1);
     let other = user(USER2);
     let wd = c.workdir(Some(&u)).expect("workdir");
@@ -411,19 +411,13 @@ fn steps_are_refused_to_others_and_when_they_do_not_fit() {
         "a step that fits runs: {}",
         text(&out.stderr)
     );
-    std::fs::write(wd.join("stop"), "").expect("stop");
-    c.wait_state(j, &[JobState::Completed], t())
-        .expect("completes");
+    release(&c, &wd, j);
 }
 
 /// `bh cancel` of the job ends a running step on every node and leaves no process.
 #[test]
 fn cancelling_the_job_ends_its_step_on_every_node() {
-    let c = Cluster::start_with(ClusterOpts {
-        nodes: 2,
-        ..Default::default()
-    })
-    .expect("cluster");
+    let c = two_nodes();
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let j = start_held(&c, &u, &wd, &["-N", "2"]);
@@ -455,17 +449,13 @@ fn cancelling_the_job_ends_its_step_on_every_node() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     c.wait_state(j, &[JobState::Cancelled], t())
         .expect("cancelled");
-    let deadline = std::time::Instant::now() + t();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            break s;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "bh run did not end with its job"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let mut ended = None;
+    wait_for(t(), || {
+        ended = child.try_wait().expect("try_wait");
+        ended.is_some()
+    })
+    .expect("bh run ends with its job");
+    let status = ended.expect("an exit status");
     assert!(!status.success(), "the step was killed: {status}");
     let sleepers = processes_of(u.uid, "sleep 301");
     assert!(sleepers.is_empty(), "no task is left: {sleepers:?}");
@@ -475,11 +465,7 @@ fn cancelling_the_job_ends_its_step_on_every_node() {
 /// releases it: the job ends COMPLETED (or FAILED with the step's exit code).
 #[test]
 fn bh_run_outside_a_job_allocates_runs_and_releases() {
-    let c = Cluster::start_with(ClusterOpts {
-        nodes: 2,
-        ..Default::default()
-    })
-    .expect("cluster");
+    let c = two_nodes();
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let out = run(
@@ -542,11 +528,7 @@ fn bh_run_outside_a_job_allocates_runs_and_releases() {
 /// starts steps on the allocated nodes; the allocation ends with the command.
 #[test]
 fn bh_alloc_runs_a_command_whose_steps_use_the_allocation() {
-    let c = Cluster::start_with(ClusterOpts {
-        nodes: 2,
-        ..Default::default()
-    })
-    .expect("cluster");
+    let c = two_nodes();
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let bh = bin("bh");
@@ -636,9 +618,7 @@ fn a_waiting_allocation_says_so_and_ctrl_c_withdraws_it() {
         c.show(JobId(pending)).expect("show").state,
         JobState::Cancelled
     );
-    std::fs::write(wd.join("stop"), "").expect("stop");
-    c.wait_state(j, &[JobState::Completed], t())
-        .expect("completes");
+    release(&c, &wd, j);
 }
 
 /// The agent runs a step's launch only with a credential of the job's user (or root)
@@ -731,9 +711,7 @@ fn another_user_cannot_attach_to_a_step_with_a_valid_launch() {
     let why = attempt(credential(&u, b"another launch's digest, not this one"));
     assert!(why.contains("not made for this launch"), "{why}");
     assert!(!wd.join("ran").exists(), "nothing ran");
-    std::fs::write(wd.join("stop"), "").expect("stop");
-    c.wait_state(j, &[JobState::Completed], t())
-        .expect("completes");
+    release(&c, &wd, j);
 }
 
 /// With CURVE, step traffic is encrypted with each node's key, which the broker hands
@@ -771,7 +749,5 @@ fn steps_run_over_curve() {
         "{}",
         text(&out.stdout)
     );
-    std::fs::write(wd.join("stop"), "").expect("stop");
-    c.wait_state(j, &[JobState::Completed], t())
-        .expect("completes");
+    release(&c, &wd, j);
 }
