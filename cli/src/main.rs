@@ -314,9 +314,26 @@ struct RunArgs {
     /// End the step when a task exits non-zero or is killed.
     #[arg(short = 'K', long)]
     kill_on_bad_exit: bool,
-    /// Which tasks read this stdin: `0` (the default) or `all`.
-    #[arg(long, default_value = "0")]
-    input: String,
+    /// Where the tasks' stdin comes from: task 0 reads this one (the default); `all`:
+    /// every task; `N`: task N; `none`; a file on this host, read by every task; or a
+    /// file pattern with %t, %n, %N or %u: one file per task, on its node.
+    #[arg(short = 'i', long)]
+    input: Option<String>,
+    /// Where the tasks' stdout goes: here (`all`, the default); `N`: only task N's;
+    /// `none`; a file here (a pattern of %j %J %s %x %A %a, %% and zero padding as
+    /// `%4j`); or one file per task on its node with %t, %n, %N or %u.
+    #[arg(short = 'o', long)]
+    output: Option<String>,
+    /// Where the tasks' stderr goes (as --output; default: where stdout goes).
+    #[arg(short = 'e', long)]
+    error: Option<String>,
+    /// GPUs of the job's that each task gets to itself on its node (the device filter
+    /// holds it to them; CUDA_VISIBLE_DEVICES names them).
+    #[arg(long)]
+    gpus_per_task: Option<u32>,
+    /// GPUs of the job's on each node that the step's tasks there share.
+    #[arg(long)]
+    gpus_per_node: Option<u32>,
     /// The step's name (and the allocation's, outside a job).
     #[arg(short = 'J', long)]
     job_name: Option<String>,
@@ -471,11 +488,22 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
             bail!("{name} must be at least 1");
         }
     }
-    let input_all = match a.input.as_str() {
-        "all" => true,
-        "0" => false,
-        other => bail!("--input takes 0 or all, not {other:?}"),
-    };
+    // stdin goes to every task for `all` and for a file of this host's (as srun's).
+    let input_all = matches!(
+        bulkhead_proto::stdio::classify(a.input.as_deref(), u32::MAX, &Default::default()),
+        (_, Some(_))
+    ) || a
+        .input
+        .as_deref()
+        .is_some_and(|i| i.eq_ignore_ascii_case("all"));
+    for (name, v) in [
+        ("--gpus-per-task", a.gpus_per_task),
+        ("--gpus-per-node", a.gpus_per_node),
+    ] {
+        if v == Some(0) {
+            bail!("{name} must be at least 1");
+        }
+    }
     let cwd = match &a.chdir {
         Some(d) => d.clone(),
         None => std::env::current_dir()
@@ -496,6 +524,8 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
         input_all,
         pty: a.pty,
         kill_on_bad_exit: a.kill_on_bad_exit,
+        gpus_per_task: a.gpus_per_task.unwrap_or(0),
+        gpus_per_node: a.gpus_per_node.unwrap_or(0),
     };
     req.validate().context("the step")?;
     Ok(req)
@@ -953,7 +983,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 job: None,
                 label: false,
                 kill_on_bad_exit: false,
-                input: "0".into(),
+                input: None,
+                output: None,
+                error: None,
+                gpus_per_task: None,
+                gpus_per_node: None,
                 job_name: Some("rsh".into()),
                 chdir: None,
                 time: None,
@@ -998,8 +1032,15 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
         .map_err(explain)
         .with_context(|| format!("cannot start a step in job {job}"));
     let status = granted.and_then(|grant| {
+        let streams = bulkhead_cli::run::Streams::new(
+            &grant,
+            a.output.as_deref(),
+            a.error.as_deref(),
+            a.input.as_deref(),
+        )?;
         bulkhead_cli::run::relay(
             &grant,
+            &streams,
             cli.munge_socket.as_deref(),
             a.label,
             Duration::from_secs_f64(cli.timeout.max(1.0)),

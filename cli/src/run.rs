@@ -9,7 +9,8 @@ use anyhow::Context;
 use bulkhead_net::client::Client;
 use bulkhead_net::steps::StepConns;
 use bulkhead_proto::JobId;
-use bulkhead_proto::step::{StepGrant, StepIn, StepOut};
+use bulkhead_proto::stdio::{self, PatternVars};
+use bulkhead_proto::step::{IoTarget, StepGrant, StepIn, StepIo, StepOut};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use std::collections::HashMap;
@@ -138,11 +139,145 @@ fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
     }
 }
 
+/// Where a step's streams go (`-o`, `-e`, `-i`): the nodes' part, and the files of
+/// this host the client writes or reads itself.
+#[derive(Debug)]
+pub struct Streams {
+    pub io: StepIo,
+    out: Option<std::fs::File>,
+    err: Option<std::fs::File>,
+    input: Option<std::fs::File>,
+}
+
+/// Opens a file of this host for a step's output, as srun does: truncated, 0644 (less
+/// the umask), its directory made if missing.
+fn create_output(path: &str) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o644)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = Path::new(path).parent() {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot make {}", dir.display()))?;
+            }
+            open()
+        }
+        r => r,
+    }
+    .with_context(|| format!("cannot open the output file {path}"))
+}
+
+impl Streams {
+    /// The streams of a granted step from the `-o`, `-e` and `-i` values (stderr goes
+    /// where stdout goes unless `-e` says otherwise).
+    pub fn new(
+        grant: &StepGrant,
+        output: Option<&str>,
+        error: Option<&str>,
+        input: Option<&str>,
+    ) -> anyhow::Result<Streams> {
+        let var = |k: &str| {
+            std::env::var(format!("BH_{k}"))
+                .or_else(|_| std::env::var(format!("SLURM_{k}")))
+                .ok()
+        };
+        let vars = PatternVars {
+            job: grant.job.0,
+            step: grant.step,
+            job_name: var("JOB_NAME").unwrap_or_default(),
+            array_job: var("ARRAY_JOB_ID").and_then(|v| v.parse().ok()),
+            array_task: var("ARRAY_TASK_ID").and_then(|v| v.parse().ok()),
+            ..Default::default()
+        };
+        let (out_target, out_path) = stdio::classify(output, grant.ntasks, &vars);
+        let (err_target, err_path) = match error {
+            Some(_) => stdio::classify(error, grant.ntasks, &vars),
+            None => (out_target.clone(), None),
+        };
+        let (in_target, in_path) = stdio::classify(input, grant.ntasks, &vars);
+        let out = out_path.as_deref().map(create_output).transpose()?;
+        let err = match (&err_path, error, &out) {
+            (_, None, Some(f)) => Some(f.try_clone().context("the output file")?),
+            (Some(p), _, _) if Some(p) == out_path.as_ref() => match &out {
+                Some(f) => Some(f.try_clone().context("the output file")?),
+                None => None,
+            },
+            (Some(p), _, _) => Some(create_output(p)?),
+            (None, _, _) => None,
+        };
+        let input = in_path
+            .as_deref()
+            .map(|p| {
+                std::fs::File::open(p).with_context(|| format!("cannot open the input file {p}"))
+            })
+            .transpose()?;
+        Ok(Streams {
+            io: StepIo {
+                output: out_target,
+                error: err_target,
+                input: in_target,
+            },
+            out,
+            err,
+            input,
+        })
+    }
+
+    /// Writes tasks' output to its file here, or to this process's stdout or stderr,
+    /// flushed at once (a prompt has no newline to flush it).
+    fn emit(&self, err: bool, bytes: &[u8]) -> std::io::Result<()> {
+        let file = if err { &self.err } else { &self.out };
+        match file {
+            Some(f) => {
+                let mut f: &std::fs::File = f;
+                f.write_all(bytes)
+            }
+            None if err => {
+                let mut e = std::io::stderr().lock();
+                e.write_all(bytes).and_then(|()| e.flush())
+            }
+            None => {
+                let mut o = std::io::stdout().lock();
+                o.write_all(bytes).and_then(|()| o.flush())
+            }
+        }
+    }
+
+    /// The nodes (indices in the grant) that take this host's stdin.
+    fn input_nodes(&self, grant: &StepGrant) -> Vec<usize> {
+        let n = grant.nodes.len();
+        match &self.io.input {
+            IoTarget::File(_) => vec![],
+            IoTarget::OneTask(rank) => grant
+                .nodes
+                .iter()
+                .position(|x| {
+                    let l = &x.launch;
+                    (l.first_rank..l.first_rank.saturating_add(l.local_tasks())).contains(rank)
+                })
+                .into_iter()
+                .collect(),
+            IoTarget::Client if grant.nodes.first().is_some_and(|f| f.launch.input_all) => {
+                (0..n).collect()
+            }
+            IoTarget::Client => vec![0],
+        }
+    }
+}
+
 /// Runs a granted step to its end; the exit status. `job_end` says (from
 /// [`watch_job`]) when the step's job has ended: the nodes that have not reported
 /// their tasks' ends [`AFTER_JOB_END`] later are given up on, with an error.
 pub fn relay(
     grant: &StepGrant,
+    streams: &Streams,
     munge_socket: Option<&Path>,
     label: bool,
     connect_timeout: Duration,
@@ -164,7 +299,7 @@ pub fn relay(
     let env: Vec<(String, String)> = std::env::vars().collect();
     bulkhead_proto::job::validate_env(&env)
         .map_err(|e| anyhow::anyhow!("this environment is too large to pass to the tasks: {e}"))?;
-    let mut conns = StepConns::launch(grant, &env, munge_socket)?;
+    let mut conns = StepConns::launch(grant, &env, &streams.io, munge_socket)?;
     // `--pty`: this terminal is raw while the step runs (its keys, Ctrl-C and Ctrl-Z
     // included, go to the remote terminal as they are), and the remote one takes its
     // size, now and whenever it changes.
@@ -177,17 +312,15 @@ pub fn relay(
     let mut done = vec![false; n];
     let mut status = 0i32;
     let mut labeller = Labeller::default();
-    let stdin_fd = std::io::stdin().as_raw_fd();
-    let takes_input: Vec<usize> = if grant.nodes.first().is_some_and(|f| f.launch.input_all) {
-        (0..n).collect()
-    } else {
-        vec![0]
-    };
-    let mut stdin_open = true;
+    let stdin_fd = streams
+        .input
+        .as_ref()
+        .map_or(std::io::stdin().as_raw_fd(), |f| f.as_raw_fd());
+    let takes_input = streams.input_nodes(grant);
+    let mut stdin_open = !takes_input.is_empty();
     let mut last_int: Option<Instant> = None;
     let begun = Instant::now();
     let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
     let mut killed = false;
     let mut job_ended: Option<(Instant, String)> = None;
     while done.iter().any(|d| !d) {
@@ -247,13 +380,7 @@ pub fn relay(
                         data
                     };
                     // Flushed at once: a prompt has no newline to flush it.
-                    let res = if err {
-                        let mut e = stderr.lock();
-                        e.write_all(&bytes).and_then(|()| e.flush())
-                    } else {
-                        let mut o = stdout.lock();
-                        o.write_all(&bytes).and_then(|()| o.flush())
-                    };
+                    let res = streams.emit(err, &bytes);
                     if res.is_err() && !killed {
                         // Our stdout went (a closed pipe): the step has nowhere to write.
                         conns.send_all(&StepIn::Signal(libc::SIGKILL))?;
@@ -262,8 +389,8 @@ pub fn relay(
                 }
                 StepOut::TaskExit { rank, code, signal } => {
                     if label {
-                        let _ = stdout.lock().write_all(&labeller.flush(rank, false));
-                        let _ = stderr.lock().write_all(&labeller.flush(rank, true));
+                        let _ = streams.emit(false, &labeller.flush(rank, false));
+                        let _ = streams.emit(true, &labeller.flush(rank, true));
                     }
                     let st = task_status(code, signal);
                     if st != 0 {

@@ -54,6 +54,7 @@ impl StepConns {
     pub fn launch(
         grant: &StepGrant,
         env: &[(String, String)],
+        io: &bulkhead_proto::step::StepIo,
         munge_socket: Option<&Path>,
     ) -> Result<StepConns, ClientError> {
         let ctx = zmq::Context::new();
@@ -75,6 +76,7 @@ impl StepConns {
                     launch: Box::new(n.launch.clone()),
                     credential,
                     env: env.to_vec(),
+                    io: io.clone(),
                 },
             )?;
             sock.send(frame, 0).map_err(zerr("send"))?;

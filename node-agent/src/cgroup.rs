@@ -600,17 +600,66 @@ impl JobCgroup {
         }))
     }
 
-    /// The `cgroup.procs` files a task of a step joins: the step's v2 directory and
-    /// the job's v1 cgroups (or the job's own, without a step cgroup).
-    pub fn task_procs_files(&self, step: Option<&JobCgroup>) -> Vec<PathBuf> {
-        match step {
-            Some(s) => s
-                .procs_files()
-                .into_iter()
-                .chain(self.v1.values().map(|d| d.join("cgroup.procs")))
-                .collect(),
-            None => self.procs_files(),
+    /// The v2 directory of task `local` (on this node) of step `step`, for a task held
+    /// to GPUs of its own: `step_S/task_T` below the job's. `None` without a v2 tree.
+    pub fn task_dir(&self, step: u32, local: u32) -> Option<PathBuf> {
+        self.v2
+            .as_ref()
+            .map(|(d, _)| d.join(format!("step_{step}")).join(format!("task_{local}")))
+    }
+
+    /// The directories of the job's steps' tasks held to GPUs of their own, now.
+    pub fn task_dirs(&self) -> Vec<PathBuf> {
+        self.v2
+            .iter()
+            .flat_map(|(d, _)| below(d))
+            .filter(|d| {
+                d.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("task_"))
+            })
+            .collect()
+    }
+
+    /// Creates the directories of a step's `n` tasks here ([`JobCgroup::task_dir`]).
+    pub fn create_task_dirs(&self, step: u32, n: u32) -> Result<Vec<PathBuf>, CgroupError> {
+        let mut out = Vec::with_capacity(n as usize);
+        for local in 0..n {
+            let Some(dir) = self.task_dir(step, local) else {
+                break;
+            };
+            if let Some(parent) = dir.parent() {
+                match fs::create_dir(parent) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(io_err("mkdir", parent)(e)),
+                }
+            }
+            match fs::create_dir(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io_err("mkdir", &dir)(e)),
+            }
+            out.push(dir);
         }
+        Ok(out)
+    }
+
+    /// The `cgroup.procs` files a task of a step joins: its own directory (a task held
+    /// to GPUs of its own) or the step's v2 directory, and the job's v1 cgroups (or the
+    /// job's own, without a step cgroup).
+    pub fn task_procs_files(
+        &self,
+        step: Option<&JobCgroup>,
+        task_dir: Option<&Path>,
+    ) -> Vec<PathBuf> {
+        let v2 = match (task_dir, step) {
+            (Some(t), _) => vec![t.join("cgroup.procs")],
+            (None, Some(s)) => s.procs_files(),
+            (None, None) => return self.procs_files(),
+        };
+        v2.into_iter()
+            .chain(self.v1.values().map(|d| d.join("cgroup.procs")))
+            .collect()
     }
 
     /// The `cgroup.procs` files a new job process must join, one per hierarchy.
@@ -642,13 +691,9 @@ impl JobCgroup {
                 .unwrap_or_default()
         };
         let mut pids = read(d);
-        if self.v2.is_some()
-            && let Ok(entries) = fs::read_dir(d)
-        {
-            for e in entries.flatten() {
-                if e.file_name().to_string_lossy().starts_with("step_") {
-                    pids.extend(read(&e.path()));
-                }
+        if self.v2.is_some() {
+            for sub in below(d) {
+                pids.extend(read(&sub));
             }
         }
         pids
@@ -739,15 +784,7 @@ impl JobCgroup {
         let deadline = Instant::now() + wait;
         // Steps' cgroups left below the job's (a supervisor that died mid-step) go
         // first: a cgroup with children cannot be removed.
-        let steps: Vec<PathBuf> = self
-            .v2
-            .iter()
-            .filter_map(|(d, _)| fs::read_dir(d).ok())
-            .flatten()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("step_"))
-            .map(|e| e.path())
-            .collect();
+        let steps: Vec<PathBuf> = self.v2.iter().flat_map(|(d, _)| below(d)).rev().collect();
         let dirs = steps
             .iter()
             .chain(self.v2.iter().map(|(d, _)| d))
@@ -783,6 +820,29 @@ impl JobCgroup {
             .chain(self.v1.values().cloned())
             .collect()
     }
+}
+
+/// The cgroups below `dir` that steps and tasks make (`step_*`, and their `task_*`),
+/// parents before children.
+fn below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if (name.starts_with("step_") || name.starts_with("task_"))
+                && e.file_type().is_ok_and(|t| t.is_dir())
+            {
+                out.push(e.path());
+                todo.push(e.path());
+            }
+        }
+    }
+    out
 }
 
 /// A `key value` line's value in a flat-keyed cgroup file.

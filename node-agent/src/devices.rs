@@ -15,8 +15,8 @@ use aya::maps::{Array, HashMap, Map, MapData, RingBuf};
 use aya::programs::CgroupDevice;
 use aya::programs::links::PinnedLink;
 use bulkhead_ebpf_common::{
-    DenyEvent, FilterConfig, MAP_CONFIG, MAP_DENIALS, MAP_MANAGED, MAP_POLICY, ManagedKey, PROGRAM,
-    PolicyKey, PolicyValue,
+    DenyEvent, FILTER_VERSION, FilterConfig, MAP_CONFIG, MAP_DENIALS, MAP_MANAGED, MAP_POLICY,
+    ManagedKey, PROGRAM, PolicyKey, PolicyValue,
 };
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
@@ -60,6 +60,10 @@ pub enum DeviceError {
     },
     #[error("the device filter object lacks {0}")]
     Missing(&'static str),
+    #[error(
+        "the device filter in force was loaded by an older agent and cannot give tasks GPUs of their own; it is replaced when the agent starts with no job on the node"
+    )]
+    Outdated,
     #[error("cannot write job {cgroup_id}'s device policy: {source}")]
     Policy {
         cgroup_id: u64,
@@ -190,6 +194,9 @@ pub struct DeviceFilter {
     denials: Option<RingBuf<MapData>>,
     /// Whether this run loaded the program (false: re-adopted from the pins).
     pub loaded_now: bool,
+    /// Whether the program in force holds tasks to grants of their own: not one an
+    /// older agent loaded and this one re-adopted (it is replaced once no job is left).
+    pub task_grants: bool,
 }
 
 fn map_err(name: &'static str) -> impl FnOnce(aya::maps::MapError) -> DeviceError {
@@ -199,22 +206,41 @@ fn map_err(name: &'static str) -> impl FnOnce(aya::maps::MapError) -> DeviceErro
 impl DeviceFilter {
     /// Loads the filter and attaches it to `jobs_cgroup` (the v2 directory holding every
     /// job cgroup, which sit at `job_level`), pinning everything under `bpffs/name`; or,
-    /// when an earlier run left its pins there, re-adopts them.
+    /// when an earlier run left its pins there, re-adopts them (or, when they are an
+    /// older build's and `replace_outdated`, no job being left, replaces them).
     pub fn open(
         bpffs: &Path,
         name: &str,
         jobs_cgroup: &Path,
         job_level: u32,
         managed: &[ManagedKey],
+        replace_outdated: bool,
     ) -> Result<DeviceFilter, DeviceError> {
         ensure_bpffs(bpffs)?;
         let pin_dir = bpffs.join(name);
         let link_pin = pin_dir.join("link");
         let pins = |m: &str| pin_dir.join(m);
-        let adopted = link_pin.exists()
+        let mut adopted = link_pin.exists()
             && [MAP_POLICY, MAP_MANAGED, MAP_CONFIG, MAP_DENIALS]
                 .iter()
                 .all(|m| pins(m).exists());
+        let pinned_version = if adopted {
+            MapData::from_pin(pins(MAP_CONFIG))
+                .ok()
+                .and_then(|m| Array::<MapData, FilterConfig>::try_from(Map::Array(m)).ok())
+                .and_then(|a| a.get(&0, 0).ok())
+                .map_or(0, |c| c.version)
+        } else {
+            0
+        };
+        if adopted && pinned_version < FILTER_VERSION && replace_outdated {
+            // An older agent's filter, and no job left that it holds: this build's
+            // replaces it (unpinning the link hands it back; dropping it detaches).
+            if let Ok(l) = PinnedLink::from_pin(&link_pin) {
+                let _ = l.unpin();
+            }
+            adopted = false;
+        }
         let loaded_now = !adopted;
         if adopted {
             // The pin keeps the link (and the program) alive; opening it checks it is sound.
@@ -263,6 +289,11 @@ impl DeviceFilter {
                 source,
             })?;
         }
+        let version = if adopted {
+            pinned_version
+        } else {
+            FILTER_VERSION
+        };
         let open = |m: &'static str| -> Result<MapData, DeviceError> {
             MapData::from_pin(pins(m)).map_err(map_err(m))
         };
@@ -275,7 +306,7 @@ impl DeviceFilter {
         let denials =
             RingBuf::try_from(Map::RingBuf(open(MAP_DENIALS)?)).map_err(map_err(MAP_DENIALS))?;
         config
-            .set(0, FilterConfig { job_level, _pad: 0 }, 0)
+            .set(0, FilterConfig { job_level, version }, 0)
             .map_err(map_err(MAP_CONFIG))?;
         let stale: Vec<ManagedKey> = managed_map
             .keys()
@@ -294,6 +325,7 @@ impl DeviceFilter {
             pin_dir,
             denials: Some(denials),
             loaded_now,
+            task_grants: version >= FILTER_VERSION,
         })
     }
 
@@ -316,6 +348,23 @@ impl DeviceFilter {
             written.push(k);
         }
         self.held.insert(cgroup_id, written);
+        Ok(())
+    }
+
+    /// Grants a task's cgroup (below its job's) its own device rules and marks it, so
+    /// that the filter holds the task to them as well as to its job's. Called before
+    /// the task enters it.
+    pub fn grant_task(&mut self, cgroup_id: u64, rules: &[DeviceRule]) -> Result<(), DeviceError> {
+        if !self.task_grants {
+            return Err(DeviceError::Outdated);
+        }
+        self.grant(cgroup_id, rules)?;
+        let mark = bulkhead_ebpf_common::task_mark(cgroup_id);
+        if let Err(source) = self.policy.insert(mark, PolicyValue { access: 0 }, 0) {
+            self.revoke(cgroup_id);
+            return Err(DeviceError::Policy { cgroup_id, source });
+        }
+        self.held.entry(cgroup_id).or_default().push(mark);
         Ok(())
     }
 

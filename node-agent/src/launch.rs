@@ -272,7 +272,7 @@ pub fn write_script(
     Ok(path)
 }
 
-const STEPS: [&str; 13] = [
+const STEPS: [&str; 14] = [
     "join the job cgroup",
     "start a session",
     "set supplementary groups",
@@ -286,6 +286,7 @@ const STEPS: [&str; 13] = [
     "execute the batch script",
     "close the agent's descriptors",
     "set the parent-death signal",
+    "open the input file",
 ];
 
 /// What the child needs, prepared before the fork (by the agent, which hands it to
@@ -344,8 +345,9 @@ struct ChildPrep {
     /// without the process that enforces its limits.
     pdeathsig: bool,
     /// A step's task: its stdin, stdout and stderr, in place of /dev/null and the
-    /// output files.
+    /// output files; [`OPEN_FILE`] where the task opens `files[i]` itself.
     stdio: Option<[i32; 3]>,
+    files: [Option<(CString, bool)>; 3],
     /// Its stdin is a terminal, to become its controlling terminal (`--pty`).
     ctty: bool,
     failed_step: i32,
@@ -353,6 +355,17 @@ struct ChildPrep {
 }
 
 const NO_FAILURE: i32 = -1;
+/// In `ChildPrep::stdio`: the stream is a file the child opens.
+const OPEN_FILE: i32 = -1;
+
+/// One of a task's streams: a descriptor of the supervisor's, or a file the task opens
+/// as its user (relative to its working directory), output ones truncated first when
+/// `truncate` (the first of a node's tasks that share the file) and appended to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskStream {
+    Fd(i32),
+    File { path: String, truncate: bool },
+}
 
 /// The child's side of [`spawn`]: system calls only, then execve. Runs on its own
 /// stack in the parent's memory (CLONE_VM) while the parent thread waits (CLONE_VFORK).
@@ -399,16 +412,44 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         if libc::chdir(p.workdir.as_ptr()) != 0 {
             return fail(p, 6);
         }
-        if let Some([i, o, e]) = p.stdio {
+        if let Some(fds) = p.stdio {
             libc::umask(p.umask);
-            if libc::dup2(i, 0) < 0 {
-                return fail(p, 9);
-            }
-            if libc::dup2(o, 1) < 0 {
-                return fail(p, 7);
-            }
-            if libc::dup2(e, 2) < 0 {
-                return fail(p, 8);
+            for (target, fd) in fds.into_iter().enumerate() {
+                let (open_step, dup_step) = match target {
+                    0 => (13, 9),
+                    1 => (7, 7),
+                    _ => (8, 8),
+                };
+                let fd = if fd != OPEN_FILE {
+                    fd
+                } else if target == 2
+                    && let (Some((e, _)), Some((o, _))) = (&p.files[2], &p.files[1])
+                    && e == o
+                    && fds[1] == OPEN_FILE
+                {
+                    // stderr to stdout's file: one open file, one offset.
+                    1
+                } else if let Some((path, truncate)) = &p.files[target] {
+                    let flags = if target == 0 {
+                        libc::O_RDONLY | libc::O_CLOEXEC
+                    } else {
+                        libc::O_WRONLY
+                            | libc::O_CREAT
+                            | libc::O_APPEND
+                            | libc::O_CLOEXEC
+                            | if *truncate { libc::O_TRUNC } else { 0 }
+                    };
+                    let f = libc::open(path.as_ptr(), flags, 0o666);
+                    if f < 0 {
+                        return fail(p, open_step);
+                    }
+                    f
+                } else {
+                    p.devnull
+                };
+                if libc::dup2(fd, target as i32) < 0 {
+                    return fail(p, dup_step);
+                }
             }
             // A new session (above) with the terminal as its controlling one: the
             // line discipline's Ctrl-C and Ctrl-Z reach the shell's foreground jobs.
@@ -590,14 +631,30 @@ pub fn start(p: &Prepared, pdeathsig: bool) -> Result<i32, LaunchError> {
 }
 
 /// [`start`] for a step's task: `argv0` names the program as the user gave it, and
-/// `stdio` are its stdin, stdout and stderr (the output files are not opened).
+/// `stdio` are its stdin, stdout and stderr (the job's output files are not opened).
 pub fn start_with(
     p: &Prepared,
     pdeathsig: bool,
     argv0: Option<&str>,
-    stdio: Option<[i32; 3]>,
+    stdio: Option<[TaskStream; 3]>,
     ctty: bool,
 ) -> Result<i32, LaunchError> {
+    let mut files: [Option<(CString, bool)>; 3] = [None, None, None];
+    let stdio = match stdio {
+        None => None,
+        Some(streams) => {
+            let mut fds = [OPEN_FILE; 3];
+            for (i, s) in streams.into_iter().enumerate() {
+                match s {
+                    TaskStream::Fd(fd) => fds[i] = fd,
+                    TaskStream::File { path, truncate } => {
+                        files[i] = Some((cstr(&path, "stream file")?, truncate));
+                    }
+                }
+            }
+            Some(fds)
+        }
+    };
     let procs: Vec<OwnedFd> = p
         .procs_files
         .iter()
@@ -661,6 +718,7 @@ pub fn start_with(
         handled: handled_signals(),
         pdeathsig,
         stdio,
+        files,
         ctty,
         failed_step: NO_FAILURE,
         failed_errno: 0,

@@ -220,10 +220,18 @@ pub(crate) struct IsolationState {
     proc_devices: Arc<str>,
     /// Job cgroup id → job, for the denial reports.
     cgroups: Arc<Mutex<HashMap<u64, JobId>>>,
+    /// The grants of steps' tasks held to GPUs of their own, by job cgroup id: they
+    /// go with the job's grant if not before.
+    tasks: Arc<Mutex<HashMap<u64, Vec<u64>>>>,
 }
 
 /// Sets up the device filter, or says why it cannot be.
-fn setup_isolation(cfg: &AgentConfig, tree: &AgentTree, sim_caps: Option<u32>) -> IsolationState {
+fn setup_isolation(
+    cfg: &AgentConfig,
+    tree: &AgentTree,
+    sim_caps: Option<u32>,
+    no_jobs: bool,
+) -> IsolationState {
     let proc_devices: Arc<str> = std::fs::read_to_string("/proc/devices")
         .unwrap_or_default()
         .into();
@@ -258,6 +266,7 @@ fn setup_isolation(cfg: &AgentConfig, tree: &AgentTree, sim_caps: Option<u32>) -
         jobs_dir,
         tree.job_level(),
         &managed,
+        no_jobs,
     ) {
         Ok(f) => {
             tracing::info!(
@@ -398,7 +407,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         }
     }
     let gpus: SharedGpus = Arc::new(Mutex::new(gpus));
-    let isolation = setup_isolation(&cfg, &tree, sim_caps);
+    let isolation = setup_isolation(&cfg, &tree, sim_caps, found.is_empty());
     if sim_caps.is_some() && isolation.filter.is_none() {
         tracing::warn!(
             "the simulated GPUs' device grants are not enforced: no device filter on this node"
@@ -415,8 +424,27 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         let _ = stale.kill();
         let _ = stale.remove(Duration::from_secs(2));
     }
-    let kept: std::collections::BTreeSet<u64> =
+    let mut kept: std::collections::BTreeSet<u64> =
         found.iter().filter_map(|f| f.rec.cgroup_id).collect();
+    // Tasks of steps still running keep their own grants too.
+    for f in &found {
+        let Some(job_id) = f.rec.cgroup_id else {
+            continue;
+        };
+        let ids: Vec<u64> = f
+            .rec
+            .cgroup
+            .task_dirs()
+            .iter()
+            .filter_map(|d| devices::cgroup_id(d).ok())
+            .collect();
+        kept.extend(&ids);
+        if !ids.is_empty()
+            && let Ok(mut t) = isolation.tasks.lock()
+        {
+            t.insert(job_id, ids);
+        }
+    }
     // The grants of an earlier run's jobs go, but for those still here.
     ports::DeviceGate::revoke_all_except(&isolation, &kept);
     if let Ok(mut m) = isolation.cgroups.lock() {
@@ -488,6 +516,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         }
         None => None,
     };
+    let isolation = Arc::new(isolation);
     // The step endpoint: a node that cannot take steps still runs batch jobs.
     let mut step_endpoint = String::new();
     let mut step_threads = Vec::new();
@@ -514,6 +543,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             deny_env: cfg.deny_env.clone(),
             out: Mutex::new(Some(out)),
             to_broker: reg_tx.clone(),
+            gate: Arc::downgrade(&isolation),
         };
         match zap.and_then(|zap| {
             stepsrv::start(
@@ -564,7 +594,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         found: HashMap::new(),
         events: ev_tx,
         reg_tx,
-        isolation: Arc::new(isolation),
+        isolation,
         gpus,
         sampler: Arc::default(),
         launcher,

@@ -525,6 +525,7 @@ impl Supervisor {
             }
             let base = crate::tasks::JobBase {
                 job_cgroup: &self.spec.cgroup,
+                gpus: &self.spec.gpus,
                 exec: &self.spec.exec,
             };
             self.steps.on_poll(&fds[steps_from..], base);

@@ -47,6 +47,9 @@ pub(crate) struct Shared {
     pub out: Mutex<Option<zmq::Socket>>,
     /// Frames for the broker (the steps' ends, for accounting), sent by the agent's loop.
     pub to_broker: mpsc::Sender<Vec<u8>>,
+    /// The device filter, for tasks given GPUs of their own (weak: the agent unpins
+    /// the filter at its end only when nothing else holds it).
+    pub gate: std::sync::Weak<crate::IsolationState>,
 }
 
 impl Shared {
@@ -122,6 +125,7 @@ async fn serve(mut rx: mpsc::Receiver<transport::Incoming>, shared: Arc<Shared>)
             launch,
             credential,
             env,
+            io,
         } = msg
         else {
             // Input for a session that ended, or that never began: nothing to do.
@@ -135,6 +139,7 @@ async fn serve(mut rx: mpsc::Receiver<transport::Incoming>, shared: Arc<Shared>)
             *launch,
             credential,
             env,
+            io,
             srx,
         ));
     }
@@ -211,6 +216,7 @@ async fn session(
     launch: StepLaunch,
     credential: Vec<u8>,
     mut env: Vec<(String, String)>,
+    io: bulkhead_proto::step::StepIo,
     mut rx: mpsc::Receiver<StepIn>,
 ) {
     let checked = {
@@ -229,12 +235,12 @@ async fn session(
     env.retain(|(k, _)| !shared.deny_env.iter().any(|d| d == k));
     let sock = step::job_dir(&shared.run_dir, launch.job).join(crate::tasks::STEPS_SOCK);
     let deadline = tokio::time::Instant::now() + JOB_ARRIVAL;
-    let mut conn = loop {
+    let (mut conn, rec) = loop {
         let why = match record(&shared, &launch) {
             Err(why) => return fail(&shared, &peer, why),
             Ok(None) => format!("job {} does not run on {}", launch.job, shared.node),
-            Ok(Some(_)) => match tokio::net::UnixStream::connect(&sock).await {
-                Ok(c) => break c,
+            Ok(Some(rec)) => match tokio::net::UnixStream::connect(&sock).await {
+                Ok(c) => break (c, rec),
                 Err(e) => format!(
                     "job {}'s supervisor takes no steps ({}: {e}); it may have started under an older bulkhead-stepd",
                     launch.job,
@@ -246,6 +252,22 @@ async fn session(
             return fail(&shared, &peer, why);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // Tasks with GPUs of their own: their cgroups, granted their GPUs, before the
+    // supervisor starts them there.
+    let task_grants = match grant_tasks(&shared, &launch, &rec) {
+        Ok(ids) => ids,
+        Err(why) => {
+            tracing::warn!(job = %launch.job, step = launch.step, %why, "cannot give the step's tasks their GPUs");
+            return fail(&shared, &peer, why);
+        }
+    };
+    let revoke = |shared: &Shared| {
+        if !task_grants.is_empty()
+            && let Some(gate) = shared.gate.upgrade()
+        {
+            crate::ports::DeviceGate::revoke_tasks(&*gate, rec.cgroup_id, &task_grants);
+        }
     };
     let (job, step_id) = (launch.job, launch.step);
     let mut end = StepEnd {
@@ -266,8 +288,10 @@ async fn session(
         launch: Box::new(launch),
         credential: Vec::new(),
         env,
+        io,
     };
     if step::write_frame(&mut first, &hello).is_err() || conn.write_all(&first).await.is_err() {
+        revoke(&shared);
         return fail(
             &shared,
             &peer,
@@ -344,6 +368,7 @@ async fn session(
     }
     // Dropping the connection ends the step on this node if it still runs.
     reader.abort();
+    revoke(&shared);
     if !finished {
         tracing::warn!(%job, step = step_id, why, "the step ended here without its end");
         fail(
@@ -365,6 +390,52 @@ async fn session(
         Err(e) => tracing::warn!(%job, step = step_id, error = %e, "cannot report the step's end"),
     }
     tracing::debug!(%job, step = step_id, "step session over");
+}
+
+/// Makes the cgroups of this node's tasks of a step that gives each task (or the
+/// step) GPUs of its own, and grants each its share of the job's GPUs here; the
+/// grants' ids. None for a step without.
+fn grant_tasks(shared: &Shared, launch: &StepLaunch, rec: &StepSpec) -> Result<Vec<u64>, String> {
+    if launch.task_gpus(0).is_none() {
+        return Ok(Vec::new());
+    }
+    let n = launch.local_tasks();
+    let dirs = rec
+        .cgroup
+        .create_task_dirs(launch.step, n)
+        .map_err(|e| format!("cannot create the tasks' cgroups: {e}"))?;
+    let mut ids = Vec::new();
+    let gate = shared.gate.upgrade();
+    let undo = |ids: &[u64]| {
+        if let Some(g) = &gate {
+            crate::ports::DeviceGate::revoke_tasks(&**g, rec.cgroup_id, ids);
+        }
+    };
+    for (local, dir) in (0..n).zip(&dirs) {
+        let range = launch.task_gpus(local).unwrap_or(0..0);
+        let Some(gpus) = rec.gpus.subset(range.clone()) else {
+            undo(&ids);
+            return Err(format!(
+                "task {} asks for GPUs {}..{} of the job's, which has {} on {}",
+                launch.first_rank + local,
+                range.start,
+                range.end,
+                rec.gpus.indices.len(),
+                shared.node
+            ));
+        };
+        if let Some(g) = &gate {
+            match crate::ports::DeviceGate::grant_task(&**g, rec.cgroup_id, &gpus, dir) {
+                Ok(Some(id)) => ids.push(id),
+                Ok(None) => {}
+                Err(e) => {
+                    undo(&ids);
+                    return Err(format!("cannot grant task {local} its GPUs: {e}"));
+                }
+            }
+        }
+    }
+    Ok(ids)
 }
 
 /// What a frame from the supervisor says for the step's accounting: a task's exit

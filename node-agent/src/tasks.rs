@@ -16,9 +16,10 @@
 //! connection's buffer is full), never the supervision of the job.
 
 use crate::cgroup::JobCgroup;
-use crate::launch::Prepared;
+use crate::launch::{Prepared, TaskStream};
 use crate::step::decode_len;
-use bulkhead_proto::step::{MAX_CHUNK, StepIn, StepLaunch, StepOut};
+use bulkhead_proto::stdio::{self, PatternVars, Side};
+use bulkhead_proto::step::{IoTarget, MAX_CHUNK, StepIn, StepIo, StepLaunch, StepOut};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -38,6 +39,8 @@ const _: () = assert!(READ_CHUNK <= MAX_CHUNK);
 #[derive(Debug)]
 pub struct JobBase<'a> {
     pub job_cgroup: &'a JobCgroup,
+    /// The job's GPUs on this node, for tasks given GPUs of their own.
+    pub gpus: &'a crate::gpu::JobGpus,
     /// The batch script's prepared start: user, working directory, umask, and the
     /// job's environment.
     pub exec: &'a Prepared,
@@ -233,8 +236,22 @@ pub fn task_env(
     // client's environment (from another node, or outside the job) differs.
     let mut env: Vec<(String, String)> = Vec::with_capacity(client_env.len() + job_env.len() + 40);
     let is_ours = |k: &str| ours.iter().any(|(o, _)| *o == k);
+    // The GPUs the client's environment names are another node's (or none): only
+    // this node's, from the job's, go to the task.
+    let gpu_var = |k: &str| {
+        matches!(
+            k,
+            "CUDA_VISIBLE_DEVICES"
+                | "NVIDIA_VISIBLE_DEVICES"
+                | "BH_GPUS"
+                | "BH_GPU_INDICES"
+                | "SLURM_JOB_GPUS"
+                | "SLURM_STEP_GPUS"
+                | "SLURM_GPUS_ON_NODE"
+        )
+    };
     for (k, v) in client_env {
-        if !is_ours(k) && !job_env.iter().any(|(j, _)| j == k && is_job_var(j)) {
+        if !is_ours(k) && !gpu_var(k) && !job_env.iter().any(|(j, _)| j == k && is_job_var(j)) {
             env.push((k.clone(), v.clone()));
         }
     }
@@ -390,8 +407,10 @@ impl Steps {
             }
             // The first frame is the launch; the agent sends it at once.
             let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
-            let (launch, env) = match crate::step::read_frame::<StepIn>(&mut s) {
-                Ok(Some(StepIn::Launch { launch, env, .. })) => (launch, env),
+            let (launch, env, io) = match crate::step::read_frame::<StepIn>(&mut s) {
+                Ok(Some(StepIn::Launch {
+                    launch, env, io, ..
+                })) => (launch, env, io),
                 Ok(other) => {
                     log(
                         self.job,
@@ -405,7 +424,7 @@ impl Steps {
                 }
             };
             let _ = s.set_nonblocking(true);
-            let step = start(self.job, s, *launch, &env, base);
+            let step = start(self.job, s, *launch, &env, &io, base);
             self.steps.push(step);
         }
     }
@@ -417,6 +436,7 @@ fn start(
     conn: UnixStream,
     l: StepLaunch,
     env: &[(String, String)],
+    io: &StepIo,
     base: &JobBase<'_>,
 ) -> Step {
     let mut step = Step {
@@ -437,7 +457,7 @@ fn start(
         pty: None,
         leftovers_killed: false,
     };
-    if let Err(why) = spawn_tasks(&mut step, &l, env, base) {
+    if let Err(why) = spawn_tasks(&mut step, &l, env, io, base) {
         log(job, format!("step {}: {why}", l.step));
         kill_step(&step);
         push_out(
@@ -465,6 +485,7 @@ fn spawn_tasks(
     step: &mut Step,
     l: &StepLaunch,
     env: &[(String, String)],
+    io: &StepIo,
     base: &JobBase<'_>,
 ) -> Result<(), String> {
     if l.uid != base.exec.user.uid {
@@ -480,7 +501,6 @@ fn spawn_tasks(
         .job_cgroup
         .create_step(l.step)
         .map_err(|e| format!("cannot create the step's cgroup: {e}"))?;
-    let procs = base.job_cgroup.task_procs_files(step.cg.as_ref());
     let path_var = env
         .iter()
         .chain(&base.exec.env)
@@ -496,38 +516,106 @@ fn spawn_tasks(
     let devnull = std::fs::File::open("/dev/null")
         .map(OwnedFd::from)
         .map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    let vars = PatternVars {
+        job: l.job.0,
+        step: l.step,
+        job_name: base
+            .exec
+            .env
+            .iter()
+            .find(|(k, _)| k == "SLURM_JOB_NAME")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default(),
+        node_index: l.node_index,
+        node_name: l.node.clone(),
+        user: base.exec.user.name.clone(),
+        ..Default::default()
+    };
+    // Files a node's tasks share are truncated once, by the first that opens them.
+    let mut opened: Vec<String> = Vec::new();
     for local in 0..l.local_tasks() {
         let rank = l.first_rank + local;
+        // A task with GPUs of its own runs in its own cgroup, which the agent made and
+        // granted its GPUs; it sees them named in CUDA_VISIBLE_DEVICES.
+        let task_dir = l
+            .task_gpus(local)
+            .and_then(|_| base.job_cgroup.task_dir(l.step, local));
+        let procs = base
+            .job_cgroup
+            .task_procs_files(step.cg.as_ref(), task_dir.as_deref());
+        let mut tenv = task_env(l, env, &base.exec.env, rank, local, None);
+        if let Some(range) = l.task_gpus(local) {
+            let gpus = base.gpus.subset(range).ok_or_else(|| {
+                format!(
+                    "task {rank}: the job has fewer GPUs on {} than the step gives",
+                    l.node
+                )
+            })?;
+            for (k, v) in gpus.task_env() {
+                tenv.retain(|(n, _)| *n != k);
+                tenv.push((k, v));
+            }
+        }
         if l.pty && rank == 0 {
-            spawn_on_pty(step, l, env, base, &program, &cwd, &procs)?;
+            spawn_on_pty(step, l, tenv, base, &program, &cwd, &procs)?;
             continue;
         }
+        let mut task_vars = vars.clone();
+        task_vars.task = rank;
+        let mut file = |pattern: &str| -> TaskStream {
+            let (path, _) = stdio::expand(pattern, &task_vars, Side::Node);
+            let truncate = !opened.contains(&path);
+            if truncate {
+                opened.push(path.clone());
+            }
+            TaskStream::File { path, truncate }
+        };
+        let to_client = |t: &IoTarget| match t {
+            IoTarget::Client => true,
+            IoTarget::OneTask(r) => *r == rank,
+            IoTarget::File(_) => false,
+        };
         let (out_r, out_w) = pipe().map_err(|e| format!("pipe: {e}"))?;
         let (err_r, err_w) = pipe().map_err(|e| format!("pipe: {e}"))?;
-        let takes_input = l.input_all || rank == 0;
+        let takes_input = match &io.input {
+            IoTarget::Client => l.input_all || rank == 0,
+            IoTarget::OneTask(r) => *r == rank,
+            IoTarget::File(_) => false,
+        };
         let (in_r, in_w) = if takes_input {
             let (r, w) = pipe().map_err(|e| format!("pipe: {e}"))?;
             (Some(r), Some(w))
         } else {
             (None, None)
         };
+        let stream =
+            |t: &IoTarget, pipe_w: &OwnedFd, file: &mut dyn FnMut(&str) -> TaskStream| match t {
+                IoTarget::File(p) => file(p),
+                _ if to_client(t) => TaskStream::Fd(pipe_w.as_raw_fd()),
+                _ => TaskStream::Fd(devnull.as_raw_fd()),
+            };
+        let stdin = match &io.input {
+            IoTarget::File(p) => file(p),
+            _ => TaskStream::Fd(in_r.as_ref().unwrap_or(&devnull).as_raw_fd()),
+        };
+        let stdout = stream(&io.output, &out_w, &mut file);
+        let stderr = stream(&io.error, &err_w, &mut file);
         let prepared = Prepared {
             script: program.clone(),
             args: l.argv[1..].to_vec(),
-            env: task_env(l, env, &base.exec.env, rank, local, None),
+            env: tenv,
             user: base.exec.user.clone(),
             workdir: cwd.clone(),
             stdout: String::new(),
             stderr: String::new(),
-            procs_files: procs.clone(),
+            procs_files: procs,
             umask: base.exec.umask,
         };
-        let stdin_fd = in_r.as_ref().unwrap_or(&devnull).as_raw_fd();
         let pid = crate::launch::start_with(
             &prepared,
             true,
             Some(cmd),
-            Some([stdin_fd, out_w.as_raw_fd(), err_w.as_raw_fd()]),
+            Some([stdin, stdout, stderr]),
             false,
         )
         .map_err(|e| format!("task {rank}: {e}"))?;
@@ -601,7 +689,7 @@ fn openpty() -> io::Result<Pty> {
 fn spawn_on_pty(
     step: &mut Step,
     l: &StepLaunch,
-    env: &[(String, String)],
+    mut task_env: Vec<(String, String)>,
     base: &JobBase<'_>,
     program: &Path,
     cwd: &str,
@@ -609,7 +697,6 @@ fn spawn_on_pty(
 ) -> Result<(), String> {
     let pty = openpty().map_err(|e| format!("openpty: {e}"))?;
     let cmd = l.argv.first().map_or("sh", String::as_str);
-    let mut task_env = task_env(l, env, &base.exec.env, 0, 0, None);
     if !task_env.iter().any(|(k, _)| k == "TERM") {
         task_env.push(("TERM".into(), "xterm".into()));
     }
@@ -628,8 +715,18 @@ fn spawn_on_pty(
     // The user's own terminal: theirs to read and write, as a login's is.
     // SAFETY: fchown on the slave descriptor we hold.
     unsafe { libc::fchown(slave, base.exec.user.uid, base.exec.user.gid) };
-    let pid = crate::launch::start_with(&prepared, true, Some(cmd), Some([slave; 3]), true)
-        .map_err(|e| format!("task 0: {e}"))?;
+    let pid = crate::launch::start_with(
+        &prepared,
+        true,
+        Some(cmd),
+        Some([
+            TaskStream::Fd(slave),
+            TaskStream::Fd(slave),
+            TaskStream::Fd(slave),
+        ]),
+        true,
+    )
+    .map_err(|e| format!("task 0: {e}"))?;
     drop(pty.slave);
     let writer = pty
         .master

@@ -109,18 +109,20 @@ fn the_filter_lets_only_granted_devices_through_and_outlives_its_loader() {
     let base = v2.join(&name);
     let (job_a, job_b) = (base.join("job_1"), base.join("job_2"));
     let sub = job_a.join("inner");
+    let step = job_a.join("step_0");
+    let (task_0, task_1) = (step.join("task_0"), step.join("task_1"));
     let mut clean = Cleanup {
         cgroups: vec![],
         bpffs: tmp.path().join("bpffs"),
     };
-    for d in [&base, &job_a, &job_b, &sub] {
+    for d in [&base, &job_a, &job_b, &sub, &step, &task_0, &task_1] {
         std::fs::create_dir(d).expect("mkdir cgroup");
         clean.cgroups.push(d.clone());
     }
     let level = own.v2_level + 2;
     let managed = devpolicy::managed("", &[]);
-    let mut f =
-        DeviceFilter::open(&clean.bpffs, &name, &base, level, &managed).expect("load and attach");
+    let mut f = DeviceFilter::open(&clean.bpffs, &name, &base, level, &managed, true)
+        .expect("load and attach");
     assert!(f.loaded_now);
 
     let nodes = tmp.path().join("dev");
@@ -176,6 +178,36 @@ fn the_filter_lets_only_granted_devices_through_and_outlives_its_loader() {
         "another job with no grant gets no GPU device"
     );
 
+    // A task held to GPUs of its own: only GPU 0, of the job's 0 and 2. Its sibling,
+    // not marked, has the job's grants.
+    let id_t0 = devices::cgroup_id(&task_0).expect("id");
+    f.grant_task(
+        id_t0,
+        &[DeviceRule {
+            dev_type: DEV_CHAR,
+            major: 195,
+            minor: Some(0),
+            access: rw,
+        }],
+    )
+    .expect("grant the task");
+    assert_eq!(
+        probe(&task_0, &opens).0,
+        vec![ENXIO, EPERM, EPERM, EPERM, 0],
+        "the task may open its GPU 0 only"
+    );
+    assert_eq!(
+        probe(&task_1, &opens).0,
+        want,
+        "a task cgroup without its own grants has the job's"
+    );
+    f.revoke(id_t0);
+    assert_eq!(
+        probe(&task_0, &opens).0,
+        want,
+        "revoked, the task is back to the job's grants"
+    );
+
     // The denials came back with the job's cgroup, the device and the pid.
     let ring = f.take_denials().expect("ring buffer");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -198,10 +230,66 @@ fn the_filter_lets_only_granted_devices_through_and_outlives_its_loader() {
         "no denial event for 195:1 from pid {pid_a}: {events:?}"
     );
 
+    // Pins an older agent left (no version 2 beside them) are re-adopted while jobs
+    // remain, without task grants, and replaced once none is left: one program still.
+    drop(f);
+    {
+        use aya::maps::{Array, Map, MapData};
+        let pin = clean
+            .bpffs
+            .join(&name)
+            .join(bulkhead_ebpf_common::MAP_CONFIG);
+        let mut config: Array<MapData, bulkhead_ebpf_common::FilterConfig> =
+            Array::try_from(Map::Array(MapData::from_pin(&pin).expect("config pin")))
+                .expect("config map");
+        let mut c = config.get(&0, 0).expect("config");
+        c.version = 0;
+        config.set(0, c, 0).expect("as an older agent left it");
+    }
+    let mut old =
+        DeviceFilter::open(&clean.bpffs, &name, &base, level, &managed, false).expect("adopt");
+    assert!(!old.loaded_now && !old.task_grants);
+    assert!(matches!(
+        old.grant_task(id_t0, &[]),
+        Err(devices::DeviceError::Outdated)
+    ));
+    assert_eq!(probe(&job_a, &opens).0, want, "the job's grants hold on");
+    drop(old);
+    let mut f =
+        DeviceFilter::open(&clean.bpffs, &name, &base, level, &managed, true).expect("replace");
+    assert!(
+        f.loaded_now && f.task_grants,
+        "the outdated filter was kept"
+    );
+    {
+        let cg = std::fs::File::open(&base).expect("open cgroup");
+        let attached = aya::programs::CgroupDevice::query(&cg).expect("query");
+        assert_eq!(attached.len(), 1, "the old filter was detached");
+    }
+    f.grant(
+        id_a,
+        &[
+            DeviceRule {
+                dev_type: DEV_CHAR,
+                major: 195,
+                minor: Some(0),
+                access: rw,
+            },
+            DeviceRule {
+                dev_type: DEV_CHAR,
+                major: 195,
+                minor: Some(2),
+                access: ACC_READ,
+            },
+        ],
+    )
+    .expect("grant again");
+
     // A second open of the same pins re-adopts them: no second program is attached,
     // and the grants still hold.
     drop(f);
-    let mut f = DeviceFilter::open(&clean.bpffs, &name, &base, level, &managed).expect("re-adopt");
+    let mut f =
+        DeviceFilter::open(&clean.bpffs, &name, &base, level, &managed, true).expect("re-adopt");
     assert!(
         !f.loaded_now,
         "the pinned filter was loaded again instead of re-adopted"

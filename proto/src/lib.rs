@@ -16,6 +16,7 @@ pub mod ids;
 pub mod job;
 pub mod limits;
 pub mod msg;
+pub mod stdio;
 pub mod step;
 pub mod time;
 

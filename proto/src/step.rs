@@ -56,10 +56,23 @@ pub struct StepRequest {
     pub kill_on_bad_exit: bool,
     /// Task 0 runs on a pseudo-terminal (`--pty`): an interactive shell.
     pub pty: bool,
+    /// GPUs of the job's on each node that each task gets to itself (`--gpus-per-task`),
+    /// or that the step's tasks on a node share (`--gpus-per-node`); 0: the job's.
+    pub gpus_per_task: u32,
+    pub gpus_per_node: u32,
+}
+
+/// At most this many GPUs of a node for one task or one step.
+pub const MAX_STEP_GPUS: u32 = 1024;
+
+fn check_gpus(per_task: u32, per_node: u32) -> Result<(), LimitError> {
+    check("gpus per task", per_task as usize, MAX_STEP_GPUS as usize)?;
+    check("gpus per node", per_node as usize, MAX_STEP_GPUS as usize)
 }
 
 impl StepRequest {
     pub fn validate(&self) -> Result<(), LimitError> {
+        check_gpus(self.gpus_per_task, self.gpus_per_node)?;
         check("nodelist", self.nodelist.len(), MAX_STEP_NODES as usize)?;
         for n in &self.nodelist {
             check_str("node", n, limits::MAX_NAME_BYTES)?;
@@ -127,6 +140,12 @@ pub struct StepLaunch {
     /// PyTorch's rendezvous: the first node's address and a port kept for the job.
     pub master_addr: String,
     pub master_port: u16,
+    /// The job's GPUs on this node that each task gets to itself (task `i` of the
+    /// node: the job's `i*n .. (i+1)*n`), or that every task of the step here gets
+    /// (the job's first `n`); 0: no restriction beyond the job's. The device filter
+    /// holds each task to them, and `CUDA_VISIBLE_DEVICES` says the same.
+    pub gpus_per_task: u32,
+    pub gpus_per_node: u32,
     pub expires_us: u64,
     /// The broker's Ed25519 signature of everything above; empty when it signs none.
     pub signature: Vec<u8>,
@@ -150,8 +169,29 @@ impl StepLaunch {
             .unwrap_or(0)
     }
 
+    /// The job's GPUs on this node (their places in its grant order) that the node's
+    /// task `local` may use; `None`: every GPU of the job's.
+    pub fn task_gpus(&self, local: u32) -> Option<std::ops::Range<u32>> {
+        if self.gpus_per_task > 0 {
+            let first = local.saturating_mul(self.gpus_per_task);
+            Some(first..first.saturating_add(self.gpus_per_task))
+        } else if self.gpus_per_node > 0 {
+            Some(0..self.gpus_per_node)
+        } else {
+            None
+        }
+    }
+
+    /// The job's GPUs on this node the step needs (0: it asks for none apart).
+    pub fn gpus_needed(&self) -> u32 {
+        self.gpus_per_task
+            .saturating_mul(self.local_tasks())
+            .max(self.gpus_per_node)
+    }
+
     pub fn validate(&self) -> Result<(), LimitError> {
         check("signature", self.signature.len(), 64)?;
+        check_gpus(self.gpus_per_task, self.gpus_per_node)?;
         check_str("node", &self.node, limits::MAX_NAME_BYTES)?;
         check("nodes", self.nodes.len(), MAX_STEP_NODES as usize)?;
         check("job nodes", self.job_nodes.len(), MAX_STEP_NODES as usize)?;
@@ -224,6 +264,9 @@ pub enum StepIn {
         launch: Box<StepLaunch>,
         credential: Vec<u8>,
         env: Vec<(String, String)>,
+        /// Where the tasks' streams go (`-o/-e/-i`); like the environment, the
+        /// user's own choice (files are opened as the user).
+        io: StepIo,
     },
     /// Bytes for the tasks' stdin (task 0's, or every task's with `--input all`).
     /// (As bytes, not a sequence of numbers: the same encoding, decoded at once.)
@@ -238,6 +281,40 @@ pub enum StepIn {
     Ack(u64),
     /// The client's terminal's size (`--pty`): rows and columns.
     WindowSize { rows: u16, cols: u16 },
+}
+
+/// Where a node sends one of its tasks' streams.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IoTarget {
+    /// To (or from) the client: srun's default (`all`).
+    #[default]
+    Client,
+    /// Only task `rank`'s, to or from the client; the others' to `/dev/null`
+    /// (srun's `-o N`).
+    OneTask(u32),
+    /// A file on the node, per task: a pattern whose `%t`, `%n`, `%N` and `%u` the
+    /// node fills in (srun leaves those to the node and fills in the others);
+    /// relative to the step's working directory. `none` is `/dev/null`.
+    File(String),
+}
+
+/// Where a node sends its tasks' stdout, stderr and stdin (`-o`, `-e`, `-i`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepIo {
+    pub output: IoTarget,
+    pub error: IoTarget,
+    pub input: IoTarget,
+}
+
+impl StepIo {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        for t in [&self.output, &self.error, &self.input] {
+            if let IoTarget::File(p) = t {
+                check_str("file pattern", p, limits::MAX_PATH_BYTES)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// From a node's agent to the client.
@@ -276,8 +353,10 @@ impl Message for StepIn {
                 launch,
                 credential,
                 env,
+                io,
             } => {
                 check("credential", credential.len(), limits::MAX_CREDENTIAL_BYTES)?;
+                io.validate()?;
                 validate_env(env)?;
                 launch.validate()
             }
@@ -422,6 +501,8 @@ mod tests {
             pty: false,
             master_addr: "a".into(),
             master_port: 29500,
+            gpus_per_task: 0,
+            gpus_per_node: 0,
             expires_us: 0,
             signature: vec![],
         };

@@ -64,6 +64,8 @@ fn mutated_step_frames_decode_without_panics_and_round_trip() {
         pty: false,
         master_addr: "10.0.0.1".into(),
         master_port: 29500,
+        gpus_per_task: 0,
+        gpus_per_node: 0,
         expires_us: 1 << 50,
         signature: vec![9; 64],
     };
@@ -72,6 +74,11 @@ fn mutated_step_frames_decode_without_panics_and_round_trip() {
             launch: Box::new(launch),
             credential: vec![1; 100],
             env: vec![("PATH".into(), "/bin".into())],
+            io: bulkhead_proto::step::StepIo {
+                output: bulkhead_proto::step::IoTarget::File("out-%t".into()),
+                error: bulkhead_proto::step::IoTarget::OneTask(1),
+                input: bulkhead_proto::step::IoTarget::Client,
+            },
         },
         StepIn::Input(b"hello\n".to_vec()),
         StepIn::InputEof,

@@ -1130,3 +1130,19 @@ pub fn scrape(addr_file: &Path) -> Result<prometheus_parse::Scrape> {
     let lines = body.lines().map(|l| Ok(l.to_string()));
     Ok(prometheus_parse::Scrape::parse(lines)?)
 }
+
+/// A character device node at `path` that anyone may open as far as its mode goes: with
+/// no driver behind the number, an open the device filter lets through fails with
+/// ENXIO, and one it refuses with EPERM.
+pub fn mknod(path: &std::path::Path, major: u64, minor: u64) {
+    nix::sys::stat::mknod(
+        path,
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::from_bits_truncate(0o666),
+        nix::sys::stat::makedev(major, minor),
+    )
+    .expect("mknod");
+    // The mode is the user's to pass: only the device filter may refuse the open.
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .expect("chmod");
+}

@@ -12,7 +12,7 @@ use bulkhead_proto::msg::{
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, JobState};
 use bulkhead_tests::impostor::{Impostor, launch_of};
-use bulkhead_tests::{Cluster, ClusterOpts, Munged, USER1, USER2, alive, user, wait_for};
+use bulkhead_tests::{Cluster, ClusterOpts, Munged, USER1, USER2, alive, mknod, user, wait_for};
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
@@ -501,19 +501,6 @@ fn cli_errors_say_what_is_wrong() {
     let out = c.bh(None, &["show", "999999"]).expect("bh");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("job 999999 does not exist"));
-}
-
-fn mknod(path: &std::path::Path, major: u64, minor: u64) {
-    nix::sys::stat::mknod(
-        path,
-        nix::sys::stat::SFlag::S_IFCHR,
-        nix::sys::stat::Mode::from_bits_truncate(0o666),
-        nix::sys::stat::makedev(major, minor),
-    )
-    .expect("mknod");
-    // The mode is the user's to pass: only the device filter may refuse the open.
-    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
-        .expect("chmod");
 }
 
 #[test]

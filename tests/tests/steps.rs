@@ -650,6 +650,8 @@ fn another_user_cannot_attach_to_a_step_with_a_valid_launch() {
             input_all: false,
             kill_on_bad_exit: false,
             pty: false,
+            gpus_per_task: 0,
+            gpus_per_node: 0,
         })
         .expect("root may have a step granted in any job");
     let node = &grant.nodes[0];
@@ -691,6 +693,7 @@ fn another_user_cannot_attach_to_a_step_with_a_valid_launch() {
                 launch: Box::new(node.launch.clone()),
                 credential: cred,
                 env: vec![],
+                io: Default::default(),
             },
         )
         .expect("encode");
@@ -749,5 +752,232 @@ fn steps_run_over_curve() {
         "{}",
         text(&out.stdout)
     );
+    release(&c, &wd, j);
+}
+
+/// `--gpus-per-task 1` on simulated GPUs: each task's CUDA_VISIBLE_DEVICES names one GPU
+/// of the job's, a different one for each, and the device filter (the real kernel's
+/// answer to open(2)) lets each task open only its own GPU and nvidiactl; a step
+/// without it sees both; one asking more than the job has is refused.
+#[test]
+fn each_task_of_a_gpus_per_task_step_sees_and_opens_only_its_own_gpu() {
+    let c = Cluster::start_with(ClusterOpts {
+        agent_args: vec!["--simulate-gpus".into(), "h100-80gb:2".into()],
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let dev = wd.join("dev");
+    std::fs::create_dir(&dev).expect("dev dir");
+    bulkhead_tests::mknod(&dev.join("nvidia0"), 195, 0);
+    bulkhead_tests::mknod(&dev.join("nvidia1"), 195, 1);
+    bulkhead_tests::mknod(&dev.join("nvidiactl"), 195, 255);
+    let j = start_held(&c, &u, &wd, &["-n", "2", "--gpus", "2"]);
+    let js = j.to_string();
+    // Each open's errno: ENXIO ("No such device or address") is the filter letting it
+    // through to a number with no driver; EPERM is the filter's refusal.
+    let probe = "echo CVD=$CUDA_VISIBLE_DEVICES; for f in nvidia0 nvidia1 nvidiactl; do \
+                 if cat dev/$f 2>&1 >/dev/null | grep -q 'not permitted'; then echo $f=denied; \
+                 else echo $f=allowed; fi; done";
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &[
+            "--jobid",
+            &js,
+            "-n",
+            "2",
+            "--gpus-per-task",
+            "1",
+            "-l",
+            "sh",
+            "-c",
+            probe,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let by_rank = vars_by_rank(&text(&out.stdout));
+    assert_eq!(by_rank.len(), 2, "{}", text(&out.stdout));
+    let mut own = Vec::new();
+    for (rank, v) in &by_rank {
+        let cvd = &v["CVD"];
+        assert!(
+            cvd.starts_with("GPU-") && !cvd.contains(','),
+            "task {rank} sees one GPU: {v:?}"
+        );
+        assert_eq!(v["nvidiactl"], "allowed", "task {rank}: {v:?}");
+        let allowed: Vec<&str> = ["nvidia0", "nvidia1"]
+            .into_iter()
+            .filter(|g| v[*g] == "allowed")
+            .collect();
+        assert_eq!(allowed.len(), 1, "task {rank} opens exactly one GPU: {v:?}");
+        own.push((allowed[0].to_string(), cvd.clone()));
+    }
+    assert_ne!(own[0], own[1], "the tasks have different GPUs: {own:?}");
+
+    // Without --gpus-per-task the tasks share the job's GPUs.
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &["--jobid", &js, "-n", "2", "-l", "sh", "-c", probe],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for (rank, v) in vars_by_rank(&text(&out.stdout)) {
+        assert_eq!(
+            (v["nvidia0"].as_str(), v["nvidia1"].as_str()),
+            ("allowed", "allowed"),
+            "task {rank}: {v:?}"
+        );
+        assert_eq!(v["CVD"].split(',').count(), 2, "task {rank}: {v:?}");
+    }
+
+    // More GPUs than the job has on the node: refused, the job untouched.
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &["--jobid", &js, "-n", "2", "--gpus-per-task", "2", "true"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("Invalid generic resource (gres) specification"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(c.show(j).expect("show").state, JobState::Running);
+    release(&c, &wd, j);
+}
+
+/// `-o`, `-e` and `-i` as srun takes them: a pattern with %t is one file per task on
+/// its node (%j and %s filled in by the client), a plain name one file here, `-o N`
+/// shows only task N, `-i` a file read by every task, and stderr follows stdout.
+#[test]
+fn output_error_and_input_follow_sruns_patterns() {
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 4,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &["-c", "4"]);
+    let js = j.to_string();
+    let say = "echo out $SLURM_PROCID; echo err $SLURM_PROCID >&2";
+
+    // One file per task, on the node; stderr with stdout.
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &[
+            "--jobid",
+            &js,
+            "-n",
+            "3",
+            "-o",
+            "task-%j-%s-%2t.log",
+            "sh",
+            "-c",
+            say,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "", "nothing streams back");
+    for rank in 0..3 {
+        let f = wd.join(format!("task-{j}-0-0{rank}.log"));
+        let body = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let mut lines: Vec<&str> = body.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(
+            lines,
+            vec![format!("err {rank}"), format!("out {rank}")],
+            "{}",
+            f.display()
+        );
+        let meta = std::fs::metadata(&f).expect("meta");
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::uid(&meta),
+            u.uid,
+            "opened as the user"
+        );
+    }
+
+    // One file here for stdout, another for stderr (step 1).
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &[
+            "--jobid",
+            &js,
+            "-n",
+            "2",
+            "-o",
+            "all-%J.out",
+            "-e",
+            "all-%J.err",
+            "sh",
+            "-c",
+            say,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines = |p: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_to_string(wd.join(p))
+            .unwrap_or_else(|e| panic!("{p}: {e}"))
+            .lines()
+            .map(String::from)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(lines(&format!("all-{j}.1.out")), vec!["out 0", "out 1"]);
+    assert_eq!(lines(&format!("all-{j}.1.err")), vec!["err 0", "err 1"]);
+
+    // Only task 1's output here; the others' go nowhere.
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &[
+            "--jobid", &js, "-n", "3", "-o", "1", "-e", "none", "sh", "-c", say,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "out 1\n");
+    assert!(!text(&out.stderr).contains("err "), "{}", text(&out.stderr));
+
+    // A file of this host's as every task's stdin; task 2's stdin alone.
+    std::fs::write(wd.join("in.txt"), "from a file\n").expect("input");
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &["--jobid", &js, "-n", "2", "-l", "-i", "in.txt", "cat"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut got: Vec<&str> = text(&out.stdout).leak().lines().collect();
+    got.sort_unstable();
+    assert_eq!(got, vec!["0: from a file", "1: from a file"]);
+    let mut cmd = c.bh_command(
+        Some(&u),
+        &wd,
+        &["run", "--jobid", &js, "-n", "3", "-l", "-i", "2", "cat"],
+    );
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(b"only two\n").expect("write");
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "2: only two\n");
     release(&c, &wd, j);
 }

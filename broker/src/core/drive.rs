@@ -300,6 +300,8 @@ impl Driver {
                         input_all: b.bool(),
                         kill_on_bad_exit: b.bool(),
                         pty: b.bool(),
+                        gpus_per_task: b.u32_or(&[0, 0, 1, 2, u32::MAX]),
+                        gpus_per_node: b.u32_or(&[0, 0, 1, 8, u32::MAX]),
                     })),
                     0 => ClientOp::Show(self.job(b)),
                     1 => ClientOp::Script(self.job(b)),

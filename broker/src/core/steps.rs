@@ -159,6 +159,21 @@ impl Core {
                 "More processors requested than permitted: {ntasks} tasks of {cpus_per_task} CPUs on {nnodes} nodes, the job has {job_cpus} CPUs on each"
             ))
         })?;
+        // GPUs apart for tasks or for the step: within the job's on each node.
+        if req.gpus_per_task > 0 || req.gpus_per_node > 0 {
+            for (i, nid) in usable.iter().enumerate() {
+                let part = job_nodes.iter().position(|n| n == nid).unwrap_or(0);
+                let has = j.gpus.get(part).map_or(0, Vec::len) as u64;
+                let want = (u64::from(req.gpus_per_task) * u64::from(per_node[i]))
+                    .max(u64::from(req.gpus_per_node));
+                if want > has {
+                    return Err(unable(format!(
+                        "Invalid generic resource (gres) specification: {want} GPUs asked on {}, the job has {has} there",
+                        name_of(nid)
+                    )));
+                }
+            }
+        }
         let mut grant_nodes = Vec::with_capacity(usable.len());
         for nid in &usable {
             let node = self
@@ -235,6 +250,8 @@ impl Core {
                 pty: req.pty,
                 master_addr: master_addr.clone(),
                 master_port: port,
+                gpus_per_task: req.gpus_per_task,
+                gpus_per_node: req.gpus_per_node,
                 expires_us: now_us + bulkhead_net::sign::LAUNCH_VALIDITY_US,
                 signature: Vec::new(),
             };

@@ -19,6 +19,16 @@ pub const ACC_ALL: u32 = ACC_MKNOD | ACC_READ | ACC_WRITE;
 /// A policy entry with this minor covers every minor of its major.
 pub const ANY_MINOR: u32 = u32::MAX;
 
+/// A policy entry of this device type (with major and minor 0) marks its cgroup as a
+/// task's held to GPUs of its own: an access must then be granted to the task's cgroup
+/// too, not only to its job's.
+pub const TASK_MARK: u32 = 0;
+/// Task cgroups sit this many levels below their job's (`job_J/step_S/task_T`).
+pub const TASK_DEPTH: u32 = 2;
+/// The filter's version, which the agent keeps in its configuration map: a filter an
+/// older agent loaded (and this one re-adopts) does not hold tasks to their own grants.
+pub const FILTER_VERSION: u32 = 2;
+
 /// Most (job, device) grants the agent can hold at once.
 pub const MAX_POLICY_ENTRIES: u32 = 16384;
 /// Most managed (type, major) pairs.
@@ -71,7 +81,9 @@ pub struct FilterConfig {
     /// the caller's ancestor at this level, so that cgroups a job creates below its own
     /// are held to the job's grants.
     pub job_level: u32,
-    pub _pad: u32,
+    /// [`FILTER_VERSION`] of the agent that loaded the program (0 before there was
+    /// one); the program does not read it.
+    pub version: u32,
 }
 
 /// One denied access, as the filter reports it.
@@ -87,6 +99,18 @@ pub struct DenyEvent {
     pub minor: u32,
     pub access: u32,
     pub _pad: u32,
+}
+
+/// The marker entry of a task cgroup held to its own grants.
+#[inline(always)]
+pub fn task_mark(cgroup_id: u64) -> PolicyKey {
+    PolicyKey {
+        cgroup_id,
+        dev_type: TASK_MARK,
+        major: 0,
+        minor: 0,
+        _pad: 0,
+    }
 }
 
 /// The decision: an unmanaged device class is allowed; a managed one only when the

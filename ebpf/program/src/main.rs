@@ -5,7 +5,9 @@
 //! when the caller's job (its ancestor cgroup at the job level) holds grants in
 //! `BH_POLICY` that cover every requested bit, for the exact minor or for any minor;
 //! everything else is denied and reported on the `BH_DENIALS` ring buffer. Device
-//! classes that are not managed are allowed. The rule is `bulkhead_ebpf_common::allowed`,
+//! classes that are not managed are allowed. A task of a step that gives each task
+//! GPUs of its own runs in a cgroup [`TASK_DEPTH`] levels below its job's, marked in
+//! `BH_POLICY`: its accesses must be granted to that cgroup as well. The rule is `bulkhead_ebpf_common::allowed`,
 //! shared with the agent's tests.
 
 #![no_std]
@@ -17,7 +19,7 @@ use aya_ebpf::maps::{Array, HashMap, RingBuf};
 use aya_ebpf::programs::DeviceContext;
 use bulkhead_ebpf_common::{
     ANY_MINOR, DENIALS_BYTES, DenyEvent, FilterConfig, MAX_MANAGED, MAX_POLICY_ENTRIES, ManagedKey, PolicyKey,
-    PolicyValue, allowed,
+    PolicyValue, TASK_DEPTH, allowed, task_mark,
 };
 
 #[map(name = "BH_POLICY")]
@@ -53,7 +55,7 @@ pub fn bulkhead_device(ctx: DeviceContext) -> i32 {
     key.minor = ANY_MINOR;
     // SAFETY: as above.
     let any = unsafe { POLICY.get(&key) }.map(|v| v.access);
-    if allowed(true, exact, any, access) {
+    if allowed(true, exact, any, access) && task_allows(level, dev_type, major, minor, access) {
         return 1;
     }
     if let Some(mut slot) = DENIALS.reserve::<DenyEvent>(0) {
@@ -62,6 +64,28 @@ pub fn bulkhead_device(ctx: DeviceContext) -> i32 {
         slot.submit(0);
     }
     0
+}
+
+/// Whether the caller's task cgroup, if it is one held to its own grants, grants the
+/// access too.
+#[inline(always)]
+fn task_allows(level: u32, dev_type: u32, major: u32, minor: u32, access: u32) -> bool {
+    // SAFETY: a plain helper call; 0 when the caller is not that deep.
+    let task = unsafe { bpf_get_current_ancestor_cgroup_id((level + TASK_DEPTH) as i32) };
+    if task == 0 {
+        return true;
+    }
+    // SAFETY: map lookups return pointers into the map, read before the program ends.
+    if unsafe { POLICY.get(&task_mark(task)) }.is_none() {
+        return true;
+    }
+    let mut key = PolicyKey { cgroup_id: task, dev_type, major, minor, _pad: 0 };
+    // SAFETY: as above.
+    let exact = unsafe { POLICY.get(&key) }.map(|v| v.access);
+    key.minor = ANY_MINOR;
+    // SAFETY: as above.
+    let any = unsafe { POLICY.get(&key) }.map(|v| v.access);
+    allowed(true, exact, any, access)
 }
 
 #[cfg(not(test))]

@@ -180,6 +180,58 @@ pub fn merge_gpu_usage(
 }
 
 impl JobGpus {
+    /// The job's GPUs in grant places `range` (a task's, in a step that gives each
+    /// task GPUs of its own): their devices and variables. `None` if the job has fewer.
+    /// A grant's `/dev/nvidiaN` is found by its GPU's first place among the grants (as
+    /// `gpu_minors` was filled), and a slice's two capability devices by the slices
+    /// before it.
+    pub fn subset(&self, range: std::ops::Range<u32>) -> Option<JobGpus> {
+        let (lo, hi) = (range.start as usize, range.end as usize);
+        if hi > self.indices.len() || lo >= hi {
+            return None;
+        }
+        let mut distinct: Vec<u32> = Vec::new();
+        let mut out = JobGpus::default();
+        let mut slices_before = 0usize;
+        for (k, &index) in self.indices.iter().enumerate() {
+            let place = match distinct.iter().position(|&d| d == index) {
+                Some(p) => p,
+                None => {
+                    distinct.push(index);
+                    distinct.len() - 1
+                }
+            };
+            let slice = self.gi_ids.get(k).copied().flatten().is_some();
+            if (lo..hi).contains(&k) {
+                let minor = *self.gpu_minors.get(place)?;
+                if !out.gpu_minors.contains(&minor) {
+                    out.gpu_minors.push(minor);
+                }
+                if slice {
+                    out.caps.extend_from_slice(
+                        self.caps.get(2 * slices_before..2 * slices_before + 2)?,
+                    );
+                }
+                out.indices.push(index);
+                out.uuids.push(self.uuids.get(k)?.clone());
+                out.gi_ids.push(self.gi_ids.get(k).copied().flatten());
+            }
+            if slice {
+                slices_before += 1;
+            }
+        }
+        Some(out)
+    }
+
+    /// The variables of a task's GPUs ([`JobGpus::subset`]) that differ from the job's:
+    /// what CUDA sees, and the step's GPUs.
+    pub fn task_env(&self) -> Vec<(String, String)> {
+        self.env()
+            .into_iter()
+            .filter(|(k, _)| k != "SLURM_JOB_GPUS" && k != "SLURM_GPUS_ON_NODE")
+            .collect()
+    }
+
     /// The job's GPU variables (none for a job without GPUs).
     pub fn env(&self) -> Vec<(String, String)> {
         if self.uuids.is_empty() {
@@ -390,6 +442,47 @@ mod tests {
         assert_eq!(env["SLURM_GPUS_ON_NODE"], "1");
         release(&mut b, &g, 7);
         assert!(b.inventory().unwrap()[1].instances.is_empty());
+    }
+
+    #[test]
+    fn a_tasks_share_of_the_jobs_gpus_has_exactly_its_devices() {
+        let mut b = SimulatedGpus::new(GpuModel::A100Sxm4_80gb, 2, true, "n1");
+        // Two slices of GPU 1, then two of GPU 0: each slice its own two caps.
+        let g = acquire(
+            &mut b,
+            &[
+                slice(1, "1g.10gb", 0),
+                slice(1, "1g.10gb", 1),
+                slice(0, "1g.10gb", 0),
+                slice(0, "1g.10gb", 1),
+            ],
+            5,
+        )
+        .unwrap();
+        assert_eq!(g.gpu_minors, vec![1, 0]);
+        let t1 = g.subset(1..2).expect("the second slice");
+        assert_eq!(t1.gpu_minors, vec![1]);
+        assert_eq!(t1.caps, g.caps[2..4].to_vec());
+        assert_eq!(t1.uuids, vec![g.uuids[1].clone()]);
+        let t2 = g.subset(2..4).expect("the last two");
+        assert_eq!(t2.gpu_minors, vec![0]);
+        assert_eq!(t2.caps, g.caps[4..8].to_vec());
+        assert_eq!(t2.indices, vec![0, 0]);
+        assert!(g.subset(3..5).is_none(), "past the job's GPUs");
+        assert!(g.subset(2..2).is_none());
+        let env: std::collections::HashMap<_, _> = t1.task_env().into_iter().collect();
+        assert_eq!(env["CUDA_VISIBLE_DEVICES"], g.uuids[1]);
+        assert!(
+            !env.contains_key("SLURM_JOB_GPUS"),
+            "the job's stay the job's"
+        );
+        release(&mut b, &g, 5);
+        let mut w = SimulatedGpus::new(GpuModel::H200_141gb, 4, false, "n1");
+        let whole = |index| GpuGrant { index, mig: None };
+        let g = acquire(&mut w, &[whole(3), whole(1)], 6).unwrap();
+        let t = g.subset(1..2).unwrap();
+        assert_eq!((t.gpu_minors, t.indices), (vec![1], vec![1]));
+        assert!(t.caps.is_empty());
     }
 
     /// The simulated backend models a job's load: its process and memory on its GPU or

@@ -168,6 +168,28 @@ impl DeviceGate for RecordingGate {
             .expect("grants")
             .retain(|id, _| keep.contains(id));
     }
+
+    fn grant_task(
+        &self,
+        job_cgroup_id: Option<u64>,
+        _gpus: &JobGpus,
+        _dir: &std::path::Path,
+    ) -> Result<Option<u64>, GateError> {
+        let mut g = self.grants.lock().expect("grants");
+        let job = job_cgroup_id
+            .and_then(|id| g.get(&id).copied())
+            .unwrap_or(JobId(0));
+        let id = 1000 + g.len() as u64;
+        g.insert(id, job);
+        Ok(Some(id))
+    }
+
+    fn revoke_tasks(&self, _job_cgroup_id: Option<u64>, ids: &[u64]) {
+        let mut g = self.grants.lock().expect("grants");
+        for id in ids {
+            g.remove(id);
+        }
+    }
 }
 
 /// A launcher whose "supervisors" are the test's end of a socket pair: the test

@@ -82,6 +82,18 @@ pub trait DeviceGate: Send + Sync {
     fn revoke(&self, cgroup_id: Option<u64>);
     /// Takes back every grant but those in `keep` (an earlier run's jobs still here).
     fn revoke_all_except(&self, keep: &BTreeSet<u64>);
+    /// Grants a step's task, in its own cgroup `dir` below the job's (granted as
+    /// `job_cgroup_id`), its share of the job's GPUs, before the task enters; the id
+    /// the grant is kept under (`None`: no filter). Taken back with the job's grant,
+    /// or by [`DeviceGate::revoke_tasks`].
+    fn grant_task(
+        &self,
+        job_cgroup_id: Option<u64>,
+        gpus: &JobGpus,
+        dir: &Path,
+    ) -> Result<Option<u64>, GateError>;
+    /// Takes back the grants of a step's tasks (the step ended).
+    fn revoke_tasks(&self, job_cgroup_id: Option<u64>, ids: &[u64]);
 }
 
 impl DeviceGate for IsolationState {
@@ -107,10 +119,19 @@ impl DeviceGate for IsolationState {
 
     fn revoke(&self, cgroup_id: Option<u64>) {
         let Some(id) = cgroup_id else { return };
+        let tasks = self
+            .tasks
+            .lock()
+            .ok()
+            .and_then(|mut t| t.remove(&id))
+            .unwrap_or_default();
         if let Some(f) = &self.filter
             && let Ok(mut f) = f.lock()
         {
             f.revoke(id);
+            for t in tasks {
+                f.revoke(t);
+            }
         }
         if let Ok(mut m) = self.cgroups.lock() {
             m.remove(&id);
@@ -122,6 +143,46 @@ impl DeviceGate for IsolationState {
             && let Ok(mut f) = f.lock()
         {
             f.revoke_all_except(keep);
+        }
+    }
+
+    fn grant_task(
+        &self,
+        job_cgroup_id: Option<u64>,
+        gpus: &JobGpus,
+        dir: &Path,
+    ) -> Result<Option<u64>, GateError> {
+        if let Some(why) = &self.unavailable {
+            return Err(GateError::Unavailable(why.clone()));
+        }
+        let (Some(filter), Some(job)) = (&self.filter, job_cgroup_id) else {
+            return Ok(None);
+        };
+        let id = devices::cgroup_id(dir)?;
+        let rules = devpolicy::job_rules(&gpus.gpu_minors, &gpus.caps, &self.proc_devices);
+        filter
+            .lock()
+            .map_err(|_| GateError::Poisoned)?
+            .grant_task(id, &rules)?;
+        if let Ok(mut t) = self.tasks.lock() {
+            t.entry(job).or_default().push(id);
+        }
+        Ok(Some(id))
+    }
+
+    fn revoke_tasks(&self, job_cgroup_id: Option<u64>, ids: &[u64]) {
+        if let Some(f) = &self.filter
+            && let Ok(mut f) = f.lock()
+        {
+            for &id in ids {
+                f.revoke(id);
+            }
+        }
+        if let Some(job) = job_cgroup_id
+            && let Ok(mut t) = self.tasks.lock()
+            && let Some(held) = t.get_mut(&job)
+        {
+            held.retain(|id| !ids.contains(id));
         }
     }
 }

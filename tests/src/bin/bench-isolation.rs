@@ -38,7 +38,8 @@ fn main() -> Result<()> {
     let bpffs = tmp.path().join("bpffs");
     let managed = devpolicy::managed("", &[]);
     let result = (|| -> Result<()> {
-        let mut filter = DeviceFilter::open(&bpffs, &name, &jobs_dir, tree.job_level(), &managed)?;
+        let mut filter =
+            DeviceFilter::open(&bpffs, &name, &jobs_dir, tree.job_level(), &managed, true)?;
         let rules = devpolicy::job_rules(&[0], &[], "");
         let limits = Limits {
             cpu_ids: vec![0],
