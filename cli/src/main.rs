@@ -334,6 +334,10 @@ struct RunArgs {
     /// GPUs of the job's on each node that the step's tasks there share.
     #[arg(long)]
     gpus_per_node: Option<u32>,
+    /// Bind each task to CPUs of the job's: `[verbose,]TYPE`, TYPE one of none, cores
+    /// or threads (a block of -c CPUs per task), rank, map_cpu:LIST, mask_cpu:LIST.
+    #[arg(long, value_parser = |v: &str| bulkhead_proto::cpubind::CpuBinding::parse(v))]
+    cpu_bind: Option<bulkhead_proto::cpubind::CpuBinding>,
     /// The step's name (and the allocation's, outside a job).
     #[arg(short = 'J', long)]
     job_name: Option<String>,
@@ -988,6 +992,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 error: None,
                 gpus_per_task: None,
                 gpus_per_node: None,
+                cpu_bind: None,
                 job_name: Some("rsh".into()),
                 chdir: None,
                 time: None,
@@ -1032,12 +1037,13 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
         .map_err(explain)
         .with_context(|| format!("cannot start a step in job {job}"));
     let status = granted.and_then(|grant| {
-        let streams = bulkhead_cli::run::Streams::new(
+        let mut streams = bulkhead_cli::run::Streams::new(
             &grant,
             a.output.as_deref(),
             a.error.as_deref(),
             a.input.as_deref(),
         )?;
+        streams.cpu_bind = a.cpu_bind.clone().unwrap_or_default();
         bulkhead_cli::run::relay(
             &grant,
             &streams,

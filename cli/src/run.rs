@@ -144,6 +144,8 @@ fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
 #[derive(Debug)]
 pub struct Streams {
     pub io: StepIo,
+    /// `--cpu-bind`: how the nodes bind the tasks to the job's CPUs.
+    pub cpu_bind: bulkhead_proto::cpubind::CpuBinding,
     out: Option<std::fs::File>,
     err: Option<std::fs::File>,
     input: Option<std::fs::File>,
@@ -224,6 +226,7 @@ impl Streams {
                 error: err_target,
                 input: in_target,
             },
+            cpu_bind: Default::default(),
             out,
             err,
             input,
@@ -299,7 +302,7 @@ pub fn relay(
     let env: Vec<(String, String)> = std::env::vars().collect();
     bulkhead_proto::job::validate_env(&env)
         .map_err(|e| anyhow::anyhow!("this environment is too large to pass to the tasks: {e}"))?;
-    let mut conns = StepConns::launch(grant, &env, &streams.io, munge_socket)?;
+    let mut conns = StepConns::launch(grant, &env, &streams.io, &streams.cpu_bind, munge_socket)?;
     // `--pty`: this terminal is raw while the step runs (its keys, Ctrl-C and Ctrl-Z
     // included, go to the remote terminal as they are), and the remote one takes its
     // size, now and whenever it changes.

@@ -55,6 +55,7 @@ impl StepConns {
         grant: &StepGrant,
         env: &[(String, String)],
         io: &bulkhead_proto::step::StepIo,
+        cpu_bind: &bulkhead_proto::cpubind::CpuBinding,
         munge_socket: Option<&Path>,
     ) -> Result<StepConns, ClientError> {
         let ctx = zmq::Context::new();
@@ -77,6 +78,7 @@ impl StepConns {
                     credential,
                     env: env.to_vec(),
                     io: io.clone(),
+                    cpu_bind: cpu_bind.clone(),
                 },
             )?;
             sock.send(frame, 0).map_err(zerr("send"))?;

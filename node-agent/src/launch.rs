@@ -41,6 +41,8 @@ pub enum LaunchError {
     },
     #[error("{what} contains a NUL byte")]
     Nul { what: &'static str },
+    #[error("CPU {cpu} is past what a CPU set can hold")]
+    NoSuchCpu { cpu: u32 },
 }
 
 impl LaunchError {
@@ -53,7 +55,8 @@ impl LaunchError {
             LaunchError::Child { step, .. } => NODE_STEPS.contains(step),
             LaunchError::NoSuchUser { .. }
             | LaunchError::UserLookup { .. }
-            | LaunchError::Nul { .. } => false,
+            | LaunchError::Nul { .. }
+            | LaunchError::NoSuchCpu { .. } => false,
         }
     }
 }
@@ -272,7 +275,7 @@ pub fn write_script(
     Ok(path)
 }
 
-const STEPS: [&str; 14] = [
+const STEPS: [&str; 15] = [
     "join the job cgroup",
     "start a session",
     "set supplementary groups",
@@ -287,6 +290,7 @@ const STEPS: [&str; 14] = [
     "close the agent's descriptors",
     "set the parent-death signal",
     "open the input file",
+    "bind to its CPUs",
 ];
 
 /// What the child needs, prepared before the fork (by the agent, which hands it to
@@ -348,6 +352,8 @@ struct ChildPrep {
     /// output files; [`OPEN_FILE`] where the task opens `files[i]` itself.
     stdio: Option<[i32; 3]>,
     files: [Option<(CString, bool)>; 3],
+    /// The CPUs a step's task is bound to (`--cpu-bind`).
+    affinity: Option<libc::cpu_set_t>,
     /// Its stdin is a terminal, to become its controlling terminal (`--pty`).
     ctty: bool,
     failed_step: i32,
@@ -401,6 +407,11 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         }
         if libc::setuid(p.uid) != 0 {
             return fail(p, 4);
+        }
+        if let Some(set) = &p.affinity
+            && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
+        {
+            return fail(p, 14);
         }
         // After the uid change, which clears it.
         if p.pdeathsig && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
@@ -627,18 +638,35 @@ pub fn spawn(p: &Prepared) -> Result<JobProcess, LaunchError> {
 /// (the job's supervisor, which is its subreaper). With `pdeathsig` the process is
 /// killed when the caller dies.
 pub fn start(p: &Prepared, pdeathsig: bool) -> Result<i32, LaunchError> {
-    start_with(p, pdeathsig, None, None, false)
+    start_with(p, pdeathsig, None, None, false, None)
 }
 
 /// [`start`] for a step's task: `argv0` names the program as the user gave it, and
-/// `stdio` are its stdin, stdout and stderr (the job's output files are not opened).
+/// `stdio` are its stdin, stdout and stderr (the job's output files are not opened),
+/// and `cpus` the CPUs it is bound to.
 pub fn start_with(
     p: &Prepared,
     pdeathsig: bool,
     argv0: Option<&str>,
     stdio: Option<[TaskStream; 3]>,
     ctty: bool,
+    cpus: Option<&[u32]>,
 ) -> Result<i32, LaunchError> {
+    let affinity = match cpus {
+        None => None,
+        Some(cpus) => {
+            // SAFETY: an all-zero cpu_set_t is the empty set.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            for &cpu in cpus {
+                if cpu as usize >= libc::CPU_SETSIZE as usize {
+                    return Err(LaunchError::NoSuchCpu { cpu });
+                }
+                // SAFETY: the bit is below CPU_SETSIZE (checked above).
+                unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+            }
+            Some(set)
+        }
+    };
     let mut files: [Option<(CString, bool)>; 3] = [None, None, None];
     let stdio = match stdio {
         None => None,
@@ -719,6 +747,7 @@ pub fn start_with(
         pdeathsig,
         stdio,
         files,
+        affinity,
         ctty,
         failed_step: NO_FAILURE,
         failed_errno: 0,

@@ -526,6 +526,7 @@ impl Supervisor {
             let base = crate::tasks::JobBase {
                 job_cgroup: &self.spec.cgroup,
                 gpus: &self.spec.gpus,
+                cpu_ids: &self.spec.cpu_ids,
                 exec: &self.spec.exec,
             };
             self.steps.on_poll(&fds[steps_from..], base);

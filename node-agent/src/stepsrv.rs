@@ -126,6 +126,7 @@ async fn serve(mut rx: mpsc::Receiver<transport::Incoming>, shared: Arc<Shared>)
             credential,
             env,
             io,
+            cpu_bind,
         } = msg
         else {
             // Input for a session that ended, or that never began: nothing to do.
@@ -139,7 +140,7 @@ async fn serve(mut rx: mpsc::Receiver<transport::Incoming>, shared: Arc<Shared>)
             *launch,
             credential,
             env,
-            io,
+            (io, cpu_bind),
             srx,
         ));
     }
@@ -216,7 +217,10 @@ async fn session(
     launch: StepLaunch,
     credential: Vec<u8>,
     mut env: Vec<(String, String)>,
-    io: bulkhead_proto::step::StepIo,
+    (io, cpu_bind): (
+        bulkhead_proto::step::StepIo,
+        bulkhead_proto::cpubind::CpuBinding,
+    ),
     mut rx: mpsc::Receiver<StepIn>,
 ) {
     let checked = {
@@ -289,6 +293,7 @@ async fn session(
         credential: Vec::new(),
         env,
         io,
+        cpu_bind,
     };
     if step::write_frame(&mut first, &hello).is_err() || conn.write_all(&first).await.is_err() {
         revoke(&shared);

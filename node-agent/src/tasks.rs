@@ -18,6 +18,7 @@
 use crate::cgroup::JobCgroup;
 use crate::launch::{Prepared, TaskStream};
 use crate::step::decode_len;
+use bulkhead_proto::cpubind::CpuBinding;
 use bulkhead_proto::stdio::{self, PatternVars, Side};
 use bulkhead_proto::step::{IoTarget, MAX_CHUNK, StepIn, StepIo, StepLaunch, StepOut};
 use std::io::{self, Read, Write};
@@ -41,6 +42,8 @@ pub struct JobBase<'a> {
     pub job_cgroup: &'a JobCgroup,
     /// The job's GPUs on this node, for tasks given GPUs of their own.
     pub gpus: &'a crate::gpu::JobGpus,
+    /// The job's CPUs on this node, which `--cpu-bind` binds tasks within.
+    pub cpu_ids: &'a [u32],
     /// The batch script's prepared start: user, working directory, umask, and the
     /// job's environment.
     pub exec: &'a Prepared,
@@ -407,10 +410,14 @@ impl Steps {
             }
             // The first frame is the launch; the agent sends it at once.
             let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
-            let (launch, env, io) = match crate::step::read_frame::<StepIn>(&mut s) {
+            let (launch, env, (io, cpu_bind)) = match crate::step::read_frame::<StepIn>(&mut s) {
                 Ok(Some(StepIn::Launch {
-                    launch, env, io, ..
-                })) => (launch, env, io),
+                    launch,
+                    env,
+                    io,
+                    cpu_bind,
+                    ..
+                })) => (launch, env, (io, cpu_bind)),
                 Ok(other) => {
                     log(
                         self.job,
@@ -424,7 +431,7 @@ impl Steps {
                 }
             };
             let _ = s.set_nonblocking(true);
-            let step = start(self.job, s, *launch, &env, &io, base);
+            let step = start(self.job, s, *launch, &env, (&io, &cpu_bind), base);
             self.steps.push(step);
         }
     }
@@ -436,7 +443,7 @@ fn start(
     conn: UnixStream,
     l: StepLaunch,
     env: &[(String, String)],
-    io: &StepIo,
+    (io, cpu_bind): (&StepIo, &CpuBinding),
     base: &JobBase<'_>,
 ) -> Step {
     let mut step = Step {
@@ -457,7 +464,7 @@ fn start(
         pty: None,
         leftovers_killed: false,
     };
-    if let Err(why) = spawn_tasks(&mut step, &l, env, io, base) {
+    if let Err(why) = spawn_tasks(&mut step, &l, env, (io, cpu_bind), base) {
         log(job, format!("step {}: {why}", l.step));
         kill_step(&step);
         push_out(
@@ -485,7 +492,7 @@ fn spawn_tasks(
     step: &mut Step,
     l: &StepLaunch,
     env: &[(String, String)],
-    io: &StepIo,
+    (io, cpu_bind): (&StepIo, &CpuBinding),
     base: &JobBase<'_>,
 ) -> Result<(), String> {
     if l.uid != base.exec.user.uid {
@@ -556,6 +563,9 @@ fn spawn_tasks(
                 tenv.push((k, v));
             }
         }
+        let cpus = cpu_bind
+            .task_cpus(base.cpu_ids, l.cpus_per_task, local)
+            .map_err(|e| format!("task {rank}: {e}"))?;
         if l.pty && rank == 0 {
             spawn_on_pty(step, l, tenv, base, &program, &cwd, &procs)?;
             continue;
@@ -617,8 +627,28 @@ fn spawn_tasks(
             Some(cmd),
             Some([stdin, stdout, stderr]),
             false,
+            cpus.as_deref(),
         )
         .map_err(|e| format!("task {rank}: {e}"))?;
+        if cpu_bind.verbose {
+            // srun's words for it, on the task's stderr.
+            let (kind, mask) = match &cpus {
+                Some(c) => ("MASK", hex_mask(c)),
+                None => ("NONE", hex_mask(base.cpu_ids)),
+            };
+            let line = format!(
+                "cpu-bind={kind} - {}, task {rank:2} {local:2} [{pid}]: mask 0x{mask} set\n",
+                l.node
+            );
+            push_out(
+                &mut step.out,
+                &StepOut::Output {
+                    rank,
+                    err: true,
+                    data: line.into_bytes(),
+                },
+            );
+        }
         drop((out_w, err_w, in_r));
         // SAFETY: F_SETPIPE_SZ on our own pipe; a refusal (the system's pipe-max-size
         // is lower) leaves it at its default size.
@@ -652,6 +682,20 @@ fn spawn_tasks(
         }
     }
     Ok(())
+}
+
+/// A CPU set as the hexadecimal mask srun prints.
+fn hex_mask(cpus: &[u32]) -> String {
+    let top = cpus.iter().copied().max().unwrap_or(0) as usize;
+    let mut digits = vec![0u8; top / 4 + 1];
+    for &c in cpus {
+        digits[c as usize / 4] |= 1 << (c % 4);
+    }
+    digits
+        .iter()
+        .rev()
+        .map(|d| char::from_digit(u32::from(*d), 16).unwrap_or('0'))
+        .collect()
 }
 
 /// A new pseudo-terminal: its master and slave sides, both close-on-exec.
@@ -725,6 +769,7 @@ fn spawn_on_pty(
             TaskStream::Fd(slave),
         ]),
         true,
+        None,
     )
     .map_err(|e| format!("task 0: {e}"))?;
     drop(pty.slave);

@@ -267,6 +267,8 @@ pub enum StepIn {
         /// Where the tasks' streams go (`-o/-e/-i`); like the environment, the
         /// user's own choice (files are opened as the user).
         io: StepIo,
+        /// How the tasks are bound to the job's CPUs (`--cpu-bind`).
+        cpu_bind: crate::cpubind::CpuBinding,
     },
     /// Bytes for the tasks' stdin (task 0's, or every task's with `--input all`).
     /// (As bytes, not a sequence of numbers: the same encoding, decoded at once.)
@@ -354,9 +356,11 @@ impl Message for StepIn {
                 credential,
                 env,
                 io,
+                cpu_bind,
             } => {
                 check("credential", credential.len(), limits::MAX_CREDENTIAL_BYTES)?;
                 io.validate()?;
+                cpu_bind.validate()?;
                 validate_env(env)?;
                 launch.validate()
             }

@@ -79,6 +79,8 @@ fn mutated_step_frames_decode_without_panics_and_round_trip() {
                 error: bulkhead_proto::step::IoTarget::OneTask(1),
                 input: bulkhead_proto::step::IoTarget::Client,
             },
+            cpu_bind: bulkhead_proto::cpubind::CpuBinding::parse("verbose,map_cpu:0,1")
+                .expect("bind"),
         },
         StepIn::Input(b"hello\n".to_vec()),
         StepIn::InputEof,

@@ -694,6 +694,7 @@ fn another_user_cannot_attach_to_a_step_with_a_valid_launch() {
                 credential: cred,
                 env: vec![],
                 io: Default::default(),
+                cpu_bind: Default::default(),
             },
         )
         .expect("encode");
@@ -979,5 +980,83 @@ fn output_error_and_input_follow_sruns_patterns() {
     let out = child.wait_with_output().expect("wait");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "2: only two\n");
+    release(&c, &wd, j);
+}
+
+/// `--cpu-bind`: with `cores` each task runs on its own block of the job's CPUs (the
+/// kernel's affinity, read back from /proc), `map_cpu` puts tasks where it says,
+/// `verbose` says so as srun does, and a CPU that is not the job's is refused.
+#[test]
+fn cpu_bind_pins_each_task_within_the_jobs_cpus() {
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 4,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &["-n", "2"]);
+    let js = j.to_string();
+    let show = "grep Cpus_allowed_list /proc/self/status | tr -d '\\t' | tr : =";
+    let allowed = |args: &[&str]| -> (BTreeMap<u32, String>, String) {
+        let mut all = vec!["--jobid", js.as_str(), "-n", "2", "-l"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["sh", "-c", show]);
+        let out = run(&c, Some(&u), &wd, &all);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let m = vars_by_rank(&text(&out.stdout))
+            .into_iter()
+            .map(|(r, v)| (r, v["Cpus_allowed_list"].clone()))
+            .collect();
+        (m, text(&out.stderr))
+    };
+    let (cores, said) = allowed(&["--cpu-bind", "verbose,cores"]);
+    assert_eq!(cores.len(), 2, "{cores:?}");
+    for (rank, list) in &cores {
+        assert!(
+            list.parse::<u32>().is_ok(),
+            "task {rank} is bound to one CPU: {list:?}"
+        );
+        assert!(
+            said.contains(&format!("task  {rank}  {rank} [")) && said.contains("cpu-bind=MASK"),
+            "{said}"
+        );
+    }
+    let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if host_cpus >= 2 {
+        assert_ne!(cores[&0], cores[&1], "each task its own CPU");
+    }
+    let (mapped, _) = allowed(&["--cpu-bind", "map_cpu:0"]);
+    assert_eq!(
+        mapped.values().collect::<Vec<_>>(),
+        vec!["0", "0"],
+        "both tasks on CPU 0"
+    );
+    let (free, _) = allowed(&[]);
+    assert!(
+        free.values()
+            .all(|l| l.contains('-') || l.contains(',') || host_cpus == 1),
+        "unbound tasks keep every CPU: {free:?}"
+    );
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &[
+            "--jobid",
+            &js,
+            "-n",
+            "1",
+            "--cpu-bind",
+            "map_cpu:4095",
+            "true",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("CPU 4095 is not one of the job's here"),
+        "{}",
+        text(&out.stderr)
+    );
     release(&c, &wd, j);
 }
