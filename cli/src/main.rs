@@ -6,7 +6,7 @@ use bulkhead_cli::{acct, output, standalone};
 use bulkhead_net::{Client, ClientError};
 use bulkhead_proto::job::JobSubmission;
 use bulkhead_proto::limits::MAX_SCRIPT_BYTES;
-use bulkhead_proto::msg::QueueFilter;
+use bulkhead_proto::msg::{ErrorCode, QueueFilter};
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, JobState};
 use clap::{Parser, Subcommand};
@@ -338,6 +338,10 @@ struct RunArgs {
     /// or threads (a block of -c CPUs per task), rank, map_cpu:LIST, mask_cpu:LIST.
     #[arg(long, value_parser = |v: &str| bulkhead_proto::cpubind::CpuBinding::parse(v))]
     cpu_bind: Option<bulkhead_proto::cpubind::CpuBinding>,
+    /// CPUs of the job's for this step alone while it runs: another exclusive step
+    /// waits for them (srun's --exclusive inside a job).
+    #[arg(long)]
+    exclusive: bool,
     /// The step's name (and the allocation's, outside a job).
     #[arg(short = 'J', long)]
     job_name: Option<String>,
@@ -530,6 +534,7 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
         kill_on_bad_exit: a.kill_on_bad_exit,
         gpus_per_task: a.gpus_per_task.unwrap_or(0),
         gpus_per_node: a.gpus_per_node.unwrap_or(0),
+        exclusive: a.exclusive,
     };
     req.validate().context("the step")?;
     Ok(req)
@@ -993,6 +998,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 gpus_per_task: None,
                 gpus_per_node: None,
                 cpu_bind: None,
+                exclusive: false,
                 job_name: Some("rsh".into()),
                 chdir: None,
                 time: None,
@@ -1032,10 +1038,29 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
         None
     };
     let job = req.job;
-    let granted = c
-        .step(req)
-        .map_err(explain)
-        .with_context(|| format!("cannot start a step in job {job}"));
+    // An exclusive step that does not fit beside the job's others waits, as srun's.
+    let mut waited = false;
+    let granted = loop {
+        match c.step(req.clone()) {
+            Err(ClientError::Refused(r)) if r.code == ErrorCode::StepBusy => {
+                if !waited && !a.quiet {
+                    eprintln!(
+                        "bh: Job step creation temporarily disabled, retrying (Requested nodes are busy)"
+                    );
+                }
+                waited = true;
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            r => {
+                if waited && r.is_ok() && !a.quiet {
+                    eprintln!("bh: Step created for job {job}");
+                }
+                break r;
+            }
+        }
+    }
+    .map_err(explain)
+    .with_context(|| format!("cannot start a step in job {job}"));
     let status = granted.and_then(|grant| {
         let mut streams = bulkhead_cli::run::Streams::new(
             &grant,

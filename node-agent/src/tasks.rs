@@ -538,6 +538,19 @@ fn spawn_tasks(
         user: base.exec.user.name.clone(),
         ..Default::default()
     };
+    // An exclusive step's CPUs (places in the job's); its tasks are bound within them.
+    let step_cpus: Vec<u32> = if l.cpus.is_empty() || base.cpu_ids.is_empty() {
+        base.cpu_ids.to_vec()
+    } else {
+        let mut c: Vec<u32> = l
+            .cpus
+            .iter()
+            .map(|&p| base.cpu_ids[p as usize % base.cpu_ids.len()])
+            .collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    };
     // Files a node's tasks share are truncated once, by the first that opens them.
     let mut opened: Vec<String> = Vec::new();
     for local in 0..l.local_tasks() {
@@ -564,8 +577,9 @@ fn spawn_tasks(
             }
         }
         let cpus = cpu_bind
-            .task_cpus(base.cpu_ids, l.cpus_per_task, local)
-            .map_err(|e| format!("task {rank}: {e}"))?;
+            .task_cpus(&step_cpus, l.cpus_per_task, local)
+            .map_err(|e| format!("task {rank}: {e}"))?
+            .or_else(|| (!l.cpus.is_empty()).then(|| step_cpus.clone()));
         if l.pty && rank == 0 {
             spawn_on_pty(step, l, tenv, base, &program, &cwd, &procs)?;
             continue;
@@ -634,7 +648,7 @@ fn spawn_tasks(
             // srun's words for it, on the task's stderr.
             let (kind, mask) = match &cpus {
                 Some(c) => ("MASK", hex_mask(c)),
-                None => ("NONE", hex_mask(base.cpu_ids)),
+                None => ("NONE", hex_mask(&step_cpus)),
             };
             let line = format!(
                 "cpu-bind={kind} - {}, task {rank:2} {local:2} [{pid}]: mask 0x{mask} set\n",

@@ -189,6 +189,9 @@ pub enum ErrorCode {
     /// The broker cannot store changes now (its disk is full): it refuses them and
     /// still answers queries; the message says why.
     Unavailable,
+    /// An exclusive step does not fit beside the job's running ones now: asked again
+    /// once one ends, it may (srun retries).
+    StepBusy,
 }
 
 /// A node as `bh nodes` prints it.

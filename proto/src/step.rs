@@ -60,6 +60,9 @@ pub struct StepRequest {
     /// or that the step's tasks on a node share (`--gpus-per-node`); 0: the job's.
     pub gpus_per_task: u32,
     pub gpus_per_node: u32,
+    /// CPUs of the job's its own, not shared with the job's other exclusive steps
+    /// while it runs (`--exclusive`); the others share the job's.
+    pub exclusive: bool,
 }
 
 /// At most this many GPUs of a node for one task or one step.
@@ -146,6 +149,10 @@ pub struct StepLaunch {
     /// holds each task to them, and `CUDA_VISIBLE_DEVICES` says the same.
     pub gpus_per_task: u32,
     pub gpus_per_node: u32,
+    /// An exclusive step's CPUs on this node: places in the job's CPUs here, which no
+    /// other exclusive step of the job has while it runs; the tasks are bound within
+    /// them. Empty: every CPU of the job's.
+    pub cpus: Vec<u32>,
     pub expires_us: u64,
     /// The broker's Ed25519 signature of everything above; empty when it signs none.
     pub signature: Vec<u8>,
@@ -192,6 +199,7 @@ impl StepLaunch {
     pub fn validate(&self) -> Result<(), LimitError> {
         check("signature", self.signature.len(), 64)?;
         check_gpus(self.gpus_per_task, self.gpus_per_node)?;
+        check("cpus", self.cpus.len(), limits::MAX_CPUS as usize)?;
         check_str("node", &self.node, limits::MAX_NAME_BYTES)?;
         check("nodes", self.nodes.len(), MAX_STEP_NODES as usize)?;
         check("job nodes", self.job_nodes.len(), MAX_STEP_NODES as usize)?;
@@ -507,6 +515,7 @@ mod tests {
             master_port: 29500,
             gpus_per_task: 0,
             gpus_per_node: 0,
+            cpus: vec![],
             expires_us: 0,
             signature: vec![],
         };

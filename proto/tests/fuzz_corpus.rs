@@ -66,6 +66,7 @@ fn mutated_step_frames_decode_without_panics_and_round_trip() {
         master_port: 29500,
         gpus_per_task: 0,
         gpus_per_node: 0,
+        cpus: vec![],
         expires_us: 1 << 50,
         signature: vec![9; 64],
     };

@@ -652,6 +652,7 @@ fn another_user_cannot_attach_to_a_step_with_a_valid_launch() {
             pty: false,
             gpus_per_task: 0,
             gpus_per_node: 0,
+            exclusive: false,
         })
         .expect("root may have a step granted in any job");
     let node = &grant.nodes[0];
@@ -1058,5 +1059,94 @@ fn cpu_bind_pins_each_task_within_the_jobs_cpus() {
         "{}",
         text(&out.stderr)
     );
+    release(&c, &wd, j);
+}
+
+/// `--exclusive` inside a job: a step that needs CPUs another exclusive step holds
+/// waits, saying so as srun does, and starts once that one ends; a step without it
+/// shares the job's CPUs meanwhile.
+#[test]
+fn an_exclusive_step_waits_for_the_cpus_of_another() {
+    use std::io::{BufRead, BufReader};
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 4,
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &["-n", "2"]);
+    let js = j.to_string();
+    let mut first = c
+        .bh_command(
+            Some(&u),
+            &wd,
+            &[
+                "run",
+                "--jobid",
+                &js,
+                "--exclusive",
+                "-n",
+                "2",
+                "sh",
+                "-c",
+                "touch first.$SLURM_PROCID; while [ ! -e first.stop ]; do sleep 0.1; done",
+            ],
+        )
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("first step");
+    wait_for(t(), || {
+        wd.join("first.0").exists() && wd.join("first.1").exists()
+    })
+    .expect("the first step runs");
+    let mut second = c
+        .bh_command(
+            Some(&u),
+            &wd,
+            &[
+                "run",
+                "--jobid",
+                &js,
+                "--exclusive",
+                "-n",
+                "1",
+                "touch",
+                "second",
+            ],
+        )
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("second step");
+    let err = second.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let waiting = rx.recv_timeout(t()).expect("the second step says it waits");
+    assert!(
+        waiting.contains(
+            "Job step creation temporarily disabled, retrying (Requested nodes are busy)"
+        ),
+        "{waiting}"
+    );
+    assert!(!wd.join("second").exists(), "it did not start");
+    // A step that shares the job's CPUs runs meanwhile.
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &["--jobid", &js, "-n", "1", "touch", "shared"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(wd.join("shared").exists());
+    std::fs::write(wd.join("first.stop"), "").expect("stop");
+    assert!(first.wait().expect("first").success());
+    let st = second.wait().expect("second");
+    assert!(st.success(), "{:?}", rx.try_iter().collect::<Vec<_>>());
+    assert!(wd.join("second").exists(), "it ran once the first ended");
+    let _ = first.stderr.take();
     release(&c, &wd, j);
 }

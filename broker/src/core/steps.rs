@@ -24,6 +24,28 @@ const MAX_STEP_ENDS_PER_JOB: usize = 100_000;
 pub(super) struct JobSteps {
     next: u32,
     port: u16,
+    /// The CPUs (places in the job's CPUs on a node) of its exclusive steps that have
+    /// not ended everywhere: step → node → places.
+    busy: std::collections::BTreeMap<u32, std::collections::BTreeMap<NodeId, Vec<u32>>>,
+}
+
+impl JobSteps {
+    /// `need` places of `of` on `node` that no running exclusive step has, lowest
+    /// first; `None` if fewer are free.
+    fn free_cpus(&self, node: NodeId, of: u32, need: u32) -> Option<Vec<u32>> {
+        let taken: std::collections::BTreeSet<u32> = self
+            .busy
+            .values()
+            .filter_map(|nodes| nodes.get(&node))
+            .flatten()
+            .copied()
+            .collect();
+        let free: Vec<u32> = (0..of)
+            .filter(|c| !taken.contains(c))
+            .take(need as usize)
+            .collect();
+        (free.len() as u64 == u64::from(need)).then_some(free)
+    }
 }
 
 impl Core {
@@ -174,6 +196,27 @@ impl Core {
                 }
             }
         }
+        // An exclusive step's CPUs on each node, apart from the job's other exclusive
+        // steps'; one that does not fit now is asked again (srun retries).
+        let mut step_cpus: Vec<Vec<u32>> = vec![Vec::new(); usable.len()];
+        if req.exclusive {
+            let js = self.steps.get(&id).cloned().unwrap_or_default();
+            for (i, nid) in usable.iter().enumerate() {
+                let need = per_node[i].saturating_mul(cpus_per_task);
+                match js.free_cpus(*nid, job_cpus, need) {
+                    Some(c) => step_cpus[i] = c,
+                    None => {
+                        return Err(err(
+                            ErrorCode::StepBusy,
+                            format!(
+                                "Unable to create step for job {id}: Requested nodes are busy ({need} CPUs of the job's on {} are not free of its other exclusive steps)",
+                                name_of(nid)
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
         let mut grant_nodes = Vec::with_capacity(usable.len());
         for nid in &usable {
             let node = self
@@ -252,6 +295,7 @@ impl Core {
                 master_port: port,
                 gpus_per_task: req.gpus_per_task,
                 gpus_per_node: req.gpus_per_node,
+                cpus: step_cpus[i].clone(),
                 expires_us: now_us + bulkhead_net::sign::LAUNCH_VALIDITY_US,
                 signature: Vec::new(),
             };
@@ -270,7 +314,14 @@ impl Core {
                 launch,
             });
         }
-        tracing::info!(job = %id, step, ntasks, nodes = %names.join(","), user = %caller.user, "step granted");
+        if req.exclusive {
+            let busy = &mut self.steps.entry(id).or_default().busy;
+            let on = busy.entry(step).or_default();
+            for (nid, cpus) in usable.iter().zip(step_cpus) {
+                on.insert(*nid, cpus);
+            }
+        }
+        tracing::info!(job = %id, step, ntasks, nodes = %names.join(","), user = %caller.user, exclusive = req.exclusive, "step granted");
         Ok(StepGrant {
             job: id,
             step,
@@ -377,6 +428,15 @@ impl Core {
             return;
         };
         end.node = node.name.clone();
+        // An exclusive step's CPUs on the node are free again.
+        if let Some(js) = self.steps.get_mut(&end.job)
+            && let Some(on) = js.busy.get_mut(&end.step)
+        {
+            on.remove(&node_id);
+            if on.is_empty() {
+                js.busy.remove(&end.step);
+            }
+        }
         let kept = self.step_ends.entry(end.job).or_default();
         if kept.len() >= MAX_STEP_ENDS_PER_JOB {
             return;
@@ -481,7 +541,23 @@ fn endpoint_host(ep: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::endpoint_host;
+    use super::{JobSteps, endpoint_host};
+    use bulkhead_proto::NodeId;
+
+    #[test]
+    fn exclusive_steps_take_cpus_no_other_running_one_has() {
+        let mut js = JobSteps::default();
+        let (a, b) = (NodeId(1), NodeId(2));
+        assert_eq!(js.free_cpus(a, 4, 3), Some(vec![0, 1, 2]));
+        js.busy.entry(0).or_default().insert(a, vec![0, 1, 2]);
+        assert_eq!(js.free_cpus(a, 4, 1), Some(vec![3]));
+        assert_eq!(js.free_cpus(a, 4, 2), None, "only one is free");
+        assert_eq!(js.free_cpus(b, 4, 4), Some(vec![0, 1, 2, 3]), "per node");
+        js.busy.entry(1).or_default().insert(a, vec![3]);
+        assert_eq!(js.free_cpus(a, 4, 1), None);
+        js.busy.remove(&0);
+        assert_eq!(js.free_cpus(a, 4, 3), Some(vec![0, 1, 2]));
+    }
 
     #[test]
     fn the_master_address_is_the_endpoints_host() {
