@@ -14,6 +14,9 @@ pub struct JobRow {
     pub gid: u32,
     pub user: String,
     pub submission: JobSubmission,
+    /// Whether it has a batch script (not an interactive allocation): kept apart from
+    /// the script, which a finished job's row in memory no longer holds.
+    pub batch: bool,
     pub partition: String,
     pub mem_mb: u64,
     pub state: JobState,

@@ -412,6 +412,7 @@ impl Store {
                 uid,
                 gid,
                 user,
+                batch: !submission.script.is_empty(),
                 submission,
                 partition,
                 mem_mb: mem_mb as u64,
@@ -1090,6 +1091,7 @@ mod tests {
             uid: 1000,
             gid: 1000,
             user: "ann".into(),
+            batch: true,
             submission: JobSubmission {
                 name: "j".into(),
                 script: "#!/bin/sh\necho hi\n".into(),

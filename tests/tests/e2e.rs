@@ -1439,7 +1439,10 @@ fn accounting_records_what_the_kernel_and_the_gpus_measured() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         text,
-        format!("JobID,State,AllocGPUS,GPUUtil\n{gpu},COMPLETED,1,{mean:.1}%\n")
+        format!(
+            "JobID,State,AllocGPUS,GPUUtil\n{gpu},COMPLETED,1,{mean:.1}%\n{gpu}.batch,COMPLETED,1,{mean:.1}%\n"
+        ),
+        "the job and its batch script's step, as sacct lists them"
     );
     let none = acct_json(Some(&u), &["-j", &format!("{burn},{gpu}"), "-s", "FAILED"]);
     assert_eq!(none.as_array().map(Vec::len), Some(0));
@@ -1482,9 +1485,16 @@ fn accounting_records_what_the_kernel_and_the_gpus_measured() {
         (total - gpu_hours).abs() < 1e-9,
         "report {total} vs records {gpu_hours}"
     );
+    let jobs = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r["job_label"].as_str().unwrap_or(".").contains('.'))
+        .count();
     assert_eq!(
         rep["total"]["jobs"].as_u64(),
-        Some(all.as_array().unwrap().len() as u64)
+        Some(jobs as u64),
+        "the jobs, not their steps (J.batch, J.0, ...)"
     );
     let out = c.bh(Some(&u), &["report"]).expect("bh report");
     assert!(!out.status.success(), "bh report is for root");

@@ -249,6 +249,17 @@ fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variabl
         row(&format!("{js}.2")).contains(",FAILED,2:0,"),
         "{lines:?}"
     );
+    // The batch script's own step, on the job's first node, before the others.
+    let batch = row(&format!("{js}.batch"));
+    assert!(
+        batch.starts_with(&format!("{js}.batch,COMPLETED,0:0,{},", nodes[0])),
+        "{lines:?}"
+    );
+    let at = |id: &str| lines.iter().position(|l| l.starts_with(&format!("{id},")));
+    assert!(
+        at(&format!("{js}.batch")) < at(&format!("{js}.0")),
+        "{lines:?}"
+    );
 }
 
 /// The exit status is the highest of the tasks'; a task killed by a signal counts as

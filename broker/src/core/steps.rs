@@ -454,76 +454,78 @@ impl Core {
         }
     }
 
-    /// A job's steps as accounting records (`J.0`, `J.1`, ...), each over its nodes:
-    /// the earliest start, the latest end, the highest exit code, the CPU time summed
-    /// and the largest memory peak.
+    /// A job's steps as accounting records: `J.batch` for a batch job that started,
+    /// then `J.0`, `J.1`, ..., each over its nodes: the earliest start, the latest end,
+    /// the highest exit code, the CPU time summed and the largest memory peak.
     pub(super) fn step_records(
         &self,
         job: &bulkhead_proto::acct::AcctRecord,
+        batch: bool,
     ) -> Vec<bulkhead_proto::acct::AcctRecord> {
-        let Some(ends) = self.step_ends.get(&job.job) else {
-            return Vec::new();
-        };
+        let no_ends = Vec::new();
+        let ends = self.step_ends.get(&job.job).unwrap_or(&no_ends);
+        let batch_record = batch.then(|| batch_record(job, ends)).flatten();
+        if ends.is_empty() {
+            return batch_record.into_iter().collect();
+        }
         let mut by_step: std::collections::BTreeMap<u32, Vec<&bulkhead_proto::step::StepEnd>> =
             std::collections::BTreeMap::new();
         for e in ends {
             by_step.entry(e.step).or_default().push(e);
         }
-        by_step
-            .into_iter()
-            .map(|(step, mut parts)| {
-                // In the job's order of nodes, whichever reported first.
-                let order: Vec<&str> = job.nodes.split(',').collect();
-                parts.sort_by_key(|p| order.iter().position(|n| *n == p.node));
-                let exit_code = parts.iter().filter_map(|p| p.exit_code).max();
-                let signal = parts.iter().find_map(|p| p.signal);
-                let usages: Vec<&bulkhead_proto::acct::JobUsage> =
-                    parts.iter().filter_map(|p| p.usage.as_ref()).collect();
-                let sum = |f: fn(&bulkhead_proto::acct::JobUsage) -> Option<u64>| {
-                    usages
-                        .iter()
-                        .filter_map(|u| f(u))
-                        .reduce(u64::saturating_add)
-                };
-                let usage = (!usages.is_empty()).then(|| bulkhead_proto::acct::JobUsage {
-                    cpu_usec: sum(|u| u.cpu_usec),
-                    user_usec: sum(|u| u.user_usec),
-                    system_usec: sum(|u| u.system_usec),
-                    mem_peak_bytes: usages.iter().filter_map(|u| u.mem_peak_bytes).max(),
-                    pids_peak: usages.iter().map(|u| u.pids_peak).max().unwrap_or(0),
-                    samples: 1,
-                    ..Default::default()
-                });
-                let state = if signal.is_some() || exit_code.is_some_and(|c| c != 0) {
-                    JobState::Failed
-                } else if parts.iter().all(|p| p.usage.is_some()) {
-                    JobState::Completed
-                } else {
-                    // A node lost its part (the client went, the job ended first).
-                    JobState::Cancelled
-                };
-                bulkhead_proto::acct::AcctRecord {
-                    job: job.job,
-                    job_label: format!("{}.{step}", job.job_label),
-                    name: parts[0].name.clone(),
-                    state,
-                    exit_code,
-                    signal,
-                    nodes: parts
-                        .iter()
-                        .map(|p| p.node.as_str())
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    start_us: parts.iter().map(|p| p.start_us).min(),
-                    end_us: parts.iter().map(|p| p.end_us).max(),
-                    alloc_cpus: parts.iter().map(|p| p.cpus).fold(0u32, u32::saturating_add),
-                    alloc_gpus: String::new(),
-                    gpu_seconds: Vec::new(),
-                    usage,
-                    ..job.clone()
-                }
-            })
-            .collect()
+        let records = by_step.into_iter().map(|(step, mut parts)| {
+            // In the job's order of nodes, whichever reported first.
+            let order: Vec<&str> = job.nodes.split(',').collect();
+            parts.sort_by_key(|p| order.iter().position(|n| *n == p.node));
+            let exit_code = parts.iter().filter_map(|p| p.exit_code).max();
+            let signal = parts.iter().find_map(|p| p.signal);
+            let usages: Vec<&bulkhead_proto::acct::JobUsage> =
+                parts.iter().filter_map(|p| p.usage.as_ref()).collect();
+            let sum = |f: fn(&bulkhead_proto::acct::JobUsage) -> Option<u64>| {
+                usages
+                    .iter()
+                    .filter_map(|u| f(u))
+                    .reduce(u64::saturating_add)
+            };
+            let usage = (!usages.is_empty()).then(|| bulkhead_proto::acct::JobUsage {
+                cpu_usec: sum(|u| u.cpu_usec),
+                user_usec: sum(|u| u.user_usec),
+                system_usec: sum(|u| u.system_usec),
+                mem_peak_bytes: usages.iter().filter_map(|u| u.mem_peak_bytes).max(),
+                pids_peak: usages.iter().map(|u| u.pids_peak).max().unwrap_or(0),
+                samples: 1,
+                ..Default::default()
+            });
+            let state = if signal.is_some() || exit_code.is_some_and(|c| c != 0) {
+                JobState::Failed
+            } else if parts.iter().all(|p| p.usage.is_some()) {
+                JobState::Completed
+            } else {
+                // A node lost its part (the client went, the job ended first).
+                JobState::Cancelled
+            };
+            bulkhead_proto::acct::AcctRecord {
+                job: job.job,
+                job_label: format!("{}.{step}", job.job_label),
+                name: parts[0].name.clone(),
+                state,
+                exit_code,
+                signal,
+                nodes: parts
+                    .iter()
+                    .map(|p| p.node.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                start_us: parts.iter().map(|p| p.start_us).min(),
+                end_us: parts.iter().map(|p| p.end_us).max(),
+                alloc_cpus: parts.iter().map(|p| p.cpus).fold(0u32, u32::saturating_add),
+                alloc_gpus: String::new(),
+                gpu_seconds: Vec::new(),
+                usage,
+                ..job.clone()
+            }
+        });
+        batch_record.into_iter().chain(records).collect()
     }
 
     /// Forgets the steps of a job that ended.
@@ -533,6 +535,73 @@ impl Core {
 }
 
 /// The host of a `tcp://HOST:PORT` endpoint (`[v6]` brackets removed).
+/// A batch job's `J.batch` record (none before it starts): its script's part on the
+/// first node, as sacct lists it. Its CPU time is the job's there less its steps'
+/// there (cgroup counters include the steps' below them); its memory peak is the
+/// job's only when no step ran there (the peak of a script and its steps together is
+/// not the script's, so it is left unknown).
+fn batch_record(
+    job: &bulkhead_proto::acct::AcctRecord,
+    ends: &[bulkhead_proto::step::StepEnd],
+) -> Option<bulkhead_proto::acct::AcctRecord> {
+    job.start_us?;
+    if job.state == JobState::Pending {
+        return None;
+    }
+    let first = job.nodes.split(',').next().unwrap_or_default().to_string();
+    let nnodes = job
+        .nodes
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .count()
+        .max(1) as u32;
+    let here: Vec<&bulkhead_proto::step::StepEnd> =
+        ends.iter().filter(|e| e.node == first).collect();
+    let state = match job.state {
+        JobState::Timeout => JobState::Cancelled,
+        JobState::NodeFail => JobState::Failed,
+        JobState::Completing => JobState::Running,
+        s => s,
+    };
+    let usage = job.usage.as_ref().map(|u| {
+        let steps_cpu = |f: fn(&bulkhead_proto::acct::JobUsage) -> Option<u64>| {
+            here.iter()
+                .map(|e| e.usage.as_ref().and_then(f))
+                .try_fold(0u64, |acc, c| c.map(|c| acc.saturating_add(c)))
+        };
+        let less = |total: Option<u64>, f: fn(&bulkhead_proto::acct::JobUsage) -> Option<u64>| {
+            total.zip(steps_cpu(f)).map(|(t, s)| t.saturating_sub(s))
+        };
+        let alone = here.is_empty();
+        bulkhead_proto::acct::JobUsage {
+            cpu_usec: less(u.cpu_usec, |x| x.cpu_usec),
+            user_usec: less(u.user_usec, |x| x.user_usec),
+            system_usec: less(u.system_usec, |x| x.system_usec),
+            mem_peak_bytes: u.mem_peak_bytes.filter(|_| alone),
+            mem_current_bytes: None,
+            gpus: if alone { u.gpus.clone() } else { Vec::new() },
+            ..u.clone()
+        }
+    });
+    Some(bulkhead_proto::acct::AcctRecord {
+        job_label: format!("{}.batch", job.job_label),
+        name: "batch".into(),
+        state,
+        nodes: first,
+        alloc_cpus: job.alloc_cpus / nnodes,
+        alloc_mem_mb: job.alloc_mem_mb,
+        alloc_gpus: if nnodes == 1 {
+            job.alloc_gpus.clone()
+        } else {
+            String::new()
+        },
+        // GPU time is the allocation's, counted once, on the job's record.
+        gpu_seconds: Vec::new(),
+        usage,
+        ..job.clone()
+    })
+}
+
 fn endpoint_host(ep: &str) -> &str {
     let rest = ep.strip_prefix("tcp://").unwrap_or(ep);
     let host = rest.rsplit_once(':').map_or(rest, |(h, _)| h);
@@ -541,8 +610,90 @@ fn endpoint_host(ep: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::{JobSteps, endpoint_host};
-    use bulkhead_proto::NodeId;
+    use super::{JobSteps, batch_record, endpoint_host};
+    use bulkhead_proto::acct::{AcctRecord, JobUsage};
+    use bulkhead_proto::step::StepEnd;
+    use bulkhead_proto::{JobId, JobState, NodeId};
+
+    #[test]
+    fn the_batch_steps_cpu_is_the_jobs_less_its_steps_on_the_first_node() {
+        let usage = |cpu: u64| JobUsage {
+            cpu_usec: Some(cpu),
+            mem_peak_bytes: Some(1 << 30),
+            ..Default::default()
+        };
+        let job = AcctRecord {
+            job: JobId(7),
+            job_label: "7".into(),
+            name: "train".into(),
+            user: "ann".into(),
+            uid: 1000,
+            account: String::new(),
+            partition: "p".into(),
+            state: JobState::Timeout,
+            exit_code: None,
+            signal: Some(15),
+            nodes: "a,b".into(),
+            submit_us: 1,
+            start_us: Some(2),
+            end_us: Some(3),
+            alloc_cpus: 8,
+            alloc_mem_mb: 100,
+            alloc_gpus: "2".into(),
+            gpu_seconds: vec![("h100".into(), 9.0)],
+            usage: Some(usage(10_000_000)),
+        };
+        let end = |node: &str, cpu: u64| StepEnd {
+            job: JobId(7),
+            step: 0,
+            node: node.into(),
+            name: "s".into(),
+            ntasks: 1,
+            cpus: 1,
+            start_us: 2,
+            end_us: 3,
+            exit_code: Some(0),
+            signal: None,
+            usage: Some(usage(cpu)),
+        };
+        let b = batch_record(&job, &[end("a", 4_000_000), end("b", 5_000_000)]).unwrap();
+        assert_eq!(b.job_label, "7.batch");
+        assert_eq!(b.nodes, "a");
+        assert_eq!(b.state, JobState::Cancelled, "a batch step out of time");
+        assert_eq!(b.alloc_cpus, 4);
+        let u = b.usage.unwrap();
+        assert_eq!(
+            u.cpu_usec,
+            Some(6_000_000),
+            "only node a's steps are below it"
+        );
+        assert_eq!(
+            u.mem_peak_bytes, None,
+            "a peak shared with steps is not its own"
+        );
+        assert!(
+            b.gpu_seconds.is_empty(),
+            "GPU time is counted on the job once"
+        );
+        let alone = batch_record(&job, &[end("b", 5_000_000)]).unwrap();
+        assert_eq!(alone.usage.unwrap().mem_peak_bytes, Some(1 << 30));
+        let mut unknown = end("a", 1);
+        unknown.usage = None;
+        assert_eq!(
+            batch_record(&job, &[unknown])
+                .unwrap()
+                .usage
+                .unwrap()
+                .cpu_usec,
+            None,
+            "a step's CPU unknown: the script's too"
+        );
+        let pending = AcctRecord {
+            start_us: None,
+            ..job
+        };
+        assert!(batch_record(&pending, &[]).is_none());
+    }
 
     #[test]
     fn exclusive_steps_take_cpus_no_other_running_one_has() {

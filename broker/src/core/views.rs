@@ -245,11 +245,12 @@ impl Core {
             .jobs
             .values()
             .filter(|j| j.submission.array.is_none() && mine.is_none_or(|u| u == j.uid))
-            .map(|j| self.acct_record(j, now_us))
-            .filter(|r| crate::acct::matches(r, f))
-            .flat_map(|r| {
-                // Each job's steps follow it, as sacct lists them.
-                let steps = self.step_records(&r);
+            .map(|j| (self.acct_record(j, now_us), j.batch))
+            .filter(|(r, _)| crate::acct::matches(r, f))
+            .flat_map(|(r, batch)| {
+                // Each job's steps follow it, as sacct lists them: its batch script's
+                // (`J.batch`) first.
+                let steps = self.step_records(&r, batch);
                 std::iter::once(r).chain(steps)
             })
             .collect();

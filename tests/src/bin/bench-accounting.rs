@@ -115,6 +115,7 @@ fn record(i: u64) -> JobRow {
         uid: 1000 + (i % 200) as u32,
         gid: 1000,
         user: format!("user{}", i % 200),
+        batch: false,
         submission: JobSubmission {
             name: "train".into(),
             script: String::new(),

@@ -182,7 +182,10 @@ fn accounting_counts_a_running_job_up_to_the_time_given() {
                     ..
                 },
             ] => {
-                assert_eq!(records.len(), 1);
+                // The job, and its batch script's step (which counts no GPU time).
+                assert_eq!(records.len(), 2, "{records:?}");
+                assert_eq!(records[1].job_label, format!("{id}.batch"));
+                assert!(records[1].gpu_seconds.is_empty());
                 assert_eq!(records[0].job, id);
                 records[0].gpu_seconds.clone()
             }
