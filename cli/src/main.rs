@@ -299,9 +299,9 @@ struct RunArgs {
     nodes: Option<u32>,
     #[arg(long)]
     ntasks_per_node: Option<u32>,
-    /// CPUs of each task.
-    #[arg(short = 'c', long, default_value_t = 1)]
-    cpus_per_task: u32,
+    /// CPUs of each task (default: $SRUN_CPUS_PER_TASK, else 1).
+    #[arg(short = 'c', long)]
+    cpus_per_task: Option<u32>,
     /// Only these of the job's nodes.
     #[arg(short = 'w', long, value_delimiter = ',')]
     nodelist: Vec<String>,
@@ -387,7 +387,7 @@ fn allocation_for_run(a: &RunArgs) -> anyhow::Result<JobSubmission> {
         "--ntasks-per-node",
         a.ntasks_per_node.map(|n| n.to_string()),
     );
-    add("-c", Some(a.cpus_per_task.to_string()));
+    add("-c", a.cpus_per_task.map(|c| c.to_string()));
     add("-t", a.time.clone());
     add("-p", a.partition.clone());
     add("--mem", a.mem.clone());
@@ -420,6 +420,13 @@ fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
     let opts = SubmitOpts::try_parse_from(flags)
         .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
     let sub = submission_from(opts, String::new(), "interactive".into(), vec![])?;
+    // The task layout's variables, as salloc sets them: `bh run` inside follows them.
+    let layout: Vec<(String, String)> = sub
+        .env
+        .iter()
+        .filter(|(k, _)| bulkhead_cli::opts::LAYOUT_VARS.contains(&k.as_str()))
+        .cloned()
+        .collect();
     let mut c = client(cli)?;
     bulkhead_cli::alloc::catch_interrupts();
     let job = c.submit(sub).map_err(explain)?;
@@ -455,6 +462,7 @@ fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
             ("SLURM_JOB_NUM_NODES", &nnodes),
             ("SLURM_JOB_CPUS_PER_NODE", &cpus),
         ])
+        .envs(layout)
         .status();
     let code = match &status {
         Ok(s) => s
@@ -490,7 +498,7 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
         ("--ntasks", a.ntasks),
         ("--nodes", a.nodes),
         ("--ntasks-per-node", a.ntasks_per_node),
-        ("--cpus-per-task", Some(a.cpus_per_task)),
+        ("--cpus-per-task", a.cpus_per_task),
     ] {
         if v == Some(0) {
             bail!("{name} must be at least 1");
@@ -519,12 +527,41 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
             .to_string_lossy()
             .into_owned(),
     };
+    // As srun: the allocation's task layout (sbatch's and salloc's variables) where the
+    // command line says nothing of the layout; not for an interactive shell (one task).
+    let env_u32 = |k: &str| -> anyhow::Result<Option<u32>> {
+        std::env::var(k)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| {
+                v.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .with_context(|| format!("${k} ({v:?}) is not a positive number"))
+            })
+            .transpose()
+    };
+    let layout_given = a.ntasks.is_some()
+        || a.nodes.is_some()
+        || a.ntasks_per_node.is_some()
+        || !a.nodelist.is_empty()
+        || a.pty;
+    let (ntasks, ntasks_per_node) = if layout_given {
+        (a.ntasks, a.ntasks_per_node)
+    } else {
+        (env_u32("SLURM_NTASKS")?, env_u32("SLURM_NTASKS_PER_NODE")?)
+    };
+    let cpus_per_task = match a.cpus_per_task {
+        Some(c) => c,
+        None => env_u32("SRUN_CPUS_PER_TASK")?.unwrap_or(1),
+    };
     let req = bulkhead_proto::step::StepRequest {
         job: JobId(job),
-        ntasks: a.ntasks,
+        ntasks,
         nodes: a.nodes,
-        ntasks_per_node: a.ntasks_per_node,
-        cpus_per_task: a.cpus_per_task,
+        ntasks_per_node,
+        cpus_per_task,
         nodelist: a.nodelist.clone(),
         name: a.job_name.clone().unwrap_or_else(|| a.cmd[0].clone()),
         argv: a.cmd.clone(),
@@ -987,7 +1024,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ntasks: Some(1),
                 nodes: Some(1),
                 ntasks_per_node: None,
-                cpus_per_task: 1,
+                cpus_per_task: Some(1),
                 nodelist: vec![host],
                 job: None,
                 label: false,
@@ -1180,6 +1217,10 @@ fn submission_from(
             .collect(),
     };
     let mut env = env;
+    // What sbatch sets of the task layout, in place of whatever the environment
+    // exported (a submission from inside another job carries that job's).
+    env.retain(|(k, _)| !bulkhead_cli::opts::LAYOUT_VARS.contains(&k.as_str()));
+    env.extend(r.layout.env());
     if !env.iter().any(|(k, _)| k == "SLURM_UMASK") {
         // As sbatch does: the job's files are created with the submitter's umask
         // (output files too), whatever the environment exported.

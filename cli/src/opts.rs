@@ -30,6 +30,9 @@ pub struct SubmitOpts {
     /// CPUs per task.
     #[arg(short = 'c', long = "cpus-per-task")]
     pub cpus_per_task: Option<String>,
+    /// Tasks on each node (with --nodes: the tasks; with --ntasks alone: the nodes).
+    #[arg(long = "ntasks-per-node")]
+    pub ntasks_per_node: Option<String>,
     /// Alias of --ntasks, as earlier Bulkhead releases spelled it.
     #[arg(long = "cpus")]
     pub cpus: Option<String>,
@@ -296,6 +299,7 @@ impl SubmitOpts {
             lower,
             ntasks,
             cpus_per_task,
+            ntasks_per_node,
             cpus,
             nodes,
             mem,
@@ -512,6 +516,7 @@ fn gpu_request(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
     pub resources: ResourceRequest,
+    pub layout: TaskLayout,
     pub name: Option<String>,
     pub stdout: Option<String>,
     pub stderr: Option<String>,
@@ -521,6 +526,52 @@ pub struct Resolved {
     pub array: Option<ArraySpec>,
     pub reservation: Option<String>,
     pub qos: Option<String>,
+}
+
+/// The job's tasks as its options laid them out, for the variables sbatch sets
+/// (`SLURM_NTASKS`, `SLURM_NTASKS_PER_NODE`, `SLURM_CPUS_PER_TASK`,
+/// `SLURM_TASKS_PER_NODE`), which `bh run` inside the job then follows as srun does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskLayout {
+    /// Set when asked for (`-n`, or `--ntasks-per-node`).
+    pub ntasks: Option<u32>,
+    pub ntasks_per_node: Option<u32>,
+    pub cpus_per_task: Option<u32>,
+    /// Tasks on each node, in order.
+    pub tasks_per_node: Vec<u32>,
+}
+
+/// The variables of [`TaskLayout::env`].
+pub const LAYOUT_VARS: [&str; 5] = [
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_TASKS_PER_NODE",
+];
+
+impl TaskLayout {
+    /// The variables sbatch sets for it.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        if let Some(n) = self.ntasks {
+            out.push(("SLURM_NTASKS".into(), n.to_string()));
+            out.push(("SLURM_NPROCS".into(), n.to_string()));
+        }
+        if let Some(n) = self.ntasks_per_node {
+            out.push(("SLURM_NTASKS_PER_NODE".into(), n.to_string()));
+        }
+        if let Some(c) = self.cpus_per_task {
+            out.push(("SLURM_CPUS_PER_TASK".into(), c.to_string()));
+        }
+        if !self.tasks_per_node.is_empty() {
+            out.push((
+                "SLURM_TASKS_PER_NODE".into(),
+                bulkhead_proto::step::tasks_per_node_text(&self.tasks_per_node),
+            ));
+        }
+        out
+    }
 }
 
 /// Parses `--array`: `0-999`, `1,3,5`, `0-15:4`, with an optional `%N` throttle.
@@ -646,9 +697,10 @@ impl SubmitOpts {
     /// The options whose values are labels (names, paths, partitions, comments...),
     /// by their long names. Not `--wrap` (a script) nor `--export` (environment values
     /// are data, passed to the job as they are).
-    fn labels(&self) -> [(&'static str, Option<&str>); 25] {
+    fn labels(&self) -> [(&'static str, Option<&str>); 26] {
         [
             ("ntasks", self.ntasks.as_deref()),
+            ("ntasks-per-node", self.ntasks_per_node.as_deref()),
             ("cpus-per-task", self.cpus_per_task.as_deref()),
             ("cpus", self.cpus.as_deref()),
             ("nodes", self.nodes.as_deref()),
@@ -705,6 +757,10 @@ impl SubmitOpts {
             }
         }
         let mut nodes = 1;
+        let tasks_per_node_opt = match &self.ntasks_per_node {
+            Some(v) => Some(count("ntasks-per-node", v)?),
+            None => None,
+        };
         if let Some(n) = &self.nodes {
             let (lo, hi) = match n.split_once('-') {
                 Some((a, b)) => (count("nodes", a)?, count("nodes", b)?),
@@ -720,11 +776,26 @@ impl SubmitOpts {
             // The minimum is allocated, as a gang.
             nodes = lo;
         }
-        // Slurm's default is one task per node; tasks spread evenly over the nodes.
-        let ntasks = match self.ntasks.as_deref().or(self.cpus.as_deref()) {
-            Some(v) => count("ntasks", v)?,
-            None => nodes,
+        // Slurm's default is one task per node (or --ntasks-per-node on each); tasks
+        // spread evenly over the nodes. --ntasks with --ntasks-per-node and no --nodes
+        // takes the nodes they need.
+        let asked = match self.ntasks.as_deref().or(self.cpus.as_deref()) {
+            Some(v) => Some(count("ntasks", v)?),
+            None => None,
         };
+        if let (Some(t), Some(per), None) = (asked, tasks_per_node_opt, &self.nodes) {
+            nodes = t.div_ceil(per);
+        }
+        let ntasks = asked.unwrap_or_else(|| tasks_per_node_opt.unwrap_or(1).saturating_mul(nodes));
+        if let Some(per) = tasks_per_node_opt
+            && ntasks.div_ceil(nodes) > per
+        {
+            return Err(value_err(
+                "ntasks-per-node",
+                &per.to_string(),
+                format!("{ntasks} tasks on {nodes} nodes need more than {per} on a node"),
+            ));
+        }
         let per_task = match &self.cpus_per_task {
             Some(v) => count("cpus-per-task", v)?,
             None => 1,
@@ -803,6 +874,16 @@ impl SubmitOpts {
                 time_limit_s,
                 partition,
             },
+            layout: TaskLayout {
+                ntasks: (asked.is_some() || tasks_per_node_opt.is_some()).then_some(ntasks),
+                ntasks_per_node: tasks_per_node_opt,
+                cpus_per_task: self.cpus_per_task.as_ref().map(|_| per_task),
+                tasks_per_node: bulkhead_proto::step::distribute(
+                    ntasks,
+                    &vec![tasks_per_node_opt.unwrap_or(ntasks.div_ceil(nodes)); nodes as usize],
+                )
+                .unwrap_or_default(),
+            },
             name: self.job_name.clone(),
             stdout: self.output.clone(),
             stderr: self.error.clone(),
@@ -822,6 +903,42 @@ mod tests {
 
     fn cli(args: &[&str]) -> SubmitOpts {
         SubmitOpts::try_parse_from(args).expect("parse")
+    }
+
+    #[test]
+    fn the_task_layout_follows_sbatchs_options() {
+        let r = cli(&["-N", "2", "--ntasks-per-node", "3", "-c", "2"])
+            .resolve()
+            .expect("resolve");
+        assert_eq!(r.resources.nodes, 2);
+        assert_eq!(r.resources.cpus, 6, "3 tasks of 2 CPUs on each node");
+        let env: std::collections::HashMap<String, String> = r.layout.env().into_iter().collect();
+        assert_eq!(env["SLURM_NTASKS"], "6");
+        assert_eq!(env["SLURM_NTASKS_PER_NODE"], "3");
+        assert_eq!(env["SLURM_CPUS_PER_TASK"], "2");
+        assert_eq!(env["SLURM_TASKS_PER_NODE"], "3(x2)");
+        // --ntasks with --ntasks-per-node and no --nodes: the nodes they need.
+        let r = cli(&["-n", "5", "--ntasks-per-node", "2"])
+            .resolve()
+            .expect("resolve");
+        assert_eq!(r.resources.nodes, 3);
+        assert_eq!(r.layout.tasks_per_node, vec![2, 2, 1]);
+        // Nothing asked: one task, no SLURM_NTASKS (as sbatch), the layout still said.
+        let env: std::collections::HashMap<String, String> = cli(&[])
+            .resolve()
+            .expect("resolve")
+            .layout
+            .env()
+            .into_iter()
+            .collect();
+        assert!(!env.contains_key("SLURM_NTASKS"));
+        assert_eq!(env["SLURM_TASKS_PER_NODE"], "1");
+        assert!(
+            cli(&["-n", "5", "-N", "1", "--ntasks-per-node", "2"])
+                .resolve()
+                .is_err(),
+            "5 tasks do not fit 2 per node on 1 node"
+        );
     }
 
     #[test]
@@ -910,7 +1027,8 @@ mod tests {
         use clap::CommandFactory;
         let sample = |long: &str| -> Option<&'static str> {
             Some(match long {
-                "ntasks" | "cpus-per-task" | "cpus" | "nodes" | "gpus" | "gpus-per-node" => "1",
+                "ntasks" | "ntasks-per-node" | "cpus-per-task" | "cpus" | "nodes" | "gpus"
+                | "gpus-per-node" => "1",
                 "mem" | "mem-per-cpu" => "1G",
                 "time" => "10",
                 "partition" | "job-name" | "qos" | "reservation" | "comment" => "x",

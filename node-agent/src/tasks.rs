@@ -159,25 +159,7 @@ pub fn resolve(cmd: &str, path: &str, cwd: &str) -> Option<PathBuf> {
         .find(|p| runnable(p))
 }
 
-/// `SLURM_TASKS_PER_NODE`'s form: `2(x3),1`.
-pub fn tasks_per_node_text(per: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < per.len() {
-        let mut j = i;
-        while j + 1 < per.len() && per[j + 1] == per[i] {
-            j += 1;
-        }
-        let n = j - i + 1;
-        out.push(if n > 1 {
-            format!("{}(x{n})", per[i])
-        } else {
-            per[i].to_string()
-        });
-        i = j + 1;
-    }
-    out.join(",")
-}
+pub use bulkhead_proto::step::tasks_per_node_text;
 
 /// The environment of task `rank` (`local` on this node): the client's, then the
 /// job's variables, then the step's (Slurm's, Bulkhead's and PyTorch's) over both.

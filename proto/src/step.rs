@@ -410,6 +410,26 @@ pub fn is_final_frame(frame: &[u8]) -> bool {
     matches!(frame.get(crate::codec::HEADER_LEN), Some(3 | 4))
 }
 
+/// `SLURM_TASKS_PER_NODE`'s form: `2(x3),1`.
+pub fn tasks_per_node_text(per: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < per.len() {
+        let mut j = i;
+        while j + 1 < per.len() && per[j + 1] == per[i] {
+            j += 1;
+        }
+        let n = j - i + 1;
+        out.push(if n > 1 {
+            format!("{}(x{n})", per[i])
+        } else {
+            per[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
 /// Tasks per node for `ntasks` tasks on nodes with room for `room[i]` tasks each:
 /// Slurm's block distribution (consecutive ranks share a node), spread so that every
 /// node gets at least one task and no node more than its room. `None` if they do not

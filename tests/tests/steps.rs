@@ -348,11 +348,17 @@ fn a_batch_script_runs_steps_with_bh_run() {
     let wd = c.workdir(Some(&u)).expect("workdir");
     let bh = bin("bh");
     let script = format!(
-        "#!/bin/sh\n{bh} run -l hostname > hosts.txt\n{bh} run -n 2 sh -c 'exit 3'\necho status=$? > status.txt\n",
+        "#!/bin/sh\nenv | grep -E '^SLURM_(NTASKS|TASKS_PER_NODE|NTASKS_PER_NODE)=' | sort > layout.txt\n\
+         {bh} run -l printenv SLURMD_NODENAME > hosts.txt\n{bh} run -n 2 sh -c 'exit 3'\necho status=$? > status.txt\n",
         bh = bh.display()
     );
     let j = c
-        .submit(Some(&u), &wd, &["-N", "2"], &script)
+        .submit(
+            Some(&u),
+            &wd,
+            &["-N", "2", "--ntasks-per-node", "2"],
+            &script,
+        )
         .expect("submit");
     let done = c
         .wait_state(j, &[JobState::Completed, JobState::Failed], t())
@@ -360,10 +366,22 @@ fn a_batch_script_runs_steps_with_bh_run() {
     assert_eq!(done.state, JobState::Completed, "{:?}", done.reason);
     let hosts = std::fs::read_to_string(wd.join("hosts.txt")).expect("hosts");
     let log = std::fs::read_to_string(wd.join(format!("bh-{j}.out"))).unwrap_or_default();
+    // The job's layout, as sbatch sets it, and bh run without -n follows it as srun
+    // does: two tasks on each node.
+    let layout = std::fs::read_to_string(wd.join("layout.txt")).expect("layout");
     assert_eq!(
-        hosts.lines().count(),
-        2,
-        "one task on each node: {hosts}\n{log}"
+        layout, "SLURM_NTASKS=4\nSLURM_NTASKS_PER_NODE=2\nSLURM_TASKS_PER_NODE=2(x2)\n",
+        "{log}"
+    );
+    let mut per_host: BTreeMap<String, usize> = BTreeMap::new();
+    for l in hosts.lines() {
+        let host = l.split_once(": ").map_or(l, |(_, h)| h);
+        *per_host.entry(host.to_string()).or_default() += 1;
+    }
+    assert_eq!(
+        per_host.values().copied().collect::<Vec<_>>(),
+        vec![2, 2],
+        "two tasks on each node: {hosts}\n{log}"
     );
     let status = std::fs::read_to_string(wd.join("status.txt")).expect("status");
     assert_eq!(status.trim(), "status=3");
