@@ -13,6 +13,7 @@
 
 use bulkhead_proto::JobId;
 use bulkhead_proto::job::JobEnd;
+use bulkhead_proto::step::StepEnd;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
@@ -23,11 +24,15 @@ use std::path::{Path, PathBuf};
 enum Record {
     End(Box<JobEnd>),
     Ack(JobId),
-    /// A signed launch accepted, valid until `until_us` (last, for older journals).
+    /// A signed launch accepted, valid until `until_us` (after the others, for older
+    /// journals).
     Launched {
         job: JobId,
         until_us: u64,
     },
+    /// A step's part here ended, and the broker's acknowledgement of it.
+    StepEnd(Box<StepEnd>),
+    StepAck(JobId, u32),
 }
 
 /// A job end as agents before GPU accounting journaled it (no `gpu_fault`, no
@@ -134,6 +139,8 @@ pub struct Journal {
     pending: BTreeMap<JobId, JobEnd>,
     /// Accepted launches by job and expiry (a requeued job is launched again).
     launched: BTreeSet<(JobId, u64)>,
+    /// Steps' ends not yet acknowledged, by job and step.
+    steps: BTreeMap<(JobId, u32), StepEnd>,
 }
 
 impl Journal {
@@ -154,6 +161,7 @@ impl Journal {
         let Replayed {
             pending,
             launched,
+            steps,
             valid,
         } = replay(&bytes);
         let file = OpenOptions::new()
@@ -172,6 +180,7 @@ impl Journal {
             live: 0,
             pending,
             launched,
+            steps,
         };
         j.compact_if_needed()?;
         Ok(j)
@@ -201,6 +210,25 @@ impl Journal {
     pub fn record_end(&mut self, end: JobEnd) -> Result<(), JournalError> {
         self.append(&Record::End(Box::new(end.clone())))?;
         self.pending.insert(end.job, end);
+        Ok(())
+    }
+
+    /// Steps' ends not yet acknowledged.
+    pub fn step_pending(&self) -> impl Iterator<Item = &StepEnd> {
+        self.steps.values()
+    }
+
+    pub fn record_step_end(&mut self, end: StepEnd) -> Result<(), JournalError> {
+        self.append(&Record::StepEnd(Box::new(end.clone())))?;
+        self.steps.insert((end.job, end.step), end);
+        self.compact_if_needed()
+    }
+
+    pub fn record_step_ack(&mut self, job: JobId, step: u32) -> Result<(), JournalError> {
+        if self.steps.remove(&(job, step)).is_some() {
+            self.append(&Record::StepAck(job, step))?;
+            self.compact_if_needed()?;
+        }
         Ok(())
     }
 
@@ -248,6 +276,9 @@ impl Journal {
                 until_us: *until_us,
             }));
         }
+        for e in self.steps.values() {
+            out.extend(frame(&Record::StepEnd(Box::new(e.clone()))));
+        }
         std::fs::write(&tmp, &out).map_err(err("write"))?;
         std::fs::rename(&tmp, &self.path).map_err(err("rename"))?;
         self.file = OpenOptions::new()
@@ -273,11 +304,13 @@ fn frame(r: &Record) -> Vec<u8> {
 struct Replayed {
     pending: BTreeMap<JobId, JobEnd>,
     launched: BTreeSet<(JobId, u64)>,
+    steps: BTreeMap<(JobId, u32), StepEnd>,
     valid: usize,
 }
 
 fn replay(bytes: &[u8]) -> Replayed {
-    let (mut pending, mut launched) = (BTreeMap::new(), BTreeSet::new());
+    let (mut pending, mut launched, mut steps) =
+        (BTreeMap::new(), BTreeSet::new(), BTreeMap::new());
     let mut at = 0;
     while bytes.len() - at >= 4 {
         let len =
@@ -295,6 +328,12 @@ fn replay(bytes: &[u8]) -> Replayed {
             Some(Record::Launched { job, until_us }) => {
                 launched.insert((job, until_us));
             }
+            Some(Record::StepEnd(e)) => {
+                steps.insert((e.job, e.step), *e);
+            }
+            Some(Record::StepAck(job, step)) => {
+                steps.remove(&(job, step));
+            }
             None => break,
         }
         at += 4 + len;
@@ -302,6 +341,7 @@ fn replay(bytes: &[u8]) -> Replayed {
     Replayed {
         pending,
         launched,
+        steps,
         valid: at,
     }
 }
@@ -310,6 +350,46 @@ fn replay(bytes: &[u8]) -> Replayed {
 mod tests {
     use super::*;
     use bulkhead_proto::JobState;
+
+    #[test]
+    fn step_ends_survive_reopen_until_acknowledged_and_compaction() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("j");
+        let step = |job: u64, step: u32| StepEnd {
+            job: JobId(job),
+            step,
+            node: "n1".into(),
+            name: "s".into(),
+            ntasks: 2,
+            cpus: 2,
+            start_us: 1,
+            end_us: 2,
+            exit_code: Some(3),
+            signal: None,
+            usage: None,
+        };
+        {
+            let mut j = Journal::open(&p).expect("open");
+            j.record_step_end(step(1, 0)).expect("step end");
+            j.record_step_end(step(1, 1)).expect("step end");
+            j.record_end(end(1)).expect("job end");
+            j.record_step_ack(JobId(1), 0).expect("ack");
+        }
+        let mut j = Journal::open(&p).expect("reopen");
+        let left: Vec<(JobId, u32)> = j.step_pending().map(|e| (e.job, e.step)).collect();
+        assert_eq!(left, vec![(JobId(1), 1)]);
+        assert_eq!(j.step_pending().next().unwrap().exit_code, Some(3));
+        assert_eq!(j.pending().count(), 1, "the job's end is apart");
+        // Many more acknowledged ones: the file is rewritten and the live one stays.
+        for i in 2..3000 {
+            j.record_step_end(step(i, 0)).expect("step end");
+            j.record_step_ack(JobId(i), 0).expect("ack");
+        }
+        drop(j);
+        assert!(std::fs::metadata(&p).expect("meta").len() < 64 << 10, "compacted");
+        let j = Journal::open(&p).expect("reopen");
+        assert_eq!(j.step_pending().count(), 1);
+    }
 
     fn end(id: u64) -> JobEnd {
         JobEnd {
@@ -399,8 +479,10 @@ mod tests {
         let Replayed {
             pending,
             launched,
+            steps,
             valid,
         } = replay(&bytes);
+        assert!(steps.is_empty(), "an older journal has no step ends");
         assert_eq!(valid, bytes.len(), "nothing cut");
         assert!(launched.is_empty());
         assert_eq!(pending.len(), 1);
@@ -463,8 +545,10 @@ mod tests {
         let Replayed {
             pending,
             launched,
+            steps,
             valid,
         } = replay(&bytes);
+        assert!(steps.is_empty(), "an older journal has no step ends");
         assert_eq!(valid, bytes.len(), "nothing cut");
         assert!(launched.contains(&(JobId(8), 99)));
         let e = &pending[&JobId(7)];

@@ -208,6 +208,8 @@ pub(crate) enum JobEvent {
     },
     /// MIG instances were created or destroyed: the node's GPUs now.
     Gpus(Vec<bulkhead_proto::job::GpuInfo>),
+    /// A step's part on this node ended (from the step endpoint).
+    StepEnded(Box<bulkhead_proto::step::StepEnd>),
 }
 
 /// The device filter as jobs see it.
@@ -542,7 +544,7 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             verifier: step_verifier.map(Mutex::new),
             deny_env: cfg.deny_env.clone(),
             out: Mutex::new(Some(out)),
-            to_broker: reg_tx.clone(),
+            events: ev_tx.clone(),
             gate: Arc::downgrade(&isolation),
         };
         match zap.and_then(|zap| {
@@ -583,7 +585,8 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             at: started_at,
             wall_us: bulkhead_proto::time::now_us(),
         },
-    );
+    )
+    .with_step_ends(journal.step_pending().cloned());
     let mut agent = shell::Agent {
         munge: Munge::new(cfg.munge_socket.as_deref()),
         tree: Arc::new(tree.keep()),

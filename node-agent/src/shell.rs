@@ -145,6 +145,16 @@ impl Agent {
                     tracing::warn!(%job, error = %e, "cannot record an acknowledgement");
                 }
             }
+            JournalOp::StepEnd(end) => {
+                if let Err(e) = self.journal.record_step_end(*end) {
+                    tracing::warn!(error = %e, "cannot journal a step's end: its accounting is lost if the agent restarts before the broker acknowledges it");
+                }
+            }
+            JournalOp::StepAck(job, step) => {
+                if let Err(e) = self.journal.record_step_ack(job, step) {
+                    tracing::warn!(%job, step, error = %e, "cannot record an acknowledgement");
+                }
+            }
         }
     }
 
@@ -298,6 +308,10 @@ impl Agent {
     pub fn on_event(&mut self, ev: JobEvent) {
         let fact = match ev {
             JobEvent::Denied(events) => return self.on_denials(events),
+            JobEvent::StepEnded(end) => {
+                let fx = self.core.on_step_end(*end, now());
+                return self.apply(fx);
+            }
             JobEvent::Completing { job } => JobFact::Completing { job },
             JobEvent::Gpus(inv) => JobFact::Gpus(inv),
             JobEvent::Started {

@@ -45,8 +45,9 @@ pub(crate) struct Shared {
     /// The socket thread's outbox; taken (closed) when the agent stops, since its
     /// ZeroMQ context cannot end while a socket of it is open.
     pub out: Mutex<Option<zmq::Socket>>,
-    /// Frames for the broker (the steps' ends, for accounting), sent by the agent's loop.
-    pub to_broker: mpsc::Sender<Vec<u8>>,
+    /// The agent's loop, which journals the steps' ends and sends them to the broker
+    /// (for accounting) until it acknowledges them.
+    pub events: mpsc::Sender<crate::JobEvent>,
     /// The device filter, for tasks given GPUs of their own (weak: the agent unpins
     /// the filter at its end only when nothing else holds it).
     pub gate: std::sync::Weak<crate::IsolationState>,
@@ -385,14 +386,13 @@ async fn session(
         );
     }
     end.end_us = bulkhead_proto::time::now_us();
-    match codec::encode(
-        0,
-        &bulkhead_proto::msg::AgentMessage::StepEnded(Box::new(end)),
-    ) {
-        Ok(frame) => {
-            let _ = shared.to_broker.send(frame).await;
-        }
-        Err(e) => tracing::warn!(%job, step = step_id, error = %e, "cannot report the step's end"),
+    if shared
+        .events
+        .send(crate::JobEvent::StepEnded(Box::new(end)))
+        .await
+        .is_err()
+    {
+        tracing::warn!(%job, step = step_id, "the agent is stopping: the step's end is not reported");
     }
     tracing::debug!(%job, step = step_id, "step session over");
 }

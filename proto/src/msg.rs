@@ -337,6 +337,12 @@ pub enum BrokerMessage {
     /// errors), so that whoever answers at the broker's address cannot kill, ack or
     /// launch.
     Sealed(Box<Sealed>),
+    /// The broker has stored this node's part of step `step`'s end (or will never
+    /// take it): the agent may forget it.
+    StepEndAck {
+        job: JobId,
+        step: u32,
+    },
 }
 
 /// Most bytes of a challenge's nonce.

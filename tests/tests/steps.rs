@@ -1179,3 +1179,62 @@ fn an_exclusive_step_waits_for_the_cpus_of_another() {
     let _ = first.stderr.take();
     release(&c, &wd, j);
 }
+
+/// A step that ends while the broker is down, on an agent killed before the broker
+/// returns: its end is journaled on the node and reaches `bh acct` once the broker is
+/// back (the agent sends it until the broker acknowledges it).
+#[test]
+fn a_steps_end_survives_the_broker_being_down_and_its_agent_restarting() {
+    let mut c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &[]);
+    let js = j.to_string();
+    let mut step = c
+        .bh_command(
+            Some(&u),
+            &wd,
+            &[
+                "run",
+                "--jobid",
+                &js,
+                "sh",
+                "-c",
+                "touch step.on; while [ ! -e step.go ]; do sleep 0.1; done; exit 4",
+            ],
+        )
+        .spawn()
+        .expect("bh run");
+    wait_for(t(), || wd.join("step.on").exists()).expect("the step runs");
+    let journal = c.spool().join("ends.journal");
+    let size = || std::fs::metadata(&journal).map_or(0, |m| m.len());
+    let before = size();
+    c.crash_broker();
+    std::fs::write(wd.join("step.go"), "").expect("go");
+    let st = step.wait().expect("bh run");
+    assert_eq!(
+        st.code(),
+        Some(4),
+        "the step ran to its end without the broker"
+    );
+    wait_for(t(), || size() > before).expect("the agent journaled the step's end");
+    c.signal_agent(nix::sys::signal::Signal::SIGKILL);
+    c.start_agent().expect("agent back");
+    c.start_broker().expect("broker back");
+    c.wait_node_up().expect("node up");
+    let mut lines = String::new();
+    wait_for(t(), || {
+        let out = c
+            .bh(
+                Some(&u),
+                &["acct", "-j", &js, "--csv", "-o", "JobID,State,ExitCode"],
+            )
+            .expect("bh acct");
+        lines = text(&out.stdout);
+        lines.contains(&format!("{js}.0,"))
+    })
+    .unwrap_or_else(|e| panic!("{e}: {lines}"));
+    assert!(lines.contains(&format!("{js}.0,FAILED,4:0")), "{lines}");
+    assert!(lines.contains(&format!("{js}.batch,RUNNING,")), "{lines}");
+    release(&c, &wd, j);
+}

@@ -781,7 +781,17 @@ impl Core {
                     fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));
                 }
             }
-            AgentMessage::StepEnded(end) => self.step_ended(&mut fx, node_id, *end),
+            AgentMessage::StepEnded(end) => {
+                let (job, step) = (end.job, end.step);
+                self.step_ended(&mut fx, node_id, *end);
+                // Acknowledged either way (a report this node may not make must not be
+                // resent forever); the ack leaves after the end is stored.
+                fx.send.push(Outbound::Agent {
+                    peer: peer.clone(),
+                    request_id,
+                    msg: BrokerMessage::StepEndAck { job, step },
+                });
+            }
             AgentMessage::JobEnded(end) => {
                 if self.job_ended(&mut fx, &peer, request_id, node_id, end) {
                     self.schedule(&mut fx, now_us);

@@ -17,6 +17,7 @@
 
 mod admission;
 mod ends;
+mod stepends;
 #[cfg(test)]
 mod tests;
 
@@ -64,6 +65,10 @@ pub enum JournalOp {
     End(Box<JobEnd>),
     /// The broker stored the end.
     Ack(JobId),
+    /// A step's part here ended, kept until acknowledged.
+    StepEnd(Box<bulkhead_proto::step::StepEnd>),
+    /// The broker stored the step's end.
+    StepAck(JobId, u32),
 }
 
 /// What one input made the core decide, in the order to carry it out.
@@ -162,6 +167,7 @@ pub struct AgentCore {
     jobs: BTreeMap<JobId, Job>,
     cpu_load: BTreeMap<u32, u32>,
     ends: ends::Ends,
+    step_ends: stepends::StepEnds,
     registered: bool,
     last_register: Option<Instant>,
     heartbeat: Duration,
@@ -197,6 +203,7 @@ impl AgentCore {
             verifier,
             jobs: BTreeMap::new(),
             ends: ends::Ends::replayed(pending),
+            step_ends: stepends::StepEnds::default(),
             registered: false,
             last_register: None,
             heartbeat: DEFAULT_HEARTBEAT,
@@ -209,6 +216,23 @@ impl AgentCore {
             started_at: now.at,
             denials: BTreeMap::new(),
         }
+    }
+
+    /// The step ends the journal holds, to send again.
+    pub fn with_step_ends(
+        mut self,
+        pending: impl IntoIterator<Item = bulkhead_proto::step::StepEnd>,
+    ) -> AgentCore {
+        self.step_ends = stepends::StepEnds::replayed(pending);
+        self
+    }
+
+    /// A step's part on this node ended (from the step endpoint's session): kept and
+    /// sent until the broker acknowledges it.
+    pub fn on_step_end(&mut self, end: bulkhead_proto::step::StepEnd, now: Now) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        self.step_ends.ended(end, self.registered, now.at, &mut fx);
+        fx
     }
 
     pub fn is_registered(&self) -> bool {
@@ -298,6 +322,7 @@ impl AgentCore {
                 }));
             }
             self.ends.resend_due(now.at, &mut fx);
+            self.step_ends.resend_due(now.at, &mut fx);
             self.report_denials(&mut fx);
         } else if self
             .last_register
@@ -372,6 +397,7 @@ impl AgentCore {
                 self.registered = true;
                 self.heartbeat = Duration::from_millis(u64::from(heartbeat_ms.clamp(100, 60_000)));
                 self.ends.resend_due(now.at, &mut fx);
+                self.step_ends.resend_due(now.at, &mut fx);
             }
             BrokerMessage::Reregister => {
                 tracing::info!("the broker asks this node to register again");
@@ -399,6 +425,7 @@ impl AgentCore {
                 }
             }
             BrokerMessage::EndAck { job } => self.ends.ack(job, &mut fx),
+            BrokerMessage::StepEndAck { job, step } => self.step_ends.ack(job, step, &mut fx),
             BrokerMessage::Error(e) => {
                 tracing::error!(code = ?e.code, message = %e.message, "the broker refused a message");
             }
@@ -604,6 +631,7 @@ pub(crate) fn broker_message_kind(m: &BrokerMessage) -> &'static str {
         BrokerMessage::Launch(_) => "Launch",
         BrokerMessage::Kill { .. } => "Kill",
         BrokerMessage::EndAck { .. } => "EndAck",
+        BrokerMessage::StepEndAck { .. } => "StepEndAck",
         BrokerMessage::Reregister => "Reregister",
         BrokerMessage::Error(_) => "Error",
         BrokerMessage::Challenge { .. } => "Challenge",
