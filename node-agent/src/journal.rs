@@ -386,7 +386,10 @@ mod tests {
             j.record_step_ack(JobId(i), 0).expect("ack");
         }
         drop(j);
-        assert!(std::fs::metadata(&p).expect("meta").len() < 64 << 10, "compacted");
+        assert!(
+            std::fs::metadata(&p).expect("meta").len() < 64 << 10,
+            "compacted"
+        );
         let j = Journal::open(&p).expect("reopen");
         assert_eq!(j.step_pending().count(), 1);
     }
