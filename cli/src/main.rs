@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// Bulkhead: a workload manager for multi-tenant GPU clusters.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(name = "bh", version)]
 struct Cli {
     /// The broker's endpoint.
@@ -43,7 +43,7 @@ struct Cli {
     cmd: Cmd,
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 enum AdminCmd {
     /// Nodes' agent keys (with a CURVE broker).
     Node {
@@ -87,7 +87,7 @@ enum AdminCmd {
     Unreserve { name: String },
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 enum NodeCmd {
     /// Admit the agent of node NAME, which holds the key pair of KEY (the public key,
     /// Z85, or its .pub file, as `bulkhead-agent keygen` wrote it).
@@ -104,7 +104,7 @@ enum NodeCmd {
     List,
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 enum Cmd {
     /// Submit a batch script (like sbatch). Options may also be given as #BH or #SBATCH lines.
     #[command(disable_help_flag = true)]
@@ -289,7 +289,7 @@ enum Cmd {
     },
 }
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 struct RunArgs {
     /// Tasks to run (default: one per node, or --ntasks-per-node on each).
     #[arg(short = 'n', long)]
@@ -1112,7 +1112,10 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
             cli.munge_socket.as_deref(),
             a.label,
             Duration::from_secs_f64(cli.timeout.max(1.0)),
-            bulkhead_cli::run::watch_job(client(cli)?, job),
+            {
+                let cli = cli.clone();
+                bulkhead_cli::run::watch_job(move || client(&cli), job)
+            },
         )
     });
     if let Some(job) = allocated {

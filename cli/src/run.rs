@@ -26,12 +26,19 @@ const JOB_CHECK: Duration = Duration::from_secs(2);
 /// nodes that can be reached are killing its tasks and send their ends.
 const AFTER_JOB_END: Duration = Duration::from_secs(5);
 
-/// Asks the broker (on `c`, a connection of its own) every [`JOB_CHECK`] whether `job`
-/// still runs, from a thread, so that a broker slow to answer never holds up the
-/// step's output; the job's state comes on the channel once it has ended.
-pub fn watch_job(mut c: Client, job: JobId) -> mpsc::Receiver<String> {
+/// Asks the broker (on a connection of its own, which `connect` makes in the thread:
+/// not on the step's way to its start) every [`JOB_CHECK`] whether `job` still runs,
+/// from a thread, so that a broker slow to answer never holds up the step's output; the
+/// job's state comes on the channel once it has ended.
+pub fn watch_job<F>(connect: F, job: JobId) -> mpsc::Receiver<String>
+where
+    F: FnOnce() -> anyhow::Result<Client> + Send + 'static,
+{
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
+        let Ok(mut c) = connect() else {
+            return;
+        };
         loop {
             std::thread::sleep(JOB_CHECK);
             // An unanswered question (the broker restarting) is asked again.

@@ -349,7 +349,7 @@ fn a_batch_script_runs_steps_with_bh_run() {
     let bh = bin("bh");
     let script = format!(
         "#!/bin/sh\nenv | grep -E '^SLURM_(NTASKS|TASKS_PER_NODE|NTASKS_PER_NODE)=' | sort > layout.txt\n\
-         {bh} run -l printenv SLURMD_NODENAME > hosts.txt\n{bh} run -n 2 sh -c 'exit 3'\necho status=$? > status.txt\n",
+         {bh} run -l sh -c 'echo $SLURMD_NODENAME' > hosts.txt\n{bh} run -n 2 sh -c 'exit 3'\necho status=$? > status.txt\n",
         bh = bh.display()
     );
     let j = c

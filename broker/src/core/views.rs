@@ -302,9 +302,14 @@ impl Core {
         } else {
             Box::new(f.jobs.iter().filter_map(|id| self.jobs.get(id)))
         };
+        // Jobs asked for by id are listed in any state (as squeue -j lists them), unless
+        // states are asked for too: then both hold.
         ids.filter(|j| {
-            (!f.jobs.is_empty() || wanted(j.state))
-                && (f.uids.is_empty() || f.uids.contains(&j.uid))
+            (if f.jobs.is_empty() || !f.states.is_empty() {
+                wanted(j.state)
+            } else {
+                true
+            }) && (f.uids.is_empty() || f.uids.contains(&j.uid))
         })
         .filter_map(|j| self.seen_by(caller, j))
         .collect()

@@ -569,3 +569,40 @@ fn an_end_reported_as_running_is_a_failure_and_frees_the_node() {
     ));
     assert_eq!(c.jobs[&next].state, JobState::Running);
 }
+
+/// `bh queue -j` (squeue -j) lists the jobs asked for in any state, and with `-t` only
+/// those of them in the states asked for.
+#[test]
+fn a_queue_of_given_jobs_keeps_to_the_states_asked_for() {
+    let mut t = Env::new().nodes(1, 1).build();
+    let (a, _) = t.submit(&user(1000), sub(1));
+    let (b, _) = t.submit(&user(1000), sub(1));
+    let (done, _) = t.submit(&user(1000), sub(1));
+    t.end(1, a, JobState::Completed);
+    // a ended; b took the node; `done` waits.
+    let ids = |t: &mut TestCore, states: Vec<JobState>| -> Vec<JobId> {
+        let fx = t.client(
+            &user(1000),
+            ClientOp::Queue(QueueFilter {
+                jobs: vec![a, b, done],
+                states,
+                ..Default::default()
+            }),
+        );
+        match &fx.send[..] {
+            [
+                Outbound::Client {
+                    reply: ClientReply::Jobs(list),
+                    ..
+                },
+            ] => list.iter().map(|j| j.id).collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(ids(&mut t, vec![]), vec![a, b, done], "every state");
+    assert_eq!(ids(&mut t, vec![JobState::Pending]), vec![done]);
+    assert_eq!(
+        ids(&mut t, vec![JobState::Running, JobState::Completed]),
+        vec![a, b]
+    );
+}
