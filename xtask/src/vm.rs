@@ -123,7 +123,9 @@ export BH_TEST_AGENT_CGROUP=/sys/fs/cgroup/agents BH_TEST_TIME_SCALE=__SCALE__ H
 cd /bh
 rc=0
 ./target/debug/deps/device_filter --test-threads=1 __FILTER__ 2>&1 || rc=1
-./target/debug/deps/e2e --test-threads=2 --skip the_html_report_renders_in_headless_chromium __FILTER__ 2>&1 || rc=1
+./target/debug/deps/e2e --test-threads=2 __FILTER__ 2>&1 || rc=1
+./target/debug/deps/devices --test-threads=2 __FILTER__ 2>&1 || rc=1
+./target/debug/deps/accounting --test-threads=2 --skip the_html_report_renders_in_headless_chromium __FILTER__ 2>&1 || rc=1
 ./target/debug/deps/hardening --test-threads=2 __FILTER__ 2>&1 || rc=1
 ./target/debug/deps/supervisor --test-threads=2 __FILTER__ 2>&1 || rc=1
 ./target/debug/deps/steps --test-threads=2 __FILTER__ 2>&1 || rc=1
@@ -144,6 +146,8 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
     let hardening = test_exe(root, "bulkhead-tests", "hardening")?;
     let supervisor = test_exe(root, "bulkhead-tests", "supervisor")?;
     let steps = test_exe(root, "bulkhead-tests", "steps")?;
+    let devices = test_exe(root, "bulkhead-tests", "devices")?;
+    let accounting = test_exe(root, "bulkhead-tests", "accounting")?;
     let target = e2e
         .parent()
         .and_then(Path::parent)
@@ -191,6 +195,11 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
             PathBuf::from("/bh/target/debug/deps/supervisor"),
         ),
         (steps, PathBuf::from("/bh/target/debug/deps/steps")),
+        (devices, PathBuf::from("/bh/target/debug/deps/devices")),
+        (
+            accounting,
+            PathBuf::from("/bh/target/debug/deps/accounting"),
+        ),
     ];
     // Not `bulkhead-standalone` (what `bh standalone` runs): no test in the VM runs
     // single-host mode, and the VM's memory holds every file of its initramfs.

@@ -1,0 +1,442 @@
+//! The store's tests: rows, migrations, a full disk, reopening.
+
+use super::*;
+
+fn gpu() -> bulkhead_proto::job::GpuInfo {
+    bulkhead_proto::job::GpuInfo {
+        index: 0,
+        uuid: "GPU-1".into(),
+        name: "NVIDIA H100 80GB HBM3".into(),
+        model: Some("h100-80gb".into()),
+        minor: 0,
+        memory_mb: 81_559,
+        mig: bulkhead_proto::job::MigMode::Dynamic,
+        instances: vec![],
+    }
+}
+use bulkhead_proto::ResourceRequest;
+
+fn row(id: u64) -> JobRow {
+    JobRow {
+        id: JobId(id),
+        uid: 1000,
+        gid: 1000,
+        user: "ann".into(),
+        batch: true,
+        submission: JobSubmission {
+            name: "j".into(),
+            script: "#!/bin/sh\necho hi\n".into(),
+            args: vec!["x".into()],
+            workdir: "/tmp".into(),
+            stdout: Some("o-%j".into()),
+            stderr: None,
+            env: vec![("A".into(), "b".into())],
+            deps: vec![],
+            array: None,
+            array_task: None,
+            reservation: None,
+            qos: None,
+            resources: ResourceRequest {
+                nodes: 1,
+                cpus: 2,
+                mem_mb: 10,
+                gpus: 0,
+                time_limit_s: Some(5),
+                partition: None,
+                ..Default::default()
+            },
+            idempotency_key: None,
+        },
+        partition: "batch".into(),
+        mem_mb: 10,
+        state: JobState::Pending,
+        reason: None,
+        exit_code: None,
+        signal: None,
+        node: None,
+        submit_us: 123,
+        start_us: None,
+        end_us: None,
+        denials: vec![],
+        extra_nodes: vec![],
+        gpus: vec![],
+        preempted_by: None,
+        usage: None,
+    }
+}
+
+/// A 0-byte database (a full disk, a botched restore) must not become a new, empty
+/// store silently: every job would be forgotten and job ids handed out again.
+#[test]
+fn an_empty_database_file_is_refused_unless_initializing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("bulkhead.db"), b"").expect("empty file");
+    let e = Store::open(dir.path()).expect_err("an empty file is no store");
+    let msg = e.to_string();
+    assert!(matches!(e, StoreError::NotAStore { .. }), "{msg}");
+    assert!(
+        msg.contains("the database is empty") && msg.contains("--initialize"),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::metadata(dir.path().join("bulkhead.db"))
+            .expect("still there")
+            .len(),
+        0,
+        "a refused file is left as it was"
+    );
+    let mut s = Store::open_with(dir.path(), true).expect("initialized");
+    s.apply(&[StoreOp::InsertJob(Box::new(row(1)))])
+        .expect("insert");
+    drop(s);
+    let s = Store::open(dir.path()).expect("an initialized store opens");
+    assert_eq!(s.load().expect("load").0.len(), 1);
+}
+
+#[test]
+fn another_programs_database_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let conn = Connection::open(dir.path().join("bulkhead.db")).expect("db");
+        conn.execute_batch("CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('x');")
+            .expect("foreign schema");
+    }
+    let msg = Store::open(dir.path()).expect_err("refused").to_string();
+    assert!(msg.contains("no schema version"), "{msg}");
+    std::fs::write(dir.path().join("bulkhead.db"), b"not sqlite at all, no").expect("junk");
+    let msg = Store::open(dir.path()).expect_err("refused").to_string();
+    assert!(msg.contains("is not a Bulkhead store"), "{msg}");
+}
+
+#[test]
+fn a_deleted_job_is_gone_with_its_records() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let mut s = Store::open(dir.path()).expect("open");
+        let mut done = row(1);
+        done.state = JobState::Completed;
+        done.usage = Some(bulkhead_proto::acct::JobUsage::default());
+        s.apply(&[
+            StoreOp::InsertJob(Box::new(row(1))),
+            StoreOp::InsertJob(Box::new(row(2))),
+            StoreOp::UpdateJob(Box::new(JobUpdate::of(&done))),
+        ])
+        .expect("apply");
+        s.apply(&[StoreOp::DeleteJob(JobId(1))]).expect("delete");
+    }
+    let s = Store::open(dir.path()).expect("reopen");
+    let (jobs, _) = s.load().expect("load");
+    assert_eq!(
+        jobs.iter().map(|j| j.id).collect::<Vec<_>>(),
+        vec![JobId(2)]
+    );
+    let left: i64 = s
+        .conn
+        .query_row("SELECT count(*) FROM job_usage", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(left, 0, "its usage went with it");
+}
+
+/// Steps' ends survive a restart, one per job, step and node (a report sent again
+/// replaces its first), and go with their job.
+#[test]
+fn step_ends_are_kept_per_node_and_go_with_their_job() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let end = |job: u64, step: u32, node: &str, code: i32| bulkhead_proto::step::StepEnd {
+        job: JobId(job),
+        step,
+        node: node.into(),
+        name: "t".into(),
+        ntasks: 2,
+        cpus: 2,
+        start_us: 1,
+        end_us: 2,
+        exit_code: Some(code),
+        signal: None,
+        usage: None,
+    };
+    {
+        let mut s = Store::open(dir.path()).expect("open");
+        s.apply(&[
+            StoreOp::InsertJob(Box::new(row(1))),
+            StoreOp::InsertJob(Box::new(row(2))),
+            StoreOp::StepEnded(Box::new(end(1, 0, "a", 1))),
+            StoreOp::StepEnded(Box::new(end(1, 0, "a", 3))),
+            StoreOp::StepEnded(Box::new(end(1, 0, "b", 0))),
+            StoreOp::StepEnded(Box::new(end(2, 0, "a", 0))),
+        ])
+        .expect("apply");
+    }
+    let mut s = Store::open(dir.path()).expect("reopen");
+    let ends = s.load_step_ends().expect("load");
+    assert_eq!(
+        ends,
+        vec![end(1, 0, "a", 3), end(1, 0, "b", 0), end(2, 0, "a", 0)]
+    );
+    s.apply(&[StoreOp::DeleteJob(JobId(1))]).expect("delete");
+    assert_eq!(s.load_step_ends().expect("load"), vec![end(2, 0, "a", 0)]);
+}
+
+/// An update stores the job's mutable fields and leaves its submission as the
+/// insert stored it; `JobUpdate::apply_to` (which the core's restart tests use as
+/// their store) says exactly what the store then holds.
+#[test]
+fn an_update_stores_what_apply_to_says_and_keeps_the_submission() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut model = row(1);
+    {
+        let mut s = Store::open(dir.path()).expect("open");
+        s.apply(&[StoreOp::InsertJob(Box::new(row(1)))])
+            .expect("insert");
+        let mut running = row(1);
+        running.state = JobState::Running;
+        running.node = Some(NodeId(3));
+        running.extra_nodes = vec![NodeId(4)];
+        running.start_us = Some(500);
+        running.preempted_by = Some((JobId(9), false));
+        running.gpus = vec![vec![bulkhead_proto::job::GpuGrant {
+            index: 0,
+            mig: None,
+        }]];
+        let mut done = running.clone();
+        done.state = JobState::Failed;
+        done.exit_code = Some(3);
+        done.end_us = Some(900);
+        done.reason = Some("it failed".into());
+        done.preempted_by = None;
+        done.usage = Some(bulkhead_proto::acct::JobUsage {
+            cpu_usec: Some(7),
+            ..Default::default()
+        });
+        for r in [&running, &done] {
+            let u = JobUpdate::of(r);
+            s.apply(&[StoreOp::UpdateJob(Box::new(u.clone()))])
+                .expect("update");
+            u.apply_to(&mut model);
+        }
+    }
+    let s = Store::open(dir.path()).expect("reopen");
+    let (jobs, _) = s.load().expect("load");
+    assert_eq!(jobs, vec![model.clone()]);
+    assert_eq!(
+        model.submission,
+        row(1).submission,
+        "the script and environment kept"
+    );
+    assert_eq!(model.exit_code, Some(3));
+    assert_eq!(model.extra_nodes, vec![NodeId(4)]);
+}
+
+#[test]
+fn rows_survive_reopen_and_updates_keep_the_script() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let mut s = Store::open(dir.path()).expect("open");
+        s.apply(&[
+            StoreOp::InsertJob(Box::new(row(1))),
+            StoreOp::InsertJob(Box::new(row(2))),
+        ])
+        .expect("insert");
+        let mut done = row(1);
+        done.state = JobState::Completed;
+        done.exit_code = Some(0);
+        done.node = Some(NodeId(3));
+        done.end_us = Some(999);
+        done.preempted_by = Some((JobId(7), true));
+        done.state = JobState::Completed;
+        done.usage = Some(bulkhead_proto::acct::JobUsage {
+            cpu_usec: Some(42),
+            mem_peak_bytes: Some(1 << 20),
+            ..Default::default()
+        });
+        done.gpus = vec![vec![bulkhead_proto::job::GpuGrant {
+            index: 1,
+            mig: Some(bulkhead_proto::job::MigPlacement {
+                profile: "1g.10gb".into(),
+                start: 6,
+            }),
+        }]];
+        s.apply(&[
+            StoreOp::UpdateJob(Box::new(JobUpdate::of(&done))),
+            StoreOp::UpsertNode(NodeRow {
+                id: NodeId(3),
+                name: "n3".into(),
+                cpus: 4,
+                mem_mb: 100,
+                last_seen_us: 5,
+                drain_reason: None,
+                gpus: vec![gpu()],
+            }),
+        ])
+        .expect("update");
+    }
+    let s = Store::open(dir.path()).expect("reopen");
+    assert_eq!(
+        s.meta("schema_version").expect("meta").as_deref(),
+        Some(crate::migrate::SCHEMA_VERSION)
+    );
+    let (jobs, nodes) = s.load().expect("load");
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(jobs[0].state, JobState::Completed);
+    assert_eq!(jobs[0].exit_code, Some(0));
+    assert_eq!(jobs[0].end_us, Some(999));
+    assert_eq!(jobs[0].gpus[0][0].mig.as_ref().map(|m| m.start), Some(6));
+    assert_eq!(jobs[0].preempted_by, Some((JobId(7), true)));
+    assert_eq!(jobs[0].usage.as_ref().and_then(|u| u.cpu_usec), Some(42));
+    assert_eq!(jobs[1].usage, None);
+    assert_eq!(jobs[1].preempted_by, None);
+    assert_eq!(jobs[0].submission.script, "#!/bin/sh\necho hi\n");
+    assert_eq!(jobs[1], row(2));
+    assert_eq!(
+        nodes,
+        vec![NodeRow {
+            id: NodeId(3),
+            name: "n3".into(),
+            cpus: 4,
+            mem_mb: 100,
+            last_seen_us: 5,
+            drain_reason: None,
+            gpus: vec![gpu()],
+        }]
+    );
+}
+
+#[test]
+fn a_failed_group_is_not_released() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let (rel_tx, rel_rx) = mpsc::channel();
+    let (fatal_tx, fatal_rx) = mpsc::channel();
+    let (tx, handle) = spawn_writer(
+        Writable::Open(store),
+        Health::default(),
+        move |items: Vec<u32>| rel_tx.send(items).expect("send"),
+        move |e| fatal_tx.send(e.to_string()).expect("send"),
+    )
+    .expect("spawn");
+    tx.send(Batch {
+        ops: vec![StoreOp::InsertJob(Box::new(row(1)))],
+        then: vec![1],
+    })
+    .expect("send");
+    assert_eq!(rel_rx.recv().expect("released"), vec![1]);
+    // The same id again violates the primary key: the commit fails.
+    tx.send(Batch {
+        ops: vec![StoreOp::InsertJob(Box::new(row(1)))],
+        then: vec![2],
+    })
+    .expect("send");
+    let msg = fatal_rx.recv().expect("fatal");
+    assert!(msg.contains("inserting a job"), "{msg}");
+    handle.join().expect("join");
+    assert!(
+        rel_rx.try_recv().is_err(),
+        "nothing of the failed group may be released"
+    );
+}
+
+/// A full store (here SQLite's page limit, as a full disk answers SQLITE_FULL)
+/// does not stop the writer: the group waits, unreleased, the store is marked
+/// unavailable, and once there is room it commits, its replies leave, and the
+/// batches behind it follow in order.
+#[test]
+fn a_full_store_holds_the_group_until_space_returns() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::open(dir.path()).expect("open");
+    store
+        .apply(&[StoreOp::InsertJob(Box::new(row(1)))])
+        .expect("first job");
+    let pages: u64 = store
+        .conn
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .expect("page count");
+    let limit = store.max_pages.clone();
+    limit.store(pages, Ordering::Relaxed);
+    let health = Health::default();
+    let (rel_tx, rel_rx) = mpsc::channel();
+    let (tx, handle) = spawn_writer(
+        Writable::Open(store),
+        health.clone(),
+        move |items: Vec<u32>| rel_tx.send(items).expect("send"),
+        |e| panic!("a full store is not fatal: {e}"),
+    )
+    .expect("spawn");
+    // A script of 64 KiB needs pages the limit does not allow.
+    let mut big = row(2);
+    big.submission.script = format!("#!/bin/sh\n#{}\n", "x".repeat(64 << 10));
+    tx.send(Batch {
+        ops: vec![StoreOp::InsertJob(Box::new(big))],
+        then: vec![2],
+    })
+    .expect("send");
+    tx.send(Batch {
+        ops: vec![],
+        then: vec![3],
+    })
+    .expect("send");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while health.unavailable().is_none() && std::time::Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let why = health.unavailable().expect("marked unavailable");
+    assert!(why.contains("full"), "{why}");
+    assert!(
+        rel_rx.recv_timeout(RETRY_EVERY * 2).is_err(),
+        "nothing is released before it is stored"
+    );
+    limit.store(1_000_000, Ordering::Relaxed);
+    let mut released = Vec::new();
+    while released.len() < 2 {
+        released.extend(
+            rel_rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("released"),
+        );
+    }
+    assert_eq!(released, vec![2, 3], "in order, once stored");
+    assert_eq!(health.unavailable(), None, "available again");
+    drop(tx);
+    handle.join().expect("join");
+    let s = Store::open(dir.path()).expect("reopen");
+    assert_eq!(
+        s.load().expect("load").0.len(),
+        2,
+        "the held job was stored"
+    );
+}
+
+#[test]
+fn fair_share_usage_and_reservations_survive_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let mut s = Store::open(dir.path()).expect("open");
+        s.apply(&[
+            StoreOp::FairShare(100, vec![("physics".into(), 12.5), ("bio".into(), 3.0)]),
+            StoreOp::FairShare(200, vec![("physics".into(), 10.0)]),
+            StoreOp::UpsertReservation(bulkhead_proto::msg::Reservation {
+                name: "maint".into(),
+                nodes: vec!["n1".into()],
+                start_us: 1,
+                end_us: 2,
+                users: vec![1000],
+                accounts: vec![],
+                cpus: None,
+                gpus: Some(4),
+            }),
+        ])
+        .expect("apply");
+    }
+    let s = Store::open(dir.path()).expect("reopen");
+    let (at, mut usage) = s.load_fairshare().expect("fairshare");
+    usage.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(at, 200);
+    assert_eq!(
+        usage,
+        vec![("bio".to_string(), 3.0), ("physics".to_string(), 10.0)]
+    );
+    assert_eq!(
+        s.load_reservations().expect("reservations")[0].name,
+        "maint"
+    );
+}

@@ -1,0 +1,64 @@
+//! What the scheduler tells about its jobs and nodes.
+
+use super::*;
+
+impl Scheduler {
+    pub fn pending_info(&self, id: JobId) -> Option<PendingInfo> {
+        self.pending.get(&id).map(|p| PendingInfo {
+            reason: p.reason.clone(),
+            expected_start: p.expected_start,
+            priority: p.priority,
+        })
+    }
+
+    pub fn is_running(&self, id: JobId) -> bool {
+        self.running.contains_key(&id)
+    }
+
+    /// When a running job started and on which nodes.
+    pub fn running_info(&self, id: JobId) -> Option<(Time, Option<Time>, &[NodeIdx], PartIdx)> {
+        self.running
+            .get(&id)
+            .map(|r| (r.start, r.end_limit, r.nodes.as_slice(), r.partition))
+    }
+
+    pub fn running_jobs(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.running.keys().copied()
+    }
+
+    pub fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn node_capacity(&self, n: usize) -> Option<Res> {
+        self.nodes.get(n).map(|node| node.spec.capacity)
+    }
+
+    pub fn node_free(&self, n: NodeIdx) -> Res {
+        self.nodes[n.0 as usize].free
+    }
+
+    /// Node state as Slurm names it: IDLE, MIXED, ALLOCATED, DRAINING, DRAINED, DOWN.
+    pub fn node_state(&self, n: NodeIdx) -> &'static str {
+        let node = &self.nodes[n.0 as usize];
+        match (&node.health, node.jobs.is_empty()) {
+            (Health::Down { .. }, _) => "DOWN",
+            (Health::Draining { .. }, true) => "DRAINED",
+            (Health::Draining { .. }, false) => "DRAINING",
+            (Health::Up, true) => "IDLE",
+            (Health::Up, false)
+                if node.free.cpus == 0
+                    || node.free.gpus == 0
+                        && node.free.mig == 0
+                        && node.spec.capacity.gpus + node.spec.capacity.mig > 0 =>
+            {
+                "ALLOCATED"
+            }
+            (Health::Up, false) => "MIXED",
+        }
+    }
+}
