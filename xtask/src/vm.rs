@@ -269,8 +269,10 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
             "qemu-system-x86_64",
             "-accel",
             "tcg",
+            // The initramfs (the test binaries with their debug info, ~90 MB each)
+            // is unpacked into the VM's memory before anything runs.
             "-m",
-            "2048",
+            "3072",
             "-smp",
             "2",
             "-nographic",
