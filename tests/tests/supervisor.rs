@@ -191,13 +191,21 @@ fn a_time_limit_that_falls_due_while_the_agent_is_away_ends_the_job_timeout() {
         .submit(
             Some(&u),
             &wd,
-            &["--time=0:02"],
+            // Long enough to fall due after the agent is killed (scaled on slow
+            // machines), short enough to end before the broker gives the node up.
+            &[&format!("--time=0:{:02}", scaled(3).as_secs().min(59))],
             "#!/bin/sh\ntouch started\nsleep 300\n",
         )
         .expect("submit");
     wait_file(&wd.join("started"));
     c.wait_state(j, &[JobState::Running], t()).expect("running");
     c.signal_agent(Signal::SIGKILL);
+    // The limit must fall due after the agent is gone: were the job over already (a
+    // slow machine), its directory would be gone with the agent's collection of it.
+    assert!(
+        job_dir(&c, j).exists() && !job_dir(&c, j).join("end").exists(),
+        "the job ended before its agent was killed: the test's premise does not hold"
+    );
     // No agent: the supervisor ends the job at its limit all the same.
     wait_file(&job_dir(&c, j).join("end"));
     assert!(members(&c, j).is_empty(), "the job's processes are gone");
