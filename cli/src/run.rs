@@ -212,14 +212,15 @@ impl Streams {
         };
         let (in_target, in_path) = stdio::classify(input, grant.ntasks, &vars);
         let out = out_path.as_deref().map(create_output).transpose()?;
-        let err = match (&err_path, error, &out) {
-            (_, None, Some(f)) => Some(f.try_clone().context("the output file")?),
-            (Some(p), _, _) if Some(p) == out_path.as_ref() => match &out {
-                Some(f) => Some(f.try_clone().context("the output file")?),
-                None => None,
-            },
-            (Some(p), _, _) => Some(create_output(p)?),
-            (None, _, _) => None,
+        // stderr shares stdout's file (one open file, one offset) when it follows
+        // stdout or names the same file.
+        let err = match (&err_path, &out) {
+            (None, Some(f)) if error.is_none() => Some(f.try_clone().context("the output file")?),
+            (Some(p), Some(f)) if Some(p) == out_path.as_ref() => {
+                Some(f.try_clone().context("the output file")?)
+            }
+            (Some(p), _) => Some(create_output(p)?),
+            (None, _) => None,
         };
         let input = in_path
             .as_deref()

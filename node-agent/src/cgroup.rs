@@ -589,11 +589,7 @@ impl JobCgroup {
             return Ok(None);
         };
         let dir = d.join(format!("step_{step}"));
-        match fs::create_dir(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io_err("mkdir", &dir)(e)),
-        }
+        mkdir(&dir)?;
         Ok(Some(JobCgroup {
             v2: Some((dir, Vec::new())),
             v1: BTreeMap::new(),
@@ -628,17 +624,9 @@ impl JobCgroup {
                 break;
             };
             if let Some(parent) = dir.parent() {
-                match fs::create_dir(parent) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(io_err("mkdir", parent)(e)),
-                }
+                mkdir(parent)?;
             }
-            match fs::create_dir(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(io_err("mkdir", &dir)(e)),
-            }
+            mkdir(&dir)?;
             out.push(dir);
         }
         Ok(out)

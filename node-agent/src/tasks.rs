@@ -505,7 +505,7 @@ fn spawn_tasks(
     let devnull = std::fs::File::open("/dev/null")
         .map(OwnedFd::from)
         .map_err(|e| format!("cannot open /dev/null: {e}"))?;
-    let vars = PatternVars {
+    let mut vars = PatternVars {
         job: l.job.0,
         step: l.step,
         job_name: base
@@ -566,10 +566,9 @@ fn spawn_tasks(
             spawn_on_pty(step, l, tenv, base, &program, &cwd, &procs)?;
             continue;
         }
-        let mut task_vars = vars.clone();
-        task_vars.task = rank;
+        vars.task = rank;
         let mut file = |pattern: &str| -> TaskStream {
-            let (path, _) = stdio::expand(pattern, &task_vars, Side::Node);
+            let (path, _) = stdio::expand(pattern, &vars, Side::Node);
             let truncate = !opened.contains(&path);
             if truncate {
                 opened.push(path.clone());

@@ -133,24 +133,22 @@ fn the_filter_lets_only_granted_devices_through_and_outlives_its_loader() {
     let null = Path::new("/dev/null");
     let id_a = devices::cgroup_id(&job_a).expect("id");
     let rw = ACC_READ | ACC_WRITE;
-    f.grant(
-        id_a,
-        &[
-            DeviceRule {
-                dev_type: DEV_CHAR,
-                major: 195,
-                minor: Some(0),
-                access: rw,
-            },
-            DeviceRule {
-                dev_type: DEV_CHAR,
-                major: 195,
-                minor: Some(2),
-                access: ACC_READ,
-            },
-        ],
-    )
-    .expect("grant");
+    // Job A: GPU 0 read-write, GPU 2 read-only.
+    let job_a_rules = [
+        DeviceRule {
+            dev_type: DEV_CHAR,
+            major: 195,
+            minor: Some(0),
+            access: rw,
+        },
+        DeviceRule {
+            dev_type: DEV_CHAR,
+            major: 195,
+            minor: Some(2),
+            access: ACC_READ,
+        },
+    ];
+    f.grant(id_a, &job_a_rules).expect("grant");
     assert_eq!(f.grants(), 2);
 
     let opens = [
@@ -266,24 +264,7 @@ fn the_filter_lets_only_granted_devices_through_and_outlives_its_loader() {
         let attached = aya::programs::CgroupDevice::query(&cg).expect("query");
         assert_eq!(attached.len(), 1, "the old filter was detached");
     }
-    f.grant(
-        id_a,
-        &[
-            DeviceRule {
-                dev_type: DEV_CHAR,
-                major: 195,
-                minor: Some(0),
-                access: rw,
-            },
-            DeviceRule {
-                dev_type: DEV_CHAR,
-                major: 195,
-                minor: Some(2),
-                access: ACC_READ,
-            },
-        ],
-    )
-    .expect("grant again");
+    f.grant(id_a, &job_a_rules).expect("grant again");
 
     // A second open of the same pins re-adopts them: no second program is attached,
     // and the grants still hold.

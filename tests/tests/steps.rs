@@ -47,6 +47,36 @@ fn two_nodes() -> Cluster {
     .expect("cluster")
 }
 
+/// A cluster of one node with 4 CPUs.
+fn four_cpus() -> Cluster {
+    Cluster::start_with(ClusterOpts {
+        cpus: 4,
+        ..Default::default()
+    })
+    .expect("cluster")
+}
+
+/// `bh ARGS` as `u` in `wd`, with `input` on its stdin.
+fn bh_with_input(
+    c: &Cluster,
+    u: &bulkhead_tests::TestUser,
+    wd: &Path,
+    args: &[&str],
+    input: &[u8],
+) -> std::process::Output {
+    let mut cmd = c.bh_command(Some(u), wd, args);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input).expect("write");
+    }
+    child.wait_with_output().expect("wait")
+}
+
 /// Lets a job of [`holder`] end, and waits until it completed.
 fn release(c: &Cluster, wd: &Path, j: JobId) {
     std::fs::write(wd.join("stop"), "").expect("stop");
@@ -266,11 +296,7 @@ fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variabl
 /// 128 + it; stdin goes to task 0; stderr stays stderr.
 #[test]
 fn the_steps_status_is_its_worst_tasks_and_input_reaches_task_zero() {
-    let c = Cluster::start_with(ClusterOpts {
-        cpus: 4,
-        ..Default::default()
-    })
-    .expect("cluster");
+    let c = four_cpus();
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let j = start_held(&c, &u, &wd, &["-c", "4"]);
@@ -316,21 +342,13 @@ fn the_steps_status_is_its_worst_tasks_and_input_reaches_task_zero() {
         ],
     );
     assert_eq!(out.status.code(), Some(137), "{}", text(&out.stderr));
-    let mut cmd = c.bh_command(
-        Some(&u),
+    let out = bh_with_input(
+        &c,
+        &u,
         &wd,
         &["run", "--jobid", &js, "-n", "2", "-l", "cat"],
+        b"hello\nworld\n",
     );
-    cmd.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn");
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().expect("stdin");
-        stdin.write_all(b"hello\nworld\n").expect("write");
-    }
-    let out = child.wait_with_output().expect("wait");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),
@@ -887,11 +905,7 @@ fn each_task_of_a_gpus_per_task_step_sees_and_opens_only_its_own_gpu() {
 /// shows only task N, `-i` a file read by every task, and stderr follows stdout.
 #[test]
 fn output_error_and_input_follow_sruns_patterns() {
-    let c = Cluster::start_with(ClusterOpts {
-        cpus: 4,
-        ..Default::default()
-    })
-    .expect("cluster");
+    let c = four_cpus();
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let j = start_held(&c, &u, &wd, &["-c", "4"]);
@@ -993,21 +1007,13 @@ fn output_error_and_input_follow_sruns_patterns() {
     let mut got: Vec<&str> = text(&out.stdout).leak().lines().collect();
     got.sort_unstable();
     assert_eq!(got, vec!["0: from a file", "1: from a file"]);
-    let mut cmd = c.bh_command(
-        Some(&u),
+    let out = bh_with_input(
+        &c,
+        &u,
         &wd,
         &["run", "--jobid", &js, "-n", "3", "-l", "-i", "2", "cat"],
+        b"only two\n",
     );
-    cmd.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn");
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().expect("stdin");
-        stdin.write_all(b"only two\n").expect("write");
-    }
-    let out = child.wait_with_output().expect("wait");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "2: only two\n");
     release(&c, &wd, j);
@@ -1018,11 +1024,7 @@ fn output_error_and_input_follow_sruns_patterns() {
 /// `verbose` says so as srun does, and a CPU that is not the job's is refused.
 #[test]
 fn cpu_bind_pins_each_task_within_the_jobs_cpus() {
-    let c = Cluster::start_with(ClusterOpts {
-        cpus: 4,
-        ..Default::default()
-    })
-    .expect("cluster");
+    let c = four_cpus();
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let j = start_held(&c, &u, &wd, &["-n", "2"]);
@@ -1097,11 +1099,7 @@ fn cpu_bind_pins_each_task_within_the_jobs_cpus() {
 #[test]
 fn an_exclusive_step_waits_for_the_cpus_of_another() {
     use std::io::{BufRead, BufReader};
-    let c = Cluster::start_with(ClusterOpts {
-        cpus: 4,
-        ..Default::default()
-    })
-    .expect("cluster");
+    let c = four_cpus();
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let j = start_held(&c, &u, &wd, &["-n", "2"]);

@@ -4,83 +4,71 @@
 //! sent again while unacknowledged, as job ends are ([`super::ends`]): a broker that
 //! was away, or an agent restarted, loses no step's accounting.
 
-use super::ends::RESEND_AFTER;
+use super::ends::Unacked;
 use super::{Effect, JournalOp};
 use bulkhead_proto::JobId;
 use bulkhead_proto::msg::AgentMessage;
 use bulkhead_proto::step::StepEnd;
-use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 /// At most this many unacknowledged step ends are kept; past it the oldest go (a
 /// broker that acknowledges none must not fill the node's disk).
 pub const MAX_PENDING: usize = 10_000;
 
-/// Unacknowledged step ends and when each was last sent.
+/// Unacknowledged step ends, by job and step.
 #[derive(Debug, Default)]
-pub(crate) struct StepEnds {
-    pending: BTreeMap<(JobId, u32), StepEnd>,
-    sent: HashMap<(JobId, u32), Instant>,
-}
+pub(crate) struct StepEnds(Unacked<(JobId, u32), StepEnd>);
 
 impl StepEnds {
     /// The step ends the journal held at the agent's start (none sent yet).
     pub fn replayed(pending: impl IntoIterator<Item = StepEnd>) -> StepEnds {
-        StepEnds {
-            pending: pending.into_iter().map(|e| ((e.job, e.step), e)).collect(),
-            sent: HashMap::new(),
-        }
+        StepEnds(Unacked::replayed(
+            pending.into_iter().map(|e| ((e.job, e.step), e)),
+        ))
     }
 
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.pending.len()
+        self.0.len()
     }
 
     /// A step's part here ended: journaled, then sent when the node is registered
     /// (else by the next [`StepEnds::resend_due`] after it is).
     pub fn ended(&mut self, end: StepEnd, registered: bool, now: Instant, fx: &mut Vec<Effect>) {
         let key = (end.job, end.step);
-        if self.pending.len() >= MAX_PENDING
-            && !self.pending.contains_key(&key)
-            && let Some((&oldest, _)) = self.pending.iter().next()
+        if self.0.len() >= MAX_PENDING
+            && !self.0.contains(&key)
+            && let Some(oldest) = self.0.first_key()
         {
             tracing::warn!(job = %oldest.0, step = oldest.1, "dropping an unacknowledged step end: too many are waiting for the broker");
             self.ack(oldest.0, oldest.1, fx);
         }
-        self.pending.insert(key, end.clone());
+        self.0.insert(key, end.clone());
         fx.push(Effect::Journal(JournalOp::StepEnd(Box::new(end.clone()))));
         if registered {
             fx.push(Effect::Send(AgentMessage::StepEnded(Box::new(end))));
-            self.sent.insert(key, now);
+            self.0.mark_sent(key, now);
         }
     }
 
     /// The broker stored the step's end: it is dropped, and the journal says so.
     pub fn ack(&mut self, job: JobId, step: u32, fx: &mut Vec<Effect>) {
-        self.sent.remove(&(job, step));
-        if self.pending.remove(&(job, step)).is_some() {
+        if self.0.remove(&(job, step)) {
             fx.push(Effect::Journal(JournalOp::StepAck(job, step)));
         }
     }
 
-    /// Sends again each step end not sent within [`RESEND_AFTER`].
+    /// Sends again each step end not sent within [`super::ends::RESEND_AFTER`].
     pub fn resend_due(&mut self, now: Instant, fx: &mut Vec<Effect>) {
-        for (key, end) in &self.pending {
-            let due = self
-                .sent
-                .get(key)
-                .is_none_or(|t| now.saturating_duration_since(*t) > RESEND_AFTER);
-            if due {
-                self.sent.insert(*key, now);
-                fx.push(Effect::Send(AgentMessage::StepEnded(Box::new(end.clone()))));
-            }
-        }
+        self.0.resend_due(now, |end| {
+            fx.push(Effect::Send(AgentMessage::StepEnded(Box::new(end.clone()))));
+        });
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::ends::RESEND_AFTER;
     use super::*;
     use std::time::Duration;
 
