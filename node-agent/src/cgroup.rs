@@ -674,7 +674,7 @@ impl JobCgroup {
             return vec![];
         };
         let read = |d: &Path| -> Vec<i32> {
-            fs::read_to_string(d.join("cgroup.procs"))
+            crate::usage::read_small(&d.join("cgroup.procs"))
                 .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
                 .unwrap_or_default()
         };
@@ -685,6 +685,19 @@ impl JobCgroup {
             }
         }
         pids
+    }
+
+    /// Whether no process is left in the job, its steps' included. On v2 one read of
+    /// `cgroup.events` says it for the whole subtree (`populated 0`); the supervisor
+    /// asks while its job's last processes go, and at every job's end.
+    pub fn is_empty(&self) -> bool {
+        if let Some((d, _)) = &self.v2
+            && let Some(populated) = crate::usage::read_small(&d.join("cgroup.events"))
+                .and_then(|t| crate::usage::field(&t, "populated"))
+        {
+            return populated == 0;
+        }
+        self.pids().is_empty()
     }
 
     /// Sends `sig` to every process of the job.
@@ -751,51 +764,31 @@ impl JobCgroup {
         )
     }
 
-    /// Whether the kernel's OOM killer killed a process of the job.
-    pub fn oom_killed(&self) -> bool {
-        if let Some((d, ctrls)) = &self.v2
-            && ctrls.iter().any(|c| c == "memory")
-            && let Ok(s) = fs::read_to_string(d.join("memory.events"))
-        {
-            return field(&s, "oom_kill").is_some_and(|n| n > 0);
-        }
-        if let Some(d) = self.v1.get("memory")
-            && let Ok(s) = fs::read_to_string(d.join("memory.oom_control"))
-        {
-            return field(&s, "oom_kill").is_some_and(|n| n > 0);
-        }
-        false
-    }
-
     /// Removes the job's directories, waiting up to `wait` for exiting members to go.
     pub fn remove(&self, wait: Duration) -> Result<(), CgroupError> {
         let deadline = Instant::now() + wait;
-        // Steps' cgroups left below the job's (a supervisor that died mid-step) go
-        // first: a cgroup with children cannot be removed.
-        let steps: Vec<PathBuf> = self.v2.iter().flat_map(|(d, _)| below(d)).rev().collect();
-        let dirs = steps
-            .iter()
-            .chain(self.v2.iter().map(|(d, _)| d))
-            .chain(self.v1.values());
+        let dirs = self.v2.iter().map(|(d, _)| d).chain(self.v1.values());
         for d in dirs {
-            loop {
-                match fs::remove_dir(d) {
-                    Ok(()) => break,
-                    Err(e) if e.kind() == ErrorKind::NotFound => break,
-                    Err(e)
-                        if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline =>
-                    {
-                        std::thread::sleep(Duration::from_millis(2));
-                    }
-                    Err(source) => {
-                        return Err(CgroupError::Io {
-                            op: "rmdir",
-                            path: d.clone(),
-                            source,
-                        });
+            match fs::remove_dir(d) {
+                Ok(()) => continue,
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    // Steps' cgroups left below the job's (a supervisor that died
+                    // mid-step) go first: a cgroup with children cannot be removed.
+                    // Listed only then: most jobs' directories have none.
+                    for sub in below(d).iter().rev() {
+                        remove_busy(sub, deadline)?;
                     }
                 }
+                Err(source) => {
+                    return Err(CgroupError::Io {
+                        op: "rmdir",
+                        path: d.clone(),
+                        source,
+                    });
+                }
             }
+            remove_busy(d, deadline)?;
         }
         Ok(())
     }
@@ -807,6 +800,27 @@ impl JobCgroup {
             .map(|(d, _)| d.clone())
             .chain(self.v1.values().cloned())
             .collect()
+    }
+}
+
+/// Removes the empty cgroup `d`, retrying while its last members exit (EBUSY) until
+/// `deadline`.
+fn remove_busy(d: &Path, deadline: Instant) -> Result<(), CgroupError> {
+    loop {
+        match fs::remove_dir(d) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(source) => {
+                return Err(CgroupError::Io {
+                    op: "rmdir",
+                    path: d.to_path_buf(),
+                    source,
+                });
+            }
+        }
     }
 }
 
@@ -833,17 +847,6 @@ fn below(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A `key value` line's value in a flat-keyed cgroup file.
-fn field(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once(' ')?;
-        if k == key {
-            v.trim().parse().ok()
-        } else {
-            None
-        }
-    })
-}
 
 #[cfg(test)]
 mod tests {
@@ -922,8 +925,8 @@ mod tests {
     #[test]
     fn flat_keyed_fields_are_read() {
         let s = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
-        assert_eq!(field(s, "oom_kill"), Some(3));
-        assert_eq!(field(s, "oom"), None);
+        assert_eq!(crate::usage::field(s, "oom_kill"), Some(3));
+        assert_eq!(crate::usage::field(s, "oom"), None);
     }
 
     #[test]

@@ -113,8 +113,7 @@ impl StepStats {
         let us = |t: libc::timeval| (t.tv_sec.max(0) as u64) * 1_000_000 + t.tv_usec.max(0) as u64;
         // Not ru_maxrss: exec carries over the peak of the memory it replaced (the
         // agent's, whose child the supervisor was); VmHWM is this image's own peak.
-        let hwm = std::fs::read_to_string("/proc/self/status")
-            .ok()
+        let hwm = crate::usage::read_small(Path::new("/proc/self/status"))
             .and_then(|s| {
                 s.lines()
                     .find_map(|l| l.strip_prefix("VmHWM:"))
@@ -160,7 +159,11 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Ste
 /// one, never a torn one.
 pub fn write_record<T: Serialize>(path: &Path, value: &T) -> Result<(), StepError> {
     use std::os::unix::fs::OpenOptionsExt;
-    let body = postcard::to_allocvec(value).map_err(|e| StepError::Corrupt {
+    // Header and body in one buffer: one write.
+    let mut head = Vec::with_capacity(256);
+    head.extend_from_slice(MAGIC);
+    head.push(VERSION);
+    let record = postcard::to_extend(value, head).map_err(|e| StepError::Corrupt {
         path: path.to_path_buf(),
         why: format!("cannot encode: {e}"),
     })?;
@@ -173,9 +176,7 @@ pub fn write_record<T: Serialize>(path: &Path, value: &T) -> Result<(), StepErro
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&tmp)
         .map_err(io_err("create", &tmp))?;
-    f.write_all(MAGIC).map_err(io_err("write", &tmp))?;
-    f.write_all(&[VERSION]).map_err(io_err("write", &tmp))?;
-    f.write_all(&body).map_err(io_err("write", &tmp))?;
+    f.write_all(&record).map_err(io_err("write", &tmp))?;
     f.sync_all().map_err(io_err("sync", &tmp))?;
     std::fs::rename(&tmp, path).map_err(io_err("rename", path))?;
     if let Some(dir) = path.parent() {

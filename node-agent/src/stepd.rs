@@ -162,7 +162,10 @@ fn serve(ctl: OwnedFd) -> i32 {
 }
 
 fn log(job: JobId, msg: impl std::fmt::Display) {
-    eprintln!("bulkhead-stepd[job {job}]: {msg}");
+    // Formatted first: one write, so that lines of several supervisors sharing the
+    // agent's log do not interleave piecewise.
+    let line = format!("bulkhead-stepd[job {job}]: {msg}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 struct Supervisor {
@@ -444,7 +447,7 @@ impl Supervisor {
             }
             // An allocation without a batch script ends once it is being ended and
             // its processes are gone.
-            if self.pid == 0 && self.terminating && !self.exited && self.cg().pids().is_empty() {
+            if self.pid == 0 && self.terminating && !self.exited && self.cg().is_empty() {
                 self.exited = true;
             }
             if self.exited {
@@ -453,19 +456,19 @@ impl Supervisor {
                         // The batch script is gone: so is whatever it left running.
                         self.kill_at = None;
                         self.reap();
-                        if self.cg().pids().is_empty() {
+                        if self.cg().is_empty() {
                             return;
                         }
                         let _ = self.cg().kill();
                         self.reap();
-                        if self.cg().pids().is_empty() {
+                        if self.cg().is_empty() {
                             return;
                         }
                         self.completing_since = Some(now);
                         self.send(&FromStep::Completing);
                     }
                     Some(since) => {
-                        if self.cg().pids().is_empty() {
+                        if self.cg().is_empty() {
                             return;
                         }
                         if now.duration_since(since) > DRAIN_LIMIT {
@@ -540,8 +543,8 @@ impl Supervisor {
         self.steps.close(&dir);
         self.reap();
         let cg = self.cg().clone();
-        self.outcome.oom_killed = cg.oom_killed();
         let usage = cg.usage();
+        self.outcome.oom_killed = usage.oom_kills > 0;
         if let Err(e) = cg.remove(Duration::from_secs(5)) {
             log(
                 self.spec.job,

@@ -59,7 +59,27 @@ pub fn field(text: &str, key: &str) -> Option<u64> {
 }
 
 fn read(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p).ok()
+    read_small(p)
+}
+
+/// A small kernel file (a cgroup's, `/proc`'s) read whole: opened, read into a stack
+/// buffer until its end, closed. Unlike `fs::read_to_string`, no size query first
+/// (kernel files report none): a system call less per file, and a job's end reads a
+/// dozen of them.
+pub fn read_small(p: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(p).ok()?;
+    let mut buf = [0u8; 4096];
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// A job's counters from its v2 directory (`ctrls`: the controllers enabled there) and
