@@ -1,10 +1,12 @@
 //! `bh`, Bulkhead's command line, as a library: option parsing ([`opts`]), the
-//! human-readable tables ([`output`]), and [`standalone`], which hands `bh standalone`
+//! human-readable tables ([`output`]), the manual pages and completions ([`docs`]), and
+//! [`standalone`], which hands `bh standalone`
 //! to the single-host binary (`bulkhead-standalone`, crate `standalone/`). The binary
 //! in `main.rs` only wires them to clap and the client.
 
 pub mod acct;
 pub mod alloc;
+pub mod docs;
 pub mod opts;
 pub mod output;
 pub mod run;

@@ -279,6 +279,11 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell), e.g.
+    /// `bh completions bash > /usr/share/bash-completion/completions/bh`.
+    Completions { shell: clap_complete::Shell },
+    /// Write bh's manual pages (bh.1, bh-submit.1, ...) into DIR.
+    Man { dir: PathBuf },
     /// Run a broker and an agent on this host (single-host mode): runs the
     /// `bulkhead-standalone` binary, beside `bh` or on PATH, with these arguments
     /// (`bh standalone --help` lists them).
@@ -626,6 +631,18 @@ fn client(cli: &Cli) -> anyhow::Result<Client> {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.cmd {
+        Cmd::Completions { shell } => {
+            use clap::CommandFactory;
+            let cmd = bulkhead_cli::docs::with_submit_options(Cli::command());
+            bulkhead_cli::docs::completions(*shell, cmd, &mut std::io::stdout().lock());
+        }
+        Cmd::Man { dir } => {
+            use clap::CommandFactory;
+            let cmd = bulkhead_cli::docs::with_submit_options(Cli::command());
+            for page in bulkhead_cli::docs::man_pages(cmd, dir)? {
+                println!("{}", page.display());
+            }
+        }
         Cmd::Submit { rest } => {
             // The options are parsed by hand (they may also come from the script), so
             // clap's own --help is off: answered here.

@@ -847,7 +847,6 @@ fn below(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
