@@ -259,6 +259,21 @@ struct PriorityFile {
     reservations: Option<usize>,
 }
 
+/// Checks a configuration file as `bulkhead-broker --check-config` does: what it
+/// defines, or why it would be refused (with the line, where the file does not parse).
+pub fn check(path: &Path) -> Result<String, ConfigError> {
+    let c = load(path, CoreConfig::default())?;
+    Ok(format!(
+        "{}: valid ({} partitions, {} accounts, {} QOS, {} users, {} node keys)",
+        path.display(),
+        c.partitions.len(),
+        c.accounts.len(),
+        c.qos.len(),
+        c.user_accounts.len(),
+        c.node_keys.len()
+    ))
+}
+
 /// Reads `path` into `base`, keeping `base`'s values where the file says nothing.
 pub fn load(path: &Path, base: CoreConfig) -> Result<CoreConfig, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -585,6 +600,114 @@ half_life_s = 3600
         assert_eq!(c.qos[0].preempt, bulkhead_sched::Preempt::Requeue);
         assert_eq!(c.qos[1].preempt_tier, 3);
         assert_eq!(c.qos[1].preempt, bulkhead_sched::Preempt::Off);
+    }
+
+    /// The example the packages install (`/etc/bulkhead/bulkhead.toml`).
+    const SHIPPED: &str = include_str!("../../packaging/bulkhead.toml");
+
+    /// The example with its settings uncommented (`#key` lines; `##` lines explain).
+    fn uncommented() -> String {
+        SHIPPED
+            .lines()
+            .filter(|l| !l.starts_with("##"))
+            .map(|l| l.strip_prefix('#').unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The fields a table of the file takes, as serde names them when refusing an
+    /// unknown one: so that a key added to the file's structs and not to the shipped
+    /// example fails this test.
+    fn fields_of(table_prefix: &str) -> Vec<String> {
+        let text = format!("{table_prefix}zz_probe = 1\n");
+        let Err(Problem::Toml(e)) = parse(&text, CoreConfig::default()) else {
+            panic!("{text:?} accepted");
+        };
+        let msg = e.to_string();
+        let expected = msg
+            .split_once("expected")
+            .unwrap_or_else(|| panic!("{msg}"))
+            .1;
+        expected
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_shipped_example_names_every_key_and_is_valid_uncommented() {
+        // As shipped (all commented out): the defaults.
+        parse(SHIPPED, CoreConfig::default()).expect("the example as shipped");
+        let text = uncommented();
+        let c = parse(&text, CoreConfig::default()).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+        assert_eq!(c.partition, "gpu");
+        assert_eq!(c.accounts.len(), 2);
+        assert_eq!(c.node_keys.len(), 1);
+        let v: toml::Table = toml::from_str(&text).unwrap();
+        // The tables at `path` (every element of an array of tables).
+        let tables_at = |path: &[&str]| -> Vec<toml::Table> {
+            let mut cur = vec![v.clone()];
+            for p in path {
+                cur = cur
+                    .iter()
+                    .flat_map(|t| match t.get(*p) {
+                        Some(toml::Value::Table(t)) => vec![t.clone()],
+                        Some(toml::Value::Array(a)) => a
+                            .iter()
+                            .map(|e| e.as_table().expect("a table").clone())
+                            .collect(),
+                        other => panic!("{path:?}: {p} is {other:?}"),
+                    })
+                    .collect();
+            }
+            cur
+        };
+        let tables: Vec<(&str, &[&str])> = vec![
+            ("", &[]),
+            ("[[partition]]\nname = \"x\"\n", &["partition"]),
+            ("[[account]]\nname = \"x\"\n", &["account"]),
+            ("[[qos]]\nname = \"x\"\n", &["qos"]),
+            ("[limits]\n", &["limits"]),
+            ("[limits.user]\n", &["limits", "user"]),
+            ("[limits.account]\n", &["limits", "account"]),
+            ("[priority]\n", &["priority"]),
+            ("[accounting]\n", &["accounting"]),
+            ("[rate_limit]\n", &["rate_limit"]),
+            ("[roles]\n", &["roles"]),
+            ("[privacy]\n", &["privacy"]),
+            ("[jobs]\n", &["jobs"]),
+        ];
+        for (prefix, path) in tables {
+            let fields = fields_of(prefix);
+            assert!(!fields.is_empty(), "{path:?}");
+            let found = tables_at(path);
+            for f in fields {
+                assert!(
+                    found.iter().any(|t| t.contains_key(&f)),
+                    "the shipped example lacks {}{f}",
+                    path.iter().map(|p| format!("{p}.")).collect::<String>()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn check_names_the_line_of_a_syntax_error_and_counts_what_a_good_file_defines() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "[roles]\noperators = [\"carol\"\nadmins = 3\n").unwrap();
+        let e = check(&bad).unwrap_err().to_string();
+        assert!(e.contains("line 2") || e.contains("line 3"), "{e}");
+        let good = dir.path().join("good.toml");
+        std::fs::write(&good, uncommented()).unwrap();
+        let ok = check(&good).unwrap();
+        assert!(
+            ok.contains("2 partitions") || ok.contains("1 partitions"),
+            "{ok}"
+        );
+        assert!(ok.contains("2 accounts"), "{ok}");
     }
 
     #[test]

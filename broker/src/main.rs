@@ -57,6 +57,11 @@ struct Args {
     /// data directory (no database file) needs no flag.
     #[arg(long)]
     initialize: bool,
+    /// Check a configuration file (every key known, every value possible) and exit:
+    /// 0 and what it defines, or 1 and why it would be refused, with the line where it
+    /// does not parse. Run it before `systemctl reload bulkhead-broker`.
+    #[arg(long, value_name = "FILE")]
+    check_config: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -80,6 +85,18 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let a = Args::parse();
+    if let Some(path) = &a.check_config {
+        match bulkhead_broker::config::check(path) {
+            Ok(summary) => {
+                println!("{summary}");
+                return Ok(());
+            }
+            Err(e) => {
+                eprintln!("bulkhead-broker: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
     let keygen = match &a.cmd {
         Some(Cmd::Keygen { dir }) => Some(dir),
         None => a.keygen.as_ref(),
