@@ -170,6 +170,12 @@ pub struct OwnCgroups {
     pub at_root: Vec<String>,
     /// Mount points of the hierarchies in `at_root` (`cgroup2` or a v1 controller).
     pub root_mounts: BTreeMap<String, PathBuf>,
+    /// The cgroup2 mount point, wherever the process sits in it.
+    pub v2_mount: Option<PathBuf>,
+    /// `v2` is not the process's own cgroup but one delegated for jobs
+    /// ([`OwnCgroups::jobs_in`]): the agent neither moves into it nor enables
+    /// controllers for itself.
+    pub v2_for_jobs: bool,
 }
 
 impl OwnCgroups {
@@ -190,6 +196,46 @@ impl OwnCgroups {
         }
         self
     }
+
+    /// Jobs go below `dir`, a v2 cgroup delegated for them, instead of below the
+    /// agent's own cgroup. Under systemd this is the `bulkhead-jobs` service's cgroup,
+    /// held by its keeper (`bulkhead-stepd --keep`) in a leaf so that controllers can
+    /// be enabled there for the jobs. Why not the agent's own: systemd starts a
+    /// restarted service's process at the top of its cgroup, which the kernel refuses
+    /// once controllers are enabled there for children ("no internal processes"); with
+    /// the jobs elsewhere, `systemctl restart bulkhead-agent` works while jobs run.
+    pub fn jobs_in(mut self, dir: &Path) -> Result<OwnCgroups, CgroupError> {
+        let mount = self
+            .v2_mount
+            .clone()
+            .ok_or_else(|| CgroupError::NotDelegated {
+                detail: "--jobs-cgroup: this host has no cgroup2 hierarchy".into(),
+            })?;
+        let dir = fs::canonicalize(dir).map_err(io_err("find", dir))?;
+        let level = match dir.strip_prefix(&mount) {
+            Ok(rel) if rel.components().count() > 0 => rel.components().count() as u32,
+            _ => {
+                return Err(CgroupError::NotDelegated {
+                    detail: format!(
+                        "--jobs-cgroup {}: not a cgroup below the root of the cgroup2 hierarchy at {}",
+                        dir.display(),
+                        mount.display()
+                    ),
+                });
+            }
+        };
+        if !dir.join("cgroup.controllers").is_file() {
+            return Err(CgroupError::NotDelegated {
+                detail: format!("--jobs-cgroup {}: not a cgroup2 directory", dir.display()),
+            });
+        }
+        self.at_root.retain(|h| h != "cgroup2");
+        self.root_mounts.remove("cgroup2");
+        self.v2 = Some(dir);
+        self.v2_level = level;
+        self.v2_for_jobs = true;
+        Ok(self)
+    }
 }
 
 pub fn own_cgroups(mounts: &[Mount], members: &[Membership]) -> OwnCgroups {
@@ -208,6 +254,7 @@ pub fn own_cgroups(mounts: &[Mount], members: &[Membership]) -> OwnCgroups {
     for mem in members {
         if mem.controllers.is_empty() {
             if let Some(m) = mounts.iter().find(|m| m.controllers.is_none()) {
+                own.v2_mount = Some(m.mount_point.clone());
                 own.v2_level = mem.path.split('/').filter(|c| !c.is_empty()).count() as u32;
                 match locate(m, &mem.path) {
                     Some(p) => own.v2 = Some(p),
@@ -335,6 +382,7 @@ impl AgentTree {
         if let Some(own2) = &own.v2 {
             let agent_leaf = format!("{name}-agent");
             match own2.parent() {
+                _ if own.v2_for_jobs => tree.v2 = Some(tree.setup_for_jobs(own2, name)?),
                 // Restarted inside the leaf an earlier run moved itself into: the
                 // delegated cgroup is the parent, already laid out.
                 Some(delegated)
@@ -377,6 +425,43 @@ impl AgentTree {
             });
         }
         Ok(tree)
+    }
+
+    /// `<dir>/<name>` in a cgroup delegated for jobs ([`OwnCgroups::jobs_in`]), with
+    /// the controllers enabled in `dir` (its keeper enables them; the agent enables
+    /// those missing when `dir` holds no process).
+    fn setup_for_jobs(
+        &mut self,
+        dir: &Path,
+        name: &str,
+    ) -> Result<(PathBuf, Vec<String>), CgroupError> {
+        let wanted = |c: &&str| matches!(*c, "cpu" | "cpuset" | "memory" | "pids");
+        let available: Vec<String> = read(&dir.join("cgroup.controllers"))?
+            .split_whitespace()
+            .filter(wanted)
+            .map(str::to_string)
+            .collect();
+        let enabled_now = read(&dir.join("cgroup.subtree_control"))?;
+        let missing: Vec<&String> = available
+            .iter()
+            .filter(|c| !enabled_now.split_whitespace().any(|e| e == c.as_str()))
+            .collect();
+        if !missing.is_empty() {
+            let ctl: String = missing.iter().map(|c| format!("+{c} ")).collect();
+            if let Err(e) = write(&dir.join("cgroup.subtree_control"), ctl.trim()) {
+                tracing::warn!(cgroup = %dir.display(), error = %e, "cannot enable controllers for jobs (is a process in the jobs' cgroup itself? its keeper belongs in a leaf)");
+            }
+        }
+        let enabled: Vec<String> = read(&dir.join("cgroup.subtree_control"))?
+            .split_whitespace()
+            .filter(wanted)
+            .map(str::to_string)
+            .collect();
+        let jobs = dir.join(name);
+        mkdir(&jobs)?;
+        enable(&jobs, &enabled)?;
+        self.created.insert(0, jobs.clone());
+        Ok((jobs, enabled))
     }
 
     fn setup_v2(&mut self, own: &Path, name: &str) -> Result<(PathBuf, Vec<String>), CgroupError> {
@@ -895,6 +980,56 @@ mod tests {
         assert_eq!(own.v1["pids"], PathBuf::from("/sys/fs/cgroup/pids"));
         assert!(!own.at_root.contains(&"cgroup2".to_string()));
         assert!(own.at_root.contains(&"cpuset".to_string()));
+    }
+
+    #[test]
+    fn jobs_go_below_a_cgroup_delegated_for_them_and_the_agent_stays_put() {
+        let root = tempfile::tempdir().unwrap();
+        let mount = root.path().canonicalize().unwrap();
+        let svc = mount.join("system.slice/bulkhead-jobs.service");
+        fs::create_dir_all(svc.join("keeper")).unwrap();
+        fs::write(
+            svc.join("cgroup.controllers"),
+            "cpuset cpu io memory pids\n",
+        )
+        .unwrap();
+        // As the keeper left it: controllers on, its own process in its leaf.
+        fs::write(
+            svc.join("cgroup.subtree_control"),
+            "cpuset cpu memory pids\n",
+        )
+        .unwrap();
+        fs::write(svc.join("cgroup.procs"), "").unwrap();
+        let agent_own = mount.join("system.slice/bulkhead-agent.service");
+        fs::create_dir_all(&agent_own).unwrap();
+        let own = OwnCgroups {
+            v2: Some(agent_own.clone()),
+            v2_level: 2,
+            v2_mount: Some(mount.clone()),
+            ..Default::default()
+        };
+        let own = own.jobs_in(&svc).expect("a cgroup below the mount");
+        assert_eq!(own.v2_level, 2);
+        assert!(own.v2_for_jobs);
+        let tree = AgentTree::create(&own, "bulkhead-n1").expect("tree");
+        assert_eq!(tree.v2_jobs_dir(), Some(svc.join("bulkhead-n1").as_path()));
+        // Jobs sit at mount/system.slice/bulkhead-jobs.service/bulkhead-n1/job_N.
+        assert_eq!(tree.job_level(), 4);
+        assert_eq!(
+            fs::read_to_string(svc.join("bulkhead-n1/cgroup.subtree_control")).unwrap(),
+            "+cpuset +cpu +memory +pids"
+        );
+        // Nothing moved into or enabled in the agent's own cgroup.
+        assert_eq!(fs::read_dir(&agent_own).unwrap().count(), 0);
+        // The hierarchy's root, a path outside it, a directory that is no cgroup.
+        let base = || OwnCgroups {
+            v2_mount: Some(mount.clone()),
+            ..Default::default()
+        };
+        assert!(base().jobs_in(&mount).is_err());
+        assert!(base().jobs_in(std::path::Path::new("/tmp")).is_err());
+        assert!(base().jobs_in(&svc.join("keeper")).is_err());
+        assert!(OwnCgroups::default().jobs_in(&svc).is_err());
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod devpolicy;
 pub mod fdpass;
 pub mod gpu;
 pub mod journal;
+pub mod keeper;
 pub mod launch;
 pub mod metrics;
 pub mod ports;
@@ -74,6 +75,10 @@ pub struct AgentConfig {
     /// Hierarchies (`cgroup2`, `memory`, `cpuset`, ...) where the agent may create its
     /// directory although it sits at their root: for hosts without cgroup delegation.
     pub cgroup_at_root: Vec<String>,
+    /// A v2 cgroup delegated for the jobs (systemd: the `bulkhead-jobs` service's),
+    /// used instead of the agent's own so that the agent's service can be restarted
+    /// while jobs run ([`cgroup::OwnCgroups::jobs_in`]).
+    pub jobs_cgroup: Option<PathBuf>,
     /// Simulated GPUs instead of NVML's (`a100-80gb:4:mig`), for tests and emulation.
     pub simulate_gpus: Option<String>,
     /// MIG GPUs: slices made per job (`Dynamic`), or the admin's layout (`Static`).
@@ -358,7 +363,10 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
     // Jobs of an earlier run whose supervisors ran on (or recorded their ends) while
     // no agent was here: theirs are the cgroups, grants and slices kept below.
     let found = supervised::find_jobs(&cfg.run_dir, launcher.as_ref());
-    let own = cgroup::discover()?.allow_root(&cfg.cgroup_at_root);
+    let mut own = cgroup::discover()?.allow_root(&cfg.cgroup_at_root);
+    if let Some(dir) = &cfg.jobs_cgroup {
+        own = own.jobs_in(dir)?;
+    }
     // Removed again if the agent fails before it runs (a bad option, keys that do not
     // load, a broker address that does not parse): nothing of a failed start is left.
     let mut tree = TreeGuard(Some(AgentTree::create(

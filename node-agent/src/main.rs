@@ -50,6 +50,12 @@ struct Args {
     /// their root (hosts without delegation): cgroup2, memory, cpuset, cpu, pids, freezer.
     #[arg(long, value_delimiter = ',')]
     cgroup_at_root: Vec<String>,
+    /// Create the jobs' cgroups below this v2 cgroup, delegated for them, rather than
+    /// below the agent's own: the packaged units pass the `bulkhead-jobs` service's
+    /// (/sys/fs/cgroup/system.slice/bulkhead-jobs.service), whose keeper holds it, so
+    /// that `systemctl restart bulkhead-agent` works while jobs run.
+    #[arg(long, env = "BH_JOBS_CGROUP", value_name = "DIR")]
+    jobs_cgroup: Option<PathBuf>,
     /// SIMULATED GPUs instead of the host's (for tests and emulation, never real):
     /// MODEL:COUNT[:mig], MODEL one of a100-40gb, a100-80gb, h100-80gb, h200-141gb;
     /// `:mig` puts them in MIG mode with slices made per job.
@@ -195,6 +201,7 @@ async fn main() -> anyhow::Result<()> {
         isolation: a.device_isolation,
         managed_majors: a.managed_majors,
         cgroup_at_root: a.cgroup_at_root,
+        jobs_cgroup: a.jobs_cgroup,
         simulate_gpus: a.simulate_gpus,
         mig_layout,
         sample_interval: Duration::from_secs_f64(a.sample_interval.max(0.1)),

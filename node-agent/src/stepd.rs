@@ -38,9 +38,15 @@ const DRAIN_POLL: Duration = Duration::from_millis(10);
 /// The supervisor's entry point; returns its exit status.
 pub fn main() -> i32 {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    match args.as_slice() {
+        [_, k] if k == "--keep" => return crate::keeper::main(None),
+        [_, k, dir] if k == "--keep" => return crate::keeper::main(Some(Path::new(dir))),
+        _ => {}
+    }
     let [_, dir] = args.as_slice() else {
         eprintln!(
-            "usage: bulkhead-stepd JOB_DIR | --serve (started by bulkhead-agent: one per job, or the fork server)"
+            "usage: bulkhead-stepd JOB_DIR | --serve (started by bulkhead-agent: one per job, or the fork server)\n       \
+             bulkhead-stepd --keep [DIR] (the jobs' cgroup keeper: the bulkhead-jobs service)"
         );
         return 2;
     };

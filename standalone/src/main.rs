@@ -205,6 +205,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             isolation: bulkhead_agent::Isolation::Auto,
             managed_majors: Vec::new(),
             cgroup_at_root: Vec::new(),
+            jobs_cgroup: None,
             simulate_gpus,
             mig_layout: bulkhead_agent::gpu::nvml::Layout::Dynamic,
             sample_interval: Duration::from_secs(10),

@@ -449,3 +449,147 @@ fn a_cancelled_job_is_completing_until_its_last_process_is_gone() {
         "B started ({b_start:?}) only once A's last process was gone ({a_end:?})"
     );
 }
+
+/// The jobs' cgroup as the packaged units lay it out: held by its keeper
+/// (`bulkhead-stepd --keep DIR`, the `bulkhead-jobs` service) in a leaf, removed with
+/// what is left below it when the test ends, passed or failed.
+struct JobsCgroup {
+    dir: PathBuf,
+    keeper: std::process::Child,
+}
+
+impl Drop for JobsCgroup {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.keeper.id() as i32),
+            Signal::SIGTERM,
+        );
+        let _ = self.keeper.wait();
+        // Deepest first: job cgroups an agent left, its own, the keeper's leaf.
+        let mut dirs = Vec::new();
+        let mut todo = vec![self.dir.clone()];
+        while let Some(d) = todo.pop() {
+            if let Ok(entries) = std::fs::read_dir(&d) {
+                for e in entries.flatten() {
+                    if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        todo.push(e.path());
+                    }
+                }
+            }
+            dirs.push(d);
+        }
+        for d in dirs.iter().rev() {
+            let _ = wait_for(Duration::from_secs(5), || {
+                std::fs::remove_dir(d).is_ok() || !d.exists()
+            });
+        }
+    }
+}
+
+#[test]
+fn jobs_in_a_cgroup_kept_for_them_outlive_an_agent_restarted_as_systemd_restarts_it() {
+    let own = bulkhead_agent::cgroup::discover().expect("cgroups");
+    let mount = own.v2_mount.clone().expect("a cgroup2 hierarchy");
+    // Where this test may create cgroups: the VM's delegated tree, or (a hybrid host,
+    // no delegation) the unified tree, as the test clusters' agents do.
+    let parent = std::env::var_os("BH_TEST_AGENT_CGROUP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| mount.clone());
+    let dir = parent.join(format!("bulkhead-e2e-jobs-{}", std::process::id()));
+    std::fs::create_dir(&dir).expect("mkdir the jobs' cgroup");
+    let keeper = std::process::Command::new(bulkhead_tests::bin("bulkhead-stepd"))
+        .arg("--keep")
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the keeper");
+    let kept = JobsCgroup {
+        dir: dir.clone(),
+        keeper,
+    };
+    let keeper_pid = kept.keeper.id().to_string();
+    wait_for(t(), || {
+        std::fs::read_to_string(dir.join("keeper/cgroup.procs"))
+            .is_ok_and(|p| p.lines().any(|l| l == keeper_pid))
+    })
+    .expect("the keeper moves into its leaf");
+    let memory = std::fs::read_to_string(dir.join("cgroup.controllers"))
+        .unwrap()
+        .split_whitespace()
+        .any(|c| c == "memory");
+    if memory {
+        // The keeper enabled the jobs' controllers (a pure v2 host, e.g. the VM).
+        wait_for(t(), || {
+            std::fs::read_to_string(dir.join("cgroup.subtree_control"))
+                .is_ok_and(|s| s.split_whitespace().any(|c| c == "memory"))
+        })
+        .expect("memory enabled for the jobs");
+    }
+
+    let mut c = Cluster::start_with(ClusterOpts {
+        agent_args: vec!["--jobs-cgroup".into(), dir.display().to_string()],
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let script = "#!/bin/sh\ngrep '^0::' /proc/self/cgroup > cg\ntouch a.started\n\
+                  while [ ! -e a.go ]; do sleep 0.05; done\n";
+    let j = c
+        .submit(Some(&u), &wd, &["--mem=96M"], script)
+        .expect("submit");
+    wait_file(&wd.join("a.started"));
+    c.wait_state(j, &[JobState::Running], t()).expect("running");
+    // The job runs in the kept cgroup, not below the agent's.
+    let rel = dir.strip_prefix(&mount).unwrap().display().to_string();
+    let cg = std::fs::read_to_string(wd.join("cg")).unwrap();
+    let want = format!("0::/{rel}/bulkhead-{}/job_{j}", c.node);
+    assert_eq!(cg.trim(), want);
+    let job_cg = dir.join(format!("bulkhead-{}/job_{j}", c.node));
+    if memory {
+        assert_eq!(
+            std::fs::read_to_string(job_cg.join("memory.max"))
+                .unwrap()
+                .trim(),
+            (96u64 << 20).to_string()
+        );
+    }
+    if let Some(agents) = std::env::var_os("BH_TEST_AGENT_CGROUP") {
+        // The agent enabled nothing in its own cgroup and did not move into a leaf of
+        // it: systemd can start a restarted agent at the top of its service's cgroup.
+        let agent_own = PathBuf::from(agents).join(&c.node);
+        assert_eq!(
+            std::fs::read_to_string(agent_own.join("cgroup.subtree_control"))
+                .unwrap()
+                .trim(),
+            ""
+        );
+        assert!(
+            !agent_own
+                .join(format!("bulkhead-{}-agent", c.node))
+                .exists()
+        );
+    }
+    c.signal_agent(Signal::SIGTERM);
+    assert!(
+        !std::fs::read_to_string(job_cg.join("cgroup.procs"))
+            .unwrap()
+            .trim()
+            .is_empty(),
+        "the job lost its processes with its agent"
+    );
+    c.start_agent().expect("restart the agent");
+    wait_registered(&c);
+    std::fs::write(wd.join("a.go"), "").unwrap();
+    let info = c
+        .wait_state(
+            j,
+            &[JobState::Completed, JobState::Failed, JobState::NodeFail],
+            t(),
+        )
+        .expect("ends");
+    assert_eq!(info.state, JobState::Completed, "{:?}", info.reason);
+    drop(c);
+    drop(kept);
+    assert!(!dir.exists(), "the jobs' cgroup was left behind");
+}

@@ -11,6 +11,7 @@
 //!   network namespaces (see `cluster.rs`).
 
 mod cluster;
+mod deb;
 mod seeds;
 mod vm;
 
@@ -53,6 +54,16 @@ enum Cmd {
     Bench {
         #[command(subcommand)]
         which: Bench,
+    },
+    /// Debian packages (bulkhead-broker, bulkhead-agent, bulkhead-client) of the
+    /// release build, with their systemd units, configuration and maintainer scripts.
+    Deb {
+        /// Where to write the packages (default: target/deb).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Package the debug build (quicker; for trying the packaging itself).
+        #[arg(long)]
+        debug: bool,
     },
     /// A cluster of several hosts on this machine, each a network namespace on a
     /// private bridge (root; see README, "A cluster on one machine").
@@ -535,6 +546,12 @@ fn main() -> Result<()> {
         Cmd::Ci => ci(),
         Cmd::VmTest { filter } => vm::run(&root(), filter.as_deref()),
         Cmd::Fuzz { seconds } => fuzz(seconds),
+        Cmd::Deb { out, debug } => {
+            for deb in deb::build(&root(), out.as_deref(), debug)? {
+                println!("{}", deb.display());
+            }
+            Ok(())
+        }
         Cmd::Cluster { which } => match which {
             ClusterCmd::Up {
                 n,
