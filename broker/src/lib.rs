@@ -265,12 +265,19 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 fx
             }
             Some(reply) = async { scrape_rx.as_mut()?.recv().await } => {
+                let up = prometheus_client::metrics::gauge::Gauge::<i64>::default();
+                up.set(i64::from(health.unavailable().is_none()));
                 let text = core.metrics(|reg| {
                     reg.register(
                         "full_pass_seconds",
                         "Time of the periodic full scheduling passes",
                         pass_seconds.clone(),
-                    )
+                    );
+                    reg.register(
+                        "store_up",
+                        "1 while the store takes writes; 0 while it fails (a full disk): changes are refused",
+                        up,
+                    );
                 });
                 let _ = reply.send(text);
                 continue;

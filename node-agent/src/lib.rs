@@ -232,6 +232,18 @@ pub(crate) struct IsolationState {
     tasks: Arc<Mutex<HashMap<u64, Vec<u64>>>>,
 }
 
+impl IsolationState {
+    /// The device filter's state, as the metrics say it: `attached`, `failed` (wanted
+    /// but not set up: every job fails, fail closed) or `off`.
+    pub(crate) fn state(&self) -> &'static str {
+        match (&self.filter, &self.unavailable) {
+            (Some(_), _) => "attached",
+            (None, Some(_)) => "failed",
+            (None, None) => "off",
+        }
+    }
+}
+
 /// Sets up the device filter, or says why it cannot be.
 fn setup_isolation(
     cfg: &AgentConfig,

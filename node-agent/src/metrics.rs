@@ -54,6 +54,14 @@ pub fn thread_cpu_ns() -> u64 {
 
 type Labels = Vec<(String, String)>;
 
+/// What the agent's core and its device filter say of the node.
+#[derive(Debug, Clone, Default)]
+pub struct NodeState {
+    /// `attached`, `failed` or `off` ([`crate::IsolationState`]).
+    pub device_filter: &'static str,
+    pub counts: crate::core::Counts,
+}
+
 /// The metrics page.
 pub fn encode(
     node: &str,
@@ -61,8 +69,38 @@ pub fn encode(
     gpus: &[GpuSample],
     jobs: &[(JobId, u32, JobUsage)],
     stats: &SamplerStats,
+    state: &NodeState,
 ) -> String {
     let mut reg = Registry::with_prefix("bulkhead_agent");
+    let filter = Family::<Labels, Gauge>::default();
+    for s in ["attached", "failed", "off"] {
+        filter
+            .get_or_create(&vec![("state".into(), s.into())])
+            .set(i64::from(s == state.device_filter));
+    }
+    reg.register(
+        "device_filter",
+        "The GPU device filter's state: 1 for the one it is in (attached; failed: wanted but not set up, jobs fail; off)",
+        filter,
+    );
+    let denials = Counter::<u64>::default();
+    denials.inc_by(state.counts.denials);
+    reg.register(
+        "device_denials",
+        "Device accesses of jobs the filter denied",
+        denials,
+    );
+    let refused = Family::<Labels, Counter>::default();
+    for kind in ["signature", "expired", "replayed", "node", "root"] {
+        refused
+            .get_or_create(&vec![("reason".into(), kind.into())])
+            .inc_by(state.counts.refused.get(kind).copied().unwrap_or(0));
+    }
+    reg.register(
+        "launches_refused",
+        "Launches refused by kind (expired: delayed, replayed, or this node's clock is not the broker's)",
+        refused,
+    );
     let util = Family::<Labels, Gauge>::default();
     let mem = Family::<Labels, Gauge>::default();
     let power = Family::<Labels, Gauge<f64, AtomicU64>>::default();

@@ -439,6 +439,10 @@ impl Agent {
     /// loop.
     pub fn scrape(&self, reply: tokio::sync::oneshot::Sender<String>) {
         let jobs = self.core.usage();
+        let node_state = metrics::NodeState {
+            device_filter: self.isolation.state(),
+            counts: self.core.counts().clone(),
+        };
         let (gpus, stats, node) = (
             self.gpus.clone(),
             self.sampler.clone(),
@@ -452,7 +456,14 @@ impl Agent {
                 },
                 Err(_) => ("none", Vec::new()),
             };
-            let _ = reply.send(metrics::encode(&node, backend, &samples, &jobs, &stats));
+            let _ = reply.send(metrics::encode(
+                &node,
+                backend,
+                &samples,
+                &jobs,
+                &stats,
+                &node_state,
+            ));
         });
     }
 }

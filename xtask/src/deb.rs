@@ -247,16 +247,32 @@ fn package(
     Ok(deb)
 }
 
-/// The shared libraries `bin` loads, as `ldd` resolves them.
+/// The shared libraries `bin` links directly (its `NEEDED` entries), where `ldd`
+/// finds them: what it depends on, not what those depend on in turn.
 fn shared_libraries(bin: &Path) -> Result<BTreeSet<PathBuf>> {
-    let text = stdout(Command::new("ldd").arg(bin))?;
-    Ok(text
+    let dynamic = stdout(Command::new("readelf").arg("-d").arg(bin))?;
+    let needed: BTreeSet<&str> = dynamic
         .lines()
-        .filter_map(|l| l.split("=>").nth(1))
-        .filter_map(|r| r.split_whitespace().next())
-        .filter(|p| p.starts_with('/'))
-        .map(PathBuf::from)
-        .collect())
+        .filter(|l| l.contains("(NEEDED)"))
+        .filter_map(|l| l.split('[').nth(1)?.split(']').next())
+        .collect();
+    let resolved = stdout(Command::new("ldd").arg(bin))?;
+    let mut out = BTreeSet::new();
+    for l in resolved.lines() {
+        let Some((name, rest)) = l.trim().split_once(" => ") else {
+            continue;
+        };
+        if !needed.contains(name) {
+            continue;
+        }
+        match rest.split_whitespace().next() {
+            Some(p) if p.starts_with('/') => {
+                out.insert(PathBuf::from(p));
+            }
+            _ => bail!("{} needs {name}, which ldd does not find", bin.display()),
+        }
+    }
+    Ok(out)
 }
 
 /// The Debian packages that hold `libs` (`dpkg -S`; merged /usr: a library is found

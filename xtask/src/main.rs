@@ -437,7 +437,44 @@ fn setup() -> Result<()> {
         }
     }
     eprintln!("test users: {}", TEST_USERS.join(" "));
+    promtool()?;
     ebpf_toolchain()
+}
+
+/// `promtool`, which checks the alert rules in packaging/prometheus: taken from Debian's
+/// `prometheus` package without installing the package (whose server would start), and
+/// put in /usr/local/bin.
+fn promtool() -> Result<()> {
+    let have = Command::new("promtool")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if have {
+        eprintln!("promtool: present");
+        return Ok(());
+    }
+    let dir = tempfile::tempdir()?;
+    // apt's download sandbox user must be able to write there.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )?;
+    let download = |cmd: &mut Command| run(cmd.current_dir(dir.path()));
+    if download(Command::new("apt-get").args(["download", "prometheus"])).is_err() {
+        run(Command::new("apt-get").args(["update", "-qq"]))?;
+        download(Command::new("apt-get").args(["download", "prometheus"]))?;
+    }
+    let deb = std::fs::read_dir(dir.path())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .context("apt-get download prometheus wrote no package")?;
+    let tree = dir.path().join("x");
+    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tree))?;
+    let to = std::path::Path::new("/usr/local/bin/promtool");
+    std::fs::copy(tree.join("usr/bin/promtool"), to).context("installing promtool")?;
+    std::fs::set_permissions(to, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    eprintln!("promtool: installed in /usr/local/bin from Debian's prometheus package");
+    Ok(())
 }
 
 /// The nightly toolchain with rust-src (for `-Z build-std=core`) and bpf-linker.

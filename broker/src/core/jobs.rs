@@ -114,6 +114,7 @@ impl Core {
             ));
         }
         self.next_job += 1;
+        self.submitted_total += 1;
         let is_array = job.submission.array.is_some();
         if let Some(key) = job.submission.idempotency_key {
             self.by_key.insert((caller.uid, key), id);

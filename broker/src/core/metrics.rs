@@ -59,13 +59,49 @@ impl Core {
             "Client requests refused by the per-user rate limit",
             slowed,
         );
+        let submitted = Counter::<u64>::default();
+        submitted.inc_by(self.submitted_total);
+        reg.register(
+            "jobs_submitted",
+            "Submissions accepted since the broker started (an array counts once)",
+            submitted,
+        );
+        reg.register(
+            "job_wait_seconds",
+            "Time jobs waited from submission to start, since the broker started",
+            self.wait_seconds.clone(),
+        );
         let nodes = Family::<Labels, Gauge>::default();
         let gpus = Family::<Labels, Gauge>::default();
+        let cpus = Family::<Labels, Gauge>::default();
+        let slices = Family::<Labels, Gauge>::default();
         for n in self.nodes.values() {
             let info = self.node_info(n);
             nodes
                 .get_or_create(&vec![("state".into(), info.state.as_str().into())])
                 .inc();
+            for (state, count) in [
+                ("total", info.cpus),
+                ("allocated", info.cpus_alloc.min(info.cpus)),
+            ] {
+                cpus.get_or_create(&vec![
+                    ("node".into(), n.name.clone()),
+                    ("node_state".into(), info.state.as_str().into()),
+                    ("state".into(), state.into()),
+                ])
+                .set(i64::from(count));
+            }
+            for g in &info.gpus {
+                for i in &g.instances {
+                    slices
+                        .get_or_create(&vec![
+                            ("node".into(), n.name.clone()),
+                            ("profile".into(), i.profile.clone()),
+                            ("in_use".into(), i.job.is_some().to_string()),
+                        ])
+                        .inc();
+                }
+            }
             let mig = |g: &GpuInfo| g.mig != bulkhead_proto::job::MigMode::Disabled;
             for (mode, count) in [
                 ("whole", info.gpus.iter().filter(|g| !mig(g)).count()),
@@ -79,6 +115,16 @@ impl Core {
             }
         }
         reg.register("nodes", "Nodes by state", nodes);
+        reg.register(
+            "node_cpus",
+            "CPUs of each node, in all and allocated to jobs, with the node's state",
+            cpus,
+        );
+        reg.register(
+            "mig_slices",
+            "MIG instances that exist, by node, profile and whether a job holds one",
+            slices,
+        );
         reg.register(
             "node_gpus",
             "GPUs of each node, whole and in MIG mode",

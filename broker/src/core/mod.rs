@@ -56,6 +56,25 @@ fn is_held(j: &Job) -> bool {
 /// max_submitted_jobs` sets another bound).
 pub const DEFAULT_MAX_SUBMITTED_PER_USER: u32 = 50_000;
 
+/// Buckets of the wait-time histogram, seconds: from a launch path's milliseconds to a
+/// queue's days.
+const WAIT_BUCKETS: [f64; 14] = [
+    0.01,
+    0.1,
+    1.0,
+    5.0,
+    15.0,
+    60.0,
+    300.0,
+    900.0,
+    3600.0,
+    4.0 * 3600.0,
+    12.0 * 3600.0,
+    86_400.0,
+    3.0 * 86_400.0,
+    7.0 * 86_400.0,
+];
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A partition, as configured: its nodes by name (`*` and a trailing `*` match).
@@ -337,8 +356,11 @@ pub struct Core {
     sched: sched::Scheduler,
     node_of_idx: Vec<NodeId>,
     last_full_us: u64,
-    /// Jobs started, and ended by state, since the broker started (for the metrics).
+    /// Jobs submitted, started, and ended by state, since the broker started (for the
+    /// metrics), and how long the started ones waited.
+    submitted_total: u64,
     started_total: u64,
+    wait_seconds: prometheus_client::metrics::histogram::Histogram,
     ended_total: HashMap<JobState, u64>,
     limiter: crate::ratelimit::RateLimiter,
     /// Requests refused by the rate limit, for the metrics.
@@ -426,7 +448,9 @@ impl Core {
             sched: scheduler,
             node_of_idx: Vec::new(),
             last_full_us: 0,
+            submitted_total: 0,
             started_total: 0,
+            wait_seconds: prometheus_client::metrics::histogram::Histogram::new(WAIT_BUCKETS),
             ended_total: HashMap::new(),
             limiter: crate::ratelimit::RateLimiter::new(rate_limit),
             slowed_total: 0,

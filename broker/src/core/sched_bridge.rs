@@ -177,6 +177,8 @@ impl Core {
                     };
                     j.state = JobState::Running;
                     self.started_total += 1;
+                    self.wait_seconds
+                        .observe(now_us.saturating_sub(j.submit_us) as f64 / 1e6);
                     j.node = Some(node_id);
                     j.extra_nodes = extra.clone();
                     j.gpus = grants;

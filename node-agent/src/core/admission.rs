@@ -26,10 +26,12 @@ impl AgentCore {
         if let Some(v) = &mut self.verifier
             && let Err(why) = v.check(&spec, now.wall_us)
         {
+            *self.counts.refused.entry(refusal_kind(&why)).or_insert(0) += 1;
             refuse(&spec, &why, now, fx);
             return;
         }
         if spec.uid == 0 && !self.cfg.allow_root_jobs {
+            *self.counts.refused.entry("root").or_insert(0) += 1;
             refuse(&spec, ROOT_REFUSED, now, fx);
             return;
         }
@@ -60,6 +62,20 @@ impl AgentCore {
             spec: Box::new(spec),
             cpu_ids,
         });
+    }
+}
+
+/// The kind of a verifier's refusal, as the metrics label it (the verifier's texts,
+/// `bulkhead_net::sign::LaunchVerifier::check`).
+fn refusal_kind(why: &str) -> &'static str {
+    if why.contains("expired") {
+        "expired"
+    } else if why.contains("replayed") {
+        "replayed"
+    } else if why.contains("signed") || why.contains("signature") {
+        "signature"
+    } else {
+        "node"
     }
 }
 

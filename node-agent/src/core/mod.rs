@@ -186,6 +186,18 @@ pub struct AgentCore {
     started_at: Instant,
     /// Denials not yet reported, with their counts.
     denials: BTreeMap<Denial, u64>,
+    /// What the metrics count since the agent started.
+    counts: Counts,
+}
+
+/// Totals since the agent started, for its metrics.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Counts {
+    /// Device accesses the filter denied.
+    pub denials: u64,
+    /// Launches refused, by kind: `signature`, `expired` (or the clocks disagree),
+    /// `replayed`, `node`, `root`.
+    pub refused: BTreeMap<&'static str, u64>,
 }
 
 impl AgentCore {
@@ -215,6 +227,7 @@ impl AgentCore {
             adopting: BTreeSet::new(),
             started_at: now.at,
             denials: BTreeMap::new(),
+            counts: Counts::default(),
         }
     }
 
@@ -510,8 +523,14 @@ impl AgentCore {
 
     /// Denied device accesses: counted, the first of each kind logged; reported with
     /// the next tick while registered.
+    /// Totals since the agent started (denials, refused launches by kind).
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
     pub fn on_denials(&mut self, denials: impl IntoIterator<Item = Denial>) {
         for d in denials {
+            self.counts.denials += 1;
             let n = self.denials.entry(d).or_insert(0);
             if *n == 0 {
                 tracing::warn!(

@@ -25,6 +25,41 @@ fn submit_is_stored_then_launched_first_fit() {
 }
 
 #[test]
+fn the_metrics_count_submissions_starts_waits_and_allocated_cpus() {
+    let mut t = Env::new().nodes(1, 2).build();
+    let (id, _) = t.submit(&user(1000), sub(2));
+    let (_, _) = t.submit(&user(1000), sub(1));
+    let page = t.c.metrics(|_| {});
+    let line = |name: &str| {
+        page.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in\n{page}"))
+            .to_string()
+    };
+    assert_eq!(
+        line("bulkhead_jobs_submitted_total"),
+        "bulkhead_jobs_submitted_total 2"
+    );
+    assert_eq!(
+        line("bulkhead_jobs_started_total"),
+        "bulkhead_jobs_started_total 1"
+    );
+    // One job started: one wait observed; the other still waits.
+    assert_eq!(
+        line("bulkhead_job_wait_seconds_count"),
+        "bulkhead_job_wait_seconds_count 1"
+    );
+    let allocated = page
+        .lines()
+        .find(|l| l.starts_with("bulkhead_node_cpus{") && l.contains("state=\"allocated\""))
+        .unwrap_or_else(|| panic!("{page}"));
+    assert!(allocated.ends_with(" 2"), "{allocated}");
+    t.end(1, id, JobState::Completed);
+    let page = t.c.metrics(|_| {});
+    assert!(page.contains("bulkhead_job_wait_seconds_count 2"), "{page}");
+}
+
+#[test]
 fn impossible_requests_are_refused_at_submit() {
     let mut c = core();
     c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);

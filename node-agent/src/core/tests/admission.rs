@@ -34,6 +34,11 @@ fn a_forged_launch_sends_exactly_one_end_failed_and_journals_nothing() {
     t.advance(RESEND_AFTER * 3);
     let fx = t.tick();
     assert_sent!(fx, AgentMessage::JobEnded(_) => 0);
+    // Counted for the metrics: two launches not signed by the broker.
+    assert_eq!(
+        t.core.counts().refused,
+        [("signature", 2)].into_iter().collect()
+    );
 }
 
 #[test]
@@ -58,6 +63,29 @@ fn a_signed_launch_is_journaled_once_and_its_replay_is_refused() {
         => 1);
     assert_journaled!(fx, _ => 0);
     assert_effects!(fx, Effect::Start { .. } => 0);
+    assert_eq!(
+        t.core.counts().refused,
+        [("replayed", 1)].into_iter().collect()
+    );
+}
+
+#[test]
+fn an_expired_launch_is_counted_as_such_for_the_clock_skew_alert() {
+    let mut t = Env::new().signed().build();
+    t.registered(1000);
+    let mut s = spec(7);
+    // Signed ten minutes before this node's clock: expired here.
+    t.signer
+        .as_ref()
+        .expect("signer")
+        .sign(&mut s, NODE, t.now.wall_us - 600_000_000);
+    let fx = t.say(BrokerMessage::Launch(Box::new(s)));
+    assert_sent!(fx, AgentMessage::JobEnded(e)
+        if e.reason.as_deref().is_some_and(|r| r.contains("expired")) => 1);
+    assert_eq!(
+        t.core.counts().refused,
+        [("expired", 1)].into_iter().collect()
+    );
 }
 
 #[test]

@@ -1,0 +1,141 @@
+//! What an administrator plugs in: the Grafana dashboard and the Prometheus alert
+//! rules in `packaging/`, checked against the metrics real daemons serve (every series
+//! they query exists) and, where Debian's `promtool` is installed, by `promtool check
+//! rules`. Run as root, on the host.
+
+use bulkhead_proto::JobState;
+use bulkhead_tests::{Cluster, ClusterOpts, USER1, user, wait_for};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn t() -> Duration {
+    bulkhead_tests::scaled(30)
+}
+
+fn packaging(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../packaging")
+        .join(rel)
+}
+
+/// The `bulkhead_*` names in a text of PromQL expressions.
+fn metric_names(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("bulkhead_") {
+        let tail = &rest[i..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        // Not part of a longer word (a label value such as "bulkhead_x" in a name).
+        let before = rest[..i].chars().last();
+        if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            out.insert(tail[..end].to_string());
+        }
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// The series names a scrape holds, with the names PromQL queries them by
+/// (`_total` of counters, `_bucket`/`_sum`/`_count` of histograms), and the families it
+/// describes (`# HELP`) that have no series now (GPU utilization, absent in MIG mode).
+fn served(page: &prometheus_parse::Scrape) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = page.docs.keys().cloned().collect();
+    for s in &page.samples {
+        out.insert(s.metric.clone());
+        match &s.value {
+            prometheus_parse::Value::Histogram(_) | prometheus_parse::Value::Summary(_) => {
+                for suffix in ["_bucket", "_sum", "_count"] {
+                    out.insert(format!("{}{suffix}", s.metric));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn the_dashboard_and_the_alert_rules_query_only_metrics_the_daemons_serve() {
+    let c = Cluster::start_with(ClusterOpts {
+        agent_args: vec![
+            "--simulate-gpus".into(),
+            "a100-80gb:2:mig".into(),
+            "--sample-interval".into(),
+            "0.5".into(),
+        ],
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["--gpus", "1g.10gb:1"],
+            "#!/bin/sh\ntouch started\nwhile [ ! -e go ]; do sleep 0.1; done\n",
+        )
+        .expect("submit");
+    wait_for(t(), || wd.join("started").exists()).expect("the job starts");
+    c.wait_state(j, &[JobState::Running], t()).expect("running");
+    let agent_metrics = c.spool().join("agent.metrics");
+    let mut names = BTreeSet::new();
+    // Until the agent has sampled the job (its per-job series exist).
+    wait_for(t(), || {
+        let (Ok(a), Ok(b)) = (
+            bulkhead_tests::scrape(&agent_metrics),
+            bulkhead_tests::scrape(&c.data_dir.join("broker.metrics")),
+        ) else {
+            return false;
+        };
+        names = served(&a);
+        names.extend(served(&b));
+        a.samples
+            .iter()
+            .any(|s| s.metric == "bulkhead_agent_job_memory_bytes")
+    })
+    .expect("the agent samples the job");
+    std::fs::write(wd.join("go"), "").unwrap();
+    c.wait_state(j, &[JobState::Completed], t()).expect("ends");
+    // Ends are counted once there is one.
+    let broker = bulkhead_tests::scrape(&c.data_dir.join("broker.metrics")).expect("scrape");
+    names.extend(served(&broker));
+
+    let dashboard = std::fs::read_to_string(packaging("grafana/bulkhead.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&dashboard).expect("the dashboard is JSON");
+    let mut exprs = String::new();
+    let panels = json["panels"].as_array().expect("panels");
+    for p in panels {
+        for target in p["targets"].as_array().into_iter().flatten() {
+            exprs.push_str(target["expr"].as_str().unwrap_or_default());
+            exprs.push('\n');
+        }
+    }
+    let rules = std::fs::read_to_string(packaging("prometheus/bulkhead-rules.yml")).unwrap();
+    let queried: BTreeSet<String> = metric_names(&exprs)
+        .into_iter()
+        .chain(metric_names(&rules))
+        .collect();
+    assert!(queried.len() >= 15, "{queried:?}");
+    let missing: Vec<&String> = queried.iter().filter(|n| !names.contains(*n)).collect();
+    assert!(
+        missing.is_empty(),
+        "queried but not served: {missing:?}\nserved: {names:#?}"
+    );
+    match std::process::Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(packaging("prometheus/bulkhead-rules.yml"))
+        .output()
+    {
+        Ok(o) => assert!(
+            o.status.success(),
+            "promtool: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => panic!("promtool (Debian's prometheus package) is needed: {e}"),
+    }
+}
