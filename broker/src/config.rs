@@ -66,10 +66,9 @@
 //!
 //! Unknown keys are refused, so that a misspelt setting is not silently ignored.
 //!
-//! SIGHUP (`systemctl reload`) reads the file again: roles, privacy, rate limit,
-//! retention, users' accounts and node keys take effect at once; partitions, accounts,
-//! QOS, priority weights, limits and timers at the next restart (the broker logs which
-//! of those changed). A file that does not parse leaves the running configuration.
+//! SIGHUP (`systemctl reload`) and `bh admin reconfigure` read the file again and apply
+//! all of it at once (`core::reconfig`); a file that does not parse, or that would
+//! strand jobs, leaves the running configuration.
 
 use crate::core::{AccountConfig, CoreConfig, PartitionConfig};
 use serde::Deserialize;

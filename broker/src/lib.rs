@@ -244,7 +244,16 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
             Some(()) = async { hangup.as_mut()?.recv().await } => {
                 let Some((path, base)) = &cfg.config_file else { continue };
                 match config::load(path, base.clone()) {
-                    Ok(new) => core.reconfigure(new, now_us()),
+                    Ok(new) => match core.reconfigure(new, now_us()) {
+                        Ok((fx, done)) => {
+                            tracing::info!("{}", done.summary());
+                            fx
+                        }
+                        Err(why) => {
+                            tracing::error!(reason = %why, "configuration not reloaded; the running one stays");
+                            continue;
+                        }
+                    },
                     Err(e) => {
                         tracing::error!(error = %e, "configuration not reloaded; the running one stays");
                         continue;
@@ -290,6 +299,15 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
             }
             Some(ev) = ev_rx.recv() => match ev {
                 Event::Client { peer, request_id, caller, op } => match (caller, health.unavailable()) {
+                    (Ok(c), _) if matches!(op, ClientOp::Admin(AdminOp::Reconfigure)) => {
+                        at_once = true;
+                        let new = match &cfg.config_file {
+                            None => Err("the broker runs without --config: there is no file to read again".to_string()),
+                            Some((path, base)) => config::load(path, base.clone())
+                                .map_err(|e| format!("{e}; the running configuration stays")),
+                        };
+                        core.admin_reconfigure(peer, request_id, &c, new, now_us())
+                    }
                     (Ok(c), None) => core.client(peer, request_id, &c, op, now_us()),
                     (Ok(c), Some(why)) if changes_state(&op) && !is_repeat(&core, &c, &op) => {
                         at_once = true;
@@ -414,7 +432,8 @@ fn changes_state(op: &ClientOp) -> bool {
             | AdminOp::Reserve(_)
             | AdminOp::Unreserve { .. }
             | AdminOp::AddNodeKey { .. }
-            | AdminOp::RemoveNodeKey { .. },
+            | AdminOp::RemoveNodeKey { .. }
+            | AdminOp::Reconfigure,
         ) => true,
         ClientOp::Queue(_)
         | ClientOp::Show(_)

@@ -85,6 +85,11 @@ enum AdminCmd {
     },
     /// End a reservation.
     Unreserve { name: String },
+    /// Read the broker's configuration file again and apply it now (administrators):
+    /// partitions, accounts, QOS, weights and limits too, the queue scheduled again
+    /// under them. Refused whole, with the reason, when the file does not parse or
+    /// would strand jobs (a partition or QOS removed while jobs use it).
+    Reconfigure,
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -101,7 +106,11 @@ enum NodeCmd {
     /// `add` admits a new key.
     Remove { name: String },
     /// The keys admitted now, one `NODE KEY` per line (operators and administrators).
-    List,
+    List {
+        /// As a JSON list of {"node", "key"}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -236,7 +245,12 @@ enum Cmd {
         html: Option<PathBuf>,
     },
     /// A running job's latest usage (like sstat): CPU, memory, tasks, I/O, pressure, GPUs.
-    Top { job: u64 },
+    Top {
+        job: u64,
+        /// The job's record as JSON (what bh acct --json lists for it).
+        #[arg(long)]
+        json: bool,
+    },
     /// Keep pending jobs from starting (like scontrol hold): yours, or any for operators.
     Hold {
         #[arg(required = true, value_delimiter = ',')]
@@ -758,10 +772,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cmd::Admin {
-            op: AdminCmd::Node { op: NodeCmd::List },
+            op: AdminCmd::Node {
+                op: NodeCmd::List { json },
+            },
         } => {
-            for (node, key) in client(&cli)?.node_keys().map_err(explain)? {
-                println!("{} {}", output::escape(&node), output::escape(&key));
+            let keys = client(&cli)?.node_keys().map_err(explain)?;
+            if *json {
+                let list: Vec<serde_json::Value> = keys
+                    .iter()
+                    .map(|(node, key)| serde_json::json!({"node": node, "key": key}))
+                    .collect();
+                println!("{}", output::json(&list)?);
+            } else {
+                for (node, key) in keys {
+                    println!("{} {}", output::escape(&node), output::escape(&key));
+                }
             }
         }
         Cmd::Admin { op } => {
@@ -776,6 +801,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 AdminCmd::Unreserve { name } => {
                     bulkhead_proto::msg::AdminOp::Unreserve { name: name.clone() }
                 }
+                AdminCmd::Reconfigure => bulkhead_proto::msg::AdminOp::Reconfigure,
                 AdminCmd::Node {
                     op: NodeCmd::Add { name, key },
                 } => bulkhead_proto::msg::AdminOp::AddNodeKey {
@@ -785,7 +811,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 AdminCmd::Node {
                     op: NodeCmd::Remove { name },
                 } => bulkhead_proto::msg::AdminOp::RemoveNodeKey { node: name.clone() },
-                AdminCmd::Node { op: NodeCmd::List } => bulkhead_proto::msg::AdminOp::ListNodeKeys,
+                AdminCmd::Node {
+                    op: NodeCmd::List { .. },
+                } => bulkhead_proto::msg::AdminOp::ListNodeKeys,
                 AdminCmd::Reserve {
                     name,
                     nodes,
@@ -1009,7 +1037,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 output::escape(&client(&cli)?.hold(ids, hold).map_err(explain)?)
             );
         }
-        Cmd::Top { job } => {
+        Cmd::Top { job, json } => {
             let (records, _) = client(&cli)?
                 .acct(bulkhead_proto::acct::AcctFilter {
                     jobs: vec![JobId(*job)],
@@ -1019,7 +1047,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let Some(r) = records.first() else {
                 bail!("job {job} does not exist, or is not yours");
             };
-            print!("{}", acct::top(r, now_us()));
+            if *json {
+                println!("{}", output::json(r)?);
+            } else {
+                print!("{}", acct::top(r, now_us()));
+            }
         }
         Cmd::Tasks { cmd } => {
             let gpus = std::env::var("BH_GPUS").ok();

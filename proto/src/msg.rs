@@ -64,6 +64,9 @@ pub enum AdminOp {
     RemoveNodeKey { node: String },
     /// The node keys admitted now (`bh admin node list`).
     ListNodeKeys,
+    /// Read the configuration file again and apply it, or say why not (administrators;
+    /// what SIGHUP does, with the answer).
+    Reconfigure,
 }
 
 /// An administrator's reservation.
@@ -412,7 +415,7 @@ impl Message for ClientRequest {
             ClientOp::Admin(AdminOp::RemoveNodeKey { node }) => {
                 check_str("node", node, limits::MAX_NAME_BYTES)
             }
-            ClientOp::Admin(AdminOp::ListNodeKeys) => Ok(()),
+            ClientOp::Admin(AdminOp::ListNodeKeys | AdminOp::Reconfigure) => Ok(()),
             ClientOp::Admin(AdminOp::AddNodeKey { node, key }) => {
                 check_str("node", node, limits::MAX_NAME_BYTES)?;
                 check_str("key", key, 64)

@@ -110,6 +110,14 @@ fn accounting_records_what_the_kernel_and_the_gpus_measured() {
             .iter()
             .any(|x| x.metric.starts_with("bulkhead_jobs_started"))
     );
+    // bh top, as text and as JSON, while it runs.
+    let top = c
+        .bh(Some(&u), &["top", &gpu.to_string(), "--json"])
+        .expect("bh top");
+    assert!(top.status.success(), "{}", String::from_utf8_lossy(&top.stderr));
+    let rec: serde_json::Value = serde_json::from_slice(&top.stdout).expect("JSON");
+    assert_eq!(rec["job_label"], gpu.to_string(), "{rec}");
+    assert_eq!(rec["state"], "Running", "{rec}");
     std::fs::write(wd.join("gpu.go"), "").expect("let the GPU job end");
 
     for j in [burn, gpu] {

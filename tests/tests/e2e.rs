@@ -1175,6 +1175,17 @@ fn curve_admits_only_listed_agents_and_clients_with_the_brokers_key() {
     };
     let keys = listed(&c);
     assert!(keys.contains(&format!("{rogue} {public}")), "{keys}");
+    let out = c
+        .bh(None, &["admin", "node", "list", "--json"])
+        .expect("bh");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(
+        json.as_array()
+            .expect("a list")
+            .iter()
+            .any(|e| e["node"] == rogue.as_str() && e["key"] == public.as_str()),
+        "{json}"
+    );
     // Revoked: down at once, and its agent is refused from then on.
     let out = c
         .bh(None, &["admin", "node", "remove", &rogue])

@@ -3,7 +3,7 @@
 //! they query exists) and, where Debian's `promtool` is installed, by `promtool check
 //! rules`. Run as root, on the host.
 
-use bulkhead_proto::JobState;
+use bulkhead_proto::{JobId, JobState};
 use bulkhead_tests::{Cluster, ClusterOpts, USER1, user, wait_for};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -138,4 +138,102 @@ fn the_dashboard_and_the_alert_rules_query_only_metrics_the_daemons_serve() {
         ),
         Err(e) => panic!("promtool (Debian's prometheus package) is needed: {e}"),
     }
+}
+
+/// `bh admin reconfigure`: a partition added to the file takes jobs at once; a file
+/// that would strand jobs, or does not parse, is refused with the reason; users may
+/// not ask.
+#[test]
+fn bh_admin_reconfigure_applies_partitions_at_once_and_refuses_what_would_strand_jobs() {
+    let c = Cluster::start_with(ClusterOpts {
+        broker_config: Some("[[partition]]\nname = \"batch\"\n".into()),
+        ..Default::default()
+    })
+    .expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let path = c.dir.path().join("bulkhead.toml");
+    let submit_to = |part: &str| {
+        c.bh_in(
+            Some(&u),
+            &wd,
+            &[
+                "submit",
+                "--parsable",
+                "-p",
+                part,
+                "--wrap",
+                "touch ran-$SLURM_JOB_PARTITION; sleep 1",
+            ],
+        )
+        .expect("bh")
+    };
+    let refused = submit_to("debug");
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("invalid partition"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    std::fs::write(
+        &path,
+        "[[partition]]\nname = \"batch\"\n[[partition]]\nname = \"debug\"\nmax_time_s = 600\n",
+    )
+    .unwrap();
+    // Users may not; root may.
+    let by_user = c.bh(Some(&u), &["admin", "reconfigure"]).expect("bh");
+    assert!(!by_user.status.success());
+    let out = c.bh(None, &["admin", "reconfigure"]).expect("bh");
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("partitions changed"), "{said}");
+    let ok = submit_to("debug");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let job: u64 = String::from_utf8_lossy(&ok.stdout)
+        .trim()
+        .parse()
+        .expect("job id");
+    c.wait_state(JobId(job), &[JobState::Completed], t())
+        .expect("runs in the new partition");
+    assert!(wd.join("ran-debug").exists());
+
+    // A job in batch that runs on; a file without batch would strand it.
+    let long = c
+        .bh_in(
+            Some(&u),
+            &wd,
+            &["submit", "--parsable", "-p", "batch", "--wrap", "sleep 300"],
+        )
+        .expect("bh");
+    assert!(
+        long.status.success(),
+        "{}",
+        String::from_utf8_lossy(&long.stderr)
+    );
+    std::fs::write(&path, "[[partition]]\nname = \"debug\"\n").unwrap();
+    let out = c.bh(None, &["admin", "reconfigure"]).expect("bh");
+    assert!(!out.status.success());
+    let why = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        why.contains("partition batch has 1 pending or running jobs"),
+        "{why}"
+    );
+    std::fs::write(&path, "[[partition]\nname = ").unwrap();
+    let out = c.bh(None, &["admin", "reconfigure"]).expect("bh");
+    assert!(!out.status.success());
+    let why = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        why.contains("line 1") && why.contains("running configuration stays"),
+        "{why}"
+    );
+    // Both partitions still take jobs.
+    assert!(submit_to("debug").status.success());
 }

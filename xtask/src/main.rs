@@ -14,6 +14,7 @@ mod cluster;
 mod deb;
 mod seeds;
 mod vm;
+mod vmsystemd;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -37,6 +38,10 @@ enum Cmd {
     VmTest {
         /// Only tests whose name contains this.
         filter: Option<String>,
+        /// Instead: install the Debian packages (cargo xtask deb) on a Debian system
+        /// with systemd as init, and check them as an administrator would.
+        #[arg(long)]
+        systemd: bool,
     },
     /// On a machine with an NVIDIA GPU: build the agent and check the real NVML path,
     /// read-only (xtask/nvml-check.sh): inventory, MIG mode, instances, and the MIG
@@ -581,7 +586,8 @@ fn main() -> Result<()> {
     match Args::parse().cmd {
         Cmd::Setup => setup(),
         Cmd::Ci => ci(),
-        Cmd::VmTest { filter } => vm::run(&root(), filter.as_deref()),
+        Cmd::VmTest { systemd: true, .. } => vmsystemd::run(&root()),
+        Cmd::VmTest { filter, .. } => vm::run(&root(), filter.as_deref()),
         Cmd::Fuzz { seconds } => fuzz(seconds),
         Cmd::Deb { out, debug } => {
             for deb in deb::build(&root(), out.as_deref(), debug)? {

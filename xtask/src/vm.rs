@@ -26,7 +26,7 @@ const VM_PACKAGES: &[&str] = &[
 /// Everything is many times slower under TCG; the tests scale their waits by this.
 const TIME_SCALE: &str = "8";
 
-fn kernel() -> Result<PathBuf> {
+pub(crate) fn kernel() -> Result<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir("/boot")?
         .flatten()
         .map(|e| e.path())

@@ -91,7 +91,8 @@ impl Core {
             AdminOp::Reserve(_)
             | AdminOp::Unreserve { .. }
             | AdminOp::AddNodeKey { .. }
-            | AdminOp::RemoveNodeKey { .. } => Role::Admin,
+            | AdminOp::RemoveNodeKey { .. }
+            | AdminOp::Reconfigure => Role::Admin,
         };
         if let Err(e) = self.require(caller, needed, "do this") {
             tracing::warn!(user = %caller.user, ?op, "refused an administrative request");
@@ -107,6 +108,13 @@ impl Core {
                 }),
             ),
             AdminOp::Resume { node } => (node, None),
+            // The shell reads the file and calls [`Core::admin_reconfigure`].
+            AdminOp::Reconfigure => {
+                return ClientReply::Error(err(
+                    ErrorCode::Invalid,
+                    "the configuration is read by the broker's shell".to_string(),
+                ));
+            }
             AdminOp::Reserve(r) => return self.reserve(fx, caller, r),
             AdminOp::AddNodeKey { node, key } => {
                 if let Err(e) = bulkhead_net::curve::parse_key("the node key", &key) {
@@ -217,88 +225,5 @@ impl Core {
             Some(r) => format!("node {name} draining: {r}"),
             None => format!("node {name} resumed"),
         })
-    }
-
-    /// Applies a configuration read again (SIGHUP): roles, privacy, the rate limit,
-    /// retention, users' accounts, default memory and node keys take effect now; a
-    /// node whose key is no longer admitted goes down as if revoked. Partitions,
-    /// accounts, QOS, scheduler weights and limits, timeouts and the transport need a
-    /// restart: what changed among them is logged and left as it was.
-    pub fn reconfigure(&mut self, new: CoreConfig, now_us: u64) -> Effects {
-        let mut fx = Effects::default();
-        let old = &self.cfg;
-        let mut later = Vec::new();
-        if new.partitions != old.partitions || new.partition != old.partition {
-            later.push("partitions");
-        }
-        if new.accounts != old.accounts {
-            later.push("accounts");
-        }
-        if new.qos != old.qos {
-            later.push("qos");
-        }
-        if new.sched != old.sched {
-            later.push("scheduler weights and limits");
-        }
-        if (new.full_pass_us, new.heartbeat_ms, new.node_timeout_us)
-            != (old.full_pass_us, old.heartbeat_ms, old.node_timeout_us)
-        {
-            later.push("timers");
-        }
-        if !later.is_empty() {
-            tracing::warn!(changed = ?later, "configuration reloaded: these sections changed and take effect at the next restart");
-        }
-        self.cfg.operators = new.operators;
-        self.cfg.admins = new.admins;
-        self.cfg.privacy = new.privacy;
-        self.cfg.allow_root_jobs = new.allow_root_jobs;
-        self.cfg.retention_us = new.retention_us;
-        // A user moved to an account the running tree does not have yet waits for the
-        // restart that brings the account.
-        let (known, unknown): (HashMap<String, String>, HashMap<String, String>) = new
-            .user_accounts
-            .into_iter()
-            .partition(|(_, a)| self.cfg.accounts.iter().any(|x| x.name == *a));
-        if !unknown.is_empty() {
-            tracing::warn!(users = ?unknown.keys().collect::<Vec<_>>(), "configuration reloaded: these users' new accounts exist after the next restart; they keep charging their current ones");
-        }
-        let mut accounts = known;
-        for user in unknown.keys() {
-            if let Some(a) = self.cfg.user_accounts.get(user) {
-                accounts.insert(user.clone(), a.clone());
-            }
-        }
-        self.cfg.user_accounts = accounts;
-        self.cfg.def_mem_per_cpu_mb = new.def_mem_per_cpu_mb;
-        if self.cfg.rate_limit != new.rate_limit {
-            self.cfg.rate_limit = new.rate_limit;
-            self.limiter = crate::ratelimit::RateLimiter::new(new.rate_limit);
-        }
-        self.cfg.node_keys = new.node_keys;
-        self.apply_stored_keys();
-        if self.cfg.curve {
-            let gone: Vec<NodeId> = self
-                .nodes
-                .values()
-                .filter(|n| n.up() && !self.cfg.node_keys.contains_key(&n.name))
-                .map(|n| n.id)
-                .collect();
-            for id in gone {
-                self.node_down(
-                    &mut fx,
-                    id,
-                    "has no admitted key since the configuration was reloaded",
-                    now_us,
-                );
-            }
-        }
-        tracing::info!(
-            operators = self.cfg.operators.len(),
-            admins = self.cfg.admins.len(),
-            privacy = ?self.cfg.privacy,
-            node_keys = self.cfg.node_keys.len(),
-            "configuration reloaded"
-        );
-        fx
     }
 }

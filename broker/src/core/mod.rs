@@ -27,6 +27,7 @@ pub mod drive;
 mod jobs;
 mod metrics;
 mod nodes;
+mod reconfig;
 mod sched_bridge;
 mod steps;
 mod views;
@@ -46,6 +47,7 @@ use bulkhead_proto::{JobId, JobInfo, JobState, NodeId};
 use bulkhead_sched as sched;
 use jobs::merge_denial;
 use prometheus_client::registry::Registry;
+pub use reconfig::Reconfigured;
 
 /// Whether a stored pending job was held (its reason says so).
 fn is_held(j: &Job) -> bool {
@@ -395,9 +397,8 @@ fn err(code: ErrorCode, msg: impl Into<String>) -> ErrorReply {
 }
 
 impl Core {
-    /// A core over the state loaded from the store. Nodes start DOWN until their
-    /// agents register again.
-    pub fn new(cfg: CoreConfig, jobs: Vec<JobRow>, nodes: Vec<NodeRow>) -> Self {
+    /// An empty scheduler for `cfg`'s partitions, accounts, QOS and weights.
+    fn scheduler_for(cfg: &CoreConfig) -> sched::Scheduler {
         let accounts: Vec<sched::AccountSpec> = cfg
             .accounts
             .iter()
@@ -436,7 +437,13 @@ impl Core {
             .iter()
             .map(|q| (q.preempt_tier, q.preempt))
             .collect();
-        let scheduler = sched::Scheduler::new(sched_cfg, vec![], partitions, accounts);
+        sched::Scheduler::new(sched_cfg, vec![], partitions, accounts)
+    }
+
+    /// A core over the state loaded from the store. Nodes start DOWN until their
+    /// agents register again.
+    pub fn new(cfg: CoreConfig, jobs: Vec<JobRow>, nodes: Vec<NodeRow>) -> Self {
+        let scheduler = Self::scheduler_for(&cfg);
         let rate_limit = cfg.rate_limit;
         let mut core = Core {
             cfg,
@@ -488,92 +495,31 @@ impl Core {
                 job.preempted_by = None;
             }
             let id = job.id;
-            match job.state {
-                JobState::Pending if job.submission.array.is_some() => {}
-                JobState::Pending => {
-                    if let Ok(spec) = core.spec_of(&job) {
-                        match core.sched.submit(spec, secs(job.submit_us)) {
-                            Err(e) => {
-                                tracing::warn!(job = %id, error = %e, "a stored pending job no longer fits the configuration");
-                            }
-                            Ok(()) if is_held(&job) => {
-                                core.sched.hold(sched::JobId(id.0));
-                            }
-                            Ok(()) => {}
-                        }
+            if matches!(job.state, JobState::Running | JobState::Completing)
+                && job.submission.array.is_none()
+            {
+                // The limit it started with: its own, else its partition's default,
+                // else the partition's maximum, as at its start (the store keeps the
+                // submission as it came).
+                if job.submission.resources.time_limit_s.is_none() {
+                    job.submission.resources.time_limit_s = core
+                        .cfg
+                        .partitions
+                        .iter()
+                        .find(|p| p.name == job.partition)
+                        .and_then(|p| p.default_time_s.or(p.max_time_s));
+                }
+                // Held against its nodes until their agents say otherwise.
+                if let Some(n) = job.node.and_then(|n| core.nodes.get_mut(&n)) {
+                    n.running.insert(id);
+                }
+                for n in &job.extra_nodes {
+                    if let Some(node) = core.nodes.get_mut(n) {
+                        node.held.insert(id);
                     }
                 }
-                JobState::Running | JobState::Completing if job.submission.array.is_some() => {}
-                JobState::Running | JobState::Completing => {
-                    // The limit it started with: its own, else its partition's default,
-                    // else the partition's maximum, as at its start (the store keeps the
-                    // submission as it came).
-                    if job.submission.resources.time_limit_s.is_none() {
-                        job.submission.resources.time_limit_s = core
-                            .cfg
-                            .partitions
-                            .iter()
-                            .find(|p| p.name == job.partition)
-                            .and_then(|p| p.default_time_s.or(p.max_time_s));
-                    }
-                    // Held against its node until the node's agent says otherwise.
-                    let placed = job.node.and_then(|n| core.nodes.get_mut(&n)).map(|n| {
-                        n.running.insert(id);
-                        n.idx
-                    });
-                    let mut all = Vec::new();
-                    for n in &job.extra_nodes {
-                        if let Some(node) = core.nodes.get_mut(n) {
-                            node.held.insert(id);
-                            all.push(node.idx);
-                        }
-                    }
-                    if let (Some(idx), Ok(spec)) = (placed, core.spec_of(&job)) {
-                        all.insert(0, idx);
-                        let part = core
-                            .sched
-                            .partition(&job.partition)
-                            .unwrap_or(sched::PartIdx(0));
-                        let start = secs(job.start_us.unwrap_or(job.submit_us));
-                        let end = job
-                            .submission
-                            .resources
-                            .time_limit_s
-                            .map(|l| start.saturating_add(l));
-                        let on: Vec<&[GpuInfo]> = job
-                            .node
-                            .iter()
-                            .chain(&job.extra_nodes)
-                            .map(|n| core.nodes.get(n).map_or(&[][..], |n| &n.gpus[..]))
-                            .collect();
-                        let assigned = job
-                            .gpus
-                            .iter()
-                            .enumerate()
-                            .map(|(k, g)| {
-                                crate::gpus::assigns(g, on.get(k).copied().unwrap_or(&[]))
-                            })
-                            .collect();
-                        if let Err(e) = core
-                            .sched
-                            .restore_running(spec, part, all, assigned, start, end)
-                        {
-                            // The node it runs on has no room for it in the scheduler's
-                            // account (a store from another configuration): said, and the
-                            // agent's reconciliation decides the job's fate.
-                            tracing::error!(job = %id, error = %e, "a stored running job does not fit its nodes");
-                        }
-                    }
-                }
-                st => core.sched.restore_ended(
-                    sched::JobId(id.0),
-                    if st == JobState::Completed {
-                        sched::Outcome::Ok
-                    } else {
-                        sched::Outcome::NotOk
-                    },
-                ),
             }
+            core.schedule_known(&job);
             if job.submission.array.is_some() {
                 core.arrays.entry(id).or_default();
                 core.refill_arrays |= !job.state.is_terminal();
@@ -587,6 +533,82 @@ impl Core {
             core.jobs.insert(id, job);
         }
         core
+    }
+
+    /// Puts job `job` into the scheduler as its state says: an end (for the
+    /// dependencies on it), an allocation on its nodes, or a pending submission (held
+    /// if it is). An array's own record stands for tasks made later: not scheduled.
+    /// At the start from the store, and when a new configuration rebuilds the
+    /// scheduler.
+    fn schedule_known(&mut self, job: &JobRow) {
+        let id = job.id;
+        match job.state {
+            JobState::Pending if job.submission.array.is_some() => {}
+            JobState::Pending => {
+                if let Ok(spec) = self.spec_of(job) {
+                    match self.sched.submit(spec, secs(job.submit_us)) {
+                        Err(e) => {
+                            tracing::warn!(job = %id, error = %e, "a pending job no longer fits the configuration");
+                        }
+                        Ok(()) if is_held(job) => {
+                            self.sched.hold(sched::JobId(id.0));
+                        }
+                        Ok(()) => {}
+                    }
+                }
+            }
+            JobState::Running | JobState::Completing if job.submission.array.is_some() => {}
+            JobState::Running | JobState::Completing => {
+                let placed = job.node.and_then(|n| self.nodes.get(&n)).map(|n| n.idx);
+                let mut all: Vec<sched::NodeIdx> = job
+                    .extra_nodes
+                    .iter()
+                    .filter_map(|n| self.nodes.get(n).map(|n| n.idx))
+                    .collect();
+                if let (Some(idx), Ok(spec)) = (placed, self.spec_of(job)) {
+                    all.insert(0, idx);
+                    let part = self
+                        .sched
+                        .partition(&job.partition)
+                        .unwrap_or(sched::PartIdx(0));
+                    let start = secs(job.start_us.unwrap_or(job.submit_us));
+                    let end = job
+                        .submission
+                        .resources
+                        .time_limit_s
+                        .map(|l| start.saturating_add(l));
+                    let on: Vec<&[GpuInfo]> = job
+                        .node
+                        .iter()
+                        .chain(&job.extra_nodes)
+                        .map(|n| self.nodes.get(n).map_or(&[][..], |n| &n.gpus[..]))
+                        .collect();
+                    let assigned = job
+                        .gpus
+                        .iter()
+                        .enumerate()
+                        .map(|(k, g)| crate::gpus::assigns(g, on.get(k).copied().unwrap_or(&[])))
+                        .collect();
+                    if let Err(e) = self
+                        .sched
+                        .restore_running(spec, part, all, assigned, start, end)
+                    {
+                        // The node it runs on has no room for it in the scheduler's
+                        // account (a store from another configuration): said, and the
+                        // agent's reconciliation decides the job's fate.
+                        tracing::error!(job = %id, error = %e, "a running job does not fit its nodes");
+                    }
+                }
+            }
+            st => self.sched.restore_ended(
+                sched::JobId(id.0),
+                if st == JobState::Completed {
+                    sched::Outcome::Ok
+                } else {
+                    sched::Outcome::NotOk
+                },
+            ),
+        }
     }
 
     /// Whether the store takes writes: while it does not, the launches placed wait

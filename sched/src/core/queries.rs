@@ -38,6 +38,12 @@ impl Scheduler {
         self.nodes.get(n).map(|node| node.spec.capacity)
     }
 
+    /// A node's health as last set (a scheduler rebuilt for a new configuration keeps
+    /// its nodes' health and reasons).
+    pub fn node_health(&self, n: NodeIdx) -> Option<&Health> {
+        self.nodes.get(n.0 as usize).map(|node| &node.health)
+    }
+
     pub fn node_free(&self, n: NodeIdx) -> Res {
         self.nodes[n.0 as usize].free
     }

@@ -239,11 +239,11 @@ fn roles_and_privacy() {
     );
 }
 
-/// A reload applies roles, privacy and node keys at once (a node whose key left the
-/// configuration goes down; keys admitted with bh stay), and leaves partitions as
-/// they were until a restart.
+/// A reload applies roles, privacy, node keys (a node whose key left the
+/// configuration goes down; keys admitted with bh stay), partitions and users'
+/// accounts at once.
 #[test]
-fn a_reload_applies_roles_privacy_and_keys_and_leaves_partitions() {
+fn a_reload_applies_roles_privacy_keys_and_partitions() {
     let z = |b: u8| bulkhead_net::curve::z85(&[b; 32]);
     let cfg = CoreConfig {
         curve: true,
@@ -284,13 +284,19 @@ fn a_reload_applies_roles_privacy_and_keys_and_leaves_partitions() {
         name: "gpu".into(),
         ..new.partitions[0].clone()
     });
-    c.reconfigure(new, 3);
+    let (_, done) = c.reconfigure(new, 3).expect("applied");
+    assert!(done.rebuilt, "{done:?}");
+    assert!(done.changed.contains(&"partitions"), "{done:?}");
     assert!(
         drain(&mut c, 4),
         "carol operates the cluster after the reload"
     );
     assert_eq!(c.cfg.privacy, Privacy::Hidden);
-    assert_eq!(c.cfg.partitions.len(), 1, "partitions change at a restart");
+    assert_eq!(c.cfg.partitions.len(), 2, "partitions change at once");
+    assert!(
+        c.cfg.signer.is_none() && c.cfg.curve,
+        "the process's own settings stay"
+    );
     let nodes = node_list(&mut c);
     let state = |name: &str| nodes.iter().find(|n| n.name == name).map(|n| n.state);
     assert_eq!(
@@ -310,19 +316,25 @@ fn a_reload_applies_roles_privacy_and_keys_and_leaves_partitions() {
         "admitted with bh, kept"
     );
 
-    // Users move between accounts the running tree has; not into one it lacks.
+    // Users move between accounts, new ones included (the file was checked: every
+    // account a user charges exists in it).
     let mut new = c.cfg.clone();
+    new.accounts.push(AccountConfig {
+        name: "physics".into(),
+        parent: None,
+        shares: 1,
+    });
     new.user_accounts = [
         ("alice".to_string(), "default".to_string()),
         ("bob".to_string(), "physics".to_string()),
     ]
     .into();
-    c.reconfigure(new, 6);
+    let (_, done) = c.reconfigure(new, 6).expect("applied");
+    assert!(done.changed.contains(&"accounts"), "{done:?}");
     assert_eq!(
-        c.cfg.user_accounts.get("alice").map(String::as_str),
-        Some("default")
+        c.cfg.user_accounts.get("bob").map(String::as_str),
+        Some("physics")
     );
-    assert_eq!(c.cfg.user_accounts.get("bob"), None);
 }
 
 /// A job's script and environment are its owner's and operators' to read, even

@@ -12,6 +12,7 @@ mod hardening;
 mod jobs;
 mod nodes;
 mod placement;
+mod reconfig;
 mod restart;
 
 pub(super) fn user(uid: u32) -> Caller {
