@@ -114,7 +114,11 @@ fn accounting_records_what_the_kernel_and_the_gpus_measured() {
     let top = c
         .bh(Some(&u), &["top", &gpu.to_string(), "--json"])
         .expect("bh top");
-    assert!(top.status.success(), "{}", String::from_utf8_lossy(&top.stderr));
+    assert!(
+        top.status.success(),
+        "{}",
+        String::from_utf8_lossy(&top.stderr)
+    );
     let rec: serde_json::Value = serde_json::from_slice(&top.stdout).expect("JSON");
     assert_eq!(rec["job_label"], gpu.to_string(), "{rec}");
     assert_eq!(rec["state"], "Running", "{rec}");
