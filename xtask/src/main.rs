@@ -172,6 +172,15 @@ enum Bench {
         #[arg(long, default_value_t = 16)]
         cpus: u32,
     },
+    /// Job arrays end to end: one of 1,000 trivial tasks, then one of 100,000, on 4
+    /// agents x 16 CPUs; tasks/s of each, their ratio and the broker's CPU per task
+    /// (every index checked run once).
+    Arrays {
+        #[arg(long, default_value_t = 1000)]
+        small: u32,
+        #[arg(long, default_value_t = 100_000)]
+        large: u32,
+    },
 }
 
 /// Debian packages: build (libzmq with CURVE, libmunge, LLVM 22 for bpf-linker) and
@@ -643,6 +652,16 @@ fn main() -> Result<()> {
                 "bulkhead-tests",
                 "bench-steps",
                 &[("--runs", runs), ("--stream-mb", stream_mb)],
+            )
+        }
+        Cmd::Bench {
+            which: Bench::Arrays { small, large },
+        } => {
+            build_daemons(&[])?;
+            bench(
+                "bulkhead-tests",
+                "bench-arrays",
+                &[("--small", small), ("--large", large)],
             )
         }
         Cmd::Bench {

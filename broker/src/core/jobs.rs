@@ -125,7 +125,9 @@ impl Core {
         }
         if is_array {
             // One record stands for the tasks not created yet.
-            self.arrays.insert(id, Vec::new());
+            if let Some(a) = self.jobs.get(&id).and_then(|j| j.submission.array.as_ref()) {
+                self.arrays.insert(id, ArrayTasks::new(a));
+            }
             self.refill(fx, id, now_us);
         }
         ClientReply::Submitted(id)
@@ -158,45 +160,30 @@ impl Core {
     }
 
     /// Creates an array's next tasks, as many as its throttle (or the window) allows,
-    /// and brings the array's own state up to date.
+    /// and brings the array's own state up to date. Costs what the array's live tasks
+    /// number (the window), not what it holds.
     pub(super) fn refill(&mut self, fx: &mut Effects, parent: JobId, now_us: u64) {
         let Some(p) = self.jobs.get(&parent) else {
             return;
         };
-        let Some(spec) = p.submission.array.clone() else {
+        let Some(throttle) = p.submission.array.as_ref().map(|a| a.throttle) else {
             return;
         };
-        if !p.state.is_terminal() {
-            let tasks = self.arrays.get(&parent).cloned().unwrap_or_default();
-            let made: BTreeSet<u32> = tasks
-                .iter()
-                .filter_map(|t| {
-                    self.jobs
-                        .get(t)
-                        .and_then(|j| j.submission.array_task)
-                        .map(|(_, i)| i)
-                })
-                .collect();
-            let active = tasks
-                .iter()
-                .filter(|t| self.jobs.get(t).is_some_and(|j| !j.state.is_terminal()))
-                .count();
-            let window = spec.throttle.map_or(ARRAY_WINDOW, |t| t as usize);
-            let mut room = window.saturating_sub(active);
-            let mut next = Vec::new();
-            for idx in spec.indices() {
-                if room == 0 {
-                    break;
-                }
-                if !made.contains(&idx) {
-                    next.push(idx);
-                    room -= 1;
-                }
-            }
-            for idx in next {
-                self.spawn_task(fx, parent, idx, now_us);
-            }
+        let terminal = p.state.is_terminal();
+        let jobs = &self.jobs;
+        let Some(tasks) = self.arrays.get_mut(&parent) else {
+            return;
+        };
+        tasks.refresh(|t| jobs.get(&t).map(|j| j.state));
+        if terminal {
+            return;
         }
+        let window = throttle.map_or(ARRAY_WINDOW, |t| t as usize);
+        let next = tasks.next(window.saturating_sub(tasks.alive())).to_vec();
+        for idx in next {
+            self.spawn_task(fx, parent, idx, now_us);
+        }
+        // With the tasks just made (one the scheduler refused has ended already).
         self.update_array_state(fx, parent, now_us);
     }
 
@@ -244,33 +231,19 @@ impl Core {
             job.end_us = Some(now_us);
             job.reason = Some(format!("array task refused by the scheduler: {e}"));
         }
+        let state = job.state;
         self.jobs.insert(id, job);
-        self.arrays.entry(parent).or_default().push(id);
+        if let Some(a) = self.arrays.get_mut(&parent) {
+            a.made(id, state);
+        }
         if let Some(row) = self.job_row(id) {
             fx.store.push(StoreOp::InsertJob(Box::new(row)));
         }
     }
 
-    /// Indices of an array not created as tasks yet.
-    pub(super) fn array_remaining(&self, parent: JobId) -> BTreeSet<u32> {
-        let Some(spec) = self
-            .jobs
-            .get(&parent)
-            .and_then(|p| p.submission.array.as_ref())
-        else {
-            return BTreeSet::new();
-        };
-        let mut rest = spec.indices();
-        for t in self.arrays.get(&parent).into_iter().flatten() {
-            if let Some((_, i)) = self.jobs.get(t).and_then(|j| j.submission.array_task) {
-                rest.remove(&i);
-            }
-        }
-        rest
-    }
-
     /// An array is PENDING or RUNNING while tasks remain, then ends COMPLETED when all
-    /// its tasks did, or in the first other end state among them.
+    /// its tasks did, or in the first other end state among them (in task order).
+    /// Costs what the array's live tasks number.
     pub(super) fn update_array_state(&mut self, fx: &mut Effects, parent: JobId, now_us: u64) {
         let Some(p) = self.jobs.get(&parent) else {
             return;
@@ -278,25 +251,20 @@ impl Core {
         if p.state.is_terminal() {
             return;
         }
-        let remaining = !self.array_remaining(parent).is_empty();
-        let states: Vec<JobState> = self
+        let jobs = &self.jobs;
+        let Some(view) = self
             .arrays
-            .get(&parent)
-            .into_iter()
-            .flatten()
-            .filter_map(|t| self.jobs.get(t))
-            .map(|j| j.state)
-            .collect();
-        let state = if states.iter().any(|s| s.is_active()) {
+            .get_mut(&parent)
+            .map(|a| a.refresh(|t| jobs.get(&t).map(|j| j.state)))
+        else {
+            return;
+        };
+        let state = if view.active {
             JobState::Running
-        } else if remaining || states.contains(&JobState::Pending) {
+        } else if view.remaining || view.pending {
             JobState::Pending
         } else {
-            states
-                .iter()
-                .copied()
-                .find(|s| *s != JobState::Completed)
-                .unwrap_or(JobState::Completed)
+            view.first_bad.unwrap_or(JobState::Completed)
         };
         let Some(p) = self.jobs.get_mut(&parent) else {
             return;
@@ -328,6 +296,11 @@ impl Core {
         j.exit_code = None;
         j.signal = None;
         j.reason = Some(format!("Requeued ({why})"));
+        if let Some((parent, _)) = j.submission.array_task
+            && let Some(a) = self.arrays.get_mut(&parent)
+        {
+            a.revived(id);
+        }
         let spec = match self.jobs.get(&id).map(|j| self.spec_of(j)) {
             Some(Ok(s)) => s,
             _ => return,
@@ -385,7 +358,11 @@ impl Core {
             && j.submission.array.is_some()
             && !j.state.is_terminal()
         {
-            let tasks = self.arrays.get(&id).cloned().unwrap_or_default();
+            let tasks: Vec<JobId> = self
+                .arrays
+                .get(&id)
+                .map(|a| a.live().collect())
+                .unwrap_or_default();
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.state = JobState::Cancelled;
                 j.end_us = Some(now_us);
@@ -688,6 +665,7 @@ impl Core {
                 self.by_key.remove(&key);
             }
             self.step_ends.remove(&id);
+            self.arrays.remove(&id);
             fx.store.push(StoreOp::DeleteJob(id));
         }
     }

@@ -22,6 +22,7 @@
 use crate::store::{JobRow, JobUpdate, NodeRow, StoreOp};
 
 mod admin;
+mod arrays;
 mod auth;
 pub mod drive;
 mod jobs;
@@ -32,12 +33,12 @@ mod sched_bridge;
 mod steps;
 mod views;
 
+use arrays::ArrayTasks;
 use auth::JobAction;
 use bulkhead_proto::acct::{AcctFilter, AcctRecord};
 use bulkhead_proto::job::{
     DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, Dependency, DeviceDenial, GpuGrant,
     GpuInfo, JobEnd, JobSubmission, LaunchSpec, MAX_DENIALS_PER_JOB, expand_task_pattern,
-    format_indices,
 };
 use bulkhead_proto::msg::{
     AdminOp, AgentMessage, BrokerMessage, CancelOutcome, ClientOp, ClientReply, ErrorCode,
@@ -348,8 +349,9 @@ pub struct Core {
     nonce_seed: [u8; 32],
     nonce_count: u64,
     jobs: BTreeMap<JobId, Job>,
-    /// Job arrays: each array's tasks created so far (one record stands for the rest).
-    arrays: BTreeMap<JobId, Vec<JobId>>,
+    /// Job arrays: the tasks made so far and those alive (one record stands for the
+    /// rest).
+    arrays: BTreeMap<JobId, ArrayTasks>,
     /// Arrays loaded from the store whose next tasks are still to be created.
     refill_arrays: bool,
     /// Administrators' reservations, by name.
@@ -524,14 +526,29 @@ impl Core {
                 core.arrays.entry(id).or_default();
                 core.refill_arrays |= !job.state.is_terminal();
             }
-            if let Some((parent, _)) = job.submission.array_task {
-                core.arrays.entry(parent).or_default().push(id);
+            if let Some((parent, index)) = job.submission.array_task {
+                core.arrays
+                    .entry(parent)
+                    .or_default()
+                    .loaded(id, index, job.state);
             }
             if let (Some(key), None) = (job.submission.idempotency_key, job.submission.array_task) {
                 core.by_key.insert((job.uid, key), id);
             }
             core.jobs.insert(id, job);
         }
+        // Each array's indices, now that its record and its tasks are all in; tasks
+        // whose array's record is gone (purged) are no array's any more.
+        let jobs = &core.jobs;
+        core.arrays.retain(|parent, tasks| {
+            match jobs.get(parent).and_then(|p| p.submission.array.as_ref()) {
+                Some(spec) => {
+                    tasks.loaded_spec(spec);
+                    true
+                }
+                None => false,
+            }
+        });
         core
     }
 

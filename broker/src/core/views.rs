@@ -50,7 +50,11 @@ impl Core {
             .as_ref()
             .filter(|_| !j.state.is_terminal())
             .map(|a| {
-                let rest = format_indices(&self.array_remaining(j.id));
+                let rest = self
+                    .arrays
+                    .get(&j.id)
+                    .map(|a| arrays::format_runs(a.remaining()))
+                    .unwrap_or_default();
                 match a.throttle {
                     Some(t) => format!("{rest}%{t}"),
                     None => rest,

@@ -127,7 +127,12 @@ fn cancelling_an_array_kills_each_running_task_once() {
     let (array, fx) = t.submit(&user(5), s);
     // Two tasks run, one on each node; two wait.
     assert_sent!(fx, BrokerMessage::Launch(_) => 2);
-    let tasks = t.c.arrays[&array].clone();
+    let tasks: Vec<JobId> =
+        t.c.jobs
+            .values()
+            .filter(|j| j.submission.array_task.is_some_and(|(p, _)| p == array))
+            .map(|j| j.id)
+            .collect();
     assert_eq!(tasks.len(), 4);
     let fx = t.client(&user(5), ClientOp::Cancel(vec![array]));
     assert_replied!(fx, ClientReply::Cancelled(o) if o[0].result == Ok(JobState::Cancelled) => 1);
@@ -640,4 +645,75 @@ fn a_queue_of_given_jobs_keeps_to_the_states_asked_for() {
         ids(&mut t, vec![JobState::Running, JobState::Completed]),
         vec![a, b]
     );
+}
+
+/// A large array is made a window at a time, each index once and in order, as its
+/// tasks end; its record ends, once every task has, in the first end other than
+/// COMPLETED in task order (index 2500's FAILED), not the first in time (index
+/// 2700's TIMEOUT, which ends before it).
+#[test]
+fn a_large_array_makes_each_task_once_and_ends_as_its_first_failed_task() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
+    let mut s = sub(1);
+    let n = 3000u32;
+    s.array = Some(bulkhead_proto::job::ArraySpec {
+        ranges: vec![(0, n - 1, 1)],
+        throttle: None,
+    });
+    let fx = c.client(b"c".to_vec(), 1, &user(5), ClientOp::Submit(Box::new(s)), 1);
+    let array = submitted(&fx);
+    let mut running: std::collections::VecDeque<JobId> =
+        launches(&fx).into_iter().map(|(_, j)| j).collect();
+    assert_eq!(running.len(), 4, "one task per CPU");
+    let index = |c: &Core, j: JobId| c.jobs[&j].submission.array_task.map(|(_, i)| i);
+    let mut seen = vec![0u32; n as usize];
+    let mut held_back = None;
+    let (mut seq, mut t, mut ended) = (2u64, 10u64, 0u32);
+    loop {
+        let job = match running.pop_front() {
+            Some(j) => j,
+            None => match held_back.take() {
+                Some(j) => j,
+                None => break,
+            },
+        };
+        let i = index(&c, job).expect("a task of the array");
+        if i == 2500 && held_back.is_none() && seen[i as usize] == 0 {
+            // It runs on (holding its CPU) and ends last of all.
+            seen[i as usize] += 1;
+            held_back = Some(job);
+            continue;
+        }
+        if i != 2500 {
+            seen[i as usize] += 1;
+        }
+        let state = match i {
+            2500 => JobState::Failed,
+            2700 => JobState::Timeout,
+            _ => JobState::Completed,
+        };
+        let end = JobEnd {
+            exit_code: Some(i32::from(state != JobState::Completed)),
+            ..job_end(job, state, t, t + 1)
+        };
+        let fx = c.agent(b"a".to_vec(), seq, None, AgentMessage::JobEnded(end), t + 1);
+        ended += 1;
+        running.extend(launches(&fx).into_iter().map(|(_, j)| j));
+        seq += 1;
+        t += 2;
+        let made = c.jobs.len() as u32 - 1;
+        assert!(made - ended <= 256, "{made} tasks made, {ended} ended");
+        if ended < n {
+            assert!(
+                !c.jobs[&array].state.is_terminal(),
+                "the array ended with {} of its {n} tasks",
+                ended
+            );
+        }
+    }
+    assert_eq!(ended, n);
+    assert!(seen.iter().all(|s| *s == 1), "each index launched once");
+    assert_eq!(c.jobs[&array].state, JobState::Failed);
+    assert_eq!(c.jobs.len() as u32, n + 1);
 }
