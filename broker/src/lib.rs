@@ -436,6 +436,7 @@ fn changes_state(op: &ClientOp) -> bool {
             | AdminOp::Reconfigure,
         ) => true,
         ClientOp::Queue(_)
+        | ClientOp::QueuePage { .. }
         | ClientOp::Show(_)
         | ClientOp::Nodes
         | ClientOp::Reservations
@@ -481,7 +482,21 @@ fn encode_outbound(o: &Outbound) -> Option<Vec<Vec<u8>>> {
         Ok(f) => Some(vec![peer.clone(), f]),
         Err(e) => {
             tracing::error!(error = %e, "cannot encode a reply");
-            None
+            // A client waits for its answer: tell it why there is none (a listing
+            // over the frame limit, asked without pages by an older bh).
+            let Outbound::Client {
+                peer, request_id, ..
+            } = o
+            else {
+                return None;
+            };
+            let reply = ClientReply::Error(ErrorReply::new(
+                ErrorCode::Internal,
+                format!("the answer does not fit in one message ({e}); ask for less, or page it"),
+            ));
+            codec::encode(*request_id, &reply)
+                .ok()
+                .map(|f| vec![peer.clone(), f])
         }
     }
 }

@@ -281,10 +281,32 @@ impl Client {
         }
     }
 
+    /// The jobs `filter` lists, in job id order, a page at a time (a listing of any
+    /// size fits the frames).
     pub fn queue(&mut self, filter: QueueFilter) -> Result<Vec<JobInfo>, ClientError> {
-        match self.call(ClientOp::Queue(filter))? {
-            ClientReply::Jobs(j) => Ok(j),
-            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        let mut all = Vec::new();
+        let mut after = None;
+        loop {
+            let op = ClientOp::QueuePage {
+                filter: filter.clone(),
+                after,
+            };
+            match self.call(op)? {
+                ClientReply::JobsPage { jobs, next } => {
+                    all.extend(jobs);
+                    // Pages go forward: a `next` not past the last cursor would loop.
+                    match next {
+                        Some(n) if after.is_none_or(|a| n > a) => after = Some(n),
+                        Some(n) => {
+                            return Err(ClientError::Unexpected(format!(
+                                "the broker's next page starts at job {n}, not after {after:?}"
+                            )));
+                        }
+                        None => return Ok(all),
+                    }
+                }
+                other => return Err(ClientError::Unexpected(format!("{other:?}"))),
+            }
         }
     }
 

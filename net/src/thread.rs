@@ -135,6 +135,18 @@ pub fn connect_dealer_with(
     endpoint: &str,
     curve: Option<(&crate::curve::KeyPair, &[u8; 32])>,
 ) -> Result<Bound, TransportError> {
+    let dealer = dealer_socket(ctx, endpoint, curve)?;
+    out_pull(ctx, dealer, endpoint.to_string())
+}
+
+/// A DEALER connected to `endpoint` as [`connect_dealer_with`] makes it, for a caller
+/// that polls it itself rather than through a socket thread (the emulator's shards,
+/// each polling many).
+pub fn dealer_socket(
+    ctx: &zmq::Context,
+    endpoint: &str,
+    curve: Option<(&crate::curve::KeyPair, &[u8; 32])>,
+) -> Result<zmq::Socket, TransportError> {
     let dealer = socket(ctx, zmq::DEALER, endpoint)?;
     if let Some((pair, server)) = curve {
         crate::curve::client(&dealer, pair, server)
@@ -149,7 +161,7 @@ pub fn connect_dealer_with(
     dealer
         .connect(endpoint)
         .map_err(zerr("connect", endpoint))?;
-    out_pull(ctx, dealer, endpoint.to_string())
+    Ok(dealer)
 }
 
 /// A PUSH socket connected to a socket thread's outbox.

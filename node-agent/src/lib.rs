@@ -15,6 +15,7 @@ pub mod core;
 pub mod deadline;
 pub mod devices;
 pub mod devpolicy;
+pub mod emulator;
 pub mod fdpass;
 pub mod gpu;
 pub mod journal;

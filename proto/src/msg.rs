@@ -45,6 +45,13 @@ pub enum ClientOp {
         job: JobId,
         exit_code: i32,
     },
+    /// [`ClientOp::Queue`] a page at a time, so that a listing of any size fits the
+    /// frames: the jobs after `after` (by id), as many as one reply carries; the reply
+    /// ([`ClientReply::JobsPage`]) says where the next page starts.
+    QueuePage {
+        filter: QueueFilter,
+        after: Option<JobId>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +144,12 @@ pub enum ClientReply {
     NodeKeys(Vec<(String, String)>),
     /// A step's number, layout and signed launches.
     Step(Box<crate::step::StepGrant>),
+    /// A page of a listing ([`ClientOp::QueuePage`]); `next`: ask again after this job
+    /// for the rest (`None`: this was the last page).
+    JobsPage {
+        jobs: Vec<JobInfo>,
+        next: Option<JobId>,
+    },
 }
 
 /// What happened to one job of a cancel request.
@@ -394,7 +407,7 @@ impl Message for ClientRequest {
         )?;
         match &self.op {
             ClientOp::Submit(s) => s.validate(),
-            ClientOp::Queue(f) => {
+            ClientOp::Queue(f) | ClientOp::QueuePage { filter: f, .. } => {
                 check("states", f.states.len(), JobState::ALL.len() * 4)?;
                 check("uids", f.uids.len(), limits::MAX_IDS)?;
                 check_ids("jobs", &f.jobs)
@@ -434,7 +447,9 @@ impl Message for ClientReply {
     const KIND: Kind = Kind::ClientReply;
     fn validate(&self) -> Result<(), LimitError> {
         match self {
-            ClientReply::Jobs(j) => check("jobs", j.len(), limits::MAX_LIST),
+            ClientReply::Jobs(j) | ClientReply::JobsPage { jobs: j, .. } => {
+                check("jobs", j.len(), limits::MAX_LIST)
+            }
             ClientReply::Nodes(n) => check("nodes", n.len(), limits::MAX_LIST),
             ClientReply::Cancelled(c) => check("jobs", c.len(), limits::MAX_IDS),
             ClientReply::Error(e) => check("message", e.message.len(), limits::MAX_MESSAGE_BYTES),

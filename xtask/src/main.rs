@@ -172,6 +172,21 @@ enum Bench {
         #[arg(long, default_value_t = 16)]
         cpus: u32,
     },
+    /// The broker facing 1,000 and 10,000 EMULATED nodes (bulkhead-emulator: real
+    /// protocol peers, no job processes): registration, idle CPU and memory,
+    /// submit→start, re-registration after a broker restart, 100,000 queued jobs and
+    /// `bh queue` over them.
+    Scale {
+        #[arg(long, default_value_t = 1000)]
+        small: u32,
+        #[arg(long, default_value_t = 10_000)]
+        large: u32,
+        /// Seconds each idle window is measured over.
+        #[arg(long, default_value_t = 10)]
+        idle_s: u32,
+        #[arg(long, default_value_t = 100_000)]
+        queued: u32,
+    },
     /// Job arrays end to end: one of 1,000 trivial tasks, then one of 100,000, on 4
     /// agents x 16 CPUs; tasks/s of each, their ratio and the broker's CPU per task
     /// (every index checked run once).
@@ -652,6 +667,27 @@ fn main() -> Result<()> {
                 "bulkhead-tests",
                 "bench-steps",
                 &[("--runs", runs), ("--stream-mb", stream_mb)],
+            )
+        }
+        Cmd::Bench {
+            which:
+                Bench::Scale {
+                    small,
+                    large,
+                    idle_s,
+                    queued,
+                },
+        } => {
+            build_daemons(&[])?;
+            bench(
+                "bulkhead-tests",
+                "bench-scale",
+                &[
+                    ("--small", small),
+                    ("--large", large),
+                    ("--idle-s", idle_s),
+                    ("--queued", queued),
+                ],
             )
         }
         Cmd::Bench {

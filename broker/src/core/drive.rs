@@ -1026,7 +1026,7 @@ fn slots(n: &Node, index: u32, name: &str) -> Option<u8> {
 fn op_name(op: &ClientOp) -> &'static str {
     match op {
         ClientOp::Submit(_) => "submit",
-        ClientOp::Queue(_) => "queue",
+        ClientOp::Queue(_) | ClientOp::QueuePage { .. } => "queue",
         ClientOp::Show(_) => "show",
         ClientOp::Cancel(_) => "cancel",
         ClientOp::Nodes => "nodes",

@@ -699,6 +699,10 @@ impl Core {
         let reply = match op {
             ClientOp::Submit(sub) => self.submit(&mut fx, caller, *sub, now_us),
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(caller, &filter)),
+            ClientOp::QueuePage { filter, after } => {
+                let (jobs, next) = self.queue_page(caller, &filter, after);
+                ClientReply::JobsPage { jobs, next }
+            }
             ClientOp::Acct(filter) => self.acct(caller, &filter, now_us),
             ClientOp::Hold(ids) => self.hold(&mut fx, caller, &ids, true, now_us),
             ClientOp::Release(ids) => self.hold(&mut fx, caller, &ids, false, now_us),

@@ -294,29 +294,65 @@ impl Core {
     }
 
     pub(super) fn queue(&self, caller: &Caller, f: &QueueFilter) -> Vec<JobInfo> {
-        let wanted = |st: JobState| {
-            if f.states.is_empty() {
-                !st.is_terminal()
-            } else {
-                f.states.contains(&st)
-            }
-        };
         let ids: Box<dyn Iterator<Item = &Job>> = if f.jobs.is_empty() {
             Box::new(self.jobs.values())
         } else {
             Box::new(f.jobs.iter().filter_map(|id| self.jobs.get(id)))
         };
-        // Jobs asked for by id are listed in any state (as squeue -j lists them), unless
-        // states are asked for too: then both hold.
-        ids.filter(|j| {
-            (if f.jobs.is_empty() || !f.states.is_empty() {
-                wanted(j.state)
-            } else {
-                true
-            }) && (f.uids.is_empty() || f.uids.contains(&j.uid))
-        })
-        .filter_map(|j| self.seen_by(caller, j))
-        .collect()
+        ids.filter(|j| listed(f, j))
+            .filter_map(|j| self.seen_by(caller, j))
+            .collect()
+    }
+
+    /// [`Core::queue`] a page at a time, in job id order from after `after`: as many
+    /// jobs as fit well under the frame limit; with the id to ask after for the rest.
+    /// A listing of any size costs, over its pages, one walk of the jobs.
+    pub(super) fn queue_page(
+        &self,
+        caller: &Caller,
+        f: &QueueFilter,
+        after: Option<JobId>,
+    ) -> (Vec<JobInfo>, Option<JobId>) {
+        self.queue_page_sized(caller, f, after, PAGE_JOBS, PAGE_BYTES)
+    }
+
+    /// [`Core::queue_page`] with its page's limits.
+    pub(super) fn queue_page_sized(
+        &self,
+        caller: &Caller,
+        f: &QueueFilter,
+        after: Option<JobId>,
+        page_jobs: usize,
+        page_bytes: usize,
+    ) -> (Vec<JobInfo>, Option<JobId>) {
+        use std::ops::Bound;
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let ids: Box<dyn Iterator<Item = &Job>> = if f.jobs.is_empty() {
+            Box::new(self.jobs.range((from, Bound::Unbounded)).map(|(_, j)| j))
+        } else {
+            let asked: BTreeSet<JobId> = f.jobs.iter().copied().collect();
+            Box::new(
+                asked
+                    .into_iter()
+                    .filter(move |id| after.is_none_or(|a| *id > a))
+                    .filter_map(|id| self.jobs.get(&id)),
+            )
+        };
+        let (mut out, mut bytes) = (Vec::new(), 0usize);
+        for j in ids.filter(|j| listed(f, j)) {
+            let Some(info) = self.seen_by(caller, j) else {
+                continue;
+            };
+            let size = wire_estimate(&info);
+            if let Some(last) = out.last().map(|i: &JobInfo| i.id)
+                && (out.len() >= page_jobs || bytes + size > page_bytes)
+            {
+                return (out, Some(last));
+            }
+            bytes += size;
+            out.push(info);
+        }
+        (out, None)
     }
 
     pub(super) fn node_info(&self, n: &Node) -> NodeInfo {
@@ -358,4 +394,52 @@ impl Core {
             gpu_faults: n.gpu_faults.iter().map(|(g, w)| (*g, w.clone())).collect(),
         }
     }
+}
+
+/// At most this many jobs in a page of a listing, and about this many bytes on the
+/// wire (estimated), well under the frame limit.
+const PAGE_JOBS: usize = 20_000;
+const PAGE_BYTES: usize = 3 << 20;
+
+/// Whether a listing with filter `f` shows job `j` (its owner aside). Jobs asked for by
+/// id are listed in any state (as squeue -j lists them), unless states are asked for
+/// too: then both hold.
+fn listed(f: &QueueFilter, j: &Job) -> bool {
+    let state_ok = if f.states.is_empty() {
+        !f.jobs.is_empty() || !j.state.is_terminal()
+    } else {
+        f.states.contains(&j.state)
+    };
+    state_ok && (f.uids.is_empty() || f.uids.contains(&j.uid))
+}
+
+/// An upper bound of what a job's record takes in a reply: its strings, its denials,
+/// its GPUs and usage, and the fixed fields.
+fn wire_estimate(j: &JobInfo) -> usize {
+    let strings = [
+        Some(&j.name),
+        Some(&j.user),
+        j.reason.as_ref(),
+        j.node.as_ref(),
+        Some(&j.partition),
+        Some(&j.workdir),
+        Some(&j.stdout),
+        Some(&j.stderr),
+        j.array_pending.as_ref(),
+        j.resources.gpu_model.as_ref(),
+        j.resources.partition.as_ref(),
+        j.resources.mig.as_ref().map(|m| &m.profile),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|s| s.len() + 5)
+    .sum::<usize>();
+    let denials: usize = j
+        .denials
+        .iter()
+        .map(|d| 64 + d.path.as_ref().map_or(0, String::len))
+        .sum();
+    let gpus: usize = j.gpus.iter().map(|g| 8 + g.len() * 64).sum();
+    let usage = j.usage.as_ref().map_or(0, |u| 256 + u.gpus.len() * 64);
+    512 + strings + denials + gpus + usage
 }

@@ -19,7 +19,7 @@ mod admission;
 mod ends;
 mod stepends;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use admission::ROOT_REFUSED;
 pub use ends::RESEND_AFTER;

@@ -717,3 +717,72 @@ fn a_large_array_makes_each_task_once_and_ends_as_its_first_failed_task() {
     assert_eq!(c.jobs[&array].state, JobState::Failed);
     assert_eq!(c.jobs.len() as u32, n + 1);
 }
+
+/// A listing is paged in job id order: every job the filter lists comes once over the
+/// pages, each page within its limits, the last page says so; jobs asked for by id
+/// and states and users filter as without pages.
+#[test]
+fn a_queue_listed_in_pages_lists_each_job_once_within_each_pages_limits() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    let mut mine = Vec::new();
+    for i in 0..250u64 {
+        let who = if i % 5 == 0 { user(6) } else { user(5) };
+        let id = submitted(&c.client(
+            b"c".to_vec(),
+            i,
+            &who,
+            ClientOp::Submit(Box::new(sub(1))),
+            i,
+        ));
+        if i % 5 != 0 {
+            mine.push(id);
+        }
+    }
+    let pages = |c: &Core, f: &QueueFilter, jobs: usize, bytes: usize| {
+        let mut all = Vec::new();
+        let (mut after, mut n) = (None, 0);
+        loop {
+            let (page, next) = c.queue_page_sized(&user(5), f, after, jobs, bytes);
+            assert!(
+                page.len() <= jobs.max(1),
+                "{} jobs in a page of {jobs}",
+                page.len()
+            );
+            all.extend(page.iter().map(|j| j.id));
+            n += 1;
+            match next {
+                Some(x) => {
+                    assert_eq!(Some(x), page.last().map(|j| j.id));
+                    after = Some(x);
+                }
+                None => return (all, n),
+            }
+        }
+    };
+    let (all, n) = pages(&c, &QueueFilter::default(), 30, usize::MAX);
+    let every: Vec<JobId> = (1..=250).map(JobId).collect();
+    assert_eq!(all, every, "each job once, in id order");
+    assert_eq!(n, 250usize.div_ceil(30));
+    let theirs = QueueFilter {
+        uids: vec![5],
+        ..Default::default()
+    };
+    let (all, _) = pages(&c, &theirs, 30, usize::MAX);
+    assert_eq!(all, mine, "the user's own");
+    // By bytes: a page holds at least one job, however small the budget.
+    let (all, n) = pages(&c, &theirs, 1000, 1);
+    assert_eq!(all, mine);
+    assert_eq!(n, mine.len());
+    // The same filter as a single listing gives the same jobs.
+    let f = QueueFilter {
+        states: vec![JobState::Pending],
+        jobs: mine.iter().rev().step_by(3).copied().collect(),
+        ..Default::default()
+    };
+    let (paged, _) = pages(&c, &f, 7, usize::MAX);
+    let mut whole: Vec<JobId> = c.queue(&user(5), &f).iter().map(|j| j.id).collect();
+    whole.sort();
+    assert_eq!(paged, whole);
+    assert!(!paged.is_empty());
+}

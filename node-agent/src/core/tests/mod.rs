@@ -1,7 +1,7 @@
 //! Unit tests of the agent's core, and of the launch path against the fake ports:
 //! no root, no files but temp dirs, exact counts of each effect.
 
-mod env;
+pub(crate) mod env;
 
 mod admission;
 mod ends;

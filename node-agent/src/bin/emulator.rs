@@ -1,0 +1,121 @@
+//! `bulkhead-emulator`: N **emulated** nodes in one process, each a real protocol peer
+//! of the broker (see `bulkhead_agent::emulator`). For measuring what a large cluster
+//! costs the broker; no job runs a process.
+
+use anyhow::Context;
+use bulkhead_agent::emulator::{self, EmulatorConfig, Stats};
+use clap::Parser;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Emulated nodes: each registers, beats and takes launches like a node, and runs no
+/// process (a job "runs" for BH_EMULATED_RUNTIME seconds, else its time limit).
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// The broker's endpoint.
+    #[arg(long, default_value = "tcp://127.0.0.1:6817", env = "BH_BROKER")]
+    broker: String,
+    /// How many nodes to emulate.
+    #[arg(long)]
+    nodes: u32,
+    /// Their names' prefix: PREFIX00001, PREFIX00002, ...
+    #[arg(long, default_value = "emu")]
+    prefix: String,
+    /// CPUs of each node.
+    #[arg(long, default_value_t = 64)]
+    cpus: u32,
+    /// Memory of each node, in MB.
+    #[arg(long, default_value_t = 512 * 1024)]
+    mem: u64,
+    /// SIMULATED GPUs of each node: MODEL:COUNT[:mig] (as the agent's --simulate-gpus).
+    #[arg(long)]
+    simulate_gpus: Option<String>,
+    /// munged socket (default: libmunge's).
+    #[arg(long, env = "BH_MUNGE_SOCKET")]
+    munge_socket: Option<PathBuf>,
+    /// The broker's launch verifying key: only launches it signed run.
+    #[arg(long)]
+    broker_verify_key: Option<PathBuf>,
+    /// Threads the nodes are spread over.
+    #[arg(long, default_value_t = 4)]
+    shards: u32,
+    /// Log filter (RUST_LOG syntax).
+    #[arg(long, default_value = "warn", env = "BH_LOG")]
+    log: String,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&args.log))
+        .with_writer(std::io::stderr)
+        .init();
+    if args.cpus == 0 || args.cpus > 4096 {
+        anyhow::bail!("--cpus {}: between 1 and 4096", args.cpus);
+    }
+    let cfg = EmulatorConfig {
+        broker: args.broker,
+        nodes: args.nodes,
+        prefix: args.prefix,
+        cpus: args.cpus,
+        mem_mb: args.mem,
+        gpus: args.simulate_gpus,
+        munge_socket: args.munge_socket,
+        broker_verify_key: args.broker_verify_key,
+        shards: args.shards.clamp(1, 256),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let stats = Arc::new(Stats::default());
+    let reporter = {
+        let (stats, stop) = (stats.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut last = (0, 0, 0);
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(500));
+                let now = (
+                    stats.registered.load(Ordering::Relaxed),
+                    stats.launches.load(Ordering::Relaxed),
+                    stats.ends.load(Ordering::Relaxed),
+                );
+                if now != last {
+                    tracing::info!(
+                        registered = now.0,
+                        launches = now.1,
+                        ends = now.2,
+                        "emulated nodes"
+                    );
+                    last = now;
+                }
+            }
+        })
+    };
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let worker = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let _ = done_tx.send(emulator::run(&cfg, stop, stats));
+        })
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    // SIGTERM or SIGINT stops the shards (they look at the flag every 100 ms at most);
+    // an emulator that could not start says why.
+    let result = rt.block_on(async {
+        tokio::select! {
+            _ = bulkhead_net::shutdown_signal() => None,
+            r = done_rx => r.ok(),
+        }
+    });
+    stop.store(true, Ordering::Relaxed);
+    let _ = worker.join();
+    let _ = reporter.join();
+    match result {
+        Some(r) => r.context("emulator"),
+        None => Ok(()),
+    }
+}

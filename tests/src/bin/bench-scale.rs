@@ -1,0 +1,385 @@
+//! `cargo xtask bench scale`: the broker facing thousands of nodes, **emulated** by
+//! `bulkhead-emulator` (each a real protocol peer: its own connection, MUNGE
+//! registration and heartbeats; its jobs run no process).
+//!
+//! One broker (release, default heartbeat interval and timeouts) on a fresh data
+//! directory; for each node count (`--small` 1,000, then `--large` 10,000): the
+//! emulator started, the time until every node is up (`register_N_s`), then the
+//! broker's CPU over `--idle-s` seconds with nothing but heartbeats
+//! (`broker_cpu_pct_N_idle`, percent of one core) and its resident memory
+//! (`broker_rss_mib_N`). At the large count: `submit_to_start_N_p50_ms` and `_p99_ms`
+//! (200 jobs one after another through the client library, from the send to the
+//! start the node reported); the broker killed with SIGKILL and started again, and
+//! the time until every node is up again (`reregister_N_s`); then 100,000 jobs
+//! queued behind a dependency, the broker's CPU and memory with them
+//! (`broker_cpu_pct_N_100k_queued`, `broker_rss_mib_N_100k_queued`), and the real
+//! `bh queue` over them (`queue_100k_ms`, median of 5, its line count checked).
+//!
+//! Every figure is checked: all nodes up, every job started, every queued job
+//! listed; a failure stops the benchmark with the reason.
+
+use anyhow::{Context, Result, bail};
+use bulkhead_agent::emulator::RUNTIME_VAR;
+use bulkhead_net::Client;
+use bulkhead_proto::job::{Dependency, JobSubmission};
+use bulkhead_proto::msg::{ClientOp, ClientReply, NodeState};
+use bulkhead_proto::time::now_us;
+use bulkhead_proto::{JobState, ResourceRequest};
+use bulkhead_tests::{Munged, bin, cpu_ticks, u32_arg};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Broker {
+    child: Child,
+    endpoint: String,
+    data: PathBuf,
+    munge: PathBuf,
+    log: PathBuf,
+}
+
+impl Broker {
+    fn start(data: &Path, munge: &Path, listen: &str, log: &Path) -> Result<Broker> {
+        let ep_file = data.join("broker.endpoint");
+        let _ = std::fs::remove_file(&ep_file);
+        let child = Command::new(bin("bulkhead-broker"))
+            .args(["--listen", listen])
+            .arg("--data-dir")
+            .arg(data)
+            .arg("--munge-socket")
+            .arg(munge)
+            .env("BH_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(log)?,
+            )
+            .spawn()
+            .context("cannot start the broker")?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let endpoint = loop {
+            if let Ok(s) = std::fs::read_to_string(&ep_file)
+                && s.ends_with('\n')
+            {
+                break s.trim().to_string();
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the broker did not start: {}",
+                    std::fs::read_to_string(log).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Ok(Broker {
+            child,
+            endpoint,
+            data: data.to_path_buf(),
+            munge: munge.to_path_buf(),
+            log: log.to_path_buf(),
+        })
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    fn client(&self) -> Result<Client> {
+        Ok(Client::connect(&self.endpoint, Some(&self.munge))?)
+    }
+
+    /// SIGKILL, then the same broker again on the same port and data.
+    fn restart(&mut self) -> Result<()> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let again = Broker::start(&self.data, &self.munge, &self.endpoint, &self.log)?;
+        *self = again;
+        Ok(())
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An emulator and its log.
+struct Emulator(Child, PathBuf);
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        bulkhead_tests::stop(&mut self.0, Duration::from_secs(5));
+    }
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let small = u32_arg(&args, "--small", 1000)?;
+    let large = u32_arg(&args, "--large", 10_000)?;
+    let idle_s = u32_arg(&args, "--idle-s", 10)?;
+    let queued = u32_arg(&args, "--queued", 100_000)?;
+    if !nix::unistd::geteuid().is_root() {
+        bail!("the benchmark runs MUNGE and its nodes register as root: run it as root");
+    }
+    // The broker holds a connection per node, and so does the emulator: room for them
+    // (root may raise the hard limit), inherited by both.
+    let files = u64::from(large) * 3 + 4096;
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, files, files)
+        .with_context(|| format!("cannot allow {files} open files"))?;
+    let dir = tempfile::Builder::new().prefix("bh-scale-").tempdir()?;
+    let munged = Munged::start(&dir.path().join("munge"))?;
+    let data = dir.path().join("broker");
+    std::fs::create_dir_all(&data)?;
+    let mut broker = Broker::start(
+        &data,
+        &munged.socket,
+        "tcp://127.0.0.1:*",
+        &dir.path().join("broker.log"),
+    )?;
+    let fig = |k: String, v: String| println!("{k}={v}");
+    let name = |n: u32| {
+        if n.is_multiple_of(1000) {
+            format!("{}k", n / 1000)
+        } else {
+            n.to_string()
+        }
+    };
+    let mut emulators = Vec::new();
+    let mut total = 0u32;
+    for (k, count) in [small, large].into_iter().enumerate() {
+        // The second emulator adds what the first lacks: `count` nodes in all.
+        let add = count.saturating_sub(total);
+        let t0 = Instant::now();
+        if add > 0 {
+            emulators.push(start_emulator(
+                &broker,
+                &munged.socket,
+                add,
+                &format!("emu{k}n"),
+                &dir.path().join(format!("emulator-{k}.log")),
+            )?);
+            total += add;
+        }
+        wait_nodes_up(&broker, total, &mut emulators, Duration::from_secs(600))?;
+        fig(
+            format!("register_{}_s", name(total)),
+            format!("{:.2}", t0.elapsed().as_secs_f64()),
+        );
+        // Settle: the registrations' own work is done before the idle window.
+        std::thread::sleep(Duration::from_secs(2));
+        let pct = cpu_pct(broker.pid(), Duration::from_secs(u64::from(idle_s)));
+        fig(
+            format!("broker_cpu_pct_{}_idle", name(total)),
+            format!("{pct:.1}"),
+        );
+        fig(
+            format!("broker_rss_mib_{}", name(total)),
+            format!("{:.0}", rss_mib(broker.pid())?),
+        );
+    }
+    let n = name(total);
+    let wd = dir.path().join("work");
+    std::fs::create_dir_all(&wd)?;
+    let mut client = broker.client()?;
+    let mut lat = Vec::new();
+    for _ in 0..200 {
+        let sent = now_us();
+        let id = client.submit(job(&wd, "0", vec![]))?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let start = loop {
+            let j = client.show(id)?;
+            if let Some(s) = j.start_time_us
+                && j.state != JobState::Pending
+            {
+                break s;
+            }
+            if Instant::now() > deadline {
+                bail!("job {id} did not start within 30 s ({:?})", j.state);
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        };
+        lat.push(start.saturating_sub(sent) as f64 / 1000.0);
+    }
+    lat.sort_by(f64::total_cmp);
+    fig(
+        format!("submit_to_start_{n}_p50_ms"),
+        format!("{:.2}", pct_of(&lat, 0.5)),
+    );
+    fig(
+        format!("submit_to_start_{n}_p99_ms"),
+        format!("{:.2}", pct_of(&lat, 0.99)),
+    );
+    drop(client);
+
+    let t0 = Instant::now();
+    broker.restart()?;
+    wait_nodes_up(&broker, total, &mut emulators, Duration::from_secs(600))?;
+    fig(
+        format!("reregister_{n}_s"),
+        format!("{:.2}", t0.elapsed().as_secs_f64()),
+    );
+
+    // 100k jobs queued behind one that runs for an hour.
+    let mut client = broker.client()?;
+    let blocker = client.submit(job(&wd, "3600", vec![]))?;
+    let (mut sent, mut outstanding, mut acked) = (0u32, 0u32, 0u32);
+    while acked < queued {
+        while outstanding < 64 && sent < queued {
+            client.send(ClientOp::Submit(Box::new(job(
+                &wd,
+                "0",
+                vec![Dependency::AfterOk(blocker)],
+            ))))?;
+            sent += 1;
+            outstanding += 1;
+        }
+        match client.recv()?.1 {
+            ClientReply::Submitted(_) => {
+                acked += 1;
+                outstanding -= 1;
+            }
+            other => bail!("a queued submission was refused: {other:?}"),
+        }
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let pct = cpu_pct(broker.pid(), Duration::from_secs(u64::from(idle_s)));
+    fig(
+        format!("broker_cpu_pct_{n}_{}_queued", name(queued)),
+        format!("{pct:.1}"),
+    );
+    fig(
+        format!("broker_rss_mib_{n}_{}_queued", name(queued)),
+        format!("{:.0}", rss_mib(broker.pid())?),
+    );
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        let out = Command::new(bin("bh"))
+            .args(["queue"])
+            .env("BH_BROKER", &broker.endpoint)
+            .env("BH_MUNGE_SOCKET", &munged.socket)
+            .stderr(Stdio::piped())
+            .output()
+            .context("cannot run bh queue")?;
+        let ms = t0.elapsed().as_secs_f64() * 1000.0;
+        if !out.status.success() {
+            bail!("bh queue failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let lines = out.stdout.iter().filter(|&&c| c == b'\n').count() as u32;
+        // A header, the blocker and every queued job.
+        if lines < queued + 2 {
+            bail!("bh queue listed {lines} lines for {} jobs", queued + 1);
+        }
+        times.push(ms);
+    }
+    times.sort_by(f64::total_cmp);
+    fig(
+        format!("queue_{}_ms", name(queued)),
+        format!("{:.0}", pct_of(&times, 0.5)),
+    );
+    drop(emulators);
+    Ok(())
+}
+
+fn job(wd: &Path, runtime: &str, deps: Vec<Dependency>) -> JobSubmission {
+    JobSubmission {
+        env: vec![
+            ("PATH".into(), "/usr/bin:/bin".into()),
+            (RUNTIME_VAR.into(), runtime.to_string()),
+        ],
+        deps,
+        resources: ResourceRequest {
+            nodes: 1,
+            cpus: 1,
+            mem_mb: 64,
+            ..Default::default()
+        },
+        ..bulkhead_tests::submission(wd, "scale", "#!/bin/sh\ntrue\n")
+    }
+}
+
+fn start_emulator(
+    broker: &Broker,
+    munge: &Path,
+    nodes: u32,
+    prefix: &str,
+    log: &Path,
+) -> Result<Emulator> {
+    let child = Command::new(bin("bulkhead-emulator"))
+        .args(["--broker", &broker.endpoint])
+        .args(["--nodes", &nodes.to_string()])
+        .args(["--prefix", prefix])
+        .arg("--munge-socket")
+        .arg(munge)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log)?)
+        .spawn()
+        .context("cannot start bulkhead-emulator")?;
+    Ok(Emulator(child, log.to_path_buf()))
+}
+
+fn wait_nodes_up(
+    broker: &Broker,
+    want: u32,
+    emulators: &mut [Emulator],
+    within: Duration,
+) -> Result<()> {
+    let deadline = Instant::now() + within;
+    let mut client = broker.client()?;
+    loop {
+        for e in emulators.iter_mut() {
+            if let Ok(Some(status)) = e.0.try_wait() {
+                bail!(
+                    "an emulator ended ({status}): {}",
+                    std::fs::read_to_string(&e.1).unwrap_or_default()
+                );
+            }
+        }
+        let up = client.nodes().map_or(0, |list| {
+            list.iter().filter(|n| n.state != NodeState::Down).count() as u32
+        });
+        if up >= want {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("{up} of {want} nodes up after {} s", within.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// The process's CPU use over `window`, in percent of one core.
+fn cpu_pct(pid: i32, window: Duration) -> f64 {
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    let a = cpu_ticks(pid).0;
+    let t0 = Instant::now();
+    std::thread::sleep(window);
+    let b = cpu_ticks(pid).0;
+    (b - a) as f64 / ticks / t0.elapsed().as_secs_f64() * 100.0
+}
+
+fn rss_mib(pid: i32) -> Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmRSS")?;
+    Ok(kib / 1024.0)
+}
+
+fn pct_of(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
