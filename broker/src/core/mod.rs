@@ -128,6 +128,9 @@ pub struct AccountConfig {
 
 /// Tasks of an unthrottled array created ahead of time.
 const ARRAY_WINDOW: usize = 256;
+/// Heartbeats per second the broker takes at most, all nodes together (see
+/// [`Core::heartbeat_ms`]).
+pub const MAX_HEARTBEATS_PER_S: u64 = 1000;
 
 /// A connected peer, as the socket names it (a ZeroMQ routing id).
 pub type PeerId = Vec<u8>;
@@ -657,6 +660,24 @@ impl Core {
         }
     }
 
+    /// The heartbeat interval given to a node as it registers: the configured one, or
+    /// longer once the cluster is so large that beats at that rate would exceed
+    /// [`MAX_HEARTBEATS_PER_S`] (10,000 nodes beat every 10 s), at most a minute.
+    /// Liveness needs no more: any message counts, and a silent node is caught within
+    /// [`Core::node_timeout_us`].
+    fn heartbeat_ms(&self) -> u32 {
+        let spread_ms = (self.nodes.len() as u64).saturating_mul(1000) / MAX_HEARTBEATS_PER_S;
+        u64::from(self.cfg.heartbeat_ms).max(spread_ms).min(60_000) as u32
+    }
+
+    /// How long a node may be silent before it is DOWN: the configured timeout, and at
+    /// least three heartbeats and five seconds.
+    fn node_timeout_us(&self) -> u64 {
+        self.cfg
+            .node_timeout_us
+            .max(3 * u64::from(self.heartbeat_ms()) * 1000 + 5_000_000)
+    }
+
     fn node_row(n: &Node) -> NodeRow {
         NodeRow {
             id: n.id,
@@ -874,7 +895,7 @@ impl Core {
         let dead: Vec<NodeId> = self
             .nodes
             .values()
-            .filter(|n| n.up() && n.last_seen_us + self.cfg.node_timeout_us < now_us)
+            .filter(|n| n.up() && n.last_seen_us + self.node_timeout_us() < now_us)
             .map(|n| n.id)
             .collect();
         for id in dead {

@@ -296,7 +296,7 @@ impl Core {
             request_id,
             msg: BrokerMessage::Registered {
                 node: id,
-                heartbeat_ms: self.cfg.heartbeat_ms,
+                heartbeat_ms: self.heartbeat_ms(),
             },
         });
         // The ends that happened while the broker was away come first: those jobs are
@@ -341,7 +341,7 @@ impl Core {
                 self.jobs.get(j).is_some_and(|job| {
                     job.start_us.zip(ready).is_some_and(|(s, r)| {
                         s.max(r)
-                            .saturating_add(2 * u64::from(self.cfg.heartbeat_ms) * 1000)
+                            .saturating_add(2 * u64::from(self.heartbeat_ms()) * 1000)
                             < now_us
                     })
                 })

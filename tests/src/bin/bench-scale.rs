@@ -10,10 +10,13 @@
 //! (`broker_rss_mib_N`). At the large count: `submit_to_start_N_p50_ms` and `_p99_ms`
 //! (200 jobs one after another through the client library, from the send to the
 //! start the node reported); the broker killed with SIGKILL and started again, and
-//! the time until every node is up again (`reregister_N_s`); then 100,000 jobs
-//! queued behind a dependency, the broker's CPU and memory with them
-//! (`broker_cpu_pct_N_100k_queued`, `broker_rss_mib_N_100k_queued`), and the real
-//! `bh queue` over them (`queue_100k_ms`, median of 5, its line count checked).
+//! the time until every node is up again (`reregister_N_s`); then up to 100,000
+//! jobs queued behind a dependency, for at most `--queue-budget-s` (180) seconds
+//! (`queued_within_180_s`, and the submission rate of the first and the last thousand:
+//! a cost that grows with the queue shows as the last below the first), the broker's
+//! CPU and memory with them (`broker_cpu_pct_N_Q_queued`, `broker_rss_mib_N_Q_queued`),
+//! and the real `bh queue` over them (`queue_Q_ms`, median of 5, its line count
+//! checked).
 //!
 //! Every figure is checked: all nodes up, every job started, every queued job
 //! listed; a failure stops the benchmark with the reason.
@@ -30,6 +33,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Most nodes one emulator process hosts (each needs about three open files).
+const PER_EMULATOR: u32 = 5000;
+
 struct Broker {
     child: Child,
     endpoint: String,
@@ -42,8 +48,13 @@ impl Broker {
     fn start(data: &Path, munge: &Path, listen: &str, log: &Path) -> Result<Broker> {
         let ep_file = data.join("broker.endpoint");
         let _ = std::fs::remove_file(&ep_file);
+        // The benchmark submits as itself (root).
+        let config = data.join("bulkhead.toml");
+        std::fs::write(&config, "[jobs]\nallow_root = true\n")?;
         let child = Command::new(bin("bulkhead-broker"))
             .args(["--listen", listen])
+            .arg("--config")
+            .arg(&config)
             .arg("--data-dir")
             .arg(data)
             .arg("--munge-socket")
@@ -123,14 +134,20 @@ fn main() -> Result<()> {
     let large = u32_arg(&args, "--large", 10_000)?;
     let idle_s = u32_arg(&args, "--idle-s", 10)?;
     let queued = u32_arg(&args, "--queued", 100_000)?;
+    // Queuing stops after this long, with as many jobs as got in.
+    let queue_budget_s = u32_arg(&args, "--queue-budget-s", 180)?;
     if !nix::unistd::geteuid().is_root() {
         bail!("the benchmark runs MUNGE and its nodes register as root: run it as root");
     }
-    // The broker holds a connection per node, and so does the emulator: room for them
-    // (root may raise the hard limit), inherited by both.
-    let files = u64::from(large) * 3 + 4096;
-    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, files, files)
-        .with_context(|| format!("cannot allow {files} open files"))?;
+    // The broker holds a connection per node: as many open files as this process may
+    // have, inherited by it and the emulators (each emulator hosts at most
+    // `PER_EMULATOR` nodes, under the limit).
+    let (_, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)?;
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard)
+        .context("cannot raise the open-file limit")?;
+    if u64::from(large) + 1024 > hard {
+        bail!("{large} nodes need more open files than the {hard} this process may have");
+    }
     let dir = tempfile::Builder::new().prefix("bh-scale-").tempdir()?;
     let munged = Munged::start(&dir.path().join("munge"))?;
     let data = dir.path().join("broker");
@@ -155,16 +172,21 @@ fn main() -> Result<()> {
         // The second emulator adds what the first lacks: `count` nodes in all.
         let add = count.saturating_sub(total);
         let t0 = Instant::now();
-        if add > 0 {
+        let per = PER_EMULATOR.min(((hard - 1024) / 3) as u32).max(1);
+        let mut left = add;
+        while left > 0 {
+            let part = left.min(per);
+            let e = emulators.len();
             emulators.push(start_emulator(
                 &broker,
                 &munged.socket,
-                add,
-                &format!("emu{k}n"),
-                &dir.path().join(format!("emulator-{k}.log")),
+                part,
+                &format!("emu{k}p{e}n"),
+                &dir.path().join(format!("emulator-{e}.log")),
             )?);
-            total += add;
+            left -= part;
         }
+        total += add;
         wait_nodes_up(&broker, total, &mut emulators, Duration::from_secs(600))?;
         fig(
             format!("register_{}_s", name(total)),
@@ -228,8 +250,16 @@ fn main() -> Result<()> {
     let mut client = broker.client()?;
     let blocker = client.submit(job(&wd, "3600", vec![]))?;
     let (mut sent, mut outstanding, mut acked) = (0u32, 0u32, 0u32);
-    while acked < queued {
-        while outstanding < 64 && sent < queued {
+    let budget = Duration::from_secs(u64::from(queue_budget_s));
+    let t0 = Instant::now();
+    // Submissions/s over the first and the last thousand: a cost that grows with the
+    // queue shows as a last rate below the first.
+    let mut first_k: Option<f64> = None;
+    let mut last_k_start = (0u32, Instant::now());
+    let mut last_k = f64::NAN;
+    while acked < queued || outstanding > 0 {
+        let stop = t0.elapsed() > budget;
+        while outstanding < 64 && sent < queued && !stop {
             client.send(ClientOp::Submit(Box::new(job(
                 &wd,
                 "0",
@@ -238,6 +268,9 @@ fn main() -> Result<()> {
             sent += 1;
             outstanding += 1;
         }
+        if outstanding == 0 {
+            break;
+        }
         match client.recv()?.1 {
             ClientReply::Submitted(_) => {
                 acked += 1;
@@ -245,7 +278,23 @@ fn main() -> Result<()> {
             }
             other => bail!("a queued submission was refused: {other:?}"),
         }
+        if acked.is_multiple_of(1000) {
+            let rate = 1000.0 / last_k_start.1.elapsed().as_secs_f64();
+            first_k.get_or_insert(rate);
+            last_k = rate;
+            last_k_start = (acked, Instant::now());
+        }
     }
+    let queued = acked;
+    fig(
+        "queue_submit_first_1k_per_s".into(),
+        format!("{:.0}", first_k.unwrap_or(f64::NAN)),
+    );
+    fig("queue_submit_last_1k_per_s".into(), format!("{last_k:.0}"));
+    fig(
+        format!("queued_within_{queue_budget_s}_s"),
+        queued.to_string(),
+    );
     std::thread::sleep(Duration::from_secs(2));
     let pct = cpu_pct(broker.pid(), Duration::from_secs(u64::from(idle_s)));
     fig(

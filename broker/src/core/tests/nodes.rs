@@ -201,3 +201,63 @@ fn a_revoked_node_key_takes_the_node_down_and_stays_revoked() {
         listed.send
     );
 }
+
+/// Past the heartbeats per second the broker takes, a node registering is told to
+/// beat less often, and a node is DOWN only after three of those beats' silence.
+#[test]
+fn a_large_clusters_nodes_beat_less_often_and_time_out_later() {
+    let cfg = CoreConfig {
+        heartbeat_ms: 100,
+        node_timeout_us: 1_000_000,
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg, vec![], vec![]);
+    let interval = |fx: &Effects| {
+        fx.send
+            .iter()
+            .find_map(|o| match o {
+                Outbound::Agent {
+                    msg: BrokerMessage::Registered { heartbeat_ms, .. },
+                    ..
+                } => Some(*heartbeat_ms),
+                _ => None,
+            })
+            .expect("registered")
+    };
+    let fx = c.agent(b"p0".to_vec(), 1, Some(&root()), reg("n0", 1, vec![]), 0);
+    assert_eq!(
+        interval(&fx),
+        100,
+        "the configured interval for a small cluster"
+    );
+    for i in 1..3000u32 {
+        let name = format!("n{i}");
+        let peer = format!("p{i}").into_bytes();
+        c.agent(peer, 1, Some(&root()), reg(&name, 1, vec![]), 0);
+    }
+    let fx = c.agent(
+        b"p3000".to_vec(),
+        1,
+        Some(&root()),
+        reg("n3000", 1, vec![]),
+        0,
+    );
+    let beat = interval(&fx);
+    assert_eq!(
+        u64::from(beat),
+        3001 * 1000 / MAX_HEARTBEATS_PER_S,
+        "3,001 nodes beat at most {MAX_HEARTBEATS_PER_S} times a second in all"
+    );
+    // Silent for longer than the configured timeout but not three beats: still up.
+    let quiet = 3 * u64::from(beat) * 1000;
+    c.tick(quiet);
+    assert!(
+        c.nodes.values().all(|n| n.up()),
+        "down before three beats were missed"
+    );
+    c.tick(quiet + 5_000_001);
+    assert!(
+        c.nodes.values().all(|n| !n.up()),
+        "up after three beats' silence"
+    );
+}
