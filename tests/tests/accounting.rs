@@ -121,7 +121,7 @@ fn accounting_records_what_the_kernel_and_the_gpus_measured() {
     );
     let rec: serde_json::Value = serde_json::from_slice(&top.stdout).expect("JSON");
     assert_eq!(rec["job_label"], gpu.to_string(), "{rec}");
-    assert_eq!(rec["state"], "Running", "{rec}");
+    assert_eq!(rec["state"], "RUNNING", "{rec}");
     std::fs::write(wd.join("gpu.go"), "").expect("let the GPU job end");
 
     for j in [burn, gpu] {
