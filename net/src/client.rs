@@ -156,10 +156,25 @@ impl Client {
         self.sock.send(frame, 0).map_err(zerr("send"))
     }
 
+    /// Polls for `events` up to `timeout`. A signal that interrupts the wait (a
+    /// handler of the caller's, such as `bh alloc`'s Ctrl-C) does not fail the request:
+    /// the wait goes on for what is left, and the caller looks at its flag after.
+    fn poll(&self, events: zmq::PollEvents, timeout: Duration) -> Result<bool, ClientError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let ms = left.as_millis().min(i64::MAX as u128) as i64;
+            match self.sock.poll(events, ms) {
+                Ok(n) => return Ok(n > 0),
+                Err(zmq::Error::EINTR) => continue,
+                Err(e) => return Err(zerr("poll")(e)),
+            }
+        }
+    }
+
     /// Waits for the next raw frame.
     pub fn recv_raw(&mut self, timeout: Duration) -> Result<Vec<u8>, ClientError> {
-        let ms = timeout.as_millis().min(i64::MAX as u128) as i64;
-        if self.sock.poll(zmq::POLLIN, ms).map_err(zerr("poll"))? == 0 {
+        if !self.poll(zmq::POLLIN, timeout)? {
             return Err(ClientError::Timeout {
                 endpoint: self.endpoint.clone(),
                 secs: timeout.as_secs_f64(),
@@ -172,8 +187,7 @@ impl Client {
         if self.connected {
             return Ok(());
         }
-        let ms = self.connect_timeout.as_millis() as i64;
-        if self.sock.poll(zmq::POLLOUT, ms).map_err(zerr("poll"))? == 0 {
+        if !self.poll(zmq::POLLOUT, self.connect_timeout)? {
             return Err(ClientError::Unreachable {
                 endpoint: self.endpoint.clone(),
                 secs: self.connect_timeout.as_secs_f64(),

@@ -163,6 +163,9 @@ pub struct PendingInfo {
     pub priority: f64,
 }
 
+/// In [`Scheduler::order_dep`]: the job was not found waiting for its dependencies.
+const NOT_WAITING: u64 = u64::MAX;
+
 /// The scheduling core. No I/O, no clock: every call takes `now`.
 #[derive(Debug, Clone)]
 pub struct Scheduler {
@@ -179,6 +182,16 @@ pub struct Scheduler {
     order: Vec<JobId>,
     /// GPUs per node each job of `order` needs, for the incremental pass's quick skip.
     order_need: Vec<u32>,
+    /// For each job of `order`: the [`Scheduler::dep_epoch`] at which it was found
+    /// waiting for its dependencies ([`NOT_WAITING`] otherwise). Until something a
+    /// dependency can name changes, an incremental pass skips it without a look: a
+    /// queue of jobs waiting for one costs each submission next to nothing.
+    order_dep: Vec<u64>,
+    /// Counts the changes dependencies can see: a job started, ended, cancelled, held,
+    /// released or requeued.
+    dep_epoch: u64,
+    /// How many times a pass looked at a pending job (see [`Scheduler::assessed`]).
+    assessed: u64,
     /// Administrators' reservations.
     admin: Vec<AdminReservation>,
     /// Running jobs being stopped for a higher tier's job, and for which.
@@ -242,6 +255,9 @@ impl Scheduler {
             held: HashMap::new(),
             order: Vec::new(),
             order_need: Vec::new(),
+            order_dep: Vec::new(),
+            dep_epoch: 0,
+            assessed: 0,
             admin: Vec::new(),
             preempting: HashMap::new(),
             reserved: HashMap::new(),
@@ -405,6 +421,7 @@ impl Scheduler {
         self.allocate(&spec, &nodes, &gpus, end_limit)?;
         self.users.entry(spec.user).or_default().submitted += 1;
         self.accounts_use.entry(spec.account).or_default().submitted += 1;
+        self.deps_changed();
         self.running.insert(
             id,
             Running {
@@ -423,7 +440,20 @@ impl Scheduler {
     /// Records the end of a job the caller knows ended before it restarted, so that
     /// dependencies on it resolve.
     pub fn restore_ended(&mut self, id: JobId, outcome: Outcome) {
+        self.deps_changed();
         self.ended.insert(id, outcome);
+    }
+
+    /// How many times the passes so far looked at a pending job: what a pass costs,
+    /// for benchmarks and tests.
+    pub fn assessed(&self) -> u64 {
+        self.assessed
+    }
+
+    /// Something a dependency can name changed: jobs found waiting for theirs are
+    /// looked at again by the next pass.
+    fn deps_changed(&mut self) {
+        self.dep_epoch += 1;
     }
 
     /// The index of a partition by name.
@@ -613,6 +643,7 @@ impl Scheduler {
     /// Puts a job that was stopped (preempted, or its node failed) back in the queue,
     /// with its original submission time, so that it keeps its place.
     pub fn requeue(&mut self, spec: JobSpec, now: Time) -> Result<(), SubmitError> {
+        self.deps_changed();
         self.ended.remove(&spec.id);
         self.submit(spec, now)
     }
@@ -672,9 +703,13 @@ impl Scheduler {
         self.order.insert(at, id);
         self.order_need
             .insert(at, self.pending[&id].spec.req.per_node.gpus);
+        self.order_dep.insert(at, NOT_WAITING);
         // A job waiting for others says so from the start; with nothing ahead of it,
         // what it waits for is resources, until a pass says more.
         let waits_for_deps = matches!(self.deps_state(&self.pending[&id].spec), Ok(false));
+        if waits_for_deps && let Some(d) = self.order_dep.get_mut(at) {
+            *d = self.dep_epoch;
+        }
         if let Some(p) = self.pending.get_mut(&id) {
             if waits_for_deps {
                 p.reason = Reason::Dependency;
@@ -722,14 +757,13 @@ impl Scheduler {
     pub fn cancel(&mut self, id: JobId, now: Time) -> bool {
         if let Some(spec) = self.held.remove(&id) {
             self.uncount_submitted(&spec);
+            self.deps_changed();
             self.ended.insert(id, Outcome::NotOk);
             return true;
         }
         if let Some(p) = self.pending.remove(&id) {
-            if let Some(i) = self.order.iter().position(|j| *j == id) {
-                self.order.remove(i);
-                self.order_need.remove(i);
-            }
+            self.remove_from_order(id);
+            self.deps_changed();
             self.uncount_submitted(&p.spec);
             self.ended.insert(id, Outcome::NotOk);
             return true;
@@ -747,12 +781,21 @@ impl Scheduler {
         let Some(p) = self.pending.remove(&id) else {
             return false;
         };
+        self.remove_from_order(id);
+        self.deps_changed();
+        self.held.insert(id, p.spec);
+        true
+    }
+
+    /// Takes a job out of `order` and its companions.
+    fn remove_from_order(&mut self, id: JobId) {
         if let Some(i) = self.order.iter().position(|j| *j == id) {
             self.order.remove(i);
             self.order_need.remove(i);
+            if i < self.order_dep.len() {
+                self.order_dep.remove(i);
+            }
         }
-        self.held.insert(id, p.spec);
-        true
     }
 
     /// Puts a held job back in the queue at its place (its submission time). Returns
@@ -822,6 +865,7 @@ impl Scheduler {
             a.cpus = a.cpus.saturating_sub(c);
             a.submitted = a.submitted.saturating_sub(1);
         }
+        self.deps_changed();
         self.ended.insert(id, outcome);
     }
 
@@ -1044,6 +1088,7 @@ impl Scheduler {
             return None;
         }
         self.pending.remove(&id);
+        self.deps_changed();
         self.running.insert(
             id,
             Running {
@@ -1100,6 +1145,7 @@ impl Scheduler {
             .iter()
             .map(|id| self.pending[id].spec.req.per_node.gpus)
             .collect();
+        self.order_dep = vec![NOT_WAITING; self.order.len()];
         self.scan(now, true)
     }
 
@@ -1156,12 +1202,22 @@ impl Scheduler {
         let mut blocked_above = false;
         let order = std::mem::take(&mut self.order);
         let need = std::mem::take(&mut self.order_need);
+        let dep = std::mem::take(&mut self.order_dep);
         let preemptive = self.parts.iter().any(|p| p.preempt != Preempt::Off)
             || self.cfg.qos_preempt.iter().any(|(_, m)| *m != Preempt::Off);
         let mut keep = Vec::with_capacity(order.len());
         let mut keep_need = Vec::with_capacity(order.len());
+        let mut keep_dep = Vec::with_capacity(order.len());
         for (i, id) in order.into_iter().enumerate() {
             let gpus = need.get(i).copied().unwrap_or(0);
+            let waits = dep.get(i).copied().unwrap_or(NOT_WAITING);
+            if !full && waits == self.dep_epoch {
+                // Waiting for its dependencies, and nothing they name has changed.
+                keep.push(id);
+                keep_need.push(gpus);
+                keep_dep.push(waits);
+                continue;
+            }
             if !full {
                 // Only what fits in the free capacity is worth a look, or a job that
                 // may preempt a lower tier.
@@ -1174,14 +1230,17 @@ impl Scheduler {
                 if most.is_none_or(|m| gpus > m) && !preempts {
                     keep.push(id);
                     keep_need.push(gpus);
+                    keep_dep.push(waits);
                     continue;
                 }
             }
+            self.assessed += 1;
             let action = self.assess(id, now, &reserved, full && made < self.cfg.reservations);
             let (reason, expected) = match action.clone() {
                 Action::Gone => continue,
                 Action::Never => {
                     self.pending.remove(&id);
+                    self.deps_changed();
                     self.ended.insert(id, Outcome::NotOk);
                     out.push(Decision::Cancel {
                         job: id,
@@ -1262,9 +1321,15 @@ impl Scheduler {
             }
             keep.push(id);
             keep_need.push(gpus);
+            keep_dep.push(if matches!(action, Action::Wait(Reason::Dependency)) {
+                self.dep_epoch
+            } else {
+                NOT_WAITING
+            });
         }
         self.order = keep;
         self.order_need = keep_need;
+        self.order_dep = keep_dep;
         self.reserved = reserved;
         out
     }

@@ -1027,3 +1027,48 @@ fn a_dependent_job_says_dependency_from_its_submission() {
         Some(Reason::Dependency)
     );
 }
+
+/// A queue of jobs waiting for a dependency costs each pass nothing until something
+/// a dependency names changes (here: 1,000 submissions, and ten passes, look at none
+/// of them again); once their parent ends they are all looked at, and start.
+#[test]
+fn jobs_waiting_for_a_dependency_cost_a_pass_nothing_until_it_changes() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(4, 8, 0),
+        vec![partition("cpu", 0..4)],
+        accounts(&[1]),
+    );
+    s.submit(job(1, 0, 1, 0, 100, 0), 0).expect("submit");
+    let started = |d: &[Decision]| {
+        d.iter()
+            .filter(|x| matches!(x, Decision::Start { .. }))
+            .count()
+    };
+    assert_eq!(started(&s.pass(0)), 1);
+    let before = s.assessed();
+    for id in 2..1002 {
+        let mut j = job(id, 0, 1, 0, 100, 1);
+        j.deps = vec![Dep::AfterOk(JobId(1))];
+        s.submit(j, 1).expect("submit");
+        assert_eq!(started(&s.pass(1)), 0, "job {id} waits for job 1");
+    }
+    for _ in 0..10 {
+        assert_eq!(started(&s.pass(2)), 0);
+    }
+    assert_eq!(
+        s.assessed(),
+        before,
+        "no waiting job was looked at again while nothing changed"
+    );
+    s.job_ended(JobId(1), Outcome::Ok, 50);
+    assert_eq!(started(&s.pass(50)), 32, "every free CPU takes one");
+    assert!(
+        s.assessed() >= before + 32,
+        "the waiting jobs are looked at again"
+    );
+    // A full pass still looks at every job.
+    let at = s.assessed();
+    s.full_pass(51);
+    assert!(s.assessed() >= at + 1000 - 32);
+}
