@@ -48,9 +48,12 @@ impl Broker {
     fn start(data: &Path, munge: &Path, listen: &str, log: &Path) -> Result<Broker> {
         let ep_file = data.join("broker.endpoint");
         let _ = std::fs::remove_file(&ep_file);
-        // The benchmark submits as itself (root).
+        // The benchmark submits as itself (root), more than a user's default 50,000.
         let config = data.join("bulkhead.toml");
-        std::fs::write(&config, "[jobs]\nallow_root = true\n")?;
+        std::fs::write(
+            &config,
+            "[jobs]\nallow_root = true\n[limits.user]\nmax_submitted_jobs = 1000000\n",
+        )?;
         let child = Command::new(bin("bulkhead-broker"))
             .args(["--listen", listen])
             .arg("--config")
