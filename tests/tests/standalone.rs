@@ -68,27 +68,13 @@ fn bh_standalone_of_a_user_is_refused_by_the_single_host_binary() -> Result<()> 
 fn bh_standalone_on_a_free_port_runs_its_agent_on_this_broker_and_stops_on_sigterm() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let munged = Munged::start(&dir.path().join("munge"))?;
-    let data = dir.path().join("data");
+    let data = Standalone::data_dir(dir.path(), "one");
     std::fs::create_dir_all(&data)?;
     // Nothing listens on port 9 (discard) here: an agent sent there never registers.
     std::fs::write(data.join("broker.endpoint"), "tcp://127.0.0.1:9\n")?;
-    let node = format!("sa{}", std::process::id());
-    let log = dir.path().join("standalone.log");
-    let mut run = Stopped(
-        Command::new(bin("bh"))
-            .arg("standalone")
-            .arg("--data-dir")
-            .arg(&data)
-            .args(["--listen", "tcp://127.0.0.1:*", "--name", &node])
-            .args(["--cpus", "1", "--mem", "256", "--kill-wait", "1"])
-            .arg("--munge-socket")
-            .arg(&munged.socket)
-            .env("BH_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log)?)
-            .spawn()?,
-    );
+    let sa = Standalone::start(dir.path(), "one", &munged.socket)?;
+    let (node, log) = (sa.node.clone(), sa.log.clone());
+    let mut run = sa.run;
     let endpoint = || {
         std::fs::read_to_string(data.join("broker.endpoint"))
             .map(|s| s.trim().to_string())
@@ -152,8 +138,13 @@ struct Standalone {
 }
 
 impl Standalone {
+    /// The data directory [`Standalone::start`] gives cluster `tag` under `dir`.
+    fn data_dir(dir: &std::path::Path, tag: &str) -> std::path::PathBuf {
+        dir.join(format!("data-{tag}"))
+    }
+
     fn start(dir: &std::path::Path, tag: &str, munge: &std::path::Path) -> Result<Standalone> {
-        let data = dir.join(format!("data-{tag}"));
+        let data = Self::data_dir(dir, tag);
         let node = format!("sa{tag}{}", std::process::id());
         let log = dir.join(format!("standalone-{tag}.log"));
         let run = Stopped(
