@@ -742,12 +742,13 @@ impl ArraySpec {
 }
 
 /// Formats indices as Slurm shows a pending array remainder: `3,5-9,12`.
-pub fn format_indices(ix: &std::collections::BTreeSet<u32>) -> String {
+/// `ix` in increasing order (a `BTreeSet`'s, or a sorted slice's).
+pub fn format_indices(ix: impl IntoIterator<Item = u32>) -> String {
     let mut out: Vec<String> = Vec::new();
-    let mut it = ix.iter().copied().peekable();
+    let mut it = ix.into_iter().peekable();
     while let Some(start) = it.next() {
         let mut end = start;
-        while it.peek() == Some(&(end + 1)) {
+        while end.checked_add(1).is_some_and(|n| it.peek() == Some(&n)) {
             end += 1;
             it.next();
         }
@@ -827,7 +828,13 @@ mod tests {
             vec![0, 4, 8, 12, 20, 21, 22]
         );
         assert!(a.validate().is_ok());
-        assert_eq!(format_indices(&a.indices()), "0,4,8,12,20-22");
+        assert_eq!(format_indices(a.indices()), "0,4,8,12,20-22");
+        assert_eq!(format_indices([]), "");
+        assert_eq!(format_indices([3, 5, 6, 7, 8, 9, 12]), "3,5-9,12");
+        assert_eq!(
+            format_indices([u32::MAX - 1, u32::MAX]),
+            "4294967294-4294967295"
+        );
         let huge = ArraySpec {
             ranges: vec![(0, 4_000_000_000, 1)],
             throttle: None,

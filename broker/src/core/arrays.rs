@@ -141,30 +141,6 @@ impl ArrayTasks {
     }
 }
 
-/// Formats sorted indices as Slurm shows a pending array's remainder: `3,5-9,12`.
-pub(crate) fn format_runs(ix: &[u32]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < ix.len() {
-        let start = ix[i];
-        let mut end = start;
-        while i + 1 < ix.len() && ix[i + 1] == end.wrapping_add(1) && end != u32::MAX {
-            end += 1;
-            i += 1;
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if start == end {
-            out.push_str(&start.to_string());
-        } else {
-            out.push_str(&format!("{start}-{end}"));
-        }
-        i += 1;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,7 +159,10 @@ mod tests {
         a.made(JobId(2), JobState::Pending);
         a.made(JobId(3), JobState::Pending);
         assert_eq!(a.next(10), &[4, 10, 11, 12]);
-        assert_eq!(format_runs(a.remaining()), "4,10-12");
+        assert_eq!(
+            bulkhead_proto::job::format_indices(a.remaining().iter().copied()),
+            "4,10-12"
+        );
         assert_eq!(a.alive(), 2);
     }
 
@@ -236,15 +215,5 @@ mod tests {
         a.loaded_spec(&spec(vec![(0, 5, 1)]));
         assert_eq!(a.next(10), &[3, 4, 5]);
         assert_eq!(a.live().collect::<Vec<_>>(), vec![JobId(9)]);
-    }
-
-    #[test]
-    fn runs_are_formatted_as_slurm_shows_them() {
-        assert_eq!(format_runs(&[]), "");
-        assert_eq!(format_runs(&[3, 5, 6, 7, 8, 9, 12]), "3,5-9,12");
-        assert_eq!(
-            format_runs(&[u32::MAX - 1, u32::MAX]),
-            "4294967294-4294967295"
-        );
     }
 }

@@ -39,6 +39,7 @@ use bulkhead_proto::acct::{AcctFilter, AcctRecord};
 use bulkhead_proto::job::{
     DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, Dependency, DeviceDenial, GpuGrant,
     GpuInfo, JobEnd, JobSubmission, LaunchSpec, MAX_DENIALS_PER_JOB, expand_task_pattern,
+    format_indices,
 };
 use bulkhead_proto::msg::{
     AdminOp, AgentMessage, BrokerMessage, CancelOutcome, ClientOp, ClientReply, ErrorCode,

@@ -53,7 +53,7 @@ impl Core {
                 let rest = self
                     .arrays
                     .get(&j.id)
-                    .map(|a| arrays::format_runs(a.remaining()))
+                    .map(|a| format_indices(a.remaining().iter().copied()))
                     .unwrap_or_default();
                 match a.throttle {
                     Some(t) => format!("{rest}%{t}"),
