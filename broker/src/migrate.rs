@@ -8,6 +8,11 @@
 //! - 2 → 3: `JobSubmission` gained `idempotency_key` (a submission sent again gets the
 //!   job it made), and `GpuUsage`'s memory became `Option` (unknown is not zero): the
 //!   stored usage blobs are rewritten, their figures kept as they were.
+//! - 3 → 4: `JobSubmission` gained `extra` (sbatch's `--begin`, `--nice`, `--hold`,
+//!   `--comment`, ...), and `Dependency` the variant `AfterDelay`, appended (older
+//!   blobs read as they are).
+//!
+//! A store of a newer schema than this build's is refused, never read as this one.
 
 use bulkhead_proto::JobId;
 use bulkhead_proto::acct::{GpuUsage, JobUsage};
@@ -17,7 +22,7 @@ use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: &str = "3";
+pub const SCHEMA_VERSION: &str = "4";
 
 #[derive(Serialize, Deserialize)]
 struct ResourceRequestV1 {
@@ -82,6 +87,44 @@ struct JobSubmissionV2 {
 }
 
 #[derive(Serialize, Deserialize)]
+struct JobSubmissionV3 {
+    name: String,
+    script: String,
+    args: Vec<String>,
+    workdir: String,
+    stdout: Option<String>,
+    stderr: Option<String>,
+    env: Vec<(String, String)>,
+    resources: ResourceRequest,
+    deps: Vec<Dependency>,
+    array: Option<ArraySpec>,
+    array_task: Option<(JobId, u32)>,
+    reservation: Option<String>,
+    qos: Option<String>,
+    idempotency_key: Option<u128>,
+}
+
+fn v3_submission(s: JobSubmissionV3) -> JobSubmission {
+    JobSubmission {
+        name: s.name,
+        script: s.script,
+        args: s.args,
+        workdir: s.workdir,
+        stdout: s.stdout,
+        stderr: s.stderr,
+        env: s.env,
+        resources: s.resources,
+        deps: s.deps,
+        array: s.array,
+        array_task: s.array_task,
+        reservation: s.reservation,
+        qos: s.qos,
+        idempotency_key: s.idempotency_key,
+        extra: Default::default(),
+    }
+}
+
+#[derive(Serialize, Deserialize)]
 struct ReservationV1 {
     name: String,
     nodes: Vec<String>,
@@ -95,7 +138,12 @@ struct ReservationV1 {
 #[derive(Debug)]
 pub enum MigrateError {
     Sqlite(&'static str, rusqlite::Error),
-    Blob { id: String, detail: String },
+    /// The store was written by a newer release.
+    Newer(String),
+    Blob {
+        id: String,
+        detail: String,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -194,6 +242,7 @@ fn v1_submission(s: JobSubmissionV1) -> JobSubmission {
         reservation: s.reservation,
         qos: s.qos,
         idempotency_key: None,
+        extra: Default::default(),
     }
 }
 
@@ -226,6 +275,7 @@ fn v2_submission(s: JobSubmissionV2) -> JobSubmission {
         reservation: s.reservation,
         qos: s.qos,
         idempotency_key: None,
+        extra: Default::default(),
     }
 }
 
@@ -233,14 +283,20 @@ fn v2_submission(s: JobSubmissionV2) -> JobSubmission {
 fn old_submission(version: &str, blob: &[u8]) -> Result<JobSubmission, postcard::Error> {
     match version {
         "1" => postcard::from_bytes(blob).map(v1_submission),
-        _ => postcard::from_bytes(blob).map(v2_submission),
+        "2" => postcard::from_bytes(blob).map(v2_submission),
+        _ => postcard::from_bytes(blob).map(v3_submission),
     }
 }
 
 /// Brings a store at `version` to [`SCHEMA_VERSION`].
 pub fn run(conn: &mut Connection, version: &str) -> Result<(), MigrateError> {
-    if version != "1" && version != "2" {
-        return Ok(());
+    match version.parse::<u32>() {
+        Ok(1..=3) => {}
+        Ok(v) if v > SCHEMA_VERSION.parse::<u32>().unwrap_or(u32::MAX) => {
+            return Err(MigrateError::Newer(version.to_string()));
+        }
+        _ if version == SCHEMA_VERSION => return Ok(()),
+        _ => return Err(MigrateError::Newer(version.to_string())),
     }
     let tx = conn
         .transaction()
@@ -305,7 +361,9 @@ pub fn run(conn: &mut Connection, version: &str) -> Result<(), MigrateError> {
         .map_err(|e| MigrateError::Sqlite("rewriting a reservation", e))?;
     }
     // Usage blobs changed from 2 to 3 (version 1 stores wrote them the same way).
-    rewrite_usage(&tx)?;
+    if version != "3" {
+        rewrite_usage(&tx)?;
+    }
     tx.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
         params![SCHEMA_VERSION],

@@ -174,7 +174,7 @@ CREATE TABLE IF NOT EXISTS reservations (
     data  BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '3');
+INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '4');
 ";
 
 impl Store {
@@ -232,6 +232,13 @@ impl Store {
                     path: path.clone(),
                     doing,
                     source,
+                },
+                crate::migrate::MigrateError::Newer(v) => StoreError::NotAStore {
+                    path: path.clone(),
+                    detail: format!(
+                        "its schema is version {v}, newer than this release's ({}): it was written by a newer Bulkhead; run that release, or restore a backup",
+                        crate::migrate::SCHEMA_VERSION
+                    ),
                 },
                 crate::migrate::MigrateError::Blob { id, detail } => StoreError::Corrupt {
                     id: 0,

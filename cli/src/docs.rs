@@ -128,8 +128,9 @@ mod tests {
         for l in ["ntasks", "time", "partition", "gpus", "wrap", "dependency"] {
             assert!(longs.contains(&l), "--{l} missing from {longs:?}");
         }
-        // Options Slurm has and Bulkhead refuses are not offered.
-        assert!(!longs.contains(&"begin"));
+        // Options Bulkhead refuses or ignores are not offered.
+        assert!(longs.contains(&"begin"));
+        assert!(!longs.contains(&"nodelist") && !longs.contains(&"mail-type"));
         assert!(submit.get_positionals().any(|a| a.get_id() == "rest"));
         assert_eq!(
             submit.get_about().map(|a| a.to_string()).as_deref(),

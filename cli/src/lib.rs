@@ -10,5 +10,6 @@ pub mod docs;
 pub mod opts;
 pub mod output;
 pub mod run;
+pub mod slurm;
 pub mod standalone;
 pub mod tasks;

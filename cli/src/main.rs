@@ -39,6 +39,9 @@ struct Cli {
     /// configuration puts it, if it exists).
     #[arg(long, global = true, env = "BH_BROKER_KEY")]
     broker_key: Option<String>,
+    /// The name messages go under: `bh`, or the Slurm command it was run as.
+    #[arg(skip = "bh")]
+    prog: &'static str,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -298,6 +301,10 @@ enum Cmd {
     Completions { shell: clap_complete::Shell },
     /// Write bh's manual pages (bh.1, bh-submit.1, ...) into DIR.
     Man { dir: PathBuf },
+    /// Make Slurm's commands (sbatch, srun, salloc, squeue, scancel, sacct, scontrol)
+    /// in DIR, as links to this bh: run under those names, bh reads their options and
+    /// answers in their formats.
+    InstallSlurmCommands { dir: PathBuf },
     /// Run a broker and an agent on this host (single-host mode): runs the
     /// `bulkhead-standalone` binary, beside `bh` or on PATH, with these arguments
     /// (`bh standalone --help` lists them).
@@ -415,9 +422,20 @@ fn allocation_for_run(a: &RunArgs) -> anyhow::Result<JobSubmission> {
         "-J",
         Some(a.job_name.clone().unwrap_or_else(|| a.cmd[0].clone())),
     );
-    let opts = SubmitOpts::try_parse_from(&flags)
+    allocation(&flags)
+}
+
+/// An interactive allocation's submission (no script) from option words, the
+/// environment's options beneath them.
+fn allocation(flags: &[String]) -> anyhow::Result<JobSubmission> {
+    let opts = opts::parse_words(flags)
         .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
-    submission_from(opts, String::new(), "interactive".into(), vec![])
+    // No script: no directives to read.
+    let (_, r) = opts::submission_opts_parsed(opts, "#!", |k| std::env::var(k).ok())?;
+    for w in &r.warnings {
+        eprintln!("bh: warning: {w}");
+    }
+    submission_from(r, String::new(), "interactive".into(), vec![])
 }
 
 /// `bh alloc [OPTIONS] [CMD...]`.
@@ -436,9 +454,7 @@ fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
         Some(i) => (&rest[..i], &rest[i + 1..]),
         None => rest.split_at(split_at_script(rest)?),
     };
-    let opts = SubmitOpts::try_parse_from(flags)
-        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
-    let sub = submission_from(opts, String::new(), "interactive".into(), vec![])?;
+    let sub = allocation(flags)?;
     // The task layout's variables, as salloc sets them: `bh run` inside follows them.
     let layout: Vec<(String, String)> = sub
         .env
@@ -596,8 +612,16 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
     Ok(req)
 }
 
+mod slurm_cmds;
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let slurm = slurm_cmds::invoked_as();
+    let cli = match slurm {
+        // Global options come from the environment (BH_BROKER, ...); the command's own
+        // words are read by the Slurm command.
+        Some(_) => Cli::parse_from(["bh", "queue"]),
+        None => Cli::parse(),
+    };
     if !matches!(cli.cmd, Cmd::Standalone { .. }) {
         // `bh queue | head` ends quietly, as other Unix tools do, instead of panicking
         // on a closed pipe. Not for `bh standalone`, whose daemons must outlive any
@@ -607,16 +631,25 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
-    match run(cli) {
+    let result = match slurm {
+        Some(prog) => slurm_cmds::run(prog, std::env::args().skip(1).collect(), cli),
+        None => run(cli),
+    };
+    let prog = slurm.unwrap_or("bh");
+    match result {
         Ok(code) => code,
         Err(e) => {
             // The broker's messages are escaped where they arrive ([`explain`]); the
             // rest may hold what the user typed.
             eprintln!(
-                "bh: error: {}",
+                "{prog}: error: {}",
                 output::escape_keep_lines(&format!("{e:#}"))
             );
-            ExitCode::FAILURE
+            // sbatch's exit codes: 255 for what it finds reading options.
+            match e.downcast_ref::<opts::OptsError>() {
+                Some(o) => ExitCode::from(o.exit_code()),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }
@@ -650,6 +683,28 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let cmd = bulkhead_cli::docs::with_submit_options(Cli::command());
             bulkhead_cli::docs::completions(*shell, cmd, &mut std::io::stdout().lock());
         }
+        Cmd::InstallSlurmCommands { dir } => {
+            let me = std::env::current_exe().context("cannot find this bh's path")?;
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            for name in bulkhead_cli::slurm::COMMANDS {
+                let link = dir.join(name);
+                match std::fs::symlink_metadata(&link) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        std::fs::remove_file(&link)
+                            .with_context(|| format!("cannot replace {}", link.display()))?;
+                    }
+                    Ok(_) => bail!(
+                        "{} exists and is not a link: not replaced (a real Slurm there?)",
+                        link.display()
+                    ),
+                    Err(_) => {}
+                }
+                std::os::unix::fs::symlink(&me, &link)
+                    .with_context(|| format!("cannot make {}", link.display()))?;
+                println!("{}", link.display());
+            }
+        }
         Cmd::Man { dir } => {
             use clap::CommandFactory;
             let cmd = bulkhead_cli::docs::with_submit_options(Cli::command());
@@ -671,18 +726,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{}", help.render_long_help());
                 return Ok(ExitCode::SUCCESS);
             }
-            let (sub, parsable) = build_submission(rest)?;
-            let id = client(&cli)?
-                .submit_retrying(sub, SUBMIT_ATTEMPTS, |attempt, e| {
+            let prog = cli.prog;
+            let s = build_submission(rest)?;
+            for w in &s.warnings {
+                eprintln!("{prog}: warning: {w}");
+            }
+            let mut c = client(&cli)?;
+            let id = c
+                .submit_retrying(s.sub, SUBMIT_ATTEMPTS, |attempt, e| {
                     eprintln!(
                         "bh: {e}; sending the submission again (attempt {attempt} of {SUBMIT_ATTEMPTS}; it carries the same key, so the broker will not make a second job)"
                     );
                 })
                 .map_err(explain)?;
-            if parsable {
+            if s.parsable {
                 println!("{id}");
-            } else {
+            } else if !s.quiet {
                 println!("Submitted batch job {id}");
+            }
+            if s.wait {
+                return wait_for_end(&mut c, id);
             }
         }
         Cmd::Queue {
@@ -1193,15 +1256,31 @@ fn uid_of(u: &str) -> anyhow::Result<u32> {
     }
 }
 
+/// What `bh submit` / `sbatch` made of its words: the submission, and how to answer.
+struct Submit {
+    sub: JobSubmission,
+    parsable: bool,
+    quiet: bool,
+    wait: bool,
+    warnings: Vec<String>,
+}
+
 /// Reads the script and merges the options from the command line, the environment
 /// and the script's directives.
-fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
+fn build_submission(rest: &[String]) -> anyhow::Result<Submit> {
     // Options come before the script: everything up to the first word that is not an
     // option or an option's value is for bh.
     let cli_opts_end = split_at_script(rest)?;
     let (flags, script_and_args) = rest.split_at(cli_opts_end);
-    let cli_opts = SubmitOpts::try_parse_from(flags)
-        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
+    let cli_opts = opts::parse_words(flags).map_err(|e| {
+        let first = e.render().to_string();
+        let first = first
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ");
+        opts::OptsError::Syntax(first.to_string())
+    })?;
     let (script, script_name, args): (String, String, Vec<String>) = match cli_opts.wrap.as_deref()
     {
         Some(cmd) => (
@@ -1224,28 +1303,26 @@ fn build_submission(rest: &[String]) -> anyhow::Result<(JobSubmission, bool)> {
             }
         },
     };
-    if !script.starts_with("#!") {
-        bail!(
-            "this does not look like a batch script: the first line must start with #! followed by the path to an interpreter"
-        );
-    }
-    let sub = submission_from(cli_opts.clone(), script, script_name, args)?;
-    Ok((sub, cli_opts.parsable))
+    let (merged, r) =
+        opts::submission_opts_parsed(cli_opts.clone(), &script, |k| std::env::var(k).ok())?;
+    let warnings = r.warnings.clone();
+    let sub = submission_from(r, script, script_name, args)?;
+    Ok(Submit {
+        sub,
+        parsable: cli_opts.parsable,
+        quiet: merged.quiet,
+        wait: merged.wait,
+        warnings,
+    })
 }
 
-/// A submission from parsed options and a script (empty: an interactive allocation),
-/// the script's own directives and the environment's options beneath the command
-/// line's.
+/// A submission from resolved options and a script (empty: an interactive allocation).
 fn submission_from(
-    cli_opts: SubmitOpts,
+    r: opts::Resolved,
     script: String,
     script_name: String,
     args: Vec<String>,
 ) -> anyhow::Result<JobSubmission> {
-    let script_opts = opts::script_opts(&script)?;
-    let env_opts = opts::env_opts(|k| std::env::var(k).ok());
-    let merged = cli_opts.over(&env_opts.over(&script_opts));
-    let r = merged.resolve()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let workdir = match &r.chdir {
         Some(d) if d.starts_with('/') => PathBuf::from(d),
@@ -1293,11 +1370,31 @@ fn submission_from(
         reservation: r.reservation,
         qos: r.qos,
         idempotency_key: Some(idempotency_key()?),
+        extra: r.extra,
     };
     // What the broker would refuse (sizes, control characters, the time limit) is
     // refused here, before anything is sent.
     sub.check_values()?;
     Ok(sub)
+}
+
+/// `sbatch --wait`: polls until the job ends, then exits with its exit code (1 when
+/// it ended otherwise than COMPLETED or FAILED with a code).
+fn wait_for_end(c: &mut Client, id: JobId) -> anyhow::Result<ExitCode> {
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let j = c.show(id).map_err(explain)?;
+        if j.state.is_terminal() {
+            let code = match (j.state, j.exit_code) {
+                (JobState::Completed, _) => 0,
+                (_, Some(c)) if c != 0 => c,
+                _ => 1,
+            };
+            return Ok(ExitCode::from(code.clamp(0, 255) as u8));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
 }
 
 /// This process's file mode creation mask (read by setting it, then set back).

@@ -4,8 +4,7 @@
 //! partition, output file), unless the case uses an option Bulkhead refuses by name as
 //! not implemented, or is one of the few listed divergences, each with its reason.
 
-use bulkhead_cli::opts::{OptsError, SubmitOpts, env_opts, script_opts};
-use clap::Parser;
+use bulkhead_cli::opts::{OptsError, submission_opts};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -97,19 +96,11 @@ fn bh_reads_batch_options_as_slurm_does() {
         let env: HashMap<String, String> =
             serde_json::from_str(&read("env.json")).unwrap_or_default();
         let accepted = slurm["accepted"].as_bool().unwrap_or(false);
-        let ours = (|| -> Result<_, OptsError> {
-            let cli = SubmitOpts::try_parse_from(&args).map_err(|e| OptsError::Directive {
-                line: 0,
-                detail: e.to_string(),
-            })?;
-            let script = script_opts(&fill(read("script.sh")))?;
-            let env = env_opts(|k| env.get(k).cloned());
-            let merged = cli.over(&env.over(&script));
-            let r = merged.resolve()?;
-            Ok((merged, r))
-        })();
+        // The path `sbatch` takes: options, the script (its `#!` checked), the
+        // environment, merged and resolved.
+        let ours = submission_opts(&args, &fill(read("script.sh")), |k| env.get(k).cloned());
         match (&ours, accepted) {
-            (Err(OptsError::Unsupported(opt)), _) => {
+            (Err(OptsError::Unsupported(opt, _)), _) => {
                 unsupported.push(format!("{case}: {opt}"));
                 continue;
             }

@@ -247,6 +247,7 @@ mod tests {
                     partition: None,
                 },
                 idempotency_key: None,
+                extra: Default::default(),
             })),
         }
     }

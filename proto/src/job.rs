@@ -218,7 +218,48 @@ pub struct JobSubmission {
     /// again, after its reply was lost, returns the job it made instead of making
     /// another: the broker keeps it per user with the job.
     pub idempotency_key: Option<u128>,
+    /// sbatch's options beyond resources (`--begin`, `--nice`, `--hold`, ...).
+    pub extra: SubmitExtra,
 }
+
+/// What sbatch's options ask of a job beyond its resources, its files and its
+/// dependencies. Appended to [`JobSubmission`] in store schema 4.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitExtra {
+    /// `--begin`: not eligible before this time (Unix µs).
+    pub begin_us: Option<u64>,
+    /// `--nice`: subtracted from the priority (negative: only administrators).
+    pub nice: i32,
+    /// `--hold`: pending, held by its user, until released.
+    pub hold: bool,
+    /// `--comment`.
+    pub comment: Option<String>,
+    /// `--account`, as asked: it must be the user's own account.
+    pub account: Option<String>,
+    /// The dependencies were joined by `?`: any one of them suffices.
+    pub deps_any: bool,
+    /// `--time-min`: the shortest limit the job would accept (kept, shown).
+    pub time_min_s: Option<u64>,
+    /// `--requeue` / `--no-requeue`.
+    pub requeue: Option<bool>,
+    /// `--exclusive`: no other job on its nodes.
+    pub exclusive: bool,
+    /// `--mem=0`: all the memory of each node.
+    pub mem_whole: bool,
+}
+
+impl SubmitExtra {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        for v in [&self.comment, &self.account].into_iter().flatten() {
+            check_str("comment or account", v, limits::MAX_PATH_BYTES)?;
+        }
+        check_u64("nice", u64::from(self.nice.unsigned_abs()), MAX_NICE as u64)?;
+        Ok(())
+    }
+}
+
+/// The largest `--nice` Slurm takes (`NICE_OFFSET - 3`).
+pub const MAX_NICE: u32 = 2_147_483_645;
 
 /// A dependency, as `--dependency` spells them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -233,6 +274,9 @@ pub enum Dependency {
     AfterNotOk(JobId),
     /// `singleton`: once no other job of the same name and user runs.
     Singleton,
+    /// `after:J+M`: once J started (or was cancelled) and `M` minutes have passed.
+    /// (Appended: postcard numbers variants in order, so older records still read.)
+    AfterDelay(JobId, u32),
 }
 
 impl JobSubmission {
@@ -252,6 +296,7 @@ impl JobSubmission {
         if let Some(a) = &self.array {
             a.validate()?;
         }
+        self.extra.validate()?;
         self.resources.validate()
     }
 }
@@ -311,6 +356,8 @@ impl JobSubmission {
             ("GPU model", &r.gpu_model),
             ("reservation", &self.reservation),
             ("QOS", &self.qos),
+            ("comment", &self.extra.comment),
+            ("account", &self.extra.account),
         ] {
             if let Some(v) = v {
                 check_text(field, v)?;
@@ -619,6 +666,12 @@ pub struct JobInfo {
     pub gpus: Vec<Vec<GpuGrant>>,
     /// What it used (the latest samples while it runs; all of it once it ended).
     pub usage: Option<crate::acct::JobUsage>,
+    /// The account it charges.
+    #[serde(default)]
+    pub account: String,
+    /// sbatch's other options, as submitted.
+    #[serde(default)]
+    pub extra: SubmitExtra,
 }
 
 /// The default output pattern, as Slurm's `slurm-%j.out`.
@@ -879,6 +932,7 @@ mod tests {
             qos: None,
             resources: ResourceRequest::default(),
             idempotency_key: None,
+            extra: Default::default(),
         }
     }
 

@@ -706,7 +706,7 @@ impl Scheduler {
         self.order_dep.insert(at, NOT_WAITING);
         // A job waiting for others says so from the start; with nothing ahead of it,
         // what it waits for is resources, until a pass says more.
-        let waits_for_deps = matches!(self.deps_state(&self.pending[&id].spec), Ok(false));
+        let waits_for_deps = matches!(self.deps_state(&self.pending[&id].spec, now), Ok(false));
         if waits_for_deps && let Some(d) = self.order_dep.get_mut(at) {
             *d = self.dep_epoch;
         }
@@ -750,6 +750,7 @@ impl Scheduler {
             + c.weight_size * size
             + c.weight_partition * f64::from(tier) / f64::from(max_tier)
             + c.weight_qos * spec.qos.clamp(0.0, 1.0)
+            - f64::from(spec.nice)
     }
 
     /// Removes a pending job, or releases a running one's nodes (the caller kills it).
@@ -1162,7 +1163,10 @@ impl Scheduler {
             return Action::Gone;
         };
         let spec = &pj.spec;
-        match self.deps_state(spec) {
+        if spec.begin > now {
+            return Action::Wait(Reason::BeginTime);
+        }
+        match self.deps_state(spec, now) {
             Err(()) => return Action::Never,
             Ok(false) => return Action::Wait(Reason::Dependency),
             Ok(true) => {}

@@ -246,6 +246,9 @@ pub enum Dep {
     AfterNotOk(JobId),
     /// No other job of the same user and name runs.
     Singleton,
+    /// Once the other job started (or ended without starting) and this many seconds
+    /// passed since its start.
+    AfterDelay(JobId, Time),
 }
 
 #[derive(Debug, Clone)]
@@ -265,6 +268,12 @@ pub struct JobSpec {
     pub qos_id: Option<u32>,
     /// An administrator's reservation the job runs in.
     pub reservation: Option<String>,
+    /// Not eligible before this time (`--begin`); 0: at once.
+    pub begin: Time,
+    /// Subtracted from the priority (`--nice`).
+    pub nice: i32,
+    /// Any one dependency suffices (Slurm's `?`), rather than all of them.
+    pub deps_any: bool,
 }
 
 /// Nodes, or some GPUs and CPUs of nodes, an administrator set aside for some users or
@@ -309,6 +318,8 @@ pub enum Reason {
     ReqNodeNotAvail,
     /// Its reservation's window has not begun.
     Reservation,
+    /// Its `--begin` time has not come.
+    BeginTime,
     /// No partition it named lets it run (time over the maximum, account not allowed).
     PartitionConfig(String),
 }
@@ -323,6 +334,7 @@ impl Reason {
             Reason::Limit(l) => (*l).into(),
             Reason::ReqNodeNotAvail => "ReqNodeNotAvail".into(),
             Reason::Reservation => "Reservation".into(),
+            Reason::BeginTime => "BeginTime".into(),
             Reason::PartitionConfig(s) => s.clone(),
         }
     }

@@ -66,6 +66,9 @@ fn job(id: u64, account: u32, nodes: u32, gpus: u32, limit: Time, submit: Time) 
         qos: 0.0,
         qos_id: None,
         reservation: None,
+        begin: 0,
+        nice: 0,
+        deps_any: false,
     }
 }
 

@@ -60,6 +60,7 @@ pub fn submission(workdir: &Path, name: &str, script: &str) -> bulkhead_proto::j
         reservation: None,
         qos: None,
         idempotency_key: None,
+        extra: Default::default(),
     }
 }
 

@@ -61,6 +61,7 @@ fn submission(workdir: &Path, key: u128) -> JobSubmission {
             ..Default::default()
         },
         idempotency_key: Some(key),
+        extra: Default::default(),
         ..bulkhead_tests::submission(workdir, "keyed", TRUE)
     }
 }

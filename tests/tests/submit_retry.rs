@@ -19,6 +19,7 @@ fn submission(workdir: &Path, name: &str, key: u128) -> JobSubmission {
             ..Default::default()
         },
         idempotency_key: Some(key),
+        extra: Default::default(),
         ..bulkhead_tests::submission(workdir, name, "#!/bin/sh\ntrue\n")
     }
 }

@@ -46,6 +46,7 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
         reservation: None,
         qos: Some("high".into()),
         idempotency_key: None,
+        extra: Default::default(),
     };
     let req = |op| ClientRequest {
         credential: b"MUNGE:cred".to_vec(),

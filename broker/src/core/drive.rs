@@ -505,6 +505,7 @@ impl Driver {
             // Few keys, so that retries of one submission (and reuses across users)
             // happen.
             idempotency_key: (b.below(4) == 0).then(|| u128::from(b.u32_or(&[1, 2, 3]))),
+            extra: Default::default(),
             qos: match b.below(4) {
                 0 => Some("high".into()),
                 1 => Some("normal".into()),

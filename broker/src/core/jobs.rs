@@ -24,6 +24,24 @@ impl Core {
         if let Err(e) = check_submission(&sub) {
             return ClientReply::Error(e);
         }
+        if sub.extra.nice < 0 && self.role(caller) < Role::Admin {
+            return ClientReply::Error(err(
+                ErrorCode::PermissionDenied,
+                "a negative --nice (a higher priority) is for administrators only",
+            ));
+        }
+        if let Some(a) = &sub.extra.account {
+            let own = self.account_of(&caller.user);
+            if a != own && self.role(caller) < Role::Admin {
+                return ClientReply::Error(err(
+                    ErrorCode::PermissionDenied,
+                    format!(
+                        "Invalid account or account/partition combination specified: {caller_user} is in account {own:?}, not {a:?}",
+                        caller_user = caller.user
+                    ),
+                ));
+            }
+        }
         if caller.uid == 0 && !self.cfg.allow_root_jobs {
             return ClientReply::Error(err(
                 ErrorCode::PermissionDenied,
@@ -116,6 +134,14 @@ impl Core {
         self.next_job += 1;
         self.submitted_total += 1;
         let is_array = job.submission.array.is_some();
+        let mut job = job;
+        if job.submission.extra.hold {
+            // `--hold`: held by its user from the start (an array: each task as made).
+            if !is_array {
+                self.sched.hold(sched::JobId(id.0));
+            }
+            job.reason = Some("JobHeldUser".into());
+        }
         if let Some(key) = job.submission.idempotency_key {
             self.by_key.insert((caller.uid, key), id);
         }
@@ -145,6 +171,7 @@ impl Core {
                 Dependency::AfterAny(j) => ("afterany", j),
                 Dependency::AfterOk(j) => ("afterok", j),
                 Dependency::AfterNotOk(j) => ("afternotok", j),
+                Dependency::AfterDelay(j, _) => ("after", j),
                 Dependency::Singleton => continue,
             };
             if !self.jobs.contains_key(&id) {
@@ -191,6 +218,8 @@ impl Core {
         let Some(p) = self.jobs.get(&parent) else {
             return;
         };
+        let parent_held = is_held(p);
+        let parent_reason = p.reason.clone();
         let id = JobId(self.next_job);
         self.next_job += 1;
         let mut sub = p.submission.clone();
@@ -226,10 +255,18 @@ impl Core {
                 .submit(s, secs(now_us))
                 .map_err(|e| e.to_string())
         });
-        if let Err(e) = queued {
-            job.state = JobState::Failed;
-            job.end_us = Some(now_us);
-            job.reason = Some(format!("array task refused by the scheduler: {e}"));
+        match queued {
+            Err(e) => {
+                job.state = JobState::Failed;
+                job.end_us = Some(now_us);
+                job.reason = Some(format!("array task refused by the scheduler: {e}"));
+            }
+            // Tasks of a held array are made held.
+            Ok(()) if parent_held => {
+                self.sched.hold(sched::JobId(id.0));
+                job.reason = parent_reason;
+            }
+            Ok(()) => {}
         }
         let state = job.state;
         self.jobs.insert(id, job);
@@ -692,41 +729,57 @@ impl Core {
             if let Err(e) = self.may_act_on(caller, j, JobAction::Hold) {
                 return ClientReply::Error(e);
             }
-            if j.state != JobState::Pending || j.submission.array.is_some() {
+            let is_array = j.submission.array.is_some();
+            let live = !j.state.is_terminal() && (is_array || j.state == JobState::Pending);
+            if !live {
                 return ClientReply::Error(err(
                     ErrorCode::Invalid,
                     format!(
-                        "job {id} is {}: only pending jobs and array tasks (not whole arrays) are held and released",
+                        "job {id} is {}: only pending jobs and arrays with tasks to run are held and released",
                         j.state
                     ),
                 ));
             }
-            let sid = sched::JobId(id.0);
-            if hold {
-                if !self.sched.hold(sid) && !self.sched.is_held(sid) {
-                    continue;
-                }
-                let reason = if operator && caller.uid != j.uid {
-                    "JobHeldAdmin"
-                } else {
-                    "JobHeldUser"
-                };
-                if let Some(j) = self.jobs.get_mut(id) {
-                    j.reason = Some(reason.into());
-                }
+            let reason = if operator && caller.uid != j.uid {
+                "JobHeldAdmin"
             } else {
-                if j.reason.as_deref() == Some("JobHeldAdmin") && !operator {
-                    return ClientReply::Error(err(
-                        ErrorCode::PermissionDenied,
-                        format!("job {id} was held by an operator: only an operator releases it"),
-                    ));
-                }
-                if !self.sched.release(sid, secs(now_us)) {
+                "JobHeldUser"
+            };
+            if !hold && j.reason.as_deref() == Some("JobHeldAdmin") && !operator {
+                return ClientReply::Error(err(
+                    ErrorCode::PermissionDenied,
+                    format!("job {id} was held by an operator: only an operator releases it"),
+                ));
+            }
+            // An array: itself (its tasks not made yet are made held or not by it) and
+            // its pending tasks.
+            let mut targets = vec![*id];
+            if is_array && let Some(a) = self.arrays.get(id) {
+                targets.extend(a.live());
+            }
+            let mut changed = false;
+            for t in targets {
+                let sid = sched::JobId(t.0);
+                let moved = if t == *id && is_array {
+                    true
+                } else if hold {
+                    self.sched.hold(sid) || self.sched.is_held(sid)
+                } else {
+                    self.sched.release(sid, secs(now_us))
+                };
+                if !moved {
                     continue;
                 }
-                if let Some(j) = self.jobs.get_mut(id) {
-                    j.reason = None;
+                if let Some(j) = self.jobs.get_mut(&t) {
+                    j.reason = hold.then(|| reason.into());
                 }
+                if t != *id {
+                    self.update(fx, t);
+                }
+                changed = true;
+            }
+            if !changed {
+                continue;
             }
             self.update(fx, *id);
             done.push(id.to_string());

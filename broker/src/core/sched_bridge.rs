@@ -66,6 +66,9 @@ impl Core {
                 Dependency::AfterOk(x) => sched::Dep::AfterOk(sched::JobId(x.0)),
                 Dependency::AfterNotOk(x) => sched::Dep::AfterNotOk(sched::JobId(x.0)),
                 Dependency::Singleton => sched::Dep::Singleton,
+                Dependency::AfterDelay(x, minutes) => {
+                    sched::Dep::AfterDelay(sched::JobId(x.0), u64::from(*minutes) * 60)
+                }
             })
             .collect();
         let r = &j.submission.resources;
@@ -106,6 +109,9 @@ impl Core {
             qos: qos.map_or(0.0, |(_, f)| f),
             qos_id: qos.map(|(i, _)| i),
             reservation: j.submission.reservation.clone(),
+            begin: j.submission.extra.begin_us.map_or(0, secs),
+            nice: j.submission.extra.nice,
+            deps_any: j.submission.extra.deps_any,
         })
     }
 

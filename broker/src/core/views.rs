@@ -112,6 +112,8 @@ impl Core {
                 Vec::new()
             },
             usage: j.usage.clone(),
+            account: self.account_of(&j.user).to_string(),
+            extra: j.submission.extra.clone(),
         }
     }
 

@@ -46,6 +46,7 @@ fn row(id: u64) -> JobRow {
                 ..Default::default()
             },
             idempotency_key: None,
+            extra: Default::default(),
         },
         partition: "batch".into(),
         mem_mb: 10,

@@ -58,6 +58,9 @@ fn job(id: u64, profile: &str, submit: Time) -> JobSpec {
         qos: 0.0,
         qos_id: None,
         reservation: None,
+        begin: 0,
+        nice: 0,
+        deps_any: false,
     }
 }
 

@@ -116,6 +116,9 @@ fn main() {
             qos: 0.0,
             qos_id: None,
             reservation: None,
+            begin: 0,
+            nice: 0,
+            deps_any: false,
         };
         if array_left > 0 {
             array_spec = Some(JobSpec {

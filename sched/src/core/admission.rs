@@ -5,9 +5,31 @@ use super::*;
 
 impl Scheduler {
     /// The state of a job's dependencies: satisfied, waiting, or never to be satisfied.
-    pub(super) fn deps_state(&self, spec: &JobSpec) -> Result<bool, ()> {
+    pub(super) fn deps_state(&self, spec: &JobSpec, now: Time) -> Result<bool, ()> {
+        if spec.deps_any && !spec.deps.is_empty() {
+            // Slurm's `?`: ready once any holds, never once none can.
+            let mut waiting = false;
+            for d in &spec.deps {
+                match self.dep_state(spec, d, now) {
+                    Ok(true) => return Ok(true),
+                    Ok(false) => waiting = true,
+                    Err(()) => {}
+                }
+            }
+            return if waiting { Ok(false) } else { Err(()) };
+        }
         let mut ready = true;
         for d in &spec.deps {
+            if !self.dep_state(spec, d, now)? {
+                ready = false;
+            }
+        }
+        Ok(ready)
+    }
+
+    /// The state of one dependency: holds, not yet, or never.
+    fn dep_state(&self, spec: &JobSpec, d: &Dep, now: Time) -> Result<bool, ()> {
+        {
             let (other, need): (JobId, DepRule) = match d {
                 Dep::After(j) => (*j, |end, running| Some(end.is_some() || running)),
                 Dep::AfterAny(j) => (*j, |end, _| Some(end.is_some())),
@@ -26,10 +48,19 @@ impl Scheduler {
                         .running
                         .values()
                         .any(|r| r.spec.user == spec.user && r.spec.name == spec.name);
-                    if clash {
-                        ready = false;
+                    return Ok(!clash);
+                }
+                Dep::AfterDelay(j, delay) => {
+                    if let Some(r) = self.running.get(j) {
+                        return Ok(now >= r.start.saturating_add(*delay));
                     }
-                    continue;
+                    if self.ended.contains_key(j) {
+                        return Ok(true);
+                    }
+                    if self.pending.contains_key(j) || self.held.contains_key(j) {
+                        return Ok(false);
+                    }
+                    return Err(());
                 }
             };
             let known = self.pending.contains_key(&other)
@@ -39,16 +70,12 @@ impl Scheduler {
             if !known {
                 return Err(());
             }
-            match need(
+            need(
                 self.ended.get(&other).copied(),
                 self.running.contains_key(&other),
-            ) {
-                Some(true) => {}
-                Some(false) => ready = false,
-                None => return Err(()),
-            }
+            )
+            .ok_or(())
         }
-        Ok(ready)
     }
 
     pub(super) fn limit_block(&self, spec: &JobSpec) -> Option<&'static str> {

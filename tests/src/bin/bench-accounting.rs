@@ -135,6 +135,7 @@ fn record(i: u64) -> JobRow {
             reservation: None,
             qos: None,
             idempotency_key: None,
+            extra: Default::default(),
         },
         partition: "gpu".into(),
         mem_mb: 8192,

@@ -42,6 +42,7 @@ fn submission_frame() -> Result<Vec<u8>> {
             ..Default::default()
         },
         idempotency_key: None,
+        extra: Default::default(),
     };
     // A MUNGE credential of an empty payload is about this long.
     let credential = vec![b'M'; 140];

@@ -116,6 +116,7 @@ fn main() -> Result<()> {
             ..Default::default()
         },
         idempotency_key: None,
+        extra: Default::default(),
     };
     let broker_key = if c.opts.curve {
         Some(bulkhead_net::curve::load_public(

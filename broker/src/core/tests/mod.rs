@@ -50,6 +50,7 @@ pub(super) fn sub(cpus: u32) -> JobSubmission {
             ..Default::default()
         },
         idempotency_key: None,
+        extra: Default::default(),
     }
 }
 

@@ -4,14 +4,21 @@
 //! Precedence: the command line beats the environment, which beats the script; within
 //! one source the last occurrence wins. Script directives are read up to the first line
 //! that is neither blank nor a comment; an indented `#SBATCH` is a plain comment, and a
-//! `#` that starts a word ends the directive. Options of Slurm's that Bulkhead does not
-//! implement yet are refused by name rather than silently ignored.
+//! `#` that starts a word ends the directive. `#PBS` lines are read in the same pass, as
+//! Slurm reads them (unless `--ignore-pbs`). Long options may be abbreviated as
+//! getopt_long allows (any unambiguous prefix). Every option of sbatch 22.05 is read:
+//! those without a meaning here are accepted with a warning, a few are refused by name
+//! with the reason ([`table`]).
+
+pub mod begin;
+mod pbs;
+pub mod table;
 
 use bulkhead_gpu::{GpuAsk, parse_ask};
-use bulkhead_proto::job::{ArraySpec, Dependency, MigAsk};
+use bulkhead_proto::job::{ArraySpec, Dependency, MigAsk, SubmitExtra};
 use bulkhead_proto::limits::{MAX_TIME_LIMIT_S, first_control};
 use bulkhead_proto::{JobId, ResourceRequest};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 /// A submission option set, as one source gives it. Every field is optional so that
 /// sources can be merged.
@@ -76,11 +83,12 @@ pub struct SubmitOpts {
     /// Generic resources, Slurm's spelling: gpu[:TYPE]:N.
     #[arg(long = "gres")]
     pub gres: Option<String>,
-    /// A comment (kept by Slurm; accepted and not stored in this release).
+    /// A comment, kept with the job and shown by `scontrol show job` and sacct.
     #[arg(long = "comment")]
     pub comment: Option<String>,
-    /// Start after other jobs: after:JOB, afterany:JOB, afterok:JOB or afternotok:JOB
-    /// (JOB:JOB... for several; items joined by `,` must all hold), or singleton.
+    /// Start after other jobs: after:JOB[+MINUTES], afterany:JOB, afterok:JOB or
+    /// afternotok:JOB (JOB:JOB... for several; items joined by `,` must all hold, by `?`
+    /// any one), or singleton.
     #[arg(long = "dependency", short = 'd')]
     pub dependency: Option<String>,
     /// A job array: indices such as 0-15, 1,3,5 or 0-15:4, with an optional %N (at
@@ -93,33 +101,73 @@ pub struct SubmitOpts {
     /// An administrator's reservation to run in.
     #[arg(long = "reservation")]
     pub reservation: Option<String>,
-    // Options of Slurm's that this release does not implement: read (so that a script
-    // written for Slurm is refused by name rather than by a parse error) and refused,
-    // and not listed in the help.
-    #[arg(long = "begin", short = 'b', hide = true)]
+    /// Not before this time: now[+N[UNITS]], HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]],
+    /// MM/DD[/YY], today, tomorrow, midnight, noon...
+    #[arg(long = "begin", short = 'b')]
     pub begin: Option<String>,
+    /// Lower the job's priority by N (default 100); a negative N is for administrators.
     #[arg(
         long = "nice",
         num_args = 0..=1,
         require_equals = true,
         default_missing_value = "100",
-        hide = true
+        allow_hyphen_values = true
     )]
     pub nice: Option<String>,
+    /// Whole nodes: no other job shares them.
     #[arg(
         long = "exclusive",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "node",
-        hide = true
+        default_missing_value = "node"
     )]
     pub exclusive: Option<String>,
-    #[arg(long = "gpus-per-task", hide = true)]
+    /// GPUs for each task (with -n): N or TYPE:N.
+    #[arg(long = "gpus-per-task")]
     pub gpus_per_task: Option<String>,
-    #[arg(long = "account", short = 'A', hide = true)]
+    /// Memory per GPU (instead of --mem or --mem-per-cpu).
+    #[arg(long = "mem-per-gpu")]
+    pub mem_per_gpu: Option<String>,
+    /// CPUs for each GPU.
+    #[arg(long = "cpus-per-gpu")]
+    pub cpus_per_gpu: Option<String>,
+    /// The account to charge: your own (administrators: any).
+    #[arg(long = "account", short = 'A')]
     pub account: Option<String>,
-    #[arg(long = "hold", short = 'H', hide = true)]
+    /// Submit held: pending until `scontrol release` / `bh release`.
+    #[arg(long = "hold", short = 'H')]
     pub hold: bool,
+    /// The shortest time limit the job accepts (kept and shown).
+    #[arg(long = "time-min")]
+    pub time_min: Option<String>,
+    /// The job may be requeued (after a node failure or preemption).
+    #[arg(long = "requeue")]
+    pub requeue: bool,
+    /// The job is never requeued.
+    #[arg(long = "no-requeue")]
+    pub no_requeue: bool,
+    /// yes: a job whose dependencies can never be met is cancelled (Bulkhead always
+    /// does this); no is refused.
+    #[arg(long = "kill-on-invalid-dep")]
+    pub kill_on_invalid_dep: Option<String>,
+    /// Do not read #PBS lines of the script.
+    #[arg(long = "ignore-pbs")]
+    pub ignore_pbs: bool,
+    /// Command line only: wait for the job to end and exit with its exit code.
+    #[arg(long = "wait", short = 'W')]
+    pub wait: bool,
+    /// Print nothing but errors.
+    #[arg(long = "quiet", short = 'Q')]
+    pub quiet: bool,
+    /// More messages (accepted; Bulkhead's are the same).
+    #[arg(long = "verbose", short = 'v', action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Options of [`table::IGNORED`] given, by long name.
+    #[arg(skip)]
+    pub ignored: Vec<&'static str>,
+    /// Options of [`table::REFUSED`] given, by long name.
+    #[arg(skip)]
+    pub refused: Vec<&'static str>,
     /// Command line only: wrap this command in a /bin/sh script.
     #[arg(long = "wrap")]
     pub wrap: Option<String>,
@@ -143,8 +191,85 @@ pub enum OptsError {
     },
     #[error("--mem and --mem-per-cpu are mutually exclusive")]
     MemExclusive,
-    #[error("{0} is not supported by this Bulkhead release")]
-    Unsupported(&'static str),
+    #[error("--{0} is not supported by this Bulkhead release: {1}")]
+    Unsupported(&'static str, &'static str),
+    /// A syntax error in the options (unknown option, missing value), as clap said it.
+    #[error("{0}")]
+    Syntax(String),
+    #[error(
+        "This does not look like a batch script.  The first line must start with #! followed by the path to an interpreter."
+    )]
+    NotAScript,
+}
+
+/// The options of one submission, from the command line's option words, the batch
+/// script (directives; the `#!` line checked) and the environment, merged with
+/// Slurm's precedence and resolved: what `sbatch`/`bh submit` do before sending.
+pub fn submission_opts(
+    flags: &[String],
+    script: &str,
+    get_env: impl Fn(&str) -> Option<String>,
+) -> Result<(SubmitOpts, Resolved), OptsError> {
+    let cli = parse_words(flags).map_err(|e| OptsError::Syntax(clap_message(&e)))?;
+    submission_opts_parsed(cli, script, get_env)
+}
+
+/// [`submission_opts`] with the command line already parsed.
+pub fn submission_opts_parsed(
+    cli: SubmitOpts,
+    script: &str,
+    get_env: impl Fn(&str) -> Option<String>,
+) -> Result<(SubmitOpts, Resolved), OptsError> {
+    if cli.wrap.is_none() && !script.starts_with("#!") {
+        return Err(OptsError::NotAScript);
+    }
+    let env = env_opts(&get_env)?;
+    let script = script_opts_with(script, cli.ignore_pbs || env.ignore_pbs)?;
+    let merged = cli.over(&env.over(&script));
+    let r = merged.resolve()?;
+    Ok((merged, r))
+}
+
+impl OptsError {
+    /// sbatch's exit code for it: 255 for what Slurm finds while reading options
+    /// (an unknown option, a bad directive, a bad time or node count), 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            OptsError::Directive { .. } | OptsError::Syntax(_) => 255,
+            OptsError::Value { opt, .. } if matches!(*opt, "time" | "nodes" | "begin") => 255,
+            _ => 1,
+        }
+    }
+}
+
+/// sbatch's whole option set as one clap command: [`SubmitOpts`] and [`table`]'s, long
+/// options abbreviated as getopt_long allows.
+pub fn command() -> clap::Command {
+    table::with_table(SubmitOpts::command()).infer_long_args(true)
+}
+
+/// Parses option words (no program name) with [`command`].
+pub fn parse_words<I, T>(words: I) -> Result<SubmitOpts, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let m = command().try_get_matches_from(words)?;
+    let mut o = SubmitOpts::from_arg_matches(&m)?;
+    o.ignored = table::present(&m, table::IGNORED);
+    o.refused = table::present(&m, table::REFUSED);
+    Ok(o)
+}
+
+/// clap's message for a parse error, its first line, without "error: ".
+fn clap_message(e: &clap::Error) -> String {
+    e.render()
+        .to_string()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("error: ")
+        .to_string()
 }
 
 fn value_err(opt: &'static str, value: &str, detail: impl Into<String>) -> OptsError {
@@ -203,9 +328,17 @@ pub fn split_words(s: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
-/// Reads the `#BH` and `#SBATCH` directives at the top of a script.
+/// Reads the `#BH`, `#SBATCH` and `#PBS` directives at the top of a script (`#PBS`
+/// unless the script itself says `--ignore-pbs`).
 pub fn script_opts(script: &str) -> Result<SubmitOpts, OptsError> {
+    script_opts_with(script, false)
+}
+
+/// [`script_opts`], `#PBS` lines skipped when `ignore_pbs` (from the command line or
+/// the environment).
+pub fn script_opts_with(script: &str, ignore_pbs: bool) -> Result<SubmitOpts, OptsError> {
     let mut words: Vec<String> = Vec::new();
+    let mut pbs_words: Vec<(usize, Vec<String>)> = Vec::new();
     let mut first_line = None;
     for (i, line) in script.lines().enumerate() {
         let n = i + 1;
@@ -223,14 +356,25 @@ pub fn script_opts(script: &str) -> Result<SubmitOpts, OptsError> {
             }
             break;
         }
-        let rest = line
-            .strip_prefix("#SBATCH")
-            .or_else(|| line.strip_prefix("#BH"));
+        let (rest, pbs) = match line.strip_prefix("#PBS") {
+            Some(r) => (Some(r), true),
+            None => (
+                line.strip_prefix("#SBATCH")
+                    .or_else(|| line.strip_prefix("#BH")),
+                false,
+            ),
+        };
         let Some(rest) = rest else { continue };
         if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
             continue; // e.g. "#SBATCHX" or "#BHV": not a directive.
         }
         let w = split_words(rest).map_err(|detail| OptsError::Directive { line: n, detail })?;
+        if pbs {
+            // Kept in place: PBS and Slurm lines are read in one pass, in order.
+            pbs_words.push((words.len(), w));
+            first_line.get_or_insert(n);
+            continue;
+        }
         if let Some(first) = w.first()
             && !first.starts_with('-')
         {
@@ -250,32 +394,50 @@ pub fn script_opts(script: &str) -> Result<SubmitOpts, OptsError> {
         first_line.get_or_insert(n);
         words.extend(w);
     }
-    SubmitOpts::try_parse_from(&words).map_err(|e| OptsError::Directive {
+    let ignore_pbs = ignore_pbs || words.iter().any(|w| w == "--ignore-pbs");
+    if !ignore_pbs && !pbs_words.is_empty() {
+        let mut merged = Vec::with_capacity(words.len());
+        let mut at = 0;
+        for (pos, w) in pbs_words {
+            merged.extend(words[at..pos].iter().cloned());
+            at = pos;
+            merged.extend(pbs::translate(&w));
+        }
+        merged.extend(words[at..].iter().cloned());
+        words = merged;
+    }
+    parse_words(&words).map_err(|e| OptsError::Directive {
         line: first_line.unwrap_or(0),
-        detail: e
-            .render()
-            .to_string()
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches("error: ")
-            .to_string(),
+        detail: clap_message(&e),
     })
 }
 
-/// Reads `SBATCH_*` variables (and their `BH_*` twins) that set options.
-pub fn env_opts(get: impl Fn(&str) -> Option<String>) -> SubmitOpts {
-    let pick = |a: &str, b: &str| get(a).or_else(|| get(b));
-    SubmitOpts {
-        job_name: pick("BH_JOB_NAME_DEFAULT", "SBATCH_JOB_NAME"),
-        partition: pick("BH_PARTITION_DEFAULT", "SBATCH_PARTITION"),
-        time: pick("BH_TIMELIMIT", "SBATCH_TIMELIMIT"),
-        export: pick("BH_EXPORT", "SBATCH_EXPORT"),
-        mem: pick("BH_MEM_PER_NODE", "SBATCH_MEM_PER_NODE"),
-        mem_per_cpu: pick("BH_MEM_PER_CPU", "SBATCH_MEM_PER_CPU"),
-        gpus: pick("BH_GPUS", "SBATCH_GPUS"),
-        ..SubmitOpts::default()
+/// Reads the `SBATCH_*` variables (and their `BH_*` twins) that set options
+/// ([`table::SBATCH_ENV`]). A `BH_*` variable wins over its `SBATCH_*` twin.
+pub fn env_opts(get: impl Fn(&str) -> Option<String>) -> Result<SubmitOpts, OptsError> {
+    let mut cmd = command();
+    cmd.build();
+    let mut words = Vec::new();
+    let mut from = Vec::new();
+    for (var, long) in table::SBATCH_ENV {
+        let Some(v) = get(var) else { continue };
+        let Some(arg) = cmd.get_arguments().find(|a| a.get_long() == Some(long)) else {
+            continue;
+        };
+        let takes_value = arg.get_num_args().is_some_and(|n| n.max_values() > 0);
+        words.push(
+            if !takes_value || (v.is_empty() && arg.is_require_equals_set()) {
+                format!("--{long}")
+            } else {
+                format!("--{long}={v}")
+            },
+        );
+        from.push(*var);
     }
+    parse_words(&words).map_err(|e| OptsError::Env {
+        var: from.first().copied().unwrap_or("SBATCH_*"),
+        detail: clap_message(&e),
+    })
 }
 
 macro_rules! merge_fields {
@@ -283,10 +445,24 @@ macro_rules! merge_fields {
         SubmitOpts {
             $($f: $hi.$f.clone().or_else(|| $lo.$f.clone()),)*
             hold: $hi.hold || $lo.hold,
+            requeue: $hi.requeue || ($lo.requeue && !$hi.no_requeue),
+            no_requeue: $hi.no_requeue || ($lo.no_requeue && !$hi.requeue),
+            ignore_pbs: $hi.ignore_pbs || $lo.ignore_pbs,
+            wait: $hi.wait || $lo.wait,
+            quiet: $hi.quiet || $lo.quiet,
+            verbose: $hi.verbose.saturating_add($lo.verbose),
+            ignored: union(&$hi.ignored, &$lo.ignored),
+            refused: union(&$hi.refused, &$lo.refused),
             wrap: $hi.wrap.clone(),
             parsable: $hi.parsable,
         }
     };
+}
+
+fn union(a: &[&'static str], b: &[&'static str]) -> Vec<&'static str> {
+    let mut out = a.to_vec();
+    out.extend(b.iter().filter(|x| !a.contains(x)));
+    out
 }
 
 impl SubmitOpts {
@@ -321,6 +497,10 @@ impl SubmitOpts {
             nice,
             exclusive,
             gpus_per_task,
+            mem_per_gpu,
+            cpus_per_gpu,
+            time_min,
+            kill_on_invalid_dep,
             qos,
             account,
             reservation
@@ -526,6 +706,9 @@ pub struct Resolved {
     pub array: Option<ArraySpec>,
     pub reservation: Option<String>,
     pub qos: Option<String>,
+    pub extra: SubmitExtra,
+    /// What sbatch would warn of (options without effect here, counts adjusted).
+    pub warnings: Vec<String>,
 }
 
 /// The job's tasks as its options laid them out, for the variables sbatch sets
@@ -617,17 +800,36 @@ pub fn parse_array(v: &str) -> Result<ArraySpec, OptsError> {
     Ok(spec)
 }
 
-/// Parses `--dependency`: `TYPE:JOB[:JOB...]` items separated by `,` (all must hold),
-/// TYPE one of after, afterany, afterok, afternotok; or `singleton`.
+/// Parses `--dependency` where all must hold (see [`parse_dependency_any`]).
 pub fn parse_dependency(v: &str) -> Result<Vec<Dependency>, OptsError> {
+    match parse_dependency_any(v)? {
+        (deps, false) => Ok(deps),
+        (_, true) => Err(value_err(
+            "dependency",
+            v,
+            "`?` (any of) where all must hold",
+        )),
+    }
+}
+
+/// Parses `--dependency`: `TYPE:JOB[:JOB...]` items separated by `,` (all must hold)
+/// or by `?` (any one suffices; the two may not be mixed), TYPE one of after (with an
+/// optional `+MINUTES` per job), afterany, afterok, afternotok; or `singleton`.
+/// Returns the dependencies and whether any one suffices.
+pub fn parse_dependency_any(v: &str) -> Result<(Vec<Dependency>, bool), OptsError> {
+    let any = v.contains('?');
+    if any && v.contains(',') {
+        return Err(value_err(
+            "dependency",
+            v,
+            "`,` (all of) and `?` (any of) cannot be mixed",
+        ));
+    }
     let mut out = Vec::new();
-    for item in v.split(',').filter(|i| !i.is_empty()) {
+    for item in v.split([',', '?']).filter(|i| !i.is_empty()) {
         if item == "singleton" {
             out.push(Dependency::Singleton);
             continue;
-        }
-        if item.contains('?') {
-            return Err(OptsError::Unsupported("--dependency with ? (any of)"));
         }
         let mut parts = item.split(':');
         let kind = parts.next().unwrap_or("");
@@ -636,16 +838,40 @@ pub fn parse_dependency(v: &str) -> Result<Vec<Dependency>, OptsError> {
             return Err(value_err("dependency", v, format!("{item:?} names no job")));
         }
         for id in ids {
-            // `J+MINUTES` (a delay) is Slurm's; Bulkhead takes plain job ids.
+            let (id, delay) = match id.split_once('+') {
+                Some((j, m)) if kind == "after" => (
+                    j,
+                    Some(m.parse::<u32>().map_err(|_| {
+                        value_err("dependency", v, format!("{m:?} is not a number of minutes"))
+                    })?),
+                ),
+                Some(_) => {
+                    return Err(value_err("dependency", v, "+MINUTES is only for after:JOB"));
+                }
+                None => (id, None),
+            };
+            if id.contains('_') {
+                return Err(OptsError::Unsupported(
+                    "dependency on one task of an array (JOB_TASK)",
+                    "depend on the whole array's job id, or on the task's own job id (squeue shows it)",
+                ));
+            }
             let job: JobId = id
                 .parse()
                 .map_err(|_| value_err("dependency", v, format!("{id:?} is not a job id")))?;
-            out.push(match kind {
-                "after" => Dependency::After(job),
-                "afterany" => Dependency::AfterAny(job),
-                "afterok" => Dependency::AfterOk(job),
-                "afternotok" => Dependency::AfterNotOk(job),
-                other => {
+            out.push(match (kind, delay) {
+                ("after", Some(m)) if m > 0 => Dependency::AfterDelay(job, m),
+                ("after", _) => Dependency::After(job),
+                ("afterany", _) => Dependency::AfterAny(job),
+                ("afterok", _) => Dependency::AfterOk(job),
+                ("afternotok", _) => Dependency::AfterNotOk(job),
+                ("aftercorr" | "afterburstbuffer" | "expand", _) => {
+                    return Err(OptsError::Unsupported(
+                        "dependency types aftercorr, afterburstbuffer and expand",
+                        "use after, afterany, afterok, afternotok or singleton",
+                    ));
+                }
+                (other, _) => {
                     return Err(value_err(
                         "dependency",
                         v,
@@ -655,7 +881,7 @@ pub fn parse_dependency(v: &str) -> Result<Vec<Dependency>, OptsError> {
             });
         }
     }
-    Ok(out)
+    Ok((out, any))
 }
 
 /// Which of the submitter's environment variables go to the job.
@@ -697,7 +923,7 @@ impl SubmitOpts {
     /// The options whose values are labels (names, paths, partitions, comments...),
     /// by their long names. Not `--wrap` (a script) nor `--export` (environment values
     /// are data, passed to the job as they are).
-    fn labels(&self) -> [(&'static str, Option<&str>); 26] {
+    fn labels(&self) -> [(&'static str, Option<&str>); 30] {
         [
             ("ntasks", self.ntasks.as_deref()),
             ("ntasks-per-node", self.ntasks_per_node.as_deref()),
@@ -725,6 +951,10 @@ impl SubmitOpts {
             ("exclusive", self.exclusive.as_deref()),
             ("gpus-per-task", self.gpus_per_task.as_deref()),
             ("account", self.account.as_deref()),
+            ("mem-per-gpu", self.mem_per_gpu.as_deref()),
+            ("cpus-per-gpu", self.cpus_per_gpu.as_deref()),
+            ("time-min", self.time_min.as_deref()),
+            ("kill-on-invalid-dep", self.kill_on_invalid_dep.as_deref()),
         ]
     }
 
@@ -744,18 +974,20 @@ impl SubmitOpts {
                 ));
             }
         }
-        for (set, name) in [
-            (self.begin.is_some(), "--begin"),
-            (self.nice.is_some(), "--nice"),
-            (self.exclusive.is_some(), "--exclusive"),
-            (self.gpus_per_task.is_some(), "--gpus-per-task"),
-            (self.account.is_some(), "--account"),
-            (self.hold, "--hold"),
-        ] {
-            if set {
-                return Err(OptsError::Unsupported(name));
-            }
+        if let Some(long) = self.refused.first() {
+            return Err(OptsError::Unsupported(
+                table::REFUSED
+                    .iter()
+                    .find(|o| o.0 == *long)
+                    .map_or("an option", |o| o.0),
+                table::why(long),
+            ));
         }
+        let mut warnings: Vec<String> = self
+            .ignored
+            .iter()
+            .map(|long| format!("--{long} has no effect here: {}", table::why(long)))
+            .collect();
         let mut nodes = 1;
         let tasks_per_node_opt = match &self.ntasks_per_node {
             Some(v) => Some(count("ntasks-per-node", v)?),
@@ -786,6 +1018,14 @@ impl SubmitOpts {
         if let (Some(t), Some(per), None) = (asked, tasks_per_node_opt, &self.nodes) {
             nodes = t.div_ceil(per);
         }
+        if let Some(t) = asked
+            && t < nodes
+        {
+            warnings.push(format!(
+                "can't run {t} processes on {nodes} nodes, setting nnodes to {t}"
+            ));
+            nodes = t;
+        }
         let ntasks = asked.unwrap_or_else(|| tasks_per_node_opt.unwrap_or(1).saturating_mul(nodes));
         if let Some(per) = tasks_per_node_opt
             && ntasks.div_ceil(nodes) > per
@@ -804,19 +1044,16 @@ impl SubmitOpts {
             .div_ceil(nodes)
             .checked_mul(per_task)
             .ok_or_else(|| value_err("ntasks", &ntasks.to_string(), "too many CPUs"))?;
-        if self.mem.is_some() && self.mem_per_cpu.is_some() {
+        let mems = [&self.mem, &self.mem_per_cpu, &self.mem_per_gpu];
+        if mems.iter().filter(|m| m.is_some()).count() > 1 {
             return Err(OptsError::MemExclusive);
         }
-        let mem_mb = match (&self.mem, &self.mem_per_cpu) {
+        let mut mem_whole = false;
+        let mut mem_mb = match (&self.mem, &self.mem_per_cpu) {
             (Some(m), _) => {
                 let mb = parse_mem(m).map_err(|d| value_err("mem", m, d))?;
-                if mb == 0 {
-                    return Err(value_err(
-                        "mem",
-                        m,
-                        "--mem=0 (all of a node's memory) is not supported; give a size",
-                    ));
-                }
+                // --mem=0: all of each node's memory.
+                mem_whole = mb == 0;
                 mb
             }
             (None, Some(m)) => {
@@ -828,8 +1065,18 @@ impl SubmitOpts {
             }
             (None, None) => 0,
         };
+        // Slurm reads a limit in whole minutes, rounding seconds up.
+        let minutes = |t: &str, opt: &'static str| -> Result<Option<u64>, OptsError> {
+            Ok(parse_time(t)
+                .map_err(|d| value_err(opt, t, d))?
+                .map(|s| s.div_ceil(60).saturating_mul(60).min(MAX_TIME_LIMIT_S)))
+        };
         let time_limit_s = match &self.time {
-            Some(t) => parse_time(t).map_err(|d| value_err("time", t, d))?,
+            Some(t) => minutes(t, "time")?,
+            None => None,
+        };
+        let time_min_s = match &self.time_min {
+            Some(t) => minutes(t, "time-min")?,
             None => None,
         };
         // --gpus is for the whole job (at least one per node); the others per node.
@@ -846,7 +1093,119 @@ impl SubmitOpts {
                 per_node.push(("gres", g.as_str(), ask));
             }
         }
+        if let Some(g) = &self.gpus_per_task {
+            let Some(tasks) = asked.or(tasks_per_node_opt.map(|_| ntasks)) else {
+                return Err(value_err(
+                    "gpus-per-task",
+                    g,
+                    "--gpus-per-task used without either --gpus or -n/--ntasks is not allowed",
+                ));
+            };
+            let each = match gpus_value("gpus-per-task", g)? {
+                GpuAsk::Whole { count, model } => GpuAsk::Whole {
+                    count: count.saturating_mul(tasks.div_ceil(nodes)),
+                    model,
+                },
+                GpuAsk::Mig { count, profile } => GpuAsk::Mig {
+                    count: count.saturating_mul(tasks.div_ceil(nodes)),
+                    profile,
+                },
+            };
+            per_node.push(("gpus-per-task", g.as_str(), each));
+        }
         let (gpus, gpu_model, mig) = gpu_request(per_job, per_node, nodes)?;
+        let gpus_here = gpus + mig.as_ref().map_or(0, |m| m.count);
+        let mut cpus = cpus;
+        if let Some(c) = &self.cpus_per_gpu {
+            let per = count("cpus-per-gpu", c)?;
+            if gpus_here == 0 {
+                return Err(value_err("cpus-per-gpu", c, "the job asks for no GPUs"));
+            }
+            cpus = cpus.max(per.saturating_mul(gpus_here));
+        }
+        if let Some(m) = &self.mem_per_gpu {
+            let mb = parse_mem(m).map_err(|d| value_err("mem-per-gpu", m, d))?;
+            if gpus_here == 0 {
+                return Err(value_err("mem-per-gpu", m, "the job asks for no GPUs"));
+            }
+            mem_mb = mb.saturating_mul(u64::from(gpus_here));
+        }
+        let nice = match &self.nice {
+            Some(n) => {
+                let v: i64 = n
+                    .trim()
+                    .parse()
+                    .map_err(|_| value_err("nice", n, "expected an integer"))?;
+                if v.unsigned_abs() > u64::from(bulkhead_proto::job::MAX_NICE) {
+                    return Err(value_err(
+                        "nice",
+                        n,
+                        format!(
+                            "Nice value out of range (+/- {})",
+                            bulkhead_proto::job::MAX_NICE
+                        ),
+                    ));
+                }
+                v as i32
+            }
+            None => 0,
+        };
+        let begin_us = match &self.begin {
+            Some(b) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                let at = begin::parse_begin(b, now).map_err(|d| value_err("begin", b, d))?;
+                // A time past is no delay.
+                (at > now).then(|| (at as u64).saturating_mul(1_000_000))
+            }
+            None => None,
+        };
+        match self.kill_on_invalid_dep.as_deref() {
+            None | Some("yes") => {}
+            Some("no") => {
+                return Err(OptsError::Unsupported(
+                    "kill-on-invalid-dep=no",
+                    "a job whose dependencies can never be met is cancelled (reason DependencyNeverSatisfied)",
+                ));
+            }
+            Some(v) => {
+                return Err(value_err("kill-on-invalid-dep", v, "expected yes or no"));
+            }
+        }
+        let exclusive = match self.exclusive.as_deref() {
+            None => false,
+            Some("node" | "") => true,
+            Some("user" | "mcs") => {
+                warnings.push(
+                    "--exclusive=user and =mcs give whole nodes here, as --exclusive does".into(),
+                );
+                true
+            }
+            Some(v) => return Err(value_err("exclusive", v, "expected node, user or mcs")),
+        };
+        let (deps, deps_any) = match &self.dependency {
+            Some(d) => parse_dependency_any(d)?,
+            None => (vec![], false),
+        };
+        let extra = SubmitExtra {
+            begin_us,
+            nice,
+            hold: self.hold,
+            comment: self.comment.clone(),
+            account: self.account.clone(),
+            deps_any,
+            time_min_s,
+            requeue: if self.no_requeue {
+                Some(false)
+            } else if self.requeue {
+                Some(true)
+            } else {
+                None
+            },
+            exclusive,
+            mem_whole,
+        };
         // Several partitions may be named: the first that can take the job runs it.
         let partition = self.partition.clone();
         if partition
@@ -859,10 +1218,6 @@ impl SubmitOpts {
                 "empty partition name",
             ));
         }
-        let deps = match &self.dependency {
-            Some(d) => parse_dependency(d)?,
-            None => vec![],
-        };
         Ok(Resolved {
             resources: ResourceRequest {
                 nodes,
@@ -893,361 +1248,11 @@ impl SubmitOpts {
             array: self.array.as_deref().map(parse_array).transpose()?,
             reservation: self.reservation.clone(),
             qos: self.qos.clone(),
+            extra,
+            warnings,
         })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cli(args: &[&str]) -> SubmitOpts {
-        SubmitOpts::try_parse_from(args).expect("parse")
-    }
-
-    #[test]
-    fn the_task_layout_follows_sbatchs_options() {
-        let r = cli(&["-N", "2", "--ntasks-per-node", "3", "-c", "2"])
-            .resolve()
-            .expect("resolve");
-        assert_eq!(r.resources.nodes, 2);
-        assert_eq!(r.resources.cpus, 6, "3 tasks of 2 CPUs on each node");
-        let env: std::collections::HashMap<String, String> = r.layout.env().into_iter().collect();
-        assert_eq!(env["SLURM_NTASKS"], "6");
-        assert_eq!(env["SLURM_NTASKS_PER_NODE"], "3");
-        assert_eq!(env["SLURM_CPUS_PER_TASK"], "2");
-        assert_eq!(env["SLURM_TASKS_PER_NODE"], "3(x2)");
-        // --ntasks with --ntasks-per-node and no --nodes: the nodes they need.
-        let r = cli(&["-n", "5", "--ntasks-per-node", "2"])
-            .resolve()
-            .expect("resolve");
-        assert_eq!(r.resources.nodes, 3);
-        assert_eq!(r.layout.tasks_per_node, vec![2, 2, 1]);
-        // Nothing asked: one task, no SLURM_NTASKS (as sbatch), the layout still said.
-        let env: std::collections::HashMap<String, String> = cli(&[])
-            .resolve()
-            .expect("resolve")
-            .layout
-            .env()
-            .into_iter()
-            .collect();
-        assert!(!env.contains_key("SLURM_NTASKS"));
-        assert_eq!(env["SLURM_TASKS_PER_NODE"], "1");
-        assert!(
-            cli(&["-n", "5", "-N", "1", "--ntasks-per-node", "2"])
-                .resolve()
-                .is_err(),
-            "5 tasks do not fit 2 per node on 1 node"
-        );
-    }
-
-    #[test]
-    fn times_parse_in_every_slurm_form() {
-        assert_eq!(parse_time("30"), Ok(Some(1800)));
-        assert_eq!(parse_time("1:30"), Ok(Some(90)));
-        assert_eq!(parse_time("25:00:00"), Ok(Some(90000)));
-        assert_eq!(parse_time("1-12"), Ok(Some(129_600)));
-        assert_eq!(parse_time("1-12:30"), Ok(Some(131_400)));
-        assert_eq!(parse_time("1-12:30:05"), Ok(Some(131_405)));
-        assert_eq!(parse_time("UNLIMITED"), Ok(None));
-        assert_eq!(parse_time("infinite"), Ok(None));
-        assert_eq!(parse_time("0"), Ok(None));
-        for bad in ["abc", "1-2-3-4", "1:2:3:4", "", "-5", "1:x"] {
-            assert!(parse_time(bad).is_err(), "{bad} parsed");
-        }
-        assert_eq!(format_time(Some(90000)), "1-01:00:00");
-        assert_eq!(format_time(Some(90)), "00:01:30");
-        assert_eq!(format_time(None), "UNLIMITED");
-    }
-
-    #[test]
-    fn time_limits_are_capped_where_slurm_stops() {
-        // The largest, in every form that reaches it.
-        for max in [
-            "24855-03:13:08",
-            "596523:13:08",
-            "35791393:08",
-            "0-596523:13:08",
-        ] {
-            assert_eq!(parse_time(max), Ok(Some(MAX_TIME_LIMIT_S)), "{max}");
-        }
-        assert_eq!(parse_time("35791393"), Ok(Some(35_791_393 * 60)));
-        assert_eq!(format_time(Some(MAX_TIME_LIMIT_S)), "24855-03:13:08");
-        // One second more, the reviewer's values, and values that overflow u64 in
-        // any part or in the sum.
-        for over in [
-            "24855-03:13:09",
-            "35791394",
-            "107000000000000-0",
-            "99999999999999",
-            "18446744073709551615",
-            "99999999999999999999",
-            "0-0:0:18446744073709551615",
-            "307445734561825860-0",
-        ] {
-            let e = parse_time(over).expect_err(over);
-            assert!(
-                e.contains("longer than the maximum, 24855-03:13:08"),
-                "{over}: {e}"
-            );
-        }
-        let e = cli(&["-t", "107000000000000-0"]).resolve().unwrap_err();
-        assert!(matches!(&e, OptsError::Value { opt: "time", .. }), "{e:?}");
-    }
-
-    #[test]
-    fn control_characters_in_any_label_are_refused_naming_the_option() {
-        for (args, opt) in [
-            (&["-J", "x\nUserId=root(0)"][..], "--job-name"),
-            (&["--comment", "c\u{1b}]0;t\u{7}"][..], "--comment"),
-            (&["-o", "/tmp/o\u{1b}[2J"][..], "--output"),
-            (&["-e", "e\r"][..], "--error"),
-            (&["-D", "/tmp/\u{9b}31m"][..], "--chdir"),
-            (&["-p", "batch\u{7f}"][..], "--partition"),
-            (&["--qos", "q\0"][..], "--qos"),
-            (&["--reservation", "r\t"][..], "--reservation"),
-            (&["-d", "afterok:1\n"][..], "--dependency"),
-        ] {
-            let e = cli(args).resolve().expect_err(opt).to_string();
-            assert!(e.starts_with(&format!("invalid {opt} value")), "{e}");
-            assert!(e.contains("control character"), "{e}");
-            assert!(!e.chars().any(bulkhead_proto::limits::is_control), "{e:?}");
-        }
-        // In a directive too.
-        let o = script_opts("#!/bin/sh\n#SBATCH -J a\u{1b}b\n").expect("directives");
-        assert!(o.resolve().is_err());
-        // Environment values are data.
-        assert!(cli(&["--export", "A=x\ny"]).resolve().is_ok());
-    }
-
-    /// `bh submit --help` lists exactly the options that work: each one it shows is
-    /// accepted with a sample value, each one it hides is refused by name.
-    #[test]
-    fn the_help_lists_what_works_and_nothing_refused() {
-        use clap::CommandFactory;
-        let sample = |long: &str| -> Option<&'static str> {
-            Some(match long {
-                "ntasks" | "ntasks-per-node" | "cpus-per-task" | "cpus" | "nodes" | "gpus"
-                | "gpus-per-node" => "1",
-                "mem" | "mem-per-cpu" => "1G",
-                "time" => "10",
-                "partition" | "job-name" | "qos" | "reservation" | "comment" => "x",
-                "output" | "error" => "o-%j",
-                "chdir" => "/tmp",
-                "export" => "ALL",
-                "gres" => "gpu:1",
-                "dependency" => "afterok:1",
-                "array" => "0-3",
-                "wrap" => "true",
-                _ => return None,
-            })
-        };
-        let cmd = SubmitOpts::command();
-        let help = SubmitOpts::command().render_long_help().to_string();
-        let mut shown = 0;
-        for a in cmd.get_arguments() {
-            let long = a.get_long().expect("every option has a long name");
-            let flag = format!("--{long}");
-            if a.is_hide_set() {
-                assert!(!help.contains(&flag), "{flag} is hidden but in the help");
-                let v = if long == "hold" {
-                    vec![flag.clone()]
-                } else {
-                    vec![format!("{flag}=1")]
-                };
-                match SubmitOpts::try_parse_from(&v).expect("parses").resolve() {
-                    Err(OptsError::Unsupported(name)) => assert_eq!(name, flag),
-                    other => panic!("{flag} is hidden but not refused: {other:?}"),
-                }
-                continue;
-            }
-            assert!(help.contains(&flag), "{flag} is missing from the help");
-            assert!(
-                a.get_long_help().or(a.get_help()).is_some(),
-                "{flag} has no description"
-            );
-            if long == "parsable" {
-                continue;
-            }
-            let value = sample(long).unwrap_or_else(|| panic!("no sample value for {flag}"));
-            let o = SubmitOpts::try_parse_from([flag.clone(), value.to_string()])
-                .unwrap_or_else(|e| panic!("{flag}: {e}"));
-            assert!(o.resolve().is_ok(), "{flag} {value}: {:?}", o.resolve());
-            shown += 1;
-        }
-        assert!(shown >= 20, "{shown} options shown");
-        assert!(!help.to_lowercase().contains("not implement"), "{help}");
-    }
-
-    #[test]
-    fn memory_sizes_parse_with_slurm_suffixes() {
-        assert_eq!(parse_mem("512"), Ok(512));
-        assert_eq!(parse_mem("500K"), Ok(1));
-        assert_eq!(parse_mem("2048K"), Ok(2));
-        assert_eq!(parse_mem("4GB"), Ok(4096));
-        assert_eq!(parse_mem("4g"), Ok(4096));
-        assert_eq!(parse_mem("1T"), Ok(1 << 20));
-        assert!(parse_mem("12X").is_err());
-        assert!(parse_mem("G").is_err());
-        assert!(parse_mem("99999999999999999999T").is_err());
-    }
-
-    #[test]
-    fn words_split_like_a_shell_and_stop_at_comments() {
-        assert_eq!(
-            split_words(" -J \"two words\" -n 2 # two tasks").expect("split"),
-            ["-J", "two words", "-n", "2"]
-        );
-        assert_eq!(split_words("-t 30 #half").expect("split"), ["-t", "30"]);
-        assert_eq!(
-            split_words("--export A=1#x").expect("split"),
-            ["--export", "A=1#x"]
-        );
-        assert!(split_words("-J \"open").is_err());
-    }
-
-    #[test]
-    fn directives_stop_at_the_first_command() {
-        let s = "#!/bin/bash\n#SBATCH -n 2\n\n   \n# a comment\n  #SBATCH -n 9\n#BH -J named\necho hi\n#SBATCH -t 5\n";
-        let o = script_opts(s).expect("directives");
-        assert_eq!(o.ntasks.as_deref(), Some("2"));
-        assert_eq!(o.job_name.as_deref(), Some("named"));
-        assert_eq!(o.time, None);
-    }
-
-    #[test]
-    fn later_directives_win_and_the_command_line_beats_the_script() {
-        let s = "#!/bin/sh\n#SBATCH -J first\n#SBATCH -J second\n#SBATCH --mem=2G\n";
-        let script = script_opts(s).expect("script");
-        assert_eq!(script.job_name.as_deref(), Some("second"));
-        let merged = cli(&["--mem=3G"]).over(&script);
-        assert_eq!(merged.resolve().expect("resolve").resources.mem_mb, 3072);
-    }
-
-    #[test]
-    fn mem_and_mem_per_cpu_exclude_each_other_across_sources() {
-        let script =
-            script_opts("#!/bin/sh\n#SBATCH --mem-per-cpu=2G\n#SBATCH -n 2\n").expect("script");
-        assert_eq!(script.resolve().expect("resolve").resources.mem_mb, 4096);
-        assert_eq!(
-            cli(&["--mem=6G"]).over(&script).resolve(),
-            Err(OptsError::MemExclusive)
-        );
-    }
-
-    #[test]
-    fn bad_directives_and_values_are_refused_with_the_line() {
-        match script_opts("#!/bin/sh\n#SBATCH --nice 10\n") {
-            Err(OptsError::Directive { line: 2, .. }) => {}
-            other => panic!("{other:?}"),
-        }
-        match script_opts("#!/bin/sh\n#SBATCH --frobnicate\n") {
-            Err(OptsError::Directive { line: 2, detail }) => {
-                assert!(detail.contains("frobnicate"), "{detail}")
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(
-            cli(&["-n", "0"]).resolve(),
-            Err(OptsError::Value { opt: "ntasks", .. })
-        ));
-        assert!(matches!(
-            cli(&["-N", "4-2"]).resolve(),
-            Err(OptsError::Value { opt: "nodes", .. })
-        ));
-        assert_eq!(
-            cli(&["--begin=now"]).resolve(),
-            Err(OptsError::Unsupported("--begin"))
-        );
-        assert_eq!(
-            parse_array("0-15:4%2"),
-            Ok(ArraySpec {
-                ranges: vec![(0, 15, 4)],
-                throttle: Some(2)
-            })
-        );
-        assert_eq!(parse_array("1,3,5").map(|a| a.count()), Ok(3));
-        assert!(parse_array("5-1").is_err());
-        assert!(parse_array("0-9%0").is_err());
-        assert!(parse_array("0-99999999").is_err(), "too many tasks");
-        assert_eq!(
-            parse_dependency("afterok:12:13,afternotok:14,singleton"),
-            Ok(vec![
-                Dependency::AfterOk(JobId(12)),
-                Dependency::AfterOk(JobId(13)),
-                Dependency::AfterNotOk(JobId(14)),
-                Dependency::Singleton
-            ])
-        );
-        assert!(parse_dependency("afterok").is_err());
-        assert!(parse_dependency("before:3").is_err());
-        assert!(parse_dependency("afterok:x").is_err());
-    }
-
-    #[test]
-    fn gpu_spellings_parse_to_the_same_request() {
-        let gpu = |args: &[&str]| {
-            let r = cli(args).resolve().expect("resolves").resources;
-            (r.gpus, r.gpu_model, r.mig)
-        };
-        let slice = |n: u32| {
-            Some(MigAsk {
-                profile: "1g.10gb".into(),
-                count: n,
-            })
-        };
-        // Whole GPUs, any model.
-        assert_eq!(gpu(&["--gres=gpu:2"]), (2, None, None));
-        assert_eq!(gpu(&["--gpus=2"]), gpu(&["--gres=gpu:2"]));
-        assert_eq!(gpu(&["-G", "2"]), gpu(&["--gpus-per-node=2"]));
-        assert_eq!(gpu(&["--gres=gpu"]), (1, None, None));
-        // A model.
-        assert_eq!(gpu(&["--gres=gpu:a100:2"]), (2, Some("a100".into()), None));
-        assert_eq!(gpu(&["--gpus=a100:2"]), gpu(&["--gres=gpu:a100:2"]));
-        assert_eq!(gpu(&["--gpus=h100:4"]), (4, Some("h100".into()), None));
-        // A MIG slice.
-        assert_eq!(gpu(&["--gres=gpu:1g.10gb:1"]), (0, None, slice(1)));
-        assert_eq!(gpu(&["--gpus=1g.10gb:1"]), gpu(&["--gres=gpu:1g.10gb:1"]));
-        assert_eq!(gpu(&["--gpus-per-node", "1g.10gb:3"]), (0, None, slice(3)));
-        // Whole GPUs and slices together (Slurm's case 125).
-        assert_eq!(
-            gpu(&["--gres=gpu:a100:1,gpu:1g.10gb:2"]),
-            (1, Some("a100".into()), slice(2))
-        );
-        // --gpus is for the job: spread over its nodes.
-        assert_eq!(gpu(&["-N", "2", "--gpus=8"]), (4, None, None));
-        // Refused, with the reason.
-        for (args, why) in [
-            (&["--gres=fpga:1"][..], "unknown generic resource"),
-            (&["--gpus=abc"][..], "unknown GPU type"),
-            (&["--gpus=h100:0"][..], "positive"),
-            (&["--gres=gpu:a100:1,gpu:h100:1"][..], "one GPU model"),
-            (
-                &["--gres=gpu:1g.10gb:1,gpu:3g.40gb:1"][..],
-                "one MIG profile",
-            ),
-            (&["-N", "4", "--gpus=2"][..], "at least --nodes"),
-        ] {
-            let e = cli(args).resolve().expect_err(why).to_string();
-            assert!(e.contains(why), "{args:?}: {e}");
-        }
-    }
-
-    #[test]
-    fn exports_parse() {
-        assert_eq!(parse_export("ALL"), Export::All(vec![]));
-        assert_eq!(parse_export("NONE"), Export::Only(vec![]));
-        assert_eq!(
-            parse_export("A=1,B=two words,C"),
-            Export::Only(vec![
-                ("A".into(), Some("1".into())),
-                ("B".into(), Some("two words".into())),
-                ("C".into(), None)
-            ])
-        );
-        assert_eq!(
-            parse_export("ALL,X=2"),
-            Export::All(vec![("X".into(), "2".into())])
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,531 @@
+use super::*;
+
+fn cli(args: &[&str]) -> SubmitOpts {
+    parse_words(args).expect("parse")
+}
+
+#[test]
+fn the_task_layout_follows_sbatchs_options() {
+    let r = cli(&["-N", "2", "--ntasks-per-node", "3", "-c", "2"])
+        .resolve()
+        .expect("resolve");
+    assert_eq!(r.resources.nodes, 2);
+    assert_eq!(r.resources.cpus, 6, "3 tasks of 2 CPUs on each node");
+    let env: std::collections::HashMap<String, String> = r.layout.env().into_iter().collect();
+    assert_eq!(env["SLURM_NTASKS"], "6");
+    assert_eq!(env["SLURM_NTASKS_PER_NODE"], "3");
+    assert_eq!(env["SLURM_CPUS_PER_TASK"], "2");
+    assert_eq!(env["SLURM_TASKS_PER_NODE"], "3(x2)");
+    // --ntasks with --ntasks-per-node and no --nodes: the nodes they need.
+    let r = cli(&["-n", "5", "--ntasks-per-node", "2"])
+        .resolve()
+        .expect("resolve");
+    assert_eq!(r.resources.nodes, 3);
+    assert_eq!(r.layout.tasks_per_node, vec![2, 2, 1]);
+    // Nothing asked: one task, no SLURM_NTASKS (as sbatch), the layout still said.
+    let env: std::collections::HashMap<String, String> = cli(&[])
+        .resolve()
+        .expect("resolve")
+        .layout
+        .env()
+        .into_iter()
+        .collect();
+    assert!(!env.contains_key("SLURM_NTASKS"));
+    assert_eq!(env["SLURM_TASKS_PER_NODE"], "1");
+    assert!(
+        cli(&["-n", "5", "-N", "1", "--ntasks-per-node", "2"])
+            .resolve()
+            .is_err(),
+        "5 tasks do not fit 2 per node on 1 node"
+    );
+}
+
+#[test]
+fn times_parse_in_every_slurm_form() {
+    assert_eq!(parse_time("30"), Ok(Some(1800)));
+    assert_eq!(parse_time("1:30"), Ok(Some(90)));
+    assert_eq!(parse_time("25:00:00"), Ok(Some(90000)));
+    assert_eq!(parse_time("1-12"), Ok(Some(129_600)));
+    assert_eq!(parse_time("1-12:30"), Ok(Some(131_400)));
+    assert_eq!(parse_time("1-12:30:05"), Ok(Some(131_405)));
+    assert_eq!(parse_time("UNLIMITED"), Ok(None));
+    assert_eq!(parse_time("infinite"), Ok(None));
+    assert_eq!(parse_time("0"), Ok(None));
+    for bad in ["abc", "1-2-3-4", "1:2:3:4", "", "-5", "1:x"] {
+        assert!(parse_time(bad).is_err(), "{bad} parsed");
+    }
+    assert_eq!(format_time(Some(90000)), "1-01:00:00");
+    assert_eq!(format_time(Some(90)), "00:01:30");
+    assert_eq!(format_time(None), "UNLIMITED");
+}
+
+#[test]
+fn time_limits_are_capped_where_slurm_stops() {
+    // The largest, in every form that reaches it.
+    for max in [
+        "24855-03:13:08",
+        "596523:13:08",
+        "35791393:08",
+        "0-596523:13:08",
+    ] {
+        assert_eq!(parse_time(max), Ok(Some(MAX_TIME_LIMIT_S)), "{max}");
+    }
+    assert_eq!(parse_time("35791393"), Ok(Some(35_791_393 * 60)));
+    assert_eq!(format_time(Some(MAX_TIME_LIMIT_S)), "24855-03:13:08");
+    // One second more, the reviewer's values, and values that overflow u64 in
+    // any part or in the sum.
+    for over in [
+        "24855-03:13:09",
+        "35791394",
+        "107000000000000-0",
+        "99999999999999",
+        "18446744073709551615",
+        "99999999999999999999",
+        "0-0:0:18446744073709551615",
+        "307445734561825860-0",
+    ] {
+        let e = parse_time(over).expect_err(over);
+        assert!(
+            e.contains("longer than the maximum, 24855-03:13:08"),
+            "{over}: {e}"
+        );
+    }
+    let e = cli(&["-t", "107000000000000-0"]).resolve().unwrap_err();
+    assert!(matches!(&e, OptsError::Value { opt: "time", .. }), "{e:?}");
+}
+
+#[test]
+fn control_characters_in_any_label_are_refused_naming_the_option() {
+    for (args, opt) in [
+        (&["-J", "x\nUserId=root(0)"][..], "--job-name"),
+        (&["--comment", "c\u{1b}]0;t\u{7}"][..], "--comment"),
+        (&["-o", "/tmp/o\u{1b}[2J"][..], "--output"),
+        (&["-e", "e\r"][..], "--error"),
+        (&["-D", "/tmp/\u{9b}31m"][..], "--chdir"),
+        (&["-p", "batch\u{7f}"][..], "--partition"),
+        (&["--qos", "q\0"][..], "--qos"),
+        (&["--reservation", "r\t"][..], "--reservation"),
+        (&["-d", "afterok:1\n"][..], "--dependency"),
+    ] {
+        let e = cli(args).resolve().expect_err(opt).to_string();
+        assert!(e.starts_with(&format!("invalid {opt} value")), "{e}");
+        assert!(e.contains("control character"), "{e}");
+        assert!(!e.chars().any(bulkhead_proto::limits::is_control), "{e:?}");
+    }
+    // In a directive too.
+    let o = script_opts("#!/bin/sh\n#SBATCH -J a\u{1b}b\n").expect("directives");
+    assert!(o.resolve().is_err());
+    // Environment values are data.
+    assert!(cli(&["--export", "A=x\ny"]).resolve().is_ok());
+}
+
+/// Every option `bh submit --help` shows has a description and is accepted with a
+/// sample value; every option of sbatch's that it hides is accepted with a warning
+/// naming its reason, or refused by name with one.
+#[test]
+fn the_help_lists_what_works_and_the_rest_is_warned_or_refused() {
+    let sample = |long: &str| -> Option<Vec<&'static str>> {
+        Some(match long {
+            "ntasks" | "ntasks-per-node" | "cpus-per-task" | "cpus" | "nodes" | "gpus"
+            | "gpus-per-node" => vec!["1"],
+            "mem" | "mem-per-cpu" => vec!["1G"],
+            "time" | "time-min" => vec!["10"],
+            "partition" | "job-name" | "qos" | "reservation" | "comment" | "account" => {
+                vec!["x"]
+            }
+            "output" | "error" => vec!["o-%j"],
+            "chdir" => vec!["/tmp"],
+            "export" => vec!["ALL"],
+            "gres" => vec!["gpu:1"],
+            "dependency" => vec!["afterok:1?afternotok:2"],
+            "array" => vec!["0-3"],
+            "wrap" => vec!["true"],
+            "begin" => vec!["now+1hour"],
+            "gpus-per-task" => vec!["1", "-n", "2"],
+            "mem-per-gpu" => vec!["1G", "--gpus=1"],
+            "cpus-per-gpu" => vec!["2", "--gpus=1"],
+            "kill-on-invalid-dep" => vec!["yes"],
+            _ => return None,
+        })
+    };
+    let mut cmd = command();
+    cmd.build();
+    let help = SubmitOpts::command().render_long_help().to_string();
+    let mut shown = 0;
+    for a in cmd.get_arguments() {
+        let long = a.get_long().expect("every option has a long name");
+        let flag = format!("--{long}");
+        let takes = a.get_num_args().is_some_and(|n| n.min_values() > 0);
+        if a.is_hide_set() {
+            assert!(!help.contains(&flag), "{flag} is hidden but in the help");
+            let words = if takes {
+                vec![format!("{flag}=1")]
+            } else {
+                vec![flag.clone()]
+            };
+            let o = parse_words(&words).expect("parses");
+            match o.resolve() {
+                Err(OptsError::Unsupported(name, why)) => {
+                    assert_eq!(name, long);
+                    assert!(!why.is_empty(), "{flag} refused without a reason");
+                }
+                Ok(r) => assert!(
+                    r.warnings
+                        .iter()
+                        .any(|w| w.starts_with(&format!("{flag} has no effect here: "))),
+                    "{flag} is hidden but neither refused nor warned: {:?}",
+                    r.warnings
+                ),
+                Err(e) => panic!("{flag}: {e}"),
+            }
+            continue;
+        }
+        assert!(help.contains(&flag), "{flag} is missing from the help");
+        assert!(
+            a.get_long_help().or(a.get_help()).is_some(),
+            "{flag} has no description"
+        );
+        let mut words = vec![flag.clone()];
+        if takes {
+            let v = sample(long).unwrap_or_else(|| panic!("no sample value for {flag}"));
+            words[0] = format!("{flag}={}", v[0]);
+            words.extend(v[1..].iter().map(|w| w.to_string()));
+        }
+        let o = parse_words(&words).unwrap_or_else(|e| panic!("{flag}: {e}"));
+        assert!(o.resolve().is_ok(), "{words:?}: {:?}", o.resolve());
+        shown += 1;
+    }
+    assert!(shown >= 35, "{shown} options shown");
+    assert!(!help.to_lowercase().contains("not implement"), "{help}");
+}
+
+/// What the new options ask of the job, as Slurm reads them.
+#[test]
+fn begin_nice_hold_and_friends_reach_the_submission() {
+    let r = cli(&[
+        "--begin=now+1hour",
+        "--nice=5",
+        "-H",
+        "--comment=c",
+        "--requeue",
+    ])
+    .resolve()
+    .expect("resolves");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_micros() as u64;
+    let b = r.extra.begin_us.expect("begin");
+    assert!(
+        b > now + 3_500_000_000 && b < now + 3_700_000_000,
+        "{b} vs {now}"
+    );
+    assert_eq!(
+        (
+            r.extra.nice,
+            r.extra.hold,
+            r.extra.comment.as_deref(),
+            r.extra.requeue
+        ),
+        (5, true, Some("c"), Some(true))
+    );
+    assert_eq!(cli(&["--nice"]).resolve().expect("nice").extra.nice, 100);
+    assert!(cli(&["--nice=x"]).resolve().is_err());
+    // Seconds round up to whole minutes.
+    assert_eq!(
+        cli(&["-t", "1:30"])
+            .resolve()
+            .expect("t")
+            .resources
+            .time_limit_s,
+        Some(120)
+    );
+    // Abbreviated long options, as getopt_long takes them.
+    let r = cli(&["--part=debug", "--job-n=x", "--ntasks-per-n=2"])
+        .resolve()
+        .expect("abbrev");
+    assert_eq!(r.resources.partition.as_deref(), Some("debug"));
+    assert_eq!(r.name.as_deref(), Some("x"));
+    assert_eq!(r.layout.ntasks_per_node, Some(2));
+    assert!(
+        parse_words(["--gpus-per"]).is_err(),
+        "ambiguous: -node or -task"
+    );
+    // Fewer tasks than nodes: the nodes come down to the tasks, with sbatch's warning.
+    let r = cli(&["-N", "4", "-n", "2"]).resolve().expect("n<N");
+    assert_eq!(r.resources.nodes, 2);
+    assert!(r.warnings.iter().any(|w| w.contains("setting nnodes to 2")));
+    // --gpus-per-task needs tasks; GPUs per node follow the tasks on a node.
+    assert!(matches!(
+        cli(&["--gpus-per-task=1"]).resolve(),
+        Err(OptsError::Value {
+            opt: "gpus-per-task",
+            ..
+        })
+    ));
+    let r = cli(&["--gpus-per-task=2", "-n", "3"])
+        .resolve()
+        .expect("gpt");
+    assert_eq!(r.resources.gpus, 6);
+    let r = cli(&["--gpus=2", "--mem-per-gpu=10G", "--cpus-per-gpu=4"])
+        .resolve()
+        .expect("per gpu");
+    assert_eq!((r.resources.mem_mb, r.resources.cpus), (20_480, 8));
+    assert_eq!(
+        cli(&["--mem=1G", "--mem-per-gpu=1G", "--gpus=1"]).resolve(),
+        Err(OptsError::MemExclusive)
+    );
+    let r = cli(&["--mem=0"]).resolve().expect("mem=0");
+    assert!(r.extra.mem_whole);
+    // Dependencies: `?` any of, `+MINUTES` after a start.
+    assert_eq!(
+        parse_dependency_any("afterok:3?afternotok:4"),
+        Ok((
+            vec![
+                Dependency::AfterOk(JobId(3)),
+                Dependency::AfterNotOk(JobId(4))
+            ],
+            true
+        ))
+    );
+    assert_eq!(
+        parse_dependency_any("after:7+10:8"),
+        Ok((
+            vec![
+                Dependency::AfterDelay(JobId(7), 10),
+                Dependency::After(JobId(8))
+            ],
+            false
+        ))
+    );
+    assert!(parse_dependency_any("afterok:3?afterok:4,afterok:5").is_err());
+    assert!(matches!(
+        parse_dependency_any("afterok:3_1"),
+        Err(OptsError::Unsupported(..))
+    ));
+}
+
+/// `#PBS` lines are read in order with `#SBATCH` lines, unless --ignore-pbs.
+#[test]
+fn pbs_directives_are_read_unless_ignored() {
+    let script = "#!/bin/sh\n#SBATCH -J a\n#PBS -N b -l walltime=1:00:00\n";
+    let o = script_opts(script).expect("reads");
+    assert_eq!(o.job_name.as_deref(), Some("b"));
+    assert_eq!(o.time.as_deref(), Some("1:00:00"));
+    let o = script_opts_with(script, true).expect("reads");
+    assert_eq!(
+        (o.job_name.as_deref(), o.time.as_deref()),
+        (Some("a"), None)
+    );
+    let o = script_opts("#!/bin/sh\n#PBS -N b\n#SBATCH -J a\n").expect("reads");
+    assert_eq!(o.job_name.as_deref(), Some("a"));
+}
+
+/// SBATCH_* variables set options beneath the command line, every one of the table
+/// naming an option sbatch knows.
+#[test]
+fn sbatch_variables_set_their_options() {
+    let cmd = command();
+    for (var, long) in table::SBATCH_ENV {
+        assert!(
+            cmd.get_arguments().any(|a| a.get_long() == Some(long)),
+            "{var} names --{long}, which is not an option"
+        );
+    }
+    let env = |k: &str| match k {
+        "SBATCH_TIMELIMIT" => Some("5".to_string()),
+        "SBATCH_REQUEUE" => Some(String::new()),
+        "SBATCH_EXCLUSIVE" => Some(String::new()),
+        "SBATCH_GPUS_PER_TASK" => Some("1".to_string()),
+        _ => None,
+    };
+    let o = env_opts(env).expect("env");
+    assert_eq!(o.time.as_deref(), Some("5"));
+    assert!(o.requeue);
+    assert_eq!(o.exclusive.as_deref(), Some("node"));
+    assert_eq!(o.gpus_per_task.as_deref(), Some("1"));
+    assert_eq!(
+        env_opts(|k| (k == "SBATCH_FOO_UNKNOWN").then(String::new)).expect("unknown"),
+        SubmitOpts::default()
+    );
+    let o = env_opts(|k| (k == "SBATCH_NO_KILL").then(|| "x".to_string())).expect("no-kill");
+    assert_eq!(o.ignored, vec!["no-kill"]);
+}
+
+#[test]
+fn memory_sizes_parse_with_slurm_suffixes() {
+    assert_eq!(parse_mem("512"), Ok(512));
+    assert_eq!(parse_mem("500K"), Ok(1));
+    assert_eq!(parse_mem("2048K"), Ok(2));
+    assert_eq!(parse_mem("4GB"), Ok(4096));
+    assert_eq!(parse_mem("4g"), Ok(4096));
+    assert_eq!(parse_mem("1T"), Ok(1 << 20));
+    assert!(parse_mem("12X").is_err());
+    assert!(parse_mem("G").is_err());
+    assert!(parse_mem("99999999999999999999T").is_err());
+}
+
+#[test]
+fn words_split_like_a_shell_and_stop_at_comments() {
+    assert_eq!(
+        split_words(" -J \"two words\" -n 2 # two tasks").expect("split"),
+        ["-J", "two words", "-n", "2"]
+    );
+    assert_eq!(split_words("-t 30 #half").expect("split"), ["-t", "30"]);
+    assert_eq!(
+        split_words("--export A=1#x").expect("split"),
+        ["--export", "A=1#x"]
+    );
+    assert!(split_words("-J \"open").is_err());
+}
+
+#[test]
+fn directives_stop_at_the_first_command() {
+    let s = "#!/bin/bash\n#SBATCH -n 2\n\n   \n# a comment\n  #SBATCH -n 9\n#BH -J named\necho hi\n#SBATCH -t 5\n";
+    let o = script_opts(s).expect("directives");
+    assert_eq!(o.ntasks.as_deref(), Some("2"));
+    assert_eq!(o.job_name.as_deref(), Some("named"));
+    assert_eq!(o.time, None);
+}
+
+#[test]
+fn later_directives_win_and_the_command_line_beats_the_script() {
+    let s = "#!/bin/sh\n#SBATCH -J first\n#SBATCH -J second\n#SBATCH --mem=2G\n";
+    let script = script_opts(s).expect("script");
+    assert_eq!(script.job_name.as_deref(), Some("second"));
+    let merged = cli(&["--mem=3G"]).over(&script);
+    assert_eq!(merged.resolve().expect("resolve").resources.mem_mb, 3072);
+}
+
+#[test]
+fn mem_and_mem_per_cpu_exclude_each_other_across_sources() {
+    let script =
+        script_opts("#!/bin/sh\n#SBATCH --mem-per-cpu=2G\n#SBATCH -n 2\n").expect("script");
+    assert_eq!(script.resolve().expect("resolve").resources.mem_mb, 4096);
+    assert_eq!(
+        cli(&["--mem=6G"]).over(&script).resolve(),
+        Err(OptsError::MemExclusive)
+    );
+}
+
+#[test]
+fn bad_directives_and_values_are_refused_with_the_line() {
+    match script_opts("#!/bin/sh\n#SBATCH --nice 10\n") {
+        Err(OptsError::Directive { line: 2, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    match script_opts("#!/bin/sh\n#SBATCH --frobnicate\n") {
+        Err(OptsError::Directive { line: 2, detail }) => {
+            assert!(detail.contains("frobnicate"), "{detail}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        cli(&["-n", "0"]).resolve(),
+        Err(OptsError::Value { opt: "ntasks", .. })
+    ));
+    assert!(matches!(
+        cli(&["-N", "4-2"]).resolve(),
+        Err(OptsError::Value { opt: "nodes", .. })
+    ));
+    match cli(&["--nodelist=n1"]).resolve() {
+        Err(e @ OptsError::Unsupported("nodelist", why)) => {
+            assert!(why.contains("scheduler"), "{why}");
+            assert!(
+                e.to_string().starts_with("--nodelist is not supported"),
+                "{e}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        parse_array("0-15:4%2"),
+        Ok(ArraySpec {
+            ranges: vec![(0, 15, 4)],
+            throttle: Some(2)
+        })
+    );
+    assert_eq!(parse_array("1,3,5").map(|a| a.count()), Ok(3));
+    assert!(parse_array("5-1").is_err());
+    assert!(parse_array("0-9%0").is_err());
+    assert!(parse_array("0-99999999").is_err(), "too many tasks");
+    assert_eq!(
+        parse_dependency("afterok:12:13,afternotok:14,singleton"),
+        Ok(vec![
+            Dependency::AfterOk(JobId(12)),
+            Dependency::AfterOk(JobId(13)),
+            Dependency::AfterNotOk(JobId(14)),
+            Dependency::Singleton
+        ])
+    );
+    assert!(parse_dependency("afterok").is_err());
+    assert!(parse_dependency("before:3").is_err());
+    assert!(parse_dependency("afterok:x").is_err());
+}
+
+#[test]
+fn gpu_spellings_parse_to_the_same_request() {
+    let gpu = |args: &[&str]| {
+        let r = cli(args).resolve().expect("resolves").resources;
+        (r.gpus, r.gpu_model, r.mig)
+    };
+    let slice = |n: u32| {
+        Some(MigAsk {
+            profile: "1g.10gb".into(),
+            count: n,
+        })
+    };
+    // Whole GPUs, any model.
+    assert_eq!(gpu(&["--gres=gpu:2"]), (2, None, None));
+    assert_eq!(gpu(&["--gpus=2"]), gpu(&["--gres=gpu:2"]));
+    assert_eq!(gpu(&["-G", "2"]), gpu(&["--gpus-per-node=2"]));
+    assert_eq!(gpu(&["--gres=gpu"]), (1, None, None));
+    // A model.
+    assert_eq!(gpu(&["--gres=gpu:a100:2"]), (2, Some("a100".into()), None));
+    assert_eq!(gpu(&["--gpus=a100:2"]), gpu(&["--gres=gpu:a100:2"]));
+    assert_eq!(gpu(&["--gpus=h100:4"]), (4, Some("h100".into()), None));
+    // A MIG slice.
+    assert_eq!(gpu(&["--gres=gpu:1g.10gb:1"]), (0, None, slice(1)));
+    assert_eq!(gpu(&["--gpus=1g.10gb:1"]), gpu(&["--gres=gpu:1g.10gb:1"]));
+    assert_eq!(gpu(&["--gpus-per-node", "1g.10gb:3"]), (0, None, slice(3)));
+    // Whole GPUs and slices together (Slurm's case 125).
+    assert_eq!(
+        gpu(&["--gres=gpu:a100:1,gpu:1g.10gb:2"]),
+        (1, Some("a100".into()), slice(2))
+    );
+    // --gpus is for the job: spread over its nodes.
+    assert_eq!(gpu(&["-N", "2", "--gpus=8"]), (4, None, None));
+    // Refused, with the reason.
+    for (args, why) in [
+        (&["--gres=fpga:1"][..], "unknown generic resource"),
+        (&["--gpus=abc"][..], "unknown GPU type"),
+        (&["--gpus=h100:0"][..], "positive"),
+        (&["--gres=gpu:a100:1,gpu:h100:1"][..], "one GPU model"),
+        (
+            &["--gres=gpu:1g.10gb:1,gpu:3g.40gb:1"][..],
+            "one MIG profile",
+        ),
+        (&["-N", "4", "--gpus=2"][..], "at least --nodes"),
+    ] {
+        let e = cli(args).resolve().expect_err(why).to_string();
+        assert!(e.contains(why), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn exports_parse() {
+    assert_eq!(parse_export("ALL"), Export::All(vec![]));
+    assert_eq!(parse_export("NONE"), Export::Only(vec![]));
+    assert_eq!(
+        parse_export("A=1,B=two words,C"),
+        Export::Only(vec![
+            ("A".into(), Some("1".into())),
+            ("B".into(), Some("two words".into())),
+            ("C".into(), None)
+        ])
+    );
+    assert_eq!(
+        parse_export("ALL,X=2"),
+        Export::All(vec![("X".into(), "2".into())])
+    );
+}

@@ -1,0 +1,477 @@
+//! Slurm's commands as Bulkhead's: the pure part. squeue's format language
+//! (`%[.][WIDTH]TYPE`, its default and `-l`/`--start` formats), the compact and long
+//! state names, Slurm's time and hostlist spellings, `scontrol show job`'s
+//! `Key=Value` layout. `bh`'s binary
+//! chooses the command by the name it was run as (`sbatch`, `squeue`, ...).
+
+use crate::opts::format_time;
+use bulkhead_proto::JobState;
+use bulkhead_proto::job::JobInfo;
+use std::fmt::Write as _;
+
+/// The commands a link to `bh` may be named.
+pub const COMMANDS: &[&str] = &[
+    "sbatch", "srun", "salloc", "squeue", "scancel", "sacct", "scontrol",
+];
+
+/// squeue's default format.
+pub const SQUEUE_DEFAULT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+/// squeue `-l`.
+pub const SQUEUE_LONG: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
+/// squeue `--start`.
+pub const SQUEUE_START: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
+
+/// Slurm's compact state code (`PD`, `R`, `CG`, ...).
+pub fn compact_state(s: JobState) -> &'static str {
+    s.short()
+}
+
+/// Slurm's elapsed-time spelling: `M:SS`, `H:MM:SS` or `D-HH:MM:SS`.
+pub fn elapsed(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
+/// A time limit as squeue prints it (`UNLIMITED`, or [`elapsed`]'s spelling).
+pub fn limit(secs: Option<u64>) -> String {
+    secs.map_or_else(|| "UNLIMITED".into(), elapsed)
+}
+
+/// Local time as Slurm prints it, `YYYY-MM-DDTHH:MM:SS`; `N/A` for none.
+pub fn local_time(us: Option<u64>) -> String {
+    let Some(us) = us else { return "N/A".into() };
+    let t: libc::time_t = (us / 1_000_000) as libc::time_t;
+    // SAFETY: zeroed is a valid `tm`; localtime_r only reads `t` and writes `tm`.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return "N/A".into();
+    }
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+/// Node names in Slurm's hostlist form: `n[1-3,5],gpu7`.
+pub fn hostlist(names: &[&str]) -> String {
+    // Group by prefix (the name without its trailing digits), keeping first-seen order.
+    let mut groups: Vec<(String, Vec<(u64, usize)>)> = Vec::new();
+    let mut plain: Vec<String> = Vec::new();
+    for n in names {
+        let digits = n.bytes().rev().take_while(u8::is_ascii_digit).count();
+        let (pre, num) = n.split_at(n.len() - digits);
+        match num.parse::<u64>() {
+            Ok(v) if digits > 0 && digits < 19 => match groups.iter_mut().find(|g| g.0 == pre) {
+                Some(g) => g.1.push((v, digits)),
+                None => groups.push((pre.to_string(), vec![(v, digits)])),
+            },
+            _ => plain.push(n.to_string()),
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (pre, mut nums) in groups {
+        nums.sort_unstable();
+        nums.dedup();
+        if nums.len() == 1 {
+            out.push(format!("{pre}{:0w$}", nums[0].0, w = nums[0].1));
+            continue;
+        }
+        let mut ranges: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < nums.len() {
+            let mut j = i;
+            while j + 1 < nums.len() && nums[j + 1].0 == nums[j].0 + 1 && nums[j + 1].1 == nums[i].1
+            {
+                j += 1;
+            }
+            let w = nums[i].1;
+            ranges.push(if i == j {
+                format!("{:0w$}", nums[i].0)
+            } else {
+                format!("{:0w$}-{:0w$}", nums[i].0, nums[j].0)
+            });
+            i = j + 1;
+        }
+        out.push(format!("{pre}[{}]", ranges.join(",")));
+    }
+    out.extend(plain);
+    out.join(",")
+}
+
+/// A job's node list in hostlist form (empty when it has none).
+fn job_nodes(j: &JobInfo) -> String {
+    j.node
+        .as_deref()
+        .map(|n| hostlist(&n.split(',').collect::<Vec<_>>()))
+        .unwrap_or_default()
+}
+
+/// squeue's `%i`: `123`, or `ARRAY_TASK` for an array task, `ARRAY_[4-9]` for what
+/// an array has left.
+pub fn job_id(j: &JobInfo) -> String {
+    match (j.array_task, &j.array_pending) {
+        (Some((a, t)), _) => format!("{a}_{t}"),
+        (None, Some(p)) if !p.is_empty() => format!("{}_[{p}]", j.id),
+        _ => j.id.to_string(),
+    }
+}
+
+fn used_secs(j: &JobInfo, now_us: u64) -> u64 {
+    j.start_time_us.map_or(0, |s| {
+        j.end_time_us.unwrap_or(now_us).saturating_sub(s) / 1_000_000
+    })
+}
+
+/// One squeue field by its type letter.
+pub fn squeue_field(j: &JobInfo, c: char, now_us: u64) -> String {
+    let r = &j.resources;
+    match c {
+        'i' => job_id(j),
+        'A' => j.array_task.map_or(j.id, |(a, _)| a).to_string(),
+        'F' => j.array_task.map_or(j.id, |(a, _)| a).to_string(),
+        'K' => j
+            .array_task
+            .map_or_else(|| "N/A".into(), |(_, t)| t.to_string()),
+        'P' => j.partition.clone(),
+        'j' => j.name.clone(),
+        'u' => j.user.clone(),
+        'U' => j.uid.to_string(),
+        'g' => j.gid.to_string(),
+        'G' => j.gid.to_string(),
+        'a' => j.account.clone(),
+        't' => compact_state(j.state).into(),
+        'T' => j.state.as_str().into(),
+        'M' => elapsed(used_secs(j, now_us)),
+        'l' => limit(r.time_limit_s),
+        'L' => match (j.state, r.time_limit_s) {
+            (JobState::Running, Some(l)) => elapsed(l.saturating_sub(used_secs(j, now_us))),
+            (_, None) => "UNLIMITED".into(),
+            (_, Some(l)) => elapsed(l),
+        },
+        'D' => r.nodes.to_string(),
+        'C' => (r.cpus.saturating_mul(r.nodes)).to_string(),
+        'c' => r.cpus.to_string(),
+        'm' => format!("{}M", r.mem_mb),
+        'b' => {
+            let g = r.gpu_label();
+            if g == "0" {
+                "N/A".into()
+            } else {
+                format!("gres/gpu:{g}")
+            }
+        }
+        'N' => job_nodes(j),
+        'R' => {
+            if j.state == JobState::Pending || j.node.is_none() {
+                format!("({})", j.reason.as_deref().unwrap_or("None"))
+            } else {
+                job_nodes(j)
+            }
+        }
+        'r' => j.reason.clone().unwrap_or_else(|| "None".into()),
+        'S' => local_time(j.start_time_us.or(j.expected_start_us)),
+        'V' => local_time(Some(j.submit_time_us)),
+        'e' => local_time(j.end_time_us),
+        'Z' => j.workdir.clone(),
+        'p' | 'Q' => j.priority.unwrap_or(0).to_string(),
+        'q' => "normal".into(),
+        'k' => j.extra.comment.clone().unwrap_or_else(|| "(null)".into()),
+        'y' => j.extra.nice.to_string(),
+        'Y' => "(null)".into(),
+        'E' => "(null)".into(),
+        'o' => "(null)".into(),
+        'f' | 'x' | 'n' | 'w' | 'z' => "(null)".into(),
+        'h' => if j.extra.exclusive { "NO" } else { "OK" }.into(),
+        _ => String::new(),
+    }
+}
+
+/// A format parsed: literal text and fields (`right`, `width`, type letter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    Text(String),
+    Field {
+        right: bool,
+        width: Option<usize>,
+        kind: char,
+    },
+}
+
+/// Parses squeue's `-o` format.
+pub fn parse_format(fmt: &str) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let mut chars = fmt.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            text.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            text.push('%');
+            continue;
+        }
+        let right = chars.peek() == Some(&'.');
+        if right {
+            chars.next();
+        }
+        let mut w = String::new();
+        while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+            w.push(*d);
+            chars.next();
+        }
+        let Some(kind) = chars.next() else { break };
+        if !text.is_empty() {
+            out.push(Piece::Text(std::mem::take(&mut text)));
+        }
+        out.push(Piece::Field {
+            right,
+            width: w.parse().ok(),
+            kind,
+        });
+    }
+    if !text.is_empty() {
+        out.push(Piece::Text(text));
+    }
+    out
+}
+
+/// squeue's header name for a type letter.
+fn header(kind: char) -> &'static str {
+    match kind {
+        'i' | 'A' => "JOBID",
+        'F' => "ARRAY_JOB_ID",
+        'K' => "ARRAY_TASK_ID",
+        'P' => "PARTITION",
+        'j' => "NAME",
+        'u' => "USER",
+        'U' => "UID",
+        'g' => "GROUP",
+        'G' => "GID",
+        'a' => "ACCOUNT",
+        't' => "ST",
+        'T' => "STATE",
+        'M' => "TIME",
+        'l' => "TIME_LIMIT",
+        'L' => "TIME_LEFT",
+        'D' => "NODES",
+        'C' => "CPUS",
+        'c' => "MIN_CPUS",
+        'm' => "MIN_MEMORY",
+        'b' => "TRES_PER_NODE",
+        'N' => "NODELIST",
+        'R' => "NODELIST(REASON)",
+        'r' => "REASON",
+        'S' => "START_TIME",
+        'V' => "SUBMIT_TIME",
+        'e' => "END_TIME",
+        'Z' => "WORK_DIR",
+        'p' | 'Q' => "PRIORITY",
+        'q' => "QOS",
+        'k' => "COMMENT",
+        'y' => "NICE",
+        'Y' => "SCHEDNODES",
+        'E' => "DEPENDENCY",
+        'h' => "OVER_SUBSCRIBE",
+        _ => "",
+    }
+}
+
+fn cell(out: &mut String, s: &str, right: bool, width: Option<usize>) {
+    match width {
+        None => out.push_str(s),
+        Some(w) => {
+            let s: String = s.chars().take(w).collect();
+            if right {
+                let _ = write!(out, "{s:>w$}");
+            } else {
+                let _ = write!(out, "{s:<w$}");
+            }
+        }
+    }
+}
+
+/// squeue's output of `jobs` in `fmt`, with its header unless `noheader`.
+pub fn squeue(jobs: &[JobInfo], fmt: &str, noheader: bool, now_us: u64) -> String {
+    let pieces = parse_format(fmt);
+    let mut out = String::new();
+    let mut line = |get: &dyn Fn(char) -> String| {
+        let mut l = String::new();
+        for p in &pieces {
+            match p {
+                Piece::Text(t) => l.push_str(t),
+                Piece::Field { right, width, kind } => cell(&mut l, &get(*kind), *right, *width),
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    if !noheader {
+        line(&|k| header(k).to_string());
+    }
+    for j in jobs {
+        line(&|k| crate::output::escape(&squeue_field(j, k, now_us)).into_owned());
+    }
+    out
+}
+
+/// `scontrol show job`'s `Key=Value` layout for one job.
+pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
+    let r = &j.resources;
+    let e = &j.extra;
+    let mut s = String::new();
+    let _ = writeln!(s, "JobId={} JobName={}", j.id, j.name);
+    if let Some((a, t)) = j.array_task {
+        let _ = writeln!(s, "   ArrayJobId={a} ArrayTaskId={t}");
+    }
+    let _ = writeln!(
+        s,
+        "   UserId={}({}) GroupId={}({}) MCS_label=N/A",
+        j.user, j.uid, j.gid, j.gid
+    );
+    let _ = writeln!(
+        s,
+        "   Priority={} Nice={} Account={} QOS=normal",
+        j.priority.unwrap_or(0),
+        e.nice,
+        j.account
+    );
+    let reason = j.reason.clone().unwrap_or_else(|| "None".into());
+    let _ = writeln!(
+        s,
+        "   JobState={} Reason={} Dependency=(null)",
+        j.state.as_str(),
+        reason
+    );
+    let _ = writeln!(
+        s,
+        "   Requeue={} Restarts=0 BatchFlag=1 Reboot=0 ExitCode={}:{}",
+        u8::from(e.requeue.unwrap_or(true)),
+        j.exit_code.unwrap_or(0),
+        j.signal.unwrap_or(0)
+    );
+    let _ = writeln!(
+        s,
+        "   RunTime={} TimeLimit={} TimeMin={}",
+        format_time(Some(used_secs(j, now_us))),
+        format_time(r.time_limit_s),
+        e.time_min_s.map_or("N/A".into(), |t| format_time(Some(t)))
+    );
+    let _ = writeln!(
+        s,
+        "   SubmitTime={} EligibleTime={}",
+        local_time(Some(j.submit_time_us)),
+        local_time(e.begin_us.or(Some(j.submit_time_us)))
+    );
+    let _ = writeln!(
+        s,
+        "   StartTime={} EndTime={} Deadline=N/A",
+        local_time(j.start_time_us.or(j.expected_start_us)),
+        local_time(j.end_time_us)
+    );
+    let _ = writeln!(s, "   Partition={} AllocNode:Sid=(null)", j.partition);
+    let nodes = job_nodes(j);
+    let _ = writeln!(
+        s,
+        "   NodeList={} BatchHost={}",
+        if nodes.is_empty() { "(null)" } else { &nodes },
+        nodes
+            .split(',')
+            .next()
+            .filter(|n| !n.is_empty())
+            .unwrap_or("(null)")
+    );
+    let cpus = r.cpus.saturating_mul(r.nodes);
+    let _ = writeln!(
+        s,
+        "   NumNodes={} NumCPUs={} NumTasks={} CPUs/Task=1",
+        r.nodes, cpus, cpus
+    );
+    let mut tres = format!(
+        "cpu={cpus},mem={}M,node={}",
+        r.mem_mb.saturating_mul(u64::from(r.nodes)),
+        r.nodes
+    );
+    if r.gpus > 0 {
+        let _ = write!(tres, ",gres/gpu={}", r.gpus.saturating_mul(r.nodes));
+    }
+    let _ = writeln!(s, "   TRES={tres}");
+    let _ = writeln!(s, "   MinCPUsNode={} MinMemoryNode={}M", r.cpus, r.mem_mb);
+    let _ = writeln!(
+        s,
+        "   OverSubscribe={} Contiguous=0",
+        if e.exclusive { "NO" } else { "OK" }
+    );
+    if let Some(c) = &e.comment {
+        let _ = writeln!(s, "   Comment={c}");
+    }
+    let _ = writeln!(s, "   WorkDir={}", j.workdir);
+    let _ = writeln!(s, "   StdErr={}", j.stderr);
+    let _ = writeln!(s, "   StdIn=/dev/null");
+    let _ = writeln!(s, "   StdOut={}", j.stdout);
+    if r.gpus > 0 || r.mig.is_some() {
+        let _ = writeln!(s, "   TresPerNode=gres:gpu:{}", r.gpu_label());
+    }
+    crate::output::escape_keep_lines(&s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostlists_compress_as_slurm_writes_them() {
+        assert_eq!(hostlist(&["n1", "n2", "n3", "n5"]), "n[1-3,5]");
+        assert_eq!(hostlist(&["n1"]), "n1");
+        assert_eq!(hostlist(&["gpu01", "gpu02", "login"]), "gpu[01-02],login");
+        assert_eq!(hostlist(&[]), "");
+    }
+
+    #[test]
+    fn times_are_spelt_as_squeue_spells_them() {
+        assert_eq!(elapsed(0), "0:00");
+        assert_eq!(elapsed(65), "1:05");
+        assert_eq!(elapsed(3_725), "1:02:05");
+        assert_eq!(elapsed(90_061), "1-01:01:01");
+        assert_eq!(limit(None), "UNLIMITED");
+    }
+
+    #[test]
+    fn formats_parse_with_widths_and_justification() {
+        assert_eq!(
+            parse_format("%.18i %j%%"),
+            vec![
+                Piece::Field {
+                    right: true,
+                    width: Some(18),
+                    kind: 'i'
+                },
+                Piece::Text(" ".into()),
+                Piece::Field {
+                    right: false,
+                    width: None,
+                    kind: 'j'
+                },
+                Piece::Text("%".into()),
+            ]
+        );
+        let mut s = String::new();
+        cell(&mut s, "abcdefghij", true, Some(8));
+        assert_eq!(s, "abcdefgh");
+        s.clear();
+        cell(&mut s, "ab", true, Some(4));
+        assert_eq!(s, "  ab");
+    }
+}

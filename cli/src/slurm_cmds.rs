@@ -1,0 +1,429 @@
+//! The binary's Slurm commands: `bh` run under the name `sbatch`, `srun`, `salloc`,
+//! `squeue`, `scancel`, `sacct` or `scontrol` (links made by `bh
+//! install-slurm-commands DIR`) reads that command's options and answers in its
+//! formats. sbatch, srun and salloc are `bh submit`, `bh run` and `bh alloc`.
+
+use super::{Cli, client, explain, uid_of};
+use anyhow::{Context, bail};
+use bulkhead_cli::{acct, output, slurm};
+use bulkhead_proto::acct::AcctFilter;
+use bulkhead_proto::msg::QueueFilter;
+use bulkhead_proto::time::now_us;
+use bulkhead_proto::{JobId, JobState};
+use clap::Parser;
+use std::process::ExitCode;
+
+/// The Slurm command this process was run as, if any.
+pub fn invoked_as() -> Option<&'static str> {
+    let argv0 = std::env::args_os().next()?;
+    let name = std::path::Path::new(&argv0)
+        .file_name()?
+        .to_str()?
+        .to_string();
+    slurm::COMMANDS.iter().copied().find(|c| *c == name)
+}
+
+/// Job ids as Slurm lists them (`12,13`, `12_3` names task 3's own job: not here).
+fn ids(list: &[String]) -> anyhow::Result<Vec<JobId>> {
+    list.iter()
+        .flat_map(|l| l.split(','))
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<JobId>()
+                .map_err(|_| anyhow::anyhow!("Invalid job id specified: {s}"))
+        })
+        .collect()
+}
+
+fn states(list: &[String]) -> anyhow::Result<Vec<JobState>> {
+    let mut out = Vec::new();
+    for s in list.iter().flat_map(|l| l.split(',')) {
+        if s.eq_ignore_ascii_case("all") {
+            out.extend(JobState::ALL);
+            continue;
+        }
+        out.push(
+            s.parse::<JobState>()
+                .map_err(|_| anyhow::anyhow!("Invalid job state specified: {s}"))?,
+        );
+    }
+    Ok(out)
+}
+
+fn users(list: &[String], me: bool) -> anyhow::Result<Vec<u32>> {
+    let mut out: Vec<u32> = list
+        .iter()
+        .flat_map(|l| l.split(','))
+        .filter(|s| !s.is_empty())
+        .map(uid_of)
+        .collect::<anyhow::Result<_>>()?;
+    if me {
+        out.push(nix::unistd::getuid().as_raw());
+    }
+    Ok(out)
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "squeue", disable_version_flag = true)]
+struct Squeue {
+    #[arg(short = 'j', long = "jobs")]
+    jobs: Vec<String>,
+    #[arg(short = 'u', long = "user")]
+    user: Vec<String>,
+    #[arg(long = "me")]
+    me: bool,
+    #[arg(short = 't', long = "states")]
+    states: Vec<String>,
+    #[arg(short = 'p', long = "partition")]
+    partition: Vec<String>,
+    #[arg(short = 'n', long = "name")]
+    name: Vec<String>,
+    #[arg(short = 'A', long = "account")]
+    account: Vec<String>,
+    #[arg(short = 'h', long = "noheader")]
+    noheader: bool,
+    #[arg(short = 'o', long = "format")]
+    format: Option<String>,
+    #[arg(short = 'l', long = "long")]
+    long: bool,
+    #[arg(long = "start")]
+    start: bool,
+    #[arg(short = 'a', long = "all")]
+    all: bool,
+    #[arg(short = 'r', long = "array")]
+    array: bool,
+    #[arg(long = "json")]
+    json: bool,
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    #[arg(long = "help", action = clap::ArgAction::Help)]
+    help: Option<bool>,
+}
+
+/// Runs the Slurm command `prog` with `args` (its own, argv[0] left out).
+pub fn run(prog: &'static str, args: Vec<String>, mut cli: Cli) -> anyhow::Result<ExitCode> {
+    let words = std::iter::once(prog.to_string()).chain(args);
+    match prog {
+        "squeue" => {
+            let q = Squeue::try_parse_from(words).unwrap_or_else(|e| e.exit());
+            let mut filter = QueueFilter {
+                jobs: ids(&q.jobs)?,
+                uids: users(&q.user, q.me)?,
+                states: states(&q.states)?,
+            };
+            // As squeue: -j alone lists those jobs in any state still known.
+            if !filter.jobs.is_empty() && filter.states.is_empty() {
+                filter.states = JobState::ALL.to_vec();
+            }
+            let mut jobs = client(&cli)?.queue(filter).map_err(explain)?;
+            let names: Vec<&str> = q.name.iter().flat_map(|n| n.split(',')).collect();
+            let parts: Vec<&str> = q.partition.iter().flat_map(|n| n.split(',')).collect();
+            let accounts: Vec<&str> = q.account.iter().flat_map(|n| n.split(',')).collect();
+            jobs.retain(|j| {
+                (names.is_empty() || names.contains(&j.name.as_str()))
+                    && (parts.is_empty() || parts.contains(&j.partition.as_str()))
+                    && (accounts.is_empty() || accounts.contains(&j.account.as_str()))
+            });
+            if q.start {
+                jobs.retain(|j| j.state == JobState::Pending);
+            }
+            if q.json {
+                println!("{}", output::json(&serde_json::json!({ "jobs": jobs }))?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let fmt = match (&q.format, q.long, q.start) {
+                (Some(f), ..) => f.as_str(),
+                (None, true, _) => slurm::SQUEUE_LONG,
+                (None, _, true) => slurm::SQUEUE_START,
+                _ => slurm::SQUEUE_DEFAULT,
+            };
+            let _ = (q.all, q.array, q.verbose);
+            print!("{}", slurm::squeue(&jobs, fmt, q.noheader, now_us()));
+            Ok(ExitCode::SUCCESS)
+        }
+        "scancel" => scancel(words, &cli),
+        "sacct" => sacct(words, &cli),
+        "scontrol" => scontrol(words, &cli),
+        _ => {
+            // sbatch, srun, salloc: bh's own commands under Slurm's names.
+            let sub = match prog {
+                "sbatch" => "submit",
+                "srun" => "run",
+                _ => "alloc",
+            };
+            let mut full = vec!["bh".to_string(), sub.to_string()];
+            full.extend(words.skip(1));
+            let parsed = Cli::try_parse_from(full).unwrap_or_else(|e| e.exit());
+            cli.cmd = parsed.cmd;
+            cli.prog = prog;
+            super::run(cli)
+        }
+    }
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "scancel", disable_version_flag = true)]
+struct Scancel {
+    job_ids: Vec<String>,
+    #[arg(short = 'u', long = "user")]
+    user: Vec<String>,
+    #[arg(long = "me")]
+    me: bool,
+    #[arg(short = 't', long = "state")]
+    state: Vec<String>,
+    #[arg(short = 'n', long = "name", alias = "jobname")]
+    name: Option<String>,
+    #[arg(short = 'p', long = "partition")]
+    partition: Option<String>,
+    #[arg(short = 'Q', long = "quiet")]
+    quiet: bool,
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+}
+
+fn scancel(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitCode> {
+    let a = Scancel::try_parse_from(words).unwrap_or_else(|e| e.exit());
+    let mut c = client(cli)?;
+    let mut targets = ids(&a.job_ids)?;
+    let filtering = !a.user.is_empty()
+        || a.me
+        || !a.state.is_empty()
+        || a.name.is_some()
+        || a.partition.is_some();
+    if filtering {
+        let jobs = c
+            .queue(QueueFilter {
+                jobs: targets.clone(),
+                uids: users(&a.user, a.me)?,
+                states: states(&a.state)?,
+            })
+            .map_err(explain)?;
+        targets = jobs
+            .into_iter()
+            .filter(|j| a.name.as_deref().is_none_or(|n| j.name == n))
+            .filter(|j| a.partition.as_deref().is_none_or(|p| j.partition == p))
+            .map(|j| j.id)
+            .collect();
+    } else if targets.is_empty() {
+        bail!("No job identification provided");
+    }
+    if targets.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut code = ExitCode::SUCCESS;
+    for o in c.cancel(targets).map_err(explain)? {
+        if let Err(e) = o.result {
+            if !a.quiet {
+                eprintln!(
+                    "scancel: error: Kill job error on job id {}: {}",
+                    o.job,
+                    output::escape(&e.message)
+                );
+            }
+            code = ExitCode::FAILURE;
+        } else if a.verbose {
+            eprintln!("scancel: Terminating job {}", o.job);
+        }
+    }
+    Ok(code)
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "sacct", disable_version_flag = true)]
+struct Sacct {
+    #[arg(short = 'j', long = "jobs")]
+    jobs: Vec<String>,
+    #[arg(short = 'u', long = "user")]
+    user: Vec<String>,
+    #[arg(short = 'a', long = "allusers")]
+    allusers: bool,
+    #[arg(short = 's', long = "state")]
+    state: Vec<String>,
+    #[arg(short = 'S', long = "starttime")]
+    start: Option<String>,
+    #[arg(short = 'E', long = "endtime")]
+    end: Option<String>,
+    #[arg(short = 'o', long = "format")]
+    format: Option<String>,
+    #[arg(short = 'P', long = "parsable2")]
+    parsable2: bool,
+    #[arg(short = 'p', long = "parsable")]
+    parsable: bool,
+    #[arg(short = 'n', long = "noheader")]
+    noheader: bool,
+    #[arg(short = 'X', long = "allocations")]
+    allocations: bool,
+    #[arg(short = 'b', long = "brief")]
+    brief: bool,
+}
+
+/// sacct's default columns and their widths.
+const SACCT_DEFAULT: &[(&str, usize)] = &[
+    ("JobID", 12),
+    ("JobName", 10),
+    ("Partition", 10),
+    ("Account", 10),
+    ("AllocCPUS", 10),
+    ("State", 10),
+    ("ExitCode", 8),
+];
+
+fn sacct(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitCode> {
+    let a = Sacct::try_parse_from(words).unwrap_or_else(|e| e.exit());
+    let now = now_us();
+    let jobs = ids(&a.jobs)?;
+    let mut uids = users(&a.user, false)?;
+    if uids.is_empty() && !a.allusers && jobs.is_empty() && !nix::unistd::getuid().is_root() {
+        uids.push(nix::unistd::getuid().as_raw());
+    }
+    let when = |s: &Option<String>| -> anyhow::Result<Option<u64>> {
+        s.as_deref()
+            .map(|v| acct::parse_when(v, now).map_err(anyhow::Error::msg))
+            .transpose()
+    };
+    // As sacct: without -S, jobs of today (from midnight), unless jobs are named.
+    let since = match when(&a.start)? {
+        Some(t) => Some(t),
+        None if jobs.is_empty() => Some(now - now % 86_400_000_000),
+        None => None,
+    };
+    let filter = AcctFilter {
+        jobs,
+        uids,
+        accounts: vec![],
+        partitions: vec![],
+        states: states(&a.state)?,
+        since_us: since,
+        until_us: when(&a.end)?,
+    };
+    let (records, _) = client(cli)?.acct(filter).map_err(explain)?;
+    let cols: Vec<(String, Option<usize>)> = match (&a.format, a.brief) {
+        (Some(f), _) => f
+            .split(',')
+            .filter(|c| !c.is_empty())
+            .map(|c| match c.split_once('%') {
+                Some((n, w)) => (n.to_string(), w.parse().ok()),
+                None => (c.to_string(), None),
+            })
+            .collect(),
+        (None, true) => vec![
+            ("JobID".into(), Some(12)),
+            ("State".into(), Some(10)),
+            ("ExitCode".into(), Some(8)),
+        ],
+        (None, false) => SACCT_DEFAULT
+            .iter()
+            .map(|(n, w)| (n.to_string(), Some(*w)))
+            .collect(),
+    };
+    let names: Vec<&'static str> = cols
+        .iter()
+        .map(|(n, _)| {
+            acct::FIELDS
+                .iter()
+                .find(|f| f.eq_ignore_ascii_case(n))
+                .copied()
+                .ok_or_else(|| anyhow::anyhow!("Invalid field requested: \"{n}\""))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let _ = a.allocations;
+    let mut out = String::new();
+    let sep = a.parsable || a.parsable2;
+    let line = |cells: Vec<String>, out: &mut String| {
+        if sep {
+            out.push_str(&cells.join("|"));
+            if a.parsable {
+                out.push('|');
+            }
+        } else {
+            let l: Vec<String> = cells
+                .iter()
+                .zip(&cols)
+                .map(|(c, (_, w))| {
+                    let w = w.unwrap_or(20);
+                    let c: String = c.chars().take(w).collect();
+                    format!("{c:>w$}")
+                })
+                .collect();
+            out.push_str(&l.join(" "));
+        }
+        out.push('\n');
+    };
+    if !a.noheader {
+        line(names.iter().map(|n| n.to_string()).collect(), &mut out);
+        if !sep {
+            line(
+                cols.iter()
+                    .map(|(_, w)| "-".repeat(w.unwrap_or(20)))
+                    .collect(),
+                &mut out,
+            );
+        }
+    }
+    for r in &records {
+        let cells = names
+            .iter()
+            .map(|f| {
+                let v = acct::field(r, f, now);
+                // Slurm's spellings where Bulkhead's own differ.
+                match *f {
+                    "State" if r.state == JobState::Cancelled => "CANCELLED".into(),
+                    "NodeList" if v.is_empty() => "None assigned".into(),
+                    "NodeList" => slurm::hostlist(&v.split(',').collect::<Vec<_>>()),
+                    _ => output::escape(&v).into_owned(),
+                }
+            })
+            .collect();
+        line(cells, &mut out);
+    }
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn scontrol(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitCode> {
+    let w: Vec<String> = words
+        .skip(1)
+        .filter(|w| w != "-o" && w != "--oneliner")
+        .collect();
+    let oneliner = std::env::args().any(|a| a == "-o" || a == "--oneliner");
+    let mut c = client(cli)?;
+    let verb = w.first().map(String::as_str).unwrap_or("");
+    match verb {
+        "show" => {
+            let what = w.get(1).map(String::as_str).unwrap_or("");
+            if !matches!(what, "job" | "jobs" | "jobid") {
+                bail!("invalid entity: {what} for keyword: show (Bulkhead answers show job)");
+            }
+            let jobs = match w.get(2) {
+                Some(id) => vec![
+                    c.show(id.parse().context("Invalid job id specified")?)
+                        .map_err(explain)?,
+                ],
+                None => c.queue(QueueFilter::default()).map_err(explain)?,
+            };
+            if jobs.is_empty() {
+                println!("No jobs in the system");
+            }
+            for j in jobs {
+                let text = slurm::scontrol_job(&j, now_us());
+                if oneliner {
+                    println!("{}", text.split_whitespace().collect::<Vec<_>>().join(" "));
+                } else {
+                    println!("{text}");
+                }
+            }
+        }
+        "hold" | "release" | "uhold" => {
+            let targets = ids(&w[1..])?;
+            if targets.is_empty() {
+                bail!("Invalid job id specified");
+            }
+            c.hold(targets, verb != "release").map_err(explain)?;
+        }
+        "" => bail!("no command given: scontrol show job [ID] | hold ID | release ID"),
+        other => bail!(
+            "invalid keyword: {other} (Bulkhead's scontrol answers show job, hold and release)"
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
