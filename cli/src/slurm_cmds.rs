@@ -64,7 +64,7 @@ fn users(list: &[String], me: bool) -> anyhow::Result<Vec<u32>> {
 }
 
 #[derive(Debug, Parser)]
-#[command(name = "squeue", disable_version_flag = true)]
+#[command(name = "squeue", disable_version_flag = true, disable_help_flag = true)]
 struct Squeue {
     #[arg(short = 'j', long = "jobs")]
     jobs: Vec<String>,
@@ -426,4 +426,23 @@ fn scontrol(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<Ex
         ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// clap's own checks of each command's options (a clash such as squeue's `-h`
+    /// against the help flag panics at run time otherwise).
+    #[test]
+    fn the_commands_options_do_not_clash() {
+        Squeue::command().debug_assert();
+        Scancel::command().debug_assert();
+        Sacct::command().debug_assert();
+        let q = Squeue::try_parse_from(["squeue", "-h", "-o", "%i", "-u", "a,b", "--me"])
+            .expect("parses");
+        assert!(q.noheader && q.me);
+        assert_eq!(q.format.as_deref(), Some("%i"));
+    }
 }

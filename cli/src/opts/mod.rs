@@ -114,12 +114,13 @@ pub struct SubmitOpts {
         allow_hyphen_values = true
     )]
     pub nice: Option<String>,
-    /// Whole nodes: no other job shares them.
+    /// Whole nodes (refused in this release, with the reason).
     #[arg(
         long = "exclusive",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "node"
+        default_missing_value = "node",
+        hide = true
     )]
     pub exclusive: Option<String>,
     /// GPUs for each task (with -n): N or TYPE:N.
@@ -1173,17 +1174,24 @@ impl SubmitOpts {
                 return Err(value_err("kill-on-invalid-dep", v, "expected yes or no"));
             }
         }
+        // Whole nodes need the scheduler to allocate a node's all; until it does, the
+        // request is refused rather than taken and not honoured.
         let exclusive = match self.exclusive.as_deref() {
             None => false,
-            Some("node" | "") => true,
-            Some("user" | "mcs") => {
-                warnings.push(
-                    "--exclusive=user and =mcs give whole nodes here, as --exclusive does".into(),
-                );
-                true
+            Some("node" | "" | "user" | "mcs") => {
+                return Err(OptsError::Unsupported(
+                    "exclusive",
+                    "whole-node allocation is not implemented for batch jobs yet; ask for the node's CPUs with -c/-n",
+                ));
             }
             Some(v) => return Err(value_err("exclusive", v, "expected node, user or mcs")),
         };
+        if mem_whole {
+            return Err(OptsError::Unsupported(
+                "mem=0",
+                "all of a node's memory is not implemented yet; give a size",
+            ));
+        }
         let (deps, deps_any) = match &self.dependency {
             Some(d) => parse_dependency_any(d)?,
             None => (vec![], false),

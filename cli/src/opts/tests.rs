@@ -275,8 +275,10 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
         cli(&["--mem=1G", "--mem-per-gpu=1G", "--gpus=1"]).resolve(),
         Err(OptsError::MemExclusive)
     );
-    let r = cli(&["--mem=0"]).resolve().expect("mem=0");
-    assert!(r.extra.mem_whole);
+    assert!(matches!(
+        cli(&["--mem=0"]).resolve(),
+        Err(OptsError::Unsupported("mem=0", _))
+    ));
     // Dependencies: `?` any of, `+MINUTES` after a start.
     assert_eq!(
         parse_dependency_any("afterok:3?afternotok:4"),
