@@ -786,3 +786,68 @@ fn a_queue_listed_in_pages_lists_each_job_once_within_each_pages_limits() {
     assert_eq!(paged, whole);
     assert!(!paged.is_empty());
 }
+
+/// sbatch's `--hold` holds at submission (nothing launches until a release), and
+/// `--begin` keeps a job pending with reason BeginTime until its time.
+#[test]
+fn held_at_submit_and_begin_time() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
+    let mut s = sub(1);
+    s.extra.hold = true;
+    let fx = c.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(s)),
+        10,
+    );
+    let held = submitted(&fx);
+    assert!(launches(&fx).is_empty(), "a held job launched");
+    let info = show(&mut c, held, 20);
+    assert_eq!(info.reason.as_deref(), Some("JobHeldUser"));
+    let fx = c.client(
+        b"c".to_vec(),
+        2,
+        &user(5),
+        ClientOp::Release(vec![held]),
+        30,
+    );
+    assert_eq!(launches(&fx).len(), 1, "released: it starts");
+    let mut s = sub(1);
+    s.extra.begin_us = Some(3_000_000);
+    let fx = c.client(
+        b"c".to_vec(),
+        3,
+        &user(5),
+        ClientOp::Submit(Box::new(s)),
+        40,
+    );
+    let later = submitted(&fx);
+    assert!(launches(&fx).is_empty(), "launched before its begin time");
+    assert_eq!(show(&mut c, later, 50).reason.as_deref(), Some("BeginTime"));
+    let fx = c.tick(11_000_000);
+    assert_eq!(launches(&fx).len(), 1, "past its begin time: it starts");
+    // A negative nice is for administrators.
+    let mut s = sub(1);
+    s.extra.nice = -5;
+    let fx = c.client(
+        b"c".to_vec(),
+        4,
+        &user(5),
+        ClientOp::Submit(Box::new(s)),
+        60,
+    );
+    assert_eq!(refusal(&fx).code, ErrorCode::PermissionDenied);
+}
+
+fn show(c: &mut Core, id: JobId, now: u64) -> JobInfo {
+    let fx = c.client(b"c".to_vec(), 99, &root(), ClientOp::Show(id), now);
+    match &fx.send[0] {
+        Outbound::Client {
+            reply: ClientReply::Job(j),
+            ..
+        } => (**j).clone(),
+        other => panic!("{other:?}"),
+    }
+}
