@@ -452,7 +452,7 @@ fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
     }
     let (flags, cmd): (&[String], &[String]) = match rest.iter().position(|w| w == "--") {
         Some(i) => (&rest[..i], &rest[i + 1..]),
-        None => rest.split_at(split_at_script(rest)?),
+        None => rest.split_at(opts::split_at_script(rest).map_err(anyhow::Error::msg)?),
     };
     let sub = allocation(flags)?;
     // The task layout's variables, as salloc sets them: `bh run` inside follows them.
@@ -715,7 +715,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Submit { rest } => {
             // The options are parsed by hand (they may also come from the script), so
             // clap's own --help is off: answered here.
-            let options = split_at_script(rest).unwrap_or(rest.len());
+            let options = opts::split_at_script(rest).unwrap_or(rest.len());
             if rest[..options].iter().any(|a| a == "-h" || a == "--help") {
                 use clap::CommandFactory;
                 let mut help = SubmitOpts::command()
@@ -1270,7 +1270,7 @@ struct Submit {
 fn build_submission(rest: &[String]) -> anyhow::Result<Submit> {
     // Options come before the script: everything up to the first word that is not an
     // option or an option's value is for bh.
-    let cli_opts_end = split_at_script(rest)?;
+    let cli_opts_end = opts::split_at_script(rest).map_err(anyhow::Error::msg)?;
     let (flags, script_and_args) = rest.split_at(cli_opts_end);
     let cli_opts = opts::parse_words(flags).map_err(|e| {
         let first = e.render().to_string();
@@ -1446,68 +1446,9 @@ fn read_script(from: impl Read, what: &str) -> anyhow::Result<String> {
     })
 }
 
-/// Index of the first word that is the script (not an option or an option's value).
-fn split_at_script(words: &[String]) -> anyhow::Result<usize> {
-    use clap::CommandFactory;
-    let mut cmd = SubmitOpts::command();
-    cmd.build();
-    let mut i = 0;
-    while i < words.len() {
-        let w = &words[i];
-        if w == "-" || !w.starts_with('-') {
-            return Ok(i);
-        }
-        if w == "--" {
-            bail!("`--` is not needed: options go before the script, its arguments after");
-        }
-        let takes_value = |arg: &clap::Arg| arg.get_num_args().is_some_and(|n| n.min_values() > 0);
-        let (consumes_next, _) = if let Some(long) = w.strip_prefix("--") {
-            let (name, has_eq) = match long.split_once('=') {
-                Some((n, _)) => (n, true),
-                None => (long, false),
-            };
-            let arg = cmd.get_arguments().find(|a| a.get_long() == Some(name));
-            (
-                arg.is_some_and(|a| takes_value(a) && !has_eq && !a.is_require_equals_set()),
-                (),
-            )
-        } else {
-            let mut chars = w[1..].chars();
-            let short = chars.next();
-            let glued = chars.next().is_some();
-            let arg = cmd.get_arguments().find(|a| a.get_short() == short);
-            (arg.is_some_and(|a| takes_value(a) && !glued), ())
-        };
-        i += if consumes_next { 2 } else { 1 };
-    }
-    Ok(words.len())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn w(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn the_script_starts_after_the_options_and_their_values() {
-        assert_eq!(
-            split_at_script(&w(&["-n", "2", "job.sh", "-x"])).expect("split"),
-            2
-        );
-        assert_eq!(
-            split_at_script(&w(&["--mem=2G", "-Jname", "job.sh"])).expect("split"),
-            2
-        );
-        assert_eq!(
-            split_at_script(&w(&["--time", "5", "--nice", "job.sh"])).expect("split"),
-            3
-        );
-        assert_eq!(split_at_script(&w(&["-t", "5"])).expect("split"), 2);
-        assert_eq!(split_at_script(&w(&["-"])).expect("split"), 0);
-    }
 
     /// An over-limit error passes through the codec and the client, each saying what
     /// failed: printed as `bh` prints errors (the whole chain), its cause comes once.

@@ -381,11 +381,9 @@ fn sacct(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitC
 }
 
 fn scontrol(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitCode> {
-    let w: Vec<String> = words
-        .skip(1)
-        .filter(|w| w != "-o" && w != "--oneliner")
-        .collect();
-    let oneliner = std::env::args().any(|a| a == "-o" || a == "--oneliner");
+    let (flags, w): (Vec<String>, Vec<String>) =
+        words.skip(1).partition(|w| w == "-o" || w == "--oneliner");
+    let oneliner = !flags.is_empty();
     let mut c = client(cli)?;
     let verb = w.first().map(String::as_str).unwrap_or("");
     match verb {

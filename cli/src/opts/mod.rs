@@ -243,6 +243,50 @@ impl OptsError {
     }
 }
 
+/// Index of the first word that is the script (not an option or an option's value),
+/// options matched as [`parse_words`] matches them (sbatch's whole set, long options
+/// by unambiguous prefix).
+pub fn split_at_script(words: &[String]) -> Result<usize, String> {
+    let mut cmd = command();
+    cmd.build();
+    let takes_value = |arg: &clap::Arg| arg.get_num_args().is_some_and(|n| n.min_values() > 0);
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        if w == "-" || !w.starts_with('-') {
+            return Ok(i);
+        }
+        if w == "--" {
+            return Err(
+                "`--` is not needed: options go before the script, its arguments after".into(),
+            );
+        }
+        let consumes_next = if let Some(long) = w.strip_prefix("--") {
+            let (name, has_eq) = match long.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (long, false),
+            };
+            let exact = cmd.get_arguments().find(|a| a.get_long() == Some(name));
+            let mut prefixed = cmd
+                .get_arguments()
+                .filter(|a| a.get_long().is_some_and(|l| l.starts_with(name)));
+            let arg = exact.or_else(|| match (prefixed.next(), prefixed.next()) {
+                (Some(a), None) => Some(a),
+                _ => None,
+            });
+            arg.is_some_and(|a| takes_value(a) && !has_eq && !a.is_require_equals_set())
+        } else {
+            let mut chars = w[1..].chars();
+            let short = chars.next();
+            let glued = chars.next().is_some();
+            let arg = cmd.get_arguments().find(|a| a.get_short() == short);
+            arg.is_some_and(|a| takes_value(a) && !glued)
+        };
+        i += if consumes_next { 2 } else { 1 };
+    }
+    Ok(words.len())
+}
+
 /// sbatch's whole option set as one clap command: [`SubmitOpts`] and [`table`]'s, long
 /// options abbreviated as getopt_long allows.
 pub fn command() -> clap::Command {

@@ -531,3 +531,30 @@ fn exports_parse() {
         Export::All(vec![("X".into(), "2".into())])
     );
 }
+
+fn w(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn the_script_starts_after_the_options_and_their_values() {
+    // Abbreviated and table options take their values as the parser gives them.
+    assert_eq!(
+        split_at_script(&w(&["--part", "debug", "--mail-user", "me", "job.sh"])).expect("split"),
+        4
+    );
+    assert_eq!(
+        split_at_script(&w(&["-n", "2", "job.sh", "-x"])).expect("split"),
+        2
+    );
+    assert_eq!(
+        split_at_script(&w(&["--mem=2G", "-Jname", "job.sh"])).expect("split"),
+        2
+    );
+    assert_eq!(
+        split_at_script(&w(&["--time", "5", "--nice", "job.sh"])).expect("split"),
+        3
+    );
+    assert_eq!(split_at_script(&w(&["-t", "5"])).expect("split"), 2);
+    assert_eq!(split_at_script(&w(&["-"])).expect("split"), 0);
+}

@@ -4,17 +4,6 @@
 
 use super::*;
 
-fn show(c: &mut Core, id: JobId, now: u64) -> JobInfo {
-    let fx = c.client(b"c".to_vec(), 99, &root(), ClientOp::Show(id), now);
-    match &fx.send[0] {
-        Outbound::Client {
-            reply: ClientReply::Job(j),
-            ..
-        } => (**j).clone(),
-        other => panic!("{other:?}"),
-    }
-}
-
 fn node_info(c: &mut Core, name: &str, now: u64) -> NodeInfo {
     let fx = c.client(b"c".to_vec(), 98, &root(), ClientOp::Nodes, now);
     match &fx.send[0] {

@@ -840,14 +840,3 @@ fn held_at_submit_and_begin_time() {
     );
     assert_eq!(refusal(&fx).code, ErrorCode::PermissionDenied);
 }
-
-fn show(c: &mut Core, id: JobId, now: u64) -> JobInfo {
-    let fx = c.client(b"c".to_vec(), 99, &root(), ClientOp::Show(id), now);
-    match &fx.send[0] {
-        Outbound::Client {
-            reply: ClientReply::Job(j),
-            ..
-        } => (**j).clone(),
-        other => panic!("{other:?}"),
-    }
-}

@@ -237,3 +237,15 @@ pub(super) fn refusal(fx: &Effects) -> ErrorReply {
         other => panic!("expected one refusal, got {other:?}"),
     }
 }
+
+/// A job as `bh show` gets it.
+pub(super) fn show(c: &mut Core, id: JobId, now: u64) -> JobInfo {
+    let fx = c.client(b"c".to_vec(), 99, &root(), ClientOp::Show(id), now);
+    match &fx.send[0] {
+        Outbound::Client {
+            reply: ClientReply::Job(j),
+            ..
+        } => (**j).clone(),
+        other => panic!("{other:?}"),
+    }
+}
