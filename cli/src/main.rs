@@ -37,7 +37,7 @@ struct Cli {
     /// The broker's CURVE public key (its `.pub` file, or the Z85 key), when the broker
     /// encrypts its traffic (default: /etc/bulkhead/broker.pub, where the cluster's
     /// configuration puts it, if it exists).
-    #[arg(long, global = true, env = "BH_BROKER_KEY")]
+    #[arg(long, global = true, env = "BH_BROKER_KEY", allow_hyphen_values = true)]
     broker_key: Option<String>,
     /// The name messages go under: `bh`, or the Slurm command it was run as.
     #[arg(skip = "bh")]
@@ -101,7 +101,8 @@ enum NodeCmd {
     /// Z85, or its .pub file, as `bulkhead-agent keygen` wrote it).
     Add {
         name: String,
-        #[arg(long)]
+        /// The node's CURVE public key (Z85, which may begin with '-').
+        #[arg(long, allow_hyphen_values = true)]
         key: String,
     },
     /// Revoke node NAME's key (a node retired, or its key compromised): its agent is
@@ -123,7 +124,7 @@ enum Cmd {
     Submit {
         /// Options, then the script (`-` or nothing reads standard input; at most 1 MiB),
         /// then its arguments. Options: -n/--ntasks, -c/--cpus-per-task, -N/--nodes,
-        /// --mem, --mem-per-cpu, -t/--time (at most 24855-03:13:08, as Slurm),
+        /// --mem, --mem-per-cpu, -t/--time (at most 24855-03:13:08, as Slurm; bh keeps seconds, Slurm's commands round up to minutes),
         /// -p/--partition, -J/--job-name, -o/--output, -e/--error, -D/--chdir, --export,
         /// -G/--gpus, --gpus-per-node, --gres, -d/--dependency, -a/--array, -q/--qos,
         /// --reservation, --comment, --wrap CMD (a /bin/sh script running CMD), --parsable
@@ -399,7 +400,7 @@ struct RunArgs {
 
 /// The allocation `bh run` makes outside a job: its nodes, tasks and CPUs per task as
 /// the step asks, and its time, partition, memory and GPUs.
-fn allocation_for_run(a: &RunArgs) -> anyhow::Result<JobSubmission> {
+fn allocation_for_run(a: &RunArgs, seconds: bool) -> anyhow::Result<JobSubmission> {
     let mut flags: Vec<String> = Vec::new();
     let mut add = |k: &str, v: Option<String>| {
         if let Some(v) = v {
@@ -422,14 +423,15 @@ fn allocation_for_run(a: &RunArgs) -> anyhow::Result<JobSubmission> {
         "-J",
         Some(a.job_name.clone().unwrap_or_else(|| a.cmd[0].clone())),
     );
-    allocation(&flags)
+    allocation(&flags, seconds)
 }
 
 /// An interactive allocation's submission (no script) from option words, the
 /// environment's options beneath them.
-fn allocation(flags: &[String]) -> anyhow::Result<JobSubmission> {
-    let opts = opts::parse_words(flags)
+fn allocation(flags: &[String], seconds: bool) -> anyhow::Result<JobSubmission> {
+    let mut opts = opts::parse_words(flags)
         .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
+    opts.seconds = seconds;
     // No script: no directives to read.
     let (_, r) = opts::submission_opts_parsed(opts, "#!", |k| std::env::var(k).ok())?;
     for w in &r.warnings {
@@ -454,7 +456,7 @@ fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
         Some(i) => (&rest[..i], &rest[i + 1..]),
         None => rest.split_at(opts::split_at_script(rest).map_err(anyhow::Error::msg)?),
     };
-    let sub = allocation(flags)?;
+    let sub = allocation(flags, cli.prog == "bh")?;
     // The task layout's variables, as salloc sets them: `bh run` inside follows them.
     let layout: Vec<(String, String)> = sub
         .env
@@ -727,7 +729,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let prog = cli.prog;
-            let s = build_submission(rest)?;
+            let s = build_submission(rest, prog == "bh")?;
             for w in &s.warnings {
                 eprintln!("{prog}: warning: {w}");
             }
@@ -1175,7 +1177,7 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut req = step_request(a)?;
     let mut c = client(cli)?;
     let allocated = if req.job.0 == 0 {
-        let sub = allocation_for_run(a)?;
+        let sub = allocation_for_run(a, cli.prog == "bh")?;
         bulkhead_cli::alloc::catch_interrupts();
         let job = c.submit(sub).map_err(explain)?;
         if bulkhead_cli::alloc::wait_running(&mut c, job, a.quiet)?.is_none() {
@@ -1267,12 +1269,13 @@ struct Submit {
 
 /// Reads the script and merges the options from the command line, the environment
 /// and the script's directives.
-fn build_submission(rest: &[String]) -> anyhow::Result<Submit> {
+/// `seconds`: keep a time limit's seconds (bh) rather than Slurm's whole minutes.
+fn build_submission(rest: &[String], seconds: bool) -> anyhow::Result<Submit> {
     // Options come before the script: everything up to the first word that is not an
     // option or an option's value is for bh.
     let cli_opts_end = opts::split_at_script(rest).map_err(anyhow::Error::msg)?;
     let (flags, script_and_args) = rest.split_at(cli_opts_end);
-    let cli_opts = opts::parse_words(flags).map_err(|e| {
+    let mut cli_opts = opts::parse_words(flags).map_err(|e| {
         let first = e.render().to_string();
         let first = first
             .lines()
@@ -1281,6 +1284,7 @@ fn build_submission(rest: &[String]) -> anyhow::Result<Submit> {
             .trim_start_matches("error: ");
         opts::OptsError::Syntax(first.to_string())
     })?;
+    cli_opts.seconds = seconds;
     let (script, script_name, args): (String, String, Vec<String>) = match cli_opts.wrap.as_deref()
     {
         Some(cmd) => (
@@ -1477,5 +1481,25 @@ mod tests {
             "no node n1\nUserId=root(0)",
         )));
         assert_eq!(format!("{e:#}"), "no node n1\\nUserId=root(0)");
+    }
+
+    /// A Z85 key may begin with '-': it is still the value of --key, not an option.
+    #[test]
+    fn a_key_beginning_with_a_hyphen_is_a_value() {
+        use clap::Parser;
+        let key = "-M4u!x8.Zq5Y#(n9)^n/2[Tz0ePj*6D1rC?kpA+l";
+        let cli = Cli::try_parse_from(["bh", "admin", "node", "add", "n1", "--key", key])
+            .expect("parsed");
+        match cli.cmd {
+            Cmd::Admin {
+                op:
+                    AdminCmd::Node {
+                        op: NodeCmd::Add { key: k, .. },
+                    },
+            } => assert_eq!(k, key),
+            _ => panic!("not node add"),
+        }
+        let cli = Cli::try_parse_from(["bh", "--broker-key", key, "queue"]).expect("parsed");
+        assert_eq!(cli.broker_key.as_deref(), Some(key));
     }
 }

@@ -175,6 +175,10 @@ pub struct SubmitOpts {
     /// Command line only: print just the job id.
     #[arg(long = "parsable")]
     pub parsable: bool,
+    /// Keep a time limit's seconds (`bh`'s own commands) rather than rounding them up
+    /// to whole minutes as Slurm's commands do.
+    #[arg(skip)]
+    pub seconds: bool,
 }
 
 /// What is wrong with a submission's options.
@@ -500,6 +504,7 @@ macro_rules! merge_fields {
             refused: union(&$hi.refused, &$lo.refused),
             wrap: $hi.wrap.clone(),
             parsable: $hi.parsable,
+            seconds: $hi.seconds || $lo.seconds,
         }
     };
 }
@@ -1110,11 +1115,16 @@ impl SubmitOpts {
             }
             (None, None) => 0,
         };
-        // Slurm reads a limit in whole minutes, rounding seconds up.
+        // Slurm reads a limit in whole minutes, rounding seconds up; bh keeps seconds.
+        let seconds = self.seconds;
         let minutes = |t: &str, opt: &'static str| -> Result<Option<u64>, OptsError> {
-            Ok(parse_time(t)
-                .map_err(|d| value_err(opt, t, d))?
-                .map(|s| s.div_ceil(60).saturating_mul(60).min(MAX_TIME_LIMIT_S)))
+            Ok(parse_time(t).map_err(|d| value_err(opt, t, d))?.map(|s| {
+                if seconds {
+                    s
+                } else {
+                    s.div_ceil(60).saturating_mul(60).min(MAX_TIME_LIMIT_S)
+                }
+            }))
         };
         let time_limit_s = match &self.time {
             Some(t) => minutes(t, "time")?,
