@@ -11,5 +11,6 @@ pub mod opts;
 pub mod output;
 pub mod run;
 pub mod slurm;
+pub mod slurm_pending;
 pub mod standalone;
 pub mod tasks;

@@ -400,7 +400,7 @@ struct RunArgs {
 
 /// The allocation `bh run` makes outside a job: its nodes, tasks and CPUs per task as
 /// the step asks, and its time, partition, memory and GPUs.
-fn allocation_for_run(a: &RunArgs, seconds: bool) -> anyhow::Result<JobSubmission> {
+fn allocation_for_run(a: &RunArgs, bh_defaults: bool) -> anyhow::Result<JobSubmission> {
     let mut flags: Vec<String> = Vec::new();
     let mut add = |k: &str, v: Option<String>| {
         if let Some(v) = v {
@@ -423,15 +423,15 @@ fn allocation_for_run(a: &RunArgs, seconds: bool) -> anyhow::Result<JobSubmissio
         "-J",
         Some(a.job_name.clone().unwrap_or_else(|| a.cmd[0].clone())),
     );
-    allocation(&flags, seconds)
+    allocation(&flags, bh_defaults)
 }
 
 /// An interactive allocation's submission (no script) from option words, the
 /// environment's options beneath them.
-fn allocation(flags: &[String], seconds: bool) -> anyhow::Result<JobSubmission> {
+fn allocation(flags: &[String], bh_defaults: bool) -> anyhow::Result<JobSubmission> {
     let mut opts = opts::parse_words(flags)
         .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
-    opts.seconds = seconds;
+    opts.bh_defaults = bh_defaults;
     // No script: no directives to read.
     let (_, r) = opts::submission_opts_parsed(opts, "#!", |k| std::env::var(k).ok())?;
     for w in &r.warnings {
@@ -1269,8 +1269,8 @@ struct Submit {
 
 /// Reads the script and merges the options from the command line, the environment
 /// and the script's directives.
-/// `seconds`: keep a time limit's seconds (bh) rather than Slurm's whole minutes.
-fn build_submission(rest: &[String], seconds: bool) -> anyhow::Result<Submit> {
+/// `bh_defaults`: bh's own defaults (see [`opts::SubmitOpts::bh_defaults`]), not Slurm's.
+fn build_submission(rest: &[String], bh_defaults: bool) -> anyhow::Result<Submit> {
     // Options come before the script: everything up to the first word that is not an
     // option or an option's value is for bh.
     let cli_opts_end = opts::split_at_script(rest).map_err(anyhow::Error::msg)?;
@@ -1284,7 +1284,7 @@ fn build_submission(rest: &[String], seconds: bool) -> anyhow::Result<Submit> {
             .trim_start_matches("error: ");
         opts::OptsError::Syntax(first.to_string())
     })?;
-    cli_opts.seconds = seconds;
+    cli_opts.bh_defaults = bh_defaults;
     let (script, script_name, args): (String, String, Vec<String>) = match cli_opts.wrap.as_deref()
     {
         Some(cmd) => (

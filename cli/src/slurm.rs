@@ -63,6 +63,11 @@ pub fn local_time(us: Option<u64>) -> String {
     )
 }
 
+/// A time `scontrol` shows, `Unknown` when there is none yet (a pending job's start).
+fn known_time(us: Option<u64>) -> String {
+    us.map_or_else(|| "Unknown".into(), |t| local_time(Some(t)))
+}
+
 /// Node names in Slurm's hostlist form: `n[1-3,5],gpu7`.
 pub fn hostlist(names: &[&str]) -> String {
     // Group by prefix (the name without its trailing digits), keeping first-seen order.
@@ -373,13 +378,17 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         s,
         "   SubmitTime={} EligibleTime={}",
         local_time(Some(j.submit_time_us)),
-        local_time(e.begin_us.or(Some(j.submit_time_us)))
+        known_time(if e.hold {
+            None
+        } else {
+            e.begin_us.or(Some(j.submit_time_us))
+        })
     );
     let _ = writeln!(
         s,
         "   StartTime={} EndTime={} Deadline=N/A",
-        local_time(j.start_time_us.or(j.expected_start_us)),
-        local_time(j.end_time_us)
+        known_time(j.start_time_us.or(j.expected_start_us).or(e.begin_us)),
+        known_time(j.end_time_us)
     );
     let _ = writeln!(s, "   Partition={} AllocNode:Sid=(null)", j.partition);
     let nodes = job_nodes(j);

@@ -1,10 +1,17 @@
-//! `bh submit`'s option reading against 55 submissions recorded from real Slurm 22.05
-//! (`shared/conformance/sbatch`). For each case, what Slurm refused Bulkhead refuses;
-//! what Slurm accepted Bulkhead reads the same way (CPUs, memory, time limit, name,
-//! partition, output file), unless the case uses an option Bulkhead refuses by name as
-//! not implemented, or is one of the few listed divergences, each with its reason.
+//! `sbatch`'s reading of options against submissions recorded from real Slurm 22.05
+//! (`shared/conformance/sbatch`), every case compared: what Slurm refused Bulkhead
+//! refuses (with sbatch's exit code); what Slurm accepted Bulkhead accepts, and the
+//! job `scontrol show job` would show is the same in every field the recordings hold
+//! (nodes, tasks, CPUs, memory with the site's default, time limit with the partition's
+//! default, GPUs, dependencies, array, working directory, stdio, name, partition,
+//! comment, hold, nice, begin time). A request Slurm takes only held and refuses from a
+//! running cluster ("can never run") may be refused at submission. The cases go
+//! through the `sbatch` binary's path (`submission_opts`: the `#!` check, the
+//! environment, the script, the command line) with `--hold` first, as recorded.
+//! Agreement must reach the issue's target, 97%; every disagreement is printed.
 
 use bulkhead_cli::opts::{OptsError, submission_opts};
+use bulkhead_cli::slurm_pending::{Site, Submitter, pending_fields};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -20,51 +27,100 @@ fn cases_dir() -> PathBuf {
     root
 }
 
-/// Where Bulkhead reads differently on purpose.
-const DIVERGENCES: &[(&str, &str)] = &[
-    (
-        "145",
-        "Slurm accepts --gpus=abc and ignores it; Bulkhead refuses a GPU count that is not a number",
-    ),
-    (
-        "110",
-        "Slurm keeps %8j (zero padding) unexpanded in StdOut; Bulkhead does not implement padding",
-    ),
-    (
-        "115",
-        "%a (array task) has no meaning without arrays, which this release does not implement",
-    ),
-    (
-        "070",
-        "Slurm rounds 1:30 up to whole minutes; Bulkhead keeps the seconds (90 s)",
-    ),
-];
-
-fn rounded_minutes(secs: Option<u64>) -> String {
-    bulkhead_cli::opts::format_time(secs.map(|s| s.div_ceil(60) * 60))
+/// The cluster the cases were recorded on (their README): `batch` the default without
+/// a limit, `debug` with a 30-minute default, `DefMemPerCPU=1024`.
+fn recorded_site() -> Site {
+    Site {
+        default_partition: "batch".into(),
+        def_mem_per_cpu_mb: 1024,
+        default_time_s: vec![("batch".into(), None), ("debug".into(), Some(1800))],
+    }
 }
 
-fn mem_field(tres: &str) -> Option<u64> {
-    let m = tres.split(',').find_map(|kv| kv.strip_prefix("mem="))?;
-    let (n, unit) = m.split_at(m.len() - 1);
-    let n: f64 = n.parse().ok()?;
-    Some(match unit {
-        "M" => n as u64,
-        "G" => (n * 1024.0) as u64,
-        "T" => (n * 1024.0 * 1024.0) as u64,
-        _ => return None,
-    })
+/// The fields compared, present on both sides or absent on both.
+const FIELDS: &[&str] = &[
+    "ArrayJobId",
+    "ArrayTaskId",
+    "JobName",
+    "Priority",
+    "Nice",
+    "Reason",
+    "Dependency",
+    "Requeue",
+    "TimeLimit",
+    "TimeMin",
+    "EligibleTime",
+    "StartTime",
+    "Partition",
+    "NumNodes",
+    "NumCPUs",
+    "NumTasks",
+    "CPUs/Task",
+    "TRES",
+    "MinCPUsNode",
+    "MinMemoryNode",
+    "MinMemoryCPU",
+    "Comment",
+    "WorkDir",
+    "StdErr",
+    "StdIn",
+    "StdOut",
+];
+
+/// The job id the comparison gives the job; shown as the recordings' `{JOBID}`.
+const JOB_ID: u64 = 987_654_321;
+
+/// GPUs as Slurm's `TresPerNode` / `TresPerJob` (`gres:gpu[:TYPE]:N,...`) say, per
+/// node, against what Bulkhead asks for on each node.
+fn gpus_agree(f: &Value, r: &bulkhead_cli::opts::Resolved) -> Result<(), String> {
+    let (per_node, per_job) = (f["TresPerNode"].as_str(), f["TresPerJob"].as_str());
+    let nodes = r.resources.nodes.max(1);
+    let mut whole = 0;
+    let mut model = None;
+    let mut slices = None;
+    for (v, divide) in [(per_node, 1), (per_job, nodes)] {
+        for item in v.unwrap_or("").split(',').filter(|i| !i.is_empty()) {
+            let parts: Vec<&str> = item.trim_start_matches("gres:").split(':').collect();
+            let (ty, n) = match parts.as_slice() {
+                ["gpu", n] => (None, n.parse::<u32>().unwrap_or(0)),
+                ["gpu", t, n] => (Some(*t), n.parse::<u32>().unwrap_or(0)),
+                _ => (None, 0),
+            };
+            let n = n.div_ceil(divide);
+            match ty {
+                Some(t) if t.contains('.') => slices = Some((t.to_string(), n)),
+                Some(t) => {
+                    model = Some(t.to_string());
+                    whole += n;
+                }
+                None => whole += n,
+            }
+        }
+    }
+    let theirs = format!("{whole} {model:?} {slices:?}");
+    let ours = format!(
+        "{} {:?} {:?}",
+        r.resources.gpus,
+        r.resources.gpu_model,
+        r.resources
+            .mig
+            .as_ref()
+            .map(|m| (m.profile.clone(), m.count))
+    );
+    if theirs == ours {
+        Ok(())
+    } else {
+        Err(format!("GPUs: Slurm {theirs:?}, bh {ours:?}"))
+    }
 }
 
 #[test]
-fn bh_reads_batch_options_as_slurm_does() {
-    let mut checked = 0;
-    let mut unsupported = Vec::new();
-    let mut failures = Vec::new();
+fn sbatch_reads_batch_options_as_slurm_does() {
     let mut dirs: Vec<_> = std::fs::read_dir(cases_dir())
         .expect("cases")
         .flatten()
         .map(|e| e.path())
+        .filter(|p| p.join("slurm.json").is_file())
         .collect();
     dirs.sort();
     assert!(
@@ -72,173 +128,114 @@ fn bh_reads_batch_options_as_slurm_does() {
         "expected the 55 recorded cases, found {}",
         dirs.len()
     );
-    for dir in dirs {
+    let site = recorded_site();
+    let mut disagreements: Vec<String> = Vec::new();
+    let mut fields_compared = 0;
+    for dir in &dirs {
         let case = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if DIVERGENCES.iter().any(|(c, _)| *c == case) {
-            continue;
-        }
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
         let slurm: Value = serde_json::from_str(&read("slurm.json")).expect("slurm.json");
-        // The parent jobs' placeholders, as the recording numbered them.
-        let fill = |text: String| -> String {
-            let mut t = text;
+        // The parent jobs' placeholders (`{P1}`..), as the recording numbered them.
+        let fill = |text: &str| -> String {
+            let mut t = text.to_string();
             if let Some(ids) = slurm["ids"].as_object() {
-                for (k, v) in ids {
-                    t = t.replace(&format!("{{{k}}}"), &v.to_string());
+                // The job's own id stays `{JOBID}`, as bh's is shown.
+                for (k, v) in ids.iter().filter(|(k, _)| k.starts_with('P')) {
+                    t = t.replace(
+                        &format!("{{{k}}}"),
+                        &v.to_string().trim_matches('"').to_string(),
+                    );
                 }
             }
             t
         };
-        let args: Vec<String> = serde_json::from_str(&fill(read("args.json"))).expect("args.json");
+        let args: Vec<String> = serde_json::from_str(&fill(&read("args.json"))).expect("args.json");
         let env: HashMap<String, String> =
             serde_json::from_str(&read("env.json")).unwrap_or_default();
+        // The recorder put --hold first.
+        let flags: Vec<String> = std::iter::once("--hold".to_string()).chain(args).collect();
         let accepted = slurm["accepted"].as_bool().unwrap_or(false);
-        // The path `sbatch` takes: options, the script (its `#!` checked), the
-        // environment, merged and resolved.
-        let ours = submission_opts(&args, &fill(read("script.sh")), |k| env.get(k).cloned());
-        match (&ours, accepted) {
-            (Err(OptsError::Unsupported(opt, _)), _) => {
-                unsupported.push(format!("{case}: {opt}"));
+        let never_runs = accepted && slurm["unheld_probe"]["accepted"].as_bool() == Some(false);
+        let ours = submission_opts(&flags, &fill(&read("script.sh")), |k| env.get(k).cloned());
+        let (merged, r) = match (ours, accepted) {
+            (Err(e), false) => {
+                // The same refusal: sbatch's exit code for it.
+                let theirs = slurm["exit"].as_i64().unwrap_or(-1);
+                if i64::from(e.exit_code()) != theirs {
+                    disagreements.push(format!(
+                        "{case}: both refuse, Slurm exits {theirs}, bh {} ({e})",
+                        e.exit_code()
+                    ));
+                }
+                continue;
+            }
+            (Err(_), true) if never_runs => continue,
+            (Err(e @ OptsError::Unsupported(..)), true) => {
+                disagreements.push(format!(
+                    "{case}: Slurm accepted, bh refuses as not supported: {e}"
+                ));
                 continue;
             }
             (Err(e), true) => {
-                failures.push(format!("{case}: Slurm accepted, bh refused: {e}"));
+                disagreements.push(format!("{case}: Slurm accepted, bh refused: {e}"));
                 continue;
             }
             (Ok(_), false) => {
-                failures.push(format!(
+                disagreements.push(format!(
                     "{case}: Slurm refused ({}), bh accepted",
                     slurm["stderr"].as_str().unwrap_or("").trim()
                 ));
                 continue;
             }
-            (Err(_), false) => {
-                checked += 1;
-                continue;
-            }
-            (Ok(_), true) => {}
-        }
-        let Ok((merged, r)) = ours else { continue };
-        let f = &slurm["fields"];
-        let mut mismatch = |what: &str, slurm_v: String, ours_v: String| {
-            if slurm_v != ours_v {
-                failures.push(format!("{case}: {what}: Slurm {slurm_v:?}, bh {ours_v:?}"));
-            }
+            (Ok(ok), true) => ok,
         };
-        mismatch(
-            "NumCPUs",
-            f["NumCPUs"].as_str().unwrap_or("").into(),
-            (r.resources.cpus * r.resources.nodes).to_string(),
+        let _ = merged;
+        let f = &slurm["fields"];
+        let ours = pending_fields(
+            &r,
+            &site,
+            &Submitter {
+                job_id: JOB_ID,
+                user: "root",
+                submit_dir: "{SUBMIT_DIR}",
+                script_name: "script.sh",
+            },
         );
-        if r.resources.mem_mb > 0 {
-            let slurm_mem = f["TRES"]
-                .as_str()
-                .and_then(mem_field)
-                .map(|m| m.to_string())
-                .unwrap_or_default();
-            mismatch("memory (MB)", slurm_mem, r.resources.mem_mb.to_string());
-        }
-        // A partition's default time is the broker's business, not the parser's.
-        if merged.time.is_some() || r.resources.partition.is_none() {
-            mismatch(
-                "TimeLimit",
-                f["TimeLimit"].as_str().unwrap_or("").into(),
-                rounded_minutes(r.resources.time_limit_s),
-            );
-        }
-        // GPUs: Slurm's TresPerNode / TresPerJob (`gres:gpu[:TYPE]:N,...`) against ours.
-        let (per_node, per_job) = (f["TresPerNode"].as_str(), f["TresPerJob"].as_str());
-        if per_node.is_some() || per_job.is_some() {
-            let nodes = r.resources.nodes.max(1);
-            let mut whole = 0;
-            let mut model = None;
-            let mut slices = None;
-            for (v, divide) in [(per_node, 1), (per_job, nodes)] {
-                for item in v.unwrap_or("").split(',').filter(|i| !i.is_empty()) {
-                    let parts: Vec<&str> = item.trim_start_matches("gres:").split(':').collect();
-                    let (ty, n) = match parts.as_slice() {
-                        ["gpu", n] => (None, n.parse::<u32>().unwrap_or(0)),
-                        ["gpu", t, n] => (Some(*t), n.parse::<u32>().unwrap_or(0)),
-                        _ => (None, 0),
-                    };
-                    let n = n.div_ceil(divide);
-                    match ty {
-                        Some(t) if t.contains('.') => slices = Some((t.to_string(), n)),
-                        Some(t) => {
-                            model = Some(t.to_string());
-                            whole += n;
-                        }
-                        None => whole += n,
-                    }
-                }
+        let mut wrong = Vec::new();
+        for key in FIELDS {
+            let theirs = f[*key].as_str().map(&fill);
+            let mine = ours
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.replace(&JOB_ID.to_string(), "{JOBID}"));
+            fields_compared += 1;
+            if theirs != mine {
+                wrong.push(format!("{key}: Slurm {theirs:?}, bh {mine:?}"));
             }
-            mismatch(
-                "GPUs",
-                format!("{whole} {model:?} {slices:?}"),
-                format!(
-                    "{} {:?} {:?}",
-                    r.resources.gpus,
-                    r.resources.gpu_model,
-                    r.resources
-                        .mig
-                        .as_ref()
-                        .map(|m| (m.profile.clone(), m.count))
-                ),
-            );
         }
-        let name = r.name.clone().unwrap_or_else(|| "script.sh".into());
-        mismatch(
-            "JobName",
-            f["JobName"].as_str().unwrap_or("").into(),
-            name.clone(),
-        );
-        if let Some(p) = &r.resources.partition {
-            let sp = f["Partition"]
-                .as_str()
-                .unwrap_or("")
-                .split(',')
-                .next()
-                .unwrap_or("")
-                .to_string();
-            // Slurm shows the partition the job will run in: the first it named that can take it.
-            mismatch(
-                "Partition",
-                sp,
-                p.split(',').next().unwrap_or("").to_string(),
-            );
+        // Every field bh shows is one the comparison knows.
+        for (k, _) in &ours {
+            assert!(FIELDS.contains(k), "{k} is shown but not compared");
         }
-        if let Some(pat) = &r.stdout {
-            let workdir = f["WorkDir"].as_str().unwrap_or("");
-            let ours = bulkhead_proto::job::expand_output_pattern(
-                pat,
-                bulkhead_proto::JobId(1),
-                &name,
-                "root",
-                workdir,
-            )
-            .replace("/1.", "/{JOBID}.")
-            .replace("-1.", "-{JOBID}.")
-            .replace("-1-", "-{JOBID}-");
-            let theirs = f["StdOut"]
-                .as_str()
-                .unwrap_or("")
-                .replace("{SUBMIT_DIR}", workdir);
-            mismatch("StdOut", theirs, ours);
+        if let Err(e) = gpus_agree(f, &r) {
+            wrong.push(e);
         }
-        checked += 1;
+        if !wrong.is_empty() {
+            disagreements.push(format!("{case}: {}", wrong.join("; ")));
+        }
     }
+    let total = dirs.len();
+    let agree = total - disagreements.len();
     eprintln!(
-        "checked {checked} cases; refused as not implemented: {unsupported:?}; divergences: {}",
-        DIVERGENCES.len()
+        "agreement={agree}/{total} fields_compared={fields_compared}\n{}",
+        disagreements.join("\n")
     );
     assert!(
-        failures.is_empty(),
-        "{} cases read differently from Slurm:\n{}",
-        failures.len(),
-        failures.join("\n")
+        agree * 100 >= total * 97,
+        "{agree} of {total} cases agree with Slurm (target 97%):\n{}",
+        disagreements.join("\n")
     );
-    assert!(checked >= 25, "only {checked} cases were compared");
 }

@@ -175,11 +175,17 @@ pub struct SubmitOpts {
     /// Command line only: print just the job id.
     #[arg(long = "parsable")]
     pub parsable: bool,
-    /// Keep a time limit's seconds (`bh`'s own commands) rather than rounding them up
-    /// to whole minutes as Slurm's commands do.
+    /// `bh`'s own commands: a time limit keeps its seconds and output goes where the
+    /// broker's default puts it (`bh-%j.out`). Slurm's commands round limits up to
+    /// whole minutes and default to `slurm-%j.out` (`slurm-%A_%a.out` for an array),
+    /// as Slurm does.
     #[arg(skip)]
-    pub seconds: bool,
+    pub bh_defaults: bool,
 }
+
+/// Slurm's default output file of a batch job, and of an array's tasks.
+pub const SLURM_OUTPUT: &str = "slurm-%j.out";
+pub const SLURM_ARRAY_OUTPUT: &str = "slurm-%A_%a.out";
 
 /// What is wrong with a submission's options.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -504,7 +510,7 @@ macro_rules! merge_fields {
             refused: union(&$hi.refused, &$lo.refused),
             wrap: $hi.wrap.clone(),
             parsable: $hi.parsable,
-            seconds: $hi.seconds || $lo.seconds,
+            bh_defaults: $hi.bh_defaults || $lo.bh_defaults,
         }
     };
 }
@@ -757,6 +763,10 @@ pub struct Resolved {
     pub reservation: Option<String>,
     pub qos: Option<String>,
     pub extra: SubmitExtra,
+    /// `--nodes=MIN-MAX` (or `N`, as `N-N`): the most nodes asked for, as Slurm keeps it.
+    pub nodes_max: Option<u32>,
+    /// `--mem-per-cpu`, when the memory was asked for per CPU (MB).
+    pub mem_per_cpu_mb: Option<u64>,
     /// What sbatch would warn of (options without effect here, counts adjusted).
     pub warnings: Vec<String>,
 }
@@ -1039,6 +1049,7 @@ impl SubmitOpts {
             .map(|long| format!("--{long} has no effect here: {}", table::why(long)))
             .collect();
         let mut nodes = 1;
+        let mut nodes_max = None;
         let tasks_per_node_opt = match &self.ntasks_per_node {
             Some(v) => Some(count("ntasks-per-node", v)?),
             None => None,
@@ -1057,6 +1068,7 @@ impl SubmitOpts {
             }
             // The minimum is allocated, as a gang.
             nodes = lo;
+            nodes_max = Some(hi);
         }
         // Slurm's default is one task per node (or --ntasks-per-node on each); tasks
         // spread evenly over the nodes. --ntasks with --ntasks-per-node and no --nodes
@@ -1099,6 +1111,7 @@ impl SubmitOpts {
             return Err(OptsError::MemExclusive);
         }
         let mut mem_whole = false;
+        let mut mem_per_cpu_mb = None;
         let mut mem_mb = match (&self.mem, &self.mem_per_cpu) {
             (Some(m), _) => {
                 let mb = parse_mem(m).map_err(|d| value_err("mem", m, d))?;
@@ -1111,12 +1124,13 @@ impl SubmitOpts {
                 if mb == 0 {
                     return Err(value_err("mem-per-cpu", m, "must be positive"));
                 }
+                mem_per_cpu_mb = Some(mb);
                 mb.saturating_mul(u64::from(cpus))
             }
             (None, None) => 0,
         };
         // Slurm reads a limit in whole minutes, rounding seconds up; bh keeps seconds.
-        let seconds = self.seconds;
+        let seconds = self.bh_defaults;
         let minutes = |t: &str, opt: &'static str| -> Result<Option<u64>, OptsError> {
             Ok(parse_time(t).map_err(|d| value_err(opt, t, d))?.map(|s| {
                 if seconds {
@@ -1302,7 +1316,15 @@ impl SubmitOpts {
                 .unwrap_or_default(),
             },
             name: self.job_name.clone(),
-            stdout: self.output.clone(),
+            stdout: self.output.clone().or_else(|| {
+                (!self.bh_defaults).then(|| {
+                    if self.array.is_some() {
+                        SLURM_ARRAY_OUTPUT.to_string()
+                    } else {
+                        SLURM_OUTPUT.to_string()
+                    }
+                })
+            }),
             stderr: self.error.clone(),
             chdir: self.chdir.clone(),
             export: parse_export(self.export.as_deref().unwrap_or("ALL")),
@@ -1311,6 +1333,8 @@ impl SubmitOpts {
             reservation: self.reservation.clone(),
             qos: self.qos.clone(),
             extra,
+            nodes_max,
+            mem_per_cpu_mb,
             warnings,
         })
     }

@@ -242,7 +242,7 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
     );
     // bh's own commands keep the seconds.
     let mut o = cli(&["-t", "1:30"]);
-    o.seconds = true;
+    o.bh_defaults = true;
     assert_eq!(o.resolve().expect("t").resources.time_limit_s, Some(90));
     // Abbreviated long options, as getopt_long takes them.
     let r = cli(&["--part=debug", "--job-n=x", "--ntasks-per-n=2"])

@@ -1,0 +1,278 @@
+//! What Slurm's `scontrol show job` prints for a batch job just submitted, from the
+//! job's resolved options and the site's defaults: node and task counts, CPUs, memory
+//! (the default per CPU included), the time limit (the partition's default included),
+//! dependencies, the array, stdio paths as `scontrol` expands them, name, partition,
+//! comment, hold, nice, begin time. The conformance test compares it field by field
+//! with recordings of real Slurm; `bh` uses it to say what a submission asks for.
+
+use crate::opts::{Resolved, format_time};
+use bulkhead_proto::job::{ArraySpec, Dependency, format_indices};
+
+/// The site's defaults that shape a pending job's fields (Slurm's `DefMemPerCPU`,
+/// partitions' `DefaultTime`, the default partition).
+#[derive(Debug, Clone, Default)]
+pub struct Site {
+    pub default_partition: String,
+    /// Memory per allocated CPU when the job asks for none (MB; 0: none).
+    pub def_mem_per_cpu_mb: u64,
+    /// Each partition's default time limit (`None`: unlimited).
+    pub default_time_s: Vec<(String, Option<u64>)>,
+}
+
+/// Who submitted, from where, and the job's id, for the fields that name them.
+#[derive(Debug, Clone)]
+pub struct Submitter<'a> {
+    pub job_id: u64,
+    pub user: &'a str,
+    /// The directory `sbatch` ran in: the default working directory.
+    pub submit_dir: &'a str,
+    /// The script's file name: the default job name.
+    pub script_name: &'a str,
+}
+
+/// Slurm's `NO_VAL`, which `%a` of a job that is not a task of an array shows.
+const NO_VAL: u32 = 0xffff_fffe;
+
+/// `MB` in Slurm's exact units (`convert_num_unit`, exact): divided by 1024 while it
+/// divides evenly, `512M`, `2G`, `1536M`.
+pub fn mem_units(mb: u64) -> String {
+    let mut v = mb;
+    let mut unit = 0;
+    const UNITS: [char; 5] = ['M', 'G', 'T', 'P', 'E'];
+    while v >= 1024 && v % 1024 == 0 && unit + 1 < UNITS.len() {
+        v /= 1024;
+        unit += 1;
+    }
+    format!("{v}{}", UNITS[unit])
+}
+
+/// Dependencies as `scontrol` shows them while unmet: `afterok:5(unfulfilled)`, joined
+/// by `,` (all of) or `?` (any of); `(null)` for none.
+pub fn dependency_string(deps: &[Dependency], any: bool) -> String {
+    if deps.is_empty() {
+        return "(null)".into();
+    }
+    let one = |d: &Dependency| -> String {
+        let body = match d {
+            Dependency::After(j) => format!("after:{j}"),
+            Dependency::AfterDelay(j, m) => format!("after:{j}+{m}"),
+            Dependency::AfterAny(j) => format!("afterany:{j}"),
+            Dependency::AfterOk(j) => format!("afterok:{j}"),
+            Dependency::AfterNotOk(j) => format!("afternotok:{j}"),
+            Dependency::Singleton => "singleton".into(),
+        };
+        format!("{body}(unfulfilled)")
+    };
+    deps.iter()
+        .map(one)
+        .collect::<Vec<_>>()
+        .join(if any { "?" } else { "," })
+}
+
+/// An array's task ids as `ArrayTaskId` shows a pending array: `0,4,8,12%2`.
+pub fn array_string(a: &ArraySpec) -> String {
+    let mut s = format_indices(a.indices());
+    if let Some(t) = a.throttle {
+        s.push_str(&format!("%{t}"));
+    }
+    s
+}
+
+/// A stdio path as `scontrol` shows it (Slurm's `_fname_format`): `%A`, `%a`, `%j`,
+/// `%u` and `%x` replaced, nothing else (a padded `%8j` stays as written); relative
+/// paths under the working directory. `task`: the array task's index, if it is one.
+pub fn scontrol_path(
+    pattern: &str,
+    job_id: u64,
+    task: Option<u32>,
+    user: &str,
+    name: &str,
+    workdir: &str,
+) -> String {
+    let out = pattern
+        .replace("%A", &job_id.to_string())
+        .replace("%a", &task.unwrap_or(NO_VAL).to_string())
+        .replace("%j", &job_id.to_string())
+        .replace("%u", user)
+        .replace("%x", name);
+    if out.starts_with('/') {
+        out
+    } else {
+        format!("{}/{out}", workdir.trim_end_matches('/'))
+    }
+}
+
+/// The fields of `scontrol show job` for the job `r` asks for, pending (held when it
+/// asked to be), on `site`: `(key, value)` in scontrol's order.
+pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'static str, String)> {
+    let res = &r.resources;
+    let e = &r.extra;
+    let mut f: Vec<(&'static str, String)> = Vec::new();
+    let name = r
+        .name
+        .clone()
+        .unwrap_or_else(|| who.script_name.to_string());
+    if let Some(a) = &r.array {
+        f.push(("ArrayJobId", who.job_id.to_string()));
+        f.push(("ArrayTaskId", array_string(a)));
+    }
+    f.push(("JobName", name.clone()));
+    if e.hold {
+        f.push(("Priority", "0".into()));
+    }
+    f.push(("Nice", e.nice.to_string()));
+    if e.hold {
+        f.push(("Reason", "JobHeldUser".into()));
+    }
+    f.push(("Dependency", dependency_string(&r.deps, e.deps_any)));
+    f.push(("Requeue", u8::from(e.requeue.unwrap_or(true)).to_string()));
+    let partition = res
+        .partition
+        .clone()
+        .unwrap_or_else(|| site.default_partition.clone());
+    let first = partition.split(',').next().unwrap_or("");
+    let limit = res.time_limit_s.or_else(|| {
+        site.default_time_s
+            .iter()
+            .find(|(p, _)| p == first)
+            .and_then(|(_, t)| *t)
+    });
+    f.push(("TimeLimit", format_time(limit)));
+    f.push((
+        "TimeMin",
+        e.time_min_s.map_or("N/A".into(), |t| format_time(Some(t))),
+    ));
+    let begin = e
+        .begin_us
+        .map_or("Unknown".into(), |us| crate::slurm::local_time(Some(us)));
+    f.push(("EligibleTime", begin.clone()));
+    f.push(("StartTime", begin));
+    f.push(("Partition", partition));
+    let cpus_per_task = r.layout.cpus_per_task.unwrap_or(1);
+    let ntasks = r.layout.ntasks.unwrap_or(res.nodes);
+    let cpus = res.cpus.saturating_mul(res.nodes);
+    f.push((
+        "NumNodes",
+        match r.nodes_max {
+            Some(max) => format!("{}-{max}", res.nodes),
+            None => res.nodes.to_string(),
+        },
+    ));
+    f.push(("NumCPUs", cpus.to_string()));
+    f.push(("NumTasks", ntasks.to_string()));
+    f.push(("CPUs/Task", cpus_per_task.to_string()));
+    // Memory: per node (--mem), per CPU (--mem-per-cpu), or the site's default per CPU.
+    let (mem_total, mem_field) = if let Some(per_cpu) = r.mem_per_cpu_mb {
+        (
+            per_cpu.saturating_mul(u64::from(cpus)),
+            ("MinMemoryCPU", per_cpu),
+        )
+    } else if res.mem_mb > 0 {
+        (
+            res.mem_mb.saturating_mul(u64::from(res.nodes)),
+            ("MinMemoryNode", res.mem_mb),
+        )
+    } else {
+        (
+            site.def_mem_per_cpu_mb.saturating_mul(u64::from(cpus)),
+            ("MinMemoryCPU", site.def_mem_per_cpu_mb),
+        )
+    };
+    f.push((
+        "TRES",
+        format!(
+            "cpu={cpus},mem={},node={},billing={cpus}",
+            mem_units(mem_total),
+            res.nodes
+        ),
+    ));
+    f.push((
+        "MinCPUsNode",
+        cpus_per_task
+            .saturating_mul(r.layout.ntasks_per_node.unwrap_or(1))
+            .to_string(),
+    ));
+    f.push((mem_field.0, mem_units(mem_field.1)));
+    if let Some(c) = &e.comment {
+        f.push(("Comment", c.clone()));
+    }
+    let workdir = match &r.chdir {
+        Some(d) if d.starts_with('/') => d.clone(),
+        Some(d) => format!("{}/{d}", who.submit_dir.trim_end_matches('/')),
+        None => who.submit_dir.to_string(),
+    };
+    let default_out = if r.array.is_some() {
+        "slurm-%A_%a.out"
+    } else {
+        "slurm-%j.out"
+    };
+    let path = |p: &str| scontrol_path(p, who.job_id, None, who.user, &name, &workdir);
+    let stdout = r.stdout.as_deref().unwrap_or(default_out);
+    f.push(("WorkDir", workdir.clone()));
+    f.push(("StdErr", path(r.stderr.as_deref().unwrap_or(stdout))));
+    // --input is refused: a batch job reads /dev/null.
+    f.push(("StdIn", "/dev/null".into()));
+    f.push(("StdOut", path(stdout)));
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bulkhead_proto::JobId;
+
+    #[test]
+    fn memory_is_shown_in_exact_units() {
+        assert_eq!(mem_units(512), "512M");
+        assert_eq!(mem_units(1024), "1G");
+        assert_eq!(mem_units(1536), "1536M");
+        assert_eq!(mem_units(3 * 1024 * 1024), "3T");
+        assert_eq!(mem_units(0), "0M");
+    }
+
+    #[test]
+    fn dependencies_are_shown_unfulfilled_in_their_order() {
+        assert_eq!(dependency_string(&[], false), "(null)");
+        let d = [
+            Dependency::AfterOk(JobId(5)),
+            Dependency::AfterAny(JobId(6)),
+        ];
+        assert_eq!(
+            dependency_string(&d, true),
+            "afterok:5(unfulfilled)?afterany:6(unfulfilled)"
+        );
+        assert_eq!(
+            dependency_string(
+                &[Dependency::AfterDelay(JobId(7), 3), Dependency::Singleton],
+                false
+            ),
+            "after:7+3(unfulfilled),singleton(unfulfilled)"
+        );
+    }
+
+    #[test]
+    fn paths_are_expanded_as_scontrol_expands_them() {
+        // A job that is not an array task: %a is NO_VAL; padding is left as written.
+        assert_eq!(
+            scontrol_path("noarr-%A-%a.out", 12, None, "ann", "x", "/w"),
+            "/w/noarr-12-4294967294.out"
+        );
+        assert_eq!(
+            scontrol_path("pad-%8j.out", 12, None, "ann", "x", "/w/"),
+            "/w/pad-%8j.out"
+        );
+        assert_eq!(
+            scontrol_path("/s/%u/%x-%j.log", 12, Some(3), "ann", "job", "/w"),
+            "/s/ann/job-12.log"
+        );
+    }
+
+    #[test]
+    fn arrays_show_their_indices_and_throttle() {
+        let a = ArraySpec {
+            ranges: vec![(0, 15, 4)],
+            throttle: Some(2),
+        };
+        assert_eq!(array_string(&a), "0,4,8,12%2");
+    }
+}
