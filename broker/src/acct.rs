@@ -13,7 +13,7 @@ const DAY_US: u64 = 86_400_000_000;
 /// Whether a record matches a filter (the caller has already limited it to the jobs
 /// the asker may see).
 pub fn matches(r: &AcctRecord, f: &AcctFilter) -> bool {
-    (f.jobs.is_empty() || f.jobs.contains(&r.job))
+    (f.jobs.is_empty() || f.jobs.contains(&r.job) || array_of(r).is_some_and(|a| f.jobs.contains(&a)))
         && (f.uids.is_empty() || f.uids.contains(&r.uid))
         && (f.accounts.is_empty() || f.accounts.contains(&r.account))
         && (f.partitions.is_empty() || f.partitions.contains(&r.partition))
@@ -21,6 +21,12 @@ pub fn matches(r: &AcctRecord, f: &AcctFilter) -> bool {
         // Active in the window: not ended before it, and there before it closed.
         && f.since_us.is_none_or(|s| r.end_us.is_none_or(|e| e >= s))
         && f.until_us.is_none_or(|u| r.start_us.unwrap_or(r.submit_us) < u)
+}
+
+/// The array a task's record belongs to (its label is `ARRAY_TASK`): asking for an
+/// array's id lists its tasks, as sacct does.
+fn array_of(r: &AcctRecord) -> Option<bulkhead_proto::JobId> {
+    r.job_label.split_once('_')?.0.parse().ok()
 }
 
 /// The part of `[start, end)` inside `[since, until)`, in microseconds.
@@ -294,6 +300,25 @@ mod tests {
                 ..Default::default()
             }),
         }
+    }
+
+    #[test]
+    fn an_arrays_id_matches_its_tasks_records() {
+        let mut task = rec(41, "a", 0, 1, 0, None);
+        task.job_label = "40_1".into();
+        let f = |jobs: Vec<u64>| AcctFilter {
+            jobs: jobs.into_iter().map(JobId).collect(),
+            uids: vec![],
+            accounts: vec![],
+            partitions: vec![],
+            states: vec![],
+            since_us: None,
+            until_us: None,
+        };
+        assert!(matches(&task, &f(vec![40])));
+        assert!(matches(&task, &f(vec![41])));
+        assert!(!matches(&task, &f(vec![4])));
+        assert!(!matches(&rec(40, "a", 0, 1, 0, None), &f(vec![4])));
     }
 
     #[test]

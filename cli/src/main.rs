@@ -394,6 +394,10 @@ struct RunArgs {
     /// The tasks' working directory (default: this one).
     #[arg(short = 'D', long)]
     chdir: Option<String>,
+    /// srun's -u: output unbuffered. Always so here: what a task writes is passed on
+    /// as it is read, never held back for the rest of a line.
+    #[arg(short = 'u', long)]
+    unbuffered: bool,
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     cmd: Vec<String>,
 }
@@ -1152,6 +1156,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 exclusive: false,
                 job_name: Some("rsh".into()),
                 chdir: None,
+                unbuffered: false,
                 time: None,
                 partition: None,
                 mem: None,

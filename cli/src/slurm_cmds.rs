@@ -23,16 +23,59 @@ pub fn invoked_as() -> Option<&'static str> {
     slurm::COMMANDS.iter().copied().find(|c| *c == name)
 }
 
-/// Job ids as Slurm lists them (`12,13`, `12_3` names task 3's own job: not here).
-fn ids(list: &[String]) -> anyhow::Result<Vec<JobId>> {
-    list.iter()
+/// Job ids as Slurm lists them: `12,13`, and `12_3` for task 3 of array 12.
+#[derive(Debug, Default)]
+struct JobIds {
+    /// Plain ids (an array's id stands for all its tasks).
+    ids: Vec<JobId>,
+    /// `ARRAY_TASK` forms.
+    tasks: Vec<(JobId, u32)>,
+}
+
+impl JobIds {
+    fn is_empty(&self) -> bool {
+        self.ids.is_empty() && self.tasks.is_empty()
+    }
+
+    /// The ids to ask the broker about: the plain ones and the tasks' arrays.
+    fn wide(&self) -> Vec<JobId> {
+        let mut v = self.ids.clone();
+        v.extend(self.tasks.iter().map(|(a, _)| *a));
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// Whether an `ARRAY_TASK` label (or a plain id's) is one asked for.
+    fn names(&self, id: JobId, array_task: Option<(JobId, u32)>) -> bool {
+        self.ids.contains(&id)
+            || array_task
+                .is_some_and(|(a, t)| self.ids.contains(&a) || self.tasks.contains(&(a, t)))
+    }
+}
+
+fn ids(list: &[String]) -> anyhow::Result<JobIds> {
+    let mut out = JobIds::default();
+    for s in list
+        .iter()
         .flat_map(|l| l.split(','))
         .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<JobId>()
-                .map_err(|_| anyhow::anyhow!("Invalid job id specified: {s}"))
-        })
-        .collect()
+    {
+        let bad = || anyhow::anyhow!("Invalid job id specified: {s}");
+        match s.split_once('_') {
+            Some((a, t)) => out
+                .tasks
+                .push((a.parse().map_err(|_| bad())?, t.parse().map_err(|_| bad())?)),
+            None => out.ids.push(s.parse().map_err(|_| bad())?),
+        }
+    }
+    Ok(out)
+}
+
+/// The `ARRAY_TASK` of an accounting record's label (`12_3`), if it is a task's.
+fn label_task(label: &str) -> Option<(JobId, u32)> {
+    let (a, t) = label.split_once('_')?;
+    Some((a.parse().ok()?, t.parse().ok()?))
 }
 
 fn states(list: &[String]) -> anyhow::Result<Vec<JobState>> {
@@ -106,16 +149,21 @@ pub fn run(prog: &'static str, args: Vec<String>, mut cli: Cli) -> anyhow::Resul
     match prog {
         "squeue" => {
             let q = Squeue::try_parse_from(words).unwrap_or_else(|e| e.exit());
+            let asked = ids(&q.jobs)?;
             let mut filter = QueueFilter {
-                jobs: ids(&q.jobs)?,
+                // An array's tasks are jobs of their own: listed, then picked.
+                jobs: vec![],
                 uids: users(&q.user, q.me)?,
                 states: states(&q.states)?,
             };
             // As squeue: -j alone lists those jobs in any state still known.
-            if !filter.jobs.is_empty() && filter.states.is_empty() {
+            if !asked.is_empty() && filter.states.is_empty() {
                 filter.states = JobState::ALL.to_vec();
             }
             let mut jobs = client(&cli)?.queue(filter).map_err(explain)?;
+            if !asked.is_empty() {
+                jobs.retain(|j| asked.names(j.id, j.array_task));
+            }
             let names: Vec<&str> = q.name.iter().flat_map(|n| n.split(',')).collect();
             let parts: Vec<&str> = q.partition.iter().flat_map(|n| n.split(',')).collect();
             let accounts: Vec<&str> = q.account.iter().flat_map(|n| n.split(',')).collect();
@@ -184,22 +232,29 @@ struct Scancel {
 fn scancel(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitCode> {
     let a = Scancel::try_parse_from(words).unwrap_or_else(|e| e.exit());
     let mut c = client(cli)?;
-    let mut targets = ids(&a.job_ids)?;
+    let asked = ids(&a.job_ids)?;
+    let mut targets = asked.ids.clone();
     let filtering = !a.user.is_empty()
         || a.me
         || !a.state.is_empty()
         || a.name.is_some()
         || a.partition.is_some();
-    if filtering {
+    if filtering || !asked.tasks.is_empty() {
+        // Tasks named `ARRAY_TASK` are found by listing: each is a job of its own.
         let jobs = c
             .queue(QueueFilter {
-                jobs: targets.clone(),
+                jobs: if asked.tasks.is_empty() {
+                    asked.ids.clone()
+                } else {
+                    vec![]
+                },
                 uids: users(&a.user, a.me)?,
                 states: states(&a.state)?,
             })
             .map_err(explain)?;
         targets = jobs
             .into_iter()
+            .filter(|j| asked.is_empty() || asked.names(j.id, j.array_task))
             .filter(|j| a.name.as_deref().is_none_or(|n| j.name == n))
             .filter(|j| a.partition.as_deref().is_none_or(|p| j.partition == p))
             .map(|j| j.id)
@@ -271,7 +326,8 @@ const SACCT_DEFAULT: &[(&str, usize)] = &[
 fn sacct(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitCode> {
     let a = Sacct::try_parse_from(words).unwrap_or_else(|e| e.exit());
     let now = now_us();
-    let jobs = ids(&a.jobs)?;
+    let asked = ids(&a.jobs)?;
+    let jobs = asked.wide();
     let mut uids = users(&a.user, false)?;
     if uids.is_empty() && !a.allusers && jobs.is_empty() && !nix::unistd::getuid().is_root() {
         uids.push(nix::unistd::getuid().as_raw());
@@ -296,7 +352,11 @@ fn sacct(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitC
         since_us: since,
         until_us: when(&a.end)?,
     };
-    let (records, _) = client(cli)?.acct(filter).map_err(explain)?;
+    let (mut records, _) = client(cli)?.acct(filter).map_err(explain)?;
+    // `-j 12` lists array 12's tasks (the broker matches them); `-j 12_3` only that one.
+    if !asked.tasks.is_empty() {
+        records.retain(|r| asked.names(r.job, label_task(&r.job_label)));
+    }
     let cols: Vec<(String, Option<usize>)> = match (&a.format, a.brief) {
         (Some(f), _) => f
             .split(',')
@@ -412,7 +472,11 @@ fn scontrol(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<Ex
             }
         }
         "hold" | "release" | "uhold" => {
-            let targets = ids(&w[1..])?;
+            let asked = ids(&w[1..])?;
+            if !asked.tasks.is_empty() {
+                bail!("hold and release take whole jobs and arrays here, not ARRAY_TASK ids");
+            }
+            let targets = asked.ids;
             if targets.is_empty() {
                 bail!("Invalid job id specified");
             }

@@ -39,7 +39,7 @@ pub fn mem_units(mb: u64) -> String {
     let mut v = mb;
     let mut unit = 0;
     const UNITS: [char; 5] = ['M', 'G', 'T', 'P', 'E'];
-    while v >= 1024 && v % 1024 == 0 && unit + 1 < UNITS.len() {
+    while v >= 1024 && v.is_multiple_of(1024) && unit + 1 < UNITS.len() {
         v /= 1024;
         unit += 1;
     }

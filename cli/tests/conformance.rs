@@ -144,10 +144,7 @@ fn sbatch_reads_batch_options_as_slurm_does() {
             if let Some(ids) = slurm["ids"].as_object() {
                 // The job's own id stays `{JOBID}`, as bh's is shown.
                 for (k, v) in ids.iter().filter(|(k, _)| k.starts_with('P')) {
-                    t = t.replace(
-                        &format!("{{{k}}}"),
-                        &v.to_string().trim_matches('"').to_string(),
-                    );
+                    t = t.replace(&format!("{{{k}}}"), v.to_string().trim_matches('"'));
                 }
             }
             t
@@ -160,7 +157,7 @@ fn sbatch_reads_batch_options_as_slurm_does() {
         let accepted = slurm["accepted"].as_bool().unwrap_or(false);
         let never_runs = accepted && slurm["unheld_probe"]["accepted"].as_bool() == Some(false);
         let ours = submission_opts(&flags, &fill(&read("script.sh")), |k| env.get(k).cloned());
-        let (merged, r) = match (ours, accepted) {
+        let r = match (ours, accepted) {
             (Err(e), false) => {
                 // The same refusal: sbatch's exit code for it.
                 let theirs = slurm["exit"].as_i64().unwrap_or(-1);
@@ -190,9 +187,8 @@ fn sbatch_reads_batch_options_as_slurm_does() {
                 ));
                 continue;
             }
-            (Ok(ok), true) => ok,
+            (Ok((_, r)), true) => r,
         };
-        let _ = merged;
         let f = &slurm["fields"];
         let ours = pending_fields(
             &r,

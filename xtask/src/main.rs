@@ -587,11 +587,41 @@ const TEST_PACKAGES: &[&str] = &[
     "openmpi-bin",
     "tmux",
     "iproute2",
+    "python3-venv",
 ];
+
+/// Where the tests find `submitit` (from PyPI), a real client of Slurm's commands: a
+/// virtual environment of Debian's python3, readable by the test users.
+const SUBMITIT_VENV: &str = "/opt/bulkhead-test/submitit";
+/// The submitit release the tests were written against.
+const SUBMITIT: &str = "submitit==1.5.4";
+
+/// Makes [`SUBMITIT_VENV`] if it lacks submitit (idempotent).
+fn submitit_venv() -> Result<()> {
+    let python = format!("{SUBMITIT_VENV}/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import submitit"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        eprintln!("submitit: present in {SUBMITIT_VENV}");
+        return Ok(());
+    }
+    run(Command::new("/usr/bin/python3").args(["-m", "venv", SUBMITIT_VENV]))?;
+    run(Command::new(format!("{SUBMITIT_VENV}/bin/pip")).args([
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        SUBMITIT,
+    ]))?;
+    Ok(())
+}
 
 fn ci() -> Result<()> {
     setup()?;
     install_packages(TEST_PACKAGES)?;
+    submitit_venv()?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     run(cargo().args([
         "clippy",

@@ -1,0 +1,178 @@
+//! Real clients of Slurm's commands, unchanged, against Bulkhead: `submitit` (from
+//! PyPI) submits Python functions through `sbatch` (its own batch script, which runs
+//! them with `srun --unbuffered --output ...`), follows them with `sacct --parsable2`
+//! and cancels with `scancel`. The commands are `bh` under Slurm's names (`bh
+//! install-slurm-commands`), first on the client's PATH. Host only: `cargo xtask ci`
+//! makes submitit's virtual environment (Debian's python3); where it is missing the
+//! test says it is skipped, and passes.
+
+use bulkhead_tests::{Cluster, USER1, bin, scaled, user};
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// The virtual environment `cargo xtask ci` makes (xtask's SUBMITIT_VENV).
+const VENV_PYTHON: &str = "/opt/bulkhead-test/submitit/bin/python";
+
+/// The client: a function, an array of three and a cancelled job, each checked through
+/// submitit's own view of them (results read back, states from sacct).
+const DRIVER: &str = r#"
+import os, sys, time
+import submitit
+
+folder = sys.argv[1]
+deadline = time.time() + float(sys.argv[2])
+
+def add(a, b):
+    return a + b
+
+def where():
+    return (os.environ["SLURM_JOB_ID"], os.environ.get("SLURM_ARRAY_TASK_ID"),
+            os.environ["SLURM_NTASKS"], os.environ["SLURM_PROCID"])
+
+def state(job):
+    return job.watcher.get_state(job.job_id, mode="force")
+
+def wait_state(job, want):
+    while time.time() < deadline:
+        s = state(job)
+        if s.startswith(want):
+            return s
+        time.sleep(0.5)
+    raise SystemExit(f"job {job.job_id}: state {state(job)!r}, waited for {want}")
+
+ex = submitit.SlurmExecutor(folder=folder, max_num_timeout=0)
+ex.update_parameters(time=5, mem="256M", cpus_per_task=1, job_name="submitit-e2e")
+
+job = ex.submit(add, 2, 3)
+assert job.result() == 5, job.result()
+print("single", job.job_id, wait_state(job, "COMPLETED"), flush=True)
+
+job = ex.submit(where)
+jid, task, ntasks, procid = job.result()
+assert jid == job.job_id and task is None and ntasks == "1" and procid == "0", job.result()
+
+jobs = ex.map_array(add, [1, 2, 3], [10, 20, 30])
+assert [j.result() for j in jobs] == [11, 22, 33], [j.result() for j in jobs]
+array_id = jobs[0].job_id.split("_")[0]
+assert [j.job_id for j in jobs] == [f"{array_id}_{i}" for i in range(3)], [j.job_id for j in jobs]
+for j in jobs:
+    wait_state(j, "COMPLETED")
+print("array", array_id, flush=True)
+
+job = ex.submit(time.sleep, 600)
+wait_state(job, "RUNNING")
+job.cancel(check=True)
+print("cancelled", job.job_id, wait_state(job, "CANCELLED"), flush=True)
+print("SUBMITIT-OK", flush=True)
+"#;
+
+#[test]
+fn submitit_runs_functions_an_array_and_a_cancel_through_slurms_commands() {
+    let ok = Command::new(VENV_PYTHON)
+        .args(["-c", "import submitit"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: submitit is not installed in {VENV_PYTHON} (cargo xtask ci makes it: \
+             python3 -m venv, pip install submitit)"
+        );
+        return;
+    }
+    let c = Cluster::start().expect("cluster");
+    c.wait_node_up().expect("node up");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    // Slurm's command names, first on the client's PATH (the job's too: it inherits it).
+    let links = c.workdir(None).expect("links dir");
+    std::fs::set_permissions(&links, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = c
+        .bh(
+            None,
+            &["install-slurm-commands", links.to_str().expect("utf-8")],
+        )
+        .expect("bh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::read_link(links.join("sbatch")).is_ok_and(|t| t == bin("bh")),
+        "sbatch links to bh"
+    );
+    let driver = wd.join("driver.py");
+    std::fs::write(&driver, DRIVER).expect("driver");
+    let folder = wd.join("submitit");
+    let budget = scaled(240);
+    // The client as the user, in the harness's environment for bh.
+    let cmd = c.bh_command(Some(&u), &wd, &[]);
+    let mut py = Command::new(VENV_PYTHON);
+    py.arg(&driver)
+        .arg(&folder)
+        .arg(budget.as_secs().to_string())
+        .current_dir(&wd)
+        .env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .env(
+            "PATH",
+            format!("{}:/usr/local/bin:/usr/bin:/bin", links.display()),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    {
+        use std::os::unix::process::CommandExt;
+        py.uid(u.uid).gid(u.gid);
+    }
+    let mut child = py.spawn().expect("python");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if started.elapsed() > budget + scaled(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        let _ = o.read_to_string(&mut stdout);
+    }
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    let logs: String = std::fs::read_dir(&folder)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".err"))
+                .map(|e| {
+                    format!(
+                        "--- {}\n{}",
+                        e.path().display(),
+                        std::fs::read_to_string(e.path()).unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    assert!(
+        status.is_some_and(|s| s.success()) && stdout.contains("SUBMITIT-OK"),
+        "submitit's client: {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}\njob logs:\n{logs}\nagent:\n{}",
+        c.agent_log()
+    );
+    eprintln!("submitit's client:\n{stdout}");
+    // What it printed came from sacct: Slurm's state names.
+    assert!(stdout.contains(" COMPLETED"), "{stdout}");
+    assert!(
+        stdout.contains("cancelled ") && stdout.contains(" CANCELLED"),
+        "{stdout}"
+    );
+}
