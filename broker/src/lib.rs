@@ -426,6 +426,8 @@ fn changes_state(op: &ClientOp) -> bool {
         | ClientOp::Hold(_)
         | ClientOp::Release(_)
         | ClientOp::EndAllocation { .. }
+        | ClientOp::Update(_)
+        | ClientOp::Requeue(_)
         | ClientOp::Admin(
             AdminOp::Drain { .. }
             | AdminOp::Resume { .. }
@@ -440,6 +442,7 @@ fn changes_state(op: &ClientOp) -> bool {
         | ClientOp::Show(_)
         | ClientOp::Nodes
         | ClientOp::Reservations
+        | ClientOp::Partitions
         | ClientOp::Acct(_)
         | ClientOp::Report(_)
         | ClientOp::Script(_)

@@ -147,4 +147,7 @@ pub enum StoreOp {
         node: String,
         key: String,
     },
+    /// A pending job's submission as `scontrol update` changed it (its time limit or
+    /// partition); the rest of the row is an [`StoreOp::UpdateJob`]'s.
+    ReplaceSubmission(JobId, Box<JobSubmission>),
 }

@@ -748,6 +748,20 @@ impl Store {
                         tx.execute("DELETE FROM reservations WHERE name = ?1", params![name])
                             .map_err(sq("removing a reservation"))?;
                     }
+                    StoreOp::ReplaceSubmission(id, sub) => {
+                        let blob = postcard::to_allocvec(sub.as_ref()).map_err(|e| {
+                            StoreError::Corrupt {
+                                id: id.0 as i64,
+                                field: "submission",
+                                detail: e.to_string(),
+                            }
+                        })?;
+                        tx.execute(
+                            "UPDATE jobs SET submission = ?2 WHERE id = ?1",
+                            params![id.0 as i64, blob],
+                        )
+                        .map_err(sq("storing a job's changed submission"))?;
+                    }
                     StoreOp::UpsertNodeKey { node, key } => {
                         tx.execute(
                             "INSERT INTO node_keys (node, key) VALUES (?1, ?2) ON CONFLICT(node) DO UPDATE SET key = ?2",

@@ -410,4 +410,27 @@ impl Client {
             other => Err(ClientError::Unexpected(format!("{other:?}"))),
         }
     }
+
+    /// Changes a pending job's time limit or partition; what changed, in words.
+    pub fn update(&mut self, u: bulkhead_proto::msg::JobUpdate) -> Result<String, ClientError> {
+        match self.call(ClientOp::Update(u))? {
+            ClientReply::Done(s) => Ok(s),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
+    /// Stops running jobs (or takes finished ones) and queues them again.
+    pub fn requeue(&mut self, ids: Vec<JobId>) -> Result<String, ClientError> {
+        match self.call(ClientOp::Requeue(ids))? {
+            ClientReply::Done(s) => Ok(s),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
+    pub fn partitions(&mut self) -> Result<Vec<bulkhead_proto::msg::PartitionInfo>, ClientError> {
+        match self.call(ClientOp::Partitions)? {
+            ClientReply::Partitions(p) => Ok(p),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! the records shown to users.
 
 use crate::ids::{JobId, NodeId};
-use crate::limits::{self, ControlCharError, LimitError, check, check_str, check_text};
+use crate::limits::{self, ControlCharError, LimitError, check, check_str, check_text, check_u64};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -367,19 +367,6 @@ impl JobSubmission {
             check_text("MIG profile", &m.profile)?;
         }
         Ok(self.validate()?)
-    }
-}
-
-/// [`check`] for a `u64`, whatever the width of `usize`.
-fn check_u64(field: &'static str, v: u64, max: u64) -> Result<(), LimitError> {
-    if v > max {
-        Err(LimitError {
-            field,
-            len: usize::try_from(v).unwrap_or(usize::MAX),
-            max: usize::try_from(max).unwrap_or(usize::MAX),
-        })
-    } else {
-        Ok(())
     }
 }
 

@@ -116,3 +116,16 @@ pub fn check_text(field: &'static str, s: &str) -> Result<(), ControlCharError> 
         None => Ok(()),
     }
 }
+
+/// [`check`] for a `u64`, whatever the width of `usize`.
+pub fn check_u64(field: &'static str, v: u64, max: u64) -> Result<(), LimitError> {
+    if v > max {
+        Err(LimitError {
+            field,
+            len: usize::try_from(v).unwrap_or(usize::MAX),
+            max: usize::try_from(max).unwrap_or(usize::MAX),
+        })
+    } else {
+        Ok(())
+    }
+}

@@ -3,7 +3,7 @@
 use crate::codec::{Kind, Message};
 use crate::ids::{JobId, NodeId};
 use crate::job::{DeviceDenial, GpuInfo, JobEnd, JobInfo, JobState, JobSubmission, LaunchSpec};
-use crate::limits::{self, LimitError, check, check_str};
+use crate::limits::{self, LimitError, check, check_str, check_u64};
 use serde::{Deserialize, Serialize};
 
 /// A request from a client (`bh`). Every request carries a MUNGE credential that
@@ -52,6 +52,41 @@ pub enum ClientOp {
         filter: QueueFilter,
         after: Option<JobId>,
     },
+    /// Change a pending job's time limit or partition (`scontrol update job`). Its
+    /// owner may lower the limit or change the partition; only operators raise a limit.
+    /// (Appended, as the next ones: postcard numbers variants in order.)
+    Update(JobUpdate),
+    /// Stop running jobs and queue them again (`scontrol requeue`): their owners' or any
+    /// for operators; a job submitted with `--no-requeue` is refused.
+    Requeue(Vec<JobId>),
+    /// The partitions (`sinfo`, `scontrol show partition`).
+    Partitions,
+}
+
+/// What `scontrol update job` changes; `None`: unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobUpdate {
+    pub job: JobId,
+    /// The new limit in seconds; `Some(None)`: unlimited (the partition's maximum).
+    pub time_limit_s: Option<Option<u64>>,
+    /// The new partition (or `a,b`: the first that can take it).
+    pub partition: Option<String>,
+}
+
+/// A partition as `sinfo` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionInfo {
+    pub name: String,
+    /// The partition of jobs that name none.
+    pub default: bool,
+    /// Its nodes, by name.
+    pub nodes: Vec<String>,
+    /// Longest limit a job may have; `None`: unlimited.
+    pub max_time_s: Option<u64>,
+    /// The limit of a job that asks none; `None`: its maximum.
+    pub default_time_s: Option<u64>,
+    /// Accounts allowed; empty: all.
+    pub accounts: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,6 +185,7 @@ pub enum ClientReply {
         jobs: Vec<JobInfo>,
         next: Option<JobId>,
     },
+    Partitions(Vec<PartitionInfo>),
 }
 
 /// What happened to one job of a cancel request.
@@ -439,6 +475,20 @@ impl Message for ClientRequest {
             ClientOp::Report(q) => check("top_wasters", q.top_wasters as usize, 1000),
             ClientOp::Step(r) => r.validate(),
             ClientOp::EndAllocation { .. } => Ok(()),
+            ClientOp::Update(u) => {
+                check_u64(
+                    "time limit",
+                    u.time_limit_s.flatten().unwrap_or(0),
+                    limits::MAX_TIME_LIMIT_S,
+                )?;
+                check_str(
+                    "partition",
+                    u.partition.as_deref().unwrap_or(""),
+                    limits::MAX_NAME_BYTES,
+                )
+            }
+            ClientOp::Requeue(ids) => check_ids("jobs", ids),
+            ClientOp::Partitions => Ok(()),
         }
     }
 }
@@ -479,6 +529,14 @@ impl Message for ClientReply {
                 g.nodes.iter().try_for_each(|n| {
                     check_str("endpoint", &n.endpoint, limits::MAX_NAME_BYTES)?;
                     n.launch.validate()
+                })
+            }
+            ClientReply::Partitions(p) => {
+                check("partitions", p.len(), limits::MAX_LIST)?;
+                p.iter().try_for_each(|p| {
+                    check_str("partition", &p.name, limits::MAX_NAME_BYTES)?;
+                    check("nodes", p.nodes.len(), limits::MAX_LIST)?;
+                    check("accounts", p.accounts.len(), limits::MAX_LIST)
                 })
             }
             ClientReply::NodeKeys(keys) => {

@@ -776,6 +776,34 @@ impl Scheduler {
         false
     }
 
+    /// Replaces a pending (or held) job's request, as `scontrol update` changes its
+    /// time limit or partition: checked as a submission is, then queued at its place
+    /// again (its submission time is kept). Returns whether the job was waiting; an
+    /// error leaves it as it was.
+    pub fn update(&mut self, spec: JobSpec, now: Time) -> Result<bool, SubmitError> {
+        let id = spec.id;
+        if !self.pending.contains_key(&id) && !self.held.contains_key(&id) {
+            return Ok(false);
+        }
+        self.check(&spec)?;
+        if let Some(held) = self.held.get_mut(&id) {
+            *held = spec;
+            return Ok(true);
+        }
+        let Some(p) = self.pending.remove(&id) else {
+            return Ok(false);
+        };
+        self.remove_from_order(id);
+        self.uncount_submitted(&p.spec);
+        self.deps_changed();
+        if let Err(e) = self.submit(spec, now) {
+            // Counted again as it was: the old request goes back.
+            self.submit(p.spec, now)?;
+            return Err(e);
+        }
+        Ok(true)
+    }
+
     /// Takes a pending job out of the queue until [`Scheduler::release`]; its
     /// dependents keep waiting for it. Returns whether it was pending.
     pub fn hold(&mut self, id: JobId) -> bool {

@@ -1075,3 +1075,41 @@ fn jobs_waiting_for_a_dependency_cost_a_pass_nothing_until_it_changes() {
     s.full_pass(51);
     assert!(s.assessed() >= at + 1000 - 32);
 }
+
+#[test]
+fn an_update_changes_a_waiting_jobs_request_or_refuses_and_keeps_it() {
+    let mut p = partition("short", 0..1);
+    p.max_time = Some(600);
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 8, 0),
+        vec![p, partition("long", 0..1)],
+        accounts(&[1]),
+    );
+    // Job 1 fills the node; job 2 waits behind it.
+    let mut fill = job(1, 0, 1, 0, 500, 0);
+    fill.req.per_node.cpus = 8;
+    s.submit(fill, 0).expect("submit");
+    s.submit(job(2, 0, 1, 0, 500, 0), 0).expect("submit");
+    assert_eq!(s.full_pass(0).len(), 1);
+    // Over the partition's limit: refused, and the job waits as it was.
+    let mut longer = job(2, 0, 1, 0, 5000, 0);
+    assert!(matches!(
+        s.update(longer.clone(), 10),
+        Err(SubmitError::Unsatisfiable(_))
+    ));
+    assert!(s.pending_info(JobId(2)).is_some());
+    // In the other partition it fits; then it starts when the node frees.
+    longer.partitions = vec![PartIdx(1)];
+    assert_eq!(s.update(longer, 10), Ok(true));
+    s.job_ended(JobId(1), Outcome::Ok, 20);
+    let started = s.pass(20);
+    assert_eq!(started.len(), 1, "{started:?}");
+    // A job that runs is not updated here.
+    assert_eq!(s.update(job(2, 0, 1, 0, 100, 0), 30), Ok(false));
+    // A held job's request changes, and holds.
+    s.submit(job(3, 0, 1, 0, 100, 0), 30).expect("submit");
+    assert!(s.hold(JobId(3)));
+    assert_eq!(s.update(job(3, 0, 1, 0, 200, 0), 31), Ok(true));
+    assert!(s.is_held(JobId(3)));
+}

@@ -14,6 +14,10 @@ pub(super) enum JobAction {
     ReadScript,
     /// See it at all (`bh show` when the privacy setting hides others' jobs).
     Show,
+    /// Change a pending job's time limit or partition (`scontrol update`).
+    Update,
+    /// Stop it and queue it again (`scontrol requeue`).
+    Requeue,
 }
 
 impl JobAction {
@@ -24,6 +28,8 @@ impl JobAction {
             JobAction::Hold => "hold and release only their own jobs",
             JobAction::ReadScript => "read the script and environment only of their own jobs",
             JobAction::Show => "see only their own jobs",
+            JobAction::Update => "update only their own jobs",
+            JobAction::Requeue => "requeue only their own jobs",
         }
     }
 }

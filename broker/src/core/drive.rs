@@ -1040,6 +1040,9 @@ fn op_name(op: &ClientOp) -> &'static str {
         ClientOp::Script(_) => "script",
         ClientOp::Step(_) => "step",
         ClientOp::EndAllocation { .. } => "end allocation",
+        ClientOp::Update(_) => "update",
+        ClientOp::Requeue(_) => "requeue",
+        ClientOp::Partitions => "partitions",
     }
 }
 

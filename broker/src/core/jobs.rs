@@ -542,12 +542,13 @@ impl Core {
             self.sched
                 .job_ended(sid, sched::Outcome::NotOk, secs(end.end_time_us));
             if requeue {
-                self.requeue(
-                    fx,
-                    end.job,
-                    format!("preempted by job {by}"),
-                    end.end_time_us,
-                );
+                // `by` is the job itself when a requeue was asked for (scontrol requeue).
+                let why = if by == end.job {
+                    "requeue asked for".to_string()
+                } else {
+                    format!("preempted by job {by}")
+                };
+                self.requeue(fx, end.job, why, end.end_time_us);
                 return;
             }
         } else if let Some(gpu) = end.gpu_fault

@@ -31,6 +31,7 @@ mod nodes;
 mod reconfig;
 mod sched_bridge;
 mod steps;
+mod updates;
 mod views;
 
 use arrays::ArrayTasks;
@@ -769,6 +770,9 @@ impl Core {
             ClientOp::Reservations => {
                 ClientReply::Reservations(self.reservations.values().cloned().collect())
             }
+            ClientOp::Update(u) => self.update_job(&mut fx, caller, u, now_us),
+            ClientOp::Requeue(ids) => self.requeue_jobs(&mut fx, caller, &ids, now_us),
+            ClientOp::Partitions => ClientReply::Partitions(self.partition_infos()),
         };
         fx.send.push(Outbound::Client {
             peer,

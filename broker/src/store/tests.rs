@@ -441,3 +441,24 @@ fn fair_share_usage_and_reservations_survive_reopen() {
         "maint"
     );
 }
+
+#[test]
+fn an_updated_submission_is_what_a_reopen_loads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut changed = row(1).submission;
+    changed.resources.time_limit_s = Some(300);
+    changed.resources.partition = Some("long".into());
+    {
+        let mut s = Store::open(dir.path()).expect("open");
+        s.apply(&[
+            StoreOp::InsertJob(Box::new(row(1))),
+            StoreOp::InsertJob(Box::new(row(2))),
+            StoreOp::ReplaceSubmission(JobId(1), Box::new(changed.clone())),
+        ])
+        .expect("apply");
+    }
+    let s = Store::open(dir.path()).expect("reopen");
+    let (jobs, _) = s.load().expect("load");
+    assert_eq!(jobs[0].submission, changed);
+    assert_eq!(jobs[1].submission, row(2).submission, "only job 1 changed");
+}

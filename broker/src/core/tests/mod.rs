@@ -14,6 +14,7 @@ mod nodes;
 mod placement;
 mod reconfig;
 mod restart;
+mod updates;
 
 pub(super) fn user(uid: u32) -> Caller {
     Caller {
@@ -174,6 +175,11 @@ pub(super) fn store_op(rows: &mut BTreeMap<JobId, JobRow>, nodes: &mut Vec<NodeR
         }
         StoreOp::DeleteJob(id) => {
             rows.remove(&id);
+        }
+        StoreOp::ReplaceSubmission(id, s) => {
+            if let Some(r) = rows.get_mut(&id) {
+                r.submission = *s;
+            }
         }
         StoreOp::UpsertNode(n) => nodes.push(n),
         StoreOp::UpsertReservation(_)

@@ -1,0 +1,229 @@
+//! What `scontrol` changes after submission: a pending job's time limit or partition
+//! (`update`), a job run again from the start (`requeue`); and the partitions as
+//! `sinfo` lists them.
+
+use super::*;
+use bulkhead_proto::msg::PartitionInfo;
+
+impl Core {
+    /// `scontrol update job`: a pending job's new time limit or partition, checked as a
+    /// submission is. Its owner may lower the limit and change the partition; raising
+    /// the limit is for operators, as in Slurm.
+    pub(super) fn update_job(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        u: bulkhead_proto::msg::JobUpdate,
+        now_us: u64,
+    ) -> ClientReply {
+        let id = u.job;
+        let Some(j) = self.jobs.get(&id) else {
+            return ClientReply::Error(err(
+                ErrorCode::NotFound,
+                format!("job {id} does not exist"),
+            ));
+        };
+        if let Err(e) = self.may_act_on(caller, j, JobAction::Update) {
+            return ClientReply::Error(e);
+        }
+        if j.state != JobState::Pending || j.submission.array.is_some() {
+            return ClientReply::Error(err(
+                ErrorCode::Invalid,
+                format!(
+                    "job {id} is {}: only a pending job's time limit and partition change (an array's: each pending task's)",
+                    if j.submission.array.is_some() {
+                        "an array"
+                    } else {
+                        j.state.as_str()
+                    }
+                ),
+            ));
+        }
+        let operator = self.role(caller) >= Role::Operator;
+        let mut changed = j.clone();
+        let mut what = Vec::new();
+        if let Some(limit) = u.time_limit_s {
+            let current = j.submission.resources.time_limit_s;
+            // `None` is unlimited: more than any limit.
+            let raises = match (current, limit) {
+                (Some(c), Some(n)) => n > c,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if raises && !operator {
+                return ClientReply::Error(err(
+                    ErrorCode::PermissionDenied,
+                    "Access/permission denied: only an operator raises a job's time limit",
+                ));
+            }
+            changed.submission.resources.time_limit_s = limit;
+            what.push(format!(
+                "TimeLimit={}",
+                limit.map_or("UNLIMITED".into(), |s| format!("{}s", s))
+            ));
+        }
+        if let Some(p) = u.partition {
+            if p.split(',').any(str::is_empty) {
+                return ClientReply::Error(err(
+                    ErrorCode::Invalid,
+                    format!("invalid partition {p:?}"),
+                ));
+            }
+            changed.partition.clone_from(&p);
+            changed.submission.resources.partition = Some(p.clone());
+            what.push(format!("Partition={p}"));
+        }
+        if what.is_empty() {
+            return ClientReply::Error(err(
+                ErrorCode::Invalid,
+                "nothing to update: give TimeLimit= or Partition=",
+            ));
+        }
+        let spec = match self.spec_of(&changed) {
+            Ok(s) => s,
+            Err(e) => return ClientReply::Error(err(ErrorCode::Invalid, e)),
+        };
+        match self.sched.update(spec, secs(now_us)) {
+            Ok(true) => {}
+            Ok(false) => {
+                return ClientReply::Error(err(
+                    ErrorCode::Invalid,
+                    format!("job {id} is no longer pending"),
+                ));
+            }
+            Err(e) => {
+                return ClientReply::Error(err(ErrorCode::Unsatisfiable, e.to_string()));
+            }
+        }
+        fx.store.push(StoreOp::ReplaceSubmission(
+            id,
+            Box::new(changed.submission.clone()),
+        ));
+        self.jobs.insert(id, changed);
+        self.update(fx, id);
+        tracing::info!(job = %id, user = %caller.user, change = %what.join(" "), "job updated");
+        ClientReply::Done(format!("job {id}: {}", what.join(" ")))
+    }
+
+    /// `scontrol requeue`: each running job is stopped and queued again from the start
+    /// (as a preempted job is, the same id); a finished batch job is queued again. A job
+    /// submitted with `--no-requeue`, a pending one and an interactive allocation are
+    /// refused.
+    pub(super) fn requeue_jobs(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        ids: &[JobId],
+        now_us: u64,
+    ) -> ClientReply {
+        let mut done = Vec::new();
+        for id in ids {
+            let Some(j) = self.jobs.get(id) else {
+                return ClientReply::Error(err(
+                    ErrorCode::NotFound,
+                    format!("job {id} does not exist"),
+                ));
+            };
+            if let Err(e) = self.may_act_on(caller, j, JobAction::Requeue) {
+                return ClientReply::Error(e);
+            }
+            let refuse = |why: String| ClientReply::Error(err(ErrorCode::Invalid, why));
+            if j.submission.extra.requeue == Some(false) {
+                return refuse(format!(
+                    "job {id} was submitted with --no-requeue: it is not requeued"
+                ));
+            }
+            if !j.batch || j.submission.array.is_some() {
+                return refuse(format!(
+                    "job {id} is {}: only batch jobs (an array's tasks each) are requeued",
+                    if j.batch {
+                        "an array"
+                    } else {
+                        "an interactive allocation"
+                    }
+                ));
+            }
+            match j.state {
+                JobState::Running => {
+                    if j.preempted_by.is_some() {
+                        continue;
+                    }
+                    // Stopped as a preempted job is: it ends, then goes back to the
+                    // queue (`by` itself: asked for, not preempted).
+                    let peer = j
+                        .node
+                        .and_then(|n| self.nodes.get(&n))
+                        .and_then(|n| n.peer.clone());
+                    if let Some(j) = self.jobs.get_mut(id) {
+                        j.preempted_by = Some((*id, true));
+                        j.reason = Some(format!("requeue asked by {}", caller.user));
+                    }
+                    self.update(fx, *id);
+                    match peer {
+                        Some(peer) => fx.send.push(Outbound::Agent {
+                            peer,
+                            request_id: 0,
+                            msg: BrokerMessage::Kill {
+                                job: *id,
+                                state: JobState::Cancelled,
+                                grace_s: None,
+                            },
+                        }),
+                        None => {
+                            let end = self.end_of(*id, JobState::Cancelled, now_us);
+                            self.finish(fx, end);
+                        }
+                    }
+                }
+                s if s.is_terminal() => {
+                    self.requeue(fx, *id, format!("asked by {}", caller.user), now_us);
+                }
+                s => {
+                    return refuse(format!(
+                        "job {id} is {s}: only running and finished jobs are requeued"
+                    ));
+                }
+            }
+            done.push(id.to_string());
+        }
+        self.schedule(fx, now_us);
+        ClientReply::Done(format!(
+            "requeued {}",
+            if done.is_empty() {
+                "nothing".into()
+            } else {
+                done.join(",")
+            }
+        ))
+    }
+
+    /// The partitions, as configured, with their nodes by name.
+    pub(super) fn partition_infos(&self) -> Vec<PartitionInfo> {
+        let names: HashMap<u32, &str> = self
+            .nodes
+            .values()
+            .map(|n| (n.idx.0, n.name.as_str()))
+            .collect();
+        self.sched
+            .partitions()
+            .iter()
+            .map(|p| {
+                let cfg = self.cfg.partitions.iter().find(|c| c.name == p.name);
+                let mut nodes: Vec<String> = p
+                    .nodes
+                    .iter()
+                    .filter_map(|i| names.get(&i.0).map(|n| n.to_string()))
+                    .collect();
+                nodes.sort();
+                PartitionInfo {
+                    name: p.name.clone(),
+                    default: p.name == self.cfg.partition,
+                    nodes,
+                    max_time_s: cfg.and_then(|c| c.max_time_s),
+                    default_time_s: cfg.and_then(|c| c.default_time_s),
+                    accounts: cfg.map(|c| c.accounts.clone()).unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+}
