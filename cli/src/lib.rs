@@ -11,6 +11,7 @@ pub mod opts;
 pub mod output;
 pub mod run;
 pub mod slurm;
+pub mod slurm_info;
 pub mod slurm_pending;
 pub mod standalone;
 pub mod tasks;

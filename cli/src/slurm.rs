@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 /// The commands a link to `bh` may be named.
 pub const COMMANDS: &[&str] = &[
-    "sbatch", "srun", "salloc", "squeue", "scancel", "sacct", "scontrol",
+    "sbatch", "srun", "salloc", "squeue", "sinfo", "scancel", "sacct", "scontrol",
 ];
 
 /// squeue's default format.
@@ -213,7 +213,7 @@ pub enum Piece {
     },
 }
 
-/// Parses squeue's `-o` format.
+/// Parses squeue's (and sinfo's) `-o` format.
 pub fn parse_format(fmt: &str) -> Vec<Piece> {
     let mut out = Vec::new();
     let mut text = String::new();
@@ -231,6 +231,20 @@ pub fn parse_format(fmt: &str) -> Vec<Piece> {
         let right = chars.peek() == Some(&'.');
         if right {
             chars.next();
+        }
+        // sinfo's `%#P`: as wide as the widest value (width 0 stands for it).
+        if chars.peek() == Some(&'#') {
+            chars.next();
+            let Some(kind) = chars.next() else { break };
+            if !text.is_empty() {
+                out.push(Piece::Text(std::mem::take(&mut text)));
+            }
+            out.push(Piece::Field {
+                right,
+                width: Some(0),
+                kind,
+            });
+            continue;
         }
         let mut w = String::new();
         while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {

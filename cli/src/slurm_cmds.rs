@@ -5,7 +5,7 @@
 
 use super::{Cli, client, explain, uid_of};
 use anyhow::{Context, bail};
-use bulkhead_cli::{acct, output, slurm};
+use bulkhead_cli::{acct, output, slurm, slurm_info};
 use bulkhead_proto::acct::AcctFilter;
 use bulkhead_proto::msg::QueueFilter;
 use bulkhead_proto::time::now_us;
@@ -191,6 +191,7 @@ pub fn run(prog: &'static str, args: Vec<String>, mut cli: Cli) -> anyhow::Resul
         }
         "scancel" => scancel(words, &cli),
         "sacct" => sacct(words, &cli),
+        "sinfo" => sinfo(words, &cli),
         "scontrol" => scontrol(words, &cli),
         _ => {
             // sbatch, srun, salloc: bh's own commands under Slurm's names.
@@ -207,6 +208,79 @@ pub fn run(prog: &'static str, args: Vec<String>, mut cli: Cli) -> anyhow::Resul
             super::run(cli)
         }
     }
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "sinfo", disable_version_flag = true, disable_help_flag = true)]
+struct Sinfo {
+    #[arg(long = "help", action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// No header line.
+    #[arg(short = 'h', long = "noheader")]
+    noheader: bool,
+    /// A line per node.
+    #[arg(short = 'N', long = "Node")]
+    nodes: bool,
+    /// Summarize: a line per partition, nodes as allocated/idle/other/total.
+    #[arg(short = 's', long = "summarize")]
+    summarize: bool,
+    /// Long format.
+    #[arg(short = 'l', long = "long")]
+    long: bool,
+    #[arg(short = 'o', long = "format")]
+    format: Option<String>,
+    #[arg(short = 'p', long = "partition")]
+    partition: Vec<String>,
+    #[arg(short = 't', long = "states")]
+    states: Vec<String>,
+    /// All partitions, hidden ones too (none are hidden here).
+    #[arg(short = 'a', long = "all")]
+    all: bool,
+    #[arg(long = "json")]
+    json: bool,
+}
+
+fn sinfo(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitCode> {
+    let a = Sinfo::try_parse_from(words).unwrap_or_else(|e| e.exit());
+    let _ = (a.all, a.help);
+    let mut c = client(cli)?;
+    let parts = c.partitions().map_err(explain)?;
+    let nodes = c.nodes().map_err(explain)?;
+    if a.json {
+        println!(
+            "{}",
+            output::json(&serde_json::json!({ "partitions": parts, "nodes": nodes }))?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let fmt = match (&a.format, a.summarize, a.nodes, a.long) {
+        (Some(f), ..) => f.as_str(),
+        (None, true, ..) => slurm_info::SINFO_SUMMARIZE,
+        (None, false, true, _) => slurm_info::SINFO_NODES,
+        (None, false, false, true) => slurm_info::SINFO_LONG,
+        (None, false, false, false) => slurm_info::SINFO_DEFAULT,
+    };
+    let filter = slurm_info::SinfoFilter {
+        partitions: a
+            .partition
+            .iter()
+            .flat_map(|p| p.split(','))
+            .map(String::from)
+            .collect(),
+        states: a
+            .states
+            .iter()
+            .flat_map(|p| p.split(','))
+            .map(String::from)
+            .collect(),
+    };
+    print!(
+        "{}",
+        output::escape_keep_lines(&slurm_info::sinfo(
+            &parts, &nodes, fmt, a.nodes, a.noheader, &filter
+        ))
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Debug, Parser)]
@@ -449,27 +523,93 @@ fn scontrol(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<Ex
     match verb {
         "show" => {
             let what = w.get(1).map(String::as_str).unwrap_or("");
-            if !matches!(what, "job" | "jobs" | "jobid") {
-                bail!("invalid entity: {what} for keyword: show (Bulkhead answers show job)");
-            }
-            let jobs = match w.get(2) {
-                Some(id) => vec![
-                    c.show(id.parse().context("Invalid job id specified")?)
-                        .map_err(explain)?,
-                ],
-                None => c.queue(QueueFilter::default()).map_err(explain)?,
-            };
-            if jobs.is_empty() {
-                println!("No jobs in the system");
-            }
-            for j in jobs {
-                let text = slurm::scontrol_job(&j, now_us());
+            let name = w.get(2).map(String::as_str);
+            let print = |text: &str| {
                 if oneliner {
                     println!("{}", text.split_whitespace().collect::<Vec<_>>().join(" "));
                 } else {
                     println!("{text}");
                 }
+            };
+            match what {
+                "job" | "jobs" | "jobid" => {
+                    let jobs = match name {
+                        Some(id) => vec![
+                            c.show(id.parse().context("Invalid job id specified")?)
+                                .map_err(explain)?,
+                        ],
+                        None => c.queue(QueueFilter::default()).map_err(explain)?,
+                    };
+                    if jobs.is_empty() {
+                        println!("No jobs in the system");
+                    }
+                    for j in jobs {
+                        print(&slurm::scontrol_job(&j, now_us()));
+                    }
+                }
+                "partition" | "partitions" | "part" => {
+                    let parts = c.partitions().map_err(explain)?;
+                    let nodes = c.nodes().map_err(explain)?;
+                    let shown: Vec<_> = parts
+                        .iter()
+                        .filter(|p| name.is_none_or(|n| p.name == n))
+                        .collect();
+                    if let (Some(n), true) = (name, shown.is_empty()) {
+                        bail!("Partition {n} not found");
+                    }
+                    for p in shown {
+                        print(&slurm_info::scontrol_partition(p, &nodes));
+                    }
+                }
+                "node" | "nodes" => {
+                    let parts = c.partitions().map_err(explain)?;
+                    let nodes = c.nodes().map_err(explain)?;
+                    let shown: Vec<_> = nodes
+                        .iter()
+                        .filter(|x| name.is_none_or(|n| x.name == n))
+                        .collect();
+                    if let (Some(n), true) = (name, shown.is_empty()) {
+                        bail!("Node {n} not found");
+                    }
+                    for n in shown {
+                        print(&slurm_info::scontrol_node(n, &parts));
+                    }
+                }
+                _ => bail!(
+                    "invalid entity: {what} for keyword: show (Bulkhead answers show job, partition and node)"
+                ),
             }
+        }
+        "update" => {
+            let u = parse_update(&w[1..], |id| {
+                c.show(id)
+                    .map(|j| j.resources.time_limit_s)
+                    .map_err(explain)
+            })?;
+            c.update(u).map_err(explain)?;
+        }
+        "requeue" => {
+            let asked = ids(&w[1..])?;
+            if asked.is_empty() {
+                bail!("Invalid job id specified");
+            }
+            let mut targets = asked.ids.clone();
+            if !asked.tasks.is_empty() {
+                // A task named ARRAY_TASK is a job of its own: found by listing.
+                let all = c
+                    .queue(QueueFilter {
+                        states: JobState::ALL.to_vec(),
+                        ..Default::default()
+                    })
+                    .map_err(explain)?;
+                for (a, t) in &asked.tasks {
+                    match all.iter().find(|j| j.array_task == Some((*a, *t))) {
+                        Some(j) => targets.push(j.id),
+                        None => bail!("Invalid job id specified: {a}_{t}"),
+                    }
+                }
+            }
+            c.requeue(targets).map_err(explain)?;
         }
         "hold" | "release" | "uhold" => {
             let asked = ids(&w[1..])?;
@@ -482,12 +622,70 @@ fn scontrol(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<Ex
             }
             c.hold(targets, verb != "release").map_err(explain)?;
         }
-        "" => bail!("no command given: scontrol show job [ID] | hold ID | release ID"),
+        "" => bail!(
+            "no command given: scontrol show job|partition|node [NAME] | hold ID | release ID | update JobId=ID TimeLimit=T Partition=P | requeue ID"
+        ),
         other => bail!(
-            "invalid keyword: {other} (Bulkhead's scontrol answers show job, hold and release)"
+            "invalid keyword: {other} (Bulkhead's scontrol answers show, hold, release, update and requeue)"
         ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `scontrol update JobId=ID [TimeLimit=T] [Partition=P]` (keys in any case; `Job=`
+/// too). A limit in Slurm's time forms, `UNLIMITED`/`INFINITE`, or `+T`/`-T` from the
+/// job's present limit (`limit_of` asks for it); whole minutes, rounded up.
+fn parse_update(
+    words: &[String],
+    limit_of: impl FnOnce(JobId) -> anyhow::Result<Option<u64>>,
+) -> anyhow::Result<bulkhead_proto::msg::JobUpdate> {
+    let mut job = None;
+    let mut limit = None;
+    let mut partition = None;
+    for w in words {
+        let Some((k, v)) = w.split_once('=') else {
+            bail!("Invalid input: {w}  Request aborted");
+        };
+        match k.to_ascii_lowercase().as_str() {
+            "jobid" | "job" => job = Some(v.parse::<JobId>().context("Invalid job id specified")?),
+            "timelimit" => limit = Some(v.to_string()),
+            "partition" => partition = Some(v.to_string()),
+            other => bail!(
+                "Update of {other} is not supported by Bulkhead's scontrol (TimeLimit and Partition are)"
+            ),
+        }
+    }
+    let Some(job) = job else {
+        bail!("No job identification provided: scontrol update JobId=ID ...");
+    };
+    let minutes = |t: &str| -> anyhow::Result<Option<u64>> {
+        Ok(bulkhead_cli::opts::parse_time(t)
+            .map_err(|e| anyhow::anyhow!("Invalid TimeLimit {t:?}: {e}"))?
+            .map(|s| s.div_ceil(60).saturating_mul(60)))
+    };
+    let time_limit_s = match limit.as_deref() {
+        None => None,
+        Some(v) if v.eq_ignore_ascii_case("unlimited") || v.eq_ignore_ascii_case("infinite") => {
+            Some(None)
+        }
+        Some(v) if v.starts_with('+') || v.starts_with('-') => {
+            let delta = minutes(&v[1..])?.unwrap_or(0);
+            let Some(now) = limit_of(job)? else {
+                bail!("job {job} has no time limit to change by {v}");
+            };
+            Some(Some(if v.starts_with('+') {
+                now.saturating_add(delta)
+            } else {
+                now.saturating_sub(delta).max(60)
+            }))
+        }
+        Some(v) => Some(minutes(v)?),
+    };
+    Ok(bulkhead_proto::msg::JobUpdate {
+        job,
+        time_limit_s,
+        partition,
+    })
 }
 
 #[cfg(test)]
@@ -506,5 +704,31 @@ mod tests {
             .expect("parses");
         assert!(q.noheader && q.me);
         assert_eq!(q.format.as_deref(), Some("%i"));
+        Sinfo::command().debug_assert();
+    }
+
+    #[test]
+    fn updates_read_slurms_keys_and_time_forms() {
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let no_lookup = |_| -> anyhow::Result<Option<u64>> { panic!("no lookup expected") };
+        let u = parse_update(
+            &w(&["JobId=7", "TimeLimit=1:30", "partition=long"]),
+            no_lookup,
+        )
+        .expect("update");
+        assert_eq!(
+            (u.job, u.time_limit_s, u.partition.as_deref()),
+            (JobId(7), Some(Some(120)), Some("long"))
+        );
+        let u = parse_update(&w(&["job=7", "TimeLimit=UNLIMITED"]), no_lookup).expect("u");
+        assert_eq!(u.time_limit_s, Some(None));
+        // Relative to the present limit.
+        let u = parse_update(&w(&["JobId=7", "TimeLimit=+30"]), |_| Ok(Some(600))).expect("u");
+        assert_eq!(u.time_limit_s, Some(Some(2400)));
+        let u = parse_update(&w(&["JobId=7", "TimeLimit=-30"]), |_| Ok(Some(600))).expect("u");
+        assert_eq!(u.time_limit_s, Some(Some(60)));
+        assert!(parse_update(&w(&["JobId=7", "NumNodes=2"]), no_lookup).is_err());
+        assert!(parse_update(&w(&["TimeLimit=5"]), no_lookup).is_err());
+        assert!(parse_update(&w(&["JobId=7", "TimeLimit=abc"]), no_lookup).is_err());
     }
 }

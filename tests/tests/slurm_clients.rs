@@ -176,3 +176,159 @@ fn submitit_runs_functions_an_array_and_a_cancel_through_slurms_commands() {
         "{stdout}"
     );
 }
+
+/// Slurm's commands by name, as a user runs them, with the links first on PATH.
+struct SlurmCommands<'a> {
+    c: &'a Cluster,
+    links: std::path::PathBuf,
+    user: bulkhead_tests::TestUser,
+    wd: std::path::PathBuf,
+}
+
+impl SlurmCommands<'_> {
+    fn run(&self, prog: &str, args: &[&str]) -> std::process::Output {
+        let env = self.c.bh_command(Some(&self.user), &self.wd, &[]);
+        let mut cmd = Command::new(self.links.join(prog));
+        cmd.args(args)
+            .current_dir(&self.wd)
+            .env_clear()
+            .envs(env.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .env(
+                "PATH",
+                format!("{}:/usr/local/bin:/usr/bin:/bin", self.links.display()),
+            )
+            .stdin(Stdio::null());
+        use std::os::unix::process::CommandExt;
+        cmd.uid(self.user.uid).gid(self.user.gid);
+        cmd.output().expect(prog)
+    }
+
+    /// The command's standard output; it must succeed.
+    fn ok(&self, prog: &str, args: &[&str]) -> String {
+        let out = self.run(prog, args);
+        assert!(
+            out.status.success(),
+            "{prog} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+#[test]
+fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
+    let c = Cluster::start().expect("cluster");
+    c.wait_node_up().expect("node up");
+    let links = c.workdir(None).expect("links dir");
+    std::fs::set_permissions(&links, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = c
+        .bh(
+            None,
+            &["install-slurm-commands", links.to_str().expect("utf-8")],
+        )
+        .expect("bh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let s = SlurmCommands {
+        c: &c,
+        links,
+        user: u,
+        wd: wd.clone(),
+    };
+    let node = c.node_names().into_iter().next().expect("a node");
+    // sinfo: the default partition starred, its node idle.
+    let info = s.ok("sinfo", &[]);
+    let mut lines = info.lines();
+    assert_eq!(
+        lines
+            .next()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(vec![
+            "PARTITION",
+            "AVAIL",
+            "TIMELIMIT",
+            "NODES",
+            "STATE",
+            "NODELIST"
+        ]),
+        "{info}"
+    );
+    let row: Vec<&str> = lines.next().expect("a row").split_whitespace().collect();
+    assert!(
+        row[0].ends_with('*') && row[1] == "up" && row[5] == node,
+        "{info}"
+    );
+    let part = row[0].trim_end_matches('*').to_string();
+    assert!(
+        s.ok("scontrol", &["show", "partition"])
+            .contains(&format!("PartitionName={part}"))
+    );
+    let shown = s.ok("scontrol", &["show", "node", &node]);
+    assert!(
+        shown.contains(&format!("NodeName={node}"))
+            && shown.contains(&format!("Partitions={part}")),
+        "{shown}"
+    );
+    // A held job: its limit lowered by its owner, not raised.
+    let sub = s.ok(
+        "sbatch",
+        &[
+            "-H",
+            "-t",
+            "10",
+            "--wrap",
+            "echo start >> runs.txt; sleep 300",
+        ],
+    );
+    let id = sub
+        .trim()
+        .strip_prefix("Submitted batch job ")
+        .unwrap_or_else(|| panic!("{sub}"))
+        .to_string();
+    s.ok(
+        "scontrol",
+        &["update", &format!("JobId={id}"), "TimeLimit=5"],
+    );
+    let job = s.ok("scontrol", &["show", "job", &id]);
+    assert!(job.contains("TimeLimit=00:05:00"), "{job}");
+    let raise = s.run(
+        "scontrol",
+        &["update", &format!("JobId={id}"), "TimeLimit=20"],
+    );
+    assert!(!raise.status.success(), "a user raised a limit");
+    assert!(
+        String::from_utf8_lossy(&raise.stderr).contains("operator"),
+        "{}",
+        String::from_utf8_lossy(&raise.stderr)
+    );
+    // Released, it runs; requeued, it runs again from the start.
+    s.ok("scontrol", &["release", &id]);
+    let state = || {
+        s.ok("squeue", &["-h", "-j", &id, "-o", "%T"])
+            .trim()
+            .to_string()
+    };
+    let runs = || {
+        std::fs::read_to_string(wd.join("runs.txt"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    bulkhead_tests::wait_for(scaled(60), || state() == "RUNNING" && runs() == 1)
+        .unwrap_or_else(|_| panic!("job {id} did not start: {}", state()));
+    s.ok("scontrol", &["requeue", &id]);
+    bulkhead_tests::wait_for(scaled(60), || state() == "RUNNING" && runs() == 2)
+        .unwrap_or_else(|_| panic!("job {id} did not run again: {} runs, {}", runs(), state()));
+    // sbatch's default output file, as Slurm names it.
+    assert!(
+        wd.join(format!("slurm-{id}.out")).exists(),
+        "slurm-{id}.out"
+    );
+    s.ok("scancel", &[&id]);
+    bulkhead_tests::wait_for(scaled(60), || state() == "CANCELLED")
+        .unwrap_or_else(|_| panic!("job {id}: {}", state()));
+}

@@ -1,0 +1,530 @@
+//! Partitions and nodes as Slurm's `sinfo` and `scontrol show partition|node` print
+//! them: sinfo's default partition summary (a line per partition and node state),
+//! `-s`, `-N`, `-l` and its `-o` field language, and scontrol's `Key=Value` records.
+//! Pure: the command gathers the broker's partitions and nodes and prints these.
+
+use crate::slurm::{Piece, elapsed, hostlist, parse_format};
+use bulkhead_proto::msg::{NodeInfo, NodeState, PartitionInfo};
+use std::fmt::Write as _;
+
+/// sinfo's default format (partition summary).
+pub const SINFO_DEFAULT: &str = "%#P %.5a %.10l %.6D %.6t %N";
+/// `sinfo -s`.
+pub const SINFO_SUMMARIZE: &str = "%#P %.5a %.10l %.16F %N";
+/// `sinfo -N`: a line per node.
+pub const SINFO_NODES: &str = "%#N %.6D %#P %.6t";
+/// `sinfo -l`.
+pub const SINFO_LONG: &str = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N";
+
+/// A node state as sinfo's `%t` abbreviates it.
+pub fn state_short(s: NodeState) -> &'static str {
+    match s {
+        NodeState::Idle => "idle",
+        NodeState::Mixed => "mix",
+        NodeState::Allocated => "alloc",
+        NodeState::Draining => "drng",
+        NodeState::Drained => "drain",
+        NodeState::Down => "down",
+    }
+}
+
+/// A node state as `%T` (and scontrol) spell it.
+pub fn state_long(s: NodeState) -> &'static str {
+    match s {
+        NodeState::Idle => "idle",
+        NodeState::Mixed => "mixed",
+        NodeState::Allocated => "allocated",
+        NodeState::Draining => "draining",
+        NodeState::Drained => "drained",
+        NodeState::Down => "down",
+    }
+}
+
+/// A partition's limit as sinfo prints it: `infinite`, or `[D-]H:MM:SS`.
+pub fn time_limit(secs: Option<u64>) -> String {
+    secs.map_or_else(|| "infinite".into(), elapsed)
+}
+
+/// One line of sinfo's output: a partition and the nodes of it in one state (or one
+/// node, with `-N`).
+struct Row<'a> {
+    part: &'a PartitionInfo,
+    nodes: Vec<&'a NodeInfo>,
+}
+
+/// Which rows to print: `-p` partitions, `-t` states (sinfo's short or long names).
+#[derive(Debug, Clone, Default)]
+pub struct SinfoFilter {
+    pub partitions: Vec<String>,
+    pub states: Vec<String>,
+}
+
+impl SinfoFilter {
+    fn state_ok(&self, s: NodeState) -> bool {
+        self.states.is_empty()
+            || self.states.iter().any(|w| {
+                let w = w.to_ascii_lowercase();
+                w == state_short(s) || w == state_long(s)
+            })
+    }
+}
+
+/// sinfo's output for `fmt`: grouped by partition and node state (as sinfo groups
+/// them), or a row per node when `per_node` (`-N`).
+pub fn sinfo(
+    parts: &[PartitionInfo],
+    nodes: &[NodeInfo],
+    fmt: &str,
+    per_node: bool,
+    noheader: bool,
+    filter: &SinfoFilter,
+) -> String {
+    let pieces = parse_format(fmt);
+    let mut rows: Vec<Row> = Vec::new();
+    for p in parts
+        .iter()
+        .filter(|p| filter.partitions.is_empty() || filter.partitions.contains(&p.name))
+    {
+        let members: Vec<&NodeInfo> = p
+            .nodes
+            .iter()
+            .filter_map(|n| nodes.iter().find(|x| &x.name == n))
+            .filter(|n| filter.state_ok(n.state))
+            .collect();
+        if per_node {
+            rows.extend(members.into_iter().map(|n| Row {
+                part: p,
+                nodes: vec![n],
+            }));
+            continue;
+        }
+        // Summarized (-s) rows are a partition each; otherwise one per state.
+        let summarize = pieces
+            .iter()
+            .any(|x| matches!(x, Piece::Field { kind: 'F', .. }));
+        if summarize || members.is_empty() {
+            if members.is_empty() && !filter.states.is_empty() {
+                continue;
+            }
+            rows.push(Row {
+                part: p,
+                nodes: members,
+            });
+            continue;
+        }
+        let mut by_state: Vec<(NodeState, Vec<&NodeInfo>)> = Vec::new();
+        for n in members {
+            match by_state.iter_mut().find(|(s, _)| *s == n.state) {
+                Some((_, v)) => v.push(n),
+                None => by_state.push((n.state, vec![n])),
+            }
+        }
+        rows.extend(
+            by_state
+                .into_iter()
+                .map(|(_, nodes)| Row { part: p, nodes }),
+        );
+    }
+    // `%#P` and `%#N`: as wide as the longest value.
+    let widest = |kind: char| -> usize {
+        rows.iter()
+            .map(|r| field(r, kind).chars().count())
+            .chain(std::iter::once(header(kind).len()))
+            .max()
+            .unwrap_or(0)
+    };
+    let mut out = String::new();
+    let mut line = |cells: &dyn Fn(char) -> String| {
+        let mut l = String::new();
+        for p in &pieces {
+            match p {
+                Piece::Text(t) => l.push_str(t),
+                Piece::Field { right, width, kind } => {
+                    let v = cells(*kind);
+                    let w = if matches!(width, Some(0)) {
+                        widest(*kind)
+                    } else {
+                        width.unwrap_or(0)
+                    };
+                    let v: String = if w > 0 {
+                        v.chars().take(w).collect()
+                    } else {
+                        v
+                    };
+                    if *right {
+                        let _ = write!(l, "{v:>w$}");
+                    } else {
+                        let _ = write!(l, "{v:<w$}");
+                    }
+                }
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    if !noheader {
+        line(&|k| header(k).to_string());
+    }
+    for r in &rows {
+        line(&|k| field(r, k));
+    }
+    out
+}
+
+fn header(kind: char) -> &'static str {
+    match kind {
+        'P' | 'R' => "PARTITION",
+        'a' => "AVAIL",
+        'l' => "TIMELIMIT",
+        'L' => "DEFAULTTIME",
+        'D' => "NODES",
+        't' | 'T' => "STATE",
+        'N' => "NODELIST",
+        'c' => "CPUS",
+        'C' => "CPUS(A/I/O/T)",
+        'F' => "NODES(A/I/O/T)",
+        'm' => "MEMORY",
+        'G' => "GRES",
+        's' => "JOB_SIZE",
+        'r' => "ROOT",
+        'h' => "OVERSUBS",
+        'g' => "GROUPS",
+        'E' => "REASON",
+        _ => "",
+    }
+}
+
+fn field(r: &Row, kind: char) -> String {
+    let p = r.part;
+    let names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
+    let count = |f: &dyn Fn(&NodeInfo) -> bool| r.nodes.iter().filter(|n| f(n)).count();
+    let other = |n: &NodeInfo| {
+        matches!(
+            n.state,
+            NodeState::Down | NodeState::Drained | NodeState::Draining
+        )
+    };
+    match kind {
+        'P' => format!("{}{}", p.name, if p.default { "*" } else { "" }),
+        'R' => p.name.clone(),
+        'a' => "up".into(),
+        'l' => time_limit(p.max_time_s),
+        'L' => p
+            .default_time_s
+            .or(p.max_time_s)
+            .map_or("n/a".into(), elapsed),
+        'D' => r.nodes.len().to_string(),
+        't' => r
+            .nodes
+            .first()
+            .map_or("n/a".into(), |n| state_short(n.state).into()),
+        'T' => r
+            .nodes
+            .first()
+            .map_or("n/a".into(), |n| state_long(n.state).into()),
+        'N' => {
+            if names.is_empty() {
+                String::new()
+            } else {
+                hostlist(&names)
+            }
+        }
+        'c' => {
+            let mut c: Vec<u32> = r.nodes.iter().map(|n| n.cpus).collect();
+            c.sort_unstable();
+            c.dedup();
+            match (c.first(), c.last()) {
+                (Some(a), Some(b)) if a != b => format!("{a}+"),
+                (Some(a), _) => a.to_string(),
+                _ => "0".into(),
+            }
+        }
+        'm' => r
+            .nodes
+            .iter()
+            .map(|n| n.mem_mb)
+            .min()
+            .map_or("0".into(), |m| m.to_string()),
+        'C' => {
+            let total: u64 = r.nodes.iter().map(|n| u64::from(n.cpus)).sum();
+            let alloc: u64 = r.nodes.iter().map(|n| u64::from(n.cpus_alloc)).sum();
+            let out: u64 = r
+                .nodes
+                .iter()
+                .filter(|n| other(n))
+                .map(|n| u64::from(n.cpus.saturating_sub(n.cpus_alloc)))
+                .sum();
+            let idle = total.saturating_sub(alloc).saturating_sub(out);
+            format!("{alloc}/{idle}/{out}/{total}")
+        }
+        'F' => {
+            let alloc = count(&|n| matches!(n.state, NodeState::Allocated | NodeState::Mixed));
+            let idle = count(&|n| n.state == NodeState::Idle);
+            let out = count(&other);
+            format!("{alloc}/{idle}/{out}/{}", r.nodes.len())
+        }
+        'G' => {
+            let mut g: Vec<String> = r
+                .nodes
+                .iter()
+                .filter(|n| !n.gpus.is_empty())
+                .map(|n| format!("gpu:{}", n.gpus.len()))
+                .collect();
+            g.sort();
+            g.dedup();
+            if g.is_empty() {
+                "(null)".into()
+            } else {
+                g.join(",")
+            }
+        }
+        's' => "1-infinite".into(),
+        'r' => "no".into(),
+        'h' => "NO".into(),
+        'g' => {
+            if p.accounts.is_empty() {
+                "all".into()
+            } else {
+                p.accounts.join(",")
+            }
+        }
+        'E' => r
+            .nodes
+            .iter()
+            .find_map(|n| n.reason.clone())
+            .unwrap_or_else(|| "none".into()),
+        _ => String::new(),
+    }
+}
+
+/// `scontrol show partition`: one record in Slurm's `Key=Value` layout.
+pub fn scontrol_partition(p: &PartitionInfo, nodes: &[NodeInfo]) -> String {
+    let names: Vec<&str> = p.nodes.iter().map(String::as_str).collect();
+    let cpus: u64 = nodes
+        .iter()
+        .filter(|n| p.nodes.contains(&n.name))
+        .map(|n| u64::from(n.cpus))
+        .sum();
+    let limit = |s: Option<u64>| s.map_or("UNLIMITED".into(), elapsed);
+    let mut s = String::new();
+    let _ = writeln!(s, "PartitionName={}", p.name);
+    let _ = writeln!(
+        s,
+        "   AllowGroups=ALL AllowAccounts={} AllowQos=ALL",
+        if p.accounts.is_empty() {
+            "ALL".into()
+        } else {
+            p.accounts.join(",")
+        }
+    );
+    let _ = writeln!(
+        s,
+        "   AllocNodes=ALL Default={} QoS=N/A",
+        if p.default { "YES" } else { "NO" }
+    );
+    let _ = writeln!(
+        s,
+        "   DefaultTime={} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
+        p.default_time_s.map_or("NONE".into(), elapsed)
+    );
+    let _ = writeln!(
+        s,
+        "   MaxNodes=UNLIMITED MaxTime={} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED",
+        limit(p.max_time_s)
+    );
+    let _ = writeln!(
+        s,
+        "   Nodes={}",
+        if names.is_empty() {
+            "(null)".into()
+        } else {
+            hostlist(&names)
+        }
+    );
+    let _ = writeln!(
+        s,
+        "   State=UP TotalCPUs={cpus} TotalNodes={}",
+        p.nodes.len()
+    );
+    s
+}
+
+/// `scontrol show node`: one record in Slurm's `Key=Value` layout.
+pub fn scontrol_node(n: &NodeInfo, parts: &[PartitionInfo]) -> String {
+    let member: Vec<&str> = parts
+        .iter()
+        .filter(|p| p.nodes.contains(&n.name))
+        .map(|p| p.name.as_str())
+        .collect();
+    let mut s = String::new();
+    let _ = writeln!(s, "NodeName={} CoresPerSocket=1", n.name);
+    let _ = writeln!(s, "   CPUAlloc={} CPUTot={}", n.cpus_alloc, n.cpus);
+    let _ = writeln!(
+        s,
+        "   Gres={}",
+        if n.gpus.is_empty() {
+            "(null)".into()
+        } else {
+            format!("gpu:{}", n.gpus.len())
+        }
+    );
+    let _ = writeln!(
+        s,
+        "   NodeAddr={0} NodeHostName={0} Version={1}",
+        n.name, n.agent_version
+    );
+    let _ = writeln!(
+        s,
+        "   RealMemory={} AllocMem={} Sockets=1 Boards=1",
+        n.mem_mb, n.mem_alloc_mb
+    );
+    let _ = writeln!(
+        s,
+        "   State={} ThreadsPerCore=1 TmpDisk=0 Weight=1",
+        n.state.as_str()
+    );
+    let _ = writeln!(
+        s,
+        "   Partitions={}",
+        if member.is_empty() {
+            "(null)".into()
+        } else {
+            member.join(",")
+        }
+    );
+    if let Some(r) = &n.reason {
+        let _ = writeln!(s, "   Reason={r}");
+    }
+    crate::output::escape_keep_lines(&s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bulkhead_proto::NodeId;
+
+    fn node(name: &str, state: NodeState, cpus: u32, alloc: u32) -> NodeInfo {
+        NodeInfo {
+            id: NodeId(1),
+            name: name.into(),
+            state,
+            cpus,
+            cpus_alloc: alloc,
+            mem_mb: 4096,
+            mem_alloc_mb: 0,
+            running_jobs: 0,
+            last_seen_us: 0,
+            enforced: vec![],
+            agent_version: "0.1.0".into(),
+            reason: None,
+            gpus: vec![],
+            gpu_backend: String::new(),
+            gpu_faults: vec![],
+        }
+    }
+
+    fn parts() -> Vec<PartitionInfo> {
+        vec![
+            PartitionInfo {
+                name: "batch".into(),
+                default: true,
+                nodes: vec!["n1".into(), "n2".into(), "n3".into()],
+                max_time_s: None,
+                default_time_s: None,
+                accounts: vec![],
+            },
+            PartitionInfo {
+                name: "debug".into(),
+                default: false,
+                nodes: vec!["n1".into()],
+                max_time_s: Some(7200),
+                default_time_s: Some(1800),
+                accounts: vec![],
+            },
+        ]
+    }
+
+    #[test]
+    fn the_default_summary_has_a_line_per_partition_and_state() {
+        let nodes = [
+            node("n1", NodeState::Idle, 4, 0),
+            node("n2", NodeState::Idle, 4, 0),
+            node("n3", NodeState::Mixed, 4, 2),
+        ];
+        let out = sinfo(
+            &parts(),
+            &nodes,
+            SINFO_DEFAULT,
+            false,
+            false,
+            &SinfoFilter::default(),
+        );
+        assert_eq!(
+            out,
+            "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n\
+             batch*       up   infinite      2   idle n[1-2]\n\
+             batch*       up   infinite      1    mix n3\n\
+             debug        up    2:00:00      1   idle n1\n"
+        );
+        let out = sinfo(
+            &parts(),
+            &nodes,
+            SINFO_SUMMARIZE,
+            false,
+            true,
+            &SinfoFilter::default(),
+        );
+        assert_eq!(
+            out,
+            "batch*       up   infinite          1/2/0/3 n[1-3]\n\
+             debug        up    2:00:00          0/1/0/1 n1\n"
+        );
+    }
+
+    #[test]
+    fn filters_and_per_node_rows() {
+        let nodes = [
+            node("n1", NodeState::Idle, 4, 0),
+            node("n2", NodeState::Drained, 4, 0),
+            node("n3", NodeState::Allocated, 4, 4),
+        ];
+        let f = SinfoFilter {
+            partitions: vec!["batch".into()],
+            states: vec!["drain".into()],
+        };
+        let out = sinfo(&parts(), &nodes, SINFO_DEFAULT, false, true, &f);
+        assert_eq!(out, "batch*       up   infinite      1  drain n2\n");
+        let out = sinfo(
+            &parts(),
+            &nodes,
+            SINFO_NODES,
+            true,
+            false,
+            &SinfoFilter::default(),
+        );
+        assert_eq!(out.lines().next(), Some("NODELIST  NODES PARTITION  STATE"));
+        assert_eq!(out.lines().count(), 5, "{out}");
+        assert!(out.contains("n3            1 batch*     alloc"), "{out}");
+    }
+
+    #[test]
+    fn scontrol_records_carry_slurms_keys() {
+        let nodes = [node("n1", NodeState::Idle, 4, 0)];
+        let p = scontrol_partition(&parts()[1], &nodes);
+        assert!(p.starts_with("PartitionName=debug\n"), "{p}");
+        assert!(
+            p.contains("DefaultTime=30:00") && p.contains("MaxTime=2:00:00"),
+            "{p}"
+        );
+        assert!(
+            p.contains("Default=NO") && p.contains("TotalCPUs=4 TotalNodes=1"),
+            "{p}"
+        );
+        let n = scontrol_node(&nodes[0], &parts());
+        assert!(
+            n.contains("CPUAlloc=0 CPUTot=4") && n.contains("State=IDLE"),
+            "{n}"
+        );
+        assert!(n.contains("Partitions=batch,debug"), "{n}");
+    }
+}
