@@ -1357,8 +1357,12 @@ fn submission_from(
     let mut env = env;
     // What sbatch sets of the task layout, in place of whatever the environment
     // exported (a submission from inside another job carries that job's).
-    env.retain(|(k, _)| !bulkhead_cli::opts::LAYOUT_VARS.contains(&k.as_str()));
+    env.retain(|(k, _)| {
+        !bulkhead_cli::opts::LAYOUT_VARS.contains(&k.as_str())
+            && !bulkhead_cli::opts::OPTION_VARS.contains(&k.as_str())
+    });
     env.extend(r.layout.env());
+    env.extend(r.option_env);
     if !env.iter().any(|(k, _)| k == "SLURM_UMASK") {
         // As sbatch does: the job's files are created with the submitter's umask
         // (output files too), whatever the environment exported.

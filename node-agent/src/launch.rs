@@ -158,6 +158,7 @@ pub fn job_env(
     let job = spec.job.to_string();
     let mem = spec.mem_mb.to_string();
     let uid = user.uid.to_string();
+    let gid = user.gid.to_string();
     let ids = cpu_ids
         .iter()
         .map(u32::to_string)
@@ -195,7 +196,13 @@ pub fn job_env(
         ("BH_SUBMIT_DIR", &spec.workdir),
         ("SLURM_SUBMIT_DIR", &spec.workdir),
         ("SLURM_JOB_UID", &uid),
+        ("SLURM_JOB_GID", &gid),
         ("SLURM_JOB_USER", &user.name),
+        // The batch script is the node's one task, rank 0 (steps set their own).
+        ("SLURM_GTIDS", "0"),
+        ("SLURM_NODEID", "0"),
+        ("SLURM_PROCID", "0"),
+        ("SLURM_LOCALID", "0"),
     ];
     let mut env: Vec<(String, String)> = spec
         .env
@@ -988,6 +995,8 @@ mod tests {
         );
         assert_eq!(get("BH_CPUS"), ["4"]);
         assert_eq!(get("SLURM_CPUS_ON_NODE"), ["4"]);
+        assert_eq!(get("SLURM_JOB_GID"), ["1000"]);
+        assert_eq!(get("SLURM_GTIDS"), ["0"]);
         assert_eq!(get("BH_NODELIST"), ["n1"]);
         assert_eq!(get("BH_CPU_IDS"), ["2,3,4,5"]);
         assert_eq!(get("PATH"), ["/opt/bin"]);

@@ -185,6 +185,14 @@ pub fn task_env(
         ("BH_LOCALID", s(local)),
         ("SLURM_NODEID", s(l.node_index)),
         ("BH_NODEID", s(l.node_index)),
+        // The step's ranks on this node.
+        (
+            "SLURM_GTIDS",
+            (0..local_n)
+                .map(|i| l.first_rank.saturating_add(i).to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
         ("SLURM_NTASKS", s(l.ntasks)),
         ("SLURM_NPROCS", s(l.ntasks)),
         ("BH_NTASKS", s(l.ntasks)),

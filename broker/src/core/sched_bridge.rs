@@ -4,6 +4,21 @@
 
 use super::*;
 
+/// The variables [`Core::job_env`] sets.
+const CONTROLLER_VARS: [&str; 8] = [
+    "SLURM_CLUSTER_NAME",
+    "SLURM_JOB_ACCOUNT",
+    "SLURM_JOB_QOS",
+    "SLURM_JOB_RESERVATION",
+    "SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_MAX",
+    "SLURM_ARRAY_TASK_STEP",
+];
+
+/// `SLURM_CLUSTER_NAME`: one cluster per broker.
+const CLUSTER_NAME: &str = "bulkhead";
+
 impl Core {
     /// The grace a preempted job gets between SIGTERM and SIGKILL: its partition's.
     pub(super) fn preempt_grace(&self, job: JobId) -> Option<u32> {
@@ -286,6 +301,53 @@ impl Core {
         }
     }
 
+    /// The job's environment as submitted, with the variables Slurm's controller sets
+    /// for a batch job from what only it knows (in place of any the submission carried
+    /// from an enclosing job): `SLURM_JOB_ACCOUNT`, `SLURM_JOB_QOS`,
+    /// `SLURM_JOB_RESERVATION`, `SLURM_CLUSTER_NAME`, and an array task's
+    /// `SLURM_ARRAY_TASK_COUNT`, `_MIN`, `_MAX` and `_STEP`.
+    fn job_env(&self, j: &Job) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = j
+            .submission
+            .env
+            .iter()
+            .filter(|(k, _)| !CONTROLLER_VARS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        let mut set = |k: &str, v: String| env.push((k.to_string(), v));
+        set("SLURM_CLUSTER_NAME", CLUSTER_NAME.into());
+        set("SLURM_JOB_ACCOUNT", self.account_of(&j.user).to_string());
+        set(
+            "SLURM_JOB_QOS",
+            j.submission.qos.clone().unwrap_or_else(|| "normal".into()),
+        );
+        if let Some(r) = &j.submission.reservation {
+            set("SLURM_JOB_RESERVATION", r.clone());
+        }
+        let array = j
+            .submission
+            .array_task
+            .and_then(|(parent, _)| self.jobs.get(&parent))
+            .and_then(|p| p.submission.array.as_ref());
+        if let Some(a) = array {
+            let ix = a.indices();
+            let (min, max) = (
+                ix.first().copied().unwrap_or(0),
+                ix.last().copied().unwrap_or(0),
+            );
+            // One range with a step has that step; anything else, 1 (as Slurm).
+            let step = match a.ranges.as_slice() {
+                [(_, _, step)] => (*step).max(1),
+                _ => 1,
+            };
+            set("SLURM_ARRAY_TASK_COUNT", ix.len().to_string());
+            set("SLURM_ARRAY_TASK_MIN", min.to_string());
+            set("SLURM_ARRAY_TASK_MAX", max.to_string());
+            set("SLURM_ARRAY_TASK_STEP", step.to_string());
+        }
+        env
+    }
+
     /// The launch of a job for its `part`-th node (0: the first, which runs the batch
     /// script; the others get no script and run only steps), signed when the broker
     /// has a key.
@@ -312,7 +374,7 @@ impl Core {
             workdir: j.submission.workdir.clone(),
             stdout: j.submission.stdout.clone(),
             stderr: j.submission.stderr.clone(),
-            env: j.submission.env.clone(),
+            env: self.job_env(j),
             cpus: j.submission.resources.cpus,
             mem_mb: j.mem_mb,
             time_limit_s: j.submission.resources.time_limit_s,

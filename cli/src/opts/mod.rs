@@ -522,6 +522,32 @@ fn union(a: &[&'static str], b: &[&'static str]) -> Vec<&'static str> {
 }
 
 impl SubmitOpts {
+    /// [`OPTION_VARS`] for these options, as sbatch sets them: the values as given
+    /// (memory in MB), the dependency as written, the submitter's nice value.
+    fn option_env(&self, mem_per_cpu_mb: Option<u64>) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = [
+            ("SLURM_GPUS", &self.gpus),
+            ("SLURM_GPUS_PER_NODE", &self.gpus_per_node),
+            ("SLURM_GPUS_PER_TASK", &self.gpus_per_task),
+            ("SLURM_CPUS_PER_GPU", &self.cpus_per_gpu),
+            ("SLURM_EXPORT_ENV", &self.export),
+            ("SLURM_JOB_DEPENDENCY", &self.dependency),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| (k.to_string(), v.clone())))
+        .collect();
+        if let Some(mb) = mem_per_cpu_mb {
+            out.push(("SLURM_MEM_PER_CPU".into(), mb.to_string()));
+        }
+        if let Some(mb) = self.mem_per_gpu.as_deref().and_then(|m| parse_mem(m).ok()) {
+            out.push(("SLURM_MEM_PER_GPU".into(), mb.to_string()));
+        }
+        // SAFETY: getpriority only reads this process's scheduling priority.
+        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        out.push(("SLURM_PRIO_PROCESS".into(), nice.to_string()));
+        out
+    }
+
     /// `self` where set, else `lower`. `--mem` and `--mem-per-cpu` are merged each on its
     /// own, so that one in a higher source and the other in a lower one still conflict,
     /// as Slurm has it.
@@ -767,6 +793,8 @@ pub struct Resolved {
     pub nodes_max: Option<u32>,
     /// `--mem-per-cpu`, when the memory was asked for per CPU (MB).
     pub mem_per_cpu_mb: Option<u64>,
+    /// The variables sbatch sets from the options given ([`OPTION_VARS`]).
+    pub option_env: Vec<(String, String)>,
     /// What sbatch would warn of (options without effect here, counts adjusted).
     pub warnings: Vec<String>,
 }
@@ -783,6 +811,20 @@ pub struct TaskLayout {
     /// Tasks on each node, in order.
     pub tasks_per_node: Vec<u32>,
 }
+
+/// The variables sbatch sets in the job's environment from its options (and from the
+/// submitting process: `SLURM_PRIO_PROCESS`), in place of any inherited.
+pub const OPTION_VARS: [&str; 9] = [
+    "SLURM_GPUS",
+    "SLURM_GPUS_PER_NODE",
+    "SLURM_GPUS_PER_TASK",
+    "SLURM_CPUS_PER_GPU",
+    "SLURM_MEM_PER_CPU",
+    "SLURM_MEM_PER_GPU",
+    "SLURM_EXPORT_ENV",
+    "SLURM_JOB_DEPENDENCY",
+    "SLURM_PRIO_PROCESS",
+];
 
 /// The variables of [`TaskLayout::env`].
 pub const LAYOUT_VARS: [&str; 5] = [
@@ -1335,6 +1377,7 @@ impl SubmitOpts {
             extra,
             nodes_max,
             mem_per_cpu_mb,
+            option_env: self.option_env(mem_per_cpu_mb),
             warnings,
         })
     }

@@ -562,3 +562,28 @@ fn the_script_starts_after_the_options_and_their_values() {
     assert_eq!(split_at_script(&w(&["-t", "5"])).expect("split"), 2);
     assert_eq!(split_at_script(&w(&["-"])).expect("split"), 0);
 }
+
+#[test]
+fn sbatch_sets_its_options_variables() {
+    let r = cli(&[
+        "--gpus=2",
+        "--mem-per-cpu=2G",
+        "-d",
+        "afterok:5",
+        "--export=NONE",
+    ])
+    .resolve()
+    .expect("resolve");
+    let get = |k: &str| {
+        r.option_env
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(get("SLURM_GPUS"), Some("2"));
+    assert_eq!(get("SLURM_MEM_PER_CPU"), Some("2048"));
+    assert_eq!(get("SLURM_JOB_DEPENDENCY"), Some("afterok:5"));
+    assert_eq!(get("SLURM_EXPORT_ENV"), Some("NONE"));
+    assert!(get("SLURM_PRIO_PROCESS").is_some_and(|v| v.parse::<i32>().is_ok()));
+    assert_eq!(get("SLURM_GPUS_PER_TASK"), None);
+}

@@ -840,3 +840,41 @@ fn held_at_submit_and_begin_time() {
     );
     assert_eq!(refusal(&fx).code, ErrorCode::PermissionDenied);
 }
+
+/// An array task's launch carries the variables Slurm's controller sets: the array's
+/// bounds, step and count, the account and QOS; stale ones from the submitter's
+/// environment (an enclosing job's) are replaced.
+#[test]
+fn launches_carry_the_controllers_slurm_variables() {
+    let mut t = Env::new().nodes(1, 4).build();
+    let mut s = sub(1);
+    s.array = Some(bulkhead_proto::job::ArraySpec {
+        ranges: vec![(2, 10, 4)],
+        throttle: None,
+    });
+    s.env = vec![
+        ("SLURM_ARRAY_TASK_COUNT".into(), "99".into()),
+        ("SLURM_JOB_ACCOUNT".into(), "stale".into()),
+        ("X".into(), "1".into()),
+    ];
+    let (_, fx) = t.submit(&user(5), s);
+    let specs = launch_specs(&fx);
+    assert_eq!(specs.len(), 3, "tasks 2, 6 and 10 start");
+    for spec in specs {
+        let get = |k: &str| {
+            spec.env
+                .iter()
+                .filter(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(get("SLURM_ARRAY_TASK_COUNT"), ["3"]);
+        assert_eq!(get("SLURM_ARRAY_TASK_MIN"), ["2"]);
+        assert_eq!(get("SLURM_ARRAY_TASK_MAX"), ["10"]);
+        assert_eq!(get("SLURM_ARRAY_TASK_STEP"), ["4"]);
+        assert_eq!(get("SLURM_JOB_ACCOUNT"), ["default"]);
+        assert_eq!(get("SLURM_JOB_QOS"), ["normal"]);
+        assert_eq!(get("SLURM_CLUSTER_NAME"), ["bulkhead"]);
+        assert_eq!(get("X"), ["1"]);
+    }
+}
