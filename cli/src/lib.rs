@@ -4,6 +4,10 @@
 //! to the single-host binary (`bulkhead-standalone`, crate `standalone/`). The binary
 //! in `main.rs` only wires them to clap and the client.
 
+// serde_json's `json!` of a job in Slurm's 100-odd fields (`slurm_json`) nests deeper
+// than the default limit.
+#![recursion_limit = "512"]
+
 pub mod acct;
 pub mod alloc;
 pub mod docs;
@@ -12,6 +16,7 @@ pub mod output;
 pub mod run;
 pub mod slurm;
 pub mod slurm_info;
+pub mod slurm_json;
 pub mod slurm_pending;
 pub mod standalone;
 pub mod tasks;

@@ -5,7 +5,7 @@
 
 use super::{Cli, client, explain, uid_of};
 use anyhow::{Context, bail};
-use bulkhead_cli::{acct, output, slurm, slurm_info};
+use bulkhead_cli::{acct, output, slurm, slurm_info, slurm_json};
 use bulkhead_proto::acct::AcctFilter;
 use bulkhead_proto::msg::QueueFilter;
 use bulkhead_proto::time::now_us;
@@ -176,7 +176,13 @@ pub fn run(prog: &'static str, args: Vec<String>, mut cli: Cli) -> anyhow::Resul
                 jobs.retain(|j| j.state == JobState::Pending);
             }
             if q.json {
-                println!("{}", output::json(&serde_json::json!({ "jobs": jobs }))?);
+                let group_of = |gid: u32| {
+                    nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+                        .ok()
+                        .flatten()
+                        .map_or_else(|| gid.to_string(), |g| g.name)
+                };
+                println!("{}", output::json(&slurm_json::squeue(&jobs, &group_of))?);
                 return Ok(ExitCode::SUCCESS);
             }
             let fmt = match (&q.format, q.long, q.start) {
@@ -247,10 +253,7 @@ fn sinfo(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitC
     let parts = c.partitions().map_err(explain)?;
     let nodes = c.nodes().map_err(explain)?;
     if a.json {
-        println!(
-            "{}",
-            output::json(&serde_json::json!({ "partitions": parts, "nodes": nodes }))?
-        );
+        println!("{}", output::json(&slurm_json::sinfo(&parts, &nodes))?);
         return Ok(ExitCode::SUCCESS);
     }
     let fmt = match (&a.format, a.summarize, a.nodes, a.long) {

@@ -290,6 +290,17 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         .strip_prefix("Submitted batch job ")
         .unwrap_or_else(|| panic!("{sub}"))
         .to_string();
+    // squeue's and sinfo's --json in Slurm's shape.
+    let q: serde_json::Value =
+        serde_json::from_str(&s.ok("squeue", &["--json", "-j", &id])).expect("squeue --json");
+    assert_eq!(q["meta"]["Slurm"]["release"], "22.05.8", "{q}");
+    assert_eq!(q["jobs"][0]["job_id"].to_string(), id, "{q}");
+    assert_eq!(q["jobs"][0]["job_state"], "PENDING", "{q}");
+    assert_eq!(q["jobs"][0]["state_reason"], "JobHeldUser", "{q}");
+    let i: serde_json::Value =
+        serde_json::from_str(&s.ok("sinfo", &["--json"])).expect("sinfo --json");
+    assert_eq!(i["nodes"][0]["name"], node.as_str(), "{i}");
+    assert_eq!(i["partitions"][0]["name"], part.as_str(), "{i}");
     s.ok(
         "scontrol",
         &["update", &format!("JobId={id}"), "TimeLimit=5"],

@@ -187,6 +187,16 @@ enum Bench {
         #[arg(long, default_value_t = 100_000)]
         queued: u32,
     },
+    /// One command as a user waits for it, through Slurm's names (links to the real
+    /// `bh`), one process per call, on an idle cluster: `bh --version`, `sbatch --wrap
+    /// true` (p50, p90), `squeue` over 1,000 and over `--big` pending jobs, beside
+    /// fork and exec of /bin/true.
+    Cli {
+        #[arg(long, default_value_t = 50)]
+        runs: u32,
+        #[arg(long, default_value_t = 100_000)]
+        big: u32,
+    },
     /// Job arrays end to end: one of 1,000 trivial tasks, then one of 100,000, on 4
     /// agents x 16 CPUs; tasks/s of each, their ratio and the broker's CPU per task
     /// (every index checked run once).
@@ -728,6 +738,16 @@ fn main() -> Result<()> {
                 "bulkhead-tests",
                 "bench-arrays",
                 &[("--small", small), ("--large", large)],
+            )
+        }
+        Cmd::Bench {
+            which: Bench::Cli { runs, big },
+        } => {
+            build_daemons(&[])?;
+            bench(
+                "bulkhead-tests",
+                "bench-cli",
+                &[("--runs", runs), ("--big", big)],
             )
         }
         Cmd::Bench {
