@@ -49,7 +49,7 @@ state_of() { bh show "$1" | sed -n 's/^JobState=//p'; }
 say "systemd $(systemctl --version | head -1 | cut -d' ' -f2), kernel $(uname -r), $(stat -fc %T /sys/fs/cgroup)"
 systemctl start munge || fail "munge does not start"
 dpkg -i /root/debs/bulkhead-client_*.deb /root/debs/bulkhead-broker_*.deb /root/debs/bulkhead-agent_*.deb \
-    || fail "dpkg -i"
+    /root/debs/bulkhead-slurm-compat_*.deb || fail "dpkg -i"
 say "installed: $(dpkg-query -W -f '${Package} ${Version}, ' 'bulkhead-*')"
 getent passwd bulkhead >/dev/null || fail "no bulkhead system user"
 [ "$(stat -c %U /etc/bulkhead/broker.key)" = bulkhead ] || fail "broker.key is not the broker's"
@@ -98,6 +98,16 @@ wait_for 60 sh -c "bh show $J | grep -qx JobState=COMPLETED" \
 wait_for 30 sh -c "[ ! -e $CG ]" || fail "the job's cgroup is left"
 say "job $J COMPLETED after the restart"
 
+# Slurm's names from the compat package: sbatch, squeue, sinfo, sacct as alice.
+[ "$(readlink /usr/bin/sbatch)" = bh ] || fail "/usr/bin/sbatch is not a link to bh"
+S=$(cd /home/alice && runuser -u alice -- sbatch --parsable --wrap 'echo slurm-named') || fail "sbatch"
+wait_for 60 sh -c "runuser -u alice -- squeue -h -j $S -o %T | grep -qx COMPLETED" \
+    || fail "sbatch's job $S: $(runuser -u alice -- squeue -j $S 2>&1)"
+[ "$(cat /home/alice/slurm-$S.out)" = slurm-named ] || fail "slurm-$S.out"
+runuser -u alice -- sinfo -h -o '%P %D' | grep -q '^batch\* 1$' || fail "sinfo: $(sinfo 2>&1)"
+runuser -u alice -- sacct -n -P -j "$S" -o JobID,State | grep -qx "$S|COMPLETED" || fail "sacct: $(sacct -j $S 2>&1)"
+say "Slurm's commands from bulkhead-slurm-compat: sbatch job $S, squeue, sinfo, sacct"
+
 # A configuration change applied by a reload: alice becomes an operator.
 runuser -u alice -- bh admin drain "$(hostname)" --reason test >/dev/null 2>&1 && fail "alice drained a node before being made operator"
 printf '[roles]\noperators = ["alice"]\n' >> /etc/bulkhead/bulkhead.toml
@@ -110,7 +120,7 @@ systemctl reload bulkhead-broker && fail "a broken configuration was reloaded"
 systemctl is-active -q bulkhead-broker || fail "a broken configuration stopped the broker"
 say "reload applied a change and refused a broken file"
 
-dpkg --purge bulkhead-agent bulkhead-broker bulkhead-client || fail "dpkg --purge"
+dpkg --purge bulkhead-slurm-compat bulkhead-agent bulkhead-broker bulkhead-client || fail "dpkg --purge"
 for p in /var/lib/bulkhead /var/spool/bulkhead /etc/bulkhead /usr/sbin/bulkhead-agent /usr/bin/bh \
          /lib/systemd/system/bulkhead-agent.service $JOBS; do
     [ ! -e "$p" ] || fail "$p is left after the purge"
