@@ -63,6 +63,15 @@ pub fn local_time(us: Option<u64>) -> String {
     )
 }
 
+/// `OverSubscribe` as scontrol and squeue's `%h` show it.
+pub fn oversubscribe(e: bulkhead_proto::job::Exclusive) -> &'static str {
+    match e {
+        bulkhead_proto::job::Exclusive::Shared => "OK",
+        bulkhead_proto::job::Exclusive::Node => "NO",
+        bulkhead_proto::job::Exclusive::User => "USER",
+    }
+}
+
 /// A time `scontrol` shows, `Unknown` when there is none yet (a pending job's start).
 fn known_time(us: Option<u64>) -> String {
     us.map_or_else(|| "Unknown".into(), |t| local_time(Some(t)))
@@ -197,7 +206,7 @@ pub fn squeue_field(j: &JobInfo, c: char, now_us: u64) -> String {
         'E' => "(null)".into(),
         'o' => "(null)".into(),
         'f' | 'x' | 'n' | 'w' | 'z' => "(null)".into(),
-        'h' => if j.extra.exclusive { "NO" } else { "OK" }.into(),
+        'h' => oversubscribe(j.extra.exclusive).into(),
         _ => String::new(),
     }
 }
@@ -435,7 +444,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let _ = writeln!(
         s,
         "   OverSubscribe={} Contiguous=0",
-        if e.exclusive { "NO" } else { "OK" }
+        oversubscribe(e.exclusive)
     );
     if let Some(c) = &e.comment {
         let _ = writeln!(s, "   Comment={c}");

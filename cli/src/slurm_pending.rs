@@ -193,6 +193,10 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
             .to_string(),
     ));
     f.push((mem_field.0, mem_units(mem_field.1)));
+    f.push((
+        "OverSubscribe",
+        crate::slurm::oversubscribe(e.exclusive).into(),
+    ));
     if let Some(c) = &e.comment {
         f.push(("Comment", c.clone()));
     }

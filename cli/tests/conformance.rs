@@ -60,6 +60,7 @@ const FIELDS: &[&str] = &[
     "MinCPUsNode",
     "MinMemoryNode",
     "MinMemoryCPU",
+    "OverSubscribe",
     "Comment",
     "WorkDir",
     "StdErr",

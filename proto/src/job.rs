@@ -242,10 +242,24 @@ pub struct SubmitExtra {
     pub time_min_s: Option<u64>,
     /// `--requeue` / `--no-requeue`.
     pub requeue: Option<bool>,
-    /// `--exclusive`: no other job on its nodes.
-    pub exclusive: bool,
+    /// `--exclusive[=user]`: whom the job shares its nodes with.
+    pub exclusive: Exclusive,
     /// `--mem=0`: all the memory of each node.
     pub mem_whole: bool,
+}
+
+/// Whom a job shares its nodes with (sbatch's `--exclusive[=user]`). It was a `bool`
+/// (`exclusive` or not): postcard writes a unit variant as its index, the same byte as
+/// `false` and `true`, so submissions stored before read back as `Shared` and `Node`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Exclusive {
+    /// With any job.
+    #[default]
+    Shared,
+    /// With no other job: the nodes' CPUs and whole GPUs are all the job's.
+    Node,
+    /// Only with jobs of the same user.
+    User,
 }
 
 impl SubmitExtra {
@@ -815,6 +829,20 @@ fn check_size(cpus: u32, mem_mb: u64, time_limit_s: Option<u64>) -> Result<(), L
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `SubmitExtra::exclusive` was a `bool`: what older builds stored reads back.
+    #[test]
+    fn a_stored_exclusive_bool_reads_as_the_enum() {
+        for (old, now) in [(false, Exclusive::Shared), (true, Exclusive::Node)] {
+            let bytes = postcard::to_allocvec(&old).expect("encode");
+            assert_eq!(postcard::from_bytes::<Exclusive>(&bytes), Ok(now));
+        }
+        let bytes = postcard::to_allocvec(&Exclusive::User).expect("encode");
+        assert_eq!(
+            postcard::from_bytes::<Exclusive>(&bytes),
+            Ok(Exclusive::User)
+        );
+    }
 
     #[test]
     fn states_round_trip_through_slurm_names() {

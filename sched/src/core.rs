@@ -103,6 +103,9 @@ struct Node {
     mig_fit: u64,
     /// Running jobs on the node: their end by time limit (`None`: no limit) and use.
     jobs: Vec<(JobId, Option<Time>, Res)>,
+    /// The users of the running jobs, and whether each shares the node only with its
+    /// user's jobs (`--exclusive=user`).
+    owners: Vec<(JobId, u32, bool)>,
 }
 
 impl Node {
@@ -119,7 +122,32 @@ impl Node {
             mig_fit: gpus::fit_mask(&gpus),
             gpus,
             jobs: vec![],
+            owners: vec![],
         }
+    }
+
+    /// Whether a job of `user` asking `exclusive` may share the node with what runs on
+    /// it now: not beside another user's `--exclusive=user` job, and with
+    /// `--exclusive=user` only beside its user's jobs. (`--exclusive` is the node's
+    /// CPUs, which nothing shares.)
+    fn admits(&self, user: u32, exclusive: Exclusive) -> bool {
+        self.owners
+            .iter()
+            .all(|(_, u, only_user)| *u == user || (!*only_user && exclusive != Exclusive::User))
+    }
+
+    /// When the running jobs that keep a job of `user` off the node (by
+    /// [`Node::admits`]) will have ended, by their limits; `None` if one has no limit.
+    fn admits_from(&self, user: u32, exclusive: Exclusive, now: Time) -> Option<Time> {
+        let mut at = now;
+        for (j, u, only_user) in &self.owners {
+            if *u == user || (!*only_user && exclusive != Exclusive::User) {
+                continue;
+            }
+            let end = self.jobs.iter().find(|(k, _, _)| k == j)?.1?;
+            at = at.max(end);
+        }
+        Some(at)
     }
 
     fn schedulable(&self) -> bool {
@@ -306,11 +334,14 @@ impl Scheduler {
         assigned: &[Vec<GpuAssign>],
         end: Option<Time>,
     ) -> Result<(), PlaceError> {
-        let per = spec.req.per_node;
         // All or nothing: what each node has left once the job is on it (a node named
         // twice gives twice).
         let mut left: Vec<(NodeIdx, Res)> = Vec::with_capacity(nodes.len());
         for n in nodes {
+            let per = match self.nodes.get(n.0 as usize) {
+                Some(node) => spec.req.on_node(&node.spec.capacity),
+                None => spec.req.per_node,
+            };
             let have = match left.iter_mut().find(|(m, _)| m == n) {
                 Some((_, r)) => r,
                 None => {
@@ -333,6 +364,7 @@ impl Scheduler {
         for (i, n) in nodes.iter().enumerate() {
             self.unindex(*n);
             let node = &mut self.nodes[n.0 as usize];
+            let per = spec.req.on_node(&node.spec.capacity);
             if let Some((_, free)) = left.iter().find(|(m, _)| m == n) {
                 node.free = *free;
             }
@@ -343,6 +375,8 @@ impl Scheduler {
                 node.mig_fit = gpus::fit_mask(&node.gpus);
             }
             node.jobs.push((spec.id, end, per));
+            node.owners
+                .push((spec.id, spec.user, spec.req.exclusive == Exclusive::User));
             self.index(*n);
         }
         let (g, c) = spec.req.totals();
@@ -869,6 +903,7 @@ impl Scheduler {
                 node.mig_fit = gpus::fit_mask(&node.gpus);
             }
             node.jobs.retain(|(j, _, _)| *j != id);
+            node.owners.retain(|(j, _, _)| *j != id);
             // From what is left on the node rather than by adding back: a node whose
             // GPUs shrank under its jobs never gets more free than it has.
             Self::refresh_free(node);
@@ -939,9 +974,11 @@ impl Scheduler {
     /// fullest (packing keeps whole nodes free for large jobs). A node reserved from
     /// time `t` is usable only by a job whose limit ends by then.
     #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)]
     fn pick_now(
         &self,
         me: JobId,
+        user: u32,
         mine: Option<&str>,
         now: Time,
         p: PartIdx,
@@ -962,7 +999,9 @@ impl Scheduler {
         for (_, nodes) in candidates {
             for n in nodes {
                 let node = &self.nodes[n.0 as usize];
-                if !bit(set, n.0) || !per.fits_in(&node.free) {
+                let need = req.on_node(&node.spec.capacity);
+                if !bit(set, n.0) || !need.fits_in(&node.free) || !node.admits(user, req.exclusive)
+                {
                     continue;
                 }
                 if let Some((pid, _)) = req.mig
@@ -976,11 +1015,16 @@ impl Scheduler {
                     rs.iter()
                         .any(|(t, _, j)| *j != me && end.is_none_or(|e| e > *t))
                 });
-                if clash || !self.admin_allows(*n, per, mine, now, end) {
+                if clash || !self.admin_allows(*n, &need, mine, now, end) {
                     continue;
                 }
-                if with_gpus {
-                    match gpus::plan(&self.nodes[n.0 as usize].gpus, req, false) {
+                // An exclusive job's plan takes every whole GPU of the node.
+                let node_req = Request {
+                    per_node: need,
+                    ..*req
+                };
+                if with_gpus || need.gpus > 0 {
+                    match gpus::plan(&self.nodes[n.0 as usize].gpus, &node_req, false) {
                         Some(a) => plans.push(a),
                         None => continue,
                     }
@@ -999,11 +1043,13 @@ impl Scheduler {
     /// The earliest time `count` nodes of `p` have room for `per`, by the time limits of
     /// what runs on them, and those nodes. A node reserved for a higher job is usable
     /// before its reservation if this job's limit ends by then, else after it ends.
+    #[allow(clippy::too_many_arguments)]
     fn earliest(
         &self,
         mine: Option<&str>,
         p: PartIdx,
-        per: &Res,
+        req: &Request,
+        user: u32,
         count: u32,
         now: Time,
         reserved: &Reserved,
@@ -1011,9 +1057,14 @@ impl Scheduler {
         let mut when: Vec<(Time, NodeIdx)> = Vec::new();
         for n in &self.parts[p.0 as usize].nodes {
             let node = &self.nodes[n.0 as usize];
+            let per = &req.on_node(&node.spec.capacity);
             if !node.schedulable() || !per.fits_in(&node.spec.capacity) {
                 continue;
             }
+            // Jobs that do not share with this one's user (or it with theirs) end first.
+            let Some(shared_from) = node.admits_from(user, req.exclusive, now) else {
+                continue;
+            };
             // When `need` fits, by the time limits of what runs on the node.
             let fit_time = |need: &Res| -> Option<Time> {
                 let mut free = node.free;
@@ -1045,6 +1096,7 @@ impl Scheduler {
             with_held.add(&held);
             let at = fit_time(&with_held).or_else(|| fit_time(per).map(|t| t.max(held_until)));
             let Some(mut at) = at else { continue };
+            at = at.max(shared_from);
             // Administrators' reservations: a job in one waits for its window, on its
             // nodes; any other job gets a reserved node only after the window closes.
             match mine {
@@ -1394,7 +1446,9 @@ impl Scheduler {
                 None => limit,
             };
             let end = limit.map(|l| now.saturating_add(l));
-            if let Some(picked) = self.pick_now(spec.id, mine, now, *p, &spec.req, end, reserved) {
+            if let Some(picked) =
+                self.pick_now(spec.id, spec.user, mine, now, *p, &spec.req, end, reserved)
+            {
                 return Placed::Now(*p, picked, limit);
             }
             why = None;
@@ -1418,7 +1472,8 @@ impl Scheduler {
                 self.earliest(
                     spec.reservation.as_deref(),
                     *p,
-                    &spec.req.per_node,
+                    &spec.req,
+                    spec.user,
                     spec.req.nodes,
                     now,
                     reserved,

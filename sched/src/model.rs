@@ -195,9 +195,41 @@ pub struct Request {
     /// MIG slices on each node: the profile (by [`bulkhead_gpu::profile_name_id`]) and
     /// how many.
     pub mig: Option<(u8, u8)>,
+    /// Whom the job shares its nodes with (`--exclusive`).
+    pub exclusive: Exclusive,
+    /// `--mem=0`: all of each node's memory.
+    pub mem_whole: bool,
+}
+
+/// Whom a job shares its nodes with (Slurm's `--exclusive[=user]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Exclusive {
+    /// Anyone.
+    #[default]
+    Shared,
+    /// Nobody: the nodes' CPUs and whole GPUs are all the job's.
+    Node,
+    /// Only jobs of the same user.
+    User,
 }
 
 impl Request {
+    /// What the job takes of a node of capacity `cap`: what it asked for on each node,
+    /// or all of the node's CPUs and whole GPUs (`--exclusive`) and memory (`--mem=0`).
+    pub fn on_node(&self, cap: &Res) -> Res {
+        let mut r = self.per_node;
+        if self.exclusive == Exclusive::Node {
+            r.cpus = r.cpus.max(cap.cpus);
+            if self.mig.is_none() {
+                r.gpus = r.gpus.max(cap.gpus);
+            }
+        }
+        if self.mem_whole {
+            r.mem_mb = r.mem_mb.max(cap.mem_mb);
+        }
+        r
+    }
+
     /// Whole GPUs and CPUs over all the job's nodes, for the running caps (saturated:
     /// a count past `u32::MAX` is over any cap anyway).
     pub fn totals(&self) -> (u32, u32) {

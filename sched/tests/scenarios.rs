@@ -1113,3 +1113,106 @@ fn an_update_changes_a_waiting_jobs_request_or_refuses_and_keeps_it() {
     assert_eq!(s.update(job(3, 0, 1, 0, 200, 0), 31), Ok(true));
     assert!(s.is_held(JobId(3)));
 }
+
+fn started(d: &[Decision]) -> Vec<(u64, Vec<u32>)> {
+    d.iter()
+        .filter_map(|d| match d {
+            Decision::Start { job, nodes, .. } => {
+                Some((job.0, nodes.iter().map(|n| n.0).collect()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_exclusive_job_has_its_nodes_to_itself() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(2, 8, 0),
+        vec![partition("cpu", 0..2)],
+        accounts(&[1, 1]),
+    );
+    // A small job on node 0; an exclusive one goes to the empty node 1, whole.
+    s.submit(job(1, 0, 1, 0, 100, 0), 0).expect("submit");
+    assert_eq!(started(&s.full_pass(0)), vec![(1, vec![0])]);
+    let mut ex = job(2, 1, 1, 0, 100, 0);
+    ex.req.exclusive = Exclusive::Node;
+    s.submit(ex, 1).expect("submit");
+    assert_eq!(started(&s.pass(1)), vec![(2, vec![1])]);
+    // Nothing else fits on node 1 (all its CPUs are the job's), and node 0 has room:
+    // the next small jobs go to node 0 only.
+    for id in 3..=9 {
+        s.submit(job(id, 0, 1, 0, 100, 2), 2).expect("submit");
+    }
+    let d = started(&s.pass(2));
+    assert_eq!(d.len(), 7, "{d:?}");
+    assert!(d.iter().all(|(_, n)| n == &vec![0]), "{d:?}");
+    // A second exclusive job waits for a node with nothing on it: node 1, at 101.
+    let mut ex2 = job(10, 1, 1, 0, 100, 3);
+    ex2.req.exclusive = Exclusive::Node;
+    s.submit(ex2, 3).expect("submit");
+    assert!(started(&s.full_pass(3)).is_empty());
+    assert_eq!(
+        s.pending_info(JobId(10)).and_then(|p| p.expected_start),
+        Some(101),
+        "it expects node 1 once job 2's limit is up"
+    );
+    s.job_ended(JobId(2), Outcome::Ok, 50);
+    assert_eq!(started(&s.pass(50)), vec![(10, vec![1])]);
+}
+
+#[test]
+fn exclusive_user_jobs_share_nodes_only_with_their_users_jobs() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 8, 0),
+        vec![partition("cpu", 0..1)],
+        accounts(&[1, 1]),
+    );
+    // Account 0's jobs are user 1000's, account 1's user 1001's (see `job`).
+    let mut mine = job(1, 0, 1, 0, 100, 0);
+    mine.req.exclusive = Exclusive::User;
+    s.submit(mine, 0).expect("submit");
+    assert_eq!(started(&s.full_pass(0)).len(), 1);
+    // Another user's job waits, though CPUs are free; the same user's runs beside
+    // (short enough not to delay the other's start, which holds the node from 100).
+    s.submit(job(2, 1, 1, 0, 100, 1), 1).expect("submit");
+    s.submit(job(3, 0, 1, 0, 50, 1), 1).expect("submit");
+    assert_eq!(started(&s.full_pass(1)), vec![(3, vec![0])]);
+    s.job_ended(JobId(1), Outcome::Ok, 10);
+    assert_eq!(
+        started(&s.pass(10)),
+        vec![(2, vec![0])],
+        "the other user's job runs once the exclusive=user one is gone"
+    );
+    // And now an exclusive=user job of user 1000 waits for user 1001's job to end.
+    let mut again = job(4, 0, 1, 0, 100, 11);
+    again.req.exclusive = Exclusive::User;
+    s.submit(again, 11).expect("submit");
+    assert!(started(&s.full_pass(11)).is_empty());
+    s.job_ended(JobId(2), Outcome::Ok, 20);
+    s.job_ended(JobId(3), Outcome::Ok, 20);
+    assert_eq!(started(&s.pass(20)), vec![(4, vec![0])]);
+}
+
+#[test]
+fn mem_zero_takes_all_of_a_nodes_memory() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 8, 0),
+        vec![partition("cpu", 0..1)],
+        accounts(&[1]),
+    );
+    let mut all = job(1, 0, 1, 0, 100, 0);
+    all.req.mem_whole = true;
+    s.submit(all, 0).expect("submit");
+    s.submit(job(2, 0, 1, 0, 100, 0), 0).expect("submit");
+    assert_eq!(
+        started(&s.full_pass(0)),
+        vec![(1, vec![0])],
+        "the second job needs memory the first holds"
+    );
+    s.job_ended(JobId(1), Outcome::Ok, 5);
+    assert_eq!(started(&s.pass(5)), vec![(2, vec![0])]);
+}

@@ -342,4 +342,29 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     s.ok("scancel", &[&id]);
     bulkhead_tests::wait_for(scaled(60), || state() == "CANCELLED")
         .unwrap_or_else(|_| panic!("job {id}: {}", state()));
+    // --exclusive: the whole node's CPUs (the harness's node offers 2); --mem=0 its
+    // memory.
+    let ex = s.ok(
+        "sbatch",
+        &[
+            "--parsable",
+            "--exclusive",
+            "--mem=0",
+            "--wrap",
+            "echo $SLURM_CPUS_ON_NODE $SLURM_MEM_PER_NODE > whole.txt",
+        ],
+    );
+    let ex = ex.trim().to_string();
+    let whole = || std::fs::read_to_string(wd.join("whole.txt")).unwrap_or_default();
+    bulkhead_tests::wait_for(scaled(60), || !whole().is_empty())
+        .unwrap_or_else(|_| panic!("job {ex}: {}", s.ok("scontrol", &["show", "job", &ex])));
+    let shown = s.ok("scontrol", &["show", "node", &node]);
+    let mem = shown
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("RealMemory="))
+        .expect("RealMemory")
+        .to_string();
+    assert_eq!(whole().trim(), format!("2 {mem}"), "{shown}");
+    let job = s.ok("scontrol", &["show", "job", &ex]);
+    assert!(job.contains("OverSubscribe=NO"), "{job}");
 }

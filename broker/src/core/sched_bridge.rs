@@ -96,6 +96,12 @@ impl Core {
                 ..Default::default()
             },
             time_limit: r.time_limit_s,
+            exclusive: match j.submission.extra.exclusive {
+                bulkhead_proto::job::Exclusive::Shared => sched::Exclusive::Shared,
+                bulkhead_proto::job::Exclusive::Node => sched::Exclusive::Node,
+                bulkhead_proto::job::Exclusive::User => sched::Exclusive::User,
+            },
+            mem_whole: j.submission.extra.mem_whole,
             ..Default::default()
         };
         if let Some(m) = &r.gpu_model {
@@ -388,6 +394,20 @@ impl Core {
             expires_us: 0,
             signature: Vec::new(),
         };
+        // A whole node's CPUs (`--exclusive`) and memory (`--mem=0`), as the scheduler
+        // gave them.
+        if let Some(n) = self
+            .node_by_name
+            .get(node)
+            .and_then(|id| self.nodes.get(id))
+        {
+            if j.submission.extra.exclusive == bulkhead_proto::job::Exclusive::Node {
+                spec.cpus = spec.cpus.max(n.cpus);
+            }
+            if j.submission.extra.mem_whole {
+                spec.mem_mb = spec.mem_mb.max(n.mem_mb);
+            }
+        }
         if let Some(signer) = &self.cfg.signer {
             signer.sign(&mut spec, node, now_us);
         }

@@ -167,6 +167,33 @@ impl Core {
         out
     }
 
+    /// The CPUs and memory (MB) a job holds over its nodes: what it asked on each, or
+    /// a whole node's CPUs (`--exclusive`) and memory (`--mem=0`) where it ran.
+    pub(super) fn allocated(&self, j: &Job) -> (u32, u64) {
+        let r = &j.submission.resources;
+        let (mut cpus, mut mem) = (0u32, 0u64);
+        let mut counted = 0u32;
+        for n in j.node.iter().chain(&j.extra_nodes) {
+            let node = self.nodes.get(n);
+            let whole_cpus = j.submission.extra.exclusive == bulkhead_proto::job::Exclusive::Node;
+            cpus = cpus.saturating_add(match node {
+                Some(n) if whole_cpus => n.cpus.max(r.cpus),
+                _ => r.cpus,
+            });
+            mem = mem.saturating_add(match node {
+                Some(n) if j.submission.extra.mem_whole => n.mem_mb.max(j.mem_mb),
+                _ => j.mem_mb,
+            });
+            counted += 1;
+        }
+        // Nodes not known (not started, or gone): what it asked for on each.
+        let rest = r.nodes.max(1).saturating_sub(counted);
+        (
+            cpus.saturating_add(r.cpus.saturating_mul(rest)),
+            mem.saturating_add(j.mem_mb.saturating_mul(u64::from(rest))),
+        )
+    }
+
     /// What the report reads of a job, borrowed.
     pub(super) fn acct_view<'a>(&'a self, j: &'a Job, now_us: u64) -> crate::acct::View<'a> {
         crate::acct::View {
@@ -176,11 +203,7 @@ impl Core {
             submit_us: j.submit_us,
             start_us: j.start_us,
             end_us: j.end_us,
-            alloc_cpus: j
-                .submission
-                .resources
-                .cpus
-                .saturating_mul(j.submission.resources.nodes.max(1)),
+            alloc_cpus: self.allocated(j).0,
             gpu_seconds: self.gpu_seconds(j, now_us),
             usage: j.usage.as_ref(),
         }
@@ -219,14 +242,8 @@ impl Core {
             submit_us: j.submit_us,
             start_us: j.start_us,
             end_us: j.end_us,
-            alloc_cpus: j
-                .submission
-                .resources
-                .cpus
-                .saturating_mul(j.submission.resources.nodes.max(1)),
-            alloc_mem_mb: j
-                .mem_mb
-                .saturating_mul(u64::from(j.submission.resources.nodes.max(1))),
+            alloc_cpus: self.allocated(j).0,
+            alloc_mem_mb: self.allocated(j).1,
             alloc_gpus: j.submission.resources.gpu_label(),
             gpu_seconds,
             usage: j.usage.clone(),

@@ -15,7 +15,7 @@ mod pbs;
 pub mod table;
 
 use bulkhead_gpu::{GpuAsk, parse_ask};
-use bulkhead_proto::job::{ArraySpec, Dependency, MigAsk, SubmitExtra};
+use bulkhead_proto::job::{ArraySpec, Dependency, Exclusive, MigAsk, SubmitExtra};
 use bulkhead_proto::limits::{MAX_TIME_LIMIT_S, first_control};
 use bulkhead_proto::{JobId, ResourceRequest};
 use clap::{CommandFactory, FromArgMatches, Parser};
@@ -114,13 +114,13 @@ pub struct SubmitOpts {
         allow_hyphen_values = true
     )]
     pub nice: Option<String>,
-    /// Whole nodes (refused in this release, with the reason).
+    /// Whole nodes: no other job on them, their CPUs and GPUs all the job's
+    /// (`--exclusive=user`: nodes shared only with one's own jobs).
     #[arg(
         long = "exclusive",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "node",
-        hide = true
+        default_missing_value = "node"
     )]
     pub exclusive: Option<String>,
     /// GPUs for each task (with -n): N or TYPE:N.
@@ -1284,24 +1284,18 @@ impl SubmitOpts {
                 return Err(value_err("kill-on-invalid-dep", v, "expected yes or no"));
             }
         }
-        // Whole nodes need the scheduler to allocate a node's all; until it does, the
-        // request is refused rather than taken and not honoured.
         let exclusive = match self.exclusive.as_deref() {
-            None => false,
-            Some("node" | "" | "user" | "mcs") => {
+            None => Exclusive::Shared,
+            Some("node" | "") => Exclusive::Node,
+            Some("user") => Exclusive::User,
+            Some("mcs") => {
                 return Err(OptsError::Unsupported(
-                    "exclusive",
-                    "whole-node allocation is not implemented for batch jobs yet; ask for the node's CPUs with -c/-n",
+                    "exclusive=mcs",
+                    "this cluster has no MCS labels; use --exclusive or --exclusive=user",
                 ));
             }
             Some(v) => return Err(value_err("exclusive", v, "expected node, user or mcs")),
         };
-        if mem_whole {
-            return Err(OptsError::Unsupported(
-                "mem=0",
-                "all of a node's memory is not implemented yet; give a size",
-            ));
-        }
         let (deps, deps_any) = match &self.dependency {
             Some(d) => parse_dependency_any(d)?,
             None => (vec![], false),

@@ -279,10 +279,24 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
         cli(&["--mem=1G", "--mem-per-gpu=1G", "--gpus=1"]).resolve(),
         Err(OptsError::MemExclusive)
     );
+    // --mem=0: all of each node's memory; --exclusive: whole nodes (or =user).
+    assert!(cli(&["--mem=0"]).resolve().expect("mem=0").extra.mem_whole);
+    use bulkhead_proto::job::Exclusive;
+    for (words, want) in [
+        (&["--exclusive"][..], Exclusive::Node),
+        (&["--exclusive=user"][..], Exclusive::User),
+        (&[][..], Exclusive::Shared),
+    ] {
+        assert_eq!(
+            cli(words).resolve().expect("exclusive").extra.exclusive,
+            want
+        );
+    }
     assert!(matches!(
-        cli(&["--mem=0"]).resolve(),
-        Err(OptsError::Unsupported("mem=0", _))
+        cli(&["--exclusive=mcs"]).resolve(),
+        Err(OptsError::Unsupported("exclusive=mcs", _))
     ));
+    assert!(cli(&["--exclusive=bogus"]).resolve().is_err());
     // Dependencies: `?` any of, `+MINUTES` after a start.
     assert_eq!(
         parse_dependency_any("afterok:3?afternotok:4"),

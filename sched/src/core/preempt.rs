@@ -51,7 +51,6 @@ impl Scheduler {
         now: Time,
         reserved: &Reserved,
     ) -> Option<Action> {
-        let per = &spec.req.per_node;
         let qos_tier = self.qos_preempt(spec).0;
         for p in &spec.partitions {
             let Ok(limit) = self.limit_in(spec, *p) else {
@@ -62,7 +61,10 @@ impl Scheduler {
             let mut options: Vec<(usize, NodeIdx, Victims)> = Vec::new();
             for n in &self.parts[p.0 as usize].nodes {
                 let node = &self.nodes[n.0 as usize];
+                let per = &spec.req.on_node(&node.spec.capacity);
+                // A node shared against `--exclusive=user` is not made room on.
                 if !node.schedulable()
+                    || !node.admits(spec.user, spec.req.exclusive)
                     || !per.fits_in(&node.spec.capacity)
                     || !self.admin_allows(*n, per, spec.reservation.as_deref(), now, end)
                 {

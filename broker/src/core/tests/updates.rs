@@ -211,3 +211,38 @@ fn partitions_list_their_nodes_limits_and_the_default() {
     let long = p.iter().find(|p| p.name == "long").expect("long");
     assert!(!long.default && long.max_time_s.is_none());
 }
+
+/// `--exclusive`: the job's launch has all the node's CPUs and, with `--mem=0`, all its
+/// memory; nothing else runs beside it, and accounting counts what it held.
+#[test]
+fn an_exclusive_job_gets_whole_nodes_and_is_accounted_for_them() {
+    let mut t = Env::new().nodes(2, 4).build();
+    let mut ex = sub(1);
+    ex.extra.exclusive = bulkhead_proto::job::Exclusive::Node;
+    ex.extra.mem_whole = true;
+    let (job, fx) = t.submit(&user(5), ex);
+    let specs = launch_specs(&fx);
+    assert_eq!(specs.len(), 1);
+    assert_eq!(
+        (specs[0].cpus, specs[0].mem_mb),
+        (4, 4096),
+        "the whole node"
+    );
+    let its_node = specs[0].node.clone();
+    // Four one-CPU jobs: all go to the other node, the fifth waits.
+    let mut others = Vec::new();
+    for _ in 0..5 {
+        let (id, fx) = t.submit(&user(6), sub(1));
+        others.push(id);
+        for s in launch_specs(&fx) {
+            assert_ne!(s.node, its_node, "a job started beside an exclusive one");
+        }
+    }
+    let running = others
+        .iter()
+        .filter(|id| t.job(**id).state == JobState::Running)
+        .count();
+    assert_eq!(running, 4);
+    let rec = t.c.acct_record(&t.c.jobs[&job].clone(), 10);
+    assert_eq!((rec.alloc_cpus, rec.alloc_mem_mb), (4, 4096));
+}
