@@ -88,6 +88,7 @@ pub fn hms(secs: u64) -> String {
 /// The fields `--format` may name, with their headers.
 pub const FIELDS: &[&str] = &[
     "JobID",
+    "JobIDRaw",
     "JobName",
     "User",
     "Account",
@@ -178,6 +179,11 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
         .map(|s| r.end_us.unwrap_or(now_us).saturating_sub(s));
     match f {
         "JobID" => r.job_label.clone(),
+        // The job's own id: an array task's, not `ARRAY_TASK`; a step keeps its suffix.
+        "JobIDRaw" => match r.job_label.split_once('.') {
+            Some((_, step)) => format!("{}.{step}", r.job),
+            None => r.job.to_string(),
+        },
         "JobName" => r.name.clone(),
         "User" => r.user.clone(),
         "Account" => r.account.clone(),

@@ -107,10 +107,18 @@ fn users(list: &[String], me: bool) -> anyhow::Result<Vec<u32>> {
 }
 
 #[derive(Debug, Parser)]
-#[command(name = "squeue", disable_version_flag = true, disable_help_flag = true)]
+#[command(
+    name = "squeue",
+    disable_version_flag = true,
+    disable_help_flag = true,
+    infer_long_args = true
+)]
 struct Squeue {
     #[arg(short = 'j', long = "jobs")]
     jobs: Vec<String>,
+    /// Clusters: this one is the broker's.
+    #[arg(short = 'M', long = "clusters")]
+    clusters: Option<String>,
     #[arg(short = 'u', long = "user")]
     user: Vec<String>,
     #[arg(long = "me")]
@@ -217,7 +225,12 @@ pub fn run(prog: &'static str, args: Vec<String>, mut cli: Cli) -> anyhow::Resul
 }
 
 #[derive(Debug, Parser)]
-#[command(name = "sinfo", disable_version_flag = true, disable_help_flag = true)]
+#[command(
+    name = "sinfo",
+    disable_version_flag = true,
+    disable_help_flag = true,
+    infer_long_args = true
+)]
 struct Sinfo {
     #[arg(long = "help", action = clap::ArgAction::Help)]
     help: Option<bool>,
@@ -287,9 +300,12 @@ fn sinfo(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitC
 }
 
 #[derive(Debug, Parser)]
-#[command(name = "scancel", disable_version_flag = true)]
+#[command(name = "scancel", disable_version_flag = true, infer_long_args = true)]
 struct Scancel {
     job_ids: Vec<String>,
+    /// Clusters: this one is the broker's.
+    #[arg(short = 'M', long = "clusters")]
+    clusters: Option<String>,
     #[arg(short = 'u', long = "user")]
     user: Vec<String>,
     #[arg(long = "me")]
@@ -361,7 +377,7 @@ fn scancel(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<Exi
 }
 
 #[derive(Debug, Parser)]
-#[command(name = "sacct", disable_version_flag = true)]
+#[command(name = "sacct", disable_version_flag = true, infer_long_args = true)]
 struct Sacct {
     #[arg(short = 'j', long = "jobs")]
     jobs: Vec<String>,
@@ -369,6 +385,16 @@ struct Sacct {
     user: Vec<String>,
     #[arg(short = 'a', long = "allusers")]
     allusers: bool,
+    /// Only jobs of these names.
+    #[arg(long = "name", alias = "jobname")]
+    name: Vec<String>,
+    #[arg(short = 'A', long = "accounts")]
+    accounts: Vec<String>,
+    #[arg(short = 'r', long = "partition")]
+    partition: Vec<String>,
+    /// Clusters: this one is the broker's (any name is this cluster).
+    #[arg(short = 'M', long = "clusters")]
+    clusters: Option<String>,
     #[arg(short = 's', long = "state")]
     state: Vec<String>,
     #[arg(short = 'S', long = "starttime")]
@@ -430,6 +456,21 @@ fn sacct(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitC
         until_us: when(&a.end)?,
     };
     let (mut records, _) = client(cli)?.acct(filter).map_err(explain)?;
+    let _ = &a.clusters;
+    let list = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .flat_map(|x| x.split(','))
+            .map(String::from)
+            .collect()
+    };
+    let (names, accounts, parts) = (list(&a.name), list(&a.accounts), list(&a.partition));
+    records.retain(|r| {
+        // -X: the jobs themselves, not their steps (`J.batch`, `J.0`).
+        !(a.allocations && r.job_label.contains('.'))
+            && (names.is_empty() || names.contains(&r.name))
+            && (accounts.is_empty() || accounts.contains(&r.account))
+            && (parts.is_empty() || parts.contains(&r.partition))
+    });
     // `-j 12` lists array 12's tasks (the broker matches them); `-j 12_3` only that one.
     if !asked.tasks.is_empty() {
         records.retain(|r| asked.names(r.job, label_task(&r.job_label)));
@@ -463,7 +504,6 @@ fn sacct(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitC
                 .ok_or_else(|| anyhow::anyhow!("Invalid field requested: \"{n}\""))
         })
         .collect::<anyhow::Result<_>>()?;
-    let _ = a.allocations;
     let mut out = String::new();
     let sep = a.parsable || a.parsable2;
     let line = |cells: Vec<String>, out: &mut String| {
@@ -708,6 +748,43 @@ mod tests {
         assert!(q.noheader && q.me);
         assert_eq!(q.format.as_deref(), Some("%i"));
         Sinfo::command().debug_assert();
+        // What real clients run: Snakemake's status query, parsl's and Nextflow's.
+        let a = Sacct::try_parse_from([
+            "sacct",
+            "-X",
+            "--parsable2",
+            "--clusters",
+            "all",
+            "--noheader",
+            "--format=JobIdRaw,State",
+            "--starttime",
+            "2026-12-01T00:00",
+            "--endtime",
+            "now",
+            "--name",
+            "run-uuid",
+        ])
+        .expect("snakemake's sacct");
+        assert!(a.allocations && a.parsable2 && a.noheader);
+        assert_eq!(a.name, ["run-uuid"]);
+        let q = Squeue::try_parse_from(["squeue", "--noheader", "--format=%i %t", "--job", "1,2"])
+            .expect("parsl's squeue");
+        assert_eq!(q.jobs, ["1,2"]);
+        let q = Squeue::try_parse_from([
+            "squeue",
+            "--noheader",
+            "-o",
+            "%i %t",
+            "-t",
+            "all",
+            "-p",
+            "batch",
+            "-u",
+            "ann",
+        ])
+        .expect("nextflow's squeue");
+        assert_eq!(q.states, ["all"]);
+        assert!(Scancel::try_parse_from(["scancel", "7", "--clusters=all"]).is_ok());
     }
 
     #[test]

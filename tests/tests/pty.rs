@@ -154,7 +154,10 @@ fn an_interactive_shell_on_a_pty_echoes_interrupts_and_exits_with_its_status() {
     wait_for(t(), stopped).unwrap_or_else(|e| panic!("{e}: Ctrl-Z: {}", tmux.screen()));
     wait_for(t(), || tmux.screen().contains("Stopped"))
         .unwrap_or_else(|e| panic!("{e}: {}", tmux.screen()));
-    tmux.keys(&["kill -9 %1", "Enter"]);
+    // `wait` reaps it: without, `exit` can come before bash saw the job die, and bash
+    // refuses to exit with "There are stopped jobs".
+    tmux.keys(&["kill -9 %1; wait %1", "Enter"]);
+    wait_for(t(), || !stopped()).unwrap_or_else(|e| panic!("{e}: kill: {}", tmux.screen()));
     tmux.keys(&["exit 3", "Enter"]);
     wait_for(t(), || {
         std::fs::read_to_string(&status).is_ok_and(|s| s.trim() == "status=3")

@@ -367,4 +367,32 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     assert_eq!(whole().trim(), format!("2 {mem}"), "{shown}");
     let job = s.ok("scontrol", &["show", "job", &ex]);
     assert!(job.contains("OverSubscribe=NO"), "{job}");
+    // Snakemake's status query: jobs only (-X), by name, raw ids.
+    let query = || {
+        s.ok(
+            "sacct",
+            &[
+                "-X",
+                "--parsable2",
+                "--clusters",
+                "all",
+                "--noheader",
+                "--format=JobIdRaw,State",
+                "--endtime",
+                "now",
+                "--name",
+                "wrap",
+            ],
+        )
+    };
+    bulkhead_tests::wait_for(scaled(60), || {
+        query().lines().any(|l| l == format!("{ex}|COMPLETED"))
+    })
+    .unwrap_or_else(|_| panic!("sacct: {}", query()));
+    let rows = query();
+    assert!(
+        rows.lines().any(|l| l == format!("{id}|CANCELLED")),
+        "{rows}"
+    );
+    assert!(!rows.contains('.'), "-X lists no steps: {rows}");
 }
