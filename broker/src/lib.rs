@@ -364,9 +364,9 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     drop(writer);
     let _ = tokio::task::spawn_blocking(move || {
         let _ = writer_thread.join();
-        let _ = zmq_thread.join();
+        zmq_thread.stop_and_join();
         if let Some(t) = zap_thread {
-            let _ = t.join();
+            t.stop_and_join();
         }
     })
     .await;

@@ -224,17 +224,18 @@ const ZAP_ENDPOINT: &str = "inproc://zeromq.zap.01";
 pub fn spawn_zap(
     ctx: &zmq::Context,
     stop: Arc<AtomicBool>,
-) -> Result<std::thread::JoinHandle<()>, CurveError> {
+) -> Result<crate::thread::Serving, CurveError> {
     let z = |what| move |source| CurveError::Zmq { what, source };
     let rep = ctx.socket(zmq::REP).map_err(z("ZAP socket"))?;
     rep.set_linger(0).map_err(z("ZAP linger"))?;
     rep.bind(ZAP_ENDPOINT).map_err(z("ZAP bind"))?;
-    std::thread::Builder::new()
+    let join = std::thread::Builder::new()
         .name("bh-zap".into())
         .spawn(move || {
             while !stop.load(Ordering::Relaxed) {
+                // No timeout: a handshake, or the wake at the end, ends the wait.
                 let mut items = [rep.as_poll_item(zmq::POLLIN)];
-                if zmq::poll(&mut items, 100).is_err() || !items[0].is_readable() {
+                if zmq::poll(&mut items, -1).is_err() || !items[0].is_readable() {
                     continue;
                 }
                 let Ok(req) = rep.recv_multipart(0) else {
@@ -249,7 +250,26 @@ pub fn spawn_zap(
         .map_err(|e| CurveError::Write {
             path: PathBuf::from("ZAP thread"),
             source: e,
-        })
+        })?;
+    // The wake: a request the handler answers (and refuses), after which it sees the
+    // stop flag.
+    let ctx = ctx.clone();
+    Ok(crate::thread::Serving::new(
+        join,
+        Box::new(move || {
+            let sent = ctx.socket(zmq::REQ).and_then(|req| {
+                req.set_linger(0)?;
+                req.connect(ZAP_ENDPOINT)?;
+                req.send_multipart([b"wake".to_vec()], 0)?;
+                // The answer: the handler has read the request and will see the flag.
+                req.set_rcvtimeo(1000)?;
+                req.recv_multipart(0).map(|_| ())
+            });
+            if let Err(e) = sent {
+                tracing::warn!(error = %e, "cannot wake the ZAP handler");
+            }
+        }),
+    ))
 }
 
 /// The answer to one ZAP request (RFC 27): version, request id, status, text, user id,

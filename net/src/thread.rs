@@ -37,6 +37,7 @@ pub enum TransportError {
 
 /// The bound or connected socket, before its thread starts.
 pub struct Bound {
+    ctx: zmq::Context,
     sock: zmq::Socket,
     pull: zmq::Socket,
     /// The endpoint actually bound (with the port chosen when `*` or 0 was asked), or
@@ -93,6 +94,7 @@ fn out_pull(
     pull.bind(&out_endpoint)
         .map_err(zerr("bind", &out_endpoint))?;
     Ok(Bound {
+        ctx: ctx.clone(),
         sock,
         pull,
         endpoint,
@@ -176,16 +178,63 @@ pub fn outbox(ctx: &zmq::Context, bound: &Bound) -> Result<zmq::Socket, Transpor
     Ok(push)
 }
 
+/// A network thread that runs until its stop flag is set, sleeping in its poll until
+/// something comes (an idle daemon's network threads do not wake), and what wakes it
+/// at the end so that it sees the flag at once.
+pub struct Serving {
+    join: thread::JoinHandle<()>,
+    wake: Box<dyn FnOnce() + Send>,
+}
+
+impl Serving {
+    pub fn new(join: thread::JoinHandle<()>, wake: Box<dyn FnOnce() + Send>) -> Serving {
+        Serving { join, wake }
+    }
+
+    /// Wakes the thread (its stop flag set before) and waits for its end.
+    pub fn stop_and_join(self) {
+        (self.wake)();
+        let _ = self.join.join();
+    }
+}
+
+impl std::fmt::Debug for Serving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Serving").finish_non_exhaustive()
+    }
+}
+
+/// The frame that wakes a socket thread: one empty frame into its outbox, never
+/// forwarded (no message the daemons send is a single empty frame).
+fn is_wake(parts: &[Vec<u8>]) -> bool {
+    matches!(parts, [only] if only.is_empty())
+}
+
 /// Runs the socket thread until `stop` is set. Incoming messages go to `inbound`.
 pub fn spawn(
     bound: Bound,
     inbound: tokio::sync::mpsc::Sender<Incoming>,
     stop: Arc<AtomicBool>,
-) -> Result<thread::JoinHandle<()>, TransportError> {
-    thread::Builder::new()
+) -> Result<Serving, TransportError> {
+    let waker = bound
+        .ctx
+        .socket(zmq::PUSH)
+        .map_err(zerr("socket", &bound.out_endpoint))?;
+    waker
+        .connect(&bound.out_endpoint)
+        .map_err(zerr("connect", &bound.out_endpoint))?;
+    let join = thread::Builder::new()
         .name("bh-zmq".into())
         .spawn(move || socket_loop(bound, inbound, stop))
-        .map_err(TransportError::Thread)
+        .map_err(TransportError::Thread)?;
+    Ok(Serving::new(
+        join,
+        Box::new(move || {
+            if let Err(e) = waker.send(Vec::<u8>::new(), 0) {
+                tracing::warn!(error = %e, "cannot wake the socket thread");
+            }
+        }),
+    ))
 }
 
 /// One multipart message and the `User-Id` property of its connection.
@@ -214,7 +263,8 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
             b.sock.as_poll_item(zmq::POLLIN),
             b.pull.as_poll_item(zmq::POLLIN),
         ];
-        if let Err(e) = zmq::poll(&mut items, 100) {
+        // No timeout: a message, or the wake at the end, ends the wait.
+        if let Err(e) = zmq::poll(&mut items, -1) {
             if e == zmq::Error::EINTR {
                 continue;
             }
@@ -241,6 +291,7 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
         if pull_in {
             for _ in 0..4096 {
                 match b.pull.recv_multipart(zmq::DONTWAIT) {
+                    Ok(parts) if is_wake(&parts) => {}
                     Ok(parts) => {
                         if let Err(e) = b.sock.send_multipart(parts, zmq::DONTWAIT) {
                             tracing::warn!(error = %e, "dropping a reply: peer's queue is full or gone");

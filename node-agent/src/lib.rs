@@ -707,9 +707,9 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
         agent.tree.remove();
     }
     let _ = tokio::task::spawn_blocking(move || {
-        let _ = zmq_thread.join();
+        zmq_thread.stop_and_join();
         for t in step_threads {
-            let _ = t.join();
+            t.stop_and_join();
         }
     })
     .await;

@@ -70,7 +70,7 @@ pub(crate) fn start(
     curve: Option<&bulkhead_net::curve::KeyPair>,
     shared: impl FnOnce(zmq::Socket) -> Shared,
     stop: Arc<AtomicBool>,
-) -> Result<(String, std::thread::JoinHandle<()>, Arc<Shared>), crate::AgentError> {
+) -> Result<(String, bulkhead_net::thread::Serving, Arc<Shared>), crate::AgentError> {
     let bound = transport::bind_router_with(ctx, listen, curve)?;
     let port = bound
         .endpoint
