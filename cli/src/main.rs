@@ -19,6 +19,18 @@ use std::time::Duration;
 #[derive(Debug, Clone, Parser)]
 #[command(name = "bh", version)]
 struct Cli {
+    #[command(flatten)]
+    g: Globals,
+    /// The name messages go under: `bh`, or the Slurm command it was run as.
+    #[arg(skip = "bh")]
+    prog: &'static str,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+/// The options every command takes, from its words or the environment.
+#[derive(Debug, Clone, clap::Args)]
+struct Globals {
     /// The broker's endpoint.
     #[arg(
         long,
@@ -39,11 +51,15 @@ struct Cli {
     /// configuration puts it, if it exists).
     #[arg(long, global = true, env = "BH_BROKER_KEY", allow_hyphen_values = true)]
     broker_key: Option<String>,
-    /// The name messages go under: `bh`, or the Slurm command it was run as.
-    #[arg(skip = "bh")]
-    prog: &'static str,
-    #[command(subcommand)]
-    cmd: Cmd,
+}
+
+/// [`Globals`] alone, for a Slurm command: read from the environment without building
+/// bh's whole command tree (the command's words are its own).
+#[derive(Debug, Parser)]
+#[command(name = "bh")]
+struct GlobalsOnly {
+    #[command(flatten)]
+    g: Globals,
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -468,7 +484,7 @@ fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
         .filter(|(k, _)| bulkhead_cli::opts::LAYOUT_VARS.contains(&k.as_str()))
         .cloned()
         .collect();
-    let mut c = client(cli)?;
+    let mut c = client(&cli.g)?;
     bulkhead_cli::alloc::catch_interrupts();
     let job = c.submit(sub).map_err(explain)?;
     eprintln!("bh: pending job allocation {job}");
@@ -627,10 +643,10 @@ fn main() -> ExitCode {
     let cli = match slurm {
         // Global options come from the environment (BH_BROKER, ...); the command's own
         // words are read by the Slurm command.
-        Some(_) => Cli::parse_from(["bh", "queue"]),
-        None => Cli::parse(),
+        Some(_) => None,
+        None => Some(Cli::parse()),
     };
-    if !matches!(cli.cmd, Cmd::Standalone { .. }) {
+    if !matches!(cli.as_ref().map(|c| &c.cmd), Some(Cmd::Standalone { .. })) {
         // `bh queue | head` ends quietly, as other Unix tools do, instead of panicking
         // on a closed pipe. Not for `bh standalone`, whose daemons must outlive any
         // peer that goes away.
@@ -639,9 +655,14 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
-    let result = match slurm {
-        Some(prog) => slurm_cmds::run(prog, std::env::args().skip(1).collect(), cli),
-        None => run(cli),
+    let result = match (slurm, cli) {
+        (Some(prog), _) => slurm_cmds::run(
+            prog,
+            std::env::args().skip(1).collect(),
+            GlobalsOnly::parse_from(["bh"]).g,
+        ),
+        (None, Some(cli)) => run(cli),
+        (None, None) => unreachable!("bh's own command line is parsed when not a Slurm command"),
     };
     let prog = slurm.unwrap_or("bh");
     match result {
@@ -668,9 +689,9 @@ fn z85_of(key: &str) -> anyhow::Result<String> {
     Ok(bulkhead_net::curve::z85(&k))
 }
 
-fn client(cli: &Cli) -> anyhow::Result<Client> {
+fn client(g: &Globals) -> anyhow::Result<Client> {
     const CLUSTER_KEY: &str = "/etc/bulkhead/broker.pub";
-    let key = match cli.broker_key.as_deref() {
+    let key = match g.broker_key.as_deref() {
         // Set but empty: explicitly none.
         Some("") => None,
         Some(k) => Some(bulkhead_net::curve::load_public(k).context("--broker-key")?),
@@ -679,8 +700,8 @@ fn client(cli: &Cli) -> anyhow::Result<Client> {
         }
         None => None,
     };
-    let mut c = Client::connect_with(&cli.broker, cli.munge_socket.as_deref(), key)?;
-    c.reply_timeout = Duration::from_secs_f64(cli.timeout.max(0.1));
+    let mut c = Client::connect_with(&g.broker, g.munge_socket.as_deref(), key)?;
+    c.reply_timeout = Duration::from_secs_f64(g.timeout.max(0.1));
     Ok(c)
 }
 
@@ -739,7 +760,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for w in &s.warnings {
                 eprintln!("{prog}: warning: {w}");
             }
-            let mut c = client(&cli)?;
+            let mut c = client(&cli.g)?;
             let id = c
                 .submit_retrying(s.sub, SUBMIT_ATTEMPTS, |attempt, e| {
                     eprintln!(
@@ -777,7 +798,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for u in user {
                 filter.uids.push(uid_of(u)?);
             }
-            let list = client(&cli)?.queue(filter).map_err(explain)?;
+            let list = client(&cli.g)?.queue(filter).map_err(explain)?;
             if *json {
                 println!("{}", output::json(&list)?);
             } else {
@@ -794,7 +815,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Show {
             job, script: true, ..
         } => {
-            let (text, _) = client(&cli)?
+            let (text, _) = client(&cli.g)?
                 .script(*job)
                 .map_err(explain)
                 .with_context(|| format!("cannot show the script of job {job}"))?;
@@ -807,7 +828,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cmd::Show { job, env: true, .. } => {
-            let (_, env) = client(&cli)?
+            let (_, env) = client(&cli.g)?
                 .script(*job)
                 .map_err(explain)
                 .with_context(|| format!("cannot show the environment of job {job}"))?;
@@ -818,7 +839,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cmd::Show { job, json, .. } => {
-            let j = client(&cli)?.show(*job).map_err(explain)?;
+            let j = client(&cli.g)?.show(*job).map_err(explain)?;
             if *json {
                 println!("{}", output::json(&j)?);
             } else {
@@ -826,7 +847,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cmd::Cancel { jobs } => {
-            let outcomes = client(&cli)?.cancel(jobs.clone()).map_err(explain)?;
+            let outcomes = client(&cli.g)?.cancel(jobs.clone()).map_err(explain)?;
             let mut failed = false;
             for o in outcomes {
                 if let Err(e) = o.result {
@@ -847,7 +868,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 op: NodeCmd::List { json },
             },
         } => {
-            let keys = client(&cli)?.node_keys().map_err(explain)?;
+            let keys = client(&cli.g)?.node_keys().map_err(explain)?;
             if *json {
                 let list: Vec<serde_json::Value> = keys
                     .iter()
@@ -936,11 +957,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             println!(
                 "{}",
-                output::escape(&client(&cli)?.admin(op).map_err(explain)?)
+                output::escape(&client(&cli.g)?.admin(op).map_err(explain)?)
             );
         }
         Cmd::Reservations { json } => {
-            let list = client(&cli)?.reservations().map_err(explain)?;
+            let list = client(&cli.g)?.reservations().map_err(explain)?;
             if *json {
                 println!("{}", output::json(&list)?);
             } else {
@@ -986,7 +1007,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cmd::Nodes { json, gpus } => {
-            let n = client(&cli)?.nodes().map_err(explain)?;
+            let n = client(&cli.g)?.nodes().map_err(explain)?;
             if *json {
                 println!("{}", output::json(&n)?);
             } else if *gpus {
@@ -1041,7 +1062,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 since_us: since,
                 until_us: until,
             };
-            let (records, truncated) = client(&cli)?.acct(filter).map_err(explain)?;
+            let (records, truncated) = client(&cli.g)?.acct(filter).map_err(explain)?;
             if *json {
                 println!("{}", output::json(&records)?);
             } else if *csv {
@@ -1079,7 +1100,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "user" => (bulkhead_proto::acct::ReportBy::User, "USER"),
                 other => bail!("--by {other:?}: account or user"),
             };
-            let report = client(&cli)?
+            let report = client(&cli.g)?
                 .report(bulkhead_proto::acct::ReportQuery {
                     since_us: since,
                     until_us: until,
@@ -1105,11 +1126,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let ids = jobs.iter().map(|j| JobId(*j)).collect();
             println!(
                 "{}",
-                output::escape(&client(&cli)?.hold(ids, hold).map_err(explain)?)
+                output::escape(&client(&cli.g)?.hold(ids, hold).map_err(explain)?)
             );
         }
         Cmd::Top { job, json } => {
-            let (records, _) = client(&cli)?
+            let (records, _) = client(&cli.g)?
                 .acct(bulkhead_proto::acct::AcctFilter {
                     jobs: vec![JobId(*job)],
                     ..Default::default()
@@ -1172,7 +1193,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Run(a) => return run_step(&cli, a),
         Cmd::Alloc { rest } => return alloc(&cli, rest),
         Cmd::Standalone { args } => {
-            return Err(standalone::exec(cli.munge_socket.as_deref(), args).into());
+            return Err(standalone::exec(cli.g.munge_socket.as_deref(), args).into());
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -1182,7 +1203,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// it to its end; the highest of the tasks' statuses.
 fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut req = step_request(a)?;
-    let mut c = client(cli)?;
+    let mut c = client(&cli.g)?;
     let allocated = if req.job.0 == 0 {
         let sub = allocation_for_run(a, cli.prog == "bh")?;
         bulkhead_cli::alloc::catch_interrupts();
@@ -1230,12 +1251,12 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
         bulkhead_cli::run::relay(
             &grant,
             &streams,
-            cli.munge_socket.as_deref(),
+            cli.g.munge_socket.as_deref(),
             a.label,
-            Duration::from_secs_f64(cli.timeout.max(1.0)),
+            Duration::from_secs_f64(cli.g.timeout.max(1.0)),
             {
                 let cli = cli.clone();
-                bulkhead_cli::run::watch_job(move || client(&cli), job)
+                bulkhead_cli::run::watch_job(move || client(&cli.g), job)
             },
         )
     });
@@ -1315,6 +1336,6 @@ mod tests {
             _ => panic!("not node add"),
         }
         let cli = Cli::try_parse_from(["bh", "--broker-key", key, "queue"]).expect("parsed");
-        assert_eq!(cli.broker_key.as_deref(), Some(key));
+        assert_eq!(cli.g.broker_key.as_deref(), Some(key));
     }
 }

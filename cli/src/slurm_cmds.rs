@@ -3,7 +3,7 @@
 //! install-slurm-commands DIR`) reads that command's options and answers in its
 //! formats. sbatch, srun and salloc are `bh submit`, `bh run` and `bh alloc`.
 
-use super::{Cli, client, explain, uid_of};
+use super::{Cli, Globals, client, explain, uid_of};
 use anyhow::{Context, bail};
 use bulkhead_cli::{acct, output, slurm, slurm_info, slurm_json};
 use bulkhead_proto::acct::AcctFilter;
@@ -152,7 +152,7 @@ struct Squeue {
 }
 
 /// Runs the Slurm command `prog` with `args` (its own, argv[0] left out).
-pub fn run(prog: &'static str, args: Vec<String>, mut cli: Cli) -> anyhow::Result<ExitCode> {
+pub fn run(prog: &'static str, args: Vec<String>, g: Globals) -> anyhow::Result<ExitCode> {
     let words = std::iter::once(prog.to_string()).chain(args);
     match prog {
         "squeue" => {
@@ -168,7 +168,7 @@ pub fn run(prog: &'static str, args: Vec<String>, mut cli: Cli) -> anyhow::Resul
             if !asked.is_empty() && filter.states.is_empty() {
                 filter.states = JobState::ALL.to_vec();
             }
-            let mut jobs = client(&cli)?.queue(filter).map_err(explain)?;
+            let mut jobs = client(&g)?.queue(filter).map_err(explain)?;
             if !asked.is_empty() {
                 jobs.retain(|j| asked.names(j.id, j.array_task));
             }
@@ -203,23 +203,28 @@ pub fn run(prog: &'static str, args: Vec<String>, mut cli: Cli) -> anyhow::Resul
             print!("{}", slurm::squeue(&jobs, fmt, q.noheader, now_us()));
             Ok(ExitCode::SUCCESS)
         }
-        "scancel" => scancel(words, &cli),
-        "sacct" => sacct(words, &cli),
-        "sinfo" => sinfo(words, &cli),
-        "scontrol" => scontrol(words, &cli),
+        "scancel" => scancel(words, &g),
+        "sacct" => sacct(words, &g),
+        "sinfo" => sinfo(words, &g),
+        "scontrol" => scontrol(words, &g),
         _ => {
-            // sbatch, srun, salloc: bh's own commands under Slurm's names.
-            let sub = match prog {
-                "sbatch" => "submit",
-                "srun" => "run",
-                _ => "alloc",
+            // sbatch, srun, salloc: bh's own commands under Slurm's names. sbatch's and
+            // salloc's words are read by their own parser: no need to build bh's whole
+            // command tree again for them.
+            let cmd = match prog {
+                "sbatch" => super::Cmd::Submit {
+                    rest: words.skip(1).collect(),
+                },
+                "salloc" => super::Cmd::Alloc {
+                    rest: words.skip(1).collect(),
+                },
+                _ => {
+                    let mut full = vec!["bh".to_string(), "run".to_string()];
+                    full.extend(words.skip(1));
+                    Cli::try_parse_from(full).unwrap_or_else(|e| e.exit()).cmd
+                }
             };
-            let mut full = vec!["bh".to_string(), sub.to_string()];
-            full.extend(words.skip(1));
-            let parsed = Cli::try_parse_from(full).unwrap_or_else(|e| e.exit());
-            cli.cmd = parsed.cmd;
-            cli.prog = prog;
-            super::run(cli)
+            super::run(Cli { g, prog, cmd })
         }
     }
 }
@@ -259,10 +264,10 @@ struct Sinfo {
     json: bool,
 }
 
-fn sinfo(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitCode> {
+fn sinfo(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
     let a = Sinfo::try_parse_from(words).unwrap_or_else(|e| e.exit());
     let _ = (a.all, a.help);
-    let mut c = client(cli)?;
+    let mut c = client(g)?;
     let parts = c.partitions().map_err(explain)?;
     let nodes = c.nodes().map_err(explain)?;
     if a.json {
@@ -322,9 +327,9 @@ struct Scancel {
     verbose: bool,
 }
 
-fn scancel(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitCode> {
+fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
     let a = Scancel::try_parse_from(words).unwrap_or_else(|e| e.exit());
-    let mut c = client(cli)?;
+    let mut c = client(g)?;
     let asked = ids(&a.job_ids)?;
     let mut targets = asked.ids.clone();
     let filtering = !a.user.is_empty()
@@ -426,7 +431,7 @@ const SACCT_DEFAULT: &[(&str, usize)] = &[
     ("ExitCode", 8),
 ];
 
-fn sacct(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitCode> {
+fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
     let a = Sacct::try_parse_from(words).unwrap_or_else(|e| e.exit());
     let now = now_us();
     let asked = ids(&a.jobs)?;
@@ -455,7 +460,7 @@ fn sacct(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitC
         since_us: since,
         until_us: when(&a.end)?,
     };
-    let (mut records, _) = client(cli)?.acct(filter).map_err(explain)?;
+    let (mut records, _) = client(g)?.acct(filter).map_err(explain)?;
     let _ = &a.clusters;
     let list = |v: &[String]| -> Vec<String> {
         v.iter()
@@ -557,11 +562,11 @@ fn sacct(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
-fn scontrol(words: impl Iterator<Item = String>, cli: &Cli) -> anyhow::Result<ExitCode> {
+fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
     let (flags, w): (Vec<String>, Vec<String>) =
         words.skip(1).partition(|w| w == "-o" || w == "--oneliner");
     let oneliner = !flags.is_empty();
-    let mut c = client(cli)?;
+    let mut c = client(g)?;
     let verb = w.first().map(String::as_str).unwrap_or("");
     match verb {
         "show" => {

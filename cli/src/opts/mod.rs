@@ -257,8 +257,10 @@ impl OptsError {
 /// options matched as [`parse_words`] matches them (sbatch's whole set, long options
 /// by unambiguous prefix).
 pub fn split_at_script(words: &[String]) -> Result<usize, String> {
-    let mut cmd = command();
-    cmd.build();
+    with_command(|cmd| split_with(cmd, words))
+}
+
+fn split_with(cmd: &clap::Command, words: &[String]) -> Result<usize, String> {
     let takes_value = |arg: &clap::Arg| arg.get_num_args().is_some_and(|n| n.min_values() > 0);
     let mut i = 0;
     while i < words.len() {
@@ -303,13 +305,28 @@ pub fn command() -> clap::Command {
     table::with_table(SubmitOpts::command()).infer_long_args(true)
 }
 
+thread_local! {
+    /// [`command`], built once: building its 150-odd options cost more than reading a
+    /// submission's words, and one submission reads up to five sets of them.
+    static COMMAND: std::cell::RefCell<clap::Command> = std::cell::RefCell::new({
+        let mut c = command();
+        c.build();
+        c
+    });
+}
+
+/// Runs `f` with [`command`], built.
+fn with_command<R>(f: impl FnOnce(&mut clap::Command) -> R) -> R {
+    COMMAND.with_borrow_mut(f)
+}
+
 /// Parses option words (no program name) with [`command`].
 pub fn parse_words<I, T>(words: I) -> Result<SubmitOpts, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let m = command().try_get_matches_from(words)?;
+    let m = with_command(|c| c.try_get_matches_from_mut(words))?;
     let mut o = SubmitOpts::from_arg_matches(&m)?;
     o.ignored = table::present(&m, table::IGNORED);
     o.refused = table::present(&m, table::REFUSED);
@@ -470,8 +487,20 @@ pub fn script_opts_with(script: &str, ignore_pbs: bool) -> Result<SubmitOpts, Op
 /// Reads the `SBATCH_*` variables (and their `BH_*` twins) that set options
 /// ([`table::SBATCH_ENV`]). A `BH_*` variable wins over its `SBATCH_*` twin.
 pub fn env_opts(get: impl Fn(&str) -> Option<String>) -> Result<SubmitOpts, OptsError> {
-    let mut cmd = command();
-    cmd.build();
+    with_command(|cmd| env_words(cmd, get)).and_then(|(words, from)| {
+        parse_words(&words).map_err(|e| OptsError::Env {
+            var: from.first().copied().unwrap_or("SBATCH_*"),
+            detail: clap_message(&e),
+        })
+    })
+}
+
+/// The option words the `SBATCH_*` variables stand for, and the variables, in order.
+#[allow(clippy::type_complexity)]
+fn env_words(
+    cmd: &clap::Command,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<(Vec<String>, Vec<&'static str>), OptsError> {
     let mut words = Vec::new();
     let mut from = Vec::new();
     for (var, long) in table::SBATCH_ENV {
@@ -489,10 +518,7 @@ pub fn env_opts(get: impl Fn(&str) -> Option<String>) -> Result<SubmitOpts, Opts
         );
         from.push(*var);
     }
-    parse_words(&words).map_err(|e| OptsError::Env {
-        var: from.first().copied().unwrap_or("SBATCH_*"),
-        detail: clap_message(&e),
-    })
+    Ok((words, from))
 }
 
 macro_rules! merge_fields {
