@@ -186,6 +186,12 @@ pub fn squeue_field(j: &JobInfo, c: char, now_us: u64) -> String {
             }
         }
         'N' => job_nodes(j),
+        'B' => j
+            .node
+            .as_deref()
+            .and_then(|n| n.split(',').next())
+            .unwrap_or("n/a")
+            .to_string(),
         'R' => {
             if j.state == JobState::Pending || j.node.is_none() {
                 format!("({})", j.reason.as_deref().unwrap_or("None"))
@@ -274,6 +280,78 @@ pub fn parse_format(fmt: &str) -> Vec<Piece> {
         out.push(Piece::Text(text));
     }
     out
+}
+
+/// squeue's `-O/--Format` field names and the `-o` type letters they stand for.
+const FORMAT_NAMES: &[(&str, char)] = &[
+    ("account", 'a'),
+    ("arrayjobid", 'F'),
+    ("arraytaskid", 'K'),
+    ("batchhost", 'B'),
+    ("comment", 'k'),
+    ("cpus-per-task", 'c'),
+    ("endtime", 'e'),
+    ("gres", 'b'),
+    ("groupid", 'G'),
+    ("jobarrayid", 'i'),
+    ("jobid", 'A'),
+    ("minmemory", 'm'),
+    ("name", 'j'),
+    ("nice", 'y'),
+    ("nodelist", 'N'),
+    ("numcpus", 'C'),
+    ("numnodes", 'D'),
+    ("oversubscribe", 'h'),
+    ("partition", 'P'),
+    ("priority", 'p'),
+    ("qos", 'q'),
+    ("reason", 'r'),
+    ("reasonlist", 'R'),
+    ("starttime", 'S'),
+    ("state", 'T'),
+    ("statecompact", 't'),
+    ("submittime", 'V'),
+    ("timeleft", 'L'),
+    ("timelimit", 'l'),
+    ("timeused", 'M'),
+    ("userid", 'U'),
+    ("username", 'u'),
+    ("workdir", 'Z'),
+];
+
+/// squeue's `-O/--Format` spec (`name[:[.][size][suffix]]`, comma-separated; each
+/// field 20 wide unless sized, left-justified unless `.`) as the `-o` format it means.
+pub fn format_from_names(spec: &str) -> Result<String, String> {
+    let mut out = String::new();
+    for item in spec.split(',').filter(|i| !i.is_empty()) {
+        let (name, size) = match item.split_once(':') {
+            Some((n, s)) => (n, Some(s)),
+            None => (item, None),
+        };
+        let kind = FORMAT_NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, k)| *k)
+            .ok_or_else(|| format!("Invalid job format specification: {name}"))?;
+        let (right, rest) = match size {
+            Some(s) => match s.strip_prefix('.') {
+                Some(r) => (true, r),
+                None => (false, s),
+            },
+            None => (false, ""),
+        };
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let suffix = &rest[digits.len()..];
+        let width = if digits.is_empty() { "20" } else { &digits };
+        out.push('%');
+        if right {
+            out.push('.');
+        }
+        out.push_str(width);
+        out.push(kind);
+        out.push_str(&suffix.replace('%', "%%"));
+    }
+    Ok(out)
 }
 
 /// squeue's header name for a type letter.
@@ -462,6 +540,22 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn format_names_become_the_letters_they_stand_for() {
+        assert_eq!(
+            format_from_names("jobid,state:10,name:.30|").as_deref(),
+            Ok("%20A%10T%.30j|")
+        );
+        assert_eq!(
+            format_from_names("UserName,timelimit").as_deref(),
+            Ok("%20u%20l")
+        );
+        assert_eq!(
+            format_from_names("jobid,frobnicate"),
+            Err("Invalid job format specification: frobnicate".to_string())
+        );
+    }
 
     #[test]
     fn hostlists_compress_as_slurm_writes_them() {

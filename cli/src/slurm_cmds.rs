@@ -135,6 +135,9 @@ struct Squeue {
     noheader: bool,
     #[arg(short = 'o', long = "format")]
     format: Option<String>,
+    /// `-O/--Format`: fields by name (`jobid,state:10,name:.30`).
+    #[arg(short = 'O', long = "Format")]
+    format_long: Option<String>,
     #[arg(short = 'l', long = "long")]
     long: bool,
     #[arg(long = "start")]
@@ -193,7 +196,12 @@ pub fn run(prog: &'static str, args: Vec<String>, g: Globals) -> anyhow::Result<
                 println!("{}", output::json(&slurm_json::squeue(&jobs, &group_of))?);
                 return Ok(ExitCode::SUCCESS);
             }
+            let by_name = match &q.format_long {
+                Some(spec) => Some(slurm::format_from_names(spec).map_err(anyhow::Error::msg)?),
+                None => None,
+            };
             let fmt = match (&q.format, q.long, q.start) {
+                _ if by_name.is_some() => by_name.as_deref().unwrap_or_default(),
                 (Some(f), ..) => f.as_str(),
                 (None, true, _) => slurm::SQUEUE_LONG,
                 (None, _, true) => slurm::SQUEUE_START,

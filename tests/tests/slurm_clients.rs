@@ -290,6 +290,13 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         .strip_prefix("Submitted batch job ")
         .unwrap_or_else(|| panic!("{sub}"))
         .to_string();
+    // squeue -O: fields by name.
+    let by_name = s.ok("squeue", &["-h", "-O", "jobid:10,state", "-j", &id]);
+    assert_eq!(
+        by_name.split_whitespace().collect::<Vec<_>>(),
+        [id.as_str(), "PENDING"],
+        "{by_name:?}"
+    );
     // squeue's and sinfo's --json in Slurm's shape.
     let q: serde_json::Value =
         serde_json::from_str(&s.ok("squeue", &["--json", "-j", &id])).expect("squeue --json");
