@@ -248,33 +248,22 @@ pub fn parse_format(fmt: &str) -> Vec<Piece> {
             chars.next();
         }
         // sinfo's `%#P`: as wide as the widest value (width 0 stands for it).
-        if chars.peek() == Some(&'#') {
+        let width = if chars.peek() == Some(&'#') {
             chars.next();
-            let Some(kind) = chars.next() else { break };
-            if !text.is_empty() {
-                out.push(Piece::Text(std::mem::take(&mut text)));
+            Some(0)
+        } else {
+            let mut w = String::new();
+            while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                w.push(*d);
+                chars.next();
             }
-            out.push(Piece::Field {
-                right,
-                width: Some(0),
-                kind,
-            });
-            continue;
-        }
-        let mut w = String::new();
-        while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
-            w.push(*d);
-            chars.next();
-        }
+            w.parse().ok()
+        };
         let Some(kind) = chars.next() else { break };
         if !text.is_empty() {
             out.push(Piece::Text(std::mem::take(&mut text)));
         }
-        out.push(Piece::Field {
-            right,
-            width: w.parse().ok(),
-            kind,
-        });
+        out.push(Piece::Field { right, width, kind });
     }
     if !text.is_empty() {
         out.push(Piece::Text(text));

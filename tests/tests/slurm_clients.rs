@@ -9,6 +9,7 @@
 use bulkhead_tests::{Cluster, USER1, bin, scaled, user};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -83,50 +84,21 @@ fn submitit_runs_functions_an_array_and_a_cancel_through_slurms_commands() {
     }
     let c = Cluster::start().expect("cluster");
     c.wait_node_up().expect("node up");
-    let u = user(USER1);
-    let wd = c.workdir(Some(&u)).expect("workdir");
-    // Slurm's command names, first on the client's PATH (the job's too: it inherits it).
-    let links = c.workdir(None).expect("links dir");
-    std::fs::set_permissions(&links, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let out = c
-        .bh(
-            None,
-            &["install-slurm-commands", links.to_str().expect("utf-8")],
-        )
-        .expect("bh");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        std::fs::read_link(links.join("sbatch")).is_ok_and(|t| t == bin("bh")),
-        "sbatch links to bh"
-    );
+    let s = SlurmCommands::install(&c);
+    let wd = s.wd.clone();
     let driver = wd.join("driver.py");
     std::fs::write(&driver, DRIVER).expect("driver");
     let folder = wd.join("submitit");
     let budget = scaled(240);
-    // The client as the user, in the harness's environment for bh.
-    let cmd = c.bh_command(Some(&u), &wd, &[]);
-    let mut py = Command::new(VENV_PYTHON);
+    // The client as the user, Slurm's names first on its PATH (the job's too: it
+    // inherits it).
+    let mut py = s.command(Path::new(VENV_PYTHON));
     py.arg(&driver)
         .arg(&folder)
         .arg(budget.as_secs().to_string())
-        .current_dir(&wd)
-        .env_clear()
-        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
-        .env(
-            "PATH",
-            format!("{}:/usr/local/bin:/usr/bin:/bin", links.display()),
-        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    {
-        use std::os::unix::process::CommandExt;
-        py.uid(u.uid).gid(u.gid);
-    }
     let mut child = py.spawn().expect("python");
     let started = Instant::now();
     let status = loop {
@@ -185,12 +157,38 @@ struct SlurmCommands<'a> {
     wd: std::path::PathBuf,
 }
 
-impl SlurmCommands<'_> {
-    fn run(&self, prog: &str, args: &[&str]) -> std::process::Output {
+impl<'a> SlurmCommands<'a> {
+    /// Links Slurm's names to `bh` (`bh install-slurm-commands`) in a directory of
+    /// the cluster's, for the test user in a working directory of theirs.
+    fn install(c: &'a Cluster) -> SlurmCommands<'a> {
+        let links = c.workdir(None).expect("links dir");
+        std::fs::set_permissions(&links, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let out = c
+            .bh(
+                None,
+                &["install-slurm-commands", links.to_str().expect("utf-8")],
+            )
+            .expect("bh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            std::fs::read_link(links.join("sbatch")).is_ok_and(|t| t == bin("bh")),
+            "sbatch links to bh"
+        );
+        let user = user(USER1);
+        let wd = c.workdir(Some(&user)).expect("workdir");
+        SlurmCommands { c, links, user, wd }
+    }
+
+    /// `program` as the user, in the working directory, with the harness's environment
+    /// for bh and Slurm's names first on PATH.
+    fn command(&self, program: &Path) -> Command {
         let env = self.c.bh_command(Some(&self.user), &self.wd, &[]);
-        let mut cmd = Command::new(self.links.join(prog));
-        cmd.args(args)
-            .current_dir(&self.wd)
+        let mut cmd = Command::new(program);
+        cmd.current_dir(&self.wd)
             .env_clear()
             .envs(env.get_envs().filter_map(|(k, v)| Some((k, v?))))
             .env(
@@ -200,7 +198,14 @@ impl SlurmCommands<'_> {
             .stdin(Stdio::null());
         use std::os::unix::process::CommandExt;
         cmd.uid(self.user.uid).gid(self.user.gid);
-        cmd.output().expect(prog)
+        cmd
+    }
+
+    fn run(&self, prog: &str, args: &[&str]) -> std::process::Output {
+        self.command(&self.links.join(prog))
+            .args(args)
+            .output()
+            .expect(prog)
     }
 
     /// The command's standard output; it must succeed.
@@ -219,27 +224,8 @@ impl SlurmCommands<'_> {
 fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     let c = Cluster::start().expect("cluster");
     c.wait_node_up().expect("node up");
-    let links = c.workdir(None).expect("links dir");
-    std::fs::set_permissions(&links, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let out = c
-        .bh(
-            None,
-            &["install-slurm-commands", links.to_str().expect("utf-8")],
-        )
-        .expect("bh");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let u = user(USER1);
-    let wd = c.workdir(Some(&u)).expect("workdir");
-    let s = SlurmCommands {
-        c: &c,
-        links,
-        user: u,
-        wd: wd.clone(),
-    };
+    let s = SlurmCommands::install(&c);
+    let wd = s.wd.clone();
     let node = c.node_names().into_iter().next().expect("a node");
     // sinfo: the default partition starred, its node idle.
     let info = s.ok("sinfo", &[]);

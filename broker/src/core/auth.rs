@@ -41,6 +41,21 @@ impl Core {
         caller.uid == j.uid || self.role(caller) >= Role::Operator
     }
 
+    /// Job `id`, if it exists and the caller may do `action` to it; else the refusal.
+    pub(super) fn job_for(
+        &self,
+        caller: &Caller,
+        id: JobId,
+        action: JobAction,
+    ) -> Result<&Job, ErrorReply> {
+        let j = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| err(ErrorCode::NotFound, format!("job {id} does not exist")))?;
+        self.may_act_on(caller, j, action)?;
+        Ok(j)
+    }
+
     /// May this caller do `action` to job `j`? The one check of every request that
     /// acts on a job, with one shape of refusal. The owner is named unless the
     /// privacy setting hides other users' jobs.

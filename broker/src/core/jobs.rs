@@ -721,15 +721,10 @@ impl Core {
         let operator = self.role(caller) >= Role::Operator;
         let mut done = Vec::new();
         for id in ids {
-            let Some(j) = self.jobs.get(id) else {
-                return ClientReply::Error(err(
-                    ErrorCode::NotFound,
-                    format!("job {id} does not exist"),
-                ));
+            let j = match self.job_for(caller, *id, JobAction::Hold) {
+                Ok(j) => j,
+                Err(e) => return ClientReply::Error(e),
             };
-            if let Err(e) = self.may_act_on(caller, j, JobAction::Hold) {
-                return ClientReply::Error(e);
-            }
             let is_array = j.submission.array.is_some();
             let live = !j.state.is_terminal() && (is_array || j.state == JobState::Pending);
             if !live {

@@ -17,15 +17,10 @@ impl Core {
         now_us: u64,
     ) -> ClientReply {
         let id = u.job;
-        let Some(j) = self.jobs.get(&id) else {
-            return ClientReply::Error(err(
-                ErrorCode::NotFound,
-                format!("job {id} does not exist"),
-            ));
+        let j = match self.job_for(caller, id, JobAction::Update) {
+            Ok(j) => j,
+            Err(e) => return ClientReply::Error(e),
         };
-        if let Err(e) = self.may_act_on(caller, j, JobAction::Update) {
-            return ClientReply::Error(e);
-        }
         if j.state != JobState::Pending || j.submission.array.is_some() {
             return ClientReply::Error(err(
                 ErrorCode::Invalid,
@@ -118,15 +113,10 @@ impl Core {
     ) -> ClientReply {
         let mut done = Vec::new();
         for id in ids {
-            let Some(j) = self.jobs.get(id) else {
-                return ClientReply::Error(err(
-                    ErrorCode::NotFound,
-                    format!("job {id} does not exist"),
-                ));
+            let j = match self.job_for(caller, *id, JobAction::Requeue) {
+                Ok(j) => j,
+                Err(e) => return ClientReply::Error(e),
             };
-            if let Err(e) = self.may_act_on(caller, j, JobAction::Requeue) {
-                return ClientReply::Error(e);
-            }
             let refuse = |why: String| ClientReply::Error(err(ErrorCode::Invalid, why));
             if j.submission.extra.requeue == Some(false) {
                 return refuse(format!(
