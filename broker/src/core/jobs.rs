@@ -4,6 +4,10 @@
 
 use super::*;
 
+/// The reason a cancel gives a job (`cancelled by USER`): it is stored with the job,
+/// so that its end, whenever it comes, is known to follow a cancel.
+const CANCELLED_BY: &str = "cancelled by ";
+
 impl Core {
     pub(super) fn submit(
         &mut self,
@@ -403,7 +407,7 @@ impl Core {
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.state = JobState::Cancelled;
                 j.end_us = Some(now_us);
-                j.reason = Some(format!("cancelled by {}", caller.user));
+                j.reason = Some(format!("{CANCELLED_BY}{}", caller.user));
             }
             self.update(fx, id);
             for t in tasks {
@@ -425,7 +429,7 @@ impl Core {
                 JobState::Pending => {
                     job.state = JobState::Cancelled;
                     job.end_us = Some(now_us);
-                    job.reason = Some(format!("cancelled by {}", caller.user));
+                    job.reason = Some(format!("{CANCELLED_BY}{}", caller.user));
                     let parent = job.submission.array_task.map(|(p, _)| p);
                     self.sched.cancel(sched::JobId(id.0), secs(now_us));
                     self.update(fx, id);
@@ -437,7 +441,7 @@ impl Core {
                 // Being cancelled already, or ending by itself: its end follows.
                 JobState::Completing => Ok(JobState::Completing),
                 JobState::Running => {
-                    job.reason = Some(format!("cancelled by {}", caller.user));
+                    job.reason = Some(format!("{CANCELLED_BY}{}", caller.user));
                     let node = job.node.and_then(|n| self.nodes.get(&n));
                     match node.and_then(|n| n.peer.clone()) {
                         Some(peer) => {
@@ -499,12 +503,25 @@ impl Core {
     }
 
     /// Records a job's end and releases its resources.
-    pub(super) fn finish(&mut self, fx: &mut Effects, end: JobEnd) {
+    pub(super) fn finish(&mut self, fx: &mut Effects, mut end: JobEnd) {
         let Some((state, node)) = self.jobs.get(&end.job).map(|j| (j.state, j.node)) else {
             return;
         };
         if state.is_terminal() {
             return;
+        }
+        // A job asked to stop ends CANCELLED, however its processes ended meanwhile:
+        // its script may exit by itself before the kill, or fail on the cancel (a step
+        // refused to a job being cancelled), as Slurm records it.
+        let cancelled = self.jobs.get(&end.job).is_some_and(|j| {
+            state == JobState::Completing
+                && j.preempted_by.is_none()
+                && j.reason
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with(CANCELLED_BY))
+        });
+        if cancelled && end.state != JobState::Cancelled {
+            end.state = JobState::Cancelled;
         }
         self.forget_steps(end.job);
         if let Some(n) = node.and_then(|n| self.nodes.get_mut(&n)) {

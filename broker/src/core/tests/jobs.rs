@@ -878,3 +878,30 @@ fn launches_carry_the_controllers_slurm_variables() {
         assert_eq!(get("X"), ["1"]);
     }
 }
+
+/// A cancelled job ends CANCELLED even when its script ends by itself (or fails on the
+/// cancel) before the kill reaches it, as Slurm records it; one that was not cancelled
+/// keeps the state its node reports.
+#[test]
+fn a_cancelled_job_ends_cancelled_whatever_its_script_did_meanwhile() {
+    let mut t = Env::new().nodes(1, 2).build();
+    let (job, _) = t.submit(&user(5), sub(1));
+    let (other, _) = t.submit(&user(5), sub(1));
+    assert_eq!(t.job(job).state, JobState::Running);
+    let fx = t.client(&user(5), ClientOp::Cancel(vec![job]));
+    assert_replied!(fx, ClientReply::Cancelled(o) if o[0].result == Ok(JobState::Completing) => 1);
+    // The script exits 1 on its own before the kill.
+    for (id, want) in [(job, JobState::Cancelled), (other, JobState::Failed)] {
+        let end = JobEnd {
+            exit_code: Some(1),
+            ..job_end(id, JobState::Failed, 1, 5)
+        };
+        let fx = t.agent(1, AgentMessage::JobEnded(end));
+        assert_eq!(t.job(id).state, want, "job {id}: {:?}", fx.send);
+    }
+    assert_eq!(
+        t.job(job).exit_code,
+        Some(1),
+        "the script's own exit code is kept"
+    );
+}
