@@ -385,39 +385,52 @@ fn header(kind: char) -> &'static str {
 }
 
 fn cell(out: &mut String, s: &str, right: bool, width: Option<usize>) {
-    match width {
-        None => out.push_str(s),
-        Some(w) => {
-            let s: String = s.chars().take(w).collect();
-            if right {
-                let _ = write!(out, "{s:>w$}");
-            } else {
-                let _ = write!(out, "{s:<w$}");
-            }
-        }
+    let Some(w) = width else {
+        out.push_str(s);
+        return;
+    };
+    // At most `w` characters, padded to `w`: cut at a character boundary, without
+    // copying the value (a listing formats every field of every job).
+    let (cut, len) = match s.char_indices().nth(w) {
+        Some((at, _)) => (&s[..at], w),
+        None => (s, s.chars().count()),
+    };
+    let pad = w.saturating_sub(len);
+    if right {
+        out.extend(std::iter::repeat_n(' ', pad));
+        out.push_str(cut);
+    } else {
+        out.push_str(cut);
+        out.extend(std::iter::repeat_n(' ', pad));
     }
 }
 
 /// squeue's output of `jobs` in `fmt`, with its header unless `noheader`.
 pub fn squeue(jobs: &[JobInfo], fmt: &str, noheader: bool, now_us: u64) -> String {
     let pieces = parse_format(fmt);
-    let mut out = String::new();
-    let mut line = |get: &dyn Fn(char) -> String| {
-        let mut l = String::new();
+    let mut out = String::with_capacity(jobs.len().saturating_add(1).saturating_mul(96));
+    let mut l = String::new();
+    let mut line = |out: &mut String, get: &dyn Fn(char, &mut String)| {
+        l.clear();
+        let mut value = String::new();
         for p in &pieces {
             match p {
                 Piece::Text(t) => l.push_str(t),
-                Piece::Field { right, width, kind } => cell(&mut l, &get(*kind), *right, *width),
+                Piece::Field { right, width, kind } => {
+                    value.clear();
+                    get(*kind, &mut value);
+                    cell(&mut l, &crate::output::escape(&value), *right, *width);
+                }
             }
         }
         out.push_str(l.trim_end());
         out.push('\n');
     };
     if !noheader {
-        line(&|k| header(k).to_string());
+        line(&mut out, &|k, v| v.push_str(header(k)));
     }
     for j in jobs {
-        line(&|k| crate::output::escape(&squeue_field(j, k, now_us)).into_owned());
+        line(&mut out, &|k, v| v.push_str(&squeue_field(j, k, now_us)));
     }
     out
 }
@@ -529,6 +542,17 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cells_are_cut_and_padded_by_characters() {
+        let mut out = String::new();
+        cell(&mut out, "h\u{e9}llo", false, Some(2));
+        cell(&mut out, "|", false, None);
+        cell(&mut out, "ab", true, Some(4));
+        cell(&mut out, "|", false, None);
+        cell(&mut out, "ab", false, Some(4));
+        assert_eq!(out, "h\u{e9}|  ab|ab  ");
+    }
 
     #[test]
     fn format_names_become_the_letters_they_stand_for() {
