@@ -162,7 +162,6 @@ pub fn run(prog: &'static str, args: Vec<String>, g: Globals) -> anyhow::Result<
             let q = Squeue::try_parse_from(words).unwrap_or_else(|e| e.exit());
             let asked = ids(&q.jobs)?;
             let mut filter = QueueFilter {
-                // An array's tasks are jobs of their own: listed, then picked.
                 jobs: vec![],
                 uids: users(&q.user, q.me)?,
                 states: states(&q.states)?,
@@ -171,10 +170,38 @@ pub fn run(prog: &'static str, args: Vec<String>, g: Globals) -> anyhow::Result<
             if !asked.is_empty() && filter.states.is_empty() {
                 filter.states = JobState::ALL.to_vec();
             }
-            let mut jobs = client(&g)?.queue(filter).map_err(explain)?;
-            if !asked.is_empty() {
-                jobs.retain(|j| asked.names(j.id, j.array_task));
-            }
+            let mut c = client(&g)?;
+            let mut jobs = if asked.is_empty() {
+                c.queue(filter).map_err(explain)?
+            } else {
+                // The jobs named, whatever their state or user. An array's tasks are
+                // jobs of their own: only when one named may be an array (a pending or
+                // running one says so; an ended job may have been one), or a task is
+                // named `ARRAY_TASK`, is everything listed to find them.
+                let named = c
+                    .queue(QueueFilter {
+                        jobs: asked.wide(),
+                        uids: vec![],
+                        states: JobState::ALL.to_vec(),
+                    })
+                    .map_err(explain)?;
+                let arrays = !asked.tasks.is_empty()
+                    || named.iter().any(|j| {
+                        j.array_task.is_none()
+                            && (j.array_pending.is_some() || j.state.is_terminal())
+                    });
+                let mut jobs = if arrays {
+                    c.queue(filter.clone()).map_err(explain)?
+                } else {
+                    named
+                };
+                jobs.retain(|j| {
+                    asked.names(j.id, j.array_task)
+                        && filter.states.contains(&j.state)
+                        && (filter.uids.is_empty() || filter.uids.contains(&j.uid))
+                });
+                jobs
+            };
             let names: Vec<&str> = q.name.iter().flat_map(|n| n.split(',')).collect();
             let parts: Vec<&str> = q.partition.iter().flat_map(|n| n.split(',')).collect();
             let accounts: Vec<&str> = q.account.iter().flat_map(|n| n.split(',')).collect();
@@ -627,8 +654,10 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
                     if let (Some(n), true) = (name, shown.is_empty()) {
                         bail!("Node {n} not found");
                     }
+                    let member = slurm_info::partitions_of(&parts);
                     for n in shown {
-                        print(&slurm_info::scontrol_node(n, &parts));
+                        let of = member.get(n.name.as_str()).map_or(&[][..], Vec::as_slice);
+                        print(&slurm_info::scontrol_node(n, of));
                     }
                 }
                 _ => bail!(

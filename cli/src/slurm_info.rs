@@ -5,7 +5,30 @@
 
 use crate::slurm::{Piece, elapsed, hostlist, parse_format};
 use bulkhead_proto::msg::{NodeInfo, NodeState, PartitionInfo};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+
+/// Each node's partitions, by node name, in the partitions' order: worked out once, not
+/// by searching every partition for every node.
+pub fn partitions_of(parts: &[PartitionInfo]) -> HashMap<&str, Vec<&str>> {
+    let mut out: HashMap<&str, Vec<&str>> = HashMap::new();
+    for p in parts {
+        for n in &p.nodes {
+            out.entry(n.as_str()).or_default().push(p.name.as_str());
+        }
+    }
+    out
+}
+
+/// The CPUs of a partition's nodes.
+pub fn partition_cpus(p: &PartitionInfo, nodes: &[NodeInfo]) -> u64 {
+    let members: HashSet<&str> = p.nodes.iter().map(String::as_str).collect();
+    nodes
+        .iter()
+        .filter(|n| members.contains(n.name.as_str()))
+        .map(|n| u64::from(n.cpus))
+        .sum()
+}
 
 /// sinfo's default format (partition summary).
 pub const SINFO_DEFAULT: &str = "%#P %.5a %.10l %.6D %.6t %N";
@@ -80,6 +103,7 @@ pub fn sinfo(
     filter: &SinfoFilter,
 ) -> String {
     let pieces = parse_format(fmt);
+    let by_name: HashMap<&str, &NodeInfo> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let mut rows: Vec<Row> = Vec::new();
     for p in parts
         .iter()
@@ -88,7 +112,7 @@ pub fn sinfo(
         let members: Vec<&NodeInfo> = p
             .nodes
             .iter()
-            .filter_map(|n| nodes.iter().find(|x| &x.name == n))
+            .filter_map(|n| by_name.get(n.as_str()).copied())
             .filter(|n| filter.state_ok(n.state))
             .collect();
         if per_node {
@@ -300,11 +324,7 @@ fn field(r: &Row, kind: char) -> String {
 /// `scontrol show partition`: one record in Slurm's `Key=Value` layout.
 pub fn scontrol_partition(p: &PartitionInfo, nodes: &[NodeInfo]) -> String {
     let names: Vec<&str> = p.nodes.iter().map(String::as_str).collect();
-    let cpus: u64 = nodes
-        .iter()
-        .filter(|n| p.nodes.contains(&n.name))
-        .map(|n| u64::from(n.cpus))
-        .sum();
+    let cpus = partition_cpus(p, nodes);
     let limit = |s: Option<u64>| s.map_or("UNLIMITED".into(), elapsed);
     let mut s = String::new();
     let _ = writeln!(s, "PartitionName={}", p.name);
@@ -349,13 +369,9 @@ pub fn scontrol_partition(p: &PartitionInfo, nodes: &[NodeInfo]) -> String {
     s
 }
 
-/// `scontrol show node`: one record in Slurm's `Key=Value` layout.
-pub fn scontrol_node(n: &NodeInfo, parts: &[PartitionInfo]) -> String {
-    let member: Vec<&str> = parts
-        .iter()
-        .filter(|p| p.nodes.contains(&n.name))
-        .map(|p| p.name.as_str())
-        .collect();
+/// `scontrol show node`: one record in Slurm's `Key=Value` layout; `member`: the
+/// node's partitions ([`partitions_of`]).
+pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "NodeName={} CoresPerSocket=1", n.name);
     let _ = writeln!(s, "   CPUAlloc={} CPUTot={}", n.cpus_alloc, n.cpus);
@@ -520,7 +536,8 @@ mod tests {
             p.contains("Default=NO") && p.contains("TotalCPUs=4 TotalNodes=1"),
             "{p}"
         );
-        let n = scontrol_node(&nodes[0], &parts());
+        let parts = parts();
+        let n = scontrol_node(&nodes[0], &partitions_of(&parts)["n1"]);
         assert!(
             n.contains("CPUAlloc=0 CPUTot=4") && n.contains("State=IDLE"),
             "{n}"

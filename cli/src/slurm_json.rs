@@ -182,12 +182,11 @@ pub fn squeue(jobs: &[JobInfo], group_of: &dyn Fn(u32) -> String) -> Value {
 
 /// `sinfo --json`: the nodes and the partitions, in Slurm's fields.
 pub fn sinfo(parts: &[PartitionInfo], nodes: &[NodeInfo]) -> Value {
+    let partitions_of = crate::slurm_info::partitions_of(parts);
     let node = |n: &NodeInfo| {
-        let member: Vec<&str> = parts
-            .iter()
-            .filter(|p| p.nodes.contains(&n.name))
-            .map(|p| p.name.as_str())
-            .collect();
+        let member = partitions_of
+            .get(n.name.as_str())
+            .map_or(&[][..], Vec::as_slice);
         json!({
             "architecture": std::env::consts::ARCH,
             "burstbuffer_network_address": "",
@@ -234,11 +233,7 @@ pub fn sinfo(parts: &[PartitionInfo], nodes: &[NodeInfo]) -> Value {
         })
     };
     let part = |p: &PartitionInfo| {
-        let cpus: u64 = nodes
-            .iter()
-            .filter(|n| p.nodes.contains(&n.name))
-            .map(|n| u64::from(n.cpus))
-            .sum();
+        let cpus = crate::slurm_info::partition_cpus(p, nodes);
         json!({
             "flags": if p.default { vec!["default"] } else { Vec::new() },
             "preemption_mode": ["disabled"],

@@ -217,6 +217,7 @@ impl Core {
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         gpu_seconds.sort_by(|a, b| a.0.cmp(&b.0));
+        let (alloc_cpus, alloc_mem_mb) = self.allocated(j);
         let nodes = j
             .node
             .into_iter()
@@ -242,8 +243,8 @@ impl Core {
             submit_us: j.submit_us,
             start_us: j.start_us,
             end_us: j.end_us,
-            alloc_cpus: self.allocated(j).0,
-            alloc_mem_mb: self.allocated(j).1,
+            alloc_cpus,
+            alloc_mem_mb,
             alloc_gpus: j.submission.resources.gpu_label(),
             gpu_seconds,
             usage: j.usage.clone(),

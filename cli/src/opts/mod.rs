@@ -487,20 +487,18 @@ pub fn script_opts_with(script: &str, ignore_pbs: bool) -> Result<SubmitOpts, Op
 /// Reads the `SBATCH_*` variables (and their `BH_*` twins) that set options
 /// ([`table::SBATCH_ENV`]). A `BH_*` variable wins over its `SBATCH_*` twin.
 pub fn env_opts(get: impl Fn(&str) -> Option<String>) -> Result<SubmitOpts, OptsError> {
-    with_command(|cmd| env_words(cmd, get)).and_then(|(words, from)| {
-        parse_words(&words).map_err(|e| OptsError::Env {
-            var: from.first().copied().unwrap_or("SBATCH_*"),
-            detail: clap_message(&e),
-        })
+    let (words, from) = with_command(|cmd| env_words(cmd, get));
+    parse_words(&words).map_err(|e| OptsError::Env {
+        var: from.first().copied().unwrap_or("SBATCH_*"),
+        detail: clap_message(&e),
     })
 }
 
 /// The option words the `SBATCH_*` variables stand for, and the variables, in order.
-#[allow(clippy::type_complexity)]
 fn env_words(
     cmd: &clap::Command,
     get: impl Fn(&str) -> Option<String>,
-) -> Result<(Vec<String>, Vec<&'static str>), OptsError> {
+) -> (Vec<String>, Vec<&'static str>) {
     let mut words = Vec::new();
     let mut from = Vec::new();
     for (var, long) in table::SBATCH_ENV {
@@ -518,7 +516,7 @@ fn env_words(
         );
         from.push(*var);
     }
-    Ok((words, from))
+    (words, from)
 }
 
 macro_rules! merge_fields {
