@@ -6,7 +6,7 @@
 //! While the allocation waits, the client says so (its queue position and expected
 //! start, as the scheduler sees them); Ctrl-C then withdraws it.
 
-use bulkhead_net::Client;
+use bulkhead_client::Client;
 use bulkhead_proto::msg::{ClientOp, ClientReply, QueueFilter};
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, JobInfo, JobState};

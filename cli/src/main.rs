@@ -3,7 +3,7 @@
 use anyhow::{Context, bail};
 use bulkhead_cli::opts::{self, Export, SubmitOpts};
 use bulkhead_cli::{acct, output, standalone};
-use bulkhead_net::{Client, ClientError};
+use bulkhead_client::{Client, ClientError};
 use bulkhead_proto::job::JobSubmission;
 use bulkhead_proto::limits::MAX_SCRIPT_BYTES;
 use bulkhead_proto::msg::{ErrorCode, QueueFilter};
@@ -685,8 +685,8 @@ fn main() -> ExitCode {
 
 /// A key given as its Z85 text or as a `.pub` file.
 fn z85_of(key: &str) -> anyhow::Result<String> {
-    let k = bulkhead_net::curve::load_public(key).context("--key")?;
-    Ok(bulkhead_net::curve::z85(&k))
+    let k = bulkhead_client::keys::load_public(key).context("--key")?;
+    Ok(bulkhead_client::keys::z85(&k))
 }
 
 fn client(g: &Globals) -> anyhow::Result<Client> {
@@ -694,9 +694,9 @@ fn client(g: &Globals) -> anyhow::Result<Client> {
     let key = match g.broker_key.as_deref() {
         // Set but empty: explicitly none.
         Some("") => None,
-        Some(k) => Some(bulkhead_net::curve::load_public(k).context("--broker-key")?),
+        Some(k) => Some(bulkhead_client::keys::load_public(k).context("--broker-key")?),
         None if std::path::Path::new(CLUSTER_KEY).exists() => {
-            Some(bulkhead_net::curve::load_public(CLUSTER_KEY).context(CLUSTER_KEY)?)
+            Some(bulkhead_client::keys::load_public(CLUSTER_KEY).context(CLUSTER_KEY)?)
         }
         None => None,
     };

@@ -6,8 +6,8 @@
 //! ended (NODE_FAIL) the nodes still silent are given up on.
 
 use anyhow::Context;
-use bulkhead_net::client::Client;
-use bulkhead_net::steps::StepConns;
+use bulkhead_client::client::Client;
+use bulkhead_client::steps::StepConns;
 use bulkhead_proto::JobId;
 use bulkhead_proto::stdio::{self, PatternVars};
 use bulkhead_proto::step::{IoTarget, StepGrant, StepIn, StepIo, StepOut};
@@ -310,7 +310,14 @@ pub fn relay(
     let env: Vec<(String, String)> = std::env::vars().collect();
     bulkhead_proto::job::validate_env(&env)
         .map_err(|e| anyhow::anyhow!("this environment is too large to pass to the tasks: {e}"))?;
-    let mut conns = StepConns::launch(grant, &env, &streams.io, &streams.cpu_bind, munge_socket)?;
+    let mut conns = StepConns::launch(
+        grant,
+        &env,
+        &streams.io,
+        &streams.cpu_bind,
+        munge_socket,
+        connect_timeout,
+    )?;
     // `--pty`: this terminal is raw while the step runs (its keys, Ctrl-C and Ctrl-Z
     // included, go to the remote terminal as they are), and the remote one takes its
     // size, now and whenever it changes.
@@ -379,6 +386,23 @@ pub fn relay(
                 for &i in &takes_input {
                     conns.send(i, &StepIn::Input(buf.clone()))?;
                 }
+            }
+        }
+        for (i, why) in polled.lost {
+            if done[i] {
+                continue;
+            }
+            eprintln!(
+                "bh: error: {}: lost the connection to the node: {}",
+                conns.node_name(i),
+                bulkhead_cli_escape(&why)
+            );
+            done[i] = true;
+            status = status.max(1);
+            // A step runs whole or not at all.
+            if !killed {
+                conns.send_all(&StepIn::Signal(libc::SIGKILL))?;
+                killed = true;
             }
         }
         for (i, msg) in polled.frames {

@@ -1,18 +1,17 @@
-//! Bulkhead's ZeroMQ plumbing, shared by the daemons and the client.
+//! Bulkhead's ZeroMQ plumbing for the daemons.
 //!
 //! - [`thread`]: the socket thread a daemon runs its one socket on (the broker's ROUTER,
 //!   an agent's DEALER), bridged to tokio by channels.
-//! - [`client`]: the blocking request/reply client behind `bh`, the tests and the
-//!   benchmarks: each request carries a fresh MUNGE credential.
+//! - [`curve`]: the daemons' CURVE socket options and the broker's ZAP handler.
+//! - [`client`], [`steps`]: the blocking client (re-exported from `bulkhead-client`,
+//!   which speaks ZMTP itself so that `bh` does not load libzmq).
 
-pub mod client;
 pub mod curve;
 pub mod metrics;
 pub mod sign;
-pub mod steps;
 pub mod thread;
 
-pub use client::{Client, ClientError};
+pub use bulkhead_client::{Client, ClientError, client, steps};
 
 /// Resolves on SIGTERM or SIGINT: the daemons' shutdown signal.
 pub async fn shutdown_signal() {

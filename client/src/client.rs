@@ -1,6 +1,8 @@
-//! The blocking client of the broker: one DEALER socket, MUNGE-authenticated requests,
-//! replies matched by request id, bounded waits with errors that say what to check.
+//! The blocking client of the broker: one ZMTP connection ([`crate::zmtp`]),
+//! MUNGE-authenticated requests, replies matched by request id, bounded waits with
+//! errors that say what to check.
 
+use crate::zmtp::{Conn, ZmtpError};
 use bulkhead_munge::{Munge, MungeError};
 use bulkhead_proto::codec::{self, DecodeError, EncodeError};
 use bulkhead_proto::job::JobSubmission;
@@ -18,18 +20,21 @@ use std::time::{Duration, Instant};
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error(
-        "cannot reach the broker at {endpoint}: no connection within {secs:.1} s (is bulkhead-broker running? set --broker or BH_BROKER; a broker with CURVE needs its public key in BH_BROKER_KEY)"
+        "cannot reach the broker at {endpoint}: no connection within {secs:.1} s (is bulkhead-broker running? set --broker or BH_BROKER): {detail}"
     )]
-    Unreachable { endpoint: String, secs: f64 },
+    Unreachable {
+        endpoint: String,
+        secs: f64,
+        detail: String,
+    },
     #[error("the broker at {endpoint} did not answer within {secs:.1} s")]
     Timeout { endpoint: String, secs: f64 },
     #[error("cannot get a MUNGE credential (is munged running? set BH_MUNGE_SOCKET): {0}")]
     Munge(MungeError),
-    #[error("zmq {what}: {error}")]
-    Zmq {
-        what: &'static str,
-        error: zmq::Error,
-    },
+    /// The connection failed or broke; `sent`: after a request went out (the peer
+    /// may have acted on it).
+    #[error("{error}")]
+    Wire { error: ZmtpError, sent: bool },
     #[error("cannot encode the request: {0}")]
     Encode(EncodeError),
     #[error("malformed reply from the broker: {0}")]
@@ -66,24 +71,33 @@ impl ClientError {
     pub fn may_have_arrived(&self) -> bool {
         match self {
             ClientError::Timeout { .. } => true,
-            ClientError::Zmq { what, .. } => matches!(*what, "send" | "poll" | "recv"),
+            ClientError::Wire { sent, .. } => *sent,
             _ => false,
         }
     }
 }
 
-pub(crate) fn zerr(what: &'static str) -> impl Fn(zmq::Error) -> ClientError {
-    move |error| ClientError::Zmq { what, error }
+/// How a connection failure reads: nothing listening (or answering) in time is
+/// "unreachable", anything else says what went wrong.
+pub(crate) fn connect_error(endpoint: &str, timeout: Duration, error: ZmtpError) -> ClientError {
+    if error.is_unreachable() {
+        ClientError::Unreachable {
+            endpoint: endpoint.to_string(),
+            secs: timeout.as_secs_f64(),
+            detail: error.to_string(),
+        }
+    } else {
+        ClientError::Wire { error, sent: false }
+    }
 }
 
 /// A connection to the broker.
 pub struct Client {
-    _ctx: zmq::Context,
-    sock: zmq::Socket,
+    conn: Option<Conn>,
+    server_key: Option<[u8; 32]>,
     munge: Munge,
     endpoint: String,
     next_id: u64,
-    connected: bool,
     /// How long to wait for the connection, then for each reply.
     pub connect_timeout: Duration,
     pub reply_timeout: Duration,
@@ -97,32 +111,8 @@ impl std::fmt::Debug for Client {
     }
 }
 
-/// A client's DEALER to `endpoint`: a CURVE client of `server` (with a key pair made
-/// for it) when given, unbounded queues, frames up to the protocol's limit. With
-/// `immediate`, messages wait for the connection rather than queue on a half-made one.
-pub(crate) fn dealer(
-    ctx: &zmq::Context,
-    endpoint: &str,
-    server: Option<[u8; 32]>,
-    immediate: bool,
-) -> Result<zmq::Socket, ClientError> {
-    let sock = ctx.socket(zmq::DEALER).map_err(zerr("socket"))?;
-    if let Some(server) = server {
-        let pair = crate::curve::generate().map_err(|e| ClientError::Curve(e.to_string()))?;
-        crate::curve::client(&sock, &pair, &server)
-            .map_err(|e| ClientError::Curve(e.to_string()))?;
-    }
-    sock.set_linger(0).map_err(zerr("set_linger"))?;
-    if immediate {
-        sock.set_immediate(true).map_err(zerr("set_immediate"))?;
-    }
-    sock.set_maxmsgsize((MAX_FRAME_BYTES + 1024) as i64)
-        .map_err(zerr("set_maxmsgsize"))?;
-    sock.set_rcvhwm(0).map_err(zerr("set_rcvhwm"))?;
-    sock.set_sndhwm(0).map_err(zerr("set_sndhwm"))?;
-    sock.connect(endpoint).map_err(zerr("connect"))?;
-    Ok(sock)
-}
+/// Frames a client reads: the protocol's limit, and the reply's envelope around it.
+pub(crate) const MAX_READ_FRAME: usize = MAX_FRAME_BYTES + 1024;
 
 impl Client {
     pub fn connect(endpoint: &str, munge_socket: Option<&Path>) -> Result<Client, ClientError> {
@@ -131,20 +121,18 @@ impl Client {
 
     /// [`Client::connect`], over CURVE to a broker whose public key is `broker_key`
     /// (with a key pair of its own made for this connection: MUNGE says who asks).
+    /// The connection is made by the first request.
     pub fn connect_with(
         endpoint: &str,
         munge_socket: Option<&Path>,
         broker_key: Option<[u8; 32]>,
     ) -> Result<Client, ClientError> {
-        let ctx = zmq::Context::new();
-        let sock = dealer(&ctx, endpoint, broker_key, true)?;
         Ok(Client {
-            _ctx: ctx,
-            sock,
+            conn: None,
+            server_key: broker_key,
             munge: Munge::new(munge_socket),
             endpoint: endpoint.to_string(),
             next_id: 1,
-            connected: false,
             connect_timeout: Duration::from_secs(3),
             reply_timeout: Duration::from_secs(30),
         })
@@ -152,49 +140,50 @@ impl Client {
 
     /// Sends a raw frame (for tests of the broker's refusals).
     pub fn send_raw(&mut self, frame: &[u8]) -> Result<(), ClientError> {
-        self.wait_connected()?;
-        self.sock.send(frame, 0).map_err(zerr("send"))
+        let conn = self.wait_connected()?;
+        let r = conn.send(frame);
+        self.sent_or_drop(r)
     }
 
-    /// Polls for `events` up to `timeout`. A signal that interrupts the wait (a
-    /// handler of the caller's, such as `bh alloc`'s Ctrl-C) does not fail the request:
-    /// the wait goes on for what is left, and the caller looks at its flag after.
-    fn poll(&self, events: zmq::PollEvents, timeout: Duration) -> Result<bool, ClientError> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let ms = left.as_millis().min(i64::MAX as u128) as i64;
-            match self.sock.poll(events, ms) {
-                Ok(n) => return Ok(n > 0),
-                Err(zmq::Error::EINTR) => continue,
-                Err(e) => return Err(zerr("poll")(e)),
+    /// A send's result; a failed send drops the connection (the next request makes
+    /// another).
+    fn sent_or_drop(&mut self, r: Result<(), ZmtpError>) -> Result<(), ClientError> {
+        r.map_err(|error| {
+            self.conn = None;
+            ClientError::Wire { error, sent: true }
+        })
+    }
+
+    /// Waits for the next raw frame. A signal that interrupts the wait (a handler of
+    /// the caller's, such as `bh alloc`'s Ctrl-C) does not fail it: the wait goes on
+    /// for what is left, and the caller looks at its flag after.
+    pub fn recv_raw(&mut self, timeout: Duration) -> Result<Vec<u8>, ClientError> {
+        let conn = self.wait_connected()?;
+        match conn.recv(timeout) {
+            Ok(Some(frame)) => Ok(frame),
+            Ok(None) => Err(ClientError::Timeout {
+                endpoint: self.endpoint.clone(),
+                secs: timeout.as_secs_f64(),
+            }),
+            Err(error) => {
+                self.conn = None;
+                Err(ClientError::Wire { error, sent: true })
             }
         }
     }
 
-    /// Waits for the next raw frame.
-    pub fn recv_raw(&mut self, timeout: Duration) -> Result<Vec<u8>, ClientError> {
-        if !self.poll(zmq::POLLIN, timeout)? {
-            return Err(ClientError::Timeout {
-                endpoint: self.endpoint.clone(),
-                secs: timeout.as_secs_f64(),
-            });
+    fn wait_connected(&mut self) -> Result<&mut Conn, ClientError> {
+        if self.conn.is_none() {
+            let conn = Conn::connect(
+                &self.endpoint,
+                self.server_key.as_ref(),
+                self.connect_timeout,
+                MAX_READ_FRAME,
+            )
+            .map_err(|e| connect_error(&self.endpoint, self.connect_timeout, e))?;
+            self.conn = Some(conn);
         }
-        self.sock.recv_bytes(0).map_err(zerr("recv"))
-    }
-
-    fn wait_connected(&mut self) -> Result<(), ClientError> {
-        if self.connected {
-            return Ok(());
-        }
-        if !self.poll(zmq::POLLOUT, self.connect_timeout)? {
-            return Err(ClientError::Unreachable {
-                endpoint: self.endpoint.clone(),
-                secs: self.connect_timeout.as_secs_f64(),
-            });
-        }
-        self.connected = true;
-        Ok(())
+        Ok(self.conn.as_mut().expect("connected above"))
     }
 
     /// Sends a request without waiting; returns its request id. A fresh MUNGE
@@ -210,7 +199,8 @@ impl Client {
             .munge
             .encode(&bulkhead_proto::bind::client_request(id, &op))?;
         let frame = codec::encode(id, &ClientRequest { credential, op })?;
-        self.sock.send(frame, 0).map_err(zerr("send"))?;
+        let r = self.wait_connected()?.send(&frame);
+        self.sent_or_drop(r)?;
         Ok(id)
     }
 
@@ -286,9 +276,9 @@ impl Client {
                     retrying(attempt, &e);
                     std::thread::sleep(pause);
                     pause = pause.saturating_mul(2).min(Duration::from_secs(8));
-                    // The broker may be gone: wait for a connection again (bounded)
-                    // rather than block in the send.
-                    self.connected = false;
+                    // The broker may be gone, or answer late on this connection:
+                    // the next attempt makes a new one (bounded by connect_timeout).
+                    self.conn = None;
                 }
                 r => return r,
             }
