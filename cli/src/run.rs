@@ -388,24 +388,18 @@ pub fn relay(
                 }
             }
         }
-        for (i, why) in polled.lost {
-            if done[i] {
-                continue;
-            }
-            eprintln!(
-                "bh: error: {}: lost the connection to the node: {}",
-                conns.node_name(i),
-                bulkhead_cli_escape(&why)
-            );
-            done[i] = true;
-            status = status.max(1);
-            // A step runs whole or not at all.
-            if !killed {
-                conns.send_all(&StepIn::Signal(libc::SIGKILL))?;
-                killed = true;
-            }
-        }
-        for (i, msg) in polled.frames {
+        // A node whose connection ended before its end arrived failed the step.
+        let lost: Vec<(usize, StepOut)> = polled
+            .lost
+            .into_iter()
+            .filter(|&(i, _)| !done[i])
+            .map(|(i, why)| {
+                let node = conns.node_name(i).to_string();
+                let message = format!("lost the connection to the node: {why}");
+                (i, StepOut::Failed { node, message })
+            })
+            .collect();
+        for (i, msg) in lost.into_iter().chain(polled.frames) {
             match msg {
                 StepOut::Started { .. } => started[i] = true,
                 StepOut::Output { rank, err, data } => {

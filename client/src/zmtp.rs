@@ -86,9 +86,11 @@ pub struct Conn {
     stream: TcpStream,
     endpoint: String,
     mech: Mech,
+    /// Bytes read: unread from `pos` to `end`; the rest is room for the next read,
+    /// zeroed once when the buffer grows (not before every read).
     buf: Vec<u8>,
-    /// Where unread bytes start in `buf`.
     pos: usize,
+    end: usize,
     max_frame: usize,
 }
 
@@ -260,6 +262,7 @@ impl Conn {
             mech: Mech::Null,
             buf: Vec::new(),
             pos: 0,
+            end: 0,
             max_frame,
         };
         c.handshake(server_key, timeout, deadline)?;
@@ -472,7 +475,7 @@ impl Conn {
         timeout: Duration,
         deadline: Instant,
     ) -> Result<(), ZmtpError> {
-        while self.buf.len() - self.pos < out.len() {
+        while self.end - self.pos < out.len() {
             self.fill_by(timeout, deadline)?;
         }
         out.copy_from_slice(&self.buf[self.pos..self.pos + out.len()]);
@@ -514,36 +517,36 @@ impl Conn {
     /// Reads what the socket has (one `read(2)`, which blocks if nothing is there);
     /// 0 when the peer closed the connection.
     pub fn fill(&mut self) -> Result<usize, ZmtpError> {
-        if self.pos > 0 && (self.pos == self.buf.len() || self.pos >= READ_CHUNK) {
-            self.buf.drain(..self.pos);
+        if self.pos == self.end {
+            (self.pos, self.end) = (0, 0);
+        } else if self.pos > 0 && self.buf.len() - self.end < READ_CHUNK {
+            // A partial frame moves to the front rather than the buffer growing.
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.end -= self.pos;
             self.pos = 0;
         }
-        let have = self.buf.len();
-        self.buf.resize(have + READ_CHUNK, 0);
+        if self.buf.len() - self.end < READ_CHUNK {
+            self.buf.resize(self.end + READ_CHUNK, 0);
+        }
         let r = loop {
-            match self.stream.read(&mut self.buf[have..]) {
+            match self.stream.read(&mut self.buf[self.end..]) {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 r => break r,
             }
         };
         match r {
             Ok(n) => {
-                self.buf.truncate(have + n);
+                self.end += n;
                 Ok(n)
             }
-            Err(e) => {
-                self.buf.truncate(have);
-                if e.kind() == std::io::ErrorKind::ConnectionReset {
-                    return Ok(0);
-                }
-                Err(self.io("recv")(e))
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Ok(0),
+            Err(e) => Err(self.io("recv")(e)),
         }
     }
 
     /// The next whole frame read, if one is there: its flags and body.
     fn next_frame(&mut self, limit: usize) -> Result<Option<(u8, Vec<u8>)>, ZmtpError> {
-        let b = &self.buf[self.pos..];
+        let b = &self.buf[self.pos..self.end];
         if b.len() < 2 {
             return Ok(None);
         }

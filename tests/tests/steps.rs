@@ -1236,3 +1236,51 @@ fn a_steps_end_survives_the_broker_being_down_and_its_agent_restarting() {
     assert!(lines.contains(&format!("{js}.batch,RUNNING,")), "{lines}");
     release(&c, &wd, j);
 }
+
+/// `bh run` whose node's agent dies mid-step (its connection closed under it) says so
+/// and ends failed, instead of waiting on a connection that will not answer again.
+#[test]
+fn a_step_whose_agent_dies_ends_bh_run_with_an_error() {
+    let mut c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let j = start_held(&c, &u, &wd, &[]);
+    let js = j.to_string();
+    let mut child = c
+        .bh_command(
+            Some(&u),
+            &wd,
+            &[
+                "run",
+                "--jobid",
+                &js,
+                "sh",
+                "-c",
+                "touch step.on; exec sleep 302",
+            ],
+        )
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bh run");
+    wait_for(t(), || wd.join("step.on").exists()).expect("the step runs");
+    c.signal_agent(nix::sys::signal::Signal::SIGKILL);
+    let mut ended = None;
+    wait_for(t(), || {
+        ended = child.try_wait().expect("try_wait");
+        ended.is_some()
+    })
+    .expect("bh run ends when its node's connection closes");
+    let status = ended.expect("an exit status");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
+        .expect("stderr");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("lost the connection to the node"), "{err}");
+    c.start_agent().expect("agent back");
+    c.wait_node_up().expect("node up");
+    let _ = c.bh(Some(&u), &["cancel", &js]);
+    c.wait_state(j, &[JobState::Cancelled], t())
+        .expect("cancelled");
+    wait_for(t(), || processes_of(u.uid, "sleep 302").is_empty())
+        .expect("the step's task ends with its job");
+}
