@@ -78,9 +78,28 @@ impl Core {
             return BrokerMessage::Reregister;
         }
         use sha2::{Digest, Sha256};
-        self.challenges
-            .retain(|_, (_, at)| now_us.saturating_sub(*at) <= CHALLENGE_VALID_US);
-        if self.challenges.len() >= MAX_CHALLENGES {
+        // A connection already challenged is given the same challenge again (its
+        // queued heartbeats, arriving after a restart, each ask): a new one would
+        // refuse the registration answering the first, and each refusal cost the node
+        // another round.
+        if let Some((nonce, at)) = self.challenges.get(peer)
+            && now_us.saturating_sub(*at) <= CHALLENGE_VALID_US
+        {
+            return BrokerMessage::Challenge {
+                nonce: nonce.clone(),
+            };
+        }
+        // Room for every known node to be challenged at once (a broker restarted
+        // before 10,000 nodes): a smaller cap evicted challenges before their answers
+        // arrived, and each answer refused made another challenge.
+        let cap = MAX_CHALLENGES.max(self.nodes.len().saturating_mul(2));
+        if self.challenges.len() >= cap {
+            // Expired ones are refused where they are used; they are swept only here,
+            // not at every challenge (a walk of them all each time).
+            self.challenges
+                .retain(|_, (_, at)| now_us.saturating_sub(*at) <= CHALLENGE_VALID_US);
+        }
+        if self.challenges.len() >= cap {
             // Connections that never answer: the oldest challenge goes.
             if let Some(oldest) = self
                 .challenges
@@ -100,6 +119,20 @@ impl Core {
         self.challenges
             .insert(peer.clone(), (nonce.clone(), now_us));
         BrokerMessage::Challenge { nonce }
+    }
+
+    /// A registration repeated on the connection whose registration was accepted,
+    /// with the challenge that registration answered (its session).
+    fn is_repeat_registration(&self, peer: &PeerId, reg: &Registration) -> bool {
+        !reg.challenge.is_empty()
+            && self
+                .node_by_name
+                .get(&reg.name)
+                .and_then(|id| self.nodes.get(id))
+                .is_some_and(|n| {
+                    n.peer.as_ref() == Some(peer)
+                        && n.session.as_deref() == Some(&reg.challenge[..])
+                })
     }
 
     /// The random seed challenges are made from (the shell's, from the kernel).
@@ -214,6 +247,24 @@ impl Core {
                     && nonce == reg.challenge
                     && now_us.saturating_sub(at) <= CHALLENGE_VALID_US
             });
+            if !fresh && self.is_repeat_registration(&peer, &reg) {
+                // The agent sent its registration again before the answer to the
+                // first arrived (a busy broker: a restart before thousands of
+                // nodes). Its session stands: it is told again, and nothing resets
+                // (a new challenge would unregister a registered node and cost it
+                // another round, and under load the rounds only grew).
+                if let Some(id) = self.node_by_name.get(&reg.name).copied() {
+                    fx.send.push(Outbound::Agent {
+                        peer,
+                        request_id,
+                        msg: BrokerMessage::Registered {
+                            node: id,
+                            heartbeat_ms: self.heartbeat_ms(),
+                        },
+                    });
+                }
+                return;
+            }
             if !fresh {
                 // A first registration, a stale one, or one captured elsewhere and
                 // played here: this connection gets a challenge of its own.

@@ -144,8 +144,32 @@ pub struct Denial {
 pub const MAX_DENIALS_PER_REPORT: usize = 256;
 /// A broker's challenge makes the agent register at most once per this.
 pub const CHALLENGE_EVERY: Duration = Duration::from_secs(1);
-/// An unregistered agent registers again after this.
+/// An unregistered agent registers again after this, then after twice as long each
+/// time unanswered (up to [`REGISTER_RETRY_MAX`]), spread by each node's own jitter.
 pub const REGISTER_RETRY: Duration = Duration::from_secs(3);
+/// The longest wait between unanswered registrations.
+pub const REGISTER_RETRY_MAX: Duration = Duration::from_secs(12);
+
+/// How long node `node` waits after its `unanswered`-th unanswered registration
+/// before the next: [`REGISTER_RETRY`] doubled per unanswered one up to
+/// [`REGISTER_RETRY_MAX`], times a factor in [0.75, 1.25) of the node's name and the
+/// count. Thousands of nodes re-registering with a restarted broker would otherwise
+/// all send again at the same moments, each retry more work for a broker already
+/// behind (a herd that took 66 s to settle at 10,000 nodes).
+pub fn register_retry(node: &str, unanswered: u32) -> Duration {
+    let base = REGISTER_RETRY
+        .saturating_mul(1u32 << unanswered.min(3))
+        .min(REGISTER_RETRY_MAX);
+    // FNV-1a over the name and the count: the same node spreads its tries
+    // differently each time, and nodes differ from one another.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in node.bytes().chain(unanswered.to_le_bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let permille = 750 + (h % 500) as u32;
+    base.saturating_mul(permille) / 1000
+}
 /// Heartbeats until the broker says its interval.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(2000);
 
@@ -170,6 +194,8 @@ pub struct AgentCore {
     step_ends: stepends::StepEnds,
     registered: bool,
     last_register: Option<Instant>,
+    /// Registrations sent since the last answer (the retries' backoff).
+    unanswered: u32,
     heartbeat: Duration,
     last_beat: Instant,
     /// The broker's challenge the last registration answered: sealed messages must be
@@ -218,6 +244,7 @@ impl AgentCore {
             step_ends: stepends::StepEnds::default(),
             registered: false,
             last_register: None,
+            unanswered: 0,
             heartbeat: DEFAULT_HEARTBEAT,
             last_beat: now.at,
             challenge: Vec::new(),
@@ -337,10 +364,10 @@ impl AgentCore {
             self.ends.resend_due(now.at, &mut fx);
             self.step_ends.resend_due(now.at, &mut fx);
             self.report_denials(&mut fx);
-        } else if self
-            .last_register
-            .is_none_or(|t| now.at.saturating_duration_since(t) > REGISTER_RETRY)
-        {
+        } else if self.last_register.is_none_or(|t| {
+            now.at.saturating_duration_since(t) > register_retry(&self.cfg.node, self.unanswered)
+        }) {
+            self.unanswered = self.unanswered.saturating_add(1);
             self.register(now, &mut fx);
         }
         fx
@@ -376,6 +403,13 @@ impl AgentCore {
                 }
             }
             BrokerMessage::Challenge { nonce } => {
+                if !self.registered && nonce == self.challenge {
+                    // Answered already: the registration with it is on its way (the
+                    // broker repeats a challenge to each message of an unknown
+                    // connection); a lost one is sent again by the retries.
+                    tracing::debug!("the challenge this node answered, again: ignored");
+                    return fx;
+                }
                 if self
                     .last_challenge
                     .is_some_and(|t| now.at.saturating_duration_since(t) < CHALLENGE_EVERY)
@@ -384,6 +418,8 @@ impl AgentCore {
                     return fx;
                 }
                 self.last_challenge = Some(now.at);
+                // The broker answers: the retries start again from the shortest wait.
+                self.unanswered = 0;
                 tracing::info!("the broker asks this node to register");
                 self.challenge = nonce;
                 self.last_seq = 0;
@@ -408,11 +444,23 @@ impl AgentCore {
             BrokerMessage::Registered { node, heartbeat_ms } => {
                 tracing::info!(%node, "registered with the broker");
                 self.registered = true;
+                self.unanswered = 0;
                 self.heartbeat = Duration::from_millis(u64::from(heartbeat_ms.clamp(100, 60_000)));
                 self.ends.resend_due(now.at, &mut fx);
                 self.step_ends.resend_due(now.at, &mut fx);
             }
             BrokerMessage::Reregister => {
+                // A restarted broker asks again for each message queued before it
+                // heard the registration: one registration a second is enough (the
+                // retries send a lost one again).
+                if !self.registered
+                    && self
+                        .last_register
+                        .is_some_and(|t| now.at.saturating_duration_since(t) < CHALLENGE_EVERY)
+                {
+                    tracing::debug!("asked to register within a second of registering: ignored");
+                    return fx;
+                }
                 tracing::info!("the broker asks this node to register again");
                 self.registered = false;
                 self.register(now, &mut fx);

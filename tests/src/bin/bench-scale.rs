@@ -382,8 +382,10 @@ fn wait_nodes_up(
     emulators: &mut [Emulator],
     within: Duration,
 ) -> Result<()> {
-    let deadline = Instant::now() + within;
+    let t0 = Instant::now();
+    let deadline = t0 + within;
     let mut client = broker.client()?;
+    let mut said = t0;
     loop {
         for e in emulators.iter_mut() {
             if let Ok(Some(status)) = e.0.try_wait() {
@@ -398,6 +400,14 @@ fn wait_nodes_up(
         });
         if up >= want {
             return Ok(());
+        }
+        // Progress on stderr (the figures are stdout's): how registrations come in.
+        if said.elapsed() >= Duration::from_secs(5) {
+            said = Instant::now();
+            eprintln!(
+                "{:.0} s: {up} of {want} nodes up",
+                t0.elapsed().as_secs_f64()
+            );
         }
         if Instant::now() > deadline {
             bail!("{up} of {want} nodes up after {} s", within.as_secs());

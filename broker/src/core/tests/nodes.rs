@@ -261,3 +261,146 @@ fn a_large_clusters_nodes_beat_less_often_and_time_out_later() {
         "up after three beats' silence"
     );
 }
+
+fn signed_core() -> Core {
+    let cfg = CoreConfig {
+        signer: Some(bulkhead_net::sign::LaunchSigner::generate().expect("signing key")),
+        ..CoreConfig::default()
+    };
+    Core::new(cfg, vec![], vec![])
+}
+
+fn challenge_of(fx: &Effects) -> Option<Vec<u8>> {
+    fx.send.iter().find_map(|o| match o {
+        Outbound::Agent {
+            msg: BrokerMessage::Challenge { nonce },
+            ..
+        } => Some(nonce.clone()),
+        _ => None,
+    })
+}
+
+fn registered(fx: &Effects) -> bool {
+    fx.send.iter().any(|o| {
+        matches!(
+            o,
+            Outbound::Agent {
+                msg: BrokerMessage::Registered { .. },
+                ..
+            }
+        )
+    })
+}
+
+fn answering(name: &str, nonce: &[u8]) -> AgentMessage {
+    let AgentMessage::Register(mut r) = reg(name, 4, vec![]) else {
+        unreachable!()
+    };
+    r.challenge = nonce.to_vec();
+    AgentMessage::Register(r)
+}
+
+/// A registration sent again before the answer to the first arrived (a busy broker)
+/// is answered again on its session: no new challenge (which would unregister the
+/// node and cost it another round), nothing stored; from another connection it is
+/// challenged.
+#[test]
+fn a_repeated_registration_is_told_again_not_challenged() {
+    let mut c = signed_core();
+    let peer = b"n1-conn".to_vec();
+    let fx = c.agent(peer.clone(), 1, Some(&root()), reg("n1", 4, vec![]), 10);
+    let nonce = challenge_of(&fx).expect("a first registration is challenged");
+    let fx = c.agent(peer.clone(), 2, Some(&root()), answering("n1", &nonce), 11);
+    assert!(registered(&fx), "{:?}", fx.send);
+    let fx = c.agent(peer.clone(), 3, Some(&root()), answering("n1", &nonce), 12);
+    assert!(registered(&fx), "the repeat is answered: {:?}", fx.send);
+    assert_eq!(challenge_of(&fx), None);
+    assert!(fx.store.is_empty(), "a repeat changes nothing");
+    let fx = c.agent(
+        b"other".to_vec(),
+        4,
+        Some(&root()),
+        answering("n1", &nonce),
+        13,
+    );
+    assert!(
+        challenge_of(&fx).is_some(),
+        "another connection is challenged"
+    );
+    assert!(!registered(&fx));
+}
+
+/// A broker restarted before more nodes than its base cap of challenges challenges
+/// them all at once; the first challenged is still answered in time (a cap of 4,096
+/// evicted it, and each refused answer made another challenge).
+#[test]
+fn challenges_outstanding_grow_with_the_nodes_known() {
+    let n = 2_100;
+    let mut c2 = signed_core();
+    for i in 0..n {
+        let peer = format!("p{i}").into_bytes();
+        let name = format!("n{i}");
+        let fx = c2.agent(peer.clone(), 1, Some(&root()), reg(&name, 4, vec![]), 20);
+        let nonce = challenge_of(&fx).expect("challenge");
+        let fx = c2.agent(peer, 2, Some(&root()), answering(&name, &nonce), 21);
+        assert!(registered(&fx));
+    }
+    // The restart of their connections: every node's heartbeat comes on a connection
+    // the broker does not know, more of them than the base cap.
+    let mut first = None;
+    for i in 0..2 * n {
+        let fx = c2.agent(
+            format!("q{i}").into_bytes(),
+            1,
+            None,
+            AgentMessage::Heartbeat {
+                running: vec![],
+                launches: 0,
+            },
+            // Each later than the last: the first is the oldest, evicted first.
+            30 + i as u64,
+        );
+        let nonce = challenge_of(&fx).expect("an unknown connection is challenged");
+        first.get_or_insert(nonce);
+    }
+    let fx = c2.agent(
+        b"q0".to_vec(),
+        2,
+        Some(&root()),
+        answering("n0", &first.expect("challenged")),
+        30 + 2 * n as u64,
+    );
+    assert!(
+        registered(&fx),
+        "the first challenge was kept: {:?}",
+        fx.send
+    );
+}
+
+/// An unknown connection's messages (a restarted broker hearing an agent's queued
+/// heartbeats) all get the one challenge, and a registration answering the first
+/// is taken: a fresh challenge each time refused it and cost the node a round.
+#[test]
+fn an_unknown_connection_is_given_one_challenge_until_it_answers() {
+    let mut c = signed_core();
+    let beat = || AgentMessage::Heartbeat {
+        running: vec![],
+        launches: 0,
+    };
+    let peer = b"n1-conn".to_vec();
+    let first = challenge_of(&c.agent(peer.clone(), 1, None, beat(), 10)).expect("challenge");
+    for t in 11..15 {
+        let again = challenge_of(&c.agent(peer.clone(), 1, None, beat(), t)).expect("challenge");
+        assert_eq!(again, first, "the same challenge, repeated");
+    }
+    let other =
+        challenge_of(&c.agent(b"n2-conn".to_vec(), 1, None, beat(), 15)).expect("challenge");
+    assert_ne!(other, first, "each connection has its own");
+    let fx = c.agent(peer.clone(), 2, Some(&root()), answering("n1", &first), 16);
+    assert!(registered(&fx), "{:?}", fx.send);
+    // Expired, a challenge is made anew.
+    let late = challenge_of(&c.agent(b"n3-conn".to_vec(), 1, None, beat(), 20)).expect("challenge");
+    let renewed = challenge_of(&c.agent(b"n3-conn".to_vec(), 1, None, beat(), 20 + 61_000_000))
+        .expect("challenge");
+    assert_ne!(late, renewed);
+}

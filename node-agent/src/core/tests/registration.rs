@@ -29,16 +29,48 @@ fn heartbeats_go_at_the_brokers_interval_and_not_before() {
 }
 
 #[test]
-fn an_unregistered_agent_sends_no_heartbeat_and_registers_again_every_three_seconds() {
+fn an_unregistered_agent_sends_no_heartbeat_and_registers_again_backing_off() {
     let mut t = Env::new().build();
     assert_effects!(t.core.start(t.now), Effect::Register(_) => 1);
-    t.advance(REGISTER_RETRY);
-    let fx = t.tick();
-    assert!(fx.is_empty(), "not yet: {fx:#?}");
-    t.advance(Duration::from_millis(1));
-    let fx = t.tick();
-    assert_effects!(fx, Effect::Register(_) => 1);
-    assert_sent!(fx, AgentMessage::Heartbeat { .. } => 0);
+    for unanswered in 0..3 {
+        t.advance(register_retry(NODE, unanswered));
+        let fx = t.tick();
+        assert!(
+            fx.is_empty(),
+            "not yet after {unanswered} unanswered: {fx:#?}"
+        );
+        t.advance(Duration::from_millis(1));
+        let fx = t.tick();
+        assert_effects!(fx, Effect::Register(_) => 1);
+        assert_sent!(fx, AgentMessage::Heartbeat { .. } => 0);
+    }
+    // An answer (a challenge) starts the waits again from the shortest.
+    t.advance(Duration::from_secs(2));
+    t.broker(BrokerMessage::Challenge { nonce: vec![5; 16] });
+    t.advance(register_retry(NODE, 0) + Duration::from_millis(1));
+    assert_effects!(t.tick(), Effect::Register(r) if r.challenge == vec![5; 16] => 1);
+}
+
+#[test]
+fn registration_retries_double_up_to_a_cap_and_differ_between_nodes() {
+    for unanswered in 0..10 {
+        let base = REGISTER_RETRY
+            .saturating_mul(1 << unanswered.min(3))
+            .min(REGISTER_RETRY_MAX);
+        let d = register_retry("node-1", unanswered);
+        assert!(
+            d >= base * 3 / 4 && d < base * 5 / 4,
+            "{unanswered}: {d:?} of {base:?}"
+        );
+    }
+    assert!(register_retry("n", 9) < REGISTER_RETRY_MAX * 5 / 4);
+    // 1,000 nodes' first retries are spread over the window, not at one moment.
+    let waits: std::collections::BTreeSet<Duration> = (0..1000)
+        .map(|i| register_retry(&format!("node-{i}"), 0))
+        .collect();
+    assert!(waits.len() > 400, "{} distinct waits", waits.len());
+    let (lo, hi) = (waits.first().unwrap(), waits.last().unwrap());
+    assert!(*hi - *lo > Duration::from_millis(1200), "{lo:?}..{hi:?}");
 }
 
 #[test]
@@ -53,6 +85,30 @@ fn a_challenge_makes_it_register_at_most_once_a_second() {
     assert_effects!(t.broker(challenge(2)), Effect::Register(_) => 0);
     t.advance(Duration::from_millis(1));
     assert_effects!(t.broker(challenge(3)), Effect::Register(r) if r.challenge == vec![3; 16] => 1);
+}
+
+#[test]
+fn a_broker_asking_again_and_again_gets_one_registration_a_second() {
+    let mut t = Env::new().build();
+    t.registered(1000);
+    assert_effects!(t.broker(BrokerMessage::Reregister), Effect::Register(_) => 1);
+    t.advance(Duration::from_millis(999));
+    assert_effects!(t.broker(BrokerMessage::Reregister), Effect::Register(_) => 0);
+    t.advance(Duration::from_millis(1));
+    assert_effects!(t.broker(BrokerMessage::Reregister), Effect::Register(_) => 1);
+}
+
+#[test]
+fn a_challenge_already_answered_is_not_answered_again() {
+    let mut t = Env::new().build();
+    t.registered(1000);
+    let challenge = |n: u8| BrokerMessage::Challenge { nonce: vec![n; 16] };
+    assert_effects!(t.broker(challenge(4)), Effect::Register(_) => 1);
+    // The broker repeats it to the heartbeats queued before: the registration with
+    // it is on its way.
+    t.advance(Duration::from_secs(2));
+    assert_effects!(t.broker(challenge(4)), Effect::Register(_) => 0);
+    assert_effects!(t.broker(challenge(6)), Effect::Register(r) if r.challenge == vec![6; 16] => 1);
 }
 
 #[test]
