@@ -102,6 +102,9 @@ fn out_pull(
     })
 }
 
+/// The listen backlog of a daemon's ROUTER.
+pub const ROUTER_BACKLOG: i32 = 65_535;
+
 /// Binds a ROUTER on `endpoint` (e.g. `tcp://127.0.0.1:6817`, or `tcp://127.0.0.1:*`).
 pub fn bind_router(ctx: &zmq::Context, endpoint: &str) -> Result<Bound, TransportError> {
     bind_router_with(ctx, endpoint, None)
@@ -115,6 +118,14 @@ pub fn bind_router_with(
 ) -> Result<Bound, TransportError> {
     let endpoint = endpoint.replace(":0", ":*");
     let router = socket(ctx, zmq::ROUTER, &endpoint)?;
+    // Room for the connections of every node at once (a broker restarted before
+    // 10,000 agents, which all reconnect within a second): with libzmq's default of
+    // 100 the kernel dropped the rest of the SYNs, and their agents waited out TCP's
+    // retransmission backoff (1, 3, 7, 15, 31 s...) before they could register. The
+    // kernel caps it at net.core.somaxconn.
+    router
+        .set_backlog(ROUTER_BACKLOG)
+        .map_err(zerr("set_backlog", &endpoint))?;
     if let Some(pair) = curve {
         crate::curve::server(&router, pair).map_err(|e| TransportError::Curve(e.to_string()))?;
     }

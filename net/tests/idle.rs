@@ -95,3 +95,32 @@ fn idle_network_threads_do_not_wake_and_stop_when_told() {
     );
     assert!(tid_of("bh-zap").is_none(), "the ZAP handler is still there");
 }
+
+/// A daemon's ROUTER listens with a backlog for thousands of nodes reconnecting at
+/// once (libzmq's default, 100, left the rest of a 10,000-node herd waiting out TCP's
+/// SYN retransmissions): the kernel's listening socket says so (`ss`'s Send-Q of a
+/// listener is its backlog), up to net.core.somaxconn.
+#[test]
+fn a_routers_listen_backlog_takes_a_herd() {
+    let ctx = zmq::Context::new();
+    let bound = bulkhead_net::thread::bind_router(&ctx, "tcp://127.0.0.1:0").expect("bind");
+    let port = bound.endpoint.rsplit(':').next().expect("port").to_string();
+    let somaxconn: i64 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .expect("somaxconn")
+        .trim()
+        .parse()
+        .expect("a number");
+    let out = std::process::Command::new("ss")
+        .args(["-ltnH", &format!("sport = :{port}")])
+        .output()
+        .expect("ss (iproute2)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let backlog: i64 = text
+        .split_whitespace()
+        .nth(2)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no listener in {text:?}"));
+    let want = somaxconn.min(i64::from(bulkhead_net::thread::ROUTER_BACKLOG));
+    assert_eq!(backlog, want, "{text}");
+    assert!(backlog > 100, "more than libzmq's default");
+}
