@@ -8,7 +8,8 @@ use bulkhead_proto::codec::{self, DecodeError, EncodeError};
 use bulkhead_proto::job::JobSubmission;
 use bulkhead_proto::limits::MAX_FRAME_BYTES;
 use bulkhead_proto::msg::{
-    CancelOutcome, ClientOp, ClientReply, ClientRequest, ErrorReply, NodeInfo, QueueFilter,
+    CancelOutcome, ClientOp, ClientReply, ClientRequest, ErrorCode, ErrorReply, NodeInfo,
+    QueueFilter,
 };
 use bulkhead_proto::{JobId, JobInfo};
 use std::path::Path;
@@ -109,6 +110,16 @@ impl std::fmt::Debug for Client {
             .field("endpoint", &self.endpoint)
             .finish_non_exhaustive()
     }
+}
+
+/// The longest wait a broker's "slow down" is waited out for before asking again.
+pub const MAX_SLOW_DOWN_WAIT: Duration = Duration::from_secs(2);
+
+/// The wait a broker's "slow down … retry in N ms" names.
+pub fn retry_after(message: &str) -> Option<Duration> {
+    let (_, rest) = message.rsplit_once("retry in ")?;
+    let ms: u64 = rest.strip_suffix(" ms")?.trim().parse().ok()?;
+    Some(Duration::from_millis(ms))
 }
 
 /// Frames a client reads: the protocol's limit, and the reply's envelope around it.
@@ -226,10 +237,28 @@ impl Client {
         }
     }
 
+    /// [`Client::request`], an error reply made [`ClientError::Refused`]. A broker
+    /// that says to slow down for a short while (its rate limit, a burst spent) is
+    /// asked again after the wait it names, as Slurm's commands sleep and retry when
+    /// the controller is busy, within the reply timeout; a longer wait is the caller's
+    /// error.
     fn call(&mut self, op: ClientOp) -> Result<ClientReply, ClientError> {
-        match self.request(op)? {
-            ClientReply::Error(e) => Err(ClientError::Refused(e)),
-            r => Ok(r),
+        let deadline = Instant::now() + self.reply_timeout;
+        loop {
+            match self.request(op.clone())? {
+                ClientReply::Error(e) if e.code == ErrorCode::SlowDown => {
+                    match retry_after(&e.message) {
+                        Some(wait)
+                            if wait <= MAX_SLOW_DOWN_WAIT && Instant::now() + wait < deadline =>
+                        {
+                            std::thread::sleep(wait);
+                        }
+                        _ => return Err(ClientError::Refused(e)),
+                    }
+                }
+                ClientReply::Error(e) => return Err(ClientError::Refused(e)),
+                r => return Ok(r),
+            }
         }
     }
 
@@ -422,5 +451,21 @@ impl Client {
             ClientReply::Partitions(p) => Ok(p),
             other => Err(ClientError::Unexpected(format!("{other:?}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_a_slow_down_names_is_read() {
+        assert_eq!(
+            retry_after("slow down: u1 sent more than 100 requests per second; retry in 42 ms"),
+            Some(Duration::from_millis(42))
+        );
+        assert_eq!(retry_after("slow down; retry in soon"), None);
+        assert_eq!(retry_after("no wait named"), None);
+        assert_eq!(retry_after("retry in 18446744073709551616 ms"), None);
     }
 }

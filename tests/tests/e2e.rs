@@ -955,6 +955,30 @@ fn a_multi_node_job_gets_all_its_nodes_at_once() {
     assert!(!out.status.success());
 }
 
+/// A short "slow down" is waited out: a user's commands past the burst wait the few
+/// milliseconds the broker names and are answered, as Slurm's commands sleep and
+/// retry when the controller is busy.
+#[test]
+fn a_short_slow_down_is_waited_out_by_the_client() {
+    let c = Cluster::start_with(ClusterOpts {
+        // 2 requests per second after a burst of 2: waits of up to 500 ms, which six
+        // commands in a row cannot go without however slow the machine.
+        broker_config: Some("[rate_limit]\nrequests_per_s = 2\nburst = 2\n".into()),
+        ..Default::default()
+    })
+    .expect("cluster");
+    let a = user(USER1);
+    // Through the real command, as a user (root is not limited).
+    for i in 0..6 {
+        let out = c.bh(Some(&a), &["queue"]).expect("bh queue");
+        assert!(
+            out.status.success(),
+            "command {i}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// One user polling in a loop is slowed down with a clear error; another user is still
 /// served at once.
 #[test]

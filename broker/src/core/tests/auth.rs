@@ -77,6 +77,21 @@ fn a_user_over_the_rate_limit_gets_slow_down_and_others_do_not() {
     }
     let fx = c.client(b"a".to_vec(), 4, &user(5), q(), 0);
     assert_eq!(code(&fx), Some(ErrorCode::SlowDown));
+    // The wait is named so that clients can wait it out and ask again.
+    let Outbound::Client {
+        reply: ClientReply::Error(e),
+        ..
+    } = &fx.send[0]
+    else {
+        panic!("{:?}", fx.send)
+    };
+    let wait = bulkhead_net::client::retry_after(&e.message);
+    assert_eq!(
+        wait,
+        Some(std::time::Duration::from_secs(1)),
+        "{}",
+        e.message
+    );
     assert_eq!(code(&c.client(b"b".to_vec(), 5, &user(6), q(), 0)), None);
     assert_eq!(code(&c.client(b"r".to_vec(), 6, &root(), q(), 0)), None);
     assert_eq!(
