@@ -1147,3 +1147,63 @@ pub fn mknod(path: &std::path::Path, major: u64, minor: u64) {
     std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .expect("chmod");
 }
+
+/// The `i`th of a large set of ended jobs as the broker stores them (200 users, a
+/// third with a GPU, an hour each with usage), for the benchmarks that load many.
+pub fn ended_job_row(i: u64) -> bulkhead_broker::store::JobRow {
+    let start = 1_700_000_000_000_000 + i * 30_000_000;
+    let gpu = i.is_multiple_of(3);
+    bulkhead_broker::store::JobRow {
+        id: JobId(i + 1),
+        uid: 1000 + (i % 200) as u32,
+        gid: 1000,
+        user: format!("user{}", i % 200),
+        batch: false,
+        submission: bulkhead_proto::job::JobSubmission {
+            resources: bulkhead_proto::job::ResourceRequest {
+                cpus: 8,
+                gpus: u32::from(gpu),
+                ..Default::default()
+            },
+            ..submission(Path::new("/home/u"), "train", "")
+        },
+        partition: "gpu".into(),
+        mem_mb: 8192,
+        state: JobState::Completed,
+        reason: None,
+        exit_code: Some(0),
+        signal: None,
+        node: Some(bulkhead_proto::NodeId(1)),
+        extra_nodes: vec![],
+        submit_us: start - 60_000_000,
+        start_us: Some(start),
+        end_us: Some(start + 3_600_000_000),
+        denials: vec![],
+        gpus: if gpu {
+            vec![vec![bulkhead_proto::job::GpuGrant {
+                index: 0,
+                mig: None,
+            }]]
+        } else {
+            vec![]
+        },
+        preempted_by: None,
+        usage: Some(bulkhead_proto::acct::JobUsage {
+            cpu_usec: Some(3_000_000_000),
+            mem_peak_bytes: Some(4 << 30),
+            samples: 360,
+            gpus: if gpu {
+                vec![bulkhead_proto::acct::GpuUsage {
+                    model: "h100-80gb".into(),
+                    util_sum: 360 * (i % 100),
+                    util_samples: 360,
+                    energy_mj: Some(1_000_000_000),
+                    ..Default::default()
+                }]
+            } else {
+                vec![]
+            },
+            ..Default::default()
+        }),
+    }
+}

@@ -1178,6 +1178,26 @@ fn an_exclusive_step_waits_for_the_cpus_of_another() {
     release(&c, &wd, j);
 }
 
+/// A step of held job `j` running `script` under `bh run`, as `u` in `wd`, spawned
+/// (its stderr piped when `stderr`), once the script has touched `step.on`.
+fn step_running(
+    c: &Cluster,
+    u: &bulkhead_tests::TestUser,
+    wd: &Path,
+    j: JobId,
+    script: &str,
+    stderr: bool,
+) -> std::process::Child {
+    let js = j.to_string();
+    let mut cmd = c.bh_command(Some(u), wd, &["run", "--jobid", &js, "sh", "-c", script]);
+    if stderr {
+        cmd.stderr(std::process::Stdio::piped());
+    }
+    let child = cmd.spawn().expect("bh run");
+    wait_for(t(), || wd.join("step.on").exists()).expect("the step runs");
+    child
+}
+
 /// A step that ends while the broker is down, on an agent killed before the broker
 /// returns: its end is journaled on the node and reaches `bh acct` once the broker is
 /// back (the agent sends it until the broker acknowledges it).
@@ -1188,22 +1208,14 @@ fn a_steps_end_survives_the_broker_being_down_and_its_agent_restarting() {
     let wd = c.workdir(Some(&u)).expect("workdir");
     let j = start_held(&c, &u, &wd, &[]);
     let js = j.to_string();
-    let mut step = c
-        .bh_command(
-            Some(&u),
-            &wd,
-            &[
-                "run",
-                "--jobid",
-                &js,
-                "sh",
-                "-c",
-                "touch step.on; while [ ! -e step.go ]; do sleep 0.1; done; exit 4",
-            ],
-        )
-        .spawn()
-        .expect("bh run");
-    wait_for(t(), || wd.join("step.on").exists()).expect("the step runs");
+    let mut step = step_running(
+        &c,
+        &u,
+        &wd,
+        j,
+        "touch step.on; while [ ! -e step.go ]; do sleep 0.1; done; exit 4",
+        false,
+    );
     let journal = c.spool().join("ends.journal");
     let size = || std::fs::metadata(&journal).map_or(0, |m| m.len());
     let before = size();
@@ -1246,23 +1258,7 @@ fn a_step_whose_agent_dies_ends_bh_run_with_an_error() {
     let wd = c.workdir(Some(&u)).expect("workdir");
     let j = start_held(&c, &u, &wd, &[]);
     let js = j.to_string();
-    let mut child = c
-        .bh_command(
-            Some(&u),
-            &wd,
-            &[
-                "run",
-                "--jobid",
-                &js,
-                "sh",
-                "-c",
-                "touch step.on; exec sleep 302",
-            ],
-        )
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("bh run");
-    wait_for(t(), || wd.join("step.on").exists()).expect("the step runs");
+    let mut child = step_running(&c, &u, &wd, j, "touch step.on; exec sleep 302", true);
     c.signal_agent(nix::sys::signal::Signal::SIGKILL);
     let mut ended = None;
     wait_for(t(), || {

@@ -186,6 +186,9 @@ enum Bench {
         idle_s: u32,
         #[arg(long, default_value_t = 100_000)]
         queued: u32,
+        /// Ended jobs in the store of the broker whose start is timed last (0 skips).
+        #[arg(long, default_value_t = 1_000_000)]
+        stored: u32,
     },
     /// One command as a user waits for it, through Slurm's names (links to the real
     /// `bh`), one process per call, on an idle cluster: `bh --version`, `sbatch --wrap
@@ -716,6 +719,7 @@ fn main() -> Result<()> {
                     large,
                     idle_s,
                     queued,
+                    stored,
                 },
         } => {
             build_daemons(&[])?;
@@ -727,6 +731,7 @@ fn main() -> Result<()> {
                     ("--large", large),
                     ("--idle-s", idle_s),
                     ("--queued", queued),
+                    ("--stored", stored),
                 ],
             )
         }

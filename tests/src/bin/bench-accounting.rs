@@ -19,10 +19,11 @@ use bulkhead_agent::metrics::thread_cpu_ns;
 use bulkhead_broker::core::{Caller, Core, CoreConfig};
 use bulkhead_broker::store::JobRow;
 use bulkhead_gpu::GpuModel;
-use bulkhead_proto::acct::{GpuUsage, JobUsage, ReportBy, ReportQuery};
-use bulkhead_proto::job::{GpuGrant, JobSubmission, ResourceRequest};
+use bulkhead_proto::acct::{JobUsage, ReportBy, ReportQuery};
+use bulkhead_proto::job::GpuGrant;
+
 use bulkhead_proto::msg::{ClientOp, ClientReply};
-use bulkhead_proto::{JobId, JobState, NodeId};
+
 use std::os::unix::process::CommandExt;
 use std::time::Instant;
 
@@ -107,79 +108,8 @@ fn sampling(jobs: usize, rounds: usize) -> Result<(f64, f64)> {
     result
 }
 
-fn record(i: u64) -> JobRow {
-    let start = 1_700_000_000_000_000 + i * 30_000_000;
-    let gpu = i.is_multiple_of(3);
-    JobRow {
-        id: JobId(i + 1),
-        uid: 1000 + (i % 200) as u32,
-        gid: 1000,
-        user: format!("user{}", i % 200),
-        batch: false,
-        submission: JobSubmission {
-            name: "train".into(),
-            script: String::new(),
-            args: vec![],
-            workdir: "/home/u".into(),
-            stdout: None,
-            stderr: None,
-            env: vec![],
-            resources: ResourceRequest {
-                cpus: 8,
-                gpus: u32::from(gpu),
-                ..Default::default()
-            },
-            deps: vec![],
-            array: None,
-            array_task: None,
-            reservation: None,
-            qos: None,
-            idempotency_key: None,
-            extra: Default::default(),
-        },
-        partition: "gpu".into(),
-        mem_mb: 8192,
-        state: JobState::Completed,
-        reason: None,
-        exit_code: Some(0),
-        signal: None,
-        node: Some(NodeId(1)),
-        extra_nodes: vec![],
-        submit_us: start - 60_000_000,
-        start_us: Some(start),
-        end_us: Some(start + 3_600_000_000),
-        denials: vec![],
-        gpus: if gpu {
-            vec![vec![GpuGrant {
-                index: 0,
-                mig: None,
-            }]]
-        } else {
-            vec![]
-        },
-        preempted_by: None,
-        usage: Some(JobUsage {
-            cpu_usec: Some(3_000_000_000),
-            mem_peak_bytes: Some(4 << 30),
-            samples: 360,
-            gpus: if gpu {
-                vec![GpuUsage {
-                    model: "h100-80gb".into(),
-                    util_sum: 360 * (i % 100),
-                    util_samples: 360,
-                    energy_mj: Some(1_000_000_000),
-                    ..Default::default()
-                }]
-            } else {
-                vec![]
-            },
-            ..Default::default()
-        }),
-    }
-}
-
 fn report(n: usize) -> Result<(f64, usize)> {
-    let rows: Vec<JobRow> = (0..n as u64).map(record).collect();
+    let rows: Vec<JobRow> = (0..n as u64).map(bulkhead_tests::ended_job_row).collect();
     let t = Instant::now();
     let mut core = Core::new(CoreConfig::default(), rows, vec![]);
     let load_ms = t.elapsed().as_secs_f64() * 1e3;

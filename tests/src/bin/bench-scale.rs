@@ -16,7 +16,8 @@
 //! a cost that grows with the queue shows as the last below the first), the broker's
 //! CPU and memory with them (`broker_cpu_pct_N_Q_queued`, `broker_rss_mib_N_Q_queued`),
 //! and the real `bh queue` over them (`queue_Q_ms`, median of 5, its line count
-//! checked).
+//! checked). Last, a broker started on a store of `--stored` (1,000,000) ended jobs:
+//! the time from its start to its first answer (`start_1m_jobs_ms`).
 //!
 //! Every figure is checked: all nodes up, every job started, every queued job
 //! listed; a failure stops the benchmark with the reason.
@@ -139,6 +140,8 @@ fn main() -> Result<()> {
     let queued = u32_arg(&args, "--queued", 100_000)?;
     // Queuing stops after this long, with as many jobs as got in.
     let queue_budget_s = u32_arg(&args, "--queue-budget-s", 180)?;
+    // Ended jobs in the store of a broker started last (`start_1m_jobs_ms`); 0 skips.
+    let stored = u32_arg(&args, "--stored", 1_000_000)?;
     if !nix::unistd::geteuid().is_root() {
         bail!("the benchmark runs MUNGE and its nodes register as root: run it as root");
     }
@@ -335,7 +338,59 @@ fn main() -> Result<()> {
         format!("{:.0}", pct_of(&times, 0.5)),
     );
     drop(emulators);
+    drop(broker);
+    if stored > 0 {
+        let ms = start_with_stored(stored, dir.path(), &munged.socket)?;
+        fig(
+            format!("start_{}_jobs_ms", name_m(stored)),
+            format!("{ms:.0}"),
+        );
+    }
     Ok(())
+}
+
+/// `1m` for a million, else [`main`]'s `name`.
+fn name_m(n: u32) -> String {
+    if n.is_multiple_of(1_000_000) {
+        format!("{}m", n / 1_000_000)
+    } else if n.is_multiple_of(1000) {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+/// A broker started on a store holding `n` ended jobs (written through the broker's
+/// own store, 50,000 to a transaction, not timed): the milliseconds from its start to
+/// its first answered request (the node list), as a user waiting on it sees them.
+fn start_with_stored(n: u32, dir: &Path, munge: &Path) -> Result<f64> {
+    let data = dir.join("stored");
+    std::fs::create_dir_all(&data)?;
+    {
+        let mut store = bulkhead_broker::store::Store::open(&data)?;
+        let mut i = 0u64;
+        while i < u64::from(n) {
+            let end = (i + 50_000).min(u64::from(n));
+            let ops: Vec<bulkhead_broker::store::StoreOp> = (i..end)
+                .map(|k| {
+                    bulkhead_broker::store::StoreOp::InsertJob(Box::new(
+                        bulkhead_tests::ended_job_row(k),
+                    ))
+                })
+                .collect();
+            store.apply(&ops)?;
+            i = end;
+        }
+    }
+    let t0 = Instant::now();
+    let broker = Broker::start(&data, munge, "tcp://127.0.0.1:*", &dir.join("stored.log"))?;
+    let mut client = broker.client()?;
+    client.connect_timeout = Duration::from_secs(60);
+    client.reply_timeout = Duration::from_secs(120);
+    client
+        .nodes()
+        .context("the broker with the stored jobs did not answer")?;
+    Ok(t0.elapsed().as_secs_f64() * 1000.0)
 }
 
 fn job(wd: &Path, runtime: &str, deps: Vec<Dependency>) -> JobSubmission {
