@@ -388,18 +388,23 @@ pub fn relay(
                 }
             }
         }
-        // A node whose connection ended before its end arrived failed the step.
-        let lost: Vec<(usize, StepOut)> = polled
-            .lost
-            .into_iter()
-            .filter(|&(i, _)| !done[i])
-            .map(|(i, why)| {
-                let node = conns.node_name(i).to_string();
-                let message = format!("lost the connection to the node: {why}");
-                (i, StepOut::Failed { node, message })
-            })
-            .collect();
-        for (i, msg) in lost.into_iter().chain(polled.frames) {
+        let mut frames: std::collections::VecDeque<(usize, StepOut)> = polled.frames.into();
+        let mut lost_now = Some(polled.lost);
+        loop {
+            // After this poll's frames, the nodes it lost: a node whose end came in
+            // the same poll as its connection's close is not failed.
+            if frames.is_empty()
+                && let Some(lost) = lost_now.take()
+            {
+                frames.extend(lost.into_iter().filter(|&(i, _)| !done[i]).map(|(i, why)| {
+                    let node = conns.node_name(i).to_string();
+                    let message = format!("lost the connection to the node: {why}");
+                    (i, StepOut::Failed { node, message })
+                }));
+            }
+            let Some((i, msg)) = frames.pop_front() else {
+                break;
+            };
             match msg {
                 StepOut::Started { .. } => started[i] = true,
                 StepOut::Output { rank, err, data } => {

@@ -44,6 +44,9 @@ pub enum ClientError {
     Refused(ErrorReply),
     #[error("unexpected reply from the broker: {0}")]
     Unexpected(String),
+    /// A step's node could not be reached or refused the connection.
+    #[error("node {node}: {error}")]
+    Node { node: String, error: ZmtpError },
     #[error("CURVE: {0}")]
     Curve(String),
 }
@@ -184,6 +187,12 @@ impl Client {
     }
 
     fn wait_connected(&mut self) -> Result<&mut Conn, ClientError> {
+        // A connection kept since the last request may have been closed by the
+        // broker meanwhile (a restart): a new one is made rather than a request sent
+        // into it, which libzmq did by itself.
+        if self.conn.as_mut().is_some_and(Conn::is_closed) {
+            self.conn = None;
+        }
         if self.conn.is_none() {
             let conn = Conn::connect(
                 &self.endpoint,
@@ -225,7 +234,7 @@ impl Client {
     /// Sends one request and waits for its reply.
     pub fn request(&mut self, op: ClientOp) -> Result<ClientReply, ClientError> {
         let id = self.send(op)?;
-        let deadline = Instant::now() + self.reply_timeout;
+        let deadline = crate::zmtp::deadline_in(self.reply_timeout);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let frame = self.recv_raw(left)?;
@@ -243,13 +252,19 @@ impl Client {
     /// the controller is busy, within the reply timeout; a longer wait is the caller's
     /// error.
     fn call(&mut self, op: ClientOp) -> Result<ClientReply, ClientError> {
-        let deadline = Instant::now() + self.reply_timeout;
+        let deadline = crate::zmtp::deadline_in(self.reply_timeout);
+        let full = self.reply_timeout;
         loop {
-            match self.request(op.clone())? {
+            // Each try waits for its reply only what is left of the whole.
+            self.reply_timeout = deadline.saturating_duration_since(Instant::now());
+            let got = self.request(op.clone());
+            self.reply_timeout = full;
+            match got? {
                 ClientReply::Error(e) if e.code == ErrorCode::SlowDown => {
                     match retry_after(&e.message) {
                         Some(wait)
-                            if wait <= MAX_SLOW_DOWN_WAIT && Instant::now() + wait < deadline =>
+                            if wait <= MAX_SLOW_DOWN_WAIT
+                                && deadline.saturating_duration_since(Instant::now()) > wait =>
                         {
                             std::thread::sleep(wait);
                         }

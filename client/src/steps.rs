@@ -3,7 +3,7 @@
 //! step's frames both ways, polled together with the caller's own descriptors (its
 //! stdin, its signals).
 
-use crate::client::{ClientError, MAX_READ_FRAME, connect_error};
+use crate::client::{ClientError, MAX_READ_FRAME};
 use crate::zmtp::{Conn, poll_fds};
 use bulkhead_munge::Munge;
 use bulkhead_proto::codec;
@@ -83,7 +83,10 @@ impl StepConns {
                 connect_timeout,
                 MAX_READ_FRAME,
             )
-            .map_err(|e| connect_error(&n.endpoint, connect_timeout, e))?;
+            .map_err(|error| ClientError::Node {
+                node: n.name.clone(),
+                error,
+            })?;
             let credential = munge.encode(&bulkhead_proto::bind::step_launch(&n.launch))?;
             let frame = codec::encode(
                 0,
@@ -163,7 +166,7 @@ impl StepConns {
         let mut waiting = false;
         for (i, n) in self.nodes.iter_mut().enumerate() {
             if !n.lost {
-                waiting |= take_frames(i, n, &mut out)?;
+                waiting |= take_frames(i, n, &mut out);
             }
         }
         let mut items: Vec<libc::pollfd> = self
@@ -205,7 +208,7 @@ impl StepConns {
                     out.lost.push((i, "the node closed the connection".into()));
                 }
                 Ok(_) => {
-                    take_frames(i, n, &mut out)?;
+                    take_frames(i, n, &mut out);
                 }
                 Err(e) => {
                     n.lost = true;
@@ -227,18 +230,31 @@ impl StepConns {
     }
 }
 
-/// Moves the frames node `i` has read whole into `out`; whether there were any.
-fn take_frames(i: usize, n: &mut NodeConn, out: &mut Polled) -> Result<bool, ClientError> {
+/// Moves the frames node `i` has read whole into `out`; whether there were any. A
+/// frame that does not decode (or a broken CURVE box) loses that node, not the step's
+/// other nodes: it is reported in [`Polled::lost`].
+fn take_frames(i: usize, n: &mut NodeConn, out: &mut Polled) -> bool {
     let mut any = false;
-    while let Some(frame) = n
-        .conn
-        .next_message()
-        .map_err(|error| ClientError::Wire { error, sent: true })?
-    {
+    loop {
+        let frame = match n.conn.next_message() {
+            Ok(Some(f)) => f,
+            Ok(None) => return any,
+            Err(e) => {
+                n.lost = true;
+                out.lost.push((i, e.to_string()));
+                return any;
+            }
+        };
         n.received += frame.len() as u64;
-        let (_, m) = codec::decode::<StepOut>(&frame).map_err(ClientError::Decode)?;
-        out.frames.push((i, m));
+        match codec::decode::<StepOut>(&frame) {
+            Ok((_, m)) => out.frames.push((i, m)),
+            Err(e) => {
+                n.lost = true;
+                out.lost
+                    .push((i, format!("a malformed frame from the node: {e}")));
+                return any;
+            }
+        }
         any = true;
     }
-    Ok(any)
 }

@@ -63,8 +63,20 @@ const FLAG_LONG: u8 = 0x02;
 const FLAG_COMMAND: u8 = 0x04;
 /// The largest command a peer sends in a handshake (READY with its metadata, ERROR).
 const MAX_COMMAND_BYTES: usize = 64 << 10;
-/// A read asks for at least this much.
+/// A read has at least this much room: the buffer starts at this size and doubles up
+/// to [`READ_CHUNK`] of room (a step's connection to each of thousands of nodes
+/// must not hold a large buffer each).
+const MIN_ROOM: usize = 16 << 10;
+/// The most room the buffer grows by at once.
 const READ_CHUNK: usize = 256 << 10;
+
+/// `timeout` from now, or a day from now for a timeout past any clock (a user's
+/// `--timeout` of years must not overflow the clock).
+pub(crate) fn deadline_in(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400))
+}
 
 /// The mechanism of a connection.
 enum Mech {
@@ -239,7 +251,7 @@ impl Conn {
         timeout: Duration,
         max_frame: usize,
     ) -> Result<Conn, ZmtpError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_in(timeout);
         let addr = tcp_address(endpoint)?;
         let stream = connect_tcp(endpoint, addr, timeout, deadline)?;
         let io = |what| {
@@ -519,14 +531,15 @@ impl Conn {
     pub fn fill(&mut self) -> Result<usize, ZmtpError> {
         if self.pos == self.end {
             (self.pos, self.end) = (0, 0);
-        } else if self.pos > 0 && self.buf.len() - self.end < READ_CHUNK {
+        } else if self.pos > 0 && self.buf.len() - self.end < MIN_ROOM {
             // A partial frame moves to the front rather than the buffer growing.
             self.buf.copy_within(self.pos..self.end, 0);
             self.end -= self.pos;
             self.pos = 0;
         }
-        if self.buf.len() - self.end < READ_CHUNK {
-            self.buf.resize(self.end + READ_CHUNK, 0);
+        if self.buf.len() - self.end < MIN_ROOM {
+            let grow = self.buf.len().clamp(MIN_ROOM, READ_CHUNK);
+            self.buf.resize(self.end + grow, 0);
         }
         let r = loop {
             match self.stream.read(&mut self.buf[self.end..]) {
@@ -654,9 +667,26 @@ impl Conn {
         self.write(&bytes)
     }
 
+    /// Whether the peer closed the connection (or it failed) while idle: what it
+    /// sent meanwhile is kept for [`Conn::next_message`]. A client that keeps a
+    /// connection between requests asks this before it sends on it.
+    pub fn is_closed(&mut self) -> bool {
+        loop {
+            match wait_readable(self.fd(), Duration::ZERO) {
+                Ok(false) => return false,
+                Ok(true) => {}
+                Err(_) => return true,
+            }
+            match self.fill() {
+                Ok(0) | Err(_) => return true,
+                Ok(_) => {}
+            }
+        }
+    }
+
     /// Waits up to `timeout` for the next message; `None` when none came in time.
     pub fn recv(&mut self, timeout: Duration) -> Result<Option<Vec<u8>>, ZmtpError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_in(timeout);
         loop {
             if let Some(m) = self.next_message()? {
                 return Ok(Some(m));
@@ -725,7 +755,7 @@ fn wait_readable(fd: RawFd, timeout: Duration) -> std::io::Result<bool> {
 /// `poll(2)` over `fds` for up to `timeout`, waiting on for what is left after a
 /// signal; how many are ready.
 pub fn poll_fds(fds: &mut [libc::pollfd], timeout: Duration) -> std::io::Result<usize> {
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_in(timeout);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         // Rounded up: a wait of 0.4 ms must not become a busy loop of 0 ms polls.

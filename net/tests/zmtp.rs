@@ -189,3 +189,44 @@ fn a_frame_over_the_limit_is_refused() {
     let e = conn.recv(T).expect_err("over the limit");
     assert!(e.to_string().contains("over the limit of 1000"), "{e}");
 }
+
+#[test]
+fn a_connection_the_server_closed_says_so_and_keeps_what_came_before() {
+    let ctx = zmq::Context::new();
+    let (server, ep) = router(&ctx, None);
+    let mut conn = Conn::connect(&ep, None, T, 1 << 20).expect("connect");
+    assert!(!conn.is_closed(), "open and idle");
+    conn.send(b"hi").expect("send");
+    let parts = server.recv_multipart(0).expect("recv");
+    server
+        .send_multipart([parts[0].clone(), b"last words".to_vec()], 0)
+        .expect("send");
+    // The reply is read, then the server goes (a broker restarting).
+    let t0 = Instant::now();
+    while t0.elapsed() < T {
+        if conn
+            .recv(Duration::from_millis(10))
+            .expect("recv")
+            .is_some()
+        {
+            break;
+        }
+    }
+    conn.send(b"again").expect("send");
+    let parts = server.recv_multipart(0).expect("recv");
+    server
+        .send_multipart([parts[0].clone(), b"kept".to_vec()], 0)
+        .expect("send");
+    drop(server);
+    drop(ctx);
+    let t0 = Instant::now();
+    while !conn.is_closed() {
+        assert!(t0.elapsed() < T, "the close was never seen");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        conn.next_message().expect("buffered"),
+        Some(b"kept".to_vec()),
+        "what came before the close is kept"
+    );
+}

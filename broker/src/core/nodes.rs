@@ -241,12 +241,16 @@ impl Core {
             }
         }
         if self.cfg.signer.is_some() {
-            let given = self.challenges.remove(&peer);
-            let fresh = given.is_some_and(|(nonce, at)| {
+            // Used up only when answered: a late registration with an older nonce
+            // must not take the challenge its connection is answering now.
+            let fresh = self.challenges.get(&peer).is_some_and(|(nonce, at)| {
                 !nonce.is_empty()
-                    && nonce == reg.challenge
-                    && now_us.saturating_sub(at) <= CHALLENGE_VALID_US
+                    && *nonce == reg.challenge
+                    && now_us.saturating_sub(*at) <= CHALLENGE_VALID_US
             });
+            if fresh {
+                self.challenges.remove(&peer);
+            }
             if !fresh && self.is_repeat_registration(&peer, &reg) {
                 // The agent sent its registration again before the answer to the
                 // first arrived (a busy broker: a restart before thousands of

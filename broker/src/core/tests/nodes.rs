@@ -404,3 +404,28 @@ fn an_unknown_connection_is_given_one_challenge_until_it_answers() {
         .expect("challenge");
     assert_ne!(late, renewed);
 }
+
+/// A registration answering an older challenge than the one its connection holds
+/// (a retry that crossed a new challenge) is challenged again with the one held, and
+/// the answer to that is taken: the late one does not use it up.
+#[test]
+fn a_late_registration_does_not_use_up_the_newer_challenge() {
+    let mut c = signed_core();
+    let peer = b"n1-conn".to_vec();
+    let beat = AgentMessage::Heartbeat {
+        running: vec![],
+        launches: 0,
+    };
+    let held = challenge_of(&c.agent(peer.clone(), 1, None, beat, 10)).expect("challenge");
+    let fx = c.agent(
+        peer.clone(),
+        2,
+        Some(&root()),
+        answering("n1", &[7u8; 16]),
+        11,
+    );
+    assert_eq!(challenge_of(&fx), Some(held.clone()), "the held one, again");
+    assert!(!registered(&fx));
+    let fx = c.agent(peer, 3, Some(&root()), answering("n1", &held), 12);
+    assert!(registered(&fx), "{:?}", fx.send);
+}
