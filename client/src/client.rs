@@ -172,7 +172,14 @@ impl Client {
     /// the caller's, such as `bh alloc`'s Ctrl-C) does not fail it: the wait goes on
     /// for what is left, and the caller looks at its flag after.
     pub fn recv_raw(&mut self, timeout: Duration) -> Result<Vec<u8>, ClientError> {
-        let conn = self.wait_connected()?;
+        // The connection the request went on, as it is: a reply the broker sent
+        // before it closed the connection is still read.
+        if self.conn.is_none() {
+            self.wait_connected()?;
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            unreachable!("connected above")
+        };
         match conn.recv(timeout) {
             Ok(Some(frame)) => Ok(frame),
             Ok(None) => Err(ClientError::Timeout {
@@ -211,7 +218,6 @@ impl Client {
     /// ([`bulkhead_proto::bind`]): the broker refuses a credential twice, or with
     /// another request than the one it was made for.
     pub fn send(&mut self, op: ClientOp) -> Result<u64, ClientError> {
-        self.wait_connected()?;
         let id = self.next_id;
         self.next_id += 1;
         // Bound to this request: the broker refuses it with any other.
