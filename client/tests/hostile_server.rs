@@ -12,6 +12,11 @@ const T: Duration = Duration::from_secs(5);
 /// A server on loopback that reads the client's greeting, then writes `reply`
 /// (and keeps the connection open until the client is done).
 fn server(reply: Vec<u8>) -> String {
+    serve(reply, true)
+}
+
+/// [`server`], closing the connection right after `reply` unless `keep_open`.
+fn serve(reply: Vec<u8>, keep_open: bool) -> String {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     let ep = format!("tcp://{}", l.local_addr().expect("addr"));
     std::thread::spawn(move || {
@@ -21,7 +26,7 @@ fn server(reply: Vec<u8>) -> String {
             let _ = s.write_all(&reply);
             // Whatever else the client says is read and dropped until it leaves.
             let mut sink = [0u8; 4096];
-            while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
+            while keep_open && matches!(s.read(&mut sink), Ok(n) if n > 0) {}
         }
     });
     ep
@@ -135,16 +140,8 @@ fn curve_welcomes_of_the_wrong_size_or_key_are_refused() {
 fn a_server_that_closes_mid_frame_is_reported_closed() {
     let mut reply = greeting(b"NULL");
     reply.extend_from_slice(&[0x04, 50, 5, b'R']);
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let ep = format!("tcp://{}", l.local_addr().expect("addr"));
-    std::thread::spawn(move || {
-        if let Ok((mut s, _)) = l.accept() {
-            let mut g = [0u8; 64];
-            let _ = s.read_exact(&mut g);
-            let _ = s.write_all(&reply);
-            // Closed here, with the READY frame half sent.
-        }
-    });
+    // Closed with the READY frame half sent.
+    let ep = serve(reply, false);
     match Conn::connect(&ep, None, T, 1 << 20) {
         Err(ZmtpError::Closed {
             handshake: true, ..
