@@ -354,15 +354,29 @@ impl AgentCore {
     pub fn tick(&mut self, now: Now) -> Vec<Effect> {
         let mut fx = Vec::new();
         if self.registered {
+            // Ends due go first: the broker reads a heartbeat after them.
+            self.ends.resend_due(now.at, &mut fx);
+            self.step_ends.resend_due(now.at, &mut fx);
             if now.at.saturating_duration_since(self.last_beat) >= self.heartbeat {
                 self.last_beat = now.at;
+                // A job whose end the broker has not acknowledged is listed as
+                // running: its end may be in flight, or may have been dropped by a
+                // broker that did not know this connection yet (the end sent while
+                // a registration was on its way); a heartbeat without the job would
+                // have the broker declare it lost (NODE_FAIL) before the resent end
+                // says how it really ended. A broker that stored the end already
+                // answers the listing with a kill this agent ignores.
+                let mut running: Vec<JobId> = self.jobs.keys().copied().collect();
+                // (Bounded: past what one message carries, the oldest ends only.)
+                let room = bulkhead_proto::limits::MAX_IDS.saturating_sub(running.len());
+                running.extend(self.ends.pending().map(|e| e.job).take(room));
+                running.sort_unstable();
+                running.dedup();
                 fx.push(Effect::Send(AgentMessage::Heartbeat {
-                    running: self.jobs.keys().copied().collect(),
+                    running,
                     launches: self.launches,
                 }));
             }
-            self.ends.resend_due(now.at, &mut fx);
-            self.step_ends.resend_due(now.at, &mut fx);
             self.report_denials(&mut fx);
         } else if self.last_register.is_none_or(|t| {
             now.at.saturating_duration_since(t) > register_retry(&self.cfg.node, self.unanswered)

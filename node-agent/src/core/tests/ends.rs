@@ -139,3 +139,37 @@ fn the_end_adds_the_last_reading_to_the_samples() {
         "the counters' last value, not a sum"
     );
 }
+
+#[test]
+fn a_heartbeat_lists_a_job_whose_end_is_not_acknowledged_and_follows_due_ends() {
+    // The end went out while the broker did not know this connection (a registration
+    // on its way) and was dropped; the next heartbeat must not say the job is gone
+    // before the resent end says how it ended, or the broker fails it NODE_FAIL.
+    let mut t = Env::new().build();
+    t.registered(1000);
+    t.launch(spec(7));
+    t.launch(spec(8));
+    t.end(JobId(7), JobState::Failed);
+    t.advance(Duration::from_millis(1000));
+    assert_eq!(
+        heartbeat_jobs(&t.tick()),
+        Some(vec![JobId(7), JobId(8)]),
+        "the unacknowledged end's job is listed"
+    );
+    // Due again: the end goes before the heartbeat in the same tick.
+    t.advance(RESEND_AFTER);
+    let fx = t.tick();
+    let end_at = fx
+        .iter()
+        .position(|e| matches!(e, Effect::Send(AgentMessage::JobEnded(e)) if e.job == JobId(7)))
+        .expect("the end is resent");
+    let beat_at = fx
+        .iter()
+        .position(|e| matches!(e, Effect::Send(AgentMessage::Heartbeat { .. })))
+        .expect("a heartbeat");
+    assert!(end_at < beat_at, "the end first: {fx:#?}");
+    // Acknowledged: no longer listed.
+    t.broker(BrokerMessage::EndAck { job: JobId(7) });
+    t.advance(Duration::from_millis(1000));
+    assert_eq!(heartbeat_jobs(&t.tick()), Some(vec![JobId(8)]));
+}
