@@ -17,6 +17,7 @@ pub mod acct;
 pub mod config;
 pub mod core;
 pub mod gpus;
+pub mod leader;
 mod migrate;
 pub mod ratelimit;
 pub mod rows;
@@ -44,8 +45,12 @@ use tokio::sync::mpsc;
 pub struct BrokerConfig {
     /// ZeroMQ endpoint to bind, e.g. `tcp://127.0.0.1:6817`; port `*` or 0 picks one.
     pub listen: String,
-    /// Where the store lives.
+    /// The broker's directory: the SQLite store (unless `store` is elsewhere), the
+    /// endpoint and metrics files.
     pub data_dir: PathBuf,
+    /// Where the store is: SQLite in `data_dir`, or PostgreSQL, where brokers that
+    /// share it take the lead in turn ([`leader`]).
+    pub store: store::Location,
     /// The `munged` socket; `None` is libmunge's default.
     pub munge_socket: Option<PathBuf>,
     pub core: CoreConfig,
@@ -109,11 +114,46 @@ enum Event {
 /// `DATA_DIR/broker.endpoint` once it is listening.
 pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(), BrokerError> {
     let health = Health::default();
-    let (store, writable_later) = match Store::open_with(&cfg.data_dir, cfg.initialize) {
+    tokio::pin!(shutdown);
+    // With PostgreSQL, a standby until this broker leads: nothing is loaded, bound or
+    // written before (another broker may be writing).
+    let lead = match &cfg.store {
+        store::Location::Postgres(conninfo) => {
+            let holder = format!(
+                "{}:{} pid {}",
+                nix::unistd::gethostname()
+                    .map(|h| h.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                cfg.listen,
+                std::process::id()
+            );
+            let stop_wait = Arc::new(AtomicBool::new(false));
+            let (c, s, init) = (conninfo.clone(), stop_wait.clone(), cfg.initialize);
+            let mut waiting =
+                tokio::task::spawn_blocking(move || leader::acquire(&c, &holder, init, &s));
+            let term = tokio::select! {
+                r = &mut waiting => r.map_err(|e| BrokerError::StoreFailed(e.to_string()))??,
+                _ = &mut shutdown => {
+                    stop_wait.store(true, Ordering::Relaxed);
+                    let _ = waiting.await;
+                    tracing::info!("standby stopped");
+                    return Ok(());
+                }
+            };
+            let Some(term) = term else { return Ok(()) };
+            Some(term)
+        }
+        store::Location::Sqlite(_) => None,
+    };
+    let (mut store, writable_later) = match Store::open_at(&cfg.store, cfg.initialize, lead) {
         Ok(s) => (s, false),
-        Err(e) if e.is_out_of_space() && cfg.data_dir.join("bulkhead.db").exists() => {
+        Err(e)
+            if e.is_transient()
+                && matches!(cfg.store, store::Location::Sqlite(_))
+                && cfg.data_dir.join("bulkhead.db").exists() =>
+        {
             tracing::error!(error = %e, "the store cannot be opened for writing (is its disk full?): loading it read-only; queries are served and changes refused until it can be written");
-            let read_only = Store::open_read_only(&cfg.data_dir)?;
+            let mut read_only = Store::open_read_only(&cfg.data_dir)?;
             // A store of an older schema is read only once migrated, which writes.
             if !read_only.is_current()? {
                 return Err(e.into());
@@ -147,19 +187,20 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     core.restore_reservations(reservations);
     let (at, usage) = store.load_fairshare()?;
     core.restore_fairshare(at, &usage);
-    tracing::info!(jobs = core.job_count(), db = %cfg.data_dir.join("bulkhead.db").display(), "store loaded");
+    tracing::info!(jobs = core.job_count(), store = %cfg.store.describe(), "store loaded");
     let store = if writable_later {
         drop(store);
         Writable::Later {
-            data_dir: cfg.data_dir.clone(),
+            at: cfg.store.clone(),
             initialize: cfg.initialize,
+            term: lead,
         }
     } else {
         // Whether it takes writes is known before a request has to wait on it.
         let mut store = store;
         match store.probe() {
             Ok(()) => {}
-            Err(e) if e.is_out_of_space() => {
+            Err(e) if e.is_transient() => {
                 tracing::error!(error = %e, "the store takes no writes (is its disk full?): queries are served and changes refused until it does");
                 health.set(Some(e.to_string()));
             }
@@ -196,6 +237,24 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
         },
     )
     .map_err(BrokerError::Thread)?;
+    // The lead, renewed from here on; its loss stops the broker.
+    let lead = match (&cfg.store, lead) {
+        (store::Location::Postgres(conninfo), Some(term)) => {
+            let lost_tx = ev_tx.clone();
+            Some(
+                leader::Lead::hold(conninfo, term, move |why| {
+                    let _ = lost_tx.blocking_send(Event::StoreFailed(why.to_string()));
+                    // Stopping takes a moment; a broker that has not stopped by then
+                    // (its loop stuck) is ended, never left leading beside another.
+                    std::thread::sleep(std::time::Duration::from_secs(2));
+                    tracing::error!("the broker did not stop after losing the lead: exiting");
+                    std::process::exit(75);
+                })
+                .map_err(BrokerError::Thread)?,
+            )
+        }
+        _ => None,
+    };
 
     let ep_file = cfg.data_dir.join("broker.endpoint");
     write_beside_store(&ep_file, &format!("{endpoint}\n"))?;
@@ -229,7 +288,6 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
         ),
         None => None,
     };
-    tokio::pin!(shutdown);
     let mut result = Ok(());
     let mut store_up = true;
     loop {
@@ -370,6 +428,9 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
         }
     })
     .await;
+    if let Some(lead) = lead {
+        let _ = tokio::task::spawn_blocking(move || lead.release()).await;
+    }
     tracing::info!("broker stopped");
     result
 }

@@ -16,6 +16,13 @@ struct Args {
     /// Directory of the embedded store.
     #[arg(long, default_value = "/var/lib/bulkhead", env = "BH_DATA_DIR")]
     data_dir: PathBuf,
+    /// Where the store is: leave it out for SQLite in the data directory, or give a
+    /// PostgreSQL connection string (postgresql://USER@HOST/DB, or host=/run/postgresql
+    /// dbname=bulkhead). Brokers given the same PostgreSQL store take the lead in
+    /// turn: one leads, the others wait as standbys and take over within seconds
+    /// when it dies.
+    #[arg(long, env = "BH_STORE")]
+    store: Option<String>,
     /// munged socket (default: libmunge's).
     #[arg(long, env = "BH_MUNGE_SOCKET")]
     munge_socket: Option<PathBuf>,
@@ -116,8 +123,11 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let config_file = a.config.clone();
+    let store = bulkhead_broker::store::Location::from_arg(a.store.as_deref(), &a.data_dir)
+        .map_err(anyhow::Error::msg)?;
     let mut cfg = BrokerConfig {
         listen: a.listen,
+        store,
         data_dir: a.data_dir,
         munge_socket: a.munge_socket,
         metrics: a.metrics,

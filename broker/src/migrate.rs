@@ -461,7 +461,7 @@ mod tests {
             )
             .expect("reservation");
         }
-        let s = crate::store::Store::open(dir.path()).expect("open migrates");
+        let mut s = crate::store::Store::open(dir.path()).expect("open migrates");
         assert_eq!(
             s.meta("schema_version").expect("meta").as_deref(),
             Some(SCHEMA_VERSION)
@@ -524,7 +524,7 @@ mod tests {
             )
             .expect("job");
         }
-        let s = crate::store::Store::open(dir.path()).expect("open migrates");
+        let mut s = crate::store::Store::open(dir.path()).expect("open migrates");
         assert_eq!(
             s.meta("schema_version").expect("meta").as_deref(),
             Some(SCHEMA_VERSION)
@@ -611,7 +611,7 @@ mod tests {
             )
             .expect("version");
         }
-        let s = crate::store::Store::open(dir.path()).expect("open migrates");
+        let mut s = crate::store::Store::open(dir.path()).expect("open migrates");
         assert_eq!(
             s.meta("schema_version").expect("meta").as_deref(),
             Some(SCHEMA_VERSION)

@@ -149,6 +149,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         let broker_cfg = bulkhead_broker::BrokerConfig {
             listen: listen.clone(),
             data_dir: data_dir.clone(),
+            store: bulkhead_broker::store::Location::Sqlite(data_dir.clone()),
             munge_socket: munge_socket.clone(),
             core: bulkhead_broker::core::CoreConfig {
                 allow_root_jobs,

@@ -10,6 +10,7 @@
 
 pub mod impostor;
 pub mod netns;
+pub mod pg;
 
 use anyhow::{Context, Result, bail};
 use bulkhead_proto::{JobId, JobInfo, JobState};

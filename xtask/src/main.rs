@@ -212,13 +212,14 @@ enum Bench {
 }
 
 /// Debian packages: build (libzmq with CURVE, libmunge, LLVM 22 for bpf-linker) and
-/// tests (munged).
+/// tests (munged, PostgreSQL for the store on PostgreSQL and failover).
 const PACKAGES: &[&str] = &[
     "pkg-config",
     "libzmq3-dev",
     "munge",
     "libmunge-dev",
     "llvm-22-dev",
+    "postgresql",
 ];
 /// The eBPF linker, built against LLVM 22.
 const BPF_LINKER: &str = "bpf-linker@0.13.0";

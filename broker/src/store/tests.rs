@@ -1,6 +1,7 @@
 //! The store's tests: rows, migrations, a full disk, reopening.
 
 use super::*;
+use rusqlite::Connection;
 
 fn gpu() -> bulkhead_proto::job::GpuInfo {
     bulkhead_proto::job::GpuInfo {
@@ -90,7 +91,7 @@ fn an_empty_database_file_is_refused_unless_initializing() {
     s.apply(&[StoreOp::InsertJob(Box::new(row(1)))])
         .expect("insert");
     drop(s);
-    let s = Store::open(dir.path()).expect("an initialized store opens");
+    let mut s = Store::open(dir.path()).expect("an initialized store opens");
     assert_eq!(s.load().expect("load").0.len(), 1);
 }
 
@@ -125,13 +126,14 @@ fn a_deleted_job_is_gone_with_its_records() {
         .expect("apply");
         s.apply(&[StoreOp::DeleteJob(JobId(1))]).expect("delete");
     }
-    let s = Store::open(dir.path()).expect("reopen");
+    let mut s = Store::open(dir.path()).expect("reopen");
     let (jobs, _) = s.load().expect("load");
     assert_eq!(
         jobs.iter().map(|j| j.id).collect::<Vec<_>>(),
         vec![JobId(2)]
     );
     let left: i64 = s
+        .sqlite()
         .conn
         .query_row("SELECT count(*) FROM job_usage", [], |r| r.get(0))
         .expect("count");
@@ -216,7 +218,7 @@ fn an_update_stores_what_apply_to_says_and_keeps_the_submission() {
             u.apply_to(&mut model);
         }
     }
-    let s = Store::open(dir.path()).expect("reopen");
+    let mut s = Store::open(dir.path()).expect("reopen");
     let (jobs, _) = s.load().expect("load");
     assert_eq!(jobs, vec![model.clone()]);
     assert_eq!(
@@ -271,7 +273,7 @@ fn rows_survive_reopen_and_updates_keep_the_script() {
         ])
         .expect("update");
     }
-    let s = Store::open(dir.path()).expect("reopen");
+    let mut s = Store::open(dir.path()).expect("reopen");
     assert_eq!(
         s.meta("schema_version").expect("meta").as_deref(),
         Some(crate::migrate::SCHEMA_VERSION)
@@ -349,10 +351,11 @@ fn a_full_store_holds_the_group_until_space_returns() {
         .apply(&[StoreOp::InsertJob(Box::new(row(1)))])
         .expect("first job");
     let pages: u64 = store
+        .sqlite()
         .conn
         .query_row("PRAGMA page_count", [], |r| r.get(0))
         .expect("page count");
-    let limit = store.max_pages.clone();
+    let limit = store.sqlite().max_pages.clone();
     limit.store(pages, Ordering::Relaxed);
     let health = Health::default();
     let (rel_tx, rel_rx) = mpsc::channel();
@@ -399,7 +402,7 @@ fn a_full_store_holds_the_group_until_space_returns() {
     assert_eq!(health.unavailable(), None, "available again");
     drop(tx);
     handle.join().expect("join");
-    let s = Store::open(dir.path()).expect("reopen");
+    let mut s = Store::open(dir.path()).expect("reopen");
     assert_eq!(
         s.load().expect("load").0.len(),
         2,
@@ -428,7 +431,7 @@ fn fair_share_usage_and_reservations_survive_reopen() {
         ])
         .expect("apply");
     }
-    let s = Store::open(dir.path()).expect("reopen");
+    let mut s = Store::open(dir.path()).expect("reopen");
     let (at, mut usage) = s.load_fairshare().expect("fairshare");
     usage.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(at, 200);
@@ -457,7 +460,7 @@ fn an_updated_submission_is_what_a_reopen_loads() {
         ])
         .expect("apply");
     }
-    let s = Store::open(dir.path()).expect("reopen");
+    let mut s = Store::open(dir.path()).expect("reopen");
     let (jobs, _) = s.load().expect("load");
     assert_eq!(jobs[0].submission, changed);
     assert_eq!(jobs[1].submission, row(2).submission, "only job 1 changed");
