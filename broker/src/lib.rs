@@ -115,6 +115,11 @@ enum Event {
 pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(), BrokerError> {
     let health = Health::default();
     tokio::pin!(shutdown);
+    // The endpoint and metrics files go there, whichever the store.
+    std::fs::create_dir_all(&cfg.data_dir).map_err(|source| BrokerError::Write {
+        path: cfg.data_dir.clone(),
+        source,
+    })?;
     // With PostgreSQL, a standby until this broker leads: nothing is loaded, bound or
     // written before (another broker may be writing).
     let lead = match &cfg.store {
@@ -145,26 +150,18 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
         }
         store::Location::Sqlite(_) => None,
     };
-    let (mut store, writable_later) = match Store::open_at(&cfg.store, cfg.initialize, lead) {
-        Ok(s) => (s, false),
-        Err(e)
-            if e.is_transient()
-                && matches!(cfg.store, store::Location::Sqlite(_))
-                && cfg.data_dir.join("bulkhead.db").exists() =>
-        {
-            tracing::error!(error = %e, "the store cannot be opened for writing (is its disk full?): loading it read-only; queries are served and changes refused until it can be written");
-            let mut read_only = Store::open_read_only(&cfg.data_dir)?;
-            // A store of an older schema is read only once migrated, which writes.
-            if !read_only.is_current()? {
-                return Err(e.into());
-            }
-            health.set(Some(e.to_string()));
-            (read_only, true)
-        }
-        Err(e) => return Err(e.into()),
+    // The store is opened and read on a blocking thread: PostgreSQL's client blocks.
+    let opened = {
+        let (at, data_dir, initialize, health) = (
+            cfg.store.clone(),
+            cfg.data_dir.clone(),
+            cfg.initialize,
+            health.clone(),
+        );
+        tokio::task::spawn_blocking(move || open_store(&at, &data_dir, initialize, lead, &health))
+            .await
+            .map_err(|e| BrokerError::StoreFailed(e.to_string()))??
     };
-    let (jobs, nodes) = store.load()?;
-    let reservations = store.load_reservations()?;
     let curve = match &cfg.curve_key {
         Some(path) => Some(bulkhead_net::curve::load_pair(path).map_err(BrokerError::Curve)?),
         None => {
@@ -180,34 +177,14 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
         core_cfg.signer =
             Some(bulkhead_net::sign::LaunchSigner::load(path).map_err(BrokerError::Sign)?);
     }
-    let mut core = Core::new(core_cfg, jobs, nodes);
-    core.restore_node_keys(store.load_node_keys()?);
-    core.restore_step_ends(store.load_step_ends()?);
+    let mut core = Core::new(core_cfg, opened.jobs, opened.nodes);
+    core.restore_node_keys(opened.node_keys);
+    core.restore_step_ends(opened.step_ends);
     core.set_nonce_seed(random_seed()?);
-    core.restore_reservations(reservations);
-    let (at, usage) = store.load_fairshare()?;
-    core.restore_fairshare(at, &usage);
+    core.restore_reservations(opened.reservations);
+    core.restore_fairshare(opened.fairshare.0, &opened.fairshare.1);
     tracing::info!(jobs = core.job_count(), store = %cfg.store.describe(), "store loaded");
-    let store = if writable_later {
-        drop(store);
-        Writable::Later {
-            at: cfg.store.clone(),
-            initialize: cfg.initialize,
-            term: lead,
-        }
-    } else {
-        // Whether it takes writes is known before a request has to wait on it.
-        let mut store = store;
-        match store.probe() {
-            Ok(()) => {}
-            Err(e) if e.is_transient() => {
-                tracing::error!(error = %e, "the store takes no writes (is its disk full?): queries are served and changes refused until it does");
-                health.set(Some(e.to_string()));
-            }
-            Err(e) => return Err(e.into()),
-        }
-        Writable::Open(store)
-    };
+    let store = opened.store;
 
     let ctx = zmq::Context::new();
     let stop = Arc::new(AtomicBool::new(false));
@@ -454,6 +431,80 @@ fn send_all(push: &zmq::Socket, out: Vec<Outbound>) {
             tracing::warn!(error = %e, "cannot queue a reply");
         }
     }
+}
+
+/// What the broker starts from: the store, opened for the writer, and what it held.
+struct Opened {
+    store: Writable,
+    jobs: Vec<store::JobRow>,
+    nodes: Vec<store::NodeRow>,
+    reservations: Vec<bulkhead_proto::msg::Reservation>,
+    node_keys: Vec<(String, String)>,
+    step_ends: Vec<bulkhead_proto::step::StepEnd>,
+    fairshare: (u64, Vec<(String, f64)>),
+}
+
+/// Opens the store at `at` and reads it (blocking). A SQLite store that cannot be
+/// written (a full disk) is read read-only, and `health` says so; on PostgreSQL every
+/// write checks `lead`.
+fn open_store(
+    at: &store::Location,
+    data_dir: &std::path::Path,
+    initialize: bool,
+    lead: Option<i64>,
+    health: &Health,
+) -> Result<Opened, BrokerError> {
+    let (mut store, writable_later) = match Store::open_at(at, initialize, lead) {
+        Ok(s) => (s, false),
+        Err(e)
+            if e.is_transient()
+                && matches!(at, store::Location::Sqlite(_))
+                && data_dir.join("bulkhead.db").exists() =>
+        {
+            tracing::error!(error = %e, "the store cannot be opened for writing (is its disk full?): loading it read-only; queries are served and changes refused until it can be written");
+            let mut read_only = Store::open_read_only(data_dir)?;
+            // A store of an older schema is read only once migrated, which writes.
+            if !read_only.is_current()? {
+                return Err(e.into());
+            }
+            health.set(Some(e.to_string()));
+            (read_only, true)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let (jobs, nodes) = store.load()?;
+    let reservations = store.load_reservations()?;
+    let node_keys = store.load_node_keys()?;
+    let step_ends = store.load_step_ends()?;
+    let fairshare = store.load_fairshare()?;
+    let store = if writable_later {
+        drop(store);
+        Writable::Later {
+            at: at.clone(),
+            initialize,
+            term: lead,
+        }
+    } else {
+        // Whether it takes writes is known before a request has to wait on it.
+        match store.probe() {
+            Ok(()) => {}
+            Err(e) if e.is_transient() => {
+                tracing::error!(error = %e, "the store takes no writes (is its disk full?): queries are served and changes refused until it does");
+                health.set(Some(e.to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Writable::Open(store)
+    };
+    Ok(Opened {
+        store,
+        jobs,
+        nodes,
+        reservations,
+        node_keys,
+        step_ends,
+        fairshare,
+    })
 }
 
 /// Writes a small file beside the store (the endpoint, the metrics address). A full

@@ -85,9 +85,17 @@ enum Cmd {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("BH_LOG").unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter({
+            let asked = std::env::var("BH_LOG").unwrap_or_else(|_| "info".into());
+            // PostgreSQL's client logs every statement at debug: only when asked by name.
+            let quiet = if asked.contains("postgres") {
+                ""
+            } else {
+                ",tokio_postgres=info"
+            };
+            tracing_subscriber::EnvFilter::try_new(format!("{asked}{quiet}"))
+                .unwrap_or_else(|_| "info".into())
+        })
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();

@@ -100,7 +100,12 @@ pub struct Client {
     conn: Option<Conn>,
     server_key: Option<[u8; 32]>,
     munge: Munge,
+    /// Every broker given (`tcp://a:6817,tcp://b:6817`), joined, for messages.
     endpoint: String,
+    /// Each broker; the one that leads is the one that answers.
+    endpoints: Vec<String>,
+    /// The broker last connected to, tried first.
+    at: usize,
     next_id: u64,
     /// How long to wait for the connection, then for each reply.
     pub connect_timeout: Duration,
@@ -114,6 +119,16 @@ impl std::fmt::Debug for Client {
             .finish_non_exhaustive()
     }
 }
+
+/// How long a client given several brokers waits, beyond its connect timeout, for
+/// one of them to lead (a standby takes over within a few seconds of the leader's
+/// death).
+pub const FAILOVER_WAIT: Duration = Duration::from_secs(10);
+
+/// How long one of several brokers has to complete the handshake before the next is
+/// tried (one that accepts connections but does not answer is frozen, or a standby
+/// behind a proxy).
+pub const PER_BROKER: Duration = Duration::from_secs(1);
 
 /// The longest wait a broker's "slow down" is waited out for before asking again.
 pub const MAX_SLOW_DOWN_WAIT: Duration = Duration::from_secs(2);
@@ -146,6 +161,13 @@ impl Client {
             server_key: broker_key,
             munge: Munge::new(munge_socket),
             endpoint: endpoint.to_string(),
+            endpoints: endpoint
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(String::from)
+                .collect(),
+            at: 0,
             next_id: 1,
             connect_timeout: Duration::from_secs(3),
             reply_timeout: Duration::from_secs(30),
@@ -201,16 +223,65 @@ impl Client {
             self.conn = None;
         }
         if self.conn.is_none() {
-            let conn = Conn::connect(
-                &self.endpoint,
-                self.server_key.as_ref(),
-                self.connect_timeout,
-                MAX_READ_FRAME,
-            )
-            .map_err(|e| connect_error(&self.endpoint, self.connect_timeout, e))?;
+            let conn = if self.endpoints.len() > 1 {
+                self.connect_any()?
+            } else {
+                Conn::connect(
+                    &self.endpoint,
+                    self.server_key.as_ref(),
+                    self.connect_timeout,
+                    MAX_READ_FRAME,
+                )
+                .map_err(|e| connect_error(&self.endpoint, self.connect_timeout, e))?
+            };
             self.conn = Some(conn);
         }
         Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    /// A connection to whichever of several brokers answers (the leader: standbys do
+    /// not listen), trying each in turn from the last that answered: a refused
+    /// connection moves on at once, a broker that accepts but does not answer (frozen)
+    /// after [`PER_BROKER`]. Rounds go on for the connect timeout and
+    /// [`FAILOVER_WAIT`] more, the time a standby takes to lead.
+    fn connect_any(&mut self) -> Result<Conn, ClientError> {
+        let whole = self.connect_timeout + FAILOVER_WAIT;
+        let deadline = crate::zmtp::deadline_in(whole);
+        let mut last = None;
+        loop {
+            for k in 0..self.endpoints.len() {
+                let i = (self.at + k) % self.endpoints.len();
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                match Conn::connect_to(
+                    &self.endpoints[i],
+                    self.server_key.as_ref(),
+                    left.min(PER_BROKER),
+                    MAX_READ_FRAME,
+                    false,
+                ) {
+                    Ok(c) => {
+                        self.at = i;
+                        return Ok(c);
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(match last {
+                    Some(e) => connect_error(&self.endpoint, whole, e),
+                    None => ClientError::Timeout {
+                        endpoint: self.endpoint.clone(),
+                        secs: whole.as_secs_f64(),
+                    },
+                });
+            }
+            // None leads now: a failover under way.
+            std::thread::sleep(left.min(Duration::from_millis(100)));
+        }
     }
 
     /// Sends a request without waiting; returns its request id. A fresh MUNGE

@@ -251,9 +251,21 @@ impl Conn {
         timeout: Duration,
         max_frame: usize,
     ) -> Result<Conn, ZmtpError> {
+        Conn::connect_to(endpoint, server_key, timeout, max_frame, true)
+    }
+
+    /// [`Conn::connect`]; without `retry_refused`, a refused connection fails at once
+    /// (one of several brokers, where the next may be the one that answers).
+    pub fn connect_to(
+        endpoint: &str,
+        server_key: Option<&[u8; 32]>,
+        timeout: Duration,
+        max_frame: usize,
+        retry_refused: bool,
+    ) -> Result<Conn, ZmtpError> {
         let deadline = deadline_in(timeout);
         let addr = tcp_address(endpoint)?;
-        let stream = connect_tcp(endpoint, addr, timeout, deadline)?;
+        let stream = connect_tcp(endpoint, addr, timeout, deadline, retry_refused)?;
         let io = |what| {
             let endpoint = endpoint.to_string();
             move |source| ZmtpError::Io {
@@ -711,6 +723,7 @@ fn connect_tcp(
     addr: &str,
     timeout: Duration,
     deadline: Instant,
+    retry_refused: bool,
 ) -> Result<TcpStream, ZmtpError> {
     let fail = |source| ZmtpError::Connect {
         endpoint: endpoint.to_string(),
@@ -731,7 +744,10 @@ fn connect_tcp(
             }
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        let refused = last
+            .as_ref()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
+        if left.is_zero() || (refused && !retry_refused) {
             return Err(fail(
                 last.unwrap_or_else(|| std::io::ErrorKind::TimedOut.into()),
             ));

@@ -137,7 +137,9 @@ pub fn bind_router_with(
     out_pull(ctx, router, actual)
 }
 
-/// Connects a DEALER to `endpoint`; libzmq reconnects by itself when the peer restarts.
+/// Connects a DEALER to `endpoint` (or to each of several, comma-separated: the
+/// brokers of a cluster that fails over); libzmq reconnects by itself when the peer
+/// restarts.
 pub fn connect_dealer(ctx: &zmq::Context, endpoint: &str) -> Result<Bound, TransportError> {
     connect_dealer_with(ctx, endpoint, None)
 }
@@ -168,12 +170,36 @@ pub fn dealer_socket(
     dealer
         .set_reconnect_ivl(100)
         .map_err(zerr("set_reconnect_ivl", endpoint))?;
-    dealer
-        .set_reconnect_ivl_max(2000)
-        .map_err(zerr("set_reconnect_ivl_max", endpoint))?;
-    dealer
-        .connect(endpoint)
-        .map_err(zerr("connect", endpoint))?;
+    let brokers: Vec<&str> = endpoint
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .collect();
+    if brokers.len() > 1 {
+        // Several brokers, one leading (standbys do not listen): messages go only
+        // to a connection that is up, never queued for a broker that is not there;
+        // a broker that stops answering (frozen) is dropped after 3 s of silence;
+        // and a new leader is found within a second of its bind.
+        dealer
+            .set_immediate(true)
+            .map_err(zerr("set_immediate", endpoint))?;
+        dealer
+            .set_heartbeat_ivl(1000)
+            .map_err(zerr("set_heartbeat_ivl", endpoint))?;
+        dealer
+            .set_heartbeat_timeout(3000)
+            .map_err(zerr("set_heartbeat_timeout", endpoint))?;
+        dealer
+            .set_reconnect_ivl_max(1000)
+            .map_err(zerr("set_reconnect_ivl_max", endpoint))?;
+    } else {
+        dealer
+            .set_reconnect_ivl_max(2000)
+            .map_err(zerr("set_reconnect_ivl_max", endpoint))?;
+    }
+    for b in brokers {
+        dealer.connect(b).map_err(zerr("connect", b))?;
+    }
     Ok(dealer)
 }
 

@@ -231,6 +231,28 @@ pub struct ClusterOpts {
     /// namespaces' loopback, out of the test's reach (no `full_passes`); agents
     /// beside the cluster's own nodes cannot be started.
     pub netns: bool,
+    /// The brokers' store on PostgreSQL (a connection string): `brokers` brokers share
+    /// it, each on its own loopback port and data directory, one leading and the
+    /// others standing by; agents and `bh` are given every broker's endpoint.
+    pub store: Option<String>,
+    /// Brokers on `store` (at least 1 with a store).
+    pub brokers: u32,
+}
+
+/// One of several brokers on a PostgreSQL store.
+#[derive(Debug)]
+pub struct HaBroker {
+    pub port: u16,
+    pub child: Option<Child>,
+    /// Its log, every run appended.
+    pub log: PathBuf,
+}
+
+/// A loopback port free now.
+pub fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 impl Default for ClusterOpts {
@@ -248,6 +270,8 @@ impl Default for ClusterOpts {
             allow_root_jobs: false,
             data_tmpfs_mb: None,
             netns: false,
+            store: None,
+            brokers: 1,
         }
     }
 }
@@ -276,6 +300,8 @@ pub struct Cluster {
     /// The hosts' namespaces, with `netns`; removed after the processes are stopped
     /// (a field goes after `drop` has run).
     pub net: Option<netns::Net>,
+    /// The brokers on a PostgreSQL store (`opts.store`); `broker` is `None` then.
+    pub ha: Vec<HaBroker>,
 }
 
 /// A tmpfs for job scripts when the host has one at /dev/shm, else the temp directory.
@@ -332,6 +358,7 @@ impl Cluster {
             extra_nodes: Default::default(),
             agent_bin: None,
             net,
+            ha: Vec::new(),
         };
         let keys = c.keys_dir();
         std::fs::create_dir(&keys)?;
@@ -367,7 +394,28 @@ impl Cluster {
             c.opts.broker_config = Some(cfg);
             c.opts.agent_args.push("--allow-root-jobs".into());
         }
-        c.start_broker()?;
+        if c.opts.store.is_some() {
+            for i in 0..c.opts.brokers.max(1) {
+                c.ha.push(HaBroker {
+                    port: free_port()?,
+                    child: None,
+                    log: c.dir.path().join(format!("broker-ha{i}.log")),
+                });
+            }
+            c.endpoint =
+                c.ha.iter()
+                    .map(|b| format!("tcp://127.0.0.1:{}", b.port))
+                    .collect::<Vec<_>>()
+                    .join(",");
+            for i in 0..c.ha.len() {
+                c.start_ha_broker(i)?;
+                if i == 0 {
+                    c.wait_leader()?;
+                }
+            }
+        } else {
+            c.start_broker()?;
+        }
         c.start_agent()?;
         for i in 1..c.opts.nodes {
             let name = format!("{}x{i}", c.node);
@@ -483,6 +531,72 @@ impl Cluster {
             self.endpoint = ep.trim().to_string();
         }
         Ok(())
+    }
+
+    /// Starts broker `i` of several on the PostgreSQL store (a standby unless none
+    /// leads); returns at once.
+    pub fn start_ha_broker(&mut self, i: usize) -> Result<()> {
+        let store = self.opts.store.clone().context("no store")?;
+        let b = &self.ha[i];
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&b.log)?;
+        let mut extra: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(text) = &self.opts.broker_config {
+            let path = self.dir.path().join("bulkhead.toml");
+            std::fs::write(&path, text)?;
+            extra.push("--config".into());
+            extra.push(path.into_os_string());
+        }
+        if self.opts.curve {
+            extra.push("--curve-key".into());
+            extra.push(self.keys_dir().join("broker.key").into_os_string());
+        }
+        if self.opts.sign {
+            extra.push("--signing-key".into());
+            extra.push(self.keys_dir().join("broker.sign").into_os_string());
+        }
+        let child = Command::new(bin("bulkhead-broker"))
+            .args(["--listen", &format!("tcp://127.0.0.1:{}", b.port)])
+            .args(["--heartbeat-ms", "500"])
+            .args(["--node-timeout", &scaled(10).as_secs().to_string()])
+            .arg("--data-dir")
+            .arg(self.dir.path().join(format!("broker-ha{i}")))
+            .args(["--store", &store])
+            .arg("--munge-socket")
+            .arg(&self.munged.socket)
+            .args(&extra)
+            .env("BH_LOG", self.opts.log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()?;
+        self.ha[i].child = Some(child);
+        Ok(())
+    }
+
+    /// Waits until one of the brokers leads (answers); which one.
+    pub fn wait_leader(&self) -> Result<usize> {
+        let mut leader = None;
+        wait_for(scaled(30), || {
+            leader = self.ha.iter().position(|b| {
+                self.bh_to(&format!("tcp://127.0.0.1:{}", b.port), &["queue", "--all"])
+                    .is_ok_and(|o| o.status.success())
+            });
+            leader.is_some()
+        })
+        .with_context(|| format!("no broker leads; logs:\n{}", self.broker_log()))?;
+        leader.context("a leader")
+    }
+
+    /// `bh ARGS` as root, to broker `endpoint` alone, failing fast.
+    pub fn bh_to(&self, endpoint: &str, args: &[&str]) -> Result<Output> {
+        Ok(self
+            .bh_command(None, self.dir.path(), args)
+            .env("BH_BROKER", endpoint)
+            .env("BH_TIMEOUT", "2")
+            .output()?)
     }
 
     pub fn start_agent(&mut self) -> Result<()> {
@@ -684,7 +798,12 @@ impl Cluster {
             .filter_map(|e| {
                 let name = e.file_name().into_string().ok()?;
                 let n = name.strip_prefix("broker-")?.strip_suffix(".log")?;
-                Some((n.parse().ok()?, e.path()))
+                // The brokers on a PostgreSQL store after the others.
+                let n = match n.strip_prefix("ha") {
+                    Some(i) => 1_000_000 + i.parse::<u32>().ok()?,
+                    None => n.parse().ok()?,
+                };
+                Some((n, e.path()))
             })
             .collect();
         logs.sort();
@@ -964,6 +1083,16 @@ impl Drop for Cluster {
         }
         if let Some(mut b) = self.broker.take() {
             stop(&mut b, Duration::from_secs(5));
+        }
+        for b in &mut self.ha {
+            if let Some(mut c) = b.child.take() {
+                // A frozen broker does not stop on SIGTERM.
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(c.id() as i32),
+                    nix::sys::signal::Signal::SIGCONT,
+                );
+                stop(&mut c, Duration::from_secs(5));
+            }
         }
         // Stopped agents leave their jobs to their supervisors (and one that died
         // leaves job cgroups): kill the jobs' processes, let their supervisors see

@@ -171,6 +171,11 @@ enum Bench {
         /// CPUs each agent offers.
         #[arg(long, default_value_t = 16)]
         cpus: u32,
+        /// `postgresql`: the same run once more with the broker's store on a
+        /// private PostgreSQL, its figures (`pg_…`) and their ratio to SQLite's
+        /// printed beside.
+        #[arg(long)]
+        store: Option<String>,
     },
     /// The broker facing 1,000 and 10,000 EMULATED nodes (bulkhead-emulator: real
     /// protocol peers, no job processes): registration, idle CPU and memory,
@@ -299,6 +304,39 @@ fn bench(package: &str, bin: &str, args: &[(&str, u32)]) -> Result<()> {
         cmd.arg(name).arg(value.to_string());
     }
     run(&mut cmd)
+}
+
+/// `bench e2e --store postgresql`: the end-to-end run on SQLite, then on PostgreSQL,
+/// one after the other in one invocation, and the ratios of their throughputs.
+fn bench_e2e_stores(jobs: u32, nodes: u32, cpus: u32, store: &str) -> Result<()> {
+    if store != "postgresql" && store != "sqlite" {
+        bail!("--store {store}: sqlite or postgresql");
+    }
+    build_daemons(&["bulkhead-tests"])?;
+    let figures = |store: &str| -> Result<std::collections::BTreeMap<String, f64>> {
+        let out = stdout_of(
+            Command::new(root().join("target/release/bench-e2e"))
+                .args(["--jobs", &jobs.to_string(), "--nodes", &nodes.to_string()])
+                .args(["--cpus", &cpus.to_string(), "--store", store]),
+        )?;
+        print!("{out}");
+        Ok(out
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .filter_map(|(k, v)| Some((k.to_string(), v.trim().parse().ok()?)))
+            .collect())
+    };
+    let lite = figures("sqlite")?;
+    if store == "sqlite" {
+        return Ok(());
+    }
+    let pg = figures("postgresql")?;
+    for name in ["e2e_jobs_per_s", "submit_per_s"] {
+        if let (Some(a), Some(b)) = (lite.get(name), pg.get(&format!("pg_{name}"))) {
+            println!("pg_vs_sqlite_{name}={:.2}", b / a);
+        }
+    }
+    Ok(())
 }
 
 /// Builds the daemons and `bh` (and `more` packages), release, for the benchmarks
@@ -760,7 +798,22 @@ fn main() -> Result<()> {
             which: Bench::Isolation { jobs },
         } => bench("bulkhead-tests", "bench-isolation", &[("--jobs", jobs)]),
         Cmd::Bench {
-            which: Bench::E2e { jobs, nodes, cpus },
+            which:
+                Bench::E2e {
+                    jobs,
+                    nodes,
+                    cpus,
+                    store: Some(store),
+                },
+        } => bench_e2e_stores(jobs, nodes, cpus, &store),
+        Cmd::Bench {
+            which:
+                Bench::E2e {
+                    jobs,
+                    nodes,
+                    cpus,
+                    store: None,
+                },
         } => {
             build_daemons(&[])?;
             bench(

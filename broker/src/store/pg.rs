@@ -220,7 +220,10 @@ pub fn connect(conninfo: &str, options: &str) -> Result<Client, StoreError> {
         .keepalives_interval(Duration::from_secs(1))
         .keepalives_retries(3);
     let mut opts = cfg.get_options().unwrap_or_default().to_string();
-    for o in ["-c idle_in_transaction_session_timeout=2000", options] {
+    for o in [
+        "-c idle_in_transaction_session_timeout=2000 -c client_min_messages=warning",
+        options,
+    ] {
         if !o.is_empty() {
             if !opts.is_empty() {
                 opts.push(' ');
@@ -236,9 +239,31 @@ pub fn connect(conninfo: &str, options: &str) -> Result<Client, StoreError> {
     })
 }
 
+/// The error for a store whose connection is gone (only while it is dropped).
+fn closed(target: &str) -> impl FnOnce() -> StoreError + '_ {
+    move || StoreError::BadTarget {
+        target: target.to_string(),
+        detail: "the connection is closed".into(),
+    }
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        // Closing the client blocks on its own runtime, which panics inside another
+        // (a broker dropping its store in its async shell): it is closed on a
+        // thread of its own.
+        if let Some(c) = self.client.take() {
+            let _ = std::thread::Builder::new()
+                .name("bh-pg-close".into())
+                .spawn(move || drop(c));
+        }
+    }
+}
+
 /// The open PostgreSQL store.
 pub struct Pg {
-    client: Client,
+    /// Always there but while dropping (see `Drop`).
+    client: Option<Client>,
     conninfo: String,
     target: String,
     prepared: HashMap<&'static str, Statement>,
@@ -325,7 +350,7 @@ impl Pg {
             prepared.insert(sql, st);
         }
         Ok(Pg {
-            client,
+            client: Some(client),
             conninfo: conninfo.to_string(),
             target,
             prepared,
@@ -351,7 +376,7 @@ impl Pg {
 
     /// Whether the connection is gone (the writer opens a new one).
     pub fn is_closed(&self) -> bool {
-        self.client.is_closed()
+        self.client.as_ref().is_none_or(Client::is_closed)
     }
 
     /// Every row of a query.
@@ -362,7 +387,17 @@ impl Pg {
         doing: &'static str,
     ) -> Result<Vec<Row>, StoreError> {
         let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|v| v as _).collect();
-        let rows = self.client.query(sql, &params).map_err(self.pe(doing))?;
+        let target = self.target.clone();
+        let rows = self
+            .client
+            .as_mut()
+            .ok_or_else(closed(&target))?
+            .query(sql, &params)
+            .map_err(|source| StoreError::Postgres {
+                target,
+                doing,
+                source,
+            })?;
         rows.iter()
             .map(|r| {
                 (0..r.len())
@@ -388,6 +423,8 @@ impl Pg {
         };
         let mut tx = self
             .client
+            .as_mut()
+            .ok_or_else(closed(&target))?
             .transaction()
             .map_err(pe("beginning a transaction"))?;
         if let Some(mine) = self.term {

@@ -60,6 +60,25 @@ fn main() -> Result<()> {
     if !nix::unistd::geteuid().is_root() {
         bail!("the benchmark runs an agent and must run as root");
     }
+    // `--store postgresql`: the broker's store on a private PostgreSQL (on this
+    // host's disk, as SQLite's file is), its figures named `pg_…`.
+    let pg = match args
+        .iter()
+        .position(|a| a == "--store")
+        .map(|i| args.get(i + 1))
+    {
+        Some(Some(s)) if s == "postgresql" => {
+            Some(bulkhead_tests::pg::Postgres::start(&std::env::temp_dir())?)
+        }
+        Some(Some(s)) if s == "sqlite" => None,
+        Some(other) => bail!("--store {other:?}: sqlite or postgresql"),
+        None => None,
+    };
+    let store = match &pg {
+        Some(pg) => Some(pg.database()?),
+        None => None,
+    };
+    let p = if pg.is_some() { "pg_" } else { "" };
     let c = Cluster::start_with(ClusterOpts {
         cpus,
         mem_mb: 65536,
@@ -74,11 +93,14 @@ fn main() -> Result<()> {
         allow_root_jobs: true,
         data_tmpfs_mb: None,
         netns: false,
+        store,
+        brokers: 1,
     })?;
     let wd = c.workdir(None)?;
     let mut pids: Vec<u32> = c
         .broker
         .iter()
+        .chain(c.ha.iter().filter_map(|b| b.child.as_ref()))
         .chain(c.agent.iter())
         .chain(c.more_agents.iter())
         .map(|p| p.id())
@@ -286,30 +308,30 @@ fn main() -> Result<()> {
                 .unwrap_or_default()
         }
     );
-    println!("submit_per_s={:.0}", f64::from(n) / submit_s);
-    println!("e2e_jobs_per_s={:.0}", f64::from(n) / e2e_s);
+    println!("{p}submit_per_s={:.0}", f64::from(n) / submit_s);
+    println!("{p}e2e_jobs_per_s={:.0}", f64::from(n) / e2e_s);
     if phases {
         let launch_s = last_end.saturating_sub(resumed_us) as f64 / 1e6;
-        println!("launch_per_s={:.0}", f64::from(n) / launch_s);
+        println!("{p}launch_per_s={:.0}", f64::from(n) / launch_s);
     }
     println!(
-        "submit_to_launch_begin_p50_ms={:.2}",
+        "{p}submit_to_launch_begin_p50_ms={:.2}",
         percentile(&paced_lat, 0.5)
     );
     println!(
-        "submit_to_launch_begin_p99_ms={:.2}",
+        "{p}submit_to_launch_begin_p99_ms={:.2}",
         percentile(&paced_lat, 0.99)
     );
     println!(
-        "burst_submit_to_launch_begin_p50_ms={:.1}",
+        "{p}burst_submit_to_launch_begin_p50_ms={:.1}",
         percentile(&lat, 0.5)
     );
     println!(
-        "bh_submit_to_job_start_p50_ms={:.2}",
+        "{p}bh_submit_to_job_start_p50_ms={:.2}",
         percentile(&bh_lat, 0.5)
     );
     println!(
-        "bh_submit_to_job_start_p99_ms={:.2}",
+        "{p}bh_submit_to_job_start_p99_ms={:.2}",
         percentile(&bh_lat, 0.99)
     );
     let per = |i: usize| after[i].0.saturating_sub(before[i].0) as f64 / hz * 1000.0 / f64::from(n);
@@ -325,11 +347,11 @@ fn main() -> Result<()> {
         job_ticks as f64 / hz * 1000.0 / f64::from(n)
     );
     println!(
-        "daemon_cpu_ms_per_job={:.2}",
+        "{p}daemon_cpu_ms_per_job={:.2}",
         daemon_ticks as f64 / hz * 1000.0 / f64::from(n)
     );
     println!(
-        "job_cpu_ms_per_job={:.2}",
+        "{p}job_cpu_ms_per_job={:.2}",
         job_ticks as f64 / hz * 1000.0 / f64::from(n)
     );
     Ok(())

@@ -1,0 +1,199 @@
+//! Brokers that fail over: two brokers on one PostgreSQL store (Debian's, started by
+//! the harness), agents and `bh` given both endpoints. The leader is killed
+//! (SIGKILL) or frozen (SIGSTOP); the standby takes the lead, running jobs run on
+//! and end as they really end (also one that ends during the takeover), dependent
+//! jobs follow, and a frozen leader that wakes finds itself deposed and stops
+//! without writing.
+
+use bulkhead_proto::JobState;
+use bulkhead_tests::pg::Postgres;
+use bulkhead_tests::{Cluster, ClusterOpts, USER1, scaled, user, wait_for};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn t() -> Duration {
+    scaled(30)
+}
+
+/// A script that says it started, waits for `go`, then exits with `code`.
+fn gated(name: &str, code: i32) -> String {
+    format!(
+        "#!/bin/sh\ntouch {name}.started\nwhile [ ! -e {name}.go ]; do sleep 0.05; done\nexit {code}\n"
+    )
+}
+
+fn wait_file(p: &Path) {
+    wait_for(t(), || p.exists()).unwrap_or_else(|e| panic!("{} never appeared: {e}", p.display()));
+}
+
+fn cluster() -> Cluster {
+    let pg = Postgres::shared().expect("postgres");
+    Cluster::start_with(ClusterOpts {
+        cpus: 4,
+        store: Some(pg.database().expect("database")),
+        brokers: 2,
+        ..Default::default()
+    })
+    .expect("cluster")
+}
+
+fn signal_broker(c: &Cluster, i: usize, sig: Signal) {
+    let pid = c.ha[i].child.as_ref().expect("running").id();
+    kill(Pid::from_raw(pid as i32), sig).expect("signal");
+}
+
+fn log_of(c: &Cluster, i: usize) -> String {
+    std::fs::read_to_string(&c.ha[i].log).unwrap_or_default()
+}
+
+/// Every job the cluster lists, by id.
+fn listed(c: &Cluster) -> Vec<u64> {
+    let out = c.bh(None, &["queue", "--all", "--json"]).expect("bh queue");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let mut ids: Vec<u64> = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|j| j["id"].as_u64())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+#[test]
+fn a_standby_takes_over_from_a_killed_leader_and_running_jobs_end_as_they_ran() {
+    let mut c = cluster();
+    assert_eq!(
+        c.wait_leader().expect("leader"),
+        0,
+        "the first started leads"
+    );
+    assert!(
+        log_of(&c, 1).contains("standby"),
+        "the second waits: {}",
+        log_of(&c, 1)
+    );
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let a = c.submit(Some(&u), &wd, &[], &gated("a", 3)).expect("a");
+    let b = c.submit(Some(&u), &wd, &[], &gated("b", 0)).expect("b");
+    let dep = format!("--dependency=afterany:{a}");
+    let d = c
+        .submit(Some(&u), &wd, &[&dep], "#!/bin/sh\ntouch d.ran\n")
+        .expect("d");
+    for (j, n) in [(a, "a"), (b, "b")] {
+        wait_file(&wd.join(format!("{n}.started")));
+        c.wait_state(j, &[JobState::Running], t()).expect("running");
+    }
+    let before = listed(&c);
+
+    signal_broker(&c, 0, Signal::SIGKILL);
+    let _ = c.ha[0].child.take().map(|mut ch| ch.wait());
+    let t0 = Instant::now();
+    // A job ends while no broker leads: its end waits on the agent.
+    std::fs::write(wd.join("b.go"), "").expect("go b");
+    assert_eq!(c.wait_leader().expect("a new leader"), 1);
+    eprintln!("takeover after {:.1} s", t0.elapsed().as_secs_f64());
+
+    let ended = c
+        .wait_state(
+            b,
+            &[JobState::Completed, JobState::NodeFail, JobState::Failed],
+            t(),
+        )
+        .expect("b's end");
+    assert_eq!(
+        (ended.state, ended.exit_code),
+        (JobState::Completed, Some(0)),
+        "the end reported during the takeover is kept; agent log:\n{}",
+        c.agent_log()
+    );
+    assert_eq!(
+        c.show(a).expect("show a").state,
+        JobState::Running,
+        "a running job is untouched by the failover"
+    );
+    std::fs::write(wd.join("a.go"), "").expect("go a");
+    let ended = c
+        .wait_state(
+            a,
+            &[JobState::Failed, JobState::NodeFail, JobState::Completed],
+            t(),
+        )
+        .expect("a's end");
+    assert_eq!((ended.state, ended.exit_code), (JobState::Failed, Some(3)));
+    c.wait_state(d, &[JobState::Completed], t())
+        .expect("the dependent job ran after its dependency");
+    assert!(wd.join("d.ran").exists());
+    // Nothing acknowledged was lost or doubled; the new leader takes new work.
+    assert_eq!(listed(&c), before);
+    let e = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\ntrue\n")
+        .expect("submit to the new leader");
+    c.wait_state(e, &[JobState::Completed], t()).expect("e ran");
+    // The old leader, started again, stands by.
+    c.start_ha_broker(0).expect("restart broker 0");
+    wait_for(t(), || log_of(&c, 0).matches("standby").count() >= 1).expect("standby");
+    assert_eq!(c.wait_leader().expect("leader"), 1);
+}
+
+#[test]
+fn a_frozen_leader_is_replaced_and_stops_when_it_wakes() {
+    let mut c = cluster();
+    assert_eq!(c.wait_leader().expect("leader"), 0);
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let a = c.submit(Some(&u), &wd, &[], &gated("a", 0)).expect("a");
+    wait_file(&wd.join("a.started"));
+    c.wait_state(a, &[JobState::Running], t()).expect("running");
+
+    signal_broker(&c, 0, Signal::SIGSTOP);
+    let t0 = Instant::now();
+    assert_eq!(c.wait_leader().expect("a new leader"), 1);
+    eprintln!("takeover after {:.1} s", t0.elapsed().as_secs_f64());
+    // Work goes on under the new leader while the old one is frozen.
+    let b = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\ntrue\n")
+        .expect("b");
+    c.wait_state(b, &[JobState::Completed], t()).expect("b ran");
+
+    // Woken, the old leader finds another term and stops, writing nothing.
+    signal_broker(&c, 0, Signal::SIGCONT);
+    let mut old = c.ha[0].child.take().expect("child");
+    let mut status = None;
+    wait_for(t(), || {
+        status = old.try_wait().ok().flatten();
+        status.is_some()
+    })
+    .unwrap_or_else(|e| panic!("the deposed leader did not stop: {e}\n{}", log_of(&c, 0)));
+    assert!(
+        !status.expect("exited").success(),
+        "a deposed leader stops with an error"
+    );
+    let log = log_of(&c, 0);
+    assert!(
+        log.contains("lost the lead") || log.contains("another broker leads"),
+        "{log}"
+    );
+    std::fs::write(wd.join("a.go"), "").expect("go a");
+    let ended = c
+        .wait_state(
+            a,
+            &[JobState::Completed, JobState::NodeFail, JobState::Failed],
+            t(),
+        )
+        .expect("a's end");
+    assert_eq!(ended.state, JobState::Completed);
+    assert_eq!(listed(&c), {
+        let mut v = vec![a.0, b.0];
+        v.sort_unstable();
+        v
+    });
+}
