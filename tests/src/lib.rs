@@ -8,6 +8,7 @@
 //! The test users (`bhtest1`, `bhtest2`) are created by `cargo xtask ci` (or
 //! `cargo xtask setup`); a test that needs one fails with that instruction if missing.
 
+pub mod chaos;
 pub mod impostor;
 pub mod netns;
 pub mod pg;
@@ -588,6 +589,17 @@ impl Cluster {
         })
         .with_context(|| format!("no broker leads; logs:\n{}", self.broker_log()))?;
         leader.context("a leader")
+    }
+
+    /// Waits until the cluster answers: a leader among several brokers, or the one.
+    pub fn wait_leader_or_broker(&self) -> Result<()> {
+        if !self.ha.is_empty() {
+            return self.wait_leader().map(|_| ());
+        }
+        wait_for(scaled(30), || {
+            self.bh(None, &["queue", "--all"])
+                .is_ok_and(|o| o.status.success())
+        })
     }
 
     /// `bh ARGS` as root, to broker `endpoint` alone, failing fast.

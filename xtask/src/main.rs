@@ -34,6 +34,21 @@ enum Cmd {
     Setup,
     /// What CI runs: setup, fmt check, clippy -D warnings, build, all tests, VM tests.
     Ci,
+    /// The long chaos run: daemons killed (SIGKILL) or frozen (SIGSTOP) under load,
+    /// on brokers failing over on PostgreSQL, then on one broker on SQLite; prints
+    /// chaos_rounds, acked_jobs, lost_jobs, duplicated_runs, wrong_end_states,
+    /// failover_s_p50/max. CI runs a short form (tests/tests/chaos.rs).
+    Chaos {
+        /// Rounds on PostgreSQL (at least 50 for the long form).
+        #[arg(long, default_value_t = 50)]
+        rounds: u32,
+        /// Rounds on SQLite.
+        #[arg(long, default_value_t = 20)]
+        sqlite_rounds: u32,
+        /// Replay a run (its printed seed).
+        #[arg(long)]
+        seed: Option<u32>,
+    },
     /// Run the privileged tests (end to end) on Debian's kernel with pure cgroup v2, in QEMU.
     VmTest {
         /// Only tests whose name contains this.
@@ -692,6 +707,21 @@ fn main() -> Result<()> {
     match Args::parse().cmd {
         Cmd::Setup => setup(),
         Cmd::Ci => ci(),
+        Cmd::Chaos {
+            rounds,
+            sqlite_rounds,
+            seed,
+        } => {
+            setup()?;
+            build_daemons(&["bulkhead-tests"])?;
+            let mut cmd = Command::new(root().join("target/release/chaos"));
+            cmd.args(["--rounds", &rounds.to_string()])
+                .args(["--sqlite-rounds", &sqlite_rounds.to_string()]);
+            if let Some(s) = seed {
+                cmd.args(["--seed", &s.to_string()]);
+            }
+            run(&mut cmd)
+        }
         Cmd::VmTest { systemd: true, .. } => vmsystemd::run(&root()),
         Cmd::VmTest { filter, .. } => vm::run(&root(), filter.as_deref()),
         Cmd::Fuzz { seconds } => fuzz(seconds),

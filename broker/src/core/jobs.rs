@@ -502,6 +502,61 @@ impl Core {
         }
     }
 
+    /// Frees the job's place on its nodes: its steps forgotten, its share on the
+    /// other nodes killed (ending `state`).
+    fn release_nodes(
+        &mut self,
+        fx: &mut Effects,
+        id: JobId,
+        node: Option<NodeId>,
+        state: JobState,
+    ) {
+        self.forget_steps(id);
+        if let Some(n) = node.and_then(|n| self.nodes.get_mut(&n)) {
+            n.running.remove(&id);
+            n.unstarted.remove(&id);
+        }
+        let extra = self
+            .jobs
+            .get(&id)
+            .map(|j| j.extra_nodes.clone())
+            .unwrap_or_default();
+        for n in extra {
+            if let Some(n) = self.nodes.get_mut(&n) {
+                n.held.remove(&id);
+                // Its share there (and any step still on it) ends with the job.
+                if let Some(peer) = n.peer.clone() {
+                    fx.send.push(Outbound::Agent {
+                        peer,
+                        request_id: 0,
+                        msg: BrokerMessage::Kill {
+                            job: id,
+                            state,
+                            grace_s: None,
+                        },
+                    });
+                }
+            }
+        }
+    }
+
+    /// A job whose launch its node lost before it started: its place freed and the
+    /// job back in the queue (`why` its reason), as Slurm requeues a batch job whose
+    /// launch failed. It never ran: nothing of it is accounted as a run.
+    pub(super) fn launch_lost(&mut self, fx: &mut Effects, id: JobId, why: String, now_us: u64) {
+        let Some((state, node)) = self.jobs.get(&id).map(|j| (j.state, j.node)) else {
+            return;
+        };
+        if !state.is_active() {
+            return;
+        }
+        tracing::warn!(job = %id, reason = %why, "requeued");
+        self.release_nodes(fx, id, node, JobState::Cancelled);
+        self.sched
+            .job_ended(sched::JobId(id.0), sched::Outcome::NotOk, secs(now_us));
+        self.requeue(fx, id, why, now_us);
+    }
+
     /// Records a job's end and releases its resources.
     pub(super) fn finish(&mut self, fx: &mut Effects, mut end: JobEnd) {
         let Some((state, node)) = self.jobs.get(&end.job).map(|j| (j.state, j.node)) else {
@@ -523,32 +578,7 @@ impl Core {
         if cancelled && end.state != JobState::Cancelled {
             end.state = JobState::Cancelled;
         }
-        self.forget_steps(end.job);
-        if let Some(n) = node.and_then(|n| self.nodes.get_mut(&n)) {
-            n.running.remove(&end.job);
-        }
-        let extra = self
-            .jobs
-            .get(&end.job)
-            .map(|j| j.extra_nodes.clone())
-            .unwrap_or_default();
-        for n in extra {
-            if let Some(n) = self.nodes.get_mut(&n) {
-                n.held.remove(&end.job);
-                // Its share there (and any step still on it) ends with the job.
-                if let Some(peer) = n.peer.clone() {
-                    fx.send.push(Outbound::Agent {
-                        peer,
-                        request_id: 0,
-                        msg: BrokerMessage::Kill {
-                            job: end.job,
-                            state: end.state,
-                            grace_s: None,
-                        },
-                    });
-                }
-            }
-        }
+        self.release_nodes(fx, end.job, node, end.state);
         let sid = sched::JobId(end.job.0);
         if let Some((by, requeue)) = self
             .jobs

@@ -80,7 +80,7 @@ const WAIT_BUCKETS: [f64; 14] = [
     7.0 * 86_400.0,
 ];
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// A partition, as configured: its nodes by name (`*` and a trailing `*` match).
 #[derive(Debug, Clone, PartialEq)]
@@ -322,6 +322,11 @@ struct Node {
     /// arrived, and does not make the job lost.
     launches: u64,
     launch_no: HashMap<JobId, u64>,
+    /// Jobs launched here whose start the agent has not confirmed (by `JobStarted`
+    /// or by listing them): one its agent comes back without never ran, and goes
+    /// back to the queue rather than fail NODE_FAIL. Not stored: a broker that
+    /// starts counts its running jobs unconfirmed until their agents register.
+    unstarted: HashSet<JobId>,
     /// Where its agent takes step connections (empty: nowhere).
     step_endpoint: String,
 }
@@ -516,9 +521,17 @@ impl Core {
                         .find(|p| p.name == job.partition)
                         .and_then(|p| p.default_time_s.or(p.max_time_s));
                 }
-                // Held against its nodes until their agents say otherwise.
+                // Held against its nodes until their agents say otherwise. Whether
+                // a running job's launch reached its agent is not kept (a broker
+                // killed as it sent it, or a leader replaced): the agent's
+                // registration says, by listing it; one it does not list never ran
+                // there and is requeued (a job that ran is listed, or its end comes
+                // with the registration).
                 if let Some(n) = job.node.and_then(|n| core.nodes.get_mut(&n)) {
                     n.running.insert(id);
+                    if job.state == JobState::Running {
+                        n.unstarted.insert(id);
+                    }
                 }
                 for n in &job.extra_nodes {
                     if let Some(node) = core.nodes.get_mut(n) {
@@ -831,6 +844,9 @@ impl Core {
             AgentMessage::JobStarted {
                 job, start_time_us, ..
             } => {
+                if let Some(n) = self.nodes.get_mut(&node_id) {
+                    n.unstarted.remove(&job);
+                }
                 if let Some(j) = self.jobs.get_mut(&job)
                     && j.state == JobState::Running
                     && j.node == Some(node_id)

@@ -65,6 +65,7 @@ impl Core {
                 seq: 0,
                 launches: 0,
                 launch_no: HashMap::new(),
+                unstarted: std::collections::HashSet::new(),
                 step_endpoint: String::new(),
             },
         );
@@ -404,12 +405,36 @@ impl Core {
             .copied()
             .collect();
         for j in lost {
+            let name = self.nodes[&node_id].name.clone();
+            // Never started: its start unconfirmed, and either this is the agent's
+            // registration (it restarted before it kept the job), or the launch went
+            // before the agent's registration (a broker killed as it sent it, a
+            // leader replaced). Not so: a launch this agent counted, then dropped.
+            let never_started = self.nodes.get_mut(&node_id).is_some_and(|n| {
+                (launches.is_none() || !n.launch_no.contains_key(&j)) && n.unstarted.remove(&j)
+            });
+            if never_started {
+                // It never ran, and runs again elsewhere or later, as Slurm requeues
+                // a batch job whose launch failed.
+                self.launch_lost(
+                    fx,
+                    j,
+                    format!("launch lost: node {name} restarted before the job started"),
+                    now_us,
+                );
+                continue;
+            }
             let mut end = self.end_of(j, JobState::NodeFail, now_us);
             end.reason = Some(format!(
-                "node {} no longer runs the job (agent restarted)",
-                self.nodes[&node_id].name
+                "node {name} no longer runs the job (agent restarted)"
             ));
             self.finish(fx, end);
+        }
+        // What the agent lists has started.
+        if let Some(n) = self.nodes.get_mut(&node_id) {
+            for j in running {
+                n.unstarted.remove(j);
+            }
         }
         // Jobs the agent runs that must not run: finished, cancelled, or placed elsewhere.
         for j in reported {

@@ -241,6 +241,7 @@ impl Core {
                         if let Some(n) = self.nodes.get_mut(&node_id) {
                             n.launches += 1;
                             n.launch_no.insert(id, n.launches);
+                            n.unstarted.insert(id);
                         }
                         fx.send.push(Outbound::Agent {
                             peer,

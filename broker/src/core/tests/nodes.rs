@@ -54,11 +54,25 @@ fn silent_nodes_go_down_and_their_jobs_node_fail() {
     assert_eq!(t.c.node_info(n).state, NodeState::Down);
 }
 
+fn started(t: &mut TestCore, job: JobId) {
+    t.agent_as(
+        1,
+        Some(&root()),
+        AgentMessage::JobStarted {
+            job,
+            pid: 1,
+            start_time_us: 5,
+        },
+    );
+}
+
 #[test]
 fn reregistration_reconciles_running_jobs() {
     let mut t = Env::new().nodes(1, 4).build();
     let (kept, _) = t.submit(&user(5), sub(1));
     let (lost, _) = t.submit(&user(5), sub(1));
+    started(&mut t, kept);
+    started(&mut t, lost);
     t.wait(60_000_000);
     // The agent restarts with only `kept` alive, plus a job the broker never placed there.
     let fx = t.agent_as(1, Some(&root()), reg("n1", 4, vec![kept, JobId(77)]));
@@ -68,6 +82,51 @@ fn reregistration_reconciles_running_jobs() {
     assert_stored!(fx, StoreOp::UpdateJob(u) if u.id == kept => 0);
     assert_eq!(t.job(kept).state, JobState::Running);
     assert_eq!(t.job(lost).state, JobState::NodeFail);
+}
+
+/// A launch the agent lost before it started the job (it was killed between
+/// receiving it and keeping it): the job never ran, so it goes back to the queue
+/// and runs again, rather than fail NODE_FAIL; one whose start the agent confirmed
+/// (by `JobStarted`, or by listing it once) is lost with the agent.
+#[test]
+fn a_launch_lost_before_the_job_started_is_requeued_not_failed() {
+    let mut t = Env::new().nodes(1, 1).build();
+    let (never, _) = t.submit(&user(5), sub(1));
+    let (next, _) = t.submit(&user(5), sub(1));
+    assert_eq!(t.job(never).state, JobState::Running);
+    assert_eq!(t.job(next).state, JobState::Pending);
+    t.wait(60_000_000);
+    let fx = t.agent_as(1, Some(&root()), reg("n1", 1, vec![]));
+    assert_stored!(fx, StoreOp::UpdateJob(u) if u.id == never && u.state == JobState::NodeFail => 0);
+    let j = t.job(never);
+    assert!(
+        j.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("launch lost")),
+        "{j:?}"
+    );
+    assert_eq!(j.state, JobState::Pending, "{j:?}");
+    // Back in the queue: it runs once the node is free again.
+    assert_eq!(
+        t.job(next).state,
+        JobState::Running,
+        "the freed node went to the next"
+    );
+    let fx = t.end(1, next, JobState::Completed);
+    assert_sent!(fx, BrokerMessage::Launch(l) if l.job == never => 1);
+    assert_eq!(t.job(never).state, JobState::Running);
+    // Listed by a heartbeat, its start is confirmed: lost again, it fails.
+    t.agent_as(
+        1,
+        Some(&root()),
+        AgentMessage::Heartbeat {
+            running: vec![never],
+            launches: 1,
+        },
+    );
+    t.wait(60_000_000);
+    t.agent_as(1, Some(&root()), reg("n1", 1, vec![]));
+    assert_eq!(t.job(never).state, JobState::NodeFail);
 }
 
 /// An administrator revokes a node's key: the node is down at once, its job ends,

@@ -332,3 +332,110 @@ fn a_running_job_keeps_its_partition_and_default_limit_across_a_restart() {
         before
     );
 }
+
+/// A broker killed as it sent a launch (or a leader replaced) does not know whether
+/// the launch reached the agent: the agent's registration says. A job it lists runs
+/// on; one it does not list never ran there and is requeued, not failed NODE_FAIL.
+#[test]
+fn after_a_restart_a_running_job_its_agent_never_got_is_requeued() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    let mut rows: BTreeMap<JobId, JobRow> = BTreeMap::new();
+    let mut nodes = vec![];
+    for i in 0..2u64 {
+        let fx = c.client(
+            b"c".to_vec(),
+            i,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(1))),
+            i,
+        );
+        for op in fx.store {
+            store_op(&mut rows, &mut nodes, op);
+        }
+    }
+    nodes.push(Core::node_row(&c.nodes[&NodeId(1)]));
+    let mut c2 = Core::new(CoreConfig::default(), rows.into_values().collect(), nodes);
+    let (got, never) = (JobId(1), JobId(2));
+    let later = 120_000_000;
+    let fx = c2.agent(
+        b"a2".to_vec(),
+        1,
+        Some(&root()),
+        reg("n1", 2, vec![got]),
+        later,
+    );
+    assert!(
+        !fx.store
+            .iter()
+            .any(|op| matches!(op, StoreOp::UpdateJob(u) if u.state == JobState::NodeFail)),
+        "{:?}",
+        fx.store
+    );
+    assert_eq!(c2.jobs[&got].state, JobState::Running);
+    // Requeued, and launched again at once (the node has room).
+    assert!(
+        fx.send.iter().any(
+            |o| matches!(o, Outbound::Agent { msg: BrokerMessage::Launch(l), .. } if l.job == never)
+        ),
+        "{:?}",
+        fx.send
+    );
+    let j = &c2.jobs[&never];
+    assert_eq!((j.state, j.start_us), (JobState::Running, Some(later)));
+}
+
+/// The same, found by a heartbeat: at the registration the launch was too recent to
+/// call lost; a heartbeat after it that still does not list it requeues it (the
+/// launch went before this registration: no launch number of it is known).
+#[test]
+fn after_a_restart_a_launch_missing_from_a_later_heartbeat_is_requeued() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    let mut rows: BTreeMap<JobId, JobRow> = BTreeMap::new();
+    let mut nodes = vec![];
+    let fx = c.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    );
+    for op in fx.store {
+        store_op(&mut rows, &mut nodes, op);
+    }
+    nodes.push(Core::node_row(&c.nodes[&NodeId(1)]));
+    let mut c2 = Core::new(CoreConfig::default(), rows.into_values().collect(), nodes);
+    let job = JobId(1);
+    c2.agent(b"a2".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
+    assert_eq!(
+        c2.jobs[&job].state,
+        JobState::Running,
+        "too recent to be lost"
+    );
+    let fx = c2.agent(
+        b"a2".to_vec(),
+        2,
+        None,
+        AgentMessage::Heartbeat {
+            running: vec![],
+            launches: 0,
+        },
+        60_000_000,
+    );
+    assert!(
+        !fx.store
+            .iter()
+            .any(|op| matches!(op, StoreOp::UpdateJob(u) if u.state == JobState::NodeFail)),
+        "{:?}",
+        fx.store
+    );
+    let j = &c2.jobs[&job];
+    assert_eq!(j.state, JobState::Pending, "{j:?}");
+    assert!(
+        j.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("launch lost")),
+        "{j:?}"
+    );
+}
