@@ -118,6 +118,14 @@ struct File {
     jobs: JobsFile,
     #[serde(default)]
     node_keys: std::collections::BTreeMap<String, String>,
+    store: Option<StoreFile>,
+}
+
+/// `[store]`: where the state is, read at start (`--store` takes precedence).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreFile {
+    url: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -273,6 +281,19 @@ pub fn check(path: &Path) -> Result<String, ConfigError> {
     ))
 }
 
+/// The store the file's `[store]` names (`url`), if it names one.
+pub fn store_of(path: &Path) -> Result<Option<String>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let f: File = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(f.store.map(|s| s.url).filter(|u| !u.trim().is_empty()))
+}
+
 /// Reads `path` into `base`, keeping `base`'s values where the file says nothing.
 pub fn load(path: &Path, base: CoreConfig) -> Result<CoreConfig, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -300,6 +321,12 @@ enum Problem {
 fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
     let f: File = toml::from_str(text).map_err(Problem::Toml)?;
     let bad = |s: String| Err(Problem::Invalid(s));
+    if let Some(st) = &f.store
+        && !st.url.trim().is_empty()
+    {
+        crate::store::Location::from_arg(Some(&st.url), Path::new("/"))
+            .map_err(|e| Problem::Invalid(format!("[store] url: {e}")))?;
+    }
     if !f.account.is_empty() {
         let mut names = HashSet::new();
         for a in &f.account {
@@ -677,6 +704,7 @@ half_life_s = 3600
             ("[roles]\n", &["roles"]),
             ("[privacy]\n", &["privacy"]),
             ("[jobs]\n", &["jobs"]),
+            ("[store]\nurl = \"x=1\"\n", &["store"]),
         ];
         for (prefix, path) in tables {
             let fields = fields_of(prefix);
@@ -690,6 +718,23 @@ half_life_s = 3600
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_store_table_names_the_store_and_a_bad_one_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("b.toml");
+        std::fs::write(&path, "[store]\nurl = \"postgresql://bh@db/bulkhead\"\n").expect("write");
+        assert_eq!(
+            store_of(&path).expect("read").as_deref(),
+            Some("postgresql://bh@db/bulkhead")
+        );
+        load(&path, CoreConfig::default()).expect("valid");
+        std::fs::write(&path, "[store]\nurl = \"/var/lib/db\"\n").expect("write");
+        let e = load(&path, CoreConfig::default()).expect_err("not a connection string");
+        assert!(e.to_string().contains("[store] url"), "{e}");
+        std::fs::write(&path, "[store]\nuri = \"x\"\n").expect("write");
+        assert!(store_of(&path).is_err(), "an unknown key");
     }
 
     #[test]

@@ -131,7 +131,13 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let config_file = a.config.clone();
-    let store = bulkhead_broker::store::Location::from_arg(a.store.as_deref(), &a.data_dir)
+    // --store (or BH_STORE), else the configuration's [store], else SQLite.
+    let store_arg = match (&a.store, &a.config) {
+        (Some(s), _) => Some(s.clone()),
+        (None, Some(path)) => bulkhead_broker::config::store_of(path)?,
+        (None, None) => None,
+    };
+    let store = bulkhead_broker::store::Location::from_arg(store_arg.as_deref(), &a.data_dir)
         .map_err(anyhow::Error::msg)?;
     let mut cfg = BrokerConfig {
         listen: a.listen,
