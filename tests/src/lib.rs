@@ -238,6 +238,10 @@ pub struct ClusterOpts {
     pub store: Option<String>,
     /// Brokers on `store` (at least 1 with a store).
     pub brokers: u32,
+    /// With `netns` and 2 brokers: the store on a PostgreSQL of the cluster's own, on
+    /// a database host of its network (`store` is set to it), the second broker on a
+    /// host of its own, so that a test can cut a broker off from the database.
+    pub store_host: bool,
 }
 
 /// One of several brokers on a PostgreSQL store.
@@ -273,6 +277,7 @@ impl Default for ClusterOpts {
             netns: false,
             store: None,
             brokers: 1,
+            store_host: false,
         }
     }
 }
@@ -298,11 +303,13 @@ pub struct Cluster {
     extra_nodes: std::sync::Mutex<Vec<String>>,
     /// The agent binary to start (an upgrade's new build); the built one by default.
     pub agent_bin: Option<PathBuf>,
-    /// The hosts' namespaces, with `netns`; removed after the processes are stopped
-    /// (a field goes after `drop` has run).
-    pub net: Option<netns::Net>,
     /// The brokers on a PostgreSQL store (`opts.store`); `broker` is `None` then.
     pub ha: Vec<HaBroker>,
+    /// The cluster's own PostgreSQL (`store_host`), stopped before the network goes.
+    pub pg: Option<pg::Postgres>,
+    /// The hosts' namespaces, with `netns`; removed after the processes are stopped
+    /// (a field goes after `drop` has run, in order).
+    pub net: Option<netns::Net>,
 }
 
 /// A tmpfs for job scripts when the host has one at /dev/shm, else the temp directory.
@@ -341,7 +348,10 @@ impl Cluster {
             .tempdir_in(tmpfs())?;
         std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o711))?;
         let net = if opts.netns {
-            Some(netns::Net::create(opts.nodes).context("cannot build the cluster's network")?)
+            Some(
+                netns::Net::create(opts.nodes, opts.store_host)
+                    .context("cannot build the cluster's network")?,
+            )
         } else {
             None
         };
@@ -360,6 +370,7 @@ impl Cluster {
             agent_bin: None,
             net,
             ha: Vec::new(),
+            pg: None,
         };
         let keys = c.keys_dir();
         std::fs::create_dir(&keys)?;
@@ -395,19 +406,26 @@ impl Cluster {
             c.opts.broker_config = Some(cfg);
             c.opts.agent_args.push("--allow-root-jobs".into());
         }
+        if c.opts.store_host {
+            let net = c.net.as_ref().context("store_host needs netns")?;
+            let pg = pg::Postgres::start_on(c.dir.path(), Some((net, netns::Role::Db)))?;
+            let db = pg.new_database()?;
+            c.opts.store = Some(pg.conninfo_on(&db));
+            c.pg = Some(pg);
+        }
         if c.opts.store.is_some() {
             for i in 0..c.opts.brokers.max(1) {
                 c.ha.push(HaBroker {
-                    port: free_port()?,
+                    // Each host has its ports to itself.
+                    port: if c.net.is_some() { 6817 } else { free_port()? },
                     child: None,
                     log: c.dir.path().join(format!("broker-ha{i}.log")),
                 });
             }
-            c.endpoint =
-                c.ha.iter()
-                    .map(|b| format!("tcp://127.0.0.1:{}", b.port))
-                    .collect::<Vec<_>>()
-                    .join(",");
+            c.endpoint = (0..c.ha.len())
+                .map(|i| c.ha_endpoint(i))
+                .collect::<Result<Vec<_>>>()?
+                .join(",");
             for i in 0..c.ha.len() {
                 c.start_ha_broker(i)?;
                 if i == 0 {
@@ -534,6 +552,25 @@ impl Cluster {
         Ok(())
     }
 
+    /// The host broker `i` of several runs on (with `netns`): the first on the
+    /// broker's, the second on the standby's.
+    pub fn ha_role(i: usize) -> netns::Role {
+        if i == 0 {
+            netns::Role::Broker
+        } else {
+            netns::Role::Standby
+        }
+    }
+
+    /// Broker `i`'s endpoint.
+    pub fn ha_endpoint(&self, i: usize) -> Result<String> {
+        let host = match &self.net {
+            Some(net) => net.host(Self::ha_role(i))?.addr.to_string(),
+            None => "127.0.0.1".into(),
+        };
+        Ok(format!("tcp://{host}:{}", self.ha[i].port))
+    }
+
     /// Starts broker `i` of several on the PostgreSQL store (a standby unless none
     /// leads); returns at once.
     pub fn start_ha_broker(&mut self, i: usize) -> Result<()> {
@@ -558,8 +595,12 @@ impl Cluster {
             extra.push("--signing-key".into());
             extra.push(self.keys_dir().join("broker.sign").into_os_string());
         }
-        let child = Command::new(bin("bulkhead-broker"))
-            .args(["--listen", &format!("tcp://127.0.0.1:{}", b.port)])
+        let mut cmd = Command::new(bin("bulkhead-broker"));
+        if let Some(net) = &self.net {
+            net.enter(&mut cmd, Self::ha_role(i), None)?;
+        }
+        let child = cmd
+            .args(["--listen", &self.ha_endpoint(i)?])
             .args(["--heartbeat-ms", "500"])
             .args(["--node-timeout", &scaled(10).as_secs().to_string()])
             .arg("--data-dir")
@@ -581,9 +622,11 @@ impl Cluster {
     pub fn wait_leader(&self) -> Result<usize> {
         let mut leader = None;
         wait_for(scaled(30), || {
-            leader = self.ha.iter().position(|b| {
-                self.bh_to(&format!("tcp://127.0.0.1:{}", b.port), &["queue", "--all"])
-                    .is_ok_and(|o| o.status.success())
+            leader = (0..self.ha.len()).position(|i| {
+                self.ha_endpoint(i).is_ok_and(|ep| {
+                    self.bh_to(&ep, &["queue", "--all"])
+                        .is_ok_and(|o| o.status.success())
+                })
             });
             leader.is_some()
         })
@@ -1106,6 +1149,8 @@ impl Drop for Cluster {
                 stop(&mut c, Duration::from_secs(5));
             }
         }
+        // The cluster's own database, once no broker uses it.
+        drop(self.pg.take());
         // Stopped agents leave their jobs to their supervisors (and one that died
         // leaves job cgroups): kill the jobs' processes, let their supervisors see
         // them go, and remove the cgroups, deepest first.

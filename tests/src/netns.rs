@@ -45,6 +45,10 @@ pub enum Role {
     Login,
     /// The cluster's node `i`, from 0 (the order of `Cluster::node_names`).
     Node(u32),
+    /// A second broker, standing by (a cluster with `ha`).
+    Standby,
+    /// The PostgreSQL server of brokers that fail over (a cluster with `ha`).
+    Db,
 }
 
 /// One host: its namespace, the host side of its veth pair and its address.
@@ -78,8 +82,9 @@ impl Plan {
 /// The network of cluster `k` with `nodes` nodes: bridge `bhb{k}`; the broker at
 /// 10.78.x.2, the login host at .3, node `i` at .11+i, x = `k` mod 256 (two clusters
 /// with the same x never meet: each has its own bridge and nothing is routed).
+/// With `ha`, a standby broker at .4 and a database host at .5 too.
 /// Refuses 0 or more than [`MAX_NODES`] nodes, and a `k` whose names would be too long.
-pub fn plan(k: u32, nodes: u32) -> Result<Plan> {
+pub fn plan(k: u32, nodes: u32, ha: bool) -> Result<Plan> {
     if nodes == 0 || nodes > MAX_NODES {
         bail!("a network cluster has 1 to {MAX_NODES} nodes, not {nodes}");
     }
@@ -91,6 +96,10 @@ pub fn plan(k: u32, nodes: u32) -> Result<Plan> {
         addr: Ipv4Addr::new(10, 78, x, last),
     };
     let mut hosts = vec![host(Role::Broker, "b", 2), host(Role::Login, "l", 3)];
+    if ha {
+        hosts.push(host(Role::Standby, "s", 4));
+        hosts.push(host(Role::Db, "d", 5));
+    }
     for i in 0..nodes {
         // At most 11 + 63 = 74: no overflow.
         hosts.push(host(Role::Node(i), &format!("n{i}"), 11 + i as u8));
@@ -157,11 +166,12 @@ pub struct Net {
 }
 
 impl Net {
-    /// Creates the network of a cluster of `nodes` nodes under names nobody uses.
-    pub fn create(nodes: u32) -> Result<Net> {
+    /// Creates the network of a cluster of `nodes` nodes (and with `ha`, a standby
+    /// broker and a database host) under names nobody uses.
+    pub fn create(nodes: u32, ha: bool) -> Result<Net> {
         let first = next_k();
         for attempt in 0..20 {
-            let p = plan(first + attempt * 10, nodes)?;
+            let p = plan(first + attempt * 10, nodes, ha)?;
             let taken =
                 p.links().any(link_exists) || p.hosts.iter().any(|h| netns_exists(&h.netns));
             if taken {
@@ -254,7 +264,12 @@ impl Net {
     /// namespace's side: the node is cut off from every other host, as if its cable
     /// were pulled; its processes run on.
     pub fn set_node_link(&self, i: u32, up: bool) -> Result<()> {
-        let h = self.host(Role::Node(i))?;
+        self.set_link(Role::Node(i), up)
+    }
+
+    /// Sets the link of host `role` down or up again (see [`Net::set_node_link`]).
+    pub fn set_link(&self, role: Role, up: bool) -> Result<()> {
+        let h = self.host(role)?;
         ip(&["link", "set", &h.veth, if up { "up" } else { "down" }])
     }
 
@@ -291,7 +306,7 @@ mod tests {
 
     #[test]
     fn a_plan_names_each_host_uniquely_on_one_private_subnet() {
-        let p = plan(12345, 3).expect("plan");
+        let p = plan(12345, 3, false).expect("plan");
         assert_eq!(p.bridge, "bhb12345");
         let got: Vec<(Role, &str, &str, String)> = p
             .hosts
@@ -342,13 +357,13 @@ mod tests {
     #[test]
     fn link_names_fit_and_bad_sizes_are_refused() {
         // The largest k next_k makes, with the largest node index.
-        let p = plan(99_999 + 19 * 10, MAX_NODES).expect("plan");
+        let p = plan(99_999 + 19 * 10, MAX_NODES, true).expect("plan");
         assert!(p.links().all(|l| l.len() <= IFNAME_MAX), "{p:?}");
         assert_eq!(p.hosts.last().map(|h| h.addr.octets()[3]), Some(74));
-        assert!(plan(1, 0).is_err());
-        assert!(plan(1, MAX_NODES + 1).is_err());
+        assert!(plan(1, 0, false).is_err());
+        assert!(plan(1, MAX_NODES + 1, false).is_err());
         assert!(
-            plan(1_000_000_000, 1).is_err(),
+            plan(1_000_000_000, 1, false).is_err(),
             "bhv1000000000-b is too long"
         );
     }

@@ -20,6 +20,8 @@ pub struct Postgres {
     pub socket_dir: PathBuf,
     pub dir: PathBuf,
     child: Mutex<Option<Child>>,
+    /// The address it listens on in a cluster's network, if it does.
+    addr: Option<std::net::Ipv4Addr>,
 }
 
 /// The newest PostgreSQL's binaries Debian installed (`/usr/lib/postgresql/N/bin`).
@@ -47,8 +49,14 @@ fn postgres_ids() -> Result<(u32, u32)> {
 }
 
 /// Starts `postgres` on `DIR/data`, its socket in `DIR/run`, its log appended to
-/// `DIR/postgres.log`.
-fn spawn(bin: &Path, dir: &Path, uid: u32, gid: u32) -> Result<Child> {
+/// `DIR/postgres.log`; on `host` of a cluster's network, it listens there on TCP too.
+fn spawn(
+    bin: &Path,
+    dir: &Path,
+    uid: u32,
+    gid: u32,
+    host: Option<(&crate::netns::Net, crate::netns::Role)>,
+) -> Result<Child> {
     let log_path = dir.join("postgres.log");
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -60,13 +68,21 @@ fn spawn(bin: &Path, dir: &Path, uid: u32, gid: u32) -> Result<Child> {
         .arg(dir.join("data"))
         .arg("-k")
         .arg(dir.join("run"))
-        .args(["-c", "listen_addresses=", "-c", "max_connections=200"])
-        .uid(uid)
-        .gid(gid)
+        .args(["-c", "max_connections=200"])
         .env("LC_ALL", "C.UTF-8")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log);
+    match host {
+        Some((net, role)) => {
+            cmd.args(["-c", &format!("listen_addresses={}", net.host(role)?.addr)]);
+            // The namespace entered as root, then the account (setns needs root).
+            net.enter(&mut cmd, role, Some((uid, gid)))?;
+        }
+        None => {
+            cmd.args(["-c", "listen_addresses="]).uid(uid).gid(gid);
+        }
+    }
     // SAFETY: prctl is async-signal-safe; the server dies with this process.
     unsafe {
         cmd.pre_exec(|| {
@@ -113,6 +129,16 @@ impl Postgres {
 
     /// Starts a server in a new directory under `base`.
     pub fn start(base: &Path) -> Result<Postgres> {
+        Postgres::start_on(base, None)
+    }
+
+    /// [`Postgres::start`], on `host` of a cluster's network when given: it listens
+    /// on that host's address (port 5432) as well as on its socket, and trusts the
+    /// cluster's hosts ([`Postgres::conninfo_on`]).
+    pub fn start_on(
+        base: &Path,
+        host: Option<(&crate::netns::Net, crate::netns::Role)>,
+    ) -> Result<Postgres> {
         let bin = bindir()?;
         let (uid, gid) = postgres_ids()?;
         let dir = tempfile::Builder::new()
@@ -144,11 +170,22 @@ impl Postgres {
         if !out.status.success() {
             bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
         }
-        let child = spawn(&bin, &dir, uid, gid)?;
+        if host.is_some() {
+            use std::io::Write;
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(data.join("pg_hba.conf"))?
+                .write_all(b"host all all 10.78.0.0/16 trust\n")?;
+        }
+        let child = spawn(&bin, &dir, uid, gid, host)?;
         let pg = Postgres {
             socket_dir,
             dir,
             child: Mutex::new(Some(child)),
+            addr: match host {
+                Some((net, role)) => Some(net.host(role)?.addr),
+                None => None,
+            },
         };
         crate::wait_for(crate::scaled(30), || pg.admin().is_ok()).with_context(|| {
             format!(
@@ -167,6 +204,15 @@ impl Postgres {
         )
     }
 
+    /// The connection string of database `db` over TCP on the cluster's network (for
+    /// brokers on its hosts); the socket's when the server is not on one.
+    pub fn conninfo_on(&self, db: &str) -> String {
+        match self.addr {
+            Some(a) => format!("host={a} port=5432 user=postgres dbname={db} connect_timeout=2"),
+            None => self.conninfo(db),
+        }
+    }
+
     fn admin(&self) -> Result<postgres::Client> {
         Ok(postgres::Client::connect(
             &self.conninfo("postgres"),
@@ -176,6 +222,11 @@ impl Postgres {
 
     /// A new, empty database; its connection string.
     pub fn database(&self) -> Result<String> {
+        self.new_database().map(|name| self.conninfo(&name))
+    }
+
+    /// A new, empty database; its name.
+    pub fn new_database(&self) -> Result<String> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let name = format!(
             "bh_{}_{}",
@@ -185,7 +236,7 @@ impl Postgres {
         self.admin()?
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .context("CREATE DATABASE")?;
-        Ok(self.conninfo(&name))
+        Ok(name)
     }
 
     /// Runs SQL as the superuser in database `db`.
@@ -213,7 +264,8 @@ impl Postgres {
     /// Starts a paused server again and waits until it answers.
     pub fn resume(&self) -> Result<()> {
         let (uid, gid) = postgres_ids()?;
-        let child = spawn(&bindir()?, &self.dir, uid, gid)?;
+        // (A server on a cluster's network is not paused: it would come back off it.)
+        let child = spawn(&bindir()?, &self.dir, uid, gid, None)?;
         *self.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
         crate::wait_for(crate::scaled(30), || self.admin().is_ok())
             .context("postgres did not start again")

@@ -197,3 +197,73 @@ fn a_frozen_leader_is_replaced_and_stops_when_it_wakes() {
         v
     });
 }
+
+/// A network partition: each broker on a host of its own, the database on another
+/// (the namespace cluster). The leader's link is taken down: cut off from the
+/// database, it cannot renew its lease and stops by itself; the standby takes over,
+/// and the node (which reaches it) runs its job on to its real end.
+#[test]
+fn a_leader_cut_off_by_a_partition_stops_and_the_standby_takes_over() {
+    use bulkhead_tests::netns::Role;
+    let mut c = Cluster::start_with(ClusterOpts {
+        cpus: 2,
+        netns: true,
+        brokers: 2,
+        store_host: true,
+        ..Default::default()
+    })
+    .expect("cluster");
+    assert_eq!(c.wait_leader().expect("leader"), 0);
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let a = c.submit(Some(&u), &wd, &[], &gated("a", 0)).expect("a");
+    wait_file(&wd.join("a.started"));
+    c.wait_state(a, &[JobState::Running], t()).expect("running");
+
+    c.net
+        .as_ref()
+        .expect("net")
+        .set_link(Role::Broker, false)
+        .expect("cut the leader off");
+    let t0 = Instant::now();
+    assert_eq!(c.wait_leader().expect("a new leader"), 1);
+    eprintln!("takeover after {:.1} s", t0.elapsed().as_secs_f64());
+    // Cut off, the old leader stopped by itself: it could not renew its lease.
+    let mut old = c.ha[0].child.take().expect("child");
+    let mut status = None;
+    wait_for(t(), || {
+        status = old.try_wait().ok().flatten();
+        status.is_some()
+    })
+    .unwrap_or_else(|e| panic!("the cut-off leader did not stop: {e}\n{}", log_of(&c, 0)));
+    assert!(!status.expect("exited").success());
+    let log = log_of(&c, 0);
+    assert!(log.contains("could not be renewed"), "{log}");
+
+    std::fs::write(wd.join("a.go"), "").expect("go a");
+    let ended = c
+        .wait_state(
+            a,
+            &[JobState::Completed, JobState::NodeFail, JobState::Failed],
+            t(),
+        )
+        .expect("a's end");
+    assert_eq!(
+        (ended.state, ended.exit_code),
+        (JobState::Completed, Some(0)),
+        "agent log:\n{}",
+        c.agent_log()
+    );
+    // The link back, the old leader started again stands by.
+    c.net
+        .as_ref()
+        .expect("net")
+        .set_link(Role::Broker, true)
+        .expect("link up");
+    c.start_ha_broker(0).expect("restart broker 0");
+    wait_for(t(), || {
+        log_of(&c, 0).contains("standby: another broker leads")
+    })
+    .expect("standby");
+    assert_eq!(c.wait_leader().expect("leader"), 1);
+}

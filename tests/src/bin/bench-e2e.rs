@@ -95,6 +95,7 @@ fn main() -> Result<()> {
         netns: false,
         store,
         brokers: 1,
+        store_host: false,
     })?;
     let wd = c.workdir(None)?;
     let mut pids: Vec<u32> = c
