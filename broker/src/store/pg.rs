@@ -239,6 +239,19 @@ pub fn connect(conninfo: &str, options: &str) -> Result<Client, StoreError> {
     })
 }
 
+/// A PostgreSQL failure while `doing`, on the store at `target`.
+fn pg_error(
+    target: &str,
+    doing: &'static str,
+) -> impl FnOnce(postgres::Error) -> StoreError + use<> {
+    let target = target.to_string();
+    move |source| StoreError::Postgres {
+        target,
+        doing,
+        source,
+    }
+}
+
 /// The error for a store whose connection is gone (only while it is dropped).
 fn closed(target: &str) -> impl FnOnce() -> StoreError + '_ {
     move || StoreError::BadTarget {
@@ -287,14 +300,7 @@ impl Pg {
     pub fn open(conninfo: &str, initialize: bool, term: Option<i64>) -> Result<Pg, StoreError> {
         let target = describe_target(conninfo);
         let mut client = connect(conninfo, "")?;
-        let pe = |doing: &'static str| {
-            let target = target.clone();
-            move |source| StoreError::Postgres {
-                target,
-                doing,
-                source,
-            }
-        };
+        let pe = |doing| pg_error(&target, doing);
         let mut tx = client
             .transaction()
             .map_err(pe("beginning a transaction"))?;
@@ -358,12 +364,8 @@ impl Pg {
         })
     }
 
-    fn pe(&self, doing: &'static str) -> impl Fn(postgres::Error) -> StoreError + '_ {
-        move |source| StoreError::Postgres {
-            target: self.target.clone(),
-            doing,
-            source,
-        }
+    fn pe(&self, doing: &'static str) -> impl FnOnce(postgres::Error) -> StoreError + use<> {
+        pg_error(&self.target, doing)
     }
 
     pub fn conninfo(&self) -> &str {
@@ -393,11 +395,7 @@ impl Pg {
             .as_mut()
             .ok_or_else(closed(&target))?
             .query(sql, &params)
-            .map_err(|source| StoreError::Postgres {
-                target,
-                doing,
-                source,
-            })?;
+            .map_err(pg_error(&target, doing))?;
         rows.iter()
             .map(|r| {
                 (0..r.len())
@@ -413,14 +411,7 @@ impl Pg {
     /// transaction fails with [`StoreError::Deposed`] and commits nothing.
     pub(crate) fn write(&mut self, stmts: &[Stmt]) -> Result<(), StoreError> {
         let target = self.target.clone();
-        let pe = |doing: &'static str| {
-            let target = target.clone();
-            move |source| StoreError::Postgres {
-                target,
-                doing,
-                source,
-            }
-        };
+        let pe = |doing| pg_error(&target, doing);
         let mut tx = self
             .client
             .as_mut()

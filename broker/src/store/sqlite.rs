@@ -116,6 +116,19 @@ fn val(v: rusqlite::types::ValueRef<'_>) -> Val {
     }
 }
 
+/// A SQLite failure while `doing`, on the database at `path`.
+fn sqlite_error(
+    path: &Path,
+    doing: &'static str,
+) -> impl FnOnce(rusqlite::Error) -> StoreError + use<> {
+    let path = path.to_path_buf();
+    move |source| StoreError::Sqlite {
+        path,
+        doing,
+        source,
+    }
+}
+
 /// The shared statements' `$N` as SQLite's `?N`: SQLite reads `$N` as a named
 /// parameter, numbered by where it first appears, not by N.
 fn numbered(sql: &str) -> String {
@@ -131,14 +144,7 @@ impl Sqlite {
             source,
         })?;
         let path = data_dir.join("bulkhead.db");
-        let sq = |doing: &'static str| {
-            let path = path.clone();
-            move |source| StoreError::Sqlite {
-                path,
-                doing,
-                source,
-            }
-        };
+        let sq = |doing| sqlite_error(&path, doing);
         let existed = path.exists();
         let conn = Connection::open(&path).map_err(sq("opening"))?;
         if existed && !initialize {
@@ -196,14 +202,7 @@ impl Sqlite {
     pub fn open_read_only(data_dir: &Path) -> Result<Sqlite, StoreError> {
         use rusqlite::OpenFlags;
         let path = data_dir.join("bulkhead.db");
-        let sq = |doing: &'static str| {
-            let path = path.clone();
-            move |source| StoreError::Sqlite {
-                path,
-                doing,
-                source,
-            }
-        };
+        let sq = |doing| sqlite_error(&path, doing);
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let usable = |conn: Connection| -> Result<Connection, StoreError> {
             check_is_store(&conn)
@@ -246,12 +245,8 @@ impl Sqlite {
         })
     }
 
-    fn sq(&self, doing: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        move |source| StoreError::Sqlite {
-            path: self.path.clone(),
-            doing,
-            source,
-        }
+    fn sq(&self, doing: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + use<> {
+        sqlite_error(&self.path, doing)
     }
 
     /// Every row of a query.
@@ -278,14 +273,7 @@ impl Sqlite {
     /// Runs `stmts` in one transaction, durable when this returns.
     pub(crate) fn write(&mut self, stmts: &[Stmt]) -> Result<(), StoreError> {
         let path = self.path.clone();
-        let sq = |doing: &'static str| {
-            let path = path.clone();
-            move |source| StoreError::Sqlite {
-                path,
-                doing,
-                source,
-            }
-        };
+        let sq = |doing| sqlite_error(&path, doing);
         #[cfg(test)]
         {
             let max = self.max_pages.load(std::sync::atomic::Ordering::Relaxed);
