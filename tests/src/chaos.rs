@@ -357,7 +357,8 @@ fn chaos_rounds(
                 signal(pid, Signal::SIGKILL);
                 let t0 = Instant::now();
                 let _ = c.ha[l].child.take().map(|mut ch| ch.wait());
-                let n = c.wait_leader()?;
+                let n = 1 - l;
+                c.wait_broker(n)?;
                 report.failovers.push(t0.elapsed().as_secs_f64());
                 c.start_ha_broker(l)?;
                 format!("SIGKILL leader {l}; broker {n} leads")
@@ -367,7 +368,8 @@ fn chaos_rounds(
                 let pid = c.ha[l].child.as_ref().context("leader")?.id();
                 signal(pid, Signal::SIGSTOP);
                 let t0 = Instant::now();
-                let n = c.wait_leader()?;
+                let n = 1 - l;
+                c.wait_broker(n)?;
                 report.failovers.push(t0.elapsed().as_secs_f64());
                 signal(pid, Signal::SIGCONT);
                 let mut old = c.ha[l].child.take().context("child")?;

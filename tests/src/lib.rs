@@ -634,6 +634,17 @@ impl Cluster {
         leader.context("a leader")
     }
 
+    /// Waits until broker `i` of several answers (it leads), asking it alone: the
+    /// time a takeover takes, not counting waits on a frozen broker.
+    pub fn wait_broker(&self, i: usize) -> Result<()> {
+        let ep = self.ha_endpoint(i)?;
+        wait_for(scaled(30), || {
+            self.bh_to(&ep, &["queue", "--all"])
+                .is_ok_and(|o| o.status.success())
+        })
+        .with_context(|| format!("broker {i} never led; logs:\n{}", self.broker_log()))
+    }
+
     /// Waits until the cluster answers: a leader among several brokers, or the one.
     pub fn wait_leader_or_broker(&self) -> Result<()> {
         if !self.ha.is_empty() {

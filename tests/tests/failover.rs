@@ -99,7 +99,7 @@ fn a_standby_takes_over_from_a_killed_leader_and_running_jobs_end_as_they_ran() 
     let t0 = Instant::now();
     // A job ends while no broker leads: its end waits on the agent.
     std::fs::write(wd.join("b.go"), "").expect("go b");
-    assert_eq!(c.wait_leader().expect("a new leader"), 1);
+    c.wait_broker(1).expect("the standby leads");
     eprintln!("takeover after {:.1} s", t0.elapsed().as_secs_f64());
 
     let ended = c
@@ -156,7 +156,7 @@ fn a_frozen_leader_is_replaced_and_stops_when_it_wakes() {
 
     signal_broker(&c, 0, Signal::SIGSTOP);
     let t0 = Instant::now();
-    assert_eq!(c.wait_leader().expect("a new leader"), 1);
+    c.wait_broker(1).expect("the standby leads");
     eprintln!("takeover after {:.1} s", t0.elapsed().as_secs_f64());
     // Work goes on under the new leader while the old one is frozen.
     let b = c
@@ -226,7 +226,7 @@ fn a_leader_cut_off_by_a_partition_stops_and_the_standby_takes_over() {
         .set_link(Role::Broker, false)
         .expect("cut the leader off");
     let t0 = Instant::now();
-    assert_eq!(c.wait_leader().expect("a new leader"), 1);
+    c.wait_broker(1).expect("the standby leads");
     eprintln!("takeover after {:.1} s", t0.elapsed().as_secs_f64());
     // Cut off, the old leader stopped by itself: it could not renew its lease.
     let mut old = c.ha[0].child.take().expect("child");
