@@ -269,10 +269,12 @@ pub fn run(root: &Path, filter: Option<&str>) -> Result<()> {
             "qemu-system-x86_64",
             "-accel",
             "tcg",
-            // The initramfs (the test binaries with their debug info, ~90 MB each)
-            // is unpacked into the VM's memory before anything runs.
+            // The initramfs (the test binaries with their debug info, ~150 MB each,
+            // 1.3 GB in all) is unpacked into the VM's memory before anything runs,
+            // beside the compressed image: 3 GB was too little once the test
+            // harness linked a PostgreSQL client.
             "-m",
-            "3072",
+            "6144",
             "-smp",
             "2",
             "-nographic",
