@@ -31,14 +31,11 @@ struct Cli {
 /// The options every command takes, from its words or the environment.
 #[derive(Debug, Clone, clap::Args)]
 struct Globals {
-    /// The broker's endpoint.
-    #[arg(
-        long,
-        global = true,
-        default_value = "tcp://127.0.0.1:6817",
-        env = "BH_BROKER"
-    )]
-    broker: String,
+    /// The broker's endpoint, or every broker's, comma-separated (brokers that fail
+    /// over: the one that answers leads). Default: those listed in
+    /// /etc/bulkhead/brokers, else tcp://127.0.0.1:6817.
+    #[arg(long, global = true, env = "BH_BROKER")]
+    broker: Option<String>,
     /// munged socket (default: libmunge's).
     #[arg(long, global = true, env = "BH_MUNGE_SOCKET")]
     munge_socket: Option<PathBuf>,
@@ -689,6 +686,23 @@ fn z85_of(key: &str) -> anyhow::Result<String> {
     Ok(bulkhead_client::keys::z85(&k))
 }
 
+/// The cluster's brokers, when neither --broker nor BH_BROKER names them (as
+/// Slurm's commands read the controllers from slurm.conf).
+const CLUSTER_BROKERS: &str = "/etc/bulkhead/brokers";
+const DEFAULT_BROKER: &str = "tcp://127.0.0.1:6817";
+
+/// The endpoints a brokers file lists (separated by commas, spaces or lines; `#`
+/// starts a comment), joined as `--broker` takes them; `None` if it lists none.
+fn brokers_of(text: &str) -> Option<String> {
+    let all: Vec<&str> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .flat_map(|l| l.split(|c: char| c == ',' || c.is_whitespace()))
+        .filter(|e| !e.is_empty())
+        .collect();
+    (!all.is_empty()).then(|| all.join(","))
+}
+
 fn client(g: &Globals) -> anyhow::Result<Client> {
     const CLUSTER_KEY: &str = "/etc/bulkhead/broker.pub";
     let key = match g.broker_key.as_deref() {
@@ -700,7 +714,17 @@ fn client(g: &Globals) -> anyhow::Result<Client> {
         }
         None => None,
     };
-    let mut c = Client::connect_with(&g.broker, g.munge_socket.as_deref(), key)?;
+    let broker = match &g.broker {
+        Some(b) => b.clone(),
+        None => match std::fs::read_to_string(CLUSTER_BROKERS) {
+            Ok(text) => {
+                brokers_of(&text).with_context(|| format!("{CLUSTER_BROKERS} names no broker"))?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => DEFAULT_BROKER.to_string(),
+            Err(e) => return Err(e).context(CLUSTER_BROKERS),
+        },
+    };
+    let mut c = Client::connect_with(&broker, g.munge_socket.as_deref(), key)?;
     c.reply_timeout = Duration::from_secs_f64(g.timeout.max(0.1));
     Ok(c)
 }
@@ -1289,6 +1313,16 @@ fn uid_of(u: &str) -> anyhow::Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_brokers_file_lists_endpoints_by_comma_space_or_line_with_comments() {
+        let text = "# the cluster's brokers\ntcp://ctl1:6817, tcp://ctl2:6817\n\ntcp://ctl3:6817 # spare\n";
+        assert_eq!(
+            brokers_of(text).as_deref(),
+            Some("tcp://ctl1:6817,tcp://ctl2:6817,tcp://ctl3:6817")
+        );
+        assert_eq!(brokers_of("# none yet\n\n"), None);
+    }
 
     /// An over-limit error passes through the codec and the client, each saying what
     /// failed: printed as `bh` prints errors (the whole chain), its cause comes once.
