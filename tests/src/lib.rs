@@ -477,13 +477,7 @@ impl Cluster {
             "broker-{}.log",
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
-        let mut extra: Vec<std::ffi::OsString> = Vec::new();
-        if let Some(text) = &self.opts.broker_config {
-            let path = self.dir.path().join("bulkhead.toml");
-            std::fs::write(&path, text)?;
-            extra.push("--config".into());
-            extra.push(path.into_os_string());
-        }
+        let extra = self.broker_args()?;
         // A node whose agent is away longer than this goes down and its jobs end
         // NODE_FAIL: longer on a slow machine, where an agent's restart takes longer.
         let node_timeout = scaled(10).as_secs().to_string();
@@ -505,22 +499,6 @@ impl Cluster {
             .arg("--munge-socket")
             .arg(&self.munged.socket)
             .args(["--metrics", "127.0.0.1:0"])
-            .args(if self.opts.curve {
-                vec![
-                    "--curve-key".into(),
-                    self.keys_dir().join("broker.key").into_os_string(),
-                ]
-            } else {
-                vec![]
-            })
-            .args(if self.opts.sign {
-                vec![
-                    "--signing-key".into(),
-                    self.keys_dir().join("broker.sign").into_os_string(),
-                ]
-            } else {
-                vec![]
-            })
             .args(&extra)
             .env("BH_LOG", self.opts.log)
             .stdin(Stdio::null())
@@ -571,15 +549,9 @@ impl Cluster {
         Ok(format!("tcp://{host}:{}", self.ha[i].port))
     }
 
-    /// Starts broker `i` of several on the PostgreSQL store (a standby unless none
-    /// leads); returns at once.
-    pub fn start_ha_broker(&mut self, i: usize) -> Result<()> {
-        let store = self.opts.store.clone().context("no store")?;
-        let b = &self.ha[i];
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&b.log)?;
+    /// What every broker of the cluster is given: its configuration file (written),
+    /// its CURVE key with `curve`, its signing key with `sign`.
+    fn broker_args(&self) -> Result<Vec<std::ffi::OsString>> {
         let mut extra: Vec<std::ffi::OsString> = Vec::new();
         if let Some(text) = &self.opts.broker_config {
             let path = self.dir.path().join("bulkhead.toml");
@@ -595,6 +567,19 @@ impl Cluster {
             extra.push("--signing-key".into());
             extra.push(self.keys_dir().join("broker.sign").into_os_string());
         }
+        Ok(extra)
+    }
+
+    /// Starts broker `i` of several on the PostgreSQL store (a standby unless none
+    /// leads); returns at once.
+    pub fn start_ha_broker(&mut self, i: usize) -> Result<()> {
+        let store = self.opts.store.clone().context("no store")?;
+        let b = &self.ha[i];
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&b.log)?;
+        let extra = self.broker_args()?;
         let mut cmd = Command::new(bin("bulkhead-broker"));
         if let Some(net) = &self.net {
             net.enter(&mut cmd, Self::ha_role(i), None)?;

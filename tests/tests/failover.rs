@@ -44,6 +44,28 @@ fn signal_broker(c: &Cluster, i: usize, sig: Signal) {
     kill(Pid::from_raw(pid as i32), sig).expect("signal");
 }
 
+/// Waits for job `job`'s end, whichever it is.
+fn end_of(c: &Cluster, job: bulkhead_proto::JobId) -> bulkhead_proto::JobInfo {
+    c.wait_state(
+        job,
+        &[JobState::Completed, JobState::NodeFail, JobState::Failed],
+        t(),
+    )
+    .unwrap_or_else(|e| panic!("job {job} never ended: {e}"))
+}
+
+/// Waits until broker `i` has exited by itself (`what` if it does not); its status.
+fn exited(c: &mut Cluster, i: usize, what: &str) -> std::process::ExitStatus {
+    let mut child = c.ha[i].child.take().expect("running");
+    let mut status = None;
+    wait_for(t(), || {
+        status = child.try_wait().ok().flatten();
+        status.is_some()
+    })
+    .unwrap_or_else(|e| panic!("{what}: {e}\n{}", log_of(c, i)));
+    status.expect("exited")
+}
+
 fn log_of(c: &Cluster, i: usize) -> String {
     std::fs::read_to_string(&c.ha[i].log).unwrap_or_default()
 }
@@ -102,13 +124,7 @@ fn a_standby_takes_over_from_a_killed_leader_and_running_jobs_end_as_they_ran() 
     c.wait_broker(1).expect("the standby leads");
     eprintln!("takeover after {:.1} s", t0.elapsed().as_secs_f64());
 
-    let ended = c
-        .wait_state(
-            b,
-            &[JobState::Completed, JobState::NodeFail, JobState::Failed],
-            t(),
-        )
-        .expect("b's end");
+    let ended = end_of(&c, b);
     assert_eq!(
         (ended.state, ended.exit_code),
         (JobState::Completed, Some(0)),
@@ -121,13 +137,7 @@ fn a_standby_takes_over_from_a_killed_leader_and_running_jobs_end_as_they_ran() 
         "a running job is untouched by the failover"
     );
     std::fs::write(wd.join("a.go"), "").expect("go a");
-    let ended = c
-        .wait_state(
-            a,
-            &[JobState::Failed, JobState::NodeFail, JobState::Completed],
-            t(),
-        )
-        .expect("a's end");
+    let ended = end_of(&c, a);
     assert_eq!((ended.state, ended.exit_code), (JobState::Failed, Some(3)));
     c.wait_state(d, &[JobState::Completed], t())
         .expect("the dependent job ran after its dependency");
@@ -166,30 +176,15 @@ fn a_frozen_leader_is_replaced_and_stops_when_it_wakes() {
 
     // Woken, the old leader finds another term and stops, writing nothing.
     signal_broker(&c, 0, Signal::SIGCONT);
-    let mut old = c.ha[0].child.take().expect("child");
-    let mut status = None;
-    wait_for(t(), || {
-        status = old.try_wait().ok().flatten();
-        status.is_some()
-    })
-    .unwrap_or_else(|e| panic!("the deposed leader did not stop: {e}\n{}", log_of(&c, 0)));
-    assert!(
-        !status.expect("exited").success(),
-        "a deposed leader stops with an error"
-    );
+    let status = exited(&mut c, 0, "the deposed leader did not stop");
+    assert!(!status.success(), "a deposed leader stops with an error");
     let log = log_of(&c, 0);
     assert!(
         log.contains("lost the lead") || log.contains("another broker leads"),
         "{log}"
     );
     std::fs::write(wd.join("a.go"), "").expect("go a");
-    let ended = c
-        .wait_state(
-            a,
-            &[JobState::Completed, JobState::NodeFail, JobState::Failed],
-            t(),
-        )
-        .expect("a's end");
+    let ended = end_of(&c, a);
     assert_eq!(ended.state, JobState::Completed);
     assert_eq!(listed(&c), {
         let mut v = vec![a.0, b.0];
@@ -229,25 +224,13 @@ fn a_leader_cut_off_by_a_partition_stops_and_the_standby_takes_over() {
     c.wait_broker(1).expect("the standby leads");
     eprintln!("takeover after {:.1} s", t0.elapsed().as_secs_f64());
     // Cut off, the old leader stopped by itself: it could not renew its lease.
-    let mut old = c.ha[0].child.take().expect("child");
-    let mut status = None;
-    wait_for(t(), || {
-        status = old.try_wait().ok().flatten();
-        status.is_some()
-    })
-    .unwrap_or_else(|e| panic!("the cut-off leader did not stop: {e}\n{}", log_of(&c, 0)));
-    assert!(!status.expect("exited").success());
+    let status = exited(&mut c, 0, "the cut-off leader did not stop");
+    assert!(!status.success());
     let log = log_of(&c, 0);
     assert!(log.contains("could not be renewed"), "{log}");
 
     std::fs::write(wd.join("a.go"), "").expect("go a");
-    let ended = c
-        .wait_state(
-            a,
-            &[JobState::Completed, JobState::NodeFail, JobState::Failed],
-            t(),
-        )
-        .expect("a's end");
+    let ended = end_of(&c, a);
     assert_eq!(
         (ended.state, ended.exit_code),
         (JobState::Completed, Some(0)),

@@ -333,16 +333,14 @@ fn a_running_job_keeps_its_partition_and_default_limit_across_a_restart() {
     );
 }
 
-/// A broker killed as it sent a launch (or a leader replaced) does not know whether
-/// the launch reached the agent: the agent's registration says. A job it lists runs
-/// on; one it does not list never ran there and is requeued, not failed NODE_FAIL.
-#[test]
-fn after_a_restart_a_running_job_its_agent_never_got_is_requeued() {
+/// A broker restarted from the rows of `n` jobs it had started on its 2-CPU node
+/// `n1` (ids from 1), before that node's agent registers again.
+fn restarted_with_running(n: u64) -> Core {
     let mut c = core();
     c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
     let mut rows: BTreeMap<JobId, JobRow> = BTreeMap::new();
     let mut nodes = vec![];
-    for i in 0..2u64 {
+    for i in 0..n {
         let fx = c.client(
             b"c".to_vec(),
             i,
@@ -355,7 +353,15 @@ fn after_a_restart_a_running_job_its_agent_never_got_is_requeued() {
         }
     }
     nodes.push(Core::node_row(&c.nodes[&NodeId(1)]));
-    let mut c2 = Core::new(CoreConfig::default(), rows.into_values().collect(), nodes);
+    Core::new(CoreConfig::default(), rows.into_values().collect(), nodes)
+}
+
+/// A broker killed as it sent a launch (or a leader replaced) does not know whether
+/// the launch reached the agent: the agent's registration says. A job it lists runs
+/// on; one it does not list never ran there and is requeued, not failed NODE_FAIL.
+#[test]
+fn after_a_restart_a_running_job_its_agent_never_got_is_requeued() {
+    let mut c2 = restarted_with_running(2);
     let (got, never) = (JobId(1), JobId(2));
     let later = 120_000_000;
     let fx = c2.agent(
@@ -390,22 +396,7 @@ fn after_a_restart_a_running_job_its_agent_never_got_is_requeued() {
 /// launch went before this registration: no launch number of it is known).
 #[test]
 fn after_a_restart_a_launch_missing_from_a_later_heartbeat_is_requeued() {
-    let mut c = core();
-    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
-    let mut rows: BTreeMap<JobId, JobRow> = BTreeMap::new();
-    let mut nodes = vec![];
-    let fx = c.client(
-        b"c".to_vec(),
-        1,
-        &user(5),
-        ClientOp::Submit(Box::new(sub(1))),
-        1,
-    );
-    for op in fx.store {
-        store_op(&mut rows, &mut nodes, op);
-    }
-    nodes.push(Core::node_row(&c.nodes[&NodeId(1)]));
-    let mut c2 = Core::new(CoreConfig::default(), rows.into_values().collect(), nodes);
+    let mut c2 = restarted_with_running(1);
     let job = JobId(1);
     c2.agent(b"a2".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
     assert_eq!(
