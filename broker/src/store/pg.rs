@@ -239,6 +239,11 @@ pub fn connect(conninfo: &str, options: &str) -> Result<Client, StoreError> {
     })
 }
 
+/// A shared statement ([`super::sql`], `?N` parameters) in PostgreSQL's `$N`.
+fn dollars(sql: &str) -> String {
+    sql.replace('?', "$")
+}
+
 /// A PostgreSQL failure while `doing`, on the store at `target`.
 fn pg_error(
     target: &str,
@@ -352,7 +357,9 @@ impl Pg {
         tx.commit().map_err(pe("committing the schema"))?;
         let mut prepared = HashMap::new();
         for sql in super::sql::writes() {
-            let st = client.prepare(sql).map_err(pe("preparing statements"))?;
+            let st = client
+                .prepare(&dollars(sql))
+                .map_err(pe("preparing statements"))?;
             prepared.insert(sql, st);
         }
         Ok(Pg {
@@ -394,7 +401,7 @@ impl Pg {
             .client
             .as_mut()
             .ok_or_else(closed(&target))?
-            .query(sql, &params)
+            .query(&dollars(sql), &params)
             .map_err(pg_error(&target, doing))?;
         rows.iter()
             .map(|r| {
@@ -432,7 +439,7 @@ impl Pg {
                 .prepared
                 .get(s.sql)
                 .cloned()
-                .map_or_else(|| tx.prepare(s.sql), Ok)
+                .map_or_else(|| tx.prepare(&dollars(s.sql)), Ok)
                 .map_err(pe(s.doing))?;
             let params: Vec<&(dyn ToSql + Sync)> = s.vals.iter().map(|v| v as _).collect();
             tx.execute(&st, &params).map_err(pe(s.doing))?;

@@ -1,8 +1,9 @@
 //! What the store writes and reads, in SQL both backends accept: each change
 //! ([`StoreOp`]) becomes statements with their values ([`plan`]), and each row read
-//! comes back as [`Val`]s that [`Row`] decodes. SQLite and PostgreSQL each run these
-//! texts as they are (`$N` parameters are positional in both, since each statement
-//! names them in order), so the two stores cannot drift apart in what they keep.
+//! comes back as [`Val`]s that [`Row`] decodes. Parameters are written `?N`, SQLite's
+//! numbered form, run as they are; the PostgreSQL store turns them into its `$N` once,
+//! when it prepares them ([`super::pg`]). The two stores cannot drift apart in what
+//! they keep.
 
 use super::{StoreError, StoreOp};
 use bulkhead_proto::JobId;
@@ -173,51 +174,51 @@ pub(crate) const SELECT_FAIRSHARE: &str = "SELECT account, usage, at FROM fairsh
 pub(crate) const SELECT_NODE_KEYS: &str = "SELECT node, key FROM node_keys";
 pub(crate) const SELECT_STEPS: &str = "SELECT job, data FROM job_steps ORDER BY job, step, node";
 pub(crate) const SELECT_RESERVATIONS: &str = "SELECT name, data FROM reservations ORDER BY name";
-pub(crate) const SELECT_META: &str = "SELECT value FROM meta WHERE key = $1";
+pub(crate) const SELECT_META: &str = "SELECT value FROM meta WHERE key = ?1";
 
 const INSERT_JOB: &str = "INSERT INTO jobs (id, uid, gid, \"user\", submission, partition, mem_mb, state, reason, exit_code,
                    signal, node, submit_us, start_us, end_us)
- VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
+ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 const UPDATE_JOB: &str =
-    "UPDATE jobs SET state = $2, reason = $3, exit_code = $4, signal = $5, node = $6,
-                 start_us = $7, end_us = $8, partition = $9 WHERE id = $1";
+    "UPDATE jobs SET state = ?2, reason = ?3, exit_code = ?4, signal = ?5, node = ?6,
+                 start_us = ?7, end_us = ?8, partition = ?9 WHERE id = ?1";
 const UPSERT_DENIALS: &str =
-    "INSERT INTO job_denials (job, data) VALUES ($1, $2) ON CONFLICT(job) DO UPDATE SET data = $2";
+    "INSERT INTO job_denials (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2";
 const UPSERT_JOB_NODES: &str =
-    "INSERT INTO job_nodes (job, nodes) VALUES ($1, $2) ON CONFLICT(job) DO UPDATE SET nodes = $2";
+    "INSERT INTO job_nodes (job, nodes) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET nodes = ?2";
 const UPSERT_PREEMPTED: &str =
-    "INSERT INTO job_preempted (job, \"by\", requeue) VALUES ($1, $2, $3)
- ON CONFLICT(job) DO UPDATE SET \"by\" = $2, requeue = $3";
-const DELETE_PREEMPTED: &str = "DELETE FROM job_preempted WHERE job = $1";
+    "INSERT INTO job_preempted (job, \"by\", requeue) VALUES (?1, ?2, ?3)
+ ON CONFLICT(job) DO UPDATE SET \"by\" = ?2, requeue = ?3";
+const DELETE_PREEMPTED: &str = "DELETE FROM job_preempted WHERE job = ?1";
 const UPSERT_USAGE: &str =
-    "INSERT INTO job_usage (job, data) VALUES ($1, $2) ON CONFLICT(job) DO UPDATE SET data = $2";
+    "INSERT INTO job_usage (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2";
 const UPSERT_JOB_GPUS: &str =
-    "INSERT INTO job_gpus (job, data) VALUES ($1, $2) ON CONFLICT(job) DO UPDATE SET data = $2";
-const UPSERT_NODE: &str = "INSERT INTO nodes (id, name, cpus, mem_mb, last_seen_us, drain_reason) VALUES ($1, $2, $3, $4, $5, $6)
- ON CONFLICT(id) DO UPDATE SET name = $2, cpus = $3, mem_mb = $4, last_seen_us = $5, drain_reason = $6";
+    "INSERT INTO job_gpus (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2";
+const UPSERT_NODE: &str = "INSERT INTO nodes (id, name, cpus, mem_mb, last_seen_us, drain_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+ ON CONFLICT(id) DO UPDATE SET name = ?2, cpus = ?3, mem_mb = ?4, last_seen_us = ?5, drain_reason = ?6";
 const UPSERT_NODE_GPUS: &str =
-    "INSERT INTO node_gpus (node, data) VALUES ($1, $2) ON CONFLICT(node) DO UPDATE SET data = $2";
-const UPSERT_RESERVATION: &str = "INSERT INTO reservations (name, data) VALUES ($1, $2) ON CONFLICT(name) DO UPDATE SET data = $2";
-const UPSERT_FAIRSHARE: &str = "INSERT INTO fairshare (account, usage, at) VALUES ($1, $2, $3)
- ON CONFLICT(account) DO UPDATE SET usage = $2, at = $3";
-const DELETE_RESERVATION: &str = "DELETE FROM reservations WHERE name = $1";
-const REPLACE_SUBMISSION: &str = "UPDATE jobs SET submission = $2 WHERE id = $1";
+    "INSERT INTO node_gpus (node, data) VALUES (?1, ?2) ON CONFLICT(node) DO UPDATE SET data = ?2";
+const UPSERT_RESERVATION: &str = "INSERT INTO reservations (name, data) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET data = ?2";
+const UPSERT_FAIRSHARE: &str = "INSERT INTO fairshare (account, usage, at) VALUES (?1, ?2, ?3)
+ ON CONFLICT(account) DO UPDATE SET usage = ?2, at = ?3";
+const DELETE_RESERVATION: &str = "DELETE FROM reservations WHERE name = ?1";
+const REPLACE_SUBMISSION: &str = "UPDATE jobs SET submission = ?2 WHERE id = ?1";
 const UPSERT_NODE_KEY: &str =
-    "INSERT INTO node_keys (node, key) VALUES ($1, $2) ON CONFLICT(node) DO UPDATE SET key = $2";
-const UPSERT_STEP: &str = "INSERT INTO job_steps (job, step, node, data) VALUES ($1, $2, $3, $4)
- ON CONFLICT(job, step, node) DO UPDATE SET data = $4";
+    "INSERT INTO node_keys (node, key) VALUES (?1, ?2) ON CONFLICT(node) DO UPDATE SET key = ?2";
+const UPSERT_STEP: &str = "INSERT INTO job_steps (job, step, node, data) VALUES (?1, ?2, ?3, ?4)
+ ON CONFLICT(job, step, node) DO UPDATE SET data = ?4";
 /// A job past retention goes with everything kept about it.
 const DELETE_JOB: [&str; 7] = [
-    "DELETE FROM job_steps WHERE job = $1",
-    "DELETE FROM jobs WHERE id = $1",
-    "DELETE FROM job_nodes WHERE job = $1",
-    "DELETE FROM job_denials WHERE job = $1",
-    "DELETE FROM job_usage WHERE job = $1",
-    "DELETE FROM job_gpus WHERE job = $1",
-    "DELETE FROM job_preempted WHERE job = $1",
+    "DELETE FROM job_steps WHERE job = ?1",
+    "DELETE FROM jobs WHERE id = ?1",
+    "DELETE FROM job_nodes WHERE job = ?1",
+    "DELETE FROM job_denials WHERE job = ?1",
+    "DELETE FROM job_usage WHERE job = ?1",
+    "DELETE FROM job_gpus WHERE job = ?1",
+    "DELETE FROM job_preempted WHERE job = ?1",
 ];
-pub(crate) const PROBE: &str = "INSERT INTO meta (key, value) VALUES ('written_us', $1)
- ON CONFLICT(key) DO UPDATE SET value = $1";
+pub(crate) const PROBE: &str = "INSERT INTO meta (key, value) VALUES ('written_us', ?1)
+ ON CONFLICT(key) DO UPDATE SET value = ?1";
 
 /// Every statement [`plan`] emits, for a backend that prepares them up front.
 pub(crate) fn writes() -> impl Iterator<Item = &'static str> {

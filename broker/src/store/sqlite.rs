@@ -129,12 +129,6 @@ fn sqlite_error(
     }
 }
 
-/// The shared statements' `$N` as SQLite's `?N`: SQLite reads `$N` as a named
-/// parameter, numbered by where it first appears, not by N.
-fn numbered(sql: &str) -> String {
-    sql.replace('$', "?")
-}
-
 impl Sqlite {
     /// Opens `DIR/bulkhead.db`, creating it when the directory has none; with
     /// `initialize`, a database file without Bulkhead's schema gets an empty store.
@@ -148,12 +142,7 @@ impl Sqlite {
         let existed = path.exists();
         let conn = Connection::open(&path).map_err(sq("opening"))?;
         if existed && !initialize {
-            check_is_store(&conn)
-                .map_err(sq("reading the schema"))?
-                .map_err(|detail| StoreError::NotAStore {
-                    path: path.clone(),
-                    detail,
-                })?;
+            require_store(&conn, &path)?;
         }
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(sq("enabling WAL"))?;
@@ -205,12 +194,7 @@ impl Sqlite {
         let sq = |doing| sqlite_error(&path, doing);
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let usable = |conn: Connection| -> Result<Connection, StoreError> {
-            check_is_store(&conn)
-                .map_err(sq("reading the schema"))?
-                .map_err(|detail| StoreError::NotAStore {
-                    path: path.clone(),
-                    detail,
-                })?;
+            require_store(&conn, &path)?;
             Ok(conn)
         };
         let conn = Connection::open_with_flags(&path, flags).map_err(sq("opening read-only"))?;
@@ -256,10 +240,7 @@ impl Sqlite {
         args: &[Val],
         doing: &'static str,
     ) -> Result<Vec<Row>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(&numbered(sql))
-            .map_err(self.sq(doing))?;
+        let mut stmt = self.conn.prepare_cached(sql).map_err(self.sq(doing))?;
         let n = stmt.column_count();
         let rows = stmt
             .query_map(rusqlite::params_from_iter(args), |r| {
@@ -288,7 +269,7 @@ impl Sqlite {
             .transaction()
             .map_err(sq("beginning a transaction"))?;
         for s in stmts {
-            tx.prepare_cached(&numbered(s.sql))
+            tx.prepare_cached(s.sql)
                 .and_then(|mut st| st.execute(rusqlite::params_from_iter(&s.vals)))
                 .map_err(sq(s.doing))?;
         }
@@ -302,6 +283,16 @@ impl Sqlite {
             .optional()
             .map_err(self.sq("reading meta"))
     }
+}
+
+/// An error unless the database at `path` holds Bulkhead's store.
+fn require_store(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    check_is_store(conn)
+        .map_err(sqlite_error(path, "reading the schema"))?
+        .map_err(|detail| StoreError::NotAStore {
+            path: path.to_path_buf(),
+            detail,
+        })
 }
 
 /// Whether an existing database holds Bulkhead's store (its `meta` table records a
