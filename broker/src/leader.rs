@@ -71,7 +71,6 @@ impl std::fmt::Display for Lost {
 #[derive(Debug)]
 pub struct Lead {
     pub term: i64,
-    conninfo: String,
     stop: Arc<AtomicBool>,
     renewer: Option<thread::JoinHandle<()>>,
 }
@@ -148,10 +147,8 @@ impl Lead {
         let base = Instant::now();
         // Milliseconds after `base` until which the lease is surely this broker's.
         let valid_until = Arc::new(AtomicU64::new((LEASE - MARGIN).as_millis() as u64));
-        let lost = Arc::new(lost);
         let fired = Arc::new(AtomicBool::new(false));
         let fire = {
-            let lost = lost.clone();
             let fired = fired.clone();
             move |why: Lost| {
                 if !fired.swap(true, Ordering::SeqCst) {
@@ -237,15 +234,9 @@ impl Lead {
         };
         Ok(Lead {
             term,
-            conninfo: conninfo.to_string(),
             stop,
             renewer: Some(renewer),
         })
-    }
-
-    /// Where the lead is held.
-    pub fn conninfo(&self) -> &str {
-        &self.conninfo
     }
 
     /// Gives the lead up (a standby takes over at once) and waits for that.
