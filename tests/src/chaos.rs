@@ -17,7 +17,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -122,20 +121,16 @@ struct Bh {
 
 impl Bh {
     fn run(&self, args: &[&str]) -> Result<std::process::Output> {
-        Ok(Command::new(crate::bin("bh"))
-            .args(args)
-            .current_dir(&self.cwd)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("BH_BROKER", &self.endpoint)
-            .env("BH_MUNGE_SOCKET", &self.munge)
-            .env("BH_TIMEOUT", "20")
-            .env("HOME", format!("/home/{}", self.user.name))
-            .env("USER", &self.user.name)
-            .uid(self.user.uid)
-            .gid(self.user.gid)
-            .stdin(Stdio::null())
-            .output()?)
+        Ok(crate::bh_env(
+            &self.endpoint,
+            &self.munge,
+            Some(&self.user),
+            &self.cwd,
+            args,
+        )
+        .uid(self.user.uid)
+        .gid(self.user.gid)
+        .output()?)
     }
 }
 

@@ -253,6 +253,32 @@ pub struct HaBroker {
     pub log: PathBuf,
 }
 
+/// `bh ARGS` in `cwd` with a clean environment that names the broker(s) at
+/// `endpoint` and the munged at `munge`, and `user`'s HOME and USER; who it runs as
+/// is the caller's (a user's ids, or a namespace entered first).
+pub fn bh_env(
+    endpoint: &str,
+    munge: &Path,
+    user: Option<&TestUser>,
+    cwd: &Path,
+    args: &[&str],
+) -> Command {
+    let mut cmd = Command::new(bin("bh"));
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("BH_BROKER", endpoint)
+        .env("BH_MUNGE_SOCKET", munge)
+        .env("BH_TIMEOUT", "20")
+        .stdin(Stdio::null());
+    if let Some(u) = user {
+        cmd.env("HOME", format!("/home/{}", u.name))
+            .env("USER", &u.name);
+    }
+    cmd
+}
+
 /// A loopback port free now.
 pub fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
@@ -947,21 +973,9 @@ impl Cluster {
 
     /// The command `bh_in` runs, for a test to add to (a umask, standard input).
     pub fn bh_command(&self, user: Option<&TestUser>, cwd: &Path, args: &[&str]) -> Command {
-        let mut cmd = Command::new(bin("bh"));
-        cmd.args(args)
-            .current_dir(cwd)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("BH_BROKER", &self.endpoint)
-            .env("BH_MUNGE_SOCKET", &self.munged.socket)
-            .env("BH_TIMEOUT", "20")
-            .stdin(Stdio::null());
+        let mut cmd = bh_env(&self.endpoint, &self.munged.socket, user, cwd, args);
         if self.opts.curve {
             cmd.env("BH_BROKER_KEY", self.keys_dir().join("broker.pub"));
-        }
-        if let Some(u) = user {
-            cmd.env("HOME", format!("/home/{}", u.name))
-                .env("USER", &u.name);
         }
         let ids = user.map(|u| (u.uid, u.gid));
         match &self.net {

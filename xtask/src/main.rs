@@ -321,6 +321,14 @@ fn bench(package: &str, bin: &str, args: &[(&str, u32)]) -> Result<()> {
     run(&mut cmd)
 }
 
+/// A benchmark's `name=value` lines whose value is a number.
+fn figures_of(out: &str) -> std::collections::BTreeMap<String, f64> {
+    out.lines()
+        .filter_map(|l| l.split_once('='))
+        .filter_map(|(k, v)| Some((k.to_string(), v.trim().parse().ok()?)))
+        .collect()
+}
+
 /// `bench e2e --store postgresql`: the end-to-end run on SQLite, then on PostgreSQL,
 /// one after the other in one invocation, and the ratios of their throughputs.
 fn bench_e2e_stores(jobs: u32, nodes: u32, cpus: u32, store: &str) -> Result<()> {
@@ -335,11 +343,7 @@ fn bench_e2e_stores(jobs: u32, nodes: u32, cpus: u32, store: &str) -> Result<()>
                 .args(["--cpus", &cpus.to_string(), "--store", store]),
         )?;
         print!("{out}");
-        Ok(out
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .filter_map(|(k, v)| Some((k.to_string(), v.trim().parse().ok()?)))
-            .collect())
+        Ok(figures_of(&out))
     };
     let lite = figures("sqlite")?;
     if store == "sqlite" {
@@ -401,11 +405,7 @@ fn bench_security(jobs: u32, rounds: u32) -> Result<()> {
         cmd.args(["--jobs", &jobs.to_string(), "--nodes", "2", "--cpus", "16"]);
         // Throughput only: the latency through `bh` is `bench e2e`'s.
         cmd.args(["--phases", "--bh-jobs", "0"]).args(mode);
-        Ok(stdout_of(&mut cmd)?
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .filter_map(|(k, v)| Some((k.to_string(), v.trim().parse().ok()?)))
-            .collect())
+        Ok(figures_of(&stdout_of(&mut cmd)?))
     };
     let modes = [
         ("plaintext", None),

@@ -4,24 +4,7 @@ use super::*;
 
 #[test]
 fn state_reloaded_from_rows_keeps_jobs_and_allocations() {
-    let mut c = core();
-    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
-    let mut rows: BTreeMap<JobId, JobRow> = BTreeMap::new();
-    let mut nodes = vec![];
-    for i in 0..3u64 {
-        let fx = c.client(
-            b"c".to_vec(),
-            i,
-            &user(5),
-            ClientOp::Submit(Box::new(sub(1))),
-            i,
-        );
-        for op in fx.store {
-            store_op(&mut rows, &mut nodes, op);
-        }
-    }
-    nodes.push(Core::node_row(&c.nodes[&NodeId(1)]));
-    let c2 = Core::new(CoreConfig::default(), rows.into_values().collect(), nodes);
+    let c2 = restarted_with(3, 1);
     assert_eq!(c2.job_count(), 3);
     assert_eq!(c2.sched.pending_count(), 2);
     let n = &c2.nodes[&NodeId(1)];
@@ -333,11 +316,11 @@ fn a_running_job_keeps_its_partition_and_default_limit_across_a_restart() {
     );
 }
 
-/// A broker restarted from the rows of `n` jobs it had started on its 2-CPU node
-/// `n1` (ids from 1), before that node's agent registers again.
-fn restarted_with_running(n: u64) -> Core {
+/// A broker restarted from the rows of `n` jobs (ids from 1) submitted to it with
+/// one node, `n1` of `cpus` CPUs, before that node's agent registers again.
+fn restarted_with(n: u64, cpus: u32) -> Core {
     let mut c = core();
-    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", cpus, vec![]), 0);
     let mut rows: BTreeMap<JobId, JobRow> = BTreeMap::new();
     let mut nodes = vec![];
     for i in 0..n {
@@ -361,7 +344,7 @@ fn restarted_with_running(n: u64) -> Core {
 /// on; one it does not list never ran there and is requeued, not failed NODE_FAIL.
 #[test]
 fn after_a_restart_a_running_job_its_agent_never_got_is_requeued() {
-    let mut c2 = restarted_with_running(2);
+    let mut c2 = restarted_with(2, 2);
     let (got, never) = (JobId(1), JobId(2));
     let later = 120_000_000;
     let fx = c2.agent(
@@ -396,7 +379,7 @@ fn after_a_restart_a_running_job_its_agent_never_got_is_requeued() {
 /// launch went before this registration: no launch number of it is known).
 #[test]
 fn after_a_restart_a_launch_missing_from_a_later_heartbeat_is_requeued() {
-    let mut c2 = restarted_with_running(1);
+    let mut c2 = restarted_with(1, 2);
     let job = JobId(1);
     c2.agent(b"a2".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 10);
     assert_eq!(
