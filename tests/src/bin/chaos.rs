@@ -1,7 +1,8 @@
 //! `cargo xtask chaos`: the long chaos run ([`bulkhead_tests::chaos`]), on brokers
 //! that fail over on PostgreSQL and on one broker on SQLite, printing `name=value`
-//! lines (`pg_…` for PostgreSQL's). Exits 1 when anything was lost, doubled, wrong
-//! or stuck.
+//! lines: the failover run's under the names the HA issue gives (`chaos_rounds`,
+//! `failover_s_p50`, …), the SQLite run's prefixed `sqlite_`. Exits 1 when anything
+//! was lost, doubled, wrong or stuck.
 
 use anyhow::{Result, bail};
 use bulkhead_tests::chaos::{ChaosOpts, run};
@@ -16,7 +17,7 @@ fn main() -> Result<()> {
         bail!("the chaos run starts agents and must run as root");
     }
     let mut clean = true;
-    for (postgres, rounds, prefix) in [(true, rounds, "pg_"), (false, sqlite_rounds, "sqlite_")] {
+    for (postgres, rounds, prefix) in [(true, rounds, ""), (false, sqlite_rounds, "sqlite_")] {
         if rounds == 0 {
             continue;
         }
