@@ -3,9 +3,11 @@
 //! The lead is a lease on the store's one `leader` row: a term number, who holds it,
 //! and until when (the database's clock, so that the brokers' clocks do not matter).
 //! A broker takes the lead only once the lease has run out, incrementing the term; it
-//! then loads the store and listens. Until then it is a standby: it neither listens
-//! nor writes, so agents and clients, given every broker's endpoint, find the leader
-//! by the one that answers.
+//! then loads the store. Until then it is a standby: it neither reads the jobs nor
+//! writes; it listens, and answers every client request with who leads
+//! ([`bulkhead_proto::msg::ErrorCode::NotLeader`]), so that clients given every
+//! broker's endpoint move on to the leader, and drops agents' messages (agents send
+//! to the broker that answers them).
 //!
 //! The leader renews the lease every [`RENEW_EVERY`]. It gives the lead up, and the
 //! broker stops, when a renewal finds another term (it was frozen or cut off long
@@ -75,23 +77,36 @@ pub struct Lead {
     renewer: Option<thread::JoinHandle<()>>,
 }
 
-/// Waits until this broker leads (a standby until then), `stop` ending the wait
-/// (`Ok(None)`). A connection string that does not work or a store of a newer
-/// schema is an error at once; a database that does not answer is waited for.
-pub fn acquire(
-    conninfo: &str,
-    holder: &str,
-    initialize: bool,
-    stop: &AtomicBool,
-) -> Result<Option<i64>, StoreError> {
-    let target = describe_target(conninfo);
-    // Creates the schema (the `leader` row with it), and checks it can be written by
-    // this release, before waiting: a standby of the wrong release says so at start.
-    drop(crate::store::Store::open_at(
+/// What a standby knows, for its answers to clients: who leads, in which term.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Standing {
+    pub leader: String,
+    pub term: i64,
+}
+
+/// Checks the store at `conninfo` before waiting for the lead: creates its schema
+/// (the `leader` row with it) and checks that this release can write it, so that a
+/// standby of the wrong release or on a database that is not a store says so at
+/// start. Returns the store's identity.
+pub fn prepare(conninfo: &str, initialize: bool) -> Result<String, StoreError> {
+    crate::store::Store::open_at(
         &crate::store::Location::Postgres(conninfo.into()),
         initialize,
         None,
-    )?);
+    )?
+    .store_id()
+}
+
+/// Waits until this broker leads (a standby until then), `stop` ending the wait
+/// (`Ok(None)`); `standing` follows who leads meanwhile. A database that does not
+/// answer is waited for.
+pub fn acquire(
+    conninfo: &str,
+    holder: &str,
+    stop: &AtomicBool,
+    standing: &std::sync::Mutex<Standing>,
+) -> Result<Option<i64>, StoreError> {
+    let target = describe_target(conninfo);
     let mut client = None;
     let mut said = None;
     while !stop.load(Ordering::Relaxed) {
@@ -115,11 +130,16 @@ pub fn acquire(
             }
             Ok(None) => {
                 if let Ok(row) = c.query_one(WHO, &[]) {
-                    let who: String = row.get(0);
-                    let term: i64 = row.get(1);
-                    if said.as_ref() != Some(&(who.clone(), term)) {
-                        tracing::info!(leader = %who, term, lease_left_s = row.get::<_, f64>(2), "standby: another broker leads; waiting for its lease to run out");
-                        said = Some((who, term));
+                    let now = Standing {
+                        leader: row.get(0),
+                        term: row.get(1),
+                    };
+                    if said.as_ref() != Some(&now) {
+                        tracing::info!(leader = %now.leader, term = now.term, lease_left_s = row.get::<_, f64>(2), "standby: another broker leads; waiting for its lease to run out");
+                        if let Ok(mut s) = standing.lock() {
+                            *s = now.clone();
+                        }
+                        said = Some(now);
                     }
                 }
             }

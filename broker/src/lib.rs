@@ -19,6 +19,7 @@ pub mod core;
 pub mod gpus;
 pub mod leader;
 mod migrate;
+pub mod peers;
 pub mod ratelimit;
 pub mod rows;
 pub mod store;
@@ -67,6 +68,9 @@ pub struct BrokerConfig {
     /// Create an empty store in a database file that holds none (an empty file), as
     /// the administrator asked with `--initialize`; without it such a file is refused.
     pub initialize: bool,
+    /// The other brokers of the cluster (their endpoints), asked at start which store
+    /// they serve ([`peers`]).
+    pub peers: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +96,8 @@ pub enum BrokerError {
     Curve(bulkhead_net::curve::CurveError),
     #[error(transparent)]
     Sign(bulkhead_net::sign::SignError),
+    #[error(transparent)]
+    Split(Box<peers::Conflict>),
 }
 
 enum Event {
@@ -120,48 +126,6 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
         path: cfg.data_dir.clone(),
         source,
     })?;
-    // With PostgreSQL, a standby until this broker leads: nothing is loaded, bound or
-    // written before (another broker may be writing).
-    let lead = match &cfg.store {
-        store::Location::Postgres(conninfo) => {
-            let holder = format!(
-                "{}:{} pid {}",
-                nix::unistd::gethostname()
-                    .map(|h| h.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                cfg.listen,
-                std::process::id()
-            );
-            let stop_wait = Arc::new(AtomicBool::new(false));
-            let (c, s, init) = (conninfo.clone(), stop_wait.clone(), cfg.initialize);
-            let mut waiting =
-                tokio::task::spawn_blocking(move || leader::acquire(&c, &holder, init, &s));
-            let term = tokio::select! {
-                r = &mut waiting => r.map_err(|e| BrokerError::StoreFailed(e.to_string()))??,
-                _ = &mut shutdown => {
-                    stop_wait.store(true, Ordering::Relaxed);
-                    let _ = waiting.await;
-                    tracing::info!("standby stopped");
-                    return Ok(());
-                }
-            };
-            let Some(term) = term else { return Ok(()) };
-            Some(term)
-        }
-        store::Location::Sqlite(_) => None,
-    };
-    // The store is opened and read on a blocking thread: PostgreSQL's client blocks.
-    let opened = {
-        let (at, data_dir, initialize, health) = (
-            cfg.store.clone(),
-            cfg.data_dir.clone(),
-            cfg.initialize,
-            health.clone(),
-        );
-        tokio::task::spawn_blocking(move || open_store(&at, &data_dir, initialize, lead, &health))
-            .await
-            .map_err(|e| BrokerError::StoreFailed(e.to_string()))??
-    };
     let curve = match &cfg.curve_key {
         Some(path) => Some(bulkhead_net::curve::load_pair(path).map_err(BrokerError::Curve)?),
         None => {
@@ -170,6 +134,135 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
             );
             None
         }
+    };
+    let peers = peers::Peers {
+        endpoints: cfg.peers.clone(),
+        munge_socket: cfg.munge_socket.clone(),
+        server_key: curve.as_ref().map(|p| p.public),
+    };
+    // With PostgreSQL, the store is checked (and made) first: its identity is what
+    // the peers are asked about, before this broker listens.
+    let store_id = match &cfg.store {
+        store::Location::Postgres(conninfo) => {
+            let (c, init) = (conninfo.clone(), cfg.initialize);
+            Some(
+                tokio::task::spawn_blocking(move || leader::prepare(&c, init))
+                    .await
+                    .map_err(|e| BrokerError::StoreFailed(e.to_string()))??,
+            )
+        }
+        store::Location::Sqlite(_) => None,
+    };
+    if let Some(id) = &store_id {
+        check_peers(&peers, id, &cfg.store).await?;
+    }
+
+    let ctx = zmq::Context::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    // The ZAP handler answers CURVE handshakes; it must be there before the bind.
+    let zap_thread = match &curve {
+        Some(_) => {
+            Some(bulkhead_net::curve::spawn_zap(&ctx, stop.clone()).map_err(BrokerError::Curve)?)
+        }
+        None => None,
+    };
+    // A SQLite store is opened before the bind (a store that cannot be opened is an
+    // error at start, before anyone is told this broker is up).
+    let mut opened = None;
+    if let store::Location::Sqlite(_) = &cfg.store {
+        let o = open_blocking(&cfg, None, &health).await?;
+        check_peers(&peers, &o.store_id, &cfg.store).await?;
+        opened = Some(o);
+    }
+    let bound = transport::bind_router_with(&ctx, &cfg.listen, curve.as_ref())?;
+    let endpoint = bound.endpoint.clone();
+    let push = transport::outbox(&ctx, &bound)?;
+    // Answers that need not wait for the store (queries while it is full).
+    let direct = transport::outbox(&ctx, &bound)?;
+    let (ev_tx, mut ev_rx) = mpsc::channel::<Event>(65_536);
+    let (in_tx, mut in_rx) = mpsc::channel::<transport::Incoming>(65_536);
+    let zmq_thread = transport::spawn(bound, in_tx, stop.clone())?;
+    let stop_network = |zmq_thread: transport::Serving, zap_thread: Option<transport::Serving>| {
+        stop.store(true, Ordering::Relaxed);
+        tokio::task::spawn_blocking(move || {
+            zmq_thread.stop_and_join();
+            if let Some(t) = zap_thread {
+                t.stop_and_join();
+            }
+        })
+    };
+
+    // With PostgreSQL, a standby until this broker leads: it answers clients with who
+    // leads, and loads, writes and decides nothing (another broker may be writing).
+    let holder = format!(
+        "{endpoint} (host {}, pid {})",
+        nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id()
+    );
+    let lead = match &cfg.store {
+        store::Location::Postgres(conninfo) => {
+            let stop_wait = Arc::new(AtomicBool::new(false));
+            let standing = Arc::new(Mutex::new(leader::Standing::default()));
+            let (c, s, h, st) = (
+                conninfo.clone(),
+                stop_wait.clone(),
+                holder.clone(),
+                standing.clone(),
+            );
+            let mut waiting = tokio::task::spawn_blocking(move || leader::acquire(&c, &h, &s, &st));
+            tracing::info!(%endpoint, "standby: listening; clients are told which broker leads");
+            let term = loop {
+                tokio::select! {
+                    r = &mut waiting => break r.map_err(|e| BrokerError::StoreFailed(e.to_string()))?,
+                    _ = &mut shutdown => {
+                        stop_wait.store(true, Ordering::Relaxed);
+                        let _ = waiting.await;
+                        let _ = stop_network(zmq_thread, zap_thread).await;
+                        tracing::info!("standby stopped");
+                        return Ok(());
+                    }
+                    Some(inc) = in_rx.recv() => {
+                        let now = standing.lock().map(|s| s.clone()).unwrap_or_default();
+                        let me = bulkhead_proto::msg::BrokerIdentity {
+                            leading: false,
+                            store_id: store_id.clone().unwrap_or_default(),
+                            store: cfg.store.describe(),
+                            term: Some(now.term),
+                            leader: now.leader,
+                        };
+                        if let Some(parts) = standby_answer(inc, &me, &endpoint)
+                            && let Err(e) = direct.send_multipart(parts, 0)
+                        {
+                            tracing::warn!(error = %e, "cannot queue a standby's answer");
+                        }
+                    }
+                }
+            };
+            match term {
+                Ok(Some(term)) => Some(term),
+                Ok(None) => {
+                    let _ = stop_network(zmq_thread, zap_thread).await;
+                    return Ok(());
+                }
+                Err(e) => {
+                    let _ = stop_network(zmq_thread, zap_thread).await;
+                    return Err(e.into());
+                }
+            }
+        }
+        store::Location::Sqlite(_) => None,
+    };
+    let opened = match opened {
+        Some(o) => o,
+        None => match open_blocking(&cfg, lead, &health).await {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = stop_network(zmq_thread, zap_thread).await;
+                return Err(e);
+            }
+        },
     };
     let mut core_cfg = cfg.core.clone();
     core_cfg.curve = curve.is_some();
@@ -185,24 +278,14 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     core.restore_fairshare(opened.fairshare.0, &opened.fairshare.1);
     tracing::info!(jobs = core.job_count(), store = %cfg.store.describe(), "store loaded");
     let store = opened.store;
-
-    let ctx = zmq::Context::new();
-    let stop = Arc::new(AtomicBool::new(false));
-    // The ZAP handler answers CURVE handshakes; it must be there before the bind.
-    let zap_thread = match &curve {
-        Some(_) => {
-            Some(bulkhead_net::curve::spawn_zap(&ctx, stop.clone()).map_err(BrokerError::Curve)?)
-        }
-        None => None,
+    let me = bulkhead_proto::msg::BrokerIdentity {
+        leading: true,
+        store_id: opened.store_id,
+        store: cfg.store.describe(),
+        term: lead,
+        leader: holder,
     };
-    let bound = transport::bind_router_with(&ctx, &cfg.listen, curve.as_ref())?;
-    let endpoint = bound.endpoint.clone();
-    let push = transport::outbox(&ctx, &bound)?;
-    // Answers that need not wait for the store (queries while it is full).
-    let direct = transport::outbox(&ctx, &bound)?;
-    let (ev_tx, mut ev_rx) = mpsc::channel::<Event>(65_536);
-    let (in_tx, mut in_rx) = mpsc::channel::<transport::Incoming>(65_536);
-    let zmq_thread = transport::spawn(bound, in_tx, stop.clone())?;
+    // What came while the store was loaded is answered now, as a leader.
 
     let fatal_tx = ev_tx.clone();
     let (writer, writer_thread) = store::spawn_writer(
@@ -327,7 +410,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 continue;
             }
             Some(inc) = in_rx.recv() => {
-                match on_frame(inc, &mut core, &munge, &names, &ev_tx) {
+                match on_frame(inc, &mut core, &munge, &names, &ev_tx, &me) {
                     Some(fx) => fx,
                     None => continue,
                 }
@@ -433,8 +516,96 @@ fn send_all(push: &zmq::Socket, out: Vec<Outbound>) {
     }
 }
 
+/// Opens and reads the store on a blocking thread (PostgreSQL's client blocks).
+async fn open_blocking(
+    cfg: &BrokerConfig,
+    lead: Option<i64>,
+    health: &Health,
+) -> Result<Opened, BrokerError> {
+    let (at, data_dir, initialize, health) = (
+        cfg.store.clone(),
+        cfg.data_dir.clone(),
+        cfg.initialize,
+        health.clone(),
+    );
+    tokio::task::spawn_blocking(move || open_store(&at, &data_dir, initialize, lead, &health))
+        .await
+        .map_err(|e| BrokerError::StoreFailed(e.to_string()))?
+}
+
+/// Asks the peers which store they serve ([`peers`]); one of another store stops
+/// this broker's start.
+async fn check_peers(
+    p: &peers::Peers,
+    store_id: &str,
+    at: &store::Location,
+) -> Result<(), BrokerError> {
+    if p.endpoints.is_empty() {
+        return Ok(());
+    }
+    let (p, id, store) = (p.clone(), store_id.to_string(), at.describe());
+    tokio::task::spawn_blocking(move || peers::check(&p, &id, &store))
+        .await
+        .map_err(|e| BrokerError::StoreFailed(e.to_string()))?
+        .map_err(BrokerError::Split)
+}
+
+/// A standby's answer to a frame: [`ClientOp::Identify`] says what it is, and
+/// anything else is refused with [`ErrorCode::NotLeader`] naming the leader: a
+/// client given several brokers asks the next, an agent's socket thread sends to the
+/// others ([`transport::is_standby_refusal`]).
+fn standby_answer(
+    mut inc: transport::Incoming,
+    me: &bulkhead_proto::msg::BrokerIdentity,
+    endpoint: &str,
+) -> Option<Vec<Vec<u8>>> {
+    if inc.frames.len() != 2 {
+        return None;
+    }
+    let frame = inc.frames.pop()?;
+    let peer = inc.frames.pop()?;
+    let header = codec::peek_header(&frame).ok()?;
+    let refusal = ErrorReply::new(
+        ErrorCode::NotLeader,
+        if me.leader.is_empty() {
+            format!(
+                "the broker at {endpoint} is a standby and no broker leads yet; ask again in a few seconds"
+            )
+        } else {
+            format!(
+                "the broker at {endpoint} is a standby: {} leads (term {}); ask it, or give every broker (BH_BROKER=tcp://a:6817,tcp://b:6817)",
+                me.leader,
+                me.term.unwrap_or(0)
+            )
+        },
+    );
+    let out = match header.kind {
+        Kind::ClientRequest => {
+            let reply = match codec::decode::<ClientRequest>(&frame) {
+                Ok((
+                    _,
+                    ClientRequest {
+                        op: ClientOp::Identify,
+                        ..
+                    },
+                )) => ClientReply::Broker(me.clone()),
+                Ok(_) => ClientReply::Error(refusal),
+                Err(e) => ClientReply::Error(ErrorReply::new(ErrorCode::BadFrame, e.to_string())),
+            };
+            codec::encode(header.request_id, &reply).ok()?
+        }
+        Kind::AgentMessage => {
+            codec::encode(header.request_id, &BrokerMessage::Error(refusal)).ok()?
+        }
+        _ => return None,
+    };
+    Some(vec![peer, out])
+}
+
 /// What the broker starts from: the store, opened for the writer, and what it held.
 struct Opened {
+    /// The store's identity ([`Store::store_id`]).
+    store_id: String,
     store: Writable,
     jobs: Vec<store::JobRow>,
     nodes: Vec<store::NodeRow>,
@@ -472,6 +643,7 @@ fn open_store(
         }
         Err(e) => return Err(e.into()),
     };
+    let store_id = store.store_id()?;
     let (jobs, nodes) = store.load()?;
     let reservations = store.load_reservations()?;
     let node_keys = store.load_node_keys()?;
@@ -497,6 +669,7 @@ fn open_store(
         Writable::Open(store)
     };
     Ok(Opened {
+        store_id,
         store,
         jobs,
         nodes,
@@ -555,6 +728,7 @@ fn changes_state(op: &ClientOp) -> bool {
         | ClientOp::Nodes
         | ClientOp::Reservations
         | ClientOp::Partitions
+        | ClientOp::Identify
         | ClientOp::Acct(_)
         | ClientOp::Report(_)
         | ClientOp::Script(_)
@@ -624,6 +798,7 @@ fn on_frame(
     munge: &Munge,
     names: &Arc<Mutex<HashMap<u32, String>>>,
     ev_tx: &mpsc::Sender<Event>,
+    me: &bulkhead_proto::msg::BrokerIdentity,
 ) -> Option<Effects> {
     if inc.frames.is_empty() {
         return None;
@@ -664,6 +839,21 @@ fn on_frame(
     };
     match header.kind {
         Kind::ClientRequest => match codec::decode::<ClientRequest>(frame) {
+            // What this broker is needs no credential: it says nothing about jobs.
+            Ok((
+                _,
+                ClientRequest {
+                    op: ClientOp::Identify,
+                    ..
+                },
+            )) => Some(Effects {
+                send: vec![Outbound::Client {
+                    peer,
+                    request_id: header.request_id,
+                    reply: ClientReply::Broker(me.clone()),
+                }],
+                ..Default::default()
+            }),
             Ok((_, req)) => {
                 let (munge, names, tx) = (munge.clone(), names.clone(), ev_tx.clone());
                 let request_id = header.request_id;

@@ -64,6 +64,12 @@ struct Args {
     /// data directory (no database file) needs no flag.
     #[arg(long)]
     initialize: bool,
+    /// The cluster's other brokers (comma-separated endpoints; this one's may be among
+    /// them), asked at start which store they serve: one that serves another store
+    /// is an error, not a split cluster. Default: the endpoints listed in
+    /// /etc/bulkhead/brokers, as `bh` reads them.
+    #[arg(long, env = "BH_PEERS", value_delimiter = ',')]
+    peers: Option<Vec<String>>,
     /// Check a configuration file (every key known, every value possible) and exit:
     /// 0 and what it defines, or 1 and why it would be refused, with the line where it
     /// does not parse. Run it before `systemctl reload bulkhead-broker`.
@@ -149,6 +155,19 @@ async fn main() -> anyhow::Result<()> {
         signing_key: a.signing_key,
         config_file: None,
         initialize: a.initialize,
+        peers: match a.peers {
+            Some(p) => p
+                .into_iter()
+                .map(|e| e.trim().to_string())
+                .filter(|e| !e.is_empty())
+                .collect(),
+            None => match std::fs::read_to_string(bulkhead_client::client::CLUSTER_BROKERS) {
+                Ok(text) => bulkhead_client::client::brokers_of(&text)
+                    .map(|b| b.split(',').map(String::from).collect())
+                    .unwrap_or_default(),
+                Err(_) => vec![],
+            },
+        },
         core: CoreConfig {
             partitions: vec![bulkhead_broker::core::PartitionConfig {
                 name: a.partition.clone(),

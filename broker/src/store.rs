@@ -417,6 +417,13 @@ impl Store {
         Ok(self.meta("schema_version")?.as_deref() == Some(crate::migrate::SCHEMA_VERSION))
     }
 
+    /// The store's identity: made once, when its schema was created (brokers of one
+    /// cluster share it; [`bulkhead_proto::msg::BrokerIdentity`]). Empty for a store
+    /// read read-only that predates it.
+    pub fn store_id(&mut self) -> Result<String, StoreError> {
+        Ok(self.meta("store_id")?.unwrap_or_default())
+    }
+
     /// The value of a `meta` key, for diagnostics.
     pub fn meta(&mut self, key: &str) -> Result<Option<String>, StoreError> {
         match &mut self.0 {

@@ -686,22 +686,8 @@ fn z85_of(key: &str) -> anyhow::Result<String> {
     Ok(bulkhead_client::keys::z85(&k))
 }
 
-/// The cluster's brokers, when neither --broker nor BH_BROKER names them (as
-/// Slurm's commands read the controllers from slurm.conf).
-const CLUSTER_BROKERS: &str = "/etc/bulkhead/brokers";
+use bulkhead_client::client::{CLUSTER_BROKERS, brokers_of};
 const DEFAULT_BROKER: &str = "tcp://127.0.0.1:6817";
-
-/// The endpoints a brokers file lists (separated by commas, spaces or lines; `#`
-/// starts a comment), joined as `--broker` takes them; `None` if it lists none.
-fn brokers_of(text: &str) -> Option<String> {
-    let all: Vec<&str> = text
-        .lines()
-        .map(|l| l.split('#').next().unwrap_or(""))
-        .flat_map(|l| l.split(|c: char| c == ',' || c.is_whitespace()))
-        .filter(|e| !e.is_empty())
-        .collect();
-    (!all.is_empty()).then(|| all.join(","))
-}
 
 fn client(g: &Globals) -> anyhow::Result<Client> {
     const CLUSTER_KEY: &str = "/etc/bulkhead/broker.pub";

@@ -102,7 +102,8 @@ pub struct Client {
     munge: Munge,
     /// Every broker given (`tcp://a:6817,tcp://b:6817`), joined, for messages.
     endpoint: String,
-    /// Each broker; the one that leads is the one that answers.
+    /// Each broker; the one that leads is the one that answers requests (a standby
+    /// refuses them, naming the leader).
     endpoints: Vec<String>,
     /// The broker last connected to, tried first.
     at: usize,
@@ -118,6 +119,23 @@ impl std::fmt::Debug for Client {
             .field("endpoint", &self.endpoint)
             .finish_non_exhaustive()
     }
+}
+
+/// The cluster's brokers, when neither --broker nor BH_BROKER names them (as
+/// Slurm's commands read the controllers from slurm.conf); the brokers read it too,
+/// for their peers.
+pub const CLUSTER_BROKERS: &str = "/etc/bulkhead/brokers";
+
+/// The endpoints a brokers file lists (separated by commas, spaces or lines; `#`
+/// starts a comment), joined as `--broker` takes them; `None` if it lists none.
+pub fn brokers_of(text: &str) -> Option<String> {
+    let all: Vec<&str> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .flat_map(|l| l.split(|c: char| c == ',' || c.is_whitespace()))
+        .filter(|e| !e.is_empty())
+        .collect();
+    (!all.is_empty()).then(|| all.join(","))
 }
 
 /// How long a client given several brokers waits, beyond its connect timeout, for
@@ -239,8 +257,9 @@ impl Client {
         Ok(self.conn.as_mut().expect("connected above"))
     }
 
-    /// A connection to whichever of several brokers answers (the leader: standbys do
-    /// not listen), trying each in turn from the last that answered: a refused
+    /// A connection to whichever of several brokers answers, trying each in turn from
+    /// the last that answered (a standby answers too, and its refusal moves
+    /// [`Client::request`] to the next): a refused
     /// connection moves on at once, a broker that accepts but does not answer (frozen)
     /// after [`PER_BROKER`]. Rounds go on for the connect timeout and
     /// [`FAILOVER_WAIT`] more, the time a standby takes to lead.
@@ -301,15 +320,49 @@ impl Client {
         Ok(id)
     }
 
-    /// Waits for the next reply, whichever request it answers.
+    /// Waits for the next reply, whichever request it answers. A standby's refusal
+    /// ([`ErrorCode::NotLeader`]) is returned, and the next request goes to the next
+    /// broker.
     pub fn recv(&mut self) -> Result<(u64, ClientReply), ClientError> {
         let frame = self.recv_raw(self.reply_timeout)?;
         let (h, reply) = codec::decode::<ClientReply>(&frame)?;
+        self.note_standby(&reply);
         Ok((h.request_id, reply))
     }
 
-    /// Sends one request and waits for its reply.
+    /// After a standby's answer, the next connection is to the next broker.
+    fn note_standby(&mut self, reply: &ClientReply) -> bool {
+        let standby = matches!(reply, ClientReply::Error(e) if e.code == ErrorCode::NotLeader);
+        if standby && self.endpoints.len() > 1 {
+            self.conn = None;
+            self.at = (self.at + 1) % self.endpoints.len();
+        }
+        standby
+    }
+
+    /// Sends one request and waits for its reply. Given several brokers, a standby's
+    /// refusal sends it again to the next (it did nothing with it), for as long as a
+    /// failover may take ([`FAILOVER_WAIT`]).
     pub fn request(&mut self, op: ClientOp) -> Result<ClientReply, ClientError> {
+        if self.endpoints.len() < 2 {
+            return self.request_once(op);
+        }
+        let deadline = crate::zmtp::deadline_in(self.connect_timeout + FAILOVER_WAIT);
+        let mut standbys = 0;
+        loop {
+            let reply = self.request_once(op.clone())?;
+            if !self.note_standby(&reply) || Instant::now() >= deadline {
+                return Ok(reply);
+            }
+            standbys += 1;
+            if standbys % self.endpoints.len() == 0 {
+                // Every broker is a standby: a failover under way.
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+
+    fn request_once(&mut self, op: ClientOp) -> Result<ClientReply, ClientError> {
         let id = self.send(op)?;
         let deadline = crate::zmtp::deadline_in(self.reply_timeout);
         loop {

@@ -39,6 +39,9 @@ pub enum TransportError {
 pub struct Bound {
     ctx: zmq::Context,
     sock: zmq::Socket,
+    /// An agent given several brokers: a DEALER for each of the others, `sock` the
+    /// first's ([`connect_dealer_with`]).
+    more: Vec<zmq::Socket>,
     pull: zmq::Socket,
     /// The endpoint actually bound (with the port chosen when `*` or 0 was asked), or
     /// the endpoint connected to.
@@ -96,6 +99,7 @@ fn out_pull(
     Ok(Bound {
         ctx: ctx.clone(),
         sock,
+        more: Vec::new(),
         pull,
         endpoint,
         out_endpoint,
@@ -145,23 +149,61 @@ pub fn connect_dealer(ctx: &zmq::Context, endpoint: &str) -> Result<Bound, Trans
 }
 
 /// [`connect_dealer`], as a CURVE client (own key pair, the server's public key).
+///
+/// Given several brokers (one leads, the others are standbys that refuse agents'
+/// messages), it makes one DEALER for each, and the socket thread sends to the one
+/// that last answered, or to all while none is known: the leader answers, standbys
+/// refuse ([`is_standby_refusal`]) and their refusals are not passed on.
 pub fn connect_dealer_with(
     ctx: &zmq::Context,
     endpoint: &str,
     curve: Option<(&crate::curve::KeyPair, &[u8; 32])>,
 ) -> Result<Bound, TransportError> {
-    let dealer = dealer_socket(ctx, endpoint, curve)?;
-    out_pull(ctx, dealer, endpoint.to_string())
+    let brokers = endpoints(endpoint);
+    if brokers.len() < 2 {
+        let dealer = dealer_socket(ctx, endpoint, curve)?;
+        return out_pull(ctx, dealer, endpoint.to_string());
+    }
+    let mut socks = brokers
+        .iter()
+        .map(|b| dealer_of(ctx, &[b], curve, true))
+        .collect::<Result<Vec<_>, _>>()?;
+    let first = socks.remove(0);
+    let mut bound = out_pull(ctx, first, endpoint.to_string())?;
+    bound.more = socks;
+    Ok(bound)
+}
+
+fn endpoints(endpoint: &str) -> Vec<&str> {
+    endpoint
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .collect()
 }
 
 /// A DEALER connected to `endpoint` as [`connect_dealer_with`] makes it, for a caller
 /// that polls it itself rather than through a socket thread (the emulator's shards,
-/// each polling many).
+/// each polling many). Several endpoints share the one socket here: messages go to
+/// any broker connected, so a standby's refusals are the caller's to handle.
 pub fn dealer_socket(
     ctx: &zmq::Context,
     endpoint: &str,
     curve: Option<(&crate::curve::KeyPair, &[u8; 32])>,
 ) -> Result<zmq::Socket, TransportError> {
+    let brokers = endpoints(endpoint);
+    let several = brokers.len() > 1;
+    dealer_of(ctx, &brokers, curve, several)
+}
+
+fn dealer_of(
+    ctx: &zmq::Context,
+    brokers: &[&str],
+    curve: Option<(&crate::curve::KeyPair, &[u8; 32])>,
+    failover: bool,
+) -> Result<zmq::Socket, TransportError> {
+    let endpoint = brokers.join(",");
+    let endpoint = endpoint.as_str();
     let dealer = socket(ctx, zmq::DEALER, endpoint)?;
     if let Some((pair, server)) = curve {
         crate::curve::client(&dealer, pair, server)
@@ -170,16 +212,12 @@ pub fn dealer_socket(
     dealer
         .set_reconnect_ivl(100)
         .map_err(zerr("set_reconnect_ivl", endpoint))?;
-    let brokers: Vec<&str> = endpoint
-        .split(',')
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-        .collect();
-    if brokers.len() > 1 {
-        // Several brokers, one leading (standbys do not listen): messages go only
-        // to a connection that is up, never queued for a broker that is not there;
-        // a broker that stops answering (frozen) is dropped after 3 s of silence;
-        // and a new leader is found within a second of its bind.
+    if failover {
+        // One of several brokers: messages go only to a connection that is up, never
+        // queued for a broker that is not there (the send fails, and the socket
+        // thread sends to every broker instead); a broker that stops answering
+        // (frozen) is dropped after 3 s of silence; and a new leader is found within
+        // a second of its bind.
         dealer
             .set_immediate(true)
             .map_err(zerr("set_immediate", endpoint))?;
@@ -201,6 +239,17 @@ pub fn dealer_socket(
         dealer.connect(b).map_err(zerr("connect", b))?;
     }
     Ok(dealer)
+}
+
+/// Whether a message from a broker is a standby's refusal of an agent's message
+/// ([`ErrorCode::NotLeader`](bulkhead_proto::msg::ErrorCode::NotLeader)).
+pub fn is_standby_refusal(frames: &[Vec<u8>]) -> bool {
+    use bulkhead_proto::codec::{self, Kind};
+    use bulkhead_proto::msg::{BrokerMessage, ErrorCode};
+    let [frame] = frames else { return false };
+    codec::peek_header(frame).is_ok_and(|h| h.kind == Kind::BrokerMessage)
+        && matches!(codec::decode::<BrokerMessage>(frame),
+            Ok((_, BrokerMessage::Error(e))) if e.code == ErrorCode::NotLeader)
 }
 
 /// A PUSH socket connected to a socket thread's outbox.
@@ -295,11 +344,15 @@ fn recv_with_user(sock: &zmq::Socket) -> zmq::Result<Incoming> {
 }
 
 fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc<AtomicBool>) {
+    let mut socks = vec![b.sock];
+    socks.extend(b.more);
+    let several = socks.len() > 1;
+    // With several brokers: the one that last answered (the leader), if known.
+    let mut leader: Option<usize> = None;
     while !stop.load(Ordering::Relaxed) {
-        let mut items = [
-            b.sock.as_poll_item(zmq::POLLIN),
-            b.pull.as_poll_item(zmq::POLLIN),
-        ];
+        let mut items: Vec<zmq::PollItem> =
+            socks.iter().map(|s| s.as_poll_item(zmq::POLLIN)).collect();
+        items.push(b.pull.as_poll_item(zmq::POLLIN));
         // No timeout: a message, or the wake at the end, ends the wait.
         if let Err(e) = zmq::poll(&mut items, -1) {
             if e == zmq::Error::EINTR {
@@ -308,11 +361,30 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
             tracing::error!(error = %e, "zmq poll failed");
             break;
         }
-        let (router_in, pull_in) = (items[0].is_readable(), items[1].is_readable());
-        if router_in {
+        let readable: Vec<bool> = items.iter().map(zmq::PollItem::is_readable).collect();
+        drop(items);
+        for (i, sock) in socks.iter().enumerate() {
+            if !readable[i] {
+                continue;
+            }
             for _ in 0..1024 {
-                match recv_with_user(&b.sock) {
+                match recv_with_user(sock) {
+                    Ok(incoming) if several && is_standby_refusal(&incoming.frames) => {
+                        // A standby (a leader restarted as one, or deposed): the next
+                        // messages go to every broker until one answers.
+                        if leader == Some(i) {
+                            tracing::info!(
+                                broker = i,
+                                "the broker sent to is a standby now; looking for the leader"
+                            );
+                            leader = None;
+                        }
+                    }
                     Ok(incoming) => {
+                        if several && leader != Some(i) {
+                            tracing::info!(broker = i, "a broker answers: sending to it");
+                            leader = Some(i);
+                        }
                         if inbound.blocking_send(incoming).is_err() {
                             return;
                         }
@@ -325,12 +397,13 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
                 }
             }
         }
-        if pull_in {
+        if readable[socks.len()] {
             for _ in 0..4096 {
                 match b.pull.recv_multipart(zmq::DONTWAIT) {
                     Ok(parts) if is_wake(&parts) => {}
+                    Ok(parts) if several => send_to_leader(&socks, &mut leader, parts),
                     Ok(parts) => {
-                        if let Err(e) = b.sock.send_multipart(parts, zmq::DONTWAIT) {
+                        if let Err(e) = socks[0].send_multipart(parts, zmq::DONTWAIT) {
                             tracing::warn!(error = %e, "dropping a reply: peer's queue is full or gone");
                         }
                     }
@@ -342,5 +415,26 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
                 }
             }
         }
+    }
+}
+
+/// Sends to the broker that last answered; when none is known, or its connection is
+/// gone (the send fails at once: `ZMQ_IMMEDIATE`), to every broker connected.
+fn send_to_leader(socks: &[zmq::Socket], leader: &mut Option<usize>, parts: Vec<Vec<u8>>) {
+    if let Some(i) = *leader {
+        match socks[i].send_multipart(&parts, zmq::DONTWAIT) {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::info!(broker = i, error = %e, "the broker sent to is not connected; sending to every broker");
+                *leader = None;
+            }
+        }
+    }
+    let sent = socks
+        .iter()
+        .filter(|s| s.send_multipart(&parts, zmq::DONTWAIT).is_ok())
+        .count();
+    if sent == 0 {
+        tracing::warn!("dropping a message: no broker is connected");
     }
 }

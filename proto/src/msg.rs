@@ -61,6 +61,36 @@ pub enum ClientOp {
     Requeue(Vec<JobId>),
     /// The partitions (`sinfo`, `scontrol show partition`).
     Partitions,
+    /// Which broker this is: leader or standby, of which store ([`BrokerIdentity`]).
+    /// Answered without authentication (it says nothing about jobs), by a standby too:
+    /// brokers ask each other at start, so that two leading different stores refuse
+    /// to start rather than split the cluster.
+    Identify,
+}
+
+/// A broker's answer to [`ClientOp::Identify`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerIdentity {
+    /// Whether it leads (a standby waits for the lead and answers nothing else).
+    pub leading: bool,
+    /// The store's identity, made once when the store was created: brokers of one
+    /// cluster share it.
+    pub store_id: String,
+    /// Where the store is, without credentials (`postgresql://host/db`, `sqlite:DIR`).
+    pub store: String,
+    /// The lead's term (PostgreSQL); `None` on SQLite.
+    pub term: Option<i64>,
+    /// Which broker leads, as the store names it (endpoint, host, pid); empty: none
+    /// known.
+    pub leader: String,
+}
+
+impl BrokerIdentity {
+    fn validate(&self) -> Result<(), LimitError> {
+        check_str("store id", &self.store_id, limits::MAX_NAME_BYTES)?;
+        check_str("store", &self.store, limits::MAX_MESSAGE_BYTES)?;
+        check_str("leader", &self.leader, limits::MAX_MESSAGE_BYTES)
+    }
 }
 
 /// What `scontrol update job` changes; `None`: unchanged.
@@ -186,6 +216,8 @@ pub enum ClientReply {
         next: Option<JobId>,
     },
     Partitions(Vec<PartitionInfo>),
+    /// [`ClientOp::Identify`]'s answer.
+    Broker(BrokerIdentity),
 }
 
 /// What happened to one job of a cancel request.
@@ -244,6 +276,9 @@ pub enum ErrorCode {
     /// An exclusive step does not fit beside the job's running ones now: asked again
     /// once one ends, it may (srun retries).
     StepBusy,
+    /// This broker is a standby: another leads (the message says which). A client
+    /// given several brokers asks the next.
+    NotLeader,
 }
 
 /// A node as `bh nodes` prints it.
@@ -488,7 +523,7 @@ impl Message for ClientRequest {
                 )
             }
             ClientOp::Requeue(ids) => check_ids("jobs", ids),
-            ClientOp::Partitions => Ok(()),
+            ClientOp::Partitions | ClientOp::Identify => Ok(()),
         }
     }
 }
@@ -539,6 +574,7 @@ impl Message for ClientReply {
                     check("accounts", p.accounts.len(), limits::MAX_LIST)
                 })
             }
+            ClientReply::Broker(b) => b.validate(),
             ClientReply::NodeKeys(keys) => {
                 check("node keys", keys.len(), limits::MAX_LIST)?;
                 keys.iter().try_for_each(|(node, key)| {

@@ -162,6 +162,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             config_file: None,
             // A fresh data directory needs no flag; a broken store is for the admin.
             initialize: false,
+            // One broker.
+            peers: vec![],
         };
         // The agent is given the endpoint this broker writes, not the one an earlier
         // run left behind (another port, with `--listen tcp://127.0.0.1:*`).

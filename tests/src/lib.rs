@@ -606,12 +606,17 @@ impl Cluster {
             .append(true)
             .open(&b.log)?;
         let extra = self.broker_args()?;
+        let peers = (0..self.ha.len())
+            .map(|k| self.ha_endpoint(k))
+            .collect::<Result<Vec<_>>>()?
+            .join(",");
         let mut cmd = Command::new(bin("bulkhead-broker"));
         if let Some(net) = &self.net {
             net.enter(&mut cmd, Self::ha_role(i), None)?;
         }
         let child = cmd
             .args(["--listen", &self.ha_endpoint(i)?])
+            .args(["--peers", &peers])
             .args(["--heartbeat-ms", "500"])
             .args(["--node-timeout", &scaled(10).as_secs().to_string()])
             .arg("--data-dir")

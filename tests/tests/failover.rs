@@ -97,11 +97,8 @@ fn a_standby_takes_over_from_a_killed_leader_and_running_jobs_end_as_they_ran() 
         0,
         "the first started leads"
     );
-    assert!(
-        log_of(&c, 1).contains("standby"),
-        "the second waits: {}",
-        log_of(&c, 1)
-    );
+    wait_for(t(), || log_of(&c, 1).contains("standby: another broker leads"))
+        .unwrap_or_else(|e| panic!("the second waits: {e}\n{}", log_of(&c, 1)));
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let a = c.submit(Some(&u), &wd, &[], &gated("a", 3)).expect("a");
@@ -249,4 +246,123 @@ fn a_leader_cut_off_by_a_partition_stops_and_the_standby_takes_over() {
     })
     .expect("standby");
     assert_eq!(c.wait_leader().expect("leader"), 1);
+}
+
+fn identify(c: &Cluster, i: usize) -> bulkhead_proto::msg::BrokerIdentity {
+    let ep = c.ha_endpoint(i).expect("endpoint");
+    let mut client = bulkhead_client::Client::connect(&ep, Some(&c.munged.socket)).expect("client");
+    match client
+        .request(bulkhead_proto::msg::ClientOp::Identify)
+        .expect("identify")
+    {
+        bulkhead_proto::msg::ClientReply::Broker(b) => b,
+        other => panic!("broker {i} answered {other:?}"),
+    }
+}
+
+/// A standby listens: it says what it is, refuses every other request naming the
+/// leader, and a client given the standby first moves on to the leader.
+#[test]
+fn a_standby_names_the_leader_and_clients_move_on_to_it() {
+    let c = cluster();
+    assert_eq!(c.wait_leader().expect("leader"), 0);
+    let (ep0, ep1) = (c.ha_endpoint(0).unwrap(), c.ha_endpoint(1).unwrap());
+    let (leader, standby) = (identify(&c, 0), identify(&c, 1));
+    assert!(leader.leading && !standby.leading, "{leader:?} {standby:?}");
+    assert!(!leader.store_id.is_empty());
+    assert_eq!(standby.store_id, leader.store_id, "one store, one identity");
+    assert_eq!(
+        standby.term, leader.term,
+        "the standby knows the lead's term"
+    );
+    assert!(
+        standby.leader.starts_with(&ep0),
+        "the standby names the leader: {standby:?}"
+    );
+
+    let out = c.bh_to(&ep1, &["queue", "--all"]).expect("bh");
+    assert!(!out.status.success(), "a standby does not answer queries");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("the broker at {ep1} is a standby")) && err.contains(&ep0),
+        "{err}"
+    );
+    // The standby first: the client moves on to the leader, for queries and changes.
+    let both = format!("{ep1},{ep0}");
+    let out = c.bh_to(&both, &["queue", "--all"]).expect("bh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let out = c
+        .bh_command(Some(&u), &wd, &["submit", "--parsable", "--wrap", "true"])
+        .env("BH_BROKER", &both)
+        .output()
+        .expect("bh submit");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id: u64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a job id");
+    c.wait_state(bulkhead_proto::JobId(id), &[JobState::Completed], t())
+        .expect("the job ran (its agent, given both brokers, follows the leader)");
+}
+
+/// A broker given the cluster's brokers as peers but another database refuses to
+/// start, naming the peer and both stores; it never leads beside them.
+#[test]
+fn a_broker_on_another_database_refuses_to_start() {
+    let c = cluster();
+    assert_eq!(c.wait_leader().expect("leader"), 0);
+    let other = Postgres::shared()
+        .expect("postgres")
+        .database()
+        .expect("database");
+    let peers = format!(
+        "{},{}",
+        c.ha_endpoint(0).unwrap(),
+        c.ha_endpoint(1).unwrap()
+    );
+    let port = bulkhead_tests::free_port().expect("port");
+    let data = c.dir.path().join("broker-other");
+    let child = std::process::Command::new(bulkhead_tests::bin("bulkhead-broker"))
+        .args(["--listen", &format!("tcp://127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--store", &other, "--peers", &peers])
+        .arg("--munge-socket")
+        .arg(&c.munged.socket)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(data.with_extension("log")).expect("log"))
+        .spawn()
+        .expect("broker");
+    let mut guard = bulkhead_tests::Stopped(child);
+    let mut status = None;
+    wait_for(t(), || {
+        status = guard.0.try_wait().ok().flatten();
+        status.is_some()
+    })
+    .expect("the broker of another database did not stop");
+    let log = std::fs::read_to_string(data.with_extension("log")).unwrap_or_default();
+    assert!(!status.expect("status").success(), "{log}");
+    assert!(
+        log.contains(&format!(
+            "the broker at {} leads another store",
+            c.ha_endpoint(0).unwrap()
+        )),
+        "{log}"
+    );
+    // Nothing was made in its database beyond the store's schema: it never led.
+    assert!(
+        !log.contains("this broker leads") && !log.contains("broker listening"),
+        "{log}"
+    );
 }

@@ -1043,6 +1043,7 @@ fn op_name(op: &ClientOp) -> &'static str {
         ClientOp::Update(_) => "update",
         ClientOp::Requeue(_) => "requeue",
         ClientOp::Partitions => "partitions",
+        ClientOp::Identify => "identify",
     }
 }
 

@@ -786,6 +786,12 @@ impl Core {
             ClientOp::Update(u) => self.update_job(&mut fx, caller, u, now_us),
             ClientOp::Requeue(ids) => self.requeue_jobs(&mut fx, caller, &ids, now_us),
             ClientOp::Partitions => ClientReply::Partitions(self.partition_infos()),
+            // The shell answers it before authentication: what the store and the
+            // lead are is not the core's to know.
+            ClientOp::Identify => ClientReply::Error(ErrorReply::new(
+                ErrorCode::Internal,
+                "identify is answered by the broker's shell",
+            )),
         };
         fx.send.push(Outbound::Client {
             peer,

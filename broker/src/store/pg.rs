@@ -78,6 +78,8 @@ CREATE TABLE IF NOT EXISTS fairshare (
 CREATE TABLE IF NOT EXISTS reservations (name TEXT PRIMARY KEY, data BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT INTO meta(key, value) VALUES ('schema_version', '4') ON CONFLICT DO NOTHING;
+INSERT INTO meta(key, value) VALUES ('store_id', md5(random()::text || clock_timestamp()::text))
+    ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS leader (
     id          BIGINT PRIMARY KEY CHECK (id = 1),
     term        BIGINT NOT NULL,
