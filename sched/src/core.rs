@@ -46,6 +46,11 @@ pub struct Config {
     /// a higher tier may stop running jobs whose QOS has a lower one and a mode other
     /// than `Off` (a job without a QOS is tier 0, `Off`).
     pub qos_preempt: Vec<(u32, Preempt)>,
+    /// Lower-priority jobs start where they delay no reservation (Slurm's
+    /// sched/backfill). Off: strict priority order, as sched/builtin without backfill:
+    /// once a job cannot start for want of resources, none after it starts in that
+    /// pass (the baseline a workload replay compares against).
+    pub backfill: bool,
 }
 
 impl Default for Config {
@@ -65,6 +70,7 @@ impl Default for Config {
             account_limits: Limits::default(),
             qos_user_limits: Vec::new(),
             qos_preempt: Vec::new(),
+            backfill: true,
         }
     }
 }
@@ -1138,11 +1144,24 @@ impl Scheduler {
                         .get(&id)
                         .is_some_and(|p| self.may_preempt(&p.spec));
                 if most.is_none_or(|m| gpus > m) && !preempts {
+                    // Without backfill, a job that does not fit holds back the rest.
+                    blocked_above |= !self.cfg.backfill;
                     keep.push(id);
                     keep_need.push(gpus);
                     keep_dep.push(waits);
                     continue;
                 }
+            }
+            if blocked_above && !self.cfg.backfill {
+                // Strict order: nothing passes a job that waits for resources.
+                if let Some(p) = self.pending.get_mut(&id) {
+                    p.reason = Reason::Priority;
+                    p.expected_start = None;
+                }
+                keep.push(id);
+                keep_need.push(gpus);
+                keep_dep.push(NOT_WAITING);
+                continue;
             }
             self.assessed += 1;
             let action = self.assess(id, now, &reserved, full && made < self.cfg.reservations);

@@ -14,6 +14,7 @@ pub mod core;
 pub mod fairshare;
 mod gpus;
 pub mod model;
+pub mod replay;
 pub mod sim;
 
 pub use crate::core::{Config, PendingInfo, PlaceError, Scheduler, SubmitError};

@@ -21,6 +21,8 @@ pub struct SimJob {
 pub struct Report {
     /// Start time and nodes of each job that started.
     pub started: BTreeMap<JobId, (Time, Vec<NodeIdx>)>,
+    /// The GPUs each started job was given on each of its nodes.
+    pub gpus: BTreeMap<JobId, Vec<Vec<GpuAssign>>>,
     pub ended: BTreeMap<JobId, Time>,
     pub cancelled: BTreeMap<JobId, Reason>,
     pub refused: BTreeMap<JobId, String>,
@@ -123,8 +125,10 @@ pub fn run_with(s: &mut Scheduler, mut jobs: Vec<SimJob>, until: Time, full_ever
                         job,
                         nodes,
                         time_limit,
+                        gpus,
                         ..
                     } => {
+                        r.gpus.insert(job, gpus);
                         let runtime = info.get(&job).map(|i| i.0).unwrap_or(0);
                         let run = time_limit.map_or(runtime, |l| runtime.min(l));
                         ends.insert((now + run.max(1), job));

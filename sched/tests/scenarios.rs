@@ -1216,3 +1216,41 @@ fn mem_zero_takes_all_of_a_nodes_memory() {
     s.job_ended(JobId(1), Outcome::Ok, 5);
     assert_eq!(started(&s.pass(5)), vec![(2, vec![0])]);
 }
+
+#[test]
+fn without_backfill_nothing_passes_a_job_that_waits_for_resources() {
+    // One node of 4 GPUs: job 1 takes 3 for an hour; job 2 wants all 4 and waits;
+    // job 3 wants 1 GPU for 10 minutes, which is free and ends well before job 2 could
+    // start: backfill runs it at once, strict order holds it behind job 2.
+    let run = |backfill: bool, full_every: Time| {
+        let mut s = Scheduler::new(
+            Config {
+                backfill,
+                weight_fairshare: 0.0,
+                weight_size: 0.0,
+                ..Config::default()
+            },
+            nodes(1, 64, 4),
+            vec![partition("p", 0..1)],
+            accounts(&[1]),
+        );
+        let jobs = vec![
+            sim_job(job(1, 0, 1, 3, 3600, 0), 3600),
+            sim_job(job(2, 0, 1, 4, 3600, 10), 600),
+            sim_job(job(3, 0, 1, 1, 600, 20), 600),
+        ];
+        sim::run_with(&mut s, jobs, 86_400, full_every)
+    };
+    for full_every in [0, 300] {
+        let r = run(true, full_every);
+        assert_eq!(r.started[&JobId(3)].0, 20, "backfilled at once");
+        assert_eq!(r.started[&JobId(2)].0, 3600);
+        let r = run(false, full_every);
+        assert_eq!(r.started[&JobId(2)].0, 3600, "the blocked job first");
+        assert_eq!(
+            r.started[&JobId(3)].0,
+            4200,
+            "behind it, though its GPU was free (full pass every {full_every} s)"
+        );
+    }
+}

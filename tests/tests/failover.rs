@@ -97,8 +97,10 @@ fn a_standby_takes_over_from_a_killed_leader_and_running_jobs_end_as_they_ran() 
         0,
         "the first started leads"
     );
-    wait_for(t(), || log_of(&c, 1).contains("standby: another broker leads"))
-        .unwrap_or_else(|e| panic!("the second waits: {e}\n{}", log_of(&c, 1)));
+    wait_for(t(), || {
+        log_of(&c, 1).contains("standby: another broker leads")
+    })
+    .unwrap_or_else(|e| panic!("the second waits: {e}\n{}", log_of(&c, 1)));
     let u = user(USER1);
     let wd = c.workdir(Some(&u)).expect("workdir");
     let a = c.submit(Some(&u), &wd, &[], &gated("a", 3)).expect("a");

@@ -49,6 +49,15 @@ enum Cmd {
         #[arg(long)]
         seed: Option<u32>,
     },
+    /// A GPU workload replayed through the real scheduling core on simulated time:
+    /// the broker's policy and FIFO without backfill side by side (utilization, waits,
+    /// bounded slowdown, Jain's index, MIG packing). By default the shipped trace
+    /// (sched/traces/synthetic-seed42.csv); any argument of the replay binary passes
+    /// through (--trace FILE, --jobs N --seed S --load L [--write FILE], --nodes N).
+    Replay {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run the privileged tests (end to end) on Debian's kernel with pure cgroup v2, in QEMU.
     VmTest {
         /// Only tests whose name contains this.
@@ -150,6 +159,10 @@ enum Bench {
         jobs: u32,
         #[arg(long, default_value_t = 1_000_000)]
         records: u32,
+        /// `sqlite,postgresql`: also each store holding the records, a real broker
+        /// started on it and the real `bh report` over them, side by side.
+        #[arg(long)]
+        stores: Option<String>,
     },
     /// What CURVE and signed launches cost: the end-to-end benchmark without and with
     /// them, side by side (submissions/s, launches/s), and CURVE alone on one
@@ -192,7 +205,8 @@ enum Bench {
         #[arg(long)]
         store: Option<String>,
     },
-    /// The broker facing 1,000 and 10,000 EMULATED nodes (bulkhead-emulator: real
+    /// The shipped workload trace replayed (as `cargo xtask replay`), then the broker
+    /// facing 1,000 and 10,000 EMULATED nodes (bulkhead-emulator: real
     /// protocol peers, no job processes): registration, idle CPU and memory,
     /// submit→start, re-registration after a broker restart, 100,000 queued jobs and
     /// `bh queue` over them.
@@ -319,6 +333,26 @@ fn bench(package: &str, bin: &str, args: &[(&str, u32)]) -> Result<()> {
         cmd.arg(name).arg(value.to_string());
     }
     run(&mut cmd)
+}
+
+/// `cargo xtask replay`: the replay binary, in release, with `args` (none: the
+/// shipped trace).
+fn replay(args: &[String]) -> Result<()> {
+    let mut cmd = cargo();
+    cmd.args([
+        "run",
+        "--release",
+        "-p",
+        "bulkhead-sched",
+        "--bin",
+        "replay",
+        "--",
+    ]);
+    if args.is_empty() {
+        cmd.arg("--trace")
+            .arg(root().join("sched/traces/synthetic-seed42.csv"));
+    }
+    run(cmd.args(args))
 }
 
 /// A benchmark's `name=value` lines whose value is a number.
@@ -722,6 +756,7 @@ fn main() -> Result<()> {
             }
             run(&mut cmd)
         }
+        Cmd::Replay { args } => replay(&args),
         Cmd::VmTest { systemd: true, .. } => vmsystemd::run(&root()),
         Cmd::VmTest { filter, .. } => vm::run(&root(), filter.as_deref()),
         Cmd::Fuzz { seconds } => fuzz(seconds),
@@ -762,12 +797,35 @@ fn main() -> Result<()> {
             &[("--nodes", nodes), ("--jobs", jobs), ("--churn", churn)],
         ),
         Cmd::Bench {
-            which: Bench::Accounting { jobs, records },
-        } => bench(
-            "bulkhead-tests",
-            "bench-accounting",
-            &[("--jobs", jobs), ("--records", records)],
-        ),
+            which:
+                Bench::Accounting {
+                    jobs,
+                    records,
+                    stores,
+                },
+        } => {
+            let mut cmd = cargo();
+            cmd.args([
+                "run",
+                "--release",
+                "-p",
+                "bulkhead-tests",
+                "--bin",
+                "bench-accounting",
+                "--",
+            ])
+            .args([
+                "--jobs",
+                &jobs.to_string(),
+                "--records",
+                &records.to_string(),
+            ]);
+            if let Some(stores) = stores {
+                build_daemons(&[])?;
+                cmd.args(["--stores", &stores]);
+            }
+            run(&mut cmd)
+        }
         Cmd::Bench {
             which: Bench::Security { jobs, rounds },
         } => bench_security(jobs, rounds),
@@ -791,6 +849,8 @@ fn main() -> Result<()> {
                     stored,
                 },
         } => {
+            // The replay first: simulated time, seconds.
+            replay(&[])?;
             build_daemons(&[])?;
             bench(
                 "bulkhead-tests",

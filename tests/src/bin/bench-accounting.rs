@@ -8,6 +8,10 @@
 //!    every 10 s takes.
 //! 2. `bh report` over 1,000,000 ended jobs: the broker, loaded from 1M stored records,
 //!    answers a report request (the records built from its jobs, then aggregated).
+//! 3. With `--stores sqlite,postgresql`: the same 1M records written to each store (50,000
+//!    to a transaction, not timed), a real broker started on it (start to first answer
+//!    timed: the records loaded from the store), and the real `bh report` over them,
+//!    process start to exit, median of 5; PostgreSQL's figures prefixed `pg_`.
 //!
 //! Needs root (it creates cgroups). Figures last, one per line as `name=value`.
 
@@ -142,6 +146,104 @@ fn report(n: usize) -> Result<(f64, usize)> {
     Ok((ms, rows))
 }
 
+/// Part 3 on one store: the broker's start over `n` stored records, then `bh report`
+/// over them (median of 5 runs), in milliseconds.
+fn report_through_broker(n: usize, store: &str, dir: &std::path::Path) -> Result<(f64, f64)> {
+    use bulkhead_broker::store::{Location, Store, StoreOp};
+    let data = dir.join(format!("broker-{store}"));
+    std::fs::create_dir_all(&data)?;
+    let pg = match store {
+        // Its own directory under /tmp: the server runs as the postgres account.
+        "postgresql" => Some(bulkhead_tests::pg::Postgres::start(&std::env::temp_dir())?),
+        _ => None,
+    };
+    let at = match &pg {
+        Some(pg) => Location::Postgres(pg.database()?),
+        None => Location::Sqlite(data.clone()),
+    };
+    {
+        let t = Instant::now();
+        let mut s = Store::open_at(&at, false, None)?;
+        let mut i = 0u64;
+        while i < n as u64 {
+            let end = (i + 50_000).min(n as u64);
+            let ops: Vec<StoreOp> = (i..end)
+                .map(|k| StoreOp::InsertJob(Box::new(bulkhead_tests::ended_job_row(k))))
+                .collect();
+            s.apply(&ops)?;
+            i = end;
+        }
+        println!(
+            "# {store}: {n} records written in {:.0} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let munged = bulkhead_tests::Munged::start(&dir.join(format!("munge-{store}")))?;
+    let port = bulkhead_tests::free_port()?;
+    let endpoint = format!("tcp://127.0.0.1:{port}");
+    let log = dir.join(format!("broker-{store}.log"));
+    let mut cmd = std::process::Command::new(bulkhead_tests::bin("bulkhead-broker"));
+    cmd.args(["--listen", &endpoint])
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("--munge-socket")
+        .arg(&munged.socket)
+        .env("BH_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log)?);
+    if let Location::Postgres(c) = &at {
+        cmd.args(["--store", c]);
+    }
+    let bh = |args: &[&str]| {
+        std::process::Command::new(bulkhead_tests::bin("bh"))
+            .args(args)
+            .env("BH_BROKER", &endpoint)
+            .env("BH_MUNGE_SOCKET", &munged.socket)
+            .env("BH_TIMEOUT", "120")
+            .output()
+    };
+    let t0 = Instant::now();
+    let broker = bulkhead_tests::Stopped(cmd.spawn().context("starting the broker")?);
+    bulkhead_tests::wait_for(std::time::Duration::from_secs(300), || {
+        bh(&["nodes"]).is_ok_and(|o| o.status.success())
+    })
+    .with_context(|| {
+        format!(
+            "the broker never answered: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    })?;
+    let start_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let mut runs = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let out = bh(&[
+            "report",
+            "--by",
+            "user",
+            "-S",
+            "2023-11-01",
+            "-E",
+            "2025-01-01",
+            "--json",
+        ])?;
+        runs.push(t.elapsed().as_secs_f64() * 1e3);
+        if !out.status.success() {
+            bail!("bh report failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).context("report json")?;
+        let jobs = v["total"]["jobs"].as_u64().unwrap_or(0);
+        if jobs != n as u64 {
+            bail!("bh report on {store} counted {jobs} jobs, not {n}");
+        }
+    }
+    runs.sort_by(f64::total_cmp);
+    drop(broker);
+    drop(pg);
+    Ok((start_ms, runs[runs.len() / 2]))
+}
+
 fn main() -> Result<()> {
     if !nix::unistd::geteuid().is_root() {
         bail!("the accounting benchmark creates cgroups: run it as root");
@@ -159,5 +261,30 @@ fn main() -> Result<()> {
     println!("sample_cpu_us_per_job={per_job_us:.1}");
     println!("sampling_core_percent_{jobs}_jobs_10s={core_pct:.3}");
     println!("report_1m_records_ms={report_ms:.0}");
+    let args: Vec<String> = std::env::args().collect();
+    let stores = args
+        .iter()
+        .position(|a| a == "--stores")
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+        .unwrap_or("");
+    if !stores.is_empty() {
+        let dir = tempfile::Builder::new().prefix("bh-acct-").tempdir()?;
+        for store in stores.split(',') {
+            let p = match store {
+                "sqlite" => "",
+                "postgresql" => "pg_",
+                other => bail!("--stores: sqlite or postgresql, not {other}"),
+            };
+            let (start_ms, cli_ms) = report_through_broker(records, store, dir.path())?;
+            let n = if records % 1_000_000 == 0 {
+                format!("{}m", records / 1_000_000)
+            } else {
+                records.to_string()
+            };
+            println!("{p}broker_start_{n}_records_ms={start_ms:.0}");
+            println!("{p}bh_report_{n}_records_ms={cli_ms:.0}");
+        }
+    }
     Ok(())
 }
