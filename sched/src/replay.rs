@@ -442,9 +442,7 @@ pub enum Policy {
 
 /// Replays `trace` on `cluster` under `policy`.
 pub fn replay(trace: &[TraceJob], cluster: Cluster, policy: Policy) -> Result<Figures, TraceError> {
-    let mut accounts: Vec<String> = trace.iter().map(|j| j.account.clone()).collect();
-    accounts.sort();
-    accounts.dedup();
+    let accounts = accounts_of(trace);
     let acct_idx: HashMap<&str, u32> = accounts
         .iter()
         .enumerate()
@@ -500,7 +498,7 @@ pub fn replay(trace: &[TraceJob], cluster: Cluster, policy: Policy) -> Result<Fi
             time_limit: Some(j.limit_s),
             ..Default::default()
         };
-        let mut share = 0.0;
+        let share = gpu_share(j);
         if j.gpus != "0" {
             match parse_ask(&j.gpus).map_err(|e| bad(e.to_string()))? {
                 GpuAsk::Whole { count, model } => {
@@ -510,14 +508,12 @@ pub fn replay(trace: &[TraceJob], cluster: Cluster, policy: Policy) -> Result<Fi
                             .with_model(&m)
                             .ok_or_else(|| bad(format!("unknown model {m}")))?;
                     }
-                    share = f64::from(count * j.nodes);
                 }
                 GpuAsk::Mig { count, profile } => {
                     let c = u8::try_from(count).map_err(|_| bad("too many slices".into()))?;
                     req = req
                         .with_mig(&profile, c)
                         .ok_or_else(|| bad(format!("unknown MIG profile {profile}")))?;
-                    share = f64::from(req.per_node.mig * j.nodes) / 7.0;
                 }
             }
         }
@@ -557,36 +553,95 @@ pub fn replay(trace: &[TraceJob], cluster: Cluster, policy: Policy) -> Result<Fi
         Policy::Fifo => 0,
     };
     let r = sim::run_with(&mut s, jobs, horizon, full_every);
-    Ok(figures(&r, &info, cluster, accounts.len()))
+    let ran: Vec<Ran> = trace
+        .iter()
+        .map(|j| {
+            let id = JobId(j.id);
+            let (arrival, run, account, share) = info[&id];
+            let start = r.started.get(&id).map(|s| s.0);
+            Ran {
+                arrival,
+                start,
+                end: r
+                    .ended
+                    .get(&id)
+                    .copied()
+                    .unwrap_or(start.unwrap_or(arrival) + run.max(1)),
+                run,
+                account,
+                share,
+            }
+        })
+        .collect();
+    Ok(figures(
+        &ran,
+        cluster.gpus(),
+        accounts.len(),
+        mig_packing(&r, &info),
+    ))
 }
 
-fn figures(
-    r: &sim::Report,
-    info: &HashMap<JobId, (Time, Time, u32, f64)>,
-    cluster: Cluster,
-    accounts: usize,
-) -> Figures {
-    let first = info.values().map(|i| i.0).min().unwrap_or(0);
+/// One job as it ran, for [`figures`] (trace seconds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ran {
+    pub arrival: Time,
+    /// `None`: never started.
+    pub start: Option<Time>,
+    pub end: Time,
+    /// Its run time as the trace gives it (for the bounded slowdown).
+    pub run: Time,
+    /// Index into the trace's accounts ([`accounts_of`]).
+    pub account: u32,
+    /// GPUs it holds ([`gpu_share`]).
+    pub share: f64,
+}
+
+/// The trace's accounts, sorted: a job's account index is its place here.
+pub fn accounts_of(trace: &[TraceJob]) -> Vec<String> {
+    let mut a: Vec<String> = trace.iter().map(|j| j.account.clone()).collect();
+    a.sort();
+    a.dedup();
+    a
+}
+
+/// The GPUs a job holds, a MIG slice counting its compute slices' share of a GPU.
+pub fn gpu_share(job: &TraceJob) -> f64 {
+    if job.gpus == "0" {
+        return 0.0;
+    }
+    match parse_ask(&job.gpus) {
+        Ok(GpuAsk::Whole { count, .. }) => f64::from(count) * f64::from(job.nodes),
+        Ok(GpuAsk::Mig { count, profile }) => {
+            let slices = GpuModel::ALL
+                .iter()
+                .find_map(|m| m.profile(&profile))
+                .map_or(0, |p| u32::from(p.compute_slices));
+            f64::from(slices * count * job.nodes) / f64::from(bulkhead_gpu::COMPUTE_SLICES)
+        }
+        Err(_) => 0.0,
+    }
+}
+
+/// The figures of jobs as they ran on a cluster of `gpus` GPUs.
+pub fn figures(ran: &[Ran], gpus: u32, accounts: usize, mig_packing: f64) -> Figures {
+    let first = ran.iter().map(|r| r.arrival).min().unwrap_or(0);
     // Utilization is measured while jobs arrive (the steady state), not over the
     // drain after the last arrival, when the queue empties.
-    let last_arrival = info.values().map(|i| i.0).max().unwrap_or(0);
+    let last_arrival = ran.iter().map(|r| r.arrival).max().unwrap_or(0);
     let mut steady = 0.0;
     let mut last = first;
-    let mut waits = Vec::with_capacity(r.started.len());
+    let mut waits = Vec::with_capacity(ran.len());
     let mut bsld = 0.0;
-    // (start, end, account, share) of each started job.
-    let mut runs = Vec::with_capacity(r.started.len());
-    for (id, (start, _)) in &r.started {
-        let Some(&(arrival, run, account, share)) = info.get(id) else {
-            continue;
-        };
-        let end = r.ended.get(id).copied().unwrap_or(start + run.max(1));
-        last = last.max(end);
-        steady += share * end.min(last_arrival).saturating_sub(*start) as f64;
-        let wait = start.saturating_sub(arrival);
+    // (start, end, account, share, arrival) of each started job.
+    let mut runs = Vec::with_capacity(ran.len());
+    for r in ran {
+        let Some(start) = r.start else { continue };
+        last = last.max(r.end);
+        steady += r.share * r.end.min(last_arrival).saturating_sub(start) as f64;
+        let wait = start.saturating_sub(r.arrival);
         waits.push(wait);
-        bsld += ((wait + run) as f64 / run.max(10) as f64).max(1.0);
-        runs.push((*start, end, account, share, arrival));
+        bsld += ((wait + r.run) as f64 / r.run.max(10) as f64).max(1.0);
+        runs.push((start, r.end, r.account, r.share, r.arrival));
     }
     waits.sort_unstable();
     let pct = |p: f64| -> f64 {
@@ -599,15 +654,15 @@ fn figures(
     let n = waits.len().max(1) as f64;
     let span = last_arrival.saturating_sub(first).max(1) as f64;
     Figures {
-        utilization: steady / (f64::from(cluster.gpus()) * span),
+        utilization: steady / (f64::from(gpus) * span),
         wait_mean_s: waits.iter().sum::<u64>() as f64 / n,
         wait_median_s: pct(0.5),
         wait_p95_s: pct(0.95),
         bounded_slowdown: bsld / n,
         jain: jain(&runs, first, last, accounts),
-        mig_packing: mig_packing(r, info),
-        started: r.started.len(),
-        not_started: info.len().saturating_sub(r.started.len()),
+        mig_packing,
+        started: waits.len(),
+        not_started: ran.len() - waits.len(),
     }
 }
 

@@ -54,7 +54,11 @@ enum Cmd {
     /// bounded slowdown, Jain's index, MIG packing). By default the shipped trace
     /// (sched/traces/synthetic-seed42.csv); any argument of the replay binary passes
     /// through (--trace FILE, --jobs N --seed S --load L [--write FILE], --nodes N).
+    /// With --real-time: the trace through a real broker and emulated nodes, its clock
+    /// compressed (--speedup, default 1000), beside the simulated replay.
     Replay {
+        #[arg(long)]
+        real_time: bool,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -756,7 +760,31 @@ fn main() -> Result<()> {
             }
             run(&mut cmd)
         }
-        Cmd::Replay { args } => replay(&args),
+        Cmd::Replay {
+            real_time: false,
+            args,
+        } => replay(&args),
+        Cmd::Replay {
+            real_time: true,
+            args,
+        } => {
+            build_daemons(&[])?;
+            let mut cmd = cargo();
+            cmd.args([
+                "run",
+                "--release",
+                "-p",
+                "bulkhead-tests",
+                "--bin",
+                "bench-replay",
+                "--",
+            ]);
+            if !args.iter().any(|a| a == "--trace") {
+                cmd.arg("--trace")
+                    .arg(root().join("sched/traces/synthetic-seed42.csv"));
+            }
+            run(cmd.args(&args))
+        }
         Cmd::VmTest { systemd: true, .. } => vmsystemd::run(&root()),
         Cmd::VmTest { filter, .. } => vm::run(&root(), filter.as_deref()),
         Cmd::Fuzz { seconds } => fuzz(seconds),

@@ -277,7 +277,7 @@ fn main() -> Result<()> {
                 other => bail!("--stores: sqlite or postgresql, not {other}"),
             };
             let (start_ms, cli_ms) = report_through_broker(records, store, dir.path())?;
-            let n = if records % 1_000_000 == 0 {
+            let n = if records.is_multiple_of(1_000_000) {
                 format!("{}m", records / 1_000_000)
             } else {
                 records.to_string()
