@@ -114,6 +114,8 @@ enum Event {
         msg: AgentMessage,
     },
     StoreFailed(String),
+    /// The peers' answers to a periodic [`ClientOp::Identify`] ([`peers`]).
+    Peers(Vec<(String, bulkhead_proto::msg::BrokerIdentity)>),
 }
 
 /// Runs the broker until `shutdown` resolves. Writes the bound endpoint to
@@ -231,6 +233,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                             store: cfg.store.describe(),
                             term: Some(now.term),
                             leader: now.leader,
+                            leading_since_us: 0,
                         };
                         if let Some(parts) = standby_answer(inc, &me, &endpoint)
                             && let Err(e) = direct.send_multipart(parts, 0)
@@ -284,6 +287,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
         store: cfg.store.describe(),
         term: lead,
         leader: holder,
+        leading_since_us: now_us(),
     };
     // What came while the store was loaded is answered now, as a leader.
 
@@ -339,6 +343,11 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
         prometheus_client::metrics::histogram::exponential_buckets(0.0005, 2.0, 14),
     );
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    // Two brokers of different stores started at once did not see each other at
+    // start: the peers are asked again while this broker leads.
+    let mut recheck = tokio::time::interval(peers::RECHECK);
+    recheck.tick().await;
+    let mut asking = false;
     // Only with a file to read again: otherwise SIGHUP keeps its default (a terminal
     // closing ends `bh standalone`).
     let mut hangup = match &cfg.config_file {
@@ -377,6 +386,18 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                         continue;
                     }
                 }
+            }
+            _ = recheck.tick(), if !peers.endpoints.is_empty() && !asking => {
+                asking = true;
+                let (p, tx) = (peers.clone(), ev_tx.clone());
+                tokio::task::spawn_blocking(move || {
+                    let answers = peers::ask(&p)
+                        .into_iter()
+                        .filter_map(|(peer, a)| Some((peer, a.ok()?)))
+                        .collect();
+                    let _ = tx.blocking_send(Event::Peers(answers));
+                });
+                continue;
             }
             _ = tick.tick() => {
                 // No new decisions while they cannot be stored: they would only wait
@@ -452,6 +473,23 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 Event::StoreFailed(e) => {
                     result = Err(BrokerError::StoreFailed(e));
                     break;
+                }
+                Event::Peers(answers) => {
+                    asking = false;
+                    let split = answers.iter().find_map(|(peer, a)| {
+                        let c = peers::conflict(peer, a, &me.store_id, &me.store)?;
+                        if peers::yields_to(&me, a) {
+                            Some(c)
+                        } else {
+                            tracing::error!(conflict = %c, "a broker of another store leads beside this one; it began to lead later, so it stops");
+                            None
+                        }
+                    });
+                    if let Some(c) = split {
+                        result = Err(BrokerError::Split(Box::new(c)));
+                        break;
+                    }
+                    continue;
                 }
             },
         };

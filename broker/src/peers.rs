@@ -8,7 +8,11 @@
 //! answers for another store. A peer that does not answer is no evidence either way:
 //! it is down, or it is this broker's own endpoint, not bound yet.
 //!
-//! The decision is [`conflict`], pure; [`check`] asks the peers.
+//! Two brokers started at the same moment do not see each other at start; so a
+//! leader asks its peers again every [`RECHECK`], and of two leaders of different
+//! stores the one that began to lead later stops ([`yields_to`]).
+//!
+//! The decisions are [`conflict`] and [`yields_to`], pure; [`ask`] asks the peers.
 
 use bulkhead_client::client::{Client, ClientError};
 use bulkhead_proto::msg::{BrokerIdentity, ClientOp, ClientReply};
@@ -18,12 +22,14 @@ use std::time::Duration;
 /// How long a peer has to complete the handshake, then to answer.
 const CONNECT: Duration = Duration::from_secs(1);
 const ANSWER: Duration = Duration::from_secs(2);
+/// How often a leader asks its peers again.
+pub const RECHECK: Duration = Duration::from_secs(5);
 
 /// A peer that serves another store.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "the broker at {peer} {role} another store ({theirs}, store id {their_id}) than this broker's ({ours}, store id {our_id}): \
-     brokers of one cluster on different stores would split it, so this broker does not start; \
+     brokers of one cluster on different stores would split it, so this broker stops; \
      give both the same --store, or take {peer} out of --peers"
 )]
 pub struct Conflict {
@@ -69,17 +75,32 @@ pub struct Peers {
     pub server_key: Option<[u8; 32]>,
 }
 
-/// Asks every peer at once; the first that serves another store is the error.
-pub fn check(peers: &Peers, store_id: &str, store: &str) -> Result<(), Box<Conflict>> {
-    let answers: Vec<(String, Result<BrokerIdentity, ClientError>)> = std::thread::scope(|s| {
+/// Whether a leader (`me`) that finds `peer` leading another store stops: the one
+/// that began to lead later does (ties: the greater store id), so that exactly one of
+/// two such leaders stops, whichever asks first.
+pub fn yields_to(me: &BrokerIdentity, peer: &BrokerIdentity) -> bool {
+    peer.leading
+        && me.leading
+        && peer.store_id != me.store_id
+        && !peer.store_id.is_empty()
+        && (peer.leading_since_us, &peer.store_id) < (me.leading_since_us, &me.store_id)
+}
+
+/// Asks every peer at once.
+pub fn ask(peers: &Peers) -> Vec<(String, Result<BrokerIdentity, ClientError>)> {
+    std::thread::scope(|s| {
         let asks: Vec<_> = peers
             .endpoints
             .iter()
             .map(|ep| s.spawn(move || (ep.clone(), identify(peers, ep))))
             .collect();
         asks.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
-    for (peer, answer) in answers {
+    })
+}
+
+/// Asks every peer at once; the first that serves another store is the error.
+pub fn check(peers: &Peers, store_id: &str, store: &str) -> Result<(), Box<Conflict>> {
+    for (peer, answer) in ask(peers) {
         match answer {
             Ok(a) => {
                 if let Some(c) = conflict(&peer, &a, store_id, store) {
@@ -117,7 +138,31 @@ mod tests {
             store: "postgresql database other on db".into(),
             term: Some(3),
             leader: String::new(),
+            leading_since_us: 100,
         }
+    }
+
+    #[test]
+    fn of_two_leaders_of_different_stores_exactly_one_yields_the_later() {
+        let older = id("abc", true);
+        let younger = BrokerIdentity {
+            leading_since_us: 200,
+            ..id("def", true)
+        };
+        assert!(yields_to(&younger, &older));
+        assert!(!yields_to(&older, &younger));
+        // Ties: the store ids decide, one way only.
+        let twin = id("def", true);
+        assert_ne!(yields_to(&older, &twin), yields_to(&twin, &older));
+        // The same store, or a standby: nobody yields.
+        assert!(!yields_to(
+            &younger,
+            &BrokerIdentity {
+                leading_since_us: 1,
+                ..id("def", true)
+            }
+        ));
+        assert!(!yields_to(&younger, &id("abc", false)));
     }
 
     #[test]

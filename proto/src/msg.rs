@@ -83,6 +83,9 @@ pub struct BrokerIdentity {
     /// Which broker leads, as the store names it (endpoint, host, pid); empty: none
     /// known.
     pub leader: String,
+    /// When this broker began to lead (µs since the epoch); 0 for a standby. Of two
+    /// leaders of different stores that find each other, the later one stops.
+    pub leading_since_us: u64,
 }
 
 impl BrokerIdentity {

@@ -368,3 +368,63 @@ fn a_broker_on_another_database_refuses_to_start() {
         "{log}"
     );
 }
+
+/// Two brokers of different stores (SQLite here: the check does not depend on the
+/// store) that did not see each other at start (the first was frozen while the second
+/// started): asking again while they lead, they find each other, and the one that began
+/// to lead later stops; the first leads on.
+#[test]
+fn leaders_of_two_stores_that_started_unseen_find_each_other_and_the_later_stops() {
+    use bulkhead_tests::{Stopped, bin, free_port};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let munged = bulkhead_tests::Munged::start(&dir.path().join("munge")).expect("munged");
+    let (a, b) = (
+        format!("tcp://127.0.0.1:{}", free_port().unwrap()),
+        format!("tcp://127.0.0.1:{}", free_port().unwrap()),
+    );
+    let start = |name: &str, listen: &str, peer: &str| {
+        let log = dir.path().join(format!("{name}.log"));
+        let child = std::process::Command::new(bin("bulkhead-broker"))
+            .args(["--listen", listen, "--peers", peer])
+            .arg("--data-dir")
+            .arg(dir.path().join(name))
+            .arg("--munge-socket")
+            .arg(&munged.socket)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("broker");
+        (Stopped(child), log)
+    };
+    let leads = |ep: &str| {
+        bulkhead_client::Client::connect(ep, Some(&munged.socket))
+            .and_then(|mut c| c.request(bulkhead_proto::msg::ClientOp::Identify))
+            .is_ok_and(|r| matches!(r, bulkhead_proto::msg::ClientReply::Broker(b) if b.leading))
+    };
+    let (mut first, _) = start("a", &a, &b);
+    wait_for(t(), || leads(&a)).expect("the first leads");
+    let pid = Pid::from_raw(first.0.id() as i32);
+    kill(pid, Signal::SIGSTOP).expect("freeze the first");
+    let (mut second, second_log) = start("b", &b, &a);
+    let started = wait_for(t(), || leads(&b));
+    kill(pid, Signal::SIGCONT).expect("wake the first");
+    started.expect("the second started, its peer frozen");
+    let mut status = None;
+    wait_for(t(), || {
+        status = second.0.try_wait().ok().flatten();
+        status.is_some()
+    })
+    .expect("the later leader did not stop");
+    let log = std::fs::read_to_string(&second_log).unwrap_or_default();
+    assert!(!status.expect("status").success(), "{log}");
+    assert!(
+        log.contains(&format!("the broker at {a} leads another store")),
+        "{log}"
+    );
+    assert!(
+        first.0.try_wait().expect("wait").is_none(),
+        "the first leads on"
+    );
+    assert!(leads(&a));
+}
