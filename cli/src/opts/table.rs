@@ -179,6 +179,13 @@ pub const IGNORED: &[Ignored] = &[
         Takes::Value,
         "nodes have no features in Bulkhead",
     ),
+    // New in 22.05: features preferred, not required.
+    (
+        "prefer",
+        None,
+        Takes::Value,
+        "nodes have no features in Bulkhead",
+    ),
 ];
 
 /// Options refused by name, with the reason: `(long, short, takes, why)`.
