@@ -156,8 +156,8 @@ pub fn parse(text: &str) -> Result<Vec<TraceJob>, TraceError> {
     Ok(out)
 }
 
-/// Slurm's dependency list (`afterok:1:2,afterany:3`).
-fn deps_of(text: &str) -> Result<Vec<Dep>, String> {
+/// Slurm's dependency list (`afterok:1:2,afterany:3`), as the trace writes it.
+pub fn deps_of(text: &str) -> Result<Vec<Dep>, String> {
     let mut out = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let mut it = part.split(':');
@@ -428,6 +428,29 @@ pub struct Figures {
     pub started: usize,
     /// Jobs never started: refused, cancelled (a failed dependency) or still waiting.
     pub not_started: usize,
+}
+
+impl Figures {
+    /// The figures as `name=value` lines, each name after `prefix`; `mig_packing`
+    /// only when measured.
+    pub fn lines(&self, prefix: &str) -> String {
+        let mut out = format!(
+            "{prefix}utilization={:.3}\n{prefix}wait_mean_s={:.0}\n{prefix}wait_median_s={:.0}\n\
+             {prefix}wait_p95_s={:.0}\n{prefix}bounded_slowdown={:.2}\n{prefix}jain={:.3}\n\
+             {prefix}started={}\n",
+            self.utilization,
+            self.wait_mean_s,
+            self.wait_median_s,
+            self.wait_p95_s,
+            self.bounded_slowdown,
+            self.jain,
+            self.started
+        );
+        if !self.mig_packing.is_nan() {
+            out.push_str(&format!("{prefix}mig_packing={:.3}\n", self.mig_packing));
+        }
+        out
+    }
 }
 
 /// Which policy a replay runs.

@@ -330,9 +330,15 @@ fn fuzz(seconds: u32) -> Result<()> {
 }
 
 /// Runs a benchmark binary of `package`, release build, with `args`.
-fn bench(package: &str, bin: &str, args: &[(&str, u32)]) -> Result<()> {
+/// `cargo run --release -p PACKAGE --bin BIN --`, its arguments to follow.
+fn release_run(package: &str, bin: &str) -> Command {
     let mut cmd = cargo();
     cmd.args(["run", "--release", "-p", package, "--bin", bin, "--"]);
+    cmd
+}
+
+fn bench(package: &str, bin: &str, args: &[(&str, u32)]) -> Result<()> {
+    let mut cmd = release_run(package, bin);
     for (name, value) in args {
         cmd.arg(name).arg(value.to_string());
     }
@@ -342,16 +348,7 @@ fn bench(package: &str, bin: &str, args: &[(&str, u32)]) -> Result<()> {
 /// `cargo xtask replay`: the replay binary, in release, with `args` (none: the
 /// shipped trace).
 fn replay(args: &[String]) -> Result<()> {
-    let mut cmd = cargo();
-    cmd.args([
-        "run",
-        "--release",
-        "-p",
-        "bulkhead-sched",
-        "--bin",
-        "replay",
-        "--",
-    ]);
+    let mut cmd = release_run("bulkhead-sched", "replay");
     if args.is_empty() {
         cmd.arg("--trace")
             .arg(root().join("sched/traces/synthetic-seed42.csv"));
@@ -769,16 +766,7 @@ fn main() -> Result<()> {
             args,
         } => {
             build_daemons(&[])?;
-            let mut cmd = cargo();
-            cmd.args([
-                "run",
-                "--release",
-                "-p",
-                "bulkhead-tests",
-                "--bin",
-                "bench-replay",
-                "--",
-            ]);
+            let mut cmd = release_run("bulkhead-tests", "bench-replay");
             if !args.iter().any(|a| a == "--trace") {
                 cmd.arg("--trace")
                     .arg(root().join("sched/traces/synthetic-seed42.csv"));
@@ -832,17 +820,8 @@ fn main() -> Result<()> {
                     stores,
                 },
         } => {
-            let mut cmd = cargo();
+            let mut cmd = release_run("bulkhead-tests", "bench-accounting");
             cmd.args([
-                "run",
-                "--release",
-                "-p",
-                "bulkhead-tests",
-                "--bin",
-                "bench-accounting",
-                "--",
-            ])
-            .args([
                 "--jobs",
                 &jobs.to_string(),
                 "--records",

@@ -87,14 +87,6 @@ fn main() -> Result<()> {
         fifo.started,
         trace.len()
     );
-    for (p, f) in [("replay_", &mf), ("replay_fifo_", &fifo)] {
-        println!("{p}utilization={:.3}", f.utilization);
-        println!("{p}wait_mean_s={:.0}", f.wait_mean_s);
-        println!("{p}wait_median_s={:.0}", f.wait_median_s);
-        println!("{p}wait_p95_s={:.0}", f.wait_p95_s);
-        println!("{p}bounded_slowdown={:.2}", f.bounded_slowdown);
-        println!("{p}jain={:.3}", f.jain);
-        println!("{p}mig_packing={:.3}", f.mig_packing);
-    }
+    print!("{}{}", mf.lines("replay_"), fifo.lines("replay_fifo_"));
     Ok(())
 }

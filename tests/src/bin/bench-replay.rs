@@ -59,24 +59,27 @@ fn submission(j: &TraceJob, speedup: f64, ids: &HashMap<u64, JobId>) -> Result<J
             }
         }
     }
-    let mut deps = Vec::new();
-    for part in j.deps.split(',').filter(|p| !p.is_empty()) {
-        let mut it = part.split(':');
-        let kind = it.next().unwrap_or("");
-        for id in it {
-            let id: u64 = id.parse().context("dependency id")?;
-            let b = *ids
-                .get(&id)
-                .with_context(|| format!("job {} depends on unknown {id}", j.id))?;
-            deps.push(match kind {
-                "after" => Dependency::After(b),
-                "afterany" => Dependency::AfterAny(b),
-                "afterok" => Dependency::AfterOk(b),
-                "afternotok" => Dependency::AfterNotOk(b),
-                other => bail!("dependency type {other}"),
-            });
-        }
-    }
+    let deps = replay::deps_of(&j.deps)
+        .map_err(|e| anyhow::anyhow!("job {}: {e}", j.id))?
+        .into_iter()
+        .map(|d| {
+            let b = |t: bulkhead_sched::JobId| {
+                ids.get(&t.0)
+                    .copied()
+                    .with_context(|| format!("job {} depends on unknown {}", j.id, t.0))
+            };
+            Ok(match d {
+                bulkhead_sched::Dep::After(t) => Dependency::After(b(t)?),
+                bulkhead_sched::Dep::AfterAny(t) => Dependency::AfterAny(b(t)?),
+                bulkhead_sched::Dep::AfterOk(t) => Dependency::AfterOk(b(t)?),
+                bulkhead_sched::Dep::AfterNotOk(t) => Dependency::AfterNotOk(b(t)?),
+                other => bail!(
+                    "job {}: dependency {other:?} is not in the trace format",
+                    j.id
+                ),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok(JobSubmission {
         env: vec![
             ("PATH".into(), "/usr/bin:/bin".into()),
@@ -271,14 +274,6 @@ fn main() -> Result<()> {
     println!("# end states: {}", states.join(", "));
     let rt = replay::figures(&ran, cluster.gpus(), accounts.len(), f64::NAN);
     let sim = replay::replay(&trace, cluster, Policy::Multifactor)?;
-    for (p, f) in [("replay_sim_", &sim), ("replay_rt_", &rt)] {
-        println!("{p}utilization={:.3}", f.utilization);
-        println!("{p}wait_mean_s={:.0}", f.wait_mean_s);
-        println!("{p}wait_median_s={:.0}", f.wait_median_s);
-        println!("{p}wait_p95_s={:.0}", f.wait_p95_s);
-        println!("{p}bounded_slowdown={:.2}", f.bounded_slowdown);
-        println!("{p}jain={:.3}", f.jain);
-        println!("{p}started={}", f.started);
-    }
+    print!("{}{}", sim.lines("replay_sim_"), rt.lines("replay_rt_"));
     Ok(())
 }
