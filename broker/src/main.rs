@@ -161,12 +161,10 @@ async fn main() -> anyhow::Result<()> {
                 .map(|e| e.trim().to_string())
                 .filter(|e| !e.is_empty())
                 .collect(),
-            None => match std::fs::read_to_string(bulkhead_client::client::CLUSTER_BROKERS) {
-                Ok(text) => bulkhead_client::client::brokers_of(&text)
-                    .map(|b| b.split(',').map(String::from).collect())
-                    .unwrap_or_default(),
-                Err(_) => vec![],
-            },
+            None => bulkhead_client::client::cluster_brokers()
+                .map_err(anyhow::Error::msg)?
+                .map(|b| b.split(',').map(String::from).collect())
+                .unwrap_or_default(),
         },
         core: CoreConfig {
             partitions: vec![bulkhead_broker::core::PartitionConfig {

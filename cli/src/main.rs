@@ -686,7 +686,6 @@ fn z85_of(key: &str) -> anyhow::Result<String> {
     Ok(bulkhead_client::keys::z85(&k))
 }
 
-use bulkhead_client::client::{CLUSTER_BROKERS, brokers_of};
 const DEFAULT_BROKER: &str = "tcp://127.0.0.1:6817";
 
 fn client(g: &Globals) -> anyhow::Result<Client> {
@@ -702,13 +701,9 @@ fn client(g: &Globals) -> anyhow::Result<Client> {
     };
     let broker = match &g.broker {
         Some(b) => b.clone(),
-        None => match std::fs::read_to_string(CLUSTER_BROKERS) {
-            Ok(text) => {
-                brokers_of(&text).with_context(|| format!("{CLUSTER_BROKERS} names no broker"))?
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => DEFAULT_BROKER.to_string(),
-            Err(e) => return Err(e).context(CLUSTER_BROKERS),
-        },
+        None => bulkhead_client::client::cluster_brokers()
+            .map_err(anyhow::Error::msg)?
+            .unwrap_or_else(|| DEFAULT_BROKER.to_string()),
     };
     let mut c = Client::connect_with(&broker, g.munge_socket.as_deref(), key)?;
     c.reply_timeout = Duration::from_secs_f64(g.timeout.max(0.1));
@@ -1299,16 +1294,6 @@ fn uid_of(u: &str) -> anyhow::Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_brokers_file_lists_endpoints_by_comma_space_or_line_with_comments() {
-        let text = "# the cluster's brokers\ntcp://ctl1:6817, tcp://ctl2:6817\n\ntcp://ctl3:6817 # spare\n";
-        assert_eq!(
-            brokers_of(text).as_deref(),
-            Some("tcp://ctl1:6817,tcp://ctl2:6817,tcp://ctl3:6817")
-        );
-        assert_eq!(brokers_of("# none yet\n\n"), None);
-    }
 
     /// An over-limit error passes through the codec and the client, each saying what
     /// failed: printed as `bh` prints errors (the whole chain), its cause comes once.

@@ -138,6 +138,18 @@ pub fn brokers_of(text: &str) -> Option<String> {
     (!all.is_empty()).then(|| all.join(","))
 }
 
+/// The brokers [`CLUSTER_BROKERS`] lists: `None` when there is no such file; a file
+/// that lists none, or cannot be read, is an error that says so.
+pub fn cluster_brokers() -> Result<Option<String>, String> {
+    match std::fs::read_to_string(CLUSTER_BROKERS) {
+        Ok(text) => brokers_of(&text)
+            .map(Some)
+            .ok_or_else(|| format!("{CLUSTER_BROKERS} names no broker")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{CLUSTER_BROKERS}: {e}")),
+    }
+}
+
 /// How long a client given several brokers waits, beyond its connect timeout, for
 /// one of them to lead (a standby takes over within a few seconds of the leader's
 /// death).
@@ -602,6 +614,16 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_brokers_file_lists_endpoints_by_comma_space_or_line_with_comments() {
+        let text = "# the cluster's brokers\ntcp://ctl1:6817, tcp://ctl2:6817\n\ntcp://ctl3:6817 # spare\n";
+        assert_eq!(
+            brokers_of(text).as_deref(),
+            Some("tcp://ctl1:6817,tcp://ctl2:6817,tcp://ctl3:6817")
+        );
+        assert_eq!(brokers_of("# none yet\n\n"), None);
+    }
 
     #[test]
     fn the_wait_a_slow_down_names_is_read() {

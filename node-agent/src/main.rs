@@ -10,9 +10,11 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Args {
-    /// The broker's endpoint.
-    #[arg(long, default_value = "tcp://127.0.0.1:6817", env = "BH_BROKER")]
-    broker: String,
+    /// The broker's endpoint, or every broker's, comma-separated (brokers that fail
+    /// over). Default: those listed in /etc/bulkhead/brokers (as `bh` and the brokers
+    /// read them), else tcp://127.0.0.1:6817.
+    #[arg(long, env = "BH_BROKER")]
+    broker: Option<String>,
     /// This node's name (default: the host name).
     #[arg(long, env = "BH_NODE_NAME")]
     name: Option<String>,
@@ -187,8 +189,14 @@ async fn main() -> anyhow::Result<()> {
         (None, None) => None,
         _ => anyhow::bail!("--key and --broker-key go together"),
     };
+    let broker = match a.broker {
+        Some(b) => b,
+        None => bulkhead_client::client::cluster_brokers()
+            .map_err(anyhow::Error::msg)?
+            .unwrap_or_else(|| "tcp://127.0.0.1:6817".into()),
+    };
     let cfg = AgentConfig {
-        broker: a.broker,
+        broker,
         name,
         munge_socket: a.munge_socket,
         spool_dir: a.spool_dir,
