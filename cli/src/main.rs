@@ -32,7 +32,7 @@ struct Cli {
 #[derive(Debug, Clone, clap::Args)]
 struct Globals {
     /// The broker's endpoint, or every broker's, comma-separated (brokers that fail
-    /// over: the one that answers leads). Default: those listed in
+    /// over: a standby's refusal sends the request on to the next). Default: those listed in
     /// /etc/bulkhead/brokers, else tcp://127.0.0.1:6817.
     #[arg(long, global = true, env = "BH_BROKER")]
     broker: Option<String>,
