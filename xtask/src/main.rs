@@ -208,6 +208,11 @@ enum Bench {
         /// printed beside.
         #[arg(long)]
         store: Option<String>,
+        /// First run the machine's limit (../shared/bench/limit/limit.c, compiled
+        /// with gcc: per-job cgroup, fork, exec of a bash script, wait, cleanup) and
+        /// print `limit_jobs_per_s` and `e2e_fraction_of_limit` beside the run.
+        #[arg(long)]
+        with_limit: bool,
     },
     /// The shipped workload trace replayed (as `cargo xtask replay`), then the broker
     /// facing 1,000 and 10,000 EMULATED nodes (bulkhead-emulator: real
@@ -415,6 +420,60 @@ fn build_daemons(more: &[&str]) -> Result<()> {
 }
 
 /// Runs `cmd`; its standard output, or why it failed (with its standard error).
+/// `bench e2e --with-limit`: the machine's limit (the shared `limit.c`: per job a
+/// cgroup, fork, exec of a bash script, wait, cleanup; v1 cgroups where the host has
+/// them, as the agent uses, else v2), then the end-to-end run, in one invocation, and
+/// the fraction of the limit the run reached.
+fn bench_e2e_with_limit(jobs: u32, nodes: u32, cpus: u32) -> Result<()> {
+    let src = root().join("../shared/bench/limit/limit.c");
+    if !src.exists() {
+        bail!(
+            "{} is missing: --with-limit needs the shared limit program",
+            src.display()
+        );
+    }
+    let bin = root().join("target/limit");
+    run(Command::new("gcc").args(["-O2", "-o"]).arg(&bin).arg(&src))?;
+    let mode = if std::path::Path::new("/sys/fs/cgroup/memory").is_dir() {
+        "v1"
+    } else {
+        "v2"
+    };
+    let out =
+        stdout_of(Command::new(&bin).args(["-m", mode, "-n", &jobs.to_string(), "-L", "50"]))?;
+    print!("{out}");
+    // `mode=v1 workers=2 jobs=N wall_s=… jobs_per_s=967.0 …`, then the latency line.
+    let field = |line_start: &str, name: &str| -> Option<f64> {
+        out.lines()
+            .find(|l| l.starts_with(line_start))?
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+    };
+    let limit = field(&format!("mode={mode} "), "jobs_per_s")
+        .context("the limit program printed no jobs_per_s")?;
+    let limit_lat = field("latency ", "submit_to_start_p50_ms");
+    build_daemons(&["bulkhead-tests"])?;
+    let e2e = stdout_of(release_run("bulkhead-tests", "bench-e2e").args([
+        "--jobs",
+        &jobs.to_string(),
+        "--nodes",
+        &nodes.to_string(),
+        "--cpus",
+        &cpus.to_string(),
+    ]))?;
+    print!("{e2e}");
+    let rate = *figures_of(&e2e)
+        .get("e2e_jobs_per_s")
+        .context("bench-e2e printed no e2e_jobs_per_s")?;
+    println!("limit_mode={mode}");
+    println!("limit_jobs_per_s={limit:.0}");
+    if let Some(l) = limit_lat {
+        println!("limit_submit_to_start_p50_ms={l:.2}");
+    }
+    println!("e2e_fraction_of_limit={:.2}", rate / limit);
+    Ok(())
+}
+
 fn stdout_of(cmd: &mut Command) -> Result<String> {
     eprintln!("+ {cmd:?}");
     let out = cmd
@@ -901,6 +960,7 @@ fn main() -> Result<()> {
                     nodes,
                     cpus,
                     store: Some(store),
+                    ..
                 },
         } => bench_e2e_stores(jobs, nodes, cpus, &store),
         Cmd::Bench {
@@ -910,6 +970,17 @@ fn main() -> Result<()> {
                     nodes,
                     cpus,
                     store: None,
+                    with_limit: true,
+                },
+        } => bench_e2e_with_limit(jobs, nodes, cpus),
+        Cmd::Bench {
+            which:
+                Bench::E2e {
+                    jobs,
+                    nodes,
+                    cpus,
+                    store: None,
+                    with_limit: false,
                 },
         } => {
             build_daemons(&[])?;
