@@ -214,6 +214,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 standing.clone(),
             );
             let mut waiting = tokio::task::spawn_blocking(move || leader::acquire(&c, &h, &s, &st));
+            let store_desc = cfg.store.describe();
             tracing::info!(%endpoint, "standby: listening; clients are told which broker leads");
             let term = loop {
                 tokio::select! {
@@ -230,7 +231,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                         let me = bulkhead_proto::msg::BrokerIdentity {
                             leading: false,
                             store_id: store_id.clone().unwrap_or_default(),
-                            store: cfg.store.describe(),
+                            store: store_desc.clone(),
                             term: Some(now.term),
                             leader: now.leader,
                             leading_since_us: 0,

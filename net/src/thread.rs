@@ -247,7 +247,10 @@ pub fn is_standby_refusal(frames: &[Vec<u8>]) -> bool {
     use bulkhead_proto::codec::{self, Kind};
     use bulkhead_proto::msg::{BrokerMessage, ErrorCode};
     let [frame] = frames else { return false };
-    codec::peek_header(frame).is_ok_and(|h| h.kind == Kind::BrokerMessage)
+    // A refusal is short (its message is bounded): a longer frame (a launch) is not
+    // decoded twice to tell.
+    frame.len() <= bulkhead_proto::limits::MAX_MESSAGE_BYTES + 256
+        && codec::peek_header(frame).is_ok_and(|h| h.kind == Kind::BrokerMessage)
         && matches!(codec::decode::<BrokerMessage>(frame),
             Ok((_, BrokerMessage::Error(e))) if e.code == ErrorCode::NotLeader)
 }
@@ -349,10 +352,13 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
     let several = socks.len() > 1;
     // With several brokers: the one that last answered (the leader), if known.
     let mut leader: Option<usize> = None;
+    // Made once: the items borrow the sockets, which stay usable through them.
+    let mut items: Vec<zmq::PollItem> = socks
+        .iter()
+        .chain([&b.pull])
+        .map(|s| s.as_poll_item(zmq::POLLIN))
+        .collect();
     while !stop.load(Ordering::Relaxed) {
-        let mut items: Vec<zmq::PollItem> =
-            socks.iter().map(|s| s.as_poll_item(zmq::POLLIN)).collect();
-        items.push(b.pull.as_poll_item(zmq::POLLIN));
         // No timeout: a message, or the wake at the end, ends the wait.
         if let Err(e) = zmq::poll(&mut items, -1) {
             if e == zmq::Error::EINTR {
@@ -361,10 +367,8 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
             tracing::error!(error = %e, "zmq poll failed");
             break;
         }
-        let readable: Vec<bool> = items.iter().map(zmq::PollItem::is_readable).collect();
-        drop(items);
         for (i, sock) in socks.iter().enumerate() {
-            if !readable[i] {
+            if !items[i].is_readable() {
                 continue;
             }
             for _ in 0..1024 {
@@ -397,7 +401,7 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
                 }
             }
         }
-        if readable[socks.len()] {
+        if items[socks.len()].is_readable() {
             for _ in 0..4096 {
                 match b.pull.recv_multipart(zmq::DONTWAIT) {
                     Ok(parts) if is_wake(&parts) => {}

@@ -959,42 +959,26 @@ fn main() -> Result<()> {
                     jobs,
                     nodes,
                     cpus,
-                    store: Some(store),
-                    ..
+                    store,
+                    with_limit,
                 },
-        } => bench_e2e_stores(jobs, nodes, cpus, &store),
-        Cmd::Bench {
-            which:
-                Bench::E2e {
-                    jobs,
-                    nodes,
-                    cpus,
-                    store: None,
-                    with_limit: true,
-                },
-        } => bench_e2e_with_limit(jobs, nodes, cpus),
-        Cmd::Bench {
-            which:
-                Bench::E2e {
-                    jobs,
-                    nodes,
-                    cpus,
-                    store: None,
-                    with_limit: false,
-                },
-        } => {
-            build_daemons(&[])?;
-            bench(
-                "bulkhead-tests",
-                "bench-e2e",
-                &[("--jobs", jobs), ("--nodes", nodes), ("--cpus", cpus)],
-            )?;
-            // What the jobs' supervisors cost, and an agent's restart beside 200 jobs.
-            bench(
-                "bulkhead-tests",
-                "bench-supervisor",
-                &[("--jobs", jobs.min(1000))],
-            )
-        }
+        } => match (store, with_limit) {
+            (Some(store), _) => bench_e2e_stores(jobs, nodes, cpus, &store),
+            (None, true) => bench_e2e_with_limit(jobs, nodes, cpus),
+            (None, false) => {
+                build_daemons(&[])?;
+                bench(
+                    "bulkhead-tests",
+                    "bench-e2e",
+                    &[("--jobs", jobs), ("--nodes", nodes), ("--cpus", cpus)],
+                )?;
+                // What the jobs' supervisors cost, and an agent's restart beside 200 jobs.
+                bench(
+                    "bulkhead-tests",
+                    "bench-supervisor",
+                    &[("--jobs", jobs.min(1000))],
+                )
+            }
+        },
     }
 }
