@@ -100,6 +100,13 @@ pub enum BrokerError {
     Split(Box<peers::Conflict>),
 }
 
+/// A page of the ended jobs loaded behind the start; `done`: the last.
+struct HistoryPage {
+    jobs: Vec<store::JobRow>,
+    step_ends: Vec<bulkhead_proto::step::StepEnd>,
+    done: bool,
+}
+
 enum Event {
     Client {
         peer: PeerId,
@@ -280,7 +287,12 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     core.set_nonce_seed(random_seed()?);
     core.restore_reservations(opened.reservations);
     core.restore_fairshare(opened.fairshare.0, &opened.fairshare.1);
-    tracing::info!(jobs = core.job_count(), store = %cfg.store.describe(), "store loaded");
+    tracing::info!(jobs = core.job_count(), store = %cfg.store.describe(), "store loaded (the ended jobs follow)");
+    core.expect_history(opened.next_job);
+    let (history_tx, mut history_rx) = mpsc::channel::<HistoryPage>(2);
+    let history_thread = spawn_history_loader(&cfg, opened.next_job, history_tx, ev_tx.clone())?;
+    // Requests that must wait for the history, in their order.
+    let mut deferred: Vec<(PeerId, u64, Caller, ClientOp)> = Vec::new();
     let store = opened.store;
     let me = bulkhead_proto::msg::BrokerIdentity {
         leading: true,
@@ -431,6 +443,21 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 let _ = reply.send(text);
                 continue;
             }
+            Some(page) = history_rx.recv(), if core.history_pending() => {
+                core.absorb_history(page.jobs, page.step_ends);
+                if !page.done {
+                    continue;
+                }
+                core.history_done();
+                tracing::info!(jobs = core.job_count(), waited = deferred.len(), "ended jobs loaded");
+                let mut fx = Effects::default();
+                for (peer, request_id, c, op) in deferred.drain(..) {
+                    let more = core.client(peer, request_id, &c, op, now_us());
+                    fx.store.extend(more.store);
+                    fx.send.extend(more.send);
+                }
+                fx
+            }
             Some(inc) = in_rx.recv() => {
                 match on_frame(inc, &mut core, &munge, &names, &ev_tx, &me) {
                     Some(fx) => fx,
@@ -438,6 +465,10 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 }
             }
             Some(ev) = ev_rx.recv() => match ev {
+                Event::Client { peer, request_id, caller: Ok(c), op } if core.needs_history(&op) => {
+                    deferred.push((peer, request_id, c, op));
+                    continue;
+                }
                 Event::Client { peer, request_id, caller, op } => match (caller, health.unavailable()) {
                     (Ok(c), _) if matches!(op, ClientOp::Admin(AdminOp::Reconfigure)) => {
                         at_once = true;
@@ -519,6 +550,9 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     }
     stop.store(true, Ordering::Relaxed);
     drop(writer);
+    // The loader stops at its next page once nobody takes them.
+    drop(history_rx);
+    let _ = tokio::task::spawn_blocking(move || history_thread.join()).await;
     let _ = tokio::task::spawn_blocking(move || {
         let _ = writer_thread.join();
         zmq_thread.stop_and_join();
@@ -553,6 +587,63 @@ fn send_all(push: &zmq::Socket, out: Vec<Outbound>) {
             tracing::warn!(error = %e, "cannot queue a reply");
         }
     }
+}
+
+/// Reads the ended jobs below `next_job` on a thread of its own, with a connection
+/// of its own, a page at a time into the loop (two pages ahead at most, so that
+/// memory holds the jobs once); a failure stops the broker as one at start would.
+fn spawn_history_loader(
+    cfg: &BrokerConfig,
+    next_job: u64,
+    pages: mpsc::Sender<HistoryPage>,
+    tx: mpsc::Sender<Event>,
+) -> Result<std::thread::JoinHandle<()>, BrokerError> {
+    let at = cfg.store.clone();
+    std::thread::Builder::new()
+        .name("bh-history".into())
+        .spawn(move || {
+            let opened = match &at {
+                store::Location::Sqlite(dir) => Store::open_read_only(dir),
+                store::Location::Postgres(_) => Store::open_at(&at, false, None),
+            };
+            let mut store = match opened {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = tx.blocking_send(Event::StoreFailed(format!(
+                        "opening the store to read the ended jobs: {e}"
+                    )));
+                    return;
+                }
+            };
+            let mut after = 0;
+            loop {
+                let (jobs, step_ends) = match store.load_history_page(after, next_job) {
+                    Ok(page) => page,
+                    Err(e) => {
+                        let _ = tx.blocking_send(Event::StoreFailed(format!(
+                            "reading the ended jobs: {e}"
+                        )));
+                        return;
+                    }
+                };
+                let done = jobs.is_empty();
+                if let Some(last) = jobs.last() {
+                    after = last.id.0;
+                }
+                if pages
+                    .blocking_send(HistoryPage {
+                        jobs,
+                        step_ends,
+                        done,
+                    })
+                    .is_err()
+                    || done
+                {
+                    return;
+                }
+            }
+        })
+        .map_err(BrokerError::Thread)
 }
 
 /// Opens and reads the store on a blocking thread (PostgreSQL's client blocks).
@@ -652,6 +743,8 @@ struct Opened {
     node_keys: Vec<(String, String)>,
     step_ends: Vec<bulkhead_proto::step::StepEnd>,
     fairshare: (u64, Vec<(String, f64)>),
+    /// One past the highest job id stored ([`store::StartLoad::next_job`]).
+    next_job: u64,
 }
 
 /// Opens the store at `at` and reads it (blocking). A SQLite store that cannot be
@@ -683,10 +776,11 @@ fn open_store(
         Err(e) => return Err(e.into()),
     };
     let store_id = store.store_id()?;
-    let (jobs, nodes) = store.load()?;
+    let start = store.load_start(now_us().saturating_sub(core::RECENT_ENDS_US))?;
+    let (jobs, nodes, step_ends, next_job) =
+        (start.jobs, start.nodes, start.step_ends, start.next_job);
     let reservations = store.load_reservations()?;
     let node_keys = store.load_node_keys()?;
-    let step_ends = store.load_step_ends()?;
     let fairshare = store.load_fairshare()?;
     let store = if writable_later {
         drop(store);
@@ -716,6 +810,7 @@ fn open_store(
         node_keys,
         step_ends,
         fairshare,
+        next_job,
     })
 }
 

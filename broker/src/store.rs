@@ -16,15 +16,15 @@
 //! opened for writing at start is opened read-only for the broker to load, and the
 //! writer opens it again until it can.
 
+mod load;
 mod pg;
 mod sql;
 mod sqlite;
 
+pub use load::{HISTORY_PAGE, StartLoad};
 pub use pg::{connect as pg_connect, describe_target, explain as pg_explain};
 pub(crate) use sqlite::Sqlite;
 
-use bulkhead_proto::job::JobSubmission;
-use bulkhead_proto::{JobId, JobState, NodeId};
 use sql::{Row, Stmt, Val};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -217,9 +217,18 @@ impl Store {
     }
 
     fn query(&mut self, sql: &str, doing: &'static str) -> Result<Vec<Row>, StoreError> {
+        self.query_with(sql, &[], doing)
+    }
+
+    fn query_with(
+        &mut self,
+        sql: &str,
+        args: &[Val],
+        doing: &'static str,
+    ) -> Result<Vec<Row>, StoreError> {
         match &mut self.0 {
-            Backend::Sqlite(s) => s.query(sql, &[], doing),
-            Backend::Postgres(p) => p.query(sql, &[], doing),
+            Backend::Sqlite(s) => s.query(sql, args, doing),
+            Backend::Postgres(p) => p.query(sql, args, doing),
         }
     }
 
@@ -245,104 +254,6 @@ impl Store {
             Backend::Sqlite(_) => false,
             Backend::Postgres(p) => p.is_closed(),
         }
-    }
-
-    /// Every stored job and node.
-    pub fn load(&mut self) -> Result<(Vec<JobRow>, Vec<NodeRow>), StoreError> {
-        let rows = self.query(sql::SELECT_JOBS, "reading jobs")?;
-        let mut jobs = Vec::with_capacity(rows.len());
-        for r in rows {
-            let submission: JobSubmission = r.decode(4, "submission")?;
-            let state: JobState = r.text(7, "state")?.parse().map_err(
-                |e: bulkhead_proto::job::ParseStateError| StoreError::Corrupt {
-                    id: r.id,
-                    field: "state",
-                    detail: e.to_string(),
-                },
-            )?;
-            jobs.push(JobRow {
-                id: JobId(r.int(0, "id")? as u64),
-                uid: r.small(1, "uid")?,
-                gid: r.small(2, "gid")?,
-                user: r.text(3, "user")?,
-                batch: !submission.script.is_empty(),
-                submission,
-                partition: r.text(5, "partition")?,
-                mem_mb: r.int(6, "mem_mb")? as u64,
-                state,
-                reason: r.opt_text(8, "reason")?,
-                exit_code: r.opt_small(9, "exit_code")?,
-                signal: r.opt_small(10, "signal")?,
-                node: r.opt_small(11, "node")?.map(NodeId),
-                submit_us: r.int(12, "submit_us")? as u64,
-                start_us: r.opt_int(13, "start_us")?.map(|v| v as u64),
-                end_us: r.opt_int(14, "end_us")?.map(|v| v as u64),
-                denials: Vec::new(),
-                extra_nodes: Vec::new(),
-                gpus: Vec::new(),
-                preempted_by: None,
-                usage: None,
-            });
-        }
-        let by_id: std::collections::HashMap<i64, usize> = jobs
-            .iter()
-            .enumerate()
-            .map(|(i, j)| (j.id.0 as i64, i))
-            .collect();
-        for r in self.query(sql::SELECT_JOB_NODES, "reading job nodes")? {
-            if let Some(i) = by_id.get(&r.id) {
-                jobs[*i].extra_nodes = r
-                    .text(1, "nodes")?
-                    .split(',')
-                    .filter_map(|n| n.parse().ok())
-                    .map(NodeId)
-                    .collect();
-            }
-        }
-        for r in self.query(sql::SELECT_DENIALS, "reading denials")? {
-            let d = r.decode(1, "denials")?;
-            if let Some(i) = by_id.get(&r.id) {
-                jobs[*i].denials = d;
-            }
-        }
-        for r in self.query(sql::SELECT_PREEMPTED, "reading preemptions")? {
-            let by = JobId(r.int(1, "preempted by")? as u64);
-            let requeue = r.int(2, "requeue")? != 0;
-            if let Some(i) = by_id.get(&r.id) {
-                jobs[*i].preempted_by = Some((by, requeue));
-            }
-        }
-        for r in self.query(sql::SELECT_USAGE, "reading job usage")? {
-            let u = r.decode(1, "usage")?;
-            if let Some(i) = by_id.get(&r.id) {
-                jobs[*i].usage = Some(u);
-            }
-        }
-        for r in self.query(sql::SELECT_JOB_GPUS, "reading job GPUs")? {
-            let g = r.decode(1, "gpus")?;
-            if let Some(i) = by_id.get(&r.id) {
-                jobs[*i].gpus = g;
-            }
-        }
-        let mut nodes = Vec::new();
-        for r in self.query(sql::SELECT_NODES, "reading nodes")? {
-            nodes.push(NodeRow {
-                id: NodeId(r.small(0, "node id")?),
-                name: r.text(1, "name")?,
-                cpus: r.small(2, "cpus")?,
-                mem_mb: r.int(3, "mem_mb")? as u64,
-                last_seen_us: r.int(4, "last_seen_us")? as u64,
-                drain_reason: r.opt_text(5, "drain_reason")?,
-                gpus: Vec::new(),
-            });
-        }
-        for r in self.query(sql::SELECT_NODE_GPUS, "reading node GPUs")? {
-            let g = r.decode(1, "node gpus")?;
-            if let Some(n) = nodes.iter_mut().find(|n| i64::from(n.id.0) == r.id) {
-                n.gpus = g;
-            }
-        }
-        Ok((jobs, nodes))
     }
 
     /// Applies `ops` in one transaction, durable when this returns.
@@ -391,14 +302,6 @@ impl Store {
         self.query(sql::SELECT_NODE_KEYS, "reading node keys")?
             .iter()
             .map(|r| Ok((r.text(0, "node")?, r.text(1, "key")?)))
-            .collect()
-    }
-
-    /// The steps' ends, in the order of their jobs and steps.
-    pub fn load_step_ends(&mut self) -> Result<Vec<bulkhead_proto::step::StepEnd>, StoreError> {
-        self.query(sql::SELECT_STEPS, "reading steps")?
-            .iter()
-            .map(|r| r.decode(1, "step"))
             .collect()
     }
 

@@ -293,6 +293,20 @@ pub enum Dependency {
     AfterDelay(JobId, u32),
 }
 
+impl Dependency {
+    /// The job it waits on (none for `singleton`).
+    pub fn job(&self) -> Option<JobId> {
+        match *self {
+            Dependency::After(j)
+            | Dependency::AfterAny(j)
+            | Dependency::AfterOk(j)
+            | Dependency::AfterNotOk(j)
+            | Dependency::AfterDelay(j, _) => Some(j),
+            Dependency::Singleton => None,
+        }
+    }
+}
+
 impl JobSubmission {
     pub fn validate(&self) -> Result<(), LimitError> {
         check_str("name", &self.name, limits::MAX_NAME_BYTES)?;

@@ -369,3 +369,81 @@ fn the_html_report_renders_in_headless_chromium() {
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:?}");
 }
+
+/// A broker restarted over many ended jobs answers before it has read them all
+/// (they load behind it), and what it says about any of them, meanwhile or after,
+/// is what the store holds: `bh show` and `bh acct` of old jobs, a listing of ended
+/// jobs, a dependency on an old job, and new jobs numbered after every stored one.
+#[test]
+fn a_broker_over_many_ended_jobs_answers_about_every_one() {
+    let mut c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let recent = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\ntrue\n")
+        .expect("submit");
+    c.wait_state(recent, &[JobState::Completed], t())
+        .expect("ends");
+    c.crash_broker();
+    // 30,000 ended jobs of 2023, numbered from 1,001, written into the store as the
+    // broker would have.
+    const FIRST: u64 = 1_000;
+    const N: u64 = 30_000;
+    {
+        let mut store = bulkhead_broker::store::Store::open(&c.data_dir).expect("open the store");
+        let ops: Vec<bulkhead_broker::store::StoreOp> = (FIRST..FIRST + N)
+            .map(|k| {
+                bulkhead_broker::store::StoreOp::InsertJob(Box::new(bulkhead_tests::ended_job_row(
+                    k,
+                )))
+            })
+            .collect();
+        store.apply(&ops).expect("write the ended jobs");
+    }
+    c.start_broker().expect("broker back");
+    // At once, about old jobs: waited for if their records are not in yet.
+    let old = JobId(FIRST + 1);
+    let last = JobId(FIRST + N);
+    for id in [old, last] {
+        assert_eq!(c.show(id).expect("bh show").state, JobState::Completed);
+    }
+    let out = c
+        .bh(None, &["acct", "--json", "-j", &last.to_string()])
+        .expect("bh acct");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let recs: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(
+        recs.as_array()
+            .expect("records")
+            .iter()
+            .any(|r| r["job"] == last.0 && r["state"] == "COMPLETED"),
+        "{recs}"
+    );
+    // A dependency on an old job that completed is met.
+    let after = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["--dependency", &format!("afterok:{}", old.0)],
+            "#!/bin/sh\ntrue\n",
+        )
+        .expect("submit after an old job");
+    assert!(after.0 > last.0, "job {after} reuses a stored job's id");
+    c.wait_node_up().expect("node back");
+    c.wait_state(after, &[JobState::Completed], t())
+        .expect("the dependent job runs");
+    // Every ended job is listed, the recent one and the old ones.
+    let q: Vec<bulkhead_proto::JobInfo> = serde_json::from_slice(
+        &c.bh(None, &["queue", "--json", "--all"])
+            .expect("bh")
+            .stdout,
+    )
+    .expect("json");
+    assert_eq!(q.len() as u64, N + 2, "listed: {}", q.len());
+    wait_for(t(), || c.broker_log().contains("ended jobs loaded"))
+        .expect("the broker says its history is in");
+}

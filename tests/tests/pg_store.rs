@@ -253,3 +253,54 @@ fn a_database_that_goes_away_and_returns_loses_nothing() -> Result<()> {
     assert_eq!(jobs.len(), 2, "the held job was stored");
     Ok(())
 }
+
+/// A broker's start set and the history behind it ([`Store::load_start`],
+/// [`Store::load_history_page`]) read the same from PostgreSQL as from SQLite, and
+/// between them hold every job, each as the whole load reads it.
+#[test]
+fn the_start_set_and_the_history_read_the_same_as_sqlite() -> Result<()> {
+    let pg = Postgres::shared()?;
+    let conninfo = pg.database()?;
+    let dir = tempfile::tempdir()?;
+    let mut ops = history();
+    // Old ends after them, one pending job depending on one of them.
+    for i in 5..12_000 {
+        ops.push(StoreOp::InsertJob(Box::new(ended_job_row(i))));
+    }
+    let mut waiting = ended_job_row(12_000);
+    waiting.state = JobState::Pending;
+    waiting.end_us = None;
+    waiting.submission.deps = vec![bulkhead_proto::job::Dependency::AfterOk(JobId(77))];
+    ops.push(StoreOp::InsertJob(Box::new(waiting)));
+    let mut lite = Store::open(dir.path())?;
+    let mut post = pg_store(&conninfo, None)?;
+    lite.apply(&ops)?;
+    post.apply(&ops)?;
+    let read = |s: &mut Store| -> Result<(Vec<JobId>, Vec<bulkhead_broker::store::JobRow>)> {
+        let start = s.load_start(1_800_000_000_000_000)?;
+        let mut all = start.jobs.clone();
+        let mut after = 0;
+        loop {
+            let (page, _) = s.load_history_page(after, start.next_job)?;
+            let Some(last) = page.last() else { break };
+            after = last.id.0;
+            all.extend(page);
+        }
+        all.sort_by_key(|j| j.id);
+        all.dedup_by_key(|j| j.id);
+        Ok((start.jobs.iter().map(|j| j.id).collect(), all))
+    };
+    let (lite_start, lite_all) = read(&mut lite)?;
+    let (post_start, post_all) = read(&mut post)?;
+    // The jobs not over (2-4 and 12,001 pending; 1 failed, 5 was deleted) and the
+    // one depended on.
+    assert_eq!(
+        post_start,
+        [2, 3, 4, 77, 12_001].map(JobId).to_vec(),
+        "the start set"
+    );
+    assert_eq!(post_start, lite_start);
+    assert_eq!(post_all, lite_all, "PostgreSQL reads what SQLite reads");
+    assert_eq!(post_all, post.load()?.0, "the start set and the history are all");
+    Ok(())
+}

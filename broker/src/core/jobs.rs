@@ -723,7 +723,9 @@ impl Core {
 
     /// Forgets ended jobs past the accounting retention, in memory and in the store.
     pub(super) fn purge(&mut self, fx: &mut Effects, now_us: u64) {
-        let Some(keep) = self.cfg.retention_us else {
+        // Not while ended jobs are still coming from the store: they would be
+        // forgotten in memory but not the ones still to come.
+        let Some(keep) = self.cfg.retention_us.filter(|_| !self.history_pending) else {
             return;
         };
         let old: Vec<JobId> = self

@@ -25,6 +25,7 @@ mod admin;
 mod arrays;
 mod auth;
 pub mod drive;
+mod history;
 mod jobs;
 mod metrics;
 mod nodes;
@@ -48,6 +49,7 @@ use bulkhead_proto::msg::{
 };
 use bulkhead_proto::{JobId, JobInfo, JobState, NodeId};
 use bulkhead_sched as sched;
+pub use history::RECENT_ENDS_US;
 use jobs::merge_denial;
 use prometheus_client::registry::Registry;
 pub use reconfig::Reconfigured;
@@ -397,6 +399,10 @@ pub struct Core {
     steps: HashMap<JobId, steps::JobSteps>,
     /// Steps' ends on each node, by job, for accounting (kept with their jobs).
     step_ends: HashMap<JobId, Vec<bulkhead_proto::step::StepEnd>>,
+    /// Ended jobs are still coming from the store ([`history`]).
+    history_pending: bool,
+    /// Arrays whose records came with the history: their indices are set once it is in.
+    history_arrays: BTreeSet<JobId>,
 }
 
 /// Microseconds to the scheduler's seconds.
@@ -485,6 +491,8 @@ impl Core {
             nonce_count: 0,
             by_key: HashMap::new(),
             store_ready_since_us: Some(0),
+            history_pending: false,
+            history_arrays: BTreeSet::new(),
         };
         for n in nodes {
             core.next_node = core.next_node.max(n.id.0 + 1);
@@ -499,61 +507,7 @@ impl Core {
             _ => 2,
         });
         for r in rows {
-            core.next_job = core.next_job.max(r.id.0 + 1);
-            let mut job = r;
-            // A job being stopped when the broker went down still goes where its
-            // preemption sends it once its end arrives; only an active job can be.
-            if !job.state.is_active() {
-                job.preempted_by = None;
-            }
-            let id = job.id;
-            if matches!(job.state, JobState::Running | JobState::Completing)
-                && job.submission.array.is_none()
-            {
-                // The limit it started with: its own, else its partition's default,
-                // else the partition's maximum, as at its start (the store keeps the
-                // submission as it came).
-                if job.submission.resources.time_limit_s.is_none() {
-                    job.submission.resources.time_limit_s = core
-                        .cfg
-                        .partitions
-                        .iter()
-                        .find(|p| p.name == job.partition)
-                        .and_then(|p| p.default_time_s.or(p.max_time_s));
-                }
-                // Held against its nodes until their agents say otherwise. Whether
-                // a running job's launch reached its agent is not kept (a broker
-                // killed as it sent it, or a leader replaced): the agent's
-                // registration says, by listing it; one it does not list never ran
-                // there and is requeued (a job that ran is listed, or its end comes
-                // with the registration).
-                if let Some(n) = job.node.and_then(|n| core.nodes.get_mut(&n)) {
-                    n.running.insert(id);
-                    if job.state == JobState::Running {
-                        n.unstarted.insert(id);
-                    }
-                }
-                for n in &job.extra_nodes {
-                    if let Some(node) = core.nodes.get_mut(n) {
-                        node.held.insert(id);
-                    }
-                }
-            }
-            core.schedule_known(&job);
-            if job.submission.array.is_some() {
-                core.arrays.entry(id).or_default();
-                core.refill_arrays |= !job.state.is_terminal();
-            }
-            if let Some((parent, index)) = job.submission.array_task {
-                core.arrays
-                    .entry(parent)
-                    .or_default()
-                    .loaded(id, index, job.state);
-            }
-            if let (Some(key), None) = (job.submission.idempotency_key, job.submission.array_task) {
-                core.by_key.insert((job.uid, key), id);
-            }
-            core.jobs.insert(id, job);
+            core.take_row(r);
         }
         // Each array's indices, now that its record and its tasks are all in; tasks
         // whose array's record is gone (purged) are no array's any more.
@@ -568,6 +522,71 @@ impl Core {
             }
         });
         core
+    }
+
+    /// Takes one stored job into the state: at start, and as the history comes in.
+    fn take_row(&mut self, r: JobRow) {
+        self.next_job = self.next_job.max(r.id.0 + 1);
+        let mut job = r;
+        // A job being stopped when the broker went down still goes where its
+        // preemption sends it once its end arrives; only an active job can be.
+        if !job.state.is_active() {
+            job.preempted_by = None;
+        }
+        // A finished job's script is in the store; memory keeps only what listings
+        // need (as at its end).
+        if job.state.is_terminal() {
+            job.submission.script = String::new();
+            job.submission.env = Vec::new();
+        }
+        let id = job.id;
+        if matches!(job.state, JobState::Running | JobState::Completing)
+            && job.submission.array.is_none()
+        {
+            // The limit it started with: its own, else its partition's default,
+            // else the partition's maximum, as at its start (the store keeps the
+            // submission as it came).
+            if job.submission.resources.time_limit_s.is_none() {
+                job.submission.resources.time_limit_s = self
+                    .cfg
+                    .partitions
+                    .iter()
+                    .find(|p| p.name == job.partition)
+                    .and_then(|p| p.default_time_s.or(p.max_time_s));
+            }
+            // Held against its nodes until their agents say otherwise. Whether
+            // a running job's launch reached its agent is not kept (a broker
+            // killed as it sent it, or a leader replaced): the agent's
+            // registration says, by listing it; one it does not list never ran
+            // there and is requeued (a job that ran is listed, or its end comes
+            // with the registration).
+            if let Some(n) = job.node.and_then(|n| self.nodes.get_mut(&n)) {
+                n.running.insert(id);
+                if job.state == JobState::Running {
+                    n.unstarted.insert(id);
+                }
+            }
+            for n in &job.extra_nodes {
+                if let Some(node) = self.nodes.get_mut(n) {
+                    node.held.insert(id);
+                }
+            }
+        }
+        self.schedule_known(&job);
+        if job.submission.array.is_some() {
+            self.arrays.entry(id).or_default();
+            self.refill_arrays |= !job.state.is_terminal();
+        }
+        if let Some((parent, index)) = job.submission.array_task {
+            self.arrays
+                .entry(parent)
+                .or_default()
+                .loaded(id, index, job.state);
+        }
+        if let (Some(key), None) = (job.submission.idempotency_key, job.submission.array_task) {
+            self.by_key.insert((job.uid, key), id);
+        }
+        self.jobs.insert(id, job);
     }
 
     /// Puts job `job` into the scheduler as its state says: an end (for the

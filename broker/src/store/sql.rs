@@ -160,8 +160,10 @@ impl Row {
     }
 }
 
-pub(crate) const SELECT_JOBS: &str = "SELECT id, uid, gid, \"user\", submission, partition, mem_mb, state, reason, exit_code, signal, node,
-        submit_us, start_us, end_us FROM jobs ORDER BY id";
+/// A job's own columns, in the order [`super::load`] reads them; the caller adds the
+/// condition and the order.
+pub(crate) const SELECT_JOB_COLUMNS: &str = "SELECT id, uid, gid, \"user\", submission, partition, mem_mb, state, reason, exit_code, signal, node,
+        submit_us, start_us, end_us FROM jobs";
 pub(crate) const SELECT_JOB_NODES: &str = "SELECT job, nodes FROM job_nodes";
 pub(crate) const SELECT_DENIALS: &str = "SELECT job, data FROM job_denials";
 pub(crate) const SELECT_PREEMPTED: &str = "SELECT job, \"by\", requeue FROM job_preempted";
@@ -172,7 +174,6 @@ pub(crate) const SELECT_NODES: &str =
 pub(crate) const SELECT_NODE_GPUS: &str = "SELECT node, data FROM node_gpus";
 pub(crate) const SELECT_FAIRSHARE: &str = "SELECT account, usage, at FROM fairshare";
 pub(crate) const SELECT_NODE_KEYS: &str = "SELECT node, key FROM node_keys";
-pub(crate) const SELECT_STEPS: &str = "SELECT job, data FROM job_steps ORDER BY job, step, node";
 pub(crate) const SELECT_RESERVATIONS: &str = "SELECT name, data FROM reservations ORDER BY name";
 pub(crate) const SELECT_META: &str = "SELECT value FROM meta WHERE key = ?1";
 

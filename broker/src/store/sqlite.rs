@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     end_us      INTEGER
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end_us);
 CREATE TABLE IF NOT EXISTS nodes (
     id           INTEGER PRIMARY KEY,
     name         TEXT NOT NULL UNIQUE,

@@ -1,6 +1,8 @@
 //! The store's tests: rows, migrations, a full disk, reopening.
 
 use super::*;
+use bulkhead_proto::job::{ArraySpec, Dependency, JobSubmission};
+use bulkhead_proto::{JobId, JobState, NodeId};
 use rusqlite::Connection;
 
 fn gpu() -> bulkhead_proto::job::GpuInfo {
@@ -464,4 +466,119 @@ fn an_updated_submission_is_what_a_reopen_loads() {
     let (jobs, _) = s.load().expect("load");
     assert_eq!(jobs[0].submission, changed);
     assert_eq!(jobs[1].submission, row(2).submission, "only job 1 changed");
+}
+
+/// An ended job's row, ended at `end_us`.
+fn ended(id: u64, end_us: u64) -> JobRow {
+    let mut r = row(id);
+    r.state = JobState::Completed;
+    r.start_us = Some(end_us.saturating_sub(1));
+    r.end_us = Some(end_us);
+    r.exit_code = Some(0);
+    r
+}
+
+/// A broker starts from the jobs not over, the recent ends, the ended jobs the
+/// others depend on and every job from the oldest array on; the rest comes in pages,
+/// every ended job once, with its usage and steps.
+#[test]
+fn the_start_set_holds_what_decisions_need_and_the_history_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut s = Store::open(dir.path()).expect("open");
+    let mut ops = Vec::new();
+    // 1..=20 ended long ago (end 1,000), with usage on 3 and a step on 4.
+    for id in 1..=20 {
+        ops.push(StoreOp::InsertJob(Box::new(ended(id, 1_000))));
+    }
+    let mut used = ended(3, 1_000);
+    used.usage = Some(bulkhead_proto::acct::JobUsage {
+        cpu_usec: Some(77),
+        ..Default::default()
+    });
+    ops.push(StoreOp::UpdateJob(Box::new(JobUpdate::of(&used))));
+    ops.push(StoreOp::StepEnded(Box::new(
+        bulkhead_proto::step::StepEnd {
+            job: JobId(4),
+            step: 0,
+            node: "n1".into(),
+            name: "s".into(),
+            ntasks: 1,
+            cpus: 1,
+            start_us: 900,
+            end_us: 950,
+            exit_code: Some(0),
+            signal: None,
+            usage: None,
+        },
+    )));
+    // 21: pending, depending on ended 5.
+    let mut dep = row(21);
+    dep.submission.deps = vec![Dependency::AfterOk(JobId(5)), Dependency::Singleton];
+    ops.push(StoreOp::InsertJob(Box::new(dep)));
+    // 22: ended recently.
+    ops.push(StoreOp::InsertJob(Box::new(ended(22, 5_000_000))));
+    // 30: a live array; 31 its ended task, 32 an unrelated old end after it.
+    let mut array = row(30);
+    array.state = JobState::Running;
+    array.submission.array = Some(ArraySpec {
+        ranges: vec![(0, 3, 1)],
+        throttle: None,
+    });
+    ops.push(StoreOp::InsertJob(Box::new(array)));
+    let mut task = ended(31, 1_000);
+    task.submission.array_task = Some((JobId(30), 0));
+    ops.push(StoreOp::InsertJob(Box::new(task)));
+    ops.push(StoreOp::InsertJob(Box::new(ended(32, 1_000))));
+    s.apply(&ops).expect("insert");
+
+    let start = s.load_start(4_000_000).expect("start");
+    let ids: Vec<u64> = start.jobs.iter().map(|j| j.id.0).collect();
+    assert_eq!(ids, vec![5, 21, 22, 30, 31, 32]);
+    assert_eq!(start.next_job, 33);
+
+    let mut history = Vec::new();
+    let mut steps = Vec::new();
+    let mut after = 0;
+    loop {
+        let (page, st) = s.load_history_page(after, start.next_job).expect("page");
+        let Some(last) = page.last() else { break };
+        after = last.id.0;
+        history.extend(page);
+        steps.extend(st);
+    }
+    let ids: Vec<u64> = history.iter().map(|j| j.id.0).collect();
+    // Every ended job (those of the start set too: the broker keeps its own).
+    let mut want: Vec<u64> = (1..=20).collect();
+    want.extend([22, 31, 32]);
+    assert_eq!(ids, want);
+    let three = history.iter().find(|j| j.id == JobId(3)).expect("job 3");
+    assert_eq!(three.usage.as_ref().map(|u| u.cpu_usec), Some(Some(77)));
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0].job, JobId(4));
+}
+
+/// The history is read a page at a time: more ended jobs than a page come in
+/// several, in order, none twice.
+#[test]
+fn the_history_comes_in_pages() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut s = Store::open(dir.path()).expect("open");
+    let n = u64::from(HISTORY_PAGE) * 2 + 7;
+    let ops: Vec<StoreOp> = (1..=n)
+        .map(|id| StoreOp::InsertJob(Box::new(ended(id, 1_000))))
+        .collect();
+    s.apply(&ops).expect("insert");
+    let start = s.load_start(2_000).expect("start");
+    assert!(start.jobs.is_empty());
+    assert_eq!(start.next_job, n + 1);
+    let (mut after, mut pages, mut seen) = (0, 0, 0u64);
+    loop {
+        let (page, _) = s.load_history_page(after, start.next_job).expect("page");
+        let Some(last) = page.last() else { break };
+        assert_eq!(page.first().map(|j| j.id.0), Some(after + 1));
+        after = last.id.0;
+        pages += 1;
+        seen += page.len() as u64;
+    }
+    assert_eq!((pages, seen), (3, n));
 }

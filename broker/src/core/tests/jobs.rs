@@ -905,3 +905,94 @@ fn a_cancelled_job_ends_cancelled_whatever_its_script_did_meanwhile() {
         "the script's own exit code is kept"
     );
 }
+
+/// A broker started without its older ended jobs (they load behind) answers what
+/// does not need them, holds back what does, numbers new jobs after every stored
+/// one, and once the history is in, a dependency on an old job resolves by its end.
+#[test]
+fn requests_wait_for_the_history_only_when_they_need_it() {
+    let cfg = || CoreConfig {
+        full_pass_us: 0,
+        ..CoreConfig::default()
+    };
+    let mut first = Core::new(cfg(), vec![], vec![]);
+    first.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let old = submitted(&first.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    ));
+    let end = JobEnd {
+        exit_code: Some(0),
+        ..job_end(old, JobState::Completed, 1, 10)
+    };
+    first.agent(b"a".to_vec(), 2, None, AgentMessage::JobEnded(end), 10);
+    let old_row = first.jobs.get(&old).cloned().expect("the ended job");
+    assert_eq!(old_row.state, JobState::Completed);
+
+    // A broker that starts with none of it: the history is still to come.
+    let mut c = Core::new(cfg(), vec![], vec![]);
+    c.expect_history(old.0 + 1);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 20);
+    let after_old = |dep| JobSubmission {
+        deps: vec![dep],
+        ..sub(1)
+    };
+    assert!(c.needs_history(&ClientOp::Show(old)));
+    assert!(
+        c.needs_history(&ClientOp::Submit(Box::new(after_old(Dependency::AfterOk(
+            old
+        )))))
+    );
+    assert!(c.needs_history(&ClientOp::Acct(Default::default())));
+    assert!(c.needs_history(&ClientOp::Queue(QueueFilter {
+        states: vec![JobState::Completed],
+        ..Default::default()
+    })));
+    assert!(!c.needs_history(&ClientOp::Queue(QueueFilter::default())));
+    assert!(!c.needs_history(&ClientOp::Nodes));
+    assert!(!c.needs_history(&ClientOp::Submit(Box::new(sub(1)))));
+    // A job submitted meanwhile is numbered after every stored one.
+    let fresh = submitted(&c.client(
+        b"c".to_vec(),
+        3,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        30,
+    ));
+    assert!(fresh > old, "{fresh} reuses a stored job's id (≤ {old})");
+    assert!(!c.needs_history(&ClientOp::Show(fresh)));
+
+    c.absorb_history(vec![old_row], vec![]);
+    c.history_done();
+    assert!(!c.history_pending());
+    assert!(!c.needs_history(&ClientOp::Show(old)));
+    match c
+        .client(b"c".to_vec(), 4, &user(5), ClientOp::Show(old), 40)
+        .send
+        .first()
+    {
+        Some(Outbound::Client {
+            reply: ClientReply::Job(j),
+            ..
+        }) => assert_eq!(j.state, JobState::Completed),
+        other => panic!("not the old job: {other:?}"),
+    }
+    // afternotok on the old job, which completed: the scheduler knows its end from
+    // the history, so the dependency can never be met and the job is cancelled.
+    let next = submitted(&c.client(
+        b"c".to_vec(),
+        5,
+        &user(5),
+        ClientOp::Submit(Box::new(after_old(Dependency::AfterNotOk(old)))),
+        50,
+    ));
+    c.tick(2_000_000);
+    assert_eq!(c.jobs[&next].state, JobState::Cancelled);
+    assert_eq!(
+        c.jobs[&next].reason.as_deref(),
+        Some("DependencyNeverSatisfied")
+    );
+}
