@@ -21,6 +21,18 @@ pub struct Incoming {
     pub user_id: Option<String>,
 }
 
+impl Incoming {
+    /// No frames: a DEALER's connection to a broker was made again after it had
+    /// been made once (the broker restarted, or came back), so that an agent can
+    /// speak at once rather than at its next heartbeat.
+    pub fn reconnected() -> Incoming {
+        Incoming {
+            frames: Vec::new(),
+            user_id: None,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     #[error("zmq {what} on {endpoint}: {source}")]
@@ -42,6 +54,9 @@ pub struct Bound {
     /// An agent given several brokers: a DEALER for each of the others, `sock` the
     /// first's ([`connect_dealer_with`]).
     more: Vec<zmq::Socket>,
+    /// A DEALER's: for `sock` and each of `more`, the PAIR socket its handshakes are
+    /// reported on ([`handshake_monitor`]).
+    monitors: Vec<zmq::Socket>,
     pull: zmq::Socket,
     /// The endpoint actually bound (with the port chosen when `*` or 0 was asked), or
     /// the endpoint connected to.
@@ -100,6 +115,7 @@ fn out_pull(
         ctx: ctx.clone(),
         sock,
         more: Vec::new(),
+        monitors: Vec::new(),
         pull,
         endpoint,
         out_endpoint,
@@ -161,16 +177,21 @@ pub fn connect_dealer_with(
 ) -> Result<Bound, TransportError> {
     let brokers = endpoints(endpoint);
     if brokers.len() < 2 {
-        let dealer = dealer_socket(ctx, endpoint, curve)?;
-        return out_pull(ctx, dealer, endpoint.to_string());
+        let (dealer, monitor) = dealer_socket(ctx, endpoint, curve)?;
+        let mut bound = out_pull(ctx, dealer, endpoint.to_string())?;
+        bound.monitors = vec![monitor];
+        return Ok(bound);
     }
-    let mut socks = brokers
+    let (mut socks, monitors): (Vec<_>, Vec<_>) = brokers
         .iter()
         .map(|b| dealer_of(ctx, &[b], curve, true))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .unzip();
     let first = socks.remove(0);
     let mut bound = out_pull(ctx, first, endpoint.to_string())?;
     bound.more = socks;
+    bound.monitors = monitors;
     Ok(bound)
 }
 
@@ -186,14 +207,54 @@ fn endpoints(endpoint: &str) -> Vec<&str> {
 /// that polls it itself rather than through a socket thread (the emulator's shards,
 /// each polling many). Several endpoints share the one socket here: messages go to
 /// any broker connected, so a standby's refusals are the caller's to handle.
+/// A DEALER connected to `endpoint` (every broker given, comma-separated), and the
+/// PAIR socket its handshakes are reported on ([`handshake_monitor`]).
 pub fn dealer_socket(
     ctx: &zmq::Context,
     endpoint: &str,
     curve: Option<(&crate::curve::KeyPair, &[u8; 32])>,
-) -> Result<zmq::Socket, TransportError> {
+) -> Result<(zmq::Socket, zmq::Socket), TransportError> {
     let brokers = endpoints(endpoint);
     let several = brokers.len() > 1;
     dealer_of(ctx, &brokers, curve, several)
+}
+
+/// The event a monitor reports a connection's ZMTP handshake with.
+const HANDSHAKE_SUCCEEDED: u16 = zmq::SocketEvent::HANDSHAKE_SUCCEEDED as u16;
+
+/// A PAIR socket on which libzmq reports each completed handshake of `sock` (made
+/// before `sock` connects, so that the first is not missed): how a DEALER learns
+/// that its broker is there again, which a send cannot tell.
+fn handshake_monitor(
+    ctx: &zmq::Context,
+    sock: &zmq::Socket,
+    endpoint: &str,
+) -> Result<zmq::Socket, TransportError> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let at = format!("inproc://bulkhead-monitor-{}-{n}", std::process::id());
+    sock.monitor(&at, i32::from(HANDSHAKE_SUCCEEDED))
+        .map_err(zerr("monitor", endpoint))?;
+    let pair = ctx.socket(zmq::PAIR).map_err(zerr("socket", &at))?;
+    pair.connect(&at).map_err(zerr("connect", &at))?;
+    Ok(pair)
+}
+
+/// Handshakes a monitor reported since it was last read.
+pub fn handshakes(monitor: &zmq::Socket) -> u32 {
+    let mut n = 0;
+    while let Ok(event) = monitor.recv_multipart(zmq::DONTWAIT) {
+        // Each event: 2 bytes of its number (native order) and 4 of its value, then
+        // the endpoint.
+        if event
+            .first()
+            .and_then(|f| f.get(..2))
+            .is_some_and(|b| u16::from_ne_bytes([b[0], b[1]]) == HANDSHAKE_SUCCEEDED)
+        {
+            n += 1;
+        }
+    }
+    n
 }
 
 fn dealer_of(
@@ -201,7 +262,7 @@ fn dealer_of(
     brokers: &[&str],
     curve: Option<(&crate::curve::KeyPair, &[u8; 32])>,
     failover: bool,
-) -> Result<zmq::Socket, TransportError> {
+) -> Result<(zmq::Socket, zmq::Socket), TransportError> {
     let endpoint = brokers.join(",");
     let endpoint = endpoint.as_str();
     let dealer = socket(ctx, zmq::DEALER, endpoint)?;
@@ -235,10 +296,11 @@ fn dealer_of(
             .set_reconnect_ivl_max(2000)
             .map_err(zerr("set_reconnect_ivl_max", endpoint))?;
     }
+    let monitor = handshake_monitor(ctx, &dealer, endpoint)?;
     for b in brokers {
         dealer.connect(b).map_err(zerr("connect", b))?;
     }
-    Ok(dealer)
+    Ok((dealer, monitor))
 }
 
 /// Whether a message from a broker is a standby's refusal of an agent's message
@@ -356,8 +418,11 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
     let mut items: Vec<zmq::PollItem> = socks
         .iter()
         .chain([&b.pull])
+        .chain(&b.monitors)
         .map(|s| s.as_poll_item(zmq::POLLIN))
         .collect();
+    // Handshakes each DEALER made: after the first, each is a connection made again.
+    let mut made = vec![0u32; b.monitors.len()];
     while !stop.load(Ordering::Relaxed) {
         // No timeout: a message, or the wake at the end, ends the wait.
         if let Err(e) = zmq::poll(&mut items, -1) {
@@ -398,6 +463,20 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
                         tracing::warn!(error = %e, "zmq receive failed");
                         break;
                     }
+                }
+            }
+        }
+        for (k, monitor) in b.monitors.iter().enumerate() {
+            if !items[socks.len() + 1 + k].is_readable() {
+                continue;
+            }
+            let n = handshakes(monitor);
+            let again = n.saturating_sub(u32::from(made[k] == 0));
+            made[k] = made[k].saturating_add(n);
+            if again > 0 {
+                tracing::info!(broker = k, "the connection to the broker is made again");
+                if inbound.blocking_send(Incoming::reconnected()).is_err() {
+                    return;
                 }
             }
         }

@@ -37,11 +37,13 @@ use std::time::{Duration, Instant};
 
 /// The most nodes one emulator hosts.
 pub const MAX_NODES: u32 = 100_000;
-/// File descriptors a node's connection needs (its TCP socket, its ZeroMQ mailbox,
-/// and a margin for reconnects).
-const FDS_PER_NODE: u64 = 3;
-/// Nodes per ZeroMQ context (under its limit of 1,023 sockets).
-const SOCKETS_PER_CONTEXT: u32 = 1000;
+/// File descriptors a node's connection needs (its TCP socket; the mailboxes of its
+/// DEALER, of its handshake monitor and of the PAIR that reads it; a margin for
+/// reconnects).
+const FDS_PER_NODE: u64 = 5;
+/// Nodes per ZeroMQ context: three sockets each (the DEALER, its monitor's and the
+/// PAIR reading it), under a context's limit of 1,023.
+const NODES_PER_CONTEXT: u32 = 330;
 /// The environment variable that says how long an emulated job runs, in seconds.
 pub const RUNTIME_VAR: &str = "BH_EMULATED_RUNTIME";
 
@@ -149,6 +151,10 @@ struct EmuNode {
     name: String,
     core: AgentCore,
     sock: zmq::Socket,
+    /// Its connection's handshakes ([`bulkhead_net::thread::handshakes`]), and how many
+    /// so far: after the first, each is the broker back (a heartbeat goes at once).
+    monitor: zmq::Socket,
+    handshakes: u32,
     gpus: Option<SimulatedGpus>,
     jobs: HashMap<JobId, EmuJob>,
 }
@@ -181,7 +187,7 @@ pub fn run(
     // context per shard, and enough shards.
     let shards = cfg
         .shards
-        .max(cfg.nodes.div_ceil(SOCKETS_PER_CONTEXT))
+        .max(cfg.nodes.div_ceil(NODES_PER_CONTEXT))
         .clamp(1, cfg.nodes);
     let contexts: Vec<zmq::Context> = (0..shards).map(|_| zmq::Context::new()).collect();
     let mut built: Vec<Shard> = (0..shards)
@@ -230,7 +236,7 @@ fn new_node(
         node: name.to_string(),
         why,
     };
-    let sock = bulkhead_net::thread::dealer_socket(ctx, &cfg.broker, None)
+    let (sock, monitor) = bulkhead_net::thread::dealer_socket(ctx, &cfg.broker, None)
         .map_err(|e| fail(e.to_string()))?;
     let gpus = match &cfg.gpus {
         Some(spec) => Some(SimulatedGpus::parse(spec, name).map_err(fail)?),
@@ -262,6 +268,8 @@ fn new_node(
         name: name.to_string(),
         core,
         sock,
+        monitor,
+        handshakes: 0,
         gpus,
         jobs: HashMap::new(),
     })
@@ -295,11 +303,17 @@ impl Shard {
             let next_timer = self.timers.peek().map(|Reverse((at, _, _))| *at);
             let wake = next_timer.map_or(next_tick, |t| t.min(next_tick));
             let wait = wake.saturating_duration_since(Instant::now());
+            // Each node's socket, then its monitor: item 2n and 2n + 1.
             let readable: Vec<usize> = {
                 let mut items: Vec<zmq::PollItem> = self
                     .nodes
                     .iter()
-                    .map(|n| n.sock.as_poll_item(zmq::POLLIN))
+                    .flat_map(|n| {
+                        [
+                            n.sock.as_poll_item(zmq::POLLIN),
+                            n.monitor.as_poll_item(zmq::POLLIN),
+                        ]
+                    })
                     .collect();
                 let ms = wait.as_millis().min(100) as i64;
                 match zmq::poll(&mut items, ms) {
@@ -317,8 +331,12 @@ impl Shard {
                     }
                 }
             };
-            for n in readable {
-                self.receive(n);
+            for k in readable {
+                if k % 2 == 0 {
+                    self.receive(k / 2);
+                } else {
+                    self.reconnected(k / 2);
+                }
             }
             let t = now();
             while let Some(Reverse((at, n, job))) = self.timers.peek().copied() {
@@ -335,6 +353,20 @@ impl Shard {
                     self.apply(n, fx, t);
                 }
             }
+        }
+    }
+
+    /// Node `n`'s monitor reported handshakes: past the first, the broker is back
+    /// (restarted), and the node speaks at once, as an agent does.
+    fn reconnected(&mut self, n: usize) {
+        let made = bulkhead_net::thread::handshakes(&self.nodes[n].monitor);
+        let node = &mut self.nodes[n];
+        let again = made.saturating_sub(u32::from(node.handshakes == 0));
+        node.handshakes = node.handshakes.saturating_add(made);
+        if again > 0 {
+            let t = now();
+            let fx = self.nodes[n].core.on_reconnected(t);
+            self.apply(n, fx, t);
         }
     }
 

@@ -280,7 +280,14 @@ impl Agent {
         });
     }
 
+    /// A message from the broker; no frames: the connection to a broker was made
+    /// again ([`bulkhead_net::thread::Incoming::reconnected`]).
     pub fn on_frames(&mut self, frames: Vec<Vec<u8>>) {
+        if frames.is_empty() {
+            let fx = self.core.on_reconnected(now());
+            self.apply(fx);
+            return;
+        }
         let [frame] = frames.as_slice() else {
             tracing::warn!(
                 parts = frames.len(),

@@ -242,6 +242,8 @@ pub struct ClusterOpts {
     /// a database host of its network (`store` is set to it), the second broker on a
     /// host of its own, so that a test can cut a broker off from the database.
     pub store_host: bool,
+    /// The heartbeat interval the brokers ask of agents (ms).
+    pub heartbeat_ms: u32,
 }
 
 /// One of several brokers on a PostgreSQL store.
@@ -304,6 +306,7 @@ impl Default for ClusterOpts {
             store: None,
             brokers: 1,
             store_host: false,
+            heartbeat_ms: 500,
         }
     }
 }
@@ -507,6 +510,7 @@ impl Cluster {
         // A node whose agent is away longer than this goes down and its jobs end
         // NODE_FAIL: longer on a slow machine, where an agent's restart takes longer.
         let node_timeout = scaled(10).as_secs().to_string();
+        let heartbeat = self.opts.heartbeat_ms.to_string();
         let mut cmd = Command::new(bin("bulkhead-broker"));
         if let Some(net) = &self.net {
             net.enter(&mut cmd, netns::Role::Broker, None)?;
@@ -516,7 +520,7 @@ impl Cluster {
                 "--listen",
                 &listen,
                 "--heartbeat-ms",
-                "500",
+                &heartbeat,
                 "--node-timeout",
                 &node_timeout,
             ])
@@ -617,7 +621,7 @@ impl Cluster {
         let child = cmd
             .args(["--listen", &self.ha_endpoint(i)?])
             .args(["--peers", &peers])
-            .args(["--heartbeat-ms", "500"])
+            .args(["--heartbeat-ms", &self.opts.heartbeat_ms.to_string()])
             .args(["--node-timeout", &scaled(10).as_secs().to_string()])
             .arg("--data-dir")
             .arg(self.dir.path().join(format!("broker-ha{i}")))

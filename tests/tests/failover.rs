@@ -269,7 +269,13 @@ fn a_standby_names_the_leader_and_clients_move_on_to_it() {
     let c = cluster();
     assert_eq!(c.wait_leader().expect("leader"), 0);
     let (ep0, ep1) = (c.ha_endpoint(0).unwrap(), c.ha_endpoint(1).unwrap());
-    let (leader, standby) = (identify(&c, 0), identify(&c, 1));
+    let leader = identify(&c, 0);
+    // The standby learns of the lead at its next look at the store.
+    let mut standby = identify(&c, 1);
+    let _ = wait_for(t(), || {
+        standby = identify(&c, 1);
+        standby.term == leader.term && standby.leader.starts_with(&ep0)
+    });
     assert!(leader.leading && !standby.leading, "{leader:?} {standby:?}");
     assert!(!leader.store_id.is_empty());
     assert_eq!(standby.store_id, leader.store_id, "one store, one identity");

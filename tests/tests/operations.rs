@@ -237,3 +237,32 @@ fn bh_admin_reconfigure_applies_partitions_at_once_and_refuses_what_would_strand
     // Both partitions still take jobs.
     assert!(submit_to("debug").status.success());
 }
+
+/// A restarted broker hears from its agents at once, not at their next heartbeat (a
+/// minute apart here): each agent's connection, made again, makes it speak, and the
+/// broker that does not know it yet has it register.
+#[test]
+fn a_restarted_broker_hears_from_its_agents_at_once() {
+    let mut c = Cluster::start_with(ClusterOpts {
+        heartbeat_ms: 60_000,
+        ..ClusterOpts::default()
+    })
+    .expect("cluster");
+    c.wait_node_up().expect("node up");
+    c.crash_broker();
+    c.start_broker().expect("broker back");
+    // Within wait_node_up's deadline (15 s, scaled), a quarter of the heartbeat
+    // interval: a node that waited for its next heartbeat would most often miss it.
+    if let Err(e) = c.wait_node_up() {
+        panic!(
+            "the node did not register again at once: {e:#}\nbroker:\n{}",
+            c.broker_log()
+        );
+    }
+    assert!(
+        c.agent_log()
+            .contains("the connection to the broker is made again"),
+        "{}",
+        c.agent_log()
+    );
+}

@@ -301,6 +301,10 @@ fn the_start_set_and_the_history_read_the_same_as_sqlite() -> Result<()> {
     );
     assert_eq!(post_start, lite_start);
     assert_eq!(post_all, lite_all, "PostgreSQL reads what SQLite reads");
-    assert_eq!(post_all, post.load()?.0, "the start set and the history are all");
+    assert_eq!(
+        post_all,
+        post.load()?.0,
+        "the start set and the history are all"
+    );
     Ok(())
 }

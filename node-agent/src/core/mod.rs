@@ -358,30 +358,54 @@ impl AgentCore {
             self.ends.resend_due(now.at, &mut fx);
             self.step_ends.resend_due(now.at, &mut fx);
             if now.at.saturating_duration_since(self.last_beat) >= self.heartbeat {
-                self.last_beat = now.at;
-                // A job whose end the broker has not acknowledged is listed as
-                // running: its end may be in flight, or may have been dropped by a
-                // broker that did not know this connection yet (the end sent while
-                // a registration was on its way); a heartbeat without the job would
-                // have the broker declare it lost (NODE_FAIL) before the resent end
-                // says how it really ended. A broker that stored the end already
-                // answers the listing with a kill this agent ignores.
-                let mut running: Vec<JobId> = self.jobs.keys().copied().collect();
-                // (Bounded: past what one message carries, the oldest ends only.)
-                let room = bulkhead_proto::limits::MAX_IDS.saturating_sub(running.len());
-                running.extend(self.ends.pending().map(|e| e.job).take(room));
-                running.sort_unstable();
-                running.dedup();
-                fx.push(Effect::Send(AgentMessage::Heartbeat {
-                    running,
-                    launches: self.launches,
-                }));
+                self.beat(now, &mut fx);
             }
             self.report_denials(&mut fx);
         } else if self.last_register.is_none_or(|t| {
             now.at.saturating_duration_since(t) > register_retry(&self.cfg.node, self.unanswered)
         }) {
             self.unanswered = self.unanswered.saturating_add(1);
+            self.register(now, &mut fx);
+        }
+        fx
+    }
+
+    /// A heartbeat, now.
+    fn beat(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        self.last_beat = now.at;
+        // A job whose end the broker has not acknowledged is listed as running: its
+        // end may be in flight, or may have been dropped by a broker that did not
+        // know this connection yet (the end sent while a registration was on its
+        // way); a heartbeat without the job would have the broker declare it lost
+        // (NODE_FAIL) before the resent end says how it really ended. A broker that
+        // stored the end already answers the listing with a kill this agent ignores.
+        let mut running: Vec<JobId> = self.jobs.keys().copied().collect();
+        // (Bounded: past what one message carries, the oldest ends only.)
+        let room = bulkhead_proto::limits::MAX_IDS.saturating_sub(running.len());
+        running.extend(self.ends.pending().map(|e| e.job).take(room));
+        running.sort_unstable();
+        running.dedup();
+        fx.push(Effect::Send(AgentMessage::Heartbeat {
+            running,
+            launches: self.launches,
+        }));
+    }
+
+    /// The connection to a broker was made again (it restarted, or a standby took
+    /// over): a heartbeat at once, not at the next beat (10 s apart at 10,000 nodes),
+    /// so that a broker that does not know this node yet asks it to register now.
+    /// Unregistered, a registration at once unless one left within the last second.
+    pub fn on_reconnected(&mut self, now: Now) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        // A challenge from now on is the new broker's, to be answered even within the
+        // second of the last one (the old broker's).
+        self.last_challenge = None;
+        if self.registered {
+            self.beat(now, &mut fx);
+        } else if self
+            .last_register
+            .is_none_or(|t| now.at.saturating_duration_since(t) >= CHALLENGE_EVERY)
+        {
             self.register(now, &mut fx);
         }
         fx

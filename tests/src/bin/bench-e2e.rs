@@ -96,6 +96,7 @@ fn main() -> Result<()> {
         store,
         brokers: 1,
         store_host: false,
+        heartbeat_ms: 500,
     })?;
     let wd = c.workdir(None)?;
     let mut pids: Vec<u32> = c

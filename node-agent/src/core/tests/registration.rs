@@ -28,6 +28,43 @@ fn heartbeats_go_at_the_brokers_interval_and_not_before() {
     assert_sent!(t.tick(), AgentMessage::Heartbeat { .. } => 1);
 }
 
+/// A connection made again (a broker restarted) gets a heartbeat at once, not at
+/// the next beat, and the beats count from it; an unregistered agent registers at
+/// once, unless it did within the second.
+#[test]
+fn a_connection_made_again_gets_a_heartbeat_at_once() {
+    let mut t = Env::new().build();
+    t.registered(10_000);
+    t.launch(spec(7));
+    t.advance(Duration::from_secs(3));
+    let fx = t.core.on_reconnected(t.now);
+    assert_sent!(fx, AgentMessage::Heartbeat { launches: 1, .. } => 1);
+    assert_eq!(heartbeat_jobs(&fx), Some(vec![JobId(7)]));
+    t.advance(Duration::from_millis(9_999));
+    assert_sent!(t.tick(), AgentMessage::Heartbeat { .. } => 0);
+    t.advance(Duration::from_millis(1));
+    assert_sent!(t.tick(), AgentMessage::Heartbeat { .. } => 1);
+    // The restarted broker's challenge is answered, however soon after the last.
+    t.broker(BrokerMessage::Challenge { nonce: vec![1; 16] });
+    t.advance(Duration::from_millis(100));
+    let _ = t.core.on_reconnected(t.now);
+    assert_effects!(
+        t.broker(BrokerMessage::Challenge { nonce: vec![2; 16] }),
+        Effect::Register(r) if r.challenge == vec![2; 16] => 1
+    );
+
+    let mut t = Env::new().build();
+    assert_effects!(t.core.start(t.now), Effect::Register(_) => 1);
+    assert!(
+        t.core.on_reconnected(t.now).is_empty(),
+        "registered just now"
+    );
+    t.advance(CHALLENGE_EVERY);
+    let fx = t.core.on_reconnected(t.now);
+    assert_effects!(fx, Effect::Register(_) => 1);
+    assert_sent!(fx, AgentMessage::Heartbeat { .. } => 0);
+}
+
 #[test]
 fn an_unregistered_agent_sends_no_heartbeat_and_registers_again_backing_off() {
     let mut t = Env::new().build();
