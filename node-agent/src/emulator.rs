@@ -40,7 +40,7 @@ pub const MAX_NODES: u32 = 100_000;
 /// File descriptors a node's connection needs (its TCP socket; the mailboxes of its
 /// DEALER, of its handshake monitor and of the PAIR that reads it; a margin for
 /// reconnects).
-const FDS_PER_NODE: u64 = 5;
+pub const FDS_PER_NODE: u64 = 5;
 /// Nodes per ZeroMQ context: three sockets each (the DEALER, its monitor's and the
 /// PAIR reading it), under a context's limit of 1,023.
 const NODES_PER_CONTEXT: u32 = 330;

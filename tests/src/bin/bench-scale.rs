@@ -183,7 +183,10 @@ fn main() -> Result<()> {
         // The second emulator adds what the first lacks: `count` nodes in all.
         let add = count.saturating_sub(total);
         let t0 = Instant::now();
-        let per = PER_EMULATOR.min(((hard - 1024) / 3) as u32).max(1);
+        // Each emulator within the open files a process may have.
+        let per = PER_EMULATOR
+            .min(((hard - 1024) / bulkhead_agent::emulator::FDS_PER_NODE) as u32)
+            .max(1);
         let mut left = add;
         while left > 0 {
             let part = left.min(per);
