@@ -6,6 +6,7 @@
 //! with recordings of real Slurm; `bh` uses it to say what a submission asks for.
 
 use crate::opts::{Resolved, format_time};
+use bulkhead_proto::JobId;
 use bulkhead_proto::job::{ArraySpec, Dependency, format_indices};
 
 /// The site's defaults that shape a pending job's fields (Slurm's `DefMemPerCPU`,
@@ -17,6 +18,9 @@ pub struct Site {
     pub def_mem_per_cpu_mb: u64,
     /// Each partition's default time limit (`None`: unlimited).
     pub default_time_s: Vec<(String, Option<u64>)>,
+    /// Jobs that are arrays: a dependency on one is on all its tasks, which Slurm
+    /// shows as `J_*`.
+    pub arrays: Vec<JobId>,
 }
 
 /// Who submitted, from where, and the job's id, for the fields that name them.
@@ -47,18 +51,33 @@ pub fn mem_units(mb: u64) -> String {
 }
 
 /// Dependencies as `scontrol` shows them while unmet: `afterok:5(unfulfilled)`, joined
-/// by `,` (all of) or `?` (any of); `(null)` for none.
-pub fn dependency_string(deps: &[Dependency], any: bool) -> String {
+/// by `,` (all of) or `?` (any of); `(null)` for none. A dependency on an array
+/// (`is_array`) is on all its tasks: `afterok:5_*`, as Slurm writes it; on one task,
+/// `afterok:5_2`.
+pub fn dependency_string(
+    deps: &[Dependency],
+    any: bool,
+    is_array: impl Fn(JobId) -> bool,
+) -> String {
     if deps.is_empty() {
         return "(null)".into();
     }
+    let on = |j: JobId| -> String {
+        if is_array(j) {
+            format!("{j}_*")
+        } else {
+            j.to_string()
+        }
+    };
     let one = |d: &Dependency| -> String {
-        let body = match d {
-            Dependency::After(j) => format!("after:{j}"),
-            Dependency::AfterDelay(j, m) => format!("after:{j}+{m}"),
-            Dependency::AfterAny(j) => format!("afterany:{j}"),
-            Dependency::AfterOk(j) => format!("afterok:{j}"),
-            Dependency::AfterNotOk(j) => format!("afternotok:{j}"),
+        let body = match *d {
+            Dependency::After(j) => format!("after:{}", on(j)),
+            Dependency::AfterDelay(j, m) => format!("after:{}+{m}", on(j)),
+            Dependency::AfterAny(j) => format!("afterany:{}", on(j)),
+            Dependency::AfterOk(j) => format!("afterok:{}", on(j)),
+            Dependency::AfterNotOk(j) => format!("afternotok:{}", on(j)),
+            Dependency::AfterCorr(j) => format!("aftercorr:{}", on(j)),
+            Dependency::Task(kind, j, n) => format!("{}:{j}_{n}", kind.name()),
             Dependency::Singleton => "singleton".into(),
         };
         format!("{body}(unfulfilled)")
@@ -124,7 +143,10 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     if e.hold {
         f.push(("Reason", "JobHeldUser".into()));
     }
-    f.push(("Dependency", dependency_string(&r.deps, e.deps_any)));
+    f.push((
+        "Dependency",
+        dependency_string(&r.deps, e.deps_any, |j| site.arrays.contains(&j)),
+    ));
     f.push(("Requeue", u8::from(e.requeue.unwrap_or(true)).to_string()));
     let partition = res
         .partition
@@ -236,19 +258,36 @@ mod tests {
 
     #[test]
     fn dependencies_are_shown_unfulfilled_in_their_order() {
-        assert_eq!(dependency_string(&[], false), "(null)");
+        let none = |_| false;
+        assert_eq!(dependency_string(&[], false, none), "(null)");
         let d = [
             Dependency::AfterOk(JobId(5)),
             Dependency::AfterAny(JobId(6)),
         ];
         assert_eq!(
-            dependency_string(&d, true),
+            dependency_string(&d, true, none),
             "afterok:5(unfulfilled)?afterany:6(unfulfilled)"
+        );
+        // On an array: all its tasks (`_*`); on one task, and corresponding tasks.
+        let arrays = |j: JobId| j == JobId(9);
+        assert_eq!(
+            dependency_string(
+                &[
+                    Dependency::AfterOk(JobId(9)),
+                    Dependency::Task(bulkhead_proto::job::DepKind::AfterNotOk, JobId(9), 2),
+                    Dependency::AfterCorr(JobId(9)),
+                    Dependency::AfterAny(JobId(5)),
+                ],
+                false,
+                arrays
+            ),
+            "afterok:9_*(unfulfilled),afternotok:9_2(unfulfilled),aftercorr:9_*(unfulfilled),afterany:5(unfulfilled)"
         );
         assert_eq!(
             dependency_string(
                 &[Dependency::AfterDelay(JobId(7), 3), Dependency::Singleton],
-                false
+                false,
+                none
             ),
             "after:7+3(unfulfilled),singleton(unfulfilled)"
         );

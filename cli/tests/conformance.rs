@@ -28,12 +28,14 @@ fn cases_dir() -> PathBuf {
 }
 
 /// The cluster the cases were recorded on (their README): `batch` the default without
-/// a limit, `debug` with a 30-minute default, `DefMemPerCPU=1024`.
-fn recorded_site() -> Site {
+/// a limit, `debug` with a 30-minute default, `DefMemPerCPU=1024`; `arrays` the
+/// parent jobs that are arrays (`{P5}`).
+fn recorded_site(arrays: Vec<bulkhead_proto::JobId>) -> Site {
     Site {
         default_partition: "batch".into(),
         def_mem_per_cpu_mb: 1024,
         default_time_s: vec![("batch".into(), None), ("debug".into(), Some(1800))],
+        arrays,
     }
 }
 
@@ -129,7 +131,6 @@ fn sbatch_reads_batch_options_as_slurm_does() {
         "expected the 55 recorded cases, found {}",
         dirs.len()
     );
-    let site = recorded_site();
     let mut disagreements: Vec<String> = Vec::new();
     let mut fields_compared = 0;
     for dir in &dirs {
@@ -150,6 +151,15 @@ fn sbatch_reads_batch_options_as_slurm_does() {
             }
             t
         };
+        // `{P5}` was submitted as an array (0-3), the other parents as single jobs.
+        let site = recorded_site(
+            slurm["ids"]["P5"]
+                .as_u64()
+                .or_else(|| slurm["ids"]["P5"].as_str()?.parse().ok())
+                .map(bulkhead_proto::JobId)
+                .into_iter()
+                .collect(),
+        );
         let args: Vec<String> = serde_json::from_str(&fill(&read("args.json"))).expect("args.json");
         let env: HashMap<String, String> =
             serde_json::from_str(&read("env.json")).unwrap_or_default();

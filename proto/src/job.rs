@@ -291,17 +291,46 @@ pub enum Dependency {
     /// `after:J+M`: once J started (or was cancelled) and `M` minutes have passed.
     /// (Appended: postcard numbers variants in order, so older records still read.)
     AfterDelay(JobId, u32),
+    /// `TYPE:J_N`: as `kind` says, on task `N` of array `J` (appended).
+    Task(DepKind, JobId, u32),
+    /// `aftercorr:J`: each task of this array once the task of `J` with the same
+    /// index completed successfully; a job that is not an array, once `J` did
+    /// (appended).
+    AfterCorr(JobId),
+}
+
+/// What a dependency on one array task waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DepKind {
+    After,
+    AfterAny,
+    AfterOk,
+    AfterNotOk,
+}
+
+impl DepKind {
+    /// As `--dependency` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DepKind::After => "after",
+            DepKind::AfterAny => "afterany",
+            DepKind::AfterOk => "afterok",
+            DepKind::AfterNotOk => "afternotok",
+        }
+    }
 }
 
 impl Dependency {
-    /// The job it waits on (none for `singleton`).
+    /// The job it waits on (an array's, for one of its tasks; none for `singleton`).
     pub fn job(&self) -> Option<JobId> {
         match *self {
             Dependency::After(j)
             | Dependency::AfterAny(j)
             | Dependency::AfterOk(j)
             | Dependency::AfterNotOk(j)
-            | Dependency::AfterDelay(j, _) => Some(j),
+            | Dependency::AfterDelay(j, _)
+            | Dependency::Task(_, j, _)
+            | Dependency::AfterCorr(j) => Some(j),
             Dependency::Singleton => None,
         }
     }

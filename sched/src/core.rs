@@ -14,7 +14,7 @@
 use crate::fairshare::FairShare;
 use crate::gpus::{self, GpuState};
 use crate::model::*;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 mod admission;
 mod placement;
@@ -236,6 +236,10 @@ pub struct Scheduler {
 
     running: HashMap<JobId, Running>,
     ended: HashMap<JobId, Outcome>,
+    /// Arrays' tasks made so far, by (array, index), for dependencies on one task.
+    tasks: HashMap<(JobId, u32), JobId>,
+    /// Arrays over (their records ended): a task not made by then never will be.
+    arrays_over: HashSet<JobId>,
     users: HashMap<u32, Usage>,
     accounts_use: HashMap<AccountIdx, Usage>,
     /// Running use per (QOS, user).
@@ -299,6 +303,8 @@ impl Scheduler {
 
             running: HashMap::new(),
             ended: HashMap::new(),
+            tasks: HashMap::new(),
+            arrays_over: HashSet::new(),
             users: HashMap::new(),
             accounts_use: HashMap::new(),
             qos_use: HashMap::new(),
@@ -483,6 +489,20 @@ impl Scheduler {
     pub fn restore_ended(&mut self, id: JobId, outcome: Outcome) {
         self.deps_changed();
         self.ended.insert(id, outcome);
+    }
+
+    /// Task `index` of array `array` is job `task` (made, or loaded): dependencies
+    /// on that task follow the job.
+    pub fn array_task(&mut self, array: JobId, index: u32, task: JobId) {
+        self.deps_changed();
+        self.tasks.insert((array, index), task);
+    }
+
+    /// Array `array` is over: dependencies on a task of it not made by now can
+    /// never be met.
+    pub fn array_over(&mut self, array: JobId) {
+        self.deps_changed();
+        self.arrays_over.insert(array);
     }
 
     /// How many times the passes so far looked at a pending job: what a pass costs,

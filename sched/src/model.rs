@@ -281,6 +281,19 @@ pub enum Dep {
     /// Once the other job started (or ended without starting) and this many seconds
     /// passed since its start.
     AfterDelay(JobId, Time),
+    /// As the rule says, on task `index` of the array whose record is `array`: the
+    /// task's job once the caller made it ([`crate::Scheduler::array_task`]); until
+    /// then waiting, and never once the array is over without it.
+    Task(TaskRule, JobId, u32),
+}
+
+/// What a dependency on one array task waits for (`Dep`'s own rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskRule {
+    After,
+    AfterAny,
+    AfterOk,
+    AfterNotOk,
 }
 
 #[derive(Debug, Clone)]

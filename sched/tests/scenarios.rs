@@ -284,6 +284,63 @@ fn dependencies_wait_start_and_fail_as_declared() {
     );
 }
 
+/// A dependency on one array task follows the task's job once the caller made it;
+/// waits while the array may still make it; never, once the array is over without it.
+#[test]
+fn a_dependency_on_one_array_task_follows_that_task() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(2, 8, 0),
+        vec![partition("cpu", 0..2)],
+        accounts(&[1]),
+    );
+    let mk = |id, deps: Vec<Dep>| {
+        let mut j = job(id, 0, 1, 0, 100, 0);
+        j.deps = deps;
+        j
+    };
+    // Array 100's tasks 0 and 1 are jobs 1 and 2; array 101 is over with no task 7;
+    // array 102 may still make its task 0.
+    s.array_task(JobId(100), 0, JobId(1));
+    s.array_task(JobId(100), 1, JobId(2));
+    s.array_over(JobId(101));
+    let task = |rule, array, index| Dep::Task(rule, JobId(array), index);
+    let jobs = vec![
+        SimJob {
+            spec: mk(1, vec![]),
+            runtime: 50,
+            outcome: Outcome::Ok,
+        },
+        SimJob {
+            spec: mk(2, vec![]),
+            runtime: 80,
+            outcome: Outcome::NotOk,
+        },
+        sim_job(mk(3, vec![task(TaskRule::AfterOk, 100, 0)]), 10),
+        sim_job(mk(4, vec![task(TaskRule::AfterOk, 100, 1)]), 10),
+        sim_job(mk(5, vec![task(TaskRule::AfterNotOk, 100, 1)]), 10),
+        sim_job(mk(6, vec![task(TaskRule::AfterOk, 101, 7)]), 10),
+        sim_job(mk(7, vec![task(TaskRule::AfterAny, 102, 0)]), 10),
+    ];
+    let r = sim::run(&mut s, jobs, 10_000);
+    assert_eq!(r.started[&JobId(3)].0, 50, "once task 0 succeeded");
+    assert_eq!(
+        r.cancelled.get(&JobId(4)),
+        Some(&Reason::DependencyNeverSatisfied),
+        "task 1 failed"
+    );
+    assert_eq!(r.started[&JobId(5)].0, 80, "afternotok on the failed task");
+    assert_eq!(
+        r.cancelled.get(&JobId(6)),
+        Some(&Reason::DependencyNeverSatisfied),
+        "the array is over without that task"
+    );
+    assert!(
+        !r.started.contains_key(&JobId(7)) && !r.cancelled.contains_key(&JobId(7)),
+        "waits while the array may still make the task"
+    );
+}
+
 #[test]
 fn singleton_runs_one_job_of_a_name_at_a_time() {
     let mut s = Scheduler::new(

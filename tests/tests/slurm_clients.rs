@@ -6,7 +6,8 @@
 //! makes submitit's virtual environment (Debian's python3); where it is missing the
 //! test says it is skipped, and passes.
 
-use bulkhead_tests::{Cluster, USER1, bin, scaled, user};
+use bulkhead_proto::{JobId, JobState};
+use bulkhead_tests::{Cluster, ClusterOpts, USER1, bin, scaled, user};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -388,4 +389,71 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         "{rows}"
     );
     assert!(!rows.contains('.'), "-X lists no steps: {rows}");
+}
+
+/// Dependencies on one task of an array (`afterok:A_2`) and on corresponding tasks
+/// (`aftercorr:A`), through the real `sbatch`: each job runs only after the task it
+/// names, as the order the jobs wrote in shows; a task the array does not have is
+/// refused with Slurm's words and exit code.
+#[test]
+fn sbatch_dependencies_on_array_tasks_wait_for_those_tasks() {
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 4,
+        ..ClusterOpts::default()
+    })
+    .expect("cluster");
+    c.wait_node_up().expect("node up");
+    let s = SlurmCommands::install(&c);
+    let id_of = |out: String| -> u64 {
+        out.trim()
+            .strip_prefix("Submitted batch job ")
+            .and_then(|i| i.parse().ok())
+            .unwrap_or_else(|| panic!("{out}"))
+    };
+    // Three tasks one at a time, each a moment long.
+    let array = id_of(s.ok(
+        "sbatch",
+        &[
+            "--array=0-2%1",
+            "--wrap",
+            "sleep 1; echo a$SLURM_ARRAY_TASK_ID >> order.txt",
+        ],
+    ));
+    let on_two = id_of(s.ok(
+        "sbatch",
+        &[
+            &format!("--dependency=afterok:{array}_2"),
+            "--wrap",
+            "echo after2 >> order.txt",
+        ],
+    ));
+    let corr = id_of(s.ok(
+        "sbatch",
+        &[
+            "--array=0-1",
+            &format!("--dependency=aftercorr:{array}"),
+            "--wrap",
+            "echo c$SLURM_ARRAY_TASK_ID >> order.txt",
+        ],
+    ));
+    let out = s.run(
+        "sbatch",
+        &[&format!("--dependency=afterok:{array}_9"), "--wrap", "true"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Job dependency problem"), "{err}");
+    c.wait_state(JobId(on_two), &[JobState::Completed], scaled(60))
+        .expect("the job on task 2 runs");
+    c.wait_state(JobId(corr), &[JobState::Completed], scaled(60))
+        .expect("the corresponding tasks run");
+    let order = std::fs::read_to_string(s.wd.join("order.txt")).expect("order.txt");
+    let at = |line: &str| {
+        order
+            .lines()
+            .position(|l| l == line)
+            .unwrap_or_else(|| panic!("{line} missing from {order:?}"))
+    };
+    assert!(at("after2") > at("a2"), "{order:?}");
+    assert!(at("c0") > at("a0") && at("c1") > at("a1"), "{order:?}");
 }

@@ -176,6 +176,31 @@ impl Core {
                 Dependency::AfterOk(j) => ("afterok", j),
                 Dependency::AfterNotOk(j) => ("afternotok", j),
                 Dependency::AfterDelay(j, _) => ("after", j),
+                Dependency::AfterCorr(j) => ("aftercorr", j),
+                Dependency::Task(k, j, n) => {
+                    // Task N of array J: J an array whose indices include N (made into
+                    // a task or not yet).
+                    let has = self
+                        .jobs
+                        .get(&j)
+                        .and_then(|a| a.submission.array.as_ref())
+                        .is_some_and(|a| a.indices().contains(&n));
+                    if !has {
+                        return Err(err(
+                            ErrorCode::Invalid,
+                            format!(
+                                "Job dependency problem: {}:{j}_{n} names task {n} of job {j}, which {}",
+                                k.name(),
+                                match self.jobs.get(&j) {
+                                    None => "does not exist",
+                                    Some(a) if a.submission.array.is_none() => "is not an array",
+                                    Some(_) => "has no such task",
+                                }
+                            ),
+                        ));
+                    }
+                    continue;
+                }
                 Dependency::Singleton => continue,
             };
             if !self.jobs.contains_key(&id) {
@@ -277,6 +302,8 @@ impl Core {
         if let Some(a) = self.arrays.get_mut(&parent) {
             a.made(id, state);
         }
+        self.sched
+            .array_task(sched::JobId(parent.0), idx, sched::JobId(id.0));
         if let Some(row) = self.job_row(id) {
             fx.store.push(StoreOp::InsertJob(Box::new(row)));
         }
@@ -318,6 +345,7 @@ impl Core {
         }
         if state.is_terminal() {
             p.end_us = Some(now_us);
+            self.sched.array_over(sched::JobId(parent.0));
         }
         p.state = state;
         self.update(fx, parent);
@@ -410,6 +438,7 @@ impl Core {
                 j.reason = Some(format!("{CANCELLED_BY}{}", caller.user));
             }
             self.update(fx, id);
+            self.sched.array_over(sched::JobId(id.0));
             for t in tasks {
                 if self.jobs.get(&t).is_some_and(|j| !j.state.is_terminal()) {
                     let _ = self.cancel(fx, caller, t, now_us);

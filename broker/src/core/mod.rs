@@ -582,6 +582,11 @@ impl Core {
                 .entry(parent)
                 .or_default()
                 .loaded(id, index, job.state);
+            self.sched
+                .array_task(sched::JobId(parent.0), index, sched::JobId(id.0));
+        }
+        if job.submission.array.is_some() && job.state.is_terminal() {
+            self.sched.array_over(sched::JobId(id.0));
         }
         if let (Some(key), None) = (job.submission.idempotency_key, job.submission.array_task) {
             self.by_key.insert((job.uid, key), id);

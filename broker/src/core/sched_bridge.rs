@@ -84,6 +84,29 @@ impl Core {
                 Dependency::AfterDelay(x, minutes) => {
                     sched::Dep::AfterDelay(sched::JobId(x.0), u64::from(*minutes) * 60)
                 }
+                Dependency::Task(kind, x, n) => sched::Dep::Task(
+                    match kind {
+                        bulkhead_proto::job::DepKind::After => sched::TaskRule::After,
+                        bulkhead_proto::job::DepKind::AfterAny => sched::TaskRule::AfterAny,
+                        bulkhead_proto::job::DepKind::AfterOk => sched::TaskRule::AfterOk,
+                        bulkhead_proto::job::DepKind::AfterNotOk => sched::TaskRule::AfterNotOk,
+                    },
+                    sched::JobId(x.0),
+                    *n,
+                ),
+                // A task of this array waits for the task of the same index of the
+                // other (when it is an array), anything else for the other's success.
+                Dependency::AfterCorr(x) => match j.submission.array_task {
+                    Some((_, index))
+                        if self
+                            .jobs
+                            .get(x)
+                            .is_some_and(|o| o.submission.array.is_some()) =>
+                    {
+                        sched::Dep::Task(sched::TaskRule::AfterOk, sched::JobId(x.0), index)
+                    }
+                    _ => sched::Dep::AfterOk(sched::JobId(x.0)),
+                },
             })
             .collect();
         let r = &j.submission.resources;

@@ -15,7 +15,7 @@ mod pbs;
 pub mod table;
 
 use bulkhead_gpu::{GpuAsk, parse_ask};
-use bulkhead_proto::job::{ArraySpec, Dependency, Exclusive, MigAsk, SubmitExtra};
+use bulkhead_proto::job::{ArraySpec, DepKind, Dependency, Exclusive, MigAsk, SubmitExtra};
 use bulkhead_proto::limits::{MAX_TIME_LIMIT_S, first_control};
 use bulkhead_proto::{JobId, ResourceRequest};
 use clap::{CommandFactory, FromArgMatches, Parser};
@@ -940,7 +940,8 @@ pub fn parse_dependency(v: &str) -> Result<Vec<Dependency>, OptsError> {
 
 /// Parses `--dependency`: `TYPE:JOB[:JOB...]` items separated by `,` (all must hold)
 /// or by `?` (any one suffices; the two may not be mixed), TYPE one of after (with an
-/// optional `+MINUTES` per job), afterany, afterok, afternotok; or `singleton`.
+/// optional `+MINUTES` per job), afterany, afterok, afternotok, aftercorr; or
+/// `singleton`. A JOB may name one task of an array (`J_N`) or all of them (`J_*`).
 /// Returns the dependencies and whether any one suffices.
 pub fn parse_dependency_any(v: &str) -> Result<(Vec<Dependency>, bool), OptsError> {
     let any = v.contains('?');
@@ -976,25 +977,59 @@ pub fn parse_dependency_any(v: &str) -> Result<(Vec<Dependency>, bool), OptsErro
                 }
                 None => (id, None),
             };
-            if id.contains('_') {
-                return Err(OptsError::Unsupported(
-                    "dependency on one task of an array (JOB_TASK)",
-                    "depend on the whole array's job id, or on the task's own job id (squeue shows it)",
-                ));
-            }
+            // `J_N`: task N of array J; `J_*`: all its tasks, as J alone.
+            let (id, task) = match id.split_once('_') {
+                Some((j, "*")) => (j, None),
+                Some((j, n)) => (
+                    j,
+                    Some(n.parse::<u32>().map_err(|_| {
+                        value_err("dependency", v, format!("{n:?} is not an array task index"))
+                    })?),
+                ),
+                None => (id, None),
+            };
             let job: JobId = id
                 .parse()
-                .map_err(|_| value_err("dependency", v, format!("{id:?} is not a job id")))?;
+                .ok()
+                .filter(|j: &JobId| j.0 > 0)
+                .ok_or_else(|| value_err("dependency", v, format!("{id:?} is not a job id")))?;
+            let on_task = |k: DepKind| -> Result<Dependency, OptsError> {
+                match (task, delay) {
+                    (Some(n), None | Some(0)) => Ok(Dependency::Task(k, job, n)),
+                    (Some(_), Some(_)) => Err(value_err(
+                        "dependency",
+                        v,
+                        "+MINUTES is for a whole job, not one array task",
+                    )),
+                    (None, _) => unreachable!("only called with a task"),
+                }
+            };
             out.push(match (kind, delay) {
+                ("after" | "afterany" | "afterok" | "afternotok", _) if task.is_some() => {
+                    on_task(match kind {
+                        "after" => DepKind::After,
+                        "afterany" => DepKind::AfterAny,
+                        "afterok" => DepKind::AfterOk,
+                        _ => DepKind::AfterNotOk,
+                    })?
+                }
                 ("after", Some(m)) if m > 0 => Dependency::AfterDelay(job, m),
                 ("after", _) => Dependency::After(job),
                 ("afterany", _) => Dependency::AfterAny(job),
                 ("afterok", _) => Dependency::AfterOk(job),
                 ("afternotok", _) => Dependency::AfterNotOk(job),
-                ("aftercorr" | "afterburstbuffer" | "expand", _) => {
+                ("aftercorr", _) if task.is_some() => {
+                    return Err(value_err(
+                        "dependency",
+                        v,
+                        "aftercorr names a whole array (its tasks correspond to this array's)",
+                    ));
+                }
+                ("aftercorr", _) => Dependency::AfterCorr(job),
+                ("afterburstbuffer" | "expand", _) => {
                     return Err(OptsError::Unsupported(
-                        "dependency types aftercorr, afterburstbuffer and expand",
-                        "use after, afterany, afterok, afternotok or singleton",
+                        "dependency types afterburstbuffer and expand",
+                        "use after, afterany, afterok, afternotok, aftercorr or singleton",
                     ));
                 }
                 (other, _) => {

@@ -319,8 +319,29 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
         ))
     );
     assert!(parse_dependency_any("afterok:3?afterok:4,afterok:5").is_err());
+    // One task of an array, all of them (`_*`: the array's id), corresponding tasks.
+    use bulkhead_proto::job::DepKind;
+    assert_eq!(
+        parse_dependency_any("afterok:3_1:4_*,afternotok:5_0,aftercorr:6"),
+        Ok((
+            vec![
+                Dependency::Task(DepKind::AfterOk, JobId(3), 1),
+                Dependency::AfterOk(JobId(4)),
+                Dependency::Task(DepKind::AfterNotOk, JobId(5), 0),
+                Dependency::AfterCorr(JobId(6)),
+            ],
+            false
+        ))
+    );
+    for bad in ["afterok:3_x", "afterok:0", "aftercorr:3_1", "after:3_1+5"] {
+        assert!(
+            matches!(parse_dependency_any(bad), Err(OptsError::Value { .. })),
+            "{bad}: {:?}",
+            parse_dependency_any(bad)
+        );
+    }
     assert!(matches!(
-        parse_dependency_any("afterok:3_1"),
+        parse_dependency_any("expand:3"),
         Err(OptsError::Unsupported(..))
     ));
 }

@@ -50,6 +50,21 @@ impl Scheduler {
                         .any(|r| r.spec.user == spec.user && r.spec.name == spec.name);
                     return Ok(!clash);
                 }
+                Dep::Task(rule, array, index) => {
+                    return match self.tasks.get(&(*array, *index)) {
+                        Some(task) => {
+                            let on = match rule {
+                                TaskRule::After => Dep::After(*task),
+                                TaskRule::AfterAny => Dep::AfterAny(*task),
+                                TaskRule::AfterOk => Dep::AfterOk(*task),
+                                TaskRule::AfterNotOk => Dep::AfterNotOk(*task),
+                            };
+                            self.dep_state(spec, &on, now)
+                        }
+                        None if self.arrays_over.contains(array) => Err(()),
+                        None => Ok(false),
+                    };
+                }
                 Dep::AfterDelay(j, delay) => {
                     if let Some(r) = self.running.get(j) {
                         return Ok(now >= r.start.saturating_add(*delay));

@@ -996,3 +996,118 @@ fn requests_wait_for_the_history_only_when_they_need_it() {
         Some("DependencyNeverSatisfied")
     );
 }
+
+/// `afterok:A_N` waits for task N of array A, made or not yet, and `aftercorr:A` has
+/// each task of an array wait for A's task of its index; a task the array does not
+/// have, or a job that is no array, is refused with Slurm's words.
+#[test]
+fn dependencies_on_array_tasks_follow_those_tasks() {
+    use bulkhead_proto::job::DepKind;
+    let mut c = core();
+    // CPUs to spare: only dependencies hold the jobs back; the throttle runs the
+    // array's tasks one at a time, in index order.
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
+    let mut a = sub(1);
+    a.array = Some(bulkhead_proto::job::ArraySpec {
+        ranges: vec![(0, 2, 1)],
+        throttle: Some(1),
+    });
+    let fx = c.client(b"c".to_vec(), 1, &user(5), ClientOp::Submit(Box::new(a)), 1);
+    let array = submitted(&fx);
+    let first = launches(&fx).first().map(|(_, j)| *j).expect("task 0 runs");
+    let on = |deps| JobSubmission { deps, ..sub(1) };
+    let refused = |c: &mut Core, d: Dependency| match c
+        .client(
+            b"c".to_vec(),
+            9,
+            &user(5),
+            ClientOp::Submit(Box::new(on(vec![d]))),
+            2,
+        )
+        .send
+        .first()
+    {
+        Some(Outbound::Client {
+            reply: ClientReply::Error(e),
+            ..
+        }) => e.message.clone(),
+        other => panic!("{d:?} accepted: {other:?}"),
+    };
+    let msg = refused(&mut c, Dependency::Task(DepKind::AfterOk, array, 7));
+    assert!(
+        msg.contains("Job dependency problem") && msg.contains("no such task"),
+        "{msg}"
+    );
+    let msg = refused(&mut c, Dependency::Task(DepKind::AfterOk, first, 0));
+    assert!(msg.contains("is not an array"), "{msg}");
+    // On task 2, not made yet (the throttle makes one at a time).
+    let after_two = submitted(&c.client(
+        b"c".to_vec(),
+        10,
+        &user(5),
+        ClientOp::Submit(Box::new(on(vec![Dependency::Task(
+            DepKind::AfterOk,
+            array,
+            2,
+        )]))),
+        3,
+    ));
+    // An array of two whose tasks follow the array's of their index.
+    let mut corr = on(vec![Dependency::AfterCorr(array)]);
+    corr.array = Some(bulkhead_proto::job::ArraySpec {
+        ranges: vec![(0, 1, 1)],
+        throttle: None,
+    });
+    let corr = submitted(&c.client(
+        b"c".to_vec(),
+        11,
+        &user(5),
+        ClientOp::Submit(Box::new(corr)),
+        4,
+    ));
+    // Run the array's tasks in turn; record what starts after each end.
+    let mut running = vec![first];
+    let mut started_after: Vec<(Option<u32>, Vec<JobId>)> = Vec::new();
+    let (mut seq, mut t) = (20u64, 10u64);
+    while let Some(job) = running.pop() {
+        let idx = c.jobs[&job].submission.array_task.map(|(_, i)| i);
+        let end = JobEnd {
+            exit_code: Some(0),
+            ..job_end(job, JobState::Completed, t, t + 1)
+        };
+        let fx = c.agent(b"a".to_vec(), seq, None, AgentMessage::JobEnded(end), t + 1);
+        let mut next: Vec<JobId> = launches(&fx).into_iter().map(|(_, j)| j).collect();
+        let fx = c.tick(t + 2_000_000);
+        next.extend(launches(&fx).into_iter().map(|(_, j)| j));
+        started_after.push((idx, next.clone()));
+        running.extend(next);
+        seq += 1;
+        t += 3_000_000;
+    }
+    // Task 0 of `corr` starts only after task 0 of the array, task 1 after task 1;
+    // the job on task 2 after task 2.
+    let corr_task = |i: u32| {
+        c.jobs
+            .values()
+            .find(|j| j.submission.array_task == Some((corr, i)))
+            .map(|j| j.id)
+    };
+    for (i, want) in [
+        (0u32, corr_task(0)),
+        (1, corr_task(1)),
+        (2, Some(after_two)),
+    ] {
+        let want = want.expect("made");
+        let when = started_after
+            .iter()
+            .position(|(_, s)| s.contains(&want))
+            .unwrap_or_else(|| panic!("{want} never started: {started_after:?}"));
+        assert!(
+            started_after[..=when]
+                .iter()
+                .any(|(idx, _)| *idx == Some(i)),
+            "{want} started before task {i} of the array ended: {started_after:?}"
+        );
+    }
+    assert_eq!(c.jobs[&after_two].state, JobState::Completed);
+}
