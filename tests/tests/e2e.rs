@@ -955,67 +955,6 @@ fn a_multi_node_job_gets_all_its_nodes_at_once() {
     assert!(!out.status.success());
 }
 
-/// A short "slow down" is waited out: a user's commands past the burst wait the few
-/// milliseconds the broker names and are answered, as Slurm's commands sleep and
-/// retry when the controller is busy.
-#[test]
-fn a_short_slow_down_is_waited_out_by_the_client() {
-    let c = Cluster::start_with(ClusterOpts {
-        // 2 requests per second after a burst of 2: waits of up to 500 ms, which six
-        // commands in a row cannot go without however slow the machine.
-        broker_config: Some("[rate_limit]\nrequests_per_s = 2\nburst = 2\n".into()),
-        ..Default::default()
-    })
-    .expect("cluster");
-    let a = user(USER1);
-    // Through the real command, as a user (root is not limited).
-    for i in 0..6 {
-        let out = c.bh(Some(&a), &["queue"]).expect("bh queue");
-        assert!(
-            out.status.success(),
-            "command {i}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
-/// One user polling in a loop is slowed down with a clear error; another user is still
-/// served at once.
-#[test]
-fn a_flooding_user_is_slowed_down_and_others_are_still_served() {
-    let c = Cluster::start_with(ClusterOpts {
-        // One request per 100 s after a burst of 3: limited however slow the machine.
-        broker_config: Some("[rate_limit]\nrequests_per_s = 0.01\nburst = 3\n".into()),
-        ..Default::default()
-    })
-    .expect("cluster");
-    let (a, b) = (user(USER1), user(USER2));
-    let mut refused = None;
-    for _ in 0..20 {
-        let out = c.bh(Some(&a), &["queue"]).expect("bh queue");
-        if !out.status.success() {
-            refused = Some(String::from_utf8_lossy(&out.stderr).into_owned());
-            break;
-        }
-    }
-    let refused = refused.expect("the flood was never limited");
-    assert!(
-        refused.contains("slow down") && refused.contains("retry in"),
-        "{refused}"
-    );
-    // The other user is served, not refused, while the first is being limited.
-    let out = c.bh(Some(&b), &["queue"]).expect("bh queue");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // Root (the administrator) is not limited.
-    for _ in 0..10 {
-        assert!(c.bh(None, &["queue"]).expect("bh").status.success());
-    }
-}
-
 /// What a job may not do, each checked by what the kernel answered it: reach any of the
 /// agent's descriptors, write its own or its parent's cgroup files, regain root through
 /// a setuid binary, get the variables the admin denies, or have another user redirect

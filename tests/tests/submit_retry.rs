@@ -1,6 +1,7 @@
 //! Submissions sent again: a submission carries an idempotency key, so that one whose
 //! reply was lost and is sent again gets the job it made instead of a second one; and
-//! `bh submit` does send it again, as a new request, when no reply comes.
+//! `bh submit` does send it again, as a new request, when no reply comes. Requests
+//! slowed down by the broker's rate limit: waited out, or refused with the reason.
 
 use anyhow::{Context, Result};
 use bulkhead_net::client::Client;
@@ -8,7 +9,7 @@ use bulkhead_proto::codec;
 use bulkhead_proto::job::{JobSubmission, ResourceRequest};
 use bulkhead_proto::msg::{ClientOp, ClientReply, ClientRequest, QueueFilter};
 use bulkhead_proto::{JobId, JobState};
-use bulkhead_tests::{Cluster, Munged, Stopped, bin, scaled};
+use bulkhead_tests::{Cluster, ClusterOpts, Munged, Stopped, USER1, USER2, bin, scaled, user};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -119,4 +120,65 @@ fn bh_submit_sends_a_submission_again_when_no_reply_comes() -> Result<()> {
         "each attempt has a credential of its own"
     );
     Ok(())
+}
+
+/// A short "slow down" is waited out: a user's commands past the burst wait the few
+/// milliseconds the broker names and are answered, as Slurm's commands sleep and
+/// retry when the controller is busy.
+#[test]
+fn a_short_slow_down_is_waited_out_by_the_client() {
+    let c = Cluster::start_with(ClusterOpts {
+        // 2 requests per second after a burst of 2: waits of up to 500 ms, which six
+        // commands in a row cannot go without however slow the machine.
+        broker_config: Some("[rate_limit]\nrequests_per_s = 2\nburst = 2\n".into()),
+        ..Default::default()
+    })
+    .expect("cluster");
+    let a = user(USER1);
+    // Through the real command, as a user (root is not limited).
+    for i in 0..6 {
+        let out = c.bh(Some(&a), &["queue"]).expect("bh queue");
+        assert!(
+            out.status.success(),
+            "command {i}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// One user polling in a loop is slowed down with a clear error; another user is still
+/// served at once.
+#[test]
+fn a_flooding_user_is_slowed_down_and_others_are_still_served() {
+    let c = Cluster::start_with(ClusterOpts {
+        // One request per 100 s after a burst of 3: limited however slow the machine.
+        broker_config: Some("[rate_limit]\nrequests_per_s = 0.01\nburst = 3\n".into()),
+        ..Default::default()
+    })
+    .expect("cluster");
+    let (a, b) = (user(USER1), user(USER2));
+    let mut refused = None;
+    for _ in 0..20 {
+        let out = c.bh(Some(&a), &["queue"]).expect("bh queue");
+        if !out.status.success() {
+            refused = Some(String::from_utf8_lossy(&out.stderr).into_owned());
+            break;
+        }
+    }
+    let refused = refused.expect("the flood was never limited");
+    assert!(
+        refused.contains("slow down") && refused.contains("retry in"),
+        "{refused}"
+    );
+    // The other user is served, not refused, while the first is being limited.
+    let out = c.bh(Some(&b), &["queue"]).expect("bh queue");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Root (the administrator) is not limited.
+    for _ in 0..10 {
+        assert!(c.bh(None, &["queue"]).expect("bh").status.success());
+    }
 }
