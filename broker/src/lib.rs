@@ -452,7 +452,17 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 tracing::info!(jobs = core.job_count(), waited = deferred.len(), "ended jobs loaded");
                 let mut fx = Effects::default();
                 for (peer, request_id, c, op) in deferred.drain(..) {
-                    let more = core.client(peer, request_id, &c, op, now_us());
+                    // As if it came now: a change is refused while the store takes
+                    // no writes.
+                    let more = match health.unavailable() {
+                        Some(why) if changes_state(&op) && !is_repeat(&core, &c, &op) => {
+                            reply_only(peer, request_id, ErrorReply::new(
+                                ErrorCode::Unavailable,
+                                format!("the broker's store is full: {why}; try again when the administrator has freed space"),
+                            ))
+                        }
+                        _ => core.client(peer, request_id, &c, op, now_us()),
+                    };
                     fx.store.extend(more.store);
                     fx.send.extend(more.send);
                 }
@@ -619,6 +629,22 @@ fn spawn_history_loader(
             loop {
                 let (jobs, step_ends) = match store.load_history_page(after, next_job) {
                     Ok(page) => page,
+                    // A database restarting, a disk that answers again: the page is
+                    // read again (over a new connection when the old one is gone),
+                    // as the writer retries its commits.
+                    Err(e) if e.is_transient() => {
+                        if pages.is_closed() {
+                            return;
+                        }
+                        tracing::warn!(error = %e, "reading the ended jobs failed; trying again");
+                        std::thread::sleep(store::RETRY_EVERY);
+                        if store.is_closed()
+                            && let Ok(s) = Store::open_at(&at, false, None)
+                        {
+                            store = s;
+                        }
+                        continue;
+                    }
                     Err(e) => {
                         let _ = tx.blocking_send(Event::StoreFailed(format!(
                             "reading the ended jobs: {e}"

@@ -249,7 +249,7 @@ impl Store {
     }
 
     /// Whether the connection is lost for good (a new one is needed).
-    fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         match &self.0 {
             Backend::Sqlite(_) => false,
             Backend::Postgres(p) => p.is_closed(),
