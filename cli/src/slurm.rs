@@ -209,7 +209,7 @@ pub fn squeue_field(j: &JobInfo, c: char, now_us: u64) -> String {
         'k' => j.extra.comment.clone().unwrap_or_else(|| "(null)".into()),
         'y' => j.extra.nice.to_string(),
         'Y' => "(null)".into(),
-        'E' => "(null)".into(),
+        'E' => j.dependency.clone(),
         'o' => "(null)".into(),
         'f' | 'x' | 'n' | 'w' | 'z' => "(null)".into(),
         'h' => oversubscribe(j.extra.exclusive).into(),
@@ -459,9 +459,10 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let reason = j.reason.clone().unwrap_or_else(|| "None".into());
     let _ = writeln!(
         s,
-        "   JobState={} Reason={} Dependency=(null)",
+        "   JobState={} Reason={} Dependency={}",
         j.state.as_str(),
-        reason
+        reason,
+        j.dependency
     );
     let _ = writeln!(
         s,

@@ -86,7 +86,7 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "cpus_per_tres": "",
         "deadline": 0,
         "delay_boot": 0,
-        "dependency": "",
+        "dependency": if j.dependency == "(null)" { "" } else { j.dependency.as_str() },
         "derived_exit_code": 0,
         "eligible_time": secs(e.begin_us.or(Some(j.submit_time_us))),
         "end_time": secs(j.end_time_us),

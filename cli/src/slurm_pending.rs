@@ -50,42 +50,19 @@ pub fn mem_units(mb: u64) -> String {
     format!("{v}{}", UNITS[unit])
 }
 
-/// Dependencies as `scontrol` shows them while unmet: `afterok:5(unfulfilled)`, joined
-/// by `,` (all of) or `?` (any of); `(null)` for none. A dependency on an array
-/// (`is_array`) is on all its tasks: `afterok:5_*`, as Slurm writes it; on one task,
-/// `afterok:5_2`.
+/// Dependencies as `scontrol` shows them just after submission: all unfulfilled
+/// ([`bulkhead_proto::job::dependency_text`]).
 pub fn dependency_string(
     deps: &[Dependency],
     any: bool,
     is_array: impl Fn(JobId) -> bool,
 ) -> String {
-    if deps.is_empty() {
-        return "(null)".into();
-    }
-    let on = |j: JobId| -> String {
-        if is_array(j) {
-            format!("{j}_*")
-        } else {
-            j.to_string()
-        }
-    };
-    let one = |d: &Dependency| -> String {
-        let body = match *d {
-            Dependency::After(j) => format!("after:{}", on(j)),
-            Dependency::AfterDelay(j, m) => format!("after:{}+{m}", on(j)),
-            Dependency::AfterAny(j) => format!("afterany:{}", on(j)),
-            Dependency::AfterOk(j) => format!("afterok:{}", on(j)),
-            Dependency::AfterNotOk(j) => format!("afternotok:{}", on(j)),
-            Dependency::AfterCorr(j) => format!("aftercorr:{}", on(j)),
-            Dependency::Task(kind, j, n) => format!("{}:{j}_{n}", kind.name()),
-            Dependency::Singleton => "singleton".into(),
-        };
-        format!("{body}(unfulfilled)")
-    };
-    deps.iter()
-        .map(one)
-        .collect::<Vec<_>>()
-        .join(if any { "?" } else { "," })
+    bulkhead_proto::job::dependency_text(
+        deps,
+        any,
+        |_| bulkhead_proto::job::DepShown::Unfulfilled,
+        is_array,
+    )
 }
 
 /// An array's task ids as `ArrayTaskId` shows a pending array: `0,4,8,12%2`.

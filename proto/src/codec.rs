@@ -20,7 +20,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// The version this build speaks. A peer on another version gets `UnsupportedVersion`.
 /// 3: registrations carry the agent's unacknowledged ends, a job end says whether the
 /// node was at fault, reports count unmeasured CPU time apart.
-pub const PROTOCOL_VERSION: u16 = 6;
+/// 7: a job's description carries its dependencies as scontrol shows them.
+pub const PROTOCOL_VERSION: u16 = 7;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

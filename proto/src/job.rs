@@ -320,6 +320,61 @@ impl DepKind {
     }
 }
 
+/// How `scontrol show job` shows one dependency: not shown once met; `unfulfilled`
+/// while waiting; `failed` when it can never be met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DepShown {
+    Met,
+    Unfulfilled,
+    Failed,
+}
+
+/// Dependencies as Slurm's `scontrol show job` and `squeue %E` show them:
+/// `afterok:5(unfulfilled)`, joined by `,` (all of) or `?` (any of), those met left
+/// out; `(null)` when none is left. A dependency on an array (`is_array`) is on all
+/// its tasks: `afterok:5_*`, as Slurm writes it; on one task, `afterok:5_2`.
+pub fn dependency_text(
+    deps: &[Dependency],
+    any: bool,
+    shown: impl Fn(usize) -> DepShown,
+    is_array: impl Fn(JobId) -> bool,
+) -> String {
+    let on = |j: JobId| -> String {
+        if is_array(j) {
+            format!("{j}_*")
+        } else {
+            j.to_string()
+        }
+    };
+    let parts: Vec<String> = deps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            let state = match shown(i) {
+                DepShown::Met => return None,
+                DepShown::Unfulfilled => "unfulfilled",
+                DepShown::Failed => "failed",
+            };
+            let body = match *d {
+                Dependency::After(j) => format!("after:{}", on(j)),
+                Dependency::AfterDelay(j, m) => format!("after:{}+{m}", on(j)),
+                Dependency::AfterAny(j) => format!("afterany:{}", on(j)),
+                Dependency::AfterOk(j) => format!("afterok:{}", on(j)),
+                Dependency::AfterNotOk(j) => format!("afternotok:{}", on(j)),
+                Dependency::AfterCorr(j) => format!("aftercorr:{}", on(j)),
+                Dependency::Task(kind, j, n) => format!("{}:{j}_{n}", kind.name()),
+                Dependency::Singleton => "singleton".into(),
+            };
+            Some(format!("{body}({state})"))
+        })
+        .collect();
+    if parts.is_empty() {
+        "(null)".into()
+    } else {
+        parts.join(if any { "?" } else { "," })
+    }
+}
+
 impl Dependency {
     /// The job it waits on (an array's, for one of its tasks; none for `singleton`).
     pub fn job(&self) -> Option<JobId> {
@@ -716,6 +771,14 @@ pub struct JobInfo {
     /// sbatch's other options, as submitted.
     #[serde(default)]
     pub extra: SubmitExtra,
+    /// Its dependencies as `scontrol show job` shows them ([`dependency_text`]):
+    /// those not met yet, or that failed; `(null)` when none is left.
+    #[serde(default = "no_dependency")]
+    pub dependency: String,
+}
+
+fn no_dependency() -> String {
+    "(null)".into()
 }
 
 /// The default output pattern, as Slurm's `slurm-%j.out`.

@@ -427,6 +427,17 @@ fn sbatch_dependencies_on_array_tasks_wait_for_those_tasks() {
             "echo after2 >> order.txt",
         ],
     ));
+    // scontrol and squeue show it as Slurm does while it waits.
+    let shown = s.ok("scontrol", &["show", "job", &on_two.to_string()]);
+    assert!(
+        shown.contains(&format!("Dependency=afterok:{array}_2(unfulfilled)")),
+        "{shown}"
+    );
+    assert_eq!(
+        s.ok("squeue", &["-h", "-o", "%E", "-j", &on_two.to_string()])
+            .trim(),
+        format!("afterok:{array}_2(unfulfilled)")
+    );
     let corr = id_of(s.ok(
         "sbatch",
         &[

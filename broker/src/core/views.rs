@@ -114,7 +114,37 @@ impl Core {
             usage: j.usage.clone(),
             account: self.account_of(&j.user).to_string(),
             extra: j.submission.extra.clone(),
+            dependency: self.dependency_text(j),
         }
+    }
+
+    /// A job's dependencies as `scontrol show job` shows them: while it waits, those
+    /// the scheduler does not find met (`failed` for those that never will be); once
+    /// it left the queue, none.
+    fn dependency_text(&self, j: &Job) -> String {
+        let deps = &j.submission.deps;
+        if deps.is_empty() || j.state != JobState::Pending {
+            return "(null)".into();
+        }
+        use bulkhead_proto::job::DepShown;
+        // An array's own record is not scheduled (its tasks are): shown as submitted.
+        let states = self
+            .sched
+            .dep_states(sched::JobId(j.id.0), secs(self.last_full_us));
+        bulkhead_proto::job::dependency_text(
+            deps,
+            j.submission.extra.deps_any,
+            |i| match states.as_ref().and_then(|s| s.get(i)) {
+                Some(Ok(true)) => DepShown::Met,
+                Some(Err(())) => DepShown::Failed,
+                Some(Ok(false)) | None => DepShown::Unfulfilled,
+            },
+            |other| {
+                self.jobs
+                    .get(&other)
+                    .is_some_and(|o| o.submission.array.is_some())
+            },
+        )
     }
 
     /// The account a user's jobs charge.

@@ -28,7 +28,7 @@ impl Scheduler {
     }
 
     /// The state of one dependency: holds, not yet, or never.
-    fn dep_state(&self, spec: &JobSpec, d: &Dep, now: Time) -> Result<bool, ()> {
+    pub(super) fn dep_state(&self, spec: &JobSpec, d: &Dep, now: Time) -> Result<bool, ()> {
         {
             let (other, need): (JobId, DepRule) = match d {
                 Dep::After(j) => (*j, |end, running| Some(end.is_some() || running)),

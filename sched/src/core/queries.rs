@@ -11,6 +11,23 @@ impl Scheduler {
         })
     }
 
+    /// Each dependency of a waiting job (pending or held), in its order: met
+    /// (`Ok(true)`), not yet (`Ok(false)`), or never (`Err`), as the next pass at
+    /// `now` would find them. `None` for a job not waiting here.
+    pub fn dep_states(&self, id: JobId, now: Time) -> Option<Vec<Result<bool, ()>>> {
+        let spec = self
+            .pending
+            .get(&id)
+            .map(|p| &p.spec)
+            .or_else(|| self.held.get(&id))?;
+        Some(
+            spec.deps
+                .iter()
+                .map(|d| self.dep_state(spec, d, now))
+                .collect(),
+        )
+    }
+
     pub fn is_running(&self, id: JobId) -> bool {
         self.running.contains_key(&id)
     }

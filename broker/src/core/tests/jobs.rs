@@ -1065,6 +1065,15 @@ fn dependencies_on_array_tasks_follow_those_tasks() {
         ClientOp::Submit(Box::new(corr)),
         4,
     ));
+    // As scontrol shows them: on one task, and on all of an array's (`_*`).
+    assert_eq!(
+        show(&mut c, after_two, 5).dependency,
+        format!("afterok:{array}_2(unfulfilled)")
+    );
+    assert_eq!(
+        show(&mut c, corr, 5).dependency,
+        format!("aftercorr:{array}_*(unfulfilled)")
+    );
     // Run the array's tasks in turn; record what starts after each end.
     let mut running = vec![first];
     let mut started_after: Vec<(Option<u32>, Vec<JobId>)> = Vec::new();
@@ -1110,4 +1119,9 @@ fn dependencies_on_array_tasks_follow_those_tasks() {
         );
     }
     assert_eq!(c.jobs[&after_two].state, JobState::Completed);
+    assert_eq!(
+        show(&mut c, after_two, t).dependency,
+        "(null)",
+        "once met, none shown"
+    );
 }
