@@ -14,6 +14,7 @@ pub mod docs;
 pub mod opts;
 pub mod output;
 pub mod run;
+pub mod sacct_fields;
 pub mod slurm;
 pub mod slurm_info;
 pub mod slurm_json;

@@ -5,7 +5,7 @@
 
 use super::{Cli, Globals, client, explain, uid_of};
 use anyhow::{Context, bail};
-use bulkhead_cli::{acct, output, slurm, slurm_info, slurm_json};
+use bulkhead_cli::{acct, output, sacct_fields, slurm, slurm_info, slurm_json};
 use bulkhead_proto::acct::AcctFilter;
 use bulkhead_proto::msg::QueueFilter;
 use bulkhead_proto::time::now_us;
@@ -119,17 +119,17 @@ struct Squeue {
     /// Clusters: this one is the broker's.
     #[arg(short = 'M', long = "clusters")]
     clusters: Option<String>,
-    #[arg(short = 'u', long = "user")]
+    #[arg(short = 'u', long = "user", alias = "users")]
     user: Vec<String>,
     #[arg(long = "me")]
     me: bool,
     #[arg(short = 't', long = "states")]
     states: Vec<String>,
-    #[arg(short = 'p', long = "partition")]
+    #[arg(short = 'p', long = "partitions", alias = "partition")]
     partition: Vec<String>,
     #[arg(short = 'n', long = "name")]
     name: Vec<String>,
-    #[arg(short = 'A', long = "account")]
+    #[arg(short = 'A', long = "accounts", alias = "account")]
     account: Vec<String>,
     #[arg(short = 'h', long = "noheader")]
     noheader: bool,
@@ -426,7 +426,7 @@ struct Sacct {
     #[arg(short = 'a', long = "allusers")]
     allusers: bool,
     /// Only jobs of these names.
-    #[arg(long = "name", alias = "jobname")]
+    #[arg(long = "name")]
     name: Vec<String>,
     #[arg(short = 'A', long = "accounts")]
     accounts: Vec<String>,
@@ -455,15 +455,15 @@ struct Sacct {
     brief: bool,
 }
 
-/// sacct's default columns and their widths.
-const SACCT_DEFAULT: &[(&str, usize)] = &[
-    ("JobID", 12),
-    ("JobName", 10),
-    ("Partition", 10),
-    ("Account", 10),
-    ("AllocCPUS", 10),
-    ("State", 10),
-    ("ExitCode", 8),
+/// sacct's default columns (their widths are Slurm's, [`sacct_fields`]).
+const SACCT_DEFAULT: &[&str] = &[
+    "JobID",
+    "JobName",
+    "Partition",
+    "Account",
+    "AllocCPUS",
+    "State",
+    "ExitCode",
 ];
 
 fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
@@ -515,35 +515,50 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
     if !asked.tasks.is_empty() {
         records.retain(|r| asked.names(r.job, label_task(&r.job_label)));
     }
-    let cols: Vec<(String, Option<usize>)> = match (&a.format, a.brief) {
+    // Each column: the field as sacct finds it by name, and its width (`%N` sets it).
+    let asked: Vec<(String, Option<i32>)> = match (&a.format, a.brief) {
         (Some(f), _) => f
             .split(',')
-            .filter(|c| !c.is_empty())
+            .filter(|c| !c.trim().is_empty())
             .map(|c| match c.split_once('%') {
-                Some((n, w)) => (n.to_string(), w.parse().ok()),
+                Some((n, w)) => (n.to_string(), Some(w.trim().parse().unwrap_or(0))),
                 None => (c.to_string(), None),
             })
             .collect(),
-        (None, true) => vec![
-            ("JobID".into(), Some(12)),
-            ("State".into(), Some(10)),
-            ("ExitCode".into(), Some(8)),
-        ],
+        (None, true) => ["JobID", "State", "ExitCode"]
+            .iter()
+            .map(|n| (n.to_string(), None))
+            .collect(),
         (None, false) => SACCT_DEFAULT
             .iter()
-            .map(|(n, w)| (n.to_string(), Some(*w)))
+            .map(|n| (n.to_string(), None))
             .collect(),
     };
-    let names: Vec<&'static str> = cols
-        .iter()
-        .map(|(n, _)| {
+    let mut names: Vec<&'static str> = Vec::new();
+    let mut widths: Vec<i32> = Vec::new();
+    for (n, w) in &asked {
+        let invalid = || anyhow::anyhow!("Invalid field requested: \"{}\"", n.trim());
+        let known = |name: &str| {
             acct::FIELDS
                 .iter()
-                .find(|f| f.eq_ignore_ascii_case(n))
+                .find(|f| f.eq_ignore_ascii_case(name))
                 .copied()
-                .ok_or_else(|| anyhow::anyhow!("Invalid field requested: \"{n}\""))
-        })
-        .collect::<anyhow::Result<_>>()?;
+        };
+        // A field by its whole name (Bulkhead's own GPU fields too), else as sacct
+        // finds one: the first whose name the word begins.
+        let (ours, default) = match known(n.trim()) {
+            Some(f) => (f, sacct_fields::width(f).unwrap_or(12)),
+            None => {
+                let (slurm_name, w) = sacct_fields::resolve(n).ok_or_else(invalid)?;
+                let f = known(slurm_name).ok_or_else(|| {
+                    anyhow::anyhow!("sacct field {slurm_name} is not kept by Bulkhead")
+                })?;
+                (f, w)
+            }
+        };
+        names.push(ours);
+        widths.push(w.unwrap_or(default));
+    }
     let mut out = String::new();
     let sep = a.parsable || a.parsable2;
     let line = |cells: Vec<String>, out: &mut String| {
@@ -553,28 +568,20 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
                 out.push('|');
             }
         } else {
-            let l: Vec<String> = cells
-                .iter()
-                .zip(&cols)
-                .map(|(c, (_, w))| {
-                    let w = w.unwrap_or(20);
-                    let c: String = c.chars().take(w).collect();
-                    format!("{c:>w$}")
-                })
-                .collect();
-            out.push_str(&l.join(" "));
+            for (c, w) in cells.iter().zip(&widths) {
+                out.push_str(&sacct_fields::cell(c, *w));
+            }
         }
         out.push('\n');
     };
     if !a.noheader {
         line(names.iter().map(|n| n.to_string()).collect(), &mut out);
         if !sep {
-            line(
-                cols.iter()
-                    .map(|(_, w)| "-".repeat(w.unwrap_or(20)))
-                    .collect(),
-                &mut out,
-            );
+            for w in &widths {
+                out.push_str(&"-".repeat(w.unsigned_abs() as usize));
+                out.push(' ');
+            }
+            out.push('\n');
         }
     }
     for r in &records {
@@ -827,6 +834,51 @@ mod tests {
         .expect("nextflow's squeue");
         assert_eq!(q.states, ["all"]);
         assert!(Scancel::try_parse_from(["scancel", "7", "--clusters=all"]).is_ok());
+    }
+
+    /// Long options by Slurm's names and, as getopt_long reads them, by any prefix
+    /// that names one option: parsl's `sacct --job`, `squeue --partition` (Slurm's is
+    /// `--partitions`), `--account`, `--users`.
+    #[test]
+    fn long_options_and_their_prefixes_read_as_slurms() {
+        let a = Sacct::try_parse_from([
+            "sacct",
+            "-X",
+            "--noheader",
+            "--job",
+            "5",
+            "--format=jobid,state",
+        ])
+        .expect("sacct --job");
+        assert_eq!(a.jobs, ["5"]);
+        for words in [
+            [
+                "squeue",
+                "--partitions",
+                "gpu",
+                "--accounts",
+                "lab",
+                "--users",
+                "ann",
+            ],
+            [
+                "squeue",
+                "--partition",
+                "gpu",
+                "--account",
+                "lab",
+                "--user",
+                "ann",
+            ],
+            ["squeue", "--part", "gpu", "--acc", "lab", "--user", "ann"],
+        ] {
+            let q = Squeue::try_parse_from(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
+            assert_eq!(
+                (q.partition.as_slice(), q.user.as_slice()),
+                (&["gpu".to_string()][..], &["ann".to_string()][..]),
+                "{words:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,170 @@
+//! sacct's fields as Slurm 22.05 prints them in columns: each field's default width
+//! and side (a negative width is left-justified: JobID's), names matched as sacct
+//! matches them (a case-insensitive prefix, the first in its table), values cut to
+//! the width with a `+` where they were longer, and a space after every column
+//! (Slurm's `print_fields_str`).
+
+/// Slurm 22.05's sacct fields and their default widths, in its table's order.
+const WIDTHS: &[(&str, i32)] = &[
+    ("Account", 10),
+    ("AdminComment", 15),
+    ("AllocCPUS", 10),
+    ("AllocNodes", 10),
+    ("AllocTRES", 10),
+    ("AssocID", 7),
+    ("AveCPU", 10),
+    ("AveCPUFreq", 10),
+    ("AveDiskRead", 14),
+    ("AveDiskWrite", 14),
+    ("AvePages", 10),
+    ("AveRSS", 10),
+    ("AveVMSize", 10),
+    ("BlockID", 16),
+    ("Cluster", 10),
+    ("Comment", 14),
+    ("Constraints", 19),
+    ("ConsumedEnergy", 14),
+    ("ConsumedEnergyRaw", 17),
+    ("Container", 19),
+    ("CPUTime", 10),
+    ("CPUTimeRAW", 10),
+    ("DBIndex", -10),
+    ("DerivedExitCode", 15),
+    ("Elapsed", 10),
+    ("ElapsedRaw", 10),
+    ("Eligible", 19),
+    ("End", 19),
+    ("ExitCode", 8),
+    ("Flags", 19),
+    ("GID", 6),
+    ("Group", 9),
+    ("JobID", -12),
+    ("JobIDRaw", -12),
+    ("JobName", 10),
+    ("Layout", 9),
+    ("MaxDiskRead", 12),
+    ("MaxDiskReadNode", 15),
+    ("MaxDiskReadTask", 15),
+    ("MaxDiskWrite", 12),
+    ("MaxDiskWriteNode", 16),
+    ("MaxDiskWriteTask", 16),
+    ("MaxPages", 8),
+    ("MaxPagesNode", 12),
+    ("MaxPagesTask", 14),
+    ("MaxRSS", 10),
+    ("MaxRSSNode", 10),
+    ("MaxRSSTask", 10),
+    ("MaxVMSize", 10),
+    ("MaxVMSizeNode", 14),
+    ("MaxVMSizeTask", 14),
+    ("McsLabel", 12),
+    ("MinCPU", 10),
+    ("MinCPUNode", 10),
+    ("MinCPUTask", 10),
+    ("NCPUS", 10),
+    ("NNodes", 8),
+    ("NodeList", 15),
+    ("NTasks", 8),
+    ("Partition", 10),
+    ("Priority", 10),
+    ("QOS", 10),
+    ("QOSRAW", 6),
+    ("Reason", 22),
+    ("ReqCPUFreq", 10),
+    ("ReqCPUFreqGov", 13),
+    ("ReqCPUFreqMax", 13),
+    ("ReqCPUFreqMin", 13),
+    ("ReqCPUS", 8),
+    ("ReqMem", 10),
+    ("ReqNodes", 8),
+    ("ReqTRES", 10),
+    ("Reservation", 20),
+    ("ReservationId", 8),
+    ("Reserved", 10),
+    ("ResvCPU", 10),
+    ("ResvCPURAW", 10),
+    ("Start", 19),
+    ("State", 10),
+    ("Submit", 19),
+    ("SubmitLine", 20),
+    ("Suspended", 10),
+    ("SystemComment", 15),
+    ("SystemCPU", 10),
+    ("Timelimit", 10),
+    ("TimelimitRaw", 10),
+    ("TotalCPU", 10),
+    ("TRESUsageInAve", 14),
+    ("TRESUsageInMax", 14),
+    ("TRESUsageInMaxNode", 18),
+    ("TRESUsageInMaxTask", 18),
+    ("TRESUsageInMin", 14),
+    ("TRESUsageInMinNode", 18),
+    ("TRESUsageInMinTask", 18),
+    ("TRESUsageInTot", 14),
+    ("TRESUsageOutAve", 15),
+    ("TRESUsageOutMax", 15),
+    ("TRESUsageOutMaxNode", 19),
+    ("TRESUsageOutMaxTask", 19),
+    ("TRESUsageOutMin", 15),
+    ("TRESUsageOutMinNode", 19),
+    ("TRESUsageOutMinTask", 19),
+    ("TRESUsageOutTot", 15),
+    ("UID", 6),
+    ("User", 9),
+    ("UserCPU", 10),
+    ("WCKey", 10),
+    ("WCKeyID", 10),
+    ("WorkDir", 20),
+];
+
+/// The field `asked` names as sacct finds it (`jobid`, `elap`), and its default width.
+pub fn resolve(asked: &str) -> Option<(&'static str, i32)> {
+    let asked = asked.trim();
+    if asked.is_empty() {
+        return None;
+    }
+    WIDTHS.iter().copied().find(|(name, _)| {
+        name.len() >= asked.len() && name[..asked.len()].eq_ignore_ascii_case(asked)
+    })
+}
+
+/// The default width of field \`name\` (its exact name), if Slurm has it.
+pub fn width(name: &str) -> Option<i32> {
+    WIDTHS
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, w)| *w)
+}
+
+/// One column's cell: `width` wide, right-justified unless negative, cut with a `+`,
+/// followed by a space.
+pub fn cell(value: &str, width: i32) -> String {
+    let w = width.unsigned_abs() as usize;
+    let mut v: String = value.chars().take(w).collect();
+    if value.chars().count() > w && w > 0 {
+        v.pop();
+        v.push('+');
+    }
+    if width < 0 {
+        format!("{v:<w$} ")
+    } else {
+        format!("{v:>w$} ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_resolve_and_print_as_sacct_prints_them() {
+        assert_eq!(resolve("jobid"), Some(("JobID", -12)));
+        assert_eq!(resolve("JobIDRaw"), Some(("JobIDRaw", -12)));
+        assert_eq!(resolve("elap"), Some(("Elapsed", 10)));
+        assert_eq!(resolve("state"), Some(("State", 10)));
+        assert_eq!(resolve("nosuch"), None);
+        assert_eq!(cell("2", -12), "2            ");
+        assert_eq!(cell("COMPLETED", 10), " COMPLETED ");
+        assert_eq!(cell("a-very-long-name", 10), "a-very-lo+ ");
+    }
+}
