@@ -7,7 +7,7 @@ use super::{Cli, Globals, client, explain, uid_of};
 use anyhow::{Context, bail};
 use bulkhead_cli::{acct, output, sacct_fields, slurm, slurm_info, slurm_json};
 use bulkhead_proto::acct::AcctFilter;
-use bulkhead_proto::msg::QueueFilter;
+use bulkhead_proto::msg::{ErrorCode, QueueFilter};
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, JobState};
 use clap::Parser;
@@ -401,6 +401,18 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
     let mut code = ExitCode::SUCCESS;
     for o in c.cancel(targets).map_err(explain)? {
         if let Err(e) = o.result {
+            // As scancel 22.05 (`_cancel_job_id`): a job already done, or one that
+            // does not exist, is not an error when killing; said only with -v.
+            if matches!(e.code, ErrorCode::AlreadyFinished | ErrorCode::NotFound) {
+                if a.verbose {
+                    eprintln!(
+                        "scancel: error: Kill job error on job id {}: {}",
+                        o.job,
+                        output::escape(&e.message)
+                    );
+                }
+                continue;
+            }
             if !a.quiet {
                 eprintln!(
                     "scancel: error: Kill job error on job id {}: {}",

@@ -467,4 +467,20 @@ fn sbatch_dependencies_on_array_tasks_wait_for_those_tasks() {
     };
     assert!(at("after2") > at("a2"), "{order:?}");
     assert!(at("c0") > at("a0") && at("c1") > at("a1"), "{order:?}");
+    // scancel of a job already done, or of none, is no error (said only with -v), as
+    // scancel 22.05's kill; clients cancel jobs that may have ended meanwhile.
+    let out = s.run("scancel", &[&on_two.to_string(), "99999999"]);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = s.run("scancel", &["-v", &on_two.to_string()]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("already finished"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
