@@ -456,10 +456,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                     // no writes.
                     let more = match health.unavailable() {
                         Some(why) if changes_state(&op) && !is_repeat(&core, &c, &op) => {
-                            reply_only(peer, request_id, ErrorReply::new(
-                                ErrorCode::Unavailable,
-                                format!("the broker's store is full: {why}; try again when the administrator has freed space"),
-                            ))
+                            refuse_while_full(peer, request_id, &why)
                         }
                         _ => core.client(peer, request_id, &c, op, now_us()),
                     };
@@ -493,10 +490,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                     (Ok(c), Some(why)) if changes_state(&op) && !is_repeat(&core, &c, &op) => {
                         at_once = true;
                         tracing::debug!(user = %c.user, "refused a change: the store is unavailable");
-                        reply_only(peer, request_id, ErrorReply::new(
-                            ErrorCode::Unavailable,
-                            format!("the broker's store is full: {why}; try again when the administrator has freed space"),
-                        ))
+                        refuse_while_full(peer, request_id, &why)
                     }
                     (Ok(c), Some(_)) => {
                         // A query is answered from memory; a repeated submission
@@ -901,6 +895,20 @@ fn changes_state(op: &ClientOp) -> bool {
 fn is_repeat(core: &Core, caller: &Caller, op: &ClientOp) -> bool {
     matches!(op, ClientOp::Submit(s)
         if s.idempotency_key.is_some_and(|k| core.submitted_with_key(caller.uid, k).is_some()))
+}
+
+/// The answer to a change while the store takes no writes.
+fn refuse_while_full(peer: PeerId, request_id: u64, why: &str) -> Effects {
+    reply_only(
+        peer,
+        request_id,
+        ErrorReply::new(
+            ErrorCode::Unavailable,
+            format!(
+                "the broker's store is full: {why}; try again when the administrator has freed space"
+            ),
+        ),
+    )
 }
 
 fn reply_only(peer: PeerId, request_id: u64, e: ErrorReply) -> Effects {

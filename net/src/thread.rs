@@ -54,9 +54,8 @@ pub struct Bound {
     /// An agent given several brokers: a DEALER for each of the others, `sock` the
     /// first's ([`connect_dealer_with`]).
     more: Vec<zmq::Socket>,
-    /// A DEALER's: for `sock` and each of `more`, the PAIR socket its handshakes are
-    /// reported on ([`handshake_monitor`]).
-    monitors: Vec<zmq::Socket>,
+    /// A DEALER's: for `sock` and each of `more`, its handshakes.
+    monitors: Vec<HandshakeMonitor>,
     pull: zmq::Socket,
     /// The endpoint actually bound (with the port chosen when `*` or 0 was asked), or
     /// the endpoint connected to.
@@ -205,15 +204,14 @@ fn endpoints(endpoint: &str) -> Vec<&str> {
 
 /// A DEALER connected to `endpoint` as [`connect_dealer_with`] makes it, for a caller
 /// that polls it itself rather than through a socket thread (the emulator's shards,
-/// each polling many). Several endpoints share the one socket here: messages go to
-/// any broker connected, so a standby's refusals are the caller's to handle.
-/// A DEALER connected to `endpoint` (every broker given, comma-separated), and the
-/// PAIR socket its handshakes are reported on ([`handshake_monitor`]).
+/// each polling many), with the monitor of its handshakes. Several endpoints share
+/// the one socket here: messages go to any broker connected, so a standby's refusals
+/// are the caller's to handle.
 pub fn dealer_socket(
     ctx: &zmq::Context,
     endpoint: &str,
     curve: Option<(&crate::curve::KeyPair, &[u8; 32])>,
-) -> Result<(zmq::Socket, zmq::Socket), TransportError> {
+) -> Result<(zmq::Socket, HandshakeMonitor), TransportError> {
     let brokers = endpoints(endpoint);
     let several = brokers.len() > 1;
     dealer_of(ctx, &brokers, curve, several)
@@ -222,39 +220,62 @@ pub fn dealer_socket(
 /// The event a monitor reports a connection's ZMTP handshake with.
 const HANDSHAKE_SUCCEEDED: u16 = zmq::SocketEvent::HANDSHAKE_SUCCEEDED as u16;
 
-/// A PAIR socket on which libzmq reports each completed handshake of `sock` (made
-/// before `sock` connects, so that the first is not missed): how a DEALER learns
+/// The handshakes of one DEALER, as libzmq's monitor reports them on a PAIR socket
+/// (made before the DEALER connects, so that the first is not missed): how it learns
 /// that its broker is there again, which a send cannot tell.
-fn handshake_monitor(
-    ctx: &zmq::Context,
-    sock: &zmq::Socket,
-    endpoint: &str,
-) -> Result<zmq::Socket, TransportError> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let at = format!("inproc://bulkhead-monitor-{}-{n}", std::process::id());
-    sock.monitor(&at, i32::from(HANDSHAKE_SUCCEEDED))
-        .map_err(zerr("monitor", endpoint))?;
-    let pair = ctx.socket(zmq::PAIR).map_err(zerr("socket", &at))?;
-    pair.connect(&at).map_err(zerr("connect", &at))?;
-    Ok(pair)
+pub struct HandshakeMonitor {
+    pair: zmq::Socket,
+    /// Handshakes so far (a `Cell`: read while poll items borrow the socket).
+    made: std::cell::Cell<u32>,
 }
 
-/// Handshakes a monitor reported since it was last read.
-pub fn handshakes(monitor: &zmq::Socket) -> u32 {
-    let mut n = 0;
-    while let Ok(event) = monitor.recv_multipart(zmq::DONTWAIT) {
-        // Each event: 2 bytes of its number (native order) and 4 of its value, then
-        // the endpoint.
-        if event
-            .first()
-            .and_then(|f| f.get(..2))
-            .is_some_and(|b| u16::from_ne_bytes([b[0], b[1]]) == HANDSHAKE_SUCCEEDED)
-        {
-            n += 1;
-        }
+impl std::fmt::Debug for HandshakeMonitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandshakeMonitor")
+            .field("made", &self.made.get())
+            .finish_non_exhaustive()
     }
-    n
+}
+
+impl HandshakeMonitor {
+    fn new(ctx: &zmq::Context, sock: &zmq::Socket, endpoint: &str) -> Result<Self, TransportError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let at = format!("inproc://bulkhead-monitor-{}-{n}", std::process::id());
+        sock.monitor(&at, i32::from(HANDSHAKE_SUCCEEDED))
+            .map_err(zerr("monitor", endpoint))?;
+        let pair = ctx.socket(zmq::PAIR).map_err(zerr("socket", &at))?;
+        pair.connect(&at).map_err(zerr("connect", &at))?;
+        Ok(HandshakeMonitor {
+            pair,
+            made: std::cell::Cell::new(0),
+        })
+    }
+
+    /// For polling: readable when a handshake was reported.
+    pub fn as_poll_item(&self) -> zmq::PollItem<'_> {
+        self.pair.as_poll_item(zmq::POLLIN)
+    }
+
+    /// Reads what was reported; whether a handshake after the first came (the
+    /// connection made again: the broker restarted, or came back).
+    pub fn reconnected(&self) -> bool {
+        let mut n = 0u32;
+        while let Ok(event) = self.pair.recv_multipart(zmq::DONTWAIT) {
+            // Each event: 2 bytes of its number (native order) and 4 of its value,
+            // then the endpoint.
+            if event
+                .first()
+                .and_then(|f| f.get(..2))
+                .is_some_and(|b| u16::from_ne_bytes([b[0], b[1]]) == HANDSHAKE_SUCCEEDED)
+            {
+                n += 1;
+            }
+        }
+        let made = self.made.get();
+        self.made.set(made.saturating_add(n));
+        n.saturating_sub(u32::from(made == 0)) > 0
+    }
 }
 
 fn dealer_of(
@@ -262,7 +283,7 @@ fn dealer_of(
     brokers: &[&str],
     curve: Option<(&crate::curve::KeyPair, &[u8; 32])>,
     failover: bool,
-) -> Result<(zmq::Socket, zmq::Socket), TransportError> {
+) -> Result<(zmq::Socket, HandshakeMonitor), TransportError> {
     let endpoint = brokers.join(",");
     let endpoint = endpoint.as_str();
     let dealer = socket(ctx, zmq::DEALER, endpoint)?;
@@ -296,7 +317,7 @@ fn dealer_of(
             .set_reconnect_ivl_max(2000)
             .map_err(zerr("set_reconnect_ivl_max", endpoint))?;
     }
-    let monitor = handshake_monitor(ctx, &dealer, endpoint)?;
+    let monitor = HandshakeMonitor::new(ctx, &dealer, endpoint)?;
     for b in brokers {
         dealer.connect(b).map_err(zerr("connect", b))?;
     }
@@ -418,11 +439,9 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
     let mut items: Vec<zmq::PollItem> = socks
         .iter()
         .chain([&b.pull])
-        .chain(&b.monitors)
         .map(|s| s.as_poll_item(zmq::POLLIN))
+        .chain(b.monitors.iter().map(HandshakeMonitor::as_poll_item))
         .collect();
-    // Handshakes each DEALER made: after the first, each is a connection made again.
-    let mut made = vec![0u32; b.monitors.len()];
     while !stop.load(Ordering::Relaxed) {
         // No timeout: a message, or the wake at the end, ends the wait.
         if let Err(e) = zmq::poll(&mut items, -1) {
@@ -467,13 +486,7 @@ fn socket_loop(b: Bound, inbound: tokio::sync::mpsc::Sender<Incoming>, stop: Arc
             }
         }
         for (k, monitor) in b.monitors.iter().enumerate() {
-            if !items[socks.len() + 1 + k].is_readable() {
-                continue;
-            }
-            let n = handshakes(monitor);
-            let again = n.saturating_sub(u32::from(made[k] == 0));
-            made[k] = made[k].saturating_add(n);
-            if again > 0 {
+            if items[socks.len() + 1 + k].is_readable() && monitor.reconnected() {
                 tracing::info!(broker = k, "the connection to the broker is made again");
                 if inbound.blocking_send(Incoming::reconnected()).is_err() {
                     return;

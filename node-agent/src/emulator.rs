@@ -151,10 +151,9 @@ struct EmuNode {
     name: String,
     core: AgentCore,
     sock: zmq::Socket,
-    /// Its connection's handshakes ([`bulkhead_net::thread::handshakes`]), and how many
-    /// so far: after the first, each is the broker back (a heartbeat goes at once).
-    monitor: zmq::Socket,
-    handshakes: u32,
+    /// Its connection's handshakes: after the first, each is the broker back (a
+    /// heartbeat goes at once).
+    monitor: bulkhead_net::thread::HandshakeMonitor,
     gpus: Option<SimulatedGpus>,
     jobs: HashMap<JobId, EmuJob>,
 }
@@ -269,7 +268,6 @@ fn new_node(
         core,
         sock,
         monitor,
-        handshakes: 0,
         gpus,
         jobs: HashMap::new(),
     })
@@ -308,12 +306,7 @@ impl Shard {
                 let mut items: Vec<zmq::PollItem> = self
                     .nodes
                     .iter()
-                    .flat_map(|n| {
-                        [
-                            n.sock.as_poll_item(zmq::POLLIN),
-                            n.monitor.as_poll_item(zmq::POLLIN),
-                        ]
-                    })
+                    .flat_map(|n| [n.sock.as_poll_item(zmq::POLLIN), n.monitor.as_poll_item()])
                     .collect();
                 let ms = wait.as_millis().min(100) as i64;
                 match zmq::poll(&mut items, ms) {
@@ -359,11 +352,7 @@ impl Shard {
     /// Node `n`'s monitor reported handshakes: past the first, the broker is back
     /// (restarted), and the node speaks at once, as an agent does.
     fn reconnected(&mut self, n: usize) {
-        let made = bulkhead_net::thread::handshakes(&self.nodes[n].monitor);
-        let node = &mut self.nodes[n];
-        let again = made.saturating_sub(u32::from(node.handshakes == 0));
-        node.handshakes = node.handshakes.saturating_add(made);
-        if again > 0 {
+        if self.nodes[n].monitor.reconnected() {
             let t = now();
             let fx = self.nodes[n].core.on_reconnected(t);
             self.apply(n, fx, t);

@@ -53,10 +53,7 @@ impl Store {
     pub fn load_start(&mut self, recent_since_us: u64) -> Result<StartLoad, StoreError> {
         let first = format!("{NOT_OVER} OR end_us >= ?1");
         let recent = [u(recent_since_us)];
-        let mut jobs = self.job_rows(&format!("WHERE {first} ORDER BY id"), &recent)?;
-        let within = |cond: &str| format!("job IN (SELECT id FROM jobs WHERE {cond})");
-        self.fill_job_details(&mut jobs, &within(&first), &recent)?;
-        let mut step_ends = self.step_ends_where(&within(&first), &recent)?;
+        let (mut jobs, mut step_ends) = self.jobs_where(&first, &recent)?;
         let have: HashSet<JobId> = jobs.iter().map(|j| j.id).collect();
         let deps: BTreeSet<u64> = jobs
             .iter()
@@ -77,11 +74,7 @@ impl Store {
         let mut more = Vec::new();
         if let Some(floor) = floor {
             let cond = format!("id >= ?2 AND {older}");
-            let args = [u(recent_since_us), u(floor)];
-            let mut rows = self.job_rows(&format!("WHERE {cond} ORDER BY id"), &args)?;
-            self.fill_job_details(&mut rows, &within(&cond), &args)?;
-            step_ends.extend(self.step_ends_where(&within(&cond), &args)?);
-            more.extend(rows);
+            more.push(self.jobs_where(&cond, &[u(recent_since_us), u(floor)])?);
         }
         let deps: Vec<u64> = deps
             .into_iter()
@@ -94,13 +87,12 @@ impl Store {
                 .map(u64::to_string)
                 .collect::<Vec<_>>()
                 .join(",");
-            let cond = format!("id IN ({list}) AND {older}");
-            let mut rows = self.job_rows(&format!("WHERE {cond} ORDER BY id"), &recent)?;
-            self.fill_job_details(&mut rows, &within(&cond), &recent)?;
-            step_ends.extend(self.step_ends_where(&within(&cond), &recent)?);
-            more.extend(rows);
+            more.push(self.jobs_where(&format!("id IN ({list}) AND {older}"), &recent)?);
         }
-        jobs.extend(more);
+        for (rows, ends) in more {
+            jobs.extend(rows);
+            step_ends.extend(ends);
+        }
         jobs.sort_by_key(|j| j.id);
         step_ends.sort_by_key(|e| (e.job, e.step));
         let next_job = self
@@ -114,6 +106,19 @@ impl Store {
             step_ends,
             next_job,
         })
+    }
+
+    /// The jobs `cond` selects, in order, with their details and their steps' ends.
+    fn jobs_where(
+        &mut self,
+        cond: &str,
+        args: &[Val],
+    ) -> Result<(Vec<JobRow>, Vec<StepEnd>), StoreError> {
+        let mut jobs = self.job_rows(&format!("WHERE {cond} ORDER BY id"), args)?;
+        let theirs = format!("job IN (SELECT id FROM jobs WHERE {cond})");
+        self.fill_job_details(&mut jobs, &theirs, args)?;
+        let ends = self.step_ends_where(&theirs, args)?;
+        Ok((jobs, ends))
     }
 
     /// Up to [`HISTORY_PAGE`] ended jobs with ids after `after` and below `below`, in
