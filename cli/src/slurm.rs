@@ -7,6 +7,7 @@
 use crate::opts::format_time;
 use bulkhead_proto::JobState;
 use bulkhead_proto::job::JobInfo;
+use bulkhead_proto::msg::Parts;
 use std::fmt::Write as _;
 
 /// The commands a link to `bh` may be named.
@@ -28,13 +29,20 @@ pub fn compact_state(s: JobState) -> &'static str {
 
 /// Slurm's elapsed-time spelling: `M:SS`, `H:MM:SS` or `D-HH:MM:SS`.
 pub fn elapsed(secs: u64) -> String {
+    let mut v = String::new();
+    let _ = elapsed_into(secs, &mut v);
+    v
+}
+
+/// [`elapsed`], written at the end of `v`.
+fn elapsed_into(secs: u64, v: &mut String) -> std::fmt::Result {
     let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
     if d > 0 {
-        format!("{d}-{h:02}:{m:02}:{s:02}")
+        write!(v, "{d}-{h:02}:{m:02}:{s:02}")
     } else if h > 0 {
-        format!("{h}:{m:02}:{s:02}")
+        write!(v, "{h}:{m:02}:{s:02}")
     } else {
-        format!("{m}:{s:02}")
+        write!(v, "{m}:{s:02}")
     }
 }
 
@@ -147,74 +155,110 @@ fn used_secs(j: &JobInfo, now_us: u64) -> u64 {
     })
 }
 
+/// The parts of a job ([`Parts`]) that squeue's format `fmt` shows: those of the
+/// fields [`squeue_field`] reads beyond the always-sent ones (ids, names, user, state,
+/// partition, resources, nodes, times, array).
+pub fn squeue_parts(fmt: &str) -> Parts {
+    parse_format(fmt)
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Field { kind, .. } => Some(match kind {
+                'a' => Parts::ACCOUNT,
+                'R' | 'r' => Parts::REASON,
+                'S' | 'p' | 'Q' => Parts::PRIORITY,
+                'Z' => Parts::PATHS,
+                'k' | 'y' | 'h' => Parts::EXTRA,
+                'E' => Parts::DEPENDENCY,
+                _ => Parts::NONE,
+            }),
+            Piece::Text(_) => None,
+        })
+        .fold(Parts::NONE, Parts::with)
+}
+
 /// One squeue field by its type letter.
 pub fn squeue_field(j: &JobInfo, c: char, now_us: u64) -> String {
+    let mut v = String::new();
+    squeue_field_into(j, c, now_us, &mut v);
+    v
+}
+
+/// [`squeue_field`], written at the end of `v`: a listing formats every field of
+/// every job, without a string of its own for each.
+pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
     let r = &j.resources;
-    match c {
-        'i' => job_id(j),
-        'A' => j.array_task.map_or(j.id, |(a, _)| a).to_string(),
-        'F' => j.array_task.map_or(j.id, |(a, _)| a).to_string(),
-        'K' => j
-            .array_task
-            .map_or_else(|| "N/A".into(), |(_, t)| t.to_string()),
-        'P' => j.partition.clone(),
-        'j' => j.name.clone(),
-        'u' => j.user.clone(),
-        'U' => j.uid.to_string(),
-        'g' => j.gid.to_string(),
-        'G' => j.gid.to_string(),
-        'a' => j.account.clone(),
-        't' => compact_state(j.state).into(),
-        'T' => j.state.as_str().into(),
-        'M' => elapsed(used_secs(j, now_us)),
-        'l' => limit(r.time_limit_s),
-        'L' => match (j.state, r.time_limit_s) {
-            (JobState::Running, Some(l)) => elapsed(l.saturating_sub(used_secs(j, now_us))),
-            (_, None) => "UNLIMITED".into(),
-            (_, Some(l)) => elapsed(l),
+    let array = j.array_task.map_or(j.id, |(a, _)| a);
+    let _ = match c {
+        'i' => match (j.array_task, &j.array_pending) {
+            (Some((a, t)), _) => write!(v, "{a}_{t}"),
+            (None, Some(p)) if !p.is_empty() => write!(v, "{}_[{p}]", j.id),
+            _ => write!(v, "{}", j.id),
         },
-        'D' => r.nodes.to_string(),
-        'C' => (r.cpus.saturating_mul(r.nodes)).to_string(),
-        'c' => r.cpus.to_string(),
-        'm' => format!("{}M", r.mem_mb),
+        'A' | 'F' => write!(v, "{array}"),
+        'K' => match j.array_task {
+            Some((_, t)) => write!(v, "{t}"),
+            None => write!(v, "N/A"),
+        },
+        'P' => write!(v, "{}", j.partition),
+        'j' => write!(v, "{}", j.name),
+        'u' => write!(v, "{}", j.user),
+        'U' => write!(v, "{}", j.uid),
+        'g' | 'G' => write!(v, "{}", j.gid),
+        'a' => write!(v, "{}", j.account),
+        't' => write!(v, "{}", compact_state(j.state)),
+        'T' => write!(v, "{}", j.state.as_str()),
+        'M' => elapsed_into(used_secs(j, now_us), v),
+        'l' => match r.time_limit_s {
+            Some(l) => elapsed_into(l, v),
+            None => write!(v, "UNLIMITED"),
+        },
+        'L' => match (j.state, r.time_limit_s) {
+            (JobState::Running, Some(l)) => elapsed_into(l.saturating_sub(used_secs(j, now_us)), v),
+            (_, None) => write!(v, "UNLIMITED"),
+            (_, Some(l)) => elapsed_into(l, v),
+        },
+        'D' => write!(v, "{}", r.nodes),
+        'C' => write!(v, "{}", r.cpus.saturating_mul(r.nodes)),
+        'c' => write!(v, "{}", r.cpus),
+        'm' => write!(v, "{}M", r.mem_mb),
         'b' => {
             let g = r.gpu_label();
             if g == "0" {
-                "N/A".into()
+                write!(v, "N/A")
             } else {
-                format!("gres/gpu:{g}")
+                write!(v, "gres/gpu:{g}")
             }
         }
-        'N' => job_nodes(j),
-        'B' => j
-            .node
-            .as_deref()
-            .and_then(|n| n.split(',').next())
-            .unwrap_or("n/a")
-            .to_string(),
+        'N' => write!(v, "{}", job_nodes(j)),
+        'B' => write!(
+            v,
+            "{}",
+            j.node
+                .as_deref()
+                .and_then(|n| n.split(',').next())
+                .unwrap_or("n/a")
+        ),
         'R' => {
             if j.state == JobState::Pending || j.node.is_none() {
-                format!("({})", j.reason.as_deref().unwrap_or("None"))
+                write!(v, "({})", j.reason.as_deref().unwrap_or("None"))
             } else {
-                job_nodes(j)
+                write!(v, "{}", job_nodes(j))
             }
         }
-        'r' => j.reason.clone().unwrap_or_else(|| "None".into()),
-        'S' => local_time(j.start_time_us.or(j.expected_start_us)),
-        'V' => local_time(Some(j.submit_time_us)),
-        'e' => local_time(j.end_time_us),
-        'Z' => j.workdir.clone(),
-        'p' | 'Q' => j.priority.unwrap_or(0).to_string(),
-        'q' => "normal".into(),
-        'k' => j.extra.comment.clone().unwrap_or_else(|| "(null)".into()),
-        'y' => j.extra.nice.to_string(),
-        'Y' => "(null)".into(),
-        'E' => j.dependency.clone(),
-        'o' => "(null)".into(),
-        'f' | 'x' | 'n' | 'w' | 'z' => "(null)".into(),
-        'h' => oversubscribe(j.extra.exclusive).into(),
-        _ => String::new(),
-    }
+        'r' => write!(v, "{}", j.reason.as_deref().unwrap_or("None")),
+        'S' => write!(v, "{}", local_time(j.start_time_us.or(j.expected_start_us))),
+        'V' => write!(v, "{}", local_time(Some(j.submit_time_us))),
+        'e' => write!(v, "{}", local_time(j.end_time_us)),
+        'Z' => write!(v, "{}", j.workdir),
+        'p' | 'Q' => write!(v, "{}", j.priority.unwrap_or(0)),
+        'q' => write!(v, "normal"),
+        'k' => write!(v, "{}", j.extra.comment.as_deref().unwrap_or("(null)")),
+        'y' => write!(v, "{}", j.extra.nice),
+        'Y' | 'o' | 'f' | 'x' | 'n' | 'w' | 'z' => write!(v, "(null)"),
+        'E' => write!(v, "{}", j.dependency),
+        'h' => write!(v, "{}", oversubscribe(j.extra.exclusive)),
+        _ => Ok(()),
+    };
 }
 
 /// A format parsed: literal text and fields (`right`, `width`, type letter).
@@ -409,30 +453,48 @@ fn cell(out: &mut String, s: &str, right: bool, width: Option<usize>) {
 pub fn squeue(jobs: &[JobInfo], fmt: &str, noheader: bool, now_us: u64) -> String {
     let pieces = parse_format(fmt);
     let mut out = String::with_capacity(jobs.len().saturating_add(1).saturating_mul(96));
-    let mut l = String::new();
-    let mut line = |out: &mut String, get: &dyn Fn(char, &mut String)| {
-        l.clear();
-        let mut value = String::new();
-        for p in &pieces {
-            match p {
-                Piece::Text(t) => l.push_str(t),
-                Piece::Field { right, width, kind } => {
-                    value.clear();
-                    get(*kind, &mut value);
-                    cell(&mut l, &crate::output::escape(&value), *right, *width);
-                }
+    if !noheader {
+        squeue_header(&pieces, &mut out);
+    }
+    squeue_lines(jobs, &pieces, now_us, &mut out);
+    out
+}
+
+/// squeue's header line for a parsed format, at the end of `out`.
+pub fn squeue_header(pieces: &[Piece], out: &mut String) {
+    squeue_line(pieces, out, &mut |k, v| v.push_str(header(k)));
+}
+
+/// squeue's line for each job, at the end of `out` (a listing printed a page at a
+/// time: each page's lines as they come).
+pub fn squeue_lines<'a>(
+    jobs: impl IntoIterator<Item = &'a JobInfo>,
+    pieces: &[Piece],
+    now_us: u64,
+    out: &mut String,
+) {
+    for j in jobs {
+        squeue_line(pieces, out, &mut |k, v| squeue_field_into(j, k, now_us, v));
+    }
+}
+
+fn squeue_line(pieces: &[Piece], out: &mut String, get: &mut dyn FnMut(char, &mut String)) {
+    let start = out.len();
+    let mut value = String::new();
+    for p in pieces {
+        match p {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Field { right, width, kind } => {
+                value.clear();
+                get(*kind, &mut value);
+                cell(out, &crate::output::escape(&value), *right, *width);
             }
         }
-        out.push_str(l.trim_end());
-        out.push('\n');
-    };
-    if !noheader {
-        line(&mut out, &|k, v| v.push_str(header(k)));
     }
-    for j in jobs {
-        line(&mut out, &|k, v| v.push_str(&squeue_field(j, k, now_us)));
-    }
-    out
+    // Trailing blanks cut, as squeue's lines end.
+    let end = start + out[start..].trim_end().len();
+    out.truncate(end);
+    out.push('\n');
 }
 
 /// `scontrol show job`'s `Key=Value` layout for one job.
@@ -543,6 +605,73 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pending job with every part filled in.
+    fn full_job() -> JobInfo {
+        JobInfo {
+            id: bulkhead_proto::JobId(42),
+            name: "train".into(),
+            user: "ann".into(),
+            uid: 1001,
+            gid: 1001,
+            state: JobState::Pending,
+            reason: Some("Resources".into()),
+            exit_code: None,
+            signal: None,
+            node: None,
+            node_id: None,
+            resources: Default::default(),
+            partition: "gpu".into(),
+            workdir: "/home/ann".into(),
+            stdout: "/home/ann/bh-42.out".into(),
+            stderr: "/home/ann/bh-42.err".into(),
+            submit_time_us: 1_700_000_000_000_000,
+            start_time_us: None,
+            end_time_us: None,
+            denials: vec![],
+            expected_start_us: Some(1_700_000_600_000_000),
+            priority: Some(4242),
+            array_task: None,
+            array_pending: None,
+            gpus: vec![],
+            usage: None,
+            account: "lab".into(),
+            extra: bulkhead_proto::job::SubmitExtra {
+                comment: Some("a note".into()),
+                nice: 7,
+                exclusive: bulkhead_proto::job::Exclusive::Node,
+                ..Default::default()
+            },
+            dependency: "afterok:7(unfulfilled)".into(),
+        }
+    }
+
+    /// Every field squeue can print reads the same from a listing that omits the
+    /// parts its format does not name: [`squeue_parts`] names all a field reads.
+    #[test]
+    fn a_listing_without_the_parts_a_format_omits_prints_the_same() {
+        let full = full_job();
+        let letters = "iAFKPjuUgGatTMlLDCcmbNBRrSVeZpQqkyYEofxnwzh";
+        for c in letters.chars() {
+            let fmt = format!("%{c}");
+            let mut lean = full.clone();
+            Parts::ALL.without(squeue_parts(&fmt)).clear(&mut lean);
+            assert_eq!(
+                squeue_field(&lean, c, 0),
+                squeue_field(&full, c, 0),
+                "%{c} reads a part its format does not ask for"
+            );
+        }
+        // The default format asks for the reason alone: everything else is left out.
+        assert_eq!(squeue_parts(SQUEUE_DEFAULT), Parts::REASON);
+        let mut lean = full.clone();
+        Parts::ALL.clear(&mut lean);
+        assert_ne!(
+            squeue_field(&lean, 'a', 0),
+            squeue_field(&full, 'a', 0),
+            "clearing the parts changes what they show"
+        );
+    }
 
     #[test]
     fn cells_are_cut_and_padded_by_characters() {

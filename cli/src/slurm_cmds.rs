@@ -7,10 +7,11 @@ use super::{Cli, Globals, client, explain, uid_of};
 use anyhow::{Context, bail};
 use bulkhead_cli::{acct, output, sacct_fields, slurm, slurm_info, slurm_json};
 use bulkhead_proto::acct::AcctFilter;
-use bulkhead_proto::msg::{ErrorCode, QueueFilter};
+use bulkhead_proto::msg::{ErrorCode, Parts, QueueFilter};
 use bulkhead_proto::time::now_us;
-use bulkhead_proto::{JobId, JobState};
+use bulkhead_proto::{JobId, JobInfo, JobState};
 use clap::Parser;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 /// The Slurm command this process was run as, if any.
@@ -158,86 +159,7 @@ struct Squeue {
 pub fn run(prog: &'static str, args: Vec<String>, g: Globals) -> anyhow::Result<ExitCode> {
     let words = std::iter::once(prog.to_string()).chain(args);
     match prog {
-        "squeue" => {
-            let q = Squeue::try_parse_from(words).unwrap_or_else(|e| e.exit());
-            let asked = ids(&q.jobs)?;
-            let mut filter = QueueFilter {
-                jobs: vec![],
-                uids: users(&q.user, q.me)?,
-                states: states(&q.states)?,
-            };
-            // As squeue: -j alone lists those jobs in any state still known.
-            if !asked.is_empty() && filter.states.is_empty() {
-                filter.states = JobState::ALL.to_vec();
-            }
-            let mut c = client(&g)?;
-            let mut jobs = if asked.is_empty() {
-                c.queue(filter).map_err(explain)?
-            } else {
-                // The jobs named, whatever their state or user. An array's tasks are
-                // jobs of their own: only when one named may be an array (a pending or
-                // running one says so; an ended job may have been one), or a task is
-                // named `ARRAY_TASK`, is everything listed to find them.
-                let named = c
-                    .queue(QueueFilter {
-                        jobs: asked.wide(),
-                        uids: vec![],
-                        states: JobState::ALL.to_vec(),
-                    })
-                    .map_err(explain)?;
-                let arrays = !asked.tasks.is_empty()
-                    || named.iter().any(|j| {
-                        j.array_task.is_none()
-                            && (j.array_pending.is_some() || j.state.is_terminal())
-                    });
-                let mut jobs = if arrays {
-                    c.queue(filter.clone()).map_err(explain)?
-                } else {
-                    named
-                };
-                jobs.retain(|j| {
-                    asked.names(j.id, j.array_task)
-                        && filter.states.contains(&j.state)
-                        && (filter.uids.is_empty() || filter.uids.contains(&j.uid))
-                });
-                jobs
-            };
-            let names: Vec<&str> = q.name.iter().flat_map(|n| n.split(',')).collect();
-            let parts: Vec<&str> = q.partition.iter().flat_map(|n| n.split(',')).collect();
-            let accounts: Vec<&str> = q.account.iter().flat_map(|n| n.split(',')).collect();
-            jobs.retain(|j| {
-                (names.is_empty() || names.contains(&j.name.as_str()))
-                    && (parts.is_empty() || parts.contains(&j.partition.as_str()))
-                    && (accounts.is_empty() || accounts.contains(&j.account.as_str()))
-            });
-            if q.start {
-                jobs.retain(|j| j.state == JobState::Pending);
-            }
-            if q.json {
-                let group_of = |gid: u32| {
-                    nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
-                        .ok()
-                        .flatten()
-                        .map_or_else(|| gid.to_string(), |g| g.name)
-                };
-                println!("{}", output::json(&slurm_json::squeue(&jobs, &group_of))?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            let by_name = match &q.format_long {
-                Some(spec) => Some(slurm::format_from_names(spec).map_err(anyhow::Error::msg)?),
-                None => None,
-            };
-            let fmt = match (&q.format, q.long, q.start) {
-                _ if by_name.is_some() => by_name.as_deref().unwrap_or_default(),
-                (Some(f), ..) => f.as_str(),
-                (None, true, _) => slurm::SQUEUE_LONG,
-                (None, _, true) => slurm::SQUEUE_START,
-                _ => slurm::SQUEUE_DEFAULT,
-            };
-            let _ = (q.all, q.array, q.verbose);
-            print!("{}", slurm::squeue(&jobs, fmt, q.noheader, now_us()));
-            Ok(ExitCode::SUCCESS)
-        }
+        "squeue" => squeue(words, &g),
         "scancel" => scancel(words, &g),
         "sacct" => sacct(words, &g),
         "sinfo" => sinfo(words, &g),
@@ -362,6 +284,123 @@ struct Scancel {
     verbose: bool,
 }
 
+/// squeue: the jobs the options select, in the format they name (Slurm's default
+/// unless one is given), a page at a time.
+fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
+    let q = Squeue::try_parse_from(words).unwrap_or_else(|e| e.exit());
+    let asked = ids(&q.jobs)?;
+    let by_name = match &q.format_long {
+        Some(spec) => Some(slurm::format_from_names(spec).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    let fmt = match (&q.format, q.long, q.start) {
+        _ if by_name.is_some() => by_name.as_deref().unwrap_or_default(),
+        (Some(f), ..) => f.as_str(),
+        (None, true, _) => slurm::SQUEUE_LONG,
+        (None, _, true) => slurm::SQUEUE_START,
+        _ => slurm::SQUEUE_DEFAULT,
+    };
+    // What the output does not show is neither computed nor sent.
+    let omit = if q.json {
+        Parts::NONE
+    } else {
+        let mut needed = slurm::squeue_parts(fmt);
+        if !q.account.is_empty() {
+            needed = needed.with(Parts::ACCOUNT);
+        }
+        Parts::ALL.without(needed)
+    };
+    let mut filter = QueueFilter {
+        jobs: vec![],
+        uids: users(&q.user, q.me)?,
+        states: states(&q.states)?,
+        omit,
+    };
+    // As squeue: -j alone lists those jobs in any state still known.
+    if !asked.is_empty() && filter.states.is_empty() {
+        filter.states = JobState::ALL.to_vec();
+    }
+    let names: Vec<&str> = q.name.iter().flat_map(|n| n.split(',')).collect();
+    let parts: Vec<&str> = q.partition.iter().flat_map(|n| n.split(',')).collect();
+    let accounts: Vec<&str> = q.account.iter().flat_map(|n| n.split(',')).collect();
+    let shown = |j: &JobInfo| {
+        (names.is_empty() || names.contains(&j.name.as_str()))
+            && (parts.is_empty() || parts.contains(&j.partition.as_str()))
+            && (accounts.is_empty() || accounts.contains(&j.account.as_str()))
+            && (!q.start || j.state == JobState::Pending)
+    };
+    let _ = (q.all, q.array, q.verbose);
+    let pieces = slurm::parse_format(fmt);
+    let now = now_us();
+    let mut c = client(g)?;
+    if asked.is_empty() && !q.json {
+        // Each page printed as it comes: 100,000 jobs are never held at once.
+        let mut stdout = std::io::stdout().lock();
+        let mut text = String::new();
+        if !q.noheader {
+            slurm::squeue_header(&pieces, &mut text);
+        }
+        let mut written = Ok(());
+        c.queue_pages(filter, |page| {
+            slurm::squeue_lines(page.iter().filter(|j| shown(j)), &pieces, now, &mut text);
+            if written.is_ok() {
+                written = stdout.write_all(text.as_bytes());
+            }
+            text.clear();
+        })
+        .map_err(explain)?;
+        written
+            .and_then(|()| stdout.write_all(text.as_bytes()))
+            .and_then(|()| stdout.flush())
+            .context("writing the listing")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut jobs = if asked.is_empty() {
+        c.queue(filter).map_err(explain)?
+    } else {
+        // The jobs named, whatever their state or user. An array's tasks are jobs of
+        // their own: only when one named may be an array (a pending or running one
+        // says so; an ended job may have been one), or a task is named `ARRAY_TASK`,
+        // is everything listed to find them.
+        let named = c
+            .queue(QueueFilter {
+                jobs: asked.wide(),
+                uids: vec![],
+                states: JobState::ALL.to_vec(),
+                omit,
+            })
+            .map_err(explain)?;
+        let arrays = !asked.tasks.is_empty()
+            || named.iter().any(|j| {
+                j.array_task.is_none() && (j.array_pending.is_some() || j.state.is_terminal())
+            });
+        let mut jobs = if arrays {
+            c.queue(filter.clone()).map_err(explain)?
+        } else {
+            named
+        };
+        jobs.retain(|j| {
+            asked.names(j.id, j.array_task)
+                && filter.states.contains(&j.state)
+                && (filter.uids.is_empty() || filter.uids.contains(&j.uid))
+        });
+        jobs
+    };
+    jobs.retain(|j| shown(j));
+    if q.json {
+        let group_of = |gid: u32| {
+            nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+                .ok()
+                .flatten()
+                .map_or_else(|| gid.to_string(), |g| g.name)
+        };
+        println!("{}", output::json(&slurm_json::squeue(&jobs, &group_of))?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", slurm::squeue(&jobs, fmt, q.noheader, now));
+    Ok(ExitCode::SUCCESS)
+}
+
 fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
     let a = Scancel::try_parse_from(words).unwrap_or_else(|e| e.exit());
     let mut c = client(g)?;
@@ -383,6 +422,8 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
                 },
                 uids: users(&a.user, a.me)?,
                 states: states(&a.state)?,
+                // Only ids, names, partitions and states are read.
+                omit: Parts::ALL,
             })
             .map_err(explain)?;
         targets = jobs

@@ -376,6 +376,12 @@ impl Client {
 
     fn request_once(&mut self, op: ClientOp) -> Result<ClientReply, ClientError> {
         let id = self.send(op)?;
+        self.reply_to(id)
+    }
+
+    /// The reply to request `id`, within the reply timeout; replies to others are
+    /// passed over.
+    fn reply_to(&mut self, id: u64) -> Result<ClientReply, ClientError> {
         let deadline = crate::zmtp::deadline_in(self.reply_timeout);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -474,29 +480,58 @@ impl Client {
     /// The jobs `filter` lists, in job id order, a page at a time (a listing of any
     /// size fits the frames).
     pub fn queue(&mut self, filter: QueueFilter) -> Result<Vec<JobInfo>, ClientError> {
-        let mut all = Vec::new();
-        let mut after = None;
-        loop {
-            let op = ClientOp::QueuePage {
-                filter: filter.clone(),
-                after,
-            };
-            match self.call(op)? {
-                ClientReply::JobsPage { jobs, next } => {
-                    all.extend(jobs);
-                    // Pages go forward: a `next` not past the last cursor would loop.
-                    match next {
-                        Some(n) if after.is_none_or(|a| n > a) => after = Some(n),
-                        Some(n) => {
-                            return Err(ClientError::Unexpected(format!(
-                                "the broker's next page starts at job {n}, not after {after:?}"
-                            )));
-                        }
-                        None => return Ok(all),
-                    }
-                }
-                other => return Err(ClientError::Unexpected(format!("{other:?}"))),
+        let mut all: Vec<JobInfo> = Vec::new();
+        self.queue_pages(filter, |page| {
+            if all.is_empty() {
+                all = page;
+            } else {
+                all.extend(page);
             }
+        })?;
+        Ok(all)
+    }
+
+    /// [`Client::queue`], each page handed to `each` as it comes, in job id order: a
+    /// caller that prints as it goes holds one page, not 100,000 jobs, at a time. The
+    /// next page is asked for before `each` runs, so that the broker makes it while
+    /// the caller prints this one.
+    pub fn queue_pages(
+        &mut self,
+        filter: QueueFilter,
+        mut each: impl FnMut(Vec<JobInfo>),
+    ) -> Result<(), ClientError> {
+        let page = |after| ClientOp::QueuePage {
+            filter: filter.clone(),
+            after,
+        };
+        let mut after = None;
+        let mut reply = self.call(page(after))?;
+        loop {
+            let ClientReply::JobsPage { jobs, next } = reply else {
+                return Err(ClientError::Unexpected(format!("{reply:?}")));
+            };
+            // Pages go forward: a `next` not past the last cursor would loop.
+            let next = match next {
+                Some(n) if after.is_none_or(|a| n > a) => n,
+                Some(n) => {
+                    return Err(ClientError::Unexpected(format!(
+                        "the broker's next page starts at job {n}, not after {after:?}"
+                    )));
+                }
+                None => {
+                    each(jobs);
+                    return Ok(());
+                }
+            };
+            after = Some(next);
+            // Asked ahead; whatever goes wrong with that (a refusal to slow down, a
+            // standby, a lost connection) is left to an ordinary call, which retries.
+            let ahead = self.send(page(after)).ok();
+            each(jobs);
+            reply = match ahead.map(|id| self.reply_to(id)) {
+                Some(Ok(r @ ClientReply::JobsPage { .. })) => r,
+                _ => self.call(page(after))?,
+            };
         }
     }
 

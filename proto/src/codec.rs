@@ -21,7 +21,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// 3: registrations carry the agent's unacknowledged ends, a job end says whether the
 /// node was at fault, reports count unmeasured CPU time apart.
 /// 7: a job's description carries its dependencies as scontrol shows them.
-pub const PROTOCOL_VERSION: u16 = 7;
+/// 8: a listing's filter names the parts of each job it leaves out.
+pub const PROTOCOL_VERSION: u16 = 8;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

@@ -128,15 +128,16 @@ impl Core {
 
     /// A job as the caller may see it: whole if it is theirs or they operate the
     /// cluster; else as the privacy setting says (redacted, or not at all).
-    pub(super) fn seen_by(&self, caller: &Caller, j: &Job) -> Option<JobInfo> {
+    /// `omit`: the parts the caller leaves out ([`Parts`]).
+    pub(super) fn seen_by(&self, caller: &Caller, j: &Job, omit: Parts) -> Option<JobInfo> {
         if self.owns_or_operates(caller, j) {
-            return Some(self.info(j));
+            return Some(self.info_without(j, omit));
         }
         match self.cfg.privacy {
-            Privacy::Visible => Some(self.info(j)),
+            Privacy::Visible => Some(self.info_without(j, omit)),
             Privacy::Hidden => None,
             Privacy::Redacted => {
-                let mut info = self.info(j);
+                let mut info = self.info_without(j, omit);
                 info.name = "(hidden)".into();
                 info.workdir = String::new();
                 info.stdout = String::new();

@@ -313,6 +313,7 @@ impl Driver {
                         states: vec![b.pick(&JobState::ALL)],
                         uids: vec![b.u32_or(&[0, 1000, 1001])],
                         jobs: self.jobs(b),
+                        omit: bulkhead_proto::msg::Parts(b.pick(&[0, 0x2a, 0x1ff])),
                     }),
                 };
                 self.client(b, op)

@@ -45,7 +45,7 @@ use bulkhead_proto::job::{
 };
 use bulkhead_proto::msg::{
     AdminOp, AgentMessage, BrokerMessage, CancelOutcome, ClientOp, ClientReply, ErrorCode,
-    ErrorReply, NodeInfo, NodeState, QueueFilter, Registration,
+    ErrorReply, NodeInfo, NodeState, Parts, QueueFilter, Registration,
 };
 use bulkhead_proto::{JobId, JobInfo, JobState, NodeId};
 use bulkhead_sched as sched;
@@ -778,7 +778,7 @@ impl Core {
                 Err(e) => ClientReply::Error(e),
             },
             ClientOp::Show(id) => match self.jobs.get(&id) {
-                Some(j) => match self.seen_by(caller, j) {
+                Some(j) => match self.seen_by(caller, j, Parts::NONE) {
                     Some(info) => ClientReply::Job(Box::new(info)),
                     // Hidden by the privacy setting: refused as any other action on
                     // another user's job.

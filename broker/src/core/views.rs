@@ -17,32 +17,36 @@ impl Core {
         }
     }
 
-    pub(super) fn info(&self, j: &Job) -> JobInfo {
-        let default = if j.submission.array.is_some() || j.submission.array_task.is_some() {
-            DEFAULT_ARRAY_OUTPUT_PATTERN
+    /// A job's description without the parts in `omit`, whose fields stay empty: a
+    /// listing of 100,000 jobs computes, sends and decodes only what its caller prints.
+    pub(super) fn info_without(&self, j: &Job, omit: Parts) -> JobInfo {
+        let keep = |p: Parts| !omit.contains(p);
+        let (stdout, stderr) = if keep(Parts::PATHS) {
+            let default = if j.submission.array.is_some() || j.submission.array_task.is_some() {
+                DEFAULT_ARRAY_OUTPUT_PATTERN
+            } else {
+                DEFAULT_OUTPUT_PATTERN
+            };
+            let out_pattern = j.submission.stdout.as_deref().unwrap_or(default);
+            let at = j.submission.array_task;
+            let expand = |p: &str| {
+                expand_task_pattern(
+                    p,
+                    j.id,
+                    &j.submission.name,
+                    &j.user,
+                    &j.submission.workdir,
+                    at,
+                )
+            };
+            let stdout = expand(out_pattern);
+            let stderr = match &j.submission.stderr {
+                Some(p) => expand(p),
+                None => stdout.clone(),
+            };
+            (stdout, stderr)
         } else {
-            DEFAULT_OUTPUT_PATTERN
-        };
-        let out_pattern = j.submission.stdout.as_deref().unwrap_or(default);
-        let at = j.submission.array_task;
-        let stdout = expand_task_pattern(
-            out_pattern,
-            j.id,
-            &j.submission.name,
-            &j.user,
-            &j.submission.workdir,
-            at,
-        );
-        let stderr = match &j.submission.stderr {
-            Some(p) => expand_task_pattern(
-                p,
-                j.id,
-                &j.submission.name,
-                &j.user,
-                &j.submission.workdir,
-                at,
-            ),
-            None => stdout.clone(),
+            (String::new(), String::new())
         };
         let array_pending = j
             .submission
@@ -60,14 +64,16 @@ impl Core {
                     None => rest,
                 }
             });
-        let reason = if j.state == JobState::Pending {
+        let reason = if !keep(Parts::REASON) {
+            None
+        } else if j.state == JobState::Pending {
             Some(self.pending_reason(j))
         } else {
             j.reason.clone()
         };
         let mut resources = j.submission.resources.clone();
         resources.mem_mb = j.mem_mb;
-        let pending = if j.state == JobState::Pending {
+        let pending = if j.state == JobState::Pending && keep(Parts::PRIORITY) {
             self.sched.pending_info(sched::JobId(j.id.0))
         } else {
             None
@@ -92,13 +98,21 @@ impl Core {
             node_id: j.node,
             resources,
             partition: j.partition.clone(),
-            workdir: j.submission.workdir.clone(),
+            workdir: if keep(Parts::PATHS) {
+                j.submission.workdir.clone()
+            } else {
+                String::new()
+            },
             stdout,
             stderr,
             submit_time_us: j.submit_us,
             start_time_us: j.start_us,
             end_time_us: j.end_us,
-            denials: j.denials.clone(),
+            denials: if keep(Parts::DENIALS) {
+                j.denials.clone()
+            } else {
+                Vec::new()
+            },
             expected_start_us: pending
                 .as_ref()
                 .and_then(|p| p.expected_start)
@@ -106,15 +120,27 @@ impl Core {
             priority: pending.as_ref().map(|p| p.priority.max(0.0).round() as u64),
             array_task: j.submission.array_task,
             array_pending,
-            gpus: if j.state.is_active() {
+            gpus: if j.state.is_active() && keep(Parts::GPUS) {
                 j.gpus.clone()
             } else {
                 Vec::new()
             },
-            usage: j.usage.clone(),
-            account: self.account_of(&j.user).to_string(),
-            extra: j.submission.extra.clone(),
-            dependency: self.dependency_text(j),
+            usage: j.usage.clone().filter(|_| keep(Parts::USAGE)),
+            account: if keep(Parts::ACCOUNT) {
+                self.account_of(&j.user).to_string()
+            } else {
+                String::new()
+            },
+            extra: if keep(Parts::EXTRA) {
+                j.submission.extra.clone()
+            } else {
+                bulkhead_proto::job::SubmitExtra::default()
+            },
+            dependency: if keep(Parts::DEPENDENCY) {
+                self.dependency_text(j)
+            } else {
+                String::new()
+            },
         }
     }
 
@@ -350,7 +376,7 @@ impl Core {
             Box::new(f.jobs.iter().filter_map(|id| self.jobs.get(id)))
         };
         ids.filter(|j| listed(f, j))
-            .filter_map(|j| self.seen_by(caller, j))
+            .filter_map(|j| self.seen_by(caller, j, f.omit))
             .collect()
     }
 
@@ -390,7 +416,7 @@ impl Core {
         };
         let (mut out, mut bytes) = (Vec::new(), 0usize);
         for j in ids.filter(|j| listed(f, j)) {
-            let Some(info) = self.seen_by(caller, j) else {
+            let Some(info) = self.seen_by(caller, j, f.omit) else {
                 continue;
             };
             let size = wire_estimate(&info);

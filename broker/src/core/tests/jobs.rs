@@ -718,6 +718,73 @@ fn a_large_array_makes_each_task_once_and_ends_as_its_first_failed_task() {
     assert_eq!(c.jobs.len() as u32, n + 1);
 }
 
+/// A listing that omits parts of each job gives each job as the whole description
+/// with those parts' fields emptied ([`Parts::clear`]), for running, pending, held and
+/// dependent jobs alike.
+#[test]
+fn a_listing_that_omits_parts_empties_exactly_their_fields() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    let mut ids = Vec::new();
+    for i in 0..4u64 {
+        let mut s = sub(1);
+        s.stdout = Some("out-%j".into());
+        s.extra.comment = Some(format!("note {i}"));
+        s.extra.hold = i == 3;
+        if i == 2 {
+            s.deps = vec![Dependency::AfterOk(ids[0])];
+        }
+        ids.push(submitted(&c.client(
+            b"c".to_vec(),
+            i,
+            &user(5),
+            ClientOp::Submit(Box::new(s)),
+            i,
+        )));
+    }
+    let list = |c: &Core, omit: Parts| {
+        let f = QueueFilter {
+            omit,
+            ..Default::default()
+        };
+        c.queue_page(&user(5), &f, None).0
+    };
+    let full = list(&c, Parts::NONE);
+    assert_eq!(full.len(), 4);
+    assert!(full.iter().any(|j| j.state == JobState::Running));
+    assert!(
+        full.iter()
+            .all(|j| !j.stdout.is_empty() && j.extra.comment.is_some())
+    );
+    for bit in 0..9 {
+        for omit in [
+            Parts(1 << bit),
+            Parts::ALL.without(Parts(1 << bit)),
+            Parts::ALL,
+        ] {
+            let want: Vec<JobInfo> = full
+                .iter()
+                .cloned()
+                .map(|mut j| {
+                    omit.clear(&mut j);
+                    j
+                })
+                .collect();
+            assert_eq!(list(&c, omit), want, "omitting {omit:?}");
+        }
+    }
+    // Nothing past the known parts is taken.
+    use bulkhead_proto::codec::Message as _;
+    let bad = bulkhead_proto::msg::ClientRequest {
+        credential: vec![],
+        op: ClientOp::Queue(QueueFilter {
+            omit: Parts(Parts::ALL.0 + 1),
+            ..Default::default()
+        }),
+    };
+    assert!(bad.validate().is_err());
+}
+
 /// A listing is paged in job id order: every job the filter lists comes once over the
 /// pages, each page within its limits, the last page says so; jobs asked for by id
 /// and states and users filter as without pages.
