@@ -6,7 +6,7 @@ use bulkhead_cli::{acct, output, standalone};
 use bulkhead_client::{Client, ClientError};
 use bulkhead_proto::job::JobSubmission;
 use bulkhead_proto::limits::MAX_SCRIPT_BYTES;
-use bulkhead_proto::msg::{ErrorCode, QueueFilter};
+use bulkhead_proto::msg::{ErrorCode, Parts, QueueFilter};
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, JobState};
 use clap::{Parser, Subcommand};
@@ -790,8 +790,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             long,
             json,
         } => {
+            // The table shows no paths, options or usage: those are not sent.
+            let shown = match (*json, *long) {
+                (true, _) => Parts::ALL,
+                (false, true) => Parts::REASON.with(Parts::PRIORITY),
+                (false, false) => Parts::REASON,
+            };
             let mut filter = QueueFilter {
                 jobs: jobs.clone(),
+                omit: Parts::ALL.without(shown),
                 ..Default::default()
             };
             for s in states {
