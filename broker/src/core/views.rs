@@ -473,8 +473,9 @@ impl Core {
 }
 
 /// At most this many jobs in a page of a listing, and about this many bytes on the
-/// wire (estimated), well under the frame limit.
-const PAGE_JOBS: usize = 20_000;
+/// wire (estimated), well under the frame limit. A page holds the core for a few
+/// milliseconds, and the client asks for the next while it prints this one.
+const PAGE_JOBS: usize = 5_000;
 const PAGE_BYTES: usize = 3 << 20;
 
 /// Whether a listing with filter `f` shows job `j` (its owner aside). Jobs asked for by
