@@ -48,7 +48,17 @@ fn elapsed_into(secs: u64, v: &mut String) -> std::fmt::Result {
 
 /// A time limit as squeue prints it (`UNLIMITED`, or [`elapsed`]'s spelling).
 pub fn limit(secs: Option<u64>) -> String {
-    secs.map_or_else(|| "UNLIMITED".into(), elapsed)
+    let mut v = String::new();
+    let _ = limit_into(secs, &mut v);
+    v
+}
+
+/// [`limit`], written at the end of `v`.
+fn limit_into(secs: Option<u64>, v: &mut String) -> std::fmt::Result {
+    match secs {
+        Some(l) => elapsed_into(l, v),
+        None => v.write_str("UNLIMITED"),
+    }
 }
 
 /// Local time as Slurm prints it, `YYYY-MM-DDTHH:MM:SS`; `N/A` for none.
@@ -142,10 +152,17 @@ fn job_nodes(j: &JobInfo) -> String {
 /// squeue's `%i`: `123`, or `ARRAY_TASK` for an array task, `ARRAY_[4-9]` for what
 /// an array has left.
 pub fn job_id(j: &JobInfo) -> String {
+    let mut v = String::new();
+    let _ = job_id_into(j, &mut v);
+    v
+}
+
+/// [`job_id`], written at the end of `v`.
+fn job_id_into(j: &JobInfo, v: &mut String) -> std::fmt::Result {
     match (j.array_task, &j.array_pending) {
-        (Some((a, t)), _) => format!("{a}_{t}"),
-        (None, Some(p)) if !p.is_empty() => format!("{}_[{p}]", j.id),
-        _ => j.id.to_string(),
+        (Some((a, t)), _) => write!(v, "{a}_{t}"),
+        (None, Some(p)) if !p.is_empty() => write!(v, "{}_[{p}]", j.id),
+        _ => write!(v, "{}", j.id),
     }
 }
 
@@ -189,11 +206,7 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
     let r = &j.resources;
     let array = j.array_task.map_or(j.id, |(a, _)| a);
     let _ = match c {
-        'i' => match (j.array_task, &j.array_pending) {
-            (Some((a, t)), _) => write!(v, "{a}_{t}"),
-            (None, Some(p)) if !p.is_empty() => write!(v, "{}_[{p}]", j.id),
-            _ => write!(v, "{}", j.id),
-        },
+        'i' => job_id_into(j, v),
         'A' | 'F' => write!(v, "{array}"),
         'K' => match j.array_task {
             Some((_, t)) => write!(v, "{t}"),
@@ -208,14 +221,10 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
         't' => write!(v, "{}", compact_state(j.state)),
         'T' => write!(v, "{}", j.state.as_str()),
         'M' => elapsed_into(used_secs(j, now_us), v),
-        'l' => match r.time_limit_s {
-            Some(l) => elapsed_into(l, v),
-            None => write!(v, "UNLIMITED"),
-        },
+        'l' => limit_into(r.time_limit_s, v),
         'L' => match (j.state, r.time_limit_s) {
             (JobState::Running, Some(l)) => elapsed_into(l.saturating_sub(used_secs(j, now_us)), v),
-            (_, None) => write!(v, "UNLIMITED"),
-            (_, Some(l)) => elapsed_into(l, v),
+            (_, l) => limit_into(l, v),
         },
         'D' => write!(v, "{}", r.nodes),
         'C' => write!(v, "{}", r.cpus.saturating_mul(r.nodes)),
@@ -462,7 +471,9 @@ pub fn squeue(jobs: &[JobInfo], fmt: &str, noheader: bool, now_us: u64) -> Strin
 
 /// squeue's header line for a parsed format, at the end of `out`.
 pub fn squeue_header(pieces: &[Piece], out: &mut String) {
-    squeue_line(pieces, out, &mut |k, v| v.push_str(header(k)));
+    squeue_line(pieces, out, &mut String::new(), &mut |k, v| {
+        v.push_str(header(k))
+    });
 }
 
 /// squeue's line for each job, at the end of `out` (a listing printed a page at a
@@ -473,21 +484,29 @@ pub fn squeue_lines<'a>(
     now_us: u64,
     out: &mut String,
 ) {
+    // One value buffer for every field of every line.
+    let mut value = String::new();
     for j in jobs {
-        squeue_line(pieces, out, &mut |k, v| squeue_field_into(j, k, now_us, v));
+        squeue_line(pieces, out, &mut value, &mut |k, v| {
+            squeue_field_into(j, k, now_us, v)
+        });
     }
 }
 
-fn squeue_line(pieces: &[Piece], out: &mut String, get: &mut dyn FnMut(char, &mut String)) {
+fn squeue_line(
+    pieces: &[Piece],
+    out: &mut String,
+    value: &mut String,
+    get: &mut dyn FnMut(char, &mut String),
+) {
     let start = out.len();
-    let mut value = String::new();
     for p in pieces {
         match p {
             Piece::Text(t) => out.push_str(t),
             Piece::Field { right, width, kind } => {
                 value.clear();
-                get(*kind, &mut value);
-                cell(out, &crate::output::escape(&value), *right, *width);
+                get(*kind, value);
+                cell(out, &crate::output::escape(value), *right, *width);
             }
         }
     }

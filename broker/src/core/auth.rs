@@ -137,14 +137,11 @@ impl Core {
             Privacy::Visible => Some(self.info_without(j, omit)),
             Privacy::Hidden => None,
             Privacy::Redacted => {
-                let mut info = self.info_without(j, omit);
+                // Another's paths, denials and usage are never made at all.
+                let hidden = Parts::PATHS.with(Parts::DENIALS).with(Parts::USAGE);
+                let mut info = self.info_without(j, omit.with(hidden));
                 info.name = "(hidden)".into();
-                info.workdir = String::new();
-                info.stdout = String::new();
-                info.stderr = String::new();
                 info.reason = info.reason.filter(|_| j.state == JobState::Pending);
-                info.denials.clear();
-                info.usage = None;
                 Some(info)
             }
         }
