@@ -11,18 +11,22 @@
 //! - 3 → 4: `JobSubmission` gained `extra` (sbatch's `--begin`, `--nice`, `--hold`,
 //!   `--comment`, ...), and `Dependency` the variant `AfterDelay`, appended (older
 //!   blobs read as they are).
+//! - 4 → 5: `SubmitExtra` gained `input`, `nodelist`, `exclude`, `mincpus` and
+//!   `deadline_us` (sbatch's `--input`, `-w`, `-x`, `--mincpus`, `--deadline`).
 //!
 //! A store of a newer schema than this build's is refused, never read as this one.
 
 use bulkhead_proto::JobId;
 use bulkhead_proto::acct::{GpuUsage, JobUsage};
-use bulkhead_proto::job::{ArraySpec, Dependency, JobSubmission, MigAsk, ResourceRequest};
+use bulkhead_proto::job::{
+    ArraySpec, Dependency, Exclusive, JobSubmission, MigAsk, ResourceRequest, SubmitExtra,
+};
 use bulkhead_proto::msg::Reservation;
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: &str = "4";
+pub const SCHEMA_VERSION: &str = "5";
 
 #[derive(Serialize, Deserialize)]
 struct ResourceRequestV1 {
@@ -121,6 +125,72 @@ fn v3_submission(s: JobSubmissionV3) -> JobSubmission {
         qos: s.qos,
         idempotency_key: s.idempotency_key,
         extra: Default::default(),
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct SubmitExtraV4 {
+    begin_us: Option<u64>,
+    nice: i32,
+    hold: bool,
+    comment: Option<String>,
+    account: Option<String>,
+    deps_any: bool,
+    time_min_s: Option<u64>,
+    requeue: Option<bool>,
+    exclusive: Exclusive,
+    mem_whole: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct JobSubmissionV4 {
+    name: String,
+    script: String,
+    args: Vec<String>,
+    workdir: String,
+    stdout: Option<String>,
+    stderr: Option<String>,
+    env: Vec<(String, String)>,
+    resources: ResourceRequest,
+    deps: Vec<Dependency>,
+    array: Option<ArraySpec>,
+    array_task: Option<(JobId, u32)>,
+    reservation: Option<String>,
+    qos: Option<String>,
+    idempotency_key: Option<u128>,
+    extra: SubmitExtraV4,
+}
+
+fn v4_submission(s: JobSubmissionV4) -> JobSubmission {
+    let e = s.extra;
+    JobSubmission {
+        name: s.name,
+        script: s.script,
+        args: s.args,
+        workdir: s.workdir,
+        stdout: s.stdout,
+        stderr: s.stderr,
+        env: s.env,
+        resources: s.resources,
+        deps: s.deps,
+        array: s.array,
+        array_task: s.array_task,
+        reservation: s.reservation,
+        qos: s.qos,
+        idempotency_key: s.idempotency_key,
+        extra: SubmitExtra {
+            begin_us: e.begin_us,
+            nice: e.nice,
+            hold: e.hold,
+            comment: e.comment,
+            account: e.account,
+            deps_any: e.deps_any,
+            time_min_s: e.time_min_s,
+            requeue: e.requeue,
+            exclusive: e.exclusive,
+            mem_whole: e.mem_whole,
+            ..Default::default()
+        },
     }
 }
 
@@ -280,18 +350,19 @@ fn v2_submission(s: JobSubmissionV2) -> JobSubmission {
 }
 
 /// A stored submission of schema `version`, as this build's type.
-fn old_submission(version: &str, blob: &[u8]) -> Result<JobSubmission, postcard::Error> {
+pub(crate) fn old_submission(version: &str, blob: &[u8]) -> Result<JobSubmission, postcard::Error> {
     match version {
         "1" => postcard::from_bytes(blob).map(v1_submission),
         "2" => postcard::from_bytes(blob).map(v2_submission),
-        _ => postcard::from_bytes(blob).map(v3_submission),
+        "3" => postcard::from_bytes(blob).map(v3_submission),
+        _ => postcard::from_bytes(blob).map(v4_submission),
     }
 }
 
 /// Brings a store at `version` to [`SCHEMA_VERSION`].
 pub fn run(conn: &mut Connection, version: &str) -> Result<(), MigrateError> {
     match version.parse::<u32>() {
-        Ok(1..=3) => {}
+        Ok(1..=4) => {}
         Ok(v) if v > SCHEMA_VERSION.parse::<u32>().unwrap_or(u32::MAX) => {
             return Err(MigrateError::Newer(version.to_string()));
         }
@@ -361,7 +432,7 @@ pub fn run(conn: &mut Connection, version: &str) -> Result<(), MigrateError> {
         .map_err(|e| MigrateError::Sqlite("rewriting a reservation", e))?;
     }
     // Usage blobs changed from 2 to 3 (version 1 stores wrote them the same way).
-    if version != "3" {
+    if matches!(version, "1" | "2") {
         rewrite_usage(&tx)?;
     }
     tx.execute(
@@ -623,6 +694,83 @@ mod tests {
         assert_eq!(
             (g.mem_peak_mb, g.mem_current_mb, g.energy_mj),
             (Some(512), Some(256), Some(7))
+        );
+    }
+
+    /// A version 4 store's submissions read as they were, sbatch's options kept and
+    /// the options added in 5 empty.
+    #[test]
+    fn a_version_4_store_is_migrated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(crate::store::Store::open(dir.path()).expect("create"));
+        {
+            let conn = Connection::open(dir.path().join("bulkhead.db")).expect("db");
+            let sub = JobSubmissionV4 {
+                name: "four".into(),
+                script: "#!/bin/sh\n".into(),
+                args: vec!["x".into()],
+                workdir: "/tmp".into(),
+                stdout: Some("o-%j".into()),
+                stderr: None,
+                env: vec![("A".into(), "1".into())],
+                resources: ResourceRequest::default(),
+                deps: vec![Dependency::AfterDelay(JobId(3), 5)],
+                array: None,
+                array_task: None,
+                reservation: None,
+                qos: None,
+                idempotency_key: Some(77),
+                extra: SubmitExtraV4 {
+                    begin_us: Some(1_000_000),
+                    nice: -5,
+                    hold: true,
+                    comment: Some("kept".into()),
+                    account: None,
+                    deps_any: true,
+                    time_min_s: Some(60),
+                    requeue: Some(false),
+                    exclusive: Exclusive::User,
+                    mem_whole: true,
+                },
+            };
+            conn.execute(
+                "INSERT INTO jobs VALUES (4, 1000, 1000, 'alice', ?1, 'batch', 100, 'PENDING', NULL, NULL, NULL, NULL, 5, NULL, NULL)",
+                params![postcard::to_allocvec(&sub).expect("encode")],
+            )
+            .expect("job");
+            conn.execute(
+                "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+                [],
+            )
+            .expect("version");
+        }
+        let mut s = crate::store::Store::open(dir.path()).expect("open migrates");
+        assert_eq!(
+            s.meta("schema_version").expect("meta").as_deref(),
+            Some(SCHEMA_VERSION)
+        );
+        let (jobs, _) = s.load().expect("load");
+        let j = &jobs[0].submission;
+        assert_eq!(j.idempotency_key, Some(77));
+        assert_eq!(j.deps, vec![Dependency::AfterDelay(JobId(3), 5)]);
+        let e = &j.extra;
+        assert_eq!(
+            (e.begin_us, e.nice, e.hold, e.comment.as_deref(), e.deps_any),
+            (Some(1_000_000), -5, true, Some("kept"), true)
+        );
+        assert_eq!(
+            (e.time_min_s, e.requeue, e.exclusive, e.mem_whole),
+            (Some(60), Some(false), Exclusive::User, true)
+        );
+        assert_eq!(
+            (
+                &e.input,
+                e.nodelist.len(),
+                e.exclude.len(),
+                e.mincpus,
+                e.deadline_us
+            ),
+            (&None, 0, 0, None, None)
         );
     }
 }

@@ -22,7 +22,9 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// node was at fault, reports count unmeasured CPU time apart.
 /// 7: a job's description carries its dependencies as scontrol shows them.
 /// 8: a listing's filter names the parts of each job it leaves out.
-pub const PROTOCOL_VERSION: u16 = 8;
+/// 9: a submission carries `--input`, `--nodelist`, `--exclude`, `--mincpus` and
+/// `--deadline`.
+pub const PROTOCOL_VERSION: u16 = 9;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

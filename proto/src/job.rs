@@ -246,6 +246,20 @@ pub struct SubmitExtra {
     pub exclusive: Exclusive,
     /// `--mem=0`: all the memory of each node.
     pub mem_whole: bool,
+    /// `--input`: the batch script's standard input, a pattern as `--output`'s
+    /// (`%j`, `%x`, ...); `None`: `/dev/null`. (This and the fields below were
+    /// appended in store schema 5.)
+    pub input: Option<String>,
+    /// `-w/--nodelist`: nodes the job must have, every one of them (more are taken
+    /// when it asks for more nodes), by name.
+    pub nodelist: Vec<String>,
+    /// `-x/--exclude`: nodes the job may not have, by name.
+    pub exclude: Vec<String>,
+    /// `--mincpus`: at least this many CPUs on each node (Slurm's `MinCPUsNode`).
+    pub mincpus: Option<u32>,
+    /// `--deadline`: the job is cancelled (state `DEADLINE`) if it has not ended by
+    /// this time, or cannot start early enough to end by it (Unix µs).
+    pub deadline_us: Option<u64>,
 }
 
 /// Whom a job shares its nodes with (sbatch's `--exclusive[=user]`). It was a `bool`
@@ -268,9 +282,24 @@ impl SubmitExtra {
             check_str("comment or account", v, limits::MAX_PATH_BYTES)?;
         }
         check_u64("nice", u64::from(self.nice.unsigned_abs()), MAX_NICE as u64)?;
+        if let Some(i) = &self.input {
+            check_str("input", i, limits::MAX_PATH_BYTES)?;
+        }
+        for (what, list) in [("nodelist", &self.nodelist), ("exclude", &self.exclude)] {
+            check(what, list.len(), MAX_NODE_NAMES)?;
+            for n in list {
+                check_str(what, n, limits::MAX_NAME_BYTES)?;
+            }
+        }
+        if let Some(c) = self.mincpus {
+            check("mincpus", c as usize, limits::MAX_CPUS as usize)?;
+        }
         Ok(())
     }
 }
+
+/// The most nodes `--nodelist` or `--exclude` may name (expanded).
+pub const MAX_NODE_NAMES: usize = 100_000;
 
 /// The largest `--nice` Slurm takes (`NICE_OFFSET - 3`).
 pub const MAX_NICE: u32 = 2_147_483_645;

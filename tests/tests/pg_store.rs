@@ -202,6 +202,43 @@ fn a_database_of_another_program_or_a_newer_schema_is_refused() -> Result<()> {
     Ok(())
 }
 
+/// A store of schema 4 (the first PostgreSQL held) is brought to this build's: its
+/// submissions, written before `SubmitExtra` gained five trailing fields, read as
+/// they were. Schema 4's blob of a submission is this build's with those fields'
+/// bytes cut off (each is one zero byte when empty: `None` or an empty list), which
+/// is how the old blob is made here without the old type.
+#[test]
+fn a_schema_4_store_is_migrated() -> Result<()> {
+    let pg = Postgres::shared()?;
+    let conninfo = pg.database()?;
+    let mut job = ended_job_row(0);
+    job.submission.extra.comment = Some("from schema 4".into());
+    job.submission.extra.nice = 7;
+    pg_store(&conninfo, None)?.apply(&[StoreOp::InsertJob(Box::new(job.clone()))])?;
+    let new = postcard::to_allocvec(&job.submission)?;
+    let (old, cut) = new.split_at(new.len() - 5);
+    assert_eq!(cut, [0u8; 5], "the new fields are empty");
+    let hex: String = old.iter().map(|b| format!("{b:02x}")).collect();
+    pg.sql(
+        &conninfo,
+        &format!(
+            "UPDATE jobs SET submission = decode('{hex}', 'hex') WHERE id = {};
+             UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+            job.id.0
+        ),
+    )?;
+    // Unmigrated, the old blob does not read as this build's type.
+    assert!(postcard::from_bytes::<bulkhead_proto::job::JobSubmission>(old).is_err());
+    let (jobs, _) = pg_store(&conninfo, None)?.load()?;
+    assert_eq!(jobs[0].submission, job.submission);
+    let (jobs, _) = pg_store(&conninfo, None)?.load()?;
+    assert_eq!(
+        jobs[0].submission, job.submission,
+        "and again once migrated"
+    );
+    Ok(())
+}
+
 /// The database stops and returns: the group it could not take waits unreleased,
 /// the store says it is unavailable, and once the database is back the writer
 /// connects again, commits, and releases in order.

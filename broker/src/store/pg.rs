@@ -77,7 +77,7 @@ CREATE TABLE IF NOT EXISTS fairshare (
 );
 CREATE TABLE IF NOT EXISTS reservations (name TEXT PRIMARY KEY, data BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT INTO meta(key, value) VALUES ('schema_version', '4') ON CONFLICT DO NOTHING;
+INSERT INTO meta(key, value) VALUES ('schema_version', '5') ON CONFLICT DO NOTHING;
 INSERT INTO meta(key, value) VALUES ('store_id', md5(random()::text || clock_timestamp()::text))
     ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS leader (
@@ -259,6 +259,50 @@ fn pg_error(
     }
 }
 
+/// Brings a store of schema `version` to this build's, in the caller's transaction
+/// (the migrations are `crate::migrate`'s; PostgreSQL stores began at schema 4, so
+/// only the submissions' blobs have changed since).
+fn migrate(
+    tx: &mut postgres::Transaction<'_>,
+    version: &str,
+    target: &str,
+) -> Result<(), StoreError> {
+    let pe = |doing| pg_error(target, doing);
+    if version != "4" {
+        return Err(StoreError::NotAStore {
+            path: target.into(),
+            detail: format!(
+                "its schema version {version:?} was never written to PostgreSQL by Bulkhead"
+            ),
+        });
+    }
+    let rows = tx
+        .query("SELECT id, submission FROM jobs", &[])
+        .map_err(pe("reading jobs to migrate"))?;
+    for row in rows {
+        let id: i64 = row.get(0);
+        let blob: Vec<u8> = row.get(1);
+        let bad = |e: postcard::Error| StoreError::Corrupt {
+            id,
+            field: "migrated blob",
+            detail: e.to_string(),
+        };
+        let sub = crate::migrate::old_submission(version, &blob).map_err(bad)?;
+        let new = postcard::to_allocvec(&sub).map_err(bad)?;
+        tx.execute(
+            "UPDATE jobs SET submission = $2 WHERE id = $1",
+            &[&id, &new],
+        )
+        .map_err(pe("rewriting a job"))?;
+    }
+    tx.execute(
+        "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
+        &[&crate::migrate::SCHEMA_VERSION],
+    )
+    .map_err(pe("recording the schema version"))?;
+    Ok(())
+}
+
 /// The error for a store whose connection is gone (only while it is dropped).
 fn closed(target: &str) -> impl FnOnce() -> StoreError + '_ {
     move || StoreError::BadTarget {
@@ -322,6 +366,7 @@ impl Pg {
             .iter()
             .map(|r| r.get(0))
             .collect();
+        let mut stored_version = None;
         if tables.iter().any(|t| t == "meta") {
             let version: Option<String> = tx
                 .query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[])
@@ -345,6 +390,7 @@ impl Pg {
                 }
                 _ => {}
             }
+            stored_version = version;
         } else if !tables.is_empty() && !initialize {
             return Err(StoreError::NotAStore {
                 path: target.clone().into(),
@@ -356,6 +402,9 @@ impl Pg {
         }
         tx.batch_execute(SCHEMA)
             .map_err(pe("creating the schema"))?;
+        if let Some(v) = stored_version.filter(|v| v != crate::migrate::SCHEMA_VERSION) {
+            migrate(&mut tx, &v, &target)?;
+        }
         tx.commit().map_err(pe("committing the schema"))?;
         let mut prepared = HashMap::new();
         for sql in super::sql::writes() {
