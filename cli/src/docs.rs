@@ -130,7 +130,8 @@ mod tests {
         }
         // Options Bulkhead refuses or ignores are not offered.
         assert!(longs.contains(&"begin"));
-        assert!(!longs.contains(&"nodelist") && !longs.contains(&"mail-type"));
+        assert!(longs.contains(&"nodelist"));
+        assert!(!longs.contains(&"constraint") && !longs.contains(&"mail-type"));
         assert!(submit.get_positionals().any(|a| a.get_id() == "rest"));
         assert_eq!(
             submit.get_about().map(|a| a.to_string()).as_deref(),

@@ -95,6 +95,11 @@ fn known_time(us: Option<u64>) -> String {
     us.map_or_else(|| "Unknown".into(), |t| local_time(Some(t)))
 }
 
+/// Owned node names in Slurm's hostlist form; empty for none.
+pub fn hostlist_of(names: &[String]) -> String {
+    hostlist(&names.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
 /// Node names in Slurm's hostlist form: `n[1-3,5],gpu7`.
 pub fn hostlist(names: &[&str]) -> String {
     // Group by prefix (the name without its trailing digits), keeping first-seen order.
@@ -571,11 +576,25 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     );
     let _ = writeln!(
         s,
-        "   StartTime={} EndTime={} Deadline=N/A",
+        "   StartTime={} EndTime={} Deadline={}",
         known_time(j.start_time_us.or(j.expected_start_us).or(e.begin_us)),
-        known_time(j.end_time_us)
+        known_time(j.end_time_us),
+        e.deadline_us.map_or("N/A".into(), |d| local_time(Some(d)))
     );
     let _ = writeln!(s, "   Partition={} AllocNode:Sid=(null)", j.partition);
+    let names = |v: &[String]| {
+        if v.is_empty() {
+            "(null)".to_string()
+        } else {
+            hostlist_of(v)
+        }
+    };
+    let _ = writeln!(
+        s,
+        "   ReqNodeList={} ExcNodeList={}",
+        names(&e.nodelist),
+        names(&e.exclude)
+    );
     let nodes = job_nodes(j);
     let _ = writeln!(
         s,
@@ -613,7 +632,17 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     }
     let _ = writeln!(s, "   WorkDir={}", j.workdir);
     let _ = writeln!(s, "   StdErr={}", j.stderr);
-    let _ = writeln!(s, "   StdIn=/dev/null");
+    let stdin = e.input.as_deref().map_or("/dev/null".into(), |p| {
+        bulkhead_proto::job::expand_task_pattern(
+            p,
+            j.id,
+            &j.name,
+            &j.user,
+            &j.workdir,
+            j.array_task,
+        )
+    });
+    let _ = writeln!(s, "   StdIn={stdin}");
     let _ = writeln!(s, "   StdOut={}", j.stdout);
     if r.gpus > 0 || r.mig.is_some() {
         let _ = writeln!(s, "   TresPerNode=gres:gpu:{}", r.gpu_label());

@@ -146,10 +146,27 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
         .map_or("Unknown".into(), |us| crate::slurm::local_time(Some(us)));
     f.push(("EligibleTime", begin.clone()));
     f.push(("StartTime", begin));
+    f.push((
+        "Deadline",
+        e.deadline_us
+            .map_or("N/A".into(), |us| crate::slurm::local_time(Some(us))),
+    ));
     f.push(("Partition", partition));
+    // As slurmctld keeps them: unique, sorted, in host list form.
+    for (key, names) in [("ReqNodeList", &e.nodelist), ("ExcNodeList", &e.exclude)] {
+        f.push((
+            key,
+            if names.is_empty() {
+                "(null)".into()
+            } else {
+                crate::slurm::hostlist_of(names)
+            },
+        ));
+    }
     let cpus_per_task = r.layout.cpus_per_task.unwrap_or(1);
     let ntasks = r.layout.ntasks.unwrap_or(res.nodes);
-    let cpus = res.cpus.saturating_mul(res.nodes);
+    // While it waits a job's CPUs are its tasks' (--mincpus shows as MinCPUsNode).
+    let cpus = r.cpus_asked.saturating_mul(res.nodes);
     f.push((
         "NumNodes",
         match r.nodes_max {
@@ -185,10 +202,17 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
             res.nodes
         ),
     ));
+    // slurmctld's pn_min_cpus: CPUs per task, times the tasks on a node when several
+    // tasks were laid out per node, and at least --mincpus.
+    let per_node_tasks = match r.layout.ntasks_per_node {
+        Some(n) if ntasks > 1 => n,
+        _ => 1,
+    };
     f.push((
         "MinCPUsNode",
         cpus_per_task
-            .saturating_mul(r.layout.ntasks_per_node.unwrap_or(1))
+            .saturating_mul(per_node_tasks)
+            .max(e.mincpus.unwrap_or(0))
             .to_string(),
     ));
     f.push((mem_field.0, mem_units(mem_field.1)));
@@ -213,8 +237,7 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     let stdout = r.stdout.as_deref().unwrap_or(default_out);
     f.push(("WorkDir", workdir.clone()));
     f.push(("StdErr", path(r.stderr.as_deref().unwrap_or(stdout))));
-    // --input is refused: a batch job reads /dev/null.
-    f.push(("StdIn", "/dev/null".into()));
+    f.push(("StdIn", e.input.as_deref().map_or("/dev/null".into(), path)));
     f.push(("StdOut", path(stdout)));
     f
 }

@@ -315,6 +315,7 @@ mod tests {
             workdir: "/tmp".into(),
             stdout: None,
             stderr: None,
+            stdin: None,
             env: vec![],
             cpus: 1,
             mem_mb: 100,

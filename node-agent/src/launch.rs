@@ -145,6 +145,14 @@ pub fn output_paths(spec: &LaunchSpec, user: &str) -> (String, String) {
     (out, err)
 }
 
+/// The batch script's standard input (`--input`), its pattern expanded as the output
+/// paths' are; `None`: `/dev/null`.
+pub fn input_path(spec: &LaunchSpec, user: &str) -> Option<String> {
+    spec.stdin
+        .as_deref()
+        .map(|p| expand_task_pattern(p, spec.job, &spec.name, user, &spec.workdir, spec.array))
+}
+
 /// The job's environment: what the user exported at submission, then Bulkhead's
 /// variables and their Slurm names, so that existing scripts work unchanged.
 pub fn job_env(
@@ -316,6 +324,9 @@ pub struct Prepared {
     /// The job's file mode creation mask (the submitter's), for its output files and
     /// everything it creates.
     pub umask: u32,
+    /// The batch script's standard input (`--input`), opened as the user; `None`:
+    /// `/dev/null`. (Appended in step record version 2.)
+    pub stdin: Option<String>,
 }
 
 /// The mask a job runs with: its submitter's, as `bh submit` (and sbatch) record it in
@@ -350,6 +361,8 @@ struct ChildPrep {
     umask: libc::mode_t,
     out: CString,
     err: Option<CString>,
+    /// The batch script's standard input (`--input`), else `devnull`.
+    input: Option<CString>,
     /// Signals the agent handles: reset to their default in the child before exec.
     handled: Vec<i32>,
     /// Killed when its parent (the job's supervisor) dies: no batch script runs on
@@ -473,6 +486,12 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             // line discipline's Ctrl-C and Ctrl-Z reach the shell's foreground jobs.
             if p.ctty && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
                 return fail(p, 9);
+            }
+        } else if let Some(input) = &p.input {
+            // Opened as the user, from the job's directory: what they may read.
+            let fd = libc::open(input.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd < 0 || libc::dup2(fd, 0) < 0 {
+                return fail(p, 13);
             }
         } else if libc::dup2(p.devnull, 0) < 0 {
             return fail(p, 9);
@@ -750,6 +769,11 @@ pub fn start_with(
         } else {
             Some(cstr(&p.stderr, "error path")?)
         },
+        input: p
+            .stdin
+            .as_deref()
+            .map(|i| cstr(i, "input path"))
+            .transpose()?,
         handled: handled_signals(),
         pdeathsig,
         stdio,
@@ -947,6 +971,7 @@ mod tests {
             workdir: "/home/ann/exp".into(),
             stdout: None,
             stderr: Some("err-%j.log".into()),
+            stdin: None,
             env: vec![
                 ("PATH".into(), "/opt/bin".into()),
                 ("SLURM_JOB_ID".into(), "999".into()),

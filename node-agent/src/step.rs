@@ -53,7 +53,89 @@ pub const MAX_FRAME: usize = 4 << 20;
 /// before (as the broker's store does in `migrate.rs`), or running jobs are set aside
 /// at the upgrade.
 const MAGIC: &[u8; 7] = b"BHSTEP\0";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+
+/// A record type, with how records of the versions before [`VERSION`] read as today's
+/// type (version 1: [`Prepared`] without `stdin`; [`JobEnd`] unchanged).
+pub trait Record: Serialize + serde::de::DeserializeOwned {
+    /// The record of `version` in `body`, or `None` when this type never had one.
+    fn read_old(version: u8, body: &[u8]) -> Option<Result<Self, postcard::Error>>;
+}
+
+impl Record for JobEnd {
+    fn read_old(version: u8, body: &[u8]) -> Option<Result<Self, postcard::Error>> {
+        (version == 1).then(|| postcard::from_bytes(body))
+    }
+}
+
+impl Record for StepSpec {
+    fn read_old(version: u8, body: &[u8]) -> Option<Result<Self, postcard::Error>> {
+        (version == 1).then(|| postcard::from_bytes::<v1::StepSpec>(body).map(v1::StepSpec::now))
+    }
+}
+
+/// Version 1's layout, frozen, to take back the jobs of an agent before `--input`.
+mod v1 {
+    use super::*;
+
+    #[derive(Serialize, Deserialize)]
+    pub struct Prepared {
+        pub script: PathBuf,
+        pub args: Vec<String>,
+        pub env: Vec<(String, String)>,
+        pub user: crate::launch::UserInfo,
+        pub workdir: String,
+        pub stdout: String,
+        pub stderr: String,
+        pub procs_files: Vec<PathBuf>,
+        pub umask: u32,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    pub struct StepSpec {
+        pub job: JobId,
+        pub uid: u32,
+        pub start_us: u64,
+        pub time_limit_s: Option<u64>,
+        pub kill_wait_ms: u64,
+        pub mem_mb: u64,
+        pub cgroup: JobCgroup,
+        pub exec: Prepared,
+        pub cpu_ids: Vec<u32>,
+        pub cgroup_id: Option<u64>,
+        pub gpus: JobGpus,
+    }
+
+    impl StepSpec {
+        pub fn now(self) -> super::StepSpec {
+            let p = self.exec;
+            super::StepSpec {
+                job: self.job,
+                uid: self.uid,
+                start_us: self.start_us,
+                time_limit_s: self.time_limit_s,
+                kill_wait_ms: self.kill_wait_ms,
+                mem_mb: self.mem_mb,
+                cgroup: self.cgroup,
+                exec: super::Prepared {
+                    script: p.script,
+                    args: p.args,
+                    env: p.env,
+                    user: p.user,
+                    workdir: p.workdir,
+                    stdout: p.stdout,
+                    stderr: p.stderr,
+                    procs_files: p.procs_files,
+                    umask: p.umask,
+                    stdin: None,
+                },
+                cpu_ids: self.cpu_ids,
+                cgroup_id: self.cgroup_id,
+                gpus: self.gpus,
+            }
+        }
+    }
+}
 
 /// What the supervisor runs, and what the agent needs to take the job back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -188,7 +270,7 @@ pub fn write_record<T: Serialize>(path: &Path, value: &T) -> Result<(), StepErro
 }
 
 /// Reads a record [`write_record`] wrote.
-pub fn read_record<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, StepError> {
+pub fn read_record<T: Record>(path: &Path) -> Result<T, StepError> {
     let bytes = std::fs::read(path).map_err(io_err("read", path))?;
     let corrupt = |why: String| StepError::Corrupt {
         path: path.to_path_buf(),
@@ -199,9 +281,12 @@ pub fn read_record<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Ste
         .ok_or_else(|| corrupt("no record header".into()))?;
     match body.split_first() {
         Some((&VERSION, body)) => postcard::from_bytes(body).map_err(|e| corrupt(e.to_string())),
-        Some((v, _)) => Err(corrupt(format!(
-            "record version {v}, this build reads {VERSION}"
-        ))),
+        Some((&v, body)) => match T::read_old(v, body) {
+            Some(r) => r.map_err(|e| corrupt(format!("version {v}: {e}"))),
+            None => Err(corrupt(format!(
+                "record version {v}, this build reads {VERSION} and the versions before"
+            ))),
+        },
         None => Err(corrupt("empty record".into())),
     }
 }
@@ -422,7 +507,63 @@ mod tests {
         newer[MAGIC.len()] = VERSION + 1;
         std::fs::write(&p, newer).unwrap();
         let e = read_record::<JobEnd>(&p).unwrap_err().to_string();
-        assert!(e.contains("version 2"), "{e}");
+        assert!(e.contains(&format!("version {}", VERSION + 1)), "{e}");
+    }
+
+    /// A spec written by an agent before `--input` (record version 1) reads as this
+    /// build's, without an input: an upgraded agent takes back the jobs of the one
+    /// before.
+    #[test]
+    fn a_version_1_spec_reads_as_this_builds() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(SPEC_FILE);
+        let old = v1::StepSpec {
+            job: JobId(9),
+            uid: 1000,
+            start_us: 5,
+            time_limit_s: Some(60),
+            kill_wait_ms: 3000,
+            mem_mb: 100,
+            cgroup: JobCgroup::v2_at(dir.path().join("cg")),
+            exec: v1::Prepared {
+                script: "/spool/9/script".into(),
+                args: vec!["a".into()],
+                env: vec![("K".into(), "V".into())],
+                user: crate::launch::UserInfo {
+                    uid: 1000,
+                    gid: 1000,
+                    name: "ann".into(),
+                    home: "/home/ann".into(),
+                    groups: vec![1000],
+                },
+                workdir: "/home/ann".into(),
+                stdout: "/home/ann/o".into(),
+                stderr: "/home/ann/e".into(),
+                procs_files: vec!["/cg/cgroup.procs".into()],
+                umask: 0o027,
+            },
+            cpu_ids: vec![0, 1],
+            cgroup_id: Some(77),
+            gpus: JobGpus::default(),
+        };
+        let mut bytes = MAGIC.to_vec();
+        bytes.push(1);
+        bytes.extend(postcard::to_allocvec(&old).unwrap());
+        std::fs::write(&p, &bytes).unwrap();
+        let now: StepSpec = read_record(&p).expect("version 1 reads");
+        assert_eq!(
+            (now.job, now.cgroup_id, now.cpu_ids.clone()),
+            (JobId(9), Some(77), vec![0, 1])
+        );
+        assert_eq!(now.exec.stdin, None);
+        assert_eq!(
+            (now.exec.umask, now.exec.stderr.as_str()),
+            (0o027, "/home/ann/e")
+        );
+        // Written again, it is this version's, and reads back the same.
+        write_record(&p, &now).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap()[MAGIC.len()], VERSION);
+        assert_eq!(read_record::<StepSpec>(&p).unwrap(), now);
     }
 
     #[test]

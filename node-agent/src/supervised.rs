@@ -259,6 +259,7 @@ pub(crate) fn prepare(
         }
     };
     let (stdout, stderr) = launch::output_paths(spec, &user.name);
+    let stdin = launch::input_path(spec, &user.name);
     let exec = launch::Prepared {
         script: script.clone(),
         args: spec.args.clone(),
@@ -271,6 +272,7 @@ pub(crate) fn prepare(
         workdir: spec.workdir.clone(),
         stdout,
         stderr,
+        stdin,
         procs_files: cg.procs_files(),
         umask: launch::job_umask(spec),
     };

@@ -621,6 +621,7 @@ fn spawn_tasks(
             workdir: cwd.clone(),
             stdout: String::new(),
             stderr: String::new(),
+            stdin: None,
             procs_files: procs,
             umask: base.exec.umask,
         };
@@ -755,6 +756,7 @@ fn spawn_on_pty(
         workdir: cwd.to_string(),
         stdout: String::new(),
         stderr: String::new(),
+        stdin: None,
         procs_files: procs.to_vec(),
         umask: base.exec.umask,
     };

@@ -22,10 +22,13 @@ pub enum JobState {
     /// Its end is decided (a cancel, the batch script's exit) and its last processes
     /// are going: it still holds its resources. Slurm's `CG`.
     Completing,
+    /// It could not end by its `--deadline` and was removed (appended: postcard
+    /// numbers variants in order). Slurm's `DL`.
+    Deadline,
 }
 
 impl JobState {
-    pub const ALL: [JobState; 9] = [
+    pub const ALL: [JobState; 10] = [
         JobState::Pending,
         JobState::Running,
         JobState::Completed,
@@ -35,6 +38,7 @@ impl JobState {
         JobState::OutOfMemory,
         JobState::NodeFail,
         JobState::Completing,
+        JobState::Deadline,
     ];
 
     /// The Slurm name: `PENDING`, `OUT_OF_MEMORY`, ...
@@ -49,6 +53,7 @@ impl JobState {
             JobState::OutOfMemory => "OUT_OF_MEMORY",
             JobState::NodeFail => "NODE_FAIL",
             JobState::Completing => "COMPLETING",
+            JobState::Deadline => "DEADLINE",
         }
     }
 
@@ -64,6 +69,7 @@ impl JobState {
             JobState::OutOfMemory => "OOM",
             JobState::NodeFail => "NF",
             JobState::Completing => "CG",
+            JobState::Deadline => "DL",
         }
     }
 
@@ -542,6 +548,8 @@ pub struct LaunchSpec {
     pub workdir: String,
     pub stdout: Option<String>,
     pub stderr: Option<String>,
+    /// The batch script's standard input pattern (`--input`); `None`: `/dev/null`.
+    pub stdin: Option<String>,
     pub env: Vec<(String, String)>,
     pub cpus: u32,
     pub mem_mb: u64,
@@ -577,7 +585,10 @@ impl LaunchSpec {
         check_str("script", &self.script, limits::MAX_SCRIPT_BYTES)?;
         check("args", self.args.len(), limits::MAX_ARGS)?;
         check_str("workdir", &self.workdir, limits::MAX_PATH_BYTES)?;
-        for p in [&self.stdout, &self.stderr].into_iter().flatten() {
+        for p in [&self.stdout, &self.stderr, &self.stdin]
+            .into_iter()
+            .flatten()
+        {
             check_str("output pattern", p, limits::MAX_PATH_BYTES)?;
         }
         check_str("partition", &self.partition, limits::MAX_NAME_BYTES)?;

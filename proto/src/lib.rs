@@ -13,6 +13,7 @@ pub mod acct;
 pub mod bind;
 pub mod codec;
 pub mod cpubind;
+pub mod hostlist;
 pub mod ids;
 pub mod job;
 pub mod limits;

@@ -582,34 +582,35 @@ impl Scheduler {
         }
     }
 
-    /// Whether some set of the partition's nodes could ever hold the job.
+    /// Whether some set of the partition's nodes could ever hold the job: enough of
+    /// them that it may have, every node it named among them.
     fn could_ever_fit(&self, spec: &JobSpec, p: PartIdx) -> bool {
         let want = spec.req.nodes as usize;
+        let named = spec.bounds.required.len();
         // Nodes are mostly alike: a GPU layout already found wanting is not tried again.
         let mut refused: Vec<&[GpuState]> = Vec::new();
-        let big = self.parts[p.0 as usize]
-            .nodes
-            .iter()
-            .filter(|n| {
-                let node = &self.nodes[n.0 as usize];
-                if !spec.req.per_node.fits_in(&node.spec.capacity) {
-                    return false;
-                }
-                if !needs_gpus(&spec.req) {
-                    return true;
-                }
+        let (mut fit, mut fit_named) = (0usize, 0usize);
+        for n in &self.parts[p.0 as usize].nodes {
+            if fit >= want && fit_named == named {
+                break;
+            }
+            let node = &self.nodes[n.0 as usize];
+            if !spec.bounds.allows(*n) || !spec.req.per_node.fits_in(&node.spec.capacity) {
+                continue;
+            }
+            if needs_gpus(&spec.req) {
                 if refused.iter().any(|r| gpus::same_layout(r, &node.gpus)) {
-                    return false;
+                    continue;
                 }
-                let ok = gpus::plan(&node.gpus, &spec.req, true).is_some();
-                if !ok {
+                if gpus::plan(&node.gpus, &spec.req, true).is_none() {
                     refused.push(&node.gpus);
+                    continue;
                 }
-                ok
-            })
-            .take(want)
-            .count();
-        big >= want
+            }
+            fit += 1;
+            fit_named += usize::from(spec.bounds.requires(*n));
+        }
+        fit >= want && fit_named == named
     }
 
     /// The MIG profiles the GPUs in MIG mode of a partition offer, for messages.
@@ -688,6 +689,14 @@ impl Scheduler {
                              (not in MIG mode)",
                             spec.req.per_node.gpus
                         ),
+                        None if !spec.bounds.required.is_empty()
+                            || !spec.bounds.excluded.is_empty() =>
+                        {
+                            format!(
+                                "partition {name} has too few nodes of that size among those the \
+                             job may have (every node of --nodelist, none of --exclude)"
+                            )
+                        }
                         None => format!("partition {name} has too few nodes of that size"),
                     });
                     false
@@ -1095,6 +1104,13 @@ impl Scheduler {
             return Action::Gone;
         };
         let spec = &pj.spec;
+        if let Some(by) = spec.bounds.deadline {
+            // Started now, could it run its shortest acceptable time by then?
+            let shortest = spec.bounds.time_min.or(spec.req.time_limit).unwrap_or(0);
+            if now.saturating_add(shortest) > by {
+                return Action::Expired;
+            }
+        }
         if spec.begin > now {
             return Action::Wait(Reason::BeginTime);
         }
@@ -1187,13 +1203,17 @@ impl Scheduler {
             let action = self.assess(id, now, &reserved, full && made < self.cfg.reservations);
             let (reason, expected) = match action.clone() {
                 Action::Gone => continue,
-                Action::Never => {
+                Action::Never | Action::Expired => {
                     self.pending.remove(&id);
                     self.deps_changed();
                     self.ended.insert(id, Outcome::NotOk);
                     out.push(Decision::Cancel {
                         job: id,
-                        reason: Reason::DependencyNeverSatisfied,
+                        reason: if matches!(action, Action::Never) {
+                            Reason::DependencyNeverSatisfied
+                        } else {
+                            Reason::Deadline
+                        },
                     });
                     continue;
                 }
@@ -1332,7 +1352,10 @@ enum Action {
     /// Stop these jobs and hold these nodes for the job.
     Preempt(Vec<NodeIdx>, Vec<(JobId, bool)>, Option<Time>),
     Gone,
+    /// Its dependencies can never be satisfied.
     Never,
+    /// It can no longer end by its deadline.
+    Expired,
     Start(PartIdx, Picked, Option<Time>),
     Reserve(Time, Vec<NodeIdx>, Option<Time>),
     Wait(Reason),

@@ -319,6 +319,35 @@ pub struct JobSpec {
     pub nice: i32,
     /// Any one dependency suffices (Slurm's `?`), rather than all of them.
     pub deps_any: bool,
+    /// Which nodes it may have, and by when it must end.
+    pub bounds: Bounds,
+}
+
+/// What a job's own options bound beyond its size: the nodes it must and may not have
+/// (sbatch's `-w` and `-x`) and the time it must end by (`--deadline`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bounds {
+    /// Nodes the job must have, every one of them (more when it asks for more), sorted.
+    pub required: Vec<NodeIdx>,
+    /// Nodes the job may not have, sorted.
+    pub excluded: Vec<NodeIdx>,
+    /// It is cancelled ([`Reason::Deadline`]) once it cannot start early enough to run
+    /// its shortest acceptable time before this; started, its limit ends by it.
+    pub deadline: Option<Time>,
+    /// The shortest time limit it accepts (`--time-min`); without one, its limit.
+    pub time_min: Option<Time>,
+}
+
+impl Bounds {
+    /// Whether the job may have node `n` (required ones included).
+    pub fn allows(&self, n: NodeIdx) -> bool {
+        self.excluded.binary_search(&n).is_err()
+    }
+
+    /// Whether `n` is one of the nodes the job must have.
+    pub fn requires(&self, n: NodeIdx) -> bool {
+        self.required.binary_search(&n).is_ok()
+    }
 }
 
 /// Nodes, or some GPUs and CPUs of nodes, an administrator set aside for some users or
@@ -365,6 +394,8 @@ pub enum Reason {
     Reservation,
     /// Its `--begin` time has not come.
     BeginTime,
+    /// It can no longer end by its `--deadline` (it is cancelled).
+    Deadline,
     /// No partition it named lets it run (time over the maximum, account not allowed).
     PartitionConfig(String),
 }
@@ -380,6 +411,7 @@ impl Reason {
             Reason::ReqNodeNotAvail => "ReqNodeNotAvail".into(),
             Reason::Reservation => "Reservation".into(),
             Reason::BeginTime => "BeginTime".into(),
+            Reason::Deadline => "DeadLine".into(),
             Reason::PartitionConfig(s) => s.clone(),
         }
     }

@@ -560,6 +560,7 @@ pub fn replay(trace: &[TraceJob], cluster: Cluster, policy: Policy) -> Result<Fi
                 begin: 0,
                 nice: 0,
                 deps_any: false,
+                bounds: Default::default(),
             },
             runtime: j.run_s.min(j.limit_s),
             outcome: Outcome::Ok,

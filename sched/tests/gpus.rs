@@ -66,6 +66,7 @@ fn job(id: u64, req: Request) -> JobSpec {
         begin: 0,
         nice: 0,
         deps_any: false,
+        bounds: Default::default(),
     }
 }
 

@@ -69,6 +69,7 @@ fn job(id: u64, account: u32, nodes: u32, gpus: u32, limit: Time, submit: Time) 
         begin: 0,
         nice: 0,
         deps_any: false,
+        bounds: Default::default(),
     }
 }
 
@@ -1310,4 +1311,110 @@ fn without_backfill_nothing_passes_a_job_that_waits_for_resources() {
             "behind it, though its GPU was free (full pass every {full_every} s)"
         );
     }
+}
+
+fn one_cpu(id: u64, limit: Time) -> JobSpec {
+    let mut j = job(id, 0, 1, 0, limit, 0);
+    j.req.per_node.cpus = 1;
+    j
+}
+
+#[test]
+fn nodes_named_and_excluded_bound_where_a_job_runs() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(4, 2, 0),
+        vec![partition("cpu", 0..3)],
+        accounts(&[1, 1]),
+    );
+    // -w n2: there and nowhere else, though n0 is the first choice of packing.
+    let mut a = one_cpu(1, 100);
+    a.bounds.required = vec![NodeIdx(2)];
+    s.submit(a, 0).expect("submit");
+    // -x n[1-2] on two nodes: n0 is the only other node of the partition.
+    let mut b = one_cpu(2, 100);
+    b.req.nodes = 1;
+    b.bounds.excluded = vec![NodeIdx(1), NodeIdx(2)];
+    s.submit(b, 0).expect("submit");
+    // Three nodes, n1 among them: every node of the partition.
+    let mut c = one_cpu(3, 100);
+    c.req.nodes = 3;
+    c.bounds.required = vec![NodeIdx(1)];
+    s.submit(c, 0).expect("submit");
+    let mut d = started(&s.full_pass(0));
+    d.iter_mut().for_each(|(_, n)| n.sort());
+    d.sort();
+    assert_eq!(
+        d,
+        vec![(1, vec![2]), (2, vec![0]), (3, vec![0, 1, 2])],
+        "each where its bounds let it"
+    );
+    // n0 is now full: a job that must have it waits for it (its expected start is
+    // when job 2's limit is up), though n1 has room.
+    let mut e = one_cpu(4, 10);
+    e.bounds.required = vec![NodeIdx(0)];
+    s.submit(e, 1).expect("submit");
+    assert!(started(&s.full_pass(1)).is_empty());
+    assert_eq!(
+        s.pending_info(JobId(4)).and_then(|p| p.expected_start),
+        Some(100)
+    );
+    s.job_ended(JobId(2), Outcome::Ok, 5);
+    assert_eq!(started(&s.pass(5)), vec![(4, vec![0])]);
+
+    // What no set of the partition's nodes could ever hold is refused at submission:
+    // a node outside the partition, or too few nodes left once some are excluded.
+    let mut outside = one_cpu(5, 10);
+    outside.bounds.required = vec![NodeIdx(3)];
+    let err = s
+        .submit(outside, 6)
+        .expect_err("n3 is not in the partition");
+    assert!(err.to_string().contains("--nodelist"), "{err}");
+    let mut few = one_cpu(6, 10);
+    few.req.nodes = 2;
+    few.bounds.excluded = vec![NodeIdx(0), NodeIdx(1)];
+    assert!(s.submit(few, 6).is_err(), "one node is left for two");
+}
+
+#[test]
+fn a_job_that_cannot_end_by_its_deadline_is_cancelled_and_one_that_can_is_cut_to_it() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 1, 0),
+        vec![partition("cpu", 0..1)],
+        accounts(&[1, 1]),
+    );
+    s.submit(one_cpu(1, 150), 0).expect("submit");
+    assert_eq!(started(&s.full_pass(0)), vec![(1, vec![0])]);
+    // 50 s of limit by 120: it could start until 70, and the node is busy until 150.
+    let mut late = one_cpu(2, 50);
+    late.bounds.deadline = Some(120);
+    s.submit(late, 0).expect("submit");
+    // 100 s of limit, 10 s at least, by 200: still possible at 150.
+    let mut cut = one_cpu(3, 100);
+    cut.bounds.deadline = Some(200);
+    cut.bounds.time_min = Some(10);
+    s.submit(cut, 0).expect("submit");
+    assert!(s.full_pass(60).is_empty(), "both can still make it at 60");
+    assert_eq!(
+        s.full_pass(71),
+        vec![Decision::Cancel {
+            job: JobId(2),
+            reason: Reason::Deadline
+        }]
+    );
+    assert!(s.pending_info(JobId(2)).is_none(), "no longer pending");
+    s.job_ended(JobId(1), Outcome::Ok, 150);
+    let d = s.pass(150);
+    assert!(
+        matches!(
+            d.as_slice(),
+            [Decision::Start {
+                job: JobId(3),
+                time_limit: Some(50),
+                ..
+            }]
+        ),
+        "started with its limit cut to end by the deadline: {d:?}"
+    );
 }

@@ -196,6 +196,7 @@ pub fn launch_of(job: u64, uid: u32, gid: u32, node: &str, marker: &std::path::P
         workdir: marker.parent().expect("dir").to_string_lossy().into_owned(),
         stdout: None,
         stderr: None,
+        stdin: None,
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
         cpus: 1,
         mem_mb: 64,

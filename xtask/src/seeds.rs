@@ -87,6 +87,7 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
         workdir: "/home/u".into(),
         stdout: None,
         stderr: None,
+        stdin: None,
         env: vec![],
         cpus: 1,
         mem_mb: 100,

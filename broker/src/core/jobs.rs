@@ -56,6 +56,23 @@ impl Core {
         if let Err(e) = self.check_deps(&sub) {
             return ClientReply::Error(e);
         }
+        if let Some(by) = sub.extra.deadline_us {
+            // As slurmctld checks a deadline at submission.
+            if by < now_us {
+                return ClientReply::Error(err(
+                    ErrorCode::Invalid,
+                    "Requested time limit is invalid (missing or exceeds some limit): the deadline has passed",
+                ));
+            }
+            if let Some(min) = sub.extra.time_min_s
+                && by < now_us.saturating_add(min.saturating_mul(1_000_000))
+            {
+                return ClientReply::Error(err(
+                    ErrorCode::Invalid,
+                    "Invalid time-min specification (exceeds job's time or other limits): the deadline comes before the time-min could run",
+                ));
+            }
+        }
         let partition = sub
             .resources
             .partition

@@ -141,6 +141,27 @@ impl Core {
                 .with_mig(&m.profile, count)
                 .ok_or_else(|| format!("unknown MIG profile {:?}", m.profile))?;
         }
+        let e = &j.submission.extra;
+        let bounds = sched::Bounds {
+            required: self.node_indices(&e.nodelist)?,
+            excluded: self.node_indices(&e.exclude)?,
+            deadline: e.deadline_us.map(secs),
+            time_min: e.time_min_s,
+        };
+        if let Some(n) = bounds
+            .required
+            .iter()
+            .find(|n| bounds.excluded.binary_search(n).is_ok())
+        {
+            let name = self
+                .node_of_idx
+                .get(n.0 as usize)
+                .and_then(|id| self.nodes.get(id))
+                .map_or("?", |n| n.name.as_str());
+            return Err(format!(
+                "Invalid node name specified: {name} is both required (--nodelist) and excluded (--exclude)"
+            ));
+        }
         Ok(sched::JobSpec {
             id: sched::JobId(j.id.0),
             user: j.uid,
@@ -156,7 +177,30 @@ impl Core {
             begin: j.submission.extra.begin_us.map_or(0, secs),
             nice: j.submission.extra.nice,
             deps_any: j.submission.extra.deps_any,
+            bounds,
         })
+    }
+
+    /// The scheduler's indices of the nodes named, sorted; a name that is no node of
+    /// the cluster is an error, as slurmctld has it.
+    fn node_indices(&self, names: &[String]) -> Result<Vec<sched::NodeIdx>, String> {
+        let mut out = names
+            .iter()
+            .map(|name| {
+                self.node_by_name
+                    .get(name)
+                    .and_then(|id| self.nodes.get(id))
+                    .map(|n| n.idx)
+                    .ok_or_else(|| {
+                        format!(
+                            "Invalid node name specified: {name:?} is not a node of this cluster"
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
     }
 
     /// An incremental scheduling pass, after jobs arrived or ended.
@@ -318,7 +362,11 @@ impl Core {
                     if j.state.is_terminal() {
                         continue;
                     }
-                    j.state = JobState::Cancelled;
+                    j.state = if reason == sched::Reason::Deadline {
+                        JobState::Deadline
+                    } else {
+                        JobState::Cancelled
+                    };
                     j.end_us = Some(now_us);
                     j.reason = Some(reason.as_str());
                     let parent = j.submission.array_task.map(|(p, _)| p);
@@ -404,6 +452,7 @@ impl Core {
             workdir: j.submission.workdir.clone(),
             stdout: j.submission.stdout.clone(),
             stderr: j.submission.stderr.clone(),
+            stdin: j.submission.extra.input.clone(),
             env: self.job_env(j),
             cpus: j.submission.resources.cpus,
             mem_mb: j.mem_mb,

@@ -12,6 +12,7 @@
 
 pub mod begin;
 mod pbs;
+mod resolve;
 pub mod table;
 
 use bulkhead_gpu::{GpuAsk, parse_ask};
@@ -163,6 +164,27 @@ pub struct SubmitOpts {
     /// More messages (accepted; Bulkhead's are the same).
     #[arg(long = "verbose", short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Nodes the job must have, every one (more when it asks for more nodes): a host
+    /// list such as n[1-4],gpu7, or a file of names when the value holds a `/`.
+    #[arg(short = 'w', long = "nodelist")]
+    pub nodelist: Option<String>,
+    /// Nodes the job may not have: a host list.
+    #[arg(short = 'x', long = "exclude")]
+    pub exclude: Option<String>,
+    /// Nodes the job must have, from a file of names (as --nodelist=FILE).
+    #[arg(short = 'F', long = "nodefile")]
+    pub nodefile: Option<String>,
+    /// At least this many CPUs on each node.
+    #[arg(long = "mincpus")]
+    pub mincpus: Option<String>,
+    /// Cancel the job if it cannot end by this time (the forms of --begin); its time
+    /// limit is cut to end by it.
+    #[arg(long = "deadline")]
+    pub deadline: Option<String>,
+    /// The batch script's standard input: a file pattern as --output's (%j, %x, ...),
+    /// or none (/dev/null, the default).
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<String>,
     /// Options of [`table::IGNORED`] given, by long name.
     #[arg(skip)]
     pub ignored: Vec<&'static str>,
@@ -202,6 +224,9 @@ pub enum OptsError {
     },
     #[error("--mem and --mem-per-cpu are mutually exclusive")]
     MemExclusive,
+    /// Refused as slurmctld refuses it, with its message (exit 1).
+    #[error("{0}")]
+    Refused(String),
     #[error("--{0} is not supported by this Bulkhead release: {1}")]
     Unsupported(&'static str, &'static str),
     /// A syntax error in the options (unknown option, missing value), as clap said it.
@@ -247,7 +272,11 @@ impl OptsError {
     pub fn exit_code(&self) -> u8 {
         match self {
             OptsError::Directive { .. } | OptsError::Syntax(_) => 255,
-            OptsError::Value { opt, .. } if matches!(*opt, "time" | "nodes" | "begin") => 255,
+            OptsError::Value { opt, .. }
+                if matches!(*opt, "time" | "nodes" | "begin" | "deadline" | "mincpus") =>
+            {
+                255
+            }
             _ => 1,
         }
     }
@@ -609,7 +638,13 @@ impl SubmitOpts {
             kill_on_invalid_dep,
             qos,
             account,
-            reservation
+            reservation,
+            nodelist,
+            exclude,
+            nodefile,
+            mincpus,
+            deadline,
+            input
         )
     }
 }
@@ -815,6 +850,8 @@ pub struct Resolved {
     pub extra: SubmitExtra,
     /// `--nodes=MIN-MAX` (or `N`, as `N-N`): the most nodes asked for, as Slurm keeps it.
     pub nodes_max: Option<u32>,
+    /// CPUs on each node the tasks ask for (`resources.cpus` before `--mincpus`).
+    pub cpus_asked: u32,
     /// `--mem-per-cpu`, when the memory was asked for per CPU (MB).
     pub mem_per_cpu_mb: Option<u64>,
     /// The variables sbatch sets from the options given ([`OPTION_VARS`]).
@@ -1077,362 +1114,6 @@ fn parse_export(v: &str) -> Export {
         )
     } else {
         Export::Only(items)
-    }
-}
-
-impl SubmitOpts {
-    /// The options whose values are labels (names, paths, partitions, comments...),
-    /// by their long names. Not `--wrap` (a script) nor `--export` (environment values
-    /// are data, passed to the job as they are).
-    fn labels(&self) -> [(&'static str, Option<&str>); 30] {
-        [
-            ("ntasks", self.ntasks.as_deref()),
-            ("ntasks-per-node", self.ntasks_per_node.as_deref()),
-            ("cpus-per-task", self.cpus_per_task.as_deref()),
-            ("cpus", self.cpus.as_deref()),
-            ("nodes", self.nodes.as_deref()),
-            ("mem", self.mem.as_deref()),
-            ("mem-per-cpu", self.mem_per_cpu.as_deref()),
-            ("time", self.time.as_deref()),
-            ("partition", self.partition.as_deref()),
-            ("job-name", self.job_name.as_deref()),
-            ("output", self.output.as_deref()),
-            ("error", self.error.as_deref()),
-            ("chdir", self.chdir.as_deref()),
-            ("gpus", self.gpus.as_deref()),
-            ("gpus-per-node", self.gpus_per_node.as_deref()),
-            ("gres", self.gres.as_deref()),
-            ("comment", self.comment.as_deref()),
-            ("dependency", self.dependency.as_deref()),
-            ("array", self.array.as_deref()),
-            ("qos", self.qos.as_deref()),
-            ("reservation", self.reservation.as_deref()),
-            ("begin", self.begin.as_deref()),
-            ("nice", self.nice.as_deref()),
-            ("exclusive", self.exclusive.as_deref()),
-            ("gpus-per-task", self.gpus_per_task.as_deref()),
-            ("account", self.account.as_deref()),
-            ("mem-per-gpu", self.mem_per_gpu.as_deref()),
-            ("cpus-per-gpu", self.cpus_per_gpu.as_deref()),
-            ("time-min", self.time_min.as_deref()),
-            ("kill-on-invalid-dep", self.kill_on_invalid_dep.as_deref()),
-        ]
-    }
-
-    /// Checks and converts the merged options.
-    pub fn resolve(&self) -> Result<Resolved, OptsError> {
-        // Control characters first, whatever the option: a newline in a job name
-        // would forge lines of `bh show` on an operator's terminal.
-        for (opt, v) in self.labels() {
-            if let Some((at, ch)) = v.and_then(first_control) {
-                return Err(value_err(
-                    opt,
-                    v.unwrap_or_default(),
-                    format!(
-                        "it holds a control character (U+{:04X}) at byte {at}; names, paths and other labels may not contain control characters",
-                        u32::from(ch)
-                    ),
-                ));
-            }
-        }
-        if let Some(long) = self.refused.first() {
-            return Err(OptsError::Unsupported(
-                table::REFUSED
-                    .iter()
-                    .find(|o| o.0 == *long)
-                    .map_or("an option", |o| o.0),
-                table::why(long),
-            ));
-        }
-        let mut warnings: Vec<String> = self
-            .ignored
-            .iter()
-            .map(|long| format!("--{long} has no effect here: {}", table::why(long)))
-            .collect();
-        let mut nodes = 1;
-        let mut nodes_max = None;
-        let tasks_per_node_opt = match &self.ntasks_per_node {
-            Some(v) => Some(count("ntasks-per-node", v)?),
-            None => None,
-        };
-        if let Some(n) = &self.nodes {
-            let (lo, hi) = match n.split_once('-') {
-                Some((a, b)) => (count("nodes", a)?, count("nodes", b)?),
-                None => (count("nodes", n)?, count("nodes", n)?),
-            };
-            if hi < lo {
-                return Err(value_err(
-                    "nodes",
-                    n,
-                    format!("maximum node count {hi} is less than minimum node count {lo}"),
-                ));
-            }
-            // The minimum is allocated, as a gang.
-            nodes = lo;
-            nodes_max = Some(hi);
-        }
-        // Slurm's default is one task per node (or --ntasks-per-node on each); tasks
-        // spread evenly over the nodes. --ntasks with --ntasks-per-node and no --nodes
-        // takes the nodes they need.
-        let asked = match self.ntasks.as_deref().or(self.cpus.as_deref()) {
-            Some(v) => Some(count("ntasks", v)?),
-            None => None,
-        };
-        if let (Some(t), Some(per), None) = (asked, tasks_per_node_opt, &self.nodes) {
-            nodes = t.div_ceil(per);
-        }
-        if let Some(t) = asked
-            && t < nodes
-        {
-            warnings.push(format!(
-                "can't run {t} processes on {nodes} nodes, setting nnodes to {t}"
-            ));
-            nodes = t;
-        }
-        let ntasks = asked.unwrap_or_else(|| tasks_per_node_opt.unwrap_or(1).saturating_mul(nodes));
-        if let Some(per) = tasks_per_node_opt
-            && ntasks.div_ceil(nodes) > per
-        {
-            return Err(value_err(
-                "ntasks-per-node",
-                &per.to_string(),
-                format!("{ntasks} tasks on {nodes} nodes need more than {per} on a node"),
-            ));
-        }
-        let per_task = match &self.cpus_per_task {
-            Some(v) => count("cpus-per-task", v)?,
-            None => 1,
-        };
-        let cpus = ntasks
-            .div_ceil(nodes)
-            .checked_mul(per_task)
-            .ok_or_else(|| value_err("ntasks", &ntasks.to_string(), "too many CPUs"))?;
-        let mems = [&self.mem, &self.mem_per_cpu, &self.mem_per_gpu];
-        if mems.iter().filter(|m| m.is_some()).count() > 1 {
-            return Err(OptsError::MemExclusive);
-        }
-        let mut mem_whole = false;
-        let mut mem_per_cpu_mb = None;
-        let mut mem_mb = match (&self.mem, &self.mem_per_cpu) {
-            (Some(m), _) => {
-                let mb = parse_mem(m).map_err(|d| value_err("mem", m, d))?;
-                // --mem=0: all of each node's memory.
-                mem_whole = mb == 0;
-                mb
-            }
-            (None, Some(m)) => {
-                let mb = parse_mem(m).map_err(|d| value_err("mem-per-cpu", m, d))?;
-                if mb == 0 {
-                    return Err(value_err("mem-per-cpu", m, "must be positive"));
-                }
-                mem_per_cpu_mb = Some(mb);
-                mb.saturating_mul(u64::from(cpus))
-            }
-            (None, None) => 0,
-        };
-        // Slurm reads a limit in whole minutes, rounding seconds up; bh keeps seconds.
-        let seconds = self.bh_defaults;
-        let minutes = |t: &str, opt: &'static str| -> Result<Option<u64>, OptsError> {
-            Ok(parse_time(t).map_err(|d| value_err(opt, t, d))?.map(|s| {
-                if seconds {
-                    s
-                } else {
-                    s.div_ceil(60).saturating_mul(60).min(MAX_TIME_LIMIT_S)
-                }
-            }))
-        };
-        let time_limit_s = match &self.time {
-            Some(t) => minutes(t, "time")?,
-            None => None,
-        };
-        let time_min_s = match &self.time_min {
-            Some(t) => minutes(t, "time-min")?,
-            None => None,
-        };
-        // --gpus is for the whole job (at least one per node); the others per node.
-        let per_job = match &self.gpus {
-            Some(g) => Some((g.as_str(), gpus_value("gpus", g)?)),
-            None => None,
-        };
-        let mut per_node = Vec::new();
-        if let Some(g) = &self.gpus_per_node {
-            per_node.push(("gpus-per-node", g.as_str(), gpus_value("gpus-per-node", g)?));
-        }
-        if let Some(g) = &self.gres {
-            for ask in gres_asks(g)? {
-                per_node.push(("gres", g.as_str(), ask));
-            }
-        }
-        if let Some(g) = &self.gpus_per_task {
-            let Some(tasks) = asked.or(tasks_per_node_opt.map(|_| ntasks)) else {
-                return Err(value_err(
-                    "gpus-per-task",
-                    g,
-                    "--gpus-per-task used without either --gpus or -n/--ntasks is not allowed",
-                ));
-            };
-            let each = match gpus_value("gpus-per-task", g)? {
-                GpuAsk::Whole { count, model } => GpuAsk::Whole {
-                    count: count.saturating_mul(tasks.div_ceil(nodes)),
-                    model,
-                },
-                GpuAsk::Mig { count, profile } => GpuAsk::Mig {
-                    count: count.saturating_mul(tasks.div_ceil(nodes)),
-                    profile,
-                },
-            };
-            per_node.push(("gpus-per-task", g.as_str(), each));
-        }
-        let (gpus, gpu_model, mig) = gpu_request(per_job, per_node, nodes)?;
-        let gpus_here = gpus + mig.as_ref().map_or(0, |m| m.count);
-        let mut cpus = cpus;
-        if let Some(c) = &self.cpus_per_gpu {
-            let per = count("cpus-per-gpu", c)?;
-            if gpus_here == 0 {
-                return Err(value_err("cpus-per-gpu", c, "the job asks for no GPUs"));
-            }
-            cpus = cpus.max(per.saturating_mul(gpus_here));
-        }
-        if let Some(m) = &self.mem_per_gpu {
-            let mb = parse_mem(m).map_err(|d| value_err("mem-per-gpu", m, d))?;
-            if gpus_here == 0 {
-                return Err(value_err("mem-per-gpu", m, "the job asks for no GPUs"));
-            }
-            mem_mb = mb.saturating_mul(u64::from(gpus_here));
-        }
-        let nice = match &self.nice {
-            Some(n) => {
-                let v: i64 = n
-                    .trim()
-                    .parse()
-                    .map_err(|_| value_err("nice", n, "expected an integer"))?;
-                if v.unsigned_abs() > u64::from(bulkhead_proto::job::MAX_NICE) {
-                    return Err(value_err(
-                        "nice",
-                        n,
-                        format!(
-                            "Nice value out of range (+/- {})",
-                            bulkhead_proto::job::MAX_NICE
-                        ),
-                    ));
-                }
-                v as i32
-            }
-            None => 0,
-        };
-        let begin_us = match &self.begin {
-            Some(b) => {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs() as i64);
-                let at = begin::parse_begin(b, now).map_err(|d| value_err("begin", b, d))?;
-                // A time past is no delay.
-                (at > now).then(|| (at as u64).saturating_mul(1_000_000))
-            }
-            None => None,
-        };
-        match self.kill_on_invalid_dep.as_deref() {
-            None | Some("yes") => {}
-            Some("no") => {
-                return Err(OptsError::Unsupported(
-                    "kill-on-invalid-dep=no",
-                    "a job whose dependencies can never be met is cancelled (reason DependencyNeverSatisfied)",
-                ));
-            }
-            Some(v) => {
-                return Err(value_err("kill-on-invalid-dep", v, "expected yes or no"));
-            }
-        }
-        let exclusive = match self.exclusive.as_deref() {
-            None => Exclusive::Shared,
-            Some("node" | "") => Exclusive::Node,
-            Some("user") => Exclusive::User,
-            Some("mcs") => {
-                return Err(OptsError::Unsupported(
-                    "exclusive=mcs",
-                    "this cluster has no MCS labels; use --exclusive or --exclusive=user",
-                ));
-            }
-            Some(v) => return Err(value_err("exclusive", v, "expected node, user or mcs")),
-        };
-        let (deps, deps_any) = match &self.dependency {
-            Some(d) => parse_dependency_any(d)?,
-            None => (vec![], false),
-        };
-        let extra = SubmitExtra {
-            begin_us,
-            nice,
-            hold: self.hold,
-            comment: self.comment.clone(),
-            account: self.account.clone(),
-            deps_any,
-            time_min_s,
-            requeue: if self.no_requeue {
-                Some(false)
-            } else if self.requeue {
-                Some(true)
-            } else {
-                None
-            },
-            exclusive,
-            mem_whole,
-        };
-        // Several partitions may be named: the first that can take the job runs it.
-        let partition = self.partition.clone();
-        if partition
-            .as_deref()
-            .is_some_and(|p| p.split(',').any(str::is_empty))
-        {
-            return Err(value_err(
-                "partition",
-                partition.as_deref().unwrap_or(""),
-                "empty partition name",
-            ));
-        }
-        Ok(Resolved {
-            resources: ResourceRequest {
-                nodes,
-                cpus,
-                mem_mb,
-                gpus,
-                gpu_model,
-                mig,
-                time_limit_s,
-                partition,
-            },
-            layout: TaskLayout {
-                ntasks: (asked.is_some() || tasks_per_node_opt.is_some()).then_some(ntasks),
-                ntasks_per_node: tasks_per_node_opt,
-                cpus_per_task: self.cpus_per_task.as_ref().map(|_| per_task),
-                tasks_per_node: bulkhead_proto::step::distribute(
-                    ntasks,
-                    &vec![tasks_per_node_opt.unwrap_or(ntasks.div_ceil(nodes)); nodes as usize],
-                )
-                .unwrap_or_default(),
-            },
-            name: self.job_name.clone(),
-            stdout: self.output.clone().or_else(|| {
-                (!self.bh_defaults).then(|| {
-                    if self.array.is_some() {
-                        SLURM_ARRAY_OUTPUT.to_string()
-                    } else {
-                        SLURM_OUTPUT.to_string()
-                    }
-                })
-            }),
-            stderr: self.error.clone(),
-            chdir: self.chdir.clone(),
-            export: parse_export(self.export.as_deref().unwrap_or("ALL")),
-            deps,
-            array: self.array.as_deref().map(parse_array).transpose()?,
-            reservation: self.reservation.clone(),
-            qos: self.qos.clone(),
-            extra,
-            nodes_max,
-            mem_per_cpu_mb,
-            option_env: self.option_env(mem_per_cpu_mb),
-            warnings,
-        })
     }
 }
 

@@ -191,24 +191,6 @@ pub const IGNORED: &[Ignored] = &[
 /// Options refused by name, with the reason: `(long, short, takes, why)`.
 pub const REFUSED: &[Ignored] = &[
     (
-        "nodelist",
-        Some('w'),
-        Takes::Value,
-        "nodes are chosen by the scheduler, not by name",
-    ),
-    (
-        "exclude",
-        Some('x'),
-        Takes::Value,
-        "nodes are chosen by the scheduler, not by name",
-    ),
-    (
-        "nodefile",
-        Some('F'),
-        Takes::Value,
-        "nodes are chosen by the scheduler, not by name",
-    ),
-    (
         "constraint",
         Some('C'),
         Takes::Value,
@@ -239,12 +221,6 @@ pub const REFUSED: &[Ignored] = &[
         "export variables with --export",
     ),
     (
-        "input",
-        Some('i'),
-        Takes::Value,
-        "a batch job's standard input is /dev/null",
-    ),
-    (
         "container",
         None,
         Takes::Value,
@@ -255,12 +231,6 @@ pub const REFUSED: &[Ignored] = &[
         Some('L'),
         Takes::Value,
         "this cluster has no licenses",
-    ),
-    (
-        "deadline",
-        None,
-        Takes::Value,
-        "jobs have no deadline; use --time",
     ),
     (
         "priority",
@@ -274,7 +244,6 @@ pub const REFUSED: &[Ignored] = &[
         Takes::Flag,
         "use `bh queue --long` for expected start times",
     ),
-    ("mincpus", None, Takes::Value, "ask for CPUs with -n and -c"),
 ];
 
 fn arg_of(&(long, short, takes, _): &Ignored) -> Arg {

@@ -145,6 +145,11 @@ fn the_help_lists_what_works_and_the_rest_is_warned_or_refused() {
             "mem-per-gpu" => vec!["1G", "--gpus=1"],
             "cpus-per-gpu" => vec!["2", "--gpus=1"],
             "kill-on-invalid-dep" => vec!["yes"],
+            "nodelist" | "exclude" => vec!["n[1-2]"],
+            "mincpus" => vec!["4"],
+            "deadline" => vec!["now+2hours"],
+            "input" => vec!["in-%j"],
+            "nodefile" => vec!["/etc/hostname"],
             _ => return None,
         })
     };
@@ -469,11 +474,11 @@ fn bad_directives_and_values_are_refused_with_the_line() {
         cli(&["-N", "4-2"]).resolve(),
         Err(OptsError::Value { opt: "nodes", .. })
     ));
-    match cli(&["--nodelist=n1"]).resolve() {
-        Err(e @ OptsError::Unsupported("nodelist", why)) => {
-            assert!(why.contains("scheduler"), "{why}");
+    match cli(&["--constraint=ib"]).resolve() {
+        Err(e @ OptsError::Unsupported("constraint", why)) => {
+            assert!(why.contains("features"), "{why}");
             assert!(
-                e.to_string().starts_with("--nodelist is not supported"),
+                e.to_string().starts_with("--constraint is not supported"),
                 "{e}"
             );
         }
@@ -621,4 +626,100 @@ fn sbatch_sets_its_options_variables() {
     assert_eq!(get("SLURM_EXPORT_ENV"), Some("NONE"));
     assert!(get("SLURM_PRIO_PROCESS").is_some_and(|v| v.parse::<i32>().is_ok()));
     assert_eq!(get("SLURM_GPUS_PER_TASK"), None);
+}
+
+/// -w, -x and -F name nodes as host lists; the job has at least as many nodes as it
+/// named, and a maximum below them is slurmctld's error. --mincpus raises the CPUs of
+/// each node (the tasks' count is what a pending job shows); --deadline without a
+/// limit sets a one-minute TimeMin; --input keeps its pattern ("none": /dev/null).
+#[test]
+fn node_names_mincpus_deadline_and_input_reach_the_submission() {
+    let r = cli(&["-w", "n[1-3]", "-x", "m7,m9"])
+        .resolve()
+        .expect("resolve");
+    assert_eq!(r.extra.nodelist, ["n1", "n2", "n3"]);
+    assert_eq!(r.extra.exclude, ["m7", "m9"]);
+    assert_eq!(r.resources.nodes, 3, "as many nodes as named");
+    let r = cli(&["-N", "4", "-w", "n1"]).resolve().expect("resolve");
+    assert_eq!(r.resources.nodes, 4, "more nodes than named");
+    let r = cli(&["-N", "1-4", "-w", "n[1-2]"])
+        .resolve()
+        .expect("resolve");
+    assert_eq!((r.resources.nodes, r.nodes_max), (2, Some(4)));
+    let e = cli(&["-N", "1", "-w", "n[1-2]"])
+        .resolve()
+        .expect_err("too few");
+    assert_eq!(e.to_string(), "Node count specification invalid");
+    assert_eq!(e.exit_code(), 1);
+    assert!(cli(&["-w", "n[1-"]).resolve().is_err(), "unbalanced");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("hosts");
+    std::fs::write(&file, "n1 n2\n# a comment\ngpu[1-2]\n").expect("write");
+    for opt in ["-F", "-w"] {
+        let r = cli(&[opt, &file.to_string_lossy()])
+            .resolve()
+            .expect("resolve");
+        assert_eq!(r.extra.nodelist, ["n1", "n2", "gpu1", "gpu2"], "{opt}");
+    }
+
+    let r = cli(&["-n", "2", "--mincpus", "8"])
+        .resolve()
+        .expect("resolve");
+    assert_eq!(
+        (r.resources.cpus, r.cpus_asked, r.extra.mincpus),
+        (8, 2, Some(8))
+    );
+    let r = cli(&["--mem-per-cpu", "100", "--mincpus", "4"])
+        .resolve()
+        .expect("resolve");
+    assert_eq!(
+        r.resources.mem_mb, 400,
+        "memory for every CPU the node gives"
+    );
+    assert_eq!(
+        cli(&["--mincpus", "x"])
+            .resolve()
+            .expect_err("bad")
+            .exit_code(),
+        255
+    );
+
+    let r = cli(&["--deadline", "now+1hour"])
+        .resolve()
+        .expect("resolve");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let by = r.extra.deadline_us.expect("deadline") / 1_000_000;
+    assert!((now + 3590..=now + 3610).contains(&by), "{by} vs {now}");
+    assert_eq!(r.extra.time_min_s, Some(60));
+    let r = cli(&["--deadline", "now+1hour", "-t", "10"])
+        .resolve()
+        .expect("resolve");
+    assert_eq!(r.extra.time_min_s, None, "a limit given: no TimeMin set");
+    let e = cli(&["--deadline", "someday"]).resolve().expect_err("bad");
+    assert!(
+        e.to_string().contains("Invalid --deadline specification"),
+        "{e}"
+    );
+    assert_eq!(e.exit_code(), 255);
+
+    assert_eq!(
+        cli(&["-i", "in-%j"])
+            .resolve()
+            .expect("resolve")
+            .extra
+            .input
+            .as_deref(),
+        Some("in-%j")
+    );
+    assert_eq!(
+        cli(&["--input=none"])
+            .resolve()
+            .expect("resolve")
+            .extra
+            .input,
+        None
+    );
 }

@@ -61,6 +61,7 @@ fn job(id: u64, profile: &str, submit: Time) -> JobSpec {
         begin: 0,
         nice: 0,
         deps_any: false,
+        bounds: Default::default(),
     }
 }
 

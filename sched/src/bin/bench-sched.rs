@@ -119,6 +119,7 @@ fn main() {
             begin: 0,
             nice: 0,
             deps_any: false,
+            bounds: Default::default(),
         };
         if array_left > 0 {
             array_spec = Some(JobSpec {

@@ -7,26 +7,66 @@
 use super::*;
 
 impl Scheduler {
-    /// Picks `count` nodes of partition `p` with room for `per` now, preferring the
-    /// fullest (packing keeps whole nodes free for large jobs). A node reserved from
-    /// time `t` is usable only by a job whose limit ends by then.
-    #[allow(clippy::too_many_arguments)]
+    /// Picks the job's nodes of partition `p` with room for it now: those it named
+    /// (`-w`), then the fullest others it does not exclude (packing keeps whole nodes
+    /// free for large jobs). A node reserved from time `t` is usable only by a job
+    /// whose limit ends by then.
     pub(super) fn pick_now(
         &self,
-        me: JobId,
-        user: u32,
-        mine: Option<&str>,
+        spec: &JobSpec,
         now: Time,
         p: PartIdx,
-        req: &Request,
         end: Option<Time>,
         reserved: &Reserved,
     ) -> Option<(Vec<NodeIdx>, Vec<Vec<GpuAssign>>)> {
+        let req = &spec.req;
         let (per, count) = (&req.per_node, req.nodes);
         let set = &self.member[p.0 as usize];
         let with_gpus = needs_gpus(req);
+        let mine = spec.reservation.as_deref();
+        // The GPUs node `n` would give the job now, if it can take it.
+        let fits = |n: NodeIdx| -> Option<Vec<GpuAssign>> {
+            let node = &self.nodes[n.0 as usize];
+            let need = req.on_node(&node.spec.capacity);
+            if !bit(set, n.0) || !need.fits_in(&node.free) || !node.admits(spec.user, req.exclusive)
+            {
+                return None;
+            }
+            if let Some((pid, _)) = req.mig
+                && node.mig_fit & (1 << pid) == 0
+            {
+                return None;
+            }
+            // Every reservation of another job on the node must begin after this
+            // job's limit ends.
+            let clash = reserved.get(&n).is_some_and(|rs| {
+                rs.iter()
+                    .any(|(t, _, j)| *j != spec.id && end.is_none_or(|e| e > *t))
+            });
+            if clash || !self.admin_allows(n, &need, mine, now, end) {
+                return None;
+            }
+            // An exclusive job's plan takes every whole GPU of the node.
+            let node_req = Request {
+                per_node: need,
+                ..*req
+            };
+            if with_gpus || need.gpus > 0 {
+                gpus::plan(&node.gpus, &node_req, false)
+            } else {
+                Some(Vec::new())
+            }
+        };
         let mut out = Vec::with_capacity(count as usize);
         let mut plans = Vec::with_capacity(count as usize);
+        // The nodes it named come first, every one of them, or none now.
+        for n in &spec.bounds.required {
+            plans.push(fits(*n)?);
+            out.push(*n);
+        }
+        if out.len() >= count as usize {
+            return Some((out, plans));
+        }
         let candidates = if per.gpus == 0 && req.mig.is_some() {
             self.by_free_mig.range(per.mig..)
         } else {
@@ -34,39 +74,11 @@ impl Scheduler {
         };
         for (_, nodes) in candidates {
             for n in nodes {
-                let node = &self.nodes[n.0 as usize];
-                let need = req.on_node(&node.spec.capacity);
-                if !bit(set, n.0) || !need.fits_in(&node.free) || !node.admits(user, req.exclusive)
-                {
+                if !spec.bounds.allows(*n) || spec.bounds.requires(*n) {
                     continue;
                 }
-                if let Some((pid, _)) = req.mig
-                    && node.mig_fit & (1 << pid) == 0
-                {
-                    continue;
-                }
-                // Every reservation of another job on the node must begin after
-                // this job's limit ends.
-                let clash = reserved.get(n).is_some_and(|rs| {
-                    rs.iter()
-                        .any(|(t, _, j)| *j != me && end.is_none_or(|e| e > *t))
-                });
-                if clash || !self.admin_allows(*n, &need, mine, now, end) {
-                    continue;
-                }
-                // An exclusive job's plan takes every whole GPU of the node.
-                let node_req = Request {
-                    per_node: need,
-                    ..*req
-                };
-                if with_gpus || need.gpus > 0 {
-                    match gpus::plan(&self.nodes[n.0 as usize].gpus, &node_req, false) {
-                        Some(a) => plans.push(a),
-                        None => continue,
-                    }
-                } else {
-                    plans.push(Vec::new());
-                }
+                let Some(plan) = fits(*n) else { continue };
+                plans.push(plan);
                 out.push(*n);
                 if out.len() == count as usize {
                     return Some((out, plans));
@@ -89,9 +101,13 @@ impl Scheduler {
         count: u32,
         now: Time,
         reserved: &Reserved,
+        bounds: &Bounds,
     ) -> Option<(Time, Vec<NodeIdx>)> {
         let mut when: Vec<(Time, NodeIdx)> = Vec::new();
         for n in &self.parts[p.0 as usize].nodes {
+            if !bounds.allows(*n) {
+                continue;
+            }
             let node = &self.nodes[n.0 as usize];
             let per = &req.on_node(&node.spec.capacity);
             if !node.schedulable() || !per.fits_in(&node.spec.capacity) {
@@ -172,13 +188,22 @@ impl Scheduler {
             }
             when.push((at, *n));
         }
-        if when.len() < count as usize {
+        // The nodes it named, every one, and the earliest of the others.
+        let (mut chosen, mut rest): (Vec<_>, Vec<_>) =
+            when.into_iter().partition(|(_, n)| bounds.requires(*n));
+        if chosen.len() < bounds.required.len() {
             return None;
         }
-        when.select_nth_unstable(count as usize - 1);
-        when.truncate(count as usize);
-        let t = when.iter().map(|(t, _)| *t).max().unwrap_or(now);
-        Some((t, when.into_iter().map(|(_, n)| n).collect()))
+        let more = (count as usize).saturating_sub(chosen.len());
+        if rest.len() < more {
+            return None;
+        }
+        if more > 0 {
+            rest.select_nth_unstable(more - 1);
+            chosen.extend(rest.into_iter().take(more));
+        }
+        let t = chosen.iter().map(|(t, _)| *t).max().unwrap_or(now);
+        Some((t, chosen.into_iter().map(|(_, n)| n).collect()))
     }
 
     pub(super) fn try_place(&self, spec: &JobSpec, now: Time, reserved: &Reserved) -> Placed {
@@ -203,15 +228,18 @@ impl Scheduler {
                     continue;
                 }
             };
-            // A job in a reservation ends with it at the latest.
-            let limit = match window {
-                Some(w) => Some(limit.map_or(w - now, |l| l.min(w - now))),
-                None => limit,
-            };
+            // A job in a reservation ends with it at the latest, and one with a
+            // deadline by its deadline.
+            let limit =
+                [window, spec.bounds.deadline]
+                    .into_iter()
+                    .flatten()
+                    .fold(limit, |l, by| {
+                        let left = by.saturating_sub(now);
+                        Some(l.map_or(left, |l| l.min(left)))
+                    });
             let end = limit.map(|l| now.saturating_add(l));
-            if let Some(picked) =
-                self.pick_now(spec.id, spec.user, mine, now, *p, &spec.req, end, reserved)
-            {
+            if let Some(picked) = self.pick_now(spec, now, *p, end, reserved) {
                 return Placed::Now(*p, picked, limit);
             }
             why = None;
@@ -240,6 +268,7 @@ impl Scheduler {
                     spec.req.nodes,
                     now,
                     reserved,
+                    &spec.bounds,
                 )
                 .map(|(t, n)| (t, n, l))
             })

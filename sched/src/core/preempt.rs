@@ -60,6 +60,9 @@ impl Scheduler {
             let end = limit.map(|l| now.saturating_add(l));
             let mut options: Vec<(usize, NodeIdx, Victims)> = Vec::new();
             for n in &self.parts[p.0 as usize].nodes {
+                if !spec.bounds.allows(*n) {
+                    continue;
+                }
                 let node = &self.nodes[n.0 as usize];
                 let per = &spec.req.on_node(&node.spec.capacity);
                 // A node shared against `--exclusive=user` is not made room on.
@@ -106,8 +109,17 @@ impl Scheduler {
             if options.len() < spec.req.nodes as usize {
                 continue;
             }
-            options.sort_by_key(|(k, n, _)| (*k, *n));
-            options.truncate(spec.req.nodes as usize);
+            // The nodes it named come first (all of them, or no plan), then those
+            // with the fewest victims.
+            options.sort_by_key(|(k, n, _)| (!spec.bounds.requires(*n), *k, *n));
+            let named = options
+                .iter()
+                .take_while(|(_, n, _)| spec.bounds.requires(*n))
+                .count();
+            if named < spec.bounds.required.len() {
+                continue;
+            }
+            options.truncate((spec.req.nodes as usize).max(named));
             let victims: Vec<(JobId, bool)> = options
                 .iter()
                 .flat_map(|(_, _, v)| v.iter().copied())

@@ -180,3 +180,90 @@ fn preemption_kills_with_the_partition_grace_and_requeues() {
         info[0].reason
     );
 }
+
+/// `-w` and `-x` bound the nodes by name: a job goes to the node it named, one that
+/// excludes a node goes elsewhere, and a name that is no node of the cluster, or a
+/// node both named and excluded, is refused with slurmctld's message.
+#[test]
+fn named_and_excluded_nodes_are_honoured_and_unknown_names_refused() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
+    c.agent(b"b".to_vec(), 2, Some(&root()), reg("n2", 4, vec![]), 0);
+    let submit = |c: &mut Core, s: JobSubmission, at: u64| {
+        c.client(
+            b"c".to_vec(),
+            at,
+            &user(5),
+            ClientOp::Submit(Box::new(s)),
+            at,
+        )
+    };
+    for (named, excluded, want) in [("n2", "", "n2"), ("", "n1", "n2"), ("n1", "n2", "n1")] {
+        let mut s = sub(1);
+        s.extra.nodelist = (!named.is_empty())
+            .then(|| named.to_string())
+            .into_iter()
+            .collect();
+        s.extra.exclude = (!excluded.is_empty())
+            .then(|| excluded.to_string())
+            .into_iter()
+            .collect();
+        let fx = submit(&mut c, s, 10);
+        let l = launch_specs(&fx);
+        assert_eq!(l.len(), 1, "-w {named:?} -x {excluded:?}");
+        assert_eq!(l[0].node, want, "-w {named:?} -x {excluded:?}");
+    }
+    let mut s = sub(1);
+    s.extra.nodelist = vec!["n9".into()];
+    let r = refusal(&submit(&mut c, s, 20));
+    assert!(
+        r.message.contains("Invalid node name specified"),
+        "{}",
+        r.message
+    );
+    let mut s = sub(1);
+    s.extra.nodelist = vec!["n1".into()];
+    s.extra.exclude = vec!["n1".into()];
+    let r = refusal(&submit(&mut c, s, 21));
+    assert!(r.message.contains("both required"), "{}", r.message);
+}
+
+/// A deadline already past is refused at submission; a job that can no longer end by
+/// its deadline while it waits ends DEADLINE, reason DeadLine.
+#[test]
+fn a_deadline_is_checked_at_submission_and_ends_a_job_that_cannot_make_it() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let submit = |c: &mut Core, s: JobSubmission, at: u64| {
+        c.client(
+            b"c".to_vec(),
+            at,
+            &user(5),
+            ClientOp::Submit(Box::new(s)),
+            at,
+        )
+    };
+    let mut s = sub(1);
+    s.extra.deadline_us = Some(5_000_000);
+    let r = refusal(&submit(&mut c, s, 6_000_000));
+    assert!(
+        r.message.contains("Requested time limit is invalid"),
+        "{}",
+        r.message
+    );
+    // The node is taken for an hour; a job of a minute due in two cannot wait for it.
+    let mut long = sub(1);
+    long.resources.time_limit_s = Some(3600);
+    assert_eq!(launches(&submit(&mut c, long, 7_000_000)).len(), 1);
+    let mut due = sub(1);
+    due.resources.time_limit_s = Some(60);
+    due.extra.deadline_us = Some(127_000_000);
+    let fx = submit(&mut c, due, 7_000_001);
+    let id = submitted(&fx);
+    c.tick(60_000_000);
+    assert_eq!(show(&mut c, id, 60_000_001).state, JobState::Pending);
+    c.tick(90_000_000);
+    let info = show(&mut c, id, 90_000_001);
+    assert_eq!(info.state, JobState::Deadline);
+    assert_eq!(info.reason.as_deref(), Some("DeadLine"));
+}

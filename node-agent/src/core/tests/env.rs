@@ -236,6 +236,7 @@ pub(crate) fn spec(id: u64) -> LaunchSpec {
         workdir: "/tmp".into(),
         stdout: None,
         stderr: None,
+        stdin: None,
         env: vec![],
         cpus: 1,
         mem_mb: 128,

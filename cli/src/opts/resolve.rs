@@ -1,0 +1,459 @@
+//! Resolving merged options into what is submitted: counts laid out over nodes,
+//! memory, limits, GPUs, dependencies and sbatch's other options checked and
+//! converted, with sbatch's warnings and errors.
+
+use super::*;
+
+impl SubmitOpts {
+    /// The options whose values are labels (names, paths, partitions, comments...),
+    /// by their long names. Not `--wrap` (a script) nor `--export` (environment values
+    /// are data, passed to the job as they are).
+    fn labels(&self) -> [(&'static str, Option<&str>); 36] {
+        [
+            ("ntasks", self.ntasks.as_deref()),
+            ("ntasks-per-node", self.ntasks_per_node.as_deref()),
+            ("cpus-per-task", self.cpus_per_task.as_deref()),
+            ("cpus", self.cpus.as_deref()),
+            ("nodes", self.nodes.as_deref()),
+            ("mem", self.mem.as_deref()),
+            ("mem-per-cpu", self.mem_per_cpu.as_deref()),
+            ("time", self.time.as_deref()),
+            ("partition", self.partition.as_deref()),
+            ("job-name", self.job_name.as_deref()),
+            ("output", self.output.as_deref()),
+            ("error", self.error.as_deref()),
+            ("chdir", self.chdir.as_deref()),
+            ("gpus", self.gpus.as_deref()),
+            ("gpus-per-node", self.gpus_per_node.as_deref()),
+            ("gres", self.gres.as_deref()),
+            ("comment", self.comment.as_deref()),
+            ("dependency", self.dependency.as_deref()),
+            ("array", self.array.as_deref()),
+            ("qos", self.qos.as_deref()),
+            ("reservation", self.reservation.as_deref()),
+            ("begin", self.begin.as_deref()),
+            ("nice", self.nice.as_deref()),
+            ("exclusive", self.exclusive.as_deref()),
+            ("gpus-per-task", self.gpus_per_task.as_deref()),
+            ("account", self.account.as_deref()),
+            ("mem-per-gpu", self.mem_per_gpu.as_deref()),
+            ("cpus-per-gpu", self.cpus_per_gpu.as_deref()),
+            ("time-min", self.time_min.as_deref()),
+            ("kill-on-invalid-dep", self.kill_on_invalid_dep.as_deref()),
+            ("nodelist", self.nodelist.as_deref()),
+            ("exclude", self.exclude.as_deref()),
+            ("nodefile", self.nodefile.as_deref()),
+            ("mincpus", self.mincpus.as_deref()),
+            ("deadline", self.deadline.as_deref()),
+            ("input", self.input.as_deref()),
+        ]
+    }
+
+    /// Checks and converts the merged options.
+    pub fn resolve(&self) -> Result<Resolved, OptsError> {
+        // Control characters first, whatever the option: a newline in a job name
+        // would forge lines of `bh show` on an operator's terminal.
+        for (opt, v) in self.labels() {
+            if let Some((at, ch)) = v.and_then(first_control) {
+                return Err(value_err(
+                    opt,
+                    v.unwrap_or_default(),
+                    format!(
+                        "it holds a control character (U+{:04X}) at byte {at}; names, paths and other labels may not contain control characters",
+                        u32::from(ch)
+                    ),
+                ));
+            }
+        }
+        if let Some(long) = self.refused.first() {
+            return Err(OptsError::Unsupported(
+                table::REFUSED
+                    .iter()
+                    .find(|o| o.0 == *long)
+                    .map_or("an option", |o| o.0),
+                table::why(long),
+            ));
+        }
+        let mut warnings: Vec<String> = self
+            .ignored
+            .iter()
+            .map(|long| format!("--{long} has no effect here: {}", table::why(long)))
+            .collect();
+        let mut nodes = 1;
+        let mut nodes_max = None;
+        let tasks_per_node_opt = match &self.ntasks_per_node {
+            Some(v) => Some(count("ntasks-per-node", v)?),
+            None => None,
+        };
+        if let Some(n) = &self.nodes {
+            let (lo, hi) = match n.split_once('-') {
+                Some((a, b)) => (count("nodes", a)?, count("nodes", b)?),
+                None => (count("nodes", n)?, count("nodes", n)?),
+            };
+            if hi < lo {
+                return Err(value_err(
+                    "nodes",
+                    n,
+                    format!("maximum node count {hi} is less than minimum node count {lo}"),
+                ));
+            }
+            // The minimum is allocated, as a gang.
+            nodes = lo;
+            nodes_max = Some(hi);
+        }
+        // -w: the nodes named are all the job's, so it has at least as many; a maximum
+        // below their count is an error (slurmctld's "Node count specification invalid").
+        let nodelist = self.node_names()?;
+        let exclude = match &self.exclude {
+            Some(x) => hostlist("exclude", x)?,
+            None => Vec::new(),
+        };
+        if !nodelist.is_empty() {
+            let named = u32::try_from(nodelist.len()).unwrap_or(u32::MAX);
+            if nodes_max.is_some_and(|m| m < named) {
+                return Err(OptsError::Refused(
+                    "Node count specification invalid".into(),
+                ));
+            }
+            nodes = nodes.max(named);
+        }
+        let nodes_set = self.nodes.is_some() || !nodelist.is_empty();
+        // Slurm's default is one task per node (or --ntasks-per-node on each); tasks
+        // spread evenly over the nodes. --ntasks with --ntasks-per-node and no --nodes
+        // takes the nodes they need.
+        let asked = match self.ntasks.as_deref().or(self.cpus.as_deref()) {
+            Some(v) => Some(count("ntasks", v)?),
+            None => None,
+        };
+        if let (Some(t), Some(per), false) = (asked, tasks_per_node_opt, nodes_set) {
+            nodes = t.div_ceil(per);
+        }
+        if let Some(t) = asked
+            && t < nodes
+        {
+            warnings.push(format!(
+                "can't run {t} processes on {nodes} nodes, setting nnodes to {t}"
+            ));
+            nodes = t;
+        }
+        let ntasks = asked.unwrap_or_else(|| tasks_per_node_opt.unwrap_or(1).saturating_mul(nodes));
+        if let Some(per) = tasks_per_node_opt
+            && ntasks.div_ceil(nodes) > per
+        {
+            return Err(value_err(
+                "ntasks-per-node",
+                &per.to_string(),
+                format!("{ntasks} tasks on {nodes} nodes need more than {per} on a node"),
+            ));
+        }
+        let per_task = match &self.cpus_per_task {
+            Some(v) => count("cpus-per-task", v)?,
+            None => 1,
+        };
+        let cpus = ntasks
+            .div_ceil(nodes)
+            .checked_mul(per_task)
+            .ok_or_else(|| value_err("ntasks", &ntasks.to_string(), "too many CPUs"))?;
+        let mems = [&self.mem, &self.mem_per_cpu, &self.mem_per_gpu];
+        if mems.iter().filter(|m| m.is_some()).count() > 1 {
+            return Err(OptsError::MemExclusive);
+        }
+        let mut mem_whole = false;
+        let mut mem_per_cpu_mb = None;
+        let mut mem_mb = match (&self.mem, &self.mem_per_cpu) {
+            (Some(m), _) => {
+                let mb = parse_mem(m).map_err(|d| value_err("mem", m, d))?;
+                // --mem=0: all of each node's memory.
+                mem_whole = mb == 0;
+                mb
+            }
+            (None, Some(m)) => {
+                let mb = parse_mem(m).map_err(|d| value_err("mem-per-cpu", m, d))?;
+                if mb == 0 {
+                    return Err(value_err("mem-per-cpu", m, "must be positive"));
+                }
+                mem_per_cpu_mb = Some(mb);
+                mb.saturating_mul(u64::from(cpus))
+            }
+            (None, None) => 0,
+        };
+        // Slurm reads a limit in whole minutes, rounding seconds up; bh keeps seconds.
+        let seconds = self.bh_defaults;
+        let minutes = |t: &str, opt: &'static str| -> Result<Option<u64>, OptsError> {
+            Ok(parse_time(t).map_err(|d| value_err(opt, t, d))?.map(|s| {
+                if seconds {
+                    s
+                } else {
+                    s.div_ceil(60).saturating_mul(60).min(MAX_TIME_LIMIT_S)
+                }
+            }))
+        };
+        let time_limit_s = match &self.time {
+            Some(t) => minutes(t, "time")?,
+            None => None,
+        };
+        let time_min_s = match &self.time_min {
+            Some(t) => minutes(t, "time-min")?,
+            None => None,
+        };
+        // --gpus is for the whole job (at least one per node); the others per node.
+        let per_job = match &self.gpus {
+            Some(g) => Some((g.as_str(), gpus_value("gpus", g)?)),
+            None => None,
+        };
+        let mut per_node = Vec::new();
+        if let Some(g) = &self.gpus_per_node {
+            per_node.push(("gpus-per-node", g.as_str(), gpus_value("gpus-per-node", g)?));
+        }
+        if let Some(g) = &self.gres {
+            for ask in gres_asks(g)? {
+                per_node.push(("gres", g.as_str(), ask));
+            }
+        }
+        if let Some(g) = &self.gpus_per_task {
+            let Some(tasks) = asked.or(tasks_per_node_opt.map(|_| ntasks)) else {
+                return Err(value_err(
+                    "gpus-per-task",
+                    g,
+                    "--gpus-per-task used without either --gpus or -n/--ntasks is not allowed",
+                ));
+            };
+            let each = match gpus_value("gpus-per-task", g)? {
+                GpuAsk::Whole { count, model } => GpuAsk::Whole {
+                    count: count.saturating_mul(tasks.div_ceil(nodes)),
+                    model,
+                },
+                GpuAsk::Mig { count, profile } => GpuAsk::Mig {
+                    count: count.saturating_mul(tasks.div_ceil(nodes)),
+                    profile,
+                },
+            };
+            per_node.push(("gpus-per-task", g.as_str(), each));
+        }
+        let (gpus, gpu_model, mig) = gpu_request(per_job, per_node, nodes)?;
+        let gpus_here = gpus + mig.as_ref().map_or(0, |m| m.count);
+        let mut cpus = cpus;
+        if let Some(c) = &self.cpus_per_gpu {
+            let per = count("cpus-per-gpu", c)?;
+            if gpus_here == 0 {
+                return Err(value_err("cpus-per-gpu", c, "the job asks for no GPUs"));
+            }
+            cpus = cpus.max(per.saturating_mul(gpus_here));
+        }
+        // --mincpus: at least that many on each node (the tasks' own count is what
+        // scontrol shows as NumCPUs while the job waits).
+        let cpus_asked = cpus;
+        let mincpus = match &self.mincpus {
+            Some(v) => Some(count("mincpus", v)?),
+            None => None,
+        };
+        cpus = cpus.max(mincpus.unwrap_or(0));
+        // Memory per CPU is for every CPU the job gets on the node.
+        if let Some(per) = mem_per_cpu_mb {
+            mem_mb = per.saturating_mul(u64::from(cpus));
+        }
+        if let Some(m) = &self.mem_per_gpu {
+            let mb = parse_mem(m).map_err(|d| value_err("mem-per-gpu", m, d))?;
+            if gpus_here == 0 {
+                return Err(value_err("mem-per-gpu", m, "the job asks for no GPUs"));
+            }
+            mem_mb = mb.saturating_mul(u64::from(gpus_here));
+        }
+        let nice = match &self.nice {
+            Some(n) => {
+                let v: i64 = n
+                    .trim()
+                    .parse()
+                    .map_err(|_| value_err("nice", n, "expected an integer"))?;
+                if v.unsigned_abs() > u64::from(bulkhead_proto::job::MAX_NICE) {
+                    return Err(value_err(
+                        "nice",
+                        n,
+                        format!(
+                            "Nice value out of range (+/- {})",
+                            bulkhead_proto::job::MAX_NICE
+                        ),
+                    ));
+                }
+                v as i32
+            }
+            None => 0,
+        };
+        let begin_us = match &self.begin {
+            Some(b) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                let at = begin::parse_begin(b, now).map_err(|d| value_err("begin", b, d))?;
+                // A time past is no delay.
+                (at > now).then(|| (at as u64).saturating_mul(1_000_000))
+            }
+            None => None,
+        };
+        let deadline_us = match &self.deadline {
+            Some(d) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                let at = begin::parse_begin(d, now).map_err(|e| {
+                    value_err(
+                        "deadline",
+                        d,
+                        format!("Invalid --deadline specification: {e}"),
+                    )
+                })?;
+                // Before now is refused by the broker, with Slurm's error.
+                Some((at.max(0) as u64).saturating_mul(1_000_000))
+            }
+            None => None,
+        };
+        // A job with a deadline and no limit may run as little as a minute (slurmctld
+        // sets its TimeMin so): it starts while one minute is left.
+        let time_min_s = match (deadline_us, time_limit_s, time_min_s) {
+            (Some(_), None, None) => Some(60),
+            (_, _, t) => t,
+        };
+        let input = match self.input.as_deref() {
+            None => None,
+            Some(i) if i.eq_ignore_ascii_case("none") => None,
+            Some("") => return Err(value_err("input", "", "an empty file name")),
+            Some(i) => Some(i.to_string()),
+        };
+        match self.kill_on_invalid_dep.as_deref() {
+            None | Some("yes") => {}
+            Some("no") => {
+                return Err(OptsError::Unsupported(
+                    "kill-on-invalid-dep=no",
+                    "a job whose dependencies can never be met is cancelled (reason DependencyNeverSatisfied)",
+                ));
+            }
+            Some(v) => {
+                return Err(value_err("kill-on-invalid-dep", v, "expected yes or no"));
+            }
+        }
+        let exclusive = match self.exclusive.as_deref() {
+            None => Exclusive::Shared,
+            Some("node" | "") => Exclusive::Node,
+            Some("user") => Exclusive::User,
+            Some("mcs") => {
+                return Err(OptsError::Unsupported(
+                    "exclusive=mcs",
+                    "this cluster has no MCS labels; use --exclusive or --exclusive=user",
+                ));
+            }
+            Some(v) => return Err(value_err("exclusive", v, "expected node, user or mcs")),
+        };
+        let (deps, deps_any) = match &self.dependency {
+            Some(d) => parse_dependency_any(d)?,
+            None => (vec![], false),
+        };
+        let extra = SubmitExtra {
+            begin_us,
+            nice,
+            hold: self.hold,
+            comment: self.comment.clone(),
+            account: self.account.clone(),
+            deps_any,
+            time_min_s,
+            requeue: if self.no_requeue {
+                Some(false)
+            } else if self.requeue {
+                Some(true)
+            } else {
+                None
+            },
+            exclusive,
+            mem_whole,
+            input,
+            nodelist,
+            exclude,
+            mincpus,
+            deadline_us,
+        };
+        // Several partitions may be named: the first that can take the job runs it.
+        let partition = self.partition.clone();
+        if partition
+            .as_deref()
+            .is_some_and(|p| p.split(',').any(str::is_empty))
+        {
+            return Err(value_err(
+                "partition",
+                partition.as_deref().unwrap_or(""),
+                "empty partition name",
+            ));
+        }
+        Ok(Resolved {
+            resources: ResourceRequest {
+                nodes,
+                cpus,
+                mem_mb,
+                gpus,
+                gpu_model,
+                mig,
+                time_limit_s,
+                partition,
+            },
+            layout: TaskLayout {
+                ntasks: (asked.is_some() || tasks_per_node_opt.is_some()).then_some(ntasks),
+                ntasks_per_node: tasks_per_node_opt,
+                cpus_per_task: self.cpus_per_task.as_ref().map(|_| per_task),
+                tasks_per_node: bulkhead_proto::step::distribute(
+                    ntasks,
+                    &vec![tasks_per_node_opt.unwrap_or(ntasks.div_ceil(nodes)); nodes as usize],
+                )
+                .unwrap_or_default(),
+            },
+            name: self.job_name.clone(),
+            stdout: self.output.clone().or_else(|| {
+                (!self.bh_defaults).then(|| {
+                    if self.array.is_some() {
+                        SLURM_ARRAY_OUTPUT.to_string()
+                    } else {
+                        SLURM_OUTPUT.to_string()
+                    }
+                })
+            }),
+            stderr: self.error.clone(),
+            chdir: self.chdir.clone(),
+            export: parse_export(self.export.as_deref().unwrap_or("ALL")),
+            deps,
+            array: self.array.as_deref().map(parse_array).transpose()?,
+            reservation: self.reservation.clone(),
+            qos: self.qos.clone(),
+            extra,
+            nodes_max: nodes_max.map(|m| m.max(nodes)),
+            cpus_asked,
+            mem_per_cpu_mb,
+            option_env: self.option_env(mem_per_cpu_mb),
+            warnings,
+        })
+    }
+
+    /// `-w` (a host list, or a file of names when it holds a `/`) or `-F` (a file),
+    /// expanded.
+    fn node_names(&self) -> Result<Vec<String>, OptsError> {
+        let (opt, v, file) = match (&self.nodelist, &self.nodefile) {
+            (Some(v), _) => ("nodelist", v, v.contains('/')),
+            (None, Some(f)) => ("nodefile", f, true),
+            (None, None) => return Ok(Vec::new()),
+        };
+        if !file {
+            return hostlist(opt, v);
+        }
+        let text = std::fs::read_to_string(v)
+            .map_err(|e| value_err(opt, v, format!("reading the node file: {e}")))?;
+        // One or more host lists a line, `#` comments, as slurm_read_hostfile reads.
+        let joined: Vec<&str> = text
+            .lines()
+            .map(|l| l.split('#').next().unwrap_or(""))
+            .flat_map(str::split_whitespace)
+            .collect();
+        hostlist(opt, &joined.join(","))
+    }
+}
+
+/// The node names of host list `v` given to `--opt`.
+fn hostlist(opt: &'static str, v: &str) -> Result<Vec<String>, OptsError> {
+    bulkhead_proto::hostlist::expand(v, bulkhead_proto::job::MAX_NODE_NAMES)
+        .map_err(|e| value_err(opt, v, e.to_string()))
+}

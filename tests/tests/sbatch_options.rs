@@ -1,0 +1,99 @@
+//! sbatch's options that bound where, when and with what a job runs, end to end:
+//! real broker and agent, the real `bh`, the real kernel. `--input` is opened as the
+//! job's user; `-w`/`-x` name the cluster's node or refuse what cannot be met;
+//! `--deadline` already past is refused with Slurm's message.
+
+use bulkhead_proto::JobState;
+use bulkhead_tests::{Cluster, USER1, USER2, user};
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+fn t() -> Duration {
+    bulkhead_tests::scaled(30)
+}
+
+#[test]
+fn input_is_read_as_the_user_and_a_file_they_cannot_read_fails_the_job() {
+    let c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    std::fs::write(wd.join("in-data.txt"), "first line\nsecond\n").expect("input");
+    // A pattern, expanded as the output's: %x is the job's name.
+    let job = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["-J", "in-data", "-i", "%x.txt", "-o", "out-%j"],
+            "#!/bin/sh\nwc -l\n",
+        )
+        .expect("submit");
+    let done = c
+        .wait_state(job, &[JobState::Completed, JobState::Failed], t())
+        .expect("finished");
+    assert_eq!(done.state, JobState::Completed, "{done:?}");
+    let out = std::fs::read_to_string(wd.join(format!("out-{job}"))).expect("output");
+    assert_eq!(out.trim(), "2", "the script read the input file");
+
+    // Another user's private file: the job (as USER1) may not read it.
+    let other = user(USER2);
+    let secret = c.workdir(Some(&other)).expect("workdir").join("secret");
+    std::fs::write(&secret, "no\n").expect("secret");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    nix::unistd::chown(
+        &secret,
+        Some(nix::unistd::Uid::from_raw(other.uid)),
+        Some(nix::unistd::Gid::from_raw(other.gid)),
+    )
+    .expect("chown");
+    let denied = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["-i", &secret.to_string_lossy()],
+            "#!/bin/sh\ncat\n",
+        )
+        .expect("submit");
+    let j = c
+        .wait_state(denied, &[JobState::Completed, JobState::Failed], t())
+        .expect("finished");
+    assert_eq!(j.state, JobState::Failed);
+    let reason = j.reason.unwrap_or_default();
+    assert!(
+        reason.contains("open the input file") && reason.contains("Permission denied"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn nodes_by_name_and_a_deadline_are_honoured_or_refused_as_slurm_does() {
+    let c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let job = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["-w", &c.node, "--deadline", "now+1hour", "-t", "5"],
+            "#!/bin/sh\necho \"$SLURMD_NODENAME\"\n",
+        )
+        .expect("submit");
+    let done = c
+        .wait_state(job, &[JobState::Completed, JobState::Failed], t())
+        .expect("finished");
+    assert_eq!(done.state, JobState::Completed, "{done:?}");
+    assert_eq!(done.node.as_deref(), Some(c.node.as_str()));
+    let refused = |args: &[&str]| {
+        let mut all = vec!["submit", "--wrap", "true"];
+        all.extend_from_slice(args);
+        let out = c.bh_in(Some(&u), &wd, &all).expect("bh");
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // The only node excluded: nothing could ever run it.
+    let e = refused(&["-x", &c.node]);
+    assert!(e.contains("--exclude"), "{e}");
+    let e = refused(&["-w", "no-such-node"]);
+    assert!(e.contains("Invalid node name specified"), "{e}");
+    let e = refused(&["--deadline", "2001-01-01"]);
+    assert!(e.contains("Requested time limit is invalid"), "{e}");
+}
