@@ -883,6 +883,7 @@ fn changes_state(op: &ClientOp) -> bool {
         | ClientOp::Reservations
         | ClientOp::Partitions
         | ClientOp::Identify
+        | ClientOp::WillRun(_)
         | ClientOp::Acct(_)
         | ClientOp::Report(_)
         | ClientOp::Script(_)

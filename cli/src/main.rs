@@ -766,6 +766,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 eprintln!("{prog}: warning: {w}");
             }
             let mut c = client(&cli.g)?;
+            if s.test_only {
+                return will_run(&mut c, s.sub, prog);
+            }
             let id = c
                 .submit_retrying(s.sub, SUBMIT_ATTEMPTS, |attempt, e| {
                     eprintln!(
@@ -1281,6 +1284,32 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
 
 /// A client error as `bh` reports it: the broker's refusals with any control
 /// character in their text escaped (they may quote names and reasons of others).
+/// `sbatch --test-only`: sbatch's line for when and where the job would start (on
+/// stderr), or `allocation failure: WHY` and exit 1, as slurm_job_will_run says it.
+fn will_run(c: &mut Client, sub: JobSubmission, prog: &str) -> anyhow::Result<ExitCode> {
+    match c
+        .request(bulkhead_proto::msg::ClientOp::WillRun(Box::new(sub)))
+        .map_err(explain)?
+    {
+        bulkhead_proto::msg::ClientReply::WillRun(w) => {
+            eprintln!(
+                "{prog}: Job {} to start at {} using {} processors on nodes {} in partition {}",
+                w.job,
+                bulkhead_cli::slurm::local_time(Some(w.start_us)),
+                w.cpus,
+                bulkhead_cli::slurm::hostlist_of(&w.nodes),
+                output::escape(&w.partition)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        bulkhead_proto::msg::ClientReply::Error(e) => {
+            eprintln!("allocation failure: {}", output::escape(&e.message));
+            Ok(ExitCode::from(1))
+        }
+        other => bail!("unexpected reply to a will-run test: {other:?}"),
+    }
+}
+
 fn explain(e: ClientError) -> anyhow::Error {
     match e {
         ClientError::Refused(r) => anyhow::anyhow!("{}", output::escape(&r.message)),

@@ -11,6 +11,8 @@ pub(crate) struct Submit {
     pub(crate) parsable: bool,
     pub(crate) quiet: bool,
     pub(crate) wait: bool,
+    /// `--test-only`: ask when and where it would start; submit nothing.
+    pub(crate) test_only: bool,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -63,6 +65,7 @@ pub(crate) fn build_submission(rest: &[String], bh_defaults: bool) -> anyhow::Re
         parsable: cli_opts.parsable,
         quiet: merged.quiet,
         wait: merged.wait,
+        test_only: merged.test_only,
         warnings,
     })
 }

@@ -66,6 +66,23 @@ pub enum ClientOp {
     /// brokers ask each other at start, so that two leading different stores refuse
     /// to start rather than split the cluster.
     Identify,
+    /// When and where a submission would start if made now, without making it
+    /// (`sbatch --test-only`): checked as a submission is, answered with
+    /// [`ClientReply::WillRun`].
+    WillRun(Box<JobSubmission>),
+}
+
+/// [`ClientOp::WillRun`]'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WillRun {
+    /// The id the job would get (the next one: nothing is taken).
+    pub job: JobId,
+    /// When it would start (Unix µs): now, or its place in the schedule.
+    pub start_us: u64,
+    /// CPUs over all its nodes.
+    pub cpus: u32,
+    pub nodes: Vec<String>,
+    pub partition: String,
 }
 
 /// A broker's answer to [`ClientOp::Identify`].
@@ -302,6 +319,8 @@ pub enum ClientReply {
     Partitions(Vec<PartitionInfo>),
     /// [`ClientOp::Identify`]'s answer.
     Broker(BrokerIdentity),
+    /// [`ClientOp::WillRun`]'s answer.
+    WillRun(WillRun),
 }
 
 /// What happened to one job of a cancel request.
@@ -614,6 +633,7 @@ impl Message for ClientRequest {
             }
             ClientOp::Requeue(ids) => check_ids("jobs", ids),
             ClientOp::Partitions | ClientOp::Identify => Ok(()),
+            ClientOp::WillRun(s) => s.validate(),
         }
     }
 }
@@ -665,6 +685,13 @@ impl Message for ClientReply {
                 })
             }
             ClientReply::Broker(b) => b.validate(),
+            ClientReply::WillRun(w) => {
+                check("nodes", w.nodes.len(), limits::MAX_LIST)?;
+                w.nodes
+                    .iter()
+                    .try_for_each(|n| check_str("node", n, limits::MAX_NAME_BYTES))?;
+                check_str("partition", &w.partition, limits::MAX_NAME_BYTES)
+            }
             ClientReply::NodeKeys(keys) => {
                 check("node keys", keys.len(), limits::MAX_LIST)?;
                 keys.iter().try_for_each(|(node, key)| {

@@ -1,7 +1,8 @@
 //! sbatch's options that bound where, when and with what a job runs, end to end:
 //! real broker and agent, the real `bh`, the real kernel. `--input` is opened as the
 //! job's user; `-w`/`-x` name the cluster's node or refuse what cannot be met;
-//! `--deadline` already past is refused with Slurm's message.
+//! `--deadline` already past is refused with Slurm's message; `--test-only` says
+//! when and where and makes nothing.
 
 use bulkhead_proto::JobState;
 use bulkhead_tests::{Cluster, USER1, USER2, user};
@@ -82,6 +83,35 @@ fn nodes_by_name_and_a_deadline_are_honoured_or_refused_as_slurm_does() {
         .expect("finished");
     assert_eq!(done.state, JobState::Completed, "{done:?}");
     assert_eq!(done.node.as_deref(), Some(c.node.as_str()));
+    // --test-only: sbatch's line on stderr, and nothing made: the id it names is the
+    // next submission's.
+    let out = c
+        .bh_in(
+            Some(&u),
+            &wd,
+            &["submit", "--test-only", "-n", "1", "--wrap", "true"],
+        )
+        .expect("bh");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let line = String::from_utf8_lossy(&out.stderr).into_owned();
+    let would: u64 = line
+        .strip_prefix("bh: Job ")
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        line.contains(" to start at ")
+            && line.trim_end().ends_with(&format!(
+                "using 1 processors on nodes {} in partition batch",
+                c.node
+            )),
+        "{line}"
+    );
+    assert!(out.stdout.is_empty(), "nothing submitted: {out:?}");
+    let next = c
+        .submit(Some(&u), &wd, &[], "#!/bin/sh\ntrue\n")
+        .expect("submit");
+    assert_eq!(next.0, would);
     let refused = |args: &[&str]| {
         let mut all = vec!["submit", "--wrap", "true"];
         all.extend_from_slice(args);

@@ -1045,6 +1045,7 @@ fn op_name(op: &ClientOp) -> &'static str {
         ClientOp::Requeue(_) => "requeue",
         ClientOp::Partitions => "partitions",
         ClientOp::Identify => "identify",
+        ClientOp::WillRun(_) => "will run",
     }
 }
 

@@ -41,7 +41,9 @@ impl Core {
         }
         let unknown = |id: &JobId| !self.jobs.contains_key(id);
         match op {
-            ClientOp::Submit(sub) => sub.deps.iter().filter_map(|d| d.job()).any(|j| unknown(&j)),
+            ClientOp::Submit(sub) | ClientOp::WillRun(sub) => {
+                sub.deps.iter().filter_map(|d| d.job()).any(|j| unknown(&j))
+            }
             ClientOp::Queue(f) | ClientOp::QueuePage { filter: f, .. } => {
                 f.states.iter().any(|s| s.is_terminal()) || f.jobs.iter().any(unknown)
             }

@@ -25,109 +25,11 @@ impl Core {
             tracing::info!(user = %caller.user, job = %id, "a submission sent again gets the job it made");
             return ClientReply::Submitted(id);
         }
-        if let Err(e) = check_submission(&sub) {
-            return ClientReply::Error(e);
-        }
-        if sub.extra.nice < 0 && self.role(caller) < Role::Admin {
-            return ClientReply::Error(err(
-                ErrorCode::PermissionDenied,
-                "a negative --nice (a higher priority) is for administrators only",
-            ));
-        }
-        if let Some(a) = &sub.extra.account {
-            let own = self.account_of(&caller.user);
-            if a != own && self.role(caller) < Role::Admin {
-                return ClientReply::Error(err(
-                    ErrorCode::PermissionDenied,
-                    format!(
-                        "Invalid account or account/partition combination specified: {caller_user} is in account {own:?}, not {a:?}",
-                        caller_user = caller.user
-                    ),
-                ));
-            }
-        }
-        if caller.uid == 0 && !self.cfg.allow_root_jobs {
-            return ClientReply::Error(err(
-                ErrorCode::PermissionDenied,
-                "root's jobs are not accepted: submit as a user, or let root run jobs \
-                 (configuration [jobs] allow_root = true, and bulkhead-agent --allow-root-jobs)",
-            ));
-        }
-        if let Err(e) = self.check_deps(&sub) {
-            return ClientReply::Error(e);
-        }
-        if let Some(by) = sub.extra.deadline_us {
-            // As slurmctld checks a deadline at submission.
-            if by < now_us {
-                return ClientReply::Error(err(
-                    ErrorCode::Invalid,
-                    "Requested time limit is invalid (missing or exceeds some limit): the deadline has passed",
-                ));
-            }
-            if let Some(min) = sub.extra.time_min_s
-                && by < now_us.saturating_add(min.saturating_mul(1_000_000))
-            {
-                return ClientReply::Error(err(
-                    ErrorCode::Invalid,
-                    "Invalid time-min specification (exceeds job's time or other limits): the deadline comes before the time-min could run",
-                ));
-            }
-        }
-        let partition = sub
-            .resources
-            .partition
-            .clone()
-            .unwrap_or_else(|| self.cfg.partition.clone());
-        let cpus = sub.resources.cpus;
-        let mem_mb = if sub.resources.mem_mb == 0 {
-            match self.cfg.def_mem_per_cpu_mb.checked_mul(u64::from(cpus)) {
-                Some(m) => m,
-                None => {
-                    return ClientReply::Error(err(
-                        ErrorCode::Invalid,
-                        format!(
-                            "{cpus} CPUs at the default memory per CPU is more memory than can be counted; give --mem"
-                        ),
-                    ));
-                }
-            }
-        } else {
-            sub.resources.mem_mb
+        let (job, spec) = match self.admit(caller, sub, now_us) {
+            Ok(j) => j,
+            Err(e) => return ClientReply::Error(e),
         };
-        let id = JobId(self.next_job);
-        let job = Job {
-            id,
-            uid: caller.uid,
-            gid: caller.gid,
-            user: caller.user.clone(),
-            batch: !sub.script.is_empty(),
-            submission: sub,
-            partition,
-            mem_mb,
-            state: JobState::Pending,
-            reason: None,
-            exit_code: None,
-            signal: None,
-            node: None,
-            extra_nodes: Vec::new(),
-            submit_us: now_us,
-            start_us: None,
-            end_us: None,
-            denials: Vec::new(),
-            gpus: Vec::new(),
-            preempted_by: None,
-            usage: None,
-        };
-        if job.submission.array_task.is_some() {
-            return ClientReply::Error(err(
-                ErrorCode::Invalid,
-                "array task fields are set by the broker, not by clients",
-            ));
-        }
-        let spec = match self.spec_of(&job) {
-            Ok(s) => s,
-            Err(e) => return ClientReply::Error(err(ErrorCode::Invalid, e)),
-        };
+        let (id, cpus, mem_mb) = (job.id, job.submission.resources.cpus, job.mem_mb);
         let accepted = if job.submission.array.is_some() {
             self.sched.check(&spec)
         } else {
@@ -178,6 +80,150 @@ impl Core {
             self.refill(fx, id, now_us);
         }
         ClientReply::Submitted(id)
+    }
+
+    /// A submission checked as the broker takes one (bounds, permissions, dependencies,
+    /// deadline, memory, the scheduler's view of it), as the job it would make with the
+    /// next id: nothing is changed.
+    fn admit(
+        &self,
+        caller: &Caller,
+        sub: JobSubmission,
+        now_us: u64,
+    ) -> Result<(Job, sched::JobSpec), ErrorReply> {
+        check_submission(&sub)?;
+        if sub.extra.nice < 0 && self.role(caller) < Role::Admin {
+            return Err(err(
+                ErrorCode::PermissionDenied,
+                "a negative --nice (a higher priority) is for administrators only",
+            ));
+        }
+        if let Some(a) = &sub.extra.account {
+            let own = self.account_of(&caller.user);
+            if a != own && self.role(caller) < Role::Admin {
+                return Err(err(
+                    ErrorCode::PermissionDenied,
+                    format!(
+                        "Invalid account or account/partition combination specified: {caller_user} is in account {own:?}, not {a:?}",
+                        caller_user = caller.user
+                    ),
+                ));
+            }
+        }
+        if caller.uid == 0 && !self.cfg.allow_root_jobs {
+            return Err(err(
+                ErrorCode::PermissionDenied,
+                "root's jobs are not accepted: submit as a user, or let root run jobs \
+                 (configuration [jobs] allow_root = true, and bulkhead-agent --allow-root-jobs)",
+            ));
+        }
+        self.check_deps(&sub)?;
+        if let Some(by) = sub.extra.deadline_us {
+            // As slurmctld checks a deadline at submission.
+            if by < now_us {
+                return Err(err(
+                    ErrorCode::Invalid,
+                    "Requested time limit is invalid (missing or exceeds some limit): the deadline has passed",
+                ));
+            }
+            if let Some(min) = sub.extra.time_min_s
+                && by < now_us.saturating_add(min.saturating_mul(1_000_000))
+            {
+                return Err(err(
+                    ErrorCode::Invalid,
+                    "Invalid time-min specification (exceeds job's time or other limits): the deadline comes before the time-min could run",
+                ));
+            }
+        }
+        let partition = sub
+            .resources
+            .partition
+            .clone()
+            .unwrap_or_else(|| self.cfg.partition.clone());
+        let cpus = sub.resources.cpus;
+        let mem_mb = if sub.resources.mem_mb == 0 {
+            match self.cfg.def_mem_per_cpu_mb.checked_mul(u64::from(cpus)) {
+                Some(m) => m,
+                None => {
+                    return Err(err(
+                        ErrorCode::Invalid,
+                        format!(
+                            "{cpus} CPUs at the default memory per CPU is more memory than can be counted; give --mem"
+                        ),
+                    ));
+                }
+            }
+        } else {
+            sub.resources.mem_mb
+        };
+        let id = JobId(self.next_job);
+        let job = Job {
+            id,
+            uid: caller.uid,
+            gid: caller.gid,
+            user: caller.user.clone(),
+            batch: !sub.script.is_empty(),
+            submission: sub,
+            partition,
+            mem_mb,
+            state: JobState::Pending,
+            reason: None,
+            exit_code: None,
+            signal: None,
+            node: None,
+            extra_nodes: Vec::new(),
+            submit_us: now_us,
+            start_us: None,
+            end_us: None,
+            denials: Vec::new(),
+            gpus: Vec::new(),
+            preempted_by: None,
+            usage: None,
+        };
+        if job.submission.array_task.is_some() {
+            return Err(err(
+                ErrorCode::Invalid,
+                "array task fields are set by the broker, not by clients",
+            ));
+        }
+        let spec = self.spec_of(&job).map_err(|e| err(ErrorCode::Invalid, e))?;
+        Ok((job, spec))
+    }
+
+    /// `sbatch --test-only`: when and where the submission would start, as the
+    /// scheduler stands; nothing is made.
+    pub(super) fn will_run(&self, caller: &Caller, sub: JobSubmission, now_us: u64) -> ClientReply {
+        let (job, spec) = match self.admit(caller, sub, now_us) {
+            Ok(j) => j,
+            Err(e) => return ClientReply::Error(e),
+        };
+        match self.sched.will_run(&spec, secs(now_us)) {
+            Ok((at, p, nodes)) => ClientReply::WillRun(bulkhead_proto::msg::WillRun {
+                job: job.id,
+                start_us: at.saturating_mul(1_000_000).max(now_us),
+                cpus: spec.req.per_node.cpus.saturating_mul(spec.req.nodes),
+                nodes: nodes
+                    .iter()
+                    .filter_map(|n| self.node_of_idx.get(n.0 as usize))
+                    .filter_map(|id| self.nodes.get(id))
+                    .map(|n| n.name.clone())
+                    .collect(),
+                partition: self
+                    .cfg
+                    .partitions
+                    .get(p.0 as usize)
+                    .map(|p| p.name.clone())
+                    .unwrap_or_default(),
+            }),
+            Err(e) => ClientReply::Error(err(
+                match e {
+                    sched::SubmitError::SubmitLimit(_) => ErrorCode::PermissionDenied,
+                    sched::SubmitError::Unsatisfiable(_) => ErrorCode::Unsatisfiable,
+                    _ => ErrorCode::Invalid,
+                },
+                e.to_string(),
+            )),
+        }
     }
 
     /// Refuses a dependency on a job the broker does not know (it never existed, or

@@ -758,6 +758,7 @@ impl Core {
         }
         let reply = match op {
             ClientOp::Submit(sub) => self.submit(&mut fx, caller, *sub, now_us),
+            ClientOp::WillRun(sub) => self.will_run(caller, *sub, now_us),
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(caller, &filter)),
             ClientOp::QueuePage { filter, after } => {
                 let (jobs, next) = self.queue_page(caller, &filter, after);

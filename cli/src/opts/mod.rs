@@ -185,6 +185,9 @@ pub struct SubmitOpts {
     /// or none (/dev/null, the default).
     #[arg(short = 'i', long = "input")]
     pub input: Option<String>,
+    /// Submit nothing: say when and where the job would start, and its id.
+    #[arg(long = "test-only")]
+    pub test_only: bool,
     /// Options of [`table::IGNORED`] given, by long name.
     #[arg(skip)]
     pub ignored: Vec<&'static str>,
@@ -557,6 +560,7 @@ macro_rules! merge_fields {
             no_requeue: $hi.no_requeue || ($lo.no_requeue && !$hi.requeue),
             ignore_pbs: $hi.ignore_pbs || $lo.ignore_pbs,
             wait: $hi.wait || $lo.wait,
+            test_only: $hi.test_only || $lo.test_only,
             quiet: $hi.quiet || $lo.quiet,
             verbose: $hi.verbose.saturating_add($lo.verbose),
             ignored: union(&$hi.ignored, &$lo.ignored),

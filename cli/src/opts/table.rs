@@ -238,12 +238,6 @@ pub const REFUSED: &[Ignored] = &[
         Takes::Value,
         "priorities come from the multifactor policy; use --nice",
     ),
-    (
-        "test-only",
-        None,
-        Takes::Flag,
-        "use `bh queue --long` for expected start times",
-    ),
 ];
 
 fn arg_of(&(long, short, takes, _): &Ignored) -> Arg {

@@ -3,6 +3,45 @@
 use super::*;
 
 impl Scheduler {
+    /// When and where `spec` would start if submitted at `now`, changing nothing
+    /// (Slurm's will-run test): now, if it fits now behind the reservations of the
+    /// last full pass, else the earliest time its nodes free up by the limits of what
+    /// runs (not counting jobs queued ahead of it, as slurmctld's test does not).
+    /// Refused as [`Scheduler::submit`] refuses it.
+    pub fn will_run(
+        &self,
+        spec: &JobSpec,
+        now: Time,
+    ) -> Result<(Time, PartIdx, Vec<NodeIdx>), SubmitError> {
+        self.check(spec)?;
+        let at = now.max(spec.begin);
+        if let Placed::Now(p, (nodes, _), _) = self.try_place(spec, at, &self.reserved) {
+            return Ok((at, p, nodes));
+        }
+        spec.partitions
+            .iter()
+            .filter(|p| self.limit_in(spec, **p).is_ok())
+            .filter_map(|p| {
+                self.earliest(
+                    spec.reservation.as_deref(),
+                    *p,
+                    &spec.req,
+                    spec.user,
+                    spec.req.nodes,
+                    at,
+                    &self.reserved,
+                    &spec.bounds,
+                )
+                .map(|(t, nodes)| (t, *p, nodes))
+            })
+            .min_by_key(|(t, _, _)| *t)
+            .ok_or_else(|| {
+                SubmitError::Unsatisfiable(
+                    "no nodes of its partitions can be scheduled for it".into(),
+                )
+            })
+    }
+
     pub fn pending_info(&self, id: JobId) -> Option<PendingInfo> {
         self.pending.get(&id).map(|p| PendingInfo {
             reason: p.reason.clone(),

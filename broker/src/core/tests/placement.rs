@@ -267,3 +267,72 @@ fn a_deadline_is_checked_at_submission_and_ends_a_job_that_cannot_make_it() {
     assert_eq!(info.state, JobState::Deadline);
     assert_eq!(info.reason.as_deref(), Some("DeadLine"));
 }
+
+/// `--test-only`: the answer says the id the job would get, and when and where it
+/// would start (now on a free node, else when the running job's limit is up); nothing
+/// is made, and what a submission would be refused for is refused.
+#[test]
+fn a_will_run_test_says_when_and_where_and_makes_nothing() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let ask = |c: &mut Core, s: JobSubmission, at: u64| {
+        let fx = c.client(
+            b"c".to_vec(),
+            at,
+            &user(5),
+            ClientOp::WillRun(Box::new(s)),
+            at,
+        );
+        assert!(
+            launches(&fx).is_empty() && fx.store.is_empty(),
+            "it made something"
+        );
+        match fx.send.into_iter().next() {
+            Some(Outbound::Client { reply, .. }) => reply,
+            other => panic!("{other:?}"),
+        }
+    };
+    let now = match ask(&mut c, sub(1), 1_000_000) {
+        ClientReply::WillRun(w) => w,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        (
+            now.start_us,
+            now.cpus,
+            now.nodes.clone(),
+            now.partition.as_str()
+        ),
+        (1_000_000, 1, vec!["n1".to_string()], "batch")
+    );
+    let mut long = sub(1);
+    long.resources.time_limit_s = Some(600);
+    let fx = c.client(
+        b"c".to_vec(),
+        2,
+        &user(5),
+        ClientOp::Submit(Box::new(long)),
+        2_000_000,
+    );
+    let running = submitted(&fx);
+    assert_eq!(
+        now.job, running,
+        "the id it would have had is the next one made"
+    );
+    match ask(&mut c, sub(1), 3_000_000) {
+        ClientReply::WillRun(w) => {
+            assert_eq!(w.job.0, running.0 + 1);
+            assert_eq!(
+                w.start_us, 602_000_000,
+                "when the running job's limit is up"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut huge = sub(1);
+    huge.resources.cpus = 64;
+    assert!(matches!(
+        ask(&mut c, huge, 4_000_000),
+        ClientReply::Error(e) if e.code == ErrorCode::Unsatisfiable
+    ));
+}
