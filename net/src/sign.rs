@@ -316,6 +316,7 @@ mod tests {
             stdout: None,
             stderr: None,
             stdin: None,
+            signal: None,
             env: vec![],
             cpus: 1,
             mem_mb: 100,

@@ -972,6 +972,7 @@ mod tests {
             stdout: None,
             stderr: Some("err-%j.log".into()),
             stdin: None,
+            signal: None,
             env: vec![
                 ("PATH".into(), "/opt/bin".into()),
                 ("SLURM_JOB_ID".into(), "999".into()),

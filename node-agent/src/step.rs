@@ -56,7 +56,8 @@ const MAGIC: &[u8; 7] = b"BHSTEP\0";
 const VERSION: u8 = 2;
 
 /// A record type, with how records of the versions before [`VERSION`] read as today's
-/// type (version 1: [`Prepared`] without `stdin`; [`JobEnd`] unchanged).
+/// type (version 1: [`Prepared`] without `stdin`, [`StepSpec`] without `signal`;
+/// [`JobEnd`] unchanged).
 pub trait Record: Serialize + serde::de::DeserializeOwned {
     /// The record of `version` in `body`, or `None` when this type never had one.
     fn read_old(version: u8, body: &[u8]) -> Option<Result<Self, postcard::Error>>;
@@ -132,6 +133,7 @@ mod v1 {
                 cpu_ids: self.cpu_ids,
                 cgroup_id: self.cgroup_id,
                 gpus: self.gpus,
+                signal: None,
             }
         }
     }
@@ -155,6 +157,9 @@ pub struct StepSpec {
     pub cpu_ids: Vec<u32>,
     pub cgroup_id: Option<u64>,
     pub gpus: JobGpus,
+    /// `--signal`: the warning the supervisor sends before the time limit.
+    /// (Appended in record version 2.)
+    pub signal: Option<bulkhead_proto::job::JobSignal>,
 }
 
 /// From the supervisor to the agent.
@@ -555,7 +560,7 @@ mod tests {
             (now.job, now.cgroup_id, now.cpu_ids.clone()),
             (JobId(9), Some(77), vec![0, 1])
         );
-        assert_eq!(now.exec.stdin, None);
+        assert_eq!((&now.exec.stdin, now.signal), (&None, None));
         assert_eq!(
             (now.exec.umask, now.exec.stderr.as_str()),
             (0o027, "/home/ann/e")

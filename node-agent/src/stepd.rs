@@ -321,6 +321,35 @@ impl Supervisor {
         );
     }
 
+    /// `--signal`'s warning: to the batch script alone (`B:`), else to the job's
+    /// steps' tasks on this node, as Slurm sends it (not to the batch script).
+    fn warn(&mut self, w: bulkhead_proto::job::JobSignal) {
+        let sig = i32::from(w.signal);
+        if w.batch {
+            if self.pid > 0 {
+                log(
+                    self.spec.job,
+                    format!(
+                        "signal {sig} to the batch script, {} s before the time limit",
+                        w.before_s
+                    ),
+                );
+                // SAFETY: a signal to the batch script, our child (not yet reaped: it
+                // has not exited).
+                unsafe { libc::kill(self.pid, sig) };
+            }
+        } else {
+            log(
+                self.spec.job,
+                format!(
+                    "signal {sig} to the job's steps, {} s before the time limit",
+                    w.before_s
+                ),
+            );
+            self.steps.signal_all(sig);
+        }
+    }
+
     fn on_request(&mut self, req: ToStep) {
         match req {
             ToStep::Kill { state, grace_ms } => {
@@ -431,9 +460,25 @@ impl Supervisor {
             .spec
             .time_limit_s
             .and_then(|s| Instant::now().checked_add(Duration::from_secs(s)));
+        // `--signal`: its warning falls due this long before the limit (at the start,
+        // for a limit shorter than that), once.
+        let mut warning = self.spec.signal.zip(deadline).map(|(w, d)| {
+            let at = d
+                .checked_sub(Duration::from_secs(u64::from(w.before_s)))
+                .unwrap_or_else(Instant::now);
+            (w, at)
+        });
         loop {
             self.reap();
             let now = Instant::now();
+            if let Some((w, at)) = warning
+                && now >= at
+            {
+                warning = None;
+                if !self.terminating && !self.exited {
+                    self.warn(w);
+                }
+            }
             if let Some(d) = deadline
                 && now >= d
                 && !self.outcome.timed_out
@@ -489,9 +534,13 @@ impl Supervisor {
             } else {
                 Duration::from_secs(3600)
             };
-            for at in [deadline.filter(|_| !self.terminating), self.kill_at]
-                .into_iter()
-                .flatten()
+            for at in [
+                deadline.filter(|_| !self.terminating),
+                self.kill_at,
+                warning.map(|(_, at)| at),
+            ]
+            .into_iter()
+            .flatten()
             {
                 wait = wait.min(at.saturating_duration_since(now));
             }

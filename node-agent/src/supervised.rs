@@ -288,6 +288,7 @@ pub(crate) fn prepare(
         cpu_ids: cpu_ids.to_vec(),
         cgroup_id,
         gpus: gpus.clone(),
+        signal: spec.signal,
     };
     let dir = step::job_dir(&ctx.run_dir, spec.job);
     let started = (|| {

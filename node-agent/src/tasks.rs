@@ -1005,6 +1005,13 @@ impl Steps {
         });
     }
 
+    /// Sends `sig` to every running task of every step (their process groups).
+    pub fn signal_all(&self, sig: i32) {
+        for s in &self.steps {
+            signal_step(s, sig);
+        }
+    }
+
     /// Kills every step (the job is ending).
     pub fn kill_all(&mut self) {
         for s in &self.steps {

@@ -266,7 +266,27 @@ pub struct SubmitExtra {
     /// `--deadline`: the job is cancelled (state `DEADLINE`) if it has not ended by
     /// this time, or cannot start early enough to end by it (Unix µs).
     pub deadline_us: Option<u64>,
+    /// `--signal`: a warning signal before the time limit.
+    pub signal: Option<JobSignal>,
 }
+
+/// sbatch's `--signal=[B:]SIG[@TIME]`: `signal` sent `before_s` seconds before the
+/// job's time limit, to its steps' processes, or to the batch script alone (`batch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSignal {
+    pub signal: u8,
+    pub before_s: u16,
+    pub batch: bool,
+}
+
+impl JobSignal {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        check("signal", usize::from(self.signal), usize::from(MAX_SIGNAL))
+    }
+}
+
+/// The largest signal number a warning may carry (Linux's real-time signals end at 64).
+pub const MAX_SIGNAL: u8 = 64;
 
 /// Whom a job shares its nodes with (sbatch's `--exclusive[=user]`). It was a `bool`
 /// (`exclusive` or not): postcard writes a unit variant as its index, the same byte as
@@ -299,6 +319,9 @@ impl SubmitExtra {
         }
         if let Some(c) = self.mincpus {
             check("mincpus", c as usize, limits::MAX_CPUS as usize)?;
+        }
+        if let Some(sig) = &self.signal {
+            sig.validate()?;
         }
         Ok(())
     }
@@ -550,6 +573,8 @@ pub struct LaunchSpec {
     pub stderr: Option<String>,
     /// The batch script's standard input pattern (`--input`); `None`: `/dev/null`.
     pub stdin: Option<String>,
+    /// `--signal`: the warning before the time limit.
+    pub signal: Option<JobSignal>,
     pub env: Vec<(String, String)>,
     pub cpus: u32,
     pub mem_mb: u64,

@@ -197,6 +197,7 @@ pub fn launch_of(job: u64, uid: u32, gid: u32, node: &str, marker: &std::path::P
         stdout: None,
         stderr: None,
         stdin: None,
+        signal: None,
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
         cpus: 1,
         mem_mb: 64,

@@ -127,3 +127,57 @@ fn nodes_by_name_and_a_deadline_are_honoured_or_refused_as_slurm_does() {
     let e = refused(&["--deadline", "2001-01-01"]);
     assert!(e.contains("Requested time limit is invalid"), "{e}");
 }
+
+/// `--signal=B:SIG@T` reaches the batch script T seconds before its limit; without
+/// `B:` the signal goes to the job's steps (`bh run`), not to the batch script.
+#[test]
+fn a_warning_signal_reaches_the_batch_script_or_the_steps_before_the_limit() {
+    let c = Cluster::start().expect("cluster");
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let batch = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["-t", "1", "--signal=B:USR1@58"],
+            "#!/bin/sh\ntrap 'echo warned > batch-warned; exit 0' USR1\nwhile :; do sleep 1; done\n",
+        )
+        .expect("submit");
+    let bh = bulkhead_tests::bin("bh");
+    let steps = c
+        .submit(
+            Some(&u),
+            &wd,
+            &["-t", "1", "--signal=SIGUSR2@58"],
+            &format!(
+                "#!/bin/sh\ntrap 'echo wrong > batch-signalled' USR2\n\
+                 {bh} run -n 1 sh -c 'trap \"echo warned > step-warned; exit 0\" USR2; while :; do sleep 1; done'\n\
+                 echo done > batch-done\n",
+                bh = bh.display()
+            ),
+        )
+        .expect("submit");
+    for job in [batch, steps] {
+        let done = c
+            .wait_state(
+                job,
+                &[JobState::Completed, JobState::Failed, JobState::Timeout],
+                t(),
+            )
+            .expect("finished");
+        assert_eq!(
+            done.state,
+            JobState::Completed,
+            "{done:?}\n{}",
+            c.agent_log()
+        );
+    }
+    let read = |f: &str| std::fs::read_to_string(wd.join(f)).unwrap_or_default();
+    assert_eq!(read("batch-warned"), "warned\n");
+    assert_eq!(read("step-warned"), "warned\n");
+    assert_eq!(read("batch-done"), "done\n", "the batch script went on");
+    assert!(
+        !wd.join("batch-signalled").exists(),
+        "without B: the batch script is not signalled"
+    );
+}

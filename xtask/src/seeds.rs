@@ -88,6 +88,7 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
         stdout: None,
         stderr: None,
         stdin: None,
+        signal: None,
         env: vec![],
         cpus: 1,
         mem_mb: 100,

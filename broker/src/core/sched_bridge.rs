@@ -453,6 +453,7 @@ impl Core {
             stdout: j.submission.stdout.clone(),
             stderr: j.submission.stderr.clone(),
             stdin: j.submission.extra.input.clone(),
+            signal: j.submission.extra.signal,
             env: self.job_env(j),
             cpus: j.submission.resources.cpus,
             mem_mb: j.mem_mb,

@@ -13,6 +13,7 @@
 pub mod begin;
 mod pbs;
 mod resolve;
+pub use resolve::parse_signal;
 pub mod table;
 
 use bulkhead_gpu::{GpuAsk, parse_ask};
@@ -185,6 +186,10 @@ pub struct SubmitOpts {
     /// or none (/dev/null, the default).
     #[arg(short = 'i', long = "input")]
     pub input: Option<String>,
+    /// A warning signal before the time limit: [B:]SIG[@SECONDS] (60 s by default),
+    /// to the job's steps, or with B: to the batch script alone.
+    #[arg(long = "signal")]
+    pub signal: Option<String>,
     /// Submit nothing: say when and where the job would start, and its id.
     #[arg(long = "test-only")]
     pub test_only: bool,
@@ -276,7 +281,10 @@ impl OptsError {
         match self {
             OptsError::Directive { .. } | OptsError::Syntax(_) => 255,
             OptsError::Value { opt, .. }
-                if matches!(*opt, "time" | "nodes" | "begin" | "deadline" | "mincpus") =>
+                if matches!(
+                    *opt,
+                    "time" | "nodes" | "begin" | "deadline" | "mincpus" | "signal"
+                ) =>
             {
                 255
             }
@@ -648,7 +656,8 @@ impl SubmitOpts {
             nodefile,
             mincpus,
             deadline,
-            input
+            input,
+            signal
         )
     }
 }

@@ -313,6 +313,19 @@ impl SubmitOpts {
             (Some(_), None, None) => Some(60),
             (_, _, t) => t,
         };
+        let signal = match &self.signal {
+            Some(v) => {
+                let (sig, resv) = parse_signal(v)
+                    .ok_or_else(|| value_err("signal", v, "Invalid --signal specification"))?;
+                if resv {
+                    warnings.push(format!(
+                        "--signal={v}: R (at a reservation's end) has no effect here: the signal is sent before the job's time limit"
+                    ));
+                }
+                Some(sig)
+            }
+            None => None,
+        };
         let input = match self.input.as_deref() {
             None => None,
             Some(i) if i.eq_ignore_ascii_case("none") => None,
@@ -369,6 +382,7 @@ impl SubmitOpts {
             exclude,
             mincpus,
             deadline_us,
+            signal,
         };
         // Several partitions may be named: the first that can take the job runs it.
         let partition = self.partition.clone();
@@ -456,4 +470,73 @@ impl SubmitOpts {
 fn hostlist(opt: &'static str, v: &str) -> Result<Vec<String>, OptsError> {
     bulkhead_proto::hostlist::expand(v, bulkhead_proto::job::MAX_NODE_NAMES)
         .map_err(|e| value_err(opt, v, e.to_string()))
+}
+
+/// Slurm's `--signal=[{R|B}:]SIG[@TIME]` (`get_signal_opts`): the signal by number or
+/// by one of Slurm's names (`USR1`, `SIGUSR1`), 60 s before the limit unless `@TIME`
+/// says; with whether `R` was given.
+pub fn parse_signal(v: &str) -> Option<(bulkhead_proto::job::JobSignal, bool)> {
+    const NAMES: [(&str, u8); 16] = [
+        ("HUP", 1),
+        ("INT", 2),
+        ("QUIT", 3),
+        ("ABRT", 6),
+        ("KILL", 9),
+        ("ALRM", 14),
+        ("TERM", 15),
+        ("USR1", 10),
+        ("USR2", 12),
+        ("URG", 23),
+        ("CONT", 18),
+        ("STOP", 19),
+        ("TSTP", 20),
+        ("TTIN", 21),
+        ("TTOU", 22),
+        ("XCPU", 24),
+    ];
+    let mut rest = v;
+    let flag = |c: char, rest: &mut &str| {
+        let hit = rest
+            .get(..1)
+            .is_some_and(|f| f.eq_ignore_ascii_case(&c.to_string()));
+        if hit {
+            *rest = &rest[1..];
+        }
+        hit
+    };
+    let mut resv = flag('R', &mut rest);
+    let batch = flag('B', &mut rest);
+    resv |= flag('R', &mut rest);
+    let rest = rest.strip_prefix(':').unwrap_or(rest);
+    let (sig, time) = match rest.split_once('@') {
+        Some((s, t)) => (s, Some(t)),
+        None => (rest, None),
+    };
+    let name = sig.trim_start();
+    let num: u32 = if name.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+') {
+        name.trim_end().parse().ok()?
+    } else {
+        let bare = match name.get(..3) {
+            Some(p) if p.eq_ignore_ascii_case("SIG") => &name[3..],
+            _ => name,
+        };
+        let bare = bare.trim_end();
+        u32::from(NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(bare))?.1)
+    };
+    if !(1..=u32::from(bulkhead_proto::job::MAX_SIGNAL)).contains(&num) {
+        return None;
+    }
+    let before_s = match time {
+        None => 60,
+        Some(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => t.parse().ok()?,
+        Some(_) => return None,
+    };
+    Some((
+        bulkhead_proto::job::JobSignal {
+            signal: num as u8,
+            before_s,
+            batch,
+        },
+        resv,
+    ))
 }

@@ -133,12 +133,6 @@ pub const IGNORED: &[Ignored] = &[
         "jobs get the limits of their cgroup, not the submitter's rlimits",
     ),
     ("reboot", None, Takes::Flag, NO_EFFECT_POWER),
-    (
-        "signal",
-        None,
-        Takes::Value,
-        "a job past its limit gets SIGTERM, then SIGKILL after the grace period",
-    ),
     ("sockets-per-node", None, Takes::Value, NO_EFFECT_HW),
     (
         "spread-job",

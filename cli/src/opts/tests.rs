@@ -150,6 +150,7 @@ fn the_help_lists_what_works_and_the_rest_is_warned_or_refused() {
             "deadline" => vec!["now+2hours"],
             "input" => vec!["in-%j"],
             "nodefile" => vec!["/etc/hostname"],
+            "signal" => vec!["B:USR1@90"],
             _ => return None,
         })
     };
@@ -722,4 +723,35 @@ fn node_names_mincpus_deadline_and_input_reach_the_submission() {
             .input,
         None
     );
+}
+
+/// `--signal` as Slurm's get_signal_opts reads it.
+#[test]
+fn signal_specifications_read_as_slurm_reads_them() {
+    use bulkhead_proto::job::JobSignal;
+    let sig = |v: &str| parse_signal(v).map(|(s, r)| (s.signal, s.before_s, s.batch, r));
+    assert_eq!(sig("USR1"), Some((10, 60, false, false)), "60 s by default");
+    assert_eq!(sig("SIGUSR2@90"), Some((12, 90, false, false)));
+    assert_eq!(sig("B:usr1@30"), Some((10, 30, true, false)));
+    assert_eq!(sig("B:10@0"), Some((10, 0, true, false)));
+    assert_eq!(sig("R:TERM@5"), Some((15, 5, false, true)));
+    assert_eq!(sig("BR:TERM"), Some((15, 60, true, true)));
+    for bad in ["", "NOPE", "0", "65", "USR1@", "USR1@x", "USR1@-1", "B:"] {
+        assert_eq!(sig(bad), None, "{bad:?}");
+    }
+    let r = cli(&["--signal=B:USR1@120"]).resolve().expect("resolve");
+    assert_eq!(
+        r.extra.signal,
+        Some(JobSignal {
+            signal: 10,
+            before_s: 120,
+            batch: true
+        })
+    );
+    let e = cli(&["--signal=BOGUS"]).resolve().expect_err("bad");
+    assert!(
+        e.to_string().contains("Invalid --signal specification"),
+        "{e}"
+    );
+    assert_eq!(e.exit_code(), 255);
 }

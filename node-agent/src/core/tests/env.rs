@@ -237,6 +237,7 @@ pub(crate) fn spec(id: u64) -> LaunchSpec {
         stdout: None,
         stderr: None,
         stdin: None,
+        signal: None,
         env: vec![],
         cpus: 1,
         mem_mb: 128,
