@@ -884,6 +884,7 @@ fn changes_state(op: &ClientOp) -> bool {
         | ClientOp::Partitions
         | ClientOp::Identify
         | ClientOp::WillRun(_)
+        | ClientOp::Signal { .. }
         | ClientOp::Acct(_)
         | ClientOp::Report(_)
         | ClientOp::Script(_)

@@ -7,7 +7,7 @@ use super::{Cli, Globals, client, explain, uid_of};
 use anyhow::{Context, bail};
 use bulkhead_cli::{acct, output, sacct_fields, slurm, slurm_info, slurm_json};
 use bulkhead_proto::acct::AcctFilter;
-use bulkhead_proto::msg::{ErrorCode, Parts, QueueFilter};
+use bulkhead_proto::msg::{ErrorCode, Parts, QueueFilter, SignalScope};
 use bulkhead_proto::time::now_us;
 use bulkhead_proto::{JobId, JobInfo, JobState};
 use clap::Parser;
@@ -282,6 +282,15 @@ struct Scancel {
     quiet: bool,
     #[arg(short = 'v', long = "verbose")]
     verbose: bool,
+    /// Send this signal (a number, or a name such as USR1) instead of cancelling.
+    #[arg(short = 's', long = "signal")]
+    signal: Option<String>,
+    /// Signal only the batch script.
+    #[arg(short = 'b', long = "batch")]
+    batch: bool,
+    /// Signal every process of the job, the batch script's included.
+    #[arg(short = 'f', long = "full")]
+    full: bool,
 }
 
 /// squeue: the jobs the options select, in the format they name (Slurm's default
@@ -403,6 +412,24 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
 
 fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
     let a = Scancel::try_parse_from(words).unwrap_or_else(|e| e.exit());
+    let signal = match &a.signal {
+        Some(name) => match bulkhead_cli::opts::signal_number(name) {
+            Some(n) => Some(n),
+            None => {
+                eprintln!("Unknown job signal: {}", output::escape(name));
+                return Ok(ExitCode::FAILURE);
+            }
+        },
+        None => None,
+    };
+    // SIGKILL to the whole job is a cancel; anything else, or to a part of it, a signal
+    // (-b or -f alone: SIGKILL to that part, as scancel's default signal).
+    let scope = match (a.batch, a.full) {
+        (_, true) => Some(SignalScope::Full),
+        (true, false) => Some(SignalScope::Batch),
+        (false, false) if signal.is_some_and(|s| s != 9) => Some(SignalScope::Steps),
+        (false, false) => None,
+    };
     let mut c = client(g)?;
     let asked = ids(&a.job_ids)?;
     let mut targets = asked.ids.clone();
@@ -440,11 +467,18 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
         return Ok(ExitCode::SUCCESS);
     }
     let mut code = ExitCode::SUCCESS;
-    for o in c.cancel(targets).map_err(explain)? {
+    let sig = signal.unwrap_or(9);
+    let outcomes = match scope {
+        Some(scope) => c.signal(targets, sig, scope),
+        None => c.cancel(targets),
+    }
+    .map_err(explain)?;
+    for o in outcomes {
         if let Err(e) = o.result {
             // As scancel 22.05 (`_cancel_job_id`): a job already done, or one that
-            // does not exist, is not an error when killing; said only with -v.
-            if matches!(e.code, ErrorCode::AlreadyFinished | ErrorCode::NotFound) {
+            // does not exist, is not an error when killing; said only with -v (and
+            // said, and an error, for any other signal).
+            if matches!(e.code, ErrorCode::AlreadyFinished | ErrorCode::NotFound) && sig == 9 {
                 if a.verbose {
                     eprintln!(
                         "scancel: error: Kill job error on job id {}: {}",
@@ -462,6 +496,8 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
                 );
             }
             code = ExitCode::FAILURE;
+        } else if a.verbose && scope.is_some() {
+            eprintln!("scancel: Signal {sig} to job {}", o.job);
         } else if a.verbose {
             eprintln!("scancel: Terminating job {}", o.job);
         }

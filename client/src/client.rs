@@ -558,6 +558,23 @@ impl Client {
         }
     }
 
+    /// `signal` to the processes of running jobs that `scope` names (`scancel -s`).
+    pub fn signal(
+        &mut self,
+        ids: Vec<JobId>,
+        signal: u8,
+        scope: bulkhead_proto::msg::SignalScope,
+    ) -> Result<Vec<CancelOutcome>, ClientError> {
+        match self.call(ClientOp::Signal {
+            jobs: ids,
+            signal,
+            scope,
+        })? {
+            ClientReply::Cancelled(o) => Ok(o),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
     /// An administrative action (root only); returns what it did.
     pub fn admin(&mut self, op: bulkhead_proto::msg::AdminOp) -> Result<String, ClientError> {
         match self.call(ClientOp::Admin(op))? {

@@ -400,6 +400,11 @@ impl Shard {
                 Effect::Journal(_) | Effect::RemoveJobDir(_) | Effect::Follow(_) => {}
                 Effect::Start { spec, .. } => self.start(n, *spec, t),
                 Effect::Kill { job, state, .. } => self.finish(n, job, Some(state), t),
+                // An emulated job has no process to signal; SIGKILL ends it.
+                Effect::Signal { job, signal: 9, .. } => {
+                    self.finish(n, job, Some(bulkhead_proto::JobState::Cancelled), t)
+                }
+                Effect::Signal { .. } => {}
             }
         }
     }

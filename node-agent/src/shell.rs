@@ -10,7 +10,7 @@ use crate::cgroup::{AgentTree, JobCgroup};
 use crate::core::{Adopted, AgentCore, Denial, Effect, JobFact, JournalOp, Now};
 use crate::journal::Journal;
 use crate::ports::StepdLauncher;
-use crate::supervised::{self, Found, KillRequest};
+use crate::supervised::{self, Found};
 use crate::{AgentConfig, IsolationState, JobEvent, SharedGpus, gpu, metrics, step};
 use bulkhead_munge::Munge;
 use bulkhead_proto::JobId;
@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 /// The clocks as they are now: the core reads none.
 pub(crate) fn now() -> Now {
@@ -33,7 +33,7 @@ pub(crate) fn now() -> Now {
 /// What the shell holds of a running job: its task's kill channel, and what it
 /// samples (the job's cgroups and GPUs, once it started).
 pub(crate) struct Running {
-    kill: watch::Sender<KillRequest>,
+    ctl: supervised::Controls,
     sampled: Option<(JobCgroup, gpu::JobGpus)>,
 }
 
@@ -86,25 +86,19 @@ impl Agent {
                     }
                 }
                 Effect::Start { spec, cpu_ids } => {
-                    let (kill, kill_rx) = watch::channel(None);
-                    self.jobs.insert(
-                        spec.job,
-                        Running {
-                            kill,
-                            sampled: None,
-                        },
-                    );
-                    tokio::spawn(supervised::run_job(self.job_ctx(), *spec, cpu_ids, kill_rx));
+                    let (ctl, ctl_rx) = supervised::controls();
+                    self.jobs.insert(spec.job, Running { ctl, sampled: None });
+                    tokio::spawn(supervised::run_job(self.job_ctx(), *spec, cpu_ids, ctl_rx));
                 }
                 Effect::Follow(job) => {
                     let Some(f) = self.found.remove(&job) else {
                         continue;
                     };
-                    let (kill, kill_rx) = watch::channel(None);
+                    let (ctl, ctl_rx) = supervised::controls();
                     self.jobs.insert(
                         job,
                         Running {
-                            kill,
+                            ctl,
                             sampled: Some((f.rec.cgroup.clone(), f.rec.gpus.clone())),
                         },
                     );
@@ -113,12 +107,17 @@ impl Agent {
                         f.rec,
                         f.link,
                         None,
-                        kill_rx,
+                        ctl_rx,
                     ));
                 }
                 Effect::Kill { job, state, grace } => {
                     if let Some(r) = self.jobs.get(&job) {
-                        let _ = r.kill.send(Some((state, grace)));
+                        let _ = r.ctl.kill.send(Some((state, grace)));
+                    }
+                }
+                Effect::Signal { job, signal, scope } => {
+                    if let Some(r) = self.jobs.get(&job) {
+                        let _ = r.ctl.signals.send((signal, scope));
                     }
                 }
             }

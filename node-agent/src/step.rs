@@ -219,6 +219,13 @@ impl StepStats {
 pub enum ToStep {
     /// End the job in `state`: SIGTERM, then SIGKILL of the whole cgroup after `grace_ms`.
     Kill { state: JobState, grace_ms: u64 },
+    /// Send `signal` to the processes `scope` names (`scancel --signal`). (Appended:
+    /// a supervisor of the version before cannot read it and drops the connection,
+    /// which the agent makes again; the signal is lost, the job goes on.)
+    Signal {
+        signal: u8,
+        scope: bulkhead_proto::msg::SignalScope,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -352,6 +352,27 @@ impl Supervisor {
 
     fn on_request(&mut self, req: ToStep) {
         match req {
+            ToStep::Signal { signal, scope } => {
+                use bulkhead_proto::msg::SignalScope;
+                let sig = i32::from(signal);
+                log(
+                    self.spec.job,
+                    format!("signal {sig} to the job ({scope:?})"),
+                );
+                match scope {
+                    // SAFETY: a signal to the batch script, our child, not yet reaped.
+                    SignalScope::Batch if self.pid > 0 && !self.exited => unsafe {
+                        libc::kill(self.pid, sig);
+                    },
+                    SignalScope::Batch => {}
+                    SignalScope::Steps => self.steps.signal_all(sig),
+                    SignalScope::Full => {
+                        if let Ok(s) = Signal::try_from(sig) {
+                            self.cg().signal(s);
+                        }
+                    }
+                }
+            }
             ToStep::Kill { state, grace_ms } => {
                 // Once the batch script has exited its end is decided (a kill sent
                 // again to a restarted agent must not turn COMPLETED into CANCELLED).

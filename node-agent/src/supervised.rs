@@ -25,6 +25,32 @@ use tokio::sync::{mpsc, watch};
 /// A kill request for a job: the state to end in, and the grace when not the node's.
 pub(crate) type KillRequest = Option<(JobState, Option<Duration>)>;
 
+/// What the agent asks of a running job's supervisor: the kill (the latest asked,
+/// passed again on a new connection) and signals (`scancel --signal`, each once).
+pub(crate) struct Control {
+    pub kill: watch::Receiver<KillRequest>,
+    pub signals: tokio::sync::mpsc::UnboundedReceiver<(u8, bulkhead_proto::msg::SignalScope)>,
+}
+
+/// The agent's ends of a job's [`Control`].
+pub(crate) struct Controls {
+    pub kill: watch::Sender<KillRequest>,
+    pub signals: tokio::sync::mpsc::UnboundedSender<(u8, bulkhead_proto::msg::SignalScope)>,
+}
+
+/// A new job's control channels.
+pub(crate) fn controls() -> (Controls, Control) {
+    let (kill, kill_rx) = watch::channel(None);
+    let (signals, signals_rx) = tokio::sync::mpsc::unbounded_channel();
+    (
+        Controls { kill, signals },
+        Control {
+            kill: kill_rx,
+            signals: signals_rx,
+        },
+    )
+}
+
 /// What every job's task needs of the agent.
 #[derive(Clone)]
 pub(crate) struct JobCtx {
@@ -315,12 +341,7 @@ pub(crate) fn prepare(
 }
 
 /// Runs one job from its launch to its reported end.
-pub(crate) async fn run_job(
-    ctx: JobCtx,
-    spec: LaunchSpec,
-    cpu_ids: Vec<u32>,
-    kill: watch::Receiver<KillRequest>,
-) {
+pub(crate) async fn run_job(ctx: JobCtx, spec: LaunchSpec, cpu_ids: Vec<u32>, ctl: Control) {
     let job = spec.job;
     let start_us = now_us();
     let prepared = {
@@ -336,7 +357,7 @@ pub(crate) async fn run_job(
                     None
                 }
             };
-            follow(ctx, s.rec, link, s.supervisor.child, kill).await;
+            follow(ctx, s.rec, link, s.supervisor.child, ctl).await;
         }
         Err(f) => {
             tracing::warn!(%job, reason = %f.cause, node_fault = f.node_fault, "launch failed");
@@ -402,8 +423,13 @@ pub(crate) async fn follow(
     rec: StepSpec,
     link: Option<tokio::net::UnixStream>,
     mut child: Option<launch::JobProcess>,
-    mut kill: watch::Receiver<KillRequest>,
+    ctl: Control,
 ) {
+    let Control {
+        mut kill,
+        mut signals,
+    } = ctl;
+    let mut signals_open = true;
     let job = rec.job;
     let dir = step::job_dir(&ctx.run_dir, job);
     let mut pid = None;
@@ -477,6 +503,16 @@ pub(crate) async fn follow(
                     }
                     asked = *kill.borrow_and_update();
                 }
+                sig = signals.recv(), if signals_open => match sig {
+                    Some((signal, scope)) => {
+                        let mut buf = Vec::new();
+                        let _ = step::write_frame(&mut buf, &ToStep::Signal { signal, scope });
+                        if let Err(e) = wr.write_all(&buf).await {
+                            tracing::warn!(%job, error = %e, "cannot pass a signal to the job's supervisor");
+                        }
+                    }
+                    None => signals_open = false,
+                },
                 _ = async { child.as_mut()?.wait().await.ok() }, if child.is_some() => {
                     // Reaped; its socket's end follows (or is here already).
                     child = None;

@@ -66,6 +66,13 @@ pub enum ClientOp {
     /// brokers ask each other at start, so that two leading different stores refuse
     /// to start rather than split the cluster.
     Identify,
+    /// Send a signal to running jobs (`scancel --signal`), theirs or any for
+    /// operators; answered per job as [`ClientOp::Cancel`] is.
+    Signal {
+        jobs: Vec<JobId>,
+        signal: u8,
+        scope: SignalScope,
+    },
     /// When and where a submission would start if made now, without making it
     /// (`sbatch --test-only`): checked as a submission is, answered with
     /// [`ClientReply::WillRun`].
@@ -533,6 +540,24 @@ pub enum BrokerMessage {
         job: JobId,
         step: u32,
     },
+    /// Send `signal` to the job's processes on this node that `scope` names
+    /// (`scancel --signal`); the job goes on unless the signal ends it. (Appended.)
+    Signal {
+        job: JobId,
+        signal: u8,
+        scope: SignalScope,
+    },
+}
+
+/// Which of a job's processes a signal goes to (scancel's `-b` and `-f`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SignalScope {
+    /// Its steps' tasks, not the batch script (scancel's default).
+    Steps,
+    /// The batch script alone (`-b`).
+    Batch,
+    /// Every process of the job (`-f`).
+    Full,
 }
 
 /// Most bytes of a challenge's nonce.
@@ -634,6 +659,14 @@ impl Message for ClientRequest {
             ClientOp::Requeue(ids) => check_ids("jobs", ids),
             ClientOp::Partitions | ClientOp::Identify => Ok(()),
             ClientOp::WillRun(s) => s.validate(),
+            ClientOp::Signal { jobs, signal, .. } => {
+                check_ids("jobs", jobs)?;
+                check(
+                    "signal",
+                    usize::from(*signal),
+                    usize::from(crate::job::MAX_SIGNAL),
+                )
+            }
         }
     }
 }
@@ -762,6 +795,11 @@ impl Message for BrokerMessage {
     fn validate(&self) -> Result<(), LimitError> {
         match self {
             BrokerMessage::Launch(spec) => spec.validate(),
+            BrokerMessage::Signal { signal, .. } => check(
+                "signal",
+                usize::from(*signal),
+                usize::from(crate::job::MAX_SIGNAL),
+            ),
             BrokerMessage::Error(e) => check("message", e.message.len(), limits::MAX_MESSAGE_BYTES),
             BrokerMessage::Challenge { nonce } => check("nonce", nonce.len(), MAX_NONCE_BYTES),
             BrokerMessage::Sealed(s) => {

@@ -484,3 +484,51 @@ fn sbatch_dependencies_on_array_tasks_wait_for_those_tasks() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `scancel -s SIG` reaches the job's steps and not its batch script; `-b` the batch
+/// script alone; a signal to a job already over is an error (unlike a cancel).
+#[test]
+fn scancel_signals_the_steps_or_the_batch_script() {
+    let c = Cluster::start().expect("cluster");
+    c.wait_node_up().expect("node up");
+    let s = SlurmCommands::install(&c);
+    let wd = s.wd.clone();
+    std::fs::write(
+        wd.join("signals.sh"),
+        "#!/bin/sh\ntrap 'echo batch > batch-usr1' USR1\ntrap 'echo wrong > batch-usr2' USR2\n\
+         srun sh -c 'trap \"echo step > step-usr2; exit 0\" USR2; touch step-ready; while :; do sleep 1; done'\n\
+         while [ ! -e batch-usr1 ]; do sleep 1; done\necho done > batch-done\n",
+    )
+    .expect("script");
+    let out = s.ok("sbatch", &["--parsable", "-t", "5", "signals.sh"]);
+    let id: u64 = out.trim().parse().expect("job id");
+    let seen = |f: &str| bulkhead_tests::wait_for(scaled(30), || wd.join(f).exists());
+    seen("step-ready").expect("the step runs");
+    s.ok("scancel", &["-s", "USR2", &id.to_string()]);
+    seen("step-usr2").expect("the step got SIGUSR2");
+    s.ok("scancel", &["--batch", "--signal=SIGUSR1", &id.to_string()]);
+    seen("batch-done").expect("the batch script got SIGUSR1 and went on");
+    let done = c
+        .wait_state(
+            JobId(id),
+            &[JobState::Completed, JobState::Failed],
+            scaled(30),
+        )
+        .expect("ended");
+    assert_eq!(done.state, JobState::Completed, "{done:?}");
+    assert!(
+        !wd.join("batch-usr2").exists(),
+        "the batch script got the steps' signal"
+    );
+    let out = s.run("scancel", &["-s", "USR1", &id.to_string()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("Kill job error on job id {id}"))
+            && err.contains("already completing or completed"),
+        "{err}"
+    );
+    let out = s.run("scancel", &["-s", "NOSUCH", &id.to_string()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Unknown job signal: NOSUCH"));
+}

@@ -1046,6 +1046,7 @@ fn op_name(op: &ClientOp) -> &'static str {
         ClientOp::Partitions => "partitions",
         ClientOp::Identify => "identify",
         ClientOp::WillRun(_) => "will run",
+        ClientOp::Signal { .. } => "signal",
     }
 }
 

@@ -54,7 +54,8 @@ impl Core {
             ClientOp::Cancel(ids)
             | ClientOp::Hold(ids)
             | ClientOp::Release(ids)
-            | ClientOp::Requeue(ids) => ids.iter().any(unknown),
+            | ClientOp::Requeue(ids)
+            | ClientOp::Signal { jobs: ids, .. } => ids.iter().any(unknown),
             ClientOp::Acct(_) | ClientOp::Report(_) => true,
             ClientOp::Nodes
             | ClientOp::Admin(_)

@@ -468,6 +468,72 @@ impl Core {
         format!("{} CPUs, {} MB, {gpus}", n.cpus, n.mem_mb)
     }
 
+    /// `scancel --signal`: `signal` to a running job's processes that `scope` names,
+    /// on each of its nodes (an array: to each of its running tasks). SIGKILL to a
+    /// pending job cancels it, as scancel's does; any other signal to one is refused
+    /// (slurmctld's "Job is pending execution").
+    pub(super) fn signal_job(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        id: JobId,
+        signal: u8,
+        scope: bulkhead_proto::msg::SignalScope,
+        now_us: u64,
+    ) -> CancelOutcome {
+        let outcome = |result| CancelOutcome { job: id, result };
+        let Some(j) = self.jobs.get(&id) else {
+            return outcome(Err(err(
+                ErrorCode::NotFound,
+                format!("job {id} does not exist"),
+            )));
+        };
+        if let Err(e) = self.may_act_on(caller, j, JobAction::Cancel) {
+            return outcome(Err(e));
+        }
+        if j.submission.array.is_some() && !j.state.is_terminal() {
+            let state = j.state;
+            let tasks: Vec<JobId> = self
+                .arrays
+                .get(&id)
+                .map(|a| a.live().collect())
+                .unwrap_or_default();
+            for t in tasks {
+                let _ = self.signal_job(fx, caller, t, signal, scope, now_us);
+            }
+            return outcome(Ok(state));
+        }
+        match j.state {
+            // SIGKILL, 9 on every Linux.
+            JobState::Pending if signal == 9 => self.cancel(fx, caller, id, now_us),
+            JobState::Pending => outcome(Err(err(ErrorCode::Invalid, "Job is pending execution"))),
+            JobState::Running => {
+                let peers: Vec<_> = std::iter::once(j.node)
+                    .flatten()
+                    .chain(j.extra_nodes.iter().copied())
+                    .filter_map(|n| self.nodes.get(&n).and_then(|n| n.peer.clone()))
+                    .collect();
+                for peer in peers {
+                    fx.send.push(Outbound::Agent {
+                        peer,
+                        request_id: 0,
+                        msg: BrokerMessage::Signal {
+                            job: id,
+                            signal,
+                            scope,
+                        },
+                    });
+                }
+                tracing::info!(job = %id, signal, ?scope, user = %caller.user, "signal sent to a job");
+                outcome(Ok(JobState::Running))
+            }
+            _ => outcome(Err(err(
+                ErrorCode::AlreadyFinished,
+                "Job/step already completing or completed",
+            ))),
+        }
+    }
+
     pub(super) fn cancel(
         &mut self,
         fx: &mut Effects,

@@ -759,6 +759,17 @@ impl Core {
         let reply = match op {
             ClientOp::Submit(sub) => self.submit(&mut fx, caller, *sub, now_us),
             ClientOp::WillRun(sub) => self.will_run(caller, *sub, now_us),
+            ClientOp::Signal {
+                jobs,
+                signal,
+                scope,
+            } => {
+                let outcomes = jobs
+                    .into_iter()
+                    .map(|id| self.signal_job(&mut fx, caller, id, signal, scope, now_us))
+                    .collect();
+                ClientReply::Cancelled(outcomes)
+            }
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(caller, &filter)),
             ClientOp::QueuePage { filter, after } => {
                 let (jobs, next) = self.queue_page(caller, &filter, after);

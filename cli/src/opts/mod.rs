@@ -13,7 +13,7 @@
 pub mod begin;
 mod pbs;
 mod resolve;
-pub use resolve::parse_signal;
+pub use resolve::{parse_signal, signal_number};
 pub mod table;
 
 use bulkhead_gpu::{GpuAsk, parse_ask};

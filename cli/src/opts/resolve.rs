@@ -476,24 +476,6 @@ fn hostlist(opt: &'static str, v: &str) -> Result<Vec<String>, OptsError> {
 /// by one of Slurm's names (`USR1`, `SIGUSR1`), 60 s before the limit unless `@TIME`
 /// says; with whether `R` was given.
 pub fn parse_signal(v: &str) -> Option<(bulkhead_proto::job::JobSignal, bool)> {
-    const NAMES: [(&str, u8); 16] = [
-        ("HUP", 1),
-        ("INT", 2),
-        ("QUIT", 3),
-        ("ABRT", 6),
-        ("KILL", 9),
-        ("ALRM", 14),
-        ("TERM", 15),
-        ("USR1", 10),
-        ("USR2", 12),
-        ("URG", 23),
-        ("CONT", 18),
-        ("STOP", 19),
-        ("TSTP", 20),
-        ("TTIN", 21),
-        ("TTOU", 22),
-        ("XCPU", 24),
-    ];
     let mut rest = v;
     let flag = |c: char, rest: &mut &str| {
         let hit = rest
@@ -512,7 +494,44 @@ pub fn parse_signal(v: &str) -> Option<(bulkhead_proto::job::JobSignal, bool)> {
         Some((s, t)) => (s, Some(t)),
         None => (rest, None),
     };
-    let name = sig.trim_start();
+    let signal = signal_number(sig)?;
+    let before_s = match time {
+        None => 60,
+        Some(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => t.parse().ok()?,
+        Some(_) => return None,
+    };
+    Some((
+        bulkhead_proto::job::JobSignal {
+            signal,
+            before_s,
+            batch,
+        },
+        resv,
+    ))
+}
+
+/// A signal by number or by one of Slurm's names (`USR1`, `SIGUSR1`, any case), as
+/// its `sig_name2num` reads them; 1 to 64.
+pub fn signal_number(name: &str) -> Option<u8> {
+    const NAMES: [(&str, u8); 16] = [
+        ("HUP", 1),
+        ("INT", 2),
+        ("QUIT", 3),
+        ("ABRT", 6),
+        ("KILL", 9),
+        ("ALRM", 14),
+        ("TERM", 15),
+        ("USR1", 10),
+        ("USR2", 12),
+        ("URG", 23),
+        ("CONT", 18),
+        ("STOP", 19),
+        ("TSTP", 20),
+        ("TTIN", 21),
+        ("TTOU", 22),
+        ("XCPU", 24),
+    ];
+    let name = name.trim_start();
     let num: u32 = if name.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+') {
         name.trim_end().parse().ok()?
     } else {
@@ -526,17 +545,5 @@ pub fn parse_signal(v: &str) -> Option<(bulkhead_proto::job::JobSignal, bool)> {
     if !(1..=u32::from(bulkhead_proto::job::MAX_SIGNAL)).contains(&num) {
         return None;
     }
-    let before_s = match time {
-        None => 60,
-        Some(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => t.parse().ok()?,
-        Some(_) => return None,
-    };
-    Some((
-        bulkhead_proto::job::JobSignal {
-            signal: num as u8,
-            before_s,
-            batch,
-        },
-        resv,
-    ))
+    Some(num as u8)
 }

@@ -98,6 +98,12 @@ pub enum Effect {
         state: JobState,
         grace: Option<Duration>,
     },
+    /// Pass a signal to the job's supervisor (`scancel --signal`).
+    Signal {
+        job: JobId,
+        signal: u8,
+        scope: bulkhead_proto::msg::SignalScope,
+    },
 }
 
 /// A fact about a job, from the task that follows its supervisor.
@@ -523,6 +529,14 @@ impl AgentCore {
                     tracing::debug!(%job, "kill for a job not running here");
                 }
             }
+            BrokerMessage::Signal { job, signal, scope } => {
+                if self.jobs.contains_key(&job) {
+                    tracing::info!(%job, signal, ?scope, "signal to a job");
+                    fx.push(Effect::Signal { job, signal, scope });
+                } else {
+                    tracing::debug!(%job, "signal for a job not running here");
+                }
+            }
             BrokerMessage::EndAck { job } => self.ends.ack(job, &mut fx),
             BrokerMessage::StepEndAck { job, step } => self.step_ends.ack(job, step, &mut fx),
             BrokerMessage::Error(e) => {
@@ -735,6 +749,7 @@ pub(crate) fn broker_message_kind(m: &BrokerMessage) -> &'static str {
         BrokerMessage::Registered { .. } => "Registered",
         BrokerMessage::Launch(_) => "Launch",
         BrokerMessage::Kill { .. } => "Kill",
+        BrokerMessage::Signal { .. } => "Signal",
         BrokerMessage::EndAck { .. } => "EndAck",
         BrokerMessage::StepEndAck { .. } => "StepEndAck",
         BrokerMessage::Reregister => "Reregister",

@@ -14,6 +14,7 @@ mod nodes;
 mod placement;
 mod reconfig;
 mod restart;
+mod signals;
 mod updates;
 
 pub(super) fn user(uid: u32) -> Caller {

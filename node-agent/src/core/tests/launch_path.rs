@@ -312,12 +312,12 @@ async fn a_job_is_followed_from_its_supervisors_hello_to_the_end_it_sends() {
         RecordingGate::default(),
         ScriptedLauncher::default(),
     );
-    let (_kill_tx, kill_rx) = tokio::sync::watch::channel(None);
+    let (_ctl, ctl_rx) = supervised::controls();
     tokio::spawn(supervised::run_job(
         r.ctx.clone(),
         own(12, false),
         vec![0],
-        kill_rx,
+        ctl_rx,
     ));
     let mut p = peer(&r.launcher).await;
     let mut end = super::env::end(JobId(12), JobState::Completed);
@@ -354,12 +354,12 @@ async fn a_supervisor_gone_without_an_end_has_its_job_killed_and_failed() {
         RecordingGate::default(),
         ScriptedLauncher::default(),
     );
-    let (_kill_tx, kill_rx) = tokio::sync::watch::channel(None);
+    let (_ctl, ctl_rx) = supervised::controls();
     tokio::spawn(supervised::run_job(
         r.ctx.clone(),
         own(13, false),
         vec![0],
-        kill_rx,
+        ctl_rx,
     ));
     let mut p = peer(&r.launcher).await;
     step::write_frame(
