@@ -19,5 +19,6 @@ pub mod slurm;
 pub mod slurm_info;
 pub mod slurm_json;
 pub mod slurm_pending;
+pub mod squeue_sort;
 pub mod standalone;
 pub mod tasks;

@@ -171,7 +171,7 @@ fn job_id_into(j: &JobInfo, v: &mut String) -> std::fmt::Result {
     }
 }
 
-fn used_secs(j: &JobInfo, now_us: u64) -> u64 {
+pub(crate) fn used_secs(j: &JobInfo, now_us: u64) -> u64 {
     j.start_time_us.map_or(0, |s| {
         j.end_time_us.unwrap_or(now_us).saturating_sub(s) / 1_000_000
     })
@@ -651,11 +651,11 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A pending job with every part filled in.
-    fn full_job() -> JobInfo {
+    pub(crate) fn full_job() -> JobInfo {
         JobInfo {
             id: bulkhead_proto::JobId(42),
             name: "train".into(),

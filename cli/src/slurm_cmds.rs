@@ -5,7 +5,7 @@
 
 use super::{Cli, Globals, client, explain, uid_of};
 use anyhow::{Context, bail};
-use bulkhead_cli::{acct, output, sacct_fields, slurm, slurm_info, slurm_json};
+use bulkhead_cli::{acct, output, sacct_fields, slurm, slurm_info, slurm_json, squeue_sort};
 use bulkhead_proto::acct::AcctFilter;
 use bulkhead_proto::msg::{ErrorCode, Parts, QueueFilter, SignalScope};
 use bulkhead_proto::time::now_us;
@@ -151,6 +151,9 @@ struct Squeue {
     json: bool,
     #[arg(short = 'v', long = "verbose")]
     verbose: bool,
+    /// The order: Slurm's keys, `-` for descending (default `P,t,-p`).
+    #[arg(short = 'S', long = "sort")]
+    sort: Option<String>,
     #[arg(long = "help", action = clap::ArgAction::Help)]
     help: Option<bool>,
 }
@@ -309,11 +312,23 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
         (None, _, true) => slurm::SQUEUE_START,
         _ => slurm::SQUEUE_DEFAULT,
     };
+    // squeue --start lists by expected start; otherwise `-S` or squeue's default.
+    let spec = q
+        .sort
+        .as_deref()
+        .unwrap_or(if q.start { "S" } else { squeue_sort::DEFAULT });
+    let keys = match squeue_sort::parse(spec) {
+        Ok(k) => k,
+        Err(c) => {
+            eprintln!("squeue: error: Invalid sort specification: {c}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     // What the output does not show is neither computed nor sent.
     let omit = if q.json {
         Parts::NONE
     } else {
-        let mut needed = slurm::squeue_parts(fmt);
+        let mut needed = slurm::squeue_parts(fmt).with(squeue_sort::parts(&keys));
         if !q.account.is_empty() {
             needed = needed.with(Parts::ACCOUNT);
         }
@@ -342,8 +357,9 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
     let pieces = slurm::parse_format(fmt);
     let now = now_us();
     let mut c = client(g)?;
-    if asked.is_empty() && !q.json {
-        // Each page printed as it comes: 100,000 jobs are never held at once.
+    if asked.is_empty() && !q.json && squeue_sort::is_id_order(&keys) {
+        // In the broker's order, each page printed as it comes: 100,000 jobs are never
+        // held at once.
         let mut stdout = std::io::stdout().lock();
         let mut text = String::new();
         if !q.noheader {
@@ -396,6 +412,7 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
         jobs
     };
     jobs.retain(|j| shown(j));
+    squeue_sort::sort(&mut jobs, &keys, now);
     if q.json {
         let group_of = |gid: u32| {
             nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
