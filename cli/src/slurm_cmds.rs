@@ -357,23 +357,44 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
     let pieces = slurm::parse_format(fmt);
     let now = now_us();
     let mut c = client(g)?;
-    if asked.is_empty() && !q.json && squeue_sort::is_id_order(&keys) {
-        // In the broker's order, each page printed as it comes: 100,000 jobs are never
-        // held at once.
+    if asked.is_empty() && !q.json {
+        // Each job's line made as its page comes (100,000 jobs are never held at
+        // once): printed at once in the broker's order (`-S i`), else kept with its
+        // sort key and printed in order at the end.
         let mut stdout = std::io::stdout().lock();
         let mut text = String::new();
         if !q.noheader {
             slurm::squeue_header(&pieces, &mut text);
         }
+        let header_len = text.len();
+        let streamed = squeue_sort::is_id_order(&keys);
+        let mut rows: Vec<(Vec<squeue_sort::Value>, usize, usize)> = Vec::new();
         let mut written = Ok(());
         c.queue_pages(filter, |page| {
-            slurm::squeue_lines(page.iter().filter(|j| shown(j)), &pieces, now, &mut text);
-            if written.is_ok() {
-                written = stdout.write_all(text.as_bytes());
+            if streamed {
+                slurm::squeue_lines(page.iter().filter(|j| shown(j)), &pieces, now, &mut text);
+                if written.is_ok() {
+                    written = stdout.write_all(text.as_bytes());
+                }
+                text.clear();
+                return;
             }
-            text.clear();
+            for j in page.iter().filter(|j| shown(j)) {
+                let start = text.len();
+                slurm::squeue_lines(std::iter::once(j), &pieces, now, &mut text);
+                rows.push((squeue_sort::key(j, &keys, now), start, text.len()));
+            }
         })
         .map_err(explain)?;
+        if !streamed {
+            rows.sort_by(|a, b| squeue_sort::compare(&a.0, &b.0, &keys));
+            let mut out = String::with_capacity(text.len());
+            out.push_str(&text[..header_len]);
+            for (_, start, end) in &rows {
+                out.push_str(&text[*start..*end]);
+            }
+            text = out;
+        }
         written
             .and_then(|()| stdout.write_all(text.as_bytes()))
             .and_then(|()| stdout.flush())

@@ -49,46 +49,61 @@ pub fn is_id_order(keys: &[Key]) -> bool {
     matches!(keys, [('i', false)])
 }
 
-/// Sorts `jobs` by `keys` (the first leading); ties keep their order.
-pub fn sort(jobs: &mut [JobInfo], keys: &[Key], now_us: u64) {
-    jobs.sort_by(|a, b| {
-        keys.iter()
-            .map(|&(k, rev)| {
-                let o = compare(a, b, k, now_us);
-                if rev { o.reverse() } else { o }
-            })
-            .find(|o| o.is_ne())
-            .unwrap_or(Ordering::Equal)
-    });
+/// One key's value for one job.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Value {
+    Num(u64),
+    Text(String),
+    Static(&'static str),
 }
 
-fn compare(a: &JobInfo, b: &JobInfo, key: char, now_us: u64) -> Ordering {
+/// A job's values for `keys`, in their order: computed once, compared often.
+pub fn key(j: &JobInfo, keys: &[Key], now_us: u64) -> Vec<Value> {
+    keys.iter().map(|&(k, _)| value(j, k, now_us)).collect()
+}
+
+/// Two jobs' [`key`]s compared as `keys` order them (each reversed as asked).
+pub fn compare(a: &[Value], b: &[Value], keys: &[Key]) -> Ordering {
+    a.iter()
+        .zip(b)
+        .zip(keys)
+        .map(|((x, y), (_, rev))| if *rev { y.cmp(x) } else { x.cmp(y) })
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
+/// Sorts `jobs` by `keys` (the first leading); ties keep their order.
+pub fn sort(jobs: &mut Vec<JobInfo>, keys: &[Key], now_us: u64) {
+    let mut keyed: Vec<(Vec<Value>, JobInfo)> =
+        jobs.drain(..).map(|j| (key(&j, keys, now_us), j)).collect();
+    keyed.sort_by(|a, b| compare(&a.0, &b.0, keys));
+    jobs.extend(keyed.into_iter().map(|(_, j)| j));
+}
+
+fn value(j: &JobInfo, key: char, now_us: u64) -> Value {
+    let n = Value::Num;
     match key {
-        'i' => a.id.cmp(&b.id),
-        'j' => a.name.cmp(&b.name),
-        'u' => a.user.cmp(&b.user),
-        'U' => a.uid.cmp(&b.uid),
-        'g' | 'G' => a.gid.cmp(&b.gid),
-        'P' => a.partition.cmp(&b.partition),
+        'i' => n(j.id.0),
+        'j' => Value::Text(j.name.clone()),
+        'u' => Value::Text(j.user.clone()),
+        'U' => n(u64::from(j.uid)),
+        'g' | 'G' => n(u64::from(j.gid)),
+        'P' => Value::Text(j.partition.clone()),
         // squeue compares the states' short names as strings (CD < CG < PD < R).
-        't' => a.state.short().cmp(b.state.short()),
-        'T' => a.state.as_str().cmp(b.state.as_str()),
-        'p' | 'Q' => a.priority.unwrap_or(0).cmp(&b.priority.unwrap_or(0)),
-        'V' => a.submit_time_us.cmp(&b.submit_time_us),
-        'S' => a
-            .start_time_us
-            .or(a.expected_start_us)
-            .unwrap_or(0)
-            .cmp(&b.start_time_us.or(b.expected_start_us).unwrap_or(0)),
-        'e' => a.end_time_us.unwrap_or(0).cmp(&b.end_time_us.unwrap_or(0)),
-        'l' => limit(a.resources.time_limit_s).cmp(&limit(b.resources.time_limit_s)),
-        'M' => crate::slurm::used_secs(a, now_us).cmp(&crate::slurm::used_secs(b, now_us)),
-        'L' => left(a, now_us).cmp(&left(b, now_us)),
-        'D' => a.resources.nodes.cmp(&b.resources.nodes),
-        'C' => total_cpus(a).cmp(&total_cpus(b)),
-        'm' => a.resources.mem_mb.cmp(&b.resources.mem_mb),
-        'N' | 'B' => a.node.cmp(&b.node),
-        _ => Ordering::Equal,
+        't' => Value::Static(j.state.short()),
+        'T' => Value::Static(j.state.as_str()),
+        'p' | 'Q' => n(j.priority.unwrap_or(0)),
+        'V' => n(j.submit_time_us),
+        'S' => n(j.start_time_us.or(j.expected_start_us).unwrap_or(0)),
+        'e' => n(j.end_time_us.unwrap_or(0)),
+        'l' => n(limit(j.resources.time_limit_s)),
+        'M' => n(crate::slurm::used_secs(j, now_us)),
+        'L' => n(left(j, now_us)),
+        'D' => n(u64::from(j.resources.nodes)),
+        'C' => n(total_cpus(j)),
+        'm' => n(j.resources.mem_mb),
+        'N' | 'B' => Value::Text(j.node.clone().unwrap_or_default()),
+        _ => n(0),
     }
 }
 

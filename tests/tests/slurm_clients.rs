@@ -532,3 +532,47 @@ fn scancel_signals_the_steps_or_the_batch_script() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Unknown job signal: NOSUCH"));
 }
+
+/// squeue's default order is Slurm's (`P,t,-p`): the highest priority first among
+/// waiting jobs; `-S` orders by the keys given, `-i` by id descending.
+#[test]
+fn squeue_lists_in_slurms_order() {
+    let c = Cluster::start().expect("cluster");
+    c.wait_node_up().expect("node up");
+    let s = SlurmCommands::install(&c);
+    // Waiting for their begin time, with priorities apart by their nice values.
+    let mut ids = Vec::new();
+    for nice in ["0", "300", "100"] {
+        let out = s.ok(
+            "sbatch",
+            &[
+                "--parsable",
+                "--begin=now+1hour",
+                &format!("--nice={nice}"),
+                "--wrap",
+                "true",
+            ],
+        );
+        ids.push(out.trim().to_string());
+    }
+    let listed = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["-h", "-o", "%i"];
+        all.extend_from_slice(args);
+        s.ok("squeue", &all)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    assert_eq!(
+        listed(&[]),
+        [ids[0].clone(), ids[2].clone(), ids[1].clone()],
+        "highest priority first"
+    );
+    assert_eq!(listed(&["-S", "i"]), ids);
+    let mut down = ids.clone();
+    down.reverse();
+    assert_eq!(listed(&["--sort=-i"]), down);
+    let out = s.run("squeue", &["-S", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Invalid sort specification: x"));
+}
