@@ -481,6 +481,18 @@ pub fn squeue_header(pieces: &[Piece], out: &mut String) {
     });
 }
 
+/// squeue's line for one job at the end of `out`; `value` a buffer for its fields
+/// (kept from job to job: no allocation per line).
+pub fn squeue_job_line(
+    j: &JobInfo,
+    pieces: &[Piece],
+    now_us: u64,
+    out: &mut String,
+    value: &mut String,
+) {
+    squeue_line(pieces, out, value, &mut |k, v| squeue_field_into(j, k, now_us, v));
+}
+
 /// squeue's line for each job, at the end of `out` (a listing printed a page at a
 /// time: each page's lines as they come).
 pub fn squeue_lines<'a>(
@@ -492,9 +504,7 @@ pub fn squeue_lines<'a>(
     // One value buffer for every field of every line.
     let mut value = String::new();
     for j in jobs {
-        squeue_line(pieces, out, &mut value, &mut |k, v| {
-            squeue_field_into(j, k, now_us, v)
-        });
+        squeue_job_line(j, pieces, now_us, out, &mut value);
     }
 }
 

@@ -369,6 +369,7 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
         let header_len = text.len();
         let streamed = squeue_sort::is_id_order(&keys);
         let mut rows: Vec<(Vec<squeue_sort::Value>, usize, usize)> = Vec::new();
+        let mut value = String::new();
         let mut written = Ok(());
         c.queue_pages(filter, |page| {
             if streamed {
@@ -381,7 +382,7 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
             }
             for j in page.iter().filter(|j| shown(j)) {
                 let start = text.len();
-                slurm::squeue_lines(std::iter::once(j), &pieces, now, &mut text);
+                slurm::squeue_job_line(j, &pieces, now, &mut text, &mut value);
                 rows.push((squeue_sort::key(j, &keys, now), start, text.len()));
             }
         })
