@@ -181,6 +181,17 @@ fn preemption_kills_with_the_partition_grace_and_requeues() {
     );
 }
 
+/// User 5's submission at `at` (µs, also its request id).
+fn submit(c: &mut Core, s: JobSubmission, at: u64) -> Effects {
+    c.client(
+        b"c".to_vec(),
+        at,
+        &user(5),
+        ClientOp::Submit(Box::new(s)),
+        at,
+    )
+}
+
 /// `-w` and `-x` bound the nodes by name: a job goes to the node it named, one that
 /// excludes a node goes elsewhere, and a name that is no node of the cluster, or a
 /// node both named and excluded, is refused with slurmctld's message.
@@ -189,15 +200,6 @@ fn named_and_excluded_nodes_are_honoured_and_unknown_names_refused() {
     let mut c = core();
     c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
     c.agent(b"b".to_vec(), 2, Some(&root()), reg("n2", 4, vec![]), 0);
-    let submit = |c: &mut Core, s: JobSubmission, at: u64| {
-        c.client(
-            b"c".to_vec(),
-            at,
-            &user(5),
-            ClientOp::Submit(Box::new(s)),
-            at,
-        )
-    };
     for (named, excluded, want) in [("n2", "", "n2"), ("", "n1", "n2"), ("n1", "n2", "n1")] {
         let mut s = sub(1);
         s.extra.nodelist = (!named.is_empty())
@@ -234,15 +236,6 @@ fn named_and_excluded_nodes_are_honoured_and_unknown_names_refused() {
 fn a_deadline_is_checked_at_submission_and_ends_a_job_that_cannot_make_it() {
     let mut c = core();
     c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
-    let submit = |c: &mut Core, s: JobSubmission, at: u64| {
-        c.client(
-            b"c".to_vec(),
-            at,
-            &user(5),
-            ClientOp::Submit(Box::new(s)),
-            at,
-        )
-    };
     let mut s = sub(1);
     s.extra.deadline_us = Some(5_000_000);
     let r = refusal(&submit(&mut c, s, 6_000_000));
