@@ -490,7 +490,9 @@ pub fn squeue_job_line(
     out: &mut String,
     value: &mut String,
 ) {
-    squeue_line(pieces, out, value, &mut |k, v| squeue_field_into(j, k, now_us, v));
+    squeue_line(pieces, out, value, &mut |k, v| {
+        squeue_field_into(j, k, now_us, v)
+    });
 }
 
 /// squeue's line for each job, at the end of `out` (a listing printed a page at a

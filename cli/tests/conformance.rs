@@ -81,31 +81,46 @@ const FIELDS: &[&str] = &[
 /// The job id the comparison gives the job; shown as the recordings' `{JOBID}`.
 const JOB_ID: u64 = 987_654_321;
 
-/// GPUs as Slurm's `TresPerNode` / `TresPerJob` (`gres:gpu[:TYPE]:N,...`) say, per
-/// node, against what Bulkhead asks for on each node.
+/// GPUs as Slurm's `TresPerNode`, `TresPerJob` and `TresPerTask`
+/// (`gres:gpu[:TYPE][:N],...`, a count of 1 when none is written) say, per node,
+/// against what Bulkhead asks for on each node. A per-node count is the node's; else
+/// the job's spread over its nodes; else the task's times the tasks on a node.
 fn gpus_agree(f: &Value, r: &bulkhead_cli::opts::Resolved) -> Result<(), String> {
-    let (per_node, per_job) = (f["TresPerNode"].as_str(), f["TresPerJob"].as_str());
     let nodes = r.resources.nodes.max(1);
+    let tasks = r.layout.ntasks.unwrap_or(nodes);
+    let (source, scale): (Option<&str>, Box<dyn Fn(u32) -> u32>) = match (
+        f["TresPerNode"].as_str(),
+        f["TresPerJob"].as_str(),
+        f["TresPerTask"].as_str(),
+    ) {
+        (Some(v), _, _) => (Some(v), Box::new(|n| n)),
+        (None, Some(v), _) => (Some(v), Box::new(move |n: u32| n.div_ceil(nodes))),
+        (None, None, Some(v)) => (
+            Some(v),
+            Box::new(move |n: u32| n.saturating_mul(tasks.div_ceil(nodes))),
+        ),
+        _ => (None, Box::new(|n| n)),
+    };
     let mut whole = 0;
     let mut model = None;
     let mut slices = None;
-    for (v, divide) in [(per_node, 1), (per_job, nodes)] {
-        for item in v.unwrap_or("").split(',').filter(|i| !i.is_empty()) {
-            let parts: Vec<&str> = item.trim_start_matches("gres:").split(':').collect();
-            let (ty, n) = match parts.as_slice() {
-                ["gpu", n] => (None, n.parse::<u32>().unwrap_or(0)),
-                ["gpu", t, n] => (Some(*t), n.parse::<u32>().unwrap_or(0)),
-                _ => (None, 0),
-            };
-            let n = n.div_ceil(divide);
-            match ty {
-                Some(t) if t.contains('.') => slices = Some((t.to_string(), n)),
-                Some(t) => {
-                    model = Some(t.to_string());
-                    whole += n;
-                }
-                None => whole += n,
+    for item in source.unwrap_or("").split(',').filter(|i| !i.is_empty()) {
+        let parts: Vec<&str> = item.trim_start_matches("gres:").split(':').collect();
+        let (ty, n) = match parts.as_slice() {
+            ["gpu"] => (None, 1),
+            ["gpu", n] if n.parse::<u32>().is_ok() => (None, n.parse::<u32>().unwrap_or(0)),
+            ["gpu", t] => (Some(*t), 1),
+            ["gpu", t, n] => (Some(*t), n.parse::<u32>().unwrap_or(0)),
+            _ => (None, 0),
+        };
+        let n = scale(n);
+        match ty {
+            Some(t) if t.contains('.') => slices = Some((t.to_string(), n)),
+            Some(t) => {
+                model = Some(t.to_string());
+                whole += n;
             }
+            None => whole += n,
         }
     }
     let theirs = format!("{whole} {model:?} {slices:?}");

@@ -280,10 +280,22 @@ impl OptsError {
     pub fn exit_code(&self) -> u8 {
         match self {
             OptsError::Directive { .. } | OptsError::Syntax(_) => 255,
+            // Values slurm_opt.c's own readers refuse (`exit(-1)`); counts read by
+            // parse_int, and what the controller refuses, exit 1.
             OptsError::Value { opt, .. }
                 if matches!(
                     *opt,
-                    "time" | "nodes" | "begin" | "deadline" | "mincpus" | "signal"
+                    "time"
+                        | "time-min"
+                        | "nodes"
+                        | "begin"
+                        | "deadline"
+                        | "signal"
+                        | "mem"
+                        | "mem-per-cpu"
+                        | "mem-per-gpu"
+                        | "nice"
+                        | "exclusive"
                 ) =>
             {
                 255
@@ -994,23 +1006,22 @@ pub fn parse_dependency(v: &str) -> Result<Vec<Dependency>, OptsError> {
 /// `singleton`. A JOB may name one task of an array (`J_N`) or all of them (`J_*`).
 /// Returns the dependencies and whether any one suffices.
 pub fn parse_dependency_any(v: &str) -> Result<(Vec<Dependency>, bool), OptsError> {
+    // One `?` anywhere makes the whole list any-of, as slurmctld reads it.
     let any = v.contains('?');
-    if any && v.contains(',') {
-        return Err(value_err(
-            "dependency",
-            v,
-            "`,` (all of) and `?` (any of) cannot be mixed",
-        ));
-    }
-    let mut out = Vec::new();
+    let mut out: Vec<Dependency> = Vec::new();
     for item in v.split([',', '?']).filter(|i| !i.is_empty()) {
         if item == "singleton" {
             out.push(Dependency::Singleton);
             continue;
         }
         let mut parts = item.split(':');
-        let kind = parts.next().unwrap_or("");
-        let ids: Vec<&str> = parts.collect();
+        let mut kind = parts.next().unwrap_or("");
+        let mut ids: Vec<&str> = parts.collect();
+        // The old form: job ids alone, each `afterany`.
+        if kind.starts_with(|c: char| c.is_ascii_digit()) {
+            ids.insert(0, kind);
+            kind = "afterany";
+        }
         if ids.is_empty() {
             return Err(value_err("dependency", v, format!("{item:?} names no job")));
         }
@@ -1054,7 +1065,7 @@ pub fn parse_dependency_any(v: &str) -> Result<(Vec<Dependency>, bool), OptsErro
                     (None, _) => unreachable!("only called with a task"),
                 }
             };
-            out.push(match (kind, delay) {
+            let dep = match (kind, delay) {
                 ("after" | "afterany" | "afterok" | "afternotok", _) if task.is_some() => {
                     on_task(match kind {
                         "after" => DepKind::After,
@@ -1089,7 +1100,11 @@ pub fn parse_dependency_any(v: &str) -> Result<(Vec<Dependency>, bool), OptsErro
                         format!("unknown dependency type {other:?}"),
                     ));
                 }
-            });
+            };
+            // The same type on the same job (or task) once, as slurmctld keeps them.
+            if !out.contains(&dep) {
+                out.push(dep);
+            }
         }
     }
     Ok((out, any))

@@ -236,7 +236,9 @@ impl SubmitOpts {
         if let Some(c) = &self.cpus_per_gpu {
             let per = count("cpus-per-gpu", c)?;
             if gpus_here == 0 {
-                return Err(value_err("cpus-per-gpu", c, "the job asks for no GPUs"));
+                return Err(OptsError::Refused(format!(
+                    "--cpus-per-gpu={c}: the job asks for no GPUs"
+                )));
             }
             cpus = cpus.max(per.saturating_mul(gpus_here));
         }
@@ -255,16 +257,16 @@ impl SubmitOpts {
         if let Some(m) = &self.mem_per_gpu {
             let mb = parse_mem(m).map_err(|d| value_err("mem-per-gpu", m, d))?;
             if gpus_here == 0 {
-                return Err(value_err("mem-per-gpu", m, "the job asks for no GPUs"));
+                return Err(OptsError::Refused(format!(
+                    "--mem-per-gpu={m}: the job asks for no GPUs"
+                )));
             }
             mem_mb = mb.saturating_mul(u64::from(gpus_here));
         }
         let nice = match &self.nice {
             Some(n) => {
-                let v: i64 = n
-                    .trim()
-                    .parse()
-                    .map_err(|_| value_err("nice", n, "expected an integer"))?;
+                // As strtoll reads it: the leading integer, 0 for none.
+                let v = leading_integer(n);
                 if v.unsigned_abs() > u64::from(bulkhead_proto::job::MAX_NICE) {
                     return Err(value_err(
                         "nice",
@@ -546,4 +548,22 @@ pub fn signal_number(name: &str) -> Option<u8> {
         return None;
     }
     Some(num as u8)
+}
+
+/// The integer `strtoll` reads at the start of `s` (after blanks, with a sign), 0
+/// when there is none; saturated past i64's range.
+fn leading_integer(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let v = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |acc, d| {
+            acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+        });
+    if neg { -v } else { v }
 }

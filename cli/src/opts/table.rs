@@ -329,6 +329,13 @@ pub const SBATCH_ENV: &[(&str, &str)] = &[
     ("SBATCH_WAIT", "wait"),
     ("SBATCH_WAIT_ALL_NODES", "wait-all-nodes"),
     ("SBATCH_WCKEY", "wckey"),
+    ("SBATCH_ERROR", "error"),
+    ("SBATCH_INPUT", "input"),
+    ("SBATCH_OUTPUT", "output"),
+    ("SBATCH_BURST_BUFFER", "bb"),
+    ("SBATCH_CLUSTER_CONSTRAINT", "cluster-constraint"),
+    ("SBATCH_CPU_FREQ_REQ", "cpu-freq"),
+    ("SLURM_HINT", "hint"),
     // Bulkhead's own names, as earlier releases read them.
     ("BH_JOB_NAME_DEFAULT", "job-name"),
     ("BH_PARTITION_DEFAULT", "partition"),

@@ -236,7 +236,30 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
         (5, true, Some("c"), Some(true))
     );
     assert_eq!(cli(&["--nice"]).resolve().expect("nice").extra.nice, 100);
-    assert!(cli(&["--nice=x"]).resolve().is_err());
+    // Read as strtoll reads it: no number is 0, a number's tail ignored.
+    assert_eq!(cli(&["--nice=x"]).resolve().expect("nice").extra.nice, 0);
+    assert_eq!(cli(&["--nice=-7z"]).resolve().expect("nice").extra.nice, -7);
+    assert_eq!(
+        cli(&["--nice=2147483647"])
+            .resolve()
+            .expect_err("range")
+            .exit_code(),
+        255
+    );
+    // Dependencies: a bare id is afterany; one `?` makes all any-of; repeats once.
+    let r = cli(&["-d", "5,afterok:6?afterok:6"])
+        .resolve()
+        .expect("deps");
+    assert_eq!(
+        (r.deps, r.extra.deps_any),
+        (
+            vec![
+                Dependency::AfterAny(JobId(5)),
+                Dependency::AfterOk(JobId(6))
+            ],
+            true
+        )
+    );
     // Seconds round up to whole minutes.
     assert_eq!(
         cli(&["-t", "1:30"])
@@ -324,7 +347,11 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
             false
         ))
     );
-    assert!(parse_dependency_any("afterok:3?afterok:4,afterok:5").is_err());
+    assert_eq!(
+        parse_dependency_any("afterok:3?afterok:4,afterok:5").map(|(d, any)| (d.len(), any)),
+        Ok((3, true)),
+        "one `?` makes the whole list any-of"
+    );
     // One task of an array, all of them (`_*`: the array's id), corresponding tasks.
     use bulkhead_proto::job::DepKind;
     assert_eq!(
@@ -682,7 +709,7 @@ fn node_names_mincpus_deadline_and_input_reach_the_submission() {
             .resolve()
             .expect_err("bad")
             .exit_code(),
-        255
+        1
     );
 
     let r = cli(&["--deadline", "now+1hour"])
