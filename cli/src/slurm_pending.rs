@@ -21,6 +21,67 @@ pub struct Site {
     /// Jobs that are arrays: a dependency on one is on all its tasks, which Slurm
     /// shows as `J_*`.
     pub arrays: Vec<JobId>,
+    /// Each partition's nodes.
+    pub partition_nodes: Vec<(String, Vec<String>)>,
+    /// A node's memory (MB): what `--mem=0` asks for.
+    pub node_mem_mb: u64,
+    /// The most CPUs a node has, for the node count slurmctld estimates.
+    pub node_cpus: u32,
+}
+
+/// The nodes slurmctld shows for a job that has not been scheduled: from its tasks
+/// and tasks per node, else its tasks and CPUs per task on the largest node, else its
+/// tasks alone, and never fewer than the minimum sbatch sent.
+fn estimate_nodes(r: &Resolved, node_cpus: u32) -> u32 {
+    let min = r.nodes_sent.max(1);
+    let tasks = r.layout.ntasks.unwrap_or(0);
+    let node_cpus = node_cpus.max(1);
+    let cpt = r.layout.cpus_per_task.unwrap_or(1);
+    if let Some(per) = r.layout.ntasks_per_node.filter(|p| *p > 0) {
+        (tasks / per).max(min)
+    } else if cpt > 1 {
+        let per = (node_cpus / cpt).max(1);
+        (tasks / per).max(min) + u32::from(!tasks.is_multiple_of(per))
+    } else {
+        tasks.div_ceil(node_cpus).max(min)
+    }
+}
+
+/// What the controller of `site` refuses of a submission that sbatch sent (exit 1),
+/// with slurmctld's message: a partition or node name it does not have, a node both
+/// required and excluded, a node named outside the partition, a deadline already
+/// past at `now_us`. The broker checks the same against its own configuration.
+pub fn site_refusal(r: &Resolved, site: &Site, now_us: u64) -> Option<&'static str> {
+    let e = &r.extra;
+    let named = r
+        .resources
+        .partition
+        .clone()
+        .unwrap_or_else(|| site.default_partition.clone());
+    let mut parts = Vec::new();
+    for p in named.split(',') {
+        match site.partition_nodes.iter().find(|(n, _)| n == p) {
+            Some((_, nodes)) => parts.push(nodes),
+            None => return Some("Invalid partition name specified"),
+        }
+    }
+    let known = |n: &String| site.partition_nodes.iter().any(|(_, ns)| ns.contains(n));
+    if !e.nodelist.iter().chain(&e.exclude).all(known)
+        || e.nodelist.iter().any(|n| e.exclude.contains(n))
+    {
+        return Some("Invalid node name specified");
+    }
+    if !e.nodelist.is_empty()
+        && !parts
+            .iter()
+            .any(|ns| e.nodelist.iter().all(|n| ns.contains(n)))
+    {
+        return Some("Requested node configuration is not available");
+    }
+    if e.deadline_us.is_some_and(|d| d < now_us) {
+        return Some("Requested time limit is invalid (missing or exceeds some limit)");
+    }
+    None
 }
 
 /// Who submitted, from where, and the job's id, for the fields that name them.
@@ -46,6 +107,9 @@ pub fn mem_units(mb: u64) -> String {
     while v >= 1024 && v.is_multiple_of(1024) && unit + 1 < UNITS.len() {
         v /= 1024;
         unit += 1;
+    }
+    if mb == 0 {
+        return "0".into();
     }
     format!("{v}{}", UNITS[unit])
 }
@@ -165,13 +229,23 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     }
     let cpus_per_task = r.layout.cpus_per_task.unwrap_or(1);
     let ntasks = r.layout.ntasks.unwrap_or(res.nodes);
-    // While it waits a job's CPUs are its tasks' (--mincpus shows as MinCPUsNode).
-    let cpus = r.cpus_asked.saturating_mul(res.nodes);
+    // While it waits a job's CPUs are its tasks': those asked for, else one per node
+    // of an exact -N, else one (--mincpus and --cpus-per-gpu show elsewhere).
+    let tasks_for_cpus = match r.layout.ntasks {
+        Some(n) => n,
+        None if r.nodes_max.is_none_or(|m| m == res.nodes) => res.nodes,
+        None => 1,
+    };
+    let cpus = tasks_for_cpus.saturating_mul(cpus_per_task);
+    // A waiting job's node count is slurmctld's estimate from its tasks
+    // (`_pack_pending_job_details`), with the maximum asked for beside it.
+    let est = estimate_nodes(r, site.node_cpus);
     f.push((
         "NumNodes",
         match r.nodes_max {
-            Some(max) => format!("{}-{max}", res.nodes),
-            None => res.nodes.to_string(),
+            Some(max) if max < est => format!("{max}-{max}"),
+            Some(max) => format!("{est}-{max}"),
+            None => est.to_string(),
         },
     ));
     f.push(("NumCPUs", cpus.to_string()));
@@ -182,6 +256,12 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
         (
             per_cpu.saturating_mul(u64::from(cpus)),
             ("MinMemoryCPU", per_cpu),
+        )
+    } else if e.mem_whole {
+        // --mem=0 (or --mem-per-cpu=0): each node's whole memory.
+        (
+            site.node_mem_mb.saturating_mul(u64::from(res.nodes)),
+            ("MinMemoryNode", 0),
         )
     } else if res.mem_mb > 0 {
         (
@@ -199,7 +279,7 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
         format!(
             "cpu={cpus},mem={},node={},billing={cpus}",
             mem_units(mem_total),
-            res.nodes
+            r.nodes_sent
         ),
     ));
     // slurmctld's pn_min_cpus: CPUs per task, times the tasks on a node when several
@@ -253,7 +333,11 @@ mod tests {
         assert_eq!(mem_units(1024), "1G");
         assert_eq!(mem_units(1536), "1536M");
         assert_eq!(mem_units(3 * 1024 * 1024), "3T");
-        assert_eq!(mem_units(0), "0M");
+        assert_eq!(
+            mem_units(0),
+            "0",
+            "as scontrol prints a whole node's --mem=0"
+        );
     }
 
     #[test]

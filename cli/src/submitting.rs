@@ -34,6 +34,12 @@ pub(crate) fn build_submission(rest: &[String], bh_defaults: bool) -> anyhow::Re
         opts::OptsError::Syntax(first.to_string())
     })?;
     cli_opts.bh_defaults = bh_defaults;
+    if cli_opts.wrap.is_some() && !script_and_args.is_empty() {
+        return Err(opts::OptsError::Refused(
+            "Script arguments not permitted with --wrap option".into(),
+        )
+        .into());
+    }
     let (script, script_name, args): (String, String, Vec<String>) = match cli_opts.wrap.as_deref()
     {
         Some(cmd) => (
@@ -62,7 +68,7 @@ pub(crate) fn build_submission(rest: &[String], bh_defaults: bool) -> anyhow::Re
     let sub = submission_from(r, script, script_name, args)?;
     Ok(Submit {
         sub,
-        parsable: cli_opts.parsable,
+        parsable: merged.parsable,
         quiet: merged.quiet,
         wait: merged.wait,
         test_only: merged.test_only,

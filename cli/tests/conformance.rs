@@ -11,7 +11,7 @@
 //! Agreement must reach the target, 97%; every disagreement is printed.
 
 use bulkhead_cli::opts::{OptsError, submission_opts};
-use bulkhead_cli::slurm_pending::{Site, Submitter, pending_fields};
+use bulkhead_cli::slurm_pending::{Site, Submitter, pending_fields, site_refusal};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -41,6 +41,15 @@ fn recorded_site(arrays: Vec<bulkhead_proto::JobId>) -> Site {
         def_mem_per_cpu_mb: 1024,
         default_time_s: vec![("batch".into(), None), ("debug".into(), Some(1800))],
         arrays,
+        partition_nodes: vec![
+            (
+                "batch".into(),
+                vec!["n1".into(), "n2".into(), "n3".into(), "n4".into()],
+            ),
+            ("debug".into(), vec!["n1".into(), "n2".into()]),
+        ],
+        node_mem_mb: 515_000,
+        node_cpus: 64,
     }
 }
 
@@ -214,14 +223,38 @@ fn sbatch_reads_batch_options_as_slurm_does() {
                 disagreements.push(format!("{case}: Slurm accepted, bh refused: {e}"));
                 continue;
             }
-            (Ok(_), false) => {
-                disagreements.push(format!(
-                    "{case}: Slurm refused ({}), bh accepted",
-                    slurm["stderr"].as_str().unwrap_or("").trim()
-                ));
-                continue;
+            (Ok((_, r)), accepted) => {
+                // What the controller refuses of what sbatch sent.
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros() as u64);
+                match (site_refusal(&r, &site, now), accepted) {
+                    (None, true) => r,
+                    (Some(_), true) if never_runs => continue,
+                    (Some(why), true) => {
+                        disagreements.push(format!(
+                            "{case}: Slurm accepted, the controller here would refuse: {why}"
+                        ));
+                        continue;
+                    }
+                    (Some(_), false) => {
+                        let theirs = slurm["exit"].as_i64().unwrap_or(-1);
+                        if theirs != 1 {
+                            disagreements.push(format!(
+                                "{case}: both refuse, Slurm exits {theirs}, the controller's refusal 1"
+                            ));
+                        }
+                        continue;
+                    }
+                    (None, false) => {
+                        disagreements.push(format!(
+                            "{case}: Slurm refused ({}), bh accepted",
+                            slurm["stderr"].as_str().unwrap_or("").trim()
+                        ));
+                        continue;
+                    }
+                }
             }
-            (Ok((_, r)), true) => r,
         };
         let f = &slurm["fields"];
         let ours = pending_fields(

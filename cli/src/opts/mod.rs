@@ -264,14 +264,34 @@ pub fn submission_opts_parsed(
     script: &str,
     get_env: impl Fn(&str) -> Option<String>,
 ) -> Result<(SubmitOpts, Resolved), OptsError> {
-    if cli.wrap.is_none() && !script.starts_with("#!") {
-        return Err(OptsError::NotAScript);
+    if cli.wrap.is_none() {
+        check_script(script)?;
     }
     let env = env_opts(&get_env)?;
     let script = script_opts_with(script, cli.ignore_pbs || env.ignore_pbs)?;
     let merged = cli.over(&env.over(&script));
     let r = merged.resolve()?;
     Ok((merged, r))
+}
+
+/// sbatch's checks of a batch script before it reads its directives.
+fn check_script(script: &str) -> Result<(), OptsError> {
+    let refuse = |m: &str| Err(OptsError::Refused(m.into()));
+    if script.is_empty() {
+        refuse("Batch script is empty!")
+    } else if script.trim().is_empty() {
+        refuse("Batch script contains only whitespace!")
+    } else if !script.starts_with("#!") {
+        Err(OptsError::NotAScript)
+    } else if script.contains('\0') {
+        refuse("The Slurm controller does not allow scripts that contain a NULL character '\\0'.")
+    } else if script.contains("\r\n") {
+        refuse(
+            "Batch script contains DOS line breaks (\\r\\n) instead of expected UNIX line breaks (\\n).",
+        )
+    } else {
+        Ok(())
+    }
 }
 
 impl OptsError {
@@ -484,12 +504,14 @@ pub fn script_opts_with(script: &str, ignore_pbs: bool) -> Result<SubmitOpts, Op
             Some(r) => (Some(r), true),
             None => (
                 line.strip_prefix("#SBATCH")
+                    .or_else(|| line.strip_prefix("#SLURM"))
                     .or_else(|| line.strip_prefix("#BH")),
                 false,
             ),
         };
         let Some(rest) = rest else { continue };
-        if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        // Slurm matches the magic word as a prefix: `#SBATCH-J x` is `-J x`.
+        if !rest.is_empty() && !rest.starts_with(char::is_whitespace) && !rest.starts_with('-') {
             continue; // e.g. "#SBATCHX" or "#BHV": not a directive.
         }
         let w = split_words(rest).map_err(|detail| OptsError::Directive { line: n, detail })?;
@@ -507,16 +529,19 @@ pub fn script_opts_with(script: &str, ignore_pbs: bool) -> Result<SubmitOpts, Op
                 detail: format!("expected an option, found {first:?}"),
             });
         }
-        if w.iter()
-            .any(|x| x == "--wrap" || x.starts_with("--wrap=") || x == "--parsable")
-        {
-            return Err(OptsError::Directive {
-                line: n,
-                detail: "--wrap and --parsable belong on the command line".into(),
-            });
+        // sbatch reads --wrap on its first pass, of the command line alone: a
+        // directive's is left out (with its value).
+        let mut w = w.into_iter();
+        let mut kept = Vec::new();
+        while let Some(x) = w.next() {
+            if x == "--wrap" {
+                w.next();
+            } else if !x.starts_with("--wrap=") {
+                kept.push(x);
+            }
         }
         first_line.get_or_insert(n);
-        words.extend(w);
+        words.extend(kept);
     }
     let ignore_pbs = ignore_pbs || words.iter().any(|w| w == "--ignore-pbs");
     if !ignore_pbs && !pbs_words.is_empty() {
@@ -586,7 +611,7 @@ macro_rules! merge_fields {
             ignored: union(&$hi.ignored, &$lo.ignored),
             refused: union(&$hi.refused, &$lo.refused),
             wrap: $hi.wrap.clone(),
-            parsable: $hi.parsable,
+            parsable: $hi.parsable || $lo.parsable,
             bh_defaults: $hi.bh_defaults || $lo.bh_defaults,
         }
     };
@@ -707,6 +732,8 @@ pub fn parse_time(s: &str) -> Result<Option<u64>, String> {
         (None, [m]) => vec![(num(m)?, 60)],
         (None, [m, s]) => vec![(num(m)?, 60), (num(s)?, 1)],
         (None, [h, m, s]) => vec![(num(h)?, 3600), (num(m)?, 60), (num(s)?, 1)],
+        // `D-` alone: D days (time_str2mins reads the missing hours as 0).
+        (Some(d), [""]) => vec![(d, 86400)],
         (Some(d), [h]) => vec![(d, 86400), (num(h)?, 3600)],
         (Some(d), [h, m]) => vec![(d, 86400), (num(h)?, 3600), (num(m)?, 60)],
         (Some(d), [h, m, s]) => vec![(d, 86400), (num(h)?, 3600), (num(m)?, 60), (num(s)?, 1)],
@@ -875,6 +902,9 @@ pub struct Resolved {
     pub extra: SubmitExtra,
     /// `--nodes=MIN-MAX` (or `N`, as `N-N`): the most nodes asked for, as Slurm keeps it.
     pub nodes_max: Option<u32>,
+    /// The minimum node count sbatch sends (`-N`, `-w`'s nodes; before the nodes
+    /// that tasks per node imply, which slurmctld only estimates for a waiting job).
+    pub nodes_sent: u32,
     /// CPUs on each node the tasks ask for (`resources.cpus` before `--mincpus`).
     pub cpus_asked: u32,
     /// `--mem-per-cpu`, when the memory was asked for per CPU (MB).

@@ -125,9 +125,6 @@ impl SubmitOpts {
             Some(v) => Some(count("ntasks", v)?),
             None => None,
         };
-        if let (Some(t), Some(per), false) = (asked, tasks_per_node_opt, nodes_set) {
-            nodes = t.div_ceil(per);
-        }
         if let Some(t) = asked
             && t < nodes
         {
@@ -135,6 +132,16 @@ impl SubmitOpts {
                 "can't run {t} processes on {nodes} nodes, setting nnodes to {t}"
             ));
             nodes = t;
+            nodes_max = nodes_max.map(|_| t);
+        }
+        // sbatch caps a maximum node count at the tasks (a node without a task is of
+        // no use), and sends this minimum: what the job's TRES show while it waits.
+        if let (Some(t), Some(m)) = (asked, nodes_max) {
+            nodes_max = Some(m.min(t).max(nodes));
+        }
+        let nodes_sent = nodes;
+        if let (Some(t), Some(per), false) = (asked, tasks_per_node_opt, nodes_set) {
+            nodes = nodes.max(t.div_ceil(per));
         }
         let ntasks = asked.unwrap_or_else(|| tasks_per_node_opt.unwrap_or(1).saturating_mul(nodes));
         if let Some(per) = tasks_per_node_opt
@@ -170,9 +177,11 @@ impl SubmitOpts {
             (None, Some(m)) => {
                 let mb = parse_mem(m).map_err(|d| value_err("mem-per-cpu", m, d))?;
                 if mb == 0 {
-                    return Err(value_err("mem-per-cpu", m, "must be positive"));
+                    // As --mem=0: all of each node's memory.
+                    mem_whole = true;
+                } else {
+                    mem_per_cpu_mb = Some(mb);
                 }
-                mem_per_cpu_mb = Some(mb);
                 mb.saturating_mul(u64::from(cpus))
             }
             (None, None) => 0,
@@ -232,6 +241,9 @@ impl SubmitOpts {
         }
         let (gpus, gpu_model, mig) = gpu_request(per_job, per_node, nodes)?;
         let gpus_here = gpus + mig.as_ref().map_or(0, |m| m.count);
+        // What a waiting job shows as its CPUs: its tasks' (--cpus-per-gpu and
+        // --mincpus raise what it is given, not this).
+        let cpus_asked = cpus;
         let mut cpus = cpus;
         if let Some(c) = &self.cpus_per_gpu {
             let per = count("cpus-per-gpu", c)?;
@@ -244,7 +256,6 @@ impl SubmitOpts {
         }
         // --mincpus: at least that many on each node (the tasks' own count is what
         // scontrol shows as NumCPUs while the job waits).
-        let cpus_asked = cpus;
         let mincpus = match &self.mincpus {
             Some(v) => Some(count("mincpus", v)?),
             None => None,
@@ -309,6 +320,20 @@ impl SubmitOpts {
             }
             None => None,
         };
+        if let (Some(min), Some(limit)) = (time_min_s, time_limit_s)
+            && min > limit
+        {
+            return Err(OptsError::Refused(
+                "Invalid time-min specification (exceeds job's time or other limits)".into(),
+            ));
+        }
+        if let (Some(by), Some(begin)) = (deadline_us, begin_us)
+            && by < begin
+        {
+            return Err(OptsError::Refused(
+                "Incompatible begin and deadline time specification".into(),
+            ));
+        }
         // A job with a deadline and no limit may run as little as a minute (slurmctld
         // sets its TimeMin so): it starts while one minute is left.
         let time_min_s = match (deadline_us, time_limit_s, time_min_s) {
@@ -438,6 +463,7 @@ impl SubmitOpts {
             qos: self.qos.clone(),
             extra,
             nodes_max: nodes_max.map(|m| m.max(nodes)),
+            nodes_sent,
             cpus_asked,
             mem_per_cpu_mb,
             option_env: self.option_env(mem_per_cpu_mb),
