@@ -267,8 +267,31 @@ pub fn submission_opts_parsed(
     if cli.wrap.is_none() {
         check_script(script)?;
     }
-    let env = env_opts(&get_env)?;
+    let mut env = env_opts(&get_env)?;
     let script = script_opts_with(script, cli.ignore_pbs || env.ignore_pbs)?;
+    // sbatch's memory options (`_validate_memory_options`): the command line and the
+    // script count as one side, the environment as the other; a kind set on the first
+    // side drops the environment's other kinds (two kinds on one side conflict).
+    let set = |o: &SubmitOpts| {
+        [
+            o.mem.is_some(),
+            o.mem_per_cpu.is_some(),
+            o.mem_per_gpu.is_some(),
+        ]
+    };
+    let (c, sc) = (set(&cli), set(&script));
+    let given: Vec<bool> = c.iter().zip(sc).map(|(a, b)| *a || b).collect();
+    if given.iter().any(|g| *g) {
+        if !given[0] {
+            env.mem = None;
+        }
+        if !given[1] {
+            env.mem_per_cpu = None;
+        }
+        if !given[2] {
+            env.mem_per_gpu = None;
+        }
+    }
     let merged = cli.over(&env.over(&script));
     let r = merged.resolve()?;
     Ok((merged, r))

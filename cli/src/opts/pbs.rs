@@ -1,7 +1,7 @@
 //! `#PBS` directives, translated to sbatch's options as Slurm's sbatch reads them:
 //! `-N` name, `-o`/`-e` files, `-j` join, `-q` partition, `-A` account, `-h` hold,
 //! `-V`/`-v` environment, `-W depend=`, `-r` requeue, `-t` array, `-l` resources
-//! (`walltime`, `nodes=N[:ppn=M]`, `procs`, `ncpus`, `mem`, `pmem`, `naccelerators`).
+//! (`walltime`, `nodes=N[:ppn=M]` (N nodes, N×M tasks, as Slurm's xlate.c), `procs`, `ncpus`, `mem`, `pmem`, `naccelerators`).
 //! What has no counterpart (`-m`, `-M`, `-S`, `-k`, ...) is dropped, as Slurm drops it.
 
 /// The sbatch option words for one `#PBS` line's words.
@@ -70,16 +70,33 @@ fn resources(v: &str) -> Vec<String> {
         match k {
             "walltime" => out.push(format!("--time={val}")),
             "nodes" => {
-                let mut parts = val.split(':');
-                if let Some(n) = parts.next() {
-                    out.push(format!("--nodes={n}"));
-                }
-                for p in parts {
-                    if let Some(ppn) = p.strip_prefix("ppn=") {
-                        out.push(format!("--ntasks-per-node={ppn}"));
+                // As xlate.c's _parse_pbs_nodes_opts: node counts and ppn summed, the
+                // tasks ppn times the nodes (not tasks per node), names a node list.
+                let (mut nodes, mut ppn, mut names) = (0u64, 0u64, Vec::new());
+                for p in val.split([':', '+']) {
+                    let lead = |x: &str| -> u64 {
+                        x.bytes()
+                            .take_while(u8::is_ascii_digit)
+                            .fold(0u64, |a, d| a.saturating_mul(10).saturating_add(u64::from(d - b'0')))
+                    };
+                    if let Some(n) = p.strip_prefix("ppn=") {
+                        ppn = ppn.saturating_add(lead(n));
                     } else if let Some(g) = p.strip_prefix("gpus=") {
                         out.push(format!("--gpus-per-node={g}"));
+                    } else if p.starts_with(|c: char| c.is_ascii_digit()) {
+                        nodes = nodes.saturating_add(lead(p));
+                    } else if p.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                        names.push(p.to_string());
                     }
+                }
+                if nodes > 0 {
+                    out.push(format!("--nodes={nodes}"));
+                }
+                if ppn > 0 {
+                    out.push(format!("--ntasks={}", ppn.saturating_mul(nodes.max(1))));
+                }
+                if !names.is_empty() {
+                    out.push(format!("--nodelist={}", names.join(",")));
                 }
             }
             "procs" => out.push(format!("--ntasks={val}")),
@@ -151,7 +168,7 @@ mod tests {
             vec![
                 "--job-name=job",
                 "--nodes=2",
-                "--ntasks-per-node=4",
+                "--ntasks=8",
                 "--time=1:00:00",
                 "--partition=short"
             ]
