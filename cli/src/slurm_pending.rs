@@ -50,7 +50,7 @@ fn estimate_nodes(r: &Resolved, node_cpus: u32) -> u32 {
 /// What the controller of `site` refuses of a submission that sbatch sent (exit 1),
 /// with slurmctld's message: a partition or node name it does not have, a node both
 /// required and excluded, a node named outside the partition, a deadline already
-/// past at `now_us`. The broker checks the same against its own configuration.
+/// past at `now_us`. (More nodes than a partition has is accepted: the job waits.) The broker checks the same against its own configuration.
 pub fn site_refusal(r: &Resolved, site: &Site, now_us: u64) -> Option<&'static str> {
     let e = &r.extra;
     let named = r
@@ -71,11 +71,8 @@ pub fn site_refusal(r: &Resolved, site: &Site, now_us: u64) -> Option<&'static s
     {
         return Some("Invalid node name specified");
     }
-    if !e.nodelist.is_empty()
-        && !parts
-            .iter()
-            .any(|ns| e.nodelist.iter().all(|n| ns.contains(n)))
-    {
+    let fits = |ns: &&Vec<String>| e.nodelist.iter().all(|n| ns.contains(n));
+    if !parts.iter().any(fits) {
         return Some("Requested node configuration is not available");
     }
     if e.deadline_us.is_some_and(|d| d < now_us) {
@@ -252,7 +249,15 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     f.push(("NumTasks", ntasks.to_string()));
     f.push(("CPUs/Task", cpus_per_task.to_string()));
     // Memory: per node (--mem), per CPU (--mem-per-cpu), or the site's default per CPU.
-    let (mem_total, mem_field) = if let Some(per_cpu) = r.mem_per_cpu_mb {
+    let (mem_total, mem_field) = if let Some(per_gpu) = r.mem_per_gpu_mb {
+        // Per GPU: the TRES count that memory; the site's default per CPU is shown
+        // beside it (slurmctld keeps both).
+        let gpus = res.gpus + res.mig.as_ref().map_or(0, |m| m.count);
+        (
+            per_gpu.saturating_mul(u64::from(gpus) * u64::from(res.nodes)),
+            ("MinMemoryCPU", site.def_mem_per_cpu_mb),
+        )
+    } else if let Some(per_cpu) = r.mem_per_cpu_mb {
         (
             per_cpu.saturating_mul(u64::from(cpus)),
             ("MinMemoryCPU", per_cpu),
@@ -298,7 +303,11 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     f.push((mem_field.0, mem_units(mem_field.1)));
     f.push((
         "OverSubscribe",
-        crate::slurm::oversubscribe(e.exclusive).into(),
+        if r.oversubscribe {
+            "YES".into()
+        } else {
+            crate::slurm::oversubscribe(e.exclusive).into()
+        },
     ));
     if let Some(c) = &e.comment {
         f.push(("Comment", c.clone()));

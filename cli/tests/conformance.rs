@@ -223,6 +223,25 @@ fn sbatch_reads_batch_options_as_slurm_does() {
                 disagreements.push(format!("{case}: Slurm accepted, bh refused: {e}"));
                 continue;
             }
+            (Ok((merged, r)), false) if merged.test_only => {
+                // --test-only makes no job: Slurm says when it would start (exit 0),
+                // or why it cannot (exit 1), as the controller here would.
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros() as u64);
+                let theirs = slurm["exit"].as_i64().unwrap_or(-1);
+                // Where it could never start: refused, or more nodes than any
+                // partition has.
+                let most = site.partition_nodes.iter().map(|(_, n)| n.len()).max();
+                let never = most.is_some_and(|m| r.resources.nodes as usize > m);
+                let ours = i64::from(site_refusal(&r, &site, now).is_some() || never);
+                if theirs != ours {
+                    disagreements.push(format!(
+                        "{case}: --test-only, Slurm exits {theirs}, bh {ours}"
+                    ));
+                }
+                continue;
+            }
             (Ok((_, r)), accepted) => {
                 // What the controller refuses of what sbatch sent.
                 let now = std::time::SystemTime::now()

@@ -118,6 +118,14 @@ impl Core {
             ));
         }
         self.check_deps(&sub)?;
+        if let (Some(min), Some(limit)) = (sub.extra.time_min_s, sub.resources.time_limit_s)
+            && min > limit
+        {
+            return Err(err(
+                ErrorCode::Invalid,
+                "Invalid time-min specification (exceeds job's time or other limits)",
+            ));
+        }
         if let Some(by) = sub.extra.deadline_us {
             // As slurmctld checks a deadline at submission.
             if by < now_us {

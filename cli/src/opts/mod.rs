@@ -925,6 +925,8 @@ pub struct Resolved {
     pub extra: SubmitExtra,
     /// `--nodes=MIN-MAX` (or `N`, as `N-N`): the most nodes asked for, as Slurm keeps it.
     pub nodes_max: Option<u32>,
+    /// `-s/--oversubscribe` was given: scontrol shows `OverSubscribe=YES`.
+    pub oversubscribe: bool,
     /// The minimum node count sbatch sends (`-N`, `-w`'s nodes; before the nodes
     /// that tasks per node imply, which slurmctld only estimates for a waiting job).
     pub nodes_sent: u32,
@@ -932,6 +934,8 @@ pub struct Resolved {
     pub cpus_asked: u32,
     /// `--mem-per-cpu`, when the memory was asked for per CPU (MB).
     pub mem_per_cpu_mb: Option<u64>,
+    /// `--mem-per-gpu`, when the memory was asked for per GPU (MB).
+    pub mem_per_gpu_mb: Option<u64>,
     /// The variables sbatch sets from the options given ([`OPTION_VARS`]).
     pub option_env: Vec<(String, String)>,
     /// What sbatch would warn of (options without effect here, counts adjusted).

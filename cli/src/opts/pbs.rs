@@ -75,9 +75,9 @@ fn resources(v: &str) -> Vec<String> {
                 let (mut nodes, mut ppn, mut names) = (0u64, 0u64, Vec::new());
                 for p in val.split([':', '+']) {
                     let lead = |x: &str| -> u64 {
-                        x.bytes()
-                            .take_while(u8::is_ascii_digit)
-                            .fold(0u64, |a, d| a.saturating_mul(10).saturating_add(u64::from(d - b'0')))
+                        x.bytes().take_while(u8::is_ascii_digit).fold(0u64, |a, d| {
+                            a.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+                        })
                     };
                     if let Some(n) = p.strip_prefix("ppn=") {
                         ppn = ppn.saturating_add(lead(n));

@@ -167,6 +167,7 @@ impl SubmitOpts {
         }
         let mut mem_whole = false;
         let mut mem_per_cpu_mb = None;
+        let mut mem_per_gpu_mb = None;
         let mut mem_mb = match (&self.mem, &self.mem_per_cpu) {
             (Some(m), _) => {
                 let mb = parse_mem(m).map_err(|d| value_err("mem", m, d))?;
@@ -207,6 +208,8 @@ impl SubmitOpts {
         };
         // --gpus is for the whole job (at least one per node); the others per node.
         let per_job = match &self.gpus {
+            // `--gpus=0` (or TYPE:0) asks for none, as Slurm takes it.
+            Some(g) if g.rsplit(':').next().is_some_and(|n| n.trim() == "0") => None,
             Some(g) => Some((g.as_str(), gpus_value("gpus", g)?)),
             None => None,
         };
@@ -273,6 +276,7 @@ impl SubmitOpts {
                 )));
             }
             mem_mb = mb.saturating_mul(u64::from(gpus_here));
+            mem_per_gpu_mb = Some(mb);
         }
         let nice = match &self.nice {
             Some(n) => {
@@ -371,7 +375,11 @@ impl SubmitOpts {
                 return Err(value_err("kill-on-invalid-dep", v, "expected yes or no"));
             }
         }
+        // -s/--oversubscribe writes the field --exclusive writes: given, the job
+        // shares (the later of the two wins in sbatch; here -s does).
+        let oversubscribe = self.ignored.contains(&"oversubscribe");
         let exclusive = match self.exclusive.as_deref() {
+            _ if oversubscribe => Exclusive::Shared,
             None => Exclusive::Shared,
             Some("node" | "") => Exclusive::Node,
             Some("user") => Exclusive::User,
@@ -464,8 +472,10 @@ impl SubmitOpts {
             extra,
             nodes_max: nodes_max.map(|m| m.max(nodes)),
             nodes_sent,
+            oversubscribe,
             cpus_asked,
             mem_per_cpu_mb,
+            mem_per_gpu_mb,
             option_env: self.option_env(mem_per_cpu_mb),
             warnings,
         })

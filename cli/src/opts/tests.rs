@@ -567,13 +567,15 @@ fn gpu_spellings_parse_to_the_same_request() {
         gpu(&["--gres=gpu:a100:1,gpu:1g.10gb:2"]),
         (1, Some("a100".into()), slice(2))
     );
-    // --gpus is for the job: spread over its nodes.
+    // --gpus is for the job: spread over its nodes; none is none, as Slurm takes it.
     assert_eq!(gpu(&["-N", "2", "--gpus=8"]), (4, None, None));
+    assert_eq!(gpu(&["--gpus=0"]), (0, None, None));
+    assert_eq!(gpu(&["--gpus=h100:0"]), (0, None, None));
     // Refused, with the reason.
     for (args, why) in [
         (&["--gres=fpga:1"][..], "unknown generic resource"),
         (&["--gpus=abc"][..], "unknown GPU type"),
-        (&["--gpus=h100:0"][..], "positive"),
+        (&["--gres=gpu:h100:0"][..], "positive"),
         (&["--gres=gpu:a100:1,gpu:h100:1"][..], "one GPU model"),
         (
             &["--gres=gpu:1g.10gb:1,gpu:3g.40gb:1"][..],
