@@ -1,11 +1,15 @@
 //! `sbatch`'s reading of options against submissions recorded from real Slurm 22.05
-//! (`shared/conformance/sbatch`), every case compared: what Slurm refused Bulkhead
+//! (`shared/conformance/sbatch`, and the project's own `tests/recorded-sbatch`), every
+//! case compared: what Slurm refused Bulkhead
 //! refuses (with sbatch's exit code); what Slurm accepted Bulkhead accepts, and the
 //! job `scontrol show job` would show is the same in every field the recordings hold
 //! (nodes, tasks, CPUs, memory with the site's default, time limit with the partition's
 //! default, GPUs, dependencies, array, working directory, stdio, name, partition,
-//! comment, hold, nice, begin time). A request Slurm takes only held and refuses from a
-//! running cluster ("can never run") may be refused at submission. The cases go
+//! comment, hold, nice, begin time, deadline, required and excluded nodes). What the
+//! controller refuses (unknown partitions or nodes, a past deadline) is modelled on the
+//! recorded cluster ([`site_refusal`]); `--test-only` is compared by its answer. A
+//! request Slurm takes only held and refuses from a running cluster ("can never run")
+//! may be refused at submission. The cases go
 //! through the `sbatch` binary's path (`submission_opts`: the `#!` check, the
 //! environment, the script, the command line) with `--hold` first, as recorded.
 //! Agreement must reach the target, 97%; every disagreement is printed.
@@ -151,7 +155,23 @@ fn gpus_agree(f: &Value, r: &bulkhead_cli::opts::Resolved) -> Result<(), String>
 
 #[test]
 fn sbatch_reads_batch_options_as_slurm_does() {
-    let mut dirs: Vec<_> = std::fs::read_dir(cases_dir())
+    compare_cases(&cases_dir(), 50);
+}
+
+/// The project's own recordings of real Slurm 22.05 (`tests/recorded-sbatch`), made
+/// to find where the two differ: compared as the shared ones are.
+#[test]
+fn sbatch_reads_the_projects_recorded_submissions_as_slurm_did() {
+    compare_cases(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/recorded-sbatch/cases"),
+        200,
+    );
+}
+
+/// Compares every case in `dir` (at least `least` of them) and asserts the agreement
+/// reaches the target.
+fn compare_cases(dir: &std::path::Path, least: usize) {
+    let mut dirs: Vec<_> = std::fs::read_dir(dir)
         .expect("cases")
         .flatten()
         .map(|e| e.path())
@@ -159,8 +179,9 @@ fn sbatch_reads_batch_options_as_slurm_does() {
         .collect();
     dirs.sort();
     assert!(
-        dirs.len() >= 50 || std::env::var_os("BH_CONFORMANCE_CASES").is_some(),
-        "expected the 55 recorded cases, found {}",
+        dirs.len() >= least || std::env::var_os("BH_CONFORMANCE_CASES").is_some(),
+        "expected at least {least} recorded cases in {}, found {}",
+        dir.display(),
         dirs.len()
     );
     let mut disagreements: Vec<String> = Vec::new();

@@ -1,0 +1,4 @@
+#!/bin/bash
+#PBS -t 1-5
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

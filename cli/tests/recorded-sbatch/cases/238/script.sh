@@ -1,0 +1,3 @@
+#SBATCH -J noshebang
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1
