@@ -368,7 +368,8 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
         }
         let header_len = text.len();
         let streamed = squeue_sort::is_id_order(&keys);
-        let mut rows: Vec<(Vec<squeue_sort::Value>, usize, usize)> = Vec::new();
+        let mut rows: Vec<(usize, usize)> = Vec::new();
+        let mut order = squeue_sort::Order::new(&keys, now);
         let mut value = String::new();
         let mut written = Ok(());
         c.queue_pages(filter, |page| {
@@ -383,16 +384,17 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
             for j in page.iter().filter(|j| shown(j)) {
                 let start = text.len();
                 slurm::squeue_job_line(j, &pieces, now, &mut text, &mut value);
-                rows.push((squeue_sort::key(j, &keys, now), start, text.len()));
+                rows.push((start, text.len()));
+                order.push(j);
             }
         })
         .map_err(explain)?;
         if !streamed {
-            rows.sort_by(|a, b| squeue_sort::compare(&a.0, &b.0, &keys));
             let mut out = String::with_capacity(text.len());
             out.push_str(&text[..header_len]);
-            for (_, start, end) in &rows {
-                out.push_str(&text[*start..*end]);
+            for i in order.finish() {
+                let (start, end) = rows[i];
+                out.push_str(&text[start..end]);
             }
             text = out;
         }

@@ -5,7 +5,6 @@
 
 use bulkhead_proto::JobInfo;
 use bulkhead_proto::msg::Parts;
-use std::cmp::Ordering;
 
 /// squeue's order when none is given.
 pub const DEFAULT: &str = "P,t,-p";
@@ -51,47 +50,117 @@ pub fn is_id_order(keys: &[Key]) -> bool {
 
 /// One key's value for one job.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Value {
+enum Value<'a> {
     Num(u64),
-    Text(String),
-    Static(&'static str),
+    Text(&'a str),
 }
 
-/// A job's values for `keys`, in their order: computed once, compared often.
-pub fn key(j: &JobInfo, keys: &[Key], now_us: u64) -> Vec<Value> {
-    keys.iter().map(|&(k, _)| value(j, k, now_us)).collect()
+/// Jobs' sort keys, taken as the jobs come and kept as numbers: a text is numbered as
+/// first seen and ranked once all are in, so that sorting compares integers (a
+/// listing of 100,000 jobs is sorted without a string comparison per step).
+#[derive(Debug)]
+pub struct Order {
+    keys: Vec<Key>,
+    now_us: u64,
+    /// `keys.len()` values per job, in the order pushed.
+    flat: Vec<u64>,
+    /// Per key: each text seen and its number.
+    texts: Vec<std::collections::HashMap<String, u64>>,
 }
 
-/// Two jobs' [`key`]s compared as `keys` order them (each reversed as asked).
-pub fn compare(a: &[Value], b: &[Value], keys: &[Key]) -> Ordering {
-    a.iter()
-        .zip(b)
-        .zip(keys)
-        .map(|((x, y), (_, rev))| if *rev { y.cmp(x) } else { x.cmp(y) })
-        .find(|o| o.is_ne())
-        .unwrap_or(Ordering::Equal)
+impl Order {
+    pub fn new(keys: &[Key], now_us: u64) -> Order {
+        Order {
+            keys: keys.to_vec(),
+            now_us,
+            flat: Vec::new(),
+            texts: vec![Default::default(); keys.len()],
+        }
+    }
+
+    /// Takes the next job's keys.
+    pub fn push(&mut self, j: &JobInfo) {
+        for (i, &(k, _)) in self.keys.iter().enumerate() {
+            let v = match value(j, k, self.now_us) {
+                Value::Num(n) => n,
+                Value::Text(t) => {
+                    let seen = &mut self.texts[i];
+                    match seen.get(t) {
+                        Some(id) => *id,
+                        None => {
+                            let id = seen.len() as u64;
+                            seen.insert(t.to_string(), id);
+                            id
+                        }
+                    }
+                }
+            };
+            self.flat.push(v);
+        }
+    }
+
+    /// The jobs pushed, as indices in their sorted order (ties in the order pushed).
+    pub fn finish(mut self) -> Vec<usize> {
+        let k = self.keys.len().max(1);
+        for (i, seen) in self.texts.iter().enumerate() {
+            if seen.is_empty() {
+                continue;
+            }
+            let mut by_text: Vec<(&String, u64)> = seen.iter().map(|(t, id)| (t, *id)).collect();
+            by_text.sort_unstable();
+            let mut rank = vec![0u64; by_text.len()];
+            for (r, (_, id)) in by_text.iter().enumerate() {
+                rank[*id as usize] = r as u64;
+            }
+            for v in self.flat.iter_mut().skip(i).step_by(k) {
+                *v = rank[*v as usize];
+            }
+        }
+        for (i, (_, rev)) in self.keys.iter().enumerate() {
+            if *rev {
+                for v in self.flat.iter_mut().skip(i).step_by(k) {
+                    *v = u64::MAX - *v;
+                }
+            }
+        }
+        let n = if self.keys.is_empty() {
+            0
+        } else {
+            self.flat.len() / k
+        };
+        let mut idx: Vec<usize> = (0..n).collect();
+        let flat = &self.flat;
+        idx.sort_by(|a, b| flat[a * k..a * k + k].cmp(&flat[b * k..b * k + k]));
+        idx
+    }
 }
 
 /// Sorts `jobs` by `keys` (the first leading); ties keep their order.
 pub fn sort(jobs: &mut Vec<JobInfo>, keys: &[Key], now_us: u64) {
-    let mut keyed: Vec<(Vec<Value>, JobInfo)> =
-        jobs.drain(..).map(|j| (key(&j, keys, now_us), j)).collect();
-    keyed.sort_by(|a, b| compare(&a.0, &b.0, keys));
-    jobs.extend(keyed.into_iter().map(|(_, j)| j));
+    if keys.is_empty() {
+        return;
+    }
+    let mut order = Order::new(keys, now_us);
+    for j in jobs.iter() {
+        order.push(j);
+    }
+    let idx = order.finish();
+    let mut taken: Vec<Option<JobInfo>> = jobs.drain(..).map(Some).collect();
+    jobs.extend(idx.into_iter().filter_map(|i| taken[i].take()));
 }
 
-fn value(j: &JobInfo, key: char, now_us: u64) -> Value {
+fn value(j: &JobInfo, key: char, now_us: u64) -> Value<'_> {
     let n = Value::Num;
     match key {
         'i' => n(j.id.0),
-        'j' => Value::Text(j.name.clone()),
-        'u' => Value::Text(j.user.clone()),
+        'j' => Value::Text(&j.name),
+        'u' => Value::Text(&j.user),
         'U' => n(u64::from(j.uid)),
         'g' | 'G' => n(u64::from(j.gid)),
-        'P' => Value::Text(j.partition.clone()),
+        'P' => Value::Text(&j.partition),
         // squeue compares the states' short names as strings (CD < CG < PD < R).
-        't' => Value::Static(j.state.short()),
-        'T' => Value::Static(j.state.as_str()),
+        't' => Value::Text(j.state.short()),
+        'T' => Value::Text(j.state.as_str()),
         'p' | 'Q' => n(j.priority.unwrap_or(0)),
         'V' => n(j.submit_time_us),
         'S' => n(j.start_time_us.or(j.expected_start_us).unwrap_or(0)),
@@ -102,7 +171,7 @@ fn value(j: &JobInfo, key: char, now_us: u64) -> Value {
         'D' => n(u64::from(j.resources.nodes)),
         'C' => n(total_cpus(j)),
         'm' => n(j.resources.mem_mb),
-        'N' | 'B' => Value::Text(j.node.clone().unwrap_or_default()),
+        'N' | 'B' => Value::Text(j.node.as_deref().unwrap_or("")),
         _ => n(0),
     }
 }
