@@ -191,7 +191,11 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
         .clone()
         .unwrap_or_else(|| site.default_partition.clone());
     let first = partition.split(',').next().unwrap_or("");
-    let limit = res.time_limit_s.or_else(|| {
+    // An explicit UNLIMITED beats the partition's default.
+    let limit = res.time_limit_s.filter(|_| !e.no_limit).or_else(|| {
+        if e.no_limit {
+            return None;
+        }
         site.default_time_s
             .iter()
             .find(|(p, _)| p == first)

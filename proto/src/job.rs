@@ -268,6 +268,9 @@ pub struct SubmitExtra {
     pub deadline_us: Option<u64>,
     /// `--signal`: a warning signal before the time limit.
     pub signal: Option<JobSignal>,
+    /// `--time=0`, `UNLIMITED` or `infinite` was given: no limit rather than the
+    /// partition's default (its maximum still applies).
+    pub no_limit: bool,
 }
 
 /// sbatch's `--signal=[B:]SIG[@TIME]`: `signal` sent `before_s` seconds before the

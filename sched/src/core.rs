@@ -572,7 +572,10 @@ impl Scheduler {
         if !part.allowed_accounts.is_empty() && !part.allowed_accounts.contains(&spec.account) {
             return Err(format!("account not allowed in partition {}", part.name));
         }
-        let limit = spec.req.time_limit.or(part.default_time);
+        let limit = spec
+            .req
+            .time_limit
+            .or(part.default_time.filter(|_| !spec.req.no_default_time));
         match (limit, part.max_time) {
             (Some(l), Some(m)) if l > m => {
                 Err(format!("time limit over partition {}'s maximum", part.name))

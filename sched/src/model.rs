@@ -199,6 +199,9 @@ pub struct Request {
     pub exclusive: Exclusive,
     /// `--mem=0`: all of each node's memory.
     pub mem_whole: bool,
+    /// No limit was asked for explicitly (`--time=UNLIMITED`): the partition's default
+    /// does not apply, its maximum does.
+    pub no_default_time: bool,
 }
 
 /// Whom a job shares its nodes with (Slurm's `--exclusive[=user]`).

@@ -1418,3 +1418,33 @@ fn a_job_that_cannot_end_by_its_deadline_is_cancelled_and_one_that_can_is_cut_to
         "started with its limit cut to end by the deadline: {d:?}"
     );
 }
+
+#[test]
+fn an_explicit_unlimited_time_is_not_the_partitions_default() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 2, 0),
+        vec![partition("cpu", 0..1)],
+        accounts(&[1, 1]),
+    );
+    // The partition's default is an hour (see `partition`).
+    let mut plain = one_cpu(1, 0);
+    plain.req.time_limit = None;
+    let mut unlimited = one_cpu(2, 0);
+    unlimited.req.time_limit = None;
+    unlimited.req.no_default_time = true;
+    s.submit(plain, 0).expect("submit");
+    s.submit(unlimited, 0).expect("submit");
+    let mut limits: Vec<(u64, Option<Time>)> = s
+        .full_pass(0)
+        .into_iter()
+        .filter_map(|d| match d {
+            Decision::Start {
+                job, time_limit, ..
+            } => Some((job.0, time_limit)),
+            _ => None,
+        })
+        .collect();
+    limits.sort();
+    assert_eq!(limits, vec![(1, Some(3600)), (2, None)]);
+}

@@ -125,6 +125,7 @@ impl Core {
                 bulkhead_proto::job::Exclusive::User => sched::Exclusive::User,
             },
             mem_whole: j.submission.extra.mem_whole,
+            no_default_time: j.submission.extra.no_limit,
             ..Default::default()
         };
         if let Some(m) = &r.gpu_model {

@@ -397,7 +397,22 @@ fn split_with(cmd: &clap::Command, words: &[String]) -> Result<usize, String> {
 /// sbatch's whole option set as one clap command: [`SubmitOpts`] and [`table`]'s, long
 /// options abbreviated as getopt_long allows.
 pub fn command() -> clap::Command {
-    table::with_table(SubmitOpts::command()).infer_long_args(true)
+    let cmd = table::with_table(SubmitOpts::command()).infer_long_args(true);
+    // As getopt_long: an option that requires a value takes the next word, whatever
+    // it starts with (`-t -5`, `-J -x`).
+    let takes: Vec<clap::Id> = cmd
+        .get_arguments()
+        .filter(|a| {
+            !a.is_positional()
+                && a.get_action().takes_values()
+                && a.get_num_args().is_none_or(|n| n.min_values() == 1)
+                && !a.is_require_equals_set()
+        })
+        .map(|a| a.get_id().clone())
+        .collect();
+    takes
+        .into_iter()
+        .fold(cmd, |c, id| c.mut_arg(id, |a| a.allow_hyphen_values(true)))
 }
 
 thread_local! {

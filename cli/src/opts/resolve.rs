@@ -418,6 +418,7 @@ impl SubmitOpts {
             mincpus,
             deadline_us,
             signal,
+            no_limit: self.time.is_some() && time_limit_s.is_none(),
         };
         // Several partitions may be named: the first that can take the job runs it.
         let partition = self.partition.clone();

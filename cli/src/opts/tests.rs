@@ -784,3 +784,18 @@ fn signal_specifications_read_as_slurm_reads_them() {
     );
     assert_eq!(e.exit_code(), 255);
 }
+
+/// An option that needs a value takes the next word whatever it starts with, as
+/// getopt_long does; an explicit UNLIMITED is kept as such.
+#[test]
+fn values_may_start_with_a_dash_and_unlimited_is_explicit() {
+    let r = cli(&["-J", "-x", "--comment", "--not-an-option"])
+        .resolve()
+        .expect("resolve");
+    assert_eq!(r.name.as_deref(), Some("-x"));
+    assert_eq!(r.extra.comment.as_deref(), Some("--not-an-option"));
+    let r = cli(&["-t", "UNLIMITED"]).resolve().expect("resolve");
+    assert_eq!((r.resources.time_limit_s, r.extra.no_limit), (None, true));
+    let r = cli(&[]).resolve().expect("resolve");
+    assert_eq!((r.resources.time_limit_s, r.extra.no_limit), (None, false));
+}
