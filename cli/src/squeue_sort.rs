@@ -43,9 +43,10 @@ pub fn parts(keys: &[Key]) -> Parts {
     }
 }
 
-/// Whether the keys leave the broker's order (job ids) as it is.
+/// Whether the keys leave the broker's order (job ids) as it is: `i`, or none
+/// (`-S ''`, which squeue takes as no sort).
 pub fn is_id_order(keys: &[Key]) -> bool {
-    matches!(keys, [('i', false)])
+    matches!(keys, [] | [('i', false)])
 }
 
 /// One key's value for one job.
@@ -237,6 +238,7 @@ mod tests {
         assert_eq!(parse("+i"), Ok(vec![('i', false)]));
         assert_eq!(parse("P,x"), Err('x'));
         assert!(is_id_order(&parse("i").expect("spec")));
+        assert!(is_id_order(&parse("").expect("spec")), "no keys: no sort");
         assert!(!is_id_order(&parse("-i").expect("spec")));
         assert_eq!(parts(&parse(DEFAULT).expect("spec")), Parts::PRIORITY);
         assert_eq!(parts(&parse("P,t").expect("spec")), Parts::NONE);
