@@ -129,19 +129,27 @@ fn mpirun_over_two_nodes_through_bh() {
     // variables, which the ranks inherit from it) and its cgroup, on one line.
     let rank = "#!/bin/sh\necho \"rank=$OMPI_COMM_WORLD_RANK size=$OMPI_COMM_WORLD_SIZE \
                 node=$BH_NODENAME cgroup=$(tr '\\n' '|' < /proc/self/cgroup)\"\n";
-    let script = format!(
-        "#!/bin/sh\n\
-         hosts=$(echo \"$BH_NODELIST\" | sed \"s/[^,]*/&:2/g\")\n\
-         mpirun --mca plm rsh --mca plm_rsh_agent '{bh} rsh' --mca ras ^slurm \
-         --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
-         --bind-to none --host \"$hosts\" -np 4 sh ./rank.sh > ranks.txt 2> mpirun.err\n\
-         echo status=$? > status.txt\n",
+    // The launch agent: `bh rsh`, with a session directory base of the node's own.
+    // The emulated nodes share this machine's host name and /tmp, where Open MPI's
+    // daemons on two "hosts" would race to create the same session directory
+    // (`mkdir /tmp/ompi.HOST.UID/jf.N/0: File exists`); real nodes each have theirs.
+    let agent = format!(
+        "#!/bin/sh\nhost=$1\nshift\n\
+         exec {bh} rsh \"$host\" \"TMPDIR=/tmp/bh-ompi-$host-$BH_JOB_ID; export TMPDIR; \
+         mkdir -p \\$TMPDIR; $*\"\n",
         bh = bh.display()
     );
+    let script = "#!/bin/sh\n\
+         hosts=$(echo \"$BH_NODELIST\" | sed \"s/[^,]*/&:2/g\")\n\
+         mpirun --mca plm rsh --mca plm_rsh_agent \"sh $PWD/rsh.sh\" --mca ras ^slurm \
+         --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+         --bind-to none --host \"$hosts\" -np 4 sh ./rank.sh > ranks.txt 2> mpirun.err\n\
+         echo status=$? > status.txt\n\
+         rm -rf /tmp/bh-ompi-*-$BH_JOB_ID\n";
     let out = run_job(
         &c,
-        &[("rank.sh", rank)],
-        &script,
+        &[("rank.sh", rank), ("rsh.sh", &agent)],
+        script,
         &["ranks.txt", "mpirun.err", "status.txt"],
     );
     let (ranks, err, status, j) = (&out[0], &out[1], &out[2], &out[4]);
