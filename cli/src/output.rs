@@ -14,7 +14,8 @@ use std::fmt::Write;
 /// reasons, reservation and node names, the broker's messages, jobs stored by older
 /// versions). Every printer of `bh` passes free text through here.
 pub fn escape(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_control) {
+    // Printable ASCII, what nearly every field is, is checked a byte at a time.
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b)) || !s.chars().any(is_control) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);

@@ -217,13 +217,28 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
             Some((_, t)) => write!(v, "{t}"),
             None => write!(v, "N/A"),
         },
-        'P' => write!(v, "{}", j.partition),
-        'j' => write!(v, "{}", j.name),
-        'u' => write!(v, "{}", j.user),
+        'P' => {
+            v.push_str(&j.partition);
+            Ok(())
+        }
+        'j' => {
+            v.push_str(&j.name);
+            Ok(())
+        }
+        'u' => {
+            v.push_str(&j.user);
+            Ok(())
+        }
         'U' => write!(v, "{}", j.uid),
         'g' | 'G' => write!(v, "{}", j.gid),
-        'a' => write!(v, "{}", j.account),
-        't' => write!(v, "{}", compact_state(j.state)),
+        'a' => {
+            v.push_str(&j.account);
+            Ok(())
+        }
+        't' => {
+            v.push_str(compact_state(j.state));
+            Ok(())
+        }
         'T' => write!(v, "{}", j.state.as_str()),
         'M' => elapsed_into(used_secs(j, now_us), v),
         'l' => limit_into(r.time_limit_s, v),
@@ -254,7 +269,10 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
         ),
         'R' => {
             if j.state == JobState::Pending || j.node.is_none() {
-                write!(v, "({})", j.reason.as_deref().unwrap_or("None"))
+                v.push('(');
+                v.push_str(j.reason.as_deref().unwrap_or("None"));
+                v.push(')');
+                Ok(())
             } else {
                 write!(v, "{}", job_nodes(j))
             }
@@ -263,13 +281,19 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
         'S' => write!(v, "{}", local_time(j.start_time_us.or(j.expected_start_us))),
         'V' => write!(v, "{}", local_time(Some(j.submit_time_us))),
         'e' => write!(v, "{}", local_time(j.end_time_us)),
-        'Z' => write!(v, "{}", j.workdir),
+        'Z' => {
+            v.push_str(&j.workdir);
+            Ok(())
+        }
         'p' | 'Q' => write!(v, "{}", j.priority.unwrap_or(0)),
         'q' => write!(v, "normal"),
         'k' => write!(v, "{}", j.extra.comment.as_deref().unwrap_or("(null)")),
         'y' => write!(v, "{}", j.extra.nice),
         'Y' | 'o' | 'f' | 'x' | 'n' | 'w' | 'z' => write!(v, "(null)"),
-        'E' => write!(v, "{}", j.dependency),
+        'E' => {
+            v.push_str(&j.dependency);
+            Ok(())
+        }
         'h' => write!(v, "{}", oversubscribe(j.extra.exclusive)),
         _ => Ok(()),
     };
@@ -448,18 +472,34 @@ fn cell(out: &mut String, s: &str, right: bool, width: Option<usize>) {
         return;
     };
     // At most `w` characters, padded to `w`: cut at a character boundary, without
-    // copying the value (a listing formats every field of every job).
-    let (cut, len) = match s.char_indices().nth(w) {
-        Some((at, _)) => (&s[..at], w),
-        None => (s, s.chars().count()),
+    // copying the value (a listing formats every field of every job). An ASCII
+    // value's characters are its bytes.
+    let (cut, len) = if s.is_ascii() {
+        let len = s.len().min(w);
+        (&s[..len], len)
+    } else {
+        match s.char_indices().nth(w) {
+            Some((at, _)) => (&s[..at], w),
+            None => (s, s.chars().count()),
+        }
     };
     let pad = w.saturating_sub(len);
     if right {
-        out.extend(std::iter::repeat_n(' ', pad));
+        blanks(out, pad);
         out.push_str(cut);
     } else {
         out.push_str(cut);
-        out.extend(std::iter::repeat_n(' ', pad));
+        blanks(out, pad);
+    }
+}
+
+/// `n` blanks at the end of `out`, a run at a time.
+fn blanks(out: &mut String, mut n: usize) {
+    const RUN: &str = "                                ";
+    while n > 0 {
+        let k = n.min(RUN.len());
+        out.push_str(&RUN[..k]);
+        n -= k;
     }
 }
 

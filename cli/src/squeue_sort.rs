@@ -67,6 +67,8 @@ pub struct Order {
     flat: Vec<u64>,
     /// Per key: each text seen and its number.
     texts: Vec<std::collections::HashMap<String, u64>>,
+    /// Each key's last text and its number.
+    last: Vec<Option<(String, u64)>>,
 }
 
 impl Order {
@@ -76,6 +78,7 @@ impl Order {
             now_us,
             flat: Vec::new(),
             texts: vec![Default::default(); keys.len()],
+            last: vec![None; keys.len()],
         }
     }
 
@@ -84,16 +87,23 @@ impl Order {
         for (i, &(k, _)) in self.keys.iter().enumerate() {
             let v = match value(j, k, self.now_us) {
                 Value::Num(n) => n,
+                // A listing's texts come in runs (one partition, one state): the
+                // last one's number is kept aside, without hashing.
+                Value::Text(t) if self.last[i].as_ref().is_some_and(|(l, _)| l == t) => {
+                    self.last[i].as_ref().map_or(0, |(_, id)| *id)
+                }
                 Value::Text(t) => {
                     let seen = &mut self.texts[i];
-                    match seen.get(t) {
+                    let id = match seen.get(t) {
                         Some(id) => *id,
                         None => {
                             let id = seen.len() as u64;
                             seen.insert(t.to_string(), id);
                             id
                         }
-                    }
+                    };
+                    self.last[i] = Some((t.to_string(), id));
+                    id
                 }
             };
             self.flat.push(v);
