@@ -936,6 +936,11 @@ fn encode_outbound(o: &Outbound) -> Option<Vec<Vec<u8>>> {
             request_id,
             msg,
         } => (peer, codec::encode(*request_id, msg)),
+        Outbound::Page {
+            peer,
+            request_id,
+            page,
+        } => (peer, codec::encode_page(*request_id, page)),
     };
     match frame {
         Ok(f) => Some(vec![peer.clone(), f]),
@@ -943,9 +948,12 @@ fn encode_outbound(o: &Outbound) -> Option<Vec<Vec<u8>>> {
             tracing::error!(error = %e, "cannot encode a reply");
             // A client waits for its answer: tell it why there is none (a listing
             // over the frame limit, asked without pages by an older bh).
-            let Outbound::Client {
+            let (Outbound::Client {
                 peer, request_id, ..
-            } = o
+            }
+            | Outbound::Page {
+                peer, request_id, ..
+            }) = o
             else {
                 return None;
             };

@@ -95,6 +95,9 @@ pub(crate) fn connect_error(endpoint: &str, timeout: Duration, error: ZmtpError)
     }
 }
 
+/// A reply frame that holds a page of a listing, and the page's cursor.
+type PageFrame = (Vec<u8>, Option<JobId>);
+
 /// A connection to the broker.
 pub struct Client {
     conn: Option<Conn>,
@@ -483,9 +486,9 @@ impl Client {
         let mut all: Vec<JobInfo> = Vec::new();
         self.queue_pages(filter, |page| {
             if all.is_empty() {
-                all = page;
+                all = std::mem::take(page);
             } else {
-                all.extend(page);
+                all.append(page);
             }
         })?;
         Ok(all)
@@ -494,44 +497,78 @@ impl Client {
     /// [`Client::queue`], each page handed to `each` as it comes, in job id order: a
     /// caller that prints as it goes holds one page, not 100,000 jobs, at a time. The
     /// next page is asked for before `each` runs, so that the broker makes it while
-    /// the caller prints this one.
+    /// the caller prints this one, and is decoded into the same vector, over the jobs
+    /// of this one ([`codec::decode_reply_into`]): a caller that leaves the vector as
+    /// it is (it only reads) lets a listing allocate for its first page only; one
+    /// that takes the jobs out of it gets them for its own.
     pub fn queue_pages(
         &mut self,
         filter: QueueFilter,
-        mut each: impl FnMut(Vec<JobInfo>),
+        mut each: impl FnMut(&mut Vec<JobInfo>),
     ) -> Result<(), ClientError> {
         let page = |after| ClientOp::QueuePage {
             filter: filter.clone(),
             after,
         };
+        // Pages go forward: a `next` not past the last cursor would loop.
+        let forward = |next: Option<JobId>, after: Option<JobId>| match next {
+            Some(n) if after.is_some_and(|a| n <= a) => Err(ClientError::Unexpected(format!(
+                "the broker's next page starts at job {n}, not after {after:?}"
+            ))),
+            _ => Ok(next),
+        };
+        let mut jobs: Vec<JobInfo> = Vec::new();
         let mut after = None;
-        let mut reply = self.call(page(after))?;
+        let mut asked = self.send(page(after)).ok();
         loop {
-            let ClientReply::JobsPage { jobs, next } = reply else {
-                return Err(ClientError::Unexpected(format!("{reply:?}")));
-            };
-            // Pages go forward: a `next` not past the last cursor would loop.
-            let next = match next {
-                Some(n) if after.is_none_or(|a| n > a) => n,
-                Some(n) => {
-                    return Err(ClientError::Unexpected(format!(
-                        "the broker's next page starts at job {n}, not after {after:?}"
-                    )));
+            // The page asked for: its cursor read first and the next page asked for
+            // at once (the broker makes it while this one is read and printed), then
+            // its jobs decoded in place. Any other answer, or none (a refusal to slow
+            // down, a standby, a lost connection), is left to an ordinary call, which
+            // retries.
+            let next = match asked.and_then(|id| self.page_frame(id).transpose()) {
+                Some(Ok((frame, next))) => {
+                    let next = forward(next, after)?;
+                    asked = next.and_then(|n| self.send(page(Some(n))).ok());
+                    codec::decode_reply_into(&frame, &mut jobs)?;
+                    next
                 }
-                None => {
-                    each(jobs);
-                    return Ok(());
-                }
+                Some(Err(_)) | None => match self.call(page(after))? {
+                    ClientReply::JobsPage { jobs: j, next } => {
+                        jobs = j;
+                        let next = forward(next, after)?;
+                        asked = next.and_then(|n| self.send(page(Some(n))).ok());
+                        next
+                    }
+                    reply => return Err(ClientError::Unexpected(format!("{reply:?}"))),
+                },
             };
-            after = Some(next);
-            // Asked ahead; whatever goes wrong with that (a refusal to slow down, a
-            // standby, a lost connection) is left to an ordinary call, which retries.
-            let ahead = self.send(page(after)).ok();
-            each(jobs);
-            reply = match ahead.map(|id| self.reply_to(id)) {
-                Some(Ok(r @ ClientReply::JobsPage { .. })) => r,
-                _ => self.call(page(after))?,
-            };
+            each(&mut jobs);
+            match next {
+                Some(n) => after = Some(n),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// The reply to request `id` when it is a page of a listing: the frame and the
+    /// page's cursor; `None` for any other reply (a standby's noted, as
+    /// [`Client::recv`] notes it).
+    fn page_frame(&mut self, id: u64) -> Result<Option<PageFrame>, ClientError> {
+        let deadline = crate::zmtp::deadline_in(self.reply_timeout);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let frame = self.recv_raw(left)?;
+            let h = codec::peek_header(&frame)?;
+            if h.request_id != id && h.request_id != 0 {
+                continue;
+            }
+            if let Some(next) = codec::page_cursor(&frame) {
+                return Ok(Some((frame, next)));
+            }
+            let (_, reply) = codec::decode::<ClientReply>(&frame)?;
+            self.note_standby(&reply);
+            return Ok(None);
         }
     }
 

@@ -24,7 +24,9 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// 8: a listing's filter names the parts of each job it leaves out.
 /// 9: a submission carries `--input`, `--nodelist`, `--exclude`, `--mincpus` and
 /// `--deadline`.
-pub const PROTOCOL_VERSION: u16 = 9;
+/// 10: a page of a listing carries its cursor before its jobs, so that the next page
+/// is asked for before this one is read.
+pub const PROTOCOL_VERSION: u16 = 10;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.
@@ -169,8 +171,39 @@ pub fn peek_header(frame: &[u8]) -> Result<Header, DecodeError> {
     })
 }
 
-/// Decodes one frame that must hold an `M`.
-pub fn decode<M: Message>(frame: &[u8]) -> Result<(Header, M), DecodeError> {
+/// [`encode`] of a [`ClientReply::JobsPage`] whose jobs are encoded already: the
+/// same bytes, without the jobs ever made owned.
+///
+/// [`ClientReply::JobsPage`]: crate::msg::ClientReply::JobsPage
+pub fn encode_page(
+    request_id: u64,
+    page: &crate::view::EncodedPage,
+) -> Result<Vec<u8>, EncodeError> {
+    use crate::msg::ClientReply;
+    crate::limits::check("jobs", page.len(), crate::limits::MAX_LIST)?;
+    let mut out = Vec::with_capacity(HEADER_LEN + 16 + page.bytes());
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&PROTOCOL_VERSION.to_le_bytes());
+    out.push(ClientReply::KIND as u8);
+    out.push(0);
+    out.extend_from_slice(&request_id.to_le_bytes());
+    // The variant, the cursor, the sequence's length and its elements: as postcard
+    // writes the enum.
+    let out = postcard::to_extend(&JOBS_PAGE_VARIANT, out)?;
+    let out = postcard::to_extend(&page.next, out)?;
+    let mut out = postcard::to_extend(&page.len(), out)?;
+    out.extend_from_slice(page.rows());
+    if out.len() > MAX_FRAME_BYTES {
+        return Err(EncodeError::TooLarge {
+            len: out.len(),
+            max: MAX_FRAME_BYTES,
+        });
+    }
+    Ok(out)
+}
+
+/// The envelope of a frame that must hold an `M`, its version and kind checked.
+fn header_of<M: Message>(frame: &[u8]) -> Result<Header, DecodeError> {
     let header = peek_header(frame)?;
     if header.version != PROTOCOL_VERSION {
         return Err(DecodeError::UnsupportedVersion {
@@ -184,6 +217,12 @@ pub fn decode<M: Message>(frame: &[u8]) -> Result<(Header, M), DecodeError> {
             got: header.kind,
         });
     }
+    Ok(header)
+}
+
+/// Decodes one frame that must hold an `M`.
+pub fn decode<M: Message>(frame: &[u8]) -> Result<(Header, M), DecodeError> {
+    let header = header_of::<M>(frame)?;
     let (msg, rest) = postcard::take_from_bytes::<M>(&frame[HEADER_LEN..]).map_err(|error| {
         DecodeError::Body {
             kind: M::KIND,
@@ -198,6 +237,65 @@ pub fn decode<M: Message>(frame: &[u8]) -> Result<(Header, M), DecodeError> {
     }
     msg.validate()?;
     Ok((header, msg))
+}
+
+/// What [`decode_reply_into`] found in a reply frame.
+#[derive(Debug)]
+pub enum ReplyInto {
+    /// A [`ClientReply::JobsPage`], its jobs decoded into the caller's vector.
+    Page { next: Option<crate::JobId> },
+    /// Any other reply, decoded as [`decode`] does.
+    Other(crate::msg::ClientReply),
+}
+
+/// postcard's variant number of [`ClientReply::JobsPage`] (a test checks it).
+///
+/// [`ClientReply::JobsPage`]: crate::msg::ClientReply::JobsPage
+const JOBS_PAGE_VARIANT: u32 = 13;
+
+/// The cursor of a reply frame that holds a page of a listing (`None` for any other
+/// reply), read without reading its jobs: the next page is asked for at once.
+pub fn page_cursor(frame: &[u8]) -> Option<Option<crate::JobId>> {
+    use serde::Deserialize;
+    header_of::<crate::msg::ClientReply>(frame).ok()?;
+    let mut de = postcard::Deserializer::from_bytes(&frame[HEADER_LEN..]);
+    if u32::deserialize(&mut de).ok()? != JOBS_PAGE_VARIANT {
+        return None;
+    }
+    Option::<crate::JobId>::deserialize(&mut de).ok()
+}
+
+/// [`decode`] for a reply frame, a page of a listing decoded into `jobs` in place:
+/// the jobs of the previous page are overwritten field by field, their strings and
+/// vectors reused, so that a listing of 100,000 jobs allocates for its first page
+/// only. Bounded as [`decode`] is: the same postcard reader, the same length check.
+pub fn decode_reply_into(
+    frame: &[u8],
+    jobs: &mut Vec<crate::JobInfo>,
+) -> Result<(Header, ReplyInto), DecodeError> {
+    use crate::msg::ClientReply;
+    use serde::Deserialize;
+    let header = header_of::<ClientReply>(frame)?;
+    let body = |error| DecodeError::Body {
+        kind: ClientReply::KIND,
+        error,
+    };
+    let mut de = postcard::Deserializer::from_bytes(&frame[HEADER_LEN..]);
+    if u32::deserialize(&mut de).map_err(body)? != JOBS_PAGE_VARIANT {
+        let (h, reply) = decode::<ClientReply>(frame)?;
+        return Ok((h, ReplyInto::Other(reply)));
+    }
+    let next = Option::<crate::JobId>::deserialize(&mut de).map_err(body)?;
+    Vec::<crate::JobInfo>::deserialize_in_place(&mut de, jobs).map_err(body)?;
+    let rest = de.finalize().map_err(body)?;
+    if !rest.is_empty() {
+        return Err(DecodeError::TrailingBytes {
+            kind: ClientReply::KIND,
+            n: rest.len(),
+        });
+    }
+    crate::limits::check("jobs", jobs.len(), crate::limits::MAX_LIST)?;
+    Ok((header, ReplyInto::Page { next }))
 }
 
 /// What must hold for any frame from the network, as the fuzz targets and the corpus
@@ -375,5 +473,129 @@ mod tests {
             }
             let _ = decode::<ClientRequest>(&f);
         }
+    }
+
+    fn listed(id: u64, name: &str, reason: Option<&str>, denials: usize) -> crate::JobInfo {
+        crate::JobInfo {
+            id: JobId(id),
+            name: name.into(),
+            user: "ann".into(),
+            uid: 1001,
+            gid: 1001,
+            state: crate::JobState::Pending,
+            reason: reason.map(Into::into),
+            exit_code: None,
+            signal: None,
+            node: None,
+            node_id: None,
+            resources: ResourceRequest::default(),
+            partition: "gpu".into(),
+            workdir: "/home/ann".into(),
+            stdout: String::new(),
+            stderr: String::new(),
+            submit_time_us: id,
+            start_time_us: None,
+            end_time_us: None,
+            denials: (0..denials)
+                .map(|i| crate::job::DeviceDenial {
+                    dev_type: 'c',
+                    major: 195,
+                    minor: i as u32,
+                    access: "rw".into(),
+                    pid: 40 + i as u32,
+                    count: 1,
+                    path: Some(format!("/dev/nvidia{i}")),
+                })
+                .collect(),
+            expected_start_us: None,
+            priority: Some(id * 3),
+            array_task: None,
+            array_pending: None,
+            gpus: vec![],
+            usage: None,
+            account: String::new(),
+            extra: Default::default(),
+            dependency: "(null)".into(),
+        }
+    }
+
+    /// A page decoded into a vector that held a longer, different page is that page
+    /// exactly (no field or element of the old one left), as the owned decode reads
+    /// it; other replies come back whole; a page over the listing limit is refused.
+    #[test]
+    fn a_page_decodes_in_place_over_the_previous_one() {
+        let first: Vec<_> = (1..=5)
+            .map(|i| listed(i, &"x".repeat(40), Some("Priority"), 3))
+            .collect();
+        let second = vec![listed(9, "a", None, 0), listed(10, "bb", Some("Held"), 1)];
+        let mut jobs = Vec::new();
+        let mut buffer = None;
+        for (page, next) in [(first, Some(JobId(5))), (second, None)] {
+            let reply = ClientReply::JobsPage {
+                jobs: page.clone(),
+                next,
+            };
+            let frame = encode(7, &reply).unwrap();
+            let (h, got) = decode_reply_into(&frame, &mut jobs).unwrap();
+            assert_eq!(h.request_id, 7);
+            assert!(
+                matches!(got, ReplyInto::Page { next: n } if n == next),
+                "{got:?}"
+            );
+            assert_eq!(page_cursor(&frame), Some(next));
+            assert_eq!(jobs, page);
+            assert_eq!(decode::<ClientReply>(&frame).unwrap().1, reply);
+            // The second page's first job was written into the first page's: its
+            // strings' buffers are the same (no allocation).
+            let at = jobs[0].workdir.as_ptr();
+            assert!(buffer.is_none_or(|b| b == at), "the buffer was reused");
+            buffer = Some(at);
+        }
+        // The variant number the fast path looks for is JobsPage's.
+        let other = ClientReply::Done("ok".into());
+        let frame = encode(8, &other).unwrap();
+        assert_eq!(page_cursor(&frame), None);
+        match decode_reply_into(&frame, &mut jobs).unwrap().1 {
+            ReplyInto::Other(r) => assert_eq!(r, other),
+            p => panic!("{p:?}"),
+        }
+        let empty = postcard::to_allocvec(&ClientReply::JobsPage {
+            jobs: vec![],
+            next: None,
+        })
+        .unwrap();
+        assert_eq!(u32::from(empty[0]), JOBS_PAGE_VARIANT);
+        // A page encoded from views is the page encoded whole.
+        for next in [None, Some(JobId(300))] {
+            let mut page = crate::view::EncodedPage::with_capacity(0);
+            for j in &jobs {
+                page.push(&crate::view::JobView::of(j)).unwrap();
+            }
+            page.next = next;
+            let whole = ClientReply::JobsPage {
+                jobs: jobs.clone(),
+                next,
+            };
+            assert_eq!(encode_page(4, &page).unwrap(), encode(4, &whole).unwrap());
+        }
+        // Cut short, or with a byte more: refused, as decode refuses them.
+        let frame = encode(
+            9,
+            &ClientReply::JobsPage {
+                jobs: jobs.clone(),
+                next: None,
+            },
+        )
+        .unwrap();
+        assert!(matches!(
+            decode_reply_into(&frame[..frame.len() - 3], &mut jobs),
+            Err(DecodeError::Body { .. })
+        ));
+        let mut longer = frame.clone();
+        longer.push(0);
+        assert!(matches!(
+            decode_reply_into(&longer, &mut jobs),
+            Err(DecodeError::TrailingBytes { n: 1, .. })
+        ));
     }
 }

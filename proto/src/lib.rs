@@ -21,6 +21,7 @@ pub mod msg;
 pub mod stdio;
 pub mod step;
 pub mod time;
+pub mod view;
 
 pub use codec::{DecodeError, EncodeError, Header, Kind, PROTOCOL_VERSION};
 pub use ids::{JobId, NodeId};

@@ -318,10 +318,12 @@ pub enum ClientReply {
     /// A step's number, layout and signed launches.
     Step(Box<crate::step::StepGrant>),
     /// A page of a listing ([`ClientOp::QueuePage`]); `next`: ask again after this job
-    /// for the rest (`None`: this was the last page).
+    /// for the rest (`None`: this was the last page). The cursor comes first, so that
+    /// a client asks for the next page before it reads this one
+    /// ([`crate::codec::page_cursor`]).
     JobsPage {
-        jobs: Vec<JobInfo>,
         next: Option<JobId>,
+        jobs: Vec<JobInfo>,
     },
     Partitions(Vec<PartitionInfo>),
     /// [`ClientOp::Identify`]'s answer.

@@ -130,19 +130,29 @@ impl Core {
     /// cluster; else as the privacy setting says (redacted, or not at all).
     /// `omit`: the parts the caller leaves out ([`Parts`]).
     pub(super) fn seen_by(&self, caller: &Caller, j: &Job, omit: Parts) -> Option<JobInfo> {
+        self.seen_view(caller, j, omit).map(|v| v.to_info())
+    }
+
+    /// [`Core::seen_by`], borrowed from the job ([`Core::view_without`]).
+    pub(super) fn seen_view<'a>(
+        &'a self,
+        caller: &Caller,
+        j: &'a Job,
+        omit: Parts,
+    ) -> Option<bulkhead_proto::view::JobView<'a>> {
         if self.owns_or_operates(caller, j) {
-            return Some(self.info_without(j, omit));
+            return Some(self.view_without(j, omit));
         }
         match self.cfg.privacy {
-            Privacy::Visible => Some(self.info_without(j, omit)),
+            Privacy::Visible => Some(self.view_without(j, omit)),
             Privacy::Hidden => None,
             Privacy::Redacted => {
                 // Another's paths, denials and usage are never made at all.
                 let hidden = Parts::PATHS.with(Parts::DENIALS).with(Parts::USAGE);
-                let mut info = self.info_without(j, omit.with(hidden));
-                info.name = "(hidden)".into();
-                info.reason = info.reason.filter(|_| j.state == JobState::Pending);
-                Some(info)
+                let mut view = self.view_without(j, omit.with(hidden));
+                view.name = "(hidden)";
+                view.reason = view.reason.filter(|_| j.state == JobState::Pending);
+                Some(view)
             }
         }
     }

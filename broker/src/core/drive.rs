@@ -747,7 +747,7 @@ impl Driver {
                             _ => false,
                         }
                 }
-                Outbound::Client { .. } => false,
+                Outbound::Client { .. } | Outbound::Page { .. } => false,
             })
             .count();
         if (register || ended.is_some()) && answers != 1 {

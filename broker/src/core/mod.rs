@@ -278,6 +278,14 @@ pub enum Outbound {
         request_id: u64,
         msg: BrokerMessage,
     },
+    /// A page of a listing, its jobs encoded as they were read
+    /// ([`bulkhead_proto::view::EncodedPage`]): the wire's
+    /// [`ClientReply::JobsPage`].
+    Page {
+        peer: PeerId,
+        request_id: u64,
+        page: bulkhead_proto::view::EncodedPage,
+    },
 }
 
 /// What one input made the core decide.
@@ -772,8 +780,13 @@ impl Core {
             }
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(caller, &filter)),
             ClientOp::QueuePage { filter, after } => {
-                let (jobs, next) = self.queue_page(caller, &filter, after);
-                ClientReply::JobsPage { jobs, next }
+                let page = self.queue_page(caller, &filter, after);
+                fx.send.push(Outbound::Page {
+                    peer,
+                    request_id,
+                    page,
+                });
+                return fx;
             }
             ClientOp::Acct(filter) => self.acct(caller, &filter, now_us),
             ClientOp::Hold(ids) => self.hold(&mut fx, caller, &ids, true, now_us),

@@ -2,24 +2,27 @@
 //! accounting records (`bh acct`); nothing here changes the state.
 
 use super::*;
+use bulkhead_proto::view::{EncodedPage, JobView};
+use std::borrow::Cow;
 
 impl Core {
-    pub(super) fn pending_reason(&self, j: &Job) -> String {
+    pub(super) fn pending_reason<'a>(&self, j: &'a Job) -> Cow<'a, str> {
         if let Some(r) = &j.reason {
-            return r.clone();
+            return Cow::Borrowed(r);
         }
         if !self.nodes.values().any(|n| n.up()) {
-            return "Nodes_Down".into();
+            return Cow::Borrowed("Nodes_Down");
         }
         match self.sched.pending_info(sched::JobId(j.id.0)) {
-            Some(p) => p.reason.as_str(),
-            None => "Priority".into(),
+            Some(p) => Cow::Owned(p.reason.as_str()),
+            None => Cow::Borrowed("Priority"),
         }
     }
 
-    /// A job's description without the parts in `omit`, whose fields stay empty: a
-    /// listing of 100,000 jobs computes, sends and decodes only what its caller prints.
-    pub(super) fn info_without(&self, j: &Job, omit: Parts) -> JobInfo {
+    /// A job's description without the parts in `omit`, whose fields stay empty (a
+    /// listing of 100,000 jobs computes, sends and decodes only what its caller
+    /// prints), borrowed from the job where it can be: what a listing encodes.
+    pub(super) fn view_without<'a>(&'a self, j: &'a Job, omit: Parts) -> JobView<'a> {
         let keep = |p: Parts| !omit.contains(p);
         let (stdout, stderr) = if keep(Parts::PATHS) {
             let default = if j.submission.array.is_some() || j.submission.array_task.is_some() {
@@ -44,9 +47,9 @@ impl Core {
                 Some(p) => expand(p),
                 None => stdout.clone(),
             };
-            (stdout, stderr)
+            (Cow::Owned(stdout), Cow::Owned(stderr))
         } else {
-            (String::new(), String::new())
+            (Cow::Borrowed(""), Cow::Borrowed(""))
         };
         let array_pending = j
             .submission
@@ -59,29 +62,35 @@ impl Core {
                     .get(&j.id)
                     .map(|a| format_indices(a.remaining().iter().copied()))
                     .unwrap_or_default();
-                match a.throttle {
+                Cow::Owned(match a.throttle {
                     Some(t) => format!("{rest}%{t}"),
                     None => rest,
-                }
+                })
             });
         let reason = if !keep(Parts::REASON) {
             None
         } else if j.state == JobState::Pending {
             Some(self.pending_reason(j))
         } else {
-            j.reason.clone()
+            j.reason.as_deref().map(Cow::Borrowed)
         };
-        let mut resources = j.submission.resources.clone();
-        resources.mem_mb = j.mem_mb;
+        // The memory the job holds, which its request may have left to a default.
+        let resources = if j.submission.resources.mem_mb == j.mem_mb {
+            Cow::Borrowed(&j.submission.resources)
+        } else {
+            let mut r = j.submission.resources.clone();
+            r.mem_mb = j.mem_mb;
+            Cow::Owned(r)
+        };
         let pending = if j.state == JobState::Pending && keep(Parts::PRIORITY) {
             self.sched.pending_info(sched::JobId(j.id.0))
         } else {
             None
         };
-        JobInfo {
+        JobView {
             id: j.id,
-            name: j.submission.name.clone(),
-            user: j.user.clone(),
+            name: &j.submission.name,
+            user: &j.user,
             uid: j.uid,
             gid: j.gid,
             state: j.state,
@@ -89,19 +98,21 @@ impl Core {
             exit_code: j.exit_code,
             signal: j.signal,
             node: j.node.map(|first| {
-                std::iter::once(first)
-                    .chain(j.extra_nodes.iter().copied())
-                    .filter_map(|n| self.nodes.get(&n).map(|n| n.name.clone()))
-                    .collect::<Vec<_>>()
-                    .join(",")
+                Cow::Owned(
+                    std::iter::once(first)
+                        .chain(j.extra_nodes.iter().copied())
+                        .filter_map(|n| self.nodes.get(&n).map(|n| n.name.as_str()))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                )
             }),
             node_id: j.node,
             resources,
-            partition: j.partition.clone(),
+            partition: &j.partition,
             workdir: if keep(Parts::PATHS) {
-                j.submission.workdir.clone()
+                &j.submission.workdir
             } else {
-                String::new()
+                ""
             },
             stdout,
             stderr,
@@ -109,9 +120,9 @@ impl Core {
             start_time_us: j.start_us,
             end_time_us: j.end_us,
             denials: if keep(Parts::DENIALS) {
-                j.denials.clone()
+                &j.denials
             } else {
-                Vec::new()
+                &[]
             },
             expected_start_us: pending
                 .as_ref()
@@ -121,25 +132,25 @@ impl Core {
             array_task: j.submission.array_task,
             array_pending,
             gpus: if j.state.is_active() && keep(Parts::GPUS) {
-                j.gpus.clone()
+                &j.gpus
             } else {
-                Vec::new()
+                &[]
             },
-            usage: j.usage.clone().filter(|_| keep(Parts::USAGE)),
+            usage: j.usage.as_ref().filter(|_| keep(Parts::USAGE)),
             account: if keep(Parts::ACCOUNT) {
-                self.account_of(&j.user).to_string()
+                self.account_of(&j.user)
             } else {
-                String::new()
+                ""
             },
             extra: if keep(Parts::EXTRA) {
-                j.submission.extra.clone()
+                &j.submission.extra
             } else {
-                bulkhead_proto::job::SubmitExtra::default()
+                bulkhead_proto::view::no_extra()
             },
             dependency: if keep(Parts::DEPENDENCY) {
-                self.dependency_text(j)
+                Cow::Owned(self.dependency_text(j))
             } else {
-                String::new()
+                Cow::Borrowed("")
             },
         }
     }
@@ -388,11 +399,12 @@ impl Core {
         caller: &Caller,
         f: &QueueFilter,
         after: Option<JobId>,
-    ) -> (Vec<JobInfo>, Option<JobId>) {
+    ) -> EncodedPage {
         self.queue_page_sized(caller, f, after, PAGE_JOBS, PAGE_BYTES)
     }
 
-    /// [`Core::queue_page`] with its page's limits.
+    /// [`Core::queue_page`] with its page's limits. Each job is encoded as it is read,
+    /// from views of the jobs held ([`JobView`]): no job is copied to be listed.
     pub(super) fn queue_page_sized(
         &self,
         caller: &Caller,
@@ -400,7 +412,7 @@ impl Core {
         after: Option<JobId>,
         page_jobs: usize,
         page_bytes: usize,
-    ) -> (Vec<JobInfo>, Option<JobId>) {
+    ) -> EncodedPage {
         use std::ops::Bound;
         let from = after.map_or(Bound::Unbounded, Bound::Excluded);
         let ids: Box<dyn Iterator<Item = &Job>> = if f.jobs.is_empty() {
@@ -414,21 +426,29 @@ impl Core {
                     .filter_map(|id| self.jobs.get(&id)),
             )
         };
-        let (mut out, mut bytes) = (Vec::new(), 0usize);
+        let mut page = EncodedPage::with_capacity(64 << 10);
+        let mut last = None;
         for j in ids.filter(|j| listed(f, j)) {
-            let Some(info) = self.seen_by(caller, j, f.omit) else {
+            let Some(view) = self.seen_view(caller, j, f.omit) else {
                 continue;
             };
-            let size = wire_estimate(&info);
-            if let Some(last) = out.last().map(|i: &JobInfo| i.id)
-                && (out.len() >= page_jobs || bytes + size > page_bytes)
-            {
-                return (out, Some(last));
+            let size = match page.push(&view) {
+                Ok(n) => n,
+                Err(e) => {
+                    // Nothing the core holds fails to encode; were it to, the job is
+                    // left out rather than the listing.
+                    tracing::error!(job = %j.id, error = %e, "cannot encode a job for a listing");
+                    continue;
+                }
+            };
+            if last.is_some() && (page.len() > page_jobs || page.bytes() > page_bytes) {
+                page.pop(size);
+                page.next = last;
+                return page;
             }
-            bytes += size;
-            out.push(info);
+            last = Some(j.id);
         }
-        (out, None)
+        page
     }
 
     pub(super) fn node_info(&self, n: &Node) -> NodeInfo {
@@ -473,7 +493,7 @@ impl Core {
 }
 
 /// At most this many jobs in a page of a listing, and about this many bytes on the
-/// wire (estimated), well under the frame limit. A page holds the core for a few
+/// wire, well under the frame limit. A page holds the core for a few
 /// milliseconds, and the client asks for the next while it prints this one.
 const PAGE_JOBS: usize = 5_000;
 const PAGE_BYTES: usize = 3 << 20;
@@ -488,35 +508,4 @@ fn listed(f: &QueueFilter, j: &Job) -> bool {
         f.states.contains(&j.state)
     };
     state_ok && (f.uids.is_empty() || f.uids.contains(&j.uid))
-}
-
-/// An upper bound of what a job's record takes in a reply: its strings, its denials,
-/// its GPUs and usage, and the fixed fields.
-fn wire_estimate(j: &JobInfo) -> usize {
-    let strings = [
-        Some(&j.name),
-        Some(&j.user),
-        j.reason.as_ref(),
-        j.node.as_ref(),
-        Some(&j.partition),
-        Some(&j.workdir),
-        Some(&j.stdout),
-        Some(&j.stderr),
-        j.array_pending.as_ref(),
-        j.resources.gpu_model.as_ref(),
-        j.resources.partition.as_ref(),
-        j.resources.mig.as_ref().map(|m| &m.profile),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|s| s.len() + 5)
-    .sum::<usize>();
-    let denials: usize = j
-        .denials
-        .iter()
-        .map(|d| 64 + d.path.as_ref().map_or(0, String::len))
-        .sum();
-    let gpus: usize = j.gpus.iter().map(|g| 8 + g.len() * 64).sum();
-    let usage = j.usage.as_ref().map_or(0, |u| 256 + u.gpus.len() * 64);
-    512 + strings + denials + gpus + usage
 }

@@ -11,6 +11,9 @@
 //! - `squeue_100k_ms_p50`: the same over `--big` (100,000) pending jobs.
 //!
 //! The pending jobs are submitted in-process (the client library), not timed.
+//!
+//! `--pause` keeps the cluster and its jobs up after the figures, until stdin closes
+//! (for profiling one command against it).
 
 use anyhow::{Context, Result, bail};
 use bulkhead_net::client::Client;
@@ -158,6 +161,16 @@ fn main() -> Result<()> {
             },
         )?;
         print(name, &mut t);
+    }
+    if args.iter().any(|a| a == "--pause") {
+        // For profiling: the cluster stays up, with its jobs, until stdin closes.
+        eprintln!(
+            "paused: PATH={}:$PATH BH_BROKER={} BH_MUNGE_SOCKET={} (close stdin to end)",
+            links.display(),
+            c.endpoint,
+            c.munged.socket.display()
+        );
+        std::io::copy(&mut std::io::stdin(), &mut std::io::sink())?;
     }
     Ok(())
 }

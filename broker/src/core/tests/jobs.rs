@@ -747,7 +747,7 @@ fn a_listing_that_omits_parts_empties_exactly_their_fields() {
             omit,
             ..Default::default()
         };
-        c.queue_page(&user(5), &f, None).0
+        c.queue_page(&user(5), &f, None).jobs().unwrap()
     };
     let full = list(&c, Parts::NONE);
     assert_eq!(full.len(), 4);
@@ -810,7 +810,13 @@ fn a_queue_listed_in_pages_lists_each_job_once_within_each_pages_limits() {
         let mut all = Vec::new();
         let (mut after, mut n) = (None, 0);
         loop {
-            let (page, next) = c.queue_page_sized(&user(5), f, after, jobs, bytes);
+            let got = c.queue_page_sized(&user(5), f, after, jobs, bytes);
+            assert!(
+                got.bytes() <= bytes || got.len() == 1,
+                "{} bytes in a page of {bytes}",
+                got.bytes()
+            );
+            let (page, next) = (got.jobs().unwrap(), got.next);
             assert!(
                 page.len() <= jobs.max(1),
                 "{} jobs in a page of {jobs}",

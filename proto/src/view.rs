@@ -1,0 +1,298 @@
+//! A job's description borrowed from where it is kept ([`JobView`]) and a page of a
+//! listing encoded as it goes ([`EncodedPage`]).
+//!
+//! A listing of 100,000 jobs made of owned [`JobInfo`]s copies every job's strings
+//! once to build it and again to encode it. A [`JobView`] borrows them instead and
+//! encodes to exactly [`JobInfo`]'s bytes (the same fields, in the same order, of
+//! types that postcard writes alike: `&str` as `String`, a slice as a `Vec`), so that
+//! the broker writes each job straight into its reply and a client reads it as a
+//! [`JobInfo`]. A test holds the two encodings equal for a job with every field set.
+
+use crate::JobId;
+use crate::acct::JobUsage;
+use crate::ids::NodeId;
+use crate::job::{DeviceDenial, GpuGrant, JobInfo, JobState, ResourceRequest, SubmitExtra};
+use serde::Serialize;
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+/// [`JobInfo`], borrowed: field for field the same, in the same order.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobView<'a> {
+    pub id: JobId,
+    pub name: &'a str,
+    pub user: &'a str,
+    pub uid: u32,
+    pub gid: u32,
+    pub state: JobState,
+    pub reason: Option<Cow<'a, str>>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub node: Option<Cow<'a, str>>,
+    pub node_id: Option<NodeId>,
+    pub resources: Cow<'a, ResourceRequest>,
+    pub partition: &'a str,
+    pub workdir: &'a str,
+    pub stdout: Cow<'a, str>,
+    pub stderr: Cow<'a, str>,
+    pub submit_time_us: u64,
+    pub start_time_us: Option<u64>,
+    pub end_time_us: Option<u64>,
+    pub denials: &'a [DeviceDenial],
+    pub expected_start_us: Option<u64>,
+    pub priority: Option<u64>,
+    pub array_task: Option<(JobId, u32)>,
+    pub array_pending: Option<Cow<'a, str>>,
+    pub gpus: &'a [Vec<GpuGrant>],
+    pub usage: Option<&'a JobUsage>,
+    pub account: &'a str,
+    pub extra: &'a SubmitExtra,
+    pub dependency: Cow<'a, str>,
+}
+
+/// sbatch's other options when a listing leaves them out: all defaults.
+static NO_EXTRA: LazyLock<SubmitExtra> = LazyLock::new(SubmitExtra::default);
+
+/// The options a view shows when a listing leaves them out.
+pub fn no_extra() -> &'static SubmitExtra {
+    &NO_EXTRA
+}
+
+impl<'a> JobView<'a> {
+    /// A view of an owned description.
+    pub fn of(j: &'a JobInfo) -> JobView<'a> {
+        JobView {
+            id: j.id,
+            name: &j.name,
+            user: &j.user,
+            uid: j.uid,
+            gid: j.gid,
+            state: j.state,
+            reason: j.reason.as_deref().map(Cow::Borrowed),
+            exit_code: j.exit_code,
+            signal: j.signal,
+            node: j.node.as_deref().map(Cow::Borrowed),
+            node_id: j.node_id,
+            resources: Cow::Borrowed(&j.resources),
+            partition: &j.partition,
+            workdir: &j.workdir,
+            stdout: Cow::Borrowed(&j.stdout),
+            stderr: Cow::Borrowed(&j.stderr),
+            submit_time_us: j.submit_time_us,
+            start_time_us: j.start_time_us,
+            end_time_us: j.end_time_us,
+            denials: &j.denials,
+            expected_start_us: j.expected_start_us,
+            priority: j.priority,
+            array_task: j.array_task,
+            array_pending: j.array_pending.as_deref().map(Cow::Borrowed),
+            gpus: &j.gpus,
+            usage: j.usage.as_ref(),
+            account: &j.account,
+            extra: &j.extra,
+            dependency: Cow::Borrowed(&j.dependency),
+        }
+    }
+
+    /// The owned description.
+    pub fn to_info(&self) -> JobInfo {
+        JobInfo {
+            id: self.id,
+            name: self.name.to_string(),
+            user: self.user.to_string(),
+            uid: self.uid,
+            gid: self.gid,
+            state: self.state,
+            reason: self.reason.as_deref().map(str::to_string),
+            exit_code: self.exit_code,
+            signal: self.signal,
+            node: self.node.as_deref().map(str::to_string),
+            node_id: self.node_id,
+            resources: self.resources.clone().into_owned(),
+            partition: self.partition.to_string(),
+            workdir: self.workdir.to_string(),
+            stdout: self.stdout.to_string(),
+            stderr: self.stderr.to_string(),
+            submit_time_us: self.submit_time_us,
+            start_time_us: self.start_time_us,
+            end_time_us: self.end_time_us,
+            denials: self.denials.to_vec(),
+            expected_start_us: self.expected_start_us,
+            priority: self.priority,
+            array_task: self.array_task,
+            array_pending: self.array_pending.as_deref().map(str::to_string),
+            gpus: self.gpus.to_vec(),
+            usage: self.usage.cloned(),
+            account: self.account.to_string(),
+            extra: self.extra.clone(),
+            dependency: self.dependency.to_string(),
+        }
+    }
+}
+
+/// A page of a listing as [`crate::msg::ClientReply::JobsPage`] carries it, its jobs
+/// already encoded one after the other ([`crate::codec::encode_page`] frames it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EncodedPage {
+    count: usize,
+    rows: Vec<u8>,
+    /// Ask again after this job for the rest (`None`: the last page).
+    pub next: Option<JobId>,
+}
+
+impl EncodedPage {
+    /// An empty page with room for `bytes` of jobs.
+    pub fn with_capacity(bytes: usize) -> EncodedPage {
+        EncodedPage {
+            rows: Vec::with_capacity(bytes),
+            ..EncodedPage::default()
+        }
+    }
+
+    /// Its number of jobs.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The bytes its jobs take.
+    pub fn bytes(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub(crate) fn rows(&self) -> &[u8] {
+        &self.rows
+    }
+
+    /// Appends a job; returns the bytes it took.
+    pub fn push(&mut self, job: &JobView<'_>) -> Result<usize, postcard::Error> {
+        let before = self.rows.len();
+        self.rows = postcard::to_extend(job, std::mem::take(&mut self.rows))?;
+        self.count += 1;
+        Ok(self.rows.len() - before)
+    }
+
+    /// Takes back the last job pushed, which took `bytes`.
+    pub fn pop(&mut self, bytes: usize) {
+        self.rows.truncate(self.rows.len().saturating_sub(bytes));
+        self.count = self.count.saturating_sub(1);
+    }
+
+    /// The jobs, decoded (for whoever needs them owned: an unpaged listing, tests).
+    pub fn jobs(&self) -> Result<Vec<JobInfo>, postcard::Error> {
+        let mut out = Vec::with_capacity(self.count);
+        let mut rest = &self.rows[..];
+        for _ in 0..self.count {
+            let (j, r) = postcard::take_from_bytes::<JobInfo>(rest)?;
+            out.push(j);
+            rest = r;
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{Exclusive, MigAsk};
+
+    /// A job with every field set to something other than its default.
+    fn full() -> JobInfo {
+        JobInfo {
+            id: JobId(42),
+            name: "train".into(),
+            user: "ann".into(),
+            uid: 1001,
+            gid: 1002,
+            state: JobState::Running,
+            reason: Some("None".into()),
+            exit_code: Some(3),
+            signal: Some(9),
+            node: Some("n1,n2".into()),
+            node_id: Some(NodeId(7)),
+            resources: ResourceRequest {
+                nodes: 2,
+                cpus: 4,
+                mem_mb: 512,
+                gpus: 1,
+                gpu_model: Some("H200".into()),
+                mig: Some(MigAsk {
+                    profile: "1g.18gb".into(),
+                    count: 2,
+                }),
+                time_limit_s: Some(60),
+                partition: Some("gpu".into()),
+            },
+            partition: "gpu".into(),
+            workdir: "/home/ann".into(),
+            stdout: "/home/ann/o".into(),
+            stderr: "/home/ann/e".into(),
+            submit_time_us: 1,
+            start_time_us: Some(2),
+            end_time_us: Some(3),
+            denials: vec![DeviceDenial {
+                dev_type: 'c',
+                major: 195,
+                minor: 1,
+                access: "rw".into(),
+                pid: 77,
+                count: 2,
+                path: Some("/dev/nvidia1".into()),
+            }],
+            expected_start_us: Some(4),
+            priority: Some(5),
+            array_task: Some((JobId(40), 2)),
+            array_pending: Some("3-9".into()),
+            gpus: vec![vec![]],
+            usage: Some(JobUsage::default()),
+            account: "lab".into(),
+            extra: SubmitExtra {
+                comment: Some("a note".into()),
+                nice: 7,
+                exclusive: Exclusive::Node,
+                ..Default::default()
+            },
+            dependency: "afterok:7(unfulfilled)".into(),
+        }
+    }
+
+    /// A view encodes to its job's bytes, field for field (a field added to one and
+    /// not the other changes the bytes), and comes back as the same job.
+    #[test]
+    fn a_view_encodes_as_its_job() {
+        for j in [full(), JobInfo { ..full() }] {
+            let view = JobView::of(&j);
+            assert_eq!(
+                postcard::to_allocvec(&view).unwrap(),
+                postcard::to_allocvec(&j).unwrap()
+            );
+            assert_eq!(view.to_info(), j);
+        }
+        let mut bare = full();
+        bare.extra = SubmitExtra::default();
+        let mut view = JobView::of(&bare);
+        view.extra = no_extra();
+        assert_eq!(
+            postcard::to_allocvec(&view).unwrap(),
+            postcard::to_allocvec(&bare).unwrap()
+        );
+    }
+
+    /// A page's jobs decode as they were pushed; one taken back is gone.
+    #[test]
+    fn a_page_holds_the_jobs_pushed() {
+        let (a, mut b) = (full(), full());
+        b.id = JobId(43);
+        b.name = "eval".into();
+        let mut page = EncodedPage::with_capacity(64);
+        page.push(&JobView::of(&a)).unwrap();
+        let took = page.push(&JobView::of(&b)).unwrap();
+        assert_eq!(page.len(), 2);
+        assert_eq!(page.jobs().unwrap(), vec![a.clone(), b]);
+        page.pop(took);
+        assert_eq!((page.len(), page.jobs().unwrap()), (1, vec![a]));
+    }
+}
