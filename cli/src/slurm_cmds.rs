@@ -152,7 +152,9 @@ struct Squeue {
     #[arg(short = 'v', long = "verbose")]
     verbose: bool,
     /// The order: Slurm's keys, `-` for descending (default `P,t,-p`).
-    #[arg(short = 'S', long = "sort")]
+    /// `-S -i` is a descending sort, as getopt gives an option's value that starts
+    /// with a dash.
+    #[arg(short = 'S', long = "sort", allow_hyphen_values = true)]
     sort: Option<String>,
     #[arg(long = "help", action = clap::ArgAction::Help)]
     help: Option<bool>,

@@ -576,3 +576,53 @@ fn squeue_lists_in_slurms_order() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Invalid sort specification: x"));
 }
+
+/// A listing longer than one of the broker's pages (5,000 jobs) lists every job once,
+/// in id order with `-S i`, in Slurm's order (here the same: one partition, one state,
+/// one priority) by default and backwards with `-S -i`: each page's cursor asks for
+/// the next while this one is read, and each page is decoded over the last.
+#[test]
+fn squeue_lists_every_job_over_several_pages() {
+    let c = Cluster::start_with(ClusterOpts {
+        allow_root_jobs: true,
+        broker_config: Some("[limits.user]\nmax_submitted_jobs = 100000\n".into()),
+        ..ClusterOpts::default()
+    })
+    .expect("cluster");
+    c.wait_node_up().expect("node up");
+    let s = SlurmCommands::install(&c);
+    let mut client =
+        bulkhead_client::Client::connect(&c.endpoint, Some(&c.munged.socket)).expect("client");
+    let wd = c.workdir(None).expect("workdir");
+    let mut ids = Vec::new();
+    for i in 0..11_000 {
+        let mut sub = bulkhead_tests::submission(&wd, &format!("held{i}"), "#!/bin/sh\ntrue\n");
+        sub.extra.hold = true;
+        ids.push(client.submit(sub).expect("submit").to_string());
+    }
+    // Another user's view (squeue runs as a user): root's job names are redacted.
+    let listed = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["-h", "-o", "%i %j %t %r"];
+        all.extend_from_slice(args);
+        s.ok("squeue", &all)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let want: Vec<String> = ids
+        .iter()
+        .map(|id| format!("{id} (hidden) PD JobHeldUser"))
+        .collect();
+    // The first line that differs, rather than 11,000 of them.
+    let same = |got: Vec<String>, want: &[String], what: &str| {
+        assert_eq!(got.len(), want.len(), "{what}: lines listed");
+        if let Some((i, (g, w))) = got.iter().zip(want).enumerate().find(|(_, (g, w))| g != w) {
+            panic!("{what}: line {i} is {g:?}, not {w:?}");
+        }
+    };
+    same(listed(&["-S", "i"]), &want, "id order, every job once");
+    same(listed(&[]), &want, "Slurm's order");
+    let mut down = want.clone();
+    down.reverse();
+    same(listed(&["-S", "-i"]), &down, "backwards");
+}
