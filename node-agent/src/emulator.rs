@@ -380,7 +380,10 @@ impl Shard {
                     continue;
                 }
             };
-            let registered = matches!(msg, BrokerMessage::Registered { .. });
+            // A registration's answer to a node registered already is its
+            // heartbeat interval told again, not another registration.
+            let registered = matches!(msg, BrokerMessage::Registered { .. })
+                && !self.nodes[n].core.is_registered();
             let t = now();
             let fx = self.nodes[n].core.on_broker(msg, t);
             if registered {

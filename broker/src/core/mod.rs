@@ -339,6 +339,8 @@ struct Node {
     unstarted: HashSet<JobId>,
     /// Where its agent takes step connections (empty: nowhere).
     step_endpoint: String,
+    /// The heartbeat interval its agent was last told (0: none yet).
+    beat_ms: u32,
 }
 
 impl Node {
@@ -885,6 +887,7 @@ impl Core {
             AgentMessage::Register(_) => {}
             AgentMessage::Heartbeat { running, launches } => {
                 self.reconcile(&mut fx, node_id, &running, Some(launches), now_us);
+                self.retune_heartbeat(&mut fx, node_id, peer, request_id);
             }
             AgentMessage::JobCompleting { job } => {
                 if let Some(j) = self.jobs.get_mut(&job)

@@ -67,9 +67,51 @@ impl Core {
                 launch_no: HashMap::new(),
                 unstarted: std::collections::HashSet::new(),
                 step_endpoint: String::new(),
+                beat_ms: 0,
             },
         );
         idx
+    }
+
+    /// The answer to a registration: the node's id and its heartbeat interval, which
+    /// the node is noted as told.
+    fn registered(&mut self, id: NodeId) -> BrokerMessage {
+        let heartbeat_ms = self.heartbeat_ms();
+        if let Some(n) = self.nodes.get_mut(&id) {
+            n.beat_ms = heartbeat_ms;
+        }
+        BrokerMessage::Registered {
+            node: id,
+            heartbeat_ms,
+        }
+    }
+
+    /// A node told its interval when the cluster was much smaller or larger is told
+    /// it again, with its next heartbeat: the interval grows with the cluster so that
+    /// all its nodes beat at most [`MAX_HEARTBEATS_PER_S`] times a second in all, which
+    /// holds only if those that registered early (when one beat a second was cheap)
+    /// slow down too. The registration's answer carries it; an agent takes it again
+    /// as it is. Off by half or more: each node is told again a few times as a
+    /// cluster of 10,000 comes up, not at every registration.
+    pub(super) fn retune_heartbeat(
+        &mut self,
+        fx: &mut Effects,
+        id: NodeId,
+        peer: PeerId,
+        request_id: u64,
+    ) {
+        let beat = u64::from(self.heartbeat_ms());
+        let Some(told) = self.nodes.get(&id).map(|n| u64::from(n.beat_ms)) else {
+            return;
+        };
+        if told * 3 / 2 < beat || beat * 3 / 2 < told {
+            let msg = self.registered(id);
+            fx.send.push(Outbound::Agent {
+                peer,
+                request_id,
+                msg,
+            });
+        }
     }
 
     /// What an agent the broker does not know is told: register again, answering a
@@ -259,13 +301,11 @@ impl Core {
                 // (a new challenge would unregister a registered node and cost it
                 // another round, and under load the rounds only grew).
                 if let Some(id) = self.node_by_name.get(&reg.name).copied() {
+                    let msg = self.registered(id);
                     fx.send.push(Outbound::Agent {
                         peer,
                         request_id,
-                        msg: BrokerMessage::Registered {
-                            node: id,
-                            heartbeat_ms: self.heartbeat_ms(),
-                        },
+                        msg,
                     });
                 }
                 return;
@@ -347,13 +387,11 @@ impl Core {
         node.step_endpoint = reg.step_endpoint;
         self.node_by_peer.insert(peer.clone(), id);
         fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));
+        let msg = self.registered(id);
         fx.send.push(Outbound::Agent {
             peer: peer.clone(),
             request_id,
-            msg: BrokerMessage::Registered {
-                node: id,
-                heartbeat_ms: self.heartbeat_ms(),
-            },
+            msg,
         });
         // The ends that happened while the broker was away come first: those jobs are
         // over, with their own state and exit code, not lost with the agent.

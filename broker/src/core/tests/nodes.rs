@@ -307,6 +307,29 @@ fn a_large_clusters_nodes_beat_less_often_and_time_out_later() {
         3001 * 1000 / MAX_HEARTBEATS_PER_S,
         "3,001 nodes beat at most {MAX_HEARTBEATS_PER_S} times a second in all"
     );
+    // The first node, told 100 ms when it was alone, hears the new interval with its
+    // next heartbeat, once: the cluster's beats stay within the bound.
+    let hb = AgentMessage::Heartbeat {
+        running: vec![],
+        launches: 0,
+    };
+    let fx = c.agent(b"p0".to_vec(), 2, None, hb.clone(), 0);
+    assert_eq!(interval(&fx), beat, "told again");
+    let fx = c.agent(b"p0".to_vec(), 3, None, hb.clone(), 0);
+    assert!(
+        !fx.send.iter().any(|o| matches!(
+            o,
+            Outbound::Agent {
+                msg: BrokerMessage::Registered { .. },
+                ..
+            }
+        )),
+        "told once: {:?}",
+        fx.send
+    );
+    // The last, told the current interval, is not told again.
+    let fx = c.agent(b"p3000".to_vec(), 2, None, hb, 0);
+    assert!(fx.send.is_empty(), "{:?}", fx.send);
     // Silent for longer than the configured timeout but not three beats: still up.
     let quiet = 3 * u64::from(beat) * 1000;
     c.tick(quiet);
