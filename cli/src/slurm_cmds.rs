@@ -360,9 +360,9 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
     let now = now_us();
     let mut c = client(g)?;
     if asked.is_empty() && !q.json {
-        // Each job's line made as its page comes (100,000 jobs are never held at
-        // once): printed at once in the broker's order (`-S i`), else kept with its
-        // sort key and printed in order at the end.
+        // Each job's line made as it is decoded (100,000 jobs are never held at
+        // once): printed as it comes in the broker's order (`-S i`), else kept with
+        // its sort key and printed in order at the end.
         let mut stdout = std::io::stdout().lock();
         let mut text = String::new();
         if !q.noheader {
@@ -374,35 +374,44 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
         let mut order = squeue_sort::Order::new(&keys, now);
         let mut value = String::new();
         let mut written = Ok(());
-        c.queue_pages(filter, |page| {
-            if streamed {
-                slurm::squeue_lines(page.iter().filter(|j| shown(j)), &pieces, now, &mut text);
-                if written.is_ok() {
-                    written = stdout.write_all(text.as_bytes());
-                }
-                text.clear();
+        c.queue_each(filter, |j| {
+            if !shown(j) {
                 return;
             }
-            for j in page.iter().filter(|j| shown(j)) {
-                let start = text.len();
-                slurm::squeue_job_line(j, &pieces, now, &mut text, &mut value);
-                rows.push((start, text.len()));
-                order.push(j);
+            let start = text.len();
+            slurm::squeue_job_line(j, &pieces, now, &mut text, &mut value);
+            if streamed {
+                // Written 64 KiB at a time, the header first.
+                if text.len() >= 1 << 16 {
+                    if written.is_ok() {
+                        written = stdout.write_all(text.as_bytes());
+                    }
+                    text.clear();
+                }
+                return;
             }
+            rows.push((start, text.len()));
+            order.push(j);
         })
         .map_err(explain)?;
-        if !streamed {
-            let mut out = String::with_capacity(text.len());
-            out.push_str(&text[..header_len]);
-            for i in order.finish() {
-                let (start, end) = rows[i];
-                out.push_str(&text[start..end]);
-            }
-            text = out;
+        if streamed {
+            written
+                .and_then(|()| stdout.write_all(text.as_bytes()))
+                .and_then(|()| stdout.flush())
+                .context("writing the listing")?;
+            return Ok(ExitCode::SUCCESS);
         }
-        written
-            .and_then(|()| stdout.write_all(text.as_bytes()))
-            .and_then(|()| stdout.flush())
+        // The lines in order, from where they were made (not copied into another
+        // buffer of the listing's size first).
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
+        out.write_all(&text.as_bytes()[..header_len])
+            .and_then(|()| {
+                order.finish().into_iter().try_for_each(|i| {
+                    let (start, end) = rows[i];
+                    out.write_all(&text.as_bytes()[start..end])
+                })
+            })
+            .and_then(|()| out.flush())
             .context("writing the listing")?;
         return Ok(ExitCode::SUCCESS);
     }

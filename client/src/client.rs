@@ -98,6 +98,14 @@ pub(crate) fn connect_error(endpoint: &str, timeout: Duration, error: ZmtpError)
 /// A reply frame that holds a page of a listing, and the page's cursor.
 type PageFrame = (Vec<u8>, Option<JobId>);
 
+/// A page of a listing as [`Client::pages`] hands it over.
+enum Page<'a> {
+    /// As it came: the reply's frame.
+    Frame(&'a [u8]),
+    /// Fetched by an ordinary call, decoded.
+    Jobs(Vec<JobInfo>),
+}
+
 /// A connection to the broker.
 pub struct Client {
     conn: Option<Conn>,
@@ -484,27 +492,51 @@ impl Client {
     /// size fits the frames).
     pub fn queue(&mut self, filter: QueueFilter) -> Result<Vec<JobInfo>, ClientError> {
         let mut all: Vec<JobInfo> = Vec::new();
-        self.queue_pages(filter, |page| {
-            if all.is_empty() {
-                all = std::mem::take(page);
-            } else {
-                all.append(page);
+        self.pages(filter, |page| {
+            match page {
+                Page::Frame(frame) => {
+                    let mut jobs = Vec::new();
+                    codec::decode_reply_into(frame, &mut jobs)?;
+                    all.append(&mut jobs);
+                }
+                Page::Jobs(jobs) => all.extend(jobs),
             }
+            Ok(())
         })?;
         Ok(all)
     }
 
-    /// [`Client::queue`], each page handed to `each` as it comes, in job id order: a
-    /// caller that prints as it goes holds one page, not 100,000 jobs, at a time. The
-    /// next page is asked for before `each` runs, so that the broker makes it while
-    /// the caller prints this one, and is decoded into the same vector, over the jobs
-    /// of this one ([`codec::decode_reply_into`]): a caller that leaves the vector as
-    /// it is (it only reads) lets a listing allocate for its first page only; one
-    /// that takes the jobs out of it gets them for its own.
-    pub fn queue_pages(
+    /// [`Client::queue`], each job handed to `each` as it is decoded, in job id order:
+    /// a caller that prints as it goes holds one job, not 100,000 (nor a page of
+    /// them), decoded over the one before ([`codec::decode_page_each`]: no allocation
+    /// after the first job). The next page is asked for before this one is read, so
+    /// that the broker makes it meanwhile.
+    pub fn queue_each(
         &mut self,
         filter: QueueFilter,
-        mut each: impl FnMut(&mut Vec<JobInfo>),
+        mut each: impl FnMut(&JobInfo),
+    ) -> Result<(), ClientError> {
+        let mut job = None;
+        self.pages(filter, |page| {
+            match page {
+                Page::Frame(frame) => {
+                    codec::decode_page_each(frame, &mut job, &mut each)?;
+                }
+                Page::Jobs(jobs) => jobs.iter().for_each(&mut each),
+            }
+            Ok(())
+        })
+    }
+
+    /// A listing's pages, each handed to `take` as it comes: the next page is asked
+    /// for as soon as this one's cursor is read (the broker makes it while this one is
+    /// read and printed). A page comes as its frame; one that an ordinary call had to
+    /// fetch (after a refusal to slow down, a standby, a lost connection: the call
+    /// retries) comes decoded.
+    fn pages(
+        &mut self,
+        filter: QueueFilter,
+        mut take: impl FnMut(Page<'_>) -> Result<(), ClientError>,
     ) -> Result<(), ClientError> {
         let page = |after| ClientOp::QueuePage {
             filter: filter.clone(),
@@ -517,33 +549,26 @@ impl Client {
             ))),
             _ => Ok(next),
         };
-        let mut jobs: Vec<JobInfo> = Vec::new();
         let mut after = None;
         let mut asked = self.send(page(after)).ok();
         loop {
-            // The page asked for: its cursor read first and the next page asked for
-            // at once (the broker makes it while this one is read and printed), then
-            // its jobs decoded in place. Any other answer, or none (a refusal to slow
-            // down, a standby, a lost connection), is left to an ordinary call, which
-            // retries.
             let next = match asked.and_then(|id| self.page_frame(id).transpose()) {
                 Some(Ok((frame, next))) => {
                     let next = forward(next, after)?;
                     asked = next.and_then(|n| self.send(page(Some(n))).ok());
-                    codec::decode_reply_into(&frame, &mut jobs)?;
+                    take(Page::Frame(&frame))?;
                     next
                 }
                 Some(Err(_)) | None => match self.call(page(after))? {
-                    ClientReply::JobsPage { jobs: j, next } => {
-                        jobs = j;
+                    ClientReply::JobsPage { jobs, next } => {
                         let next = forward(next, after)?;
                         asked = next.and_then(|n| self.send(page(Some(n))).ok());
+                        take(Page::Jobs(jobs))?;
                         next
                     }
                     reply => return Err(ClientError::Unexpected(format!("{reply:?}"))),
                 },
             };
-            each(&mut jobs);
             match next {
                 Some(n) => after = Some(n),
                 None => return Ok(()),

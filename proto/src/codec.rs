@@ -116,6 +116,8 @@ pub enum DecodeError {
     TrailingBytes { kind: Kind, n: usize },
     #[error("message over a limit: {0}")]
     Limit(LimitError),
+    #[error("expected a page of a listing")]
+    NotAPage,
 }
 
 impl From<LimitError> for DecodeError {
@@ -296,6 +298,50 @@ pub fn decode_reply_into(
     }
     crate::limits::check("jobs", jobs.len(), crate::limits::MAX_LIST)?;
     Ok((header, ReplyInto::Page { next }))
+}
+
+/// A reply frame that holds a page of a listing, its jobs handed to `each` one at a
+/// time as they are decoded, each into `job` over the one before (a listing of any
+/// size holds one job, not a page of them, and allocates for its first job only);
+/// returns the page's cursor. The count is bounded before any job is read; a frame
+/// found malformed part way has had its first jobs handed over, and is an error.
+pub fn decode_page_each(
+    frame: &[u8],
+    job: &mut Option<crate::JobInfo>,
+    mut each: impl FnMut(&crate::JobInfo),
+) -> Result<Option<crate::JobId>, DecodeError> {
+    use crate::msg::ClientReply;
+    use serde::Deserialize;
+    header_of::<ClientReply>(frame)?;
+    let body = |error| DecodeError::Body {
+        kind: ClientReply::KIND,
+        error,
+    };
+    let mut de = postcard::Deserializer::from_bytes(&frame[HEADER_LEN..]);
+    if u32::deserialize(&mut de).map_err(body)? != JOBS_PAGE_VARIANT {
+        return Err(DecodeError::NotAPage);
+    }
+    let next = Option::<crate::JobId>::deserialize(&mut de).map_err(body)?;
+    let n = usize::deserialize(&mut de).map_err(body)?;
+    crate::limits::check("jobs", n, crate::limits::MAX_LIST)?;
+    for _ in 0..n {
+        let j = match job {
+            Some(j) => {
+                crate::JobInfo::deserialize_in_place(&mut de, j).map_err(body)?;
+                j
+            }
+            None => job.insert(crate::JobInfo::deserialize(&mut de).map_err(body)?),
+        };
+        each(j);
+    }
+    let rest = de.finalize().map_err(body)?;
+    if !rest.is_empty() {
+        return Err(DecodeError::TrailingBytes {
+            kind: ClientReply::KIND,
+            n: rest.len(),
+        });
+    }
+    Ok(next)
 }
 
 /// What must hold for any frame from the network, as the fuzz targets and the corpus
@@ -578,6 +624,23 @@ mod tests {
             };
             assert_eq!(encode_page(4, &page).unwrap(), encode(4, &whole).unwrap());
         }
+        // A job at a time: the same jobs, in order, one buffer.
+        let frame = encode(
+            5,
+            &ClientReply::JobsPage {
+                jobs: jobs.clone(),
+                next: Some(JobId(77)),
+            },
+        )
+        .unwrap();
+        let (mut one, mut seen) = (None, Vec::new());
+        let next = decode_page_each(&frame, &mut one, |j| seen.push(j.clone())).unwrap();
+        assert_eq!((next, &seen), (Some(JobId(77)), &jobs));
+        let other = encode(6, &ClientReply::Done("ok".into())).unwrap();
+        assert!(matches!(
+            decode_page_each(&other, &mut one, |_| {}),
+            Err(DecodeError::NotAPage)
+        ));
         // Cut short, or with a byte more: refused, as decode refuses them.
         let frame = encode(
             9,
