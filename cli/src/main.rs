@@ -813,18 +813,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for u in user {
                 filter.uids.push(uid_of(u)?);
             }
-            let list = client(&cli.g)?.queue(filter).map_err(explain)?;
             if *json {
+                let list = client(&cli.g)?.queue(filter).map_err(explain)?;
                 println!("{}", output::json(&list)?);
             } else {
-                print!(
-                    "{}",
-                    if *long {
-                        output::queue_long(&list, now_us())
-                    } else {
-                        output::queue(&list, now_us())
-                    }
-                );
+                // Each job's row made as it is decoded: the table holds its cells,
+                // not the jobs.
+                let (now, long) = (now_us(), *long);
+                let mut t = output::queue_table(long);
+                client(&cli.g)?
+                    .queue_each(filter, |j| output::queue_row(&mut t, j, long, now))
+                    .map_err(explain)?;
+                print!("{}", t.render());
             }
         }
         Cmd::Show {

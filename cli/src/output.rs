@@ -74,35 +74,111 @@ pub fn json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
 
 /// Aligns rows under a header, two spaces apart, the last column unpadded.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let rows: Vec<Vec<Cow<'_, str>>> = rows
-        .iter()
-        .map(|r| r.iter().map(|c| escape(c)).collect())
-        .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in &rows {
-        for (i, c) in r.iter().enumerate() {
-            if i < widths.len() {
-                widths[i] = widths[i].max(c.chars().count());
-            }
+    let mut t = Table::new(header);
+    for r in rows {
+        for c in r {
+            t.cell(c);
+        }
+        t.end_row();
+    }
+    t.render()
+}
+
+/// A table made a row at a time, laid out as [`table`] lays it out: each cell
+/// escaped, each column as wide as its widest cell (in characters), two blanks between
+/// columns, the last column unpadded. Its cells are kept in one buffer, with their
+/// ends: a listing of 100,000 jobs is that buffer, not 800,000 strings.
+#[derive(Debug)]
+pub struct Table {
+    header: Vec<String>,
+    widths: Vec<usize>,
+    text: String,
+    /// Where each cell ends in `text`.
+    ends: Vec<usize>,
+    /// Where each row ends in `ends`.
+    rows: Vec<usize>,
+    /// A cell being written ([`Table::cell_with`]).
+    scratch: String,
+}
+
+/// A cell's width in characters (an ASCII cell's is its length).
+fn width(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Table {
+        Table {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            widths: header.iter().map(|h| width(h)).collect(),
+            text: String::new(),
+            ends: Vec::new(),
+            rows: Vec::new(),
+            scratch: String::new(),
         }
     }
-    let mut out = String::new();
-    let line = |cells: Vec<&str>, out: &mut String| {
-        let n = cells.len();
-        for (i, c) in cells.into_iter().enumerate() {
-            if i + 1 == n {
+
+    /// The next cell of the current row.
+    pub fn cell(&mut self, c: &str) {
+        let col = self.ends.len() - self.rows.last().copied().unwrap_or(0);
+        let c = escape(c);
+        if let Some(w) = self.widths.get_mut(col) {
+            *w = (*w).max(width(&c));
+        }
+        self.text.push_str(&c);
+        self.ends.push(self.text.len());
+    }
+
+    /// The next cell, written by `write` (without a string of its own).
+    pub fn cell_with(&mut self, write: impl FnOnce(&mut String)) {
+        let mut c = std::mem::take(&mut self.scratch);
+        c.clear();
+        write(&mut c);
+        self.cell(&c);
+        self.scratch = c;
+    }
+
+    /// Ends the current row.
+    pub fn end_row(&mut self) {
+        self.rows.push(self.ends.len());
+    }
+
+    /// The table, its header first.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(
+            self.text.len() + (self.rows.len() + 1) * self.widths.iter().sum::<usize>(),
+        );
+        let line = |cells: &mut dyn Iterator<Item = &str>, n: usize, out: &mut String| {
+            for (i, c) in cells.enumerate() {
                 out.push_str(c);
-            } else {
-                let _ = write!(out, "{c:<w$}  ", w = widths[i]);
+                if i + 1 < n {
+                    let w = self.widths.get(i).copied().unwrap_or(0);
+                    for _ in width(c)..w + 2 {
+                        out.push(' ');
+                    }
+                }
             }
+            out.push('\n');
+        };
+        let n = self.header.len();
+        line(&mut self.header.iter().map(String::as_str), n, &mut out);
+        let (mut cell, mut at) = (0, 0);
+        for &row_end in &self.rows {
+            let n = row_end - cell;
+            let mut cells = (cell..row_end).map(|k| {
+                let c = &self.text[at..self.ends[k]];
+                at = self.ends[k];
+                c
+            });
+            line(&mut cells, n, &mut out);
+            cell = row_end;
         }
-        out.push('\n');
-    };
-    line(header.to_vec(), &mut out);
-    for r in &rows {
-        line(r.iter().map(|c| c.as_ref()).collect(), &mut out);
+        out
     }
-    out
 }
 
 fn elapsed(j: &JobInfo, now_us: u64) -> Option<u64> {
@@ -113,80 +189,26 @@ fn elapsed(j: &JobInfo, now_us: u64) -> Option<u64> {
 
 /// `bh queue`, as `squeue` lays it out.
 pub fn queue(jobs: &[JobInfo], now_us: u64) -> String {
-    let rows: Vec<Vec<String>> = jobs
-        .iter()
-        .map(|j| {
-            let t = elapsed(j, now_us)
-                .map(|s| format_time(Some(s)))
-                .unwrap_or_else(|| "0:00".into());
-            let where_ = match (&j.node, j.state) {
-                (_, bulkhead_proto::JobState::Pending) => {
-                    format!("({})", j.reason.as_deref().unwrap_or("None"))
-                }
-                (Some(n), _) => n.clone(),
-                (None, _) => String::new(),
-            };
-            vec![
-                display_id(j),
-                j.partition.clone(),
-                truncate(&j.name, 20),
-                j.user.clone(),
-                j.state.short().to_string(),
-                t,
-                j.resources.nodes.max(1).to_string(),
-                where_,
-            ]
-        })
-        .collect();
-    table(
-        &[
-            "JOBID",
-            "PARTITION",
-            "NAME",
-            "USER",
-            "ST",
-            "TIME",
-            "NODES",
-            "NODELIST(REASON)",
-        ],
-        &rows,
-    )
+    let mut t = queue_table(false);
+    for j in jobs {
+        queue_row(&mut t, j, false, now_us);
+    }
+    t.render()
 }
 
 /// `bh queue --long`: with priority and expected start (as `squeue --start`).
 pub fn queue_long(jobs: &[JobInfo], now_us: u64) -> String {
-    let rows: Vec<Vec<String>> = jobs
-        .iter()
-        .map(|j| {
-            let start = match (j.state, j.expected_start_us, j.start_time_us) {
-                (bulkhead_proto::JobState::Pending, Some(t), _) => timestamp(Some(t)),
-                (bulkhead_proto::JobState::Pending, None, _) => "N/A".into(),
-                (_, _, s) => timestamp(s),
-            };
-            let reason = match j.state {
-                bulkhead_proto::JobState::Pending => j.reason.clone().unwrap_or_default(),
-                _ => j.node.clone().unwrap_or_default(),
-            };
-            vec![
-                display_id(j),
-                j.partition.clone(),
-                truncate(&j.name, 20),
-                j.user.clone(),
-                j.state.as_str().to_string(),
-                j.priority
-                    .map(|p| p.to_string())
-                    .unwrap_or_else(|| "-".into()),
-                format_time(j.resources.time_limit_s),
-                elapsed(j, now_us)
-                    .map(|s| format_time(Some(s)))
-                    .unwrap_or_else(|| "0:00".into()),
-                start,
-                reason,
-            ]
-        })
-        .collect();
-    table(
-        &[
+    let mut t = queue_table(true);
+    for j in jobs {
+        queue_row(&mut t, j, true, now_us);
+    }
+    t.render()
+}
+
+/// `bh queue`'s table (`long`: `--long`'s), its rows to come ([`queue_row`]).
+pub fn queue_table(long: bool) -> Table {
+    if long {
+        Table::new(&[
             "JOBID",
             "PARTITION",
             "NAME",
@@ -197,26 +219,92 @@ pub fn queue_long(jobs: &[JobInfo], now_us: u64) -> String {
             "TIME",
             "START_TIME",
             "NODELIST(REASON)",
-        ],
-        &rows,
-    )
+        ])
+    } else {
+        Table::new(&[
+            "JOBID",
+            "PARTITION",
+            "NAME",
+            "USER",
+            "ST",
+            "TIME",
+            "NODES",
+            "NODELIST(REASON)",
+        ])
+    }
+}
+
+/// A job's row of [`queue_table`].
+pub fn queue_row(t: &mut Table, j: &JobInfo, long: bool, now_us: u64) {
+    use bulkhead_proto::JobState;
+    t.cell_with(|v| display_id_into(j, v));
+    t.cell(&j.partition);
+    t.cell(truncated(&j.name, 20));
+    t.cell(&j.user);
+    let time = |v: &mut String| match elapsed(j, now_us) {
+        Some(s) => v.push_str(&format_time(Some(s))),
+        None => v.push_str("0:00"),
+    };
+    if long {
+        t.cell(j.state.as_str());
+        t.cell_with(|v| match j.priority {
+            Some(p) => {
+                let _ = write!(v, "{p}");
+            }
+            None => v.push('-'),
+        });
+        t.cell(&format_time(j.resources.time_limit_s));
+        t.cell_with(time);
+        t.cell(&match (j.state, j.expected_start_us, j.start_time_us) {
+            (JobState::Pending, Some(at), _) => timestamp(Some(at)),
+            (JobState::Pending, None, _) => "N/A".into(),
+            (_, _, s) => timestamp(s),
+        });
+        t.cell(match j.state {
+            JobState::Pending => j.reason.as_deref().unwrap_or_default(),
+            _ => j.node.as_deref().unwrap_or_default(),
+        });
+    } else {
+        t.cell(j.state.short());
+        t.cell_with(time);
+        t.cell_with(|v| {
+            let _ = write!(v, "{}", j.resources.nodes.max(1));
+        });
+        t.cell_with(|v| match (&j.node, j.state) {
+            (_, JobState::Pending) => {
+                v.push('(');
+                v.push_str(j.reason.as_deref().unwrap_or("None"));
+                v.push(')');
+            }
+            (Some(n), _) => v.push_str(n),
+            (None, _) => {}
+        });
+    }
+    t.end_row();
 }
 
 /// A job's id as Slurm users read it: `J`, `J_5` for a task of array J, `J_[6-9%2]`
 /// for an array's tasks not started yet.
 pub fn display_id(j: &JobInfo) -> String {
-    match (&j.array_task, &j.array_pending) {
-        (Some((array, task)), _) => format!("{array}_{task}"),
-        (None, Some(rest)) if !rest.is_empty() => format!("{}_[{rest}]", j.id),
-        _ => j.id.to_string(),
-    }
+    let mut v = String::new();
+    display_id_into(j, &mut v);
+    v
 }
 
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        s.chars().take(n).collect()
+/// [`display_id`], written at the end of `v`.
+fn display_id_into(j: &JobInfo, v: &mut String) {
+    let _ = match (&j.array_task, &j.array_pending) {
+        (Some((array, task)), _) => write!(v, "{array}_{task}"),
+        (None, Some(rest)) if !rest.is_empty() => write!(v, "{}_[{rest}]", j.id),
+        _ => write!(v, "{}", j.id),
+    };
+}
+
+/// `s`'s first `n` characters.
+fn truncated(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((at, _)) => &s[..at],
+        None => s,
     }
 }
 
@@ -433,6 +521,25 @@ mod tests {
             &[vec!["xxx".into(), "y".into(), "last col".into()]],
         );
         assert_eq!(t, "A    BB  C\nxxx  y   last col\n");
+    }
+
+    /// A table made a cell at a time: widths in characters, cells escaped (a control
+    /// character's escape counts for its width), rows of any length.
+    #[test]
+    fn a_table_made_a_cell_at_a_time_lays_out_as_a_table() {
+        let mut t = Table::new(&["N", "V"]);
+        t.cell("\u{e4}\u{e4}\u{e4}");
+        t.cell_with(|v| v.push('1'));
+        t.end_row();
+        t.cell("a\tb");
+        t.cell("2");
+        t.end_row();
+        t.cell("only");
+        t.end_row();
+        assert_eq!(
+            t.render(),
+            "N     V\n\u{e4}\u{e4}\u{e4}   1\na\\tb  2\nonly\n"
+        );
     }
 
     #[test]
