@@ -358,6 +358,29 @@ pub fn check_untrusted_frame<M: Message>(frame: &[u8]) {
     }
 }
 
+/// [`check_untrusted_frame`] for a reply, and the listing's own readers of it: the
+/// cursor, the in-place decode and the job-at-a-time decode never panic, and on a
+/// frame [`decode`] accepts they read what it reads.
+pub fn check_untrusted_reply(frame: &[u8]) {
+    use crate::msg::ClientReply;
+    check_untrusted_frame::<ClientReply>(frame);
+    let cursor = page_cursor(frame);
+    let mut into = Vec::new();
+    let in_place = decode_reply_into(frame, &mut into);
+    let (mut one, mut each) = (None, Vec::new());
+    let one_by_one = decode_page_each(frame, &mut one, |j| each.push(j.clone()));
+    if let Ok((_, ClientReply::JobsPage { jobs, next })) = decode::<ClientReply>(frame) {
+        assert_eq!(cursor, Some(next), "the cursor read alone");
+        assert!(
+            matches!(in_place, Ok((_, ReplyInto::Page { next: n })) if n == next),
+            "decoded in place: {in_place:?}"
+        );
+        assert_eq!(into, jobs, "the jobs decoded in place");
+        assert_eq!(one_by_one.ok(), Some(next), "decoded a job at a time");
+        assert_eq!(each, jobs, "the jobs decoded one at a time");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
