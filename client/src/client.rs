@@ -99,9 +99,9 @@ pub(crate) fn connect_error(endpoint: &str, timeout: Duration, error: ZmtpError)
 type PageFrame = (Vec<u8>, Option<JobId>);
 
 /// A page of a listing as [`Client::pages`] hands it over.
-enum Page<'a> {
+enum Page {
     /// As it came: the reply's frame.
-    Frame(&'a [u8]),
+    Frame(Vec<u8>),
     /// Fetched by an ordinary call, decoded.
     Jobs(Vec<JobInfo>),
 }
@@ -496,7 +496,7 @@ impl Client {
             match page {
                 Page::Frame(frame) => {
                     let mut jobs = Vec::new();
-                    codec::decode_reply_into(frame, &mut jobs)?;
+                    codec::decode_reply_into(&frame, &mut jobs)?;
                     all.append(&mut jobs);
                 }
                 Page::Jobs(jobs) => all.extend(jobs),
@@ -520,7 +520,7 @@ impl Client {
         self.pages(filter, |page| {
             match page {
                 Page::Frame(frame) => {
-                    codec::decode_page_each(frame, &mut job, &mut each)?;
+                    codec::decode_page_each(&frame, &mut job, &mut each)?;
                 }
                 Page::Jobs(jobs) => jobs.iter().for_each(&mut each),
             }
@@ -536,7 +536,7 @@ impl Client {
     fn pages(
         &mut self,
         filter: QueueFilter,
-        mut take: impl FnMut(Page<'_>) -> Result<(), ClientError>,
+        mut take: impl FnMut(Page) -> Result<(), ClientError>,
     ) -> Result<(), ClientError> {
         let page = |after| ClientOp::QueuePage {
             filter: filter.clone(),
@@ -552,23 +552,16 @@ impl Client {
         let mut after = None;
         let mut asked = self.send(page(after)).ok();
         loop {
-            let next = match asked.and_then(|id| self.page_frame(id).transpose()) {
-                Some(Ok((frame, next))) => {
-                    let next = forward(next, after)?;
-                    asked = next.and_then(|n| self.send(page(Some(n))).ok());
-                    take(Page::Frame(&frame))?;
-                    next
-                }
+            let (got, next) = match asked.and_then(|id| self.page_frame(id).transpose()) {
+                Some(Ok((frame, next))) => (Page::Frame(frame), next),
                 Some(Err(_)) | None => match self.call(page(after))? {
-                    ClientReply::JobsPage { jobs, next } => {
-                        let next = forward(next, after)?;
-                        asked = next.and_then(|n| self.send(page(Some(n))).ok());
-                        take(Page::Jobs(jobs))?;
-                        next
-                    }
+                    ClientReply::JobsPage { jobs, next } => (Page::Jobs(jobs), next),
                     reply => return Err(ClientError::Unexpected(format!("{reply:?}"))),
                 },
             };
+            let next = forward(next, after)?;
+            asked = next.and_then(|n| self.send(page(Some(n))).ok());
+            take(got)?;
             match next {
                 Some(n) => after = Some(n),
                 None => return Ok(()),
