@@ -18,6 +18,8 @@ pub struct Site {
     pub def_mem_per_cpu_mb: u64,
     /// Each partition's default time limit (`None`: unlimited).
     pub default_time_s: Vec<(String, Option<u64>)>,
+    /// Each partition's longest time limit (`None`: unlimited).
+    pub max_time_s: Vec<(String, Option<u64>)>,
     /// Jobs that are arrays: a dependency on one is on all its tasks, which Slurm
     /// shows as `J_*`.
     pub arrays: Vec<JobId>,
@@ -78,7 +80,30 @@ pub fn site_refusal(r: &Resolved, site: &Site, now_us: u64) -> Option<&'static s
     if e.deadline_us.is_some_and(|d| d < now_us) {
         return Some("Requested time limit is invalid (missing or exceeds some limit)");
     }
+    // --time-min over the partition's longest limit, or over the job's own limit
+    // (the partition's default when it gave none), in every partition named.
+    if let Some(min) = e.time_min_s {
+        let time_of = |list: &[(String, Option<u64>)], p: &str| {
+            list.iter().find(|(n, _)| n == p).and_then(|(_, t)| *t)
+        };
+        let over = |p: &str| {
+            let limit = match (res_limit(r), e.no_limit) {
+                (Some(l), _) => Some(l),
+                (None, true) => None,
+                (None, false) => time_of(&site.default_time_s, p),
+            };
+            time_of(&site.max_time_s, p).is_some_and(|m| min > m) || limit.is_some_and(|l| min > l)
+        };
+        if named.split(',').all(over) {
+            return Some("Invalid time-min specification (exceeds job's time or other limits)");
+        }
+    }
     None
+}
+
+/// The time limit a submission names (none for `UNLIMITED`).
+fn res_limit(r: &Resolved) -> Option<u64> {
+    r.resources.time_limit_s.filter(|_| !r.extra.no_limit)
 }
 
 /// Who submitted, from where, and the job's id, for the fields that name them.
@@ -232,12 +257,7 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     let ntasks = r.layout.ntasks.unwrap_or(res.nodes);
     // While it waits a job's CPUs are its tasks': those asked for, else one per node
     // of an exact -N, else one (--mincpus and --cpus-per-gpu show elsewhere).
-    let tasks_for_cpus = match r.layout.ntasks {
-        Some(n) => n,
-        None if r.nodes_max.is_none_or(|m| m == res.nodes) => res.nodes,
-        None => 1,
-    };
-    let cpus = tasks_for_cpus.saturating_mul(cpus_per_task);
+    let cpus = r.cpus_tasks.saturating_mul(cpus_per_task);
     // A waiting job's node count is slurmctld's estimate from its tasks
     // (`_pack_pending_job_details`), with the maximum asked for beside it.
     let est = estimate_nodes(r, site.node_cpus);

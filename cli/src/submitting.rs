@@ -22,45 +22,27 @@ pub(crate) struct Submit {
 pub(crate) fn build_submission(rest: &[String], bh_defaults: bool) -> anyhow::Result<Submit> {
     // Options come before the script: everything up to the first word that is not an
     // option or an option's value is for bh.
-    let cli_opts_end = opts::split_at_script(rest).map_err(anyhow::Error::msg)?;
-    let (flags, script_and_args) = rest.split_at(cli_opts_end);
-    let mut cli_opts = opts::parse_words(flags).map_err(|e| {
-        let first = e.render().to_string();
-        let first = first
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches("error: ");
-        opts::OptsError::Syntax(first.to_string())
-    })?;
+    let opts::CommandLine {
+        opts: mut cli_opts,
+        script,
+        args,
+    } = opts::command_line(rest)?;
     cli_opts.bh_defaults = bh_defaults;
-    if cli_opts.wrap.is_some() && !script_and_args.is_empty() {
-        return Err(opts::OptsError::Refused(
-            "Script arguments not permitted with --wrap option".into(),
-        )
-        .into());
-    }
-    let (script, script_name, args): (String, String, Vec<String>) = match cli_opts.wrap.as_deref()
-    {
-        Some(cmd) => (
-            format!("#!/bin/sh\n# This script was created by bh --wrap.\n\n{cmd}\n"),
-            "wrap".into(),
-            script_and_args.to_vec(),
-        ),
-        None => match script_and_args.split_first() {
-            None => (read_stdin()?, "stdin".into(), vec![]),
-            Some((p, a)) if p == "-" => (read_stdin()?, "stdin".into(), a.to_vec()),
-            Some((p, a)) => {
-                let file = std::fs::File::open(p)
-                    .with_context(|| format!("cannot read batch script {p}"))?;
-                let text = read_script(file, &format!("batch script {p}"))?;
-                let name = std::path::Path::new(p)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| p.clone());
-                (text, name, a.to_vec())
-            }
-        },
+    let (script, script_name): (String, String) = match script {
+        opts::ScriptSource::Wrap(text) => (text, "wrap".into()),
+        opts::ScriptSource::Stdin => (read_stdin()?, "stdin".into()),
+        opts::ScriptSource::Path(p) => {
+            let file = std::fs::File::open(&p).map_err(|e| opts::OptsError::Fatal {
+                what: format!("Unable to open file {p}"),
+                detail: e.to_string(),
+            })?;
+            let text = read_script(file, &format!("batch script {p}"))?;
+            let name = std::path::Path::new(&p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| p.clone());
+            (text, name)
+        }
     };
     let (merged, r) =
         opts::submission_opts_parsed(cli_opts.clone(), &script, |k| std::env::var(k).ok())?;

@@ -10,11 +10,15 @@
 //! recorded cluster ([`site_refusal`]); `--test-only` is compared by its answer. A
 //! request Slurm takes only held and refuses from a running cluster ("can never run")
 //! may be refused at submission. The cases go
-//! through the `sbatch` binary's path (`submission_opts`: the `#!` check, the
-//! environment, the script, the command line) with `--hold` first, as recorded.
+//! through the `sbatch` binary's path (`command_line`: the words split into options,
+//! the script and its arguments, each option's value checked; then the `#!` check,
+//! the environment, the script's directives) as recorded: `sbatch --hold FLAGS
+//! script.sh`.
 //! Agreement must reach the target, 97%; every disagreement is printed.
 
-use bulkhead_cli::opts::{OptsError, submission_opts};
+use bulkhead_cli::opts::{
+    CommandLine, OptsError, ScriptSource, command_line, submission_opts_parsed,
+};
 use bulkhead_cli::slurm_pending::{Site, Submitter, pending_fields, site_refusal};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -44,6 +48,7 @@ fn recorded_site(arrays: Vec<bulkhead_proto::JobId>) -> Site {
         default_partition: "batch".into(),
         def_mem_per_cpu_mb: 1024,
         default_time_s: vec![("batch".into(), None), ("debug".into(), Some(1800))],
+        max_time_s: vec![("batch".into(), None), ("debug".into(), Some(7200))],
         arrays,
         partition_nodes: vec![
             (
@@ -96,44 +101,49 @@ const JOB_ID: u64 = 987_654_321;
 
 /// GPUs as Slurm's `TresPerNode`, `TresPerJob` and `TresPerTask`
 /// (`gres:gpu[:TYPE][:N],...`, a count of 1 when none is written) say, per node,
-/// against what Bulkhead asks for on each node. A per-node count is the node's; else
-/// the job's spread over its nodes; else the task's times the tasks on a node.
+/// against what Bulkhead asks for on each node: a per-node count is the node's, the
+/// job's is spread over its nodes, the task's is times the tasks on a node; of a kind
+/// (whole GPUs, or one MIG profile's slices) a node needs the most any of them says.
 fn gpus_agree(f: &Value, r: &bulkhead_cli::opts::Resolved) -> Result<(), String> {
     let nodes = r.resources.nodes.max(1);
     let tasks = r.layout.ntasks.unwrap_or(nodes);
-    let (source, scale): (Option<&str>, Box<dyn Fn(u32) -> u32>) = match (
-        f["TresPerNode"].as_str(),
-        f["TresPerJob"].as_str(),
-        f["TresPerTask"].as_str(),
-    ) {
-        (Some(v), _, _) => (Some(v), Box::new(|n| n)),
-        (None, Some(v), _) => (Some(v), Box::new(move |n: u32| n.div_ceil(nodes))),
-        (None, None, Some(v)) => (
-            Some(v),
-            Box::new(move |n: u32| n.saturating_mul(tasks.div_ceil(nodes))),
-        ),
-        _ => (None, Box::new(|n| n)),
-    };
+    let per_task = tasks.div_ceil(nodes);
+    // Each source and how a count in it becomes a node's.
+    let sources = [
+        ("TresPerNode", 1, 1),
+        ("TresPerJob", 1, nodes),
+        ("TresPerTask", per_task, 1),
+    ];
     let mut whole = 0;
     let mut model = None;
-    let mut slices = None;
-    for item in source.unwrap_or("").split(',').filter(|i| !i.is_empty()) {
-        let parts: Vec<&str> = item.trim_start_matches("gres:").split(':').collect();
-        let (ty, n) = match parts.as_slice() {
-            ["gpu"] => (None, 1),
-            ["gpu", n] if n.parse::<u32>().is_ok() => (None, n.parse::<u32>().unwrap_or(0)),
-            ["gpu", t] => (Some(*t), 1),
-            ["gpu", t, n] => (Some(*t), n.parse::<u32>().unwrap_or(0)),
-            _ => (None, 0),
-        };
-        let n = scale(n);
-        match ty {
-            Some(t) if t.contains('.') => slices = Some((t.to_string(), n)),
-            Some(t) => {
-                model = Some(t.to_string());
-                whole += n;
+    let mut slices: Option<(String, u32)> = None;
+    for (key, times, over) in sources {
+        for item in f[key]
+            .as_str()
+            .unwrap_or("")
+            .split(',')
+            .filter(|i| !i.is_empty())
+        {
+            let parts: Vec<&str> = item.trim_start_matches("gres:").split(':').collect();
+            let (ty, n) = match parts.as_slice() {
+                ["gpu"] => (None, 1),
+                ["gpu", n] if n.parse::<u32>().is_ok() => (None, n.parse::<u32>().unwrap_or(0)),
+                ["gpu", t] => (Some(*t), 1),
+                ["gpu", t, n] => (Some(*t), n.parse::<u32>().unwrap_or(0)),
+                _ => (None, 0),
+            };
+            let n = n.saturating_mul(times).div_ceil(over);
+            match ty {
+                Some(t) if t.contains('.') => {
+                    let most = slices.as_ref().map_or(0, |s| s.1).max(n);
+                    slices = (most > 0).then(|| (t.to_string(), most));
+                }
+                Some(t) => {
+                    model = Some(t.to_string());
+                    whole = whole.max(n);
+                }
+                None => whole = whole.max(n),
             }
-            None => whole += n,
         }
     }
     let theirs = format!("{whole} {model:?} {slices:?}");
@@ -164,8 +174,37 @@ fn sbatch_reads_batch_options_as_slurm_does() {
 fn sbatch_reads_the_projects_recorded_submissions_as_slurm_did() {
     compare_cases(
         &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/recorded-sbatch/cases"),
-        200,
+        590,
     );
+}
+
+/// What sbatch's path makes of the recorder's `sbatch FLAGS script.sh`: its words read
+/// as the binary reads them (the first word that is not an option or an option's value
+/// is the script), the script read from the case when it is `script.sh`. Any other
+/// file is missing in the recorder's directory, and standard input was empty.
+fn sbatch_reads(
+    flags: &[String],
+    script: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(bulkhead_cli::opts::SubmitOpts, bulkhead_cli::opts::Resolved), OptsError> {
+    let words: Vec<String> = flags.iter().cloned().chain(["script.sh".into()]).collect();
+    let CommandLine {
+        opts,
+        script: source,
+        ..
+    } = command_line(&words)?;
+    let text = match source {
+        ScriptSource::Wrap(t) => t,
+        ScriptSource::Path(p) if p == "script.sh" => script.to_string(),
+        ScriptSource::Path(p) => {
+            return Err(OptsError::Fatal {
+                what: format!("Unable to open file {p}"),
+                detail: "No such file or directory".into(),
+            });
+        }
+        ScriptSource::Stdin => String::new(),
+    };
+    submission_opts_parsed(opts, &text, env)
 }
 
 /// Compares every case in `dir` (at least `least` of them) and asserts the agreement
@@ -220,7 +259,7 @@ fn compare_cases(dir: &std::path::Path, least: usize) {
         let flags: Vec<String> = std::iter::once("--hold".to_string()).chain(args).collect();
         let accepted = slurm["accepted"].as_bool().unwrap_or(false);
         let never_runs = accepted && slurm["unheld_probe"]["accepted"].as_bool() == Some(false);
-        let ours = submission_opts(&flags, &fill(&read("script.sh")), |k| env.get(k).cloned());
+        let ours = sbatch_reads(&flags, &fill(&read("script.sh")), |k| env.get(k).cloned());
         let r = match (ours, accepted) {
             (Err(e), false) => {
                 // The same refusal: sbatch's exit code for it.

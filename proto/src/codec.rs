@@ -26,7 +26,7 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// `--deadline`.
 /// 10: a page of a listing carries its cursor before its jobs, so that the next page
 /// is asked for before this one is read.
-pub const PROTOCOL_VERSION: u16 = 10;
+pub const PROTOCOL_VERSION: u16 = 11;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

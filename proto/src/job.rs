@@ -358,6 +358,10 @@ pub enum Dependency {
     /// index completed successfully; a job that is not an array, once `J` did
     /// (appended).
     AfterCorr(JobId),
+    /// `TYPE:J+M` for afterany, afterok or afternotok: as `kind` on J; the `+M`
+    /// (minutes) is kept and shown, and has no effect, as in Slurm, where only
+    /// `after` waits the minutes (appended).
+    Delayed(DepKind, JobId, u32),
 }
 
 /// What a dependency on one array task waits for.
@@ -424,6 +428,7 @@ pub fn dependency_text(
                 Dependency::AfterNotOk(j) => format!("afternotok:{}", on(j)),
                 Dependency::AfterCorr(j) => format!("aftercorr:{}", on(j)),
                 Dependency::Task(kind, j, n) => format!("{}:{j}_{n}", kind.name()),
+                Dependency::Delayed(kind, j, m) => format!("{}:{}+{m}", kind.name(), on(j)),
                 Dependency::Singleton => "singleton".into(),
             };
             Some(format!("{body}({state})"))
@@ -446,6 +451,7 @@ impl Dependency {
             | Dependency::AfterNotOk(j)
             | Dependency::AfterDelay(j, _)
             | Dependency::Task(_, j, _)
+            | Dependency::Delayed(_, j, _)
             | Dependency::AfterCorr(j) => Some(j),
             Dependency::Singleton => None,
         }

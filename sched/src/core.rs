@@ -576,6 +576,16 @@ impl Scheduler {
             .req
             .time_limit
             .or(part.default_time.filter(|_| !spec.req.no_default_time));
+        // As slurmctld: the shortest time the job accepts must fit the partition's
+        // longest limit and the job's own (the partition's default when it gave none).
+        if let Some(min) = spec.bounds.time_min
+            && (part.max_time.is_some_and(|m| min > m) || limit.is_some_and(|l| min > l))
+        {
+            return Err(format!(
+                "Invalid time-min specification (exceeds job's time or other limits): --time-min over the time limit in partition {}",
+                part.name
+            ));
+        }
         match (limit, part.max_time) {
             (Some(l), Some(m)) if l > m => {
                 Err(format!("time limit over partition {}'s maximum", part.name))

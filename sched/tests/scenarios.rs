@@ -510,6 +510,24 @@ fn partitions_take_jobs_in_the_order_named_and_enforce_their_rules() {
     assert!(
         matches!(s.submit(long, 0), Err(SubmitError::Unsatisfiable(e)) if e.contains("maximum"))
     );
+    // --time-min: within the partition's maximum and the job's own limit, which is
+    // the partition's default (an hour here) when the job gives none.
+    let mut shortest = |id: u64, limit: Option<Time>, min: Time, part: u32| {
+        let mut j = job(id, 0, 1, 1, 60, 0);
+        j.req.time_limit = limit;
+        j.bounds.time_min = Some(min);
+        j.partitions = vec![PartIdx(part)];
+        s.submit(j, 0)
+    };
+    assert!(
+        matches!(shortest(10, None, 7200, 1), Err(SubmitError::Unsatisfiable(e)) if e.contains("time-min")),
+        "over the default limit"
+    );
+    assert!(
+        matches!(shortest(11, Some(3600), 5400, 0), Err(SubmitError::Unsatisfiable(e)) if e.contains("time-min")),
+        "over the partition's maximum"
+    );
+    shortest(12, None, 1800, 1).expect("within the default");
     let mut outsider = job(4, 1, 1, 1, 60, 0);
     outsider.partitions = vec![PartIdx(0)];
     assert!(

@@ -247,6 +247,7 @@ impl Core {
                 Dependency::AfterOk(j) => ("afterok", j),
                 Dependency::AfterNotOk(j) => ("afternotok", j),
                 Dependency::AfterDelay(j, _) => ("after", j),
+                Dependency::Delayed(k, j, _) => (k.name(), j),
                 Dependency::AfterCorr(j) => ("aftercorr", j),
                 Dependency::Task(k, j, n) => {
                     // Task N of array J: J an array whose indices include N (made into

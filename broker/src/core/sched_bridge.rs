@@ -84,6 +84,16 @@ impl Core {
                 Dependency::AfterDelay(x, minutes) => {
                     sched::Dep::AfterDelay(sched::JobId(x.0), u64::from(*minutes) * 60)
                 }
+                // The minutes are shown, not waited: only `after` waits them.
+                Dependency::Delayed(kind, x, _) => {
+                    let x = sched::JobId(x.0);
+                    match kind {
+                        bulkhead_proto::job::DepKind::After => sched::Dep::After(x),
+                        bulkhead_proto::job::DepKind::AfterAny => sched::Dep::AfterAny(x),
+                        bulkhead_proto::job::DepKind::AfterOk => sched::Dep::AfterOk(x),
+                        bulkhead_proto::job::DepKind::AfterNotOk => sched::Dep::AfterNotOk(x),
+                    }
+                }
                 Dependency::Task(kind, x, n) => sched::Dep::Task(
                     match kind {
                         bulkhead_proto::job::DepKind::After => sched::TaskRule::After,

@@ -11,6 +11,7 @@
 //! with the reason ([`table`]).
 
 pub mod begin;
+pub mod gres;
 mod pbs;
 mod resolve;
 pub use resolve::{parse_signal, signal_number};
@@ -240,6 +241,10 @@ pub enum OptsError {
     /// A syntax error in the options (unknown option, missing value), as clap said it.
     #[error("{0}")]
     Syntax(String),
+    /// What sbatch stops at with `fatal()` while reading a script (exit 1), as an
+    /// unmatched quote in a directive.
+    #[error("{what}: {detail}")]
+    Fatal { what: String, detail: String },
     #[error(
         "This does not look like a batch script.  The first line must start with #! followed by the path to an interpreter."
     )]
@@ -346,6 +351,52 @@ impl OptsError {
             _ => 1,
         }
     }
+}
+
+/// Where sbatch's script comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptSource {
+    /// `--wrap`: this script, made from the command.
+    Wrap(String),
+    /// No script named (or `-`): standard input.
+    Stdin,
+    /// A file.
+    Path(String),
+}
+
+/// sbatch's command line read as sbatch reads it: its options (up to the first word
+/// that is neither an option nor an option's value), then the script and the script's
+/// arguments. The script is not read here.
+#[derive(Debug, Clone)]
+pub struct CommandLine {
+    pub opts: SubmitOpts,
+    pub script: ScriptSource,
+    pub args: Vec<String>,
+}
+
+/// Reads sbatch's (and `bh submit`'s) words: see [`CommandLine`].
+pub fn command_line(rest: &[String]) -> Result<CommandLine, OptsError> {
+    let end = split_at_script(rest).map_err(OptsError::Syntax)?;
+    let (flags, script_and_args) = rest.split_at(end);
+    let opts = parse_words(flags).map_err(|e| OptsError::Syntax(clap_message(&e)))?;
+    opts.check_values()?;
+    if opts.wrap.is_some() && !script_and_args.is_empty() {
+        return Err(OptsError::Refused(
+            "Script arguments not permitted with --wrap option".into(),
+        ));
+    }
+    let (script, args) = match (opts.wrap.as_deref(), script_and_args.split_first()) {
+        (Some(cmd), _) => (ScriptSource::Wrap(wrap_script(cmd)), Vec::new()),
+        (None, None) => (ScriptSource::Stdin, Vec::new()),
+        (None, Some((p, a))) if p == "-" => (ScriptSource::Stdin, a.to_vec()),
+        (None, Some((p, a))) => (ScriptSource::Path(p.clone()), a.to_vec()),
+    };
+    Ok(CommandLine { opts, script, args })
+}
+
+/// The script `--wrap=CMD` stands for.
+pub fn wrap_script(cmd: &str) -> String {
+    format!("#!/bin/sh\n# This script was created by bh --wrap.\n\n{cmd}\n")
 }
 
 /// Index of the first word that is the script (not an option or an option's value),
@@ -462,52 +513,70 @@ fn value_err(opt: &'static str, value: &str, detail: impl Into<String>) -> OptsE
     }
 }
 
-/// Splits a directive's text into words: quotes group, a backslash escapes, and a `#`
-/// at the start of a word begins a comment.
-pub fn split_words(s: &str) -> Result<Vec<String>, String> {
+/// C's `isspace` in the C locale: space, and `\t` to `\r` (vertical tab included).
+fn c_isspace(c: char) -> bool {
+    c == ' ' || ('\t'..='\r').contains(&c)
+}
+
+/// Why a directive's words could not be read: sbatch's `fatal()` (exit 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WordsError(pub String);
+
+/// Splits a directive's text into words as sbatch's `_get_argument` does: quotes
+/// (either kind) group, a backslash escapes the next character (inside quotes too), an
+/// unquoted, unescaped `#` anywhere ends the line (`-t 10#ten` is `-t 10`), and an
+/// empty word (`""`) ends it too. A word may not start with `:`, and a quote must be
+/// closed.
+pub fn split_words(s: &str) -> Result<Vec<String>, WordsError> {
     let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
+    let mut chars = s.chars().peekable();
+    loop {
+        while chars.next_if(|&c| c_isspace(c)).is_some() {}
+        match chars.peek() {
+            None | Some('\n') => return Ok(words),
+            Some(':') => return Err(WordsError(format!("Unexpected `:` in [{s}]"))),
+            Some(_) => {}
+        }
+        let mut word = String::new();
+        let mut quote: Option<char> = None;
+        let mut escaped = false;
+        let mut comment = false;
+        while let Some(&c) = chars.peek() {
+            if (quote.is_none() && c_isspace(c)) || c == '\n' {
+                break;
+            }
+            chars.next();
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+                continue;
+            } else if let Some(q) = quote {
+                if c == q {
+                    quote = None;
+                    continue;
                 }
+            } else if c == '"' || c == '\'' {
+                quote = Some(c);
+                continue;
+            } else if c == '#' {
+                comment = true;
+                break;
             }
-            '#' if !in_word => break,
-            '"' | '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some(q) if q == c => break,
-                        Some('\\') if c == '"' => match chars.next() {
-                            Some(e) => cur.push(e),
-                            None => return Err("unterminated quote".into()),
-                        },
-                        Some(x) => cur.push(x),
-                        None => return Err("unterminated quote".into()),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(e) = chars.next() {
-                    cur.push(e);
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
+            word.push(c);
+        }
+        if let Some(q) = quote {
+            return Err(WordsError(format!("Unmatched `{q}` in [{s}]")));
+        }
+        // sbatch stops at the first word it finds empty: a comment, or `""`.
+        if word.is_empty() {
+            return Ok(words);
+        }
+        words.push(word);
+        if comment {
+            return Ok(words);
         }
     }
-    if in_word {
-        words.push(cur);
-    }
-    Ok(words)
 }
 
 /// Reads the `#BH`, `#SBATCH` and `#PBS` directives at the top of a script (`#PBS`
@@ -552,7 +621,10 @@ pub fn script_opts_with(script: &str, ignore_pbs: bool) -> Result<SubmitOpts, Op
         if !rest.is_empty() && !rest.starts_with(char::is_whitespace) && !rest.starts_with('-') {
             continue; // e.g. "#SBATCHX" or "#BHV": not a directive.
         }
-        let w = split_words(rest).map_err(|detail| OptsError::Directive { line: n, detail })?;
+        let w = split_words(rest).map_err(|WordsError(detail)| OptsError::Fatal {
+            what: format!("script line {n}"),
+            detail,
+        })?;
         if pbs {
             // Kept in place: PBS and Slurm lines are read in one pass, in order.
             pbs_words.push((words.len(), w));
@@ -622,6 +694,12 @@ fn env_words(
             continue;
         };
         let takes_value = arg.get_num_args().is_some_and(|n| n.max_values() > 0);
+        // A flag's variable sets it when empty, `yes` or a number other than 0, as
+        // slurm_process_option reads it; any other value (`0`, `no`) resets the
+        // option, which here leaves it as the script has it.
+        if !takes_value && !env_flag_set(&v) {
+            continue;
+        }
         words.push(
             if !takes_value || (v.is_empty() && arg.is_require_equals_set()) {
                 format!("--{long}")
@@ -632,6 +710,17 @@ fn env_words(
         from.push(*var);
     }
     (words, from)
+}
+
+/// Whether a flag's `SBATCH_*` value sets it: empty, `yes` (any case), or an integer
+/// other than 0 with nothing after it (`strtol`).
+fn env_flag_set(v: &str) -> bool {
+    if v.is_empty() || v.eq_ignore_ascii_case("yes") {
+        return true;
+    }
+    let t = v.trim_start_matches(c_isspace);
+    let t = t.strip_prefix(['+', '-']).unwrap_or(t);
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) && t.bytes().any(|b| b != b'0')
 }
 
 macro_rules! merge_fields {
@@ -859,25 +948,42 @@ fn gres_asks(v: &str) -> Result<Vec<GpuAsk>, OptsError> {
                 None => return Err(value_err("gres", v, "expected gpu[:TYPE][:N]")),
             },
         };
+        if zero_count(ask) {
+            continue; // `gpu:0`: none, as Slurm reads it
+        }
         out.push(parse_ask(ask).map_err(|e| value_err("gres", v, e.to_string()))?);
     }
     Ok(out)
 }
 
-fn gpus_value(opt: &'static str, v: &str) -> Result<GpuAsk, OptsError> {
-    parse_ask(v).map_err(|e| value_err(opt, v, e.to_string()))
+/// A GPU option's asks, one per comma-separated item (`a100:1,1g.10gb:2`); none for
+/// an empty value or a count of 0 (`--gpus=`, `--gpus=a100:0`), as sbatch takes them.
+fn gpu_list(opt: &'static str, v: Option<&str>) -> Result<Vec<GpuAsk>, OptsError> {
+    let mut out = Vec::new();
+    for item in v.unwrap_or("").split(',').map(str::trim) {
+        if item.is_empty() || zero_count(item) {
+            continue;
+        }
+        out.push(parse_ask(item).map_err(|e| value_err(opt, v.unwrap_or(""), e.to_string()))?);
+    }
+    Ok(out)
+}
+
+/// Whether a GPU ask's count (after its last `:`) is 0.
+fn zero_count(ask: &str) -> bool {
+    ask.rsplit(':').next().is_some_and(|n| n.trim() == "0")
 }
 
 /// Whole GPUs and MIG slices per node, from the asks of `--gpus` (for the job, spread
 /// over its nodes), `--gpus-per-node` and `--gres` (per node). A job may have whole
 /// GPUs and slices, but one model and one profile.
 fn gpu_request(
-    per_job: Option<(&str, GpuAsk)>,
+    per_job: Vec<(&str, GpuAsk)>,
     per_node: Vec<(&'static str, &str, GpuAsk)>,
     nodes: u32,
 ) -> Result<(u32, Option<String>, Option<MigAsk>), OptsError> {
     let mut asks: Vec<(&'static str, &str, GpuAsk)> = per_node;
-    if let Some((v, ask)) = per_job {
+    for (v, ask) in per_job {
         let count = match &ask {
             GpuAsk::Whole { count, .. } | GpuAsk::Mig { count, .. } => *count,
         };
@@ -945,6 +1051,9 @@ pub struct Resolved {
     /// The minimum node count sbatch sends (`-N`, `-w`'s nodes; before the nodes
     /// that tasks per node imply, which slurmctld only estimates for a waiting job).
     pub nodes_sent: u32,
+    /// The tasks a waiting job's CPUs are counted from (`NumCPUs`), as sbatch counts
+    /// them before the GPU options may change the tasks.
+    pub cpus_tasks: u32,
     /// CPUs on each node the tasks ask for (`resources.cpus` before `--mincpus`).
     pub cpus_asked: u32,
     /// `--mem-per-cpu`, when the memory was asked for per CPU (MB).
@@ -1023,12 +1132,10 @@ pub fn parse_array(v: &str) -> Result<ArraySpec, OptsError> {
     let (list, throttle) = match v.split_once('%') {
         Some((l, t)) => (
             l,
-            Some(
-                t.parse::<u32>()
-                    .ok()
-                    .filter(|t| *t > 0)
-                    .ok_or_else(|| bad("the throttle after % must be a positive integer"))?,
-            ),
+            // `%0` is no limit, as slurmctld takes it.
+            t.parse::<u32>()
+                .map_err(|_| bad("the throttle after % must be a whole number"))
+                .map(|t| (t > 0).then_some(t))?,
         ),
         None => (v, None),
     };
@@ -1072,114 +1179,181 @@ pub fn parse_dependency(v: &str) -> Result<Vec<Dependency>, OptsError> {
     }
 }
 
-/// Parses `--dependency`: `TYPE:JOB[:JOB...]` items separated by `,` (all must hold)
-/// or by `?` (any one suffices; the two may not be mixed), TYPE one of after (with an
-/// optional `+MINUTES` per job), afterany, afterok, afternotok, aftercorr; or
-/// `singleton`. A JOB may name one task of an array (`J_N`) or all of them (`J_*`).
-/// Returns the dependencies and whether any one suffices.
+/// Parses `--dependency` as slurmctld's `update_job_dependency` reads it:
+/// `TYPE:JOB[:JOB...]` items (TYPE in any case: after, afterany, afterok, afternotok,
+/// aftercorr) separated by `,` (all must hold) or `?` (any one suffices: one `?`
+/// makes the whole list any-of), or `singleton`. A JOB may name one task of an array
+/// (`J_N`) or all of them (`J_*`) and carry `+MINUTES` (waited by `after` alone,
+/// shown for the others). Job ids alone (`J[,J...]`) are the old form, each
+/// `afterany`, and only where no `:` follows in the rest of the value, as slurmctld
+/// decides. Returns the dependencies and whether any one suffices.
 pub fn parse_dependency_any(v: &str) -> Result<(Vec<Dependency>, bool), OptsError> {
-    // One `?` anywhere makes the whole list any-of, as slurmctld reads it.
+    let problem =
+        |why: String| value_err("dependency", v, format!("Job dependency problem: {why}"));
     let any = v.contains('?');
     let mut out: Vec<Dependency> = Vec::new();
-    for item in v.split([',', '?']).filter(|i| !i.is_empty()) {
-        if item == "singleton" {
-            out.push(Dependency::Singleton);
-            continue;
+    // Nothing to wait for.
+    if v.is_empty() || v == "0" {
+        return Ok((out, false));
+    }
+    let push = |out: &mut Vec<Dependency>, d: Dependency| {
+        // The same type on the same job (or task) once, as slurmctld keeps them.
+        if !out.contains(&d) {
+            out.push(d);
         }
-        let mut parts = item.split(':');
-        let mut kind = parts.next().unwrap_or("");
-        let mut ids: Vec<&str> = parts.collect();
-        // The old form: job ids alone, each `afterany`.
-        if kind.starts_with(|c: char| c.is_ascii_digit()) {
-            ids.insert(0, kind);
-            kind = "afterany";
-        }
-        if ids.is_empty() {
-            return Err(value_err("dependency", v, format!("{item:?} names no job")));
-        }
-        for id in ids {
-            let (id, delay) = match id.split_once('+') {
-                Some((j, m)) if kind == "after" => (
-                    j,
-                    Some(m.parse::<u32>().map_err(|_| {
-                        value_err("dependency", v, format!("{m:?} is not a number of minutes"))
-                    })?),
-                ),
-                Some(_) => {
-                    return Err(value_err("dependency", v, "+MINUTES is only for after:JOB"));
-                }
-                None => (id, None),
-            };
-            // `J_N`: task N of array J; `J_*`: all its tasks, as J alone.
-            let (id, task) = match id.split_once('_') {
-                Some((j, "*")) => (j, None),
-                Some((j, n)) => (
-                    j,
-                    Some(n.parse::<u32>().map_err(|_| {
-                        value_err("dependency", v, format!("{n:?} is not an array task index"))
-                    })?),
-                ),
-                None => (id, None),
-            };
-            let job: JobId = id
-                .parse()
-                .ok()
-                .filter(|j: &JobId| j.0 > 0)
-                .ok_or_else(|| value_err("dependency", v, format!("{id:?} is not a job id")))?;
-            let on_task = |k: DepKind| -> Result<Dependency, OptsError> {
-                match (task, delay) {
-                    (Some(n), None | Some(0)) => Ok(Dependency::Task(k, job, n)),
-                    (Some(_), Some(_)) => Err(value_err(
-                        "dependency",
-                        v,
-                        "+MINUTES is for a whole job, not one array task",
-                    )),
-                    (None, _) => unreachable!("only called with a task"),
-                }
-            };
-            let dep = match (kind, delay) {
-                ("after" | "afterany" | "afterok" | "afternotok", _) if task.is_some() => {
-                    on_task(match kind {
-                        "after" => DepKind::After,
-                        "afterany" => DepKind::AfterAny,
-                        "afterok" => DepKind::AfterOk,
-                        _ => DepKind::AfterNotOk,
-                    })?
-                }
-                ("after", Some(m)) if m > 0 => Dependency::AfterDelay(job, m),
-                ("after", _) => Dependency::After(job),
-                ("afterany", _) => Dependency::AfterAny(job),
-                ("afterok", _) => Dependency::AfterOk(job),
-                ("afternotok", _) => Dependency::AfterNotOk(job),
-                ("aftercorr", _) if task.is_some() => {
-                    return Err(value_err(
-                        "dependency",
-                        v,
-                        "aftercorr names a whole array (its tasks correspond to this array's)",
-                    ));
-                }
-                ("aftercorr", _) => Dependency::AfterCorr(job),
-                ("afterburstbuffer" | "expand", _) => {
-                    return Err(OptsError::Unsupported(
-                        "dependency types afterburstbuffer and expand",
-                        "use after, afterany, afterok, afternotok, aftercorr or singleton",
-                    ));
-                }
-                (other, _) => {
-                    return Err(value_err(
-                        "dependency",
-                        v,
-                        format!("unknown dependency type {other:?}"),
-                    ));
-                }
-            };
-            // The same type on the same job (or task) once, as slurmctld keeps them.
-            if !out.contains(&dep) {
-                out.push(dep);
+    };
+    let mut rest = v;
+    loop {
+        if rest.len() >= 9
+            && rest.is_char_boundary(9)
+            && rest[..9].eq_ignore_ascii_case("singleton")
+        {
+            push(&mut out, Dependency::Singleton);
+            rest = &rest[9..];
+        } else if !rest.contains(':') {
+            // The old form: job ids alone, each `afterany`.
+            if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+                return Err(problem(format!("{rest:?} names no dependency type")));
             }
+            let (job, task, after) = job_ref(rest).map_err(problem)?;
+            if after.starts_with(['+', ':', '?', '(']) {
+                return Err(problem(format!("{rest:?} is not a job id")));
+            }
+            push(
+                &mut out,
+                on_job(DepKind::AfterAny, job, task, None).map_err(problem)?,
+            );
+            rest = after;
+        } else {
+            const TYPES: [(&str, Option<DepKind>); 5] = [
+                ("afternotok:", Some(DepKind::AfterNotOk)),
+                ("aftercorr:", None),
+                ("afterany:", Some(DepKind::AfterAny)),
+                ("afterok:", Some(DepKind::AfterOk)),
+                ("after:", Some(DepKind::After)),
+            ];
+            let typed = |t: &str| {
+                rest.len() >= t.len()
+                    && rest.is_char_boundary(t.len())
+                    && rest[..t.len()].eq_ignore_ascii_case(t)
+            };
+            if typed("afterburstbuffer:") || typed("expand:") {
+                return Err(OptsError::Unsupported(
+                    "dependency types afterburstbuffer and expand",
+                    "use after, afterany, afterok, afternotok, aftercorr or singleton",
+                ));
+            }
+            let Some((t, kind)) = TYPES.iter().find(|(t, _)| typed(t)) else {
+                let name = rest.split([':', ',', '?']).next().unwrap_or("");
+                return Err(problem(format!("unknown dependency type {name:?}")));
+            };
+            rest = &rest[t.len()..];
+            loop {
+                let (job, task, mut after) = job_ref(rest).map_err(problem)?;
+                let mut delay = None;
+                if let Some(m) = after.strip_prefix('+') {
+                    let end = m.find(|c: char| !c.is_ascii_digit()).unwrap_or(m.len());
+                    let minutes =
+                        m[..end]
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| {
+                                problem(format!("{:?} is not a number of minutes", &m[..end]))
+                            })?;
+                    delay = Some(minutes);
+                    after = &m[end..];
+                }
+                if after.starts_with('(') {
+                    return Err(problem(
+                        "a dependency's state in parentheses is not read here".into(),
+                    ));
+                }
+                let dep = match kind {
+                    Some(k) => on_job(*k, job, task, delay).map_err(problem)?,
+                    None if task.is_some() => {
+                        return Err(problem(
+                            "aftercorr names a whole array (its tasks correspond to this array's)"
+                                .into(),
+                        ));
+                    }
+                    None => Dependency::AfterCorr(job),
+                };
+                push(&mut out, dep);
+                match after.strip_prefix(':') {
+                    Some(r) => rest = r,
+                    None => {
+                        rest = after;
+                        break;
+                    }
+                }
+            }
+        }
+        match rest.as_bytes().first() {
+            None => break,
+            Some(b',' | b'?') => rest = &rest[1..],
+            Some(_) => return Err(problem(format!("unexpected {rest:?}"))),
         }
     }
     Ok((out, any))
+}
+
+/// A job reference at the start of `s`: the job, the array task it names (`J_N`;
+/// `J_*` is the whole array), and what follows. The next character must be one
+/// slurmctld allows after a job id.
+fn job_ref(s: &str) -> Result<(JobId, Option<u32>, &str), String> {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let job = s[..end]
+        .parse::<u64>()
+        .ok()
+        .filter(|j| *j > 0)
+        .map(JobId)
+        .ok_or_else(|| {
+            format!(
+                "{:?} is not a job id",
+                s.split([':', ',', '?', '+']).next().unwrap_or("")
+            )
+        })?;
+    let mut after = &s[end..];
+    let mut task = None;
+    if let Some(t) = after.strip_prefix('_') {
+        if let Some(r) = t.strip_prefix('*') {
+            after = r;
+        } else {
+            let e = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+            task = Some(
+                t[..e]
+                    .parse::<u32>()
+                    .map_err(|_| format!("{:?} is not an array task index", &t[..e]))?,
+            );
+            after = &t[e..];
+        }
+    }
+    if !(after.is_empty() || after.starts_with([',', '?', ':', '+', '('])) {
+        return Err(format!("{s:?} is not a job id"));
+    }
+    Ok((job, task, after))
+}
+
+/// A dependency of kind `k` on `job` (or one of its tasks), with `+delay` minutes.
+fn on_job(
+    k: DepKind,
+    job: JobId,
+    task: Option<u32>,
+    delay: Option<u32>,
+) -> Result<Dependency, String> {
+    Ok(match (task, delay) {
+        (Some(n), None) => Dependency::Task(k, job, n),
+        (Some(_), Some(_)) => return Err("+MINUTES is for a whole job, not one array task".into()),
+        (None, Some(m)) if k == DepKind::After => Dependency::AfterDelay(job, m),
+        (None, Some(m)) => Dependency::Delayed(k, job, m),
+        (None, None) => match k {
+            DepKind::After => Dependency::After(job),
+            DepKind::AfterAny => Dependency::AfterAny(job),
+            DepKind::AfterOk => Dependency::AfterOk(job),
+            DepKind::AfterNotOk => Dependency::AfterNotOk(job),
+        },
+    })
 }
 
 /// Which of the submitter's environment variables go to the job.

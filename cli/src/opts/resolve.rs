@@ -79,6 +79,8 @@ impl SubmitOpts {
             .iter()
             .map(|long| format!("--{long} has no effect here: {}", table::why(long)))
             .collect();
+        // `--array=` (empty) is no array, as sbatch takes it.
+        let array_v = self.array.as_deref().filter(|a| !a.trim().is_empty());
         let mut nodes = 1;
         let mut nodes_max = None;
         let tasks_per_node_opt = match &self.ntasks_per_node {
@@ -86,20 +88,10 @@ impl SubmitOpts {
             None => None,
         };
         if let Some(n) = &self.nodes {
-            let (lo, hi) = match n.split_once('-') {
-                Some((a, b)) => (count("nodes", a)?, count("nodes", b)?),
-                None => (count("nodes", n)?, count("nodes", n)?),
-            };
-            if hi < lo {
-                return Err(value_err(
-                    "nodes",
-                    n,
-                    format!("maximum node count {hi} is less than minimum node count {lo}"),
-                ));
-            }
+            let (lo, hi) = node_count(n)?;
             // The minimum is allocated, as a gang.
             nodes = lo;
-            nodes_max = Some(hi);
+            nodes_max = hi.or(Some(lo));
         }
         // -w: the nodes named are all the job's, so it has at least as many; a maximum
         // below their count is an error (slurmctld's "Node count specification invalid").
@@ -140,9 +132,77 @@ impl SubmitOpts {
             nodes_max = Some(m.min(t).max(nodes));
         }
         let nodes_sent = nodes;
-        if let (Some(t), Some(per), false) = (asked, tasks_per_node_opt, nodes_set) {
-            nodes = nodes.max(t.div_ceil(per));
+        // --ntasks with --ntasks-per-node takes the nodes they need: any without -N, up
+        // to its maximum with a range (`-N 2-4 -n 8 --ntasks-per-node=2` runs on 4).
+        if let (Some(t), Some(per)) = (asked, tasks_per_node_opt) {
+            let need = t.div_ceil(per);
+            if !nodes_set || nodes_max.is_some_and(|m| need <= m) {
+                nodes = nodes.max(need);
+            }
         }
+        // The tasks a waiting job's CPUs are counted from, as sbatch counts them before
+        // it checks the GPU options: those asked for (or laid out per node), else one
+        // per node of an exact -N, else one.
+        let cpus_tasks = match (asked, tasks_per_node_opt) {
+            (Some(t), _) => t,
+            (None, Some(per)) => per.saturating_mul(nodes),
+            (None, None) if nodes_max.is_none_or(|m| m == nodes) => nodes,
+            (None, None) => 1,
+        };
+        // The GPU options, checked against each other and the counts as sbatch checks
+        // them; they may fix the nodes, the tasks or the tasks per node.
+        let gpu_asks = gres::Asks {
+            per_job: gpu_list("gpus", self.gpus.as_deref())?,
+            per_node: {
+                let mut v = match self.gres.as_deref() {
+                    Some(g) if !g.trim().is_empty() => gres_asks(g)?,
+                    _ => Vec::new(),
+                };
+                v.extend(gpu_list("gpus-per-node", self.gpus_per_node.as_deref())?);
+                v
+            },
+            per_task: gpu_list("gpus-per-task", self.gpus_per_task.as_deref())?,
+            cpus_per_gpu: match &self.cpus_per_gpu {
+                Some(c) => Some(count("cpus-per-gpu", c)?),
+                None => None,
+            },
+        };
+        let fixed = nodes_max.is_none_or(|m| m == nodes);
+        let mut counts = gres::Counts {
+            tasks: asked.or(match tasks_per_node_opt {
+                Some(per) if fixed => Some(per.saturating_mul(nodes)),
+                None if nodes_set && fixed => Some(nodes),
+                _ => None,
+            }),
+            nodes_min: nodes_set.then_some(nodes),
+            nodes_max: if nodes_set { nodes_max } else { None },
+            tasks_per_node: tasks_per_node_opt,
+            cpus_per_task: match &self.cpus_per_task {
+                Some(v) => Some(count("cpus-per-task", v)?),
+                None => None,
+            },
+        };
+        let before = counts;
+        gres::check(&gpu_asks, &mut counts).map_err(OptsError::Refused)?;
+        let mut nodes_sent = nodes_sent;
+        if counts.nodes_min != before.nodes_min
+            && let Some(n) = counts.nodes_min
+        {
+            nodes = n;
+            nodes_sent = n;
+        }
+        if counts.nodes_max != before.nodes_max {
+            nodes_max = counts.nodes_max;
+        }
+        let asked = if counts.tasks != before.tasks {
+            counts.tasks
+        } else {
+            asked
+        };
+        let tasks_per_node_opt = counts.tasks_per_node;
+        let per_task_from_gpus = counts
+            .cpus_per_task
+            .filter(|_| counts.cpus_per_task != before.cpus_per_task);
         let ntasks = asked.unwrap_or_else(|| tasks_per_node_opt.unwrap_or(1).saturating_mul(nodes));
         if let Some(per) = tasks_per_node_opt
             && ntasks.div_ceil(nodes) > per
@@ -153,9 +213,10 @@ impl SubmitOpts {
                 format!("{ntasks} tasks on {nodes} nodes need more than {per} on a node"),
             ));
         }
-        let per_task = match &self.cpus_per_task {
-            Some(v) => count("cpus-per-task", v)?,
-            None => 1,
+        let per_task = match (&self.cpus_per_task, per_task_from_gpus) {
+            (Some(v), _) => count("cpus-per-task", v)?,
+            (None, Some(n)) => n,
+            (None, None) => 1,
         };
         let cpus = ntasks
             .div_ceil(nodes)
@@ -206,41 +267,51 @@ impl SubmitOpts {
             Some(t) => minutes(t, "time-min")?,
             None => None,
         };
-        // --gpus is for the whole job (at least one per node); the others per node.
-        let per_job = match &self.gpus {
-            // `--gpus=0` (or TYPE:0) asks for none, as Slurm takes it.
-            Some(g) if g.rsplit(':').next().is_some_and(|n| n.trim() == "0") => None,
-            Some(g) => Some((g.as_str(), gpus_value("gpus", g)?)),
-            None => None,
-        };
-        let mut per_node = Vec::new();
-        if let Some(g) = &self.gpus_per_node {
-            per_node.push(("gpus-per-node", g.as_str(), gpus_value("gpus-per-node", g)?));
-        }
-        if let Some(g) = &self.gres {
-            for ask in gres_asks(g)? {
-                per_node.push(("gres", g.as_str(), ask));
+        // --gpus is for the whole job (at least one per node); the others per node;
+        // per task, times the tasks on a node.
+        let per_job: Vec<(&str, GpuAsk)> = gpu_asks
+            .per_job
+            .iter()
+            .map(|a| (self.gpus.as_deref().unwrap_or(""), a.clone()))
+            .collect();
+        let mut per_node: Vec<(&'static str, &str, GpuAsk)> = gpu_asks
+            .per_node
+            .iter()
+            .map(|a| {
+                (
+                    "gres",
+                    self.gres
+                        .as_deref()
+                        .or(self.gpus_per_node.as_deref())
+                        .unwrap_or(""),
+                    a.clone(),
+                )
+            })
+            .collect();
+        // A type's GPUs per task, where --gpus does not already say the job's.
+        for ask in &gpu_asks.per_task {
+            if per_job
+                .iter()
+                .any(|(_, j)| gres::type_of(j) == gres::type_of(ask))
+            {
+                continue;
             }
-        }
-        if let Some(g) = &self.gpus_per_task {
-            let Some(tasks) = asked.or(tasks_per_node_opt.map(|_| ntasks)) else {
-                return Err(value_err(
-                    "gpus-per-task",
-                    g,
-                    "--gpus-per-task used without either --gpus or -n/--ntasks is not allowed",
-                ));
-            };
-            let each = match gpus_value("gpus-per-task", g)? {
+            let on_node = ntasks.div_ceil(nodes);
+            let each = match ask.clone() {
                 GpuAsk::Whole { count, model } => GpuAsk::Whole {
-                    count: count.saturating_mul(tasks.div_ceil(nodes)),
+                    count: count.saturating_mul(on_node),
                     model,
                 },
                 GpuAsk::Mig { count, profile } => GpuAsk::Mig {
-                    count: count.saturating_mul(tasks.div_ceil(nodes)),
+                    count: count.saturating_mul(on_node),
                     profile,
                 },
             };
-            per_node.push(("gpus-per-task", g.as_str(), each));
+            per_node.push((
+                "gpus-per-task",
+                self.gpus_per_task.as_deref().unwrap_or(""),
+                each,
+            ));
         }
         let (gpus, gpu_model, mig) = gpu_request(per_job, per_node, nodes)?;
         let gpus_here = gpus + mig.as_ref().map_or(0, |m| m.count);
@@ -456,7 +527,7 @@ impl SubmitOpts {
             name: self.job_name.clone(),
             stdout: self.output.clone().or_else(|| {
                 (!self.bh_defaults).then(|| {
-                    if self.array.is_some() {
+                    if array_v.is_some() {
                         SLURM_ARRAY_OUTPUT.to_string()
                     } else {
                         SLURM_OUTPUT.to_string()
@@ -467,12 +538,13 @@ impl SubmitOpts {
             chdir: self.chdir.clone(),
             export: parse_export(self.export.as_deref().unwrap_or("ALL")),
             deps,
-            array: self.array.as_deref().map(parse_array).transpose()?,
+            array: array_v.map(parse_array).transpose()?,
             reservation: self.reservation.clone(),
             qos: self.qos.clone(),
             extra,
             nodes_max: nodes_max.map(|m| m.max(nodes)),
             nodes_sent,
+            cpus_tasks,
             oversubscribe,
             cpus_asked,
             mem_per_cpu_mb,
@@ -480,6 +552,63 @@ impl SubmitOpts {
             option_env: self.option_env(mem_per_cpu_mb),
             warnings,
         })
+    }
+
+    /// Each option's value on its own, as sbatch reads the command line's before it
+    /// reads the script (so that `-n abc` is refused before an empty script is): the
+    /// counts, sizes, times, nodes, array, dependency and GPU asks. What depends on
+    /// other options is checked once all are merged ([`SubmitOpts::resolve`]).
+    pub fn check_values(&self) -> Result<(), OptsError> {
+        for (opt, v) in [
+            ("ntasks", &self.ntasks),
+            ("ntasks-per-node", &self.ntasks_per_node),
+            ("cpus-per-task", &self.cpus_per_task),
+            ("cpus-per-gpu", &self.cpus_per_gpu),
+            ("mincpus", &self.mincpus),
+        ] {
+            if let Some(v) = v {
+                count(opt, v)?;
+            }
+        }
+        if let Some(n) = &self.nodes {
+            node_count(n)?;
+        }
+        for (opt, v) in [
+            ("mem", &self.mem),
+            ("mem-per-cpu", &self.mem_per_cpu),
+            ("mem-per-gpu", &self.mem_per_gpu),
+        ] {
+            if let Some(m) = v {
+                parse_mem(m).map_err(|d| value_err(opt, m, d))?;
+            }
+        }
+        for (opt, v) in [("time", &self.time), ("time-min", &self.time_min)] {
+            if let Some(t) = v {
+                parse_time(t).map_err(|d| value_err(opt, t, d))?;
+            }
+        }
+        for (opt, v) in [("begin", &self.begin), ("deadline", &self.deadline)] {
+            if let Some(b) = v {
+                begin::parse_begin(b, 0).map_err(|d| value_err(opt, b, d))?;
+            }
+        }
+        if let Some(a) = self.array.as_deref().filter(|a| !a.trim().is_empty()) {
+            parse_array(a)?;
+        }
+        if let Some(d) = &self.dependency {
+            parse_dependency_any(d)?;
+        }
+        gpu_list("gpus", self.gpus.as_deref())?;
+        gpu_list("gpus-per-node", self.gpus_per_node.as_deref())?;
+        gpu_list("gpus-per-task", self.gpus_per_task.as_deref())?;
+        if let Some(g) = self.gres.as_deref().filter(|g| !g.trim().is_empty()) {
+            gres_asks(g)?;
+        }
+        if let Some(v) = &self.signal {
+            parse_signal(v)
+                .ok_or_else(|| value_err("signal", v, "Invalid --signal specification"))?;
+        }
+        Ok(())
     }
 
     /// `-w` (a host list, or a file of names when it holds a `/`) or `-F` (a file),
@@ -503,6 +632,82 @@ impl SubmitOpts {
             .collect();
         hostlist(opt, &joined.join(","))
     }
+}
+
+/// `-N`/`--nodes` as Slurm's `verify_node_count` reads it: a count or `MIN-MAX`, each
+/// read as `strtol` reads it (leading blanks and a sign, then digits, then an optional
+/// `k`/`K` or `m`/`M` multiplying by 1024 or 1024², then only blanks). In a range an
+/// empty or negative minimum is 1 (`-N -3` is 1-3), and a maximum of 0 is none. The
+/// minimum and the maximum when there is one; a count of 0 is refused.
+pub fn node_count(v: &str) -> Result<(u32, Option<u32>), OptsError> {
+    /// `_str_to_nodes`: the number, or -1 where there are no digits; and whether
+    /// only blanks follow it.
+    fn read(s: &str) -> (i64, bool) {
+        let t = s.trim_start_matches(|c: char| c == ' ' || ('\t'..='\r').contains(&c));
+        let (neg, digits_at) = match t.as_bytes().first() {
+            Some(b'-') => (true, &t[1..]),
+            Some(b'+') => (false, &t[1..]),
+            _ => (false, t),
+        };
+        let end = digits_at
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(digits_at.len());
+        if end == 0 {
+            return (-1, s.trim().is_empty());
+        }
+        // Bounded before arithmetic: larger counts than any cluster are refused later.
+        let mut n: i64 = digits_at[..end].parse().unwrap_or(i64::from(i32::MAX));
+        n = n.min(i64::from(i32::MAX));
+        let mut rest = &digits_at[end..];
+        if let Some(r) = rest.strip_prefix(['k', 'K']) {
+            n = n.saturating_mul(1024);
+            rest = r;
+        }
+        if let Some(r) = rest.strip_prefix(['m', 'M']) {
+            n = n.saturating_mul(1024 * 1024);
+            rest = r;
+        }
+        let n = if neg { -n } else { n };
+        (
+            n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)),
+            rest.trim().is_empty(),
+        )
+    }
+    let invalid =
+        |part: &str| value_err("nodes", v, format!("\"{part}\" is not a valid node count"));
+    // The first `-` makes a range, even at the start (`xstrchr`).
+    let (lo, hi) = match v.split_once('-') {
+        Some((a, b)) => {
+            let (lo, ok) = read(a);
+            if !ok {
+                return Err(invalid(a));
+            }
+            let (hi, ok) = read(b);
+            if !ok {
+                return Err(invalid(b));
+            }
+            (if lo < 0 { 1 } else { lo }, hi)
+        }
+        None => {
+            let (n, ok) = read(v);
+            if !ok || n < 0 {
+                return Err(invalid(v));
+            }
+            (n, n)
+        }
+    };
+    if hi != 0 && hi < lo {
+        return Err(value_err(
+            "nodes",
+            v,
+            format!("Maximum node count {hi} is less than minimum node count {lo}"),
+        ));
+    }
+    if lo == 0 {
+        return Err(value_err("nodes", v, "expected a positive integer"));
+    }
+    let clamp = |n: i64| u32::try_from(n).unwrap_or(u32::MAX);
+    Ok((clamp(lo), (hi != 0).then(|| clamp(hi))))
 }
 
 /// The node names of host list `v` given to `--opt`.

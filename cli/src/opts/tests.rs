@@ -247,19 +247,42 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
         255
     );
     // Dependencies: a bare id is afterany; one `?` makes all any-of; repeats once.
-    let r = cli(&["-d", "5,afterok:6?afterok:6"])
+    let r = cli(&["-d", "afterok:6?AFTEROK:6,5"])
         .resolve()
         .expect("deps");
     assert_eq!(
         (r.deps, r.extra.deps_any),
         (
             vec![
-                Dependency::AfterAny(JobId(5)),
-                Dependency::AfterOk(JobId(6))
+                Dependency::AfterOk(JobId(6)),
+                Dependency::AfterAny(JobId(5))
             ],
             true
         )
     );
+    // Bare ids are the old form only where no `:` follows: slurmctld reads
+    // `5,afterok:6` and `5:6` as a type it does not know.
+    for v in [
+        "5,afterok:6",
+        "5:6",
+        "afterok:6x",
+        "afterok:0",
+        "afterok:6+0",
+    ] {
+        assert!(cli(&["-d", v]).resolve().is_err(), "{v}");
+    }
+    // +MINUTES is waited by `after`, kept and shown for the others.
+    let r = cli(&["-d", "afterok:6+5,after:7+2"])
+        .resolve()
+        .expect("delays");
+    assert_eq!(
+        r.deps,
+        vec![
+            Dependency::Delayed(bulkhead_proto::job::DepKind::AfterOk, JobId(6), 5),
+            Dependency::AfterDelay(JobId(7), 2)
+        ]
+    );
+    assert!(cli(&["-d", ""]).resolve().expect("none").deps.is_empty());
     // Seconds round up to whole minutes.
     assert_eq!(
         cli(&["-t", "1:30"])
@@ -291,11 +314,17 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
     // --gpus-per-task needs tasks; GPUs per node follow the tasks on a node.
     assert!(matches!(
         cli(&["--gpus-per-task=1"]).resolve(),
-        Err(OptsError::Value {
-            opt: "gpus-per-task",
-            ..
-        })
+        Err(OptsError::Refused(m)) if m.contains("--gpus-per-task used without")
     ));
+    // An exact -N implies a task per node, and --gpus the tasks.
+    let r = cli(&["--gpus-per-task=1", "-N", "2"])
+        .resolve()
+        .expect("-N");
+    assert_eq!((r.resources.nodes, r.resources.gpus), (2, 1));
+    let r = cli(&["--gpus-per-task=1", "--gpus=2", "-N", "2-4"])
+        .resolve()
+        .expect("--gpus");
+    assert_eq!((r.layout.ntasks, r.nodes_max), (Some(2), Some(2)));
     let r = cli(&["--gpus-per-task=2", "-n", "3"])
         .resolve()
         .expect("gpt");
@@ -446,11 +475,24 @@ fn words_split_like_a_shell_and_stop_at_comments() {
         ["-J", "two words", "-n", "2"]
     );
     assert_eq!(split_words("-t 30 #half").expect("split"), ["-t", "30"]);
+    // As sbatch reads them: a `#` within a word ends the line too, a backslash
+    // escapes it, quotes keep it, and an empty word ends the line.
     assert_eq!(
-        split_words("--export A=1#x").expect("split"),
-        ["--export", "A=1#x"]
+        split_words("--export A=1#x -t 5").expect("split"),
+        ["--export", "A=1"]
+    );
+    assert_eq!(split_words("-J x\\#y").expect("split"), ["-J", "x#y"]);
+    assert_eq!(
+        split_words("-J 'a # b' -t 5").expect("split"),
+        ["-J", "a # b", "-t", "5"]
+    );
+    assert_eq!(split_words("-J \"\" -t 5").expect("split"), ["-J"]);
+    assert_eq!(
+        split_words("-J \"it\\\"s\"").expect("split"),
+        ["-J", "it\"s"]
     );
     assert!(split_words("-J \"open").is_err());
+    assert!(split_words(":x").is_err());
 }
 
 #[test]
@@ -521,7 +563,8 @@ fn bad_directives_and_values_are_refused_with_the_line() {
     );
     assert_eq!(parse_array("1,3,5").map(|a| a.count()), Ok(3));
     assert!(parse_array("5-1").is_err());
-    assert!(parse_array("0-9%0").is_err());
+    // `%0` is no limit, as slurmctld takes it.
+    assert_eq!(parse_array("0-9%0").map(|a| a.throttle), Ok(None));
     assert!(parse_array("0-99999999").is_err(), "too many tasks");
     assert_eq!(
         parse_dependency("afterok:12:13,afternotok:14,singleton"),
@@ -571,17 +614,26 @@ fn gpu_spellings_parse_to_the_same_request() {
     assert_eq!(gpu(&["-N", "2", "--gpus=8"]), (4, None, None));
     assert_eq!(gpu(&["--gpus=0"]), (0, None, None));
     assert_eq!(gpu(&["--gpus=h100:0"]), (0, None, None));
+    assert_eq!(gpu(&["--gres=gpu:0"]), (0, None, None));
+    assert_eq!(gpu(&["--gpus="]), (0, None, None));
+    // --gpus over a count per node: the job is that many nodes.
+    let r = cli(&["--gpus=4", "--gres=gpu:2"]).resolve().expect("4/2");
+    assert_eq!((r.resources.nodes, r.resources.gpus), (2, 2));
     // Refused, with the reason.
     for (args, why) in [
         (&["--gres=fpga:1"][..], "unknown generic resource"),
         (&["--gpus=abc"][..], "unknown GPU type"),
-        (&["--gres=gpu:h100:0"][..], "positive"),
         (&["--gres=gpu:a100:1,gpu:h100:1"][..], "one GPU model"),
         (
             &["--gres=gpu:1g.10gb:1,gpu:3g.40gb:1"][..],
             "one MIG profile",
         ),
-        (&["-N", "4", "--gpus=2"][..], "at least --nodes"),
+        (&["-N", "4", "--gpus=2"][..], "--gpus < -N"),
+        (
+            &["--gpus=2", "--gres=gpu:a100:1"][..],
+            "with and without type",
+        ),
+        (&["--gpus=1", "--gres=gpu:2"][..], "Failed to ensure"),
     ] {
         let e = cli(args).resolve().expect_err(why).to_string();
         assert!(e.contains(why), "{args:?}: {e}");
