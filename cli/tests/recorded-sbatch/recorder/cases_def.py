@@ -289,3 +289,377 @@ case("directive after a ':' command is ignored", ["script", "after-command"], []
 case("#SBATCH --export=NONE then CLI --export=ALL", ["script", "export", "precedence"], ["--export=ALL"], ["#SBATCH --export=NONE"])
 case("#SBATCH -J x # trailing comment with -t", ["script", "comment"], [], ["#SBATCH -t 20 # twenty minutes"])
 case("single-quoted value with spaces and -o", ["script", "output"], [], ["#SBATCH -o 'my out %j.log'"])
+
+# ================================================================ second round
+# Written 2026-12-03 around the shared cases' families (the held-out cases sit
+# between the shared ones), then seeded random combinations shaped like the
+# shared "random combo" cases. Indices 245 on.
+
+# ---------------------------------------------------------------- ntasks / cpus
+case("-n 4 on CLI", ["ntasks"], ["-n", "4"])
+case("--ntasks=1", ["ntasks"], ["--ntasks=1"])
+case("-n 64 (a whole node)", ["ntasks"], ["-n", "64"])
+case("-n 65 (two nodes)", ["ntasks", "edge"], ["-n", "65"])
+case("-n 2 then -n 3 on CLI", ["ntasks", "repeat"], ["-n", "2", "-n", "3"])
+case("INVALID -n -1", ["ntasks", "invalid"], ["-n", "-1"])
+case("-n 04 leading zero", ["ntasks", "edge"], ["-n", "04"])
+case("--ntasks=8 -c 8", ["ntasks", "cpus-per-task"], ["--ntasks=8", "-c", "8"])
+case("-n 1000 (beyond the cluster)", ["ntasks", "edge"], ["-n", "1000"])
+case("--ntasks=0 in script", ["ntasks", "script"], [], ["#SBATCH --ntasks=0"])
+case("-c 64", ["cpus-per-task"], ["-c", "64"])
+case("--cpus-per-task 8 in script", ["cpus-per-task", "script"], [], ["#SBATCH --cpus-per-task 8"])
+case("-c 2 -n 33 (66 CPUs)", ["cpus-per-task", "ntasks"], ["-c", "2", "-n", "33"])
+case("-c 32 -N 2", ["cpus-per-task", "nodes"], ["-c", "32", "-N", "2"])
+case("INVALID -c abc", ["cpus-per-task", "invalid"], ["-c", "abc"])
+case("-c 65 -N 2", ["cpus-per-task", "edge"], ["-c", "65", "-N", "2"])
+case("-c 16 --mem-per-cpu=4G", ["cpus-per-task", "mem-per-cpu"], ["-c", "16", "--mem-per-cpu=4G"])
+case("-c4 glued in script", ["cpus-per-task", "glued"], [], ["#SBATCH -c4"])
+
+# ---------------------------------------------------------------- nodes
+case("-N 1", ["nodes"], ["-N", "1"])
+case("-N 4", ["nodes"], ["-N", "4"])
+case("-N 2-2", ["nodes", "range"], ["-N", "2-2"])
+case("-N 1-3 -n 1", ["nodes", "range", "ntasks"], ["-N", "1-3", "-n", "1"])
+case("--nodes=3-4 -n 8", ["nodes", "range", "ntasks"], ["--nodes=3-4", "-n", "8"])
+case("-N 2 -p debug", ["nodes", "partition"], ["-N", "2", "-p", "debug"])
+case("INVALID -N -1", ["nodes", "invalid"], ["-N", "-1"])
+case("-N 01 leading zero", ["nodes", "edge"], ["-N", "01"])
+case("-N 4-3 reversed", ["nodes", "invalid", "range"], ["-N", "4-3"])
+case("-N 1-1 -n 65 (more CPUs than one node)", ["nodes", "range", "edge"], ["-N", "1-1", "-n", "65"])
+case("--nodes 2 in script with -n 3", ["nodes", "script"], [], ["#SBATCH --nodes 2", "#SBATCH -n 3"])
+case("-N 3 -n 2 (fewer tasks)", ["nodes", "ntasks", "edge"], ["-N", "3", "-n", "2"])
+case("-N 2 -c 40 -n 3", ["nodes", "cpus-per-task"], ["-N", "2", "-c", "40", "-n", "3"])
+
+# ---------------------------------------------------------------- memory
+case("--mem=1G", ["mem"], ["--mem=1G"])
+case("--mem=512M", ["mem"], ["--mem=512M"])
+case("--mem=1024 (no suffix: MB)", ["mem"], ["--mem=1024"])
+case("--mem=2048MB (two letters)", ["mem", "suffix"], ["--mem=2048MB"])
+case("--mem=1TB", ["mem", "suffix"], ["--mem=1TB"])
+case("--mem=515000 (exactly a node)", ["mem", "edge"], ["--mem=515000"])
+case("--mem=515001 (just over a node)", ["mem", "edge"], ["--mem=515001"])
+case("--mem=3G -N 4", ["mem", "nodes"], ["--mem=3G", "-N", "4"])
+case("--mem=1000K (rounds up)", ["mem", "suffix-K"], ["--mem=1000K"])
+case("--mem=1025K", ["mem", "suffix-K"], ["--mem=1025K"])
+case("--mem=2gb lowercase two letters", ["mem", "suffix"], ["--mem=2gb"])
+case("INVALID --mem=1X", ["mem", "invalid"], ["--mem=1X"])
+case("INVALID --mem=-1", ["mem", "invalid"], ["--mem=-1"])
+case("--mem=0M", ["mem", "edge"], ["--mem=0M"])
+case("--mem-per-cpu=2G -c 4", ["mem-per-cpu", "cpus-per-task"], ["--mem-per-cpu=2G", "-c", "4"])
+case("--mem-per-cpu=1024 -n 2 -N 2", ["mem-per-cpu", "nodes"], ["--mem-per-cpu=1024", "-n", "2", "-N", "2"])
+case("script --mem=2G, CLI --mem-per-cpu=512", ["mem", "mem-per-cpu", "precedence"], ["--mem-per-cpu=512"], ["#SBATCH --mem=2G"])
+case("--mem-per-cpu=600000 (over a node)", ["mem-per-cpu", "edge"], ["--mem-per-cpu=600000"])
+case("--mem-per-cpu=8G -n 64", ["mem-per-cpu", "edge"], ["--mem-per-cpu=8G", "-n", "64"])
+case("--mem-per-cpu=100K", ["mem-per-cpu", "suffix-K"], ["--mem-per-cpu=100K"])
+case("script --mem-per-cpu=1G twice, second 3G", ["mem-per-cpu", "repeat"], [], ["#SBATCH --mem-per-cpu=1G", "#SBATCH --mem-per-cpu=3G"])
+case("env SBATCH_MEM_PER_CPU=2G with script --mem=1G", ["mem", "env", "precedence"], [], ["#SBATCH --mem=1G"], {"SBATCH_MEM_PER_CPU": "2G"})
+case("--mem-per-cpu=2G -n 4 --ntasks-per-node=2", ["mem-per-cpu", "ntasks"], ["--mem-per-cpu=2G", "-n", "4", "--ntasks-per-node=2"])
+
+# ---------------------------------------------------------------- time
+case("-t 5", ["time"], ["-t", "5"])
+case("--time=1:00:00", ["time"], ["--time=1:00:00"])
+case("-t 0-0:30 (D-HH:MM)", ["time"], ["-t", "0-0:30"])
+case("-t 59:59 (MM:SS rounds up)", ["time", "rounding"], ["-t", "59:59"])
+case("-t 1-00:00:01", ["time", "rounding"], ["-t", "1-00:00:01"])
+case("-t 7-00:00:00", ["time"], ["-t", "7-00:00:00"])
+case("-t 365-0", ["time", "edge"], ["-t", "365-0"])
+case("-t 60:00:00", ["time"], ["-t", "60:00:00"])
+case("INVALID -t 1:2:3:4", ["time", "invalid"], ["-t", "1:2:3:4"])
+case("INVALID -t 1h", ["time", "invalid"], ["-t", "1h"])
+case("-t 1:60 (60 seconds)", ["time", "edge"], ["-t", "1:60"])
+case("-t 00:01 (one second)", ["time", "rounding"], ["-t", "00:01"])
+case("--time 2:30:00 in script", ["time", "script"], [], ["#SBATCH --time 2:30:00"])
+case("-t 10 in script, -t 20 on CLI", ["time", "precedence"], ["-t", "20"], ["#SBATCH -t 10"])
+case("-t 1-12 (D-HH)", ["time"], ["-t", "1-12"])
+case("-t 0:30:30 rounds up", ["time", "rounding"], ["-t", "0:30:30"])
+case("INVALID -t 1-2-3", ["time", "invalid"], ["-t", "1-2-3"])
+case("-t 000090", ["time", "edge"], ["-t", "000090"])
+case("-t Infinite (mixed case)", ["time", "edge"], ["-t", "Infinite"])
+
+# ---------------------------------------------------------------- partition
+case("-p debug -t 120 (exactly MaxTime)", ["partition", "time"], ["-p", "debug", "-t", "120"])
+case("-p debug -t 121", ["partition", "time", "limit"], ["-p", "debug", "-t", "121"])
+case("-p debug -N 1-3", ["partition", "nodes", "range"], ["-p", "debug", "-N", "1-3"])
+case("-p batch,nosuch", ["partition", "list"], ["-p", "batch,nosuch"])
+case("-p nosuch,debug", ["partition", "list"], ["-p", "nosuch,debug"])
+case("-p debug in script, no -t", ["partition", "default", "script"], [], ["#SBATCH -p debug"])
+case("INVALID -p DEBUG (case)", ["partition", "invalid"], ["-p", "DEBUG"])
+case("-p debug --time-min=60", ["partition", "time-min"], ["-p", "debug", "--time-min=60"])
+case("-p debug -n 100", ["partition", "ntasks"], ["-p", "debug", "-n", "100"])
+case("-p debug -n 129 (over the partition)", ["partition", "ntasks", "edge"], ["-p", "debug", "-n", "129"])
+case("--partition=batch --time=3-0", ["partition", "time"], ["--partition=batch", "--time=3-0"])
+case("-p debug,batch -N 3", ["partition", "list", "nodes"], ["-p", "debug,batch", "-N", "3"])
+case("script -p debug, CLI -p batch", ["partition", "precedence"], ["-p", "batch"], ["#SBATCH -p debug"])
+case("-p debug -t UNLIMITED in script", ["partition", "time", "script"], [], ["#SBATCH -p debug", "#SBATCH -t UNLIMITED"])
+
+# ---------------------------------------------------------------- job name
+case("-J a", ["job-name"], ["-J", "a"])
+case("-J name,with,commas", ["job-name"], ["-J", "name,with,commas"])
+case("-J with literal quotes on CLI", ["job-name"], ["-J", "'quoted'"])
+case("-J 100-char name", ["job-name", "edge"], ["-J", "n" * 100])
+case("-J %j literal", ["job-name", "edge"], ["-J", "job%j"])
+case("--job-name twice in script and CLI", ["job-name", "precedence"], ["--job-name=cli"], ["#SBATCH --job-name=one", "#SBATCH --job-name=two"])
+case("-J unicode", ["job-name"], ["-J", "n\u00e4me"])
+case("--job-name= in script (empty)", ["job-name", "script", "edge"], [], ["#SBATCH --job-name="])
+case("-J name with = sign", ["job-name"], ["-J", "a=b"])
+
+# ---------------------------------------------------------------- output / error / patterns
+case("-o %j.out", ["output", "pattern"], ["-o", "%j.out"])
+case("-o %J", ["output", "pattern"], ["-o", "%J"])
+case("-o out-%3j", ["output", "pattern"], ["-o", "out-%3j"])
+case("-o %n-%t-%s", ["output", "pattern"], ["-o", "%n-%t-%s"])
+case("-o %x without -J (script name)", ["output", "pattern"], ["-o", "%x.out"])
+case("-e %x-%j.err -J foo", ["error", "pattern"], ["-e", "%x-%j.err", "-J", "foo"])
+case("--output=/tmp/%u/%j", ["output", "absolute"], ["--output=/tmp/%u/%j"])
+case("-o %% alone", ["output", "pattern", "edge"], ["-o", "%%"])
+case("-o %10a with --array=1-2", ["output", "pattern", "array"], ["-o", "%10a", "--array=1-2"])
+case("-o out.txt -D /tmp (absolute workdir)", ["output", "chdir"], ["-o", "out.txt", "-D", "/tmp"])
+case("-o %b (unknown pattern letter)", ["output", "pattern", "edge"], ["-o", "x-%b-%q"])
+case("-e only (stdout default)", ["error"], ["-e", "only.err"])
+case("-o ~/home.out (tilde)", ["output", "edge"], ["-o", "~/home.out"])
+case("-o with a space in CLI value", ["output"], ["-o", "my file.out"])
+case("-o %A_%a without array", ["output", "pattern"], ["-o", "%A_%a.log"])
+case("--output in script with %x and -J in script", ["output", "script"], [], ["#SBATCH -J scripted", "#SBATCH --output=%x.%j.log"])
+case("-o %5A with --array=0-1", ["output", "array", "pattern"], ["-o", "%5A-%a", "--array=0-1"])
+case("--error=/dev/null", ["error"], ["--error=/dev/null"])
+
+# ---------------------------------------------------------------- GPUs / gres
+case("--gres=gpu:1", ["gres"], ["--gres=gpu:1"])
+case("--gres=gpu:a100:4", ["gres"], ["--gres=gpu:a100:4"])
+case("--gres=gpu:0", ["gres", "edge"], ["--gres=gpu:0"])
+case("--gres=gpu:3 -N 3", ["gres", "nodes"], ["--gres=gpu:3", "-N", "3"])
+case("--gres=gpu:12 (both types on a node)", ["gres", "edge"], ["--gres=gpu:12"])
+case("--gpus=4", ["gpus"], ["--gpus=4"])
+case("--gpus=a100:4", ["gpus", "typed"], ["--gpus=a100:4"])
+case("--gpus=16", ["gpus"], ["--gpus=16"])
+case("--gpus=a100:17 (more than the cluster)", ["gpus", "unsatisfiable"], ["--gpus=a100:17"])
+case("--gpus=1g.10gb:7", ["gpus", "mig"], ["--gpus=1g.10gb:7"])
+case("--gpus-per-node=a100:4", ["gpus", "gpus-per-node"], ["--gpus-per-node=a100:4"])
+case("--gpus-per-node=5", ["gpus", "gpus-per-node", "edge"], ["--gpus-per-node=5"])
+case("--gpus-per-task=2 -n 3", ["gpus-per-task"], ["--gpus-per-task=2", "-n", "3"])
+case("--gpus-per-task=1 -N 2 -n 4", ["gpus-per-task", "nodes"], ["--gpus-per-task=1", "-N", "2", "-n", "4"])
+case("--gpus=2 -N 2", ["gpus", "nodes"], ["--gpus=2", "-N", "2"])
+case("--gpus=3 -N 2", ["gpus", "nodes"], ["--gpus=3", "-N", "2"])
+case("-G a100:1 --mem-per-gpu=8G", ["gpus", "mem"], ["-G", "a100:1", "--mem-per-gpu=8G"])
+case("--cpus-per-gpu=4 --gres=gpu:2", ["gpus", "gres"], ["--cpus-per-gpu=4", "--gres=gpu:2"])
+case("--gres=gpu:a100:1 --gres=gpu:a100:2 (last wins?)", ["gres", "repeat"], ["--gres=gpu:a100:1", "--gres=gpu:a100:2"])
+case("--gpus=1 in script, --gpus=2 on CLI", ["gpus", "precedence"], ["--gpus=2"], ["#SBATCH --gpus=1"])
+case("--gres=gpu:1g.10gb:1 -n 2", ["gres", "mig"], ["--gres=gpu:1g.10gb:1", "-n", "2"])
+case("INVALID --gpus=-1", ["gpus", "invalid"], ["--gpus=-1"])
+case("--gpus=a100:2 -N 3", ["gpus", "nodes", "edge"], ["--gpus=a100:2", "-N", "3"])
+case("--gres=gpu:a100:2 -p debug -N 2", ["gres", "partition"], ["--gres=gpu:a100:2", "-p", "debug", "-N", "2"])
+case("--gpus-per-task=a100:1 --ntasks-per-node=2 -N 2", ["gpus-per-task", "ntasks"], ["--gpus-per-task=a100:1", "--ntasks-per-node=2", "-N", "2"])
+case("--gres=gpu:a100:1 --gpus=2", ["gres", "gpus", "conflict"], ["--gres=gpu:a100:1", "--gpus=2"])
+
+# ---------------------------------------------------------------- dependency
+case("afterany:{P1}", ["dependency"], ["--dependency=afterany:{P1}"])
+case("afternotok:{P1}", ["dependency"], ["--dependency=afternotok:{P1}"])
+case("afterok:{P1}?afterok:{P2}", ["dependency", "or"], ["--dependency=afterok:{P1}?afterok:{P2}"])
+case("after:{P1}:{P2}", ["dependency"], ["--dependency=after:{P1}:{P2}"])
+case("afterok:{P5} (whole array)", ["dependency", "array"], ["--dependency=afterok:{P5}"])
+case("singleton on CLI", ["dependency"], ["--dependency=singleton"])
+case("afterok:{P1},singleton", ["dependency"], ["--dependency=afterok:{P1},singleton"])
+case("afterok:{P1}+5 (delay on afterok)", ["dependency", "edge"], ["--dependency=afterok:{P1}+5"])
+case("-d {P1}:{P2} bare ids", ["dependency", "edge"], ["-d", "{P1}:{P2}"])
+case("--dependency= empty", ["dependency", "edge"], ["--dependency="])
+case("afterok:{P1} and afterok:999999", ["dependency", "edge"], ["--dependency=afterok:{P1}:999999"])
+case("afterany:{P5}_2:{P5}_3", ["dependency", "array"], ["--dependency=afterany:{P5}_2:{P5}_3"])
+case("-d after:{P1} in script", ["dependency", "script"], [], ["#SBATCH -d after:{P1}"])
+case("INVALID afterok:{P1}:", ["dependency", "invalid"], ["--dependency=afterok:{P1}:"])
+case("afternotok:{P1}?afterany:{P2}?after:{P3}", ["dependency", "or"], ["--dependency=afternotok:{P1}?afterany:{P2}?after:{P3}"])
+case("aftercorr:{P5} without --array", ["dependency", "array", "edge"], ["--dependency=aftercorr:{P5}"])
+
+# ---------------------------------------------------------------- arrays
+case("--array=0-3", ["array"], ["--array=0-3"])
+case("--array=1-3,7", ["array", "list"], ["--array=1-3,7"])
+case("--array=0-9:2", ["array", "step"], ["--array=0-9:2"])
+case("--array=0-9%1", ["array", "throttle"], ["--array=0-9%1"])
+case("--array=0-100001 (over MaxArraySize)", ["array", "invalid"], ["--array=0-100001"])
+case("--array=0-9999", ["array", "edge"], ["--array=0-9999"])
+case("INVALID --array=a-b", ["array", "invalid"], ["--array=a-b"])
+case("--array=1-3:0 (step 0)", ["array", "invalid"], ["--array=1-3:0"])
+case("--array 1,2,3 in script", ["array", "script"], [], ["#SBATCH --array 1,2,3"])
+case("--array=1-3 -o %A-%a", ["array", "output"], ["--array=1-3", "-o", "%A-%a.out"])
+case("--array=0-7%0", ["array", "throttle", "edge"], ["--array=0-7%0"])
+case("--array=5-5", ["array", "edge"], ["--array=5-5"])
+case("--array=0-15:4%2 in script, CLI --array=1-2", ["array", "precedence"], ["--array=1-2"], ["#SBATCH --array=0-15:4%2"])
+case("--array=3,1,2 unordered", ["array", "list"], ["--array=3,1,2"])
+case("--array=1-10:3%2 -J arr", ["array", "step", "throttle"], ["--array=1-10:3%2", "-J", "arr"])
+
+# ---------------------------------------------------------------- export
+case("--export=ALL,FOO=bar", ["export"], ["--export=ALL,FOO=bar"])
+case("--export=FOO", ["export"], ["--export=FOO"])
+case("--export=NONE,FOO=bar", ["export"], ["--export=NONE,FOO=bar"])
+case("--export=ALL", ["export"], ["--export=ALL"])
+case("SBATCH_EXPORT=ALL with --export=NONE on CLI", ["export", "env", "precedence"], ["--export=NONE"], [], {"SBATCH_EXPORT": "ALL"})
+case("--export=NIL", ["export", "edge"], ["--export=NIL"])
+case("--export in script", ["export", "script"], [], ["#SBATCH --export=A=1"])
+
+# ---------------------------------------------------------------- exclusive
+case("--exclusive=user in script", ["exclusive", "script"], [], ["#SBATCH --exclusive=user"])
+case("--exclusive=user -N 2", ["exclusive", "nodes"], ["--exclusive=user", "-N", "2"])
+case("--oversubscribe", ["exclusive"], ["--oversubscribe"])
+case("--exclusive -n 1", ["exclusive"], ["--exclusive", "-n", "1"])
+case("--exclusive --mem=1G -N 2", ["exclusive", "mem"], ["--exclusive", "--mem=1G", "-N", "2"])
+case("--exclusive in script", ["exclusive", "script"], [], ["#SBATCH --exclusive"])
+
+# ---------------------------------------------------------------- begin
+case("--begin=2030-06-01", ["begin"], ["--begin=2030-06-01"])
+case("--begin=2030-06-01T12:00:00", ["begin"], ["--begin=2030-06-01T12:00:00"])
+case("--begin=2030-06-01T12 (hour only)", ["begin", "edge"], ["--begin=2030-06-01T12"])
+case("INVALID --begin=2030-13-01", ["begin", "invalid"], ["--begin=2030-13-01"])
+case("--begin=063030 (MMDDYY)", ["begin", "format"], ["--begin=063030"])
+case("--begin=06/30/30", ["begin", "format"], ["--begin=06/30/30"])
+case("--begin=2030-06-01T12:00:00.5", ["begin", "invalid"], ["--begin=2030-06-01T12:00:00.5"])
+case("--begin in script", ["begin", "script"], [], ["#SBATCH --begin=2031-01-02T03:04:05"])
+case("--begin=2030-02-30 (no such day)", ["begin", "edge"], ["--begin=2030-02-30"])
+
+# ---------------------------------------------------------------- nice
+case("--nice=0", ["nice"], ["--nice=0"])
+case("--nice=-10", ["nice"], ["--nice=-10"])
+case("--nice=10000", ["nice", "edge"], ["--nice=10000"])
+case("--nice 5 on CLI (optional argument)", ["nice", "cli"], ["--nice", "5"])
+case("--nice=+5", ["nice", "edge"], ["--nice=+5"])
+case("--nice=2147483646", ["nice", "edge"], ["--nice=2147483646"])
+case("--nice=-2147483647", ["nice", "edge"], ["--nice=-2147483647"])
+case("--nice=5 in script", ["nice", "script"], [], ["#SBATCH --nice=5"])
+case("--nice=5 in script, --nice=7 on CLI", ["nice", "precedence"], ["--nice=7"], ["#SBATCH --nice=5"])
+
+# ---------------------------------------------------------------- invalid options
+case("INVALID --bogus", ["invalid"], ["--bogus"])
+case("INVALID --time with no value at the end", ["invalid", "time"], ["-J", "x", "--time"])
+case("INVALID --nodes= empty", ["invalid", "nodes"], ["--nodes="])
+case("INVALID --gpus= empty", ["invalid", "gpus"], ["--gpus="])
+case("INVALID -q without value before script", ["invalid"], ["-Y"])
+case("INVALID --ntasks-per-nod (ambiguous?)", ["invalid", "abbrev"], ["--ntasks-per-nod=2"])
+case("INVALID --jobname (no such option)", ["invalid"], ["--jobname=x"])
+case("INVALID --cpus-per-task=", ["invalid", "cpus-per-task"], ["--cpus-per-task="])
+case("INVALID --mem=", ["invalid", "mem"], ["--mem="])
+case("INVALID unknown option in script after valid ones", ["invalid", "script"], [], ["#SBATCH -J ok", "#SBATCH --frobnicate"])
+case("INVALID --array=", ["invalid", "array"], ["--array="])
+case("INVALID -p empty", ["invalid", "partition"], ["-p", ""])
+
+# ---------------------------------------------------------------- script parsing
+case("#SBATCH with two spaces before the option", ["script-parse", "whitespace"], [], ["#SBATCH  --job-name=twospace"])
+case("#SBATCH -J a -J b on one line", ["script-parse", "repeat"], [], ["#SBATCH -J a -J b"])
+case("#!/bin/zsh shebang", ["script", "shebang"], [], ["#SBATCH -n 3"], shebang="#!/bin/zsh")
+case("#!/usr/bin/env bash", ["script", "shebang"], [], ["#SBATCH -n 3"], shebang="#!/usr/bin/env bash")
+case("blank line then directive", ["script-parse"], [], ["", "", "#SBATCH -n 6"])
+case("directive after echo is ignored", ["script-parse", "after-command"], [], ["#SBATCH -n 2"], after=["#SBATCH -n 9"])
+case("--job-name=x#y (no space before #)", ["script-parse", "comments"], [], ["#SBATCH --job-name=x#y"])
+case("#SBATCH -J 'a b' -t 5", ["script-parse"], [], ["#SBATCH -J 'a b' -t 5"])
+case("#SBATCH --export=A=\"x y\"", ["script-parse", "export"], [], ['#SBATCH --export=A="x y"'])
+case("#SBATCH -o out.txt # comment", ["script-parse", "comments"], [], ["#SBATCH -o out.txt # comment"])
+case("#SBATCH after exit 0 is ignored", ["script-parse", "after-command"], [], ["#SBATCH -J first"], pre_body=["exit 0"], after=["#SBATCH -J second"])
+case("tab-indented #SBATCH is a comment", ["script-parse", "indent"], [], ["\t#SBATCH -J tabbed"])
+case("#SBATCH -t 10#no space comment", ["script-parse", "comments"], [], ["#SBATCH -t 10#ten"])
+case("## SBATCH double hash", ["script-parse", "comments"], [], ["##SBATCH -J doublehash"])
+case("#SBATCH --comment=\"quoted, with comma\"", ["script-parse", "comment"], [], ['#SBATCH --comment="quoted, with comma"'])
+case("#SBATCH line with trailing spaces", ["script-parse", "whitespace"], [], ["#SBATCH -n 3   "])
+case("#SBATCH -n 2 after a here-doc-like comment block", ["script-parse", "comments"], [], ["# ----", "# header", "# ----", "#SBATCH -n 2"])
+case("shebang with args #!/bin/bash -l", ["script", "shebang"], [], ["#SBATCH -n 2"], shebang="#!/bin/bash -l")
+case("#SBATCH -J \"unterminated", ["script-parse", "edge"], [], ['#SBATCH -J "unterminated'])
+case("#SBATCH --comment='it''s'", ["script-parse", "edge"], [], ["#SBATCH --comment='it''s'"])
+
+# ---------------------------------------------------------------- env
+case("SBATCH_TIMELIMIT=1:00:00", ["env", "time"], [], [], {"SBATCH_TIMELIMIT": "1:00:00"})
+case("SBATCH_JOB_NAME empty", ["env", "job-name", "edge"], [], [], {"SBATCH_JOB_NAME": ""})
+case("SBATCH_PARTITION=nosuch", ["env", "partition", "invalid"], [], [], {"SBATCH_PARTITION": "nosuch"})
+case("SBATCH_GRES=gpu:2", ["env", "gres"], [], [], {"SBATCH_GRES": "gpu:2"})
+case("SBATCH_CPUS_PER_GPU=4 with --gpus=1", ["env", "gpus"], ["--gpus=1"], [], {"SBATCH_CPUS_PER_GPU": "4"})
+case("SBATCH_MEM_PER_GPU=2G with --gpus=2", ["env", "gpus", "mem"], ["--gpus=2"], [], {"SBATCH_MEM_PER_GPU": "2G"})
+case("SBATCH_REQUEUE=1", ["env", "requeue"], [], [], {"SBATCH_REQUEUE": "1"})
+case("SBATCH_NTASKS is not read", ["env", "ntasks"], [], [], {"SBATCH_NTASKS": "7"})
+case("SLURM_NTASKS in the environment", ["env", "ntasks"], [], [], {"SLURM_NTASKS": "7"})
+case("SBATCH_EXCLUSIVE empty", ["env", "exclusive"], [], [], {"SBATCH_EXCLUSIVE": ""})
+case("SBATCH_TIMELIMIT with script -t and CLI -t", ["env", "time", "precedence"], ["-t", "3"], ["#SBATCH -t 10"], {"SBATCH_TIMELIMIT": "45"})
+case("SBATCH_GPUS_PER_TASK with -n 3", ["env", "gpus-per-task"], ["-n", "3"], [], {"SBATCH_GPUS_PER_TASK": "a100:1"})
+case("SBATCH_ARRAY_INX=0-5%2", ["env", "array"], [], [], {"SBATCH_ARRAY_INX": "0-5%2"})
+case("SBATCH_OUTPUT and CLI -o", ["env", "output", "precedence"], ["-o", "cli.out"], [], {"SBATCH_OUTPUT": "env.out"})
+case("SBATCH_NO_REQUEUE=0", ["env", "requeue", "edge"], [], [], {"SBATCH_NO_REQUEUE": "0"})
+
+# ---------------------------------------------------------------- random combinations
+# Seeded; shaped like the shared "random combo" cases: options spread over the
+# command line and the script, spelled every way getopt allows, noise lines,
+# directives after the first command (not read), and one option in both places.
+import random as _random
+
+_R = _random.Random(20261203)
+_POOLS = {
+    "ntasks": [("-n", "4"), ("--ntasks", "16"), ("-n", "8"), ("--ntasks", "2"), ("-n", "130")],
+    "nodes": [("-N", "2"), ("--nodes", "2-4"), ("--nodes", "1-2"), ("-N", "1"), ("-N", "3")],
+    "cpus-per-task": [("-c", "2"), ("--cpus-per-task", "8"), ("-c", "64")],
+    "gpus": [("--gpus", "1"), ("--gpus", "1g.10gb:3"), ("--gpus", "a100:2"), ("-G", "2"), ("-G", "a100:5")],
+    "gres": [("--gres", "gpu:a100:2"), ("--gres", "gpu:1"), ("--gres", "gpu:1g.10gb:2"), ("--gres", "gpu:2")],
+    "comment": [("--comment", "random combo"), ("--comment", "combo, with comma")],
+    "export": [("--export", "NONE"), ("--export", "ALL"), ("--export", "COMBO=1")],
+    "array": [("-a", "0-15:4"), ("--array", "0-99%5"), ("--array", "0-15"), ("-a", "1,3,5")],
+    "chdir": [("--chdir", "/scratch/oracle"), ("--chdir", "rel"), ("-D", "/tmp")],
+    "mem-per-cpu": [("--mem-per-cpu", "1G"), ("--mem-per-cpu", "256"), ("--mem-per-cpu", "2048K")],
+    "mem": [("--mem", "512"), ("--mem", "2048K"), ("--mem", "4G"), ("--mem", "1T")],
+    "output": [("--output", "%x-%j.log"), ("--output", "o-%j.out"), ("-o", "/scratch/oracle/%u-%j.out"), ("-o", "%A_%a.out")],
+    "error": [("--error", "%x.err"), ("-e", "e-%j.txt")],
+    "partition": [("-p", "batch"), ("--partition", "debug"), ("-p", "debug,batch"), ("-p", "batch,debug")],
+    "time": [("--time", "30"), ("-t", "30:15"), ("-t", "1-0"), ("--time", "2:00:00"), ("-t", "150")],
+    "dependency": [("--dependency", "afterok:{P1}"), ("--dependency", "afterany:{P1}:{P3}"),
+                   ("-d", "afterok:{P2},afternotok:{P3}"), ("--dependency", "singleton"),
+                   ("-d", "afterok:{P5}_2"), ("--dependency", "after:{P4}+3")],
+    "begin": [("--begin", "2030-06-01T12:00:00"), ("-b", "2031-02-03")],
+    "job-name": [("-J", "combo"), ("-J", "two words"), ("--job-name", "named")],
+    "nice": [("--nice", "5"), ("--nice", "-3")],
+    "time-min": [("--time-min", "10")],
+    "gpus-per-task": [("--gpus-per-task", "1")],
+    "ntasks-per-node": [("--ntasks-per-node", "2")],
+    "exclusive": [("--exclusive", None), ("--exclusive", "user")],
+    "hold": [("-H", None)],
+}
+_NOISE = ["## note: #SBATCH -n 999 is not a directive here",
+          "# SBATCH --mem=1T (not a directive: space)", ""]
+_AFTER = ["cd $SLURM_SUBMIT_DIR", "set -euo pipefail", "module load foo", "srun hostname"]
+_JUNK = ["#SBATCH --ntasks=99", "#SBATCH --partition=nosuch", "#SBATCH -t 1-2-3-4"]
+
+
+def _spell_cli(opt, val):
+    if val is None:
+        return [opt]
+    if opt.startswith("--"):
+        return [f"{opt}={val}"] if _R.random() < 0.6 else [opt, val]
+    return [f"{opt}{val}"] if _R.random() < 0.4 else [opt, val]
+
+
+def _spell_script(opt, val):
+    if val is None:
+        return f"#SBATCH {opt}"
+    if " " in val or "," in val and _R.random() < 0.5:
+        val = f'"{val}"'
+    if opt.startswith("--"):
+        return f"#SBATCH {opt}={val}" if _R.random() < 0.6 else f"#SBATCH {opt} {val}"
+    return f"#SBATCH {opt}{val}" if _R.random() < 0.3 else f"#SBATCH {opt} {val}"
+
+
+for _n in range(110):
+    _tags = _R.sample(sorted(_POOLS), _R.randint(3, 7))
+    _args, _dirs = [], []
+    _extra_tags = []
+    for _t in _tags:
+        _opt, _val = _R.choice(_POOLS[_t])
+        _where = _R.random()
+        if _where < 0.45:
+            _args += _spell_cli(_opt, _val)
+        elif _where < 0.85:
+            _dirs.append(_spell_script(_opt, _val))
+        else:  # both: the command line wins
+            _o2, _v2 = _R.choice(_POOLS[_t])
+            _dirs.append(_spell_script(_o2, _v2))
+            _args += _spell_cli(_opt, _val)
+            _extra_tags.append("precedence")
+        if _R.random() < 0.25:
+            _dirs.append(_R.choice(_NOISE))
+    _ex = {}
+    if _R.random() < 0.5:
+        _extra_tags.append("after-command")
+        _ex["pre_body"] = [_R.choice(_AFTER)]
+        _ex["body"] = _JUNK + ['echo "job $SLURM_JOB_ID"']
+    _R.shuffle(_dirs)
+    case("random combo %d: %s" % (_n, " ".join(sorted(set(_tags + _extra_tags)))),
+         ["random"] + sorted(set(_tags + _extra_tags)), _args, _dirs, **_ex)

@@ -1,0 +1,7 @@
+#!/bin/bash
+# ----
+# header
+# ----
+#SBATCH -n 2
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

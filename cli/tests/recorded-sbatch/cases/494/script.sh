@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH --gpus=1g.10gb:3
+#SBATCH --dependency after:{P4}+3
+## note: #SBATCH -n 999 is not a directive here
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

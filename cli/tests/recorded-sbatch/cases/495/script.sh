@@ -1,0 +1,9 @@
+#!/bin/bash
+
+#SBATCH --mem=1T
+#SBATCH -d afterok:{P2},afternotok:{P3}
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,10 @@
+#!/bin/bash
+#SBATCH --comment="random combo"
+#SBATCH -c 2
+#SBATCH --gres=gpu:1g.10gb:2
+
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

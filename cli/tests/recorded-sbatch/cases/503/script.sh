@@ -1,0 +1,10 @@
+#!/bin/bash
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH -c 2
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH -G 2
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH --ntasks-per-node=2
+#SBATCH --nice=-3
+
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --gres=gpu:2
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

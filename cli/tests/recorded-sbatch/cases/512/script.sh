@@ -1,0 +1,8 @@
+#!/bin/bash
+#SBATCH -c 64
+## note: #SBATCH -n 999 is not a directive here
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,13 @@
+#!/bin/bash
+#SBATCH --time-min=10
+
+#SBATCH --ntasks-per-node 2
+#SBATCH --gres gpu:1g.10gb:2
+
+#SBATCH -t 30:15
+
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

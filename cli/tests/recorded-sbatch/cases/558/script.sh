@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH --mem-per-cpu 2048K
+#SBATCH --comment="combo, with comma"
+#SBATCH -H
+#SBATCH -b 2031-02-03
+# SBATCH --mem=1T (not a directive: space)
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

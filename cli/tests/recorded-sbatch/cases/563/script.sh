@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --nice=-3
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,11 @@
+#!/bin/bash
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --nice=-3
+#SBATCH -c 2
+#SBATCH --error %x.err
+## note: #SBATCH -n 999 is not a directive here
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --output o-%j.out
+
+#SBATCH --exclusive=user
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

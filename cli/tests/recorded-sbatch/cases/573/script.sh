@@ -1,0 +1,11 @@
+#!/bin/bash
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --exclusive=user
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH -t 1-0
+#SBATCH --export=NONE
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

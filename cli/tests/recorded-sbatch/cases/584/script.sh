@@ -1,0 +1,10 @@
+#!/bin/bash
+#SBATCH --export=ALL
+#SBATCH --comment="random combo"
+#SBATCH --nodes=2-4
+
+module load foo
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,5 @@
+#!/bin/bash
+#SBATCH -p debug,batch
+#SBATCH --gpus-per-task=1
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

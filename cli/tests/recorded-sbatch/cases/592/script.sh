@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --begin=2030-06-01T12:00:00
+#SBATCH --array 0-99%5
+#SBATCH --time 2:00:00
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1
