@@ -20,6 +20,8 @@ pub struct Site {
     pub default_time_s: Vec<(String, Option<u64>)>,
     /// Each partition's longest time limit (`None`: unlimited).
     pub max_time_s: Vec<(String, Option<u64>)>,
+    /// The reservations the controller has.
+    pub reservations: Vec<String>,
     /// Jobs that are arrays: a dependency on one is on all its tasks, which Slurm
     /// shows as `J_*`.
     pub arrays: Vec<JobId>,
@@ -79,6 +81,12 @@ pub fn site_refusal(r: &Resolved, site: &Site, now_us: u64) -> Option<&'static s
     }
     if e.deadline_us.is_some_and(|d| d < now_us) {
         return Some("Requested time limit is invalid (missing or exceeds some limit)");
+    }
+    if r.reservation
+        .as_ref()
+        .is_some_and(|name| !site.reservations.contains(name))
+    {
+        return Some("Requested reservation is invalid");
     }
     // --time-min over the partition's longest limit, or over the job's own limit
     // (the partition's default when it gave none), in every partition named.

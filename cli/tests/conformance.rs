@@ -49,6 +49,7 @@ fn recorded_site(arrays: Vec<bulkhead_proto::JobId>) -> Site {
         def_mem_per_cpu_mb: 1024,
         default_time_s: vec![("batch".into(), None), ("debug".into(), Some(1800))],
         max_time_s: vec![("batch".into(), None), ("debug".into(), Some(7200))],
+        reservations: Vec::new(),
         arrays,
         partition_nodes: vec![
             (

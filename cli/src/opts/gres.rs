@@ -91,7 +91,7 @@ pub fn check(asks: &Asks, c: &mut Counts) -> Result<(), String> {
     if typed && untyped_counts {
         return Err("Invalid GRES specification (with and without type identification)".into());
     }
-    if asks.cpus_per_gpu.is_some() && c.cpus_per_task.is_some() && !states.is_empty() {
+    if asks.cpus_per_gpu.is_some() && c.cpus_per_task.is_some() {
         return Err("--cpus-per-gpu is mutually exclusive with --cpus-per-task".into());
     }
     for (_, s) in &mut states {

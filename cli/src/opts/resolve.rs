@@ -143,12 +143,14 @@ impl SubmitOpts {
         // The tasks a waiting job's CPUs are counted from, as sbatch counts them before
         // it checks the GPU options: those asked for (or laid out per node), else one
         // per node of an exact -N, else one.
+        // A node named is a CPU at least (slurmctld's minimum for required nodes).
         let cpus_tasks = match (asked, tasks_per_node_opt) {
             (Some(t), _) => t,
             (None, Some(per)) => per.saturating_mul(nodes),
             (None, None) if nodes_max.is_none_or(|m| m == nodes) => nodes,
             (None, None) => 1,
-        };
+        }
+        .max(u32::try_from(nodelist.len()).unwrap_or(u32::MAX));
         // The GPU options, checked against each other and the counts as sbatch checks
         // them; they may fix the nodes, the tasks or the tasks per node.
         let gpu_asks = gres::Asks {
@@ -319,13 +321,9 @@ impl SubmitOpts {
         // --mincpus raise what it is given, not this).
         let cpus_asked = cpus;
         let mut cpus = cpus;
+        // Without GPUs, --cpus-per-gpu asks nothing (sbatch takes it so).
         if let Some(c) = &self.cpus_per_gpu {
             let per = count("cpus-per-gpu", c)?;
-            if gpus_here == 0 {
-                return Err(OptsError::Refused(format!(
-                    "--cpus-per-gpu={c}: the job asks for no GPUs"
-                )));
-            }
             cpus = cpus.max(per.saturating_mul(gpus_here));
         }
         // --mincpus: at least that many on each node (the tasks' own count is what
@@ -412,7 +410,7 @@ impl SubmitOpts {
         // A job with a deadline and no limit may run as little as a minute (slurmctld
         // sets its TimeMin so): it starts while one minute is left.
         let time_min_s = match (deadline_us, time_limit_s, time_min_s) {
-            (Some(_), None, None) => Some(60),
+            (Some(_), None, None) if self.time.is_none() => Some(60),
             (_, _, t) => t,
         };
         let signal = match &self.signal {
