@@ -663,3 +663,120 @@ for _n in range(110):
     _R.shuffle(_dirs)
     case("random combo %d: %s" % (_n, " ".join(sorted(set(_tags + _extra_tags)))),
          ["random"] + sorted(set(_tags + _extra_tags)), _args, _dirs, **_ex)
+
+# ---------------------------------------------------------------- third round: wider random combinations
+# Seeded; more options, environment variables, and values at the edges.
+_R = _random.Random(20261205)
+_POOLS3 = dict(_POOLS)
+_POOLS3.update({
+    "ntasks": [("-n", "4"), ("--ntasks", "16"), ("-n", "1"), ("--ntasks", "65"), ("-n", "3")],
+    "nodes": [("-N", "2"), ("--nodes", "2-4"), ("--nodes", "1-3"), ("-N", "1"), ("-N", "4"), ("-N", "1-1")],
+    "mem-per-gpu": [("--mem-per-gpu", "8G"), ("--mem-per-gpu", "1024")],
+    "cpus-per-gpu": [("--cpus-per-gpu", "4"), ("--cpus-per-gpu", "2")],
+    "gpus-per-node": [("--gpus-per-node", "2"), ("--gpus-per-node", "a100:1"), ("--gpus-per-node", "1g.10gb:2")],
+    "gpus-per-task": [("--gpus-per-task", "1"), ("--gpus-per-task", "a100:1")],
+    "nodelist": [("-w", "n1"), ("--nodelist", "n[1-2]"), ("-w", "n3,n4")],
+    "exclude": [("-x", "n1"), ("--exclude", "n[3-4]")],
+    "requeue": [("--requeue", None), ("--no-requeue", None)],
+    "qos": [("--qos", "normal"), ("-q", "high")],
+    "account": [("-A", "physics"), ("--account", "bio")],
+    "mail": [("--mail-type", "END"), ("--mail-user", "a@b.c")],
+    "open-mode": [("--open-mode", "append")],
+    "mincpus": [("--mincpus", "8")],
+    "deadline": [("--deadline", "2031-01-01T00:00:00")],
+    "input": [("-i", "in-%j.txt")],
+    "signal": [("--signal", "USR1@60"), ("--signal", "B:TERM")],
+    "wckey": [("--wckey", "k1")],
+    "reservation": [("--reservation", "nosuchresv")],
+    "time": [("--time", "30"), ("-t", "30:15"), ("-t", "1-0"), ("--time", "2:00:00"), ("-t", "150"), ("-t", "0"), ("-t", "UNLIMITED"), ("-t", "45:30")],
+    "mem": [("--mem", "512"), ("--mem", "2048K"), ("--mem", "4G"), ("--mem", "0"), ("--mem", "600G")],
+    "partition": [("-p", "batch"), ("--partition", "debug"), ("-p", "debug,batch"), ("-p", "batch,debug"), ("-p", "nosuch")],
+    "array": [("-a", "0-15:4"), ("--array", "0-99%5"), ("--array", "0-15"), ("-a", "1,3,5"), ("--array", "1-3%0"), ("-a", "2")],
+    "dependency": _POOLS["dependency"] + [("-d", "afterany:{P5}"), ("--dependency", "afterok:{P1}?afternotok:{P2}"), ("-d", "aftercorr:{P5}")],
+})
+_ENV3 = [("SBATCH_TIMELIMIT", "20"), ("SBATCH_PARTITION", "debug"), ("SBATCH_JOB_NAME", "envname"),
+         ("SBATCH_MEM_PER_CPU", "2G"), ("SBATCH_GPUS", "1"), ("SBATCH_EXPORT", "NONE"),
+         ("SBATCH_REQUEUE", "1"), ("SBATCH_OUTPUT", "env-%j.out"), ("SBATCH_ARRAY_INX", "0-2"),
+         ("SBATCH_EXCLUSIVE", "user"), ("SBATCH_GRES", "gpu:1"), ("SBATCH_ACCOUNT", "envacct")]
+
+for _n in range(150):
+    _tags = _R.sample(sorted(_POOLS3), _R.randint(3, 8))
+    _args, _dirs, _extra_tags = [], [], []
+    for _t in _tags:
+        _opt, _val = _R.choice(_POOLS3[_t])
+        _where = _R.random()
+        if _where < 0.45:
+            _args += _spell_cli(_opt, _val)
+        elif _where < 0.85:
+            _dirs.append(_spell_script(_opt, _val))
+        else:
+            _o2, _v2 = _R.choice(_POOLS3[_t])
+            _dirs.append(_spell_script(_o2, _v2))
+            _args += _spell_cli(_opt, _val)
+            _extra_tags.append("precedence")
+        if _R.random() < 0.2:
+            _dirs.append(_R.choice(_NOISE))
+    _env = {}
+    if _R.random() < 0.35:
+        for _k, _v in _R.sample(_ENV3, _R.randint(1, 2)):
+            _env[_k] = _v
+        _extra_tags.append("env")
+    _ex = {}
+    if _R.random() < 0.4:
+        _extra_tags.append("after-command")
+        _ex["pre_body"] = [_R.choice(_AFTER)]
+        _ex["body"] = _JUNK + ['echo "job $SLURM_JOB_ID"']
+    _R.shuffle(_dirs)
+    case("wide combo %d: %s" % (_n, " ".join(sorted(set(_tags + _extra_tags)))),
+         ["random"] + sorted(set(_tags + _extra_tags)), _args, _dirs, _env, **_ex)
+
+# ---------------------------------------------------------------- fourth round: spellings, PBS, abbreviations
+_R = _random.Random(20261206)
+_POOLS4 = dict(_POOLS3)
+_POOLS4.update({
+    "abbrev": [("--tim", "15"), ("--part", "debug"), ("--nod", "2"), ("--ntasks-per-n", "2"), ("--cpus-per-t", "2"), ("--job", "abbr"), ("--outp", "ab-%j.out"), ("--dep", "afterok:{P1}")],
+    "oversubscribe": [("-s", None), ("--oversubscribe", None)],
+    "kill-on-invalid-dep": [("--kill-on-invalid-dep", "yes")],
+    "comment": [("--comment", "random combo"), ("--comment", "combo, with comma"), ("--comment", "it's # here")],
+    "export": [("--export", "NONE"), ("--export", "ALL"), ("--export", "COMBO=1"), ("--export", "ALL,A=1,B=2")],
+    "job-name": [("-J", "combo"), ("-J", "two words"), ("--job-name", "named"), ("-J", "a,b")],
+    "output": [("--output", "%x-%j.log"), ("-o", "%A_%a.out"), ("-o", "out-%4j.txt"), ("-o", "/dev/null"), ("--output", "%%-%j")],
+    "nice": [("--nice", "5"), ("--nice", "-3"), ("--nice", "0")],
+    "begin": [("--begin", "2030-06-01T12:00:00"), ("-b", "2031-02-03"), ("--begin", "2030-06-01T12:00")],
+    "time-min": [("--time-min", "10"), ("--time-min", "1:00:00"), ("--time-min", "45")],
+})
+_PBS = ["#PBS -N pbsjob", "#PBS -l walltime=00:30:00", "#PBS -l nodes=2:ppn=2", "#PBS -q debug", "#PBS -o pbs.out", "#PBS -l mem=2gb", "#PBS -j oe"]
+
+for _n in range(150):
+    _tags = _R.sample(sorted(_POOLS4), _R.randint(3, 8))
+    _args, _dirs, _extra_tags = [], [], []
+    for _t in _tags:
+        _opt, _val = _R.choice(_POOLS4[_t])
+        _where = _R.random()
+        if _where < 0.45:
+            _args += _spell_cli(_opt, _val)
+        elif _where < 0.85:
+            _dirs.append(_spell_script(_opt, _val))
+        else:
+            _o2, _v2 = _R.choice(_POOLS4[_t])
+            _dirs.append(_spell_script(_o2, _v2))
+            _args += _spell_cli(_opt, _val)
+            _extra_tags.append("precedence")
+        if _R.random() < 0.2:
+            _dirs.append(_R.choice(_NOISE))
+    if _R.random() < 0.2:
+        _dirs.append(_R.choice(_PBS))
+        _extra_tags.append("pbs")
+    _env = {}
+    if _R.random() < 0.3:
+        for _k, _v in _R.sample(_ENV3, _R.randint(1, 2)):
+            _env[_k] = _v
+        _extra_tags.append("env")
+    _ex = {}
+    if _R.random() < 0.4:
+        _extra_tags.append("after-command")
+        _ex["pre_body"] = [_R.choice(_AFTER)]
+        _ex["body"] = _JUNK + ['echo "job $SLURM_JOB_ID"']
+    _R.shuffle(_dirs)
+    case("spelled combo %d: %s" % (_n, " ".join(sorted(set(_tags + _extra_tags)))),
+         ["random"] + sorted(set(_tags + _extra_tags)), _args, _dirs, _env, **_ex)

@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH -H
+
+#SBATCH --wckey=k1
+#SBATCH --gpus-per-node=2
+#SBATCH --gpus-per-task=1
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH --no-requeue
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --export=ALL
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

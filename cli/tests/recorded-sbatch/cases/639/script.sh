@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH -N 1
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH -d aftercorr:{P5}
+
+## note: #SBATCH -n 999 is not a directive here
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,13 @@
+#!/bin/bash
+#SBATCH -J "two words"
+#SBATCH --reservation nosuchresv
+#SBATCH --nodelist=n[1-2]
+#SBATCH --no-requeue
+#SBATCH -c2
+
+## note: #SBATCH -n 999 is not a directive here
+module load foo
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH --ntasks-per-node=2
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH -p "batch,debug"
+#SBATCH --cpus-per-gpu 4
+#SBATCH --nodes=2-4
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,11 @@
+#!/bin/bash
+## note: #SBATCH -n 999 is not a directive here
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH -pnosuch
+#SBATCH -q high
+#SBATCH --exclusive
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,11 @@
+#!/bin/bash
+
+#SBATCH -p batch
+#SBATCH --deadline=2031-01-01T00:00:00
+#SBATCH --no-requeue
+#SBATCH --wckey=k1
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

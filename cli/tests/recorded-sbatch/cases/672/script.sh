@@ -1,0 +1,10 @@
+#!/bin/bash
+#SBATCH --comment="combo, with comma"
+#SBATCH --array=0-99%5
+
+# SBATCH --mem=1T (not a directive: space)
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

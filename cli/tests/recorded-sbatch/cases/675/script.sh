@@ -1,0 +1,10 @@
+#!/bin/bash
+
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --deadline 2031-01-01T00:00:00
+# SBATCH --mem=1T (not a directive: space)
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --time-min 10
+#SBATCH --gpus 1g.10gb:3
+#SBATCH --export COMBO=1
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH --gres gpu:1g.10gb:2
+#SBATCH --reservation=nosuchresv
+#SBATCH --cpus-per-gpu 2
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH --account=bio
+## note: #SBATCH -n 999 is not a directive here
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

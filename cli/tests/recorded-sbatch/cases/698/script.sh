@@ -1,0 +1,7 @@
+#!/bin/bash
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --time-min=10
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH -d afterok:{P5}_2
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

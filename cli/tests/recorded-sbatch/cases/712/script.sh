@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH --wckey k1
+#SBATCH --exclusive user
+#SBATCH -p"debug,batch"
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

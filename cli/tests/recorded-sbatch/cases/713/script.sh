@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH -H
+#SBATCH --mail-type END
+#SBATCH -x n1
+#SBATCH --qos normal
+## note: #SBATCH -n 999 is not a directive here
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH --nodelist n[1-2]
+#SBATCH --account=bio
+#SBATCH --mem-per-cpu 256
+#SBATCH --error %x.err
+
+module load foo
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"
