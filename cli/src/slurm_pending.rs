@@ -235,9 +235,14 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
             .and_then(|(_, t)| *t)
     });
     f.push(("TimeLimit", format_time(limit)));
+    // A deadline without any limit (none given, no default) makes TimeMin a minute,
+    // as the broker and slurmctld set it.
+    let time_min = e
+        .time_min_s
+        .or_else(|| (e.deadline_us.is_some() && limit.is_none() && !e.no_limit).then_some(60));
     f.push((
         "TimeMin",
-        e.time_min_s.map_or("N/A".into(), |t| format_time(Some(t))),
+        time_min.map_or("N/A".into(), |t| format_time(Some(t))),
     ));
     let begin = e
         .begin_us

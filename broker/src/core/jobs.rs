@@ -148,6 +148,25 @@ impl Core {
             .partition
             .clone()
             .unwrap_or_else(|| self.cfg.partition.clone());
+        // A job with a deadline and no time limit at all (none given, none by its
+        // partition's default) may run as little as a minute: slurmctld sets its
+        // TimeMin so, and it starts while a minute is left.
+        let mut sub = sub;
+        let first = partition.split(',').next().unwrap_or("");
+        let default_time = self
+            .cfg
+            .partitions
+            .iter()
+            .find(|p| p.name == first)
+            .and_then(|p| p.default_time_s);
+        if sub.extra.deadline_us.is_some()
+            && sub.resources.time_limit_s.is_none()
+            && !sub.extra.no_limit
+            && default_time.is_none()
+            && sub.extra.time_min_s.is_none()
+        {
+            sub.extra.time_min_s = Some(60);
+        }
         let cpus = sub.resources.cpus;
         let mem_mb = if sub.resources.mem_mb == 0 {
             match self.cfg.def_mem_per_cpu_mb.checked_mul(u64::from(cpus)) {

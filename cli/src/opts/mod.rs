@@ -212,6 +212,10 @@ pub struct SubmitOpts {
     /// as Slurm does.
     #[arg(skip)]
     pub bh_defaults: bool,
+    /// Whether `-s/--oversubscribe` (true) or `--exclusive` (false) came last in this
+    /// source: both set one field in sbatch, so the later wins.
+    #[arg(skip)]
+    pub shares: Option<bool>,
 }
 
 /// Slurm's default output file of a batch job, and of an array's tasks.
@@ -491,6 +495,17 @@ where
     let mut o = SubmitOpts::from_arg_matches(&m)?;
     o.ignored = table::present(&m, table::IGNORED);
     o.refused = table::present(&m, table::REFUSED);
+    let last = |id: &str| {
+        (m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+            .then(|| m.indices_of(id).and_then(|i| i.max()))
+            .flatten()
+    };
+    o.shares = match (last("oversubscribe"), last("exclusive")) {
+        (Some(s), Some(e)) => Some(s > e),
+        (Some(_), None) => Some(true),
+        (None, Some(_)) => Some(false),
+        (None, None) => None,
+    };
     Ok(o)
 }
 
@@ -589,8 +604,13 @@ pub fn script_opts(script: &str) -> Result<SubmitOpts, OptsError> {
 /// the environment).
 pub fn script_opts_with(script: &str, ignore_pbs: bool) -> Result<SubmitOpts, OptsError> {
     let mut words: Vec<String> = Vec::new();
-    let mut pbs_words: Vec<(usize, Vec<String>)> = Vec::new();
     let mut first_line = None;
+    let words_of = |rest: &str, n: usize| {
+        split_words(rest).map_err(|WordsError(detail)| OptsError::Fatal {
+            what: format!("script line {n}"),
+            detail,
+        })
+    };
     for (i, line) in script.lines().enumerate() {
         let n = i + 1;
         if n == 1 && line.starts_with("#!") {
@@ -607,30 +627,16 @@ pub fn script_opts_with(script: &str, ignore_pbs: bool) -> Result<SubmitOpts, Op
             }
             break;
         }
-        let (rest, pbs) = match line.strip_prefix("#PBS") {
-            Some(r) => (Some(r), true),
-            None => (
-                line.strip_prefix("#SBATCH")
-                    .or_else(|| line.strip_prefix("#SLURM"))
-                    .or_else(|| line.strip_prefix("#BH")),
-                false,
-            ),
-        };
+        let rest = line
+            .strip_prefix("#SBATCH")
+            .or_else(|| line.strip_prefix("#SLURM"))
+            .or_else(|| line.strip_prefix("#BH"));
         let Some(rest) = rest else { continue };
         // Slurm matches the magic word as a prefix: `#SBATCH-J x` is `-J x`.
         if !rest.is_empty() && !rest.starts_with(char::is_whitespace) && !rest.starts_with('-') {
             continue; // e.g. "#SBATCHX" or "#BHV": not a directive.
         }
-        let w = split_words(rest).map_err(|WordsError(detail)| OptsError::Fatal {
-            what: format!("script line {n}"),
-            detail,
-        })?;
-        if pbs {
-            // Kept in place: PBS and Slurm lines are read in one pass, in order.
-            pbs_words.push((words.len(), w));
-            first_line.get_or_insert(n);
-            continue;
-        }
+        let w = words_of(rest, n)?;
         if let Some(first) = w.first()
             && !first.starts_with('-')
         {
@@ -653,17 +659,25 @@ pub fn script_opts_with(script: &str, ignore_pbs: bool) -> Result<SubmitOpts, Op
         first_line.get_or_insert(n);
         words.extend(kept);
     }
+    // `#PBS` lines are read after every `#SBATCH` one (so they win over them), and past
+    // the first command: sbatch's xlate_batch_script looks through the script until it
+    // has passed 100 lines that do not start with `#`.
     let ignore_pbs = ignore_pbs || words.iter().any(|w| w == "--ignore-pbs");
-    if !ignore_pbs && !pbs_words.is_empty() {
-        let mut merged = Vec::with_capacity(words.len());
-        let mut at = 0;
-        for (pos, w) in pbs_words {
-            merged.extend(words[at..pos].iter().cloned());
-            at = pos;
-            merged.extend(pbs::translate(&w));
+    if !ignore_pbs {
+        let mut others = 0;
+        for (i, line) in script.lines().enumerate() {
+            let Some(rest) = line.strip_prefix("#PBS") else {
+                if !line.starts_with('#') {
+                    others += 1;
+                    if others > 100 {
+                        break;
+                    }
+                }
+                continue;
+            };
+            first_line.get_or_insert(i + 1);
+            words.extend(pbs::translate(&words_of(rest, i + 1)?));
         }
-        merged.extend(words[at..].iter().cloned());
-        words = merged;
     }
     parse_words(&words).map_err(|e| OptsError::Directive {
         line: first_line.unwrap_or(0),
@@ -807,6 +821,7 @@ impl SubmitOpts {
             begin,
             nice,
             exclusive,
+            shares,
             gpus_per_task,
             mem_per_gpu,
             cpus_per_gpu,

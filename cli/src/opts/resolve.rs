@@ -171,9 +171,11 @@ impl SubmitOpts {
         };
         let fixed = nodes_max.is_none_or(|m| m == nodes);
         let mut counts = gres::Counts {
+            // Implied, as sbatch implies them: by --ntasks-per-node on a fixed node
+            // count, or one a node of an exact -N (a node list alone implies none).
             tasks: asked.or(match tasks_per_node_opt {
                 Some(per) if fixed => Some(per.saturating_mul(nodes)),
-                None if nodes_set && fixed => Some(nodes),
+                None if self.nodes.is_some() && fixed => Some(nodes),
                 _ => None,
             }),
             nodes_min: nodes_set.then_some(nodes),
@@ -407,12 +409,6 @@ impl SubmitOpts {
                 "Incompatible begin and deadline time specification".into(),
             ));
         }
-        // A job with a deadline and no limit may run as little as a minute (slurmctld
-        // sets its TimeMin so): it starts while one minute is left.
-        let time_min_s = match (deadline_us, time_limit_s, time_min_s) {
-            (Some(_), None, None) if self.time.is_none() => Some(60),
-            (_, _, t) => t,
-        };
         let signal = match &self.signal {
             Some(v) => {
                 let (sig, resv) = parse_signal(v)
@@ -444,9 +440,8 @@ impl SubmitOpts {
                 return Err(value_err("kill-on-invalid-dep", v, "expected yes or no"));
             }
         }
-        // -s/--oversubscribe writes the field --exclusive writes: given, the job
-        // shares (the later of the two wins in sbatch; here -s does).
-        let oversubscribe = self.ignored.contains(&"oversubscribe");
+        // -s/--oversubscribe writes the field --exclusive writes: the later wins.
+        let oversubscribe = self.shares == Some(true);
         let exclusive = match self.exclusive.as_deref() {
             _ if oversubscribe => Exclusive::Shared,
             None => Exclusive::Shared,

@@ -408,7 +408,8 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
     ));
 }
 
-/// `#PBS` lines are read in order with `#SBATCH` lines, unless --ignore-pbs.
+/// `#PBS` lines are read after every `#SBATCH` line (they win), past the first command,
+/// unless --ignore-pbs.
 #[test]
 fn pbs_directives_are_read_unless_ignored() {
     let script = "#!/bin/sh\n#SBATCH -J a\n#PBS -N b -l walltime=1:00:00\n";
@@ -421,7 +422,13 @@ fn pbs_directives_are_read_unless_ignored() {
         (Some("a"), None)
     );
     let o = script_opts("#!/bin/sh\n#PBS -N b\n#SBATCH -J a\n").expect("reads");
-    assert_eq!(o.job_name.as_deref(), Some("a"));
+    assert_eq!(o.job_name.as_deref(), Some("b"));
+    let o =
+        script_opts("#!/bin/sh\n#SBATCH -J a\necho hi\n#PBS -N b\n#SBATCH -t 5\n").expect("reads");
+    assert_eq!(
+        (o.job_name.as_deref(), o.time.as_deref()),
+        (Some("b"), None)
+    );
 }
 
 /// SBATCH_* variables set options beneath the command line, every one of the table
@@ -775,11 +782,9 @@ fn node_names_mincpus_deadline_and_input_reach_the_submission() {
         .as_secs();
     let by = r.extra.deadline_us.expect("deadline") / 1_000_000;
     assert!((now + 3590..=now + 3610).contains(&by), "{by} vs {now}");
-    assert_eq!(r.extra.time_min_s, Some(60));
-    let r = cli(&["--deadline", "now+1hour", "-t", "10"])
-        .resolve()
-        .expect("resolve");
-    assert_eq!(r.extra.time_min_s, None, "a limit given: no TimeMin set");
+    // TimeMin for a deadline without a limit is the broker's to set: it knows the
+    // partition's default.
+    assert_eq!(r.extra.time_min_s, None);
     let e = cli(&["--deadline", "someday"]).resolve().expect_err("bad");
     assert!(
         e.to_string().contains("Invalid --deadline specification"),

@@ -261,6 +261,42 @@ fn a_deadline_is_checked_at_submission_and_ends_a_job_that_cannot_make_it() {
     assert_eq!(info.reason.as_deref(), Some("DeadLine"));
 }
 
+/// A job with a deadline and no time limit at all may run as little as a minute
+/// (TimeMin 1:00, as slurmctld sets it); under a partition's default limit it has
+/// that limit, and no TimeMin.
+#[test]
+fn a_deadline_without_any_limit_sets_a_minute_time_min() {
+    let cfg = CoreConfig {
+        partitions: vec![
+            part("open", 1, sched::Preempt::Off, None),
+            PartitionConfig {
+                default_time_s: Some(600),
+                ..part("short", 1, sched::Preempt::Off, None)
+            },
+        ],
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg, vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let mut min_of = |partition: &str, at: u64| {
+        let mut s = sub(1);
+        s.resources.partition = Some(partition.into());
+        s.resources.time_limit_s = None;
+        s.extra.deadline_us = Some(at + 7_200_000_000);
+        let fx = c.client(
+            b"c".to_vec(),
+            at,
+            &user(5),
+            ClientOp::Submit(Box::new(s)),
+            at,
+        );
+        let id = submitted(&fx);
+        c.jobs[&id].submission.extra.time_min_s
+    };
+    assert_eq!(min_of("open", 1_000_000), Some(60));
+    assert_eq!(min_of("short", 2_000_000), None);
+}
+
 /// `--test-only`: the answer says the id the job would get, and when and where it
 /// would start (now on a free node, else when the running job's limit is up); nothing
 /// is made, and what a submission would be refused for is refused.
