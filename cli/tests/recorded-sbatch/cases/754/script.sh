@@ -1,0 +1,14 @@
+#!/bin/bash
+#SBATCH --gres gpu:1
+#SBATCH --mem-per-cpu=2048K
+
+#SBATCH -s
+#SBATCH --mail-user=a@b.c
+#SBATCH --chdir /scratch/oracle
+
+# SBATCH --mem=1T (not a directive: space)
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

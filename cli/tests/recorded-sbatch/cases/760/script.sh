@@ -1,0 +1,12 @@
+#!/bin/bash
+#SBATCH --export=NONE
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --qos=normal
+#SBATCH --open-mode=append
+#SBATCH -p batch
+#SBATCH --begin 2030-06-01T12:00
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,5 @@
+#!/bin/bash
+#SBATCH --mem=4G
+#SBATCH --signal USR1@60
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH --wckey k1
+#SBATCH -H
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --account=bio
+#SBATCH --oversubscribe
+module load foo
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

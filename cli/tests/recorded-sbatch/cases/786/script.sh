@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH -J"two words"
+#SBATCH -Aphysics
+#SBATCH --dependency afterok:{P1}
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH -n 3
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH --array=0-15
+#PBS -l mem=2gb
+#SBATCH --time-min 1:00:00
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

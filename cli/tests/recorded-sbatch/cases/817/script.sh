@@ -1,0 +1,8 @@
+#!/bin/bash
+## note: #SBATCH -n 999 is not a directive here
+# SBATCH --mem=1T (not a directive: space)
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --chdir=rel
+#SBATCH --signal USR1@60
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

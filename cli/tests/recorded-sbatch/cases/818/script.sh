@@ -1,0 +1,10 @@
+#!/bin/bash
+
+#SBATCH --chdir=rel
+#SBATCH -q high
+#SBATCH -H
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

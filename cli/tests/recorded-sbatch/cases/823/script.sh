@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH -s
+#SBATCH -G a100:5
+#PBS -o pbs.out
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

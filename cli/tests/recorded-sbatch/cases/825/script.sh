@@ -1,0 +1,7 @@
+#!/bin/bash
+#SBATCH --ntasks=65
+# SBATCH --mem=1T (not a directive: space)
+# SBATCH --mem=1T (not a directive: space)
+
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

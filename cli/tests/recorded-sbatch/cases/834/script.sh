@@ -1,0 +1,8 @@
+#!/bin/bash
+#SBATCH --cpus-per-gpu=2
+#PBS -l nodes=2:ppn=2
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

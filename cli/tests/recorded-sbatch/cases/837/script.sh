@@ -1,0 +1,7 @@
+#!/bin/bash
+## note: #SBATCH -n 999 is not a directive here
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --job-name named
+#SBATCH --mem-per-gpu 8G
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH -c 64
+#SBATCH --gpus-per-node=a100:1
+# SBATCH --mem=1T (not a directive: space)
+module load foo
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,10 @@
+#!/bin/bash
+#SBATCH -iin-%j.txt
+#SBATCH --wckey=k1
+#SBATCH --exclusive user
+#SBATCH -c 64
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

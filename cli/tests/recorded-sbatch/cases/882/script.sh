@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --nodes=2-4
+
+#SBATCH --ntasks-per-node=2
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

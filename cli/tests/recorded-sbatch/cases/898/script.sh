@@ -1,0 +1,8 @@
+#!/bin/bash
+#SBATCH --export COMBO=1
+#SBATCH --qos=normal
+#SBATCH --nice=0
+# SBATCH --mem=1T (not a directive: space)
+# SBATCH --mem=1T (not a directive: space)
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1
