@@ -882,6 +882,7 @@ fn changes_state(op: &ClientOp) -> bool {
         | ClientOp::Nodes
         | ClientOp::Reservations
         | ClientOp::Partitions
+        | ClientOp::Associations { .. }
         | ClientOp::Identify
         | ClientOp::WillRun(_)
         | ClientOp::Signal { .. }

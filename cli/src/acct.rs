@@ -111,6 +111,14 @@ pub const FIELDS: &[&str] = &[
     "GPUUtil",
     "Energy",
     "NodeList",
+    "ElapsedRaw",
+    "NNodes",
+    "AllocNodes",
+    "NCPUS",
+    "ReqMem",
+    "AllocTRES",
+    "CPUTime",
+    "CPUTimeRAW",
 ];
 
 /// The fields shown without `--format`.
@@ -229,8 +237,56 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
             })
             .unwrap_or_else(|| "-".into()),
         "NodeList" => r.nodes.clone(),
+        "ElapsedRaw" => elapsed.map_or(0, |e| e / 1_000_000).to_string(),
+        "NNodes" | "AllocNodes" => node_count(&r.nodes).to_string(),
+        "NCPUS" => r.alloc_cpus.to_string(),
+        // Memory as Slurm writes a size: the largest unit that divides it.
+        "ReqMem" => mem_size(r.alloc_mem_mb),
+        "AllocTRES" => {
+            let mut t = format!(
+                "billing={c},cpu={c},mem={},node={}",
+                mem_size(r.alloc_mem_mb),
+                node_count(&r.nodes),
+                c = r.alloc_cpus
+            );
+            let gpus: u64 = r
+                .alloc_gpus
+                .split(',')
+                .filter_map(|g| g.rsplit(':').next()?.parse::<u64>().ok())
+                .sum();
+            if gpus > 0 {
+                t.push_str(&format!(",gres/gpu={gpus}"));
+            }
+            t
+        }
+        "CPUTime" => hms(cpu_seconds(r, elapsed)),
+        "CPUTimeRAW" => cpu_seconds(r, elapsed).to_string(),
         _ => String::new(),
     }
+}
+
+/// Nodes in a host list (`n[1-3],gpu7` is 4); 0 for none.
+fn node_count(list: &str) -> usize {
+    if list.is_empty() || list == "None assigned" {
+        return 0;
+    }
+    bulkhead_proto::hostlist::expand(list, bulkhead_proto::job::MAX_NODE_NAMES)
+        .map_or(1, |v| v.len())
+}
+
+/// A size in MB as Slurm prints one: `512M`, `4G`, `1T`.
+fn mem_size(mb: u64) -> String {
+    match mb {
+        0 => "0".into(),
+        m if m % (1 << 20) == 0 => format!("{}T", m >> 20),
+        m if m % 1024 == 0 => format!("{}G", m >> 10),
+        m => format!("{m}M"),
+    }
+}
+
+/// Allocated CPU time: CPUs times the time elapsed, in seconds.
+fn cpu_seconds(r: &AcctRecord, elapsed_us: Option<u64>) -> u64 {
+    (elapsed_us.unwrap_or(0) / 1_000_000).saturating_mul(u64::from(r.alloc_cpus))
 }
 
 /// `bh acct` as a table.

@@ -315,9 +315,9 @@ enum Cmd {
     Completions { shell: clap_complete::Shell },
     /// Write bh's manual pages (bh.1, bh-submit.1, ...) into DIR.
     Man { dir: PathBuf },
-    /// Make Slurm's commands (sbatch, srun, salloc, squeue, scancel, sacct, scontrol)
-    /// in DIR, as links to this bh: run under those names, bh reads their options and
-    /// answers in their formats.
+    /// Make Slurm's commands (sbatch, srun, salloc, squeue, sinfo, scancel, sacct, scontrol,
+    /// sacctmgr, sshare) in DIR, as links to this bh: run under those names, bh reads
+    /// their options and answers in their formats.
     InstallSlurmCommands { dir: PathBuf },
     /// Run a broker and an agent on this host (single-host mode): runs the
     /// `bulkhead-standalone` binary, beside `bh` or on PATH, with these arguments
@@ -776,10 +776,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     );
                 })
                 .map_err(explain)?;
-            if s.parsable {
-                println!("{id}");
-            } else if !s.quiet {
-                println!("Submitted batch job {id}");
+            // As sbatch: nothing when quiet; `ID[;CLUSTER]` when parsable.
+            match (s.quiet, s.parsable, s.cluster.as_deref()) {
+                (true, ..) => {}
+                (false, true, None) => println!("{id}"),
+                (false, true, Some(c)) => println!("{id};{c}"),
+                (false, false, None) => println!("Submitted batch job {id}"),
+                (false, false, Some(c)) => println!("Submitted batch job {id} on cluster {c}"),
             }
             if s.wait {
                 return wait_for_end(&mut c, id);

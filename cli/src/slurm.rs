@@ -12,7 +12,8 @@ use std::fmt::Write as _;
 
 /// The commands a link to `bh` may be named.
 pub const COMMANDS: &[&str] = &[
-    "sbatch", "srun", "salloc", "squeue", "sinfo", "scancel", "sacct", "scontrol",
+    "sbatch", "srun", "salloc", "squeue", "sinfo", "scancel", "sacct", "scontrol", "sacctmgr",
+    "sshare",
 ];
 
 /// squeue's default format.

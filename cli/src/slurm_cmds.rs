@@ -31,6 +31,8 @@ struct JobIds {
     ids: Vec<JobId>,
     /// `ARRAY_TASK` forms.
     tasks: Vec<(JobId, u32)>,
+    /// `JOB.STEP` (or `ARRAY_TASK.STEP`) forms, as written: sacct lists those steps.
+    steps: Vec<String>,
 }
 
 impl JobIds {
@@ -63,6 +65,15 @@ fn ids(list: &[String]) -> anyhow::Result<JobIds> {
         .filter(|s| !s.is_empty())
     {
         let bad = || anyhow::anyhow!("Invalid job id specified: {s}");
+        // `J.STEP`: the step's job is asked for, the step kept to pick its record.
+        let s = match s.split_once('.') {
+            Some((j, step)) if !step.is_empty() && !j.is_empty() => {
+                out.steps.push(s.to_string());
+                j
+            }
+            Some(_) => return Err(bad()),
+            None => s,
+        };
         match s.split_once('_') {
             Some((a, t)) => out
                 .tasks
@@ -79,19 +90,61 @@ fn label_task(label: &str) -> Option<(JobId, u32)> {
     Some((a.parse().ok()?, t.parse().ok()?))
 }
 
-fn states(list: &[String]) -> anyhow::Result<Vec<JobState>> {
+/// Slurm's job states no Bulkhead job is ever in (names and compact forms): `-t`
+/// takes them, as Slurm's commands do, and they match no job.
+const SLURM_ONLY_STATES: &[&str] = &[
+    "SUSPENDED",
+    "S",
+    "CONFIGURING",
+    "CF",
+    "PREEMPTED",
+    "PR",
+    "BOOT_FAIL",
+    "BF",
+    "REQUEUED",
+    "RQ",
+    "REQUEUE_FED",
+    "RF",
+    "REQUEUE_HOLD",
+    "RH",
+    "RESIZING",
+    "RS",
+    "REVOKED",
+    "RV",
+    "SIGNALING",
+    "SI",
+    "SPECIAL_EXIT",
+    "SE",
+    "STAGE_OUT",
+    "SO",
+    "STOPPED",
+    "ST",
+    "RESV_DEL_HOLD",
+    "RD",
+];
+
+/// The states `-t` names, and whether it names only states no job here is in (so
+/// that nothing matches, rather than everything).
+fn states(list: &[String]) -> anyhow::Result<(Vec<JobState>, bool)> {
     let mut out = Vec::new();
-    for s in list.iter().flat_map(|l| l.split(',')) {
+    let mut others = false;
+    for s in list
+        .iter()
+        .flat_map(|l| l.split(','))
+        .filter(|s| !s.is_empty())
+    {
         if s.eq_ignore_ascii_case("all") {
             out.extend(JobState::ALL);
             continue;
         }
-        out.push(
-            s.parse::<JobState>()
-                .map_err(|_| anyhow::anyhow!("Invalid job state specified: {s}"))?,
-        );
+        match s.parse::<JobState>() {
+            Ok(st) => out.push(st),
+            Err(_) if SLURM_ONLY_STATES.iter().any(|o| o.eq_ignore_ascii_case(s)) => others = true,
+            Err(_) => anyhow::bail!("Invalid job state specified: {s}"),
+        }
     }
-    Ok(out)
+    let nothing = others && out.is_empty();
+    Ok((out, nothing))
 }
 
 fn users(list: &[String], me: bool) -> anyhow::Result<Vec<u32>> {
@@ -169,6 +222,8 @@ pub fn run(prog: &'static str, args: Vec<String>, g: Globals) -> anyhow::Result<
         "sacct" => sacct(words, &g),
         "sinfo" => sinfo(words, &g),
         "scontrol" => scontrol(words, &g),
+        "sacctmgr" => sacctmgr(words, &g),
+        "sshare" => sshare(words, &g),
         _ => {
             // sbatch, srun, salloc: bh's own commands under Slurm's names. sbatch's and
             // salloc's words are read by their own parser: no need to build bh's whole
@@ -336,10 +391,11 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
         }
         Parts::ALL.without(needed)
     };
+    let (states, no_state) = states(&q.states)?;
     let mut filter = QueueFilter {
         jobs: vec![],
         uids: users(&q.user, q.me)?,
-        states: states(&q.states)?,
+        states,
         omit,
     };
     // As squeue: -j alone lists those jobs in any state still known.
@@ -350,7 +406,8 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
     let parts: Vec<&str> = q.partition.iter().flat_map(|n| n.split(',')).collect();
     let accounts: Vec<&str> = q.account.iter().flat_map(|n| n.split(',')).collect();
     let shown = |j: &JobInfo| {
-        (names.is_empty() || names.contains(&j.name.as_str()))
+        !no_state
+            && (names.is_empty() || names.contains(&j.name.as_str()))
             && (parts.is_empty() || parts.contains(&j.partition.as_str()))
             && (accounts.is_empty() || accounts.contains(&j.account.as_str()))
             && (!q.start || j.state == JobState::Pending)
@@ -434,6 +491,12 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
             || named.iter().any(|j| {
                 j.array_task.is_none() && (j.array_pending.is_some() || j.state.is_terminal())
             });
+        // One job named that the broker does not know: slurm_load_job's error, as
+        // squeue gives it for a single id.
+        if named.is_empty() && asked.ids.len() + asked.tasks.len() == 1 && asked.tasks.is_empty() {
+            eprintln!("slurm_load_jobs error: Invalid job id specified");
+            return Ok(ExitCode::FAILURE);
+        }
         let mut jobs = if arrays {
             c.queue(filter.clone()).map_err(explain)?
         } else {
@@ -490,6 +553,9 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
         || !a.state.is_empty()
         || a.name.is_some()
         || a.partition.is_some();
+    if states(&a.state)?.1 {
+        return Ok(ExitCode::SUCCESS); // only states no job here is in: none to signal
+    }
     if filtering || !asked.tasks.is_empty() {
         // Tasks named `ARRAY_TASK` are found by listing: each is a job of its own.
         let jobs = c
@@ -500,7 +566,7 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
                     vec![]
                 },
                 uids: users(&a.user, a.me)?,
-                states: states(&a.state)?,
+                states: states(&a.state)?.0,
                 // Only ids, names, partitions and states are read.
                 omit: Parts::ALL,
             })
@@ -632,11 +698,14 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
         uids,
         accounts: vec![],
         partitions: vec![],
-        states: states(&a.state)?,
+        states: states(&a.state)?.0,
         since_us: since,
         until_us: when(&a.end)?,
     };
     let (mut records, _) = client(g)?.acct(filter).map_err(explain)?;
+    if states(&a.state)?.1 {
+        records.clear(); // only states no job here is in
+    }
     let _ = &a.clusters;
     let list = |v: &[String]| -> Vec<String> {
         v.iter()
@@ -655,6 +724,13 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
     // `-j 12` lists array 12's tasks (the broker matches them); `-j 12_3` only that one.
     if !asked.tasks.is_empty() {
         records.retain(|r| asked.names(r.job, label_task(&r.job_label)));
+    }
+    // `-j 12.0`, `-j 12.batch`: those steps alone.
+    if !asked.steps.is_empty() {
+        records.retain(|r| {
+            let raw = acct::field(r, "JobIDRaw", now);
+            asked.steps.iter().any(|s| *s == r.job_label || *s == raw)
+        });
     }
     // Each column: the field as sacct finds it by name, and its width (`%N` sets it).
     let asked: Vec<(String, Option<i32>)> = match (&a.format, a.brief) {
@@ -808,8 +884,12 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
                         print(&slurm_info::scontrol_node(n, of));
                     }
                 }
+                "config" | "conf" | "configuration" => {
+                    let parts = c.partitions().map_err(explain)?;
+                    print!("{}", slurm_info::scontrol_config(&parts, now_us()));
+                }
                 _ => bail!(
-                    "invalid entity: {what} for keyword: show (Bulkhead answers show job, partition and node)"
+                    "invalid entity: {what} for keyword: show (Bulkhead answers show job, partition, node and config)"
                 ),
             }
         }
@@ -919,6 +999,195 @@ fn parse_update(
         time_limit_s,
         partition,
     })
+}
+
+/// `sacctmgr list|show user|account|association [NAMES] [format=...] [key=value...]`
+/// over the broker's accounts (see [`slurm_assoc`]); the tree is configured, so
+/// `add`, `modify` and `delete` are refused.
+fn sacctmgr(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
+    use bulkhead_cli::slurm_assoc::{Layout, parse_format, render, value};
+    let mut header = true;
+    let mut parsable = None;
+    let mut with_assoc = false;
+    let mut rest = Vec::new();
+    for w in words.skip(1) {
+        match w.as_str() {
+            "-n" | "--noheader" => header = false,
+            "-P" | "--parsable2" => parsable = Some(false),
+            "-p" | "--parsable" => parsable = Some(true),
+            "-s" | "--associations" => with_assoc = true,
+            "-i" | "--immediate" | "-Q" | "--quiet" | "-v" | "--verbose" | "-r" | "--readonly" => {}
+            "-V" | "--version" => {
+                println!("slurm 22.05.8 (Bulkhead)");
+                return Ok(ExitCode::SUCCESS);
+            }
+            w if w.starts_with('-') && !w.contains('=') => {
+                // Clusters and the like take no part here; their value with them.
+                if matches!(w, "-M" | "--cluster" | "--clusters") {
+                    continue;
+                }
+                eprintln!("sacctmgr: unrecognized option '{w}'");
+                return Ok(ExitCode::from(1));
+            }
+            _ => rest.push(w),
+        }
+    }
+    let verb = rest
+        .first()
+        .map(|v| v.to_ascii_lowercase())
+        .unwrap_or_default();
+    if !matches!(verb.as_str(), "list" | "show" | "ls") {
+        eprintln!(
+            " Bulkhead's accounts are configured, not managed: sacctmgr answers list and show ({})",
+            output::escape(&verb)
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let entity = rest
+        .get(1)
+        .map(|e| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    let mut names: Vec<String> = Vec::new();
+    let mut accounts: Vec<String> = Vec::new();
+    let mut format: Option<String> = None;
+    for w in rest.iter().skip(2) {
+        match w.split_once('=') {
+            Some((k, v)) => match k.to_ascii_lowercase().as_str() {
+                "format" => format = Some(v.to_string()),
+                "names" | "name" | "users" | "user" => {
+                    names.extend(v.split(',').map(str::to_string));
+                }
+                "accounts" | "account" => accounts.extend(v.split(',').map(str::to_string)),
+                _ => {} // cluster=, partition=, where clauses on fields not kept
+            },
+            None if w.eq_ignore_ascii_case("where") || w.eq_ignore_ascii_case("withassoc") => {
+                with_assoc |= w.eq_ignore_ascii_case("withassoc");
+            }
+            None => names.push(w.clone()),
+        }
+    }
+    let (users_asked, default) = match entity.as_str() {
+        "user" | "users" => (
+            true,
+            if with_assoc {
+                "User,DefaultAccount,Admin,Cluster,Account,Partition,Share"
+            } else {
+                "User,DefaultAccount,Admin"
+            },
+        ),
+        "account" | "accounts" => (
+            false,
+            if with_assoc {
+                "Account,Descr,Org,Cluster,ParentName,User,Share"
+            } else {
+                "Account,Descr,Org"
+            },
+        ),
+        "association" | "associations" => {
+            (false, "Cluster,Account,User,Partition,Share,ParentName")
+        }
+        other => {
+            eprintln!(" Unknown option: {}", output::escape(other));
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let fields = parse_format(format.as_deref().unwrap_or(default)).map_err(anyhow::Error::msg)?;
+    let users = if users_asked {
+        names.clone()
+    } else {
+        Vec::new()
+    };
+    let all = client(g)?.associations(users).map_err(explain)?;
+    let shown: Vec<&bulkhead_proto::msg::Association> = all
+        .iter()
+        .filter(|a| match entity.as_str() {
+            "user" | "users" => a.user.is_some(),
+            "account" | "accounts" if !with_assoc => {
+                a.user.is_none() && (names.is_empty() || names.contains(&a.account))
+            }
+            _ => {
+                names.is_empty()
+                    || names.contains(&a.account)
+                    || a.user.as_ref().is_some_and(|u| names.contains(u))
+            }
+        })
+        .filter(|a| accounts.is_empty() || accounts.contains(&a.account))
+        .collect();
+    let rows: Vec<Vec<String>> = shown
+        .iter()
+        .map(|a| fields.iter().map(|(f, _)| value(a, f.name, &all)).collect())
+        .collect();
+    print!("{}", render(&fields, &rows, Layout { header, parsable }));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sshare`: the accounts and the users' lines, with their shares (`-U` the caller's
+/// alone, `-u`/`-A` some, `-a` every user's); `-o/--format`, `-n`, `-P`, `-p`.
+fn sshare(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
+    use bulkhead_cli::slurm_assoc::{Layout, parse_format, render, value};
+    let mut header = true;
+    let mut parsable = None;
+    let mut only_me = false;
+    let mut all_users = false;
+    let mut users: Vec<String> = Vec::new();
+    let mut accounts: Vec<String> = Vec::new();
+    let mut format: Option<String> = None;
+    let mut w = words.skip(1);
+    while let Some(x) = w.next() {
+        let (opt, inline) = match x.split_once('=') {
+            Some((o, v)) if o.starts_with("--") => (o.to_string(), Some(v.to_string())),
+            _ => (x.clone(), None),
+        };
+        let mut val = || inline.clone().or_else(|| w.next());
+        match opt.as_str() {
+            "-n" | "--noheader" => header = false,
+            "-P" | "--parsable2" => parsable = Some(false),
+            "-p" | "--parsable" => parsable = Some(true),
+            "-U" | "--Users" => only_me = true,
+            "-a" | "--all" => all_users = true,
+            "-l" | "--long" | "-v" | "--verbose" | "-m" | "--partition" => {}
+            "-u" | "--users" => {
+                users.extend(val().unwrap_or_default().split(',').map(str::to_string))
+            }
+            "-A" | "--accounts" => {
+                accounts.extend(val().unwrap_or_default().split(',').map(str::to_string))
+            }
+            "-o" | "--format" => format = val(),
+            "-M" | "--clusters" => {
+                val();
+            }
+            o if o.starts_with("-o") && o.len() > 2 => format = Some(o[2..].to_string()),
+            o => {
+                eprintln!("sshare: unrecognized option '{}'", output::escape(o));
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_default();
+    if users.is_empty() && !all_users {
+        users.push(me.clone());
+    }
+    let fields = parse_format(
+        format
+            .as_deref()
+            .unwrap_or("Account,User,RawShares,NormShares"),
+    )
+    .map_err(anyhow::Error::msg)?;
+    let all = client(g)?
+        .associations(if all_users { Vec::new() } else { users.clone() })
+        .map_err(explain)?;
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .filter(|a| !only_me || a.user.is_some())
+        .filter(|a| accounts.is_empty() || accounts.contains(&a.account))
+        .map(|a| fields.iter().map(|(f, _)| value(a, f.name, &all)).collect())
+        .collect();
+    print!("{}", render(&fields, &rows, Layout { header, parsable }));
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

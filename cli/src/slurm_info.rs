@@ -414,6 +414,39 @@ pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
     crate::output::escape_keep_lines(&s)
 }
 
+/// `scontrol show config`: Slurm's layout (`Key = Value`, keys padded to 24) for the
+/// settings that mean something here, and that tools read (Snakemake reads
+/// `MaxArraySize` and `MinJobAge`). Jobs are kept, once ended, until the broker's
+/// retention drops them; `MinJobAge` says the five minutes Slurm defaults to, the
+/// least any listing keeps them.
+pub fn scontrol_config(parts: &[bulkhead_proto::msg::PartitionInfo], now_us: u64) -> String {
+    let default = parts
+        .iter()
+        .find(|p| p.default)
+        .map_or("(null)".to_string(), |p| p.name.clone());
+    let rows: [(&str, String); 8] = [
+        ("ClusterName", crate::opts::CLUSTER_NAME.into()),
+        ("DefaultPartition", default),
+        (
+            "MaxArraySize",
+            (bulkhead_proto::job::MAX_ARRAY_TASKS + 1).to_string(),
+        ),
+        ("MaxJobCount", "10000000".into()),
+        ("MinJobAge", "300 sec".into()),
+        ("SchedulerType", "bulkhead/multifactor-backfill".into()),
+        ("SelectType", "bulkhead/gang-gpu".into()),
+        ("SLURM_VERSION", "22.05.8 (Bulkhead)".into()),
+    ];
+    let mut out = format!(
+        "Configuration data as of {}\n",
+        crate::slurm::local_time(Some(now_us))
+    );
+    for (k, v) in rows {
+        out.push_str(&format!("{k:<23} = {v}\n"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

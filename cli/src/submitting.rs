@@ -9,6 +9,8 @@ use super::*;
 pub(crate) struct Submit {
     pub(crate) sub: JobSubmission,
     pub(crate) parsable: bool,
+    /// `-M` named this cluster: the answer names it too.
+    pub(crate) cluster: Option<String>,
     pub(crate) quiet: bool,
     pub(crate) wait: bool,
     /// `--test-only`: ask when and where it would start; submit nothing.
@@ -51,6 +53,7 @@ pub(crate) fn build_submission(rest: &[String], bh_defaults: bool) -> anyhow::Re
     Ok(Submit {
         sub,
         parsable: merged.parsable,
+        cluster: merged.cluster.clone(),
         quiet: merged.quiet,
         wait: merged.wait,
         test_only: merged.test_only,

@@ -716,6 +716,18 @@ impl Client {
             other => Err(ClientError::Unexpected(format!("{other:?}"))),
         }
     }
+
+    /// The accounts, and the account each of `users` charges (every user the
+    /// configuration names when empty).
+    pub fn associations(
+        &mut self,
+        users: Vec<String>,
+    ) -> Result<Vec<bulkhead_proto::msg::Association>, ClientError> {
+        match self.call(ClientOp::Associations { users })? {
+            ClientReply::Associations(a) => Ok(a),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! number to a pipe and the launch error names it.
 
 use bulkhead_proto::job::{
-    DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, LaunchSpec, expand_task_pattern,
+    DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN, LaunchSpec, expand_batch_pattern,
 };
 use std::ffi::CString;
 use std::io::{self, Write};
@@ -130,16 +130,20 @@ pub fn output_paths(spec: &LaunchSpec, user: &str) -> (String, String) {
         DEFAULT_OUTPUT_PATTERN
     };
     let out_pat = spec.stdout.as_deref().unwrap_or(default);
-    let out = expand_task_pattern(
-        out_pat,
-        spec.job,
-        &spec.name,
-        user,
-        &spec.workdir,
-        spec.array,
-    );
+    let expand = |p: &str| {
+        expand_batch_pattern(
+            p,
+            spec.job,
+            &spec.name,
+            user,
+            &spec.workdir,
+            spec.array,
+            Some(&spec.node),
+        )
+    };
+    let out = expand(out_pat);
     let err = match &spec.stderr {
-        Some(p) => expand_task_pattern(p, spec.job, &spec.name, user, &spec.workdir, spec.array),
+        Some(p) => expand(p),
         None => out.clone(),
     };
     (out, err)
@@ -148,9 +152,17 @@ pub fn output_paths(spec: &LaunchSpec, user: &str) -> (String, String) {
 /// The batch script's standard input (`--input`), its pattern expanded as the output
 /// paths' are; `None`: `/dev/null`.
 pub fn input_path(spec: &LaunchSpec, user: &str) -> Option<String> {
-    spec.stdin
-        .as_deref()
-        .map(|p| expand_task_pattern(p, spec.job, &spec.name, user, &spec.workdir, spec.array))
+    spec.stdin.as_deref().map(|p| {
+        expand_batch_pattern(
+            p,
+            spec.job,
+            &spec.name,
+            user,
+            &spec.workdir,
+            spec.array,
+            Some(&spec.node),
+        )
+    })
 }
 
 /// The job's environment: what the user exported at submission, then Bulkhead's
@@ -1046,5 +1058,15 @@ mod tests {
         let (o, e) = output_paths(&s, "ann");
         assert_eq!(o, "/scratch/ann/train.42");
         assert_eq!(o, e);
+        // As slurmd fills a batch script's: %J is the job id, %N the node, %s `batch`,
+        // widths pad, a backslash turns expansion off.
+        s.node = "gpu7".into();
+        s.stdout = Some("w-%J-%N-%s-%t-%4j.out".into());
+        assert_eq!(
+            output_paths(&s, "ann").0,
+            "/home/ann/exp/w-42-gpu7-batch-0-0042.out"
+        );
+        s.stdout = Some("\\%j.out".into());
+        assert_eq!(output_paths(&s, "ann").0, "/home/ann/exp/%j.out");
     }
 }

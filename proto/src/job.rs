@@ -873,7 +873,8 @@ pub fn expand_output_pattern(
 }
 
 /// As [`expand_output_pattern`], for a task of a job array: `%A` is the array's job
-/// id and `%a` the task's index.
+/// id and `%a` the task's index. `%N` (the node) stays as written: see
+/// [`expand_batch_pattern`].
 pub fn expand_task_pattern(
     pattern: &str,
     job: JobId,
@@ -882,27 +883,79 @@ pub fn expand_task_pattern(
     workdir: &str,
     array: Option<(JobId, u32)>,
 ) -> String {
-    let mut out = String::with_capacity(pattern.len() + 16);
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('j') => out.push_str(&job.to_string()),
-            Some('A') => out.push_str(&array.map_or(job, |(a, _)| a).to_string()),
-            Some('a') => out.push_str(&array.map_or(u32::MAX - 1, |(_, t)| t).to_string()),
-            Some('x') => out.push_str(name),
-            Some('u') => out.push_str(user),
-            Some('%') => out.push('%'),
-            Some(other) => {
+    expand_batch_pattern(pattern, job, name, user, workdir, array, None)
+}
+
+/// A batch script's `-o`/`-e`/`-i` pattern filled in as slurmd's
+/// `_create_batch_fname` fills it in on the node that runs the script: `%j` and `%J`
+/// the job id (the batch script is no step), `%A` the array's job id (the job's when
+/// not in an array), `%a` the task's index (4294967294, Slurm's NO_VAL, when not in an
+/// array), `%s` `batch`, `%n` and `%t` 0, `%N` the node (as written when `node` is
+/// `None`), `%u` the user, `%x` the job's name, `%%` a `%`. A number between `%` and
+/// the letter pads numbers with zeros (at most 10 wide). A `\` anywhere turns
+/// expansion off (the backslashes are dropped). A relative path is under `workdir`.
+pub fn expand_batch_pattern(
+    pattern: &str,
+    job: JobId,
+    name: &str,
+    user: &str,
+    workdir: &str,
+    array: Option<(JobId, u32)>,
+    node: Option<&str>,
+) -> String {
+    let out = if pattern.contains('\\') {
+        pattern.replace('\\', "")
+    } else {
+        let mut out = String::with_capacity(pattern.len() + 16);
+        let b = pattern.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let Some(at) = pattern[i..].find('%').map(|k| i + k) else {
+                out.push_str(&pattern[i..]);
+                break;
+            };
+            out.push_str(&pattern[i..at]);
+            let mut p = at + 1;
+            if b.get(p) == Some(&b'%') {
                 out.push('%');
-                out.push(other);
+                i = p + 1;
+                continue;
             }
-            None => out.push('%'),
+            let digits = p;
+            while b.get(p).is_some_and(u8::is_ascii_digit) {
+                p += 1;
+            }
+            let width = pattern[digits..p].parse::<usize>().map_or(0, |w| w.min(10));
+            let num = |n: u64| format!("{n:0width$}");
+            let field = match b.get(p) {
+                Some(b'a') => Some(num(u64::from(array.map_or(u32::MAX - 1, |(_, t)| t)))),
+                Some(b'A') => Some(num(array.map_or(job, |(a, _)| a).0)),
+                Some(b'j' | b'J') => Some(num(job.0)),
+                Some(b'n' | b't') => Some(num(0)),
+                Some(b's') => Some("batch".to_string()),
+                Some(b'N') => node.map(str::to_string),
+                Some(b'u') => Some(user.to_string()),
+                Some(b'x') => Some(name.to_string()),
+                _ => None,
+            };
+            match field {
+                Some(f) => {
+                    out.push_str(&f);
+                    i = p + 1;
+                }
+                None if p > digits => {
+                    // As slurmd: an unknown letter after a width keeps the width's
+                    // last digit and what follows.
+                    i = p - 1;
+                }
+                None => {
+                    out.push('%');
+                    i = at + 1;
+                }
+            }
         }
-    }
+        out
+    };
     if out.starts_with('/') {
         out
     } else {

@@ -77,6 +77,24 @@ pub enum ClientOp {
     /// (`sbatch --test-only`): checked as a submission is, answered with
     /// [`ClientReply::WillRun`].
     WillRun(Box<JobSubmission>),
+    /// The accounts, and the account each of `users` charges (all users the
+    /// configuration names when empty): `sacctmgr list`, `sshare`. Answered with
+    /// [`ClientReply::Associations`].
+    Associations {
+        users: Vec<String>,
+    },
+}
+
+/// One line of the accounting tree: an account (`user` `None`), or a user in the
+/// account it charges (`sacctmgr`'s association).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Association {
+    pub account: String,
+    /// The account above; `None` at the root.
+    pub parent: Option<String>,
+    pub user: Option<String>,
+    /// The account's fair-share shares (a user's line: the account's).
+    pub shares: u32,
 }
 
 /// [`ClientOp::WillRun`]'s answer.
@@ -330,6 +348,8 @@ pub enum ClientReply {
     Broker(BrokerIdentity),
     /// [`ClientOp::WillRun`]'s answer.
     WillRun(WillRun),
+    /// [`ClientOp::Associations`]'s answer: the accounts first, then the users'.
+    Associations(Vec<Association>),
 }
 
 /// What happened to one job of a cancel request.
@@ -660,6 +680,12 @@ impl Message for ClientRequest {
             }
             ClientOp::Requeue(ids) => check_ids("jobs", ids),
             ClientOp::Partitions | ClientOp::Identify => Ok(()),
+            ClientOp::Associations { users } => {
+                check("users", users.len(), limits::MAX_LIST)?;
+                users
+                    .iter()
+                    .try_for_each(|u| check_str("user", u, limits::MAX_NAME_BYTES))
+            }
             ClientOp::WillRun(s) => s.validate(),
             ClientOp::Signal { jobs, signal, .. } => {
                 check_ids("jobs", jobs)?;
@@ -720,6 +746,22 @@ impl Message for ClientReply {
                 })
             }
             ClientReply::Broker(b) => b.validate(),
+            ClientReply::Associations(list) => {
+                check("associations", list.len(), limits::MAX_LIST)?;
+                list.iter().try_for_each(|a| {
+                    check_str("account", &a.account, limits::MAX_NAME_BYTES)?;
+                    check_str(
+                        "parent",
+                        a.parent.as_deref().unwrap_or(""),
+                        limits::MAX_NAME_BYTES,
+                    )?;
+                    check_str(
+                        "user",
+                        a.user.as_deref().unwrap_or(""),
+                        limits::MAX_NAME_BYTES,
+                    )
+                })
+            }
             ClientReply::WillRun(w) => {
                 check("nodes", w.nodes.len(), limits::MAX_LIST)?;
                 w.nodes

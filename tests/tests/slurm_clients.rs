@@ -261,6 +261,56 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
             && shown.contains(&format!("Partitions={part}")),
         "{shown}"
     );
+    // The accounts a user charges, as Snakemake's executor asks for them.
+    let by_sacctmgr = s.ok(
+        "sacctmgr",
+        &[
+            "-n",
+            "-s",
+            "list",
+            "user",
+            &s.user.name,
+            "format=account%256",
+        ],
+    );
+    let account = by_sacctmgr.trim().to_string();
+    assert!(
+        !account.is_empty() && by_sacctmgr.lines().count() == 1,
+        "{by_sacctmgr:?}"
+    );
+    let by_sshare = s.ok("sshare", &["-U", "--format", "Account%256", "--noheader"]);
+    assert_eq!(by_sshare.trim(), account, "{by_sshare:?}");
+    let config = s.ok("scontrol", &["show", "config"]);
+    assert!(
+        config
+            .lines()
+            .any(|l| l.starts_with("MaxArraySize") && l.contains(" = ")),
+        "{config}"
+    );
+    // -M naming this cluster: taken, and said so; another cluster: refused.
+    let on = s.ok(
+        "sbatch",
+        &["-H", "-M", "bulkhead", "--parsable", "--wrap", "true"],
+    );
+    let (held, cluster) = on
+        .trim()
+        .split_once(';')
+        .unwrap_or_else(|| panic!("{on:?}"));
+    assert_eq!(cluster, "bulkhead");
+    assert!(
+        !s.run("sbatch", &["-M", "elsewhere", "--wrap", "true"])
+            .status
+            .success()
+    );
+    s.ok("scancel", &[held]);
+    // One unknown job: slurm_load_job's error; a state no job is in here: none.
+    let unknown = s.run("squeue", &["-j", "999999"]);
+    assert!(
+        !unknown.status.success()
+            && String::from_utf8_lossy(&unknown.stderr).contains("Invalid job id specified"),
+        "{unknown:?}"
+    );
+    assert_eq!(s.ok("squeue", &["-h", "-t", "PR,S"]), "");
     // A held job: its limit lowered by its owner, not raised.
     let sub = s.ok(
         "sbatch",

@@ -1047,6 +1047,7 @@ fn op_name(op: &ClientOp) -> &'static str {
         ClientOp::Identify => "identify",
         ClientOp::WillRun(_) => "will run",
         ClientOp::Signal { .. } => "signal",
+        ClientOp::Associations { .. } => "associations",
     }
 }
 

@@ -61,6 +61,7 @@ impl Core {
             | ClientOp::Admin(_)
             | ClientOp::Reservations
             | ClientOp::Partitions
+            | ClientOp::Associations { .. }
             | ClientOp::Identify => false,
         }
     }

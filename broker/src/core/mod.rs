@@ -837,6 +837,9 @@ impl Core {
             ClientOp::Update(u) => self.update_job(&mut fx, caller, u, now_us),
             ClientOp::Requeue(ids) => self.requeue_jobs(&mut fx, caller, &ids, now_us),
             ClientOp::Partitions => ClientReply::Partitions(self.partition_infos()),
+            ClientOp::Associations { users } => {
+                ClientReply::Associations(self.associations(&users))
+            }
             // The shell answers it before authentication: what the store and the
             // lead are is not the core's to know.
             ClientOp::Identify => ClientReply::Error(ErrorReply::new(

@@ -194,6 +194,52 @@ impl Core {
             .unwrap_or("")
     }
 
+    /// The accounts, then the account each user charges: `users`' (any user charges
+    /// the first account unless the configuration says otherwise), or every user the
+    /// configuration names when `users` is empty. Bounded to a reply's list.
+    pub(super) fn associations(&self, users: &[String]) -> Vec<bulkhead_proto::msg::Association> {
+        use bulkhead_proto::msg::Association;
+        let shares_of = |a: &str| {
+            self.cfg
+                .accounts
+                .iter()
+                .find(|x| x.name == a)
+                .map_or(1, |x| x.shares)
+        };
+        let mut out: Vec<Association> = self
+            .cfg
+            .accounts
+            .iter()
+            .map(|a| Association {
+                account: a.name.clone(),
+                parent: a.parent.clone(),
+                user: None,
+                shares: a.shares,
+            })
+            .collect();
+        let mut named: Vec<&str> = if users.is_empty() {
+            self.cfg.user_accounts.keys().map(String::as_str).collect()
+        } else {
+            users.iter().map(String::as_str).collect()
+        };
+        named.sort_unstable();
+        named.dedup();
+        for u in named {
+            let account = self.account_of(u);
+            if account.is_empty() {
+                continue;
+            }
+            out.push(Association {
+                account: account.to_string(),
+                parent: None,
+                user: Some(u.to_string()),
+                shares: shares_of(account),
+            });
+        }
+        out.truncate(bulkhead_proto::limits::MAX_LIST);
+        out
+    }
+
     /// A job's GPU-seconds by model (whole GPUs) or MIG profile (a slice counts its
     /// fraction of a GPU), up to its end or `now_us`.
     pub(super) fn gpu_seconds<'a>(&'a self, j: &'a Job, now_us: u64) -> Vec<(&'a str, f64)> {

@@ -216,6 +216,10 @@ pub struct SubmitOpts {
     /// source: both set one field in sbatch, so the later wins.
     #[arg(skip)]
     pub shares: Option<bool>,
+    /// `-M/--clusters` naming this cluster (any other is refused): sbatch then says
+    /// which cluster took the job.
+    #[arg(skip)]
+    pub cluster: Option<String>,
 }
 
 /// Slurm's default output file of a batch job, and of an array's tasks.
@@ -357,6 +361,10 @@ impl OptsError {
     }
 }
 
+/// The name this cluster answers to (`SLURM_CLUSTER_NAME`, `-M`): one broker serves
+/// one cluster.
+pub const CLUSTER_NAME: &str = "bulkhead";
+
 /// Where sbatch's script comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScriptSource {
@@ -495,6 +503,17 @@ where
     let mut o = SubmitOpts::from_arg_matches(&m)?;
     o.ignored = table::present(&m, table::IGNORED);
     o.refused = table::present(&m, table::REFUSED);
+    // `-C ''` asks for no feature; `-M` naming this cluster is this cluster.
+    let value = |id: &str| m.get_one::<String>(id).map(String::as_str);
+    if value("constraint").is_some_and(|c| c.trim().is_empty()) {
+        o.refused.retain(|r| *r != "constraint");
+    }
+    if let Some(c) = value("clusters")
+        && c.split(',').all(|n| n.trim() == CLUSTER_NAME)
+    {
+        o.refused.retain(|r| *r != "clusters");
+        o.cluster = Some(CLUSTER_NAME.to_string());
+    }
     let last = |id: &str| {
         (m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
             .then(|| m.indices_of(id).and_then(|i| i.max()))
@@ -822,6 +841,7 @@ impl SubmitOpts {
             nice,
             exclusive,
             shares,
+            cluster,
             gpus_per_task,
             mem_per_gpu,
             cpus_per_gpu,

@@ -533,7 +533,7 @@ impl SubmitOpts {
             deps,
             array: array_v.map(parse_array).transpose()?,
             reservation: self.reservation.clone(),
-            qos: self.qos.clone(),
+            qos: self.qos.clone().filter(|q| !q.trim().is_empty()),
             extra,
             nodes_max: nodes_max.map(|m| m.max(nodes)),
             nodes_sent,

@@ -188,13 +188,13 @@ pub const REFUSED: &[Ignored] = &[
         "constraint",
         Some('C'),
         Takes::Value,
-        "nodes have no features; ask for a GPU model with --gpus=MODEL:N",
+        "nodes have no features (an empty -C is none); ask for a GPU model with --gpus=MODEL:N",
     ),
     (
         "clusters",
         Some('M'),
         Takes::Value,
-        "one broker serves one cluster (set BH_BROKER for another)",
+        "one broker serves one cluster, named bulkhead (-M bulkhead is it; set BH_BROKER for another)",
     ),
     (
         "uid",

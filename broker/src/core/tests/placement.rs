@@ -365,3 +365,58 @@ fn a_will_run_test_says_when_and_where_and_makes_nothing() {
         ClientReply::Error(e) if e.code == ErrorCode::Unsatisfiable
     ));
 }
+
+/// `sacctmgr` and `sshare` ask for the accounts and the account each user charges: a
+/// user the configuration names charges its account, any other the first.
+#[test]
+fn associations_list_the_accounts_then_each_users_account() {
+    let cfg = CoreConfig {
+        accounts: vec![
+            AccountConfig {
+                name: "physics".into(),
+                parent: None,
+                shares: 3,
+            },
+            AccountConfig {
+                name: "bio".into(),
+                parent: Some("physics".into()),
+                shares: 1,
+            },
+        ],
+        user_accounts: [("ann".to_string(), "bio".to_string())].into(),
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg, vec![], vec![]);
+    let ask = |c: &mut Core, users: Vec<String>| {
+        let fx = c.client(
+            b"c".to_vec(),
+            1,
+            &user(5),
+            ClientOp::Associations { users },
+            1,
+        );
+        match fx.send.into_iter().next() {
+            Some(Outbound::Client {
+                reply: ClientReply::Associations(a),
+                ..
+            }) => a,
+            other => panic!("{other:?}"),
+        }
+    };
+    let lines: Vec<(String, Option<String>, u32)> = ask(&mut c, vec!["zed".into(), "ann".into()])
+        .into_iter()
+        .map(|a| (a.account, a.user, a.shares))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("physics".to_string(), None, 3),
+            ("bio".to_string(), None, 1),
+            ("bio".to_string(), Some("ann".to_string()), 1),
+            ("physics".to_string(), Some("zed".to_string()), 3),
+        ]
+    );
+    // None named: the users the configuration names.
+    let users: Vec<Option<String>> = ask(&mut c, vec![]).into_iter().map(|a| a.user).collect();
+    assert_eq!(users, [None, None, Some("ann".to_string())]);
+}
