@@ -21,5 +21,6 @@ pub mod slurm_info;
 pub mod slurm_json;
 pub mod slurm_pending;
 pub mod squeue_sort;
+pub mod srun_extra;
 pub mod standalone;
 pub mod tasks;

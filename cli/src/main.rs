@@ -290,7 +290,7 @@ enum Cmd {
     /// made for it and released after; its output here, this stdin to task 0, Ctrl-C
     /// to the tasks (twice within 1 s ends the step); exits with the highest of the
     /// tasks' statuses.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Obtain an allocation (like salloc) with bh submit's options, run CMD (default:
     /// $SHELL) here with the job's variables, so that `bh run` in it starts steps on
     /// the allocated nodes; release it when CMD exits, with its exit status.
@@ -411,6 +411,9 @@ struct RunArgs {
     /// as it is read, never held back for the rest of a line.
     #[arg(short = 'u', long)]
     unbuffered: bool,
+    /// srun's options for the allocation, and those with no effect here.
+    #[command(flatten)]
+    extra: bulkhead_cli::srun_extra::SrunExtra,
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     cmd: Vec<String>,
 }
@@ -440,6 +443,7 @@ fn allocation_for_run(a: &RunArgs, bh_defaults: bool) -> anyhow::Result<JobSubmi
         "-J",
         Some(a.job_name.clone().unwrap_or_else(|| a.cmd[0].clone())),
     );
+    flags.extend(a.extra.alloc_words.iter().cloned());
     allocation(&flags, bh_defaults)
 }
 
@@ -1204,6 +1208,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 gpus: None,
                 quiet: true,
                 pty: false,
+                extra: Default::default(),
                 cmd: vec!["sh".into(), "-c".into(), command],
             };
             return run_step(&cli, &a);
@@ -1221,6 +1226,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// it to its end; the highest of the tasks' statuses.
 fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut req = step_request(a)?;
+    for w in a.extra.warnings(req.job.0 != 0) {
+        eprintln!("{}: warning: {w}", cli.prog);
+    }
     let mut c = client(&cli.g)?;
     let allocated = if req.job.0 == 0 {
         let sub = allocation_for_run(a, cli.prog == "bh")?;

@@ -535,7 +535,8 @@ fn sbatch_dependencies_on_array_tasks_wait_for_those_tasks() {
     );
 }
 
-/// `scancel -s SIG` reaches the job's steps and not its batch script; `-b` the batch
+/// `scancel -s SIG` reaches the job's steps (started with srun options that have no
+/// effect here: accepted) and not its batch script; `-b` the batch
 /// script alone; a signal to a job already over is an error (unlike a cancel).
 #[test]
 fn scancel_signals_the_steps_or_the_batch_script() {
@@ -546,7 +547,7 @@ fn scancel_signals_the_steps_or_the_batch_script() {
     std::fs::write(
         wd.join("signals.sh"),
         "#!/bin/sh\ntrap 'echo batch > batch-usr1' USR1\ntrap 'echo wrong > batch-usr2' USR2\n\
-         srun sh -c 'trap \"echo step > step-usr2; exit 0\" USR2; touch step-ready; while :; do sleep 1; done'\n\
+         srun --mpi=pmix --overlap --exact --hint=nomultithread sh -c 'trap \"echo step > step-usr2; exit 0\" USR2; touch step-ready; while :; do sleep 1; done'\n\
          while [ ! -e batch-usr1 ]; do sleep 1; done\necho done > batch-done\n",
     )
     .expect("script");
