@@ -57,7 +57,20 @@ impl JobIds {
     }
 }
 
+/// Job ids for squeue, scancel and scontrol, which act on whole jobs here: a step
+/// (`J.STEP`) is refused rather than taken for its job.
 fn ids(list: &[String]) -> anyhow::Result<JobIds> {
+    let out = ids_or_steps(list)?;
+    if let Some(s) = out.steps.first() {
+        anyhow::bail!(
+            "Invalid job id specified: {s} (a step: this command acts on whole jobs here)"
+        );
+    }
+    Ok(out)
+}
+
+/// Job ids, and steps (`J.STEP`) as sacct lists them.
+fn ids_or_steps(list: &[String]) -> anyhow::Result<JobIds> {
     let mut out = JobIds::default();
     for s in list
         .iter()
@@ -676,7 +689,7 @@ const SACCT_DEFAULT: &[&str] = &[
 fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
     let a = Sacct::try_parse_from(words).unwrap_or_else(|e| e.exit());
     let now = now_us();
-    let asked = ids(&a.jobs)?;
+    let asked = ids_or_steps(&a.jobs)?;
     let jobs = asked.wide();
     let mut uids = users(&a.user, false)?;
     if uids.is_empty() && !a.allusers && jobs.is_empty() && !nix::unistd::getuid().is_root() {
@@ -1194,6 +1207,19 @@ fn sshare(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// A step is sacct's to list; scancel, squeue and scontrol act on whole jobs and
+    /// refuse one rather than take it for its job.
+    #[test]
+    fn steps_are_listed_by_sacct_and_refused_elsewhere() {
+        let words = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let s = ids_or_steps(&words(&["12.0,13_2.batch", "14"])).expect("ids");
+        assert_eq!(s.steps, ["12.0", "13_2.batch"]);
+        assert_eq!(s.wide(), [JobId(12), JobId(13), JobId(14)]);
+        assert!(ids(&words(&["12.0"])).is_err());
+        assert!(ids(&words(&["12", "13_1"])).is_ok());
+        assert!(ids_or_steps(&words(&["12."])).is_err());
+    }
 
     /// clap's own checks of each command's options (a clash such as squeue's `-h`
     /// against the help flag panics at run time otherwise).
