@@ -122,6 +122,19 @@ fn lookup_user_uncached(uid: u32, gid: u32) -> Result<UserInfo, LaunchError> {
     })
 }
 
+/// A batch script's stdio pattern filled in on this node, as slurmd fills it in.
+fn stdio_path(spec: &LaunchSpec, user: &str, pattern: &str) -> String {
+    expand_batch_pattern(
+        pattern,
+        spec.job,
+        &spec.name,
+        user,
+        &spec.workdir,
+        spec.array,
+        Some(&spec.node),
+    )
+}
+
 /// Output and error paths of a job, `%j` expanded. Equal when both go to one file.
 pub fn output_paths(spec: &LaunchSpec, user: &str) -> (String, String) {
     let default = if spec.array.is_some() {
@@ -129,21 +142,9 @@ pub fn output_paths(spec: &LaunchSpec, user: &str) -> (String, String) {
     } else {
         DEFAULT_OUTPUT_PATTERN
     };
-    let out_pat = spec.stdout.as_deref().unwrap_or(default);
-    let expand = |p: &str| {
-        expand_batch_pattern(
-            p,
-            spec.job,
-            &spec.name,
-            user,
-            &spec.workdir,
-            spec.array,
-            Some(&spec.node),
-        )
-    };
-    let out = expand(out_pat);
+    let out = stdio_path(spec, user, spec.stdout.as_deref().unwrap_or(default));
     let err = match &spec.stderr {
-        Some(p) => expand(p),
+        Some(p) => stdio_path(spec, user, p),
         None => out.clone(),
     };
     (out, err)
@@ -152,17 +153,7 @@ pub fn output_paths(spec: &LaunchSpec, user: &str) -> (String, String) {
 /// The batch script's standard input (`--input`), its pattern expanded as the output
 /// paths' are; `None`: `/dev/null`.
 pub fn input_path(spec: &LaunchSpec, user: &str) -> Option<String> {
-    spec.stdin.as_deref().map(|p| {
-        expand_batch_pattern(
-            p,
-            spec.job,
-            &spec.name,
-            user,
-            &spec.workdir,
-            spec.array,
-            Some(&spec.node),
-        )
-    })
+    spec.stdin.as_deref().map(|p| stdio_path(spec, user, p))
 }
 
 /// The job's environment: what the user exported at submission, then Bulkhead's

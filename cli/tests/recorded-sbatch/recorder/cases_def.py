@@ -637,32 +637,49 @@ def _spell_script(opt, val):
     return f"#SBATCH {opt}{val}" if _R.random() < 0.3 else f"#SBATCH {opt} {val}"
 
 
-for _n in range(110):
-    _tags = _R.sample(sorted(_POOLS), _R.randint(3, 7))
-    _args, _dirs = [], []
-    _extra_tags = []
-    for _t in _tags:
-        _opt, _val = _R.choice(_POOLS[_t])
-        _where = _R.random()
-        if _where < 0.45:
-            _args += _spell_cli(_opt, _val)
-        elif _where < 0.85:
-            _dirs.append(_spell_script(_opt, _val))
-        else:  # both: the command line wins
-            _o2, _v2 = _R.choice(_POOLS[_t])
-            _dirs.append(_spell_script(_o2, _v2))
-            _args += _spell_cli(_opt, _val)
-            _extra_tags.append("precedence")
-        if _R.random() < 0.25:
-            _dirs.append(_R.choice(_NOISE))
-    _ex = {}
-    if _R.random() < 0.5:
-        _extra_tags.append("after-command")
-        _ex["pre_body"] = [_R.choice(_AFTER)]
-        _ex["body"] = _JUNK + ['echo "job $SLURM_JOB_ID"']
-    _R.shuffle(_dirs)
-    case("random combo %d: %s" % (_n, " ".join(sorted(set(_tags + _extra_tags)))),
-         ["random"] + sorted(set(_tags + _extra_tags)), _args, _dirs, **_ex)
+def _combos(label, count, pools, most, noise, after, env=None, pbs=None):
+    """`count` cases from `pools` with the module's `_R`: 3 to `most` options, each on
+    the command line, in the script or both; a noise line after an option with
+    probability `noise`; `env` = (probability, variables): some set; `pbs` =
+    (probability, lines): one added; directives after the first command with
+    probability `after`."""
+    for n in range(count):
+        tags = _R.sample(sorted(pools), _R.randint(3, most))
+        args, dirs, extra_tags = [], [], []
+        for t in tags:
+            opt, val = _R.choice(pools[t])
+            where = _R.random()
+            if where < 0.45:
+                args += _spell_cli(opt, val)
+            elif where < 0.85:
+                dirs.append(_spell_script(opt, val))
+            else:  # both: the command line wins
+                o2, v2 = _R.choice(pools[t])
+                dirs.append(_spell_script(o2, v2))
+                args += _spell_cli(opt, val)
+                extra_tags.append("precedence")
+            if _R.random() < noise:
+                dirs.append(_R.choice(_NOISE))
+        if pbs is not None and _R.random() < pbs[0]:
+            dirs.append(_R.choice(pbs[1]))
+            extra_tags.append("pbs")
+        variables = {}
+        if env is not None and _R.random() < env[0]:
+            for k, v in _R.sample(env[1], _R.randint(1, 2)):
+                variables[k] = v
+            extra_tags.append("env")
+        ex = {}
+        if _R.random() < after:
+            extra_tags.append("after-command")
+            ex["pre_body"] = [_R.choice(_AFTER)]
+            ex["body"] = _JUNK + ['echo "job $SLURM_JOB_ID"']
+        _R.shuffle(dirs)
+        all_tags = sorted(set(tags + extra_tags))
+        case("%s %d: %s" % (label, n, " ".join(all_tags)), ["random"] + all_tags, args, dirs,
+             variables, **ex)
+
+
+_combos("random combo", 110, _POOLS, 7, 0.25, 0.5)
 
 # ---------------------------------------------------------------- third round: wider random combinations
 # Seeded; more options, environment variables, and values at the edges.
@@ -699,36 +716,7 @@ _ENV3 = [("SBATCH_TIMELIMIT", "20"), ("SBATCH_PARTITION", "debug"), ("SBATCH_JOB
          ("SBATCH_REQUEUE", "1"), ("SBATCH_OUTPUT", "env-%j.out"), ("SBATCH_ARRAY_INX", "0-2"),
          ("SBATCH_EXCLUSIVE", "user"), ("SBATCH_GRES", "gpu:1"), ("SBATCH_ACCOUNT", "envacct")]
 
-for _n in range(150):
-    _tags = _R.sample(sorted(_POOLS3), _R.randint(3, 8))
-    _args, _dirs, _extra_tags = [], [], []
-    for _t in _tags:
-        _opt, _val = _R.choice(_POOLS3[_t])
-        _where = _R.random()
-        if _where < 0.45:
-            _args += _spell_cli(_opt, _val)
-        elif _where < 0.85:
-            _dirs.append(_spell_script(_opt, _val))
-        else:
-            _o2, _v2 = _R.choice(_POOLS3[_t])
-            _dirs.append(_spell_script(_o2, _v2))
-            _args += _spell_cli(_opt, _val)
-            _extra_tags.append("precedence")
-        if _R.random() < 0.2:
-            _dirs.append(_R.choice(_NOISE))
-    _env = {}
-    if _R.random() < 0.35:
-        for _k, _v in _R.sample(_ENV3, _R.randint(1, 2)):
-            _env[_k] = _v
-        _extra_tags.append("env")
-    _ex = {}
-    if _R.random() < 0.4:
-        _extra_tags.append("after-command")
-        _ex["pre_body"] = [_R.choice(_AFTER)]
-        _ex["body"] = _JUNK + ['echo "job $SLURM_JOB_ID"']
-    _R.shuffle(_dirs)
-    case("wide combo %d: %s" % (_n, " ".join(sorted(set(_tags + _extra_tags)))),
-         ["random"] + sorted(set(_tags + _extra_tags)), _args, _dirs, _env, **_ex)
+_combos("wide combo", 150, _POOLS3, 8, 0.2, 0.4, env=(0.35, _ENV3))
 
 # ---------------------------------------------------------------- fourth round: spellings, PBS, abbreviations
 _R = _random.Random(20261206)
@@ -747,36 +735,4 @@ _POOLS4.update({
 })
 _PBS = ["#PBS -N pbsjob", "#PBS -l walltime=00:30:00", "#PBS -l nodes=2:ppn=2", "#PBS -q debug", "#PBS -o pbs.out", "#PBS -l mem=2gb", "#PBS -j oe"]
 
-for _n in range(150):
-    _tags = _R.sample(sorted(_POOLS4), _R.randint(3, 8))
-    _args, _dirs, _extra_tags = [], [], []
-    for _t in _tags:
-        _opt, _val = _R.choice(_POOLS4[_t])
-        _where = _R.random()
-        if _where < 0.45:
-            _args += _spell_cli(_opt, _val)
-        elif _where < 0.85:
-            _dirs.append(_spell_script(_opt, _val))
-        else:
-            _o2, _v2 = _R.choice(_POOLS4[_t])
-            _dirs.append(_spell_script(_o2, _v2))
-            _args += _spell_cli(_opt, _val)
-            _extra_tags.append("precedence")
-        if _R.random() < 0.2:
-            _dirs.append(_R.choice(_NOISE))
-    if _R.random() < 0.2:
-        _dirs.append(_R.choice(_PBS))
-        _extra_tags.append("pbs")
-    _env = {}
-    if _R.random() < 0.3:
-        for _k, _v in _R.sample(_ENV3, _R.randint(1, 2)):
-            _env[_k] = _v
-        _extra_tags.append("env")
-    _ex = {}
-    if _R.random() < 0.4:
-        _extra_tags.append("after-command")
-        _ex["pre_body"] = [_R.choice(_AFTER)]
-        _ex["body"] = _JUNK + ['echo "job $SLURM_JOB_ID"']
-    _R.shuffle(_dirs)
-    case("spelled combo %d: %s" % (_n, " ".join(sorted(set(_tags + _extra_tags)))),
-         ["random"] + sorted(set(_tags + _extra_tags)), _args, _dirs, _env, **_ex)
+_combos("spelled combo", 150, _POOLS4, 8, 0.2, 0.4, env=(0.3, _ENV3), pbs=(0.2, _PBS))
