@@ -13,6 +13,24 @@ const DAY_US: u64 = 86_400_000_000;
 /// A point in time as `-S`/`-E` take it: `now`, `now-TIME` (TIME in `--time`'s forms:
 /// minutes, `HH:MM:SS`, `D-HH`...), `today`, `YYYY-MM-DD[THH:MM[:SS]]` (UTC), or Unix
 /// seconds. Microseconds since the epoch.
+/// sacct's `-S`/`-E`, as Slurm's `parse_time` reads them: local time, `now-N[UNITS]`
+/// (seconds by default), `today`, `MMDD[YY]`, `MM/DD[/YY]`, `YYYY-MM-DD[THH:MM[:SS]]`,
+/// `HH:MM`, ... (see [`crate::opts::begin`]); and Unix seconds (9 digits or more,
+/// beyond any MMDDYY).
+pub fn parse_slurm_when(s: &str, now_us: u64) -> Result<u64, String> {
+    let t = s.trim();
+    if t.len() >= 9 && t.bytes().all(|b| b.is_ascii_digit()) {
+        return parse_when(t, now_us);
+    }
+    let now = i64::try_from(now_us / 1_000_000).unwrap_or(i64::MAX);
+    let at = crate::opts::begin::parse_begin(t, now)?;
+    u64::try_from(at)
+        .map(|v| v.saturating_mul(1_000_000))
+        .map_err(|_| format!("{s:?} is before 1970"))
+}
+
+/// `bh acct`'s and `bh report`'s times: UTC dates (`YYYY-MM-DD[THH:MM[:SS]]`), `now`,
+/// `now-TIME` (sbatch's time forms, minutes by default), `today` (UTC) or Unix seconds.
 pub fn parse_when(s: &str, now_us: u64) -> Result<u64, String> {
     let s = s.trim();
     if s == "now" {
@@ -750,6 +768,19 @@ mod tests {
             assert!(parse_when(far, now).is_err(), "{far}");
         }
         assert!(parse_when("now-99999999999999", now).is_err());
+        // sacct's: Slurm's forms, in local time (TZ is UTC under the tests), seconds by
+        // default after now-.
+        assert_eq!(parse_slurm_when("now-60", now), Ok(now - 60_000_000));
+        assert_eq!(
+            parse_slurm_when("now-2days", now),
+            Ok(now - 2 * 86_400_000_000)
+        );
+        assert_eq!(parse_slurm_when("2026-11-30T04:25:19", now), Ok(now));
+        assert_eq!(
+            parse_slurm_when("1795996800", now),
+            Ok(1_795_996_800_000_000)
+        );
+        assert!(parse_slurm_when("yesterday-ish", now).is_err());
         assert_eq!(parse_when("now-24855-03:13:08", now), Ok(0));
         assert!(parse_when("yesterday", now).is_err());
         assert_eq!(hms(3661), "01:01:01");

@@ -697,13 +697,16 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
     }
     let when = |s: &Option<String>| -> anyhow::Result<Option<u64>> {
         s.as_deref()
-            .map(|v| acct::parse_when(v, now).map_err(anyhow::Error::msg))
+            .map(|v| acct::parse_slurm_when(v, now).map_err(anyhow::Error::msg))
             .transpose()
     };
     // As sacct: without -S, jobs of today (from midnight), unless jobs are named.
     let since = match when(&a.start)? {
         Some(t) => Some(t),
-        None if jobs.is_empty() => Some(now - now % 86_400_000_000),
+        // Local midnight, as sacct's default start.
+        None if jobs.is_empty() => {
+            Some(acct::parse_slurm_when("today", now).unwrap_or(now - now % 86_400_000_000))
+        }
         None => None,
     };
     let filter = AcctFilter {

@@ -1,4 +1,5 @@
-//! `--begin`'s time forms, as Slurm's `parse_time` reads them: `now[+N[UNITS]]`,
+//! `--begin`'s (and sacct's `-S`/`-E`) time forms, as Slurm's `parse_time` reads them:
+//! `now[{+|-}N[UNITS]]`,
 //! `HH:MM[:SS][AM|PM]` (tomorrow if the time has passed today), `today`, `tomorrow`,
 //! `midnight`, `noon`, `elevenses`, `fika`, `teatime`, and dates `YYYY-MM-DD`,
 //! `MMDD[YY]`, `MM/DD[/YY]`, `MM.DD[.YY]`, each with an optional `THH:MM[:SS]`.
@@ -13,12 +14,23 @@ pub fn parse_begin(s: &str, now: i64) -> Result<i64, String> {
         )
     };
     if let Some(rest) = t.strip_prefix("now") {
+        // `now+N` or `now-N` (sacct's times look back), in seconds by default; blanks
+        // may come between.
+        let rest = rest.trim_start_matches([' ', '\t']);
         if rest.is_empty() {
             return Ok(now);
         }
-        let rest = rest.strip_prefix('+').ok_or_else(bad)?;
+        let (sign, rest) = match (rest.strip_prefix('+'), rest.strip_prefix('-')) {
+            (Some(r), _) => (1, r),
+            (None, Some(r)) => (-1, r),
+            (None, None) => return Err(bad()),
+        };
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let n: i64 = rest[..digits].parse().map_err(|_| bad())?;
+        let n: i64 = rest[..digits]
+            .parse::<i64>()
+            .map_err(|_| bad())?
+            .checked_mul(sign)
+            .ok_or_else(bad)?;
         let unit = match &rest[digits..] {
             "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
             "m" | "min" | "mins" | "minute" | "minutes" => 60,
@@ -30,7 +42,7 @@ pub fn parse_begin(s: &str, now: i64) -> Result<i64, String> {
         return n
             .checked_mul(unit)
             .and_then(|d| now.checked_add(d))
-            .filter(|t| *t < i64::from(i32::MAX))
+            .filter(|t| (0..i64::from(i32::MAX)).contains(t))
             .ok_or_else(|| format!("time {s:?} is too far ahead"));
     }
     let mut tm = local(now)?;
@@ -238,7 +250,10 @@ mod tests {
         assert_eq!(parse_begin("12/24/30T18:30", now), Ok(xmas));
         assert_eq!(parse_begin("122430", now), parse_begin("2030-12-24", now));
         assert_eq!(parse_begin("12.24.30", now), parse_begin("2030-12-24", now));
-        for bad in ["later", "now+x", "25:00", "2026-13-01", "now-5", "13pm", ""] {
+        // `now-N`: Slurm's parse_time looks back too (a past --begin is no delay).
+        assert_eq!(parse_begin("now-5", now), Ok(now - 5));
+        assert_eq!(parse_begin("now +2minutes", now), Ok(now + 120));
+        for bad in ["later", "now+x", "25:00", "2026-13-01", "now*5", "13pm", ""] {
             assert!(parse_begin(bad, now).is_err(), "{bad}");
         }
     }
