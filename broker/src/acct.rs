@@ -268,6 +268,7 @@ mod tests {
         let start = start_h * 3_600_000_000;
         let end = start + hours * 3_600_000_000;
         AcctRecord {
+            time_limit_s: Some(3600),
             job: JobId(id),
             job_label: id.to_string(),
             name: "j".into(),

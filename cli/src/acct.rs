@@ -137,6 +137,8 @@ pub const FIELDS: &[&str] = &[
     "AllocTRES",
     "CPUTime",
     "CPUTimeRAW",
+    "Timelimit",
+    "TimelimitRaw",
 ];
 
 /// The fields shown without `--format`.
@@ -279,6 +281,13 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
         }
         "CPUTime" => hms(cpu_seconds(r, elapsed)),
         "CPUTimeRAW" => cpu_seconds(r, elapsed).to_string(),
+        // A step has none of its own (sacct leaves it blank).
+        "Timelimit" if r.job_label.contains('.') => String::new(),
+        "Timelimit" => r.time_limit_s.map_or("UNLIMITED".into(), hms),
+        "TimelimitRaw" if r.job_label.contains('.') => String::new(),
+        "TimelimitRaw" => r
+            .time_limit_s
+            .map_or("UNLIMITED".into(), |s| s.div_ceil(60).to_string()),
         _ => String::new(),
     }
 }
@@ -785,10 +794,22 @@ mod tests {
         assert!(parse_when("yesterday", now).is_err());
         assert_eq!(hms(3661), "01:01:01");
         assert_eq!(hms(90_061), "1-01:01:01");
+        assert_eq!(field(&rec(), "Timelimit", 0), "01:00:00");
+        assert_eq!(field(&rec(), "TimelimitRaw", 0), "60");
+        let step = AcctRecord {
+            job_label: "12.0".into(),
+            ..rec()
+        };
+        assert_eq!(field(&step, "Timelimit", 0), "");
+        assert_eq!(
+            field(&rec(), "AllocTRES", 0),
+            "billing=4,cpu=4,mem=1G,node=1,gres/gpu=1"
+        );
     }
 
     fn rec() -> AcctRecord {
         AcctRecord {
+            time_limit_s: Some(3600),
             job: JobId(12),
             job_label: "12".into(),
             name: "train, big".into(),

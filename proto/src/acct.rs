@@ -165,6 +165,8 @@ pub struct AcctRecord {
     /// GPU-seconds by model or profile (a slice counts its fraction of a GPU).
     pub gpu_seconds: Vec<(String, f64)>,
     pub usage: Option<JobUsage>,
+    /// The job's time limit in seconds (`None`: unlimited); a step shows none.
+    pub time_limit_s: Option<u64>,
 }
 
 /// How `bh report` groups usage.

@@ -54,6 +54,9 @@ impl Core {
             None => None,
             Some(name) => match self.cfg.qos.iter().position(|q| &q.name == name) {
                 Some(i) => Some((i as u32, self.cfg.qos[i].priority.clamp(0.0, 1.0))),
+                // Slurm's default QOS, which every cluster has: none configured by
+                // that name, it is no QOS (what jobs that name none run under).
+                None if name == "normal" => None,
                 None => {
                     let known: Vec<&str> = self.cfg.qos.iter().map(|q| q.name.as_str()).collect();
                     return Err(format!(

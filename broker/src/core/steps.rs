@@ -623,6 +623,7 @@ mod tests {
             ..Default::default()
         };
         let job = AcctRecord {
+            time_limit_s: Some(3600),
             job: JobId(7),
             job_label: "7".into(),
             name: "train".into(),

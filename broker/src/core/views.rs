@@ -361,6 +361,7 @@ impl Core {
             alloc_gpus: j.submission.resources.gpu_label(),
             gpu_seconds,
             usage: j.usage.clone(),
+            time_limit_s: j.submission.resources.time_limit_s,
         }
     }
 

@@ -420,3 +420,25 @@ fn associations_list_the_accounts_then_each_users_account() {
     let users: Vec<Option<String>> = ask(&mut c, vec![]).into_iter().map(|a| a.user).collect();
     assert_eq!(users, [None, None, Some("ann".to_string())]);
 }
+
+/// `--qos=normal` is Slurm's default QOS, which every cluster has: with no QOS of that
+/// name configured it is none; another unknown QOS is refused with the known ones.
+#[test]
+fn the_normal_qos_is_the_default_and_others_must_exist() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let mut normal = sub(1);
+    normal.qos = Some("normal".into());
+    let fx = c.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(normal)),
+        1,
+    );
+    submitted(&fx);
+    let mut gold = sub(1);
+    gold.qos = Some("gold".into());
+    let r = refusal(&submit(&mut c, gold, 2));
+    assert!(r.message.contains("invalid QOS \"gold\""), "{}", r.message);
+}
