@@ -22,6 +22,7 @@ pub mod journal;
 pub mod keeper;
 pub mod launch;
 pub mod metrics;
+pub mod notice;
 pub mod ports;
 mod shell;
 pub mod step;

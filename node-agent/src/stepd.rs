@@ -304,6 +304,27 @@ impl Supervisor {
         self.record(end)
     }
 
+    /// slurmstepd's notice in the job's stderr that the job is being ended, written
+    /// only where its user could write (see [`crate::notice`]).
+    fn notice(&self, why: Option<&str>) {
+        if self.pid <= 0 || self.exited {
+            return;
+        }
+        let node = self
+            .spec
+            .exec
+            .env
+            .iter()
+            .find(|(k, _)| k == "SLURMD_NODENAME")
+            .map(|(_, v)| v.clone())
+            .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
+            .unwrap_or_default();
+        let text = crate::notice::line(self.spec.job, &node, now_us(), why);
+        if let Err(e) = crate::notice::append_to_stderr_of(self.pid, self.spec.uid, &text) {
+            log(self.spec.job, format!("no notice in the job's stderr: {e}"));
+        }
+    }
+
     /// Starts ending the job: SIGCONT and SIGTERM to all its processes, SIGKILL after
     /// `grace`.
     fn terminate(&mut self, grace: Duration) {
@@ -380,6 +401,11 @@ impl Supervisor {
                     return;
                 }
                 log(self.spec.job, format!("asked to end the job ({state})"));
+                self.notice(match state {
+                    JobState::Timeout => Some("DUE TO TIME LIMIT"),
+                    JobState::NodeFail => Some("DUE TO NODE FAILURE"),
+                    _ => None,
+                });
                 self.outcome.requested = Some(state);
                 self.terminate(Duration::from_millis(grace_ms.min(86_400_000)));
             }
@@ -510,6 +536,7 @@ impl Supervisor {
                     self.spec.job,
                     "time limit reached: SIGTERM, then SIGKILL after the grace period",
                 );
+                self.notice(Some("DUE TO TIME LIMIT"));
                 self.outcome.timed_out = true;
                 self.terminate(Duration::from_millis(self.spec.kill_wait_ms));
             }

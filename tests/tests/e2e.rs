@@ -260,6 +260,13 @@ fn time_limits_end_in_timeout_and_memory_limits_in_out_of_memory() {
     let ran = j.end_time_us.expect("end") - j.start_time_us.expect("start");
     // It ignores SIGTERM: only the SIGKILL after the 1 s grace period ends it.
     assert!(ran >= 2_900_000, "ended after {ran} us");
+    // slurmstepd's notice, in the job's own output (its stderr goes there).
+    let out = std::fs::read_to_string(wd.join(format!("bh-{slow}.out"))).expect("out");
+    assert!(
+        out.contains(&format!("slurmstepd: error: *** JOB {slow} ON "))
+            && out.contains(" DUE TO TIME LIMIT ***"),
+        "{out:?}"
+    );
     let j = c
         .wait_state(
             calm,
