@@ -496,7 +496,15 @@ impl Core {
                 samples: 1,
                 ..Default::default()
             });
-            let state = if signal.is_some() || exit_code.is_some_and(|c| c != 0) {
+            // A step killed because its job was ended (scancel, the time limit, a
+            // deadline) shows CANCELLED, as Slurm shows it; killed otherwise, FAILED.
+            let ended_by_job = matches!(
+                job.state,
+                JobState::Cancelled | JobState::Timeout | JobState::Deadline
+            );
+            let state = if signal.is_some() && ended_by_job {
+                JobState::Cancelled
+            } else if signal.is_some() || exit_code.is_some_and(|c| c != 0) {
                 JobState::Failed
             } else if parts.iter().all(|p| p.usage.is_some()) {
                 JobState::Completed

@@ -442,3 +442,58 @@ fn the_normal_qos_is_the_default_and_others_must_exist() {
     let r = refusal(&submit(&mut c, gold, 2));
     assert!(r.message.contains("invalid QOS \"gold\""), "{}", r.message);
 }
+
+/// A step killed because its job was cancelled or ran out of time is CANCELLED in
+/// sacct, as Slurm shows it; a step killed by a signal of its own is FAILED.
+#[test]
+fn a_step_killed_with_its_job_is_cancelled_and_one_killed_alone_failed() {
+    use bulkhead_proto::acct::AcctRecord;
+    let mut c = core();
+    c.restore_step_ends(vec![bulkhead_proto::step::StepEnd {
+        job: JobId(7),
+        step: 0,
+        node: "n1".into(),
+        name: "s".into(),
+        ntasks: 1,
+        cpus: 1,
+        start_us: 2,
+        end_us: 3,
+        exit_code: None,
+        signal: Some(15),
+        usage: Some(Default::default()),
+    }]);
+    let job = |state| AcctRecord {
+        job: JobId(7),
+        job_label: "7".into(),
+        name: "train".into(),
+        user: "ann".into(),
+        uid: 1000,
+        account: String::new(),
+        partition: "p".into(),
+        state,
+        exit_code: None,
+        signal: Some(15),
+        nodes: "n1".into(),
+        submit_us: 1,
+        start_us: Some(2),
+        end_us: Some(3),
+        alloc_cpus: 1,
+        alloc_mem_mb: 100,
+        alloc_gpus: String::new(),
+        gpu_seconds: vec![],
+        usage: None,
+        time_limit_s: None,
+    };
+    let step_state = |c: &Core, state| {
+        c.step_records(&job(state), false)
+            .into_iter()
+            .find(|r| r.job_label == "7.0")
+            .map(|r| r.state)
+    };
+    assert_eq!(
+        step_state(&c, JobState::Cancelled),
+        Some(JobState::Cancelled)
+    );
+    assert_eq!(step_state(&c, JobState::Timeout), Some(JobState::Cancelled));
+    assert_eq!(step_state(&c, JobState::Failed), Some(JobState::Failed));
+}
