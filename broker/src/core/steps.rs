@@ -27,7 +27,23 @@ pub(super) struct JobSteps {
     /// The CPUs (places in the job's CPUs on a node) of its exclusive steps that have
     /// not ended everywhere: step → node → places.
     busy: std::collections::BTreeMap<u32, std::collections::BTreeMap<NodeId, Vec<u32>>>,
+    /// Steps granted whose parts have not all ended: sacct lists them RUNNING. Not
+    /// stored: a broker started again lists a step once it ends.
+    running: std::collections::BTreeMap<u32, RunningStep>,
 }
+
+/// A granted step, as sacct lists it while it runs.
+#[derive(Debug, Clone)]
+struct RunningStep {
+    name: String,
+    nodes: Vec<String>,
+    start_us: u64,
+    cpus: u32,
+}
+
+/// Steps of one job listed as running at most: a job starting steps without end is
+/// bounded, its oldest dropped from the listing.
+const MAX_RUNNING_STEPS: usize = 4096;
 
 impl JobSteps {
     /// `need` places of `of` on `node` that no running exclusive step has, lowest
@@ -314,6 +330,22 @@ impl Core {
                 launch,
             });
         }
+        let js = self.steps.entry(id).or_default();
+        if js.running.len() >= MAX_RUNNING_STEPS {
+            js.running.pop_first();
+        }
+        js.running.insert(
+            step,
+            RunningStep {
+                name: req.name.clone(),
+                nodes: names.clone(),
+                start_us: now_us,
+                cpus: per_node
+                    .iter()
+                    .map(|t| t.saturating_mul(cpus_per_task))
+                    .fold(0u32, u32::saturating_add),
+            },
+        );
         if req.exclusive {
             let busy = &mut self.steps.entry(id).or_default().busy;
             let on = busy.entry(step).or_default();
@@ -443,6 +475,16 @@ impl Core {
         }
         kept.retain(|e| !(e.step == end.step && e.node == end.node));
         kept.push(end.clone());
+        // Every part of it ended: no longer running.
+        let ended = kept.iter().filter(|e| e.step == end.step).count();
+        if let Some(js) = self.steps.get_mut(&end.job)
+            && js
+                .running
+                .get(&end.step)
+                .is_some_and(|r| ended >= r.nodes.len())
+        {
+            js.running.remove(&end.step);
+        }
         fx.store
             .push(crate::rows::StoreOp::StepEnded(Box::new(end)));
     }
@@ -465,9 +507,43 @@ impl Core {
         let no_ends = Vec::new();
         let ends = self.step_ends.get(&job.job).unwrap_or(&no_ends);
         let batch_record = batch.then(|| batch_record(job, ends)).flatten();
+        // Steps still running, while the job runs: listed RUNNING, as sacct lists them.
+        let running: Vec<bulkhead_proto::acct::AcctRecord> = match self.steps.get(&job.job) {
+            Some(js) if matches!(job.state, JobState::Running | JobState::Completing) => js
+                .running
+                .iter()
+                .map(|(step, r)| bulkhead_proto::acct::AcctRecord {
+                    job_label: format!("{}.{step}", job.job_label),
+                    name: r.name.clone(),
+                    state: JobState::Running,
+                    exit_code: None,
+                    signal: None,
+                    nodes: r.nodes.join(","),
+                    start_us: Some(r.start_us),
+                    end_us: None,
+                    alloc_cpus: r.cpus,
+                    alloc_gpus: String::new(),
+                    gpu_seconds: Vec::new(),
+                    usage: None,
+                    ..job.clone()
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        // A step some parts of which ended is still running: listed once, running.
+        let still: std::collections::BTreeSet<u32> = match self.steps.get(&job.job) {
+            Some(js) if !running.is_empty() => js.running.keys().copied().collect(),
+            _ => Default::default(),
+        };
+        let ends: Vec<bulkhead_proto::step::StepEnd> = ends
+            .iter()
+            .filter(|e| !still.contains(&e.step))
+            .cloned()
+            .collect();
         if ends.is_empty() {
-            return batch_record.into_iter().collect();
+            return batch_record.into_iter().chain(running).collect();
         }
+        let ends = &ends;
         let mut by_step: std::collections::BTreeMap<u32, Vec<&bulkhead_proto::step::StepEnd>> =
             std::collections::BTreeMap::new();
         for e in ends {
@@ -533,7 +609,19 @@ impl Core {
                 ..job.clone()
             }
         });
-        batch_record.into_iter().chain(records).collect()
+        let mut all: Vec<bulkhead_proto::acct::AcctRecord> = batch_record
+            .into_iter()
+            .chain(records)
+            .chain(running)
+            .collect();
+        // In step order, the batch step first.
+        all.sort_by_key(|r| {
+            r.job_label
+                .rsplit_once('.')
+                .and_then(|(_, s)| s.parse::<u64>().ok())
+                .map_or(0, |s| s + 1)
+        });
+        all
     }
 
     /// Forgets the steps of a job that ended.
