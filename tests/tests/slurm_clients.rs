@@ -556,7 +556,10 @@ fn scancel_signals_the_steps_or_the_batch_script() {
     let seen = |f: &str| bulkhead_tests::wait_for(scaled(30), || wd.join(f).exists());
     seen("step-ready").expect("the step runs");
     // sacct lists the running step, as Slurm does.
-    let steps = s.ok("sacct", &["-j", &id.to_string(), "-n", "-P", "-o", "JobID,State"]);
+    let steps = s.ok(
+        "sacct",
+        &["-j", &id.to_string(), "-n", "-P", "-o", "JobID,State"],
+    );
     assert!(
         steps.lines().any(|l| l == format!("{id}.0|RUNNING")),
         "{steps}"
