@@ -522,6 +522,25 @@ pub fn squeue_header(pieces: &[Piece], out: &mut String) {
     });
 }
 
+/// `squeue -s`'s default format: a step's id, name, partition, user, time, nodes.
+pub const SQUEUE_STEPS: &str = "%.15i %.8j %.9P %.8u %.9M %N";
+
+/// `squeue -s`'s header line (`%i` is the STEPID), at the end of `out`.
+pub fn squeue_step_header(pieces: &[Piece], out: &mut String) {
+    squeue_line(pieces, out, &mut String::new(), &mut |k, v| {
+        v.push_str(if k == 'i' { "STEPID" } else { header(k) })
+    });
+}
+
+/// `squeue -s`'s line for one step, its fields from `get`, at the end of `out`.
+pub fn squeue_step_line(
+    pieces: &[Piece],
+    out: &mut String,
+    get: &mut dyn FnMut(char, &mut String),
+) {
+    squeue_line(pieces, out, &mut String::new(), get);
+}
+
 /// squeue's line for one job at the end of `out`; `value` a buffer for its fields
 /// (kept from job to job: no allocation per line).
 pub fn squeue_job_line(

@@ -222,6 +222,15 @@ struct Squeue {
     /// with a dash.
     #[arg(short = 'S', long = "sort", allow_hyphen_values = true)]
     sort: Option<String>,
+    /// `-s/--steps[=STEPS]`: the running jobs' steps (their batch step and srun's).
+    #[arg(
+        short = 's',
+        long = "steps",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    steps: Option<String>,
     #[arg(long = "help", action = clap::ArgAction::Help)]
     help: Option<bool>,
 }
@@ -370,6 +379,9 @@ struct Scancel {
 /// unless one is given), a page at a time.
 fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
     let q = Squeue::try_parse_from(words).unwrap_or_else(|e| e.exit());
+    if let Some(list) = &q.steps {
+        return squeue_steps(list, &q, g);
+    }
     let asked = ids(&q.jobs)?;
     let by_name = match &q.format_long {
         Some(spec) => Some(slurm::format_from_names(spec).map_err(anyhow::Error::msg)?),
@@ -1015,6 +1027,53 @@ fn parse_update(
         time_limit_s,
         partition,
     })
+}
+
+/// `squeue -s`: the steps of running jobs (the batch step, `J.batch`, and srun's,
+/// `J.0`...), from the accounting records of the caller's running jobs (everyone's
+/// for operators); `LIST` picks steps by id; `-o` with `%i %j %P %u %M %N %T %t`.
+fn squeue_steps(list: &str, q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
+    let asked = ids(&q.jobs)?;
+    let filter = AcctFilter {
+        jobs: asked.wide(),
+        uids: users(&q.user, q.me)?,
+        accounts: vec![],
+        partitions: vec![],
+        states: vec![JobState::Running, JobState::Completing],
+        since_us: None,
+        until_us: None,
+    };
+    let now = now_us();
+    let (records, _) = client(g)?.acct(filter).map_err(explain)?;
+    let wanted: Vec<&str> = list.split(',').filter(|s| !s.is_empty()).collect();
+    let pieces = slurm::parse_format(q.format.as_deref().unwrap_or(slurm::SQUEUE_STEPS));
+    let mut out = String::new();
+    if !q.noheader {
+        slurm::squeue_step_header(&pieces, &mut out);
+    }
+    let parts: Vec<&str> = q.partition.iter().flat_map(|n| n.split(',')).collect();
+    for r in records.iter().filter(|r| {
+        r.job_label.contains('.')
+            && r.state == JobState::Running
+            && (wanted.is_empty() || wanted.contains(&r.job_label.as_str()))
+            && (parts.is_empty() || parts.contains(&r.partition.as_str()))
+    }) {
+        slurm::squeue_step_line(&pieces, &mut out, &mut |k, v| match k {
+            'i' => v.push_str(&r.job_label),
+            'j' => v.push_str(&r.name),
+            'P' => v.push_str(&r.partition),
+            'u' => v.push_str(&r.user),
+            'M' => v.push_str(&slurm::elapsed(
+                r.start_us.map_or(0, |s| now.saturating_sub(s) / 1_000_000),
+            )),
+            'N' => v.push_str(&r.nodes),
+            'T' => v.push_str("RUNNING"),
+            't' => v.push('R'),
+            _ => {}
+        });
+    }
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `sacctmgr list|show user|account|association [NAMES] [format=...] [key=value...]`

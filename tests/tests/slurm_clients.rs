@@ -564,6 +564,18 @@ fn scancel_signals_the_steps_or_the_batch_script() {
         steps.lines().any(|l| l == format!("{id}.0|RUNNING")),
         "{steps}"
     );
+    // squeue -s lists the running job's steps: its batch step and srun's.
+    let listed = s.ok(
+        "squeue",
+        &["-s", "-h", "-o", "%i %T", "-j", &id.to_string()],
+    );
+    let mut lines: Vec<&str> = listed.lines().map(str::trim).collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        [format!("{id}.0 RUNNING"), format!("{id}.batch RUNNING")],
+        "{listed}"
+    );
     s.ok("scancel", &["-s", "USR2", &id.to_string()]);
     seen("step-usr2").expect("the step got SIGUSR2");
     s.ok("scancel", &["--batch", "--signal=SIGUSR1", &id.to_string()]);
