@@ -578,7 +578,8 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
         || !a.state.is_empty()
         || a.name.is_some()
         || a.partition.is_some();
-    if states(&a.state)?.1 {
+    let (state_filter, no_state) = states(&a.state)?;
+    if no_state {
         return Ok(ExitCode::SUCCESS); // only states no job here is in: none to signal
     }
     if filtering || !asked.tasks.is_empty() {
@@ -591,7 +592,7 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
                     vec![]
                 },
                 uids: users(&a.user, a.me)?,
-                states: states(&a.state)?.0,
+                states: state_filter,
                 // Only ids, names, partitions and states are read.
                 omit: Parts::ALL,
             })
@@ -721,17 +722,18 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
         }
         None => None,
     };
+    let (state_filter, no_state) = states(&a.state)?;
     let filter = AcctFilter {
         jobs,
         uids,
         accounts: vec![],
         partitions: vec![],
-        states: states(&a.state)?.0,
+        states: state_filter,
         since_us: since,
         until_us: when(&a.end)?,
     };
     let (mut records, _) = client(g)?.acct(filter).map_err(explain)?;
-    if states(&a.state)?.1 {
+    if no_state {
         records.clear(); // only states no job here is in
     }
     let _ = &a.clusters;

@@ -531,23 +531,20 @@ impl Core {
             _ => Vec::new(),
         };
         // A step some parts of which ended is still running: listed once, running.
-        let still: std::collections::BTreeSet<u32> = match self.steps.get(&job.job) {
-            Some(js) if !running.is_empty() => js.running.keys().copied().collect(),
-            _ => Default::default(),
+        let still_running = |step: u32| {
+            !running.is_empty()
+                && self
+                    .steps
+                    .get(&job.job)
+                    .is_some_and(|js| js.running.contains_key(&step))
         };
-        let ends: Vec<bulkhead_proto::step::StepEnd> = ends
-            .iter()
-            .filter(|e| !still.contains(&e.step))
-            .cloned()
-            .collect();
-        if ends.is_empty() {
-            return batch_record.into_iter().chain(running).collect();
-        }
-        let ends = &ends;
         let mut by_step: std::collections::BTreeMap<u32, Vec<&bulkhead_proto::step::StepEnd>> =
             std::collections::BTreeMap::new();
-        for e in ends {
+        for e in ends.iter().filter(|e| !still_running(e.step)) {
             by_step.entry(e.step).or_default().push(e);
+        }
+        if by_step.is_empty() {
+            return batch_record.into_iter().chain(running).collect();
         }
         let records = by_step.into_iter().map(|(step, mut parts)| {
             // In the job's order of nodes, whichever reported first.

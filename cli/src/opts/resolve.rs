@@ -142,8 +142,8 @@ impl SubmitOpts {
         }
         // The tasks a waiting job's CPUs are counted from, as sbatch counts them before
         // it checks the GPU options: those asked for (or laid out per node), else one
-        // per node of an exact -N, else one.
-        // A node named is a CPU at least (slurmctld's minimum for required nodes).
+        // per node of an exact -N, else one; and a CPU at least for each node named
+        // (slurmctld's minimum for required nodes).
         let cpus_tasks = match (asked, tasks_per_node_opt) {
             (Some(t), _) => t,
             (None, Some(per)) => per.saturating_mul(nodes),
@@ -636,7 +636,7 @@ pub fn node_count(v: &str) -> Result<(u32, Option<u32>), OptsError> {
     /// `_str_to_nodes`: the number, or -1 where there are no digits; and whether
     /// only blanks follow it.
     fn read(s: &str) -> (i64, bool) {
-        let t = s.trim_start_matches(|c: char| c == ' ' || ('\t'..='\r').contains(&c));
+        let t = s.trim_start_matches(c_isspace);
         let (neg, digits_at) = match t.as_bytes().first() {
             Some(b'-') => (true, &t[1..]),
             Some(b'+') => (false, &t[1..]),
