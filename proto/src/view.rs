@@ -30,7 +30,7 @@ pub struct JobView<'a> {
     pub signal: Option<i32>,
     pub node: Option<Cow<'a, str>>,
     pub node_id: Option<NodeId>,
-    pub resources: Cow<'a, ResourceRequest>,
+    pub resources: ResourcesView<'a>,
     pub partition: &'a str,
     pub workdir: &'a str,
     pub stdout: Cow<'a, str>,
@@ -48,6 +48,57 @@ pub struct JobView<'a> {
     pub account: &'a str,
     pub extra: &'a SubmitExtra,
     pub dependency: Cow<'a, str>,
+}
+
+/// A [`ResourceRequest`] with its memory as the job holds it (the request may have
+/// left it to a default), encoded as that request with that memory would be, without
+/// copying the request.
+#[derive(Debug, Clone, Copy)]
+pub struct ResourcesView<'a> {
+    req: &'a ResourceRequest,
+    mem_mb: u64,
+}
+
+impl<'a> ResourcesView<'a> {
+    pub fn new(req: &'a ResourceRequest, mem_mb: u64) -> ResourcesView<'a> {
+        ResourcesView { req, mem_mb }
+    }
+
+    /// The request, owned, with the memory held.
+    pub fn to_owned(&self) -> ResourceRequest {
+        ResourceRequest {
+            mem_mb: self.mem_mb,
+            ..self.req.clone()
+        }
+    }
+}
+
+impl Serialize for ResourcesView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        // Every field named, in the struct's order: a field added to the request
+        // fails to compile here until it is written too.
+        let ResourceRequest {
+            nodes,
+            cpus,
+            mem_mb: _,
+            gpus,
+            gpu_model,
+            mig,
+            time_limit_s,
+            partition,
+        } = self.req;
+        let mut st = s.serialize_struct("ResourceRequest", 8)?;
+        st.serialize_field("nodes", nodes)?;
+        st.serialize_field("cpus", cpus)?;
+        st.serialize_field("mem_mb", &self.mem_mb)?;
+        st.serialize_field("gpus", gpus)?;
+        st.serialize_field("gpu_model", gpu_model)?;
+        st.serialize_field("mig", mig)?;
+        st.serialize_field("time_limit_s", time_limit_s)?;
+        st.serialize_field("partition", partition)?;
+        st.end()
+    }
 }
 
 /// sbatch's other options when a listing leaves them out: all defaults.
@@ -73,7 +124,7 @@ impl<'a> JobView<'a> {
             signal: j.signal,
             node: j.node.as_deref().map(Cow::Borrowed),
             node_id: j.node_id,
-            resources: Cow::Borrowed(&j.resources),
+            resources: ResourcesView::new(&j.resources, j.resources.mem_mb),
             partition: &j.partition,
             workdir: &j.workdir,
             stdout: Cow::Borrowed(&j.stdout),
@@ -108,7 +159,7 @@ impl<'a> JobView<'a> {
             signal: self.signal,
             node: self.node.as_deref().map(str::to_string),
             node_id: self.node_id,
-            resources: self.resources.clone().into_owned(),
+            resources: self.resources.to_owned(),
             partition: self.partition.to_string(),
             workdir: self.workdir.to_string(),
             stdout: self.stdout.to_string(),
@@ -271,6 +322,17 @@ mod tests {
             );
             assert_eq!(view.to_info(), j);
         }
+        // The memory a job holds, written over its request's.
+        let j = full();
+        let mut view = JobView::of(&j);
+        view.resources = ResourcesView::new(&j.resources, 4096);
+        let mut held = full();
+        held.resources.mem_mb = 4096;
+        assert_eq!(
+            postcard::to_allocvec(&view).unwrap(),
+            postcard::to_allocvec(&held).unwrap()
+        );
+        assert_eq!(view.to_info(), held);
         let mut bare = full();
         bare.extra = SubmitExtra::default();
         let mut view = JobView::of(&bare);

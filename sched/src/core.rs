@@ -198,6 +198,14 @@ pub struct PendingInfo {
     pub priority: f64,
 }
 
+/// [`PendingInfo`] borrowed from the scheduler: what a listing reads of each job.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PendingRef<'a> {
+    pub reason: &'a Reason,
+    pub expected_start: Option<Time>,
+    pub priority: f64,
+}
+
 /// In [`Scheduler::order_dep`]: the job was not found waiting for its dependencies.
 const NOT_WAITING: u64 = u64::MAX;
 

@@ -405,17 +405,23 @@ pub enum Reason {
 
 impl Reason {
     pub fn as_str(&self) -> String {
+        self.name().to_string()
+    }
+
+    /// The reason as squeue shows it, borrowed: a listing of 100,000 pending jobs
+    /// names each one's without an allocation.
+    pub fn name(&self) -> &str {
         match self {
-            Reason::Priority => "Priority".into(),
-            Reason::Resources => "Resources".into(),
-            Reason::Dependency => "Dependency".into(),
-            Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied".into(),
-            Reason::Limit(l) => (*l).into(),
-            Reason::ReqNodeNotAvail => "ReqNodeNotAvail".into(),
-            Reason::Reservation => "Reservation".into(),
-            Reason::BeginTime => "BeginTime".into(),
-            Reason::Deadline => "DeadLine".into(),
-            Reason::PartitionConfig(s) => s.clone(),
+            Reason::Priority => "Priority",
+            Reason::Resources => "Resources",
+            Reason::Dependency => "Dependency",
+            Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
+            Reason::Limit(l) => l,
+            Reason::ReqNodeNotAvail => "ReqNodeNotAvail",
+            Reason::Reservation => "Reservation",
+            Reason::BeginTime => "BeginTime",
+            Reason::Deadline => "DeadLine",
+            Reason::PartitionConfig(s) => s,
         }
     }
 }

@@ -2,23 +2,10 @@
 //! accounting records (`bh acct`); nothing here changes the state.
 
 use super::*;
-use bulkhead_proto::view::{EncodedPage, JobView};
+use bulkhead_proto::view::{EncodedPage, JobView, ResourcesView};
 use std::borrow::Cow;
 
 impl Core {
-    pub(super) fn pending_reason<'a>(&self, j: &'a Job) -> Cow<'a, str> {
-        if let Some(r) = &j.reason {
-            return Cow::Borrowed(r);
-        }
-        if !self.nodes.values().any(|n| n.up()) {
-            return Cow::Borrowed("Nodes_Down");
-        }
-        match self.sched.pending_info(sched::JobId(j.id.0)) {
-            Some(p) => Cow::Owned(p.reason.as_str()),
-            None => Cow::Borrowed("Priority"),
-        }
-    }
-
     /// A job's description without the parts in `omit`, whose fields stay empty (a
     /// listing of 100,000 jobs computes, sends and decodes only what its caller
     /// prints), borrowed from the job where it can be: what a listing encodes.
@@ -67,26 +54,30 @@ impl Core {
                     None => rest,
                 })
             });
+        // One look at the scheduler for a pending job, borrowed: its reason and its
+        // priority come from the same entry.
+        let waiting = j.state == JobState::Pending;
+        let pending = if waiting && (keep(Parts::PRIORITY) || keep(Parts::REASON)) {
+            self.sched.pending_ref(sched::JobId(j.id.0))
+        } else {
+            None
+        };
         let reason = if !keep(Parts::REASON) {
             None
-        } else if j.state == JobState::Pending {
-            Some(self.pending_reason(j))
+        } else if waiting {
+            Some(match (&j.reason, &pending) {
+                (Some(r), _) => Cow::Borrowed(r.as_str()),
+                (None, _) if !self.nodes.values().any(|n| n.up()) => Cow::Borrowed("Nodes_Down"),
+                (None, Some(p)) => Cow::Borrowed(p.reason.name()),
+                (None, None) => Cow::Borrowed("Priority"),
+            })
         } else {
             j.reason.as_deref().map(Cow::Borrowed)
         };
-        // The memory the job holds, which its request may have left to a default.
-        let resources = if j.submission.resources.mem_mb == j.mem_mb {
-            Cow::Borrowed(&j.submission.resources)
-        } else {
-            let mut r = j.submission.resources.clone();
-            r.mem_mb = j.mem_mb;
-            Cow::Owned(r)
-        };
-        let pending = if j.state == JobState::Pending && keep(Parts::PRIORITY) {
-            self.sched.pending_info(sched::JobId(j.id.0))
-        } else {
-            None
-        };
+        let pending = pending.filter(|_| keep(Parts::PRIORITY));
+        // The memory the job holds, which its request may have left to a default:
+        // written over the request's as it is encoded, not copied.
+        let resources = ResourcesView::new(&j.submission.resources, j.mem_mb);
         JobView {
             id: j.id,
             name: &j.submission.name,

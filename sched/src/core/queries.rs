@@ -43,8 +43,17 @@ impl Scheduler {
     }
 
     pub fn pending_info(&self, id: JobId) -> Option<PendingInfo> {
-        self.pending.get(&id).map(|p| PendingInfo {
+        self.pending_ref(id).map(|p| PendingInfo {
             reason: p.reason.clone(),
+            expected_start: p.expected_start,
+            priority: p.priority,
+        })
+    }
+
+    /// [`Scheduler::pending_info`] without a copy.
+    pub fn pending_ref(&self, id: JobId) -> Option<PendingRef<'_>> {
+        self.pending.get(&id).map(|p| PendingRef {
+            reason: &p.reason,
             expected_start: p.expected_start,
             priority: p.priority,
         })
