@@ -130,26 +130,29 @@ impl Core {
     /// cluster; else as the privacy setting says (redacted, or not at all).
     /// `omit`: the parts the caller leaves out ([`Parts`]).
     pub(super) fn seen_by(&self, caller: &Caller, j: &Job, omit: Parts) -> Option<JobInfo> {
-        self.seen_view(caller, j, omit).map(|v| v.to_info())
+        self.seen_view(caller, j, omit, self.all_nodes_down())
+            .map(|v| v.to_info())
     }
 
-    /// [`Core::seen_by`], borrowed from the job ([`Core::view_without`]).
+    /// [`Core::seen_by`], borrowed from the job ([`Core::view_without`]);
+    /// `nodes_down`: [`Core::all_nodes_down`], asked once for a whole listing.
     pub(super) fn seen_view<'a>(
         &'a self,
         caller: &Caller,
         j: &'a Job,
         omit: Parts,
+        nodes_down: bool,
     ) -> Option<bulkhead_proto::view::JobView<'a>> {
         if self.owns_or_operates(caller, j) {
-            return Some(self.view_without(j, omit));
+            return Some(self.view_without(j, omit, nodes_down));
         }
         match self.cfg.privacy {
-            Privacy::Visible => Some(self.view_without(j, omit)),
+            Privacy::Visible => Some(self.view_without(j, omit, nodes_down)),
             Privacy::Hidden => None,
             Privacy::Redacted => {
                 // Another's paths, denials and usage are never made at all.
                 let hidden = Parts::PATHS.with(Parts::DENIALS).with(Parts::USAGE);
-                let mut view = self.view_without(j, omit.with(hidden));
+                let mut view = self.view_without(j, omit.with(hidden), nodes_down);
                 view.name = "(hidden)";
                 view.reason = view.reason.filter(|_| j.state == JobState::Pending);
                 Some(view)

@@ -6,10 +6,24 @@ use bulkhead_proto::view::{EncodedPage, JobView, ResourcesView};
 use std::borrow::Cow;
 
 impl Core {
+    /// Whether no node is up: a waiting job's reason is then `Nodes_Down`. Asked once
+    /// per listing, not per job: right after a restart every node is down until it
+    /// registers again, and a walk of 10,000 nodes for each of 100,000 jobs would
+    /// hold the core for seconds.
+    pub(super) fn all_nodes_down(&self) -> bool {
+        !self.nodes.values().any(|n| n.up())
+    }
+
     /// A job's description without the parts in `omit`, whose fields stay empty (a
     /// listing of 100,000 jobs computes, sends and decodes only what its caller
     /// prints), borrowed from the job where it can be: what a listing encodes.
-    pub(super) fn view_without<'a>(&'a self, j: &'a Job, omit: Parts) -> JobView<'a> {
+    /// `nodes_down`: [`Core::all_nodes_down`].
+    pub(super) fn view_without<'a>(
+        &'a self,
+        j: &'a Job,
+        omit: Parts,
+        nodes_down: bool,
+    ) -> JobView<'a> {
         let keep = |p: Parts| !omit.contains(p);
         let (stdout, stderr) = if keep(Parts::PATHS) {
             let default = if j.submission.array.is_some() || j.submission.array_task.is_some() {
@@ -67,7 +81,7 @@ impl Core {
         } else if waiting {
             Some(match (&j.reason, &pending) {
                 (Some(r), _) => Cow::Borrowed(r.as_str()),
-                (None, _) if !self.nodes.values().any(|n| n.up()) => Cow::Borrowed("Nodes_Down"),
+                (None, _) if nodes_down => Cow::Borrowed("Nodes_Down"),
                 (None, Some(p)) => Cow::Borrowed(p.reason.name()),
                 (None, None) => Cow::Borrowed("Priority"),
             })
@@ -424,8 +438,10 @@ impl Core {
         } else {
             Box::new(f.jobs.iter().filter_map(|id| self.jobs.get(id)))
         };
+        let nodes_down = self.all_nodes_down();
         ids.filter(|j| listed(f, j))
-            .filter_map(|j| self.seen_by(caller, j, f.omit))
+            .filter_map(|j| self.seen_view(caller, j, f.omit, nodes_down))
+            .map(|v| v.to_info())
             .collect()
     }
 
@@ -466,8 +482,9 @@ impl Core {
         };
         let mut page = EncodedPage::with_capacity(64 << 10);
         let mut last = None;
+        let nodes_down = self.all_nodes_down();
         for j in ids.filter(|j| listed(f, j)) {
-            let Some(view) = self.seen_view(caller, j, f.omit) else {
+            let Some(view) = self.seen_view(caller, j, f.omit, nodes_down) else {
                 continue;
             };
             let size = match page.push(&view) {

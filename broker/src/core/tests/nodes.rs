@@ -54,6 +54,35 @@ fn silent_nodes_go_down_and_their_jobs_node_fail() {
     assert_eq!(t.c.node_info(n).state, NodeState::Down);
 }
 
+/// A waiting job's reason is `Nodes_Down` while no node is up, in a paged listing as
+/// in a whole one, and the scheduler's reason while one is.
+#[test]
+fn waiting_jobs_show_nodes_down_while_no_node_is_up() {
+    let mut t = Env::new().nodes(1, 2).build();
+    let (_, _) = t.submit(&user(5), sub(2));
+    let (waiting, _) = t.submit(&user(5), sub(2));
+    let reasons = |c: &Core| {
+        let f = QueueFilter::default();
+        let paged = c.queue_page(&user(5), &f, None).jobs().unwrap();
+        let whole = c.queue(&user(5), &f);
+        assert_eq!(paged, whole);
+        whole
+            .into_iter()
+            .filter(|j| j.state == JobState::Pending)
+            .map(|j| (j.id, j.reason.unwrap_or_default()))
+            .collect::<Vec<_>>()
+    };
+    let before = reasons(&t.c);
+    assert!(before.iter().any(|(id, _)| *id == waiting), "{before:?}");
+    assert!(before.iter().all(|(_, r)| r != "Nodes_Down"), "{before:?}");
+    // Past the node timeout since its agent was last heard: no node is up.
+    t.wait(31_000_000);
+    t.tick();
+    let after = reasons(&t.c);
+    assert!(after.iter().any(|(id, _)| *id == waiting), "{after:?}");
+    assert!(after.iter().all(|(_, r)| r == "Nodes_Down"), "{after:?}");
+}
+
 fn started(t: &mut TestCore, job: JobId) {
     t.agent_as(
         1,
