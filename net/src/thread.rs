@@ -257,6 +257,23 @@ impl HandshakeMonitor {
         self.pair.as_poll_item(zmq::POLLIN)
     }
 
+    /// The descriptor that becomes readable when something may have been reported
+    /// (ZeroMQ's `ZMQ_FD`: edge-like, see [`HandshakeMonitor::readable`]), for a
+    /// caller that waits on many monitors with epoll rather than `zmq_poll`.
+    pub fn fd(&self) -> Result<std::os::fd::RawFd, TransportError> {
+        self.pair
+            .get_fd()
+            .map_err(zerr("getsockopt ZMQ_FD", "monitor"))
+    }
+
+    /// Whether a report waits to be read (`ZMQ_EVENTS`; asking clears
+    /// [`HandshakeMonitor::fd`]'s readiness).
+    pub fn readable(&self) -> bool {
+        self.pair
+            .get_events()
+            .is_ok_and(|e| e.contains(zmq::POLLIN))
+    }
+
     /// Reads what was reported; whether a handshake after the first came (the
     /// connection made again: the broker restarted, or came back).
     pub fn reconnected(&self) -> bool {

@@ -17,8 +17,9 @@
 //! restarted emulator's jobs end NODE_FAIL, as a lost node's do); no step endpoint is
 //! offered, so `bh run` is refused there.
 //!
-//! The nodes are split into shards, each a thread that polls its nodes' sockets and
-//! runs their clocks; a shard's loop costs what its sockets number, per wake-up.
+//! The nodes are split into shards, each a thread that waits on its nodes' sockets
+//! with epoll and runs their clocks: a wake-up costs what is ready, not what the
+//! shard holds.
 
 use crate::core::{AgentCore, CoreConfig, Effect, JobFact, Now};
 use crate::gpu::{self, GpuBackend, JobGpus, simulated::SimulatedGpus};
@@ -165,6 +166,9 @@ struct Shard {
     timers: BinaryHeap<Reverse<(Instant, usize, JobId)>>,
     munge: Munge,
     stats: Arc<Stats>,
+    /// Items (see [`Shard::waits`]) to look at, once each.
+    due: Vec<bool>,
+    due_list: Vec<usize>,
 }
 
 fn now() -> Now {
@@ -195,6 +199,8 @@ pub fn run(
             timers: BinaryHeap::new(),
             munge: Munge::new(cfg.munge_socket.as_deref()),
             stats: stats.clone(),
+            due: Vec::new(),
+            due_list: Vec::new(),
         })
         .collect();
     let started = now();
@@ -202,6 +208,11 @@ pub fn run(
         let k = (i % shards) as usize;
         let node = new_node(cfg, &contexts[k], &node_name(&cfg.prefix, i), started)?;
         built[k].nodes.push(node);
+    }
+    for shard in &mut built {
+        // Every item is looked at once to begin with.
+        shard.due = vec![true; 2 * shard.nodes.len()];
+        shard.due_list = (0..2 * shard.nodes.len()).rev().collect();
     }
     tracing::warn!(
         nodes = cfg.nodes,
@@ -290,6 +301,18 @@ pub fn runtime_of(spec: &LaunchSpec) -> Duration {
 
 impl Shard {
     fn run(mut self, stop: &AtomicBool) {
+        // The shard waits on its sockets' descriptors with epoll, which answers with
+        // the ready ones: `zmq_poll` over a shard's 660 sockets costs what they number
+        // at each wake-up, and 10,000 nodes re-registering at once woke each shard
+        // hundreds of times a second (the emulators then held both cores of the
+        // machine the broker was measured on).
+        let waits = match self.waits() {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot wait on the shard's sockets; the shard stops");
+                return;
+            }
+        };
         let t = now();
         for n in 0..self.nodes.len() {
             let fx = self.nodes[n].core.start(t);
@@ -297,40 +320,23 @@ impl Shard {
         }
         let tick_every = Duration::from_millis(250);
         let mut next_tick = Instant::now() + tick_every;
+        let mut ready = vec![nix::sys::epoll::EpollEvent::empty(); 256];
         while !stop.load(Ordering::Relaxed) {
+            self.serve_due();
             let next_timer = self.timers.peek().map(|Reverse((at, _, _))| *at);
             let wake = next_timer.map_or(next_tick, |t| t.min(next_tick));
             let wait = wake.saturating_duration_since(Instant::now());
-            // Each node's socket, then its monitor: item 2n and 2n + 1.
-            let readable: Vec<usize> = {
-                let mut items: Vec<zmq::PollItem> = self
-                    .nodes
-                    .iter()
-                    .flat_map(|n| [n.sock.as_poll_item(zmq::POLLIN), n.monitor.as_poll_item()])
-                    .collect();
-                let ms = wait.as_millis().min(100) as i64;
-                match zmq::poll(&mut items, ms) {
-                    Ok(0) => Vec::new(),
-                    Ok(_) => items
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, i)| i.is_readable())
-                        .map(|(k, _)| k)
-                        .collect(),
-                    Err(zmq::Error::EINTR) => Vec::new(),
-                    Err(e) => {
-                        tracing::error!(error = %e, "zmq poll failed; the shard stops");
-                        return;
-                    }
-                }
-            };
-            for k in readable {
-                if k % 2 == 0 {
-                    self.receive(k / 2);
-                } else {
-                    self.reconnected(k / 2);
+            let ms = wait.as_millis().min(100) as u16;
+            match waits.wait(&mut ready, nix::sys::epoll::EpollTimeout::from(ms)) {
+                // Item 2n: node n's socket; 2n + 1: its monitor.
+                Ok(k) => ready[..k].iter().for_each(|e| self.due(e.data() as usize)),
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => {
+                    tracing::error!(error = %e, "epoll_wait failed; the shard stops");
+                    return;
                 }
             }
+            self.serve_due();
             let t = now();
             while let Some(Reverse((at, n, job))) = self.timers.peek().copied() {
                 if at > t.at {
@@ -345,6 +351,59 @@ impl Shard {
                     let fx = self.nodes[n].core.tick(t);
                     self.apply(n, fx, t);
                 }
+            }
+        }
+    }
+
+    /// An epoll instance over every node's socket (item 2n) and monitor (2n + 1),
+    /// level-triggered on their `ZMQ_FD`s: such a descriptor is readable until its
+    /// socket is asked for its events, which [`Shard::serve_due`] does.
+    fn waits(&mut self) -> Result<nix::sys::epoll::Epoll, String> {
+        use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
+        use std::os::fd::BorrowedFd;
+        let ep = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(|e| e.to_string())?;
+        for (n, node) in self.nodes.iter().enumerate() {
+            let sock = node.sock.get_fd().map_err(|e| e.to_string())?;
+            let mon = node.monitor.fd().map_err(|e| e.to_string())?;
+            for (fd, item) in [(sock, 2 * n), (mon, 2 * n + 1)] {
+                // SAFETY: the descriptor is the socket's own, open while the node is,
+                // and the node outlives the shard's loop (and the epoll instance).
+                let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+                ep.add(fd, EpollEvent::new(EpollFlags::EPOLLIN, item as u64))
+                    .map_err(|e| format!("epoll_ctl: {e}"))?;
+            }
+        }
+        Ok(ep)
+    }
+
+    /// Item `k` (see [`Shard::waits`]) is to be looked at: its descriptor was ready,
+    /// or its socket sent (a send can take the readiness of a message that came).
+    fn due(&mut self, k: usize) {
+        if let Some(d) = self.due.get_mut(k)
+            && !*d
+        {
+            *d = true;
+            self.due_list.push(k);
+        }
+    }
+
+    /// Reads what waits on each item due, until none is: ZeroMQ's descriptor tells of
+    /// a change, not of a message, so a socket is asked (`ZMQ_EVENTS`) whether one
+    /// waits, after each wake-up and each send.
+    fn serve_due(&mut self) {
+        while let Some(k) = self.due_list.pop() {
+            self.due[k] = false;
+            let n = k / 2;
+            if k % 2 == 0 {
+                let waiting = self.nodes[n]
+                    .sock
+                    .get_events()
+                    .is_ok_and(|e| e.contains(zmq::POLLIN));
+                if waiting {
+                    self.receive(n);
+                }
+            } else if self.nodes[n].monitor.readable() {
+                self.reconnected(n);
             }
         }
     }
@@ -391,10 +450,17 @@ impl Shard {
             }
             self.apply(n, fx, t);
         }
+        // More than a turn's worth: the rest at the next.
+        self.due(2 * n);
     }
 
     /// Carries out node `n`'s core's effects, in order.
     fn apply(&mut self, n: usize, fx: Vec<Effect>, t: Now) {
+        if fx.is_empty() {
+            return;
+        }
+        // A send may take the readiness of a message that came meanwhile.
+        self.due(2 * n);
         for e in fx {
             match e {
                 Effect::Send(msg) => self.send(n, &msg),

@@ -46,19 +46,10 @@ fn submit(c: &Cluster, runtime: &str, extra: &[&str]) -> Result<bulkhead_proto::
     Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
 }
 
-#[test]
-fn emulated_nodes_register_run_replayed_jobs_without_a_process_and_are_labelled() -> Result<()> {
-    let c = Cluster::start_with(ClusterOpts {
-        sign: true,
-        ..Default::default()
-    })?;
-    // The real node takes no job: the jobs go to the emulated ones.
-    bh_ok(
-        &c,
-        &["admin", "drain", &c.node, "--reason", "emulator test"],
-    )?;
+/// Starts `NODES` emulated nodes against `c`'s broker; the emulator and its log.
+fn emulate(c: &Cluster) -> Result<(Stopped, std::path::PathBuf)> {
     let log = c.dir.path().join("emulator.log");
-    let _emu = Stopped(
+    let emu = Stopped(
         Command::new(bin("bulkhead-emulator"))
             .args(["--broker", &c.endpoint, "--nodes", &NODES.to_string()])
             .args(["--prefix", "emt", "--cpus", "2", "--mem", "8192"])
@@ -73,14 +64,21 @@ fn emulated_nodes_register_run_replayed_jobs_without_a_process_and_are_labelled(
             .spawn()
             .context("cannot start bulkhead-emulator")?,
     );
-    let emulated = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter(|l| l.starts_with("emt"))
-            .map(str::to_string)
-            .collect()
-    };
-    wait_for(t(), || {
-        bh_ok(&c, &["nodes"]).is_ok_and(|o| {
+    Ok((emu, log))
+}
+
+/// The lines of `bh nodes` that show emulated nodes.
+fn emulated(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.starts_with("emt"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Waits until every emulated node is IDLE; else the nodes and the emulator's log.
+fn wait_all_idle(c: &Cluster, log: &std::path::Path, within: Duration) -> Result<()> {
+    wait_for(within, || {
+        bh_ok(c, &["nodes"]).is_ok_and(|o| {
             let e = emulated(&o);
             e.len() == NODES as usize && e.iter().all(|l| l.contains("IDLE"))
         })
@@ -88,10 +86,25 @@ fn emulated_nodes_register_run_replayed_jobs_without_a_process_and_are_labelled(
     .with_context(|| {
         format!(
             "{NODES} emulated nodes not IDLE: {}\nemulator log:\n{}",
-            bh_ok(&c, &["nodes"]).unwrap_or_default(),
-            std::fs::read_to_string(&log).unwrap_or_default()
+            bh_ok(c, &["nodes"]).unwrap_or_default(),
+            std::fs::read_to_string(log).unwrap_or_default()
         )
+    })
+}
+
+#[test]
+fn emulated_nodes_register_run_replayed_jobs_without_a_process_and_are_labelled() -> Result<()> {
+    let c = Cluster::start_with(ClusterOpts {
+        sign: true,
+        ..Default::default()
     })?;
+    // The real node takes no job: the jobs go to the emulated ones.
+    bh_ok(
+        &c,
+        &["admin", "drain", &c.node, "--reason", "emulator test"],
+    )?;
+    let (_emu, log) = emulate(&c)?;
+    wait_all_idle(&c, &log, t())?;
     // Labelled emulated wherever the node is shown.
     let nodes = bh_ok(&c, &["nodes"])?;
     for l in emulated(&nodes) {
@@ -149,6 +162,27 @@ fn emulated_nodes_register_run_replayed_jobs_without_a_process_and_are_labelled(
         let j = c.wait_state(id, &[JobState::Completed], t())?;
         assert!(j.node.as_deref().is_some_and(|n| n.starts_with("emt")));
     }
+    Ok(())
+}
+
+/// A restarted broker hears from every emulated node at once, not at its next
+/// heartbeat (a minute apart here): each node's connection, made again, is seen by
+/// its shard (which waits on its sockets with epoll) and the node speaks.
+#[test]
+fn emulated_nodes_register_again_at_once_with_a_restarted_broker() -> Result<()> {
+    let mut c = Cluster::start_with(ClusterOpts {
+        sign: true,
+        heartbeat_ms: 60_000,
+        ..Default::default()
+    })?;
+    let (_emu, log) = emulate(&c)?;
+    wait_all_idle(&c, &log, t())?;
+    c.crash_broker();
+    c.start_broker()?;
+    // A quarter of the heartbeat interval, scaled: a node that waited for its next
+    // heartbeat would most often miss it.
+    wait_all_idle(&c, &log, bulkhead_tests::scaled(15))
+        .with_context(|| format!("broker:\n{}", c.broker_log()))?;
     Ok(())
 }
 

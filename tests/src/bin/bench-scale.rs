@@ -482,7 +482,7 @@ fn wait_nodes_up(
             return Ok(());
         }
         // Progress on stderr (the figures are stdout's): how registrations come in.
-        if said.elapsed() >= Duration::from_secs(5) {
+        if said.elapsed() >= Duration::from_secs(1) {
             said = Instant::now();
             eprintln!(
                 "{:.0} s: {up} of {want} nodes up",
