@@ -483,7 +483,7 @@ impl Core {
         let mut page = EncodedPage::with_capacity(64 << 10);
         let mut last = None;
         let nodes_down = self.all_nodes_down();
-        for j in ids.filter(|j| listed(f, j)) {
+        for j in Ahead::new(ids).filter(|j| listed(f, j)) {
             let Some(view) = self.seen_view(caller, j, f.omit, nodes_down) else {
                 continue;
             };
@@ -545,6 +545,68 @@ impl Core {
             gpu_faults: n.gpu_faults.iter().map(|(g, w)| (*g, w.clone())).collect(),
         }
     }
+}
+
+/// Jobs in the order of `inner`, each one's memory asked of the CPU a few jobs
+/// before it is read. A listing is bound by memory, not by what it computes: a job
+/// spans some twenty cache lines and its strings lie elsewhere on the heap, so
+/// that a walk of 100,000 jobs waited on a miss at nearly every field it read
+/// (perf annotate). The job's own lines are asked for [`AHEAD`] jobs before, its
+/// strings half as far (by then the job's lines, which say where they are, have
+/// come).
+struct Ahead<'a, I: Iterator<Item = &'a Job>> {
+    inner: I,
+    /// The jobs taken from `inner` and not yet handed out, oldest first.
+    ring: std::collections::VecDeque<&'a Job>,
+}
+
+const AHEAD: usize = 8;
+
+impl<'a, I: Iterator<Item = &'a Job>> Ahead<'a, I> {
+    fn new(inner: I) -> Self {
+        Ahead {
+            inner,
+            ring: std::collections::VecDeque::with_capacity(AHEAD + 1),
+        }
+    }
+}
+
+impl<'a, I: Iterator<Item = &'a Job>> Iterator for Ahead<'a, I> {
+    type Item = &'a Job;
+
+    fn next(&mut self) -> Option<&'a Job> {
+        while self.ring.len() <= AHEAD {
+            let Some(j) = self.inner.next() else { break };
+            prefetch_lines(std::ptr::from_ref(j).cast(), std::mem::size_of::<Job>());
+            self.ring.push_back(j);
+        }
+        if let Some(j) = self.ring.get(AHEAD / 2) {
+            for s in [
+                j.submission.name.as_str(),
+                j.user.as_str(),
+                j.partition.as_str(),
+                j.reason.as_deref().unwrap_or(""),
+            ] {
+                prefetch_lines(s.as_ptr(), s.len().min(64));
+            }
+        }
+        self.ring.pop_front()
+    }
+}
+
+/// Asks the CPU to bring the cache lines of `len` bytes at `at` closer: a hint,
+/// which reads nothing and cannot fault.
+fn prefetch_lines(at: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..len).step_by(64) {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: SSE is part of x86_64's baseline; a prefetch reads nothing into
+        // the program and does not fault on any address (`wrapping_add`: the
+        // address is only computed).
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(off).cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (at, len);
 }
 
 /// At most this many jobs in a page of a listing, and about this many bytes on the
