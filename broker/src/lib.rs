@@ -373,6 +373,11 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     let mut result = Ok(());
     let mut store_up = true;
     loop {
+        // The next pages of listings whose page before has just left: made while
+        // their clients read that one.
+        if core.pages_to_make() {
+            core.make_pages_ahead(now_us());
+        }
         // Set for answers that leave at once instead of after the store's queue.
         let mut at_once = false;
         if health.unavailable().is_none() != store_up {

@@ -35,16 +35,38 @@ pub fn elapsed(secs: u64) -> String {
     v
 }
 
-/// [`elapsed`], written at the end of `v`.
+/// [`elapsed`], written at the end of `v` (digits by hand: a listing writes one for
+/// each of 100,000 jobs, and `write!` costs more than the digits).
 fn elapsed_into(secs: u64, v: &mut String) -> std::fmt::Result {
     let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
     if d > 0 {
-        write!(v, "{d}-{h:02}:{m:02}:{s:02}")
+        num(v, d);
+        v.push('-');
+        two_digits(v, h);
     } else if h > 0 {
-        write!(v, "{h}:{m:02}:{s:02}")
-    } else {
-        write!(v, "{m}:{s:02}")
+        num(v, h);
     }
+    if d > 0 || h > 0 {
+        v.push(':');
+        two_digits(v, m);
+    } else {
+        num(v, m);
+    }
+    v.push(':');
+    two_digits(v, s);
+    Ok(())
+}
+
+/// `n` in decimal at the end of `v`.
+fn num(v: &mut String, n: impl itoa::Integer) {
+    v.push_str(itoa::Buffer::new().format(n));
+}
+
+/// `n` (under 100) in two digits, `07`.
+fn two_digits(v: &mut String, n: u64) {
+    let n = n % 100;
+    v.push(char::from(b'0' + (n / 10) as u8));
+    v.push(char::from(b'0' + (n % 10) as u8));
 }
 
 /// A time limit as squeue prints it (`UNLIMITED`, or [`elapsed`]'s spelling).
@@ -166,10 +188,20 @@ pub fn job_id(j: &JobInfo) -> String {
 /// [`job_id`], written at the end of `v`.
 fn job_id_into(j: &JobInfo, v: &mut String) -> std::fmt::Result {
     match (j.array_task, &j.array_pending) {
-        (Some((a, t)), _) => write!(v, "{a}_{t}"),
-        (None, Some(p)) if !p.is_empty() => write!(v, "{}_[{p}]", j.id),
-        _ => write!(v, "{}", j.id),
+        (Some((a, t)), _) => {
+            num(v, a.0);
+            v.push('_');
+            num(v, t);
+        }
+        (None, Some(p)) if !p.is_empty() => {
+            num(v, j.id.0);
+            v.push_str("_[");
+            v.push_str(p);
+            v.push(']');
+        }
+        _ => num(v, j.id.0),
     }
+    Ok(())
 }
 
 pub(crate) fn used_secs(j: &JobInfo, now_us: u64) -> u64 {
@@ -213,9 +245,15 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
     let array = j.array_task.map_or(j.id, |(a, _)| a);
     let _ = match c {
         'i' => job_id_into(j, v),
-        'A' | 'F' => write!(v, "{array}"),
+        'A' | 'F' => {
+            num(v, array.0);
+            Ok(())
+        }
         'K' => match j.array_task {
-            Some((_, t)) => write!(v, "{t}"),
+            Some((_, t)) => {
+                num(v, t);
+                Ok(())
+            }
             None => write!(v, "N/A"),
         },
         'P' => {
@@ -230,8 +268,14 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
             v.push_str(&j.user);
             Ok(())
         }
-        'U' => write!(v, "{}", j.uid),
-        'g' | 'G' => write!(v, "{}", j.gid),
+        'U' => {
+            num(v, j.uid);
+            Ok(())
+        }
+        'g' | 'G' => {
+            num(v, j.gid);
+            Ok(())
+        }
         'a' => {
             v.push_str(&j.account);
             Ok(())
@@ -247,9 +291,18 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
             (JobState::Running, Some(l)) => elapsed_into(l.saturating_sub(used_secs(j, now_us)), v),
             (_, l) => limit_into(l, v),
         },
-        'D' => write!(v, "{}", r.nodes),
-        'C' => write!(v, "{}", r.cpus.saturating_mul(r.nodes)),
-        'c' => write!(v, "{}", r.cpus),
+        'D' => {
+            num(v, r.nodes);
+            Ok(())
+        }
+        'C' => {
+            num(v, r.cpus.saturating_mul(r.nodes));
+            Ok(())
+        }
+        'c' => {
+            num(v, r.cpus);
+            Ok(())
+        }
         'm' => write!(v, "{}M", r.mem_mb),
         'b' => {
             let g = r.gpu_label();
@@ -286,7 +339,10 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
             v.push_str(&j.workdir);
             Ok(())
         }
-        'p' | 'Q' => write!(v, "{}", j.priority.unwrap_or(0)),
+        'p' | 'Q' => {
+            num(v, j.priority.unwrap_or(0));
+            Ok(())
+        }
         'q' => write!(v, "normal"),
         'k' => write!(v, "{}", j.extra.comment.as_deref().unwrap_or("(null)")),
         'y' => write!(v, "{}", j.extra.nice),
@@ -494,6 +550,23 @@ fn cell(out: &mut String, s: &str, right: bool, width: Option<usize>) {
     }
 }
 
+/// [`cell`] of a value of ASCII characters only.
+fn ascii_cell(out: &mut String, s: &str, right: bool, width: Option<usize>) {
+    let Some(w) = width else {
+        out.push_str(s);
+        return;
+    };
+    let cut = &s[..s.len().min(w)];
+    let pad = w - cut.len();
+    if right {
+        blanks(out, pad);
+        out.push_str(cut);
+    } else {
+        out.push_str(cut);
+        blanks(out, pad);
+    }
+}
+
 /// `n` blanks at the end of `out`, a run at a time.
 fn blanks(out: &mut String, mut n: usize) {
     const RUN: &str = "                                ";
@@ -583,7 +656,13 @@ fn squeue_line(
             Piece::Field { right, width, kind } => {
                 value.clear();
                 get(*kind, value);
-                cell(out, &crate::output::escape(value), *right, *width);
+                // Printable ASCII, nearly every value: nothing to escape, and its
+                // characters are its bytes.
+                if value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+                    ascii_cell(out, value, *right, *width);
+                } else {
+                    cell(out, &crate::output::escape(value), *right, *width);
+                }
             }
         }
     }
@@ -834,6 +913,10 @@ pub(crate) mod tests {
         assert_eq!(elapsed(65), "1:05");
         assert_eq!(elapsed(3_725), "1:02:05");
         assert_eq!(elapsed(90_061), "1-01:01:01");
+        assert_eq!(elapsed(59), "0:59");
+        assert_eq!(elapsed(3_600), "1:00:00");
+        assert_eq!(elapsed(86_400), "1-00:00:00");
+        assert_eq!(elapsed(100 * 86_400 + 36_005), "100-10:00:05");
         assert_eq!(limit(None), "UNLIMITED");
     }
 

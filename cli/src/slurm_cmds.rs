@@ -484,14 +484,26 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
             return Ok(ExitCode::SUCCESS);
         }
         // The lines in order, from where they were made (not copied into another
-        // buffer of the listing's size first).
+        // buffer of the listing's size first), lines that follow each other there
+        // written as one (all of them when the order is the broker's: one
+        // partition, one state, one priority).
         let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
-        out.write_all(&text.as_bytes()[..header_len])
+        let bytes = text.as_bytes();
+        out.write_all(&bytes[..header_len])
             .and_then(|()| {
-                order.finish().into_iter().try_for_each(|i| {
+                let mut run: Option<(usize, usize)> = None;
+                for i in order.finish() {
                     let (start, end) = rows[i];
-                    out.write_all(&text.as_bytes()[start..end])
-                })
+                    run = match run {
+                        Some((s, e)) if e == start => Some((s, end)),
+                        Some((s, e)) => {
+                            out.write_all(&bytes[s..e])?;
+                            Some((start, end))
+                        }
+                        None => Some((start, end)),
+                    };
+                }
+                run.map_or(Ok(()), |(s, e)| out.write_all(&bytes[s..e]))
             })
             .and_then(|()| out.flush())
             .context("writing the listing")?;

@@ -22,6 +22,7 @@
 use crate::store::{JobRow, JobUpdate, NodeRow, StoreOp};
 
 mod admin;
+mod ahead;
 mod arrays;
 mod auth;
 pub mod drive;
@@ -413,6 +414,11 @@ pub struct Core {
     history_pending: bool,
     /// Arrays whose records came with the history: their indices are set once it is in.
     history_arrays: BTreeSet<JobId>,
+    /// Listings' next pages, made while their clients read the page before.
+    ahead: ahead::PagesAhead,
+    /// A listing's page: at most this many jobs and about this many bytes (tests
+    /// make them small).
+    page_limits: (usize, usize),
 }
 
 /// Microseconds to the scheduler's seconds.
@@ -503,6 +509,8 @@ impl Core {
             store_ready_since_us: Some(0),
             history_pending: false,
             history_arrays: BTreeSet::new(),
+            ahead: ahead::PagesAhead::default(),
+            page_limits: (views::PAGE_JOBS, views::PAGE_BYTES),
         };
         for n in nodes {
             core.next_node = core.next_node.max(n.id.0 + 1);
@@ -749,6 +757,11 @@ impl Core {
         now_us: u64,
     ) -> Effects {
         let mut fx = Effects::default();
+        // Anything but the next page of its listing: a page made ahead for this
+        // connection is not to be read after what it asks now.
+        if !matches!(op, ClientOp::QueuePage { after: Some(_), .. }) {
+            self.ahead.forget(&peer);
+        }
         if let Err(wait_ms) = self.limiter.take(caller.uid, now_us) {
             self.slowed_total += 1;
             let per_s = self.limiter.config().map_or(0.0, |c| c.per_s);
@@ -782,7 +795,7 @@ impl Core {
             }
             ClientOp::Queue(filter) => ClientReply::Jobs(self.queue(caller, &filter)),
             ClientOp::QueuePage { filter, after } => {
-                let page = self.queue_page(caller, &filter, after);
+                let page = self.listing_page(&peer, caller, filter, after, now_us);
                 fx.send.push(Outbound::Page {
                     peer,
                     request_id,

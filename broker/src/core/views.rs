@@ -454,7 +454,8 @@ impl Core {
         f: &QueueFilter,
         after: Option<JobId>,
     ) -> EncodedPage {
-        self.queue_page_sized(caller, f, after, PAGE_JOBS, PAGE_BYTES)
+        let (jobs, bytes) = self.page_limits;
+        self.queue_page_sized(caller, f, after, jobs, bytes)
     }
 
     /// [`Core::queue_page`] with its page's limits. Each job is encoded as it is read,
@@ -612,8 +613,8 @@ fn prefetch_lines(at: *const u8, len: usize) {
 /// At most this many jobs in a page of a listing, and about this many bytes on the
 /// wire, well under the frame limit. A page holds the core for a few
 /// milliseconds, and the client asks for the next while it prints this one.
-const PAGE_JOBS: usize = 5_000;
-const PAGE_BYTES: usize = 3 << 20;
+pub(super) const PAGE_JOBS: usize = 5_000;
+pub(super) const PAGE_BYTES: usize = 3 << 20;
 
 /// Whether a listing with filter `f` shows job `j` (its owner aside). Jobs asked for by
 /// id are listed in any state (as squeue -j lists them), unless states are asked for

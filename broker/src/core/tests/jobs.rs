@@ -785,6 +785,118 @@ fn a_listing_that_omits_parts_empties_exactly_their_fields() {
     assert!(bad.validate().is_err());
 }
 
+/// The ids of the page `fx` sends, and its cursor.
+fn page_sent(fx: &Effects) -> (Vec<JobId>, Option<JobId>) {
+    let pages: Vec<_> = fx
+        .send
+        .iter()
+        .filter_map(|o| match o {
+            Outbound::Page { page, .. } => Some(page),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pages.len(), 1, "one page sent: {fx:?}");
+    let ids = pages[0].jobs().unwrap().iter().map(|j| j.id).collect();
+    (ids, pages[0].next)
+}
+
+/// A listing's next page is made once the page before it is sent, and given to the
+/// listing's next request: a change from another connection made after it is not in
+/// it (as if the listing had asked a moment earlier), but a change from the
+/// listing's own connection drops it, as does another filter, a listing begun again
+/// or the time it may be kept; it is made for pages that follow only.
+#[test]
+fn a_listings_next_page_is_made_ahead_for_its_next_request_only() {
+    let mut c = core();
+    c.page_limits = (3, usize::MAX);
+    // Job 1 runs, the others wait.
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    for i in 0..10u64 {
+        submitted(&c.client(
+            b"c".to_vec(),
+            i,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(2))),
+            i,
+        ));
+    }
+    let ask = |c: &mut Core, peer: &[u8], who: u32, after: Option<u64>, now: u64| {
+        let filter = QueueFilter {
+            uids: if who == 6 { vec![5] } else { vec![] },
+            ..Default::default()
+        };
+        page_sent(&c.client(
+            peer.to_vec(),
+            100,
+            &user(5),
+            ClientOp::QueuePage {
+                filter,
+                after: after.map(JobId),
+            },
+            now,
+        ))
+    };
+    let ids = |r: std::ops::RangeInclusive<u64>| r.map(JobId).collect::<Vec<_>>();
+    let cancel = |c: &mut Core, peer: &[u8], id: u64, now: u64| {
+        c.client(
+            peer.to_vec(),
+            101,
+            &user(5),
+            ClientOp::Cancel(vec![JobId(id)]),
+            now,
+        );
+    };
+    let t = 1_000_000;
+    assert!(!c.pages_to_make());
+    assert_eq!(ask(&mut c, b"p", 5, None, t), (ids(1..=3), Some(JobId(3))));
+    assert!(c.pages_to_make(), "the next page is to be made");
+    c.make_pages_ahead(t);
+    assert!(!c.pages_to_make());
+    // Job 5 cancelled from elsewhere after the page was made: the page made is given.
+    cancel(&mut c, b"q", 5, t);
+    assert_eq!(
+        ask(&mut c, b"p", 5, Some(3), t),
+        (ids(4..=6), Some(JobId(6)))
+    );
+    // Made on request when not made ahead: job 5 is gone.
+    assert_eq!(
+        ask(&mut c, b"r", 5, Some(3), t),
+        (vec![JobId(4), JobId(6), JobId(7)], Some(JobId(7)))
+    );
+    // The listing's own change drops its page made ahead.
+    c.make_pages_ahead(t);
+    cancel(&mut c, b"p", 8, t);
+    assert_eq!(
+        ask(&mut c, b"p", 5, Some(6), t),
+        (vec![JobId(7), JobId(9), JobId(10)], None)
+    );
+    assert!(!c.pages_to_make(), "nothing after the last page");
+    // Another filter on the same connection, and a listing begun again.
+    assert_eq!(
+        ask(&mut c, b"p", 5, None, t),
+        (vec![JobId(1), JobId(2), JobId(3)], Some(JobId(3)))
+    );
+    c.make_pages_ahead(t);
+    cancel(&mut c, b"q", 4, t);
+    assert_eq!(
+        ask(&mut c, b"p", 6, Some(3), t),
+        (vec![JobId(6), JobId(7), JobId(9)], Some(JobId(9)))
+    );
+    c.make_pages_ahead(t);
+    assert_eq!(
+        ask(&mut c, b"p", 5, None, t).0,
+        vec![JobId(1), JobId(2), JobId(3)]
+    );
+    c.make_pages_ahead(t);
+    // Kept no longer than it may be.
+    cancel(&mut c, b"q", 6, t);
+    let late = t + super::super::ahead::AHEAD_VALID_US + 1;
+    assert_eq!(
+        ask(&mut c, b"p", 5, Some(3), late),
+        (vec![JobId(7), JobId(9), JobId(10)], None)
+    );
+}
+
 /// A listing is paged in job id order: every job the filter lists comes once over the
 /// pages, each page within its limits, the last page says so; jobs asked for by id
 /// and states and users filter as without pages.
