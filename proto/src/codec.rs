@@ -311,30 +311,35 @@ pub fn decode_page_each(
     mut each: impl FnMut(&crate::JobInfo),
 ) -> Result<Option<crate::JobId>, DecodeError> {
     use crate::msg::ClientReply;
-    use serde::Deserialize;
     header_of::<ClientReply>(frame)?;
     let body = |error| DecodeError::Body {
         kind: ClientReply::KIND,
         error,
     };
-    let mut de = postcard::Deserializer::from_bytes(&frame[HEADER_LEN..]);
-    if u32::deserialize(&mut de).map_err(body)? != JOBS_PAGE_VARIANT {
+    // Read by hand (`view_decode`): the variant, the cursor, the count, the jobs.
+    let mut r = crate::view_decode::Reader {
+        rest: &frame[HEADER_LEN..],
+    };
+    if r.u32().map_err(body)? != JOBS_PAGE_VARIANT {
         return Err(DecodeError::NotAPage);
     }
-    let next = Option::<crate::JobId>::deserialize(&mut de).map_err(body)?;
-    let n = usize::deserialize(&mut de).map_err(body)?;
-    crate::limits::check("jobs", n, crate::limits::MAX_LIST)?;
+    let next = if r.some().map_err(body)? {
+        Some(crate::JobId(r.u64().map_err(body)?))
+    } else {
+        None
+    };
+    let n = r.u64().map_err(body)?;
+    crate::limits::check(
+        "jobs",
+        usize::try_from(n).unwrap_or(usize::MAX),
+        crate::limits::MAX_LIST,
+    )?;
     for _ in 0..n {
-        let j = match job {
-            Some(j) => {
-                crate::JobInfo::deserialize_in_place(&mut de, j).map_err(body)?;
-                j
-            }
-            None => job.insert(crate::JobInfo::deserialize(&mut de).map_err(body)?),
-        };
+        let j = job.get_or_insert_with(crate::view_decode::empty_job);
+        crate::view_decode::decode_job_into(&mut r, j).map_err(body)?;
         each(j);
     }
-    let rest = de.finalize().map_err(body)?;
+    let rest = r.rest;
     if !rest.is_empty() {
         return Err(DecodeError::TrailingBytes {
             kind: ClientReply::KIND,

@@ -22,6 +22,7 @@ pub mod stdio;
 pub mod step;
 pub mod time;
 pub mod view;
+mod view_decode;
 
 pub use codec::{DecodeError, EncodeError, Header, Kind, PROTOCOL_VERSION};
 pub use ids::{JobId, NodeId};

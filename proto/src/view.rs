@@ -314,7 +314,7 @@ fn state_index(s: JobState) -> u64 {
 }
 
 /// sbatch's other options at their defaults, encoded once.
-static NO_EXTRA_BYTES: LazyLock<Vec<u8>> =
+pub(crate) static NO_EXTRA_BYTES: LazyLock<Vec<u8>> =
     LazyLock::new(|| postcard::to_allocvec(&SubmitExtra::default()).expect("the defaults encode"));
 
 /// postcard's encoding of the plain values, by hand (its wire format: unsigned
@@ -451,12 +451,12 @@ impl EncodedPage {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::job::{Exclusive, MigAsk};
 
     /// A job with every field set to something other than its default.
-    fn full() -> JobInfo {
+    pub(crate) fn full() -> JobInfo {
         JobInfo {
             id: JobId(42),
             name: "train".into(),
