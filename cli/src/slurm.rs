@@ -550,20 +550,25 @@ fn cell(out: &mut String, s: &str, right: bool, width: Option<usize>) {
     }
 }
 
-/// [`cell`] of a value of ASCII characters only.
-fn ascii_cell(out: &mut String, s: &str, right: bool, width: Option<usize>) {
-    let Some(w) = width else {
-        out.push_str(s);
-        return;
-    };
-    let cut = &s[..s.len().min(w)];
-    let pad = w - cut.len();
-    if right {
-        blanks(out, pad);
-        out.push_str(cut);
+/// [`cell`] of the value of ASCII characters only at `out[at..]`, in place: cut
+/// to `width`, or padded to it on the left (`right`) or the right.
+fn fit_ascii(out: &mut String, at: usize, right: bool, width: Option<usize>) {
+    let Some(w) = width else { return };
+    let len = out.len() - at;
+    if len >= w {
+        out.truncate(at + w);
+    } else if right {
+        const RUN: &str = "                                ";
+        let pad = w - len;
+        if pad <= RUN.len() {
+            out.insert_str(at, &RUN[..pad]);
+        } else {
+            let value = out.split_off(at);
+            blanks(out, pad);
+            out.push_str(&value);
+        }
     } else {
-        out.push_str(cut);
-        blanks(out, pad);
+        blanks(out, w - len);
     }
 }
 
@@ -654,13 +659,20 @@ fn squeue_line(
         match p {
             Piece::Text(t) => out.push_str(t),
             Piece::Field { right, width, kind } => {
-                value.clear();
-                get(*kind, value);
+                // The value is written where it goes, then cut or padded there.
+                let at = out.len();
+                get(*kind, out);
                 // Printable ASCII, nearly every value: nothing to escape, and its
                 // characters are its bytes.
-                if value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
-                    ascii_cell(out, value, *right, *width);
+                if out.as_bytes()[at..]
+                    .iter()
+                    .all(|b| (0x20..0x7f).contains(b))
+                {
+                    fit_ascii(out, at, *right, *width);
                 } else {
+                    value.clear();
+                    value.push_str(&out[at..]);
+                    out.truncate(at);
                     cell(out, &crate::output::escape(value), *right, *width);
                 }
             }
@@ -881,6 +893,27 @@ pub(crate) mod tests {
         cell(&mut out, "|", false, None);
         cell(&mut out, "ab", false, Some(4));
         assert_eq!(out, "h\u{e9}|  ab|ab  ");
+    }
+
+    /// A line's fields cut and padded where they are written: right and left,
+    /// wider than a run of blanks, cut, unpadded; a value with a control character
+    /// escaped and cut by characters; trailing blanks cut.
+    #[test]
+    fn a_lines_fields_are_cut_and_padded_in_place() {
+        let mut j = full_job();
+        j.name = "tr\tain\u{e9}".into();
+        let out = squeue(
+            std::slice::from_ref(&j),
+            "%.40i|%5u|%.2P|%j|%.12j|%3t|%.5D|%6a",
+            true,
+            0,
+        );
+        let shown = "tr\\tain\u{e9}";
+        let want = format!(
+            "{:>40}|ann  |gp|{shown}|{shown:>12}|PD |    1|lab\n",
+            j.id.0
+        );
+        assert_eq!(out, want);
     }
 
     #[test]
