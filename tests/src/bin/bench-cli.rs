@@ -71,6 +71,9 @@ fn main() -> Result<()> {
     let runs = u32_arg(&args, "--runs", 50)?;
     let big = u32_arg(&args, "--big", 100_000)?;
     let c = Cluster::start_with(ClusterOpts {
+        // The daemons log as they do by default (the harness's debug logs would be
+        // timed with the calls).
+        log: "info",
         allow_root_jobs: true,
         broker_config: Some("[limits.user]\nmax_submitted_jobs = 1000000\n".into()),
         ..ClusterOpts::default()
