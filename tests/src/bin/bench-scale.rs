@@ -19,6 +19,9 @@
 //! checked). Last, a broker started on a store of `--stored` (1,000,000) ended jobs:
 //! the time from its start to its first answer (`start_1m_jobs_ms`).
 //!
+//! `--pause` keeps the cluster up after `queue_Q_ms`, with its jobs, until stdin closes (for
+//! profiling).
+//!
 //! Every figure is checked: all nodes up, every job started, every queued job
 //! listed; a failure stops the benchmark with the reason.
 
@@ -345,6 +348,15 @@ fn main() -> Result<()> {
         format!("queue_{}_ms", name(queued)),
         format!("{:.0}", pct_of(&times, 0.5)),
     );
+    if args.iter().any(|a| a == "--pause") {
+        // For profiling: the cluster stays up, with its jobs, until stdin closes.
+        eprintln!(
+            "paused: BH_BROKER={} BH_MUNGE_SOCKET={} (close stdin to end)",
+            broker.endpoint,
+            munged.socket.display()
+        );
+        std::io::copy(&mut std::io::stdin(), &mut std::io::sink())?;
+    }
     drop(emulators);
     drop(broker);
     if stored > 0 {
