@@ -124,22 +124,35 @@ impl Table {
 
     /// The next cell of the current row.
     pub fn cell(&mut self, c: &str) {
-        let col = self.ends.len() - self.rows.last().copied().unwrap_or(0);
-        let c = escape(c);
-        if let Some(w) = self.widths.get_mut(col) {
-            *w = (*w).max(width(&c));
-        }
-        self.text.push_str(&c);
-        self.ends.push(self.text.len());
+        self.cell_with(|v| v.push_str(c));
     }
 
-    /// The next cell, written by `write` (without a string of its own).
+    /// The next cell, written by `write` where it is kept, then escaped there if it
+    /// must be (printable ASCII, nearly every cell, is looked at once).
     pub fn cell_with(&mut self, write: impl FnOnce(&mut String)) {
-        let mut c = std::mem::take(&mut self.scratch);
-        c.clear();
-        write(&mut c);
-        self.cell(&c);
-        self.scratch = c;
+        let col = self.ends.len() - self.rows.last().copied().unwrap_or(0);
+        let at = self.text.len();
+        write(&mut self.text);
+        let w = if self.text.as_bytes()[at..]
+            .iter()
+            .all(|b| (0x20..0x7f).contains(b))
+        {
+            self.text.len() - at
+        } else {
+            let mut raw = std::mem::take(&mut self.scratch);
+            raw.clear();
+            raw.push_str(&self.text[at..]);
+            self.text.truncate(at);
+            let c = escape(&raw);
+            self.text.push_str(&c);
+            let w = width(&c);
+            self.scratch = raw;
+            w
+        };
+        if let Some(cw) = self.widths.get_mut(col) {
+            *cw = (*cw).max(w);
+        }
+        self.ends.push(self.text.len());
     }
 
     /// Ends the current row.
@@ -149,23 +162,33 @@ impl Table {
 
     /// The table, its header first.
     pub fn render(&self) -> String {
-        let mut out = String::with_capacity(
+        let mut out = Vec::with_capacity(
             self.text.len() + (self.rows.len() + 1) * self.widths.iter().sum::<usize>(),
         );
-        let line = |cells: &mut dyn Iterator<Item = &str>, n: usize, out: &mut String| {
+        let _ = self.write_to(&mut out);
+        // Whole cells of valid text and ASCII blanks: valid text.
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// [`Table::render`], written to `out` as it is laid out (a listing of 100,000
+    /// jobs is not made twice in memory).
+    pub fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let mut line = Vec::with_capacity(256);
+        let mut put = |cells: &mut dyn Iterator<Item = &str>, n: usize| {
+            line.clear();
             for (i, c) in cells.enumerate() {
-                out.push_str(c);
+                line.extend_from_slice(c.as_bytes());
                 if i + 1 < n {
                     let w = self.widths.get(i).copied().unwrap_or(0);
-                    for _ in width(c)..w + 2 {
-                        out.push(' ');
-                    }
+                    let pad = (w + 2).saturating_sub(width(c));
+                    line.resize(line.len() + pad, b' ');
                 }
             }
-            out.push('\n');
+            line.push(b'\n');
+            out.write_all(&line)
         };
         let n = self.header.len();
-        line(&mut self.header.iter().map(String::as_str), n, &mut out);
+        put(&mut self.header.iter().map(String::as_str), n)?;
         let (mut cell, mut at) = (0, 0);
         for &row_end in &self.rows {
             let n = row_end - cell;
@@ -174,10 +197,10 @@ impl Table {
                 at = self.ends[k];
                 c
             });
-            line(&mut cells, n, &mut out);
+            put(&mut cells, n)?;
             cell = row_end;
         }
-        out
+        Ok(())
     }
 }
 
@@ -267,9 +290,7 @@ pub fn queue_row(t: &mut Table, j: &JobInfo, long: bool, now_us: u64) {
     } else {
         t.cell(j.state.short());
         t.cell_with(time);
-        t.cell_with(|v| {
-            let _ = write!(v, "{}", j.resources.nodes.max(1));
-        });
+        t.cell_with(|v| v.push_str(itoa::Buffer::new().format(j.resources.nodes.max(1))));
         t.cell_with(|v| match (&j.node, j.state) {
             (_, JobState::Pending) => {
                 v.push('(');
@@ -293,11 +314,21 @@ pub fn display_id(j: &JobInfo) -> String {
 
 /// [`display_id`], written at the end of `v`.
 fn display_id_into(j: &JobInfo, v: &mut String) {
-    let _ = match (&j.array_task, &j.array_pending) {
-        (Some((array, task)), _) => write!(v, "{array}_{task}"),
-        (None, Some(rest)) if !rest.is_empty() => write!(v, "{}_[{rest}]", j.id),
-        _ => write!(v, "{}", j.id),
-    };
+    let mut n = itoa::Buffer::new();
+    match (&j.array_task, &j.array_pending) {
+        (Some((array, task)), _) => {
+            v.push_str(n.format(array.0));
+            v.push('_');
+            v.push_str(n.format(*task));
+        }
+        (None, Some(rest)) if !rest.is_empty() => {
+            v.push_str(n.format(j.id.0));
+            v.push_str("_[");
+            v.push_str(rest);
+            v.push(']');
+        }
+        _ => v.push_str(n.format(j.id.0)),
+    }
 }
 
 /// `s`'s first `n` characters.
