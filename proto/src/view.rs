@@ -568,37 +568,7 @@ pub(crate) mod tests {
                 "{want:?}"
             );
         };
-        let bare = JobInfo {
-            id: JobId(0),
-            name: String::new(),
-            user: String::new(),
-            uid: 0,
-            gid: 0,
-            state: JobState::Pending,
-            reason: None,
-            exit_code: None,
-            signal: None,
-            node: None,
-            node_id: None,
-            resources: ResourceRequest::default(),
-            partition: String::new(),
-            workdir: String::new(),
-            stdout: String::new(),
-            stderr: String::new(),
-            submit_time_us: 0,
-            start_time_us: None,
-            end_time_us: None,
-            denials: vec![],
-            expected_start_us: None,
-            priority: None,
-            array_task: None,
-            array_pending: None,
-            gpus: vec![],
-            usage: None,
-            account: String::new(),
-            extra: SubmitExtra::default(),
-            dependency: String::new(),
-        };
+        let bare = crate::view_decode::empty_job();
         let long = "x".repeat(20_000);
         let mut cases = vec![full(), bare.clone()];
         for state in JobState::ALL {
