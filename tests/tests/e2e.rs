@@ -460,6 +460,26 @@ fn malformed_frames_get_an_error_reply_and_the_broker_keeps_serving() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("JOBID"));
+    // A listing written into a pipe widens it (the kernel's pipe, read from its
+    // other end), so that a long listing is not 130 turns of writer and reader.
+    let (r, w) = nix::unistd::pipe().expect("pipe");
+    let narrow = nix::fcntl::fcntl(
+        std::os::fd::AsRawFd::as_raw_fd(&r),
+        nix::fcntl::FcntlArg::F_GETPIPE_SZ,
+    )
+    .expect("size");
+    let status = c
+        .bh_command(None, c.dir.path(), &["queue"])
+        .stdout(std::process::Stdio::from(w))
+        .status()
+        .expect("bh queue");
+    assert!(status.success());
+    let wide = nix::fcntl::fcntl(
+        std::os::fd::AsRawFd::as_raw_fd(&r),
+        nix::fcntl::FcntlArg::F_GETPIPE_SZ,
+    )
+    .expect("size");
+    assert_eq!((narrow, wide), (65_536, 1 << 20));
 }
 
 #[test]
