@@ -187,20 +187,7 @@ pub fn job_id(j: &JobInfo) -> String {
 
 /// [`job_id`], written at the end of `v`.
 fn job_id_into(j: &JobInfo, v: &mut String) -> std::fmt::Result {
-    match (j.array_task, &j.array_pending) {
-        (Some((a, t)), _) => {
-            num(v, a.0);
-            v.push('_');
-            num(v, t);
-        }
-        (None, Some(p)) if !p.is_empty() => {
-            num(v, j.id.0);
-            v.push_str("_[");
-            v.push_str(p);
-            v.push(']');
-        }
-        _ => num(v, j.id.0),
-    }
+    crate::output::display_id_into(j, v);
     Ok(())
 }
 

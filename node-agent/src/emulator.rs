@@ -209,11 +209,6 @@ pub fn run(
         let node = new_node(cfg, &contexts[k], &node_name(&cfg.prefix, i), started)?;
         built[k].nodes.push(node);
     }
-    for shard in &mut built {
-        // Every item is looked at once to begin with.
-        shard.due = vec![true; 2 * shard.nodes.len()];
-        shard.due_list = (0..2 * shard.nodes.len()).rev().collect();
-    }
     tracing::warn!(
         nodes = cfg.nodes,
         shards,
@@ -313,6 +308,9 @@ impl Shard {
                 return;
             }
         };
+        // Every item is looked at once to begin with.
+        self.due = vec![true; 2 * self.nodes.len()];
+        self.due_list = (0..2 * self.nodes.len()).rev().collect();
         let t = now();
         for n in 0..self.nodes.len() {
             let fx = self.nodes[n].core.start(t);

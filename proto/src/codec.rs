@@ -323,11 +323,7 @@ pub fn decode_page_each(
     if r.u32().map_err(body)? != JOBS_PAGE_VARIANT {
         return Err(DecodeError::NotAPage);
     }
-    let next = if r.some().map_err(body)? {
-        Some(crate::JobId(r.u64().map_err(body)?))
-    } else {
-        None
-    };
+    let next = r.opt(|r| r.u64().map(crate::JobId)).map_err(body)?;
     let n = r.u64().map_err(body)?;
     crate::limits::check(
         "jobs",

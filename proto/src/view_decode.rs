@@ -109,22 +109,17 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// An option: its tag, then the value `read` reads when there is one.
     #[inline]
-    fn opt_u64(&mut self) -> Result<Option<u64>, Error> {
-        Ok(if self.some()? {
-            Some(self.u64()?)
+    pub(crate) fn opt<T>(
+        &mut self,
+        read: impl FnOnce(&mut Self) -> Result<T, Error>,
+    ) -> Result<Option<T>, Error> {
+        if self.some()? {
+            read(self).map(Some)
         } else {
-            None
-        })
-    }
-
-    #[inline]
-    fn opt_i32(&mut self) -> Result<Option<i32>, Error> {
-        Ok(if self.some()? {
-            Some(self.i32()?)
-        } else {
-            None
-        })
+            Ok(None)
+        }
     }
 
     /// A value through serde, from where the reader is.
@@ -244,14 +239,10 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
     *gid = r.u32()?;
     *job_state = state(r.u32()?)?;
     r.opt_string_into(reason)?;
-    *exit_code = r.opt_i32()?;
-    *signal = r.opt_i32()?;
+    *exit_code = r.opt(Reader::i32)?;
+    *signal = r.opt(Reader::i32)?;
     r.opt_string_into(node)?;
-    *node_id = if r.some()? {
-        Some(NodeId(r.u32()?))
-    } else {
-        None
-    };
+    *node_id = r.opt(|r| r.u32().map(NodeId))?;
     let ResourceRequest {
         nodes,
         cpus,
@@ -267,44 +258,35 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
     *mem_mb = r.u64()?;
     *gpu_count = r.u32()?;
     r.opt_string_into(gpu_model)?;
-    *mig = if r.some()? {
+    *mig = r.opt(|r| {
         let profile = r.str()?.to_string();
-        Some(MigAsk {
+        Ok(MigAsk {
             profile,
             count: r.u32()?,
         })
-    } else {
-        None
-    };
-    *time_limit_s = r.opt_u64()?;
+    })?;
+    *time_limit_s = r.opt(Reader::u64)?;
     r.opt_string_into(asked_partition)?;
     r.string_into(partition)?;
     r.string_into(workdir)?;
     r.string_into(stdout)?;
     r.string_into(stderr)?;
     *submit_time_us = r.u64()?;
-    *start_time_us = r.opt_u64()?;
-    *end_time_us = r.opt_u64()?;
+    *start_time_us = r.opt(Reader::u64)?;
+    *end_time_us = r.opt(Reader::u64)?;
     r.serde_vec(denials)?;
-    *expected_start_us = r.opt_u64()?;
-    *priority = r.opt_u64()?;
-    *array_task = if r.some()? {
-        let a = JobId(r.u64()?);
-        Some((a, r.u32()?))
-    } else {
-        None
-    };
+    *expected_start_us = r.opt(Reader::u64)?;
+    *priority = r.opt(Reader::u64)?;
+    *array_task = r.opt(|r| Ok((JobId(r.u64()?), r.u32()?)))?;
     r.opt_string_into(array_pending)?;
     r.serde_vec(gpus)?;
-    *usage = if r.some()? { Some(r.serde()?) } else { None };
+    *usage = r.opt(Reader::serde)?;
     r.string_into(account)?;
     // sbatch's other options are nearly always their defaults, whose bytes are known.
     let defaults: &[u8] = &crate::view::NO_EXTRA_BYTES;
     if r.rest.starts_with(defaults) {
         r.rest = &r.rest[defaults.len()..];
-        if *extra != SubmitExtra::default() {
-            *extra = SubmitExtra::default();
-        }
+        *extra = SubmitExtra::default();
     } else {
         *extra = r.serde()?;
     }

@@ -82,13 +82,9 @@ impl Core {
         after: Option<JobId>,
         now_us: u64,
     ) -> EncodedPage {
-        let made = match after {
-            Some(a) => self.ahead.take(peer, caller, &filter, a, now_us),
-            None => {
-                self.ahead.forget(peer);
-                None
-            }
-        };
+        // A listing begun again has already dropped its page made ahead
+        // ([`Core::client`] does for any request but a listing's next page).
+        let made = after.and_then(|a| self.ahead.take(peer, caller, &filter, a, now_us));
         let page = made.unwrap_or_else(|| self.queue_page(caller, &filter, after));
         if let Some(after) = page.next {
             self.ahead.want(Next {
