@@ -130,7 +130,7 @@ impl Core {
     /// cluster; else as the privacy setting says (redacted, or not at all).
     /// `omit`: the parts the caller leaves out ([`Parts`]).
     pub(super) fn seen_by(&self, caller: &Caller, j: &Job, omit: Parts) -> Option<JobInfo> {
-        self.seen_view(caller, j, omit, self.all_nodes_down())
+        self.seen_view(caller, j, omit, self.all_nodes_down(), views::Waiting::Ask)
             .map(|v| v.to_info())
     }
 
@@ -142,17 +142,18 @@ impl Core {
         j: &'a Job,
         omit: Parts,
         nodes_down: bool,
+        waiting: views::Waiting<'a>,
     ) -> Option<bulkhead_proto::view::JobView<'a>> {
         if self.owns_or_operates(caller, j) {
-            return Some(self.view_without(j, omit, nodes_down));
+            return Some(self.view_without(j, omit, nodes_down, waiting));
         }
         match self.cfg.privacy {
-            Privacy::Visible => Some(self.view_without(j, omit, nodes_down)),
+            Privacy::Visible => Some(self.view_without(j, omit, nodes_down, waiting)),
             Privacy::Hidden => None,
             Privacy::Redacted => {
                 // Another's paths, denials and usage are never made at all.
                 let hidden = Parts::PATHS.with(Parts::DENIALS).with(Parts::USAGE);
-                let mut view = self.view_without(j, omit.with(hidden), nodes_down);
+                let mut view = self.view_without(j, omit.with(hidden), nodes_down, waiting);
                 view.name = "(hidden)";
                 view.reason = view.reason.filter(|_| j.state == JobState::Pending);
                 Some(view)

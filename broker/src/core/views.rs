@@ -14,15 +14,28 @@ impl Core {
         !self.nodes.values().any(|n| n.up())
     }
 
+    /// The scheduler's entry of a pending job, when its view shows a part of it (the
+    /// reason, the priority): one look, borrowed, as both come from the same entry.
+    fn waiting_entry<'a>(&'a self, j: &Job, omit: Parts) -> Option<sched::PendingRef<'a>> {
+        let shown = !omit.contains(Parts::PRIORITY) || !omit.contains(Parts::REASON);
+        if shown && j.state == JobState::Pending {
+            self.sched.pending_ref(sched::JobId(j.id.0))
+        } else {
+            None
+        }
+    }
+
     /// A job's description without the parts in `omit`, whose fields stay empty (a
     /// listing of 100,000 jobs computes, sends and decodes only what its caller
     /// prints), borrowed from the job where it can be: what a listing encodes.
-    /// `nodes_down`: [`Core::all_nodes_down`].
+    /// `nodes_down`: [`Core::all_nodes_down`]; `waiting`: the scheduler's entry of a
+    /// pending job, when the caller looked it up already.
     pub(super) fn view_without<'a>(
         &'a self,
         j: &'a Job,
         omit: Parts,
         nodes_down: bool,
+        waiting: Waiting<'a>,
     ) -> JobView<'a> {
         let keep = |p: Parts| !omit.contains(p);
         let (stdout, stderr) = if keep(Parts::PATHS) {
@@ -68,14 +81,11 @@ impl Core {
                     None => rest,
                 })
             });
-        // One look at the scheduler for a pending job, borrowed: its reason and its
-        // priority come from the same entry.
-        let waiting = j.state == JobState::Pending;
-        let pending = if waiting && (keep(Parts::PRIORITY) || keep(Parts::REASON)) {
-            self.sched.pending_ref(sched::JobId(j.id.0))
-        } else {
-            None
+        let pending = match waiting {
+            Waiting::Found(p) => p,
+            Waiting::Ask => self.waiting_entry(j, omit),
         };
+        let waiting = j.state == JobState::Pending;
         let reason = if !keep(Parts::REASON) {
             None
         } else if waiting {
@@ -440,7 +450,7 @@ impl Core {
         };
         let nodes_down = self.all_nodes_down();
         ids.filter(|j| listed(f, j))
-            .filter_map(|j| self.seen_view(caller, j, f.omit, nodes_down))
+            .filter_map(|j| self.seen_view(caller, j, f.omit, nodes_down, Waiting::Ask))
             .map(|v| v.to_info())
             .collect()
     }
@@ -484,27 +494,45 @@ impl Core {
         let mut page = EncodedPage::with_capacity(64 << 10);
         let mut last = None;
         let nodes_down = self.all_nodes_down();
-        for j in Ahead::new(ids).filter(|j| listed(f, j)) {
-            let Some(view) = self.seen_view(caller, j, f.omit, nodes_down) else {
-                continue;
-            };
-            let size = match page.push(&view) {
-                Ok(n) => n,
-                Err(e) => {
-                    // Nothing the core holds fails to encode; were it to, the job is
-                    // left out rather than the listing.
-                    tracing::error!(job = %j.id, error = %e, "cannot encode a job for a listing");
-                    continue;
-                }
-            };
-            if last.is_some() && (page.len() > page_jobs || page.bytes() > page_bytes) {
-                page.pop(size);
-                page.next = last;
+        let mut listed_jobs = Ahead::new(ids).filter(|j| listed(f, j));
+        // A chunk of jobs at a time: the scheduler's entries of its waiting jobs are
+        // looked up together first, so that the CPU waits on their cache misses side
+        // by side (each look is independent of the others) rather than one at a time
+        // between two jobs' encodings (`perf`: 46% of a 100,000-job listing's CPU, at
+        // 10,000 nodes, in those looks).
+        let mut chunk: Vec<&Job> = Vec::with_capacity(LOOK_CHUNK);
+        let mut entries: Vec<Option<sched::PendingRef<'_>>> = Vec::with_capacity(LOOK_CHUNK);
+        loop {
+            chunk.clear();
+            chunk.extend(listed_jobs.by_ref().take(LOOK_CHUNK));
+            if chunk.is_empty() {
                 return page;
             }
-            last = Some(j.id);
+            entries.clear();
+            entries.extend(chunk.iter().map(|j| self.waiting_entry(j, f.omit)));
+            for (j, entry) in chunk.iter().copied().zip(entries.drain(..)) {
+                let waiting = Waiting::Found(entry);
+                let Some(view) = self.seen_view(caller, j, f.omit, nodes_down, waiting) else {
+                    continue;
+                };
+                let size = match page.push(&view) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        // Nothing the core holds fails to encode; were it to, the job
+                        // is left out rather than the listing.
+                        tracing::error!(job = %j.id, error = %e, "cannot encode a job for a listing");
+                        continue;
+                    }
+                };
+                if last.is_some() && (page.len() > page_jobs || page.bytes() > page_bytes) {
+                    // The rest of the chunk is the next page's: it begins after `last`.
+                    page.pop(size);
+                    page.next = last;
+                    return page;
+                }
+                last = Some(j.id);
+            }
         }
-        page
     }
 
     pub(super) fn node_info(&self, n: &Node) -> NodeInfo {
@@ -608,6 +636,17 @@ fn prefetch_lines(at: *const u8, len: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (at, len);
+}
+
+/// The jobs of a listing whose scheduler entries are looked up together.
+const LOOK_CHUNK: usize = 32;
+
+/// A pending job's entry in the scheduler, for [`Core::view_without`]: to be looked
+/// up, or looked up already (a listing looks up a chunk's together).
+#[derive(Clone, Copy)]
+pub(super) enum Waiting<'a> {
+    Ask,
+    Found(Option<sched::PendingRef<'a>>),
 }
 
 /// At most this many jobs in a page of a listing, and about this many bytes on the

@@ -972,6 +972,54 @@ fn a_queue_listed_in_pages_lists_each_job_once_within_each_pages_limits() {
     assert!(!paged.is_empty());
 }
 
+/// A listing looks up its waiting jobs' scheduler entries a chunk at a time: over
+/// pages and chunks of any alignment, each job is listed as it is shown alone (its
+/// own reason and priority, not a neighbour's).
+#[test]
+fn each_job_of_a_paged_listing_is_as_shown_alone() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    let mut first = None;
+    for i in 0..150u64 {
+        let mut s = sub(1 + (i % 2) as u32);
+        s.extra.nice = (i % 7) as i32 * 10;
+        s.extra.hold = i % 11 == 5;
+        if i % 3 == 1 {
+            s.deps = vec![Dependency::AfterOk(first.unwrap())];
+        }
+        let id = submitted(&c.client(b"c".to_vec(), i, &user(5), ClientOp::Submit(Box::new(s)), i));
+        first.get_or_insert(id);
+    }
+    let reasons: BTreeSet<Option<String>> = c
+        .queue(&user(5), &QueueFilter::default())
+        .into_iter()
+        .map(|j| j.reason)
+        .collect();
+    assert!(reasons.len() >= 3, "a mix of reasons: {reasons:?}");
+    for per_page in [1, 7, 31, 32, 33, 64, 1000] {
+        let (mut after, mut seen) = (None, 0);
+        loop {
+            let page = c.queue_page_sized(
+                &user(5),
+                &QueueFilter::default(),
+                after,
+                per_page,
+                usize::MAX,
+            );
+            for j in page.jobs().unwrap() {
+                let alone = c.seen_by(&user(5), &c.jobs[&j.id], Parts::NONE).unwrap();
+                assert_eq!(j, alone, "job {} in pages of {per_page}", j.id);
+                seen += 1;
+            }
+            match page.next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+        assert_eq!(seen, 150, "pages of {per_page}");
+    }
+}
+
 /// sbatch's `--hold` holds at submission (nothing launches until a release), and
 /// `--begin` keeps a job pending with reason BeginTime until its time.
 #[test]
