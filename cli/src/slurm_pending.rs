@@ -63,7 +63,7 @@ pub fn site_refusal(r: &Resolved, site: &Site, now_us: u64) -> Option<&'static s
         .clone()
         .unwrap_or_else(|| site.default_partition.clone());
     let mut parts = Vec::new();
-    for p in named.split(',') {
+    for p in named.split(',').filter(|p| !p.is_empty()) {
         match site.partition_nodes.iter().find(|(n, _)| n == p) {
             Some((_, nodes)) => parts.push(nodes),
             None => return Some("Invalid partition name specified"),
@@ -223,7 +223,8 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
         .partition
         .clone()
         .unwrap_or_else(|| site.default_partition.clone());
-    let first = partition.split(',').next().unwrap_or("");
+    // The first partition named (slurmctld skips a list's empty items: `,batch`).
+    let first = partition.split(',').find(|p| !p.is_empty()).unwrap_or("");
     // An explicit UNLIMITED beats the partition's default.
     let limit = res.time_limit_s.filter(|_| !e.no_limit).or_else(|| {
         if e.no_limit {
@@ -269,8 +270,14 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     let cpus_per_task = r.layout.cpus_per_task.unwrap_or(1);
     let ntasks = r.layout.ntasks.unwrap_or(res.nodes);
     // While it waits a job's CPUs are its tasks': those asked for, else one per node
-    // of an exact -N, else one (--mincpus and --cpus-per-gpu show elsewhere).
-    let cpus = r.cpus_tasks.saturating_mul(cpus_per_task);
+    // of an exact -N, else one (--mincpus and --cpus-per-gpu show elsewhere), as
+    // sbatch counts them; more tasks than that made by the GPU options
+    // (`--gpus=2 --gpus-per-task=1`, `--ntasks-per-gpu`) count theirs instead.
+    let sent = r.cpus_tasks.saturating_mul(cpus_per_task);
+    let cpus = match r.layout.ntasks {
+        Some(t) if t > sent => t.saturating_mul(cpus_per_task),
+        _ => sent,
+    };
     // A waiting job's node count is slurmctld's estimate from its tasks
     // (`_pack_pending_job_details`), with the maximum asked for beside it.
     let est = estimate_nodes(r, site.node_cpus);

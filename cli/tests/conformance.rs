@@ -139,6 +139,8 @@ fn gpus_agree(f: &Value, r: &bulkhead_cli::opts::Resolved) -> Result<(), String>
                     let most = slices.as_ref().map_or(0, |s| s.1).max(n);
                     slices = (most > 0).then(|| (t.to_string(), most));
                 }
+                // No GPUs of a type (`--gpus=a100:0`) are no GPUs: no model.
+                Some(_) if n == 0 => {}
                 Some(t) => {
                     model = Some(t.to_string());
                     whole = whole.max(n);
@@ -146,6 +148,16 @@ fn gpus_agree(f: &Value, r: &bulkhead_cli::opts::Resolved) -> Result<(), String>
                 None => whole = whole.max(n),
             }
         }
+    }
+    // GPUs slurmctld made from the tasks for --ntasks-per-gpu without GPU options,
+    // shown by no TRES field: the tasks over NtasksPerTRES, spread over the nodes.
+    let per = |k: &str| f[k].as_str().and_then(|v| v.parse::<u32>().ok());
+    if whole == 0
+        && slices.is_none()
+        && let (Some(per_gpu), Some(tasks)) = (per("NtasksPerTRES"), per("NumTasks"))
+        && per_gpu > 0
+    {
+        whole = (tasks / per_gpu).div_ceil(nodes);
     }
     let theirs = format!("{whole} {model:?} {slices:?}");
     let ours = format!(

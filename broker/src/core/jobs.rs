@@ -152,7 +152,8 @@ impl Core {
         // partition's default) may run as little as a minute: slurmctld sets its
         // TimeMin so, and it starts while a minute is left.
         let mut sub = sub;
-        let first = partition.split(',').next().unwrap_or("");
+        // A list's empty items are skipped, as slurmctld skips them (`batch,,debug`).
+        let first = partition.split(',').find(|p| !p.is_empty()).unwrap_or("");
         let default_time = self
             .cfg
             .partitions

@@ -50,6 +50,13 @@ impl Core {
                 }
             }
         }
+        if partitions.is_empty() && !j.partition.is_empty() {
+            // `,` names none (a list's empty items are skipped, as slurmctld skips them).
+            return Err(format!(
+                "invalid partition {:?}: it names none",
+                j.partition
+            ));
+        }
         let qos = match &j.submission.qos {
             None => None,
             Some(name) => match self.cfg.qos.iter().position(|q| &q.name == name) {

@@ -58,7 +58,7 @@ impl Core {
             ));
         }
         if let Some(p) = u.partition {
-            if p.split(',').any(str::is_empty) {
+            if p.split(',').all(str::is_empty) {
                 return ClientReply::Error(err(
                     ErrorCode::Invalid,
                     format!("invalid partition {p:?}"),

@@ -19,6 +19,9 @@ pub struct Counts {
     pub nodes_max: Option<u32>,
     pub tasks_per_node: Option<u32>,
     pub cpus_per_task: Option<u32>,
+    /// GPUs for the whole job that --ntasks-per-gpu made from the tasks, when no GPU
+    /// option asked for any (type-less, as slurmctld makes them).
+    pub generated_gpus: Option<u32>,
 }
 
 /// The GPU options of one job, each ask as read (a count of 0 or an empty value is
@@ -31,6 +34,8 @@ pub struct Asks {
     pub per_node: Vec<GpuAsk>,
     pub per_task: Vec<GpuAsk>,
     pub cpus_per_gpu: Option<u32>,
+    /// `--ntasks-per-gpu`.
+    pub ntasks_per_gpu: Option<u32>,
 }
 
 /// The GPU type an ask names: a model, a MIG profile, or none.
@@ -94,10 +99,50 @@ pub fn check(asks: &Asks, c: &mut Counts) -> Result<(), String> {
     if asks.cpus_per_gpu.is_some() && c.cpus_per_task.is_some() {
         return Err("--cpus-per-gpu is mutually exclusive with --cpus-per-task".into());
     }
+    // (--ntasks-per-gpu on an exact node count implies the tasks: the caller counts
+    // them so, as it counts an exact -N's.)
+    let per_gpu = asks.ntasks_per_gpu.filter(|n| *n > 0);
     for (_, s) in &mut states {
         test_counts(s, asks.cpus_per_gpu, c)?;
     }
-    Ok(())
+    let Some(per) = per_gpu else {
+        return Ok(());
+    };
+    // The job's GPUs, all types together: per job, else per node on its minimum
+    // nodes, else per task (`_get_job_gres_list_cnt`).
+    let nodes = c.nodes_min.unwrap_or(1);
+    let tasks = c.tasks.unwrap_or(1);
+    let gpus: u32 = states
+        .iter()
+        .map(|(_, s)| {
+            if s.per_job > 0 {
+                s.per_job
+            } else if s.per_node > 0 {
+                s.per_node.saturating_mul(nodes)
+            } else {
+                s.per_task.saturating_mul(tasks)
+            }
+        })
+        .fold(0, u32::saturating_add);
+    const INVALID: &str = "Invalid generic resource (gres) specification";
+    if gpus > 0 {
+        // With GPUs, the tasks are theirs times --ntasks-per-gpu, whatever -n said.
+        c.tasks = Some(gpus.saturating_mul(per));
+        Ok(())
+    } else if let Some(t) = c.tasks {
+        if !t.is_multiple_of(per) {
+            return Err(format!(
+                "Failed to validate job spec, -n/--ntasks has to be a multiple of --ntasks-per-gpu.: {INVALID}"
+            ));
+        }
+        // Without, the job gets a GPU for each --ntasks-per-gpu of its tasks.
+        c.generated_gpus = Some(t / per);
+        Ok(())
+    } else {
+        Err(format!(
+            "gres_job_state_validate: --ntasks-per-tres needs either a GRES GPU specification or a node/ntask specification: {INVALID}"
+        ))
+    }
 }
 
 /// `_test_gres_cnt` for one type.

@@ -129,6 +129,10 @@ pub struct SubmitOpts {
     /// GPUs for each task (with -n): N or TYPE:N.
     #[arg(long = "gpus-per-task")]
     pub gpus_per_task: Option<String>,
+    /// Tasks for each GPU: the job's tasks are its GPUs times this (without GPU
+    /// options, its GPUs are its tasks over this).
+    #[arg(long = "ntasks-per-gpu")]
+    pub ntasks_per_gpu: Option<String>,
     /// Memory per GPU (instead of --mem or --mem-per-cpu).
     #[arg(long = "mem-per-gpu")]
     pub mem_per_gpu: Option<String>,
@@ -791,6 +795,7 @@ impl SubmitOpts {
             ("SLURM_GPUS", &self.gpus),
             ("SLURM_GPUS_PER_NODE", &self.gpus_per_node),
             ("SLURM_GPUS_PER_TASK", &self.gpus_per_task),
+            ("SLURM_NTASKS_PER_GPU", &self.ntasks_per_gpu),
             ("SLURM_CPUS_PER_GPU", &self.cpus_per_gpu),
             ("SLURM_EXPORT_ENV", &self.export),
             ("SLURM_JOB_DEPENDENCY", &self.dependency),
@@ -843,6 +848,7 @@ impl SubmitOpts {
             shares,
             cluster,
             gpus_per_task,
+            ntasks_per_gpu,
             mem_per_gpu,
             cpus_per_gpu,
             time_min,
@@ -965,6 +971,10 @@ fn count(opt: &'static str, v: &str) -> Result<u32, OptsError> {
 /// separated).
 fn gres_asks(v: &str) -> Result<Vec<GpuAsk>, OptsError> {
     let mut out = Vec::new();
+    // `--gres=none` asks for none (sbatch sends no GRES for it, in any case).
+    if v.eq_ignore_ascii_case("none") {
+        return Ok(out);
+    }
     for item in v.split(',') {
         let Some(rest) = item.strip_prefix("gpu") else {
             return Err(value_err(
@@ -1116,10 +1126,11 @@ pub struct TaskLayout {
 
 /// The variables sbatch sets in the job's environment from its options (and from the
 /// submitting process: `SLURM_PRIO_PROCESS`), in place of any inherited.
-pub const OPTION_VARS: [&str; 9] = [
+pub const OPTION_VARS: [&str; 10] = [
     "SLURM_GPUS",
     "SLURM_GPUS_PER_NODE",
     "SLURM_GPUS_PER_TASK",
+    "SLURM_NTASKS_PER_GPU",
     "SLURM_CPUS_PER_GPU",
     "SLURM_MEM_PER_CPU",
     "SLURM_MEM_PER_GPU",

@@ -153,6 +153,28 @@ impl SubmitOpts {
         .max(u32::try_from(nodelist.len()).unwrap_or(u32::MAX));
         // The GPU options, checked against each other and the counts as sbatch checks
         // them; they may fix the nodes, the tasks or the tasks per node.
+        // --ntasks-per-gpu (`_validate_ntasks_per_gpu`: it goes with neither
+        // --gpus-per-task nor --ntasks-per-node; 0 asks nothing).
+        let ntasks_per_gpu = match self.ntasks_per_gpu.as_deref() {
+            Some(v) => match v.trim().parse::<u32>() {
+                Ok(0) => None,
+                Ok(n) => Some(n),
+                Err(_) => return Err(value_err("ntasks-per-gpu", v, "expected a number")),
+            },
+            None => None,
+        };
+        if ntasks_per_gpu.is_some() {
+            for (given, what) in [
+                (self.gpus_per_task.is_some(), "--gpus-per-task"),
+                (self.ntasks_per_node.is_some(), "--ntasks-per-node"),
+            ] {
+                if given {
+                    return Err(OptsError::Refused(format!(
+                        "{what} is mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU"
+                    )));
+                }
+            }
+        }
         let gpu_asks = gres::Asks {
             per_job: gpu_list("gpus", self.gpus.as_deref())?,
             per_node: {
@@ -168,6 +190,7 @@ impl SubmitOpts {
                 Some(c) => Some(count("cpus-per-gpu", c)?),
                 None => None,
             },
+            ntasks_per_gpu,
         };
         let fixed = nodes_max.is_none_or(|m| m == nodes);
         let mut counts = gres::Counts {
@@ -175,6 +198,9 @@ impl SubmitOpts {
             // count, or one a node of an exact -N (a node list alone implies none).
             tasks: asked.or(match tasks_per_node_opt {
                 Some(per) if fixed => Some(per.saturating_mul(nodes)),
+                None if self.nodes.is_some() && fixed && ntasks_per_gpu.is_some() => {
+                    Some(nodes.saturating_mul(ntasks_per_gpu.unwrap_or(1)))
+                }
                 None if self.nodes.is_some() && fixed => Some(nodes),
                 _ => None,
             }),
@@ -185,9 +211,17 @@ impl SubmitOpts {
                 Some(v) => Some(count("cpus-per-task", v)?),
                 None => None,
             },
+            generated_gpus: None,
         };
         let before = counts;
         gres::check(&gpu_asks, &mut counts).map_err(OptsError::Refused)?;
+        let mut gpu_asks = gpu_asks;
+        if let Some(n) = counts.generated_gpus {
+            gpu_asks.per_job.push(GpuAsk::Whole {
+                count: n,
+                model: None,
+            });
+        }
         let mut nodes_sent = nodes_sent;
         if counts.nodes_min != before.nodes_min
             && let Some(n) = counts.nodes_min
@@ -198,7 +232,7 @@ impl SubmitOpts {
         if counts.nodes_max != before.nodes_max {
             nodes_max = counts.nodes_max;
         }
-        let asked = if counts.tasks != before.tasks {
+        let asked = if counts.tasks != before.tasks || ntasks_per_gpu.is_some() {
             counts.tasks
         } else {
             asked
@@ -484,16 +518,18 @@ impl SubmitOpts {
             signal,
             no_limit: self.time.is_some() && time_limit_s.is_none(),
         };
-        // Several partitions may be named: the first that can take the job runs it.
+        // Several partitions may be named: the first that can take the job runs it. A
+        // list's empty items are skipped (`batch,` is `batch`, kept as written, as
+        // slurmctld keeps it); a list of nothing else names none.
         let partition = self.partition.clone();
         if partition
             .as_deref()
-            .is_some_and(|p| p.split(',').any(str::is_empty))
+            .is_some_and(|p| p.split(',').all(str::is_empty))
         {
             return Err(value_err(
                 "partition",
                 partition.as_deref().unwrap_or(""),
-                "empty partition name",
+                "no partition named",
             ));
         }
         Ok(Resolved {

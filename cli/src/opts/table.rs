@@ -96,12 +96,6 @@ pub const IGNORED: &[Ignored] = &[
     ("ntasks-per-core", None, Takes::Value, NO_EFFECT_HW),
     ("ntasks-per-socket", None, Takes::Value, NO_EFFECT_HW),
     (
-        "ntasks-per-gpu",
-        None,
-        Takes::Value,
-        "tasks get GPUs through --gpus-per-task",
-    ),
-    (
         "open-mode",
         None,
         Takes::Value,

@@ -142,6 +142,7 @@ fn the_help_lists_what_works_and_the_rest_is_warned_or_refused() {
             "wrap" => vec!["true"],
             "begin" => vec!["now+1hour"],
             "gpus-per-task" => vec!["1", "-n", "2"],
+            "ntasks-per-gpu" => vec!["2", "--gpus=2"],
             "mem-per-gpu" => vec!["1G", "--gpus=1"],
             "cpus-per-gpu" => vec!["2", "--gpus=1"],
             "kill-on-invalid-dep" => vec!["yes"],
@@ -855,4 +856,47 @@ fn values_may_start_with_a_dash_and_unlimited_is_explicit() {
     assert_eq!((r.resources.time_limit_s, r.extra.no_limit), (None, true));
     let r = cli(&[]).resolve().expect("resolve");
     assert_eq!((r.resources.time_limit_s, r.extra.no_limit), (None, false));
+}
+
+/// `--ntasks-per-gpu` as slurmctld reads it (`gres_job_state_validate`): with GPUs the
+/// tasks are theirs times it, whatever -n said; without, an exact -N or -n makes the
+/// job's GPUs (the tasks over it, a multiple); with neither, or beside
+/// `--gpus-per-task` or `--ntasks-per-node`, it is refused.
+#[test]
+fn ntasks_per_gpu_makes_tasks_from_gpus_or_gpus_from_tasks() {
+    let tasks_gpus = |words: &[&str]| -> Result<(Option<u32>, u32, u32), OptsError> {
+        let r = parse_words(words.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+            .expect("parses")
+            .resolve()?;
+        Ok((r.layout.ntasks, r.resources.gpus, r.resources.nodes))
+    };
+    assert_eq!(
+        tasks_gpus(&["--ntasks-per-gpu=2", "--gpus=2", "-n", "3"]).unwrap(),
+        (Some(4), 2, 1)
+    );
+    assert_eq!(
+        tasks_gpus(&["--ntasks-per-gpu=2", "--gres=gpu:2", "-N", "2"]).unwrap(),
+        (Some(8), 2, 2)
+    );
+    // No GPU options: the GPUs come from the tasks (2 for the job, 1 on each node).
+    assert_eq!(
+        tasks_gpus(&["--ntasks-per-gpu=2", "-N", "2"]).unwrap(),
+        (Some(4), 1, 2)
+    );
+    assert_eq!(
+        tasks_gpus(&["--ntasks-per-gpu=2", "-n", "4"]).unwrap(),
+        (Some(4), 2, 1)
+    );
+    for bad in [
+        &["--ntasks-per-gpu=2"][..],
+        &["--ntasks-per-gpu=3", "-n", "7"],
+        &["--ntasks-per-gpu=2", "--gpus-per-task=1", "-n", "2"],
+        &["--ntasks-per-gpu=2", "--ntasks-per-node=2", "--gpus=2"],
+    ] {
+        assert!(
+            matches!(tasks_gpus(bad), Err(OptsError::Refused(_))),
+            "{bad:?}: {:?}",
+            tasks_gpus(bad)
+        );
+    }
 }

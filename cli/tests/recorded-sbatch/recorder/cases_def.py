@@ -736,3 +736,121 @@ _POOLS4.update({
 _PBS = ["#PBS -N pbsjob", "#PBS -l walltime=00:30:00", "#PBS -l nodes=2:ppn=2", "#PBS -q debug", "#PBS -o pbs.out", "#PBS -l mem=2gb", "#PBS -j oe"]
 
 _combos("spelled combo", 150, _POOLS4, 8, 0.2, 0.4, env=(0.3, _ENV3), pbs=(0.2, _PBS))
+
+# ---------------------------------------------------------------- fifth round (2026-12-04): edges not yet probed, then combos
+case("--mem=100m (lower-case suffix)", ["mem", "suffix"], ["--mem=100m"])
+case("--mem=1024MB", ["mem", "suffix", "edge"], ["--mem=1024MB"])
+case("--mem=2T in script", ["mem", "suffix", "script"], [], ["#SBATCH --mem=2T"])
+case("--mem-per-cpu=1.5G", ["mem-per-cpu", "edge"], ["--mem-per-cpu=1.5G"])
+case("INVALID --mem=abc", ["mem", "invalid"], ["--mem=abc"])
+case("--mem=4096 -N 2", ["mem", "nodes"], ["--mem=4096", "-N", "2"])
+case("-t INFINITE", ["time", "edge"], ["-t", "INFINITE"])
+case("-t 60:00 (an hour as MM:SS)", ["time", "format"], ["-t", "60:00"])
+case("-t 2-0:0", ["time", "format"], ["-t", "2-0:0"])
+case("-t 0:59 in debug", ["time", "partition"], ["-t", "0:59", "-p", "debug"])
+case("INVALID -t 1:2:3:4", ["time", "invalid"], ["-t", "1:2:3:4"])
+case("-t 121 in debug (over MaxTime 2h)", ["time", "partition", "limit"], ["-t", "121", "-p", "debug"])
+case("-t 3:00:00 in batch,debug", ["time", "partition", "list"], ["-t", "3:00:00", "-p", "batch,debug"])
+case("--ntasks-per-node=0", ["ntasks-per-node", "edge"], ["--ntasks-per-node=0"])
+case("--ntasks-per-node=3 -N 2", ["ntasks-per-node", "nodes"], ["--ntasks-per-node=3", "-N", "2"])
+case("--ntasks-per-node=4 -n 6", ["ntasks-per-node", "ntasks"], ["--ntasks-per-node=4", "-n", "6"])
+case("-n 5 -N 2-3", ["ntasks", "nodes", "range"], ["-n", "5", "-N", "2-3"])
+case("-N 2- (open range)", ["nodes", "range", "edge"], ["-N", "2-"])
+case("-N 3 -n 2 (fewer tasks than nodes)", ["nodes", "ntasks"], ["-N", "3", "-n", "2"])
+case("-c 16 -n 8 (two nodes' CPUs)", ["cpus-per-task", "ntasks"], ["-c", "16", "-n", "8"])
+case("--mincpus=65", ["mincpus", "unsatisfiable"], ["--mincpus=65"])
+case("--mincpus=4 -c 8", ["mincpus", "cpus-per-task"], ["--mincpus=4", "-c", "8"])
+case("--gpus=a100:0", ["gpus", "edge"], ["--gpus=a100:0"])
+case("--gres=gpu:a100 (no count)", ["gres", "edge"], ["--gres=gpu:a100"])
+case("--gres=none", ["gres", "edge"], ["--gres=none"])
+case("--gres=gpu:1g.10gb:7 -N 2", ["gres", "mig", "nodes"], ["--gres=gpu:1g.10gb:7", "-N", "2"])
+case("--gpus-per-node=a100:4 --gpus-per-task=1 -N 1", ["gpus", "gpus-per-task"], ["--gpus-per-node=a100:4", "--gpus-per-task=1", "-N", "1"])
+case("--gpus=3 -N 2", ["gpus", "nodes"], ["--gpus=3", "-N", "2"])
+case("--gpus=a100:2,1g.10gb:3", ["gpus", "typed", "mig"], ["--gpus=a100:2,1g.10gb:3"])
+case("INVALID --gpus-per-node=0x2", ["gpus", "invalid"], ["--gpus-per-node=0x2"])
+case("--mem-per-gpu=10G --gpus=2", ["mem-per-gpu", "gpus"], ["--mem-per-gpu=10G", "--gpus=2"])
+case("--cpus-per-gpu=8 --gres=gpu:2", ["cpus-per-gpu", "gres"], ["--cpus-per-gpu=8", "--gres=gpu:2"])
+case("--ntasks-per-gpu=2 --gpus=2", ["ntasks-per-gpu", "gpus"], ["--ntasks-per-gpu=2", "--gpus=2"])
+case("--array=0-3,7", ["array", "list"], ["--array=0-3,7"])
+case("INVALID --array=5-1", ["array", "invalid"], ["--array=5-1"])
+case("--array=3-3", ["array", "edge"], ["--array=3-3"])
+case("--array=1-7:3", ["array", "step"], ["--array=1-7:3"])
+case("INVALID --array=0-1000001 (over MaxArraySize)", ["array", "limit"], ["--array=0-1000001"])
+case("--array=0-3 -o %A-%a.log", ["array", "output"], ["--array=0-3", "-o", "%A-%a.log"])
+case("--export=ALL,VAR (a name without a value)", ["export"], ["--export=ALL,VAR"])
+case("--export= (empty)", ["export", "edge"], ["--export="])
+case("--export=NONE,A=1 in script", ["export", "script"], [], ["#SBATCH --export=NONE,A=1"])
+case("-o %%j literal", ["output", "pattern"], ["-o", "%%j.out"])
+case("-o out-%x with -J two words", ["output", "pattern", "job-name"], ["-o", "out-%x", "-J", "two words"])
+case("-e without -o", ["error", "output"], ["-e", "only-%j.err"])
+case("INVALID -o '' (empty)", ["output", "edge"], ["-o", ""])
+case("-o dir/ relative path", ["output", "path"], ["-o", "logs/%j.out"])
+case("-D /tmp with relative -o", ["chdir", "output"], ["-D", "/tmp", "-o", "rel-%j.out"])
+case("--nice=2147483645 (over the limit)", ["nice", "limit"], ["--nice=2147483645"])
+case("--nice=-10001", ["nice", "edge"], ["--nice=-10001"])
+case("--nice=+7", ["nice", "spelling"], ["--nice=+7"])
+case("--begin=2030-06-01", ["begin", "date"], ["--begin=2030-06-01"])
+case("--begin=06/01/30 (MM/DD/YY)", ["begin", "date"], ["--begin=06/01/30"])
+case("INVALID --begin=2030-06-01T25:00:00", ["begin", "invalid"], ["--begin=2030-06-01T25:00:00"])
+case("--begin=2030-06-01T12 (hour only)", ["begin", "date", "edge"], ["--begin=2030-06-01T12"])
+case("-d afterok:{P1}+5", ["dependency", "plus"], ["-d", "afterok:{P1}+5"])
+case("INVALID -d afterok: (no job)", ["dependency", "invalid"], ["-d", "afterok:"])
+case("-d afterok:{P1}, (trailing comma)", ["dependency", "edge"], ["-d", "afterok:{P1},"])
+case("-d afterany:{P5}_1:{P5}_3", ["dependency", "array"], ["-d", "afterany:{P5}_1:{P5}_3"])
+case("-d singleton,afterok:{P2}", ["dependency", "singleton"], ["-d", "singleton,afterok:{P2}"])
+case("INVALID -d afterfoo:{P1}", ["dependency", "invalid"], ["-d", "afterfoo:{P1}"])
+case("-p batch, (trailing comma)", ["partition", "edge"], ["-p", "batch,"])
+case("-p debug -N 2 -n 130", ["partition", "ntasks", "unsatisfiable"], ["-p", "debug", "-N", "2", "-n", "130"])
+case("--priority=100 (as root)", ["priority"], ["--priority=100"])
+case("--distribution=cyclic", ["distribution"], ["--distribution=cyclic"])
+case("--threads-per-core=1", ["threads-per-core"], ["--threads-per-core=1"])
+case("--sockets-per-node=1", ["sockets-per-node"], ["--sockets-per-node=1"])
+case("--spread-job", ["spread-job"], ["--spread-job"])
+case("--use-min-nodes -N 1-3", ["use-min-nodes", "nodes"], ["--use-min-nodes", "-N", "1-3"])
+case("--parsable -J p", ["parsable"], ["--parsable", "-J", "p"])
+case("-J name of 200 characters", ["job-name", "edge"], ["-J", "x" * 200])
+case("--comment='' (empty)", ["comment", "edge"], ["--comment="])
+case("#SBATCH after a blank line and a comment", ["script-parse"], [], ["", "# a comment", "#SBATCH -n 3"])
+case("#SBATCH with a tab after it", ["script-parse", "whitespace"], [], ["#SBATCH\t-n 2"])
+case("#SBATCH-n 2 (no space)", ["script-parse", "spelling"], [], ["#SBATCH-n 2"])
+case("#sbatch lower case", ["script-parse", "case"], [], ["#sbatch -n 2"])
+case("#SBATCH --ntasks=2 # trailing comment with --mem", ["script-parse", "comments"], [], ["#SBATCH --ntasks=2 # --mem=9G"])
+case("env SBATCH_NTASKS_PER_NODE=2 -N 2", ["env", "ntasks-per-node"], ["-N", "2"], [], {"SBATCH_NTASKS_PER_NODE": "2"})
+case("env SBATCH_CPUS_PER_GPU=4 with --gpus=1", ["env", "cpus-per-gpu"], ["--gpus=1"], [], {"SBATCH_CPUS_PER_GPU": "4"})
+case("env SBATCH_MEM_PER_GPU=4G with --gpus=1", ["env", "mem-per-gpu"], ["--gpus=1"], [], {"SBATCH_MEM_PER_GPU": "4G"})
+case("env SBATCH_DEPENDENCY (not read by sbatch)", ["env", "dependency"], [], [], {"SBATCH_DEPENDENCY": "afterok:{P1}"})
+case("env SBATCH_HOLD=1 unheld probe", ["env", "hold"], [], [], {"SBATCH_HOLD": "1"})
+case("env SBATCH_NICE (not a variable sbatch reads)", ["env", "nice"], [], [], {"SBATCH_NICE": "5"})
+case("env SBATCH_DEADLINE=2031-01-01", ["env", "deadline"], [], [], {"SBATCH_DEADLINE": "2031-01-01"})
+case("env SBATCH_WAIT_ALL_NODES=1", ["env"], [], [], {"SBATCH_WAIT_ALL_NODES": "1"})
+case("env SBATCH_TIMELIMIT=1-0 in debug", ["env", "time", "partition"], ["-p", "debug"], [], {"SBATCH_TIMELIMIT": "1-0"})
+
+_R = _random.Random(20261207)
+_POOLS5 = dict(_POOLS4)
+_POOLS5.update({
+    "mem": [("--mem", "512"), ("--mem", "100m"), ("--mem", "4G"), ("--mem", "0"), ("--mem", "1024MB"), ("--mem", "16g")],
+    "ntasks-per-node": [("--ntasks-per-node", "2"), ("--ntasks-per-node", "4"), ("--ntasks-per-node", "1")],
+    "array": [("-a", "0-15:4"), ("--array", "0-99%5"), ("--array", "0-3,7"), ("-a", "1,3,5"), ("--array", "1-7:3%2")],
+    "time": [("--time", "30"), ("-t", "60:00"), ("-t", "1-0"), ("--time", "2:00:00"), ("-t", "INFINITE"), ("-t", "0:59"), ("-t", "2-0:0")],
+    "gpus-per-task": [("--gpus-per-task", "1"), ("--gpus-per-task", "a100:1"), ("--gpus-per-task", "2")],
+    "gres": [("--gres", "gpu:a100:2"), ("--gres", "gpu:1"), ("--gres", "gpu:1g.10gb:2"), ("--gres", "gpu:a100"), ("--gres", "none")],
+    "dependency": _POOLS3["dependency"] + [("-d", "afterok:{P1}+5"), ("-d", "afterany:{P5}_1:{P5}_3"), ("-d", "singleton,afterok:{P2}")],
+})
+_ENV5 = _ENV3 + [("SBATCH_NTASKS_PER_NODE", "2"), ("SBATCH_CPUS_PER_GPU", "2"), ("SBATCH_MEM_PER_GPU", "4G"),
+                 ("SBATCH_GPUS_PER_NODE", "1"), ("SBATCH_NO_REQUEUE", "1"), ("SBATCH_HOLD", "1")]
+
+_combos("fifth combo", 70, _POOLS5, 8, 0.2, 0.4, env=(0.3, _ENV5), pbs=(0.15, _PBS))
+
+# Probes of what the fifth round found (GPU-derived tasks and CPUs, --ntasks-per-gpu,
+# empty items in a partition list, --gres=none, zero GPUs of a type).
+for _a in (["--gpus=a100:2", "--gpus-per-task=a100:1"], ["--gpus=2", "--gpus-per-task=1"],
+           ["--gpus=2", "--gpus-per-task=1", "-c", "2"], ["--gpus=2", "--gpus-per-task=1", "--mem-per-gpu=1024"],
+           ["--gpus=4", "--gpus-per-task=1", "-N", "2"], ["--gpus=4", "--gpus-per-task=2", "-n", "2", "-c", "3"],
+           ["--ntasks-per-gpu=2", "--gpus=2", "-c", "2"], ["--ntasks-per-gpu=2", "--gpus=2", "-n", "3"],
+           ["--ntasks-per-gpu=2", "-n", "4"], ["--ntasks-per-gpu=2"], ["--ntasks-per-gpu=2", "-N", "2"],
+           ["--ntasks-per-gpu=2", "--gres=gpu:2", "-N", "2"], ["--ntasks-per-gpu=2", "--gpus-per-node=1", "-N", "2"],
+           ["--ntasks-per-gpu=1", "--gpus=a100:3"], ["--ntasks-per-gpu=2", "--gpus-per-task=1", "-n", "2"],
+           ["--ntasks-per-gpu=2", "--ntasks-per-node=2", "--gpus=2"], ["--ntasks-per-gpu=3", "-n", "7"],
+           ["--gres=none", "-N", "2"], ["--gres=gpu:a100:0"], ["--gpus=0"],
+           ["-p", ",batch"], ["-p", "batch,,debug"], ["-p", ","], ["-p", "debug,"]):
+    case("probe: " + " ".join(_a), ["probe"], _a)

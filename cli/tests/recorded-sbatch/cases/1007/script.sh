@@ -1,0 +1,10 @@
+#!/bin/bash
+#SBATCH --reservation=nosuchresv
+#SBATCH --time-min=45
+#SBATCH --signal=USR1@60
+# SBATCH --mem=1T (not a directive: space)
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,8 @@
+#!/bin/bash
+#SBATCH -ee-%j.txt
+#SBATCH -q high
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

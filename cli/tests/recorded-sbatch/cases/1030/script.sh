@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --mail-type=END
+
+
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

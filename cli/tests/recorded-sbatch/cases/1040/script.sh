@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --account=bio
+#SBATCH --dependency=after:{P4}+3
+#SBATCH --begin=2030-06-01T12:00
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

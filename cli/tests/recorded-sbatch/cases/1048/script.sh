@@ -1,0 +1,5 @@
+#!/bin/bash
+#SBATCH --tim=15
+#SBATCH --deadline 2031-01-01T00:00:00
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

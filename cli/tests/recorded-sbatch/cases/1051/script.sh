@@ -1,0 +1,8 @@
+#!/bin/bash
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH -t 0:59
+#SBATCH -H
+#SBATCH --gpus=1g.10gb:3
+# SBATCH --mem=1T (not a directive: space)
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,7 @@
+#!/bin/bash
+#SBATCH -Ja,b
+#SBATCH -n1
+#SBATCH --mem=512
+# SBATCH --mem=1T (not a directive: space)
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH -A physics
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH -p batch
+#SBATCH -i in-%j.txt
+#SBATCH --tim 15
+module load foo
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

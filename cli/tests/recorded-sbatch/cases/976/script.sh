@@ -1,0 +1,6 @@
+#!/bin/bash
+
+# a comment
+#SBATCH -n 3
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,10 @@
+#!/bin/bash
+
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --account bio
+#SBATCH --error=%x.err
+#SBATCH --comment="it's # here"
+## note: #SBATCH -n 999 is not a directive here
+
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1
