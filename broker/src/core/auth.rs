@@ -142,18 +142,18 @@ impl Core {
         j: &'a Job,
         omit: Parts,
         nodes_down: bool,
-        waiting: views::Waiting<'a>,
+        entry: views::Waiting<'a>,
     ) -> Option<bulkhead_proto::view::JobView<'a>> {
         if self.owns_or_operates(caller, j) {
-            return Some(self.view_without(j, omit, nodes_down, waiting));
+            return Some(self.view_without(j, omit, nodes_down, entry));
         }
         match self.cfg.privacy {
-            Privacy::Visible => Some(self.view_without(j, omit, nodes_down, waiting)),
+            Privacy::Visible => Some(self.view_without(j, omit, nodes_down, entry)),
             Privacy::Hidden => None,
             Privacy::Redacted => {
                 // Another's paths, denials and usage are never made at all.
                 let hidden = Parts::PATHS.with(Parts::DENIALS).with(Parts::USAGE);
-                let mut view = self.view_without(j, omit.with(hidden), nodes_down, waiting);
+                let mut view = self.view_without(j, omit.with(hidden), nodes_down, entry);
                 view.name = "(hidden)";
                 view.reason = view.reason.filter(|_| j.state == JobState::Pending);
                 Some(view)

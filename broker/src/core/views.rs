@@ -28,14 +28,14 @@ impl Core {
     /// A job's description without the parts in `omit`, whose fields stay empty (a
     /// listing of 100,000 jobs computes, sends and decodes only what its caller
     /// prints), borrowed from the job where it can be: what a listing encodes.
-    /// `nodes_down`: [`Core::all_nodes_down`]; `waiting`: the scheduler's entry of a
+    /// `nodes_down`: [`Core::all_nodes_down`]; `entry`: the scheduler's entry of a
     /// pending job, when the caller looked it up already.
     pub(super) fn view_without<'a>(
         &'a self,
         j: &'a Job,
         omit: Parts,
         nodes_down: bool,
-        waiting: Waiting<'a>,
+        entry: Waiting<'a>,
     ) -> JobView<'a> {
         let keep = |p: Parts| !omit.contains(p);
         let (stdout, stderr) = if keep(Parts::PATHS) {
@@ -81,7 +81,7 @@ impl Core {
                     None => rest,
                 })
             });
-        let pending = match waiting {
+        let pending = match entry {
             Waiting::Found(p) => p,
             Waiting::Ask => self.waiting_entry(j, omit),
         };
@@ -511,8 +511,9 @@ impl Core {
             entries.clear();
             entries.extend(chunk.iter().map(|j| self.waiting_entry(j, f.omit)));
             for (j, entry) in chunk.iter().copied().zip(entries.drain(..)) {
-                let waiting = Waiting::Found(entry);
-                let Some(view) = self.seen_view(caller, j, f.omit, nodes_down, waiting) else {
+                let Some(view) =
+                    self.seen_view(caller, j, f.omit, nodes_down, Waiting::Found(entry))
+                else {
                     continue;
                 };
                 let size = match page.push(&view) {

@@ -99,13 +99,12 @@ pub fn check(asks: &Asks, c: &mut Counts) -> Result<(), String> {
     if asks.cpus_per_gpu.is_some() && c.cpus_per_task.is_some() {
         return Err("--cpus-per-gpu is mutually exclusive with --cpus-per-task".into());
     }
-    // (--ntasks-per-gpu on an exact node count implies the tasks: the caller counts
-    // them so, as it counts an exact -N's.)
-    let per_gpu = asks.ntasks_per_gpu.filter(|n| *n > 0);
     for (_, s) in &mut states {
         test_counts(s, asks.cpus_per_gpu, c)?;
     }
-    let Some(per) = per_gpu else {
+    // --ntasks-per-gpu (the tasks it implies on an exact node count are the caller's
+    // to count, as an exact -N's are).
+    let Some(per) = asks.ntasks_per_gpu.filter(|n| *n > 0) else {
         return Ok(());
     };
     // The job's GPUs, all types together: per job, else per node on its minimum

@@ -151,8 +151,6 @@ impl SubmitOpts {
             (None, None) => 1,
         }
         .max(u32::try_from(nodelist.len()).unwrap_or(u32::MAX));
-        // The GPU options, checked against each other and the counts as sbatch checks
-        // them; they may fix the nodes, the tasks or the tasks per node.
         // --ntasks-per-gpu (`_validate_ntasks_per_gpu`: it goes with neither
         // --gpus-per-task nor --ntasks-per-node; 0 asks nothing).
         let ntasks_per_gpu = match self.ntasks_per_gpu.as_deref() {
@@ -175,7 +173,9 @@ impl SubmitOpts {
                 }
             }
         }
-        let gpu_asks = gres::Asks {
+        // The GPU options, checked against each other and the counts as sbatch checks
+        // them; they may fix the nodes, the tasks or the tasks per node.
+        let mut gpu_asks = gres::Asks {
             per_job: gpu_list("gpus", self.gpus.as_deref())?,
             per_node: {
                 let mut v = match self.gres.as_deref() {
@@ -198,10 +198,10 @@ impl SubmitOpts {
             // count, or one a node of an exact -N (a node list alone implies none).
             tasks: asked.or(match tasks_per_node_opt {
                 Some(per) if fixed => Some(per.saturating_mul(nodes)),
-                None if self.nodes.is_some() && fixed && ntasks_per_gpu.is_some() => {
+                // (--ntasks-per-gpu's tasks on each node, as slurmctld implies them.)
+                None if self.nodes.is_some() && fixed => {
                     Some(nodes.saturating_mul(ntasks_per_gpu.unwrap_or(1)))
                 }
-                None if self.nodes.is_some() && fixed => Some(nodes),
                 _ => None,
             }),
             nodes_min: nodes_set.then_some(nodes),
@@ -215,7 +215,6 @@ impl SubmitOpts {
         };
         let before = counts;
         gres::check(&gpu_asks, &mut counts).map_err(OptsError::Refused)?;
-        let mut gpu_asks = gpu_asks;
         if let Some(n) = counts.generated_gpus {
             gpu_asks.per_job.push(GpuAsk::Whole {
                 count: n,
