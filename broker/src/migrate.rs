@@ -12,21 +12,25 @@
 //!   `--comment`, ...), and `Dependency` the variant `AfterDelay`, appended (older
 //!   blobs read as they are).
 //! - 4 → 5: `SubmitExtra` gained `input`, `nodelist`, `exclude`, `mincpus` and
-//!   `deadline_us` (sbatch's `--input`, `-w`, `-x`, `--mincpus`, `--deadline`).
+//!   `deadline_us` (sbatch's `--input`, `-w`, `-x`, `--mincpus`, `--deadline`), and
+//!   later, under the same version, `signal` and `no_limit` (`--signal`, an explicit
+//!   `--time=UNLIMITED`): a version 5 store may hold either shape.
+//! - 5 → 6: `SubmitExtra` gained `priority` (an operator's `--priority`).
 //!
 //! A store of a newer schema than this build's is refused, never read as this one.
 
 use bulkhead_proto::JobId;
 use bulkhead_proto::acct::{GpuUsage, JobUsage};
 use bulkhead_proto::job::{
-    ArraySpec, Dependency, Exclusive, JobSubmission, MigAsk, ResourceRequest, SubmitExtra,
+    ArraySpec, Dependency, Exclusive, JobSignal, JobSubmission, MigAsk, ResourceRequest,
+    SubmitExtra,
 };
 use bulkhead_proto::msg::Reservation;
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: &str = "5";
+pub const SCHEMA_VERSION: &str = "6";
 
 #[derive(Serialize, Deserialize)]
 struct ResourceRequestV1 {
@@ -142,8 +146,9 @@ struct SubmitExtraV4 {
     mem_whole: bool,
 }
 
+/// From schema 4 on a submission's fields are today's; only `extra` grew.
 #[derive(Serialize, Deserialize)]
-struct JobSubmissionV4 {
+struct JobSubmissionV4<E> {
     name: String,
     script: String,
     args: Vec<String>,
@@ -158,11 +163,66 @@ struct JobSubmissionV4 {
     reservation: Option<String>,
     qos: Option<String>,
     idempotency_key: Option<u128>,
-    extra: SubmitExtraV4,
+    extra: E,
 }
 
-fn v4_submission(s: JobSubmissionV4) -> JobSubmission {
-    let e = s.extra;
+/// Schema 5 as it was first written. Postcard lays a nested struct's fields out as
+/// if they were the outer one's, so each later shape holds the one before.
+#[derive(Serialize, Deserialize)]
+struct SubmitExtraV5Early {
+    v4: SubmitExtraV4,
+    input: Option<String>,
+    nodelist: Vec<String>,
+    exclude: Vec<String>,
+    mincpus: Option<u32>,
+    deadline_us: Option<u64>,
+}
+
+/// Schema 5 once `--signal` and an explicit no-limit were appended to it (without a
+/// new version: stores written between hold the early shape, read second).
+#[derive(Serialize, Deserialize)]
+struct SubmitExtraV5 {
+    early: SubmitExtraV5Early,
+    signal: Option<JobSignal>,
+    no_limit: bool,
+}
+
+fn v4_extra(e: SubmitExtraV4) -> SubmitExtra {
+    SubmitExtra {
+        begin_us: e.begin_us,
+        nice: e.nice,
+        hold: e.hold,
+        comment: e.comment,
+        account: e.account,
+        deps_any: e.deps_any,
+        time_min_s: e.time_min_s,
+        requeue: e.requeue,
+        exclusive: e.exclusive,
+        mem_whole: e.mem_whole,
+        ..Default::default()
+    }
+}
+
+fn v5_early_extra(e: SubmitExtraV5Early) -> SubmitExtra {
+    SubmitExtra {
+        input: e.input,
+        nodelist: e.nodelist,
+        exclude: e.exclude,
+        mincpus: e.mincpus,
+        deadline_us: e.deadline_us,
+        ..v4_extra(e.v4)
+    }
+}
+
+fn v5_extra(e: SubmitExtraV5) -> SubmitExtra {
+    SubmitExtra {
+        signal: e.signal,
+        no_limit: e.no_limit,
+        ..v5_early_extra(e.early)
+    }
+}
+
+fn v4_submission<E>(s: JobSubmissionV4<E>, extra: impl FnOnce(E) -> SubmitExtra) -> JobSubmission {
     JobSubmission {
         name: s.name,
         script: s.script,
@@ -178,19 +238,7 @@ fn v4_submission(s: JobSubmissionV4) -> JobSubmission {
         reservation: s.reservation,
         qos: s.qos,
         idempotency_key: s.idempotency_key,
-        extra: SubmitExtra {
-            begin_us: e.begin_us,
-            nice: e.nice,
-            hold: e.hold,
-            comment: e.comment,
-            account: e.account,
-            deps_any: e.deps_any,
-            time_min_s: e.time_min_s,
-            requeue: e.requeue,
-            exclusive: e.exclusive,
-            mem_whole: e.mem_whole,
-            ..Default::default()
-        },
+        extra: extra(s.extra),
     }
 }
 
@@ -355,14 +403,20 @@ pub(crate) fn old_submission(version: &str, blob: &[u8]) -> Result<JobSubmission
         "1" => postcard::from_bytes(blob).map(v1_submission),
         "2" => postcard::from_bytes(blob).map(v2_submission),
         "3" => postcard::from_bytes(blob).map(v3_submission),
-        _ => postcard::from_bytes(blob).map(v4_submission),
+        "4" => postcard::from_bytes(blob).map(|s| v4_submission(s, v4_extra)),
+        // Either shape of 5: the later one first, since an early blob ends before
+        // the later fields and fails to read as it, never the other way round.
+        "5" => postcard::from_bytes(blob)
+            .map(|s| v4_submission(s, v5_extra))
+            .or_else(|_| postcard::from_bytes(blob).map(|s| v4_submission(s, v5_early_extra))),
+        _ => postcard::from_bytes(blob),
     }
 }
 
 /// Brings a store at `version` to [`SCHEMA_VERSION`].
 pub fn run(conn: &mut Connection, version: &str) -> Result<(), MigrateError> {
     match version.parse::<u32>() {
-        Ok(1..=4) => {}
+        Ok(1..=5) => {}
         Ok(v) if v > SCHEMA_VERSION.parse::<u32>().unwrap_or(u32::MAX) => {
             return Err(MigrateError::Newer(version.to_string()));
         }
@@ -771,6 +825,124 @@ mod tests {
                 e.deadline_us
             ),
             (&None, 0, 0, None, None)
+        );
+    }
+
+    /// A version 5 store may hold either shape of 5 (before and after `--signal` and
+    /// the explicit no-limit were appended): each job reads back with what it held and
+    /// no fixed priority.
+    #[test]
+    fn a_version_5_store_of_both_shapes_is_migrated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(crate::store::Store::open(dir.path()).expect("create"));
+        let early = |tag: &str| SubmitExtraV5Early {
+            v4: SubmitExtraV4 {
+                begin_us: None,
+                nice: 3,
+                hold: false,
+                comment: Some(tag.into()),
+                account: None,
+                deps_any: false,
+                time_min_s: None,
+                requeue: None,
+                exclusive: Exclusive::Node,
+                mem_whole: false,
+            },
+            input: Some("in-%j".into()),
+            nodelist: vec!["n1".into()],
+            exclude: vec![],
+            mincpus: Some(2),
+            deadline_us: Some(9_000_000),
+        };
+        fn sub<E>(extra: E) -> JobSubmissionV4<E> {
+            JobSubmissionV4 {
+                name: "five".into(),
+                script: "#!/bin/sh\n".into(),
+                args: vec![],
+                workdir: "/tmp".into(),
+                stdout: None,
+                stderr: None,
+                env: vec![],
+                resources: ResourceRequest::default(),
+                deps: vec![],
+                array: None,
+                array_task: None,
+                reservation: None,
+                qos: None,
+                idempotency_key: None,
+                extra,
+            }
+        }
+        {
+            let conn = Connection::open(dir.path().join("bulkhead.db")).expect("db");
+            let blobs = [
+                postcard::to_allocvec(&sub(early("early"))).expect("encode"),
+                postcard::to_allocvec(&sub(SubmitExtraV5 {
+                    early: early("late"),
+                    signal: Some(JobSignal {
+                        signal: 10,
+                        before_s: 30,
+                        batch: true,
+                    }),
+                    no_limit: true,
+                }))
+                .expect("encode"),
+            ];
+            for (id, blob) in blobs.iter().enumerate() {
+                conn.execute(
+                    "INSERT INTO jobs VALUES (?1, 1000, 1000, 'alice', ?2, 'batch', 100, 'PENDING', NULL, NULL, NULL, NULL, 5, NULL, NULL)",
+                    params![id as i64 + 1, blob],
+                )
+                .expect("job");
+            }
+            conn.execute(
+                "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
+                [],
+            )
+            .expect("version");
+        }
+        let mut s = crate::store::Store::open(dir.path()).expect("open migrates");
+        assert_eq!(
+            s.meta("schema_version").expect("meta").as_deref(),
+            Some(SCHEMA_VERSION)
+        );
+        let (jobs, _) = s.load().expect("load");
+        let seen: Vec<_> = jobs
+            .iter()
+            .map(|j| {
+                let e = &j.submission.extra;
+                (
+                    e.comment.as_deref(),
+                    e.nice,
+                    e.exclusive,
+                    e.input.as_deref(),
+                    e.nodelist.len(),
+                    e.mincpus,
+                    e.deadline_us,
+                    e.signal.map(|s| (s.signal, s.before_s, s.batch)),
+                    e.no_limit,
+                    e.priority,
+                )
+            })
+            .collect();
+        let common = (
+            3,
+            Exclusive::Node,
+            Some("in-%j"),
+            1,
+            Some(2),
+            Some(9_000_000),
+        );
+        let row = |tag, signal, no_limit| {
+            let (n, x, i, l, m, d) = common;
+            (Some(tag), n, x, i, l, m, d, signal, no_limit, None)
+        };
+        assert_eq!(
+            seen,
+            vec![
+                row("early", None, false),
+                row("late", Some((10, 30, true)), true)
+            ]
         );
     }
 }

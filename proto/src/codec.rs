@@ -26,7 +26,9 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// `--deadline`.
 /// 10: a page of a listing carries its cursor before its jobs, so that the next page
 /// is asked for before this one is read.
-pub const PROTOCOL_VERSION: u16 = 11;
+/// 11: a dependency may be `Delayed` (`afterok:J+M`).
+/// 12: a submission carries `--priority`.
+pub const PROTOCOL_VERSION: u16 = 12;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

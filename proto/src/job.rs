@@ -271,6 +271,10 @@ pub struct SubmitExtra {
     /// `--time=0`, `UNLIMITED` or `infinite` was given: no limit rather than the
     /// partition's default (its maximum still applies).
     pub no_limit: bool,
+    /// `--priority=N|TOP`: a fixed priority in place of the multifactor one, honoured
+    /// from operators and administrators (silently dropped from others, as slurmctld
+    /// drops it). At most [`MAX_PRIORITY`]. (Appended in store schema 6.)
+    pub priority: Option<u32>,
 }
 
 /// sbatch's `--signal=[B:]SIG[@TIME]`: `signal` sent `before_s` seconds before the
@@ -326,12 +330,18 @@ impl SubmitExtra {
         if let Some(sig) = &self.signal {
             sig.validate()?;
         }
+        if let Some(p) = self.priority {
+            check_u64("priority", u64::from(p), u64::from(MAX_PRIORITY))?;
+        }
         Ok(())
     }
 }
 
 /// The most nodes `--nodelist` or `--exclude` may name (expanded).
 pub const MAX_NODE_NAMES: usize = 100_000;
+
+/// The largest `--priority` Slurm takes, and what `TOP` means (`NO_VAL - 1`).
+pub const MAX_PRIORITY: u32 = 0xffff_fffd;
 
 /// The largest `--nice` Slurm takes (`NICE_OFFSET - 3`).
 pub const MAX_NICE: u32 = 2_147_483_645;

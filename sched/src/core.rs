@@ -823,6 +823,9 @@ impl Scheduler {
     /// The priority, given the account's fair-share factor (a full pass works them out
     /// once per account, not once per job).
     fn priority_with(&self, spec: &JobSpec, now: Time, fairshare: f64) -> f64 {
+        if let Some(p) = spec.fixed_priority {
+            return f64::from(p);
+        }
         let c = &self.cfg;
         let age = (now.saturating_sub(spec.submit) as f64 / c.max_age.max(1) as f64).min(1.0);
         let size = {

@@ -320,6 +320,9 @@ pub struct JobSpec {
     pub begin: Time,
     /// Subtracted from the priority (`--nice`).
     pub nice: i32,
+    /// A priority set by an operator (`--priority`), in place of the multifactor one
+    /// (its nice included), as Slurm's `direct_set_prio`.
+    pub fixed_priority: Option<u32>,
     /// Any one dependency suffices (Slurm's `?`), rather than all of them.
     pub deps_any: bool,
     /// Which nodes it may have, and by when it must end.

@@ -559,6 +559,7 @@ pub fn replay(trace: &[TraceJob], cluster: Cluster, policy: Policy) -> Result<Fi
                 reservation: None,
                 begin: 0,
                 nice: 0,
+                fixed_priority: None,
                 deps_any: false,
                 bounds: Default::default(),
             },

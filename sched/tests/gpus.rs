@@ -65,6 +65,7 @@ fn job(id: u64, req: Request) -> JobSpec {
         reservation: None,
         begin: 0,
         nice: 0,
+        fixed_priority: None,
         deps_any: false,
         bounds: Default::default(),
     }

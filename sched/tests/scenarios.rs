@@ -68,6 +68,7 @@ fn job(id: u64, account: u32, nodes: u32, gpus: u32, limit: Time, submit: Time) 
         reservation: None,
         begin: 0,
         nice: 0,
+        fixed_priority: None,
         deps_any: false,
         bounds: Default::default(),
     }
@@ -1465,4 +1466,38 @@ fn an_explicit_unlimited_time_is_not_the_partitions_default() {
         .collect();
     limits.sort();
     assert_eq!(limits, vec![(1, Some(3600)), (2, None)]);
+}
+
+/// An operator's `--priority` replaces the multifactor priority: the youngest job,
+/// given the highest, starts first; one given 1 waits with exactly 1, its nice and age
+/// left out, while a job of the multifactor policy goes before it.
+#[test]
+fn a_fixed_priority_replaces_the_multifactor_one() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 8, 1),
+        vec![partition("gpu", 0..1)],
+        accounts(&[1]),
+    );
+    let mut low = job(2, 0, 1, 1, 100, 0);
+    low.fixed_priority = Some(1);
+    low.nice = -1000;
+    let mut top = job(3, 0, 1, 1, 100, 50);
+    top.fixed_priority = Some(u32::MAX - 2);
+    s.submit(job(1, 0, 1, 1, 100, 0), 0).expect("submit");
+    s.submit(low, 0).expect("submit");
+    s.submit(top, 50).expect("submit");
+    let started = |d: Vec<Decision>| -> Vec<JobId> {
+        d.into_iter()
+            .filter_map(|d| match d {
+                Decision::Start { job, .. } => Some(job),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(started(s.full_pass(60)), vec![JobId(3)]);
+    let waiting = s.pending_info(JobId(2)).expect("pending");
+    assert_eq!(waiting.priority, 1.0);
+    s.job_ended(JobId(3), Outcome::Ok, 70);
+    assert_eq!(started(s.full_pass(70)), vec![JobId(1)]);
 }

@@ -152,6 +152,11 @@ impl Core {
         // partition's default) may run as little as a minute: slurmctld sets its
         // TimeMin so, and it starts while a minute is left.
         let mut sub = sub;
+        // A fixed priority is an operator's to set: from anyone else slurmctld drops
+        // it without a word (validate_job_create_req), and so does the broker.
+        if self.role(caller) < Role::Operator {
+            sub.extra.priority = None;
+        }
         // A list's empty items are skipped, as slurmctld skips them (`batch,,debug`).
         let first = partition.split(',').find(|p| !p.is_empty()).unwrap_or("");
         let default_time = self

@@ -197,6 +197,7 @@ impl Core {
             reservation: j.submission.reservation.clone(),
             begin: j.submission.extra.begin_us.map_or(0, secs),
             nice: j.submission.extra.nice,
+            fixed_priority: j.submission.extra.priority,
             deps_any: j.submission.extra.deps_any,
             bounds,
         })

@@ -268,7 +268,7 @@ fn migrate(
     target: &str,
 ) -> Result<(), StoreError> {
     let pe = |doing| pg_error(target, doing);
-    if version != "4" {
+    if !matches!(version, "4" | "5") {
         return Err(StoreError::NotAStore {
             path: target.into(),
             detail: format!(

@@ -117,6 +117,10 @@ pub struct SubmitOpts {
         allow_hyphen_values = true
     )]
     pub nice: Option<String>,
+    /// A fixed priority, N or TOP, in place of the multifactor one: honoured from
+    /// operators and administrators, dropped from others (as slurmctld drops it).
+    #[arg(long = "priority", allow_hyphen_values = true)]
+    pub priority: Option<String>,
     /// Whole nodes: no other job on them, their CPUs and GPUs all the job's
     /// (`--exclusive=user`: nodes shared only with one's own jobs).
     #[arg(
@@ -355,6 +359,7 @@ impl OptsError {
                         | "mem-per-cpu"
                         | "mem-per-gpu"
                         | "nice"
+                        | "priority"
                         | "exclusive"
                 ) =>
             {
@@ -844,6 +849,7 @@ impl SubmitOpts {
             array,
             begin,
             nice,
+            priority,
             exclusive,
             shares,
             cluster,

@@ -400,6 +400,30 @@ impl SubmitOpts {
             }
             None => 0,
         };
+        // As arg_set_priority reads it: TOP in any case, else strtoll's leading
+        // integer; 0 (or no number) asks for nothing, and --hold's 0 wins over it.
+        let priority = match &self.priority {
+            Some(p) if p.eq_ignore_ascii_case("TOP") => Some(bulkhead_proto::job::MAX_PRIORITY),
+            Some(p) => {
+                let v = leading_integer(p);
+                if v < 0 {
+                    return Err(value_err("priority", p, "Priority must be >= 0"));
+                }
+                if v > i64::from(bulkhead_proto::job::MAX_PRIORITY) {
+                    return Err(value_err(
+                        "priority",
+                        p,
+                        format!(
+                            "Priority must be < {}",
+                            bulkhead_proto::job::MAX_PRIORITY + 1
+                        ),
+                    ));
+                }
+                (v > 0).then_some(v as u32)
+            }
+            None => None,
+        }
+        .filter(|_| !self.hold);
         let begin_us = match &self.begin {
             Some(b) => {
                 let now = std::time::SystemTime::now()
@@ -516,6 +540,7 @@ impl SubmitOpts {
             deadline_us,
             signal,
             no_limit: self.time.is_some() && time_limit_s.is_none(),
+            priority,
         };
         // Several partitions may be named: the first that can take the job runs it. A
         // list's empty items are skipped (`batch,` is `batch`, kept as written, as
@@ -822,7 +847,7 @@ pub fn signal_number(name: &str) -> Option<u8> {
 
 /// The integer `strtoll` reads at the start of `s` (after blanks, with a sign), 0
 /// when there is none; saturated past i64's range.
-fn leading_integer(s: &str) -> i64 {
+pub(super) fn leading_integer(s: &str) -> i64 {
     let t = s.trim_start();
     let (neg, digits) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),

@@ -220,12 +220,6 @@ pub const REFUSED: &[Ignored] = &[
         Takes::Value,
         "this cluster has no licenses",
     ),
-    (
-        "priority",
-        None,
-        Takes::Value,
-        "priorities come from the multifactor policy; use --nice",
-    ),
 ];
 
 fn arg_of(&(long, short, takes, _): &Ignored) -> Arg {

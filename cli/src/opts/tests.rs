@@ -152,6 +152,7 @@ fn the_help_lists_what_works_and_the_rest_is_warned_or_refused() {
             "input" => vec!["in-%j"],
             "nodefile" => vec!["/etc/hostname"],
             "signal" => vec!["B:USR1@90"],
+            "priority" => vec!["TOP"],
             _ => return None,
         })
     };
@@ -898,5 +899,25 @@ fn ntasks_per_gpu_makes_tasks_from_gpus_or_gpus_from_tasks() {
             "{bad:?}: {:?}",
             tasks_gpus(bad)
         );
+    }
+}
+
+/// `--priority` as arg_set_priority reads it: TOP, strtoll's leading integer, 0 as
+/// none, a negative or too large value refused (exit 255), and `--hold` over it.
+#[test]
+fn priority_is_read_as_sbatch_reads_it() {
+    let p = |words: &[&str]| cli(words).resolve().map(|r| r.extra.priority);
+    assert_eq!(p(&["--priority=top"]).expect("top"), Some(0xffff_fffd));
+    assert_eq!(p(&["--priority=100x"]).expect("100x"), Some(100));
+    assert_eq!(p(&["--priority", "0"]).expect("0"), None);
+    assert_eq!(p(&["--priority=abc"]).expect("abc"), None);
+    assert_eq!(
+        p(&["--priority=4294967293"]).expect("max"),
+        Some(4_294_967_293)
+    );
+    assert_eq!(p(&["--priority=9", "--hold"]).expect("held"), None);
+    for bad in ["-1", "4294967294"] {
+        let e = p(&["--priority", bad]).expect_err(bad);
+        assert_eq!(e.exit_code(), 255, "{bad}: {e}");
     }
 }

@@ -60,6 +60,7 @@ fn job(id: u64, profile: &str, submit: Time) -> JobSpec {
         reservation: None,
         begin: 0,
         nice: 0,
+        fixed_priority: None,
         deps_any: false,
         bounds: Default::default(),
     }

@@ -118,6 +118,7 @@ fn main() {
             reservation: None,
             begin: 0,
             nice: 0,
+            fixed_priority: None,
             deps_any: false,
             bounds: Default::default(),
         };

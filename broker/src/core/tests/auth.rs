@@ -553,3 +553,49 @@ fn every_request_for_a_role_is_refused_alike() {
     assert_replied!(fx, ClientReply::Done(m) if m.starts_with("node n1 draining") => 1);
     assert_stored!(fx, StoreOp::UpsertNode(n) if n.drain_reason.is_some() => 1);
 }
+
+/// `--priority` is an operator's, as in slurmctld: an operator's job waits with the
+/// priority given; a user's is dropped without a word, and the job waits with the
+/// multifactor priority of one submitted without it.
+#[test]
+fn a_fixed_priority_is_honoured_from_operators_and_dropped_from_users() {
+    let cfg = CoreConfig {
+        operators: ["carol".to_string()].into(),
+        ..CoreConfig::default()
+    };
+    // One CPU, taken by a first job: the others wait, with their priorities shown.
+    let mut c = Core::new(cfg, vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let (alice, carol) = (named(1001, "alice"), named(1003, "carol"));
+    let mut submit = |who: &Caller, priority: Option<u32>, seq: u64| {
+        let mut s = sub(1);
+        s.extra.priority = priority;
+        submitted(&c.client(b"c".to_vec(), seq, who, ClientOp::Submit(Box::new(s)), 5))
+    };
+    submit(&alice, None, 0);
+    let plain = submit(&alice, None, 1);
+    let asked = submit(&alice, Some(7_000_000), 2);
+    let given = submit(&carol, Some(5_000_000), 3);
+    let priority = |c: &mut Core, job| match c
+        .client(b"c".to_vec(), 9, &carol, ClientOp::Show(job), 6)
+        .send
+        .remove(0)
+    {
+        Outbound::Client {
+            reply: ClientReply::Job(j),
+            ..
+        } => j.priority,
+        other => panic!("{other:?}"),
+    };
+    let multifactor = priority(&mut c, plain);
+    assert!(
+        multifactor.is_some_and(|p| p < 5_000_000),
+        "{multifactor:?}"
+    );
+    assert_eq!(
+        priority(&mut c, asked),
+        multifactor,
+        "a user's --priority is dropped"
+    );
+    assert_eq!(priority(&mut c, given), Some(5_000_000));
+}
