@@ -4,16 +4,16 @@
 //! Precedence: the command line beats the environment, which beats the script; within
 //! one source the last occurrence wins. Script directives are read up to the first line
 //! that is neither blank nor a comment; an indented `#SBATCH` is a plain comment, and a
-//! `#` that starts a word ends the directive. `#PBS` lines are read in the same pass, as
-//! Slurm reads them (unless `--ignore-pbs`). Long options may be abbreviated as
-//! getopt_long allows (any unambiguous prefix). Every option of sbatch 22.05 is read:
+//! `#` that starts a word ends the directive. `#BSUB` or `#PBS` lines are read after
+//! them, as Slurm translates them (`xlate`; not with `--ignore-pbs`). Long options may
+//! be abbreviated as getopt_long allows (any unambiguous prefix). Every option of sbatch 22.05 is read:
 //! those without a meaning here are accepted with a warning, a few are refused by name
 //! with the reason ([`table`]).
 
 pub mod begin;
 pub mod gres;
-mod pbs;
 mod resolve;
+mod xlate;
 pub use resolve::{parse_signal, signal_number};
 pub mod table;
 
@@ -687,24 +687,14 @@ pub fn script_opts_with(script: &str, ignore_pbs: bool) -> Result<SubmitOpts, Op
         first_line.get_or_insert(n);
         words.extend(kept);
     }
-    // `#PBS` lines are read after every `#SBATCH` one (so they win over them), and past
-    // the first command: sbatch's xlate_batch_script looks through the script until it
-    // has passed 100 lines that do not start with `#`.
+    // `#BSUB` or `#PBS` lines are read after every `#SBATCH` one (so they win over
+    // them), and past the first command (xlate.rs).
     let ignore_pbs = ignore_pbs || words.iter().any(|w| w == "--ignore-pbs");
-    if !ignore_pbs {
-        let mut others = 0;
-        for (i, line) in script.lines().enumerate() {
-            let Some(rest) = line.strip_prefix("#PBS") else {
-                if !line.starts_with('#') {
-                    others += 1;
-                    if others > 100 {
-                        break;
-                    }
-                }
-                continue;
-            };
-            first_line.get_or_insert(i + 1);
-            words.extend(pbs::translate(&words_of(rest, i + 1)?));
+    if !ignore_pbs && (script.contains("#PBS") || script.contains("#BSUB")) {
+        let prior = parse_words(&words).unwrap_or_default();
+        if let Some((first, more)) = xlate::wrapper_words(script, &prior)? {
+            first_line.get_or_insert(first);
+            words.extend(more);
         }
     }
     parse_words(&words).map_err(|e| OptsError::Directive {

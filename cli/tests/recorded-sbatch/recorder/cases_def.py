@@ -854,3 +854,102 @@ for _a in (["--gpus=a100:2", "--gpus-per-task=a100:1"], ["--gpus=2", "--gpus-per
            ["--gres=none", "-N", "2"], ["--gres=gpu:a100:0"], ["--gpus=0"],
            ["-p", ",batch"], ["-p", "batch,,debug"], ["-p", ","], ["-p", "debug,"]):
     case("probe: " + " ".join(_a), ["probe"], _a)
+
+# ---------------------------------------------------------------- sixth round (2026-12-04): #PBS and #BSUB as
+# xlate.c reads them, --priority, then combos with wrapper lines. Indices 1084 on.
+for _d, _t in [
+    (["#PBS -a 1830"], "#PBS -a hhmm"),
+    (["#PBS -a 12241830"], "#PBS -a MMDDhhmm"),
+    (["#PBS -a 202612241830"], "#PBS -a CCYYMMDDhhmm"),
+    (["#PBS -a 2031-01-01T10:00:00"], "#PBS -a in --begin's form"),
+    (["#PBS -p 5"], "#PBS -p 5 (nice)"),
+    (["#PBS -p -3"], "#PBS -p -3 (negative nice, as root)"),
+    (["#PBS -J 1-4"], "#PBS -J 1-4 (PBS Pro array)"),
+    (["#PBS -t 0-9%2"], "#PBS -t 0-9%2"),
+    (["#PBS -r n"], "#PBS -r n"),
+    (["#SBATCH --export=NONE", "#PBS -V"], "#PBS -V after --export=NONE"),
+    (["#PBS -v A=1,B=2"], "#PBS -v A=1,B=2"),
+    (["#SBATCH --export=NONE", "#PBS -v A=1"], "#PBS -v after --export=NONE"),
+    (["#PBS -h"], "#PBS -h"),
+    (["#PBS -A physics"], "#PBS -A physics"),
+    (["#PBS -m abe -M a@b.c"], "#PBS -m abe -M"),
+    (["#PBS -W depend=afterok:{P1}:{P2}"], "#PBS -W depend two ids"),
+    (["#PBS -W DEPEND=afterany:{P1}"], "#PBS -W DEPEND= upper case"),
+    (["#PBS -W umask=077"], "#PBS -W umask=077"),
+    (["#PBS -W depend=afterok:{P1},umask=022"], "#PBS -W depend then umask in one value"),
+    (["#PBS -N", "#PBS nextline"], "#PBS -N value on the next line"),
+    (["#PBS pbsname"], "INVALID #PBS word that is no option"),
+    (["#PBS -X"], "INVALID #PBS -X unknown"),
+    (["#PBS --job_name=longname"], "#PBS --job_name=longname"),
+    (["#PBS --job_n=abbr"], "#PBS --job_n abbreviated long option"),
+    (["#PBS -hN glued"], "#PBS -hN glued cluster"),
+    (["#PBS -l select=2:ncpus=8:mpiprocs=4"], "#PBS -l select ncpus mpiprocs"),
+    (["#PBS -l select=1:ncpus=4"], "#PBS -l select=1:ncpus=4"),
+    (["#PBS -l ncpus=4"], "#PBS -l ncpus=4"),
+    (["#PBS -l procs=4"], "#PBS -l procs=4"),
+    (["#PBS -l pmem=1gb"], "#PBS -l pmem=1gb"),
+    (["#PBS -l mem=2000mb"], "#PBS -l mem=2000mb"),
+    (["#PBS -l mem=1024"], "#PBS -l mem=1024 (no unit)"),
+    (["#PBS -l naccelerators=2"], "#PBS -l naccelerators=2"),
+    (["#PBS -l nodes=1:ppn=2:gpus=1"], "#PBS -l nodes ppn gpus"),
+    (["#PBS -l nodes=n1+n2"], "#PBS -l nodes=n1+n2"),
+    (["#PBS -l nodes=2+1:ppn=2"], "#PBS -l nodes=2+1:ppn=2"),
+    (["#PBS -l walltime=3600"], "#PBS -l walltime=3600"),
+    (["#PBS -l cput=10:00"], "#PBS -l cput=10:00"),
+    (["#PBS -l nice=7"], "#PBS -l nice=7"),
+    (["#PBS -l accelerator=true"], "#PBS -l accelerator=true"),
+    (["#PBS -l file=10gb"], "#PBS -l file=10gb"),
+    (["#PBS -l walltime=1:00:00", "#PBS -l nodes=2"], "#PBS two -l lines"),
+    (["#SBATCH -p batch", "#PBS -q debug"], "#PBS -q over #SBATCH -p"),
+    (["#PBS -l mem=4gb", "#SBATCH --mem-per-cpu=1G"], "#PBS mem with #SBATCH mem-per-cpu"),
+    (["#SBATCH --gres=gpu:1g.10gb:1", "#PBS -l naccelerators=1"], "#PBS naccelerators added to #SBATCH gres"),
+    (["#PBS -z -I -k oe -S /bin/sh -u root -c n -C /tmp"], "#PBS options without a counterpart"),
+    (["#PBS-N gluedmagic"], "#PBS-N glued to the magic word"),
+    (["#PBSX -N x"], "INVALID #PBSX (magic prefix, then a word)"),
+    (["  #PBS -N indented"], "indented #PBS is no directive"),
+    (["#PBS -o out.%j", "#PBS -e err.txt -j oe"], "#PBS -o -e -j"),
+    (["#PBS -l walltime=00:10:00,xnodes=3"], "#PBS -l key inside another word"),
+    (["#PBS -l naccelerators=abc"], "INVALID #PBS -l naccelerators=abc"),
+    (["#PBS -l mpiprocs=2,walltime=5"], "#PBS -l mpiprocs to the next colon"),
+]:
+    case(_t, ["pbs", "sixth"], [], _d)
+case("#PBS -N pbs, CLI -J cli", ["pbs", "precedence"], ["-J", "cli"], ["#PBS -N pbs"])
+case("#PBS -l walltime after the first command", ["pbs", "after-command"], [], ["#SBATCH -J x"], after=["#PBS -l walltime=00:07:00"])
+for _d, _t in [
+    (["#BSUB -J lsfname"], "#BSUB -J"),
+    (["#BSUB -n 4"], "#BSUB -n 4"),
+    (["#BSUB -n 2,8"], "#BSUB -n 2,8 (the maximum)"),
+    (["#BSUB -W 90"], "#BSUB -W 90"),
+    (["#BSUB -W 1:30"], "#BSUB -W 1:30"),
+    (["#BSUB -q debug"], "#BSUB -q debug"),
+    (["#BSUB -o lsf.%J.out -e lsf.err"], "#BSUB -o -e"),
+    (["#BSUB -M 2000000"], "#BSUB -M 2000000 (KB)"),
+    (["#BSUB -M 2G"], "#BSUB -M 2G"),
+    (["#BSUB -cwd /tmp"], "#BSUB -cwd /tmp"),
+    (["#BSUB -x"], "#BSUB -x"),
+    (["#BSUB -m 'n1 n2'"], "#BSUB -m two hosts"),
+    (["#BSUB -J lsf", "#PBS -N pbs"], "#BSUB and #PBS: #BSUB alone read"),
+    (["#BSUB -P proj"], "INVALID #BSUB -P unknown"),
+    (["#BSUB -n 2,"], "INVALID #BSUB -n 2,"),
+    (["#SBATCH -t 5", "#BSUB -W 10"], "#BSUB -W over #SBATCH -t"),
+]:
+    case(_t, ["bsub", "sixth"], [], _d)
+case("--ignore-pbs with #BSUB", ["bsub", "ignore-pbs"], ["--ignore-pbs"], ["#BSUB -J lsf"])
+for _a, _t in [
+    (["--priority=TOP"], "--priority=TOP"),
+    (["--priority=0"], "--priority=0"),
+    (["--priority=-1"], "INVALID --priority=-1"),
+    (["--priority=4294967294"], "INVALID --priority=4294967294"),
+    (["--priority=4294967293"], "--priority=4294967293"),
+    (["--priority=abc"], "--priority=abc"),
+    (["--priority", "50x"], "--priority 50x"),
+    (["--prio=5"], "--prio=5 abbreviated"),
+]:
+    case(_t, ["priority", "sixth"], _a)
+case("#SBATCH --priority=7", ["priority", "script"], [], ["#SBATCH --priority=7"])
+
+_R = _random.Random(20261208)
+_PBS6 = _PBS + ["#PBS -p 3", "#PBS -J 0-3", "#PBS -l select=2:ncpus=4:mpiprocs=2", "#PBS -l ncpus=2",
+                "#PBS -l naccelerators=1", "#PBS -W depend=afterok:{P1}", "#PBS -h", "#PBS -l cput=20",
+                "#PBS -l nodes=1:ppn=3", "#BSUB -n 3", "#BSUB -W 45", "#BSUB -J lsf", "#BSUB -q debug"]
+_combos("sixth combo", 60, _POOLS5, 8, 0.2, 0.4, env=(0.3, _ENV5), pbs=(0.35, _PBS6))

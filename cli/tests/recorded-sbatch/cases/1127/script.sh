@@ -1,0 +1,5 @@
+#!/bin/bash
+#PBS -l mem=4gb
+#SBATCH --mem-per-cpu=1G
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

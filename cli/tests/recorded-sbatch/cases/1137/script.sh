@@ -1,0 +1,4 @@
+#!/bin/bash
+#PBS -N pbs
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,5 @@
+#!/bin/bash
+#BSUB -J lsf
+#PBS -N pbs
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

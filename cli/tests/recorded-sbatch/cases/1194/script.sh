@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --signal=B:TERM
+#SBATCH --requeue
+#SBATCH -x n1
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

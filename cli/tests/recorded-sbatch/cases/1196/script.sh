@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --outp=ab-%j.out
+#SBATCH --account bio
+## note: #SBATCH -n 999 is not a directive here
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

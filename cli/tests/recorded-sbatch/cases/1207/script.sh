@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH -xn1
+#SBATCH --open-mode append
+
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

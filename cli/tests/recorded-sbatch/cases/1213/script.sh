@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH --time-min 1:00:00
+#SBATCH -b 2031-02-03
+#SBATCH -qhigh
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

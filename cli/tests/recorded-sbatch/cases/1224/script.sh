@@ -1,0 +1,10 @@
+#!/bin/bash
+#SBATCH --mem-per-gpu 8G
+#SBATCH --oversubscribe
+
+## note: #SBATCH -n 999 is not a directive here
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"
