@@ -979,7 +979,7 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
             c.hold(targets, verb != "release").map_err(explain)?;
         }
         "" => bail!(
-            "no command given: scontrol show job|partition|node [NAME] | hold ID | release ID | update JobId=ID TimeLimit=T Partition=P | requeue ID"
+            "no command given: scontrol show job|partition|node [NAME] | hold ID | release ID | update JobId=ID TimeLimit=T Partition=P Priority=N | requeue ID"
         ),
         other => bail!(
             "invalid keyword: {other} (Bulkhead's scontrol answers show, hold, release, update and requeue)"
@@ -988,7 +988,7 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
     Ok(ExitCode::SUCCESS)
 }
 
-/// `scontrol update JobId=ID [TimeLimit=T] [Partition=P]` (keys in any case; `Job=`
+/// `scontrol update JobId=ID [TimeLimit=T] [Partition=P] [Priority=N]` (keys in any case; `Job=`
 /// too). A limit in Slurm's time forms, `UNLIMITED`/`INFINITE`, or `+T`/`-T` from the
 /// job's present limit (`limit_of` asks for it); whole minutes, rounded up.
 fn parse_update(
@@ -998,6 +998,7 @@ fn parse_update(
     let mut job = None;
     let mut limit = None;
     let mut partition = None;
+    let mut priority = None;
     for w in words {
         let Some((k, v)) = w.split_once('=') else {
             bail!("Invalid input: {w}  Request aborted");
@@ -1006,8 +1007,17 @@ fn parse_update(
             "jobid" | "job" => job = Some(v.parse::<JobId>().context("Invalid job id specified")?),
             "timelimit" => limit = Some(v.to_string()),
             "partition" => partition = Some(v.to_string()),
+            // As scontrol reads it: a whole number below NO_VAL (TOP is sbatch's alone).
+            "priority" => {
+                priority = Some(
+                    v.parse::<u32>()
+                        .ok()
+                        .filter(|p| *p <= bulkhead_proto::job::MAX_PRIORITY)
+                        .with_context(|| format!("Invalid Priority value: {v}"))?,
+                )
+            }
             other => bail!(
-                "Update of {other} is not supported by Bulkhead's scontrol (TimeLimit and Partition are)"
+                "Update of {other} is not supported by Bulkhead's scontrol (TimeLimit, Partition and Priority are)"
             ),
         }
     }
@@ -1041,6 +1051,7 @@ fn parse_update(
         job,
         time_limit_s,
         partition,
+        priority,
     })
 }
 
@@ -1417,5 +1428,11 @@ mod tests {
         assert!(parse_update(&w(&["JobId=7", "NumNodes=2"]), no_lookup).is_err());
         assert!(parse_update(&w(&["TimeLimit=5"]), no_lookup).is_err());
         assert!(parse_update(&w(&["JobId=7", "TimeLimit=abc"]), no_lookup).is_err());
+        let u = parse_update(&w(&["JobId=7", "priority=4294967293"]), no_lookup).expect("u");
+        assert_eq!(u.priority, Some(4_294_967_293));
+        for bad in ["-1", "4294967294", "TOP", "5x"] {
+            let e = parse_update(&w(&["JobId=7", &format!("Priority={bad}")]), no_lookup);
+            assert!(e.is_err(), "Priority={bad}");
+        }
     }
 }

@@ -28,7 +28,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// is asked for before this one is read.
 /// 11: a dependency may be `Delayed` (`afterok:J+M`).
 /// 12: a submission carries `--priority`.
-pub const PROTOCOL_VERSION: u16 = 12;
+/// 13: `scontrol update` carries a priority.
+pub const PROTOCOL_VERSION: u16 = 13;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

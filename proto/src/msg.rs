@@ -146,6 +146,8 @@ pub struct JobUpdate {
     pub time_limit_s: Option<Option<u64>>,
     /// The new partition (or `a,b`: the first that can take it).
     pub partition: Option<String>,
+    /// An operator's fixed priority, as `--priority` gives it (appended).
+    pub priority: Option<u32>,
 }
 
 /// A partition as `sinfo` shows it.
@@ -676,6 +678,11 @@ impl Message for ClientRequest {
                     "partition",
                     u.partition.as_deref().unwrap_or(""),
                     limits::MAX_NAME_BYTES,
+                )?;
+                check_u64(
+                    "priority",
+                    u64::from(u.priority.unwrap_or(0)),
+                    u64::from(crate::job::MAX_PRIORITY),
                 )
             }
             ClientOp::Requeue(ids) => check_ids("jobs", ids),

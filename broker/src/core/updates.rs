@@ -25,7 +25,7 @@ impl Core {
             return ClientReply::Error(err(
                 ErrorCode::Invalid,
                 format!(
-                    "job {id} is {}: only a pending job's time limit and partition change (an array's: each pending task's)",
+                    "job {id} is {}: only a pending job's time limit, partition and priority change (an array's: each pending task's)",
                     if j.submission.array.is_some() {
                         "an array"
                     } else {
@@ -68,10 +68,30 @@ impl Core {
             changed.submission.resources.partition = Some(p.clone());
             what.push(format!("Partition={p}"));
         }
+        if let Some(p) = u.priority {
+            // slurmctld's persistent priority is an operator's to set (a user's own
+            // lowering lasts only until the next recalculation there: not kept here).
+            if !operator {
+                return ClientReply::Error(err(
+                    ErrorCode::PermissionDenied,
+                    "Access/permission denied: only an operator sets a job's priority",
+                ));
+            }
+            if p == 0 {
+                return ClientReply::Error(err(
+                    ErrorCode::Invalid,
+                    "Priority=0 holds a job: use scontrol hold",
+                ));
+            }
+            changed.submission.extra.priority = Some(p);
+            // As slurmctld resets the nice of a job given a priority.
+            changed.submission.extra.nice = 0;
+            what.push(format!("Priority={p}"));
+        }
         if what.is_empty() {
             return ClientReply::Error(err(
                 ErrorCode::Invalid,
-                "nothing to update: give TimeLimit= or Partition=",
+                "nothing to update: give TimeLimit=, Partition= or Priority=",
             ));
         }
         let spec = match self.spec_of(&changed) {

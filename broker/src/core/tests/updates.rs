@@ -64,6 +64,7 @@ fn a_pending_jobs_limit_and_partition_change_as_slurm_allows_and_survive_a_resta
             job,
             time_limit_s: Some(secs),
             partition: None,
+            priority: None,
         })
     };
     // Another user: refused.
@@ -101,6 +102,7 @@ fn a_pending_jobs_limit_and_partition_change_as_slurm_allows_and_survive_a_resta
             job: pending,
             time_limit_s: None,
             partition: Some("long".into()),
+            priority: None,
         }),
         8,
     );
@@ -126,6 +128,7 @@ fn a_pending_jobs_limit_and_partition_change_as_slurm_allows_and_survive_a_resta
             job: pending,
             time_limit_s: None,
             partition: Some("nosuch".into()),
+            priority: None,
         }),
         10,
     );
@@ -140,6 +143,71 @@ fn a_pending_jobs_limit_and_partition_change_as_slurm_allows_and_survive_a_resta
         (j.partition.as_str(), j.submission.resources.time_limit_s),
         ("long", Some(5000))
     );
+}
+
+/// `scontrol update Priority=N`: an operator's, as slurmctld's persistent priority:
+/// the job waits with N (its nice reset), across a restart; its owner is refused, as
+/// is `Priority=0` (a hold).
+#[test]
+fn an_operator_sets_a_pending_jobs_priority_and_it_survives_a_restart() {
+    let cfg = config();
+    let mut c = Core::new(cfg.clone(), vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
+    let (alice, carol) = (named(1001, "alice"), named(1003, "carol"));
+    let mut rows = BTreeMap::new();
+    let fx = c.client(
+        b"c".to_vec(),
+        1,
+        &alice,
+        ClientOp::Submit(Box::new(limited(600))),
+        1,
+    );
+    keep(&mut rows, fx);
+    let mut niced = limited(600);
+    niced.extra.nice = 50;
+    let fx = c.client(
+        b"c".to_vec(),
+        2,
+        &alice,
+        ClientOp::Submit(Box::new(niced)),
+        2,
+    );
+    let pending = submitted(&fx);
+    keep(&mut rows, fx);
+    let set = |p| {
+        ClientOp::Update(Update {
+            job: pending,
+            time_limit_s: None,
+            partition: None,
+            priority: Some(p),
+        })
+    };
+    let fx = c.client(b"c".to_vec(), 3, &alice, set(900), 3);
+    assert!(matches!(reply(&fx), ClientReply::Error(e) if e.code == ErrorCode::PermissionDenied));
+    let fx = c.client(b"c".to_vec(), 4, &carol, set(0), 4);
+    assert!(matches!(reply(&fx), ClientReply::Error(e) if e.message.contains("hold")));
+    let fx = c.client(b"c".to_vec(), 5, &carol, set(123_456), 5);
+    assert!(
+        matches!(reply(&fx), ClientReply::Done(_)),
+        "{:?}",
+        reply(&fx)
+    );
+    keep(&mut rows, fx);
+    let shown = |c: &mut Core| match c
+        .client(b"c".to_vec(), 6, &carol, ClientOp::Show(pending), 6)
+        .send
+        .remove(0)
+    {
+        Outbound::Client {
+            reply: ClientReply::Job(j),
+            ..
+        } => (j.priority, c.jobs[&pending].submission.extra.nice),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(shown(&mut c), (Some(123_456), 0));
+    let nodes = vec![Core::node_row(&c.nodes[&NodeId(1)])];
+    let mut c2 = Core::new(cfg, rows.into_values().collect(), nodes);
+    assert_eq!(shown(&mut c2), (Some(123_456), 0));
 }
 
 #[test]
