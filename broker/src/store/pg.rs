@@ -77,7 +77,6 @@ CREATE TABLE IF NOT EXISTS fairshare (
 );
 CREATE TABLE IF NOT EXISTS reservations (name TEXT PRIMARY KEY, data BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT INTO meta(key, value) VALUES ('schema_version', '5') ON CONFLICT DO NOTHING;
 INSERT INTO meta(key, value) VALUES ('store_id', md5(random()::text || clock_timestamp()::text))
     ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS leader (
@@ -402,6 +401,12 @@ impl Pg {
         }
         tx.batch_execute(SCHEMA)
             .map_err(pe("creating the schema"))?;
+        // A new store is of this build's schema (the one place that says so).
+        tx.execute(
+            "INSERT INTO meta(key, value) VALUES ('schema_version', $1) ON CONFLICT DO NOTHING",
+            &[&crate::migrate::SCHEMA_VERSION],
+        )
+        .map_err(pe("recording the schema version"))?;
         if let Some(v) = stored_version.filter(|v| v != crate::migrate::SCHEMA_VERSION) {
             migrate(&mut tx, &v, &target)?;
         }

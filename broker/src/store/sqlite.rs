@@ -90,7 +90,6 @@ CREATE TABLE IF NOT EXISTS reservations (
     data  BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '5');
 INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', lower(hex(randomblob(16))));
 ";
 
@@ -160,6 +159,12 @@ impl Sqlite {
             .ok();
         conn.execute_batch(SCHEMA)
             .map_err(sq("creating the schema"))?;
+        // A new store is of this build's schema (the one place that says so).
+        conn.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?1)",
+            [crate::migrate::SCHEMA_VERSION],
+        )
+        .map_err(sq("recording the schema version"))?;
         let mut conn = conn;
         if let Some(v) = version {
             crate::migrate::run(&mut conn, &v).map_err(|e| match e {
