@@ -269,6 +269,7 @@ mod tests {
         let end = start + hours * 3_600_000_000;
         AcctRecord {
             time_limit_s: Some(3600),
+            comment: None,
             job: JobId(id),
             job_label: id.to_string(),
             name: "j".into(),

@@ -139,6 +139,7 @@ pub const FIELDS: &[&str] = &[
     "CPUTimeRAW",
     "Timelimit",
     "TimelimitRaw",
+    "Comment",
 ];
 
 /// The fields shown without `--format`.
@@ -213,6 +214,7 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
             None => r.job.to_string(),
         },
         "JobName" => r.name.clone(),
+        "Comment" => r.comment.clone().unwrap_or_default(),
         "User" => r.user.clone(),
         "Account" => r.account.clone(),
         "Partition" => r.partition.clone(),
@@ -810,6 +812,7 @@ mod tests {
     fn rec() -> AcctRecord {
         AcctRecord {
             time_limit_s: Some(3600),
+            comment: None,
             job: JobId(12),
             job_label: "12".into(),
             name: "train, big".into(),

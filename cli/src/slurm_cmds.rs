@@ -888,7 +888,14 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
                             c.show(id.parse().context("Invalid job id specified")?)
                                 .map_err(explain)?,
                         ],
-                        None => c.queue(QueueFilter::default()).map_err(explain)?,
+                        // Every job the broker still holds, ended ones included, as
+                        // slurmctld shows those within MinJobAge (squeue -t all's set).
+                        None => c
+                            .queue(QueueFilter {
+                                states: JobState::ALL.to_vec(),
+                                ..Default::default()
+                            })
+                            .map_err(explain)?,
                     };
                     if jobs.is_empty() {
                         println!("No jobs in the system");

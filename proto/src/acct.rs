@@ -167,6 +167,8 @@ pub struct AcctRecord {
     pub usage: Option<JobUsage>,
     /// The job's time limit in seconds (`None`: unlimited); a step shows none.
     pub time_limit_s: Option<u64>,
+    /// The job's `--comment` (sacct's `Comment`); a step has none. Appended.
+    pub comment: Option<String>,
 }
 
 /// How `bh report` groups usage.

@@ -29,7 +29,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// 11: a dependency may be `Delayed` (`afterok:J+M`).
 /// 12: a submission carries `--priority`.
 /// 13: `scontrol update` carries a priority.
-pub const PROTOCOL_VERSION: u16 = 13;
+/// 14: an accounting record carries the job's comment.
+pub const PROTOCOL_VERSION: u16 = 14;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

@@ -698,3 +698,374 @@ fn squeue_lists_every_job_over_several_pages() {
     down.reverse();
     same(listed(&["-S", "-i"]), &down, "backwards");
 }
+
+/// Workflow managers' own command lines, as their sources build them and parsing the
+/// answers as they parse them: dask-jobqueue (a script of `#SBATCH -x v` lines, the
+/// first integer of sbatch's output), Parsl (`sacct -X` as its probe, `--format=jobid,
+/// state%20 --job IDS`, `squeue --format='%i %t'`, srun's launcher), Nextflow (values
+/// after a space in the script, `squeue --noheader -o '%i %t' -t all -u USER`, two
+/// columns, array tasks as `ID_N`), Toil (`--time=0:SECONDS`, `--wrap=exec CMD`, the id
+/// as sbatch's last word, `squeue -h --format '%i %t %M'`, `scontrol show job` records
+/// of `Key=Value`, `sacct -P -S -E`, `sinfo -a -o "%P %G %l %p %c %m"` in six
+/// space-separated fields), Cromwell (`squeue -j ID` known by its exit code) and what
+/// Snakemake asks beside its status query (squeue by name with `--states=all`, a
+/// failed job's node list and reason, its efficiency report).
+#[test]
+fn workflow_managers_command_lines_work_as_their_sources_expect() {
+    let c = Cluster::start_with(ClusterOpts {
+        cpus: 4,
+        ..ClusterOpts::default()
+    })
+    .expect("cluster");
+    c.wait_node_up().expect("node up");
+    let s = SlurmCommands::install(&c);
+    let wd = s.wd.clone();
+    let w = wd.to_str().expect("utf-8").to_string();
+    let user = s.user.name.clone();
+    let wait = |what: &str, mut f: Box<dyn FnMut() -> bool + '_>| {
+        bulkhead_tests::wait_for(scaled(90), &mut *f).unwrap_or_else(|_| panic!("{what}"))
+    };
+
+    // dask-jobqueue: `sbatch FILE`, the job id the first integer of its output.
+    let dask = wd.join("dask.sh");
+    std::fs::write(
+        &dask,
+        format!(
+            "#!/usr/bin/env bash\n\n#SBATCH -J dask-worker\n#SBATCH -e {w}/dask-worker-%J.err\n\
+             #SBATCH -o {w}/dask-worker-%J.out\n#SBATCH -n 1\n#SBATCH -N 1\n\
+             #SBATCH --cpus-per-task=1\n#SBATCH --mem=1G\n#SBATCH -t 00:30:00\n\necho dask-ok\n"
+        ),
+    )
+    .expect("dask script");
+    let out = s.ok("sbatch", &[dask.to_str().expect("utf-8")]);
+    let dask_id: String = out
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|t| !t.is_empty())
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    let dask_out = wd.join(format!("dask-worker-{dask_id}.out"));
+    wait(
+        "dask's worker wrote its output",
+        Box::new(|| std::fs::read_to_string(&dask_out).is_ok_and(|t| t.contains("dask-ok"))),
+    );
+
+    // Parsl: sacct -X must succeed for sacct to be used; its template; srun launcher.
+    assert!(s.run("sacct", &["-X"]).status.success(), "Parsl's probe");
+    let parsl = wd.join("parsl.submit");
+    std::fs::write(
+        &parsl,
+        format!(
+            "#!/bin/bash\n#SBATCH --job-name=parsl.slurm.1733\n#SBATCH --output={w}/parsl.out\n\
+             #SBATCH --error={w}/parsl.err\n#SBATCH --nodes=1\n#SBATCH --time=5\n\
+             #SBATCH --ntasks-per-node=1\n#SBATCH --exclusive\n\n\
+             srun --ntasks 1 -l bash -c 'echo parsl $SLURM_CPUS_ON_NODE $SLURM_JOB_NUM_NODES'\n"
+        ),
+    )
+    .expect("parsl script");
+    let out = s.ok("sbatch", &[parsl.to_str().expect("utf-8")]);
+    let parsl_id = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Submitted batch job "))
+        .map(|i| i.split_whitespace().next().unwrap_or("").to_string())
+        .unwrap_or_else(|| panic!("Parsl reads no id from {out:?}"));
+    let parsl_state = || {
+        let out = s.ok(
+            "sacct",
+            &[
+                "-X",
+                "--noheader",
+                "--format=jobid,state%20",
+                "--job",
+                &parsl_id,
+            ],
+        );
+        let mut rows = out
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>());
+        match rows.next() {
+            Some(r) if r.len() >= 2 && r[0] == parsl_id => r[1].to_string(),
+            other => panic!("Parsl cannot read {out:?}: {other:?}"),
+        }
+    };
+    wait(
+        "Parsl's job completed (sacct)",
+        Box::new(|| parsl_state() == "COMPLETED"),
+    );
+    let log = std::fs::read_to_string(wd.join("parsl.out")).expect("parsl.out");
+    assert_eq!(
+        log.trim(),
+        "0: parsl 4 1",
+        "srun -l labels the task: {log:?}"
+    );
+    // squeue, once it is gone: no line for it (Parsl then takes it as completed).
+    let q = s.ok(
+        "squeue",
+        &["--noheader", "--format=%i %t", "--job", &parsl_id],
+    );
+    assert!(
+        q.lines().all(|l| l.split_whitespace().count() == 2),
+        "Parsl's squeue columns: {q:?}"
+    );
+
+    // Nextflow: values after a space, an array, status by user with -t all.
+    let nf = wd.join(".command.run");
+    std::fs::write(
+        &nf,
+        format!(
+            "#!/bin/bash\n#SBATCH --array 0-1\n#SBATCH -J nf-task\n#SBATCH -o /dev/null\n\
+             #SBATCH --no-requeue\n#SBATCH --signal B:USR2@30\n#SBATCH -c 2\n\
+             #SBATCH -t 00:05:00\n#SBATCH --mem 256M\n\
+             echo nf $SLURM_ARRAY_TASK_ID $SLURM_CPUS_PER_TASK > {w}/nf-$SLURM_ARRAY_TASK_ID.txt\n\
+             sleep 3\n"
+        ),
+    )
+    .expect("nextflow script");
+    let out = s.ok("sbatch", &[".command.run"]);
+    let nf_id = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Submitted batch job "))
+        .unwrap_or_else(|| panic!("Nextflow reads no id from {out:?}"))
+        .trim()
+        .to_string();
+    let nf_rows = || {
+        let out = s.ok(
+            "squeue",
+            &["--noheader", "-o", "%i %t", "-t", "all", "-u", &user],
+        );
+        out.lines()
+            .map(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                assert_eq!(cols.len(), 2, "Nextflow needs two columns: {l:?}");
+                (cols[0].to_string(), cols[1].to_string())
+            })
+            .collect::<Vec<_>>()
+    };
+    wait(
+        "Nextflow sees both tasks running as ID_N R",
+        Box::new(|| {
+            let rows = nf_rows();
+            (0..2).all(|i| rows.contains(&(format!("{nf_id}_{i}"), "R".into())))
+        }),
+    );
+    wait(
+        "Nextflow's tasks end",
+        Box::new(|| {
+            (0..2).all(|i| {
+                std::fs::read_to_string(wd.join(format!("nf-{i}.txt")))
+                    .is_ok_and(|t| t.trim() == format!("nf {i} 2"))
+            }) && !nf_rows()
+                .iter()
+                .any(|(id, st)| id.starts_with(&nf_id) && st == "R")
+        }),
+    );
+
+    // Toil: its sbatch line, the id sbatch's last word, its three queries.
+    let out = s.ok(
+        "sbatch",
+        &[
+            "-J",
+            "toil_job_1_step",
+            "--signal=B:INT@30",
+            "--export=ALL,TOIL_WORKDIR='x'",
+            "--mem=256",
+            "--cpus-per-task=1",
+            "--time=0:90",
+            "-o",
+            "toil.%j.out",
+            "-e",
+            "toil.%j.err",
+            "--wrap=exec sh -c 'sleep 2; exit 3'",
+        ],
+    );
+    let toil_id: u64 = out
+        .split_whitespace()
+        .last()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("Toil reads no id from {out:?}"));
+    let toil = toil_id.to_string();
+    let running = s.ok("squeue", &["-h", "--format", "%i %t %M"]);
+    for l in running.lines() {
+        assert_eq!(l.split_whitespace().count(), 3, "Toil's columns: {l:?}");
+    }
+    let record = |out: &str| -> std::collections::HashMap<String, String> {
+        out.split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    wait(
+        "Toil's job failed with exit 3 (scontrol show job)",
+        Box::new(|| {
+            let r = record(&s.ok("scontrol", &["show", "job", &toil]));
+            r.get("JobState").map(String::as_str) == Some("FAILED")
+                && r.get("ExitCode").map(String::as_str) == Some("3:0")
+        }),
+    );
+    let r = record(&s.ok("scontrol", &["show", "job", &toil]));
+    assert_eq!(r.get("JobId"), Some(&toil), "{r:?}");
+    assert_eq!(
+        r.get("TimeLimit").map(String::as_str),
+        Some("00:02:00"),
+        "{r:?}"
+    );
+    // Every job, records apart by blank lines.
+    let all = s.ok("scontrol", &["show", "job"]);
+    let records: Vec<&str> = all.split("\n\n").filter(|r| !r.trim().is_empty()).collect();
+    assert!(
+        records.len() >= 3 && records.iter().all(|r| r.trim_start().starts_with("JobId=")),
+        "{all}"
+    );
+    let day = |secs: i64| chrono_like(now_secs() + secs);
+    let rows = s.ok(
+        "sacct",
+        &[
+            "-n",
+            "-j",
+            &format!("{toil},{dask_id}"),
+            "--format",
+            "JobIDRaw,State,ExitCode",
+            "-P",
+            "-S",
+            &day(-86_400),
+            "-E",
+            &day(86_400),
+        ],
+    );
+    let jobs: Vec<&str> = rows
+        .lines()
+        .filter(|l| !l.split('|').next().unwrap_or("").contains('.'))
+        .collect();
+    assert!(
+        jobs.contains(&format!("{toil}|FAILED|3:0").as_str()),
+        "{rows}"
+    );
+    assert!(
+        jobs.contains(&format!("{dask_id}|COMPLETED|0:0").as_str()),
+        "{rows}"
+    );
+    let parts = s.ok("sinfo", &["-a", "-o", "%P %G %l %p %c %m"]);
+    let mut lines = parts.lines();
+    lines.next().expect("Toil skips a header line");
+    for l in lines {
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 6, "Toil needs six fields: {l:?}");
+        assert!(f[4].parse::<u32>().is_ok(), "CPUs per node: {l:?}");
+    }
+
+    // Cromwell: its sbatch line; `squeue -j ID` alive by exit code, gone once done.
+    let out = s.ok(
+        "sbatch",
+        &[
+            "-J",
+            "cromwell_x",
+            "-D",
+            &w,
+            "-o",
+            "cw.out",
+            "-e",
+            "cw.err",
+            "-t",
+            "5",
+            "-c",
+            "1",
+            "--mem-per-cpu=256",
+            "--wrap",
+            "/bin/bash -c 'sleep 2'",
+        ],
+    );
+    let cw = out
+        .trim()
+        .strip_prefix("Submitted batch job ")
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    assert!(s.run("squeue", &["-j", &cw]).status.success(), "alive");
+    // Ended, it is still known (as within Slurm's MinJobAge; here until the broker's
+    // retention), its state CD.
+    wait(
+        "Cromwell's job shows CD in squeue -j",
+        Box::new(|| {
+            let out = s.run("squeue", &["-h", "-j", &cw, "-o", "%t"]);
+            out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "CD"
+        }),
+    );
+
+    // Snakemake: squeue by name with every state; a failed job's node and reason; the
+    // efficiency report.
+    let out = s.ok(
+        "sbatch",
+        &[
+            "--parsable",
+            "--job-name",
+            "snake-uuid",
+            "--output",
+            &format!("{w}/%j.log"),
+            "--export=ALL",
+            "--comment",
+            "rule_a_wildcards_x",
+            "-t",
+            "5",
+            "--mem",
+            "256",
+            "--ntasks=1",
+            "--cpus-per-task=1",
+            "-D",
+            &w,
+            "--wrap=exit 1",
+        ],
+    );
+    let sm = out.trim().split(';').next().unwrap_or("").to_string();
+    assert!(sm.parse::<u64>().is_ok(), "{out}");
+    let by_name = || {
+        s.ok(
+            "squeue",
+            &[
+                "--format=%i|%T",
+                "--states=all",
+                "--noheader",
+                "--name",
+                "snake-uuid",
+            ],
+        )
+    };
+    wait(
+        "Snakemake's job FAILED in squeue --states=all",
+        Box::new(|| by_name().lines().any(|l| l == format!("{sm}|FAILED"))),
+    );
+    let node = s.ok("sacct", &["-j", &sm, "-n", "-X", "-o", "nodelist%-256"]);
+    assert_eq!(
+        node.trim(),
+        c.node_names().into_iter().next().expect("a node"),
+        "{node:?}"
+    );
+    let eff = s.ok(
+        "sacct",
+        &[
+            "--name=snake-uuid",
+            "--parsable2",
+            "--noheader",
+            "--format=JobID,JobName,Comment,Elapsed,TotalCPU,NNodes,NCPUS,MaxRSS,ReqMem",
+        ],
+    );
+    let row: Vec<&str> = eff.lines().next().unwrap_or("").split('|').collect();
+    assert_eq!(row.len(), 9, "{eff:?}");
+    assert_eq!(
+        (row[0], row[1], row[2]),
+        (sm.as_str(), "snake-uuid", "rule_a_wildcards_x"),
+        "{eff:?}"
+    );
+}
+
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` in local time, as Toil writes sacct's -S and -E.
+fn chrono_like(t: i64) -> String {
+    let out = Command::new("date")
+        .args(["-d", &format!("@{t}"), "+%Y-%m-%dT%H:%M:%S"])
+        .output()
+        .expect("date");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

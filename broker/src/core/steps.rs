@@ -717,6 +717,7 @@ mod tests {
         };
         let job = AcctRecord {
             time_limit_s: Some(3600),
+            comment: None,
             job: JobId(7),
             job_label: "7".into(),
             name: "train".into(),

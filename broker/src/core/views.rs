@@ -377,6 +377,7 @@ impl Core {
             gpu_seconds,
             usage: j.usage.clone(),
             time_limit_s: j.submission.resources.time_limit_s,
+            comment: j.submission.extra.comment.clone(),
         }
     }
 

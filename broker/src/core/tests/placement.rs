@@ -483,6 +483,7 @@ fn a_step_killed_with_its_job_is_cancelled_and_one_killed_alone_failed() {
         gpu_seconds: vec![],
         usage: None,
         time_limit_s: None,
+        comment: None,
     };
     let step_state = |c: &Core, state| {
         c.step_records(&job(state), false)
