@@ -526,6 +526,26 @@ fn rewrite_usage(tx: &rusqlite::Transaction) -> Result<(), MigrateError> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Marks the store at `conn` as of schema `v`, as an older build left it.
+    fn set_version(conn: &Connection, v: &str) {
+        conn.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+            [v],
+        )
+        .expect("version");
+    }
+
+    /// Opens the store in `dir`, which migrates it, checks it is now of this build's
+    /// schema, and loads its jobs.
+    fn migrated(dir: &std::path::Path) -> Vec<crate::rows::JobRow> {
+        let mut s = crate::store::Store::open(dir).expect("open migrates");
+        assert_eq!(
+            s.meta("schema_version").expect("meta").as_deref(),
+            Some(SCHEMA_VERSION)
+        );
+        s.load().expect("load").0
+    }
     use super::*;
 
     /// A store written by the previous release opens, and its jobs and reservations
@@ -730,18 +750,9 @@ mod tests {
                 params![postcard::to_allocvec(&usage).expect("encode")],
             )
             .expect("usage");
-            conn.execute(
-                "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
-                [],
-            )
-            .expect("version");
+            set_version(&conn, "2");
         }
-        let mut s = crate::store::Store::open(dir.path()).expect("open migrates");
-        assert_eq!(
-            s.meta("schema_version").expect("meta").as_deref(),
-            Some(SCHEMA_VERSION)
-        );
-        let (jobs, _) = s.load().expect("load");
+        let jobs = migrated(dir.path());
         let u = jobs[0].usage.as_ref().expect("usage kept");
         assert_eq!((u.cpu_usec, u.pids_peak), (Some(42), 3));
         let g = &u.gpus[0];
@@ -792,18 +803,9 @@ mod tests {
                 params![postcard::to_allocvec(&sub).expect("encode")],
             )
             .expect("job");
-            conn.execute(
-                "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
-                [],
-            )
-            .expect("version");
+            set_version(&conn, "4");
         }
-        let mut s = crate::store::Store::open(dir.path()).expect("open migrates");
-        assert_eq!(
-            s.meta("schema_version").expect("meta").as_deref(),
-            Some(SCHEMA_VERSION)
-        );
-        let (jobs, _) = s.load().expect("load");
+        let jobs = migrated(dir.path());
         let j = &jobs[0].submission;
         assert_eq!(j.idempotency_key, Some(77));
         assert_eq!(j.deps, vec![Dependency::AfterDelay(JobId(3), 5)]);
@@ -895,18 +897,9 @@ mod tests {
                 )
                 .expect("job");
             }
-            conn.execute(
-                "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
-                [],
-            )
-            .expect("version");
+            set_version(&conn, "5");
         }
-        let mut s = crate::store::Store::open(dir.path()).expect("open migrates");
-        assert_eq!(
-            s.meta("schema_version").expect("meta").as_deref(),
-            Some(SCHEMA_VERSION)
-        );
-        let (jobs, _) = s.load().expect("load");
+        let jobs = migrated(dir.path());
         let seen: Vec<_> = jobs
             .iter()
             .map(|j| {
