@@ -944,7 +944,7 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
             }
         }
         "update" => {
-            let u = parse_update(&w[1..], |id| {
+            let u = super::scontrol_update::parse_update(&w[1..], |id| {
                 c.show(id)
                     .map(|j| j.resources.time_limit_s)
                     .map_err(explain)
@@ -986,80 +986,13 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
             c.hold(targets, verb != "release").map_err(explain)?;
         }
         "" => bail!(
-            "no command given: scontrol show job|partition|node [NAME] | hold ID | release ID | update JobId=ID TimeLimit=T Partition=P Priority=N | requeue ID"
+            "no command given: scontrol show job|partition|node [NAME] | hold ID | release ID | update JobId=ID TimeLimit=T Partition=P Priority=N Nice=N JobName=S Comment=S StartTime=T | requeue ID"
         ),
         other => bail!(
             "invalid keyword: {other} (Bulkhead's scontrol answers show, hold, release, update and requeue)"
         ),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `scontrol update JobId=ID [TimeLimit=T] [Partition=P] [Priority=N]` (keys in any case; `Job=`
-/// too). A limit in Slurm's time forms, `UNLIMITED`/`INFINITE`, or `+T`/`-T` from the
-/// job's present limit (`limit_of` asks for it); whole minutes, rounded up.
-fn parse_update(
-    words: &[String],
-    limit_of: impl FnOnce(JobId) -> anyhow::Result<Option<u64>>,
-) -> anyhow::Result<bulkhead_proto::msg::JobUpdate> {
-    let mut job = None;
-    let mut limit = None;
-    let mut partition = None;
-    let mut priority = None;
-    for w in words {
-        let Some((k, v)) = w.split_once('=') else {
-            bail!("Invalid input: {w}  Request aborted");
-        };
-        match k.to_ascii_lowercase().as_str() {
-            "jobid" | "job" => job = Some(v.parse::<JobId>().context("Invalid job id specified")?),
-            "timelimit" => limit = Some(v.to_string()),
-            "partition" => partition = Some(v.to_string()),
-            // As scontrol reads it: a whole number below NO_VAL (TOP is sbatch's alone).
-            "priority" => {
-                priority = Some(
-                    v.parse::<u32>()
-                        .ok()
-                        .filter(|p| *p <= bulkhead_proto::job::MAX_PRIORITY)
-                        .with_context(|| format!("Invalid Priority value: {v}"))?,
-                )
-            }
-            other => bail!(
-                "Update of {other} is not supported by Bulkhead's scontrol (TimeLimit, Partition and Priority are)"
-            ),
-        }
-    }
-    let Some(job) = job else {
-        bail!("No job identification provided: scontrol update JobId=ID ...");
-    };
-    let minutes = |t: &str| -> anyhow::Result<Option<u64>> {
-        Ok(bulkhead_cli::opts::parse_time(t)
-            .map_err(|e| anyhow::anyhow!("Invalid TimeLimit {t:?}: {e}"))?
-            .map(|s| s.div_ceil(60).saturating_mul(60)))
-    };
-    let time_limit_s = match limit.as_deref() {
-        None => None,
-        Some(v) if v.eq_ignore_ascii_case("unlimited") || v.eq_ignore_ascii_case("infinite") => {
-            Some(None)
-        }
-        Some(v) if v.starts_with('+') || v.starts_with('-') => {
-            let delta = minutes(&v[1..])?.unwrap_or(0);
-            let Some(now) = limit_of(job)? else {
-                bail!("job {job} has no time limit to change by {v}");
-            };
-            Some(Some(if v.starts_with('+') {
-                now.saturating_add(delta)
-            } else {
-                now.saturating_sub(delta).max(60)
-            }))
-        }
-        Some(v) => Some(minutes(v)?),
-    };
-    Ok(bulkhead_proto::msg::JobUpdate {
-        job,
-        time_limit_s,
-        partition,
-        priority,
-    })
 }
 
 /// `squeue -s`: the steps of running jobs (the batch step, `J.batch`, and srun's,
@@ -1409,37 +1342,6 @@ mod tests {
                 (&["gpu".to_string()][..], &["ann".to_string()][..]),
                 "{words:?}"
             );
-        }
-    }
-
-    #[test]
-    fn updates_read_slurms_keys_and_time_forms() {
-        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let no_lookup = |_| -> anyhow::Result<Option<u64>> { panic!("no lookup expected") };
-        let u = parse_update(
-            &w(&["JobId=7", "TimeLimit=1:30", "partition=long"]),
-            no_lookup,
-        )
-        .expect("update");
-        assert_eq!(
-            (u.job, u.time_limit_s, u.partition.as_deref()),
-            (JobId(7), Some(Some(120)), Some("long"))
-        );
-        let u = parse_update(&w(&["job=7", "TimeLimit=UNLIMITED"]), no_lookup).expect("u");
-        assert_eq!(u.time_limit_s, Some(None));
-        // Relative to the present limit.
-        let u = parse_update(&w(&["JobId=7", "TimeLimit=+30"]), |_| Ok(Some(600))).expect("u");
-        assert_eq!(u.time_limit_s, Some(Some(2400)));
-        let u = parse_update(&w(&["JobId=7", "TimeLimit=-30"]), |_| Ok(Some(600))).expect("u");
-        assert_eq!(u.time_limit_s, Some(Some(60)));
-        assert!(parse_update(&w(&["JobId=7", "NumNodes=2"]), no_lookup).is_err());
-        assert!(parse_update(&w(&["TimeLimit=5"]), no_lookup).is_err());
-        assert!(parse_update(&w(&["JobId=7", "TimeLimit=abc"]), no_lookup).is_err());
-        let u = parse_update(&w(&["JobId=7", "priority=4294967293"]), no_lookup).expect("u");
-        assert_eq!(u.priority, Some(4_294_967_293));
-        for bad in ["-1", "4294967294", "TOP", "5x"] {
-            let e = parse_update(&w(&["JobId=7", &format!("Priority={bad}")]), no_lookup);
-            assert!(e.is_err(), "Priority={bad}");
         }
     }
 }

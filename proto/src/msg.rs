@@ -148,6 +148,31 @@ pub struct JobUpdate {
     pub partition: Option<String>,
     /// An operator's fixed priority, as `--priority` gives it (appended).
     pub priority: Option<u32>,
+    /// The new nice, at most [`crate::job::MAX_NICE`] either way (negative: operators
+    /// only). This and the fields below were appended in protocol 15.
+    pub nice: Option<i32>,
+    /// The new job name (`Name=`/`JobName=`).
+    pub name: Option<String>,
+    /// The new comment.
+    pub comment: Option<String>,
+    /// Not eligible before this time, Unix µs (`StartTime=`/`EligibleTime=`).
+    pub begin_us: Option<u64>,
+}
+
+impl JobUpdate {
+    /// An update of `job` that changes nothing yet: each change is set on it.
+    pub fn of(job: JobId) -> Self {
+        JobUpdate {
+            job,
+            time_limit_s: None,
+            partition: None,
+            priority: None,
+            nice: None,
+            name: None,
+            comment: None,
+            begin_us: None,
+        }
+    }
 }
 
 /// A partition as `sinfo` shows it.
@@ -683,6 +708,21 @@ impl Message for ClientRequest {
                     "priority",
                     u64::from(u.priority.unwrap_or(0)),
                     u64::from(crate::job::MAX_PRIORITY),
+                )?;
+                check_u64(
+                    "nice",
+                    u64::from(u.nice.unwrap_or(0).unsigned_abs()),
+                    u64::from(crate::job::MAX_NICE),
+                )?;
+                check_str(
+                    "name",
+                    u.name.as_deref().unwrap_or(""),
+                    limits::MAX_NAME_BYTES,
+                )?;
+                check_str(
+                    "comment",
+                    u.comment.as_deref().unwrap_or(""),
+                    limits::MAX_PATH_BYTES,
                 )
             }
             ClientOp::Requeue(ids) => check_ids("jobs", ids),

@@ -903,6 +903,17 @@ impl Scheduler {
         Ok(true)
     }
 
+    /// A running job's new name (`scontrol update JobName=`), so that jobs waiting on a
+    /// singleton dependency see it. Returns whether the job was running.
+    pub fn rename_running(&mut self, id: JobId, name: &str) -> bool {
+        let Some(r) = self.running.get_mut(&id) else {
+            return false;
+        };
+        r.spec.name = name.to_string();
+        self.deps_changed();
+        true
+    }
+
     /// Takes a pending job out of the queue until [`Scheduler::release`]; its
     /// dependents keep waiting for it. Returns whether it was pending.
     pub fn hold(&mut self, id: JobId) -> bool {

@@ -364,6 +364,37 @@ fn singleton_runs_one_job_of_a_name_at_a_time() {
     assert_eq!(starts, vec![0, 30, 60]);
 }
 
+/// `scontrol update JobName=` of a running job: a singleton waiting on its old name
+/// starts at the next pass, and one of its new name would wait.
+#[test]
+fn a_running_job_renamed_frees_the_singletons_of_its_old_name() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(2, 8, 0),
+        vec![partition("cpu", 0..2)],
+        accounts(&[1]),
+    );
+    let mut first = job(1, 0, 1, 0, 100, 0);
+    first.name = "nightly".into();
+    s.submit(first, 0).expect("submit");
+    assert_eq!(s.full_pass(0).len(), 1);
+    let mut second = job(2, 0, 1, 0, 100, 0);
+    second.name = "nightly".into();
+    second.deps = vec![Dep::Singleton];
+    s.submit(second, 1).expect("submit");
+    assert!(s.pass(1).is_empty(), "the singleton waits on job 1");
+    assert!(s.rename_running(JobId(1), "weekly"));
+    assert!(
+        !s.rename_running(JobId(2), "weekly"),
+        "job 2 is not running"
+    );
+    assert_eq!(
+        s.pass(2).len(),
+        1,
+        "job 1 renamed, the singleton of its old name starts"
+    );
+}
+
 #[test]
 fn limits_hold_jobs_and_say_which() {
     let cfg = Config {

@@ -361,6 +361,49 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         "{}",
         String::from_utf8_lossy(&raise.stderr)
     );
+    // Its nice raised, renamed, commented, its start time set, as scontrol takes the
+    // keys (abbreviated, a key and its value as two words); a negative nice refused.
+    s.ok(
+        "scontrol",
+        &[
+            "update",
+            &format!("job={id}"),
+            "Ni=10",
+            "Name",
+            "renamed",
+            "Comment=by hand",
+            "StartTime=now",
+        ],
+    );
+    let job = s.ok("scontrol", &["show", "job", &id]);
+    assert!(
+        job.contains(&format!("JobId={id} JobName=renamed"))
+            && job.contains(" Nice=10 ")
+            && job.contains("Comment=by hand"),
+        "{job}"
+    );
+    let negative = s.run("scontrol", &["update", &format!("JobId={id}"), "Nice=-5"]);
+    assert!(!negative.status.success(), "a user gave a negative nice");
+    let unsupported = s.run(
+        "scontrol",
+        &["update", &format!("JobId={id}"), "Dependency=afterok:1"],
+    );
+    assert!(
+        !unsupported.status.success()
+            && String::from_utf8_lossy(&unsupported.stderr)
+                .contains("Update of this parameter is not supported: Dependency=afterok:1"),
+        "{unsupported:?}"
+    );
+    // Its name back, for the status query by name below.
+    s.ok(
+        "scontrol",
+        &["update", &format!("JobId={id}"), "JobName=wrap"],
+    );
+    assert!(
+        s.ok("scontrol", &["show", "job", &id])
+            .contains(&format!("JobId={id} JobName=wrap")),
+        "renamed back"
+    );
     // Released, it runs; requeued, it runs again from the start.
     s.ok("scontrol", &["release", &id]);
     let state = || {

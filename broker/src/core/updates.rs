@@ -1,14 +1,17 @@
-//! What `scontrol` changes after submission: a pending job's time limit or partition
-//! (`update`), a job run again from the start (`requeue`); and the partitions as
-//! `sinfo` lists them.
+//! What `scontrol` changes after submission: a pending job's time limit, partition,
+//! priority, nice or start time, a job's name or comment (`update`), a job run again
+//! from the start (`requeue`); and the partitions as `sinfo` lists them.
 
 use super::*;
 use bulkhead_proto::msg::PartitionInfo;
 
 impl Core {
-    /// `scontrol update job`: a pending job's new time limit or partition, checked as a
-    /// submission is. Its owner may lower the limit and change the partition; raising
-    /// the limit is for operators, as in Slurm.
+    /// `scontrol update job`: a pending job's new time limit, partition, priority, nice
+    /// or start time, and a pending or running job's new name or comment, checked as a
+    /// submission is. Its owner may lower the limit, change the partition, raise the
+    /// nice (any nice from 0 up), move the start time and rename or comment the job;
+    /// raising the limit, a negative nice and a fixed priority are for operators, as in
+    /// Slurm. A nice given to a job with a fixed priority is ignored, as slurmctld does.
     pub(super) fn update_job(
         &mut self,
         fx: &mut Effects,
@@ -21,11 +24,17 @@ impl Core {
             Ok(j) => j,
             Err(e) => return ClientReply::Error(e),
         };
-        if j.state != JobState::Pending || j.submission.array.is_some() {
+        let scheduling = u.time_limit_s.is_some()
+            || u.partition.is_some()
+            || u.priority.is_some()
+            || u.nice.is_some()
+            || u.begin_us.is_some();
+        let pending = j.state == JobState::Pending;
+        if j.submission.array.is_some() || (scheduling && !pending) || j.state.is_terminal() {
             return ClientReply::Error(err(
                 ErrorCode::Invalid,
                 format!(
-                    "job {id} is {}: only a pending job's time limit, partition and priority change (an array's: each pending task's)",
+                    "job {id} is {}: only a pending job's time limit, partition, priority, nice and start time change, and a pending or running job's name and comment (an array's: each task's)",
                     if j.submission.array.is_some() {
                         "an array"
                     } else {
@@ -70,11 +79,12 @@ impl Core {
         }
         if let Some(p) = u.priority {
             // slurmctld's persistent priority is an operator's to set (a user's own
-            // lowering lasts only until the next recalculation there: not kept here).
+            // lowering lasts only until the next recalculation there, and is answered
+            // with an error: not kept here).
             if !operator {
                 return ClientReply::Error(err(
                     ErrorCode::PermissionDenied,
-                    "Access/permission denied: only an operator sets a job's priority",
+                    "Access/permission denied: only an operator sets a job's priority (its owner may raise its nice)",
                 ));
             }
             if p == 0 {
@@ -88,27 +98,66 @@ impl Core {
             changed.submission.extra.nice = 0;
             what.push(format!("Priority={p}"));
         }
+        if let Some(n) = u.nice {
+            if changed.submission.extra.priority.is_some() {
+                // slurmctld: "ignore nice set request" on a job whose priority was set.
+                what.push(format!("Nice={n} ignored (the job has a fixed priority)"));
+            } else if n < 0 && !operator {
+                return ClientReply::Error(err(
+                    ErrorCode::PermissionDenied,
+                    "Access/permission denied: only an operator gives a negative nice",
+                ));
+            } else {
+                changed.submission.extra.nice = n;
+                what.push(format!("Nice={n}"));
+            }
+        }
+        if let Some(at) = u.begin_us {
+            // A time already past is now, as slurmctld makes it.
+            let at = at.max(now_us);
+            changed.submission.extra.begin_us = Some(at);
+            what.push(format!("StartTime={}", at / 1_000_000));
+        }
+        if let Some(name) = u.name {
+            changed.submission.name = name;
+            what.push(format!("JobName={}", changed.submission.name));
+        }
+        if let Some(c) = u.comment {
+            what.push(format!("Comment={c}"));
+            changed.submission.extra.comment = Some(c);
+        }
         if what.is_empty() {
             return ClientReply::Error(err(
                 ErrorCode::Invalid,
-                "nothing to update: give TimeLimit=, Partition= or Priority=",
+                "No changes specified: give TimeLimit=, Partition=, Priority=, Nice=, JobName=, Comment= or StartTime=",
             ));
         }
-        let spec = match self.spec_of(&changed) {
-            Ok(s) => s,
-            Err(e) => return ClientReply::Error(err(ErrorCode::Invalid, e)),
-        };
-        match self.sched.update(spec, secs(now_us)) {
-            Ok(true) => {}
-            Ok(false) => {
-                return ClientReply::Error(err(
-                    ErrorCode::Invalid,
-                    format!("job {id} is no longer pending"),
-                ));
+        // What a submission may not hold (control characters in a name or comment).
+        if let Err(e) = changed.submission.check_values() {
+            return ClientReply::Error(err(ErrorCode::Invalid, e.to_string()));
+        }
+        let renamed = changed.submission.name != j.submission.name;
+        if pending {
+            let spec = match self.spec_of(&changed) {
+                Ok(s) => s,
+                Err(e) => return ClientReply::Error(err(ErrorCode::Invalid, e)),
+            };
+            match self.sched.update(spec, secs(now_us)) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return ClientReply::Error(err(
+                        ErrorCode::Invalid,
+                        format!("job {id} is no longer pending"),
+                    ));
+                }
+                Err(e) => {
+                    return ClientReply::Error(err(ErrorCode::Unsatisfiable, e.to_string()));
+                }
             }
-            Err(e) => {
-                return ClientReply::Error(err(ErrorCode::Unsatisfiable, e.to_string()));
-            }
+        } else if renamed {
+            // A singleton dependency waits on running jobs of the same name.
+            self.sched
+                .rename_running(sched::JobId(id.0), &changed.submission.name);
         }
         fx.store.push(StoreOp::ReplaceSubmission(
             id,

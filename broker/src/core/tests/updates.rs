@@ -4,11 +4,15 @@
 use super::*;
 use bulkhead_proto::msg::JobUpdate as Update;
 
+/// The answer to the client (launches the change allowed may follow it).
 fn reply(fx: &Effects) -> ClientReply {
-    match fx.send.last() {
-        Some(Outbound::Client { reply, .. }) => reply.clone(),
-        other => panic!("{other:?}"),
-    }
+    fx.send
+        .iter()
+        .find_map(|o| match o {
+            Outbound::Client { reply, .. } => Some(reply.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no answer: {:?}", fx.send))
 }
 
 fn config() -> CoreConfig {
@@ -22,6 +26,33 @@ fn config() -> CoreConfig {
     }
 }
 
+/// A core of [`config`] with one node of `cpus` CPUs up, and its users: alice and bob
+/// (users) and carol (an operator).
+fn one_node(cpus: u32) -> (Core, [Caller; 3]) {
+    let mut c = Core::new(config(), vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", cpus, vec![]), 0);
+    let users = [
+        named(1001, "alice"),
+        named(1002, "bob"),
+        named(1003, "carol"),
+    ];
+    (c, users)
+}
+
+/// Submits `s` as `who` at `t` (also the request's id), its rows kept: its id.
+fn submit(
+    c: &mut Core,
+    rows: &mut BTreeMap<JobId, JobRow>,
+    who: &Caller,
+    s: JobSubmission,
+    t: u64,
+) -> JobId {
+    let fx = c.client(b"c".to_vec(), t, who, ClientOp::Submit(Box::new(s)), t);
+    let id = submitted(&fx);
+    keep(rows, fx);
+    id
+}
+
 fn limited(secs: u64) -> JobSubmission {
     let mut s = sub(1);
     s.resources.time_limit_s = Some(secs);
@@ -31,40 +62,16 @@ fn limited(secs: u64) -> JobSubmission {
 #[test]
 fn a_pending_jobs_limit_and_partition_change_as_slurm_allows_and_survive_a_restart() {
     let cfg = config();
-    let mut c = Core::new(cfg.clone(), vec![], vec![]);
-    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 1, vec![]), 0);
-    let (alice, bob, carol) = (
-        named(1001, "alice"),
-        named(1002, "bob"),
-        named(1003, "carol"),
-    );
+    let (mut c, [alice, bob, carol]) = one_node(1);
     let mut rows = BTreeMap::new();
-    let fx = c.client(
-        b"c".to_vec(),
-        1,
-        &alice,
-        ClientOp::Submit(Box::new(limited(600))),
-        1,
-    );
-    let running = submitted(&fx);
-    keep(&mut rows, fx);
-    let fx = c.client(
-        b"c".to_vec(),
-        2,
-        &alice,
-        ClientOp::Submit(Box::new(limited(600))),
-        2,
-    );
-    let pending = submitted(&fx);
-    keep(&mut rows, fx);
+    let running = submit(&mut c, &mut rows, &alice, limited(600), 1);
+    let pending = submit(&mut c, &mut rows, &alice, limited(600), 2);
     assert_eq!(c.jobs[&running].state, JobState::Running);
     assert_eq!(c.jobs[&pending].state, JobState::Pending);
     let limit = |job, secs: Option<u64>| {
         ClientOp::Update(Update {
-            job,
             time_limit_s: Some(secs),
-            partition: None,
-            priority: None,
+            ..Update::of(job)
         })
     };
     // Another user: refused.
@@ -99,10 +106,8 @@ fn a_pending_jobs_limit_and_partition_change_as_slurm_allows_and_survive_a_resta
         8,
         &alice,
         ClientOp::Update(Update {
-            job: pending,
-            time_limit_s: None,
             partition: Some("long".into()),
-            priority: None,
+            ..Update::of(pending)
         }),
         8,
     );
@@ -125,10 +130,8 @@ fn a_pending_jobs_limit_and_partition_change_as_slurm_allows_and_survive_a_resta
         10,
         &alice,
         ClientOp::Update(Update {
-            job: pending,
-            time_limit_s: None,
             partition: Some("nosuch".into()),
-            priority: None,
+            ..Update::of(pending)
         }),
         10,
     );
@@ -176,10 +179,8 @@ fn an_operator_sets_a_pending_jobs_priority_and_it_survives_a_restart() {
     keep(&mut rows, fx);
     let set = |p| {
         ClientOp::Update(Update {
-            job: pending,
-            time_limit_s: None,
-            partition: None,
             priority: Some(p),
+            ..Update::of(pending)
         })
     };
     let fx = c.client(b"c".to_vec(), 3, &alice, set(900), 3);
@@ -313,4 +314,192 @@ fn an_exclusive_job_gets_whole_nodes_and_is_accounted_for_them() {
     assert_eq!(running, 4);
     let rec = t.c.acct_record(&t.c.jobs[&job].clone(), 10);
     assert_eq!((rec.alloc_cpus, rec.alloc_mem_mb), (4, 4096));
+}
+
+/// `scontrol update Nice=`, `JobName=`, `Comment=` and `StartTime=`, as slurmctld
+/// takes them: the owner may raise the nice (any from 0 up), not make it negative (an
+/// operator may); a nice on a job with a fixed priority is ignored; a start time moves
+/// a pending job's eligibility (a past one is now); a running job may be renamed and
+/// commented but not reniced, and its new name is what a singleton dependency sees;
+/// control characters are refused; everything survives a restart.
+#[test]
+fn nice_name_comment_and_start_time_change_as_slurm_allows_and_survive_a_restart() {
+    let cfg = config();
+    let (mut c, [alice, bob, carol]) = one_node(2);
+    let mut rows = BTreeMap::new();
+    let mut first = limited(600);
+    first.name = "one".into();
+    let running = submit(&mut c, &mut rows, &alice, first, 1);
+    // A singleton of the same name: it waits for the running job (the node has room).
+    let mut second = limited(600);
+    second.name = "one".into();
+    second.deps = vec![Dependency::Singleton];
+    let single = submit(&mut c, &mut rows, &alice, second, 2);
+    // Held: it stays pending through what follows.
+    let mut third = limited(600);
+    third.extra.hold = true;
+    let pending = submit(&mut c, &mut rows, &alice, third, 3);
+    assert_eq!(c.jobs[&running].state, JobState::Running);
+    assert_eq!(c.jobs[&single].state, JobState::Pending);
+    assert_eq!(c.jobs[&pending].state, JobState::Pending);
+    let ok = |fx: &Effects| assert!(matches!(reply(fx), ClientReply::Done(_)), "{:?}", reply(fx));
+    let denied = |fx: &Effects| {
+        assert!(
+            matches!(reply(fx), ClientReply::Error(e) if e.code == ErrorCode::PermissionDenied),
+            "{:?}",
+            reply(fx)
+        )
+    };
+    let with = |f: &dyn Fn(&mut Update), job| {
+        let mut u = Update::of(job);
+        f(&mut u);
+        ClientOp::Update(u)
+    };
+    // Nice: another user is refused; the owner raises it, is refused a negative one;
+    // an operator gives one.
+    let fx = c.client(
+        b"c".to_vec(),
+        4,
+        &bob,
+        with(&|u| u.nice = Some(10), pending),
+        4,
+    );
+    denied(&fx);
+    let fx = c.client(
+        b"c".to_vec(),
+        5,
+        &alice,
+        with(&|u| u.nice = Some(-10), pending),
+        5,
+    );
+    denied(&fx);
+    let fx = c.client(
+        b"c".to_vec(),
+        6,
+        &alice,
+        with(&|u| u.nice = Some(100), pending),
+        6,
+    );
+    ok(&fx);
+    keep(&mut rows, fx);
+    assert_eq!(c.jobs[&pending].submission.extra.nice, 100);
+    let fx = c.client(
+        b"c".to_vec(),
+        7,
+        &carol,
+        with(&|u| u.nice = Some(-7), pending),
+        7,
+    );
+    ok(&fx);
+    keep(&mut rows, fx);
+    assert_eq!(c.jobs[&pending].submission.extra.nice, -7);
+    // A start time in the future; one already past is now.
+    let later = 3_600_000_000;
+    let fx = c.client(
+        b"c".to_vec(),
+        8,
+        &alice,
+        with(&|u| u.begin_us = Some(later), pending),
+        8,
+    );
+    ok(&fx);
+    assert_eq!(c.jobs[&pending].submission.extra.begin_us, Some(later));
+    let fx = c.client(
+        b"c".to_vec(),
+        9,
+        &alice,
+        with(&|u| u.begin_us = Some(1), pending),
+        9,
+    );
+    ok(&fx);
+    keep(&mut rows, fx);
+    assert_eq!(c.jobs[&pending].submission.extra.begin_us, Some(9));
+    // A fixed priority makes a later nice ignored, as slurmctld ignores it.
+    let fx = c.client(
+        b"c".to_vec(),
+        10,
+        &carol,
+        with(&|u| u.priority = Some(42), pending),
+        10,
+    );
+    ok(&fx);
+    keep(&mut rows, fx);
+    let fx = c.client(
+        b"c".to_vec(),
+        11,
+        &alice,
+        with(&|u| u.nice = Some(300), pending),
+        11,
+    );
+    assert!(matches!(reply(&fx), ClientReply::Done(d) if d.contains("ignored")));
+    assert_eq!(c.jobs[&pending].submission.extra.nice, 0);
+    // A pending job renamed.
+    let fx = c.client(
+        b"c".to_vec(),
+        12,
+        &alice,
+        with(&|u| u.name = Some("four".into()), pending),
+        12,
+    );
+    ok(&fx);
+    keep(&mut rows, fx);
+    // A running job: not reniced, no control characters in its comment; renamed and
+    // commented, and the singleton that waited on its old name starts.
+    let fx = c.client(
+        b"c".to_vec(),
+        13,
+        &alice,
+        with(&|u| u.nice = Some(5), running),
+        13,
+    );
+    assert!(matches!(reply(&fx), ClientReply::Error(e) if e.code == ErrorCode::Invalid));
+    let fx = c.client(
+        b"c".to_vec(),
+        14,
+        &alice,
+        with(&|u| u.comment = Some("a \u{1b}[2J".into()), running),
+        14,
+    );
+    assert!(matches!(reply(&fx), ClientReply::Error(e) if e.code == ErrorCode::Invalid));
+    assert_eq!(c.jobs[&single].state, JobState::Pending);
+    let fx = c.client(
+        b"c".to_vec(),
+        15,
+        &alice,
+        with(
+            &|u| {
+                u.name = Some("two".into());
+                u.comment = Some("renamed".into());
+            },
+            running,
+        ),
+        15,
+    );
+    ok(&fx);
+    assert_eq!(
+        launches(&fx).iter().map(|(_, l)| *l).collect::<Vec<_>>(),
+        vec![single],
+        "the singleton of the old name starts"
+    );
+    keep(&mut rows, fx);
+    // A restart keeps every change.
+    let nodes = vec![Core::node_row(&c.nodes[&NodeId(1)])];
+    let c2 = Core::new(cfg, rows.into_values().collect(), nodes);
+    let (r, p) = (&c2.jobs[&running], &c2.jobs[&pending]);
+    assert_eq!(
+        (
+            r.submission.name.as_str(),
+            r.submission.extra.comment.as_deref()
+        ),
+        ("two", Some("renamed"))
+    );
+    assert_eq!(
+        (
+            p.submission.name.as_str(),
+            p.submission.extra.priority,
+            p.submission.extra.nice,
+            p.submission.extra.begin_us
+        ),
+        ("four", Some(42), 0, Some(9))
+    );
 }
