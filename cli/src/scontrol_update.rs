@@ -97,8 +97,9 @@ fn update_key(tag: &str) -> Option<&'static str> {
 /// as two words, `Nice` alone for 100. Bulkhead changes `TimeLimit` (Slurm's time
 /// forms, `UNLIMITED`/`INFINITE`, or `+T`/`-T` from the job's present limit, given as
 /// `TimeLimit=+T` or `TimeLimit+=T`, which `limit_of` asks for; whole minutes, rounded
-/// up), `Partition`, `Priority`, `Nice`, `Name`/`JobName`, `Comment` and
-/// `StartTime`/`EligibleTime` (`--begin`'s forms; a past time is now); any other key
+/// up), `Partition`, `Priority`, `Nice`, `Name`/`JobName`, `Comment`,
+/// `StartTime`/`EligibleTime` (`--begin`'s forms; a past time is now) and `Dependency`
+/// (`--dependency`'s forms, replacing the job's; empty clears them); any other key
 /// scontrol knows is refused by name, as an unknown one is.
 pub(crate) fn parse_update(
     words: &[String],
@@ -168,6 +169,13 @@ pub(crate) fn parse_update(
                 }
                 u.nice = Some(n as i32);
             }
+            // sbatch's forms; empty (or 0) clears them.
+            Some("Dependency") => {
+                u.dependency = Some(
+                    bulkhead_cli::opts::parse_dependency_any(val)
+                        .map_err(|e| anyhow::anyhow!("{e}"))?,
+                )
+            }
             Some("Name" | "JobName") => u.name = Some(val.to_string()),
             Some("Comment") => u.comment = Some(val.to_string()),
             Some("EligibleTime" | "StartTime") => {
@@ -178,7 +186,7 @@ pub(crate) fn parse_update(
                 u.begin_us = Some(at.max(now).max(0) as u64 * 1_000_000);
             }
             Some(other) => bail!(
-                "Update of this parameter is not supported: {w}\nRequest aborted\n(Bulkhead's scontrol updates TimeLimit, Partition, Priority, Nice, JobName, Comment and StartTime; not {other})"
+                "Update of this parameter is not supported: {w}\nRequest aborted\n(Bulkhead's scontrol updates TimeLimit, Partition, Priority, Nice, JobName, Comment, StartTime and Dependency; not {other})"
             ),
             None => bail!("Update of this parameter is not supported: {w}\nRequest aborted"),
         }
@@ -217,6 +225,7 @@ pub(crate) fn parse_update(
         && u.name.is_none()
         && u.comment.is_none()
         && u.begin_us.is_none()
+        && u.dependency.is_none()
     {
         bail!("No changes specified");
     }
@@ -337,7 +346,21 @@ mod tests {
         assert!(u.begin_us.expect("begin") >= before);
         assert!(parse_update(&w(&["JobId=9", "StartTime=someday"]), no_lookup).is_err());
         // Keys scontrol knows that Bulkhead does not change, unknown keys, no change.
-        let e = parse_update(&w(&["JobId=9", "Dependency=afterok:1"]), no_lookup);
+        let u = parse_update(&w(&["JobId=9", "Dep=afterok:3?afterany:4"]), no_lookup).expect("u");
+        assert_eq!(
+            u.dependency,
+            Some((
+                vec![
+                    bulkhead_proto::job::Dependency::AfterOk(JobId(3)),
+                    bulkhead_proto::job::Dependency::AfterAny(JobId(4))
+                ],
+                true
+            ))
+        );
+        let u = parse_update(&w(&["JobId=9", "Dependency="]), no_lookup).expect("u");
+        assert_eq!(u.dependency, Some((vec![], false)));
+        assert!(parse_update(&w(&["JobId=9", "Dependency=afterok"]), no_lookup).is_err());
+        let e = parse_update(&w(&["JobId=9", "NumNodes=2"]), no_lookup);
         assert!(format!("{:#}", e.expect_err("refused")).contains("not supported"));
         assert!(parse_update(&w(&["JobId=9", "Bogus=1"]), no_lookup).is_err());
         let e = parse_update(&w(&["JobId=9"]), no_lookup);

@@ -337,6 +337,9 @@ impl SubmitExtra {
     }
 }
 
+/// The most dependencies a job may have.
+pub const MAX_DEPS: usize = 1024;
+
 /// The most nodes `--nodelist` or `--exclude` may name (expanded).
 pub const MAX_NODE_NAMES: usize = 100_000;
 
@@ -481,7 +484,7 @@ impl JobSubmission {
             check_str("output pattern", p, limits::MAX_PATH_BYTES)?;
         }
         validate_env(&self.env)?;
-        check("deps", self.deps.len(), 1024)?;
+        check("deps", self.deps.len(), MAX_DEPS)?;
         if let Some(a) = &self.array {
             a.validate()?;
         }

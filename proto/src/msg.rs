@@ -157,6 +157,9 @@ pub struct JobUpdate {
     pub comment: Option<String>,
     /// Not eligible before this time, Unix µs (`StartTime=`/`EligibleTime=`).
     pub begin_us: Option<u64>,
+    /// The job's dependencies, all of them replaced (none: cleared), and whether any
+    /// one of them suffices (`Dependency=`).
+    pub dependency: Option<(Vec<crate::job::Dependency>, bool)>,
 }
 
 impl JobUpdate {
@@ -171,6 +174,7 @@ impl JobUpdate {
             name: None,
             comment: None,
             begin_us: None,
+            dependency: None,
         }
     }
 }
@@ -723,6 +727,11 @@ impl Message for ClientRequest {
                     "comment",
                     u.comment.as_deref().unwrap_or(""),
                     limits::MAX_PATH_BYTES,
+                )?;
+                check(
+                    "deps",
+                    u.dependency.as_ref().map_or(0, |(d, _)| d.len()),
+                    crate::job::MAX_DEPS,
                 )
             }
             ClientOp::Requeue(ids) => check_ids("jobs", ids),

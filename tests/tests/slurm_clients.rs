@@ -386,14 +386,49 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     assert!(!negative.status.success(), "a user gave a negative nice");
     let unsupported = s.run(
         "scontrol",
-        &["update", &format!("JobId={id}"), "Dependency=afterok:1"],
+        &["update", &format!("JobId={id}"), "NumNodes=2"],
     );
     assert!(
         !unsupported.status.success()
             && String::from_utf8_lossy(&unsupported.stderr)
-                .contains("Update of this parameter is not supported: Dependency=afterok:1"),
+                .contains("Update of this parameter is not supported: NumNodes=2"),
         "{unsupported:?}"
     );
+    // Its dependencies replaced, shown as squeue and scontrol show them, then cleared.
+    let other = s.ok("sbatch", &["-H", "--parsable", "--wrap", "true"]);
+    let other = other.trim();
+    s.ok(
+        "scontrol",
+        &[
+            "update",
+            &format!("JobId={id}"),
+            &format!("Dependency=afterok:{other}"),
+        ],
+    );
+    let job = s.ok("scontrol", &["show", "job", &id]);
+    assert!(
+        job.contains(&format!("Dependency=afterok:{other}(unfulfilled)")),
+        "{job}"
+    );
+    let circular = s.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("JobId={other}"),
+            &format!("Dependency=afterany:{id}"),
+        ],
+    );
+    assert!(
+        !circular.status.success(),
+        "a circular dependency was taken"
+    );
+    s.ok(
+        "scontrol",
+        &["update", &format!("JobId={id}"), "Dependency="],
+    );
+    let job = s.ok("scontrol", &["show", "job", &id]);
+    assert!(job.contains("Dependency=(null)"), "{job}");
+    s.ok("scancel", &[other]);
     // Its name back, for the status query by name below.
     s.ok(
         "scontrol",

@@ -49,7 +49,12 @@ impl Core {
             }
             ClientOp::Show(id) | ClientOp::Script(id) => unknown(id),
             ClientOp::EndAllocation { job, .. } => unknown(job),
-            ClientOp::Update(u) => unknown(&u.job),
+            ClientOp::Update(u) => {
+                unknown(&u.job)
+                    || u.dependency.as_ref().is_some_and(|(deps, _)| {
+                        deps.iter().filter_map(|d| d.job()).any(|j| unknown(&j))
+                    })
+            }
             ClientOp::Step(s) => unknown(&s.job),
             ClientOp::Cancel(ids)
             | ClientOp::Hold(ids)

@@ -1,17 +1,18 @@
 //! What `scontrol` changes after submission: a pending job's time limit, partition,
-//! priority, nice or start time, a job's name or comment (`update`), a job run again
-//! from the start (`requeue`); and the partitions as `sinfo` lists them.
+//! priority, nice, start time or dependencies, a job's name or comment (`update`), a
+//! job run again from the start (`requeue`); and the partitions as `sinfo` lists them.
 
 use super::*;
 use bulkhead_proto::msg::PartitionInfo;
 
 impl Core {
-    /// `scontrol update job`: a pending job's new time limit, partition, priority, nice
-    /// or start time, and a pending or running job's new name or comment, checked as a
-    /// submission is. Its owner may lower the limit, change the partition, raise the
-    /// nice (any nice from 0 up), move the start time and rename or comment the job;
-    /// raising the limit, a negative nice and a fixed priority are for operators, as in
-    /// Slurm. A nice given to a job with a fixed priority is ignored, as slurmctld does.
+    /// `scontrol update job`: a pending job's new time limit, partition, priority, nice,
+    /// start time or dependencies, and a pending or running job's new name or comment,
+    /// checked as a submission is (dependencies also for a circle). Its owner may lower
+    /// the limit, change the partition, raise the nice (any nice from 0 up), move the
+    /// start time, replace the dependencies and rename or comment the job; raising the
+    /// limit, a negative nice and a fixed priority are for operators, as in Slurm. A
+    /// nice given to a job with a fixed priority is ignored, as slurmctld does.
     pub(super) fn update_job(
         &mut self,
         fx: &mut Effects,
@@ -28,13 +29,14 @@ impl Core {
             || u.partition.is_some()
             || u.priority.is_some()
             || u.nice.is_some()
-            || u.begin_us.is_some();
+            || u.begin_us.is_some()
+            || u.dependency.is_some();
         let pending = j.state == JobState::Pending;
         if j.submission.array.is_some() || (scheduling && !pending) || j.state.is_terminal() {
             return ClientReply::Error(err(
                 ErrorCode::Invalid,
                 format!(
-                    "job {id} is {}: only a pending job's time limit, partition, priority, nice and start time change, and a pending or running job's name and comment (an array's: each task's)",
+                    "job {id} is {}: only a pending job's time limit, partition, priority, nice, start time and dependencies change, and a pending or running job's name and comment (an array's: each task's)",
                     if j.submission.array.is_some() {
                         "an array"
                     } else {
@@ -118,6 +120,20 @@ impl Core {
             changed.submission.extra.begin_us = Some(at);
             what.push(format!("StartTime={}", at / 1_000_000));
         }
+        if let Some((deps, any)) = u.dependency {
+            changed.submission.deps = deps;
+            changed.submission.extra.deps_any = any;
+            if let Err(e) = self.check_deps(&changed.submission) {
+                return ClientReply::Error(e);
+            }
+            if let Some(why) = self.circular(id, &changed.submission.deps) {
+                return ClientReply::Error(err(
+                    ErrorCode::Invalid,
+                    format!("Job dependency problem: circular dependency ({why})"),
+                ));
+            }
+            what.push(format!("Dependency={}", self.dependency_text(&changed)));
+        }
         if let Some(name) = u.name {
             changed.submission.name = name;
             what.push(format!("JobName={}", changed.submission.name));
@@ -167,6 +183,51 @@ impl Core {
         self.update(fx, id);
         tracing::info!(job = %id, user = %caller.user, change = %what.join(" "), "job updated");
         ClientReply::Done(format!("job {id}: {}", what.join(" ")))
+    }
+
+    /// Whether job `id` with dependencies `deps` would wait on itself: through `deps`
+    /// and the dependencies of the jobs they name, waiting ones only (a job that has
+    /// started or ended waits on nothing), as slurmctld refuses a circular dependency.
+    /// Says the chain found. Each job is looked at once, whatever the graph's shape.
+    fn circular(&self, id: JobId, deps: &[Dependency]) -> Option<String> {
+        // Each job reached, with the job whose dependency named it (`None`: `deps`).
+        let mut named_by: HashMap<JobId, Option<JobId>> = HashMap::new();
+        let mut todo: Vec<JobId> = Vec::new();
+        for j in deps.iter().filter_map(|d| d.job()) {
+            if named_by.insert(j, None).is_none() {
+                todo.push(j);
+            }
+        }
+        while let Some(j) = todo.pop() {
+            if j == id {
+                // id -> (the chain back from here) -> id
+                let mut back = Vec::new();
+                let mut at = named_by.get(&j).copied().flatten();
+                while let Some(k) = at {
+                    back.push(k);
+                    at = named_by.get(&k).copied().flatten();
+                }
+                let chain: Vec<String> = std::iter::once(id)
+                    .chain(back.into_iter().rev())
+                    .chain(std::iter::once(id))
+                    .map(|j| j.to_string())
+                    .collect();
+                return Some(chain.join(" -> "));
+            }
+            let Some(other) = self.jobs.get(&j) else {
+                continue;
+            };
+            if other.state != JobState::Pending {
+                continue;
+            }
+            for next in other.submission.deps.iter().filter_map(|d| d.job()) {
+                if let std::collections::hash_map::Entry::Vacant(e) = named_by.entry(next) {
+                    e.insert(Some(j));
+                    todo.push(next);
+                }
+            }
+        }
+        None
     }
 
     /// `scontrol requeue`: each running job is stopped and queued again from the start

@@ -173,7 +173,7 @@ impl Core {
     /// A job's dependencies as `scontrol show job` shows them: while it waits, those
     /// the scheduler does not find met (`failed` for those that never will be); once
     /// it left the queue, none.
-    fn dependency_text(&self, j: &Job) -> String {
+    pub(super) fn dependency_text(&self, j: &Job) -> String {
         let deps = &j.submission.deps;
         if deps.is_empty() || j.state != JobState::Pending {
             return "(null)".into();

@@ -503,3 +503,112 @@ fn nice_name_comment_and_start_time_change_as_slurm_allows_and_survive_a_restart
         ("four", Some(42), 0, Some(9))
     );
 }
+
+/// `scontrol update Dependency=`: a pending job's dependencies replaced (checked as a
+/// submission's: no unknown job), cleared by an empty list, a circular one refused as
+/// slurmctld refuses it, a running job's refused; what it waits on changes at once,
+/// and survives a restart.
+#[test]
+fn a_pending_jobs_dependencies_are_replaced_cleared_and_never_circular() {
+    let cfg = config();
+    let (mut c, [alice, bob, _carol]) = one_node(2);
+    let mut rows = BTreeMap::new();
+    let running = submit(&mut c, &mut rows, &alice, limited(600), 1);
+    let mut held = limited(600);
+    held.extra.hold = true;
+    let first = submit(&mut c, &mut rows, &alice, held.clone(), 2);
+    let second = submit(&mut c, &mut rows, &alice, held, 3);
+    // Waits on the held job, although the node has room.
+    let mut waiting = limited(600);
+    waiting.deps = vec![Dependency::AfterOk(first)];
+    let third = submit(&mut c, &mut rows, &alice, waiting, 4);
+    assert_eq!(c.jobs[&running].state, JobState::Running);
+    assert_eq!(c.jobs[&third].state, JobState::Pending);
+    let deps = |job, d: Vec<Dependency>, any| {
+        ClientOp::Update(Update {
+            dependency: Some((d, any)),
+            ..Update::of(job)
+        })
+    };
+    let error = |fx: &Effects| match reply(fx) {
+        ClientReply::Error(e) => e,
+        other => panic!("{other:?}"),
+    };
+    // Another user's job; a job that does not exist; a running job.
+    let fx = c.client(b"c".to_vec(), 5, &bob, deps(second, vec![], false), 5);
+    assert_eq!(error(&fx).code, ErrorCode::PermissionDenied);
+    let fx = c.client(
+        b"c".to_vec(),
+        6,
+        &alice,
+        deps(second, vec![Dependency::AfterOk(JobId(999))], false),
+        6,
+    );
+    assert!(
+        error(&fx).message.contains("does not exist"),
+        "{:?}",
+        error(&fx)
+    );
+    let fx = c.client(
+        b"c".to_vec(),
+        7,
+        &alice,
+        deps(running, vec![Dependency::AfterOk(first)], false),
+        7,
+    );
+    assert_eq!(error(&fx).code, ErrorCode::Invalid);
+    // second waits on first (any of first and running); then first on second, or on
+    // itself, would wait forever: refused.
+    let fx = c.client(
+        b"c".to_vec(),
+        8,
+        &alice,
+        deps(
+            second,
+            vec![Dependency::AfterOk(first), Dependency::AfterAny(running)],
+            true,
+        ),
+        8,
+    );
+    assert!(
+        matches!(reply(&fx), ClientReply::Done(_)),
+        "{:?}",
+        reply(&fx)
+    );
+    keep(&mut rows, fx);
+    for (t, on) in [(9, second), (10, first)] {
+        let fx = c.client(
+            b"c".to_vec(),
+            t,
+            &alice,
+            deps(first, vec![Dependency::AfterAny(on)], false),
+            t,
+        );
+        assert!(error(&fx).message.contains("circular"), "{:?}", error(&fx));
+    }
+    assert!(c.jobs[&first].submission.deps.is_empty());
+    // third's dependency cleared: it starts at once.
+    let fx = c.client(b"c".to_vec(), 11, &alice, deps(third, vec![], false), 11);
+    assert!(
+        matches!(reply(&fx), ClientReply::Done(_)),
+        "{:?}",
+        reply(&fx)
+    );
+    assert_eq!(
+        launches(&fx).iter().map(|(_, l)| *l).collect::<Vec<_>>(),
+        vec![third],
+        "the job no longer waits"
+    );
+    keep(&mut rows, fx);
+    // A restart keeps the replaced list.
+    let nodes = vec![Core::node_row(&c.nodes[&NodeId(1)])];
+    let c2 = Core::new(cfg, rows.into_values().collect(), nodes);
+    let s = &c2.jobs[&second].submission;
+    assert_eq!(
+        (s.deps.clone(), s.extra.deps_any),
+        (
+            vec![Dependency::AfterOk(first), Dependency::AfterAny(running)],
+            true
+        )
+    );
+}
