@@ -98,9 +98,10 @@ fn update_key(tag: &str) -> Option<&'static str> {
 /// forms, `UNLIMITED`/`INFINITE`, or `+T`/`-T` from the job's present limit, given as
 /// `TimeLimit=+T` or `TimeLimit+=T`, which `limit_of` asks for; whole minutes, rounded
 /// up), `Partition`, `Priority`, `Nice`, `Name`/`JobName`, `Comment`,
-/// `StartTime`/`EligibleTime` (`--begin`'s forms; a past time is now) and `Dependency`
-/// (`--dependency`'s forms, replacing the job's; empty clears them); any other key
-/// scontrol knows is refused by name, as an unknown one is.
+/// `StartTime`/`EligibleTime` (`--begin`'s forms; a past time is now), `Dependency`
+/// (`--dependency`'s forms, replacing the job's; empty clears them) and an array's
+/// `ArrayTaskThrottle` (0: no limit); any other key scontrol knows is refused by name,
+/// as an unknown one is.
 pub(crate) fn parse_update(
     words: &[String],
     limit_of: impl FnOnce(JobId) -> anyhow::Result<Option<u64>>,
@@ -176,6 +177,15 @@ pub(crate) fn parse_update(
                         .map_err(|e| anyhow::anyhow!("{e}"))?,
                 )
             }
+            // As scontrol reads it: a whole number; 0 lifts the limit.
+            Some("ArrayTaskThrottle") => {
+                u.array_throttle = Some(
+                    val.parse::<u32>()
+                        .ok()
+                        .filter(|t| u64::from(*t) <= bulkhead_proto::job::MAX_ARRAY_TASKS)
+                        .with_context(|| format!("Invalid ArrayTaskThrottle value: {val}"))?,
+                )
+            }
             Some("Name" | "JobName") => u.name = Some(val.to_string()),
             Some("Comment") => u.comment = Some(val.to_string()),
             Some("EligibleTime" | "StartTime") => {
@@ -186,7 +196,7 @@ pub(crate) fn parse_update(
                 u.begin_us = Some(at.max(now).max(0) as u64 * 1_000_000);
             }
             Some(other) => bail!(
-                "Update of this parameter is not supported: {w}\nRequest aborted\n(Bulkhead's scontrol updates TimeLimit, Partition, Priority, Nice, JobName, Comment, StartTime and Dependency; not {other})"
+                "Update of this parameter is not supported: {w}\nRequest aborted\n(Bulkhead's scontrol updates TimeLimit, Partition, Priority, Nice, JobName, Comment, StartTime, Dependency and ArrayTaskThrottle; not {other})"
             ),
             None => bail!("Update of this parameter is not supported: {w}\nRequest aborted"),
         }
@@ -226,6 +236,7 @@ pub(crate) fn parse_update(
         && u.comment.is_none()
         && u.begin_us.is_none()
         && u.dependency.is_none()
+        && u.array_throttle.is_none()
     {
         bail!("No changes specified");
     }
@@ -357,6 +368,10 @@ mod tests {
                 true
             ))
         );
+        let u = parse_update(&w(&["JobId=9", "ArrayTaskT=5"]), no_lookup).expect("u");
+        assert_eq!(u.array_throttle, Some(5));
+        assert!(parse_update(&w(&["JobId=9", "ArrayTask=5"]), no_lookup).is_err());
+        assert!(parse_update(&w(&["JobId=9", "ArrayTaskThrottle=x"]), no_lookup).is_err());
         let u = parse_update(&w(&["JobId=9", "Dependency="]), no_lookup).expect("u");
         assert_eq!(u.dependency, Some((vec![], false)));
         assert!(parse_update(&w(&["JobId=9", "Dependency=afterok"]), no_lookup).is_err());

@@ -679,6 +679,14 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let _ = writeln!(s, "JobId={} JobName={}", j.id, j.name);
     if let Some((a, t)) = j.array_task {
         let _ = writeln!(s, "   ArrayJobId={a} ArrayTaskId={t}");
+    } else if let Some(rest) = &j.array_pending {
+        // The array's own record: the tasks not started yet, and its throttle (0: none).
+        let throttle = rest.rsplit_once('%').map_or("0", |(_, t)| t);
+        let _ = writeln!(
+            s,
+            "   ArrayJobId={} ArrayTaskId={rest} ArrayTaskThrottle={throttle}",
+            j.id
+        );
     }
     let _ = writeln!(
         s,

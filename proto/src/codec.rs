@@ -30,8 +30,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// 12: a submission carries `--priority`.
 /// 13: `scontrol update` carries a priority.
 /// 14: an accounting record carries the job's comment.
-/// 15: `scontrol update` carries a nice, a name, a comment, a start time and the
-/// dependencies.
+/// 15: `scontrol update` carries a nice, a name, a comment, a start time, the
+/// dependencies and an array's throttle.
 pub const PROTOCOL_VERSION: u16 = 15;
 pub const HEADER_LEN: usize = 14;
 

@@ -160,6 +160,9 @@ pub struct JobUpdate {
     /// The job's dependencies, all of them replaced (none: cleared), and whether any
     /// one of them suffices (`Dependency=`).
     pub dependency: Option<(Vec<crate::job::Dependency>, bool)>,
+    /// An array's new throttle, the most of its tasks that run at once; `Some(0)`: no
+    /// limit (`ArrayTaskThrottle=`).
+    pub array_throttle: Option<u32>,
 }
 
 impl JobUpdate {
@@ -175,6 +178,7 @@ impl JobUpdate {
             comment: None,
             begin_us: None,
             dependency: None,
+            array_throttle: None,
         }
     }
 }
@@ -732,6 +736,11 @@ impl Message for ClientRequest {
                     "deps",
                     u.dependency.as_ref().map_or(0, |(d, _)| d.len()),
                     crate::job::MAX_DEPS,
+                )?;
+                check_u64(
+                    "array throttle",
+                    u64::from(u.array_throttle.unwrap_or(0)),
+                    crate::job::MAX_ARRAY_TASKS,
                 )
             }
             ClientOp::Requeue(ids) => check_ids("jobs", ids),

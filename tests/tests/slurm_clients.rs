@@ -429,6 +429,23 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     let job = s.ok("scontrol", &["show", "job", &id]);
     assert!(job.contains("Dependency=(null)"), "{job}");
     s.ok("scancel", &[other]);
+    // An array's throttle raised, as its record shows it.
+    let array = s.ok(
+        "sbatch",
+        &["-H", "--array=0-3%1", "--parsable", "--wrap", "true"],
+    );
+    let array = array.trim();
+    s.ok(
+        "scontrol",
+        &["update", &format!("JobId={array}"), "ArrayTaskThrottle=2"],
+    );
+    let shown = s.ok("scontrol", &["show", "job", array]);
+    assert!(
+        shown.contains(&format!("ArrayJobId={array} ArrayTaskId="))
+            && shown.contains("%2 ArrayTaskThrottle=2"),
+        "{shown}"
+    );
+    s.ok("scancel", &[array]);
     // Its name back, for the status query by name below.
     s.ok(
         "scontrol",

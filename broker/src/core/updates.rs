@@ -1,6 +1,7 @@
 //! What `scontrol` changes after submission: a pending job's time limit, partition,
-//! priority, nice, start time or dependencies, a job's name or comment (`update`), a
-//! job run again from the start (`requeue`); and the partitions as `sinfo` lists them.
+//! priority, nice, start time or dependencies, a job's name or comment, an array's
+//! throttle (`update`), a job run again from the start (`requeue`); and the partitions
+//! as `sinfo` lists them.
 
 use super::*;
 use bulkhead_proto::msg::PartitionInfo;
@@ -21,6 +22,9 @@ impl Core {
         now_us: u64,
     ) -> ClientReply {
         let id = u.job;
+        if let Some(t) = u.array_throttle {
+            return self.update_throttle(fx, caller, u, t, now_us);
+        }
         let j = match self.job_for(caller, id, JobAction::Update) {
             Ok(j) => j,
             Err(e) => return ClientReply::Error(e),
@@ -183,6 +187,59 @@ impl Core {
         self.update(fx, id);
         tracing::info!(job = %id, user = %caller.user, change = %what.join(" "), "job updated");
         ClientReply::Done(format!("job {id}: {}", what.join(" ")))
+    }
+
+    /// `scontrol update ArrayTaskThrottle=N`: the most of an array's tasks that run at
+    /// once (0: no limit), alone in its update, from its owner or an operator. Raised,
+    /// the next tasks are made at once; lowered, running tasks go on and new ones wait
+    /// until fewer than N run.
+    fn update_throttle(
+        &mut self,
+        fx: &mut Effects,
+        caller: &Caller,
+        u: bulkhead_proto::msg::JobUpdate,
+        throttle: u32,
+        now_us: u64,
+    ) -> ClientReply {
+        let id = u.job;
+        if u != (bulkhead_proto::msg::JobUpdate {
+            array_throttle: u.array_throttle,
+            ..bulkhead_proto::msg::JobUpdate::of(id)
+        }) {
+            return ClientReply::Error(err(
+                ErrorCode::Invalid,
+                "ArrayTaskThrottle is changed alone: give the other changes in another update",
+            ));
+        }
+        let j = match self.job_for(caller, id, JobAction::Update) {
+            Ok(j) => j,
+            Err(e) => return ClientReply::Error(e),
+        };
+        if j.state.is_terminal() {
+            return ClientReply::Error(err(
+                ErrorCode::Invalid,
+                format!("job {id} is {}", j.state.as_str()),
+            ));
+        }
+        let mut changed = j.clone();
+        let Some(array) = changed.submission.array.as_mut() else {
+            return ClientReply::Error(err(
+                ErrorCode::Invalid,
+                format!("job {id} is not a job array (ArrayTaskThrottle is an array's)"),
+            ));
+        };
+        array.throttle = (throttle > 0).then_some(throttle);
+        if let Err(e) = array.validate() {
+            return ClientReply::Error(err(ErrorCode::Invalid, e.to_string()));
+        }
+        fx.store.push(StoreOp::ReplaceSubmission(
+            id,
+            Box::new(changed.submission.clone()),
+        ));
+        self.jobs.insert(id, changed);
+        self.refill(fx, id, now_us);
+        tracing::info!(job = %id, user = %caller.user, throttle, "array throttle updated");
+        ClientReply::Done(format!("job {id}: ArrayTaskThrottle={throttle}"))
     }
 
     /// Whether job `id` with dependencies `deps` would wait on itself: through `deps`

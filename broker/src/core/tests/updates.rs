@@ -612,3 +612,99 @@ fn a_pending_jobs_dependencies_are_replaced_cleared_and_never_circular() {
         )
     );
 }
+
+/// `scontrol update ArrayTaskThrottle=N`: an array's owner raises its throttle and the
+/// next tasks start at once; 0 lifts it; it is an array's alone, changed alone, and
+/// survives a restart.
+#[test]
+fn an_arrays_throttle_is_raised_and_lifted_by_its_owner() {
+    let cfg = config();
+    let (mut c, [alice, bob, _carol]) = one_node(8);
+    let mut rows = BTreeMap::new();
+    let mut a = limited(600);
+    a.array = Some(bulkhead_proto::job::ArraySpec {
+        ranges: vec![(0, 5, 1)],
+        throttle: Some(1),
+    });
+    let array = submit(&mut c, &mut rows, &alice, a, 1);
+    let plain = submit(&mut c, &mut rows, &alice, limited(600), 2);
+    let running = |c: &Core| {
+        c.jobs
+            .values()
+            .filter(|j| {
+                j.submission.array_task.is_some_and(|(p, _)| p == array)
+                    && j.state == JobState::Running
+            })
+            .count()
+    };
+    assert_eq!(running(&c), 1, "the throttle holds the array to one task");
+    let throttle = |t| {
+        ClientOp::Update(Update {
+            array_throttle: Some(t),
+            ..Update::of(array)
+        })
+    };
+    let error = |fx: &Effects| match reply(fx) {
+        ClientReply::Error(e) => e,
+        other => panic!("{other:?}"),
+    };
+    // Another user; a job that is no array; with another change.
+    let fx = c.client(b"c".to_vec(), 3, &bob, throttle(3), 3);
+    assert_eq!(error(&fx).code, ErrorCode::PermissionDenied);
+    let fx = c.client(
+        b"c".to_vec(),
+        4,
+        &alice,
+        ClientOp::Update(Update {
+            array_throttle: Some(3),
+            ..Update::of(plain)
+        }),
+        4,
+    );
+    assert!(
+        error(&fx).message.contains("not a job array"),
+        "{:?}",
+        error(&fx)
+    );
+    let fx = c.client(
+        b"c".to_vec(),
+        5,
+        &alice,
+        ClientOp::Update(Update {
+            array_throttle: Some(3),
+            name: Some("x".into()),
+            ..Update::of(array)
+        }),
+        5,
+    );
+    assert!(error(&fx).message.contains("alone"), "{:?}", error(&fx));
+    // Raised to 3: two more tasks start at once.
+    let fx = c.client(b"c".to_vec(), 6, &alice, throttle(3), 6);
+    assert!(
+        matches!(reply(&fx), ClientReply::Done(_)),
+        "{:?}",
+        reply(&fx)
+    );
+    assert_eq!(launches(&fx).len(), 2, "{:?}", fx.send);
+    keep(&mut rows, fx);
+    assert_eq!(running(&c), 3);
+    // Lifted: the other three.
+    let fx = c.client(b"c".to_vec(), 7, &alice, throttle(0), 7);
+    assert!(
+        matches!(reply(&fx), ClientReply::Done(_)),
+        "{:?}",
+        reply(&fx)
+    );
+    keep(&mut rows, fx);
+    assert_eq!(running(&c), 6);
+    let nodes = vec![Core::node_row(&c.nodes[&NodeId(1)])];
+    let c2 = Core::new(cfg, rows.into_values().collect(), nodes);
+    assert_eq!(
+        c2.jobs[&array]
+            .submission
+            .array
+            .as_ref()
+            .map(|a| a.throttle),
+        Some(None)
+    );
+}
