@@ -70,6 +70,13 @@ print("cancelled", job.job_id, wait_state(job, "CANCELLED"), flush=True)
 print("SUBMITIT-OK", flush=True)
 "#;
 
+/// A cluster started with `opts`, its node up.
+fn cluster_up(opts: ClusterOpts) -> Cluster {
+    let c = Cluster::start_with(opts).expect("cluster");
+    c.wait_node_up().expect("node up");
+    c
+}
+
 #[test]
 fn submitit_runs_functions_an_array_and_a_cancel_through_slurms_commands() {
     let ok = Command::new(VENV_PYTHON)
@@ -83,8 +90,7 @@ fn submitit_runs_functions_an_array_and_a_cancel_through_slurms_commands() {
         );
         return;
     }
-    let c = Cluster::start().expect("cluster");
-    c.wait_node_up().expect("node up");
+    let c = cluster_up(ClusterOpts::default());
     let s = SlurmCommands::install(&c);
     let wd = s.wd.clone();
     let driver = wd.join("driver.py");
@@ -223,8 +229,7 @@ impl<'a> SlurmCommands<'a> {
 
 #[test]
 fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
-    let c = Cluster::start().expect("cluster");
-    c.wait_node_up().expect("node up");
+    let c = cluster_up(ClusterOpts::default());
     let s = SlurmCommands::install(&c);
     let wd = s.wd.clone();
     let node = c.node_names().into_iter().next().expect("a node");
@@ -542,12 +547,10 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
 /// refused with Slurm's words and exit code.
 #[test]
 fn sbatch_dependencies_on_array_tasks_wait_for_those_tasks() {
-    let c = Cluster::start_with(ClusterOpts {
+    let c = cluster_up(ClusterOpts {
         cpus: 4,
         ..ClusterOpts::default()
-    })
-    .expect("cluster");
-    c.wait_node_up().expect("node up");
+    });
     let s = SlurmCommands::install(&c);
     let id_of = |out: String| -> u64 {
         out.trim()
@@ -635,8 +638,7 @@ fn sbatch_dependencies_on_array_tasks_wait_for_those_tasks() {
 /// script alone; a signal to a job already over is an error (unlike a cancel).
 #[test]
 fn scancel_signals_the_steps_or_the_batch_script() {
-    let c = Cluster::start().expect("cluster");
-    c.wait_node_up().expect("node up");
+    let c = cluster_up(ClusterOpts::default());
     let s = SlurmCommands::install(&c);
     let wd = s.wd.clone();
     std::fs::write(
@@ -704,8 +706,7 @@ fn scancel_signals_the_steps_or_the_batch_script() {
 /// waiting jobs; `-S` orders by the keys given, `-i` by id descending.
 #[test]
 fn squeue_lists_in_slurms_order() {
-    let c = Cluster::start().expect("cluster");
-    c.wait_node_up().expect("node up");
+    let c = cluster_up(ClusterOpts::default());
     let s = SlurmCommands::install(&c);
     // Waiting for their begin time, with priorities apart by their nice values.
     let mut ids = Vec::new();
@@ -750,13 +751,11 @@ fn squeue_lists_in_slurms_order() {
 /// the next while this one is read, and each page is decoded over the last.
 #[test]
 fn squeue_lists_every_job_over_several_pages() {
-    let c = Cluster::start_with(ClusterOpts {
+    let c = cluster_up(ClusterOpts {
         allow_root_jobs: true,
         broker_config: Some("[limits.user]\nmax_submitted_jobs = 100000\n".into()),
         ..ClusterOpts::default()
-    })
-    .expect("cluster");
-    c.wait_node_up().expect("node up");
+    });
     let s = SlurmCommands::install(&c);
     let mut client =
         bulkhead_client::Client::connect(&c.endpoint, Some(&c.munged.socket)).expect("client");
@@ -807,12 +806,10 @@ fn squeue_lists_every_job_over_several_pages() {
 /// failed job's node list and reason, its efficiency report).
 #[test]
 fn workflow_managers_command_lines_work_as_their_sources_expect() {
-    let c = Cluster::start_with(ClusterOpts {
+    let c = cluster_up(ClusterOpts {
         cpus: 4,
         ..ClusterOpts::default()
-    })
-    .expect("cluster");
-    c.wait_node_up().expect("node up");
+    });
     let s = SlurmCommands::install(&c);
     let wd = s.wd.clone();
     let w = wd.to_str().expect("utf-8").to_string();
