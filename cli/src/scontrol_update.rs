@@ -228,16 +228,7 @@ pub(crate) fn parse_update(
         }
         Some(v) => Some(minutes(v)?),
     };
-    if u.time_limit_s.is_none()
-        && u.partition.is_none()
-        && u.priority.is_none()
-        && u.nice.is_none()
-        && u.name.is_none()
-        && u.comment.is_none()
-        && u.begin_us.is_none()
-        && u.dependency.is_none()
-        && u.array_throttle.is_none()
-    {
+    if u == bulkhead_proto::msg::JobUpdate::of(job) {
         bail!("No changes specified");
     }
     Ok(u)
