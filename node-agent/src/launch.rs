@@ -503,8 +503,16 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             // The child has its own umask (no CLONE_FS): the submitter's, so that the
             // output files (0666 less the mask) are no more readable than they chose.
             libc::umask(p.umask);
-            let flags =
-                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            // O_APPEND as slurmstepd opens them (with O_TRUNC): every write lands at
+            // the end, so that the supervisor's line at a cancel (`*** JOB 6 ON n1
+            // CANCELLED AT ... ***`, appended through another descriptor) is not
+            // overwritten by what the script writes after it at its own offset.
+            let flags = libc::O_WRONLY
+                | libc::O_CREAT
+                | libc::O_TRUNC
+                | libc::O_APPEND
+                | libc::O_NOFOLLOW
+                | libc::O_CLOEXEC;
             let fd = libc::open(p.out.as_ptr(), flags, 0o666);
             if fd < 0 || libc::dup2(fd, 1) < 0 {
                 return fail(p, 7);
