@@ -117,6 +117,22 @@ const WIDTHS: &[(&str, i32)] = &[
     ("WorkDir", 20),
 ];
 
+/// `sacct -e`: every field's name, four to a line, each 19 wide (sacct's
+/// `_help_fields_msg`).
+pub fn help_fields() -> String {
+    let mut out = String::new();
+    for (i, (name, _)) in WIDTHS.iter().enumerate() {
+        if i % 4 != 0 {
+            out.push(' ');
+        } else if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&format!("{name:<19}"));
+    }
+    out.push('\n');
+    out
+}
+
 /// The field `asked` names as sacct finds it (`jobid`, `elap`), and its default width.
 pub fn resolve(asked: &str) -> Option<(&'static str, i32)> {
     let asked = asked.trim();

@@ -84,6 +84,31 @@ fn limit_into(secs: Option<u64>, v: &mut String) -> std::fmt::Result {
     }
 }
 
+/// `print_date()`'s line (`Sat Dec 05 07:19:00 2026`, strftime's `%a %b %d %T %Y`
+/// in the C locale), which squeue and sinfo print first with `-l`, `-v` or `-i`.
+pub fn date_line(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let t = libc::time_t::try_from(secs).unwrap_or(libc::time_t::MAX);
+    // SAFETY: zeroed is a valid `tm`; localtime_r only reads `t` and writes `tm`.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return String::new();
+    }
+    format!(
+        "{} {} {:02} {:02}:{:02}:{:02} {}",
+        DAYS[tm.tm_wday.clamp(0, 6) as usize],
+        MONTHS[tm.tm_mon.clamp(0, 11) as usize],
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        tm.tm_year + 1900
+    )
+}
+
 /// Local time as Slurm prints it, `YYYY-MM-DDTHH:MM:SS`; `N/A` for none.
 pub fn local_time(us: Option<u64>) -> String {
     let Some(us) = us else { return "N/A".into() };
@@ -209,7 +234,7 @@ pub fn squeue_parts(fmt: &str) -> Parts {
                 'R' | 'r' => Parts::REASON,
                 'S' | 'p' | 'Q' => Parts::PRIORITY,
                 'Z' => Parts::PATHS,
-                'k' | 'y' | 'h' => Parts::EXTRA,
+                'k' | 'y' | 'h' | 'n' | 'x' => Parts::EXTRA,
                 'E' => Parts::DEPENDENCY,
                 _ => Parts::NONE,
             }),
@@ -218,16 +243,47 @@ pub fn squeue_parts(fmt: &str) -> Parts {
         .fold(Parts::NONE, Parts::with)
 }
 
-/// One squeue field by its type letter.
+/// One squeue field by its type letter (sizes converted to units, as squeue's
+/// default).
 pub fn squeue_field(j: &JobInfo, c: char, now_us: u64) -> String {
     let mut v = String::new();
-    squeue_field_into(j, c, now_us, &mut v);
+    squeue_field_into(j, c, now_us, true, &mut v);
     v
 }
 
+/// Slurm's `convert_num_unit` (units of 1024): `num` in unit `orig` (0 none, 1 K,
+/// 2 M, ...) written in the largest unit it reaches unless `convert` is off
+/// (`--noconvert`), with two decimals when it is not whole (`1.46G`); 0 is `0`.
+pub fn convert_num_unit(num: u64, orig: usize, convert: bool, v: &mut String) {
+    const UNITS: [&str; 7] = ["", "K", "M", "G", "T", "P", "?"];
+    if num == 0 {
+        v.push('0');
+        return;
+    }
+    let (mut n, mut unit) = (num as f64, orig);
+    if convert {
+        while n >= 1024.0 {
+            n /= 1024.0;
+            unit += 1;
+        }
+    }
+    let suffix = UNITS[unit.min(UNITS.len() - 1)];
+    if n.fract() == 0.0 {
+        let _ = write!(v, "{}{suffix}", n as u64);
+    } else {
+        let _ = write!(v, "{n:.2}{suffix}");
+    }
+}
+
+/// Every field letter of squeue's `%all` (squeue 22.05 knows each letter, a-z then
+/// A-Z), `|` between them.
+pub const SQUEUE_ALL: &str = "%a|%b|%c|%d|%e|%f|%g|%h|%i|%j|%k|%l|%m|%n|%o|%p|%q|%r|%s|%t|%u|%v|%w|%x|%y|%z|\
+%A|%B|%C|%D|%E|%F|%G|%H|%I|%J|%K|%L|%M|%N|%O|%P|%Q|%R|%S|%T|%U|%V|%W|%X|%Y|%Z";
+
 /// [`squeue_field`], written at the end of `v`: a listing formats every field of
-/// every job, without a string of its own for each.
-pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
+/// every job, without a string of its own for each. `convert` writes sizes in units
+/// (squeue's default; `--noconvert` turns it off).
+pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &mut String) {
     let r = &j.resources;
     let array = j.array_task.map_or(j.id, |(a, _)| a);
     let _ = match c {
@@ -287,10 +343,44 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
             Ok(())
         }
         'c' => {
-            num(v, r.cpus);
+            convert_num_unit(u64::from(r.cpus), 0, convert, v);
             Ok(())
         }
-        'm' => write!(v, "{}M", r.mem_mb),
+        'm' => {
+            convert_num_unit(r.mem_mb, 2, convert, v);
+            Ok(())
+        }
+        // No temporary disk is asked here (`--tmp` is refused): squeue's 0.
+        'd' => {
+            convert_num_unit(0, 2, convert, v);
+            Ok(())
+        }
+        // Sockets, cores and threads per node are never asked here: squeue's `*`.
+        'H' | 'I' | 'J' => write!(v, "*"),
+        'z' => write!(v, "*:*:*"),
+        'O' => write!(v, "0"),
+        'X' => write!(v, "N/A"),
+        // Requested and excluded nodes as a host list; none is empty, as squeue's.
+        'n' => write!(
+            v,
+            "{}",
+            if j.extra.nodelist.is_empty() {
+                String::new()
+            } else {
+                hostlist_of(&j.extra.nodelist)
+            }
+        ),
+        'x' => write!(
+            v,
+            "{}",
+            if j.extra.exclude.is_empty() {
+                String::new()
+            } else {
+                hostlist_of(&j.extra.exclude)
+            }
+        ),
+        // The select plugin's text: cons_tres writes none.
+        's' => Ok(()),
         'b' => {
             let g = r.gpu_label();
             if g == "0" {
@@ -333,13 +423,16 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String) {
         'q' => write!(v, "normal"),
         'k' => write!(v, "{}", j.extra.comment.as_deref().unwrap_or("(null)")),
         'y' => write!(v, "{}", j.extra.nice),
-        'Y' | 'o' | 'f' | 'x' | 'n' | 'w' | 'z' => write!(v, "(null)"),
+        // Command, features, wckey, scheduled nodes, reservation, licenses: none kept
+        // here, which squeue prints as C's printf prints a null string.
+        'Y' | 'o' | 'f' | 'w' | 'v' | 'W' => write!(v, "(null)"),
         'E' => {
             v.push_str(&j.dependency);
             Ok(())
         }
         'h' => write!(v, "{}", oversubscribe(j.extra.exclusive)),
-        _ => Ok(()),
+        // A letter squeue does not know: written as given (`%` and the letter).
+        other => write!(v, "%{other}"),
     };
 }
 
@@ -506,6 +599,22 @@ fn header(kind: char) -> &'static str {
         'Y' => "SCHEDNODES",
         'E' => "DEPENDENCY",
         'h' => "OVER_SUBSCRIBE",
+        'B' => "EXEC_HOST",
+        'd' => "MIN_TMP_DISK",
+        'H' => "SOCKETS_PER_NODE",
+        'I' => "CORES_PER_SOCKET",
+        'J' => "THREADS_PER_CORE",
+        'z' => "S:C:T",
+        'O' => "CONTIGUOUS",
+        'X' => "CORE_SPEC",
+        'n' => "REQ_NODES",
+        'x' => "EXC_NODES",
+        'o' => "COMMAND",
+        'f' => "FEATURES",
+        'w' => "WCKEY",
+        'v' => "RESERVATION",
+        'W' => "LICENSES",
+        's' => "",
         _ => "",
     }
 }
@@ -569,22 +678,33 @@ fn blanks(out: &mut String, mut n: usize) {
     }
 }
 
-/// squeue's output of `jobs` in `fmt`, with its header unless `noheader`.
-pub fn squeue(jobs: &[JobInfo], fmt: &str, noheader: bool, now_us: u64) -> String {
+/// squeue's output of `jobs` in `fmt`, with its header unless `noheader`, sizes in
+/// units unless not `convert`.
+pub fn squeue(jobs: &[JobInfo], fmt: &str, noheader: bool, convert: bool, now_us: u64) -> String {
     let pieces = parse_format(fmt);
     let mut out = String::with_capacity(jobs.len().saturating_add(1).saturating_mul(96));
     if !noheader {
         squeue_header(&pieces, &mut out);
     }
-    squeue_lines(jobs, &pieces, now_us, &mut out);
+    squeue_lines(jobs, &pieces, now_us, convert, &mut out);
     out
 }
 
 /// squeue's header line for a parsed format, at the end of `out`.
 pub fn squeue_header(pieces: &[Piece], out: &mut String) {
-    squeue_line(pieces, out, &mut String::new(), &mut |k, v| {
-        v.push_str(header(k))
-    });
+    squeue_line(
+        pieces,
+        out,
+        &mut String::new(),
+        &mut |k, v| match header(k) {
+            // A letter squeue does not know is written as given, in the header too.
+            "" if k != 's' => {
+                v.push('%');
+                v.push(k);
+            }
+            h => v.push_str(h),
+        },
+    );
 }
 
 /// `squeue -s`'s default format: a step's id, name, partition, user, time, nodes.
@@ -612,11 +732,12 @@ pub fn squeue_job_line(
     j: &JobInfo,
     pieces: &[Piece],
     now_us: u64,
+    convert: bool,
     out: &mut String,
     value: &mut String,
 ) {
     squeue_line(pieces, out, value, &mut |k, v| {
-        squeue_field_into(j, k, now_us, v)
+        squeue_field_into(j, k, now_us, convert, v)
     });
 }
 
@@ -626,12 +747,13 @@ pub fn squeue_lines<'a>(
     jobs: impl IntoIterator<Item = &'a JobInfo>,
     pieces: &[Piece],
     now_us: u64,
+    convert: bool,
     out: &mut String,
 ) {
     // One value buffer for every field of every line.
     let mut value = String::new();
     for j in jobs {
-        squeue_job_line(j, pieces, now_us, out, &mut value);
+        squeue_job_line(j, pieces, now_us, convert, out, &mut value);
     }
 }
 
@@ -892,6 +1014,68 @@ pub(crate) mod tests {
 
     /// A line's fields cut and padded where they are written: right and left,
     /// wider than a run of blanks, cut, unpadded; a value with a control character
+    /// Sizes as squeue's `convert_num_unit` writes them, and as `--noconvert` leaves
+    /// them.
+    #[test]
+    fn sizes_convert_as_squeue_converts_them() {
+        let conv = |n: u64, unit: usize, convert: bool| {
+            let mut v = String::new();
+            convert_num_unit(n, unit, convert, &mut v);
+            v
+        };
+        assert_eq!(conv(1024, 2, true), "1G");
+        assert_eq!(conv(1500, 2, true), "1.46G");
+        assert_eq!(conv(500, 2, true), "500M");
+        assert_eq!(conv(1_048_576, 2, true), "1T");
+        assert_eq!(conv(1024, 2, false), "1024M");
+        assert_eq!(conv(0, 2, true), "0");
+        assert_eq!(conv(2048, 0, true), "2K");
+        assert_eq!(conv(64, 0, true), "64");
+        let mut j = full_job();
+        j.resources.mem_mb = 4096;
+        let line =
+            |fmt: &str, convert: bool| squeue(std::slice::from_ref(&j), fmt, true, convert, 0);
+        assert_eq!(line("%m %d", true), "4G 0\n");
+        assert_eq!(line("%m", false), "4096M\n");
+    }
+
+    /// Every letter squeue 22.05 knows has a value here, a letter it does not know is
+    /// written as given (`%` and the letter, header and value alike), and `%all` is
+    /// every letter between bars.
+    #[test]
+    fn every_squeue_letter_and_an_unknown_one() {
+        let j = full_job();
+        let line =
+            |fmt: &str, noheader: bool| squeue(std::slice::from_ref(&j), fmt, noheader, true, 0);
+        assert_eq!(
+            line("%H|%I|%J|%z|%O|%X|%v|%W|%f|%w|%Y|%o", true),
+            "*|*|*|*:*:*|0|N/A|(null)|(null)|(null)|(null)|(null)|(null)\n"
+        );
+        assert_eq!(
+            line("%.5H %d %s|%!", false),
+            "SOCKE MIN_TMP_DISK |%!\n    * 0 |%!\n"
+        );
+        let letters: Vec<char> = SQUEUE_ALL
+            .split('|')
+            .map(|f| f.chars().nth(1).expect("letter"))
+            .collect();
+        assert_eq!(letters.len(), 52);
+        for c in letters {
+            assert!(c == 's' || !header(c).is_empty(), "%{c} has no header");
+        }
+    }
+
+    /// `print_date()`'s layout.
+    #[test]
+    fn the_date_line_is_ctimes_without_its_newline() {
+        let d = date_line(0);
+        let parts: Vec<&str> = d.split(' ').collect();
+        assert_eq!(parts.len(), 5, "{d}");
+        assert!(["Wed", "Thu"].contains(&parts[0]), "{d}");
+        assert_eq!(parts[2].len(), 2, "{d}");
+        assert_eq!(parts[3].len(), 8, "{d}");
+    }
+
     /// escaped and cut by characters; trailing blanks cut.
     #[test]
     fn a_lines_fields_are_cut_and_padded_in_place() {
@@ -900,6 +1084,7 @@ pub(crate) mod tests {
         let out = squeue(
             std::slice::from_ref(&j),
             "%.40i|%5u|%.2P|%j|%.12j|%3t|%.5D|%6a",
+            true,
             true,
             0,
         );

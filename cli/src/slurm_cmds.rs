@@ -3,6 +3,7 @@
 //! install-slurm-commands DIR`) reads that command's options and answers in its
 //! formats. sbatch, srun and salloc are `bh submit`, `bh run` and `bh alloc`.
 
+use super::slurm_opts::{self, Sacct, Scancel, Squeue};
 use super::{Cli, Globals, client, explain, uid_of};
 use anyhow::{Context, bail};
 use bulkhead_cli::{acct, output, sacct_fields, slurm, slurm_info, slurm_json, squeue_sort};
@@ -173,70 +174,19 @@ fn users(list: &[String], me: bool) -> anyhow::Result<Vec<u32>> {
     Ok(out)
 }
 
-#[derive(Debug, Parser)]
-#[command(
-    name = "squeue",
-    disable_version_flag = true,
-    disable_help_flag = true,
-    infer_long_args = true
-)]
-struct Squeue {
-    #[arg(short = 'j', long = "jobs")]
-    jobs: Vec<String>,
-    /// Clusters: this one is the broker's.
-    #[arg(short = 'M', long = "clusters")]
-    clusters: Option<String>,
-    #[arg(short = 'u', long = "user", alias = "users")]
-    user: Vec<String>,
-    #[arg(long = "me")]
-    me: bool,
-    #[arg(short = 't', long = "states")]
-    states: Vec<String>,
-    #[arg(short = 'p', long = "partitions", alias = "partition")]
-    partition: Vec<String>,
-    #[arg(short = 'n', long = "name")]
-    name: Vec<String>,
-    #[arg(short = 'A', long = "accounts", alias = "account")]
-    account: Vec<String>,
-    #[arg(short = 'h', long = "noheader")]
-    noheader: bool,
-    #[arg(short = 'o', long = "format")]
-    format: Option<String>,
-    /// `-O/--Format`: fields by name (`jobid,state:10,name:.30`).
-    #[arg(short = 'O', long = "Format")]
-    format_long: Option<String>,
-    #[arg(short = 'l', long = "long")]
-    long: bool,
-    #[arg(long = "start")]
-    start: bool,
-    #[arg(short = 'a', long = "all")]
-    all: bool,
-    #[arg(short = 'r', long = "array")]
-    array: bool,
-    #[arg(long = "json")]
-    json: bool,
-    #[arg(short = 'v', long = "verbose")]
-    verbose: bool,
-    /// The order: Slurm's keys, `-` for descending (default `P,t,-p`).
-    /// `-S -i` is a descending sort, as getopt gives an option's value that starts
-    /// with a dash.
-    #[arg(short = 'S', long = "sort", allow_hyphen_values = true)]
-    sort: Option<String>,
-    /// `-s/--steps[=STEPS]`: the running jobs' steps (their batch step and srun's).
-    #[arg(
-        short = 's',
-        long = "steps",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = ""
-    )]
-    steps: Option<String>,
-    #[arg(long = "help", action = clap::ArgAction::Help)]
-    help: Option<bool>,
-}
-
 /// Runs the Slurm command `prog` with `args` (its own, argv[0] left out).
 pub fn run(prog: &'static str, args: Vec<String>, g: Globals) -> anyhow::Result<ExitCode> {
+    // `sbatch --version`, `srun -V`: how tools tell which Slurm they drive (sbatch's,
+    // srun's and salloc's own options are read by bh's parsers, where a later word may
+    // be the job's command; as the first word it is always the command's own).
+    if matches!(prog, "sbatch" | "srun" | "salloc")
+        && args
+            .first()
+            .is_some_and(|w| w == "-V" || (w.len() >= 6 && "--version".starts_with(w.as_str())))
+    {
+        println!("{}", bulkhead_cli::getopt::VERSION);
+        return Ok(ExitCode::SUCCESS);
+    }
     let words = std::iter::once(prog.to_string()).chain(args);
     match prog {
         "squeue" => squeue(words, &g),
@@ -268,49 +218,96 @@ pub fn run(prog: &'static str, args: Vec<String>, g: Globals) -> anyhow::Result<
     }
 }
 
-#[derive(Debug, Parser)]
-#[command(
-    name = "sinfo",
-    disable_version_flag = true,
-    disable_help_flag = true,
-    infer_long_args = true
-)]
-struct Sinfo {
-    #[arg(long = "help", action = clap::ArgAction::Help)]
-    help: Option<bool>,
-    /// No header line.
-    #[arg(short = 'h', long = "noheader")]
-    noheader: bool,
-    /// A line per node.
-    #[arg(short = 'N', long = "Node")]
-    nodes: bool,
-    /// Summarize: a line per partition, nodes as allocated/idle/other/total.
-    #[arg(short = 's', long = "summarize")]
-    summarize: bool,
-    /// Long format.
-    #[arg(short = 'l', long = "long")]
-    long: bool,
-    #[arg(short = 'o', long = "format")]
-    format: Option<String>,
-    #[arg(short = 'p', long = "partition")]
-    partition: Vec<String>,
-    #[arg(short = 't', long = "states")]
-    states: Vec<String>,
-    /// All partitions, hidden ones too (none are hidden here).
-    #[arg(short = 'a', long = "all")]
-    all: bool,
-    #[arg(long = "json")]
-    json: bool,
+fn sinfo(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
+    let argv: Vec<String> = words.collect();
+    let a = match slurm_opts::sinfo(&argv) {
+        Ok(a) => a,
+        Err(code) => return Ok(code),
+    };
+    // As sinfo's loop: the date first with -i, -l or -v (unless -h), `CLUSTER:` with
+    // -M, the listing, and with -i a blank line and the next after the pause.
+    loop {
+        if !a.noheader && (a.iterate.is_some() || a.long) && !a.json {
+            println!("{}", slurm::date_line(now_us() / 1_000_000));
+        }
+        if a.clusters && !a.noheader && !a.json {
+            println!("CLUSTER: {}", bulkhead_cli::opts::CLUSTER_NAME);
+        }
+        let code = sinfo_once(&a, g)?;
+        let Some(secs) = a.iterate else {
+            return Ok(code);
+        };
+        println!();
+        std::io::stdout().flush().context("writing the listing")?;
+        std::thread::sleep(std::time::Duration::from_secs(secs));
+    }
 }
 
-fn sinfo(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
-    let a = Sinfo::try_parse_from(words).unwrap_or_else(|e| e.exit());
-    let _ = (a.all, a.help);
+/// `sinfo -R`: the nodes down, drained or draining, grouped by their reason, in
+/// sinfo's `%20E %9u %19H %N`. Who set a reason and when is not kept here: `Unknown`,
+/// as sinfo prints an unknown user and time.
+fn sinfo_reasons(nodes: &[bulkhead_proto::msg::NodeInfo], noheader: bool) -> String {
+    use bulkhead_proto::msg::NodeState;
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for n in nodes.iter().filter(|n| {
+        matches!(
+            n.state,
+            NodeState::Down | NodeState::Drained | NodeState::Draining
+        )
+    }) {
+        let reason = n.reason.clone().unwrap_or_else(|| "Not responding".into());
+        match groups.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, v)) => v.push(n.name.clone()),
+            None => groups.push((reason, vec![n.name.clone()])),
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, e: &str, u: &str, h: &str, n: &str| {
+        let cut = |s: &str, w: usize| format!("{:<w$.w$}", s);
+        out.push_str(&format!("{} {} {} {n}", cut(e, 20), cut(u, 9), cut(h, 19)));
+        out.push('\n');
+    };
+    if !noheader {
+        line(&mut out, "REASON", "USER", "TIMESTAMP", "NODELIST");
+    }
+    for (reason, names) in &groups {
+        line(
+            &mut out,
+            reason,
+            "Unknown",
+            "Unknown",
+            &slurm::hostlist_of(names),
+        );
+    }
+    out
+}
+
+/// One sinfo listing.
+fn sinfo_once(a: &slurm_opts::Sinfo, g: &Globals) -> anyhow::Result<ExitCode> {
     let mut c = client(g)?;
     let parts = c.partitions().map_err(explain)?;
-    let nodes = c.nodes().map_err(explain)?;
+    let mut nodes = c.nodes().map_err(explain)?;
     if a.json {
         println!("{}", output::json(&slurm_json::sinfo(&parts, &nodes))?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    // -n: these nodes; -r: those that answer; -d: those that do not.
+    if let Some(list) = &a.node_names {
+        let want = bulkhead_proto::hostlist::expand(list, 100_000)
+            .map_err(|_| anyhow::anyhow!("'{}' invalid entry for --nodes", output::escape(list)))?;
+        nodes.retain(|n| want.contains(&n.name));
+    }
+    if a.responding {
+        nodes.retain(|n| n.state != bulkhead_proto::msg::NodeState::Down);
+    }
+    if a.dead {
+        nodes.retain(|n| n.state == bulkhead_proto::msg::NodeState::Down);
+    }
+    if a.reasons {
+        print!(
+            "{}",
+            output::escape_keep_lines(&sinfo_reasons(&nodes, a.noheader))
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let fmt = match (&a.format, a.summarize, a.nodes, a.long) {
@@ -333,6 +330,7 @@ fn sinfo(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
             .flat_map(|p| p.split(','))
             .map(String::from)
             .collect(),
+        nodes_only: a.node_names.is_some() || a.responding || a.dead,
     };
     print!(
         "{}",
@@ -343,45 +341,55 @@ fn sinfo(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
-#[derive(Debug, Parser)]
-#[command(name = "scancel", disable_version_flag = true, infer_long_args = true)]
-struct Scancel {
-    job_ids: Vec<String>,
-    /// Clusters: this one is the broker's.
-    #[arg(short = 'M', long = "clusters")]
-    clusters: Option<String>,
-    #[arg(short = 'u', long = "user")]
-    user: Vec<String>,
-    #[arg(long = "me")]
-    me: bool,
-    #[arg(short = 't', long = "state")]
-    state: Vec<String>,
-    #[arg(short = 'n', long = "name", alias = "jobname")]
-    name: Option<String>,
-    #[arg(short = 'p', long = "partition")]
-    partition: Option<String>,
-    #[arg(short = 'Q', long = "quiet")]
-    quiet: bool,
-    #[arg(short = 'v', long = "verbose")]
-    verbose: bool,
-    /// Send this signal (a number, or a name such as USR1) instead of cancelling.
-    #[arg(short = 's', long = "signal")]
-    signal: Option<String>,
-    /// Signal only the batch script.
-    #[arg(short = 'b', long = "batch")]
-    batch: bool,
-    /// Signal every process of the job, the batch script's included.
-    #[arg(short = 'f', long = "full")]
-    full: bool,
+/// `scancel -i`'s question for one job; yes only for an answer starting with y.
+fn confirm(j: &JobInfo) -> bool {
+    print!(
+        "Cancel job_id={} name={} partition={} [y/n]? ",
+        j.id,
+        output::escape(&j.name),
+        output::escape(&j.partition)
+    );
+    let _ = std::io::stdout().flush();
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).is_ok() && answer.trim_start().starts_with(['y', 'Y'])
 }
 
 /// squeue: the jobs the options select, in the format they name (Slurm's default
 /// unless one is given), a page at a time.
 fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
-    let q = Squeue::try_parse_from(words).unwrap_or_else(|e| e.exit());
-    if let Some(list) = &q.steps {
-        return squeue_steps(list, &q, g);
+    let argv: Vec<String> = words.collect();
+    let q = match slurm_opts::squeue(&argv) {
+        Ok(q) => q,
+        Err(code) => return Ok(code),
+    };
+    if q.reservation.is_some() {
+        eprintln!("squeue: error: -R/--reservation: listing by reservation is not available here");
+        return Ok(ExitCode::FAILURE);
     }
+    // As squeue's loop: the date first with -i, -l or -v (unless -h), `CLUSTER:` with
+    // -M, the listing, and with -i a blank line and the next listing after the pause.
+    loop {
+        if !q.noheader && (q.iterate.is_some() || q.verbose || q.long) && !q.json {
+            println!("{}", slurm::date_line(now_us() / 1_000_000));
+        }
+        if q.clusters && !q.noheader && !q.json {
+            println!("CLUSTER: {}", bulkhead_cli::opts::CLUSTER_NAME);
+        }
+        let code = match &q.steps {
+            Some(list) => squeue_steps(list, &q, g)?,
+            None => squeue_jobs(&q, g)?,
+        };
+        let Some(secs) = q.iterate else {
+            return Ok(code);
+        };
+        println!();
+        std::io::stdout().flush().context("writing the listing")?;
+        std::thread::sleep(std::time::Duration::from_secs(secs));
+    }
+}
+
+/// One squeue listing of jobs.
+fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
     let asked = ids(&q.jobs)?;
     let by_name = match &q.format_long {
         Some(spec) => Some(slurm::format_from_names(spec).map_err(anyhow::Error::msg)?),
@@ -389,6 +397,7 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
     };
     let fmt = match (&q.format, q.long, q.start) {
         _ if by_name.is_some() => by_name.as_deref().unwrap_or_default(),
+        (Some(f), ..) if f.eq_ignore_ascii_case("%all") => slurm::SQUEUE_ALL,
         (Some(f), ..) => f.as_str(),
         (None, true, _) => slurm::SQUEUE_LONG,
         (None, _, true) => slurm::SQUEUE_START,
@@ -430,14 +439,37 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
     let names: Vec<&str> = q.name.iter().flat_map(|n| n.split(',')).collect();
     let parts: Vec<&str> = q.partition.iter().flat_map(|n| n.split(',')).collect();
     let accounts: Vec<&str> = q.account.iter().flat_map(|n| n.split(',')).collect();
+    // Every job here runs under QOS `normal` and uses no license.
+    let qos_none = !q.qos.is_empty()
+        && !q
+            .qos
+            .iter()
+            .flat_map(|n| n.split(','))
+            .any(|n| n.eq_ignore_ascii_case("normal"));
+    let licenses_none = q.licenses.iter().any(|l| !l.is_empty());
+    // -w: jobs on any of these nodes.
+    let on_nodes: Option<Vec<String>> = match &q.nodelist {
+        Some(list) => Some(
+            bulkhead_proto::hostlist::expand(list, 100_000)
+                .map_err(|_| anyhow::anyhow!("'{list}' invalid entry for --nodelist"))?,
+        ),
+        None => None,
+    };
     let shown = |j: &JobInfo| {
         !no_state
+            && !qos_none
+            && !licenses_none
             && (names.is_empty() || names.contains(&j.name.as_str()))
             && (parts.is_empty() || parts.contains(&j.partition.as_str()))
             && (accounts.is_empty() || accounts.contains(&j.account.as_str()))
             && (!q.start || j.state == JobState::Pending)
+            && on_nodes.as_ref().is_none_or(|want| {
+                j.node
+                    .as_deref()
+                    .is_some_and(|n| n.split(',').any(|n| want.iter().any(|w| w == n)))
+            })
     };
-    let _ = (q.all, q.array, q.verbose);
+    let _ = (q.all, q.array);
     let pieces = slurm::parse_format(fmt);
     let now = now_us();
     let mut c = client(g)?;
@@ -462,7 +494,7 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
                 return;
             }
             let start = text.len();
-            slurm::squeue_job_line(j, &pieces, now, &mut text, &mut value);
+            slurm::squeue_job_line(j, &pieces, now, !q.noconvert, &mut text, &mut value);
             if streamed {
                 // Written 64 KiB at a time, the header first.
                 if text.len() >= 1 << 16 {
@@ -559,12 +591,25 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
         println!("{}", output::json(&slurm_json::squeue(&jobs, &group_of))?);
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", slurm::squeue(&jobs, fmt, q.noheader, now));
+    print!(
+        "{}",
+        slurm::squeue(&jobs, fmt, q.noheader, !q.noconvert, now)
+    );
     Ok(ExitCode::SUCCESS)
 }
 
 fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
-    let a = Scancel::try_parse_from(words).unwrap_or_else(|e| e.exit());
+    let argv: Vec<String> = words.collect();
+    let a: Scancel = match slurm_opts::scancel(&argv) {
+        Ok(a) => a,
+        Err(code) => return Ok(code),
+    };
+    if a.reservation.is_some() {
+        eprintln!(
+            "scancel: error: -R/--reservation: selecting jobs by reservation is not available here"
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     let signal = match &a.signal {
         Some(name) => match bulkhead_cli::opts::signal_number(name) {
             Some(n) => Some(n),
@@ -590,7 +635,27 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
         || a.me
         || !a.state.is_empty()
         || a.name.is_some()
-        || a.partition.is_some();
+        || a.partition.is_some()
+        || a.account.is_some()
+        || a.qos.is_some()
+        || a.wckey.is_some()
+        || a.nodelist.is_some()
+        || a.interactive;
+    // Every job here runs under QOS `normal`, with no wckey.
+    if a.qos
+        .as_deref()
+        .is_some_and(|q| !q.split(',').any(|q| q.eq_ignore_ascii_case("normal")))
+        || a.wckey.is_some()
+    {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let on_nodes: Option<Vec<String>> = match &a.nodelist {
+        Some(list) => Some(
+            bulkhead_proto::hostlist::expand(list, 100_000)
+                .map_err(|_| anyhow::anyhow!("Invalid node list specified"))?,
+        ),
+        None => None,
+    };
     let (state_filter, no_state) = states(&a.state)?;
     if no_state {
         return Ok(ExitCode::SUCCESS); // only states no job here is in: none to signal
@@ -606,8 +671,12 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
                 },
                 uids: users(&a.user, a.me)?,
                 states: state_filter,
-                // Only ids, names, partitions and states are read.
-                omit: Parts::ALL,
+                // Only ids, names, partitions, nodes, states and accounts are read.
+                omit: if a.account.is_some() {
+                    Parts::ALL.without(Parts::ACCOUNT)
+                } else {
+                    Parts::ALL
+                },
             })
             .map_err(explain)?;
         targets = jobs
@@ -615,6 +684,16 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
             .filter(|j| asked.is_empty() || asked.names(j.id, j.array_task))
             .filter(|j| a.name.as_deref().is_none_or(|n| j.name == n))
             .filter(|j| a.partition.as_deref().is_none_or(|p| j.partition == p))
+            .filter(|j| a.account.as_deref().is_none_or(|x| j.account == x))
+            .filter(|j| {
+                on_nodes.as_ref().is_none_or(|want| {
+                    j.node
+                        .as_deref()
+                        .is_some_and(|n| n.split(',').any(|n| want.iter().any(|w| w == n)))
+                })
+            })
+            // -i: each job asked about first, as scancel asks.
+            .filter(|j| !a.interactive || confirm(j))
             .map(|j| j.id)
             .collect();
     } else if targets.is_empty() {
@@ -662,45 +741,6 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
     Ok(code)
 }
 
-#[derive(Debug, Parser)]
-#[command(name = "sacct", disable_version_flag = true, infer_long_args = true)]
-struct Sacct {
-    #[arg(short = 'j', long = "jobs")]
-    jobs: Vec<String>,
-    #[arg(short = 'u', long = "user")]
-    user: Vec<String>,
-    #[arg(short = 'a', long = "allusers")]
-    allusers: bool,
-    /// Only jobs of these names.
-    #[arg(long = "name")]
-    name: Vec<String>,
-    #[arg(short = 'A', long = "accounts")]
-    accounts: Vec<String>,
-    #[arg(short = 'r', long = "partition")]
-    partition: Vec<String>,
-    /// Clusters: this one is the broker's (any name is this cluster).
-    #[arg(short = 'M', long = "clusters")]
-    clusters: Option<String>,
-    #[arg(short = 's', long = "state")]
-    state: Vec<String>,
-    #[arg(short = 'S', long = "starttime")]
-    start: Option<String>,
-    #[arg(short = 'E', long = "endtime")]
-    end: Option<String>,
-    #[arg(short = 'o', long = "format")]
-    format: Option<String>,
-    #[arg(short = 'P', long = "parsable2")]
-    parsable2: bool,
-    #[arg(short = 'p', long = "parsable")]
-    parsable: bool,
-    #[arg(short = 'n', long = "noheader")]
-    noheader: bool,
-    #[arg(short = 'X', long = "allocations")]
-    allocations: bool,
-    #[arg(short = 'b', long = "brief")]
-    brief: bool,
-}
-
 /// sacct's default columns (their widths are Slurm's, [`sacct_fields`]).
 const SACCT_DEFAULT: &[&str] = &[
     "JobID",
@@ -713,7 +753,15 @@ const SACCT_DEFAULT: &[&str] = &[
 ];
 
 fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
-    let a = Sacct::try_parse_from(words).unwrap_or_else(|e| e.exit());
+    let argv: Vec<String> = words.collect();
+    let a: Sacct = match slurm_opts::sacct(&argv) {
+        Ok(a) => a,
+        Err(code) => return Ok(code),
+    };
+    if a.helpformat {
+        print!("{}", sacct_fields::help_fields());
+        return Ok(ExitCode::SUCCESS);
+    }
     let now = now_us();
     let asked = ids_or_steps(&a.jobs)?;
     let jobs = asked.wide();
@@ -749,7 +797,6 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
     if no_state {
         records.clear(); // only states no job here is in
     }
-    let _ = &a.clusters;
     let list = |v: &[String]| -> Vec<String> {
         v.iter()
             .flat_map(|x| x.split(','))
@@ -757,12 +804,33 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
             .collect()
     };
     let (names, accounts, parts) = (list(&a.name), list(&a.accounts), list(&a.partition));
+    // Every job here ran under QOS `normal`.
+    if !a.qos.is_empty()
+        && !list(&a.qos)
+            .iter()
+            .any(|q| q.eq_ignore_ascii_case("normal"))
+    {
+        records.clear();
+    }
+    // -N: jobs that ran on any of these nodes.
+    let on_nodes: Option<Vec<String>> = match &a.nodelist {
+        Some(l) => Some(
+            bulkhead_proto::hostlist::expand(l, 100_000)
+                .map_err(|_| anyhow::anyhow!("Invalid node list: {}", output::escape(l)))?,
+        ),
+        None => None,
+    };
     records.retain(|r| {
         // -X: the jobs themselves, not their steps (`J.batch`, `J.0`).
         !(a.allocations && r.job_label.contains('.'))
             && (names.is_empty() || names.contains(&r.name))
             && (accounts.is_empty() || accounts.contains(&r.account))
             && (parts.is_empty() || parts.contains(&r.partition))
+            && on_nodes.as_ref().is_none_or(|want| {
+                acct::field(r, "NodeList", now)
+                    .split(',')
+                    .any(|n| want.iter().any(|w| w == n))
+            })
     });
     // `-j 12` lists array 12's tasks (the broker matches them); `-j 12_3` only that one.
     if !asked.tasks.is_empty() {
@@ -776,7 +844,8 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
         });
     }
     // Each column: the field as sacct finds it by name, and its width (`%N` sets it).
-    let asked: Vec<(String, Option<i32>)> = match (&a.format, a.brief) {
+    let long = (a.format.is_none() && a.long).then_some(slurm_opts::SACCT_LONG);
+    let asked: Vec<(String, Option<i32>)> = match (a.format.as_deref().or(long), a.brief) {
         (Some(f), _) => f
             .split(',')
             .filter(|c| !c.trim().is_empty())
@@ -810,9 +879,13 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
             Some(f) => (f, sacct_fields::width(f).unwrap_or(12)),
             None => {
                 let (slurm_name, w) = sacct_fields::resolve(n).ok_or_else(invalid)?;
-                let f = known(slurm_name).ok_or_else(|| {
-                    anyhow::anyhow!("sacct field {slurm_name} is not kept by Bulkhead")
-                })?;
+                // `-l`'s list names fields Bulkhead does not keep (energy, pages,
+                // frequencies): their cells are empty there; asked by name, refused.
+                let f = match known(slurm_name) {
+                    Some(f) => f,
+                    None if long.is_some() => slurm_name,
+                    None => bail!("sacct field {slurm_name} is not kept by Bulkhead"),
+                };
                 (f, w)
             }
         };
@@ -821,11 +894,13 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
     }
     let mut out = String::new();
     let sep = a.parsable || a.parsable2;
+    // --delimiter: what separates parsable fields (`|` by default).
+    let delim = a.delimiter.as_deref().unwrap_or("|");
     let line = |cells: Vec<String>, out: &mut String| {
         if sep {
-            out.push_str(&cells.join("|"));
+            out.push_str(&cells.join(delim));
             if a.parsable {
-                out.push('|');
+                out.push_str(delim);
             }
         } else {
             for (c, w) in cells.iter().zip(&widths) {
@@ -865,9 +940,12 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
 }
 
 fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
-    let (flags, w): (Vec<String>, Vec<String>) =
-        words.skip(1).partition(|w| w == "-o" || w == "--oneliner");
-    let oneliner = !flags.is_empty();
+    let argv: Vec<String> = words.collect();
+    let opts = match slurm_opts::scontrol(&argv) {
+        Ok(o) => o,
+        Err(code) => return Ok(code),
+    };
+    let (oneliner, w) = (opts.oneliner, opts.words);
     let mut c = client(g)?;
     let verb = w.first().map(String::as_str).unwrap_or("");
     match verb {
@@ -1059,7 +1137,7 @@ fn sacctmgr(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
             "-s" | "--associations" => with_assoc = true,
             "-i" | "--immediate" | "-Q" | "--quiet" | "-v" | "--verbose" | "-r" | "--readonly" => {}
             "-V" | "--version" => {
-                println!("slurm 22.05.8 (Bulkhead)");
+                println!("{}", bulkhead_cli::getopt::VERSION);
                 return Ok(ExitCode::SUCCESS);
             }
             w if w.starts_with('-') && !w.contains('=') => {
@@ -1234,7 +1312,6 @@ fn sshare(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     /// A step is sacct's to list; scancel, squeue and scontrol act on whole jobs and
     /// refuse one rather than take it for its job.
@@ -1247,101 +1324,5 @@ mod tests {
         assert!(ids(&words(&["12.0"])).is_err());
         assert!(ids(&words(&["12", "13_1"])).is_ok());
         assert!(ids_or_steps(&words(&["12."])).is_err());
-    }
-
-    /// clap's own checks of each command's options (a clash such as squeue's `-h`
-    /// against the help flag panics at run time otherwise).
-    #[test]
-    fn the_commands_options_do_not_clash() {
-        Squeue::command().debug_assert();
-        Scancel::command().debug_assert();
-        Sacct::command().debug_assert();
-        let q = Squeue::try_parse_from(["squeue", "-h", "-o", "%i", "-u", "a,b", "--me"])
-            .expect("parses");
-        assert!(q.noheader && q.me);
-        assert_eq!(q.format.as_deref(), Some("%i"));
-        Sinfo::command().debug_assert();
-        // What real clients run: Snakemake's status query, parsl's and Nextflow's.
-        let a = Sacct::try_parse_from([
-            "sacct",
-            "-X",
-            "--parsable2",
-            "--clusters",
-            "all",
-            "--noheader",
-            "--format=JobIdRaw,State",
-            "--starttime",
-            "2026-12-01T00:00",
-            "--endtime",
-            "now",
-            "--name",
-            "run-uuid",
-        ])
-        .expect("snakemake's sacct");
-        assert!(a.allocations && a.parsable2 && a.noheader);
-        assert_eq!(a.name, ["run-uuid"]);
-        let q = Squeue::try_parse_from(["squeue", "--noheader", "--format=%i %t", "--job", "1,2"])
-            .expect("parsl's squeue");
-        assert_eq!(q.jobs, ["1,2"]);
-        let q = Squeue::try_parse_from([
-            "squeue",
-            "--noheader",
-            "-o",
-            "%i %t",
-            "-t",
-            "all",
-            "-p",
-            "batch",
-            "-u",
-            "ann",
-        ])
-        .expect("nextflow's squeue");
-        assert_eq!(q.states, ["all"]);
-        assert!(Scancel::try_parse_from(["scancel", "7", "--clusters=all"]).is_ok());
-    }
-
-    /// Long options by Slurm's names and, as getopt_long reads them, by any prefix
-    /// that names one option: parsl's `sacct --job`, `squeue --partition` (Slurm's is
-    /// `--partitions`), `--account`, `--users`.
-    #[test]
-    fn long_options_and_their_prefixes_read_as_slurms() {
-        let a = Sacct::try_parse_from([
-            "sacct",
-            "-X",
-            "--noheader",
-            "--job",
-            "5",
-            "--format=jobid,state",
-        ])
-        .expect("sacct --job");
-        assert_eq!(a.jobs, ["5"]);
-        for words in [
-            [
-                "squeue",
-                "--partitions",
-                "gpu",
-                "--accounts",
-                "lab",
-                "--users",
-                "ann",
-            ],
-            [
-                "squeue",
-                "--partition",
-                "gpu",
-                "--account",
-                "lab",
-                "--user",
-                "ann",
-            ],
-            ["squeue", "--part", "gpu", "--acc", "lab", "--user", "ann"],
-        ] {
-            let q = Squeue::try_parse_from(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
-            assert_eq!(
-                (q.partition.as_slice(), q.user.as_slice()),
-                (&["gpu".to_string()][..], &["ann".to_string()][..]),
-                "{words:?}"
-            );
-        }
     }
 }

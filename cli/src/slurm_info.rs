@@ -75,11 +75,14 @@ struct Row<'a> {
     nodes: Vec<&'a NodeInfo>,
 }
 
-/// Which rows to print: `-p` partitions, `-t` states (sinfo's short or long names).
+/// Which rows to print: `-p` partitions, `-t` states (sinfo's short or long names);
+/// `nodes_only`: the nodes were chosen (`-n`, `-r`, `-d`), and a partition with none
+/// of them has no row.
 #[derive(Debug, Clone, Default)]
 pub struct SinfoFilter {
     pub partitions: Vec<String>,
     pub states: Vec<String>,
+    pub nodes_only: bool,
 }
 
 impl SinfoFilter {
@@ -127,7 +130,7 @@ pub fn sinfo(
             .iter()
             .any(|x| matches!(x, Piece::Field { kind: 'F', .. }));
         if summarize || members.is_empty() {
-            if members.is_empty() && !filter.states.is_empty() {
+            if members.is_empty() && (!filter.states.is_empty() || filter.nodes_only) {
                 continue;
             }
             rows.push(Row {
@@ -538,6 +541,7 @@ mod tests {
             node("n3", NodeState::Allocated, 4, 4),
         ];
         let f = SinfoFilter {
+            nodes_only: false,
             partitions: vec!["batch".into()],
             states: vec!["drain".into()],
         };
