@@ -215,6 +215,33 @@ impl<'a> SlurmCommands<'a> {
             .expect(prog)
     }
 
+    /// `prog` with more environment and its standard input from `stdin`.
+    fn run_with(
+        &self,
+        prog: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stdin: &[u8],
+    ) -> std::process::Output {
+        use std::io::Write as _;
+        let mut child = self
+            .command(&self.links.join(prog))
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect(prog);
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin)
+            .expect("write stdin");
+        child.wait_with_output().expect(prog)
+    }
+
     /// The command's standard output; it must succeed.
     fn ok(&self, prog: &str, args: &[&str]) -> String {
         let out = self.run(prog, args);
@@ -1145,6 +1172,293 @@ fn workflow_managers_command_lines_work_as_their_sources_expect() {
         (sm.as_str(), "snake-uuid", "rule_a_wildcards_x"),
         "{eff:?}"
     );
+}
+
+/// Open OnDemand's Slurm adapter (ood_core's `OodCore::Job::Adapters::Slurm`) and
+/// JupyterHub's batchspawner (`SlurmSpawner`), as their sources drive Slurm: every
+/// command with `-M CLUSTER`; a script on sbatch's standard input with
+/// `SBATCH_EXPORT=NONE`, `--parsable` (`ID;CLUSTER`, the id before the `;`), `-H`,
+/// `--mail-type NONE`, `--mem 1048576K`; its status from `squeue --all --states=all
+/// --noconvert -o` of its 49 fields joined by `;`, the first two lines dropped (the
+/// `CLUSTER:` line and the header); `scontrol hold`/`release`, `scancel`.
+/// batchspawner: its template (`--export` of named variables, `--get-user-env=L`, an
+/// empty `#SBATCH` line, a TERM trap), `squeue -h -j ID -o '%T %B'` matched by its
+/// regexes, `scancel`, after which the job's log holds its trap's line and the
+/// cancel notice, whole. Beside them: `--version` of each command, and an unknown
+/// option refused as getopt refuses it (exit 1).
+#[test]
+fn portals_command_lines_work_as_their_sources_expect() {
+    let c = cluster_up(ClusterOpts {
+        cpus: 4,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let wd = s.wd.clone();
+    let w = wd.to_str().expect("utf-8").to_string();
+    let user = s.user.name.clone();
+    let cluster = "bulkhead";
+    let wait = |what: &str, mut f: Box<dyn FnMut() -> bool + '_>| {
+        bulkhead_tests::wait_for(scaled(90), &mut *f).unwrap_or_else(|_| panic!("{what}"))
+    };
+
+    // Open OnDemand submits held, its script on standard input.
+    let script = format!("#!/bin/bash\necho ood-ok > {w}/ood.txt\nsleep 300\n");
+    let out = s.run_with(
+        "sbatch",
+        &[
+            "-M",
+            cluster,
+            "-H",
+            "--no-requeue",
+            "-D",
+            &w,
+            "--mail-type",
+            "NONE",
+            "-J",
+            "ood-job",
+            "-o",
+            &format!("{w}/ood.out"),
+            "--mem",
+            "1048576K",
+            "-t",
+            "01:00:00",
+            "--parsable",
+        ],
+        &[("SBATCH_EXPORT", "NONE")],
+        script.as_bytes(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = text.trim().split(';').next().expect("id").to_string();
+    assert!(id.parse::<u64>().is_ok(), "{text:?}");
+    // Its fields, as the adapter names them.
+    const FIELDS: &[(&str, &str)] = &[
+        ("account", "%a"),
+        ("job_id", "%A"),
+        ("gres", "%b"),
+        ("exec_host", "%B"),
+        ("min_cpus", "%c"),
+        ("cpus", "%C"),
+        ("min_tmp_disk", "%d"),
+        ("nodes", "%D"),
+        ("end_time", "%e"),
+        ("dependency", "%E"),
+        ("features", "%f"),
+        ("array_job_id", "%F"),
+        ("group_name", "%g"),
+        ("group_id", "%G"),
+        ("over_subscribe", "%h"),
+        ("sockets_per_node", "%H"),
+        ("array_job_task_id", "%i"),
+        ("cores_per_socket", "%I"),
+        ("job_name", "%j"),
+        ("threads_per_core", "%J"),
+        ("comment", "%k"),
+        ("array_task_id", "%K"),
+        ("time_limit", "%l"),
+        ("time_left", "%L"),
+        ("min_memory", "%m"),
+        ("time_used", "%M"),
+        ("req_node", "%n"),
+        ("node_list", "%N"),
+        ("command", "%o"),
+        ("contiguous", "%O"),
+        ("qos", "%q"),
+        ("partition", "%P"),
+        ("priority", "%Q"),
+        ("reason", "%r"),
+        ("start_time", "%S"),
+        ("state_compact", "%t"),
+        ("state", "%T"),
+        ("user", "%u"),
+        ("user_id", "%U"),
+        ("reservation", "%v"),
+        ("submit_time", "%V"),
+        ("wckey", "%w"),
+        ("licenses", "%W"),
+        ("excluded_nodes", "%x"),
+        ("core_specialization", "%X"),
+        ("nice", "%y"),
+        ("scheduled_nodes", "%Y"),
+        ("sockets_cores_threads", "%z"),
+        ("work_dir", "%Z"),
+    ];
+    let get_jobs = |filters: &[&str]| -> Vec<std::collections::HashMap<String, String>> {
+        let chosen: Vec<&(&str, &str)> = FIELDS
+            .iter()
+            .filter(|(k, _)| filters.is_empty() || filters.contains(k))
+            .collect();
+        let fmt = chosen.iter().map(|(_, f)| *f).collect::<Vec<_>>().join(";");
+        let out = s.ok(
+            "squeue",
+            &[
+                "-M",
+                cluster,
+                "--all",
+                "--states=all",
+                "--noconvert",
+                "-o",
+                &fmt,
+                "-j",
+                &id,
+            ],
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines.first(),
+            Some(&format!("CLUSTER: {cluster}").as_str()),
+            "{out}"
+        );
+        lines
+            .iter()
+            .skip(2)
+            .map(|l| {
+                chosen
+                    .iter()
+                    .map(|(k, _)| k.to_string())
+                    .zip(l.trim().split(';').map(String::from))
+                    .collect()
+            })
+            .collect()
+    };
+    let jobs = get_jobs(&[]);
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    let j = &jobs[0];
+    assert_eq!(j.len(), FIELDS.len(), "every field has its column: {j:?}");
+    for (k, want) in [
+        ("job_id", id.as_str()),
+        ("array_job_task_id", id.as_str()),
+        ("state_compact", "PD"),
+        ("state", "PENDING"),
+        ("job_name", "ood-job"),
+        ("user", user.as_str()),
+        ("min_memory", "1024M"),
+        ("time_limit", "1:00:00"),
+        ("start_time", "N/A"),
+        ("exec_host", "n/a"),
+        ("work_dir", w.as_str()),
+        ("sockets_cores_threads", "*:*:*"),
+        ("qos", "normal"),
+        ("min_tmp_disk", "0"),
+    ] {
+        assert_eq!(j.get(k).map(String::as_str), Some(want), "{k}: {j:?}");
+    }
+    // Its submit time as Ruby's Time.parse reads it: ISO 8601, local.
+    let submit = &j["submit_time"];
+    assert!(
+        submit.len() == 19 && submit.as_bytes()[10] == b'T',
+        "{submit}"
+    );
+    // Status, as the adapter asks for it: three fields.
+    let status = |want: &str| {
+        let jobs = get_jobs(&["job_id", "array_job_task_id", "state_compact"]);
+        jobs.iter()
+            .any(|j| j["job_id"] == id && j["state_compact"] == want)
+    };
+    assert!(status("PD"));
+    s.ok("scontrol", &["-M", cluster, "release", &id]);
+    wait("the released job runs", Box::new(|| status("R")));
+    wait(
+        "its script ran",
+        Box::new(|| {
+            std::fs::read_to_string(wd.join("ood.txt")).is_ok_and(|t| t.trim() == "ood-ok")
+        }),
+    );
+    s.ok("scancel", &["-M", cluster, &id]);
+    wait("cancelled", Box::new(|| status("CA")));
+
+    // batchspawner: its template, variables named for --export.
+    let log = |id: &str| wd.join(format!("jupyterhub_slurmspawner_{id}.log"));
+    let template = format!(
+        "#!/bin/bash\n#SBATCH --output={w}/jupyterhub_slurmspawner_%j.log\n\
+         #SBATCH --job-name=spawner-jupyterhub\n#SBATCH --chdir={w}\n\
+         #SBATCH --export=PATH,LANG,JUPYTERHUB_API_TOKEN\n#SBATCH --get-user-env=L\n\
+         #SBATCH --time=1:00:00\n#SBATCH --mem=1G\n#SBATCH --cpus-per-task=1\n#SBATCH \n\n\
+         set -euo pipefail\n\ntrap 'echo SIGTERM received' TERM\n\
+         echo \"token=$JUPYTERHUB_API_TOKEN\"\nsleep 300 &\nwait\n\
+         echo \"jupyterhub-singleuser ended gracefully\"\n"
+    );
+    let out = s.run_with(
+        "sbatch",
+        &["--parsable"],
+        &[("JUPYTERHUB_API_TOKEN", "tok-123")],
+        template.as_bytes(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(id.parse::<u64>().is_ok(), "{id:?}");
+    let running = regex_like_running(&s, &id);
+    wait(
+        "batchspawner's job runs on a host",
+        Box::new(|| running().is_some()),
+    );
+    let host = running().expect("host");
+    assert!(c.node_names().contains(&host), "{host}");
+    wait(
+        "the script's first line",
+        Box::new(|| std::fs::read_to_string(log(&id)).is_ok_and(|t| t.contains("token=tok-123"))),
+    );
+    s.ok("scancel", &[&id]);
+    wait(
+        "the trap's line and the notice, whole",
+        Box::new(|| {
+            std::fs::read_to_string(log(&id)).is_ok_and(|t| {
+                t.contains("SIGTERM received")
+                    && t.contains(&format!("slurmstepd: error: *** JOB {id} ON "))
+            })
+        }),
+    );
+    let t = std::fs::read_to_string(log(&id)).expect("log");
+    assert!(t.starts_with("token=tok-123\n"), "{t}");
+
+    // How tools tell which Slurm they drive; an option no Slurm command has.
+    for prog in [
+        "sbatch", "srun", "salloc", "squeue", "sinfo", "scancel", "sacct", "scontrol",
+    ] {
+        let v = s.ok(prog, &["--version"]);
+        assert!(v.starts_with("slurm 22.05."), "{prog}: {v}");
+    }
+    let bad = s.run("squeue", &["--bogus"]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("squeue: unrecognized option '--bogus'")
+            && err.contains("Try \"squeue --help\" for more information"),
+        "{err}"
+    );
+    let other = s.run("squeue", &["-M", "elsewhere"]);
+    assert_eq!(other.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&other.stderr).contains("'elsewhere' can't be reached now"));
+}
+
+/// batchspawner's query (`squeue -h -j ID -o '%T %B'`) read with its regexes:
+/// `^(?:RUNNING|COMPLETING)` and the host as `\s+((?:[\w_-]+\.?)+)$`.
+fn regex_like_running<'a>(
+    s: &'a SlurmCommands<'a>,
+    id: &'a str,
+) -> impl Fn() -> Option<String> + 'a {
+    move || {
+        let out = s.ok("squeue", &["-h", "-j", id, "-o", "%T %B"]);
+        let line = out.trim_end();
+        if !(line.starts_with("RUNNING") || line.starts_with("COMPLETING")) {
+            return None;
+        }
+        let host = line.rsplit(char::is_whitespace).next()?;
+        let ok = !host.is_empty()
+            && host.split('.').all(|p| {
+                p.chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+            });
+        ok.then(|| host.to_string())
+    }
 }
 
 fn now_secs() -> i64 {
