@@ -270,6 +270,7 @@ mod tests {
         AcctRecord {
             time_limit_s: Some(3600),
             comment: None,
+            ntasks: None,
             job: JobId(id),
             job_label: id.to_string(),
             name: "j".into(),

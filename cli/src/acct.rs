@@ -140,6 +140,7 @@ pub const FIELDS: &[&str] = &[
     "Timelimit",
     "TimelimitRaw",
     "Comment",
+    "NTasks",
 ];
 
 /// The fields shown without `--format`.
@@ -229,6 +230,7 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
             .map_or("-".into(), |s| usec_hms(s.saturating_sub(r.submit_us))),
         "AllocCPUS" => r.alloc_cpus.to_string(),
         "TotalCPU" => u.and_then(|u| u.cpu_usec).map_or("-".into(), usec_hms),
+        "NTasks" => r.ntasks.map_or(String::new(), |n| n.to_string()),
         "UserCPU" => u.and_then(|u| u.user_usec).map_or("-".into(), usec_hms),
         "SystemCPU" => u.and_then(|u| u.system_usec).map_or("-".into(), usec_hms),
         "MaxRSS" => u
@@ -803,6 +805,13 @@ mod tests {
             ..rec()
         };
         assert_eq!(field(&step, "Timelimit", 0), "");
+        // A step's tasks; the job's own line has none, as sacct's allocation line.
+        assert_eq!(field(&rec(), "NTasks", 0), "");
+        let step = AcctRecord {
+            ntasks: Some(4),
+            ..step
+        };
+        assert_eq!(field(&step, "NTasks", 0), "4");
         assert_eq!(
             field(&rec(), "AllocTRES", 0),
             "billing=4,cpu=4,mem=1G,node=1,gres/gpu=1"
@@ -813,6 +822,7 @@ mod tests {
         AcctRecord {
             time_limit_s: Some(3600),
             comment: None,
+            ntasks: None,
             job: JobId(12),
             job_label: "12".into(),
             name: "train, big".into(),

@@ -169,6 +169,9 @@ pub struct AcctRecord {
     pub time_limit_s: Option<u64>,
     /// The job's `--comment` (sacct's `Comment`); a step has none. Appended.
     pub comment: Option<String>,
+    /// A step's tasks (sacct's `NTasks`: 1 for the batch step); a job's own record
+    /// has none, as sacct leaves its allocation line's empty. Appended (protocol 16).
+    pub ntasks: Option<u32>,
 }
 
 /// How `bh report` groups usage.

@@ -32,7 +32,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// 14: an accounting record carries the job's comment.
 /// 15: `scontrol update` carries a nice, a name, a comment, a start time, the
 /// dependencies and an array's throttle.
-pub const PROTOCOL_VERSION: u16 = 15;
+/// 16: an accounting record carries a step's task count.
+pub const PROTOCOL_VERSION: u16 = 16;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

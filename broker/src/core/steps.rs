@@ -39,6 +39,7 @@ struct RunningStep {
     nodes: Vec<String>,
     start_us: u64,
     cpus: u32,
+    ntasks: u32,
 }
 
 /// Steps of one job listed as running at most: a job starting steps without end is
@@ -340,6 +341,7 @@ impl Core {
                 name: req.name.clone(),
                 nodes: names.clone(),
                 start_us: now_us,
+                ntasks: per_node.iter().fold(0u32, |a, t| a.saturating_add(*t)),
                 cpus: per_node
                     .iter()
                     .map(|t| t.saturating_mul(cpus_per_task))
@@ -525,6 +527,7 @@ impl Core {
                     alloc_gpus: String::new(),
                     gpu_seconds: Vec::new(),
                     usage: None,
+                    ntasks: Some(r.ntasks),
                     ..job.clone()
                 })
                 .collect(),
@@ -603,6 +606,12 @@ impl Core {
                 alloc_gpus: String::new(),
                 gpu_seconds: Vec::new(),
                 usage,
+                ntasks: Some(
+                    parts
+                        .iter()
+                        .map(|p| p.ntasks)
+                        .fold(0u32, u32::saturating_add),
+                ),
                 ..job.clone()
             }
         });
@@ -691,6 +700,7 @@ fn batch_record(
         // GPU time is the allocation's, counted once, on the job's record.
         gpu_seconds: Vec::new(),
         usage,
+        ntasks: Some(1),
         ..job.clone()
     })
 }
@@ -718,6 +728,7 @@ mod tests {
         let job = AcctRecord {
             time_limit_s: Some(3600),
             comment: None,
+            ntasks: None,
             job: JobId(7),
             job_label: "7".into(),
             name: "train".into(),
@@ -753,6 +764,8 @@ mod tests {
         };
         let b = batch_record(&job, &[end("a", 4_000_000), end("b", 5_000_000)]).unwrap();
         assert_eq!(b.job_label, "7.batch");
+        assert_eq!(b.ntasks, Some(1), "the batch step is one task");
+        assert_eq!(job.ntasks, None, "the job's own record counts no tasks");
         assert_eq!(b.nodes, "a");
         assert_eq!(b.state, JobState::Cancelled, "a batch step out of time");
         assert_eq!(b.alloc_cpus, 4);

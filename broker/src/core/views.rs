@@ -378,6 +378,7 @@ impl Core {
             usage: j.usage.clone(),
             time_limit_s: j.submission.resources.time_limit_s,
             comment: j.submission.extra.comment.clone(),
+            ntasks: None,
         }
     }
 

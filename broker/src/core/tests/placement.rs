@@ -449,7 +449,7 @@ fn the_normal_qos_is_the_default_and_others_must_exist() {
 fn a_step_killed_with_its_job_is_cancelled_and_one_killed_alone_failed() {
     use bulkhead_proto::acct::AcctRecord;
     let mut c = core();
-    c.restore_step_ends(vec![bulkhead_proto::step::StepEnd {
+    let part = bulkhead_proto::step::StepEnd {
         job: JobId(7),
         step: 0,
         node: "n1".into(),
@@ -461,8 +461,16 @@ fn a_step_killed_with_its_job_is_cancelled_and_one_killed_alone_failed() {
         exit_code: None,
         signal: Some(15),
         usage: Some(Default::default()),
-    }]);
+    };
+    // The step's part on a second node, of three tasks: sacct's NTasks sums them.
+    let other = bulkhead_proto::step::StepEnd {
+        node: "n2".into(),
+        ntasks: 3,
+        ..part.clone()
+    };
+    c.restore_step_ends(vec![part, other]);
     let job = |state| AcctRecord {
+        ntasks: None,
         job: JobId(7),
         job_label: "7".into(),
         name: "train".into(),
@@ -497,4 +505,10 @@ fn a_step_killed_with_its_job_is_cancelled_and_one_killed_alone_failed() {
     );
     assert_eq!(step_state(&c, JobState::Timeout), Some(JobState::Cancelled));
     assert_eq!(step_state(&c, JobState::Failed), Some(JobState::Failed));
+    let step = c
+        .step_records(&job(JobState::Completed), false)
+        .into_iter()
+        .find(|r| r.job_label == "7.0")
+        .expect("the step");
+    assert_eq!(step.ntasks, Some(4), "1 task on n1 and 3 on n2");
 }
