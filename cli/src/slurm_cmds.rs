@@ -879,14 +879,11 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
             Some(f) => (f, sacct_fields::width(f).unwrap_or(12)),
             None => {
                 let (slurm_name, w) = sacct_fields::resolve(n).ok_or_else(invalid)?;
-                // `-l`'s list names fields Bulkhead does not keep (energy, pages,
-                // frequencies): their cells are empty there; asked by name, refused.
-                let f = match known(slurm_name) {
-                    Some(f) => f,
-                    None if long.is_some() => slurm_name,
-                    None => bail!("sacct field {slurm_name} is not kept by Bulkhead"),
-                };
-                (f, w)
+                // A field of sacct's that Bulkhead does not keep (energy, pages,
+                // frequencies, AdminComment, WCKey): an empty cell, as sacct prints a
+                // field with no value, so that a client asking for every field sacct
+                // lists (reportseff asks `sacct --helpformat`) reads its columns.
+                (known(slurm_name).unwrap_or(slurm_name), w)
             }
         };
         names.push(ours);
@@ -928,6 +925,11 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
                 match *f {
                     "State" if r.state == JobState::Cancelled => "CANCELLED".into(),
                     "NodeList" if v.is_empty() => "None assigned".into(),
+                    // No usage measured (bh acct's `-`): what sacct prints for a job
+                    // whose steps reported none, so that clients parsing times and
+                    // sizes (reportseff) read a value.
+                    "TotalCPU" | "UserCPU" | "SystemCPU" if v == "-" => "00:00:00".into(),
+                    "MaxRSS" if v == "-" => "0".into(),
                     "NodeList" => slurm::hostlist(&v.split(',').collect::<Vec<_>>()),
                     _ => output::escape(&v).into_owned(),
                 }
