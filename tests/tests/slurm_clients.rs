@@ -14,8 +14,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-/// The virtual environment `cargo xtask ci` makes (xtask's SUBMITIT_VENV).
-const VENV_PYTHON: &str = "/opt/bulkhead-test/submitit/bin/python";
+/// The virtual environment `cargo xtask ci` makes (xtask's CLIENTS_VENV): submitit
+/// and reportseff from PyPI.
+const VENV: &str = "/opt/bulkhead-test/slurm-clients";
+const VENV_PYTHON: &str = "/opt/bulkhead-test/slurm-clients/bin/python";
 
 /// The client: a function, an array of three and a cancelled job, each checked through
 /// submitit's own view of them (results read back, states from sacct).
@@ -1459,6 +1461,93 @@ fn regex_like_running<'a>(
             });
         ok.then(|| host.to_string())
     }
+}
+
+/// reportseff (from PyPI), the efficiency report many sites give their users: it
+/// asks `sacct --helpformat` for the fields there are, then `sacct -P -n
+/// --delimiter=^|^ --format=...` with every field its columns need (AdminComment,
+/// NTasks, TotalCPU, MaxRSS, ReqMem, ...), and reads each job and its steps. A job
+/// holding 64 MiB of its 256 MB while it computes, and a failing one: their states,
+/// and the time, memory and CPU efficiency reportseff makes of sacct's values.
+#[test]
+fn reportseff_reports_efficiency_from_sacct() {
+    let reportseff = Path::new(VENV).join("bin/reportseff");
+    if !reportseff.exists() {
+        eprintln!(
+            "skipped: no {} (cargo xtask ci installs it)",
+            reportseff.display()
+        );
+        return;
+    }
+    let c = cluster_up(ClusterOpts {
+        cpus: 2,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let busy = s
+        .ok(
+            "sbatch",
+            &[
+                "--parsable",
+                "--mem=256M",
+                "-t",
+                "5",
+                "--wrap",
+                "python3 -c 'import time\nx = bytearray(64 << 20)\nt = time.time()\n\
+                 while time.time() - t < 3: x[0] = 1'",
+            ],
+        )
+        .trim()
+        .to_string();
+    let failing = s
+        .ok("sbatch", &["--parsable", "-t", "2", "--wrap", "exit 3"])
+        .trim()
+        .to_string();
+    let ended = |id: &str| {
+        let st = s.ok("sacct", &["-X", "-n", "-P", "-o", "State", "-j", id]);
+        matches!(st.trim(), "COMPLETED" | "FAILED")
+    };
+    bulkhead_tests::wait_for(scaled(90), || ended(&busy) && ended(&failing))
+        .expect("both jobs end");
+    let out = s
+        .command(&reportseff)
+        .args([
+            "--format",
+            "JobID,State,Elapsed,TimeEff,MemEff,CPUEff",
+            &busy,
+            &failing,
+        ])
+        .output()
+        .expect("reportseff");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Its table: a header, then one row a job (colour codes are off into a pipe).
+    let row = |id: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| l.split_whitespace().map(String::from).collect::<Vec<_>>())
+            .find(|w| w.first().map(String::as_str) == Some(id))
+            .unwrap_or_else(|| panic!("no row for {id}: {text}"))
+    };
+    let pct = |v: &str| -> f64 {
+        v.strip_suffix('%')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{v:?} is not a percentage: {text}"))
+    };
+    let b = row(&busy);
+    assert_eq!(b[1], "COMPLETED", "{text}");
+    // 3 s or more of a 5-minute limit; 64 MiB and Python's own of 256 MB.
+    let time_eff = pct(&b[3]);
+    assert!(time_eff > 0.9 && time_eff < 10.0, "{text}");
+    let mem_eff = pct(&b[4]);
+    assert!(mem_eff > 20.0 && mem_eff < 80.0, "{text}");
+    // A busy loop on its one CPU: TotalCPU near its Elapsed.
+    let cpu_eff = pct(&b[5]);
+    assert!(cpu_eff > 50.0 && cpu_eff <= 110.0, "{text}");
+    assert_eq!(row(&failing)[1], "FAILED", "{text}");
 }
 
 fn now_secs() -> i64 {

@@ -751,38 +751,36 @@ const TEST_PACKAGES: &[&str] = &[
     "python3-venv",
 ];
 
-/// Where the tests find `submitit` (from PyPI), a real client of Slurm's commands: a
-/// virtual environment of Debian's python3, readable by the test users.
-const SUBMITIT_VENV: &str = "/opt/bulkhead-test/submitit";
-/// The submitit release the tests were written against.
-const SUBMITIT: &str = "submitit==1.5.4";
+/// Where the tests find real clients of Slurm's commands from PyPI, `submitit` and
+/// `reportseff`: a virtual environment of Debian's python3, readable by the test
+/// users.
+const CLIENTS_VENV: &str = "/opt/bulkhead-test/slurm-clients";
+/// The releases the tests were written against.
+const CLIENTS: &[&str] = &["submitit==1.5.4", "reportseff==2.10.3"];
 
-/// Makes [`SUBMITIT_VENV`] if it lacks submitit (idempotent).
-fn submitit_venv() -> Result<()> {
-    let python = format!("{SUBMITIT_VENV}/bin/python");
+/// Makes [`CLIENTS_VENV`] if it lacks one of [`CLIENTS`] (idempotent).
+fn clients_venv() -> Result<()> {
+    let python = format!("{CLIENTS_VENV}/bin/python");
     let ok = Command::new(&python)
-        .args(["-c", "import submitit"])
+        .args(["-c", "import submitit, reportseff"])
         .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     if ok {
-        eprintln!("submitit: present in {SUBMITIT_VENV}");
+        eprintln!("submitit, reportseff: present in {CLIENTS_VENV}");
         return Ok(());
     }
-    run(Command::new("/usr/bin/python3").args(["-m", "venv", SUBMITIT_VENV]))?;
-    run(Command::new(format!("{SUBMITIT_VENV}/bin/pip")).args([
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        SUBMITIT,
-    ]))?;
+    run(Command::new("/usr/bin/python3").args(["-m", "venv", CLIENTS_VENV]))?;
+    run(Command::new(format!("{CLIENTS_VENV}/bin/pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .args(CLIENTS))?;
     Ok(())
 }
 
 fn ci() -> Result<()> {
     setup()?;
     install_packages(TEST_PACKAGES)?;
-    submitit_venv()?;
+    clients_venv()?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     run(cargo().args([
         "clippy",
