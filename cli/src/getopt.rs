@@ -22,8 +22,8 @@ pub enum Arg {
 /// One long option: its name, whether it takes a value, and the code it returns (a
 /// short option's letter, or a code of its own at or above [`LONG_ONLY`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Long {
-    pub name: &'static str,
+pub struct Long<'a> {
+    pub name: &'a str,
     pub arg: Arg,
     pub code: u32,
 }
@@ -33,9 +33,9 @@ pub const LONG_ONLY: u32 = 0x100;
 
 /// A command's options: the short option string and the long options.
 #[derive(Debug, Clone, Copy)]
-pub struct Spec {
-    pub short: &'static str,
-    pub long: &'static [Long],
+pub struct Spec<'a> {
+    pub short: &'a str,
+    pub long: &'a [Long<'a>],
 }
 
 /// An option as read: its code and its value, if it has one.
@@ -86,7 +86,7 @@ unsafe extern "C" {
 static GETOPT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Reads `argv` (the program's name first) as glibc's `getopt_long` does.
-pub fn parse(argv: &[String], spec: &Spec) -> Result<Parsed, Refused> {
+pub fn parse(argv: &[String], spec: &Spec<'_>) -> Result<Parsed, Refused> {
     let _one = GETOPT.lock().unwrap_or_else(|p| p.into_inner());
     // A word with a NUL byte cannot reach a C program; Slurm's commands never see one.
     let owned: Vec<CString> = argv
@@ -171,7 +171,7 @@ mod tests {
     use super::*;
 
     const OPT_ME: u32 = LONG_ONLY;
-    const SPEC: Spec = Spec {
+    const SPEC: Spec<'static> = Spec {
         short: "ahj::o:u:",
         long: &[
             Long {

@@ -670,6 +670,16 @@ fn main() -> ExitCode {
     let prog = slurm.unwrap_or("bh");
     match result {
         Ok(code) => code,
+        // getopt has said what it refused; sbatch adds where to look, as its name.
+        Err(e)
+            if matches!(
+                e.downcast_ref::<opts::OptsError>(),
+                Some(opts::OptsError::Getopt)
+            ) =>
+        {
+            eprintln!("Try \"{prog} --help\" for more information");
+            ExitCode::from(255)
+        }
         Err(e) => {
             // The broker's messages are escaped where they arrive ([`explain`]); the
             // rest may hold what the user typed.

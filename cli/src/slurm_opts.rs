@@ -15,7 +15,7 @@ use bulkhead_cli::getopt::{self, Arg, LONG_ONLY, Long, Parsed, Spec};
 use bulkhead_cli::opts::CLUSTER_NAME;
 use std::process::ExitCode;
 
-const fn l(name: &'static str, arg: Arg, code: u32) -> Long {
+const fn l(name: &'static str, arg: Arg, code: u32) -> Long<'static> {
     Long { name, arg, code }
 }
 const fn c(letter: char) -> u32 {
@@ -46,7 +46,7 @@ pub const LOCAL_UID: u32 = LONG_ONLY + 18;
 pub const WHETJOB: u32 = LONG_ONLY + 19;
 
 /// squeue 22.05's options (`src/squeue/opts.c`).
-pub const SQUEUE: Spec = Spec {
+pub const SQUEUE: Spec<'static> = Spec {
     short: "A:ahi:j::lL:n:M:O:o:p:Pq:R:rs::S:t:u:U:vVw:",
     long: &[
         l("accounts", Required, c('A')),
@@ -93,7 +93,7 @@ pub const SQUEUE: Spec = Spec {
 };
 
 /// sinfo 22.05's options (`src/sinfo/opts.c`).
-pub const SINFO: Spec = Spec {
+pub const SINFO: Spec<'static> = Spec {
     short: "adehi:lM:n:No:O:p:rRsS:t:TvV",
     long: &[
         l("all", No, c('a')),
@@ -129,7 +129,7 @@ pub const SINFO: Spec = Spec {
 };
 
 /// scancel 22.05's options (`src/scancel/opt.c`).
-pub const SCANCEL: Spec = Spec {
+pub const SCANCEL: Spec<'static> = Spec {
     short: "A:bfHiM:n:p:Qq:R:s:t:u:vVw:",
     long: &[
         l("account", Required, c('A')),
@@ -161,7 +161,7 @@ pub const SCANCEL: Spec = Spec {
 };
 
 /// sacct 22.05's options (`src/sacct/options.c`).
-pub const SACCT: Spec = Spec {
+pub const SACCT: Spec<'static> = Spec {
     short: "aA:bBcC:DeE:f:F:g:hi:I:j:k:K:lLM:nN:o:pPq:r:s:S:Ttu:UvVW:x:X",
     long: &[
         l("allusers", No, c('a')),
@@ -223,7 +223,7 @@ pub const SACCT: Spec = Spec {
 };
 
 /// scontrol 22.05's own options, before its command (`src/scontrol/scontrol.c`).
-pub const SCONTROL: Spec = Spec {
+pub const SCONTROL: Spec<'static> = Spec {
     short: "adhM:FoQu:vV",
     long: &[
         l("all", No, c('a')),
@@ -247,7 +247,7 @@ pub const SCONTROL: Spec = Spec {
 
 /// The command's words read with its table; a refusal is getopt's message (already
 /// written), the command's hint where it gives one, and exit 1.
-pub fn read(argv: &[String], spec: &Spec) -> Result<Parsed, ExitCode> {
+pub fn read(argv: &[String], spec: &Spec<'_>) -> Result<Parsed, ExitCode> {
     getopt::parse(argv, spec).map_err(|getopt::Refused| {
         let prog = argv.first().map(String::as_str).unwrap_or("");
         let name = prog.rsplit('/').next().unwrap_or(prog);
@@ -281,7 +281,7 @@ pub fn answered(
 }
 
 /// A usage text made from the command's table: every option it reads.
-pub fn usage(prog: &str, spec: &Spec) -> String {
+pub fn usage(prog: &str, spec: &Spec<'_>) -> String {
     let mut out = format!("Usage: {prog} [OPTIONS]\n");
     for o in spec.long {
         let short = char::from_u32(o.code)

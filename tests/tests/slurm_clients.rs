@@ -1436,6 +1436,17 @@ fn portals_command_lines_work_as_their_sources_expect() {
             && err.contains("Try \"squeue --help\" for more information"),
         "{err}"
     );
+    // sbatch's as real sbatch printed it (the recorded case 211), its name as run.
+    let bad = s.run("sbatch", &["--bogus-option=1", "--wrap", "true"]);
+    assert_eq!(bad.status.code(), Some(255));
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        format!(
+            "{}: unrecognized option '--bogus-option=1'\n\
+             Try \"sbatch --help\" for more information\n",
+            s.links.join("sbatch").display()
+        )
+    );
     let other = s.run("squeue", &["-M", "elsewhere"]);
     assert_eq!(other.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&other.stderr).contains("'elsewhere' can't be reached now"));

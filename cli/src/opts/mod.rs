@@ -257,6 +257,10 @@ pub enum OptsError {
     /// A syntax error in the options (unknown option, missing value), as clap said it.
     #[error("{0}")]
     Syntax(String),
+    /// Option words getopt_long refused; it has said why on standard error (sbatch
+    /// then adds its `Try "sbatch --help"` line and exits 255).
+    #[error("Try \"sbatch --help\" for more information")]
+    Getopt,
     /// What sbatch stops at with `fatal()` while reading a script (exit 1), as an
     /// unmatched quote in a directive.
     #[error("{what}: {detail}")]
@@ -343,7 +347,7 @@ impl OptsError {
     /// (an unknown option, a bad directive, a bad time or node count), 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         match self {
-            OptsError::Directive { .. } | OptsError::Syntax(_) => 255,
+            OptsError::Directive { .. } | OptsError::Syntax(_) | OptsError::Getopt => 255,
             // Values slurm_opt.c's own readers refuse (`exit(-1)`); counts read by
             // parse_int, and what the controller refuses, exit 1.
             OptsError::Value { opt, .. }
@@ -399,6 +403,7 @@ pub struct CommandLine {
 pub fn command_line(rest: &[String]) -> Result<CommandLine, OptsError> {
     let end = split_at_script(rest).map_err(OptsError::Syntax)?;
     let (flags, script_and_args) = rest.split_at(end);
+    getopt_check(flags)?;
     let opts = parse_words(flags).map_err(|e| OptsError::Syntax(clap_message(&e)))?;
     opts.check_values()?;
     if opts.wrap.is_some() && !script_and_args.is_empty() {
@@ -413,6 +418,64 @@ pub fn command_line(rest: &[String]) -> Result<CommandLine, OptsError> {
         (None, Some((p, a))) => (ScriptSource::Path(p.clone()), a.to_vec()),
     };
     Ok(CommandLine { opts, script, args })
+}
+
+/// The option words read by glibc's `getopt_long` with sbatch's whole option set (the
+/// [`command`]'s, in `+` mode as sbatch reads them): a word getopt refuses is refused
+/// with getopt's own message on standard error, as this process's name (`sbatch:
+/// unrecognized option '--bogus=1'`, `option '--no' is ambiguous; possibilities:
+/// ...`, `option requires an argument -- 't'`), and [`OptsError::Getopt`].
+fn getopt_check(flags: &[String]) -> Result<(), OptsError> {
+    use crate::getopt::{Arg, LONG_ONLY, Long, Spec};
+    let argv0 = std::env::args().next().unwrap_or_else(|| "sbatch".into());
+    let argv: Vec<String> = std::iter::once(argv0)
+        .chain(flags.iter().cloned())
+        .collect();
+    with_command(|cmd| {
+        let mut short = String::from("+");
+        let mut long: Vec<Long<'_>> = Vec::new();
+        for (i, a) in cmd
+            .get_arguments()
+            .filter(|a| !a.is_positional())
+            .enumerate()
+        {
+            let arg = if !a.get_action().takes_values() {
+                Arg::No
+            } else if a.is_require_equals_set()
+                || a.get_num_args().is_some_and(|n| n.min_values() == 0)
+            {
+                Arg::Optional
+            } else {
+                Arg::Required
+            };
+            let code = match a.get_short() {
+                Some(c) => {
+                    short.push(c);
+                    short.push_str(match arg {
+                        Arg::No => "",
+                        Arg::Required => ":",
+                        Arg::Optional => "::",
+                    });
+                    c as u32
+                }
+                None => LONG_ONLY + i as u32,
+            };
+            for name in a
+                .get_long()
+                .into_iter()
+                .chain(a.get_all_aliases().into_iter().flatten())
+            {
+                long.push(Long { name, arg, code });
+            }
+        }
+        let spec = Spec {
+            short: &short,
+            long: &long,
+        };
+        crate::getopt::parse(&argv, &spec)
+            .map(|_| ())
+            .map_err(|_| OptsError::Getopt)
+    })
 }
 
 /// The script `--wrap=CMD` stands for.
