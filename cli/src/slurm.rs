@@ -251,9 +251,11 @@ pub fn squeue_field(j: &JobInfo, c: char, now_us: u64) -> String {
     v
 }
 
-/// Slurm's `convert_num_unit` (units of 1024): `num` in unit `orig` (0 none, 1 K,
-/// 2 M, ...) written in the largest unit it reaches unless `convert` is off
-/// (`--noconvert`), with two decimals when it is not whole (`1.46G`); 0 is `0`.
+/// Slurm's `convert_num_unit` (units of 1024) as squeue and sinfo call it
+/// (`CONVERT_NUM_UNIT_EXACT`): `num` in unit `orig` (0 none, 1 K, 2 M, ...) written
+/// in a larger unit while that loses nothing but a half (`4096` MB is `4G`, `1536` is
+/// `1.50G`, `1500` stays `1500M`), or as it is when `convert` is off (`--noconvert`);
+/// 0 is `0`.
 pub fn convert_num_unit(num: u64, orig: usize, convert: bool, v: &mut String) {
     const UNITS: [&str; 7] = ["", "K", "M", "G", "T", "P", "?"];
     if num == 0 {
@@ -262,7 +264,7 @@ pub fn convert_num_unit(num: u64, orig: usize, convert: bool, v: &mut String) {
     }
     let (mut n, mut unit) = (num as f64, orig);
     if convert {
-        while n >= 1024.0 {
+        while n >= 1024.0 && (n as u64) % 512 == 0 {
             n /= 1024.0;
             unit += 1;
         }
@@ -273,6 +275,68 @@ pub fn convert_num_unit(num: u64, orig: usize, convert: bool, v: &mut String) {
     } else {
         let _ = write!(v, "{n:.2}{suffix}");
     }
+}
+
+/// A group's name by its id (`getgrgid`), or its number when it has none, as squeue's
+/// `%g` prints it; the last one looked up kept (a listing's jobs share few groups).
+fn group_name_into(gid: u32, v: &mut String) {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(u32, String)>> = const { std::cell::RefCell::new(None) };
+    }
+    LAST.with_borrow_mut(|last| {
+        if last.as_ref().is_none_or(|(g, _)| *g != gid) {
+            let name = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+                .ok()
+                .flatten()
+                .map(|g| g.name)
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| gid.to_string());
+            *last = Some((gid, name));
+        }
+        if let Some((_, name)) = last.as_ref() {
+            v.push_str(name);
+        }
+    });
+}
+
+/// squeue's format with each field of a type squeue does not know (anything but a
+/// letter: `%!`, `%.5!`) made literal text, as squeue prints such a field (`%`, and
+/// the rest as written), and those types, which squeue names on standard error
+/// (`Invalid job format specification: !`).
+pub fn squeue_unknown_fields(fmt: &str) -> (String, Vec<char>) {
+    let mut out = String::with_capacity(fmt.len() + 4);
+    let mut unknown = Vec::new();
+    let mut rest = fmt;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + 1..];
+        if let Some(after) = tail.strip_prefix('%') {
+            out.push_str("%%");
+            rest = after;
+            continue;
+        }
+        // `.`, the width, then the type.
+        let spec_len = tail.strip_prefix('.').map_or(0, |_| 1)
+            + tail[tail.strip_prefix('.').map_or(0, |_| 1)..]
+                .bytes()
+                .take_while(u8::is_ascii_digit)
+                .count();
+        match tail[spec_len..].chars().next() {
+            Some(c) if !c.is_ascii_alphabetic() => {
+                out.push_str("%%");
+                out.push_str(&tail[..spec_len]);
+                out.push(c);
+                unknown.push(c);
+                rest = &tail[spec_len + c.len_utf8()..];
+            }
+            _ => {
+                out.push('%');
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    (out, unknown)
 }
 
 /// Every field letter of squeue's `%all` (squeue 22.05 knows each letter, a-z then
@@ -315,7 +379,11 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
             num(v, j.uid);
             Ok(())
         }
-        'g' | 'G' => {
+        'g' => {
+            group_name_into(j.gid, v);
+            Ok(())
+        }
+        'G' => {
             num(v, j.gid);
             Ok(())
         }
@@ -416,7 +484,14 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
             v.push_str(&j.workdir);
             Ok(())
         }
-        'p' | 'Q' => {
+        // `%p`: the priority as a fraction of the largest (squeue's `%16.14f`); `%Q`
+        // the number.
+        'p' => write!(
+            v,
+            "{:16.14}",
+            j.priority.unwrap_or(0).min(u64::from(u32::MAX)) as f64 / f64::from(u32::MAX)
+        ),
+        'Q' => {
             num(v, j.priority.unwrap_or(0));
             Ok(())
         }
@@ -572,8 +647,7 @@ fn header(kind: char) -> &'static str {
         'j' => "NAME",
         'u' => "USER",
         'U' => "UID",
-        'g' => "GROUP",
-        'G' => "GID",
+        'g' | 'G' => "GROUP",
         'a' => "ACCOUNT",
         't' => "ST",
         'T' => "STATE",
@@ -810,10 +884,12 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
             j.id
         );
     }
+    let mut group = String::new();
+    group_name_into(j.gid, &mut group);
     let _ = writeln!(
         s,
-        "   UserId={}({}) GroupId={}({}) MCS_label=N/A",
-        j.user, j.uid, j.gid, j.gid
+        "   UserId={}({}) GroupId={group}({}) MCS_label=N/A",
+        j.user, j.uid, j.gid
     );
     let _ = writeln!(
         s,
@@ -844,22 +920,32 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         format_time(r.time_limit_s),
         e.time_min_s.map_or("N/A".into(), |t| format_time(Some(t)))
     );
+    let eligible = if e.hold {
+        None
+    } else {
+        e.begin_us.or(Some(j.submit_time_us))
+    };
     let _ = writeln!(
         s,
         "   SubmitTime={} EligibleTime={}",
         local_time(Some(j.submit_time_us)),
-        known_time(if e.hold {
-            None
-        } else {
-            e.begin_us.or(Some(j.submit_time_us))
-        })
+        known_time(eligible)
     );
+    // When it began to accrue priority: once eligible (a held job has not).
+    let _ = writeln!(s, "   AccrueTime={}", known_time(eligible));
     let _ = writeln!(
         s,
         "   StartTime={} EndTime={} Deadline={}",
         known_time(j.start_time_us.or(j.expected_start_us).or(e.begin_us)),
         known_time(j.end_time_us),
         e.deadline_us.map_or("N/A".into(), |d| local_time(Some(d)))
+    );
+    // Suspension is not a state here; the scheduler last looked at it when it
+    // started it, or when it came.
+    let _ = writeln!(
+        s,
+        "   SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
+        local_time(Some(j.start_time_us.unwrap_or(j.submit_time_us)))
     );
     let _ = writeln!(s, "   Partition={} AllocNode:Sid=(null)", j.partition);
     let names = |v: &[String]| {
@@ -875,42 +961,51 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         names(&e.nodelist),
         names(&e.exclude)
     );
+    // The nodes (none yet: empty, as scontrol prints a waiting job's), and the batch
+    // host on a line of its own once there is one.
     let nodes = job_nodes(j);
-    let _ = writeln!(
-        s,
-        "   NodeList={} BatchHost={}",
-        if nodes.is_empty() { "(null)" } else { &nodes },
-        nodes
-            .split(',')
-            .next()
-            .filter(|n| !n.is_empty())
-            .unwrap_or("(null)")
-    );
+    let _ = writeln!(s, "   NodeList={nodes}");
+    if let Some(host) = nodes.split(',').next().filter(|n| !n.is_empty()) {
+        let _ = writeln!(s, "   BatchHost={host}");
+    }
     let cpus = r.cpus.saturating_mul(r.nodes);
     let _ = writeln!(
         s,
-        "   NumNodes={} NumCPUs={} NumTasks={} CPUs/Task=1",
+        "   NumNodes={} NumCPUs={} NumTasks={} CPUs/Task=1 ReqB:S:C:T=0:0:*:*",
         r.nodes, cpus, cpus
     );
-    let mut tres = format!(
-        "cpu={cpus},mem={}M,node={}",
+    let mut mem = String::new();
+    convert_num_unit(
         r.mem_mb.saturating_mul(u64::from(r.nodes)),
-        r.nodes
+        2,
+        true,
+        &mut mem,
     );
+    let mut tres = format!("cpu={cpus},mem={mem},node={}", r.nodes);
     if r.gpus > 0 {
         let _ = write!(tres, ",gres/gpu={}", r.gpus.saturating_mul(r.nodes));
     }
+    let _ = write!(tres, ",billing={cpus}");
     let _ = writeln!(s, "   TRES={tres}");
-    let _ = writeln!(s, "   MinCPUsNode={} MinMemoryNode={}M", r.cpus, r.mem_mb);
+    let _ = writeln!(s, "   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*");
+    mem.clear();
+    convert_num_unit(r.mem_mb, 2, true, &mut mem);
     let _ = writeln!(
         s,
-        "   OverSubscribe={} Contiguous=0",
+        "   MinCPUsNode={} MinMemoryNode={mem} MinTmpDiskNode=0",
+        r.cpus
+    );
+    let _ = writeln!(s, "   Features=(null) DelayBoot=00:00:00");
+    let _ = writeln!(
+        s,
+        "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
         oversubscribe(e.exclusive)
     );
+    let _ = writeln!(s, "   Command=(null)");
+    let _ = writeln!(s, "   WorkDir={}", j.workdir);
     if let Some(c) = &e.comment {
         let _ = writeln!(s, "   Comment={c}");
     }
-    let _ = writeln!(s, "   WorkDir={}", j.workdir);
     let _ = writeln!(s, "   StdErr={}", j.stderr);
     let stdin = e.input.as_deref().map_or("/dev/null".into(), |p| {
         bulkhead_proto::job::expand_task_pattern(
@@ -924,6 +1019,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     });
     let _ = writeln!(s, "   StdIn={stdin}");
     let _ = writeln!(s, "   StdOut={}", j.stdout);
+    let _ = writeln!(s, "   Power=");
     if r.gpus > 0 || r.mig.is_some() {
         let _ = writeln!(s, "   TresPerNode=gres:gpu:{}", r.gpu_label());
     }
@@ -1023,13 +1119,17 @@ pub(crate) mod tests {
             convert_num_unit(n, unit, convert, &mut v);
             v
         };
+        // As real squeue 22.05 printed them (2026-12-05): 1500M and 4G.
         assert_eq!(conv(1024, 2, true), "1G");
-        assert_eq!(conv(1500, 2, true), "1.46G");
+        assert_eq!(conv(1500, 2, true), "1500M");
+        assert_eq!(conv(1536, 2, true), "1.50G");
+        assert_eq!(conv(4096, 2, true), "4G");
         assert_eq!(conv(500, 2, true), "500M");
         assert_eq!(conv(1_048_576, 2, true), "1T");
         assert_eq!(conv(1024, 2, false), "1024M");
         assert_eq!(conv(0, 2, true), "0");
         assert_eq!(conv(2048, 0, true), "2K");
+        assert_eq!(conv(1000, 0, true), "1000");
         assert_eq!(conv(64, 0, true), "64");
         let mut j = full_job();
         j.resources.mem_mb = 4096;
@@ -1063,6 +1163,65 @@ pub(crate) mod tests {
         for c in letters {
             assert!(c == 's' || !header(c).is_empty(), "%{c} has no header");
         }
+    }
+
+    /// A field of a type squeue does not know is its text, width and all, as real
+    /// squeue 22.05 printed `%!` and `%.5!` (2026-12-05).
+    #[test]
+    fn unknown_fields_are_written_as_given() {
+        let (f, bad) = squeue_unknown_fields("%i|%!|%.5!|%%|x%5j");
+        assert_eq!(f, "%i|%%!|%%.5!|%%|x%5j");
+        assert_eq!(bad, ['!', '!']);
+        let j = full_job();
+        let line = squeue(std::slice::from_ref(&j), &f, false, true, 0);
+        assert!(line.starts_with("JOBID|%!|%.5!|%|xNAME\n"), "{line}");
+    }
+
+    /// `scontrol show job`'s keys, in the order real scontrol 22.05 printed them for a
+    /// recorded held job (`cli/tests/recorded-sbatch/cases/001`: the file keeps
+    /// scontrol's order), memory per node here where that job had it per CPU; a
+    /// running job's batch host on a line of its own, its comment after WorkDir.
+    #[test]
+    fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/recorded-sbatch/cases/001/slurm.json"
+        );
+        let text = std::fs::read_to_string(path).expect("recorded case");
+        let doc: serde_json::Value = serde_json::from_str(&text).expect("json");
+        let fields = doc["fields"].as_object().expect("fields");
+        let at = |k: &str| text.find(&format!("\"{k}\":")).expect("key in file");
+        let mut want: Vec<&str> = fields.keys().map(String::as_str).collect();
+        want.sort_by_key(|k| at(k));
+        let want: Vec<&str> = want
+            .into_iter()
+            .map(|k| {
+                if k == "MinMemoryCPU" {
+                    "MinMemoryNode"
+                } else {
+                    k
+                }
+            })
+            .collect();
+        let mut j = full_job();
+        j.extra.comment = None;
+        let keys = |out: &str| -> Vec<String> {
+            out.split_whitespace()
+                .filter_map(|w| w.split_once('=').map(|(k, _)| k.to_string()))
+                .collect()
+        };
+        assert_eq!(keys(&scontrol_job(&j, 0)), want);
+        // Running, with a comment.
+        j.state = JobState::Running;
+        j.node = Some("n1".into());
+        j.start_time_us = Some(j.submit_time_us);
+        j.extra.comment = Some("a note".into());
+        let out = scontrol_job(&j, 0);
+        assert!(out.contains("\n   NodeList=n1\n   BatchHost=n1\n"), "{out}");
+        assert!(
+            out.contains("\n   WorkDir=/home/ann\n   Comment=a note\n"),
+            "{out}"
+        );
     }
 
     /// `print_date()`'s layout.

@@ -244,11 +244,13 @@ fn sinfo(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
 }
 
 /// `sinfo -R`: the nodes down, drained or draining, grouped by their reason, in
-/// sinfo's `%20E %9u %19H %N`. Who set a reason and when is not kept here: `Unknown`,
-/// as sinfo prints an unknown user and time.
-fn sinfo_reasons(nodes: &[bulkhead_proto::msg::NodeInfo], noheader: bool) -> String {
+/// sinfo's `reason:20 ,user:9 ,timestamp:19 ,nodelist:0` (with `-l`: `reason:20
+/// ,userlong:12 ,timestamp:19 ,statecompact:6 ,nodelist:0`, grouped by reason and
+/// state). Who set a reason and when are not kept here: `Unknown`, as sinfo prints an
+/// unknown user and time.
+fn sinfo_reasons(nodes: &[bulkhead_proto::msg::NodeInfo], long: bool, noheader: bool) -> String {
     use bulkhead_proto::msg::NodeState;
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    let mut groups: Vec<(String, &'static str, Vec<String>)> = Vec::new();
     for n in nodes.iter().filter(|n| {
         matches!(
             n.state,
@@ -256,28 +258,37 @@ fn sinfo_reasons(nodes: &[bulkhead_proto::msg::NodeInfo], noheader: bool) -> Str
         )
     }) {
         let reason = n.reason.clone().unwrap_or_else(|| "Not responding".into());
-        match groups.iter_mut().find(|(r, _)| *r == reason) {
-            Some((_, v)) => v.push(n.name.clone()),
-            None => groups.push((reason, vec![n.name.clone()])),
+        let state = if long {
+            slurm_info::state_short(n.state)
+        } else {
+            ""
+        };
+        match groups
+            .iter_mut()
+            .find(|(r, s, _)| *r == reason && *s == state)
+        {
+            Some((_, _, v)) => v.push(n.name.clone()),
+            None => groups.push((reason, state, vec![n.name.clone()])),
         }
     }
     let mut out = String::new();
-    let line = |out: &mut String, e: &str, u: &str, h: &str, n: &str| {
-        let cut = |s: &str, w: usize| format!("{:<w$.w$}", s);
-        out.push_str(&format!("{} {} {} {n}", cut(e, 20), cut(u, 9), cut(h, 19)));
+    let cut = |s: &str, w: usize| format!("{s:<w$.w$} ");
+    let line = |out: &mut String, e: &str, u: &str, h: &str, t: &str, n: &str| {
+        out.push_str(&cut(e, 20));
+        out.push_str(&cut(u, if long { 12 } else { 9 }));
+        out.push_str(&cut(h, 19));
+        if long {
+            out.push_str(&cut(t, 6));
+        }
+        out.push_str(n);
         out.push('\n');
     };
     if !noheader {
-        line(&mut out, "REASON", "USER", "TIMESTAMP", "NODELIST");
+        line(&mut out, "REASON", "USER", "TIMESTAMP", "STATE", "NODELIST");
     }
-    for (reason, names) in &groups {
-        line(
-            &mut out,
-            reason,
-            "Unknown",
-            "Unknown",
-            &slurm::hostlist_of(names),
-        );
+    for (reason, state, names) in &groups {
+        let nodes = slurm::hostlist_of(names);
+        line(&mut out, reason, "Unknown", "Unknown", state, &nodes);
     }
     out
 }
@@ -306,7 +317,7 @@ fn sinfo_once(a: &slurm_opts::Sinfo, g: &Globals) -> anyhow::Result<ExitCode> {
     if a.reasons {
         print!(
             "{}",
-            output::escape_keep_lines(&sinfo_reasons(&nodes, a.noheader))
+            output::escape_keep_lines(&sinfo_reasons(&nodes, a.long, a.noheader))
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -403,6 +414,12 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
         (None, _, true) => slurm::SQUEUE_START,
         _ => slurm::SQUEUE_DEFAULT,
     };
+    // A field of a type squeue does not know: written as given, and named.
+    let (fmt, unknown) = slurm::squeue_unknown_fields(fmt);
+    for c in unknown {
+        eprintln!("squeue: error: Invalid job format specification: {c}");
+    }
+    let fmt = fmt.as_str();
     // squeue --start lists by expected start; otherwise `-S` or squeue's default.
     let spec = q
         .sort

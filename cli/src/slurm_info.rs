@@ -34,8 +34,9 @@ pub fn partition_cpus(p: &PartitionInfo, nodes: &[NodeInfo]) -> u64 {
 pub const SINFO_DEFAULT: &str = "%#P %.5a %.10l %.6D %.6t %N";
 /// `sinfo -s`.
 pub const SINFO_SUMMARIZE: &str = "%#P %.5a %.10l %.16F %N";
-/// `sinfo -N`: a line per node.
-pub const SINFO_NODES: &str = "%#N %.6D %#P %.6t";
+/// `sinfo -N`: a line per node (sinfo's `nodelist:0 ,nodes:.6 ,partition:.9
+/// ,statecompact:6`: the partition to the right, the state to the left).
+pub const SINFO_NODES: &str = "%#N %.6D %.#P %6t";
 /// `sinfo -l`.
 pub const SINFO_LONG: &str = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N";
 
@@ -152,13 +153,14 @@ pub fn sinfo(
                 .map(|(_, nodes)| Row { part: p, nodes }),
         );
     }
-    // `%#P` and `%#N`: as wide as the longest value.
+    // `%#P` and `%#N`: as wide as the longest value, and at least 9 (sinfo's
+    // MIN_PART_FIELD_SIZE and MIN_NODE_FIELD_SIZE; the header is not counted).
     let widest = |kind: char| -> usize {
         rows.iter()
             .map(|r| field(r, kind).chars().count())
-            .chain(std::iter::once(header(kind).len()))
+            .chain(std::iter::once(9))
             .max()
-            .unwrap_or(0)
+            .unwrap_or(9)
     };
     let mut out = String::new();
     let mut line = |cells: &dyn Fn(char) -> String| {
@@ -555,9 +557,14 @@ mod tests {
             false,
             &SinfoFilter::default(),
         );
-        assert_eq!(out.lines().next(), Some("NODELIST  NODES PARTITION  STATE"));
+        // As real sinfo 22.05 printed `sinfo -N` (2026-12-05): `NODELIST   NODES
+        // PARTITION STATE`, `n1             1    batch* idle`.
+        assert_eq!(out.lines().next(), Some("NODELIST   NODES PARTITION STATE"));
         assert_eq!(out.lines().count(), 5, "{out}");
-        assert!(out.contains("n3            1 batch*     alloc"), "{out}");
+        assert!(
+            out.contains("\nn3             1    batch* alloc\n"),
+            "{out}"
+        );
     }
 
     #[test]
