@@ -264,7 +264,7 @@ pub fn convert_num_unit(num: u64, orig: usize, convert: bool, v: &mut String) {
     }
     let (mut n, mut unit) = (num as f64, orig);
     if convert {
-        while n >= 1024.0 && (n as u64) % 512 == 0 {
+        while n >= 1024.0 && (n as u64).is_multiple_of(512) {
             n /= 1024.0;
             unit += 1;
         }
