@@ -368,7 +368,24 @@ pub fn scontrol_partition(p: &PartitionInfo, nodes: &[NodeInfo]) -> String {
     );
     let _ = writeln!(
         s,
-        "   State=UP TotalCPUs={cpus} TotalNodes={}",
+        "   PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO"
+    );
+    let _ = writeln!(s, "   OverTimeLimit=NONE PreemptMode=OFF");
+    let _ = writeln!(
+        s,
+        "   State=UP TotalCPUs={cpus} TotalNodes={} SelectTypeParameters=NONE",
+        p.nodes.len()
+    );
+    let _ = writeln!(s, "   JobDefaults=(null)");
+    let _ = writeln!(s, "   DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED");
+    let mem: u64 = nodes
+        .iter()
+        .filter(|n| p.nodes.contains(&n.name))
+        .map(|n| n.mem_mb)
+        .fold(0, u64::saturating_add);
+    let _ = writeln!(
+        s,
+        "   TRES=cpu={cpus},mem={mem}M,node={},billing={cpus}",
         p.nodes.len()
     );
     s
@@ -378,8 +395,17 @@ pub fn scontrol_partition(p: &PartitionInfo, nodes: &[NodeInfo]) -> String {
 /// node's partitions ([`partitions_of`]).
 pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "NodeName={} CoresPerSocket=1", n.name);
-    let _ = writeln!(s, "   CPUAlloc={} CPUTot={}", n.cpus_alloc, n.cpus);
+    // One socket of one thread per core: the CPUs the agent counts, as a node
+    // configured by its CPU count alone is described.
+    let _ = writeln!(s, "NodeName={} CoresPerSocket={}", n.name, n.cpus);
+    // Not measured here: the load and free memory, which scontrol prints as N/A.
+    let _ = writeln!(
+        s,
+        "   CPUAlloc={} CPUEfctv={1} CPUTot={1} CPULoad=N/A",
+        n.cpus_alloc, n.cpus
+    );
+    let _ = writeln!(s, "   AvailableFeatures=(null)");
+    let _ = writeln!(s, "   ActiveFeatures=(null)");
     let _ = writeln!(
         s,
         "   Gres={}",
@@ -396,12 +422,12 @@ pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
     );
     let _ = writeln!(
         s,
-        "   RealMemory={} AllocMem={} Sockets=1 Boards=1",
+        "   RealMemory={} AllocMem={} FreeMem=N/A Sockets=1 Boards=1",
         n.mem_mb, n.mem_alloc_mb
     );
     let _ = writeln!(
         s,
-        "   State={} ThreadsPerCore=1 TmpDisk=0 Weight=1",
+        "   State={} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
         n.state.as_str()
     );
     let _ = writeln!(
@@ -412,6 +438,20 @@ pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
         } else {
             member.join(",")
         }
+    );
+    let _ = writeln!(s, "   BootTime=None SlurmdStartTime=None");
+    let _ = writeln!(s, "   CfgTRES=cpu={},mem={}M,billing={0}", n.cpus, n.mem_mb);
+    let alloc = if n.cpus_alloc == 0 && n.mem_alloc_mb == 0 {
+        String::new()
+    } else {
+        format!("cpu={},mem={}M", n.cpus_alloc, n.mem_alloc_mb)
+    };
+    let _ = writeln!(s, "   AllocTRES={alloc}");
+    let _ = writeln!(s, "   CapWatts=n/a");
+    let _ = writeln!(s, "   CurrentWatts=0 AveWatts=0");
+    let _ = writeln!(
+        s,
+        "   ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s"
     );
     if let Some(r) = &n.reason {
         let _ = writeln!(s, "   Reason={r}");
@@ -583,9 +623,37 @@ mod tests {
         let parts = parts();
         let n = scontrol_node(&nodes[0], &partitions_of(&parts)["n1"]);
         assert!(
-            n.contains("CPUAlloc=0 CPUTot=4") && n.contains("State=IDLE"),
+            n.contains("CPUAlloc=0 CPUEfctv=4 CPUTot=4") && n.contains("State=IDLE"),
             "{n}"
         );
         assert!(n.contains("Partitions=batch,debug"), "{n}");
+        // The keys real scontrol 22.05 printed for a node and a partition (2026-12-05),
+        // in its order; a record here holds them in that order, leaving out only
+        // what it does not know (the node's Arch, OS and last busy time).
+        const NODE: &str = "NodeName Arch CoresPerSocket CPUAlloc CPUEfctv CPUTot CPULoad \
+            AvailableFeatures ActiveFeatures Gres NodeAddr NodeHostName Version OS RealMemory \
+            AllocMem FreeMem Sockets Boards State ThreadsPerCore TmpDisk Weight Owner \
+            MCS_label Partitions BootTime SlurmdStartTime LastBusyTime CfgTRES AllocTRES \
+            CapWatts CurrentWatts AveWatts ExtSensorsJoules ExtSensorsWatts ExtSensorsTemp";
+        const PARTITION: &str = "PartitionName AllowGroups AllowAccounts AllowQos \
+            AllocNodes Default QoS DefaultTime DisableRootJobs ExclusiveUser GraceTime Hidden \
+            MaxNodes MaxTime MinNodes LLN MaxCPUsPerNode Nodes PriorityJobFactor \
+            PriorityTier RootOnly ReqResv OverSubscribe OverTimeLimit PreemptMode State \
+            TotalCPUs TotalNodes SelectTypeParameters JobDefaults DefMemPerNode \
+            MaxMemPerNode TRES";
+        let keys = |out: &str| -> Vec<String> {
+            out.split_whitespace()
+                .filter_map(|w| w.split_once('=').map(|(k, _)| k.to_string()))
+                .collect()
+        };
+        let in_order = |ours: Vec<String>, real: &str| {
+            let mut real = real.split_whitespace();
+            ours.iter().all(|k| real.any(|r| r == k))
+        };
+        assert!(in_order(keys(&n), NODE), "{n}");
+        assert_eq!(
+            keys(&p).join(" "),
+            PARTITION.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
     }
 }
