@@ -670,6 +670,11 @@ fn main() -> ExitCode {
     let prog = slurm.unwrap_or("bh");
     match result {
         Ok(code) => code,
+        // A Slurm command's message as it prints it.
+        Err(e) if e.downcast_ref::<slurm_cmds::Plain>().is_some() => {
+            eprintln!("{}", output::escape_keep_lines(&format!("{e}")));
+            ExitCode::FAILURE
+        }
         // getopt has said what it refused; sbatch adds where to look, as its name.
         Err(e)
             if matches!(

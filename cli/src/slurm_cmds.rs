@@ -15,6 +15,18 @@ use clap::Parser;
 use std::io::Write as _;
 use std::process::ExitCode;
 
+/// A message the Slurm command prints as it is, without `scontrol: error:` before it
+/// (`slurm_load_jobs error: Invalid job id specified`, `Partition nope not found`),
+/// and exit 1.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Plain(pub String);
+
+/// Whether the broker answered that the job (or node) does not exist.
+fn not_found(e: &bulkhead_client::ClientError) -> bool {
+    matches!(e, bulkhead_client::ClientError::Refused(r) if r.code == ErrorCode::NotFound)
+}
+
 /// The Slurm command this process was run as, if any.
 pub fn invoked_as() -> Option<&'static str> {
     let argv0 = std::env::args_os().next()?;
@@ -103,6 +115,12 @@ fn label_task(label: &str) -> Option<(JobId, u32)> {
     let (a, t) = label.split_once('_')?;
     Some((a.parse().ok()?, t.parse().ok()?))
 }
+
+/// What squeue 22.05 lists after a state it does not know.
+const SQUEUE_VALID_STATES: &str = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,\
+NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,\
+RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,\
+STOPPED";
 
 /// Slurm's job states no Bulkhead job is ever in (names and compact forms): `-t`
 /// takes them, as Slurm's commands do, and they match no job.
@@ -442,10 +460,38 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
         }
         Parts::ALL.without(needed)
     };
-    let (states, no_state) = states(&q.states)?;
+    let (states, no_state) = match states(&q.states) {
+        Ok(s) => s,
+        Err(e) => {
+            // squeue's two lines, and exit 1.
+            eprintln!("squeue: error: {e}");
+            eprintln!("squeue: error: Valid job states include: {SQUEUE_VALID_STATES}\n");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    // As squeue: a user that does not exist is said and left out; when none of those
+    // named exists, no job is listed.
+    let mut uids = Vec::new();
+    let named_users = q
+        .user
+        .iter()
+        .flat_map(|l| l.split(','))
+        .filter(|u| !u.is_empty());
+    let mut some_named = false;
+    for u in named_users {
+        some_named = true;
+        match uid_of(u) {
+            Ok(id) => uids.push(id),
+            Err(_) => eprintln!("squeue: error: Invalid user: {}\n", output::escape(u)),
+        }
+    }
+    if q.me {
+        uids.push(nix::unistd::getuid().as_raw());
+    }
+    let no_state = no_state || (some_named && uids.is_empty());
     let mut filter = QueueFilter {
         jobs: vec![],
-        uids: users(&q.user, q.me)?,
+        uids,
         states,
         omit,
     };
@@ -981,10 +1027,18 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
             match what {
                 "job" | "jobs" | "jobid" => {
                     let jobs = match name {
-                        Some(id) => vec![
-                            c.show(id.parse().context("Invalid job id specified")?)
-                                .map_err(explain)?,
-                        ],
+                        Some(id) => {
+                            let invalid =
+                                || Plain("slurm_load_jobs error: Invalid job id specified".into());
+                            let id = id.parse().map_err(|_| invalid())?;
+                            vec![c.show(id).map_err(|e| {
+                                if not_found(&e) {
+                                    anyhow::Error::new(invalid())
+                                } else {
+                                    explain(e)
+                                }
+                            })?]
+                        }
                         // Every job the broker still holds, ended ones included, as
                         // slurmctld shows those within MinJobAge (squeue -t all's set).
                         None => c
@@ -1009,7 +1063,7 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
                         .filter(|p| name.is_none_or(|n| p.name == n))
                         .collect();
                     if let (Some(n), true) = (name, shown.is_empty()) {
-                        bail!("Partition {n} not found");
+                        return Err(Plain(format!("Partition {n} not found")).into());
                     }
                     for p in shown {
                         print(&slurm_info::scontrol_partition(p, &nodes));
@@ -1023,7 +1077,7 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
                         .filter(|x| name.is_none_or(|n| x.name == n))
                         .collect();
                     if let (Some(n), true) = (name, shown.is_empty()) {
-                        bail!("Node {n} not found");
+                        return Err(Plain(format!("Node {n} not found")).into());
                     }
                     let member = slurm_info::partitions_of(&parts);
                     for n in shown {
@@ -1046,7 +1100,14 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
                     .map(|j| j.resources.time_limit_s)
                     .map_err(explain)
             })?;
-            c.update(u).map_err(explain)?;
+            let job = u.job;
+            c.update(u).map_err(|e| {
+                if not_found(&e) {
+                    anyhow::Error::new(Plain(format!("Invalid job id specified for job {job}")))
+                } else {
+                    explain(e)
+                }
+            })?;
         }
         "requeue" => {
             let asked = ids(&w[1..])?;
@@ -1080,14 +1141,23 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
             if targets.is_empty() {
                 bail!("Invalid job id specified");
             }
-            c.hold(targets, verb != "release").map_err(explain)?;
+            let first = targets[0];
+            c.hold(targets, verb != "release").map_err(|e| {
+                if not_found(&e) {
+                    // scontrol 22.05's two lines for a job that does not exist.
+                    anyhow::Error::new(Plain(format!(
+                        "Invalid job id specified for job {first}\n\
+                         slurm_suspend error: Invalid job id specified"
+                    )))
+                } else {
+                    explain(e)
+                }
+            })?;
         }
         "" => bail!(
             "no command given: scontrol show job|partition|node [NAME] | hold ID | release ID | update JobId=ID TimeLimit=T Partition=P Priority=N Nice=N JobName=S Comment=S StartTime=T | requeue ID"
         ),
-        other => bail!(
-            "invalid keyword: {other} (Bulkhead's scontrol answers show, hold, release, update and requeue)"
-        ),
+        other => return Err(Plain(format!("invalid keyword: {other}")).into()),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -596,6 +596,28 @@ pub fn sinfo(argv: &[String]) -> Result<Sinfo, ExitCode> {
         );
         return Err(ExitCode::from(1));
     }
+    // Node states as sinfo's `_node_state_id` takes them: a prefix of a state's name
+    // or its compact form, any case.
+    for w in p
+        .last('t')
+        .unwrap_or_default()
+        .split(',')
+        .filter(|w| !w.is_empty())
+    {
+        let up = w.to_ascii_uppercase();
+        if !NODE_STATES.iter().any(|n| n.starts_with(&up)) {
+            eprintln!(
+                "sinfo: error: Bad state string: \"{}\"",
+                bulkhead_cli::output::escape(w)
+            );
+            eprintln!(
+                "sinfo: error: valid states: unknown,down,idle,allocated,?,mixed,future,drain,\
+                 drained,draining,no_respond,reserved,perfctrs,cloud,completing,powering_down,\
+                 powered_down,power_down,powering_up,fail,maint,reboot,reboot^,unknown"
+            );
+            return Err(ExitCode::from(1));
+        }
+    }
     let (cluster_value, from_env) = match p.last('M') {
         Some(v) => (Some(v.to_string()), false),
         None => (env("SLURM_CLUSTERS"), true),
@@ -625,6 +647,44 @@ pub fn sinfo(argv: &[String]) -> Result<Sinfo, ExitCode> {
         json: p.has(JSON),
     })
 }
+
+/// Slurm 22.05's node state names and compact forms, which sinfo's `-t` takes.
+const NODE_STATES: &[&str] = &[
+    "UNKNOWN",
+    "UNK",
+    "DOWN",
+    "IDLE",
+    "ALLOCATED",
+    "ALLOC",
+    "ERROR",
+    "MIXED",
+    "MIX",
+    "FUTURE",
+    "FUTR",
+    "PLANNED",
+    "PLND",
+    "DRAIN",
+    "DRAINED",
+    "RESV",
+    "RESERVED",
+    "PERFCTRS",
+    "NPC",
+    "DRAINING",
+    "DRNG",
+    "COMPLETING",
+    "COMP",
+    "NO_RESPOND",
+    "POWERING_DOWN",
+    "POWERED_DOWN",
+    "POWER_DOWN",
+    "POWERING_UP",
+    "FAIL",
+    "MAINT",
+    "REBOOT_REQUESTED",
+    "REBOOT_ISSUED",
+    "REBOOT",
+    "CLOUD",
+];
 
 /// scancel's options and environment.
 #[derive(Debug, Default)]
@@ -1014,6 +1074,7 @@ mod tests {
             &["squeue", "stray"],
             &["sinfo", "-a", "-p", "batch"],
             &["sinfo", "--no"],
+            &["sinfo", "-t", "bogus"],
         ] {
             let r = match words[0] {
                 "squeue" => squeue(&argv(words)).map(|_| ()),

@@ -1447,6 +1447,45 @@ fn portals_command_lines_work_as_their_sources_expect() {
             s.links.join("sbatch").display()
         )
     );
+    // Messages as real Slurm 22.05 printed them on this host (2026-12-05), exit codes
+    // with them.
+    for (prog, args, code, err) in [
+        (
+            "scontrol",
+            &["show", "job", "999999"][..],
+            1,
+            "slurm_load_jobs error: Invalid job id specified\n",
+        ),
+        ("scontrol", &["bogus"], 1, "invalid keyword: bogus\n"),
+        (
+            "scontrol",
+            &["show", "partition", "nope"],
+            1,
+            "Partition nope not found\n",
+        ),
+        (
+            "scontrol",
+            &["update", "jobid=999999", "timelimit=5"],
+            1,
+            "Invalid job id specified for job 999999\n",
+        ),
+        (
+            "squeue",
+            &["-u", "nosuchuser", "-h"],
+            0,
+            "squeue: error: Invalid user: nosuchuser\n\n",
+        ),
+    ] {
+        let out = s.run(prog, args);
+        assert_eq!(out.status.code(), Some(code), "{prog} {args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), err, "{prog} {args:?}");
+    }
+    let bad_state = s.run("sinfo", &["-t", "bogus"]);
+    assert_eq!(bad_state.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&bad_state.stderr)
+            .starts_with("sinfo: error: Bad state string: \"bogus\"\n")
+    );
     let other = s.run("squeue", &["-M", "elsewhere"]);
     assert_eq!(other.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&other.stderr).contains("'elsewhere' can't be reached now"));
