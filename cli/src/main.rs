@@ -796,7 +796,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         "bh: {e}; sending the submission again (attempt {attempt} of {SUBMIT_ATTEMPTS}; it carries the same key, so the broker will not make a second job)"
                     );
                 })
-                .map_err(explain)?;
+                .map_err(|e| match e {
+                    // As sbatch prints slurmctld's refusal.
+                    ClientError::Refused(r) if prog == "sbatch" => {
+                        anyhow::Error::new(slurm_cmds::sbatch_refusal(&r))
+                    }
+                    e => explain(e),
+                })?;
             // As sbatch: nothing when quiet; `ID[;CLUSTER]` when parsable.
             match (s.quiet, s.parsable, s.cluster.as_deref()) {
                 (true, ..) => {}

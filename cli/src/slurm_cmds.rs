@@ -27,6 +27,64 @@ fn not_found(e: &bulkhead_client::ClientError) -> bool {
     matches!(e, bulkhead_client::ClientError::Refused(r) if r.code == ErrorCode::NotFound)
 }
 
+/// slurmctld's reasons for refusing a submission, as sbatch prints them after `Batch
+/// job submission failed:` (the ones real Slurm 22.05 gave for the recorded cases).
+const SUBMIT_FAILURES: &[&str] = &[
+    "Requested reservation is invalid",
+    "Requested node configuration is not available",
+    "Invalid partition name specified",
+    "Job dependency problem",
+    "Invalid job array specification",
+    "Invalid time-min specification (exceeds job's time or other limits)",
+    "Invalid node name specified",
+    "Requested time limit is invalid (missing or exceeds some limit)",
+    "Invalid feature specification",
+    "Invalid Trackable RESource (TRES) specification",
+    "Node count specification invalid",
+    "Invalid account or account/partition combination specified",
+    "Invalid qos specification",
+    "Access/permission denied",
+];
+
+/// What sbatch prints for a submission the broker refused, as sbatch prints
+/// slurmctld's refusal: the broker's detail on a line of its own where it says more
+/// than the reason, then `sbatch: error: Batch job submission failed: REASON` (the
+/// line tools look for), exit 1.
+pub fn sbatch_refusal(r: &bulkhead_proto::msg::ErrorReply) -> Plain {
+    // Escaped where it is printed (main, as every Plain message).
+    let msg = r.message.clone();
+    let has = |w: &str| msg.to_ascii_lowercase().contains(w);
+    let reason = SUBMIT_FAILURES
+        .iter()
+        .copied()
+        .find(|f| msg.starts_with(f))
+        .or(match r.code {
+            ErrorCode::Unsatisfiable => Some(SUBMIT_FAILURES[1]),
+            ErrorCode::PermissionDenied => Some("Access/permission denied"),
+            ErrorCode::Invalid if has("reservation") => Some(SUBMIT_FAILURES[0]),
+            ErrorCode::Invalid if has("partition") => Some(SUBMIT_FAILURES[2]),
+            ErrorCode::Invalid if has("dependenc") => Some(SUBMIT_FAILURES[3]),
+            ErrorCode::Invalid if has("array") => Some(SUBMIT_FAILURES[4]),
+            ErrorCode::Invalid if has("time limit") => Some(SUBMIT_FAILURES[7]),
+            ErrorCode::Invalid if has("account") => Some(SUBMIT_FAILURES[11]),
+            ErrorCode::Invalid if has("qos") => Some(SUBMIT_FAILURES[12]),
+            _ => None,
+        });
+    Plain(match reason {
+        Some(reason) if msg == reason => {
+            format!("sbatch: error: Batch job submission failed: {reason}")
+        }
+        Some(reason) => format!(
+            "sbatch: error: {}\nsbatch: error: Batch job submission failed: {reason}",
+            msg.strip_prefix(reason)
+                .map(|d| d.trim_start_matches([':', ' ']))
+                .filter(|d| !d.is_empty())
+                .unwrap_or(&msg)
+        ),
+        None => format!("sbatch: error: Batch job submission failed: {msg}"),
+    })
+}
+
 /// The Slurm command this process was run as, if any.
 pub fn invoked_as() -> Option<&'static str> {
     let argv0 = std::env::args_os().next()?;
@@ -1401,6 +1459,42 @@ fn sshare(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A refusal reads as sbatch prints slurmctld's: the detail, then `Batch job
+    /// submission failed:` and Slurm's reason (as the recorded cases 661 and 938 hold
+    /// them).
+    #[test]
+    fn a_refused_submission_reads_as_sbatch_prints_it() {
+        use bulkhead_proto::msg::ErrorReply;
+        let r = |code, m: &str| sbatch_refusal(&ErrorReply::new(code, m)).0;
+        assert_eq!(
+            r(
+                ErrorCode::Invalid,
+                "invalid partition \"nosuch\" (this cluster has: batch)"
+            ),
+            "sbatch: error: invalid partition \"nosuch\" (this cluster has: batch)\n\
+             sbatch: error: Batch job submission failed: Invalid partition name specified"
+        );
+        assert_eq!(
+            r(
+                ErrorCode::Invalid,
+                "Job dependency problem: afterok:9 names job 9, which does not exist"
+            ),
+            "sbatch: error: afterok:9 names job 9, which does not exist\n\
+             sbatch: error: Batch job submission failed: Job dependency problem"
+        );
+        assert_eq!(
+            r(ErrorCode::Invalid, "Invalid job array specification"),
+            "sbatch: error: Batch job submission failed: Invalid job array specification"
+        );
+        assert!(r(ErrorCode::Unsatisfiable, "too few nodes").ends_with(
+            "Batch job submission failed: Requested node configuration is not available"
+        ));
+        assert_eq!(
+            r(ErrorCode::Internal, "the store failed"),
+            "sbatch: error: Batch job submission failed: the store failed"
+        );
+    }
 
     /// A step is sacct's to list; scancel, squeue and scontrol act on whole jobs and
     /// refuse one rather than take it for its job.

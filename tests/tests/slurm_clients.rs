@@ -1480,6 +1480,16 @@ fn portals_command_lines_work_as_their_sources_expect() {
         assert_eq!(out.status.code(), Some(code), "{prog} {args:?}");
         assert_eq!(String::from_utf8_lossy(&out.stderr), err, "{prog} {args:?}");
     }
+    // A refused submission: the detail, then the line tools look for.
+    let refused = s.run("sbatch", &["-p", "nope", "--wrap", "true"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.ends_with(
+            "\nsbatch: error: Batch job submission failed: Invalid partition name specified\n"
+        ),
+        "{err}"
+    );
     let bad_state = s.run("sinfo", &["-t", "bogus"]);
     assert_eq!(bad_state.status.code(), Some(1));
     assert!(
