@@ -243,6 +243,76 @@ pub fn squeue_parts(fmt: &str) -> Parts {
         .fold(Parts::NONE, Parts::with)
 }
 
+/// An array's own record while some of its tasks are still to start: squeue and
+/// scontrol show it as those tasks (`12_[4-9%2]`), waiting, as slurmctld's array
+/// record is (here the record runs while its started tasks run).
+pub fn array_waiting(j: &JobInfo) -> bool {
+    j.array_task.is_none()
+        && !j.state.is_terminal()
+        && j.array_pending
+            .as_deref()
+            .is_some_and(|p| !p.is_empty() && !p.starts_with('%'))
+}
+
+/// The state squeue and scontrol show: an array record's tasks to start wait.
+pub fn shown_state(j: &JobInfo) -> JobState {
+    if array_waiting(j) {
+        JobState::Pending
+    } else {
+        j.state
+    }
+}
+
+/// The reason squeue and scontrol show: for an array record whose started tasks run,
+/// its throttle (`JobArrayTaskLimit`) or the resources the rest wait for.
+pub fn shown_reason(j: &JobInfo) -> &str {
+    match j.reason.as_deref() {
+        _ if array_waiting(j) && j.state != JobState::Pending => {
+            if j.array_pending.as_deref().is_some_and(|p| p.contains('%')) {
+                "JobArrayTaskLimit"
+            } else {
+                "Resources"
+            }
+        }
+        Some(r) => r,
+        None => "None",
+    }
+}
+
+/// The tasks an array record stands for (`4-9,12%2`: 4 to 9 and 12), each as the
+/// job squeue `-r` lists it: `ARRAY_TASK`, waiting, for its reason. At most
+/// `limit` of them.
+pub fn array_tasks(j: &JobInfo, limit: usize) -> Vec<JobInfo> {
+    if !array_waiting(j) {
+        return Vec::new();
+    }
+    let reason = shown_reason(j).to_string();
+    let rest = j.array_pending.as_deref().unwrap_or("");
+    let ranges = rest.split('%').next().unwrap_or("");
+    let mut out = Vec::new();
+    for part in ranges.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<u32>(), b.parse::<u32>()),
+            None => (part.parse::<u32>(), part.parse::<u32>()),
+        };
+        let (Ok(a), Ok(b)) = (a, b) else { continue };
+        for t in a..=b {
+            if out.len() >= limit {
+                return out;
+            }
+            let mut task = j.clone();
+            task.array_task = Some((j.id, t));
+            task.array_pending = None;
+            task.state = JobState::Pending;
+            task.reason = Some(reason.clone());
+            task.node = None;
+            task.start_time_us = None;
+            out.push(task);
+        }
+    }
+    out
+}
+
 /// One squeue field by its type letter (sizes converted to units, as squeue's
 /// default).
 pub fn squeue_field(j: &JobInfo, c: char, now_us: u64) -> String {
@@ -352,16 +422,26 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
     let array = j.array_task.map_or(j.id, |(a, _)| a);
     let _ = match c {
         'i' => job_id_into(j, v),
-        'A' | 'F' => {
+        // `%A` the job's own id (a task's, or the array record's), `%F` its array's.
+        'A' => {
+            num(v, j.id.0);
+            Ok(())
+        }
+        'F' => {
             num(v, array.0);
             Ok(())
         }
-        'K' => match j.array_task {
-            Some((_, t)) => {
+        'K' => match (j.array_task, j.array_pending.as_deref()) {
+            (Some((_, t)), _) => {
                 num(v, t);
                 Ok(())
             }
-            None => write!(v, "N/A"),
+            // The array record: the tasks it still stands for (`2-5%2`).
+            (None, Some(rest)) if array_waiting(j) => {
+                v.push_str(rest);
+                Ok(())
+            }
+            _ => write!(v, "N/A"),
         },
         'P' => {
             v.push_str(&j.partition);
@@ -392,10 +472,11 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
             Ok(())
         }
         't' => {
-            v.push_str(compact_state(j.state));
+            v.push_str(compact_state(shown_state(j)));
             Ok(())
         }
-        'T' => write!(v, "{}", j.state.as_str()),
+        'T' => write!(v, "{}", shown_state(j).as_str()),
+        'M' if array_waiting(j) => elapsed_into(0, v),
         'M' => elapsed_into(used_secs(j, now_us), v),
         'l' => limit_into(r.time_limit_s, v),
         'L' => match (j.state, r.time_limit_s) {
@@ -467,16 +548,16 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
                 .unwrap_or("n/a")
         ),
         'R' => {
-            if j.state == JobState::Pending || j.node.is_none() {
+            if shown_state(j) == JobState::Pending || j.node.is_none() {
                 v.push('(');
-                v.push_str(j.reason.as_deref().unwrap_or("None"));
+                v.push_str(shown_reason(j));
                 v.push(')');
                 Ok(())
             } else {
                 write!(v, "{}", job_nodes(j))
             }
         }
-        'r' => write!(v, "{}", j.reason.as_deref().unwrap_or("None")),
+        'r' => write!(v, "{}", shown_reason(j)),
         'S' => write!(v, "{}", local_time(j.start_time_us.or(j.expected_start_us))),
         'V' => write!(v, "{}", local_time(Some(j.submit_time_us))),
         'e' => write!(v, "{}", local_time(j.end_time_us)),
@@ -872,18 +953,19 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let r = &j.resources;
     let e = &j.extra;
     let mut s = String::new();
-    let _ = writeln!(s, "JobId={} JobName={}", j.id, j.name);
+    // The first line, as scontrol's: an array's ids and throttle (when it has one)
+    // between the job's id and its name.
+    let _ = write!(s, "JobId={} ", j.id);
     if let Some((a, t)) = j.array_task {
-        let _ = writeln!(s, "   ArrayJobId={a} ArrayTaskId={t}");
+        let _ = write!(s, "ArrayJobId={a} ArrayTaskId={t} ");
     } else if let Some(rest) = &j.array_pending {
-        // The array's own record: the tasks not started yet, and its throttle (0: none).
-        let throttle = rest.rsplit_once('%').map_or("0", |(_, t)| t);
-        let _ = writeln!(
-            s,
-            "   ArrayJobId={} ArrayTaskId={rest} ArrayTaskThrottle={throttle}",
-            j.id
-        );
+        // The array's own record: the tasks not started yet, and its throttle.
+        let _ = write!(s, "ArrayJobId={} ArrayTaskId={rest} ", j.id);
+        if let Some((_, t)) = rest.rsplit_once('%').filter(|(_, t)| *t != "0") {
+            let _ = write!(s, "ArrayTaskThrottle={t} ");
+        }
     }
+    let _ = writeln!(s, "JobName={}", j.name);
     let mut group = String::new();
     group_name_into(j.gid, &mut group);
     let _ = writeln!(
@@ -898,12 +980,11 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         e.nice,
         j.account
     );
-    let reason = j.reason.clone().unwrap_or_else(|| "None".into());
     let _ = writeln!(
         s,
         "   JobState={} Reason={} Dependency={}",
-        j.state.as_str(),
-        reason,
+        shown_state(j).as_str(),
+        shown_reason(j),
         j.dependency
     );
     let _ = writeln!(
@@ -1221,6 +1302,78 @@ pub(crate) mod tests {
         assert!(
             out.contains("\n   WorkDir=/home/ann\n   Comment=a note\n"),
             "{out}"
+        );
+        // An array's first line, as real scontrol printed one (2026-12-05): its ids and
+        // throttle before the name; a task's ids; no throttle key without a throttle.
+        let mut a = full_job();
+        a.array_pending = Some("2-5%2".into());
+        let first = |j: &JobInfo| scontrol_job(j, 0).lines().next().unwrap_or("").to_string();
+        assert_eq!(
+            first(&a),
+            "JobId=42 ArrayJobId=42 ArrayTaskId=2-5%2 ArrayTaskThrottle=2 JobName=train"
+        );
+        a.array_pending = Some("0-3".into());
+        assert_eq!(
+            first(&a),
+            "JobId=42 ArrayJobId=42 ArrayTaskId=0-3 JobName=train"
+        );
+        a.array_pending = None;
+        a.array_task = Some((bulkhead_proto::JobId(40), 1));
+        assert_eq!(
+            first(&a),
+            "JobId=42 ArrayJobId=40 ArrayTaskId=1 JobName=train"
+        );
+    }
+
+    /// An array record whose started tasks run is shown as its tasks to start, waiting
+    /// on its throttle, and `-r` makes a line of each, as real squeue showed such an
+    /// array (2026-12-05: `700009_[2-5%2] PD (JobArrayTaskLimit)`, `-r`: `700009_2
+    /// PD` ...); `%A` is a job's own id, `%F` its array's, `%K` the tasks left.
+    #[test]
+    fn an_array_record_shows_its_waiting_tasks() {
+        let mut a = full_job();
+        a.state = JobState::Running;
+        a.reason = None;
+        a.node = Some("n1".into());
+        a.start_time_us = Some(a.submit_time_us);
+        a.array_pending = Some("2-4,7%2".into());
+        let line = |j: &JobInfo| {
+            squeue(
+                std::slice::from_ref(j),
+                "%i|%A|%F|%K|%t|%M|%R",
+                true,
+                true,
+                10,
+            )
+        };
+        assert_eq!(
+            line(&a),
+            "42_[2-4,7%2]|42|42|2-4,7%2|PD|0:00|(JobArrayTaskLimit)\n"
+        );
+        let tasks = array_tasks(&a, 100);
+        let ids: Vec<u32> = tasks
+            .iter()
+            .filter_map(|t| t.array_task.map(|(_, i)| i))
+            .collect();
+        assert_eq!(ids, [2, 3, 4, 7]);
+        assert_eq!(
+            line(&tasks[0]),
+            "42_2|42|42|2|PD|0:00|(JobArrayTaskLimit)\n"
+        );
+        assert_eq!(array_tasks(&a, 2).len(), 2, "bounded");
+        // Unthrottled, its tasks wait for resources; all started: the record is itself.
+        a.array_pending = Some("5".into());
+        assert_eq!(shown_reason(&a), "Resources");
+        a.array_pending = Some(String::new());
+        assert_eq!(shown_state(&a), JobState::Running);
+        assert!(array_tasks(&a, 100).is_empty());
+        // A task started is its own job: `%A` its id, `%F` its array's.
+        let mut t = full_job();
+        t.id = bulkhead_proto::JobId(44);
+        t.array_task = Some((bulkhead_proto::JobId(42), 0));
+        assert_eq!(
+            squeue(std::slice::from_ref(&t), "%i %A %F %K", true, true, 0),
+            "42_0 44 42 0\n"
         );
     }
 

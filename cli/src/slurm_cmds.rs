@@ -174,6 +174,10 @@ fn label_task(label: &str) -> Option<(JobId, u32)> {
     Some((a.parse().ok()?, t.parse().ok()?))
 }
 
+/// The most tasks of one array record `squeue -r` lists a line each (an array is at
+/// most this large here).
+const MAX_EXPANDED_TASKS: usize = 1_000_000;
+
 /// What squeue 22.05 lists after a state it does not know.
 const SQUEUE_VALID_STATES: &str = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,\
 NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,\
@@ -547,6 +551,14 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
         uids.push(nix::unistd::getuid().as_raw());
     }
     let no_state = no_state || (some_named && uids.is_empty());
+    // An array record whose started tasks run is shown waiting (its tasks to start):
+    // asked for waiting jobs, running ones are fetched too and each kept by the state
+    // it is shown in.
+    let shown_states = states.clone();
+    let mut states = states;
+    if states.contains(&JobState::Pending) && !states.contains(&JobState::Running) {
+        states.push(JobState::Running);
+    }
     let mut filter = QueueFilter {
         jobs: vec![],
         uids,
@@ -578,6 +590,7 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
     };
     let shown = |j: &JobInfo| {
         !no_state
+            && (shown_states.is_empty() || shown_states.contains(&slurm::shown_state(j)))
             && !qos_none
             && !licenses_none
             && (names.is_empty() || names.contains(&j.name.as_str()))
@@ -614,20 +627,33 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
             if !shown(j) {
                 return;
             }
-            let start = text.len();
-            slurm::squeue_job_line(j, &pieces, now, !q.noconvert, &mut text, &mut value);
-            if streamed {
-                // Written 64 KiB at a time, the header first.
-                if text.len() >= 1 << 16 {
-                    if written.is_ok() {
-                        written = stdout.write_all(text.as_bytes());
+            // -r: an array record's tasks still to start, a line each.
+            let tasks = if q.array {
+                slurm::array_tasks(j, MAX_EXPANDED_TASKS)
+            } else {
+                Vec::new()
+            };
+            let each: Vec<&JobInfo> = if tasks.is_empty() {
+                vec![j]
+            } else {
+                tasks.iter().collect()
+            };
+            for j in each {
+                let start = text.len();
+                slurm::squeue_job_line(j, &pieces, now, !q.noconvert, &mut text, &mut value);
+                if streamed {
+                    // Written 64 KiB at a time, the header first.
+                    if text.len() >= 1 << 16 {
+                        if written.is_ok() {
+                            written = stdout.write_all(text.as_bytes());
+                        }
+                        text.clear();
                     }
-                    text.clear();
+                    continue;
                 }
-                return;
+                rows.push((start, text.len()));
+                order.push(j);
             }
-            rows.push((start, text.len()));
-            order.push(j);
         })
         .map_err(explain)?;
         if streamed {
@@ -701,6 +727,15 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
         jobs
     };
     jobs.retain(|j| shown(j));
+    if q.array {
+        jobs = jobs
+            .into_iter()
+            .flat_map(|j| {
+                let tasks = slurm::array_tasks(&j, MAX_EXPANDED_TASKS);
+                if tasks.is_empty() { vec![j] } else { tasks }
+            })
+            .collect();
+    }
     squeue_sort::sort(&mut jobs, &keys, now);
     if q.json {
         let group_of = |gid: u32| {
