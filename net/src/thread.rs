@@ -409,6 +409,13 @@ pub fn spawn(
         .ctx
         .socket(zmq::PUSH)
         .map_err(zerr("socket", &bound.out_endpoint))?;
+    // The wake is never waited for: a socket thread that already stopped (a message
+    // came after the stop was set, and it saw the flag) has closed its end, and a
+    // blocking send to it would wait for ever, the daemon's stop with it. Nor is it
+    // kept when the context ends.
+    waker
+        .set_linger(0)
+        .map_err(zerr("set_linger", &bound.out_endpoint))?;
     waker
         .connect(&bound.out_endpoint)
         .map_err(zerr("connect", &bound.out_endpoint))?;
@@ -419,8 +426,11 @@ pub fn spawn(
     Ok(Serving::new(
         join,
         Box::new(move || {
-            if let Err(e) = waker.send(Vec::<u8>::new(), 0) {
-                tracing::warn!(error = %e, "cannot wake the socket thread");
+            match waker.send(Vec::<u8>::new(), zmq::DONTWAIT) {
+                // Nobody to take it: the thread has stopped (or its queue is full, and
+                // it is awake).
+                Ok(()) | Err(zmq::Error::EAGAIN) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot wake the socket thread"),
             }
         }),
     ))
