@@ -404,7 +404,8 @@ fn sinfo_once(a: &slurm_opts::Sinfo, g: &Globals) -> anyhow::Result<ExitCode> {
     let fmt = match (&a.format, a.summarize, a.nodes, a.long) {
         (Some(f), ..) => f.as_str(),
         (None, true, ..) => slurm_info::SINFO_SUMMARIZE,
-        (None, false, true, _) => slurm_info::SINFO_NODES,
+        (None, false, true, true) => slurm_info::SINFO_NODES_LONG,
+        (None, false, true, false) => slurm_info::SINFO_NODES,
         (None, false, false, true) => slurm_info::SINFO_LONG,
         (None, false, false, false) => slurm_info::SINFO_DEFAULT,
     };

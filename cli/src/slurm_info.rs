@@ -37,6 +37,9 @@ pub const SINFO_SUMMARIZE: &str = "%#P %.5a %.10l %.16F %N";
 /// `sinfo -N`: a line per node (sinfo's `nodelist:0 ,nodes:.6 ,partition:.9
 /// ,statecompact:6`: the partition to the right, the state to the left).
 pub const SINFO_NODES: &str = "%#N %.6D %.#P %6t";
+/// `sinfo -N -l` (sinfo's `nodelist:0 ,nodes:.6 ,partition:.9 ,statelong:.11 ,cpus:4
+/// ,socketcorethread:.8 ,memory:.6 ,disk:.8 ,weight:.6 ,features:.8 ,reason:20`).
+pub const SINFO_NODES_LONG: &str = "%#N %.6D %.#P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E";
 /// `sinfo -l`.
 pub const SINFO_LONG: &str = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N";
 
@@ -219,6 +222,10 @@ fn header(kind: char) -> &'static str {
         'h' => "OVERSUBS",
         'g' => "GROUPS",
         'E' => "REASON",
+        'z' => "S:C:T",
+        'd' => "TMP_DISK",
+        'w' => "WEIGHT",
+        'f' => "AVAIL_FEATURES",
         _ => "",
     }
 }
@@ -307,6 +314,17 @@ fn field(r: &Row, kind: char) -> String {
                 g.join(",")
             }
         }
+        // One socket of one thread per core, as `scontrol show node` describes a
+        // node here; no temporary disk, weight 1, no features.
+        'z' => r
+            .nodes
+            .iter()
+            .map(|n| n.cpus)
+            .min()
+            .map_or("0:0:0".into(), |c| format!("1:{c}:1")),
+        'd' => "0".into(),
+        'w' => "1".into(),
+        'f' => "(null)".into(),
         's' => "1-infinite".into(),
         'r' => "no".into(),
         'h' => "NO".into(),
@@ -596,6 +614,26 @@ mod tests {
             true,
             false,
             &SinfoFilter::default(),
+        );
+        // `sinfo -N -l` in real sinfo's columns (2026-12-05: `NODELIST   NODES PARTITION
+        // STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON`).
+        let long = sinfo(
+            &parts(),
+            &nodes,
+            SINFO_NODES_LONG,
+            true,
+            false,
+            &SinfoFilter::default(),
+        );
+        assert_eq!(
+            long.lines().next(),
+            Some(
+                "NODELIST   NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON"
+            )
+        );
+        assert!(
+            long.contains("\nn3             1    batch*   allocated 4       1:4:1 "),
+            "{long}"
         );
         // As real sinfo 22.05 printed `sinfo -N` (2026-12-05): `NODELIST   NODES
         // PARTITION STATE`, `n1             1    batch* idle`.

@@ -72,6 +72,11 @@ print("cancelled", job.job_id, wait_state(job, "CANCELLED"), flush=True)
 print("SUBMITIT-OK", flush=True)
 "#;
 
+/// Waits up to 90 s (scaled) for `f`, failing the test with `what` otherwise.
+fn wait(what: &str, mut f: impl FnMut() -> bool) {
+    bulkhead_tests::wait_for(scaled(90), &mut f).unwrap_or_else(|_| panic!("{what}"))
+}
+
 /// A cluster started with `opts`, its node up.
 fn cluster_up(opts: ClusterOpts) -> Cluster {
     let c = Cluster::start_with(opts).expect("cluster");
@@ -843,9 +848,6 @@ fn workflow_managers_command_lines_work_as_their_sources_expect() {
     let wd = s.wd.clone();
     let w = wd.to_str().expect("utf-8").to_string();
     let user = s.user.name.clone();
-    let wait = |what: &str, mut f: Box<dyn FnMut() -> bool + '_>| {
-        bulkhead_tests::wait_for(scaled(90), &mut *f).unwrap_or_else(|_| panic!("{what}"))
-    };
 
     // dask-jobqueue: `sbatch FILE`, the job id the first integer of its output.
     let dask = wd.join("dask.sh");
@@ -1199,9 +1201,6 @@ fn portals_command_lines_work_as_their_sources_expect() {
     let w = wd.to_str().expect("utf-8").to_string();
     let user = s.user.name.clone();
     let cluster = "bulkhead";
-    let wait = |what: &str, mut f: Box<dyn FnMut() -> bool + '_>| {
-        bulkhead_tests::wait_for(scaled(90), &mut *f).unwrap_or_else(|_| panic!("{what}"))
-    };
 
     // Open OnDemand submits held, its script on standard input.
     let script = format!("#!/bin/bash\necho ood-ok > {w}/ood.txt\nsleep 300\n");
