@@ -248,6 +248,15 @@ pub const SCONTROL: Spec<'static> = Spec {
 /// The command's words read with its table; a refusal is getopt's message (already
 /// written), the command's hint where it gives one, and exit 1.
 pub fn read(argv: &[String], spec: &Spec<'_>) -> Result<Parsed, ExitCode> {
+    // getopt names the program as it was run (`/usr/bin/squeue: unrecognized option
+    // ...`), as it does for Slurm's own commands.
+    let mut argv = argv.to_vec();
+    if let (Some(first), Some(run_as)) = (argv.first_mut(), std::env::args().next())
+        && run_as.rsplit('/').next() == first.rsplit('/').next()
+    {
+        *first = run_as;
+    }
+    let argv = &argv[..];
     getopt::parse(argv, spec).map_err(|getopt::Refused| {
         let prog = argv.first().map(String::as_str).unwrap_or("");
         let name = prog.rsplit('/').next().unwrap_or(prog);
