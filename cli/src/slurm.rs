@@ -243,6 +243,20 @@ pub fn squeue_parts(fmt: &str) -> Parts {
         .fold(Parts::NONE, Parts::with)
 }
 
+/// When the job ends: its end once it ended; while it runs (or is expected to
+/// start), that start plus its time limit, as slurmctld sets a job's end time; none
+/// without a limit.
+pub fn end_time_us(j: &JobInfo) -> Option<u64> {
+    let start = match j.state {
+        _ if j.end_time_us.is_some() => return j.end_time_us,
+        JobState::Running | JobState::Completing => j.start_time_us,
+        JobState::Pending => j.expected_start_us,
+        _ => None,
+    };
+    let limit = j.resources.time_limit_s?;
+    start.map(|s| s.saturating_add(limit.saturating_mul(1_000_000)))
+}
+
 /// An array's own record while some of its tasks are still to start: squeue and
 /// scontrol show it as those tasks (`12_[4-9%2]`), waiting, as slurmctld's array
 /// record is (here the record runs while its started tasks run).
@@ -560,7 +574,7 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
         'r' => write!(v, "{}", shown_reason(j)),
         'S' => write!(v, "{}", local_time(j.start_time_us.or(j.expected_start_us))),
         'V' => write!(v, "{}", local_time(Some(j.submit_time_us))),
-        'e' => write!(v, "{}", local_time(j.end_time_us)),
+        'e' => write!(v, "{}", local_time(end_time_us(j))),
         'Z' => {
             v.push_str(&j.workdir);
             Ok(())
@@ -1018,7 +1032,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         s,
         "   StartTime={} EndTime={} Deadline={}",
         known_time(j.start_time_us.or(j.expected_start_us).or(e.begin_us)),
-        known_time(j.end_time_us),
+        known_time(end_time_us(j)),
         e.deadline_us.map_or("N/A".into(), |d| local_time(Some(d)))
     );
     // Suspension is not a state here; the scheduler last looked at it when it
@@ -1375,6 +1389,23 @@ pub(crate) mod tests {
             squeue(std::slice::from_ref(&t), "%i %A %F %K", true, true, 0),
             "42_0 44 42 0\n"
         );
+    }
+
+    /// A running job ends, as squeue's `%e` and scontrol's `EndTime` show it, at its
+    /// start plus its limit (real squeue: started 08:36:14 with 1:30:00, `%e`
+    /// 10:06:14); a job without a limit has no end yet; an ended job its end.
+    #[test]
+    fn the_end_time_of_a_running_job_is_its_start_and_limit() {
+        let mut j = full_job();
+        j.state = JobState::Running;
+        j.start_time_us = Some(1_000_000_000);
+        j.resources.time_limit_s = Some(5400);
+        assert_eq!(end_time_us(&j), Some(1_000_000_000 + 5_400_000_000));
+        j.resources.time_limit_s = None;
+        assert_eq!(end_time_us(&j), None);
+        j.state = JobState::Completed;
+        j.end_time_us = Some(7);
+        assert_eq!(end_time_us(&j), Some(7));
     }
 
     /// `print_date()`'s layout.
