@@ -22,6 +22,14 @@ use std::process::ExitCode;
 #[error("{0}")]
 pub struct Plain(pub String);
 
+/// The state a broker's refusal names its job in (`job 12 is RUNNING: ...`).
+fn refused_state(message: &str) -> Option<JobState> {
+    let rest = message.strip_prefix("job ")?;
+    let (_, rest) = rest.split_once(" is ")?;
+    let (state, _) = rest.split_once(':')?;
+    JobState::ALL.iter().copied().find(|s| s.as_str() == state)
+}
+
 /// Whether the broker answered that the job (or node) does not exist.
 fn not_found(e: &bulkhead_client::ClientError) -> bool {
     matches!(e, bulkhead_client::ClientError::Refused(r) if r.code == ErrorCode::NotFound)
@@ -1224,7 +1232,16 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
                     }
                 }
             }
-            c.requeue(targets).map_err(explain)?;
+            c.requeue(targets).map_err(|e| match &e {
+                // scontrol's words for a job that has not run yet.
+                bulkhead_client::ClientError::Refused(r)
+                    if refused_state(&r.message) == Some(JobState::Pending) =>
+                {
+                    let id = r.message.split_whitespace().nth(1).unwrap_or("");
+                    anyhow::Error::new(Plain(format!("Job is pending execution for job {id}")))
+                }
+                _ => explain(e),
+            })?;
         }
         "hold" | "release" | "uhold" => {
             let asked = ids(&w[1..])?;
@@ -1235,18 +1252,26 @@ fn scontrol(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
             if targets.is_empty() {
                 bail!("Invalid job id specified");
             }
-            let first = targets[0];
-            c.hold(targets, verb != "release").map_err(|e| {
-                if not_found(&e) {
-                    // scontrol 22.05's two lines for a job that does not exist.
-                    anyhow::Error::new(Plain(format!(
-                        "Invalid job id specified for job {first}\n\
-                         slurm_suspend error: Invalid job id specified"
-                    )))
-                } else {
-                    explain(e)
-                }
-            })?;
+            // A job at a time, as scontrol asks for each: a running job's hold or
+            // release changes nothing and is no error (slurmctld takes it); one that
+            // ended or does not exist is scontrol's two lines, and exit 1.
+            for id in targets {
+                let Err(e) = c.hold(vec![id], verb != "release") else {
+                    continue;
+                };
+                let why = match &e {
+                    _ if not_found(&e) => "Invalid job id specified",
+                    bulkhead_client::ClientError::Refused(r) => match refused_state(&r.message) {
+                        Some(s) if !s.is_terminal() => continue,
+                        Some(_) => "Job has already finished",
+                        None => return Err(explain(e)),
+                    },
+                    _ => return Err(explain(e)),
+                };
+                return Err(
+                    Plain(format!("{why} for job {id}\nslurm_suspend error: {why}")).into(),
+                );
+            }
         }
         "" => bail!(
             "no command given: scontrol show job|partition|node [NAME] | hold ID | release ID | update JobId=ID TimeLimit=T Partition=P Priority=N Nice=N JobName=S Comment=S StartTime=T | requeue ID"

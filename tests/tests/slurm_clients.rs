@@ -509,6 +509,9 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     };
     bulkhead_tests::wait_for(scaled(60), || state() == "RUNNING" && runs() == 1)
         .unwrap_or_else(|_| panic!("job {id} did not start: {}", state()));
+    // A running job's hold changes nothing and is no error, as slurmctld takes it.
+    s.ok("scontrol", &["hold", &id]);
+    s.ok("scontrol", &["release", &id]);
     s.ok("scontrol", &["requeue", &id]);
     bulkhead_tests::wait_for(scaled(60), || state() == "RUNNING" && runs() == 2)
         .unwrap_or_else(|_| panic!("job {id} did not run again: {} runs, {}", runs(), state()));
@@ -520,6 +523,16 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     s.ok("scancel", &[&id]);
     bulkhead_tests::wait_for(scaled(60), || state() == "CANCELLED")
         .unwrap_or_else(|_| panic!("job {id}: {}", state()));
+    // Held once it ended: real scontrol's two lines, exit 1.
+    let ended = s.run("scontrol", &["hold", &id]);
+    assert_eq!(ended.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&ended.stderr),
+        format!(
+            "Job has already finished for job {id}\n\
+             slurm_suspend error: Job has already finished\n"
+        )
+    );
     // --exclusive: the whole node's CPUs (the harness's node offers 2); --mem=0 its
     // memory.
     let ex = s.ok(
