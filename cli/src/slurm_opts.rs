@@ -293,8 +293,10 @@ pub fn answered(
 pub fn usage(prog: &str, spec: &Spec<'_>) -> String {
     let mut out = format!("Usage: {prog} [OPTIONS]\n");
     for o in spec.long {
+        // A letter only where the short string has it (sacct's `--reason` is `R`, with
+        // no `-R`).
         let short = char::from_u32(o.code)
-            .filter(|_| o.code < LONG_ONLY)
+            .filter(|c| o.code < LONG_ONLY && spec.short.contains(*c))
             .map(|c| format!("-{c}, "))
             .unwrap_or_else(|| "    ".into());
         let value = match o.arg {
