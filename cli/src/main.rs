@@ -638,6 +638,7 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
 mod scontrol_update;
 mod slurm_cmds;
 mod slurm_opts;
+mod slurm_scontrol;
 mod submitting;
 use submitting::*;
 

@@ -1,0 +1,378 @@
+//! The tests of squeue's and scontrol's formats ([`super`]).
+use super::*;
+
+/// A pending job with every part filled in.
+pub(crate) fn full_job() -> JobInfo {
+    JobInfo {
+        id: bulkhead_proto::JobId(42),
+        name: "train".into(),
+        user: "ann".into(),
+        uid: 1001,
+        gid: 1001,
+        state: JobState::Pending,
+        reason: Some("Resources".into()),
+        exit_code: None,
+        signal: None,
+        node: None,
+        node_id: None,
+        resources: Default::default(),
+        partition: "gpu".into(),
+        workdir: "/home/ann".into(),
+        stdout: "/home/ann/bh-42.out".into(),
+        stderr: "/home/ann/bh-42.err".into(),
+        submit_time_us: 1_700_000_000_000_000,
+        start_time_us: None,
+        end_time_us: None,
+        denials: vec![],
+        expected_start_us: Some(1_700_000_600_000_000),
+        priority: Some(4242),
+        array_task: None,
+        array_pending: None,
+        gpus: vec![],
+        usage: None,
+        account: "lab".into(),
+        extra: bulkhead_proto::job::SubmitExtra {
+            comment: Some("a note".into()),
+            nice: 7,
+            exclusive: bulkhead_proto::job::Exclusive::Node,
+            ..Default::default()
+        },
+        dependency: "afterok:7(unfulfilled)".into(),
+    }
+}
+
+/// Every field squeue can print reads the same from a listing that omits the
+/// parts its format does not name: [`squeue_parts`] names all a field reads.
+#[test]
+fn a_listing_without_the_parts_a_format_omits_prints_the_same() {
+    let full = full_job();
+    let letters = "iAFKPjuUgGatTMlLDCcmbNBRrSVeZpQqkyYEofxnwzh";
+    for c in letters.chars() {
+        let fmt = format!("%{c}");
+        let mut lean = full.clone();
+        Parts::ALL.without(squeue_parts(&fmt)).clear(&mut lean);
+        assert_eq!(
+            squeue_field(&lean, c, 0),
+            squeue_field(&full, c, 0),
+            "%{c} reads a part its format does not ask for"
+        );
+    }
+    // The default format asks for the reason alone: everything else is left out.
+    assert_eq!(squeue_parts(SQUEUE_DEFAULT), Parts::REASON);
+    let mut lean = full.clone();
+    Parts::ALL.clear(&mut lean);
+    assert_ne!(
+        squeue_field(&lean, 'a', 0),
+        squeue_field(&full, 'a', 0),
+        "clearing the parts changes what they show"
+    );
+}
+
+#[test]
+fn cells_are_cut_and_padded_by_characters() {
+    let mut out = String::new();
+    cell(&mut out, "h\u{e9}llo", false, Some(2));
+    cell(&mut out, "|", false, None);
+    cell(&mut out, "ab", true, Some(4));
+    cell(&mut out, "|", false, None);
+    cell(&mut out, "ab", false, Some(4));
+    assert_eq!(out, "h\u{e9}|  ab|ab  ");
+}
+
+/// A line's fields cut and padded where they are written: right and left,
+/// wider than a run of blanks, cut, unpadded; a value with a control character
+/// Sizes as squeue's `convert_num_unit` writes them, and as `--noconvert` leaves
+/// them.
+#[test]
+fn sizes_convert_as_squeue_converts_them() {
+    let conv = |n: u64, unit: usize, convert: bool| {
+        let mut v = String::new();
+        convert_num_unit(n, unit, convert, &mut v);
+        v
+    };
+    // As real squeue 22.05 printed them (2026-12-05): 1500M and 4G.
+    assert_eq!(conv(1024, 2, true), "1G");
+    assert_eq!(conv(1500, 2, true), "1500M");
+    assert_eq!(conv(1536, 2, true), "1.50G");
+    assert_eq!(conv(4096, 2, true), "4G");
+    assert_eq!(conv(500, 2, true), "500M");
+    assert_eq!(conv(1_048_576, 2, true), "1T");
+    assert_eq!(conv(1024, 2, false), "1024M");
+    assert_eq!(conv(0, 2, true), "0");
+    assert_eq!(conv(2048, 0, true), "2K");
+    assert_eq!(conv(1000, 0, true), "1000");
+    assert_eq!(conv(64, 0, true), "64");
+    let mut j = full_job();
+    j.resources.mem_mb = 4096;
+    let line = |fmt: &str, convert: bool| squeue(std::slice::from_ref(&j), fmt, true, convert, 0);
+    assert_eq!(line("%m %d", true), "4G 0\n");
+    assert_eq!(line("%m", false), "4096M\n");
+}
+
+/// Every letter squeue 22.05 knows has a value here, a letter it does not know is
+/// written as given (`%` and the letter, header and value alike), and `%all` is
+/// every letter between bars.
+#[test]
+fn every_squeue_letter_and_an_unknown_one() {
+    let j = full_job();
+    let line = |fmt: &str, noheader: bool| squeue(std::slice::from_ref(&j), fmt, noheader, true, 0);
+    assert_eq!(
+        line("%H|%I|%J|%z|%O|%X|%v|%W|%f|%w|%Y|%o", true),
+        "*|*|*|*:*:*|0|N/A|(null)|(null)|(null)|(null)|(null)|(null)\n"
+    );
+    assert_eq!(
+        line("%.5H %d %s|%!", false),
+        "SOCKE MIN_TMP_DISK |%!\n    * 0 |%!\n"
+    );
+    let letters: Vec<char> = SQUEUE_ALL
+        .split('|')
+        .map(|f| f.chars().nth(1).expect("letter"))
+        .collect();
+    assert_eq!(letters.len(), 52);
+    for c in letters {
+        assert!(c == 's' || !header(c).is_empty(), "%{c} has no header");
+    }
+}
+
+/// A field of a type squeue does not know is its text, width and all, as real
+/// squeue 22.05 printed `%!` and `%.5!` (2026-12-05).
+#[test]
+fn unknown_fields_are_written_as_given() {
+    let (f, bad) = squeue_unknown_fields("%i|%!|%.5!|%%|x%5j");
+    assert_eq!(f, "%i|%%!|%%.5!|%%|x%5j");
+    assert_eq!(bad, ['!', '!']);
+    let j = full_job();
+    let line = squeue(std::slice::from_ref(&j), &f, false, true, 0);
+    assert!(line.starts_with("JOBID|%!|%.5!|%|xNAME\n"), "{line}");
+}
+
+/// `scontrol show job`'s keys, in the order real scontrol 22.05 printed them for a
+/// recorded held job (`cli/tests/recorded-sbatch/cases/001`: the file keeps
+/// scontrol's order), memory per node here where that job had it per CPU; a
+/// running job's batch host on a line of its own, its comment after WorkDir.
+#[test]
+fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/recorded-sbatch/cases/001/slurm.json"
+    );
+    let text = std::fs::read_to_string(path).expect("recorded case");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let fields = doc["fields"].as_object().expect("fields");
+    let at = |k: &str| text.find(&format!("\"{k}\":")).expect("key in file");
+    let mut want: Vec<&str> = fields.keys().map(String::as_str).collect();
+    want.sort_by_key(|k| at(k));
+    let want: Vec<&str> = want
+        .into_iter()
+        .map(|k| {
+            if k == "MinMemoryCPU" {
+                "MinMemoryNode"
+            } else {
+                k
+            }
+        })
+        .collect();
+    let mut j = full_job();
+    j.extra.comment = None;
+    let keys = |out: &str| -> Vec<String> {
+        out.split_whitespace()
+            .filter_map(|w| w.split_once('=').map(|(k, _)| k.to_string()))
+            .collect()
+    };
+    assert_eq!(keys(&scontrol_job(&j, 0)), want);
+    // Running, with a comment.
+    j.state = JobState::Running;
+    j.node = Some("n1".into());
+    j.start_time_us = Some(j.submit_time_us);
+    j.extra.comment = Some("a note".into());
+    let out = scontrol_job(&j, 0);
+    assert!(out.contains("\n   NodeList=n1\n   BatchHost=n1\n"), "{out}");
+    assert!(
+        out.contains("\n   WorkDir=/home/ann\n   Comment=a note\n"),
+        "{out}"
+    );
+    // An array's first line, as real scontrol printed one (2026-12-05): its ids and
+    // throttle before the name; a task's ids; no throttle key without a throttle.
+    let mut a = full_job();
+    a.array_pending = Some("2-5%2".into());
+    let first = |j: &JobInfo| scontrol_job(j, 0).lines().next().unwrap_or("").to_string();
+    assert_eq!(
+        first(&a),
+        "JobId=42 ArrayJobId=42 ArrayTaskId=2-5%2 ArrayTaskThrottle=2 JobName=train"
+    );
+    a.array_pending = Some("0-3".into());
+    assert_eq!(
+        first(&a),
+        "JobId=42 ArrayJobId=42 ArrayTaskId=0-3 JobName=train"
+    );
+    a.array_pending = None;
+    a.array_task = Some((bulkhead_proto::JobId(40), 1));
+    assert_eq!(
+        first(&a),
+        "JobId=42 ArrayJobId=40 ArrayTaskId=1 JobName=train"
+    );
+}
+
+/// An array record whose started tasks run is shown as its tasks to start, waiting
+/// on its throttle, and `-r` makes a line of each, as real squeue showed such an
+/// array (2026-12-05: `700009_[2-5%2] PD (JobArrayTaskLimit)`, `-r`: `700009_2
+/// PD` ...); `%A` is a job's own id, `%F` its array's, `%K` the tasks left.
+#[test]
+fn an_array_record_shows_its_waiting_tasks() {
+    let mut a = full_job();
+    a.state = JobState::Running;
+    a.reason = None;
+    a.node = Some("n1".into());
+    a.start_time_us = Some(a.submit_time_us);
+    a.array_pending = Some("2-4,7%2".into());
+    let line = |j: &JobInfo| {
+        squeue(
+            std::slice::from_ref(j),
+            "%i|%A|%F|%K|%t|%M|%R",
+            true,
+            true,
+            10,
+        )
+    };
+    assert_eq!(
+        line(&a),
+        "42_[2-4,7%2]|42|42|2-4,7%2|PD|0:00|(JobArrayTaskLimit)\n"
+    );
+    let tasks = array_tasks(&a, 100);
+    let ids: Vec<u32> = tasks
+        .iter()
+        .filter_map(|t| t.array_task.map(|(_, i)| i))
+        .collect();
+    assert_eq!(ids, [2, 3, 4, 7]);
+    assert_eq!(
+        line(&tasks[0]),
+        "42_2|42|42|2|PD|0:00|(JobArrayTaskLimit)\n"
+    );
+    assert_eq!(array_tasks(&a, 2).len(), 2, "bounded");
+    // Unthrottled, its tasks wait for resources; all started: the record is itself.
+    a.array_pending = Some("5".into());
+    assert_eq!(shown_reason(&a), "Resources");
+    a.array_pending = Some(String::new());
+    assert_eq!(shown_state(&a), JobState::Running);
+    assert!(array_tasks(&a, 100).is_empty());
+    // A task started is its own job: `%A` its id, `%F` its array's.
+    let mut t = full_job();
+    t.id = bulkhead_proto::JobId(44);
+    t.array_task = Some((bulkhead_proto::JobId(42), 0));
+    assert_eq!(
+        squeue(std::slice::from_ref(&t), "%i %A %F %K", true, true, 0),
+        "42_0 44 42 0\n"
+    );
+}
+
+/// A running job ends, as squeue's `%e` and scontrol's `EndTime` show it, at its
+/// start plus its limit (real squeue: started 08:36:14 with 1:30:00, `%e`
+/// 10:06:14); a job without a limit has no end yet; an ended job its end.
+#[test]
+fn the_end_time_of_a_running_job_is_its_start_and_limit() {
+    let mut j = full_job();
+    j.state = JobState::Running;
+    j.start_time_us = Some(1_000_000_000);
+    j.resources.time_limit_s = Some(5400);
+    assert_eq!(end_time_us(&j), Some(1_000_000_000 + 5_400_000_000));
+    j.resources.time_limit_s = None;
+    assert_eq!(end_time_us(&j), None);
+    j.state = JobState::Completed;
+    j.end_time_us = Some(7);
+    assert_eq!(end_time_us(&j), Some(7));
+}
+
+/// `print_date()`'s layout.
+#[test]
+fn the_date_line_is_ctimes_without_its_newline() {
+    let d = date_line(0);
+    let parts: Vec<&str> = d.split(' ').collect();
+    assert_eq!(parts.len(), 5, "{d}");
+    assert!(["Wed", "Thu"].contains(&parts[0]), "{d}");
+    assert_eq!(parts[2].len(), 2, "{d}");
+    assert_eq!(parts[3].len(), 8, "{d}");
+}
+
+/// escaped and cut by characters; trailing blanks cut.
+#[test]
+fn a_lines_fields_are_cut_and_padded_in_place() {
+    let mut j = full_job();
+    j.name = "tr\tain\u{e9}".into();
+    let out = squeue(
+        std::slice::from_ref(&j),
+        "%.40i|%5u|%.2P|%j|%.12j|%3t|%.5D|%6a",
+        true,
+        true,
+        0,
+    );
+    let shown = "tr\\tain\u{e9}";
+    let want = format!(
+        "{:>40}|ann  |gp|{shown}|{shown:>12}|PD |    1|lab\n",
+        j.id.0
+    );
+    assert_eq!(out, want);
+}
+
+#[test]
+fn format_names_become_the_letters_they_stand_for() {
+    assert_eq!(
+        format_from_names("jobid,state:10,name:.30|").as_deref(),
+        Ok("%20A%10T%.30j|")
+    );
+    assert_eq!(
+        format_from_names("UserName,timelimit").as_deref(),
+        Ok("%20u%20l")
+    );
+    assert_eq!(
+        format_from_names("jobid,frobnicate"),
+        Err("Invalid job format specification: frobnicate".to_string())
+    );
+}
+
+#[test]
+fn hostlists_compress_as_slurm_writes_them() {
+    assert_eq!(hostlist(&["n1", "n2", "n3", "n5"]), "n[1-3,5]");
+    assert_eq!(hostlist(&["n1"]), "n1");
+    assert_eq!(hostlist(&["gpu01", "gpu02", "login"]), "gpu[01-02],login");
+    assert_eq!(hostlist(&[]), "");
+}
+
+#[test]
+fn times_are_spelt_as_squeue_spells_them() {
+    assert_eq!(elapsed(0), "0:00");
+    assert_eq!(elapsed(65), "1:05");
+    assert_eq!(elapsed(3_725), "1:02:05");
+    assert_eq!(elapsed(90_061), "1-01:01:01");
+    assert_eq!(elapsed(59), "0:59");
+    assert_eq!(elapsed(3_600), "1:00:00");
+    assert_eq!(elapsed(86_400), "1-00:00:00");
+    assert_eq!(elapsed(100 * 86_400 + 36_005), "100-10:00:05");
+    assert_eq!(limit(None), "UNLIMITED");
+}
+
+#[test]
+fn formats_parse_with_widths_and_justification() {
+    assert_eq!(
+        parse_format("%.18i %j%%"),
+        vec![
+            Piece::Field {
+                right: true,
+                width: Some(18),
+                kind: 'i'
+            },
+            Piece::Text(" ".into()),
+            Piece::Field {
+                right: false,
+                width: None,
+                kind: 'j'
+            },
+            Piece::Text("%".into()),
+        ]
+    );
+    let mut s = String::new();
+    cell(&mut s, "abcdefghij", true, Some(8));
+    assert_eq!(s, "abcdefgh");
+    s.clear();
+    cell(&mut s, "ab", true, Some(4));
+    assert_eq!(s, "  ab");
+}

@@ -1,0 +1,442 @@
+//! Portals and reports that drive Slurm's commands, against Bulkhead: Open OnDemand's
+//! Slurm adapter and JupyterHub's batchspawner as their sources run the commands, and
+//! reportseff (from PyPI, in the clients' virtual environment `cargo xtask ci`
+//! makes) run unchanged; beside them, Slurm's messages and exit codes for what does
+//! not exist, as real Slurm 22.05 printed them.
+
+use bulkhead_tests::{ClusterOpts, scaled};
+use std::path::Path;
+
+mod slurm_common;
+use slurm_common::*;
+
+/// Open OnDemand's Slurm adapter (ood_core's `OodCore::Job::Adapters::Slurm`) and
+/// JupyterHub's batchspawner (`SlurmSpawner`), as their sources drive Slurm: every
+/// command with `-M CLUSTER`; a script on sbatch's standard input with
+/// `SBATCH_EXPORT=NONE`, `--parsable` (`ID;CLUSTER`, the id before the `;`), `-H`,
+/// `--mail-type NONE`, `--mem 1048576K`; its status from `squeue --all --states=all
+/// --noconvert -o` of its 49 fields joined by `;`, the first two lines dropped (the
+/// `CLUSTER:` line and the header); `scontrol hold`/`release`, `scancel`.
+/// batchspawner: its template (`--export` of named variables, `--get-user-env=L`, an
+/// empty `#SBATCH` line, a TERM trap), `squeue -h -j ID -o '%T %B'` matched by its
+/// regexes, `scancel`, after which the job's log holds its trap's line and the
+/// cancel notice, whole. Beside them: `--version` of each command, and an unknown
+/// option refused as getopt refuses it (exit 1).
+#[test]
+fn portals_command_lines_work_as_their_sources_expect() {
+    let c = cluster_up(ClusterOpts {
+        cpus: 4,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let wd = s.wd.clone();
+    let w = wd.to_str().expect("utf-8").to_string();
+    let user = s.user.name.clone();
+    let cluster = "bulkhead";
+
+    // Open OnDemand submits held, its script on standard input.
+    let script = format!("#!/bin/bash\necho ood-ok > {w}/ood.txt\nsleep 300\n");
+    let out = s.run_with(
+        "sbatch",
+        &[
+            "-M",
+            cluster,
+            "-H",
+            "--no-requeue",
+            "-D",
+            &w,
+            "--mail-type",
+            "NONE",
+            "-J",
+            "ood-job",
+            "-o",
+            &format!("{w}/ood.out"),
+            "--mem",
+            "1048576K",
+            "-t",
+            "01:00:00",
+            "--parsable",
+        ],
+        &[("SBATCH_EXPORT", "NONE")],
+        script.as_bytes(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = text.trim().split(';').next().expect("id").to_string();
+    assert!(id.parse::<u64>().is_ok(), "{text:?}");
+    // Its fields, as the adapter names them.
+    const FIELDS: &[(&str, &str)] = &[
+        ("account", "%a"),
+        ("job_id", "%A"),
+        ("gres", "%b"),
+        ("exec_host", "%B"),
+        ("min_cpus", "%c"),
+        ("cpus", "%C"),
+        ("min_tmp_disk", "%d"),
+        ("nodes", "%D"),
+        ("end_time", "%e"),
+        ("dependency", "%E"),
+        ("features", "%f"),
+        ("array_job_id", "%F"),
+        ("group_name", "%g"),
+        ("group_id", "%G"),
+        ("over_subscribe", "%h"),
+        ("sockets_per_node", "%H"),
+        ("array_job_task_id", "%i"),
+        ("cores_per_socket", "%I"),
+        ("job_name", "%j"),
+        ("threads_per_core", "%J"),
+        ("comment", "%k"),
+        ("array_task_id", "%K"),
+        ("time_limit", "%l"),
+        ("time_left", "%L"),
+        ("min_memory", "%m"),
+        ("time_used", "%M"),
+        ("req_node", "%n"),
+        ("node_list", "%N"),
+        ("command", "%o"),
+        ("contiguous", "%O"),
+        ("qos", "%q"),
+        ("partition", "%P"),
+        ("priority", "%Q"),
+        ("reason", "%r"),
+        ("start_time", "%S"),
+        ("state_compact", "%t"),
+        ("state", "%T"),
+        ("user", "%u"),
+        ("user_id", "%U"),
+        ("reservation", "%v"),
+        ("submit_time", "%V"),
+        ("wckey", "%w"),
+        ("licenses", "%W"),
+        ("excluded_nodes", "%x"),
+        ("core_specialization", "%X"),
+        ("nice", "%y"),
+        ("scheduled_nodes", "%Y"),
+        ("sockets_cores_threads", "%z"),
+        ("work_dir", "%Z"),
+    ];
+    let get_jobs = |filters: &[&str]| -> Vec<std::collections::HashMap<String, String>> {
+        let chosen: Vec<&(&str, &str)> = FIELDS
+            .iter()
+            .filter(|(k, _)| filters.is_empty() || filters.contains(k))
+            .collect();
+        let fmt = chosen.iter().map(|(_, f)| *f).collect::<Vec<_>>().join(";");
+        let out = s.ok(
+            "squeue",
+            &[
+                "-M",
+                cluster,
+                "--all",
+                "--states=all",
+                "--noconvert",
+                "-o",
+                &fmt,
+                "-j",
+                &id,
+            ],
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines.first(),
+            Some(&format!("CLUSTER: {cluster}").as_str()),
+            "{out}"
+        );
+        lines
+            .iter()
+            .skip(2)
+            .map(|l| {
+                chosen
+                    .iter()
+                    .map(|(k, _)| k.to_string())
+                    .zip(l.trim().split(';').map(String::from))
+                    .collect()
+            })
+            .collect()
+    };
+    let jobs = get_jobs(&[]);
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    let j = &jobs[0];
+    assert_eq!(j.len(), FIELDS.len(), "every field has its column: {j:?}");
+    for (k, want) in [
+        ("job_id", id.as_str()),
+        ("array_job_task_id", id.as_str()),
+        ("state_compact", "PD"),
+        ("state", "PENDING"),
+        ("job_name", "ood-job"),
+        ("user", user.as_str()),
+        ("min_memory", "1024M"),
+        ("time_limit", "1:00:00"),
+        ("start_time", "N/A"),
+        ("exec_host", "n/a"),
+        ("work_dir", w.as_str()),
+        ("sockets_cores_threads", "*:*:*"),
+        ("qos", "normal"),
+        ("min_tmp_disk", "0"),
+    ] {
+        assert_eq!(j.get(k).map(String::as_str), Some(want), "{k}: {j:?}");
+    }
+    // Its submit time as Ruby's Time.parse reads it: ISO 8601, local.
+    let submit = &j["submit_time"];
+    assert!(
+        submit.len() == 19 && submit.as_bytes()[10] == b'T',
+        "{submit}"
+    );
+    // Status, as the adapter asks for it: three fields.
+    let status = |want: &str| {
+        let jobs = get_jobs(&["job_id", "array_job_task_id", "state_compact"]);
+        jobs.iter()
+            .any(|j| j["job_id"] == id && j["state_compact"] == want)
+    };
+    assert!(status("PD"));
+    s.ok("scontrol", &["-M", cluster, "release", &id]);
+    wait("the released job runs", Box::new(|| status("R")));
+    wait(
+        "its script ran",
+        Box::new(|| {
+            std::fs::read_to_string(wd.join("ood.txt")).is_ok_and(|t| t.trim() == "ood-ok")
+        }),
+    );
+    s.ok("scancel", &["-M", cluster, &id]);
+    wait("cancelled", Box::new(|| status("CA")));
+
+    // batchspawner: its template, variables named for --export.
+    let log = |id: &str| wd.join(format!("jupyterhub_slurmspawner_{id}.log"));
+    let template = format!(
+        "#!/bin/bash\n#SBATCH --output={w}/jupyterhub_slurmspawner_%j.log\n\
+         #SBATCH --job-name=spawner-jupyterhub\n#SBATCH --chdir={w}\n\
+         #SBATCH --export=PATH,LANG,JUPYTERHUB_API_TOKEN\n#SBATCH --get-user-env=L\n\
+         #SBATCH --time=1:00:00\n#SBATCH --mem=1G\n#SBATCH --cpus-per-task=1\n#SBATCH \n\n\
+         set -euo pipefail\n\ntrap 'echo SIGTERM received' TERM\n\
+         echo \"token=$JUPYTERHUB_API_TOKEN\"\nsleep 300 &\nwait\n\
+         echo \"jupyterhub-singleuser ended gracefully\"\n"
+    );
+    let out = s.run_with(
+        "sbatch",
+        &["--parsable"],
+        &[("JUPYTERHUB_API_TOKEN", "tok-123")],
+        template.as_bytes(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(id.parse::<u64>().is_ok(), "{id:?}");
+    let running = regex_like_running(&s, &id);
+    wait(
+        "batchspawner's job runs on a host",
+        Box::new(|| running().is_some()),
+    );
+    let host = running().expect("host");
+    assert!(c.node_names().contains(&host), "{host}");
+    wait(
+        "the script's first line",
+        Box::new(|| std::fs::read_to_string(log(&id)).is_ok_and(|t| t.contains("token=tok-123"))),
+    );
+    s.ok("scancel", &[&id]);
+    wait(
+        "the trap's line and the notice, whole",
+        Box::new(|| {
+            std::fs::read_to_string(log(&id)).is_ok_and(|t| {
+                t.contains("SIGTERM received")
+                    && t.contains(&format!("slurmstepd: error: *** JOB {id} ON "))
+            })
+        }),
+    );
+    let t = std::fs::read_to_string(log(&id)).expect("log");
+    assert!(t.starts_with("token=tok-123\n"), "{t}");
+
+    // How tools tell which Slurm they drive; an option no Slurm command has.
+    for prog in [
+        "sbatch", "srun", "salloc", "squeue", "sinfo", "scancel", "sacct", "scontrol",
+    ] {
+        let v = s.ok(prog, &["--version"]);
+        assert!(v.starts_with("slurm 22.05."), "{prog}: {v}");
+    }
+    let bad = s.run("squeue", &["--bogus"]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("squeue: unrecognized option '--bogus'")
+            && err.contains("Try \"squeue --help\" for more information"),
+        "{err}"
+    );
+    // sbatch's as real sbatch printed it (the recorded case 211), its name as run.
+    let bad = s.run("sbatch", &["--bogus-option=1", "--wrap", "true"]);
+    assert_eq!(bad.status.code(), Some(255));
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        format!(
+            "{}: unrecognized option '--bogus-option=1'\n\
+             Try \"sbatch --help\" for more information\n",
+            s.links.join("sbatch").display()
+        )
+    );
+    // Messages as real Slurm 22.05 printed them on this host (2026-12-05), exit codes
+    // with them.
+    for (prog, args, code, err) in [
+        (
+            "scontrol",
+            &["show", "job", "999999"][..],
+            1,
+            "slurm_load_jobs error: Invalid job id specified\n",
+        ),
+        ("scontrol", &["bogus"], 1, "invalid keyword: bogus\n"),
+        (
+            "scontrol",
+            &["show", "partition", "nope"],
+            1,
+            "Partition nope not found\n",
+        ),
+        (
+            "scontrol",
+            &["update", "jobid=999999", "timelimit=5"],
+            1,
+            "Invalid job id specified for job 999999\n",
+        ),
+        (
+            "squeue",
+            &["-u", "nosuchuser", "-h"],
+            0,
+            "squeue: error: Invalid user: nosuchuser\n\n",
+        ),
+    ] {
+        let out = s.run(prog, args);
+        assert_eq!(out.status.code(), Some(code), "{prog} {args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), err, "{prog} {args:?}");
+    }
+    // A refused submission: the detail, then the line tools look for.
+    let refused = s.run("sbatch", &["-p", "nope", "--wrap", "true"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.ends_with(
+            "\nsbatch: error: Batch job submission failed: Invalid partition name specified\n"
+        ),
+        "{err}"
+    );
+    let bad_state = s.run("sinfo", &["-t", "bogus"]);
+    assert_eq!(bad_state.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&bad_state.stderr)
+            .starts_with("sinfo: error: Bad state string: \"bogus\"\n")
+    );
+    let other = s.run("squeue", &["-M", "elsewhere"]);
+    assert_eq!(other.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&other.stderr).contains("'elsewhere' can't be reached now"));
+}
+
+/// batchspawner's query (`squeue -h -j ID -o '%T %B'`) read with its regexes:
+/// `^(?:RUNNING|COMPLETING)` and the host as `\s+((?:[\w_-]+\.?)+)$`.
+fn regex_like_running<'a>(
+    s: &'a SlurmCommands<'a>,
+    id: &'a str,
+) -> impl Fn() -> Option<String> + 'a {
+    move || {
+        let out = s.ok("squeue", &["-h", "-j", id, "-o", "%T %B"]);
+        let line = out.trim_end();
+        if !(line.starts_with("RUNNING") || line.starts_with("COMPLETING")) {
+            return None;
+        }
+        let host = line.rsplit(char::is_whitespace).next()?;
+        let ok = !host.is_empty()
+            && host.split('.').all(|p| {
+                p.chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+            });
+        ok.then(|| host.to_string())
+    }
+}
+
+/// reportseff (from PyPI), the efficiency report many sites give their users: it
+/// asks `sacct --helpformat` for the fields there are, then `sacct -P -n
+/// --delimiter=^|^ --format=...` with every field its columns need (AdminComment,
+/// NTasks, TotalCPU, MaxRSS, ReqMem, ...), and reads each job and its steps. A job
+/// holding 64 MiB of its 256 MB while it computes, and a failing one: their states,
+/// and the time, memory and CPU efficiency reportseff makes of sacct's values.
+#[test]
+fn reportseff_reports_efficiency_from_sacct() {
+    let reportseff = Path::new(VENV).join("bin/reportseff");
+    if !reportseff.exists() {
+        eprintln!(
+            "skipped: no {} (cargo xtask ci installs it)",
+            reportseff.display()
+        );
+        return;
+    }
+    let c = cluster_up(ClusterOpts {
+        cpus: 2,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let busy = s
+        .ok(
+            "sbatch",
+            &[
+                "--parsable",
+                "--mem=256M",
+                "-t",
+                "5",
+                "--wrap",
+                "python3 -c 'import time\nx = bytearray(64 << 20)\nt = time.time()\n\
+                 while time.time() - t < 3: x[0] = 1'",
+            ],
+        )
+        .trim()
+        .to_string();
+    let failing = s
+        .ok("sbatch", &["--parsable", "-t", "2", "--wrap", "exit 3"])
+        .trim()
+        .to_string();
+    let ended = |id: &str| {
+        let st = s.ok("sacct", &["-X", "-n", "-P", "-o", "State", "-j", id]);
+        matches!(st.trim(), "COMPLETED" | "FAILED")
+    };
+    bulkhead_tests::wait_for(scaled(90), || ended(&busy) && ended(&failing))
+        .expect("both jobs end");
+    let out = s
+        .command(&reportseff)
+        .args([
+            "--format",
+            "JobID,State,Elapsed,TimeEff,MemEff,CPUEff",
+            &busy,
+            &failing,
+        ])
+        .output()
+        .expect("reportseff");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Its table: a header, then one row a job (colour codes are off into a pipe).
+    let row = |id: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| l.split_whitespace().map(String::from).collect::<Vec<_>>())
+            .find(|w| w.first().map(String::as_str) == Some(id))
+            .unwrap_or_else(|| panic!("no row for {id}: {text}"))
+    };
+    let pct = |v: &str| -> f64 {
+        v.strip_suffix('%')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{v:?} is not a percentage: {text}"))
+    };
+    let b = row(&busy);
+    assert_eq!(b[1], "COMPLETED", "{text}");
+    // 3 s or more of a 5-minute limit; 64 MiB and Python's own of 256 MB.
+    let time_eff = pct(&b[3]);
+    assert!(time_eff > 0.9 && time_eff < 10.0, "{text}");
+    let mem_eff = pct(&b[4]);
+    assert!(mem_eff > 20.0 && mem_eff < 80.0, "{text}");
+    // A busy loop on its one CPU: TotalCPU near its Elapsed.
+    let cpu_eff = pct(&b[5]);
+    assert!(cpu_eff > 50.0 && cpu_eff <= 110.0, "{text}");
+    assert_eq!(row(&failing)[1], "FAILED", "{text}");
+}
