@@ -25,10 +25,11 @@ fn stopping_a_socket_thread_that_already_ended_returns() {
     let flag = Arc::new(AtomicBool::new(false));
     let bound = transport::bind_router(&ctx, "tcp://127.0.0.1:*").expect("bind");
     let (tx, _rx) = tokio::sync::mpsc::channel(16);
-    let serving = transport::spawn(bound, tx, flag.clone()).expect("spawn");
-    // The stop is set and the thread sees it (at its next turn: here its first) and
-    // ends, closing its end of the wake, before anyone calls stop_and_join.
+    // The stop is set before the thread starts: it sees the flag at its first turn and
+    // ends, closing its end of the wake, before anyone calls stop_and_join (as a
+    // thread that saw it at a later turn does).
     flag.store(true, Ordering::Relaxed);
+    let serving = transport::spawn(bound, tx, flag.clone()).expect("spawn");
     let deadline = Instant::now() + Duration::from_secs(10);
     while socket_thread_running() {
         assert!(Instant::now() < deadline, "the socket thread did not end");
