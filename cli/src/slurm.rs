@@ -84,6 +84,14 @@ fn limit_into(secs: Option<u64>, v: &mut String) -> std::fmt::Result {
     }
 }
 
+/// `secs` (Unix seconds) in local time: the one place this module asks the C library.
+fn local_tm(secs: u64) -> Option<libc::tm> {
+    let t = libc::time_t::try_from(secs).unwrap_or(libc::time_t::MAX);
+    // SAFETY: zeroed is a valid `tm`; localtime_r only reads `t` and writes `tm`.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    (!unsafe { libc::localtime_r(&t, &mut tm) }.is_null()).then_some(tm)
+}
+
 /// `print_date()`'s line (`Sat Dec 05 07:19:00 2026`, strftime's `%a %b %d %T %Y`
 /// in the C locale), which squeue and sinfo print first with `-l`, `-v` or `-i`.
 pub fn date_line(secs: u64) -> String {
@@ -91,12 +99,9 @@ pub fn date_line(secs: u64) -> String {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    let t = libc::time_t::try_from(secs).unwrap_or(libc::time_t::MAX);
-    // SAFETY: zeroed is a valid `tm`; localtime_r only reads `t` and writes `tm`.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+    let Some(tm) = local_tm(secs) else {
         return String::new();
-    }
+    };
     format!(
         "{} {} {:02} {:02}:{:02}:{:02} {}",
         DAYS[tm.tm_wday.clamp(0, 6) as usize],
@@ -111,13 +116,9 @@ pub fn date_line(secs: u64) -> String {
 
 /// Local time as Slurm prints it, `YYYY-MM-DDTHH:MM:SS`; `N/A` for none.
 pub fn local_time(us: Option<u64>) -> String {
-    let Some(us) = us else { return "N/A".into() };
-    let t: libc::time_t = (us / 1_000_000) as libc::time_t;
-    // SAFETY: zeroed is a valid `tm`; localtime_r only reads `t` and writes `tm`.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+    let Some(tm) = us.and_then(|us| local_tm(us / 1_000_000)) else {
         return "N/A".into();
-    }
+    };
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
         tm.tm_year + 1900,
