@@ -144,6 +144,11 @@ fn known_time(us: Option<u64>) -> String {
     us.map_or_else(|| "Unknown".into(), |t| local_time(Some(t)))
 }
 
+/// A job's QOS: the one it asked for, else Slurm's default, `normal`.
+pub fn job_qos(j: &JobInfo) -> &str {
+    j.qos.as_deref().unwrap_or("normal")
+}
+
 /// Owned node names in Slurm's hostlist form; empty for none.
 pub fn hostlist_of(names: &[String]) -> String {
     hostlist(&names.iter().map(String::as_str).collect::<Vec<_>>())
@@ -389,6 +394,13 @@ fn group_name_into(gid: u32, v: &mut String) {
 /// the rest as written), and those types, which squeue names on standard error
 /// (`Invalid job format specification: !`).
 pub fn squeue_unknown_fields(fmt: &str) -> (String, Vec<char>) {
+    unknown_fields(fmt, false, &|c| c.is_ascii_alphabetic())
+}
+
+/// A format with each field whose type `known` refuses made literal text (`%`, and
+/// the rest as written: squeue's and sinfo's way), and those types. `hash`: a `#`
+/// stands for a width (sinfo's "as wide as the widest value").
+pub fn unknown_fields(fmt: &str, hash: bool, known: &dyn Fn(char) -> bool) -> (String, Vec<char>) {
     let mut out = String::with_capacity(fmt.len() + 4);
     let mut unknown = Vec::new();
     let mut rest = fmt;
@@ -400,14 +412,15 @@ pub fn squeue_unknown_fields(fmt: &str) -> (String, Vec<char>) {
             rest = after;
             continue;
         }
-        // `.`, the width, then the type.
-        let spec_len = tail.strip_prefix('.').map_or(0, |_| 1)
-            + tail[tail.strip_prefix('.').map_or(0, |_| 1)..]
+        // `.`, the width (or sinfo's `#`), then the type.
+        let dot = tail.strip_prefix('.').map_or(0, |_| 1);
+        let spec_len = dot
+            + tail[dot..]
                 .bytes()
-                .take_while(u8::is_ascii_digit)
+                .take_while(|b| b.is_ascii_digit() || (hash && *b == b'#'))
                 .count();
         match tail[spec_len..].chars().next() {
-            Some(c) if !c.is_ascii_alphabetic() => {
+            Some(c) if !known(c) => {
                 out.push_str("%%");
                 out.push_str(&tail[..spec_len]);
                 out.push(c);
@@ -591,12 +604,19 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
             num(v, j.priority.unwrap_or(0));
             Ok(())
         }
-        'q' => write!(v, "normal"),
+        'q' => {
+            v.push_str(job_qos(j));
+            Ok(())
+        }
+        'v' => {
+            v.push_str(j.reservation.as_deref().unwrap_or("(null)"));
+            Ok(())
+        }
         'k' => write!(v, "{}", j.extra.comment.as_deref().unwrap_or("(null)")),
         'y' => write!(v, "{}", j.extra.nice),
-        // Command, features, wckey, scheduled nodes, reservation, licenses: none kept
+        // Command, features, wckey, scheduled nodes, licenses: none kept
         // here, which squeue prints as C's printf prints a null string.
-        'Y' | 'o' | 'f' | 'w' | 'v' | 'W' => write!(v, "(null)"),
+        'Y' | 'o' | 'f' | 'w' | 'W' => write!(v, "(null)"),
         'E' => {
             v.push_str(&j.dependency);
             Ok(())
@@ -990,10 +1010,11 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     );
     let _ = writeln!(
         s,
-        "   Priority={} Nice={} Account={} QOS=normal",
+        "   Priority={} Nice={} Account={} QOS={}",
         j.priority.unwrap_or(0),
         e.nice,
-        j.account
+        j.account,
+        job_qos(j)
     );
     let _ = writeln!(
         s,
@@ -1092,6 +1113,9 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         r.cpus
     );
     let _ = writeln!(s, "   Features=(null) DelayBoot=00:00:00");
+    if let Some(r) = &j.reservation {
+        let _ = writeln!(s, "   Reservation={r}");
+    }
     let _ = writeln!(
         s,
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",

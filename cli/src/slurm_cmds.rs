@@ -371,6 +371,11 @@ fn sinfo_reasons(nodes: &[bulkhead_proto::msg::NodeInfo], long: bool, noheader: 
 /// One sinfo listing.
 fn sinfo_once(a: &slurm_opts::Sinfo, g: &Globals) -> anyhow::Result<ExitCode> {
     let mut c = client(g)?;
+    if a.reservations {
+        let resv = c.reservations().map_err(explain)?;
+        print!("{}", slurm_info::reservations(&resv, a.noheader, now_us()));
+        return Ok(ExitCode::SUCCESS);
+    }
     let parts = c.partitions().map_err(explain)?;
     let mut nodes = c.nodes().map_err(explain)?;
     if a.json {
@@ -404,6 +409,16 @@ fn sinfo_once(a: &slurm_opts::Sinfo, g: &Globals) -> anyhow::Result<ExitCode> {
         (None, false, false, true) => slurm_info::SINFO_LONG,
         (None, false, false, false) => slurm_info::SINFO_DEFAULT,
     };
+    let fmt = if fmt.eq_ignore_ascii_case("%all") {
+        slurm_info::SINFO_ALL
+    } else {
+        fmt
+    };
+    // A field of a type sinfo does not know: written as given, and named.
+    let (fmt, unknown) = slurm::unknown_fields(fmt, true, &slurm_info::known_field);
+    for c in unknown {
+        eprintln!("sinfo: error: Invalid node format specification: {c}");
+    }
     let filter = slurm_info::SinfoFilter {
         partitions: a
             .partition
@@ -422,7 +437,13 @@ fn sinfo_once(a: &slurm_opts::Sinfo, g: &Globals) -> anyhow::Result<ExitCode> {
     print!(
         "{}",
         output::escape_keep_lines(&slurm_info::sinfo(
-            &parts, &nodes, fmt, a.nodes, a.noheader, &filter
+            &parts,
+            &nodes,
+            &fmt,
+            a.nodes,
+            a.noheader,
+            &filter,
+            a.sort.as_deref()
         ))
     );
     Ok(ExitCode::SUCCESS)
@@ -449,10 +470,6 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
         Ok(q) => q,
         Err(code) => return Ok(code),
     };
-    if q.reservation.is_some() {
-        eprintln!("squeue: error: -R/--reservation: listing by reservation is not available here");
-        return Ok(ExitCode::FAILURE);
-    }
     // As squeue's loop: the date first with -i, -l or -v (unless -h), `CLUSTER:` with
     // -M, the listing, and with -i a blank line and the next listing after the pause.
     loop {
@@ -568,13 +585,8 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
     let names: Vec<&str> = q.name.iter().flat_map(|n| n.split(',')).collect();
     let parts: Vec<&str> = q.partition.iter().flat_map(|n| n.split(',')).collect();
     let accounts: Vec<&str> = q.account.iter().flat_map(|n| n.split(',')).collect();
-    // Every job here runs under QOS `normal` and uses no license.
-    let qos_none = !q.qos.is_empty()
-        && !q
-            .qos
-            .iter()
-            .flat_map(|n| n.split(','))
-            .any(|n| n.eq_ignore_ascii_case("normal"));
+    // No job here uses a license.
+    let qos: Vec<&str> = q.qos.iter().flat_map(|n| n.split(',')).collect();
     let licenses_none = q.licenses.iter().any(|l| !l.is_empty());
     // -w: jobs on any of these nodes.
     let on_nodes: Option<Vec<String>> = match &q.nodelist {
@@ -587,7 +599,11 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
     let shown = |j: &JobInfo| {
         !no_state
             && (shown_states.is_empty() || shown_states.contains(&slurm::shown_state(j)))
-            && !qos_none
+            && (qos.is_empty() || qos.iter().any(|w| w.eq_ignore_ascii_case(slurm::job_qos(j))))
+            && q
+                .reservation
+                .as_deref()
+                .is_none_or(|r| j.reservation.as_deref() == Some(r))
             && !licenses_none
             && (names.is_empty() || names.contains(&j.name.as_str()))
             && (parts.is_empty() || parts.contains(&j.partition.as_str()))
@@ -756,12 +772,6 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
         Ok(a) => a,
         Err(code) => return Ok(code),
     };
-    if a.reservation.is_some() {
-        eprintln!(
-            "scancel: error: -R/--reservation: selecting jobs by reservation is not available here"
-        );
-        return Ok(ExitCode::FAILURE);
-    }
     let signal = match &a.signal {
         Some(name) => match bulkhead_cli::opts::signal_number(name) {
             Some(n) => Some(n),
@@ -790,15 +800,12 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
         || a.partition.is_some()
         || a.account.is_some()
         || a.qos.is_some()
+        || a.reservation.is_some()
         || a.wckey.is_some()
         || a.nodelist.is_some()
         || a.interactive;
-    // Every job here runs under QOS `normal`, with no wckey.
-    if a.qos
-        .as_deref()
-        .is_some_and(|q| !q.split(',').any(|q| q.eq_ignore_ascii_case("normal")))
-        || a.wckey.is_some()
-    {
+    // No job here has a wckey.
+    if a.wckey.is_some() {
         return Ok(ExitCode::SUCCESS);
     }
     let on_nodes: Option<Vec<String>> = match &a.nodelist {
@@ -837,6 +844,17 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
             .filter(|j| a.name.as_deref().is_none_or(|n| j.name == n))
             .filter(|j| a.partition.as_deref().is_none_or(|p| j.partition == p))
             .filter(|j| a.account.as_deref().is_none_or(|x| j.account == x))
+            .filter(|j| {
+                a.qos.as_deref().is_none_or(|q| {
+                    q.split(',')
+                        .any(|q| q.eq_ignore_ascii_case(slurm::job_qos(j)))
+                })
+            })
+            .filter(|j| {
+                a.reservation
+                    .as_deref()
+                    .is_none_or(|r| j.reservation.as_deref() == Some(r))
+            })
             .filter(|j| {
                 on_nodes.as_ref().is_none_or(|want| {
                     j.node

@@ -100,7 +100,8 @@ impl SinfoFilter {
 }
 
 /// sinfo's output for `fmt`: grouped by partition and node state (as sinfo groups
-/// them), or a row per node when `per_node` (`-N`).
+/// them), or a row per node when `per_node` (`-N`), in the order `sort` (`-S`) or
+/// sinfo's default gives.
 pub fn sinfo(
     parts: &[PartitionInfo],
     nodes: &[NodeInfo],
@@ -108,6 +109,7 @@ pub fn sinfo(
     per_node: bool,
     noheader: bool,
     filter: &SinfoFilter,
+    sort: Option<&str>,
 ) -> String {
     let pieces = parse_format(fmt);
     let by_name: HashMap<&str, &NodeInfo> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
@@ -156,6 +158,8 @@ pub fn sinfo(
                 .map(|(_, nodes)| Row { part: p, nodes }),
         );
     }
+    let default_sort = if per_node { "N" } else { "#P,-t" };
+    sort_rows(&mut rows, sort.unwrap_or(default_sort), parts);
     // `%#P` and `%#N`: as wide as the longest value, and at least 9 (sinfo's
     // MIN_PART_FIELD_SIZE and MIN_NODE_FIELD_SIZE; the header is not counted).
     let widest = |kind: char| -> usize {
@@ -219,7 +223,31 @@ fn header(kind: char) -> &'static str {
         'G' => "GRES",
         's' => "JOB_SIZE",
         'r' => "ROOT",
-        'h' => "OVERSUBS",
+        'h' => "OVERSUBSCRIBE",
+        'A' => "NODES(A/I)",
+        'b' => "ACTIVE_FEATURES",
+        'B' => "MAX_CPUS_PER_NODE",
+        'e' => "FREE_MEM",
+        'H' => "TIMESTAMP",
+        'I' => "PRIO_JOB_FACTOR",
+        'M' => "PREEMPT_MODE",
+        'n' => "HOSTNAMES",
+        'o' => "NODE_ADDR",
+        'O' => "CPU_LOAD",
+        'p' => "PRIO_TIER",
+        'S' => "ALLOCNODES",
+        'u' | 'U' => "USER",
+        'v' => "VERSION",
+        'V' => "CLUSTER",
+        'X' => "SOCKETS",
+        'Y' => "CORES",
+        'Z' => "THREADS",
+        ALLOC_MEM => "ALLOCMEM",
+        COMMENT => "COMMENT",
+        EXTRA => "EXTRA",
+        GRES_USED => "GRES_USED",
+        PORT => "PORT",
+        STATE_COMPLETE => "STATECOMPLETE",
         'g' => "GROUPS",
         'E' => "REASON",
         'z' => "S:C:T",
@@ -340,6 +368,53 @@ fn field(r: &Row, kind: char) -> String {
             .iter()
             .find_map(|n| n.reason.clone())
             .unwrap_or_else(|| "none".into()),
+        'A' => {
+            let alloc = count(&|n| matches!(n.state, NodeState::Allocated | NodeState::Mixed));
+            let idle = count(&|n| n.state == NodeState::Idle);
+            format!("{alloc}/{idle}")
+        }
+        'n' | 'o' => {
+            if names.is_empty() {
+                String::new()
+            } else {
+                hostlist(&names)
+            }
+        }
+        'v' => r
+            .nodes
+            .first()
+            .map_or("N/A".into(), |n| n.agent_version.clone()),
+        'V' => crate::opts::CLUSTER_NAME.into(),
+        'X' | 'Z' | 'I' | 'p' => "1".into(),
+        'Y' => field(r, 'c'),
+        'B' => "UNLIMITED".into(),
+        'S' => "all".into(),
+        'M' => "OFF".into(),
+        'b' | COMMENT | EXTRA => "(null)".into(),
+        // Not measured here, or not kept: who set a reason and when.
+        'e' | 'O' | PORT => "N/A".into(),
+        'H' | 'u' | 'U' => "Unknown".into(),
+        ALLOC_MEM => r
+            .nodes
+            .first()
+            .map_or("0".into(), |n| n.mem_alloc_mb.to_string()),
+        GRES_USED => {
+            let g = field(r, 'G');
+            if g == "(null)" {
+                g
+            } else {
+                format!("{g}(IDX:N/A)")
+            }
+        }
+        STATE_COMPLETE => r.nodes.first().map_or("n/a".into(), |n| {
+            match n.state {
+                NodeState::Drained => "idle+drain",
+                NodeState::Draining if n.cpus_alloc >= n.cpus => "allocated+drain",
+                NodeState::Draining => "mixed+drain",
+                s => state_long(s),
+            }
+            .into()
+        }),
         _ => String::new(),
     }
 }
@@ -510,6 +585,263 @@ pub fn scontrol_config(parts: &[bulkhead_proto::msg::PartitionInfo], now_us: u64
     out
 }
 
+// sinfo's `-O` fields that have no `-o` letter, given letters from Unicode's private
+// use area so that one format string carries every field (no real format holds them).
+const ALLOC_MEM: char = '\u{E000}';
+const COMMENT: char = '\u{E001}';
+const EXTRA: char = '\u{E002}';
+const GRES_USED: char = '\u{E003}';
+const PORT: char = '\u{E004}';
+const STATE_COMPLETE: char = '\u{E005}';
+
+/// sinfo 22.05's `-O/--Format` names (any case) and the field each stands for
+/// (`_parse_long_format` in sinfo's `opts.c`).
+const LONG_NAMES: &[(&str, char)] = &[
+    ("allocmem", ALLOC_MEM),
+    ("allocnodes", 'S'),
+    ("available", 'a'),
+    ("cluster", 'V'),
+    ("comment", COMMENT),
+    ("cpus", 'c'),
+    ("cpusload", 'O'),
+    ("freemem", 'e'),
+    ("cpusstate", 'C'),
+    ("cores", 'Y'),
+    ("defaulttime", 'L'),
+    ("disk", 'd'),
+    ("extra", EXTRA),
+    ("features", 'f'),
+    ("features_act", 'b'),
+    ("groups", 'g'),
+    ("gres", 'G'),
+    ("gresused", GRES_USED),
+    ("maxcpuspernode", 'B'),
+    ("memory", 'm'),
+    ("nodes", 'D'),
+    ("nodeaddr", 'o'),
+    ("nodeai", 'A'),
+    ("nodeaiot", 'F'),
+    ("nodehost", 'n'),
+    ("nodelist", 'N'),
+    ("partition", 'P'),
+    ("partitionname", 'R'),
+    ("port", PORT),
+    ("preemptmode", 'M'),
+    ("priorityjobfactor", 'I'),
+    ("prioritytier", 'p'),
+    ("reason", 'E'),
+    ("root", 'r'),
+    ("oversubscribe", 'h'),
+    ("share", 'h'),
+    ("size", 's'),
+    ("statecompact", 't'),
+    ("statecomplete", STATE_COMPLETE),
+    ("statelong", 'T'),
+    ("sockets", 'X'),
+    ("socketcorethread", 'z'),
+    ("time", 'l'),
+    ("timestamp", 'H'),
+    ("threads", 'Z'),
+    ("user", 'u'),
+    ("userlong", 'U'),
+    ("version", 'v'),
+    ("weight", 'w'),
+];
+
+/// sinfo's `-O` list (`name[:[.]size][suffix],...`) as an `-o` format: each field 20
+/// wide unless sized (`:0`: as wide as its value), right-aligned after `.`, followed
+/// by its suffix. `all` stands for every field (`%all`). Unknown names are left out
+/// and returned, for sinfo's "Invalid job format specification" (their suffix stays,
+/// as sinfo prints it).
+pub fn format_from_names(spec: &str) -> (String, Vec<String>) {
+    let mut out = String::new();
+    let mut unknown = Vec::new();
+    for token in spec.split(',').filter(|t| !t.is_empty()) {
+        let (name, size) = match token.split_once(':') {
+            Some((n, s)) => (n, Some(s)),
+            None => (token, None),
+        };
+        if name.eq_ignore_ascii_case("all") {
+            out.push_str(SINFO_ALL);
+            continue;
+        }
+        let (right, rest) = match size {
+            Some(s) => match s.strip_prefix('.') {
+                Some(r) => (true, r),
+                None => (false, s),
+            },
+            None => (false, ""),
+        };
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let suffix = rest[digits..].replace('%', "%%");
+        // strtol of no digits is 0: no width at all.
+        let width: usize = if size.is_none() {
+            20
+        } else {
+            rest[..digits].parse().unwrap_or(0)
+        };
+        let Some(kind) = LONG_NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, k)| *k)
+        else {
+            unknown.push(name.to_string());
+            out.push_str(&suffix);
+            continue;
+        };
+        out.push('%');
+        if right {
+            out.push('.');
+        }
+        if width > 0 {
+            let _ = write!(out, "{width}");
+        }
+        out.push(kind);
+        out.push_str(&suffix);
+    }
+    (out, unknown)
+}
+
+/// sinfo's `%all` (and `-O all`): every field letter sinfo 22.05 knows, a-z with `|`
+/// after each, then A-Z with ` |` (the letters it does not know dropped with theirs).
+pub const SINFO_ALL: &str = "%a|%b|%c|%d|%e|%f|%g|%h|%l|%m|%n|%o|%p|%r|%s|%t|%u|%v|%w|%z|\
+%A |%B |%C |%D |%E |%F |%G |%H |%I |%L |%M |%N |%O |%P |%R |%S |%T |%U |%V |%X |%Y |%Z ";
+
+/// Whether sinfo knows a field type (its `-o` letters, and the `-O` names' own).
+pub fn known_field(c: char) -> bool {
+    "abcdefghlmnoprstuvwzABCDEFGHILMNOPRSTUVXYZ".contains(c)
+        || [ALLOC_MEM, COMMENT, EXTRA, GRES_USED, PORT, STATE_COMPLETE].contains(&c)
+}
+
+/// Slurm's node state number for `-t` sorting (`NODE_STATE_*` with the DRAIN flag,
+/// 0x200, on top of the base state): a draining node is one with jobs.
+fn state_number(n: &NodeInfo) -> u32 {
+    match n.state {
+        NodeState::Down => 1,
+        NodeState::Idle => 2,
+        NodeState::Allocated => 3,
+        NodeState::Mixed => 5,
+        NodeState::Drained => 0x202,
+        NodeState::Draining if n.cpus_alloc >= n.cpus => 0x203,
+        NodeState::Draining => 0x205,
+    }
+}
+
+/// A node name split as Slurm's hostlist compares names: its prefix, then the number
+/// it ends with.
+fn host_key(name: &str) -> (&str, Option<u64>) {
+    let digits = name.bytes().rev().take_while(u8::is_ascii_digit).count();
+    let (pre, num) = name.split_at(name.len() - digits);
+    (pre, num.parse().ok())
+}
+
+/// Sorts sinfo's rows as `-S` says (sinfo's `sort_sinfo_list`): a stable sort by each
+/// field letter, last first, so that the first letter orders most; `-` before a letter
+/// reverses it and `#` before `P` orders partitions as configured. Without `-S`:
+/// `N` with `-N`, else `#P,-t`.
+fn sort_rows(rows: &mut [Row], spec: &str, parts: &[PartitionInfo]) {
+    use std::cmp::Ordering;
+    let index = |p: &PartitionInfo| parts.iter().position(|q| std::ptr::eq(q, p));
+    let b = spec.as_bytes();
+    for i in (0..b.len()).rev() {
+        let key = b[i] as char;
+        if matches!(key, ',' | '#' | '+' | '-') {
+            continue;
+        }
+        let reverse = i > 0 && b[i - 1] == b'-';
+        let part_order = i > 0 && b[i - 1] == b'#';
+        let min = |r: &Row, f: &dyn Fn(&NodeInfo) -> u64| r.nodes.iter().map(|n| f(n)).min();
+        let cmp = |x: &Row, y: &Row| -> Ordering {
+            match key {
+                'P' | 'R' if part_order => index(x.part).cmp(&index(y.part)),
+                'P' | 'R' => x.part.name.cmp(&y.part.name),
+                't' | 'T' => {
+                    let s = |r: &Row| r.nodes.first().map_or(0, |n| state_number(n));
+                    s(x).cmp(&s(y))
+                }
+                'N' | 'n' | 'o' => {
+                    let a = x.nodes.first().map(|n| host_key(&n.name));
+                    a.cmp(&y.nodes.first().map(|n| host_key(&n.name)))
+                }
+                'D' => x.nodes.len().cmp(&y.nodes.len()),
+                'c' | 'Y' => {
+                    min(x, &|n| u64::from(n.cpus)).cmp(&min(y, &|n| u64::from(n.cpus)))
+                }
+                'm' => min(x, &|n| n.mem_mb).cmp(&min(y, &|n| n.mem_mb)),
+                // No limit is the longest.
+                'l' => x
+                    .part
+                    .max_time_s
+                    .unwrap_or(u64::MAX)
+                    .cmp(&y.part.max_time_s.unwrap_or(u64::MAX)),
+                'A' | 'F' => {
+                    let busy = |r: &Row| {
+                        r.nodes
+                            .iter()
+                            .filter(|n| matches!(n.state, NodeState::Allocated | NodeState::Mixed))
+                            .count()
+                    };
+                    busy(x).cmp(&busy(y))
+                }
+                _ => field(x, key).cmp(&field(y, key)),
+            }
+        };
+        rows.sort_by(|x, y| {
+            let o = cmp(x, y);
+            if reverse { o.reverse() } else { o }
+        });
+    }
+}
+
+/// `sinfo -T`: the reservations, in sinfo's `%-Ns  %8s  %19s  %19s  %11s  %s` (the
+/// name column as wide as the longest name, at least 9, worked out only when the
+/// header is printed, as sinfo does), or `No reservations in the system`.
+pub fn reservations(resv: &[bulkhead_proto::msg::Reservation], noheader: bool, now_us: u64) -> String {
+    if resv.is_empty() {
+        return "No reservations in the system\n".into();
+    }
+    let width = if noheader {
+        9
+    } else {
+        resv.iter()
+            .map(|r| r.name.chars().count())
+            .chain(std::iter::once(9))
+            .max()
+            .unwrap_or(9)
+    };
+    let mut out = String::new();
+    let mut line = |a: &str, b: &str, c: &str, d: &str, e: &str, f: &str| {
+        let _ = writeln!(out, "{a:<width$}  {b:>8}  {c:>19}  {d:>19}  {e:>11}  {f}");
+    };
+    if !noheader {
+        line("RESV_NAME", "STATE", "START_TIME", "END_TIME", "DURATION", "NODELIST");
+    }
+    for r in resv {
+        let state = if r.start_us <= now_us && r.end_us >= now_us {
+            "ACTIVE"
+        } else {
+            "INACTIVE"
+        };
+        let secs = r.end_us.saturating_sub(r.start_us) / 1_000_000;
+        // secs2time_str: hours always two digits.
+        let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+        let duration = if d > 0 {
+            format!("{d}-{h:02}:{m:02}:{s:02}")
+        } else {
+            format!("{h:02}:{m:02}:{s:02}")
+        };
+        line(
+            &r.name,
+            state,
+            &crate::slurm::local_time(Some(r.start_us)),
+            &crate::slurm::local_time(Some(r.end_us)),
+            &duration,
+            &crate::slurm::hostlist_of(&r.nodes),
+        );
+    }
+    crate::output::escape_keep_lines(&out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,12 +902,15 @@ mod tests {
             false,
             false,
             &SinfoFilter::default(),
+            None,
         );
         assert_eq!(
             out,
+            // sinfo's default order, `#P,-t`: partitions as configured, then node
+            // states from the highest number down (MIXED 5 before IDLE 2).
             "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n\
-             batch*       up   infinite      2   idle n[1-2]\n\
              batch*       up   infinite      1    mix n3\n\
+             batch*       up   infinite      2   idle n[1-2]\n\
              debug        up    2:00:00      1   idle n1\n"
         );
         let out = sinfo(
@@ -585,6 +920,7 @@ mod tests {
             false,
             true,
             &SinfoFilter::default(),
+            None,
         );
         assert_eq!(
             out,
@@ -605,7 +941,7 @@ mod tests {
             partitions: vec!["batch".into()],
             states: vec!["drain".into()],
         };
-        let out = sinfo(&parts(), &nodes, SINFO_DEFAULT, false, true, &f);
+        let out = sinfo(&parts(), &nodes, SINFO_DEFAULT, false, true, &f, None);
         assert_eq!(out, "batch*       up   infinite      1  drain n2\n");
         let out = sinfo(
             &parts(),
@@ -614,6 +950,7 @@ mod tests {
             true,
             false,
             &SinfoFilter::default(),
+            None,
         );
         // `sinfo -N -l` in real sinfo's columns (2026-12-05: `NODELIST   NODES PARTITION
         // STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON`).
@@ -624,6 +961,7 @@ mod tests {
             true,
             false,
             &SinfoFilter::default(),
+            None,
         );
         assert_eq!(
             long.lines().next(),
@@ -693,5 +1031,109 @@ mod tests {
             keys(&p).join(" "),
             PARTITION.split_whitespace().collect::<Vec<_>>().join(" ")
         );
+    }
+
+    #[test]
+    fn format_by_name_is_the_same_fields_sized_and_suffixed() {
+        let (fmt, unknown) = format_from_names("partition:9 ,nodes:.6,StateLong,nodelist:0,bogus:4|");
+        assert_eq!(fmt, "%9P %.6D%20T%N|");
+        assert_eq!(unknown, vec!["bogus".to_string()]);
+        let nodes = [
+            node("n1", NodeState::Idle, 4, 0),
+            node("n2", NodeState::Allocated, 4, 4),
+        ];
+        let out = sinfo(
+            &parts(),
+            &nodes,
+            &format_from_names("partitionname:8,cpusstate:.14,allocmem:9,statecomplete").0,
+            false,
+            false,
+            &SinfoFilter::default(),
+            None,
+        );
+        assert_eq!(
+            out,
+            "PARTITIO CPUS(A/I/O/T)ALLOCMEM STATECOMPLETE\n\
+             batch          4/0/0/40        allocated\n\
+             batch          0/4/0/40        idle\n\
+             debug          0/4/0/40        idle\n"
+        );
+    }
+
+    #[test]
+    fn sort_letters_order_rows_last_letter_first() {
+        let nodes = [
+            node("n1", NodeState::Idle, 4, 0),
+            node("n10", NodeState::Idle, 4, 0),
+            node("n2", NodeState::Idle, 8, 0),
+            node("n3", NodeState::Drained, 4, 0),
+        ];
+        let mut ps = parts();
+        ps[0].nodes = vec!["n10".into(), "n2".into(), "n3".into()];
+        let run = |fmt: &str, per_node: bool, sort: Option<&str>| {
+            sinfo(&ps, &nodes, fmt, per_node, true, &SinfoFilter::default(), sort)
+        };
+        // -N sorts by node name as hostlist compares names: n2 before n10.
+        assert_eq!(
+            run("%N %P", true, None),
+            "n1 debug\nn2 batch*\nn3 batch*\nn10 batch*\n"
+        );
+        // By name, reversed: debug first; then drained (0x202) before idle.
+        assert_eq!(run("%R %t %N", false, Some("-P,-t")), "debug idle n1\nbatch drain n3\nbatch idle n[2,10]\n");
+        // By CPUs then node, per node.
+        assert_eq!(
+            run("%N %c", true, Some("c,N")),
+            "n1 4\nn3 4\nn10 4\nn2 8\n"
+        );
+    }
+
+    #[test]
+    fn unknown_letters_are_literal_and_all_lists_every_known_field() {
+        let (fmt, unknown) = crate::slurm::unknown_fields("%10P %.5q %#N", true, &known_field);
+        assert_eq!(fmt, "%10P %%.5q %#N");
+        assert_eq!(unknown, vec!['q']);
+        // Every letter of %all is one sinfo knows, and each has a header.
+        for p in parse_format(SINFO_ALL) {
+            if let Piece::Field { kind, .. } = p {
+                assert!(known_field(kind), "{kind}");
+                assert!(!header(kind).is_empty(), "{kind}");
+            }
+        }
+        let nodes = [node("n1", NodeState::Idle, 4, 0)];
+        let out = sinfo(&parts()[1..], &nodes, SINFO_ALL, false, false, &SinfoFilter::default(), None);
+        let mut lines = out.lines();
+        let head = lines.next().unwrap_or_default();
+        assert!(head.starts_with("AVAIL|ACTIVE_FEATURES|CPUS|TMP_DISK|FREE_MEM|"), "{head}");
+        assert_eq!(lines.next().map(|l| l.split('|').count()), Some(head.split('|').count()));
+    }
+
+    #[test]
+    fn reservations_are_listed_as_sinfo_t_lists_them() {
+        use bulkhead_proto::msg::Reservation;
+        assert_eq!(reservations(&[], false, 0), "No reservations in the system\n");
+        let r = |name: &str, start_s: u64, end_s: u64| Reservation {
+            name: name.into(),
+            nodes: vec!["n1".into(), "n2".into()],
+            start_us: start_s * 1_000_000,
+            end_us: end_s * 1_000_000,
+            users: vec![],
+            accounts: vec![],
+            cpus: None,
+            gpus: None,
+        };
+        let list = [r("maint", 1_000, 1_000 + 90_061), r("a-long-name-x", 5_000, 5_060)];
+        let out = reservations(&list, false, 2_000 * 1_000_000);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0],
+            "RESV_NAME         STATE           START_TIME             END_TIME     DURATION  NODELIST"
+        );
+        assert!(lines[1].starts_with("maint            ACTIVE  "), "{}", lines[1]);
+        assert!(lines[1].ends_with("   1-01:01:01  n[1-2]"), "{}", lines[1]);
+        assert!(lines[2].starts_with("a-long-name-x  INACTIVE  "), "{}", lines[2]);
+        assert!(lines[2].ends_with("     00:01:00  n[1-2]"), "{}", lines[2]);
+        // Without the header sinfo never widens the name column.
+        let bare = reservations(&list, true, 0);
+        assert!(bare.starts_with("maint      INACTIVE  "), "{bare}");
     }
 }

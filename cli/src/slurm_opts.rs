@@ -539,6 +539,10 @@ pub struct Sinfo {
     pub dead: bool,
     /// `-R`: the reasons nodes are down or drained.
     pub reasons: bool,
+    /// `-T`: the reservations instead.
+    pub reservations: bool,
+    /// `-S`: sinfo's sort letters (`#P,-t` when not given).
+    pub sort: Option<String>,
     pub clusters: bool,
     pub iterate: Option<u64>,
     pub json: bool,
@@ -554,29 +558,12 @@ pub fn sinfo(argv: &[String]) -> Result<Sinfo, ExitCode> {
         eprintln!("sinfo: error: {msg}");
         ExitCode::from(1)
     };
-    for (code, what) in [
-        (
-            c('O'),
-            "-O/--Format (fields by name) is not available here: use -o",
-        ),
-        (
-            c('S'),
-            "-S/--sort is not available here: partitions are listed as configured",
-        ),
-        (
-            c('T'),
-            "-T/--reservation is not available here: use `bh reservations`",
-        ),
-        (
-            YAML,
+    if p.has(YAML) {
+        return Err(fail(
             "--yaml is not available here: Bulkhead's sinfo writes --json",
-        ),
-    ] {
-        if p.has(code) {
-            return Err(fail(what));
-        }
+        ));
     }
-    if p.has('l') && p.has('o') {
+    if p.has('l') && (p.has('o') || p.has('O')) {
         eprintln!(
             "sinfo: fatal: Options -o(--format) and -l(--long) are mutually exclusive. \
              Please remove one and retry."
@@ -637,7 +624,17 @@ pub fn sinfo(argv: &[String]) -> Result<Sinfo, ExitCode> {
     if partition.is_empty() && !p.has('a') {
         partition.extend(env("SINFO_PARTITION"));
     }
-    let mut format = p.last('o').map(String::from);
+    // -o and -O both set sinfo's one format: the last given is the one used.
+    let mut format = p.options.iter().rev().find_map(|f| {
+        let v = f.value.as_deref().unwrap_or_default();
+        if f.code == c('o') {
+            Some(v.to_string())
+        } else if f.code == c('O') {
+            Some(long_format(v))
+        } else {
+            None
+        }
+    });
     if format.is_none() && !p.has('l') && !p.has('s') && !p.has('N') && !p.has('R') {
         format = env("SINFO_FORMAT");
     }
@@ -653,10 +650,25 @@ pub fn sinfo(argv: &[String]) -> Result<Sinfo, ExitCode> {
         responding: p.has('r'),
         dead: p.has('d'),
         reasons: p.has('R'),
+        reservations: p.has('T'),
+        sort: p.last('S').map(String::from).or_else(|| env("SINFO_SORT")),
         clusters: clusters("sinfo", cluster_value.as_deref(), from_env)?,
         iterate,
         json: p.has(JSON),
     })
+}
+
+/// `-O`'s field names as an `-o` format; each name sinfo does not know is said on
+/// standard error and left out, as sinfo does.
+fn long_format(spec: &str) -> String {
+    let (fmt, unknown) = bulkhead_cli::slurm_info::format_from_names(spec);
+    for name in unknown {
+        eprintln!(
+            "sinfo: error: Invalid job format specification: {}",
+            bulkhead_cli::output::escape(&name)
+        );
+    }
+    fmt
 }
 
 /// Slurm 22.05's node state names and compact forms, which sinfo's `-t` takes.

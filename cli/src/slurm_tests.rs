@@ -38,6 +38,8 @@ pub(crate) fn full_job() -> JobInfo {
             ..Default::default()
         },
         dependency: "afterok:7(unfulfilled)".into(),
+        reservation: Some("maint".into()),
+        qos: Some("high".into()),
     }
 }
 
@@ -118,7 +120,16 @@ fn every_squeue_letter_and_an_unknown_one() {
     let line = |fmt: &str, noheader: bool| squeue(std::slice::from_ref(&j), fmt, noheader, true, 0);
     assert_eq!(
         line("%H|%I|%J|%z|%O|%X|%v|%W|%f|%w|%Y|%o", true),
-        "*|*|*|*:*:*|0|N/A|(null)|(null)|(null)|(null)|(null)|(null)\n"
+        "*|*|*|*:*:*|0|N/A|maint|(null)|(null)|(null)|(null)|(null)\n"
+    );
+    // The reservation and QOS as asked; without them `(null)` and `normal`.
+    assert_eq!(line("%v %q", true), "maint high\n");
+    let mut plain = full_job();
+    plain.reservation = None;
+    plain.qos = None;
+    assert_eq!(
+        squeue(std::slice::from_ref(&plain), "%v %q", true, true, 0),
+        "(null) normal\n"
     );
     assert_eq!(
         line("%.5H %d %s|%!", false),
@@ -174,6 +185,8 @@ fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
         .collect();
     let mut j = full_job();
     j.extra.comment = None;
+    j.reservation = None;
+    j.qos = None;
     let keys = |out: &str| -> Vec<String> {
         out.split_whitespace()
             .filter_map(|w| w.split_once('=').map(|(k, _)| k.to_string()))
@@ -185,8 +198,16 @@ fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
     j.node = Some("n1".into());
     j.start_time_us = Some(j.submit_time_us);
     j.extra.comment = Some("a note".into());
+    j.reservation = Some("maint".into());
+    j.qos = Some("high".into());
     let out = scontrol_job(&j, 0);
     assert!(out.contains("\n   NodeList=n1\n   BatchHost=n1\n"), "{out}");
+    // A reservation on its own line after Features, as job_info.c prints it.
+    assert!(
+        out.contains("DelayBoot=00:00:00\n   Reservation=maint\n   OverSubscribe="),
+        "{out}"
+    );
+    assert!(out.contains(" QOS=high\n"), "{out}");
     assert!(
         out.contains("\n   WorkDir=/home/ann\n   Comment=a note\n"),
         "{out}"

@@ -33,7 +33,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// 15: `scontrol update` carries a nice, a name, a comment, a start time, the
 /// dependencies and an array's throttle.
 /// 16: an accounting record carries a step's task count.
-pub const PROTOCOL_VERSION: u16 = 16;
+/// 17: a job's description carries its reservation and its QOS.
+pub const PROTOCOL_VERSION: u16 = 17;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.
@@ -593,6 +594,8 @@ mod tests {
             account: String::new(),
             extra: Default::default(),
             dependency: "(null)".into(),
+            reservation: None,
+            qos: None,
         }
     }
 

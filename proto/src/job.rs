@@ -862,6 +862,12 @@ pub struct JobInfo {
     /// those not met yet, or that failed; `(null)` when none is left.
     #[serde(default = "no_dependency")]
     pub dependency: String,
+    /// The reservation it runs in (`--reservation`), as submitted.
+    #[serde(default)]
+    pub reservation: Option<String>,
+    /// The quality of service it asked (`--qos`); `None`: the default, `normal`.
+    #[serde(default)]
+    pub qos: Option<String>,
 }
 
 fn no_dependency() -> String {

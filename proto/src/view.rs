@@ -48,6 +48,8 @@ pub struct JobView<'a> {
     pub account: &'a str,
     pub extra: &'a SubmitExtra,
     pub dependency: Cow<'a, str>,
+    pub reservation: Option<&'a str>,
+    pub qos: Option<&'a str>,
 }
 
 /// A [`ResourceRequest`] with its memory as the job holds it (the request may have
@@ -142,6 +144,8 @@ impl<'a> JobView<'a> {
             account: &j.account,
             extra: &j.extra,
             dependency: Cow::Borrowed(&j.dependency),
+            reservation: j.reservation.as_deref(),
+            qos: j.qos.as_deref(),
         }
     }
 
@@ -177,6 +181,8 @@ impl<'a> JobView<'a> {
             account: self.account.to_string(),
             extra: self.extra.clone(),
             dependency: self.dependency.to_string(),
+            reservation: self.reservation.map(str::to_string),
+            qos: self.qos.map(str::to_string),
         }
     }
 }
@@ -222,6 +228,8 @@ impl JobView<'_> {
             account,
             extra,
             dependency,
+            reservation,
+            qos,
         } = self;
         let ResourceRequest {
             nodes,
@@ -293,6 +301,8 @@ impl JobView<'_> {
             wire::serde(out, *extra)?;
         }
         wire::str(out, dependency);
+        wire::opt_str(out, *reservation);
+        wire::opt_str(out, *qos);
         Ok(())
     }
 }
@@ -512,6 +522,8 @@ pub(crate) mod tests {
                 ..Default::default()
             },
             dependency: "afterok:7(unfulfilled)".into(),
+            reservation: Some("maint".into()),
+            qos: Some("high".into()),
         }
     }
 

@@ -193,6 +193,8 @@ pub(crate) fn empty_job() -> JobInfo {
         account: String::new(),
         extra: SubmitExtra::default(),
         dependency: String::new(),
+        reservation: None,
+        qos: None,
     }
 }
 
@@ -231,6 +233,8 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
         account,
         extra,
         dependency,
+        reservation,
+        qos,
     } = j;
     *id = JobId(r.u64()?);
     r.string_into(name)?;
@@ -291,6 +295,8 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
         *extra = r.serde()?;
     }
     r.string_into(dependency)?;
+    r.opt_string_into(reservation)?;
+    r.opt_string_into(qos)?;
     Ok(())
 }
 

@@ -1092,3 +1092,96 @@ fn chrono_like(t: i64) -> String {
         .expect("date");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// A reservation as Slurm's commands show it: `sinfo -T` lists it, a job in it
+/// carries it (`squeue %v`, `-R`, `scontrol show job`'s `Reservation=`), and scancel
+/// `-R` picks the jobs in it and no other. sinfo's `-O` names fields and `-S` sorts.
+#[test]
+fn reservations_and_sinfo_fields_by_name_answer_as_slurms_do() {
+    let c = cluster_up(ClusterOpts::default());
+    let s = SlurmCommands::install(&c);
+    let node = c.node_names().into_iter().next().expect("a node");
+    assert_eq!(
+        s.ok("sinfo", &["-T"]),
+        "No reservations in the system\n",
+        "none yet"
+    );
+    let made = c
+        .bh(
+            None,
+            &[
+                "admin",
+                "reserve",
+                "train",
+                "--nodes",
+                &node,
+                "--duration",
+                "10",
+                "--users",
+                &s.user.name,
+            ],
+        )
+        .expect("bh");
+    assert!(made.status.success(), "{made:?}");
+    let listed = s.ok("sinfo", &["-T"]);
+    let rows: Vec<Vec<&str>> = listed.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(
+        rows.first().map(Vec::as_slice),
+        Some(&["RESV_NAME", "STATE", "START_TIME", "END_TIME", "DURATION", "NODELIST"][..]),
+        "{listed}"
+    );
+    assert_eq!(rows.len(), 2, "{listed}");
+    assert_eq!(
+        (rows[1][0], rows[1][1], rows[1][4], rows[1][5]),
+        ("train", "ACTIVE", "00:10:00", node.as_str()),
+        "{listed}"
+    );
+    // Two held jobs, one in the reservation.
+    let inside = s.ok(
+        "sbatch",
+        &["-H", "--parsable", "--reservation", "train", "--wrap", "true"],
+    );
+    let inside = inside.trim().to_string();
+    let outside = s.ok("sbatch", &["-H", "--parsable", "--wrap", "true"]);
+    let outside = outside.trim().to_string();
+    assert_eq!(
+        s.ok("squeue", &["-h", "-R", "train", "-o", "%i %v %q"]),
+        format!("{inside} train normal\n")
+    );
+    assert_eq!(
+        s.ok("squeue", &["-h", "-j", &outside, "-o", "%i %v"]),
+        format!("{outside} (null)\n")
+    );
+    let shown = s.ok("scontrol", &["show", "job", &inside]);
+    assert!(shown.contains("\n   Reservation=train\n"), "{shown}");
+    // scancel -R: only the job in the reservation named.
+    s.ok("scancel", &["-R", "elsewhere"]);
+    s.ok("scancel", &["-R", "train"]);
+    let inside_id = JobId(inside.parse().expect("job id"));
+    let outside_id = JobId(outside.parse().expect("job id"));
+    c.wait_state(inside_id, &[JobState::Cancelled], scaled(60))
+        .expect("the reservation's job cancelled");
+    assert_eq!(
+        c.show(outside_id).expect("show").state,
+        JobState::Pending,
+        "scancel -R cancelled a job outside the reservation"
+    );
+    s.ok("scancel", &[&outside]);
+    // -O: fields by name, 20 wide unless sized, `:0` as wide as the value.
+    let by_name = s.ok("sinfo", &["-h", "-O", "partitionname:12,nodes:.4,statelong:8,nodelist:0"]);
+    let line = by_name.lines().next().unwrap_or_default();
+    assert_eq!(line.len(), 12 + 4 + 8 + node.len(), "{by_name}");
+    assert!(line.ends_with(&node) && line[12..16].trim() == "1", "{by_name}");
+    // -S: reversed by partition name; the same rows either way.
+    let parts = |sort: &str| -> Vec<String> {
+        s.ok("sinfo", &["-h", "-a", "-o", "%R", "-S", sort])
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    let mut down = parts("-P");
+    let up = parts("P");
+    assert!(up.windows(2).all(|w| w[0] <= w[1]), "{up:?}");
+    down.reverse();
+    assert_eq!(down, up);
+}

@@ -167,6 +167,8 @@ impl Core {
             } else {
                 Cow::Borrowed("")
             },
+            reservation: j.submission.reservation.as_deref(),
+            qos: j.submission.qos.as_deref(),
         }
     }
 
