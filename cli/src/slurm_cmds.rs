@@ -599,9 +599,11 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
     let shown = |j: &JobInfo| {
         !no_state
             && (shown_states.is_empty() || shown_states.contains(&slurm::shown_state(j)))
-            && (qos.is_empty() || qos.iter().any(|w| w.eq_ignore_ascii_case(slurm::job_qos(j))))
-            && q
-                .reservation
+            && (qos.is_empty()
+                || qos
+                    .iter()
+                    .any(|w| w.eq_ignore_ascii_case(slurm::job_qos(j))))
+            && q.reservation
                 .as_deref()
                 .is_none_or(|r| j.reservation.as_deref() == Some(r))
             && !licenses_none

@@ -764,9 +764,7 @@ fn sort_rows(rows: &mut [Row], spec: &str, parts: &[PartitionInfo]) {
                     a.cmp(&y.nodes.first().map(|n| host_key(&n.name)))
                 }
                 'D' => x.nodes.len().cmp(&y.nodes.len()),
-                'c' | 'Y' => {
-                    min(x, &|n| u64::from(n.cpus)).cmp(&min(y, &|n| u64::from(n.cpus)))
-                }
+                'c' | 'Y' => min(x, &|n| u64::from(n.cpus)).cmp(&min(y, &|n| u64::from(n.cpus))),
                 'm' => min(x, &|n| n.mem_mb).cmp(&min(y, &|n| n.mem_mb)),
                 // No limit is the longest.
                 'l' => x
@@ -796,7 +794,11 @@ fn sort_rows(rows: &mut [Row], spec: &str, parts: &[PartitionInfo]) {
 /// `sinfo -T`: the reservations, in sinfo's `%-Ns  %8s  %19s  %19s  %11s  %s` (the
 /// name column as wide as the longest name, at least 9, worked out only when the
 /// header is printed, as sinfo does), or `No reservations in the system`.
-pub fn reservations(resv: &[bulkhead_proto::msg::Reservation], noheader: bool, now_us: u64) -> String {
+pub fn reservations(
+    resv: &[bulkhead_proto::msg::Reservation],
+    noheader: bool,
+    now_us: u64,
+) -> String {
     if resv.is_empty() {
         return "No reservations in the system\n".into();
     }
@@ -814,7 +816,14 @@ pub fn reservations(resv: &[bulkhead_proto::msg::Reservation], noheader: bool, n
         let _ = writeln!(out, "{a:<width$}  {b:>8}  {c:>19}  {d:>19}  {e:>11}  {f}");
     };
     if !noheader {
-        line("RESV_NAME", "STATE", "START_TIME", "END_TIME", "DURATION", "NODELIST");
+        line(
+            "RESV_NAME",
+            "STATE",
+            "START_TIME",
+            "END_TIME",
+            "DURATION",
+            "NODELIST",
+        );
     }
     for r in resv {
         let state = if r.start_us <= now_us && r.end_us >= now_us {
@@ -1035,7 +1044,8 @@ mod tests {
 
     #[test]
     fn format_by_name_is_the_same_fields_sized_and_suffixed() {
-        let (fmt, unknown) = format_from_names("partition:9 ,nodes:.6,StateLong,nodelist:0,bogus:4|");
+        let (fmt, unknown) =
+            format_from_names("partition:9 ,nodes:.6,StateLong,nodelist:0,bogus:4|");
         assert_eq!(fmt, "%9P %.6D%20T%N|");
         assert_eq!(unknown, vec!["bogus".to_string()]);
         let nodes = [
@@ -1071,7 +1081,15 @@ mod tests {
         let mut ps = parts();
         ps[0].nodes = vec!["n10".into(), "n2".into(), "n3".into()];
         let run = |fmt: &str, per_node: bool, sort: Option<&str>| {
-            sinfo(&ps, &nodes, fmt, per_node, true, &SinfoFilter::default(), sort)
+            sinfo(
+                &ps,
+                &nodes,
+                fmt,
+                per_node,
+                true,
+                &SinfoFilter::default(),
+                sort,
+            )
         };
         // -N sorts by node name as hostlist compares names: n2 before n10.
         assert_eq!(
@@ -1079,12 +1097,12 @@ mod tests {
             "n1 debug\nn2 batch*\nn3 batch*\nn10 batch*\n"
         );
         // By name, reversed: debug first; then drained (0x202) before idle.
-        assert_eq!(run("%R %t %N", false, Some("-P,-t")), "debug idle n1\nbatch drain n3\nbatch idle n[2,10]\n");
-        // By CPUs then node, per node.
         assert_eq!(
-            run("%N %c", true, Some("c,N")),
-            "n1 4\nn3 4\nn10 4\nn2 8\n"
+            run("%R %t %N", false, Some("-P,-t")),
+            "debug idle n1\nbatch drain n3\nbatch idle n[2,10]\n"
         );
+        // By CPUs then node, per node.
+        assert_eq!(run("%N %c", true, Some("c,N")), "n1 4\nn3 4\nn10 4\nn2 8\n");
     }
 
     #[test]
@@ -1100,17 +1118,34 @@ mod tests {
             }
         }
         let nodes = [node("n1", NodeState::Idle, 4, 0)];
-        let out = sinfo(&parts()[1..], &nodes, SINFO_ALL, false, false, &SinfoFilter::default(), None);
+        let out = sinfo(
+            &parts()[1..],
+            &nodes,
+            SINFO_ALL,
+            false,
+            false,
+            &SinfoFilter::default(),
+            None,
+        );
         let mut lines = out.lines();
         let head = lines.next().unwrap_or_default();
-        assert!(head.starts_with("AVAIL|ACTIVE_FEATURES|CPUS|TMP_DISK|FREE_MEM|"), "{head}");
-        assert_eq!(lines.next().map(|l| l.split('|').count()), Some(head.split('|').count()));
+        assert!(
+            head.starts_with("AVAIL|ACTIVE_FEATURES|CPUS|TMP_DISK|FREE_MEM|"),
+            "{head}"
+        );
+        assert_eq!(
+            lines.next().map(|l| l.split('|').count()),
+            Some(head.split('|').count())
+        );
     }
 
     #[test]
     fn reservations_are_listed_as_sinfo_t_lists_them() {
         use bulkhead_proto::msg::Reservation;
-        assert_eq!(reservations(&[], false, 0), "No reservations in the system\n");
+        assert_eq!(
+            reservations(&[], false, 0),
+            "No reservations in the system\n"
+        );
         let r = |name: &str, start_s: u64, end_s: u64| Reservation {
             name: name.into(),
             nodes: vec!["n1".into(), "n2".into()],
@@ -1121,16 +1156,27 @@ mod tests {
             cpus: None,
             gpus: None,
         };
-        let list = [r("maint", 1_000, 1_000 + 90_061), r("a-long-name-x", 5_000, 5_060)];
+        let list = [
+            r("maint", 1_000, 1_000 + 90_061),
+            r("a-long-name-x", 5_000, 5_060),
+        ];
         let out = reservations(&list, false, 2_000 * 1_000_000);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines[0],
             "RESV_NAME         STATE           START_TIME             END_TIME     DURATION  NODELIST"
         );
-        assert!(lines[1].starts_with("maint            ACTIVE  "), "{}", lines[1]);
+        assert!(
+            lines[1].starts_with("maint            ACTIVE  "),
+            "{}",
+            lines[1]
+        );
         assert!(lines[1].ends_with("   1-01:01:01  n[1-2]"), "{}", lines[1]);
-        assert!(lines[2].starts_with("a-long-name-x  INACTIVE  "), "{}", lines[2]);
+        assert!(
+            lines[2].starts_with("a-long-name-x  INACTIVE  "),
+            "{}",
+            lines[2]
+        );
         assert!(lines[2].ends_with("     00:01:00  n[1-2]"), "{}", lines[2]);
         // Without the header sinfo never widens the name column.
         let bare = reservations(&list, true, 0);

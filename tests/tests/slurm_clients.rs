@@ -1124,10 +1124,22 @@ fn reservations_and_sinfo_fields_by_name_answer_as_slurms_do() {
         .expect("bh");
     assert!(made.status.success(), "{made:?}");
     let listed = s.ok("sinfo", &["-T"]);
-    let rows: Vec<Vec<&str>> = listed.lines().map(|l| l.split_whitespace().collect()).collect();
+    let rows: Vec<Vec<&str>> = listed
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
     assert_eq!(
         rows.first().map(Vec::as_slice),
-        Some(&["RESV_NAME", "STATE", "START_TIME", "END_TIME", "DURATION", "NODELIST"][..]),
+        Some(
+            &[
+                "RESV_NAME",
+                "STATE",
+                "START_TIME",
+                "END_TIME",
+                "DURATION",
+                "NODELIST"
+            ][..]
+        ),
         "{listed}"
     );
     assert_eq!(rows.len(), 2, "{listed}");
@@ -1139,7 +1151,14 @@ fn reservations_and_sinfo_fields_by_name_answer_as_slurms_do() {
     // Two held jobs, one in the reservation.
     let inside = s.ok(
         "sbatch",
-        &["-H", "--parsable", "--reservation", "train", "--wrap", "true"],
+        &[
+            "-H",
+            "--parsable",
+            "--reservation",
+            "train",
+            "--wrap",
+            "true",
+        ],
     );
     let inside = inside.trim().to_string();
     let outside = s.ok("sbatch", &["-H", "--parsable", "--wrap", "true"]);
@@ -1168,10 +1187,20 @@ fn reservations_and_sinfo_fields_by_name_answer_as_slurms_do() {
     );
     s.ok("scancel", &[&outside]);
     // -O: fields by name, 20 wide unless sized, `:0` as wide as the value.
-    let by_name = s.ok("sinfo", &["-h", "-O", "partitionname:12,nodes:.4,statelong:8,nodelist:0"]);
+    let by_name = s.ok(
+        "sinfo",
+        &[
+            "-h",
+            "-O",
+            "partitionname:12,nodes:.4,statelong:8,nodelist:0",
+        ],
+    );
     let line = by_name.lines().next().unwrap_or_default();
     assert_eq!(line.len(), 12 + 4 + 8 + node.len(), "{by_name}");
-    assert!(line.ends_with(&node) && line[12..16].trim() == "1", "{by_name}");
+    assert!(
+        line.ends_with(&node) && line[12..16].trim() == "1",
+        "{by_name}"
+    );
     // -S: reversed by partition name; the same rows either way.
     let parts = |sort: &str| -> Vec<String> {
         s.ok("sinfo", &["-h", "-a", "-o", "%R", "-S", sort])
@@ -1184,4 +1213,47 @@ fn reservations_and_sinfo_fields_by_name_answer_as_slurms_do() {
     assert!(up.windows(2).all(|w| w[0] <= w[1]), "{up:?}");
     down.reverse();
     assert_eq!(down, up);
+}
+
+/// `scontrol update TimeLimit=` of a running job: its owner lowers it, as slurmctld
+/// allows, and the job ends TIMEOUT at the new limit, not at the one it started
+/// with; raising it is refused with the reason.
+#[test]
+fn a_running_jobs_time_limit_is_lowered_and_it_ends_there() {
+    let c = cluster_up(ClusterOpts::default());
+    let s = SlurmCommands::install(&c);
+    let id = s.ok("sbatch", &["--parsable", "-t", "5", "--wrap", "sleep 600"]);
+    let id = id.trim().to_string();
+    let job = JobId(id.parse().expect("job id"));
+    c.wait_state(job, &[JobState::Running], scaled(60))
+        .expect("running");
+    let raised = s.run(
+        "scontrol",
+        &["update", &format!("JobId={id}"), "TimeLimit=10"],
+    );
+    assert!(
+        !raised.status.success()
+            && String::from_utf8_lossy(&raised.stderr).contains("only an operator raises"),
+        "{raised:?}"
+    );
+    s.ok(
+        "scontrol",
+        &["update", &format!("JobId={id}"), "TimeLimit=1"],
+    );
+    assert_eq!(
+        s.ok("squeue", &["-h", "-j", &id, "-o", "%l"]).trim(),
+        "1:00"
+    );
+    let ended = c
+        .wait_state(job, &[JobState::Timeout], scaled(150))
+        .expect("ended TIMEOUT at the lowered limit");
+    let (start, end) = (
+        ended.start_time_us.expect("start"),
+        ended.end_time_us.expect("end"),
+    );
+    assert!(
+        end.saturating_sub(start) >= 60_000_000,
+        "ended after {} µs, before its minute",
+        end.saturating_sub(start)
+    );
 }

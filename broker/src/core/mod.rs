@@ -416,10 +416,18 @@ pub struct Core {
     history_arrays: BTreeSet<JobId>,
     /// Listings' next pages, made while their clients read the page before.
     ahead: ahead::PagesAhead,
+    /// Running jobs whose time limit the broker enforces itself, by when
+    /// ([`Core::watch_limit`]).
+    limit_watch: BTreeSet<(u64, JobId)>,
     /// A listing's page: at most this many jobs and about this many bytes (tests
     /// make them small).
     page_limits: (usize, usize),
 }
+
+/// How long after a job's time limit, when the broker started with the job running,
+/// the broker ends it if its node has not: the node's supervisor, which ends it at
+/// the limit, acts first unless the limit was lowered while it ran.
+const RESTORED_LIMIT_MARGIN_US: u64 = 5_000_000;
 
 /// Microseconds to the scheduler's seconds.
 fn secs(us: u64) -> sched::Time {
@@ -484,6 +492,7 @@ impl Core {
             jobs: BTreeMap::new(),
             arrays: BTreeMap::new(),
             refill_arrays: false,
+            limit_watch: BTreeSet::new(),
             reservations: BTreeMap::new(),
             nodes: BTreeMap::new(),
             sched: scheduler,
@@ -608,6 +617,11 @@ impl Core {
         }
         if let (Some(key), None) = (job.submission.idempotency_key, job.submission.array_task) {
             self.by_key.insert((job.uid, key), id);
+        }
+        if job.state == JobState::Running && job.submission.array.is_none() {
+            // Its limit may have been lowered while it ran (its node does not know);
+            // otherwise its node ends it first, within the margin.
+            self.watch_limit(&job, RESTORED_LIMIT_MARGIN_US);
         }
         self.jobs.insert(id, job);
     }
@@ -996,6 +1010,7 @@ impl Core {
         for id in dead {
             self.node_down(&mut fx, id, "stopped responding", now_us);
         }
+        self.enforce_limits(&mut fx, now_us);
         if std::mem::take(&mut self.refill_arrays) {
             let parents: Vec<JobId> = self.arrays.keys().copied().collect();
             for p in parents {

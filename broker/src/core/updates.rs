@@ -1,5 +1,6 @@
 //! What `scontrol` changes after submission: a pending job's time limit, partition,
-//! priority, nice, start time or dependencies, a job's name or comment, an array's
+//! priority, nice, start time or dependencies, a running job's lower limit (and its
+//! enforcement), a job's name or comment, an array's
 //! throttle (`update`), a job run again from the start (`requeue`); and the partitions
 //! as `sinfo` lists them.
 
@@ -8,7 +9,8 @@ use bulkhead_proto::msg::PartitionInfo;
 
 impl Core {
     /// `scontrol update job`: a pending job's new time limit, partition, priority, nice,
-    /// start time or dependencies, and a pending or running job's new name or comment,
+    /// start time or dependencies, a running job's lower time limit (the broker ends it
+    /// there: [`Core::watch_limit`]), and a pending or running job's new name or comment,
     /// checked as a submission is (dependencies also for a circle). Its owner may lower
     /// the limit, change the partition, raise the nice (any nice from 0 up), move the
     /// start time, replace the dependencies and rename or comment the job; raising the
@@ -29,18 +31,19 @@ impl Core {
             Ok(j) => j,
             Err(e) => return ClientReply::Error(e),
         };
-        let scheduling = u.time_limit_s.is_some()
+        let pending = j.state == JobState::Pending;
+        let running = j.state == JobState::Running;
+        let scheduling = (u.time_limit_s.is_some() && !running)
             || u.partition.is_some()
             || u.priority.is_some()
             || u.nice.is_some()
             || u.begin_us.is_some()
             || u.dependency.is_some();
-        let pending = j.state == JobState::Pending;
         if j.submission.array.is_some() || (scheduling && !pending) || j.state.is_terminal() {
             return ClientReply::Error(err(
                 ErrorCode::Invalid,
                 format!(
-                    "job {id} is {}: only a pending job's time limit, partition, priority, nice, start time and dependencies change, and a pending or running job's name and comment (an array's: each task's)",
+                    "job {id} is {}: only a pending job's partition, priority, nice, start time and dependencies change, a pending or running job's time limit, name and comment (an array's: each task's)",
                     if j.submission.array.is_some() {
                         "an array"
                     } else {
@@ -64,6 +67,16 @@ impl Core {
                 return ClientReply::Error(err(
                     ErrorCode::PermissionDenied,
                     "Access/permission denied: only an operator raises a job's time limit",
+                ));
+            }
+            if raises && running {
+                // The supervisor on its node ends it at the limit it started with;
+                // the broker can end it sooner, not later.
+                return ClientReply::Error(err(
+                    ErrorCode::Invalid,
+                    format!(
+                        "job {id} is RUNNING: its time limit can be lowered, not raised (its node ends it at the limit it started with)"
+                    ),
                 ));
             }
             changed.submission.resources.time_limit_s = limit;
@@ -179,14 +192,84 @@ impl Core {
             self.sched
                 .rename_running(sched::JobId(id.0), &changed.submission.name);
         }
+        if running && u.time_limit_s.is_some() {
+            self.watch_limit(&changed, 0);
+        }
         fx.store.push(StoreOp::ReplaceSubmission(
             id,
             Box::new(changed.submission.clone()),
         ));
         self.jobs.insert(id, changed);
         self.update(fx, id);
+        // A limit already passed ends the job now, as slurmctld's next check would.
+        if running && u.time_limit_s.is_some() {
+            self.enforce_limits(fx, now_us);
+        }
         tracing::info!(job = %id, user = %caller.user, change = %what.join(" "), "job updated");
         ClientReply::Done(format!("job {id}: {}", what.join(" ")))
+    }
+
+    /// Has the broker end running job `j` at its time limit (plus `margin_us`), as
+    /// slurmctld enforces limits: for a limit lowered while it runs, which its node's
+    /// supervisor does not know, and, with a margin, for the jobs running when the
+    /// broker started, in case their node's own enforcement is lost with it.
+    pub(super) fn watch_limit(&mut self, j: &Job, margin_us: u64) {
+        if let (Some(start), Some(limit)) = (j.start_us, j.submission.resources.time_limit_s) {
+            let at = start
+                .saturating_add(limit.saturating_mul(1_000_000))
+                .saturating_add(margin_us);
+            self.limit_watch.insert((at, j.id));
+        }
+    }
+
+    /// Ends, TIMEOUT, the running jobs watched ([`Core::watch_limit`]) whose time
+    /// limit has passed: killed on their node as a cancel is, or ended here when
+    /// their node cannot be reached. A job that ended meanwhile is forgotten.
+    pub(super) fn enforce_limits(&mut self, fx: &mut Effects, now_us: u64) {
+        while let Some(&(at, id)) = self.limit_watch.first() {
+            if at > now_us {
+                break;
+            }
+            self.limit_watch.pop_first();
+            let Some(j) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            let limit = j.submission.resources.time_limit_s;
+            let due = match (j.start_us, limit) {
+                (Some(start), Some(l)) => {
+                    start.saturating_add(l.saturating_mul(1_000_000)) <= now_us
+                }
+                _ => false,
+            };
+            if j.state != JobState::Running || !due {
+                continue;
+            }
+            tracing::info!(job = %id, limit_s = ?limit, "time limit reached: ending the job");
+            let peer = j
+                .node
+                .and_then(|n| self.nodes.get(&n))
+                .and_then(|n| n.peer.clone());
+            match peer {
+                Some(peer) => {
+                    j.state = JobState::Completing;
+                    fx.send.push(Outbound::Agent {
+                        peer,
+                        request_id: 0,
+                        msg: BrokerMessage::Kill {
+                            job: id,
+                            state: JobState::Timeout,
+                            grace_s: None,
+                        },
+                    });
+                    self.update(fx, id);
+                }
+                None => {
+                    let mut end = self.end_of(id, JobState::Timeout, now_us);
+                    end.reason = Some("time limit reached while its node was down".into());
+                    self.finish(fx, end);
+                }
+            }
+        }
     }
 
     /// `scontrol update ArrayTaskThrottle=N`: the most of an array's tasks that run at

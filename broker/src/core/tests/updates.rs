@@ -136,8 +136,44 @@ fn a_pending_jobs_limit_and_partition_change_as_slurm_allows_and_survive_a_resta
         10,
     );
     assert!(matches!(reply(&fx), ClientReply::Error(e) if e.message.contains("nosuch")));
-    let fx = c.client(b"c".to_vec(), 11, &alice, limit(running, Some(60)), 11);
-    assert!(matches!(reply(&fx), ClientReply::Error(e) if e.code == ErrorCode::Invalid));
+    // A running job's limit: lowered by its owner, raised by no one (its node ends
+    // it at the limit it started with).
+    let fx = c.client(b"c".to_vec(), 11, &carol, limit(running, Some(900)), 11);
+    assert!(
+        matches!(reply(&fx), ClientReply::Error(e) if e.code == ErrorCode::Invalid && e.message.contains("lowered")),
+        "{:?}",
+        reply(&fx)
+    );
+    let fx = c.client(b"c".to_vec(), 12, &alice, limit(running, Some(3)), 12);
+    assert!(
+        matches!(reply(&fx), ClientReply::Done(_)),
+        "{:?}",
+        reply(&fx)
+    );
+    keep(&mut rows, fx);
+    assert_eq!(c.jobs[&running].submission.resources.time_limit_s, Some(3));
+    // The broker ends it at the new limit (its node alive meanwhile): not before.
+    let start = c.jobs[&running].start_us.expect("started");
+    let kills = |fx: &Effects| -> Vec<(JobId, JobState)> {
+        fx.send
+            .iter()
+            .filter_map(|o| match o {
+                Outbound::Agent {
+                    msg: BrokerMessage::Kill { job, state, .. },
+                    ..
+                } => Some((*job, *state)),
+                _ => None,
+            })
+            .collect()
+    };
+    let fx = c.tick(start + 2_999_999);
+    assert!(kills(&fx).is_empty(), "{:?}", fx.send);
+    let fx = c.tick(start + 3_000_000);
+    assert_eq!(kills(&fx), vec![(running, JobState::Timeout)]);
+    assert_eq!(c.jobs[&running].state, JobState::Completing);
+    keep(&mut rows, fx);
+    // Once: the next tick sends nothing more.
+    assert!(kills(&c.tick(start + 3_500_000)).is_empty());
     // A restart keeps the changes.
     let nodes = vec![Core::node_row(&c.nodes[&NodeId(1)])];
     let c2 = Core::new(cfg, rows.into_values().collect(), nodes);
