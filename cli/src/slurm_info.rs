@@ -876,6 +876,19 @@ mod tests {
         }
     }
 
+    /// sinfo over [`parts`] and `nodes`, unfiltered, in sinfo's default order.
+    fn listing(nodes: &[NodeInfo], fmt: &str, per_node: bool, noheader: bool) -> String {
+        sinfo(
+            &parts(),
+            nodes,
+            fmt,
+            per_node,
+            noheader,
+            &SinfoFilter::default(),
+            None,
+        )
+    }
+
     fn parts() -> Vec<PartitionInfo> {
         vec![
             PartitionInfo {
@@ -904,15 +917,7 @@ mod tests {
             node("n2", NodeState::Idle, 4, 0),
             node("n3", NodeState::Mixed, 4, 2),
         ];
-        let out = sinfo(
-            &parts(),
-            &nodes,
-            SINFO_DEFAULT,
-            false,
-            false,
-            &SinfoFilter::default(),
-            None,
-        );
+        let out = listing(&nodes, SINFO_DEFAULT, false, false);
         assert_eq!(
             out,
             // sinfo's default order, `#P,-t`: partitions as configured, then node
@@ -922,15 +927,7 @@ mod tests {
              batch*       up   infinite      2   idle n[1-2]\n\
              debug        up    2:00:00      1   idle n1\n"
         );
-        let out = sinfo(
-            &parts(),
-            &nodes,
-            SINFO_SUMMARIZE,
-            false,
-            true,
-            &SinfoFilter::default(),
-            None,
-        );
+        let out = listing(&nodes, SINFO_SUMMARIZE, false, true);
         assert_eq!(
             out,
             "batch*       up   infinite          1/2/0/3 n[1-3]\n\
@@ -952,26 +949,10 @@ mod tests {
         };
         let out = sinfo(&parts(), &nodes, SINFO_DEFAULT, false, true, &f, None);
         assert_eq!(out, "batch*       up   infinite      1  drain n2\n");
-        let out = sinfo(
-            &parts(),
-            &nodes,
-            SINFO_NODES,
-            true,
-            false,
-            &SinfoFilter::default(),
-            None,
-        );
+        let out = listing(&nodes, SINFO_NODES, true, false);
         // `sinfo -N -l` in real sinfo's columns (2026-12-05: `NODELIST   NODES PARTITION
         // STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON`).
-        let long = sinfo(
-            &parts(),
-            &nodes,
-            SINFO_NODES_LONG,
-            true,
-            false,
-            &SinfoFilter::default(),
-            None,
-        );
+        let long = listing(&nodes, SINFO_NODES_LONG, true, false);
         assert_eq!(
             long.lines().next(),
             Some(
@@ -1052,14 +1033,11 @@ mod tests {
             node("n1", NodeState::Idle, 4, 0),
             node("n2", NodeState::Allocated, 4, 4),
         ];
-        let out = sinfo(
-            &parts(),
+        let out = listing(
             &nodes,
             &format_from_names("partitionname:8,cpusstate:.14,allocmem:9,statecomplete").0,
             false,
             false,
-            &SinfoFilter::default(),
-            None,
         );
         assert_eq!(
             out,

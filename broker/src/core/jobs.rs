@@ -634,36 +634,13 @@ impl Core {
                 JobState::Completing => Ok(JobState::Completing),
                 JobState::Running => {
                     job.reason = Some(format!("{CANCELLED_BY}{}", caller.user));
-                    let node = job.node.and_then(|n| self.nodes.get(&n));
-                    match node.and_then(|n| n.peer.clone()) {
-                        Some(peer) => {
-                            // COMPLETING until its agent reports the last process
-                            // gone: its resources stay held, and an agent that missed
-                            // this kill gets it again when it registers.
-                            job.state = JobState::Completing;
-                            fx.send.push(Outbound::Agent {
-                                peer,
-                                request_id: 0,
-                                msg: BrokerMessage::Kill {
-                                    job: id,
-                                    state: JobState::Cancelled,
-                                    grace_s: None,
-                                },
-                            });
-                            self.update(fx, id);
-                            Ok(JobState::Completing)
-                        }
-                        None => {
-                            // Its node is gone: nothing runs it that we can reach.
-                            let mut end = self.end_of(id, JobState::Cancelled, now_us);
-                            end.reason = Some(format!(
-                                "cancelled by {} while its node was down",
-                                caller.user
-                            ));
-                            self.finish(fx, end);
-                            Ok(JobState::Cancelled)
-                        }
-                    }
+                    Ok(self.end_running(
+                        fx,
+                        id,
+                        JobState::Cancelled,
+                        format!("cancelled by {} while its node was down", caller.user),
+                        now_us,
+                    ))
                 }
                 st => Err(err(
                     ErrorCode::AlreadyFinished,
@@ -672,6 +649,50 @@ impl Core {
             }
         })();
         CancelOutcome { job: id, result }
+    }
+
+    /// Ends running job `id` in `state`: killed by its node's agent, COMPLETING until
+    /// the agent reports the last process gone (its resources stay held, and an agent
+    /// that missed the kill gets it again when it registers); or, when its node cannot
+    /// be reached, ended here with `down_reason`. The state it is left in.
+    pub(super) fn end_running(
+        &mut self,
+        fx: &mut Effects,
+        id: JobId,
+        state: JobState,
+        down_reason: String,
+        now_us: u64,
+    ) -> JobState {
+        let peer = self
+            .jobs
+            .get(&id)
+            .and_then(|j| j.node)
+            .and_then(|n| self.nodes.get(&n))
+            .and_then(|n| n.peer.clone());
+        match peer {
+            Some(peer) => {
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.state = JobState::Completing;
+                }
+                fx.send.push(Outbound::Agent {
+                    peer,
+                    request_id: 0,
+                    msg: BrokerMessage::Kill {
+                        job: id,
+                        state,
+                        grace_s: None,
+                    },
+                });
+                self.update(fx, id);
+                JobState::Completing
+            }
+            None => {
+                let mut end = self.end_of(id, state, now_us);
+                end.reason = Some(down_reason);
+                self.finish(fx, end);
+                state
+            }
+        }
     }
 
     pub(super) fn end_of(&self, id: JobId, state: JobState, now_us: u64) -> JobEnd {

@@ -245,30 +245,13 @@ impl Core {
                 continue;
             }
             tracing::info!(job = %id, limit_s = ?limit, "time limit reached: ending the job");
-            let peer = j
-                .node
-                .and_then(|n| self.nodes.get(&n))
-                .and_then(|n| n.peer.clone());
-            match peer {
-                Some(peer) => {
-                    j.state = JobState::Completing;
-                    fx.send.push(Outbound::Agent {
-                        peer,
-                        request_id: 0,
-                        msg: BrokerMessage::Kill {
-                            job: id,
-                            state: JobState::Timeout,
-                            grace_s: None,
-                        },
-                    });
-                    self.update(fx, id);
-                }
-                None => {
-                    let mut end = self.end_of(id, JobState::Timeout, now_us);
-                    end.reason = Some("time limit reached while its node was down".into());
-                    self.finish(fx, end);
-                }
-            }
+            self.end_running(
+                fx,
+                id,
+                JobState::Timeout,
+                "time limit reached while its node was down".into(),
+                now_us,
+            );
         }
     }
 
