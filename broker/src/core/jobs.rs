@@ -674,15 +674,7 @@ impl Core {
                 if let Some(j) = self.jobs.get_mut(&id) {
                     j.state = JobState::Completing;
                 }
-                fx.send.push(Outbound::Agent {
-                    peer,
-                    request_id: 0,
-                    msg: BrokerMessage::Kill {
-                        job: id,
-                        state,
-                        grace_s: None,
-                    },
-                });
+                fx.send.push(kill(peer, id, state));
                 self.update(fx, id);
                 JobState::Completing
             }
@@ -739,15 +731,7 @@ impl Core {
                 n.held.remove(&id);
                 // Its share there (and any step still on it) ends with the job.
                 if let Some(peer) = n.peer.clone() {
-                    fx.send.push(Outbound::Agent {
-                        peer,
-                        request_id: 0,
-                        msg: BrokerMessage::Kill {
-                            job: id,
-                            state,
-                            grace_s: None,
-                        },
-                    });
+                    fx.send.push(kill(peer, id, state));
                 }
             }
         }
@@ -1116,4 +1100,18 @@ pub(super) fn check_submission(sub: &JobSubmission) -> Result<(), ErrorReply> {
         ));
     }
     Ok(())
+}
+
+/// The kill of job `job` on the agent at `peer`, to end in `state` after the node's
+/// own grace.
+fn kill(peer: PeerId, job: JobId, state: JobState) -> Outbound {
+    Outbound::Agent {
+        peer,
+        request_id: 0,
+        msg: BrokerMessage::Kill {
+            job,
+            state,
+            grace_s: None,
+        },
+    }
 }
