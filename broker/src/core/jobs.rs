@@ -323,12 +323,15 @@ impl Core {
             return;
         };
         let terminal = p.state.is_terminal();
+        // A held array stays one record, as slurmctld keeps it: its tasks are made
+        // once it is released.
+        let held = is_held(p);
         let jobs = &self.jobs;
         let Some(tasks) = self.arrays.get_mut(&parent) else {
             return;
         };
         tasks.refresh(|t| jobs.get(&t).map(|j| j.state));
-        if terminal {
+        if terminal || held {
             return;
         }
         let window = throttle.map_or(ARRAY_WINDOW, |t| t as usize);
@@ -1024,6 +1027,10 @@ impl Core {
                 continue;
             }
             self.update(fx, *id);
+            if is_array && !hold {
+                // Its tasks, not made while it was held.
+                self.refill(fx, *id, now_us);
+            }
             done.push(id.to_string());
         }
         if !hold {

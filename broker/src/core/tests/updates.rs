@@ -744,3 +744,42 @@ fn an_arrays_throttle_is_raised_and_lifted_by_its_owner() {
         Some(None)
     );
 }
+
+/// A held array (`sbatch -H --array`) is one record, as slurmctld keeps it: no task
+/// is made while it is held, and its tasks come once it is released.
+#[test]
+fn a_held_array_stays_one_record_until_released() {
+    let (mut c, [alice, _bob, _carol]) = one_node(8);
+    let mut rows = BTreeMap::new();
+    let mut a = limited(600);
+    a.array = Some(bulkhead_proto::job::ArraySpec {
+        ranges: vec![(0, 3, 1)],
+        throttle: None,
+    });
+    a.extra.hold = true;
+    let array = submit(&mut c, &mut rows, &alice, a, 1);
+    let tasks = |c: &Core| -> Vec<JobState> {
+        c.jobs
+            .values()
+            .filter(|j| j.submission.array_task.is_some_and(|(p, _)| p == array))
+            .map(|j| j.state)
+            .collect()
+    };
+    assert!(tasks(&c).is_empty(), "{:?}", tasks(&c));
+    let shown = show(&mut c, array, 2);
+    assert_eq!(
+        (
+            shown.state,
+            shown.reason.as_deref(),
+            shown.array_pending.as_deref()
+        ),
+        (JobState::Pending, Some("JobHeldUser"), Some("0-3"))
+    );
+    let fx = c.client(b"c".to_vec(), 3, &alice, ClientOp::Release(vec![array]), 3);
+    assert!(
+        matches!(reply(&fx), ClientReply::Done(_)),
+        "{:?}",
+        reply(&fx)
+    );
+    assert_eq!(tasks(&c), vec![JobState::Running; 4]);
+}
