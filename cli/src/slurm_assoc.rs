@@ -39,7 +39,15 @@ pub const FIELDS: &[Field] = &[
     // sshare's
     f("RawShares", "RawShares", 10),
     f("NormShares", "NormShares", 11),
+    f("RawUsage", "RawUsage", 11),
+    f("EffectvUsage", "EffectvUsage", 13),
+    f("NormUsage", "NormUsage", 11),
+    f("FairShare", "FairShare", 10),
 ];
+
+/// sshare's default columns.
+pub const SSHARE_DEFAULT: &str =
+    "Account,User,RawShares,NormShares,RawUsage,EffectvUsage,FairShare";
 
 /// The fields a `format=` list (or `-o`) names: names matched without case and by
 /// unambiguous prefix, each with its `%WIDTH` when given.
@@ -178,6 +186,11 @@ pub fn value(a: &Association, field: &str, all: &[Association]) -> String {
                 format!("{:.6}", f64::from(a.shares) / siblings as f64)
             }
         }
+        // Fair-share as the broker's scheduler keeps it (Slurm's classic factor,
+        // `2^(-usage/share)`, on every line, as sshare prints it without Fair Tree).
+        "RawUsage" => format!("{}", a.raw_usage.max(0.0) as u64),
+        "EffectvUsage" | "NormUsage" => format!("{:.6}", a.effective_usage),
+        "FairShare" => format!("{:.6}", a.fair_share),
         _ => String::new(),
     }
 }
@@ -192,6 +205,9 @@ mod tests {
             parent: parent.map(str::to_string),
             user: None,
             shares,
+            raw_usage: 0.0,
+            effective_usage: 0.0,
+            fair_share: 1.0,
         };
         vec![
             acct("physics", None, 3),
@@ -257,5 +273,18 @@ mod tests {
             },
         );
         assert_eq!(cut, "phy+\n");
+        // Fair-share standing: usage whole, the ratios as %f.
+        let mut a = tree().remove(0);
+        a.raw_usage = 1234.7;
+        a.effective_usage = 0.25;
+        a.fair_share = 0.5;
+        let fields = parse_format(SSHARE_DEFAULT).expect("default");
+        let row: Vec<String> = fields.iter().map(|(f, _)| value(&a, f.name, &[])).collect();
+        assert_eq!(
+            row,
+            [
+                "physics", "", "3", "0.000000", "1234", "0.250000", "0.500000"
+            ]
+        );
     }
 }

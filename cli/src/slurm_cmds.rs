@@ -1333,7 +1333,7 @@ fn sshare(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
     let fields = parse_format(
         format
             .as_deref()
-            .unwrap_or("Account,User,RawShares,NormShares"),
+            .unwrap_or(bulkhead_cli::slurm_assoc::SSHARE_DEFAULT),
     )
     .map_err(anyhow::Error::msg)?;
     let all = client(g)?

@@ -86,8 +86,9 @@ pub enum ClientOp {
 }
 
 /// One line of the accounting tree: an account (`user` `None`), or a user in the
-/// account it charges (`sacctmgr`'s association).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// account it charges (`sacctmgr`'s association), with its fair-share standing as
+/// `sshare` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Association {
     pub account: String,
     /// The account above; `None` at the root.
@@ -95,6 +96,16 @@ pub struct Association {
     pub user: Option<String>,
     /// The account's fair-share shares (a user's line: the account's).
     pub shares: u32,
+    /// Its usage, decayed, in billing-seconds (a user's line: the user's own in the
+    /// account): sshare's `RawUsage`.
+    #[serde(default)]
+    pub raw_usage: f64,
+    /// That usage over the whole cluster's: sshare's `EffectvUsage`.
+    #[serde(default)]
+    pub effective_usage: f64,
+    /// Its fair-share factor, in [0, 1]: sshare's `FairShare`.
+    #[serde(default)]
+    pub fair_share: f64,
 }
 
 /// [`ClientOp::WillRun`]'s answer.

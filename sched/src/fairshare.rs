@@ -100,14 +100,7 @@ impl FairShare {
         if share <= 0.0 {
             return 0.0;
         }
-        let total = self.total();
-        let mine = self
-            .user_usage
-            .get(&(account, user))
-            .copied()
-            .unwrap_or(0.0);
-        let usage = if total > 0.0 { mine / total } else { 0.0 };
-        2f64.powf(-usage / share)
+        2f64.powf(-self.user_effective_usage(account, user) / share)
     }
 
     /// Charges `amount` of billing to an account and its ancestors.
@@ -191,6 +184,24 @@ impl FairShare {
         self.last = self.last.max(at);
     }
 
+    /// An account's usage over the whole cluster's (sshare's `EffectvUsage`).
+    pub fn effective_usage(&self, account: AccountIdx) -> f64 {
+        ratio(self.usage(account), self.total())
+    }
+
+    /// A user's usage within an account.
+    pub fn user_usage(&self, account: AccountIdx, user: u32) -> f64 {
+        self.user_usage
+            .get(&(account, user))
+            .copied()
+            .unwrap_or(0.0)
+    }
+
+    /// A user's usage within an account over the whole cluster's.
+    pub fn user_effective_usage(&self, account: AccountIdx, user: u32) -> f64 {
+        ratio(self.user_usage(account, user), self.total())
+    }
+
     pub fn usage(&self, account: AccountIdx) -> f64 {
         self.usage.get(account.0 as usize).copied().unwrap_or(0.0)
     }
@@ -201,6 +212,11 @@ impl FairShare {
             .copied()
             .unwrap_or(0.0)
     }
+}
+
+/// `part` over `whole`; 0 when there is no whole.
+fn ratio(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 { part / whole } else { 0.0 }
 }
 
 #[cfg(test)]

@@ -206,6 +206,31 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     );
     let by_sshare = s.ok("sshare", &["-U", "--format", "Account%256", "--noheader"]);
     assert_eq!(by_sshare.trim(), account, "{by_sshare:?}");
+    // The fair-share factor as prometheus-slurm-exporter asks for it, and sshare's
+    // default columns.
+    let fs = s.ok("sshare", &["-n", "-P", "-o", "account,fairshare"]);
+    assert!(!fs.is_empty(), "no lines");
+    for l in fs.lines() {
+        let (acct, factor) = l.split_once('|').expect("account|fairshare");
+        let factor: f64 = factor.parse().unwrap_or(-1.0);
+        assert!(!acct.is_empty() && (0.0..=1.0).contains(&factor), "{fs}");
+    }
+    let head = s.ok("sshare", &[]);
+    assert_eq!(
+        head.lines()
+            .next()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(vec![
+            "Account",
+            "User",
+            "RawShares",
+            "NormShares",
+            "RawUsage",
+            "EffectvUsage",
+            "FairShare"
+        ]),
+        "{head}"
+    );
     let config = s.ok("scontrol", &["show", "config"]);
     assert!(
         config

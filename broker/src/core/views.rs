@@ -223,17 +223,39 @@ impl Core {
                 .find(|x| x.name == a)
                 .map_or(1, |x| x.shares)
         };
+        let fs = self.sched.fairshare();
+        // The scheduler's accounts are the configuration's, in its order.
+        let idx = |name: &str| {
+            self.cfg
+                .accounts
+                .iter()
+                .position(|x| x.name == name)
+                .map(|i| sched::AccountIdx(i as u32))
+        };
         let mut out: Vec<Association> = self
             .cfg
             .accounts
             .iter()
-            .map(|a| Association {
-                account: a.name.clone(),
-                parent: a.parent.clone(),
-                user: None,
-                shares: a.shares,
+            .enumerate()
+            .map(|(i, a)| {
+                let ix = sched::AccountIdx(i as u32);
+                Association {
+                    account: a.name.clone(),
+                    parent: a.parent.clone(),
+                    user: None,
+                    shares: a.shares,
+                    raw_usage: fs.usage(ix),
+                    effective_usage: fs.effective_usage(ix),
+                    fair_share: fs.factor(ix),
+                }
             })
             .collect();
+        // Users by name to their uids (fair-share keeps users by uid), from the jobs
+        // kept: one pass, whatever the number of users asked.
+        let mut uids: HashMap<&str, u32> = HashMap::new();
+        for j in self.jobs.values() {
+            uids.entry(j.user.as_str()).or_insert(j.uid);
+        }
         let mut named: Vec<&str> = if users.is_empty() {
             self.cfg.user_accounts.keys().map(String::as_str).collect()
         } else {
@@ -246,11 +268,24 @@ impl Core {
             if account.is_empty() {
                 continue;
             }
+            let standing = idx(account).map(|ix| match uids.get(u) {
+                Some(&uid) => (
+                    fs.user_usage(ix, uid),
+                    fs.user_effective_usage(ix, uid),
+                    fs.user_factor(ix, uid),
+                ),
+                // No job of theirs is kept: no usage.
+                None => (0.0, 0.0, fs.user_factor(ix, u32::MAX)),
+            });
+            let (raw_usage, effective_usage, fair_share) = standing.unwrap_or((0.0, 0.0, 0.0));
             out.push(Association {
                 account: account.to_string(),
                 parent: None,
                 user: Some(u.to_string()),
                 shares: shares_of(account),
+                raw_usage,
+                effective_usage,
+                fair_share,
             });
         }
         out.truncate(bulkhead_proto::limits::MAX_LIST);

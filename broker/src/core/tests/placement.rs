@@ -419,6 +419,50 @@ fn associations_list_the_accounts_then_each_users_account() {
     // None named: the users the configuration names.
     let users: Vec<Option<String>> = ask(&mut c, vec![]).into_iter().map(|a| a.user).collect();
     assert_eq!(users, [None, None, Some("ann".to_string())]);
+    // No usage yet: a factor of 1 everywhere.
+    assert!(
+        ask(&mut c, vec![])
+            .iter()
+            .all(|a| a.raw_usage == 0.0 && a.fair_share == 1.0)
+    );
+    // ann runs a job for 100 s: her account and hers carry the usage, and their
+    // factor sinks below 1 (sshare's RawUsage, EffectvUsage and FairShare).
+    c.agent(b"a".to_vec(), 2, Some(&root()), reg("n1", 4, vec![]), 2);
+    let fx = c.client(
+        b"c".to_vec(),
+        3,
+        &named(1001, "ann"),
+        ClientOp::Submit(Box::new(sub(1))),
+        1_000_000,
+    );
+    let job = submitted(&fx);
+    c.agent(
+        b"a".to_vec(),
+        4,
+        None,
+        AgentMessage::JobEnded(job_end(job, JobState::Completed, 1_000_000, 101_000_000)),
+        101_000_000,
+    );
+    c.tick(102_000_000);
+    let all = ask(&mut c, vec!["ann".into()]);
+    let bio = all
+        .iter()
+        .find(|a| a.account == "bio" && a.user.is_none())
+        .expect("bio");
+    let ann = all
+        .iter()
+        .find(|a| a.user.as_deref() == Some("ann"))
+        .expect("ann");
+    assert!(bio.raw_usage > 0.0, "{bio:?}");
+    assert!(bio.fair_share < 1.0 && bio.fair_share > 0.0, "{bio:?}");
+    assert!(
+        bio.effective_usage > 0.0 && bio.effective_usage <= 1.0,
+        "{bio:?}"
+    );
+    assert_eq!(
+        (ann.raw_usage, ann.fair_share),
+        (bio.raw_usage, bio.fair_share)
+    );
 }
 
 /// `--qos=normal` is Slurm's default QOS, which every cluster has: with no QOS of that
