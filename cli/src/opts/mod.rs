@@ -1055,6 +1055,7 @@ fn gres_asks(v: &str) -> Result<Vec<GpuAsk>, OptsError> {
         if zero_count(ask) {
             continue; // `gpu:0`: none, as Slurm reads it
         }
+        check_gpu_type("gres", v, ask)?;
         out.push(parse_ask(ask).map_err(|e| value_err("gres", v, e.to_string()))?);
     }
     Ok(out)
@@ -1068,9 +1069,46 @@ fn gpu_list(opt: &'static str, v: Option<&str>) -> Result<Vec<GpuAsk>, OptsError
         if item.is_empty() || zero_count(item) {
             continue;
         }
+        // A bare value is a count to Slurm: one that starts with a digit and is no
+        // number (`1g.10gb`) is refused as slurmctld refuses it (an invalid TRES).
+        if !item.contains(':')
+            && item.starts_with(|c: char| c.is_ascii_digit())
+            && !item.bytes().all(|b| b.is_ascii_digit())
+        {
+            return Err(value_err(
+                opt,
+                v.unwrap_or(""),
+                format!(
+                    "Invalid Trackable RESource (TRES) specification: {item:?} is read as a count; give TYPE:N ({item}:1)"
+                ),
+            ));
+        }
+        check_gpu_type(opt, v.unwrap_or(""), item)?;
         out.push(parse_ask(item).map_err(|e| value_err(opt, v.unwrap_or(""), e.to_string()))?);
     }
     Ok(out)
+}
+
+/// GPU types are names, matched with their case as Slurm matches a GRES type
+/// (`gpu:A100:1` asks for a type no node has): one spelled with capitals is refused
+/// here, naming the type meant, rather than left to wait for ever.
+fn check_gpu_type(opt: &'static str, v: &str, ask: &str) -> Result<(), OptsError> {
+    let ty = match ask.rsplit_once(':') {
+        Some((ty, _)) => ty,
+        None if ask.bytes().all(|b| b.is_ascii_digit()) => return Ok(()),
+        None => ask,
+    };
+    if ty.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Err(value_err(
+            opt,
+            v,
+            format!(
+                "unknown GPU type {ty:?}: types match with their case, as Slurm's GRES types do (did you mean {:?}?)",
+                ty.to_ascii_lowercase()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Whether a GPU ask's count (after its last `:`) is 0.
@@ -1243,6 +1281,13 @@ pub fn parse_array(v: &str) -> Result<ArraySpec, OptsError> {
                 .map(|t| (t > 0).then_some(t))?,
         ),
         None => (v, None),
+    };
+    // `%2` alone: slurmctld reads the empty list before the throttle as index 0
+    // (recorded: `ArrayTaskId=0%2`).
+    let list = if list.is_empty() && v.contains('%') {
+        "0"
+    } else {
+        list
     };
     let mut ranges = Vec::new();
     for item in list.split(',') {

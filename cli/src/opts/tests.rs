@@ -572,6 +572,15 @@ fn bad_directives_and_values_are_refused_with_the_line() {
     );
     assert_eq!(parse_array("1,3,5").map(|a| a.count()), Ok(3));
     assert!(parse_array("5-1").is_err());
+    // A throttle alone: index 0, as slurmctld reads it (recorded case 1273).
+    assert_eq!(
+        parse_array("%2"),
+        Ok(ArraySpec {
+            ranges: vec![(0, 0, 1)],
+            throttle: Some(2)
+        })
+    );
+    assert!(parse_array("").is_err());
     // `%0` is no limit, as slurmctld takes it.
     assert_eq!(parse_array("0-9%0").map(|a| a.throttle), Ok(None));
     assert!(parse_array("0-99999999").is_err(), "too many tasks");
@@ -643,6 +652,12 @@ fn gpu_spellings_parse_to_the_same_request() {
             "with and without type",
         ),
         (&["--gpus=1", "--gres=gpu:2"][..], "Failed to ensure"),
+        // A bare value starting with a digit is a count to Slurm (recorded case 1277).
+        (&["--gpus=1g.10gb"][..], "Invalid Trackable RESource"),
+        (&["--gpus-per-node=2x"][..], "Invalid Trackable RESource"),
+        // Types match with their case (case 1275: Slurm's job never runs).
+        (&["--gres=gpu:A100:1"][..], "did you mean \"a100\""),
+        (&["--gpus=H100:2"][..], "did you mean \"h100\""),
     ] {
         let e = cli(args).resolve().expect_err(why).to_string();
         assert!(e.contains(why), "{args:?}: {e}");

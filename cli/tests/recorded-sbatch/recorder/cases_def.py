@@ -953,3 +953,83 @@ _PBS6 = _PBS + ["#PBS -p 3", "#PBS -J 0-3", "#PBS -l select=2:ncpus=4:mpiprocs=2
                 "#PBS -l naccelerators=1", "#PBS -W depend=afterok:{P1}", "#PBS -h", "#PBS -l cput=20",
                 "#PBS -l nodes=1:ppn=3", "#BSUB -n 3", "#BSUB -W 45", "#BSUB -J lsf", "#BSUB -q debug"]
 _combos("sixth combo", 60, _POOLS5, 8, 0.2, 0.4, env=(0.3, _ENV5), pbs=(0.35, _PBS6))
+
+# ---------------------------------------------------------------- seventh round (2026-12-05): edges of the shared
+# families not probed before, then seeded combinations in the shared cases' shape.
+# Indices 1225 on.
+for _a, _t in [
+    (["-n", "0", "-N", "2"], "INVALID -n 0 with -N 2"),
+    (["--ntasks=1", "--ntasks-per-node=2"], "--ntasks=1 with --ntasks-per-node=2"),
+    (["-n", "3", "-c", "22"], "-n 3 -c 22 (66 CPUs: two nodes)"),
+    (["-c", "0"], "INVALID -c 0"),
+    (["-N", "0"], "-N 0"),
+    (["-N", "5"], "-N 5 (more nodes than the cluster)"),
+    (["-N", "1-4", "-n", "2"], "-N 1-4 -n 2"),
+    (["--mem=1.5G"], "--mem=1.5G"),
+    (["--mem=0.5G"], "--mem=0.5G"),
+    (["--mem=2048M", "-N", "2"], "--mem=2048M -N 2"),
+    (["--mem=515000"], "--mem=515000 (a whole node)"),
+    (["--mem=515001"], "--mem=515001 (over a node)"),
+    (["--mem-per-cpu=8G", "-c", "64"], "--mem-per-cpu=8G -c 64 (over a node)"),
+    (["--mem=4g", "--mem-per-cpu=1g"], "INVALID --mem with --mem-per-cpu on the command line"),
+    (["-t", "0-0:0:1"], "-t 0-0:0:1"),
+    (["-t", "1-"], "-t 1-"),
+    (["-t", "00:00:00"], "-t 00:00:00"),
+    (["-t", "5:"], "-t 5:"),
+    (["-t", ":30"], "-t :30"),
+    (["-t", "90:00:00"], "-t 90:00:00"),
+    (["-t", "unlimited"], "-t unlimited (lower case)"),
+    (["-t", "1-0", "-p", "debug"], "-t 1-0 in debug (over MaxTime)"),
+    (["-o", "%N-%j.out"], "-o %N-%j.out"),
+    (["-o", "%n-%t-%s.out"], "-o %n-%t-%s.out"),
+    (["-o", "%5a_%A.out", "--array=1-2"], "-o %5a_%A.out with an array"),
+    (["-o", "dir/%x.%j"], "-o into a relative directory"),
+    (["-e", "%j.err", "-o", "%j.err"], "-e and -o the same file"),
+    (["-J", ""], "-J '' (empty)"),
+    (["-J", "x" * 200], "-J of 200 characters"),
+    (["-J", "tab\there"], "-J with a tab"),
+    (["-p", "DEBUG"], "-p DEBUG (case)"),
+    (["-p", "batch,nosuch"], "-p batch,nosuch"),
+    (["--export=NIL"], "--export=NIL"),
+    (["--export=ALL,NONE"], "--export=ALL,NONE"),
+    (["--export=A=1,ALL"], "--export=A=1,ALL"),
+    (["--dependency=afterok:{P1}:{P1}"], "--dependency=afterok:P1:P1"),
+    (["--dependency=afterok:{P1},afterok:{P2}"], "--dependency two afterok items"),
+    (["--dependency=expand:{P1}"], "--dependency=expand"),
+    (["-d", "afterany:{P5}_9"], "-d afterany on a task the array does not have"),
+    (["-d", "afterok"], "INVALID -d afterok without a job"),
+    (["--nice=+5"], "--nice=+5"),
+    (["--nice=2147483645"], "--nice=2147483645"),
+    (["--nice=-2147483645"], "--nice=-2147483645"),
+    (["--array=0-3:0"], "INVALID --array=0-3:0"),
+    (["--array=5-1"], "INVALID --array=5-1"),
+    (["--array=1-10:3%3"], "--array=1-10:3%3"),
+    (["--array=3,1,2"], "--array=3,1,2 (unsorted)"),
+    (["--array=1-3,2-4"], "--array=1-3,2-4 (overlapping)"),
+    (["--array=%2"], "INVALID --array=%2"),
+    (["--gres=gpu:a100:1,gpu:1g.10gb:2"], "--gres two types"),
+    (["--gres=gpu:A100:1"], "--gres=gpu:A100:1 (case)"),
+    (["--gres=gpu"], "--gres=gpu (no count)"),
+    (["--gpus=1g.10gb"], "--gpus=1g.10gb (type, no count)"),
+    (["--gpus=a100:1,1g.10gb:1"], "--gpus two types"),
+    (["--gpus-per-node=3", "-N", "2", "--gpus=4"], "--gpus-per-node with --gpus"),
+    (["--gpus-per-task=1", "-n", "5"], "--gpus-per-task=1 -n 5 (over a node's a100)"),
+    (["--exclusive", "-n", "2"], "--exclusive -n 2"),
+    (["--exclusive=mcs"], "--exclusive=mcs"),
+    (["--begin=2030-06-01"], "--begin=2030-06-01 (date only)"),
+    (["--begin=2030-06-01T25:00:00"], "INVALID --begin hour 25"),
+    (["--comment="], "--comment= (empty)"),
+    (["--chdir=/nonexistent/dir"], "--chdir to a directory that does not exist"),
+]:
+    case(_t, ["seventh"] + [w.lstrip("-").split("=")[0] for w in _a[:1]], _a)
+case("#SBATCH after an indented command", ["seventh", "script"], [], ["#SBATCH -J first"], after=["  #SBATCH -J second"])
+case("#SBATCH with a trailing tab", ["seventh", "script"], [], ["#SBATCH -J tabbed\t"])
+case("#SBATCH --export=A='x y'", ["seventh", "export", "script"], [], ["#SBATCH --export=A='x y'"])
+case("#SBATCH -n4 -c2 on one line", ["seventh", "script"], [], ["#SBATCH -n4 -c2"])
+case("#SBATCH --mem=2G # comment", ["seventh", "script"], [], ["#SBATCH --mem=2G # comment"])
+case("#SBATCH --job-name='single quoted'", ["seventh", "script"], [], ["#SBATCH --job-name='single quoted'"])
+case("#!/usr/bin/env bash shebang", ["seventh", "shebang"], [], ["#SBATCH -J envbash"], shebang="#!/usr/bin/env bash")
+case("#!/bin/bash -l shebang", ["seventh", "shebang"], [], ["#SBATCH -J login"], shebang="#!/bin/bash -l")
+
+_R = _random.Random(20261209)
+_combos("seventh combo", 100, _POOLS5, 7, 0.25, 0.5, env=(0.2, _ENV5), pbs=(0.1, _PBS))

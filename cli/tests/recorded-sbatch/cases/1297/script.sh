@@ -1,0 +1,12 @@
+#!/bin/bash
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH -c2
+# SBATCH --mem=1T (not a directive: space)
+
+#SBATCH --begin=2030-06-01T12:00:00
+#SBATCH --gres=gpu:a100:2
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

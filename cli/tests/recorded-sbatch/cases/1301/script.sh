@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH -pbatch
+## note: #SBATCH -n 999 is not a directive here
+#PBS -l mem=2gb
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

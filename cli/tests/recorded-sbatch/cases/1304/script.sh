@@ -1,0 +1,13 @@
+#!/bin/bash
+#SBATCH --exclusive
+
+#SBATCH -x n1
+#SBATCH -n4
+#SBATCH -s
+
+# SBATCH --mem=1T (not a directive: space)
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

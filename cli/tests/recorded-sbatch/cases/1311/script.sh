@@ -1,0 +1,7 @@
+#!/bin/bash
+
+#SBATCH --exclusive
+#SBATCH --gpus-per-task 1
+## note: #SBATCH -n 999 is not a directive here
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,8 @@
+#!/bin/bash
+#SBATCH --requeue
+
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH --kill-on-invalid-dep yes
+#SBATCH --gres none
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

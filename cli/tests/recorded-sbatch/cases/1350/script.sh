@@ -1,0 +1,11 @@
+#!/bin/bash
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH --signal=B:TERM
+#SBATCH --open-mode=append
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH --mem=0
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH -J "a,b"
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH --mem-per-gpu 1024
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH -p "debug,batch"
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

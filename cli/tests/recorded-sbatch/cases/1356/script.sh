@@ -1,0 +1,9 @@
+#!/bin/bash
+
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --nice 0
+#SBATCH --requeue
+## note: #SBATCH -n 999 is not a directive here
+## note: #SBATCH -n 999 is not a directive here
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

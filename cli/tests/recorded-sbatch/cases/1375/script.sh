@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH -s
+#SBATCH --part debug
+# SBATCH --mem=1T (not a directive: space)
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,7 @@
+#!/bin/bash
+## note: #SBATCH -n 999 is not a directive here
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH -t2-0:0
+#SBATCH --gpus-per-node=1g.10gb:2
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,8 @@
+#!/bin/bash
+#SBATCH --gpus-per-node=1g.10gb:2
+#SBATCH -G 2
+module load foo
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

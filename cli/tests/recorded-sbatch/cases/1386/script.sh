@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH --open-mode append
+
+#SBATCH --mem-per-cpu=2048K
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"
