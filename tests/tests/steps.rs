@@ -638,22 +638,39 @@ fn a_waiting_allocation_says_so_and_ctrl_c_withdraws_it() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    // The allocation is pending behind the holder.
+    // The allocation is pending behind the holder, and `bh run` has said so: its
+    // standard error is read as it comes, so that Ctrl-C is sent only after the
+    // first status line (the job being queued happens before `bh` can say it).
+    let mut child = child;
+    let stderr = child.stderr.take().expect("stderr");
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let said = said.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let mut s = said.lock().expect("lock");
+                s.push_str(&line);
+                s.push('\n');
+            }
+        })
+    };
     wait_for(t(), || {
-        c.bh(None, &["queue", "--all"])
-            .map(|o| text(&o.stdout).lines().count() >= 3)
-            .unwrap_or(false)
+        said.lock()
+            .expect("lock")
+            .contains("queued and waiting for resources")
     })
-    .expect("the allocation is queued");
+    .expect("bh run says the allocation waits");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
     )
     .expect("SIGINT");
     let out = child.wait_with_output().expect("wait");
+    reader.join().expect("stderr reader");
     assert!(!out.status.success());
-    let err = text(&out.stderr);
-    assert!(err.contains("queued and waiting for resources"), "{err}");
+    let err = said.lock().expect("lock").clone();
     assert!(err.contains("withdrawn"), "{err}");
     let pending: u64 = err
         .split_whitespace()
