@@ -151,8 +151,12 @@ impl Core {
             Privacy::Visible => Some(self.view_without(j, omit, nodes_down, entry)),
             Privacy::Hidden => None,
             Privacy::Redacted => {
-                // Another's paths, denials and usage are never made at all.
-                let hidden = Parts::PATHS.with(Parts::DENIALS).with(Parts::USAGE);
+                // Another's paths, denials, usage and what the submission says of
+                // itself (comment, input path, node list...) are never made at all.
+                let hidden = Parts::PATHS
+                    .with(Parts::DENIALS)
+                    .with(Parts::USAGE)
+                    .with(Parts::EXTRA);
                 let mut view = self.view_without(j, omit.with(hidden), nodes_down, entry);
                 view.name = "(hidden)";
                 view.reason = view.reason.filter(|_| j.state == JobState::Pending);

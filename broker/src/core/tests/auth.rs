@@ -123,6 +123,7 @@ fn roles_and_privacy() {
     let mut s = sub(1);
     s.name = "secret-project".into();
     s.stdout = Some("/home/alice/out-%j.txt".into());
+    s.extra.comment = Some("grant 42 for alice".into());
     let job = submitted(&c.client(b"c".to_vec(), 1, &alice, ClientOp::Submit(Box::new(s)), 1));
     let show = |c: &mut Core, who: &Caller| match c
         .client(b"c".to_vec(), 2, who, ClientOp::Show(job), 2)
@@ -140,10 +141,12 @@ fn roles_and_privacy() {
         (j.name.as_str(), j.stdout.as_str(), j.workdir.as_str()),
         ("(hidden)", "", "")
     );
+    assert_eq!(j.extra.comment, None, "another's comment is not shown");
     let ClientReply::Job(j) = show(&mut c, &alice) else {
         panic!()
     };
     assert_eq!(j.name, "secret-project");
+    assert_eq!(j.extra.comment.as_deref(), Some("grant 42 for alice"));
     assert!(j.stdout.contains("/home/alice/out-"));
     let ClientReply::Job(j) = show(&mut c, &carol) else {
         panic!()
