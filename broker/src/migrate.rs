@@ -16,6 +16,8 @@
 //!   later, under the same version, `signal` and `no_limit` (`--signal`, an explicit
 //!   `--time=UNLIMITED`): a version 5 store may hold either shape.
 //! - 5 → 6: `SubmitExtra` gained `priority` (an operator's `--priority`).
+//! - 6 → 7: `SubmitExtra` gained `script_path` (the script as sbatch found it, for
+//!   Slurm's `Command=`); the table `job_restarts` is new (made as the store opens).
 //!
 //! A store of a newer schema than this build's is refused, never read as this one.
 
@@ -30,7 +32,7 @@ use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: &str = "6";
+pub const SCHEMA_VERSION: &str = "7";
 
 #[derive(Serialize, Deserialize)]
 struct ResourceRequestV1 {
@@ -187,6 +189,13 @@ struct SubmitExtraV5 {
     no_limit: bool,
 }
 
+/// Schema 6: schema 5's, then `--priority`.
+#[derive(Serialize, Deserialize)]
+struct SubmitExtraV6 {
+    v5: SubmitExtraV5,
+    priority: Option<u32>,
+}
+
 fn v4_extra(e: SubmitExtraV4) -> SubmitExtra {
     SubmitExtra {
         begin_us: e.begin_us,
@@ -219,6 +228,13 @@ fn v5_extra(e: SubmitExtraV5) -> SubmitExtra {
         signal: e.signal,
         no_limit: e.no_limit,
         ..v5_early_extra(e.early)
+    }
+}
+
+fn v6_extra(e: SubmitExtraV6) -> SubmitExtra {
+    SubmitExtra {
+        priority: e.priority,
+        ..v5_extra(e.v5)
     }
 }
 
@@ -409,6 +425,7 @@ pub(crate) fn old_submission(version: &str, blob: &[u8]) -> Result<JobSubmission
         "5" => postcard::from_bytes(blob)
             .map(|s| v4_submission(s, v5_extra))
             .or_else(|_| postcard::from_bytes(blob).map(|s| v4_submission(s, v5_early_extra))),
+        "6" => postcard::from_bytes(blob).map(|s| v4_submission(s, v6_extra)),
         _ => postcard::from_bytes(blob),
     }
 }
@@ -416,7 +433,7 @@ pub(crate) fn old_submission(version: &str, blob: &[u8]) -> Result<JobSubmission
 /// Brings a store at `version` to [`SCHEMA_VERSION`].
 pub fn run(conn: &mut Connection, version: &str) -> Result<(), MigrateError> {
     match version.parse::<u32>() {
-        Ok(1..=5) => {}
+        Ok(1..=6) => {}
         Ok(v) if v > SCHEMA_VERSION.parse::<u32>().unwrap_or(u32::MAX) => {
             return Err(MigrateError::Newer(version.to_string()));
         }
@@ -547,6 +564,61 @@ mod tests {
         s.load().expect("load").0
     }
     use super::*;
+
+    /// A submission of schema 4 on (only `extra` grew since), named `name`.
+    fn sub<E>(name: &str, extra: E) -> JobSubmissionV4<E> {
+        JobSubmissionV4 {
+            name: name.into(),
+            script: "#!/bin/sh\n".into(),
+            args: vec![],
+            workdir: "/tmp".into(),
+            stdout: None,
+            stderr: None,
+            env: vec![],
+            resources: ResourceRequest::default(),
+            deps: vec![],
+            array: None,
+            array_task: None,
+            reservation: None,
+            qos: None,
+            idempotency_key: None,
+            extra,
+        }
+    }
+
+    /// The first shape of schema 5's options, commented `tag`.
+    fn early(tag: &str) -> SubmitExtraV5Early {
+        SubmitExtraV5Early {
+            v4: SubmitExtraV4 {
+                begin_us: None,
+                nice: 3,
+                hold: false,
+                comment: Some(tag.into()),
+                account: None,
+                deps_any: false,
+                time_min_s: None,
+                requeue: None,
+                exclusive: Exclusive::Node,
+                mem_whole: false,
+            },
+            input: Some("in-%j".into()),
+            nodelist: vec!["n1".into()],
+            exclude: vec![],
+            mincpus: Some(2),
+            deadline_us: Some(9_000_000),
+        }
+    }
+
+    /// Pending jobs 1, 2, ... of alice with these submission blobs.
+    fn insert_jobs(conn: &Connection, blobs: &[Vec<u8>]) {
+        for (id, blob) in blobs.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO jobs VALUES (?1, 1000, 1000, 'alice', ?2, 'batch', 100, 'PENDING', NULL, NULL, NULL, NULL, 5, NULL, NULL)",
+                params![id as i64 + 1, blob],
+            )
+            .expect("job");
+        }
+    }
 
     /// A store written by the previous release opens, and its jobs and reservations
     /// read as they were, with the new fields empty.
@@ -837,66 +909,25 @@ mod tests {
     fn a_version_5_store_of_both_shapes_is_migrated() {
         let dir = tempfile::tempdir().expect("tempdir");
         drop(crate::store::Store::open(dir.path()).expect("create"));
-        let early = |tag: &str| SubmitExtraV5Early {
-            v4: SubmitExtraV4 {
-                begin_us: None,
-                nice: 3,
-                hold: false,
-                comment: Some(tag.into()),
-                account: None,
-                deps_any: false,
-                time_min_s: None,
-                requeue: None,
-                exclusive: Exclusive::Node,
-                mem_whole: false,
-            },
-            input: Some("in-%j".into()),
-            nodelist: vec!["n1".into()],
-            exclude: vec![],
-            mincpus: Some(2),
-            deadline_us: Some(9_000_000),
-        };
-        fn sub<E>(extra: E) -> JobSubmissionV4<E> {
-            JobSubmissionV4 {
-                name: "five".into(),
-                script: "#!/bin/sh\n".into(),
-                args: vec![],
-                workdir: "/tmp".into(),
-                stdout: None,
-                stderr: None,
-                env: vec![],
-                resources: ResourceRequest::default(),
-                deps: vec![],
-                array: None,
-                array_task: None,
-                reservation: None,
-                qos: None,
-                idempotency_key: None,
-                extra,
-            }
-        }
         {
             let conn = Connection::open(dir.path().join("bulkhead.db")).expect("db");
             let blobs = [
-                postcard::to_allocvec(&sub(early("early"))).expect("encode"),
-                postcard::to_allocvec(&sub(SubmitExtraV5 {
-                    early: early("late"),
-                    signal: Some(JobSignal {
-                        signal: 10,
-                        before_s: 30,
-                        batch: true,
-                    }),
-                    no_limit: true,
-                }))
+                postcard::to_allocvec(&sub("five", early("early"))).expect("encode"),
+                postcard::to_allocvec(&sub(
+                    "five",
+                    SubmitExtraV5 {
+                        early: early("late"),
+                        signal: Some(JobSignal {
+                            signal: 10,
+                            before_s: 30,
+                            batch: true,
+                        }),
+                        no_limit: true,
+                    },
+                ))
                 .expect("encode"),
             ];
-            for (id, blob) in blobs.iter().enumerate() {
-                conn.execute(
-                    "INSERT INTO jobs VALUES (?1, 1000, 1000, 'alice', ?2, 'batch', 100, 'PENDING', NULL, NULL, NULL, NULL, 5, NULL, NULL)",
-                    params![id as i64 + 1, blob],
-                )
-                .expect("job");
-            }
+            insert_jobs(&conn, &blobs);
             set_version(&conn, "5");
         }
         let jobs = migrated(dir.path());
@@ -937,5 +968,45 @@ mod tests {
                 row("late", Some((10, 30, true)), true)
             ]
         );
+    }
+
+    /// A version 6 store's jobs read back with their fixed priority and the rest of
+    /// their options, and no script path (sbatch did not send one then).
+    #[test]
+    fn a_version_6_store_is_migrated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(crate::store::Store::open(dir.path()).expect("create"));
+        {
+            let conn = Connection::open(dir.path().join("bulkhead.db")).expect("db");
+            let six = SubmitExtraV6 {
+                v5: SubmitExtraV5 {
+                    early: early("six"),
+                    signal: None,
+                    no_limit: true,
+                },
+                priority: Some(7),
+            };
+            insert_jobs(
+                &conn,
+                &[postcard::to_allocvec(&sub("six", six)).expect("encode")],
+            );
+            set_version(&conn, "6");
+        }
+        let jobs = migrated(dir.path());
+        let j = &jobs[0].submission;
+        assert_eq!(j.name, "six");
+        let e = &j.extra;
+        assert_eq!(
+            (
+                e.comment.as_deref(),
+                e.nice,
+                e.input.as_deref(),
+                e.no_limit,
+                e.priority,
+                e.script_path.as_deref()
+            ),
+            (Some("six"), 3, Some("in-%j"), true, Some(7), None)
+        );
+        assert_eq!(jobs[0].restarts, 0);
     }
 }

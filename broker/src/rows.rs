@@ -39,6 +39,8 @@ pub struct JobRow {
     /// What the job used: in the core, the latest samples while it runs; stored, and
     /// the total, once it ended.
     pub usage: Option<bulkhead_proto::acct::JobUsage>,
+    /// How many times it was requeued (Slurm's `Restarts`).
+    pub restarts: u32,
 }
 
 /// What an update of a job stores: the fields that change after submission. The
@@ -61,6 +63,7 @@ pub struct JobUpdate {
     pub gpus: Vec<Vec<bulkhead_proto::job::GpuGrant>>,
     pub preempted_by: Option<(JobId, bool)>,
     pub usage: Option<bulkhead_proto::acct::JobUsage>,
+    pub restarts: u32,
 }
 
 impl JobUpdate {
@@ -81,6 +84,7 @@ impl JobUpdate {
             gpus: row.gpus.clone(),
             preempted_by: row.preempted_by,
             usage: row.usage.clone(),
+            restarts: row.restarts,
         }
     }
 
@@ -105,6 +109,7 @@ impl JobUpdate {
             row.gpus.clone_from(&self.gpus);
         }
         row.preempted_by = self.preempted_by;
+        row.restarts = self.restarts;
         if let Some(u) = self.usage.as_ref().filter(|_| self.state.is_terminal()) {
             row.usage = Some(u.clone());
         }

@@ -235,12 +235,12 @@ pub fn squeue_parts(fmt: &str) -> Parts {
     parse_format(fmt)
         .iter()
         .filter_map(|p| match p {
-            Piece::Field { kind, .. } => Some(match kind {
+            Piece::Field { kind, .. } => Some(match *kind {
                 'a' => Parts::ACCOUNT,
                 'R' | 'r' => Parts::REASON,
                 'S' | 'p' | 'Q' => Parts::PRIORITY,
-                'Z' => Parts::PATHS,
-                'k' | 'y' | 'h' | 'n' | 'x' => Parts::EXTRA,
+                'Z' | O_STDOUT | O_STDERR => Parts::PATHS,
+                'k' | 'y' | 'h' | 'n' | 'x' | 'o' | O_STDIN | O_REQUEUE => Parts::EXTRA,
                 'E' => Parts::DEPENDENCY,
                 _ => Parts::NONE,
             }),
@@ -394,7 +394,9 @@ fn group_name_into(gid: u32, v: &mut String) {
 /// the rest as written), and those types, which squeue names on standard error
 /// (`Invalid job format specification: !`).
 pub fn squeue_unknown_fields(fmt: &str) -> (String, Vec<char>) {
-    unknown_fields(fmt, false, &|c| c.is_ascii_alphabetic())
+    unknown_fields(fmt, false, &|c| {
+        c.is_ascii_alphabetic() || FORMAT_NAMES.iter().any(|(_, k)| *k == c)
+    })
 }
 
 /// A format with each field whose type `known` refuses made literal text (`%`, and
@@ -441,6 +443,13 @@ pub fn unknown_fields(fmt: &str, hash: bool, known: &dyn Fn(char) -> bool) -> (S
 /// A-Z), `|` between them.
 pub const SQUEUE_ALL: &str = "%a|%b|%c|%d|%e|%f|%g|%h|%i|%j|%k|%l|%m|%n|%o|%p|%q|%r|%s|%t|%u|%v|%w|%x|%y|%z|\
 %A|%B|%C|%D|%E|%F|%G|%H|%I|%J|%K|%L|%M|%N|%O|%P|%Q|%R|%S|%T|%U|%V|%W|%X|%Y|%Z";
+
+/// Slurm's `Command=` of a job: its script's path as sbatch found it and its
+/// arguments; `(null)` without one (`--wrap`, standard input, an allocation, or
+/// another user's job under the redacted view).
+pub fn command_of(j: &JobInfo) -> String {
+    crate::opts::script_path::command_text(j.extra.script_path.as_deref(), &j.args)
+}
 
 /// [`squeue_field`], written at the end of `v`: a listing formats every field of
 /// every job, without a string of its own for each. `convert` writes sizes in units
@@ -614,14 +623,49 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
         }
         'k' => write!(v, "{}", j.extra.comment.as_deref().unwrap_or("(null)")),
         'y' => write!(v, "{}", j.extra.nice),
-        // Command, features, wckey, scheduled nodes, licenses: none kept
-        // here, which squeue prints as C's printf prints a null string.
-        'Y' | 'o' | 'f' | 'w' | 'W' => write!(v, "(null)"),
+        // Features, wckey, scheduled nodes, licenses: none kept here, which
+        // squeue prints as C's printf prints a null string.
+        'o' => {
+            v.push_str(&command_of(j));
+            Ok(())
+        }
+        'Y' | 'f' | 'w' | 'W' => write!(v, "(null)"),
         'E' => {
             v.push_str(&j.dependency);
             Ok(())
         }
         'h' => write!(v, "{}", oversubscribe(j.extra.exclusive)),
+        O_RESTARTS => {
+            num(v, j.restarts);
+            Ok(())
+        }
+        O_STDOUT => {
+            v.push_str(&j.stdout);
+            Ok(())
+        }
+        // What the job's standard error goes to: its own file, else with its output.
+        O_STDERR => {
+            v.push_str(if j.stderr.is_empty() {
+                &j.stdout
+            } else {
+                &j.stderr
+            });
+            Ok(())
+        }
+        O_STDIN => {
+            v.push_str(j.extra.input.as_deref().unwrap_or("/dev/null"));
+            Ok(())
+        }
+        O_REQUEUE => {
+            num(v, u8::from(j.extra.requeue.unwrap_or(true)));
+            Ok(())
+        }
+        // The raw wait status, as squeue's `exit_code` prints it.
+        O_EXIT_CODE => write!(
+            v,
+            "{}",
+            (j.exit_code.unwrap_or(0) & 0xff) << 8 | (j.signal.unwrap_or(0) & 0x7f)
+        ),
         // A letter squeue does not know: written as given (`%` and the letter).
         other => write!(v, "%{other}"),
     };
@@ -681,8 +725,44 @@ pub fn parse_format(fmt: &str) -> Vec<Piece> {
     out
 }
 
-/// squeue's `-O/--Format` field names and the `-o` type letters they stand for.
+/// Fields squeue's `-O` names that no `-o` letter stands for, given characters of
+/// Unicode's private use area in the format they become.
+const O_RESTARTS: char = '\u{E000}';
+const O_STDOUT: char = '\u{E001}';
+const O_STDERR: char = '\u{E002}';
+const O_STDIN: char = '\u{E003}';
+const O_REQUEUE: char = '\u{E004}';
+const O_EXIT_CODE: char = '\u{E005}';
+
+/// squeue's `-O/--Format` field names and the `-o` type letters they stand for (every
+/// name of squeue 22.05's with a letter, and those above).
 const FORMAT_NAMES: &[(&str, char)] = &[
+    ("command", 'o'),
+    ("contiguous", 'O'),
+    ("cores", 'I'),
+    ("corespec", 'X'),
+    ("dependency", 'E'),
+    ("feature", 'f'),
+    ("groupname", 'g'),
+    ("licenses", 'W'),
+    ("mincpus", 'c'),
+    ("mintmpdisk", 'd'),
+    ("prioritylong", 'Q'),
+    ("reqnodes", 'n'),
+    ("reservation", 'v'),
+    ("sct", 'z'),
+    ("schednodes", 'Y'),
+    ("selectjobinfo", 's'),
+    ("shared", 'h'),
+    ("sockets", 'H'),
+    ("threads", 'J'),
+    ("wckey", 'w'),
+    ("restartcnt", O_RESTARTS),
+    ("stdout", O_STDOUT),
+    ("stderr", O_STDERR),
+    ("stdin", O_STDIN),
+    ("requeue", O_REQUEUE),
+    ("exit_code", O_EXIT_CODE),
     ("account", 'a'),
     ("arrayjobid", 'F'),
     ("arraytaskid", 'K'),
@@ -804,6 +884,12 @@ fn header(kind: char) -> &'static str {
         'w' => "WCKEY",
         'v' => "RESERVATION",
         'W' => "LICENSES",
+        O_RESTARTS => "RESTART_COUNT",
+        O_STDOUT => "STDOUT",
+        O_STDERR => "STDERR",
+        O_STDIN => "STDIN",
+        O_REQUEUE => "REQUEUE",
+        O_EXIT_CODE => "EXIT_CODE",
         's' => "",
         _ => "",
     }
@@ -1025,8 +1111,9 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     );
     let _ = writeln!(
         s,
-        "   Requeue={} Restarts=0 BatchFlag=1 Reboot=0 ExitCode={}:{}",
+        "   Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}:{}",
         u8::from(e.requeue.unwrap_or(true)),
+        j.restarts,
         j.exit_code.unwrap_or(0),
         j.signal.unwrap_or(0)
     );
@@ -1121,7 +1208,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
         oversubscribe(e.exclusive)
     );
-    let _ = writeln!(s, "   Command=(null)");
+    let _ = writeln!(s, "   Command={}", command_of(j));
     let _ = writeln!(s, "   WorkDir={}", j.workdir);
     if let Some(c) = &e.comment {
         let _ = writeln!(s, "   Comment={c}");

@@ -71,7 +71,9 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "burst_buffer_state": "",
         "cluster": "bulkhead",
         "cluster_features": "",
-        "command": "",
+        // A missing command is an empty string in the JSON (slurmrestd's data
+        // parser writes a null string so), not squeue's `(null)`.
+        "command": e.script_path.as_ref().map(|_| crate::slurm::command_of(j)).unwrap_or_default(),
         "comment": e.comment.clone().unwrap_or_default(),
         "container": "",
         "contiguous": false,
@@ -135,7 +137,7 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "required_nodes": crate::slurm::hostlist_of(&e.nodelist),
         "requeue": e.requeue.unwrap_or(true),
         "resize_time": 0,
-        "restart_cnt": 0,
+        "restart_cnt": j.restarts,
         "resv_name": "",
         "shared": null,
         "show_flags": ["SHOW_ALL", "SHOW_DETAIL", "SHOW_LOCAL"],

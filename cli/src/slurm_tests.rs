@@ -40,6 +40,8 @@ pub(crate) fn full_job() -> JobInfo {
         dependency: "afterok:7(unfulfilled)".into(),
         reservation: Some("maint".into()),
         qos: Some("high".into()),
+        args: vec!["--lr".into(), "0.1".into()],
+        restarts: 0,
     }
 }
 
@@ -48,8 +50,17 @@ pub(crate) fn full_job() -> JobInfo {
 #[test]
 fn a_listing_without_the_parts_a_format_omits_prints_the_same() {
     let full = full_job();
+    let mut full = full;
+    full.extra.script_path = Some("/home/ann/train.sh".into());
+    full.extra.input = Some("in.txt".into());
     let letters = "iAFKPjuUgGatTMlLDCcmbNBRrSVeZpQqkyYEofxnwzh";
-    for c in letters.chars() {
+    let named =
+        format_from_names("restartcnt,stdout,stderr,stdin,requeue,exit_code").expect("names");
+    let others = parse_format(&named).into_iter().filter_map(|p| match p {
+        Piece::Field { kind, .. } => Some(kind),
+        Piece::Text(_) => None,
+    });
+    for c in letters.chars().chain(others) {
         let fmt = format!("%{c}");
         let mut lean = full.clone();
         Parts::ALL.without(squeue_parts(&fmt)).clear(&mut lean);
@@ -348,6 +359,45 @@ fn format_names_become_the_letters_they_stand_for() {
         format_from_names("jobid,frobnicate"),
         Err("Invalid job format specification: frobnicate".to_string())
     );
+}
+
+/// A job's command (its script as sbatch found it, then its arguments) and its
+/// restarts, as scontrol, squeue's `%o` and `-O` names show them; `(null)` for a job
+/// without a script path.
+#[test]
+fn the_command_and_restarts_are_shown_as_slurm_shows_them() {
+    let mut j = full_job();
+    j.extra.script_path = Some("/home/ann/train.sh".into());
+    j.args = vec!["--lr".into(), "0.1".into()];
+    j.restarts = 2;
+    let out = scontrol_job(&j, 0);
+    assert!(
+        out.contains("\n   Command=/home/ann/train.sh --lr 0.1\n"),
+        "{out}"
+    );
+    assert!(out.contains(" Restarts=2 "), "{out}");
+    let fields = |spec: &str, j: &JobInfo| {
+        let fmt = format_from_names(spec).expect("format");
+        parse_format(&fmt)
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Field { kind, .. } => Some(squeue_field(j, *kind, 0)),
+                Piece::Text(_) => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        fields("command,restartcnt,requeue,stdin", &j),
+        vec![
+            "/home/ann/train.sh --lr 0.1".to_string(),
+            "2".into(),
+            "1".into(),
+            "/dev/null".into()
+        ]
+    );
+    j.extra.script_path = None;
+    assert!(scontrol_job(&j, 0).contains("\n   Command=(null)\n"));
+    assert_eq!(fields("command", &j), vec!["(null)".to_string()]);
 }
 
 #[test]

@@ -30,10 +30,20 @@ pub(crate) fn build_submission(rest: &[String], bh_defaults: bool) -> anyhow::Re
         args,
     } = opts::command_line(rest)?;
     cli_opts.bh_defaults = bh_defaults;
+    let mut script_path = None;
     let (script, script_name): (String, String) = match script {
         opts::ScriptSource::Wrap(text) => (text, "wrap".into()),
         opts::ScriptSource::Stdin => (read_stdin()?, "stdin".into()),
         opts::ScriptSource::Path(p) => {
+            // Where sbatch says the script is, before the script's own directives
+            // are read (a `#SBATCH -D` does not move it).
+            let cwd = std::env::current_dir().context("cannot read the current directory")?;
+            script_path = Some(opts::script_path::script_path(
+                cli_opts.chdir.as_deref(),
+                &cwd,
+                &p,
+                std::env::var("PATH").ok().as_deref(),
+            ));
             let file = std::fs::File::open(&p).map_err(|e| opts::OptsError::Fatal {
                 what: format!("Unable to open file {p}"),
                 detail: e.to_string(),
@@ -49,6 +59,8 @@ pub(crate) fn build_submission(rest: &[String], bh_defaults: bool) -> anyhow::Re
     let (merged, r) =
         opts::submission_opts_parsed(cli_opts.clone(), &script, |k| std::env::var(k).ok())?;
     let warnings = r.warnings.clone();
+    let mut r = r;
+    r.extra.script_path = script_path;
     let sub = submission_from(r, script, script_name, args)?;
     Ok(Submit {
         sub,

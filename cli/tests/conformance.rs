@@ -238,6 +238,10 @@ fn compare_cases(dir: &std::path::Path, least: usize) {
     );
     let mut disagreements: Vec<String> = Vec::new();
     let mut fields_compared = 0;
+    // The recorder's submission directory: it held the script, and nothing else the
+    // cases name (`rel`, `sub`, ... were not made there).
+    let submit_dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(submit_dir.path().join("script.sh"), "#!/bin/sh\n").expect("script");
     for dir in &dirs {
         let case = dir
             .file_name()
@@ -377,6 +381,23 @@ fn compare_cases(dir: &std::path::Path, least: usize) {
         }
         if let Err(e) = gpus_agree(f, &r) {
             wrong.push(e);
+        }
+        // Slurm's Command=: the script where sbatch's first pass found it (only the
+        // command line's --chdir counts there), as the `sbatch` binary records it.
+        let words: Vec<String> = flags.iter().cloned().chain(["script.sh".into()]).collect();
+        let chdir = command_line(&words).ok().and_then(|c| c.opts.chdir);
+        let path = bulkhead_cli::opts::script_path::script_path(
+            chdir.as_deref(),
+            submit_dir.path(),
+            "script.sh",
+            None,
+        );
+        let mine = bulkhead_cli::opts::script_path::command_text(Some(&path), &[])
+            .replace(&submit_dir.path().display().to_string(), "{SUBMIT_DIR}");
+        let theirs = f["Command"].as_str().map(&fill);
+        fields_compared += 1;
+        if theirs.as_deref() != Some(mine.as_str()) {
+            wrong.push(format!("Command: Slurm {theirs:?}, bh {mine:?}"));
         }
         if !wrong.is_empty() {
             disagreements.push(format!("{case}: {}", wrong.join("; ")));

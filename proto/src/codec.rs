@@ -34,7 +34,9 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// dependencies and an array's throttle.
 /// 16: an accounting record carries a step's task count.
 /// 17: a job's description carries its reservation and its QOS.
-pub const PROTOCOL_VERSION: u16 = 17;
+/// 18: a job's description carries its script's arguments and how many times it was
+/// requeued; a submission carries its script's path.
+pub const PROTOCOL_VERSION: u16 = 18;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.
@@ -596,6 +598,8 @@ mod tests {
             dependency: "(null)".into(),
             reservation: None,
             qos: None,
+            args: vec![],
+            restarts: 0,
         }
     }
 

@@ -275,6 +275,12 @@ pub struct SubmitExtra {
     /// from operators and administrators (silently dropped from others, as slurmctld
     /// drops it). At most [`MAX_PRIORITY`]. (Appended in store schema 6.)
     pub priority: Option<u32>,
+    /// The batch script's path as sbatch found it (Slurm's `search_path`: a bare name
+    /// looked for in the command line's `--chdir` or the submission directory, then
+    /// in `PATH`; a name starting `.` or `/` as written); with the job's arguments
+    /// it is Slurm's `Command=`. `None`: `--wrap` or a script read from standard
+    /// input. (Appended in store schema 7.)
+    pub script_path: Option<String>,
 }
 
 /// sbatch's `--signal=[B:]SIG[@TIME]`: `signal` sent `before_s` seconds before the
@@ -332,6 +338,9 @@ impl SubmitExtra {
         }
         if let Some(p) = self.priority {
             check_u64("priority", u64::from(p), u64::from(MAX_PRIORITY))?;
+        }
+        if let Some(p) = &self.script_path {
+            check_str("script path", p, limits::MAX_PATH_BYTES)?;
         }
         Ok(())
     }
@@ -868,6 +877,13 @@ pub struct JobInfo {
     /// The quality of service it asked (`--qos`); `None`: the default, `normal`.
     #[serde(default)]
     pub qos: Option<String>,
+    /// The batch script's arguments (the rest of Slurm's `Command=`); the owner's and
+    /// operators' to read, as the script's path is.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// How many times it was requeued (Slurm's `Restarts=`, `SLURM_RESTART_COUNT`).
+    #[serde(default)]
+    pub restarts: u32,
 }
 
 fn no_dependency() -> String {

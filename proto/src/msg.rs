@@ -327,6 +327,7 @@ impl Parts {
         }
         if self.contains(Parts::EXTRA) {
             j.extra = Default::default();
+            j.args.clear();
         }
         if self.contains(Parts::USAGE) {
             j.usage = None;

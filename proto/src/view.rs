@@ -50,6 +50,8 @@ pub struct JobView<'a> {
     pub dependency: Cow<'a, str>,
     pub reservation: Option<&'a str>,
     pub qos: Option<&'a str>,
+    pub args: &'a [String],
+    pub restarts: u32,
 }
 
 /// A [`ResourceRequest`] with its memory as the job holds it (the request may have
@@ -146,6 +148,8 @@ impl<'a> JobView<'a> {
             dependency: Cow::Borrowed(&j.dependency),
             reservation: j.reservation.as_deref(),
             qos: j.qos.as_deref(),
+            args: &j.args,
+            restarts: j.restarts,
         }
     }
 
@@ -183,6 +187,8 @@ impl<'a> JobView<'a> {
             dependency: self.dependency.to_string(),
             reservation: self.reservation.map(str::to_string),
             qos: self.qos.map(str::to_string),
+            args: self.args.to_vec(),
+            restarts: self.restarts,
         }
     }
 }
@@ -230,6 +236,8 @@ impl JobView<'_> {
             dependency,
             reservation,
             qos,
+            args,
+            restarts,
         } = self;
         let ResourceRequest {
             nodes,
@@ -303,6 +311,8 @@ impl JobView<'_> {
         wire::str(out, dependency);
         wire::opt_str(out, *reservation);
         wire::opt_str(out, *qos);
+        wire::serde_or_empty(out, args)?;
+        wire::varint(out, u64::from(*restarts));
         Ok(())
     }
 }
@@ -517,6 +527,7 @@ pub(crate) mod tests {
             account: "lab".into(),
             extra: SubmitExtra {
                 comment: Some("a note".into()),
+                script_path: Some("/home/ann/train.sh".into()),
                 nice: 7,
                 exclusive: Exclusive::Node,
                 ..Default::default()
@@ -524,6 +535,8 @@ pub(crate) mod tests {
             dependency: "afterok:7(unfulfilled)".into(),
             reservation: Some("maint".into()),
             qos: Some("high".into()),
+            args: vec!["--epochs".into(), "3".into()],
+            restarts: 2,
         }
     }
 

@@ -195,6 +195,8 @@ pub(crate) fn empty_job() -> JobInfo {
         dependency: String::new(),
         reservation: None,
         qos: None,
+        args: Vec::new(),
+        restarts: 0,
     }
 }
 
@@ -235,6 +237,8 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
         dependency,
         reservation,
         qos,
+        args,
+        restarts,
     } = j;
     *id = JobId(r.u64()?);
     r.string_into(name)?;
@@ -297,6 +301,8 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
     r.string_into(dependency)?;
     r.opt_string_into(reservation)?;
     r.opt_string_into(qos)?;
+    r.serde_vec(args)?;
+    *restarts = r.u32()?;
     Ok(())
 }
 

@@ -270,7 +270,7 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
             "-t",
             "10",
             "--wrap",
-            "echo start >> runs.txt; sleep 300",
+            "echo start ${SLURM_RESTART_COUNT:-none} >> runs.txt; sleep 300",
         ],
     );
     let id = sub
@@ -284,6 +284,23 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         by_name.split_whitespace().collect::<Vec<_>>(),
         [id.as_str(), "PENDING"],
         "{by_name:?}"
+    );
+    // A script named bare is where sbatch found it: Command= is that path and the
+    // script's arguments (a --wrap job has none: (null)).
+    std::fs::write(wd.join("job.sh"), "#!/bin/sh\nsleep 300\n").expect("script");
+    let scripted = s.ok("sbatch", &["-H", "--parsable", "job.sh", "a", "b c"]);
+    let scripted = scripted.trim();
+    let want = format!("{}/job.sh a b c", wd.display());
+    let shown = s.ok("scontrol", &["show", "job", scripted]);
+    assert!(shown.contains(&format!("\n   Command={want}\n")), "{shown}");
+    assert_eq!(
+        s.ok("squeue", &["-h", "-o", "%o", "-j", scripted]).trim(),
+        want
+    );
+    s.ok("scancel", &[scripted]);
+    assert!(
+        s.ok("scontrol", &["show", "job", &id])
+            .contains("\n   Command=(null)\n")
     );
     // squeue's and sinfo's --json in Slurm's shape.
     let q: serde_json::Value =
@@ -427,6 +444,23 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     s.ok("scontrol", &["requeue", &id]);
     bulkhead_tests::wait_for(scaled(60), || state() == "RUNNING" && runs() == 2)
         .unwrap_or_else(|_| panic!("job {id} did not run again: {} runs, {}", runs(), state()));
+    // Its second run was told it is one (SLURM_RESTART_COUNT, set only once requeued),
+    // and scontrol and squeue count it.
+    assert_eq!(
+        std::fs::read_to_string(wd.join("runs.txt")).unwrap_or_default(),
+        "start none\nstart 1\n"
+    );
+    assert!(
+        s.ok("scontrol", &["show", "job", &id])
+            .contains(" Restarts=1 "),
+        "{}",
+        s.ok("scontrol", &["show", "job", &id])
+    );
+    assert_eq!(
+        s.ok("squeue", &["-h", "-O", "restartcnt:4", "-j", &id])
+            .trim(),
+        "1"
+    );
     // sbatch's default output file, as Slurm names it.
     assert!(
         wd.join(format!("slurm-{id}.out")).exists(),

@@ -212,6 +212,7 @@ impl Core {
             gpus: Vec::new(),
             preempted_by: None,
             usage: None,
+            restarts: 0,
         };
         if job.submission.array_task.is_some() {
             return Err(err(
@@ -378,6 +379,7 @@ impl Core {
             gpus: Vec::new(),
             preempted_by: None,
             usage: None,
+            restarts: 0,
         };
         let queued = self.spec_of(&job).and_then(|s| {
             self.sched
@@ -458,6 +460,10 @@ impl Core {
             return;
         };
         j.state = JobState::Pending;
+        // Counted as slurmctld's `restart_cnt`: each time the job goes back to the
+        // queue, whatever sent it there; the job's next run reads it in
+        // `SLURM_RESTART_COUNT`.
+        j.restarts = j.restarts.saturating_add(1);
         j.node = None;
         j.gpus.clear();
         j.start_us = None;

@@ -5,7 +5,7 @@
 use super::*;
 
 /// The variables [`Core::job_env`] sets.
-const CONTROLLER_VARS: [&str; 8] = [
+const CONTROLLER_VARS: [&str; 9] = [
     "SLURM_CLUSTER_NAME",
     "SLURM_JOB_ACCOUNT",
     "SLURM_JOB_QOS",
@@ -14,6 +14,7 @@ const CONTROLLER_VARS: [&str; 8] = [
     "SLURM_ARRAY_TASK_MIN",
     "SLURM_ARRAY_TASK_MAX",
     "SLURM_ARRAY_TASK_STEP",
+    "SLURM_RESTART_COUNT",
 ];
 
 /// `SLURM_CLUSTER_NAME`: one cluster per broker.
@@ -404,8 +405,9 @@ impl Core {
     /// The job's environment as submitted, with the variables Slurm's controller sets
     /// for a batch job from what only it knows (in place of any the submission carried
     /// from an enclosing job): `SLURM_JOB_ACCOUNT`, `SLURM_JOB_QOS`,
-    /// `SLURM_JOB_RESERVATION`, `SLURM_CLUSTER_NAME`, and an array task's
-    /// `SLURM_ARRAY_TASK_COUNT`, `_MIN`, `_MAX` and `_STEP`.
+    /// `SLURM_JOB_RESERVATION`, `SLURM_CLUSTER_NAME`, an array task's
+    /// `SLURM_ARRAY_TASK_COUNT`, `_MIN`, `_MAX` and `_STEP`, and once the job was
+    /// requeued `SLURM_RESTART_COUNT` (slurmd sets it only then).
     fn job_env(&self, j: &Job) -> Vec<(String, String)> {
         let mut env: Vec<(String, String)> = j
             .submission
@@ -423,6 +425,9 @@ impl Core {
         );
         if let Some(r) = &j.submission.reservation {
             set("SLURM_JOB_RESERVATION", r.clone());
+        }
+        if j.restarts > 0 {
+            set("SLURM_RESTART_COUNT", j.restarts.to_string());
         }
         let array = j
             .submission

@@ -169,6 +169,13 @@ impl Core {
             },
             reservation: j.submission.reservation.as_deref(),
             qos: j.submission.qos.as_deref(),
+            // The script's arguments go with its path (`extra`): its owner's.
+            args: if keep(Parts::EXTRA) {
+                &j.submission.args
+            } else {
+                &[]
+            },
+            restarts: j.restarts,
         }
     }
 

@@ -233,6 +233,16 @@ impl Store {
             }
         }
         for r in self.query_with(
+            &format!("{} {w}", sql::SELECT_RESTARTS),
+            args,
+            "reading job restarts",
+        )? {
+            let n = r.small(1, "restarts")?;
+            if let Some(i) = by_id.get(&r.id) {
+                jobs[*i].restarts = n;
+            }
+        }
+        for r in self.query_with(
             &format!("{} {w}", sql::SELECT_JOB_GPUS),
             args,
             "reading job GPUs",
@@ -312,5 +322,6 @@ fn job_row(r: &Row) -> Result<JobRow, StoreError> {
         gpus: Vec::new(),
         preempted_by: None,
         usage: None,
+        restarts: 0,
     })
 }

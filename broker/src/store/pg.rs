@@ -70,6 +70,7 @@ CREATE TABLE IF NOT EXISTS job_preempted (
 );
 CREATE TABLE IF NOT EXISTS node_gpus (node BIGINT PRIMARY KEY, data BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS job_denials (job BIGINT PRIMARY KEY, data BYTEA NOT NULL);
+CREATE TABLE IF NOT EXISTS job_restarts (job BIGINT PRIMARY KEY, count BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS fairshare (
     account TEXT PRIMARY KEY,
     usage   DOUBLE PRECISION NOT NULL,
@@ -267,7 +268,7 @@ fn migrate(
     target: &str,
 ) -> Result<(), StoreError> {
     let pe = |doing| pg_error(target, doing);
-    if !matches!(version, "4" | "5") {
+    if !matches!(version, "4" | "5" | "6") {
         return Err(StoreError::NotAStore {
             path: target.into(),
             detail: format!(

@@ -169,6 +169,7 @@ pub(crate) const SELECT_DENIALS: &str = "SELECT job, data FROM job_denials";
 pub(crate) const SELECT_PREEMPTED: &str = "SELECT job, \"by\", requeue FROM job_preempted";
 pub(crate) const SELECT_USAGE: &str = "SELECT job, data FROM job_usage";
 pub(crate) const SELECT_JOB_GPUS: &str = "SELECT job, data FROM job_gpus";
+pub(crate) const SELECT_RESTARTS: &str = "SELECT job, count FROM job_restarts";
 pub(crate) const SELECT_NODES: &str =
     "SELECT id, name, cpus, mem_mb, last_seen_us, drain_reason FROM nodes ORDER BY id";
 pub(crate) const SELECT_NODE_GPUS: &str = "SELECT node, data FROM node_gpus";
@@ -193,6 +194,8 @@ const UPSERT_PREEMPTED: &str =
 const DELETE_PREEMPTED: &str = "DELETE FROM job_preempted WHERE job = ?1";
 const UPSERT_USAGE: &str =
     "INSERT INTO job_usage (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2";
+const UPSERT_RESTARTS: &str = "INSERT INTO job_restarts (job, count) VALUES (?1, ?2)
+ ON CONFLICT(job) DO UPDATE SET count = ?2";
 const UPSERT_JOB_GPUS: &str =
     "INSERT INTO job_gpus (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2";
 const UPSERT_NODE: &str = "INSERT INTO nodes (id, name, cpus, mem_mb, last_seen_us, drain_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -209,7 +212,7 @@ const UPSERT_NODE_KEY: &str =
 const UPSERT_STEP: &str = "INSERT INTO job_steps (job, step, node, data) VALUES (?1, ?2, ?3, ?4)
  ON CONFLICT(job, step, node) DO UPDATE SET data = ?4";
 /// A job past retention goes with everything kept about it.
-const DELETE_JOB: [&str; 7] = [
+const DELETE_JOB: [&str; 8] = [
     "DELETE FROM job_steps WHERE job = ?1",
     "DELETE FROM jobs WHERE id = ?1",
     "DELETE FROM job_nodes WHERE job = ?1",
@@ -217,6 +220,7 @@ const DELETE_JOB: [&str; 7] = [
     "DELETE FROM job_usage WHERE job = ?1",
     "DELETE FROM job_gpus WHERE job = ?1",
     "DELETE FROM job_preempted WHERE job = ?1",
+    "DELETE FROM job_restarts WHERE job = ?1",
 ];
 pub(crate) const PROBE: &str = "INSERT INTO meta (key, value) VALUES ('written_us', ?1)
  ON CONFLICT(key) DO UPDATE SET value = ?1";
@@ -232,6 +236,7 @@ pub(crate) fn writes() -> impl Iterator<Item = &'static str> {
         DELETE_PREEMPTED,
         UPSERT_USAGE,
         UPSERT_JOB_GPUS,
+        UPSERT_RESTARTS,
         UPSERT_NODE,
         UPSERT_NODE_GPUS,
         UPSERT_RESERVATION,
@@ -354,6 +359,14 @@ pub(crate) fn plan(op: &StoreOp, out: &mut Vec<Stmt>) -> Result<(), StoreError> 
                     UPSERT_DENIALS,
                     vec![id(j.id), blob(&j.denials, jid, "denials")?.into()],
                     "storing denials",
+                );
+            }
+            // Kept only once the job was requeued: most never are.
+            if j.restarts > 0 {
+                push(
+                    UPSERT_RESTARTS,
+                    vec![id(j.id), j.restarts.into()],
+                    "storing a job's restarts",
                 );
             }
         }

@@ -80,6 +80,10 @@ CREATE TABLE IF NOT EXISTS job_denials (
     job   INTEGER PRIMARY KEY,
     data  BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS job_restarts (
+    job   INTEGER PRIMARY KEY,
+    count INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS fairshare (
     account TEXT PRIMARY KEY,
     usage   REAL NOT NULL,

@@ -54,6 +54,7 @@ fn row(id: u64) -> JobRow {
             extra: bulkhead_proto::job::SubmitExtra {
                 no_limit: true,
                 priority: Some(77),
+                script_path: Some("/home/ann/j.sh".into()),
                 ..Default::default()
             },
         },
@@ -72,6 +73,7 @@ fn row(id: u64) -> JobRow {
         gpus: vec![],
         preempted_by: None,
         usage: None,
+        restarts: 0,
     }
 }
 
@@ -205,6 +207,8 @@ fn an_update_stores_what_apply_to_says_and_keeps_the_submission() {
         running.extra_nodes = vec![NodeId(4)];
         running.start_us = Some(500);
         running.preempted_by = Some((JobId(9), false));
+        // Requeued twice before this run: the count is kept with the job.
+        running.restarts = 2;
         running.gpus = vec![vec![bulkhead_proto::job::GpuGrant {
             index: 0,
             mig: None,
@@ -236,6 +240,7 @@ fn an_update_stores_what_apply_to_says_and_keeps_the_submission() {
     );
     assert_eq!(model.exit_code, Some(3));
     assert_eq!(model.extra_nodes, vec![NodeId(4)]);
+    assert_eq!(jobs[0].restarts, 2);
 }
 
 #[test]

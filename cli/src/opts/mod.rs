@@ -15,6 +15,7 @@ pub mod gres;
 mod resolve;
 mod xlate;
 pub use resolve::{parse_signal, signal_number};
+pub mod script_path;
 pub mod table;
 
 use bulkhead_gpu::{GpuAsk, parse_ask};

@@ -541,6 +541,8 @@ impl SubmitOpts {
             signal,
             no_limit: self.time.is_some() && time_limit_s.is_none(),
             priority,
+            // Set by the caller, which knows where the script was found.
+            script_path: None,
         };
         // Several partitions may be named: the first that can take the job runs it. A
         // list's empty items are skipped (`batch,` is `batch`, kept as written, as

@@ -260,6 +260,18 @@ fn a_requeued_job_is_stopped_and_queued_again_unless_it_said_no_requeue() {
         1,
     );
     let job = submitted(&fx);
+    let restart_count = |fx: &Effects| {
+        launch_specs(fx)
+            .into_iter()
+            .find(|s| s.job == job)
+            .map(|s| {
+                s.env
+                    .iter()
+                    .find(|(k, _)| k == "SLURM_RESTART_COUNT")
+                    .map(|(_, v)| v.clone())
+            })
+    };
+    assert_eq!(restart_count(&fx), Some(None), "not set on a first run");
     let mut no = limited(600);
     no.extra.requeue = Some(false);
     let fx = c.client(b"c".to_vec(), 2, &alice, ClientOp::Submit(Box::new(no)), 2);
@@ -297,6 +309,13 @@ fn a_requeued_job_is_stopped_and_queued_again_unless_it_said_no_requeue() {
         "the requeued job starts again on the freed CPU"
     );
     assert_eq!(c.jobs[&job].state, JobState::Running);
+    // Counted as Slurm's Restarts, and told to the job's second run.
+    assert_eq!(restart_count(&fx), Some(Some("1".to_string())));
+    let fx = c.client(b"c".to_vec(), 7, &alice, ClientOp::Show(job), 7);
+    let ClientReply::Job(j) = reply(&fx) else {
+        panic!("{:?}", reply(&fx))
+    };
+    assert_eq!(j.restarts, 1);
     assert_eq!(c.jobs[&never].state, JobState::Running);
 }
 
