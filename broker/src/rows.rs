@@ -126,6 +126,8 @@ pub struct NodeRow {
     pub last_seen_us: u64,
     /// Set while an administrator has the node drained.
     pub drain_reason: Option<String>,
+    /// Who drained it and when (user, uid, Unix µs).
+    pub drain_by: Option<(String, u32, u64)>,
     /// The GPUs its agent last reported, so that jobs asking for them are not refused
     /// before the agent registers again after a broker restart.
     pub gpus: Vec<bulkhead_proto::job::GpuInfo>,

@@ -321,11 +321,16 @@ fn sinfo(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
 /// `sinfo -R`: the nodes down, drained or draining, grouped by their reason, in
 /// sinfo's `reason:20 ,user:9 ,timestamp:19 ,nodelist:0` (with `-l`: `reason:20
 /// ,userlong:12 ,timestamp:19 ,statecompact:6 ,nodelist:0`, grouped by reason and
-/// state). Who set a reason and when are not kept here: `Unknown`, as sinfo prints an
-/// unknown user and time.
-fn sinfo_reasons(nodes: &[bulkhead_proto::msg::NodeInfo], long: bool, noheader: bool) -> String {
+/// state), and by who set the reason and when (sinfo matches those fields too when
+/// its format shows them).
+pub(crate) fn sinfo_reasons(
+    nodes: &[bulkhead_proto::msg::NodeInfo],
+    long: bool,
+    noheader: bool,
+) -> String {
     use bulkhead_proto::msg::NodeState;
-    let mut groups: Vec<(String, &'static str, Vec<String>)> = Vec::new();
+    type Group = (String, String, String, &'static str, Vec<String>);
+    let mut groups: Vec<Group> = Vec::new();
     for n in nodes.iter().filter(|n| {
         matches!(
             n.state,
@@ -338,12 +343,14 @@ fn sinfo_reasons(nodes: &[bulkhead_proto::msg::NodeInfo], long: bool, noheader: 
         } else {
             ""
         };
+        let (user, user_long, at) = slurm_info::reason_user_time(n.reason_by.as_ref());
+        let user = if long { user_long } else { user };
         match groups
             .iter_mut()
-            .find(|(r, s, _)| *r == reason && *s == state)
+            .find(|(r, u, t, s, _)| *r == reason && *u == user && *t == at && *s == state)
         {
-            Some((_, _, v)) => v.push(n.name.clone()),
-            None => groups.push((reason, state, vec![n.name.clone()])),
+            Some((.., v)) => v.push(n.name.clone()),
+            None => groups.push((reason, user, at, state, vec![n.name.clone()])),
         }
     }
     let mut out = String::new();
@@ -361,9 +368,9 @@ fn sinfo_reasons(nodes: &[bulkhead_proto::msg::NodeInfo], long: bool, noheader: 
     if !noheader {
         line(&mut out, "REASON", "USER", "TIMESTAMP", "STATE", "NODELIST");
     }
-    for (reason, state, names) in &groups {
+    for (reason, user, at, state, names) in &groups {
         let nodes = slurm::hostlist_of(names);
-        line(&mut out, reason, "Unknown", "Unknown", state, &nodes);
+        line(&mut out, reason, user, at, state, &nodes);
     }
     out
 }
@@ -1352,6 +1359,67 @@ fn sshare(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `sinfo -R` groups nodes by their reason and by who set it when (sinfo matches
+    /// the fields its format shows): one operator's drain of two nodes at one time is
+    /// one line, another's of the same reason another; a node not responding is the
+    /// broker's; `-l` gives the user with the uid.
+    #[test]
+    fn sinfo_reasons_say_who_set_them_and_when() {
+        use bulkhead_proto::msg::{NodeInfo, NodeState};
+        let node = |name: &str, state, reason: &str, by: Option<(&str, u32, u64)>| NodeInfo {
+            id: bulkhead_proto::NodeId(1),
+            name: name.into(),
+            state,
+            cpus: 2,
+            cpus_alloc: 0,
+            mem_mb: 1024,
+            mem_alloc_mb: 0,
+            running_jobs: 0,
+            last_seen_us: 0,
+            enforced: vec![],
+            agent_version: String::new(),
+            reason: (!reason.is_empty()).then(|| reason.to_string()),
+            gpus: vec![],
+            gpu_backend: String::new(),
+            gpu_faults: vec![],
+            reason_by: by.map(|(u, id, at)| (u.to_string(), id, at)),
+        };
+        let at = 1_700_000_000_000_000;
+        let nodes = [
+            node("n1", NodeState::Drained, "fan", Some(("carol", 1003, at))),
+            node("n2", NodeState::Drained, "fan", Some(("carol", 1003, at))),
+            node("n3", NodeState::Drained, "fan", Some(("dave", 1004, at))),
+            node(
+                "n4",
+                NodeState::Down,
+                "not responding",
+                Some(("root", 0, at)),
+            ),
+            node("n5", NodeState::Idle, "", None),
+        ];
+        let when = slurm::local_time(Some(at));
+        assert_eq!(
+            sinfo_reasons(&nodes, false, false),
+            format!(
+                "REASON               USER      TIMESTAMP           NODELIST\n\
+                 fan                  carol     {when} n[1-2]\n\
+                 fan                  dave      {when} n3\n\
+                 not responding       root      {when} n4\n"
+            )
+        );
+        let long = sinfo_reasons(&nodes[..1], true, true);
+        assert_eq!(
+            long,
+            format!("fan                  carol(1003)  {when} drain  n1\n")
+        );
+        // scontrol show node: the reason, then who set it and when.
+        let shown = slurm_info::scontrol_node(&nodes[0], &["batch"]);
+        assert!(
+            shown.contains(&format!("   Reason=fan [carol@{when}]\n")),
+            "{shown}"
+        );
+    }
 
     /// A refusal reads as sbatch prints slurmctld's: the detail, then `Batch job
     /// submission failed:` and Slurm's reason (as the recorded cases 661 and 938 hold

@@ -391,9 +391,18 @@ fn field(r: &Row, kind: char) -> String {
         'S' => "all".into(),
         'M' => "OFF".into(),
         'b' | COMMENT | EXTRA => "(null)".into(),
-        // Not measured here, or not kept: who set a reason and when.
+        // Not measured here.
         'e' | 'O' | PORT => "N/A".into(),
-        'H' | 'u' | 'U' => "Unknown".into(),
+        // Who set the (first) reason and when.
+        'H' | 'u' | 'U' => {
+            let by = r.nodes.iter().find_map(|n| n.reason_by.as_ref());
+            let (user, long, at) = reason_user_time(by);
+            match kind {
+                'u' => user,
+                'U' => long,
+                _ => at,
+            }
+        }
         ALLOC_MEM => r
             .nodes
             .first()
@@ -547,7 +556,14 @@ pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
         "   ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s"
     );
     if let Some(r) = &n.reason {
-        let _ = writeln!(s, "   Reason={r}");
+        // As node_info.c writes it: the reason, then who set it and when.
+        let _ = match &n.reason_by {
+            Some(by) => {
+                let (user, _, at) = reason_user_time(Some(by));
+                writeln!(s, "   Reason={r} [{user}@{at}]")
+            }
+            None => writeln!(s, "   Reason={r}"),
+        };
     }
     crate::output::escape_keep_lines(&s)
 }
@@ -851,6 +867,20 @@ pub fn reservations(
     crate::output::escape_keep_lines(&out)
 }
 
+/// Who set a node's reason and when, as sinfo prints them: the user's name, the
+/// name with the uid (`%U`: `carol(1003)`), and the local time; `Unknown` for each
+/// when no one is on record.
+pub fn reason_user_time(by: Option<&(String, u32, u64)>) -> (String, String, String) {
+    match by {
+        Some((user, uid, at)) => (
+            user.clone(),
+            format!("{user}({uid})"),
+            crate::slurm::local_time(Some(*at)),
+        ),
+        None => ("Unknown".into(), "Unknown".into(), "Unknown".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -873,6 +903,7 @@ mod tests {
             gpus: vec![],
             gpu_backend: String::new(),
             gpu_faults: vec![],
+            reason_by: None,
         }
     }
 

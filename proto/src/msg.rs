@@ -481,6 +481,10 @@ pub struct NodeInfo {
     pub gpu_backend: String,
     /// GPUs out of service and why, until an admin resumes the node.
     pub gpu_faults: Vec<(u32, String)>,
+    /// Who set `reason` and when (user, uid, Unix µs): the operator who drained the
+    /// node, or `root` for the broker's own (a fault, a node not responding).
+    #[serde(default)]
+    pub reason_by: Option<(String, u32, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -600,6 +600,12 @@ fn a_drained_node_runs_no_new_job_and_only_root_drains() {
             .expect("json");
     assert_eq!(nodes[0]["state"], "DRAINED");
     assert_eq!(nodes[0]["reason"], "fan replacement");
+    // Who drained it, and when.
+    assert_eq!(nodes[0]["reason_by"][0], "root", "{nodes}");
+    assert!(
+        nodes[0]["reason_by"][2].as_u64().is_some_and(|t| t > 0),
+        "{nodes}"
+    );
     let wd = c.workdir(Some(&u)).expect("workdir");
     let job = c
         .submit(Some(&u), &wd, &[], "#!/bin/sh\ntrue\n")

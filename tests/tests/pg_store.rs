@@ -55,6 +55,7 @@ fn history() -> Vec<StoreOp> {
     ended.state = JobState::Failed;
     ended.exit_code = Some(-3);
     ended.signal = Some(9);
+    ended.restarts = 2;
     ended.reason = Some("out of memory: ünïcode kept".into());
     ops.push(StoreOp::UpdateJob(Box::new(JobUpdate::of(&ended))));
     let mut changed = ended_job_row(1).submission;
@@ -67,6 +68,7 @@ fn history() -> Vec<StoreOp> {
         mem_mb: 512_000,
         last_seen_us: 1_700_000_000_000_000,
         drain_reason: Some("fan".into()),
+        drain_by: Some(("carol".into(), 1003, 1_700_000_000_000_001)),
         gpus: vec![],
     }));
     ops.push(StoreOp::UpsertNodeKey {
@@ -133,9 +135,14 @@ fn the_same_changes_leave_the_same_state_as_sqlite() -> Result<()> {
     assert_eq!(post.0.len(), 4, "five inserted, one deleted");
     assert_eq!(post.0[0].state, JobState::Failed);
     assert_eq!(post.0[0].exit_code, Some(-3));
+    assert_eq!(post.0[0].restarts, 2);
     assert_eq!(post.0[0].extra_nodes, vec![NodeId(2)]);
     assert!(post.0[0].usage.is_some() && !post.0[0].gpus.is_empty());
     assert_eq!(post.0[1].submission.resources.time_limit_s, Some(7200));
+    assert_eq!(
+        post.1[0].drain_by,
+        Some(("carol".into(), 1003, 1_700_000_000_000_001))
+    );
     assert_eq!(post, lite, "PostgreSQL keeps what SQLite keeps");
     Ok(())
 }

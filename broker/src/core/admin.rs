@@ -196,6 +196,9 @@ impl Core {
             ));
         };
         node.drain = drain.clone();
+        node.drain_by = drain
+            .as_ref()
+            .map(|_| (caller.user.clone(), caller.uid, now_us));
         if drain.is_none() && !node.gpu_faults.is_empty() {
             tracing::info!(node = %name, gpus = ?node.gpu_faults.keys().collect::<Vec<_>>(), "faulted GPUs back in service");
             node.gpu_faults.clear();

@@ -312,6 +312,8 @@ struct Node {
     idx: sched::NodeIdx,
     /// Set by `bh admin drain`; kept across restarts.
     drain: Option<String>,
+    /// Who drained it (an operator, or `root` for a fault) and when: user, uid, µs.
+    drain_by: Option<(String, u32, u64)>,
     peer: Option<PeerId>,
     last_seen_us: u64,
     running: BTreeSet<JobId>,
@@ -757,6 +759,7 @@ impl Core {
             mem_mb: n.mem_mb,
             last_seen_us: n.last_seen_us,
             drain_reason: n.drain.clone(),
+            drain_by: n.drain_by.clone(),
             gpus: n.gpus.clone(),
         }
     }

@@ -14,6 +14,7 @@ impl Core {
             mem_mb,
             last_seen_us: now_us,
             drain_reason: drain,
+            drain_by,
             gpus,
         } = row;
         let name = name.as_str();
@@ -51,6 +52,8 @@ impl Core {
                 cpus,
                 mem_mb,
                 idx,
+                // A drain stored before who set it was kept: the broker's.
+                drain_by: drain_by.or_else(|| drain.as_ref().map(|_| ("root".into(), 0, now_us))),
                 drain,
                 peer: None,
                 last_seen_us: now_us,
@@ -237,6 +240,7 @@ impl Core {
         }
         tracing::error!(node = %node.name, reason = %why, "node drained: it failed to launch a job");
         node.drain = Some(why.to_string());
+        node.drain_by = Some(("root".into(), 0, now_us));
         let (idx, up) = (node.idx, node.up());
         fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));
         if up {
@@ -337,6 +341,7 @@ impl Core {
                     mem_mb: reg.mem_mb,
                     last_seen_us: now_us,
                     drain_reason: None,
+                    drain_by: None,
                     gpus: reg.gpus.clone(),
                 });
                 id

@@ -619,6 +619,12 @@ impl Core {
             gpus: n.gpus.clone(),
             gpu_backend: n.gpu_backend.clone(),
             gpu_faults: n.gpu_faults.iter().map(|(g, w)| (*g, w.clone())).collect(),
+            // A node not responding: the broker's, since it was last heard from.
+            reason_by: match &n.drain {
+                Some(_) => n.drain_by.clone(),
+                None if !n.up() && n.last_seen_us > 0 => Some(("root".into(), 0, n.last_seen_us)),
+                None => None,
+            },
         }
     }
 }

@@ -265,8 +265,19 @@ impl Store {
                 mem_mb: r.int(3, "mem_mb")? as u64,
                 last_seen_us: r.int(4, "last_seen_us")? as u64,
                 drain_reason: r.opt_text(5, "drain_reason")?,
+                drain_by: None,
                 gpus: Vec::new(),
             });
+        }
+        for r in self.query(sql::SELECT_NODE_REASONS, "reading who drained nodes")? {
+            let by = (
+                r.text(1, "drained by")?,
+                r.small(2, "drained by uid")?,
+                r.int(3, "drained at")? as u64,
+            );
+            if let Some(n) = nodes.iter_mut().find(|n| i64::from(n.id.0) == r.id) {
+                n.drain_by = Some(by);
+            }
         }
         for r in self.query(sql::SELECT_NODE_GPUS, "reading node GPUs")? {
             let g = r.decode(1, "node gpus")?;

@@ -173,6 +173,7 @@ pub(crate) const SELECT_RESTARTS: &str = "SELECT job, count FROM job_restarts";
 pub(crate) const SELECT_NODES: &str =
     "SELECT id, name, cpus, mem_mb, last_seen_us, drain_reason FROM nodes ORDER BY id";
 pub(crate) const SELECT_NODE_GPUS: &str = "SELECT node, data FROM node_gpus";
+pub(crate) const SELECT_NODE_REASONS: &str = "SELECT node, \"user\", uid, at FROM node_reasons";
 pub(crate) const SELECT_FAIRSHARE: &str = "SELECT account, usage, at FROM fairshare";
 pub(crate) const SELECT_NODE_KEYS: &str = "SELECT node, key FROM node_keys";
 pub(crate) const SELECT_RESERVATIONS: &str = "SELECT name, data FROM reservations ORDER BY name";
@@ -200,6 +201,10 @@ const UPSERT_JOB_GPUS: &str =
     "INSERT INTO job_gpus (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2";
 const UPSERT_NODE: &str = "INSERT INTO nodes (id, name, cpus, mem_mb, last_seen_us, drain_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
  ON CONFLICT(id) DO UPDATE SET name = ?2, cpus = ?3, mem_mb = ?4, last_seen_us = ?5, drain_reason = ?6";
+const UPSERT_NODE_REASON: &str =
+    "INSERT INTO node_reasons (node, \"user\", uid, at) VALUES (?1, ?2, ?3, ?4)
+ ON CONFLICT(node) DO UPDATE SET \"user\" = ?2, uid = ?3, at = ?4";
+const DELETE_NODE_REASON: &str = "DELETE FROM node_reasons WHERE node = ?1";
 const UPSERT_NODE_GPUS: &str =
     "INSERT INTO node_gpus (node, data) VALUES (?1, ?2) ON CONFLICT(node) DO UPDATE SET data = ?2";
 const UPSERT_RESERVATION: &str = "INSERT INTO reservations (name, data) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET data = ?2";
@@ -239,6 +244,8 @@ pub(crate) fn writes() -> impl Iterator<Item = &'static str> {
         UPSERT_RESTARTS,
         UPSERT_NODE,
         UPSERT_NODE_GPUS,
+        UPSERT_NODE_REASON,
+        DELETE_NODE_REASON,
         UPSERT_RESERVATION,
         UPSERT_FAIRSHARE,
         DELETE_RESERVATION,
@@ -389,6 +396,18 @@ pub(crate) fn plan(op: &StoreOp, out: &mut Vec<Stmt>) -> Result<(), StoreError> 
                 vec![n.id.0.into(), blob(&n.gpus, nid, "node gpus")?.into()],
                 "storing a node's GPUs",
             );
+            match &n.drain_by {
+                Some((user, uid, at)) => push(
+                    UPSERT_NODE_REASON,
+                    vec![n.id.0.into(), user.into(), (*uid).into(), u(*at)],
+                    "storing who drained a node",
+                ),
+                None => push(
+                    DELETE_NODE_REASON,
+                    vec![n.id.0.into()],
+                    "storing who drained a node",
+                ),
+            }
         }
         StoreOp::UpsertReservation(r) => push(
             UPSERT_RESERVATION,

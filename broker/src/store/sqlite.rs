@@ -80,6 +80,12 @@ CREATE TABLE IF NOT EXISTS job_denials (
     job   INTEGER PRIMARY KEY,
     data  BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS node_reasons (
+    node   INTEGER PRIMARY KEY,
+    \"user\" TEXT NOT NULL,
+    uid    INTEGER NOT NULL,
+    at     INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS job_restarts (
     job   INTEGER PRIMARY KEY,
     count INTEGER NOT NULL

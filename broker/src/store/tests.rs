@@ -279,15 +279,7 @@ fn rows_survive_reopen_and_updates_keep_the_script() {
         }]];
         s.apply(&[
             StoreOp::UpdateJob(Box::new(JobUpdate::of(&done))),
-            StoreOp::UpsertNode(NodeRow {
-                id: NodeId(3),
-                name: "n3".into(),
-                cpus: 4,
-                mem_mb: 100,
-                last_seen_us: 5,
-                drain_reason: None,
-                gpus: vec![gpu()],
-            }),
+            StoreOp::UpsertNode(drained()),
         ])
         .expect("update");
     }
@@ -308,18 +300,35 @@ fn rows_survive_reopen_and_updates_keep_the_script() {
     assert_eq!(jobs[1].preempted_by, None);
     assert_eq!(jobs[0].submission.script, "#!/bin/sh\necho hi\n");
     assert_eq!(jobs[1], row(2));
-    assert_eq!(
-        nodes,
-        vec![NodeRow {
-            id: NodeId(3),
-            name: "n3".into(),
-            cpus: 4,
-            mem_mb: 100,
-            last_seen_us: 5,
-            drain_reason: None,
-            gpus: vec![gpu()],
-        }]
-    );
+    assert_eq!(nodes, vec![drained()], "the reason, who set it and when");
+    // Resumed: the reason goes, and who set it with it.
+    let resumed = NodeRow {
+        drain_reason: None,
+        drain_by: None,
+        ..drained()
+    };
+    s.apply(&[StoreOp::UpsertNode(resumed.clone())])
+        .expect("resume");
+    drop(s);
+    let (_, nodes) = Store::open(dir.path())
+        .expect("reopen")
+        .load()
+        .expect("load");
+    assert_eq!(nodes, vec![resumed]);
+}
+
+/// Node 3, drained by carol.
+fn drained() -> NodeRow {
+    NodeRow {
+        id: NodeId(3),
+        name: "n3".into(),
+        cpus: 4,
+        mem_mb: 100,
+        last_seen_us: 5,
+        drain_reason: Some("fan".into()),
+        drain_by: Some(("carol".into(), 1003, 77)),
+        gpus: vec![gpu()],
+    }
 }
 
 #[test]

@@ -186,6 +186,21 @@ fn roles_and_privacy() {
             ..
         }
     ));
+    // Who drained it and when, as sinfo -R and scontrol show them; kept across a
+    // restart with the node's row.
+    let n1 = |c: &mut Core| {
+        node_list(c)
+            .into_iter()
+            .find(|n| n.name == "n1")
+            .expect("n1")
+    };
+    let by = Some(("carol".to_string(), 1003, 4));
+    assert_eq!(
+        (n1(&mut c).reason.as_deref(), n1(&mut c).reason_by),
+        (Some("fan"), by.clone())
+    );
+    let row = Core::node_row(&c.nodes[&NodeId(1)]);
+    assert_eq!(row.drain_by, by);
     let resv = bulkhead_proto::msg::Reservation {
         name: "r".into(),
         nodes: vec!["n1".into()],
