@@ -271,6 +271,8 @@ mod tests {
             time_limit_s: Some(3600),
             comment: None,
             ntasks: None,
+            workdir: "/home/u".into(),
+            gid: 1000,
             job: JobId(id),
             job_label: id.to_string(),
             name: "j".into(),

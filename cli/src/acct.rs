@@ -823,6 +823,8 @@ mod tests {
             time_limit_s: Some(3600),
             comment: None,
             ntasks: None,
+            workdir: "/home/u".into(),
+            gid: 1000,
             job: JobId(12),
             job_label: "12".into(),
             name: "train, big".into(),

@@ -16,6 +16,7 @@ pub mod opts;
 pub mod output;
 pub mod run;
 pub mod sacct_fields;
+pub mod sacct_json;
 pub mod slurm;
 pub mod slurm_assoc;
 pub mod slurm_info;

@@ -1022,6 +1022,19 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
             asked.steps.iter().any(|s| *s == r.job_label || *s == raw)
         });
     }
+    if a.json {
+        let group_of = |gid: u32| {
+            nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+                .ok()
+                .flatten()
+                .map(|g| g.name)
+        };
+        println!(
+            "{}",
+            output::json(&bulkhead_cli::sacct_json::sacct(&records, &group_of))?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     // Each column: the field as sacct finds it by name, and its width (`%N` sets it).
     let long = (a.format.is_none() && a.long).then_some(slurm_opts::SACCT_LONG);
     let asked: Vec<(String, Option<i32>)> = match (a.format.as_deref().or(long), a.brief) {

@@ -803,6 +803,8 @@ pub struct Sacct {
     pub long: bool,
     /// `-e`: the fields sacct knows, and nothing else.
     pub helpformat: bool,
+    /// `--json`: the records in Slurm's accounting dump.
+    pub json: bool,
 }
 
 /// sacct's long format (`-l`), as sacct 22.05 lists it.
@@ -846,8 +848,10 @@ pub fn sacct(argv: &[String]) -> Result<Sacct, ExitCode> {
         (c('K'), "-K/--timelimit-max is not available here"),
         (c('R'), "-R/--reason is not available here"),
         (c('F'), "-F/--flags is not available here"),
-        (JSON, "--json is not available for sacct here: use -P"),
-        (YAML, "--yaml is not available for sacct here: use -P"),
+        (
+            YAML,
+            "--yaml is not available for sacct here: use --json or -P",
+        ),
     ] {
         if p.has(code) {
             return Err(fail(what));
@@ -901,6 +905,7 @@ pub fn sacct(argv: &[String]) -> Result<Sacct, ExitCode> {
         brief: p.has('b'),
         long: p.has('l'),
         helpformat: p.has('e'),
+        json: p.has(JSON),
     })
 }
 

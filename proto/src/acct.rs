@@ -172,6 +172,10 @@ pub struct AcctRecord {
     /// A step's tasks (sacct's `NTasks`: 1 for the batch step); a job's own record
     /// has none, as sacct leaves its allocation line's empty. Appended (protocol 16).
     pub ntasks: Option<u32>,
+    /// The job's working directory and group (sacct's `WorkDir`, `Group`; a step's
+    /// are its job's). Appended (protocol 18).
+    pub workdir: String,
+    pub gid: u32,
 }
 
 /// How `bh report` groups usage.

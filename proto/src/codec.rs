@@ -36,7 +36,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// 17: a job's description carries its reservation and its QOS.
 /// 18: a job's description carries its script's arguments and how many times it was
 /// requeued; a submission carries its script's path; a node's description says who
-/// set its reason and when.
+/// set its reason and when; an accounting record carries the job's working directory
+/// and group.
 pub const PROTOCOL_VERSION: u16 = 18;
 pub const HEADER_LEN: usize = 14;
 

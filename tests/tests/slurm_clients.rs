@@ -532,6 +532,18 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         "{rows}"
     );
     assert!(!rows.contains('.'), "-X lists no steps: {rows}");
+    // sacct --json: Slurm's accounting dump, the job with its batch step nested.
+    let dump: serde_json::Value =
+        serde_json::from_str(&s.ok("sacct", &["--json", "-j", &ex])).expect("sacct --json");
+    let j = &dump["jobs"][0];
+    assert_eq!(j["job_id"].to_string(), ex, "{dump}");
+    assert_eq!(j["state"]["current"], "COMPLETED", "{dump}");
+    assert_eq!(j["working_directory"], wd.display().to_string(), "{dump}");
+    assert_eq!(j["steps"][0]["step"]["id"], "batch", "{dump}");
+    assert_eq!(j["steps"][0]["exit_code"]["status"], "SUCCESS", "{dump}");
+    let none: serde_json::Value =
+        serde_json::from_str(&s.ok("sacct", &["--json", "-j", "999999"])).expect("json");
+    assert_eq!(none["errors"][0]["description"], "Nothing found", "{none}");
 }
 
 /// Dependencies on one task of an array (`afterok:A_2`) and on corresponding tasks

@@ -729,6 +729,8 @@ mod tests {
             time_limit_s: Some(3600),
             comment: None,
             ntasks: None,
+            workdir: "/home/u".into(),
+            gid: 1000,
             job: JobId(7),
             job_label: "7".into(),
             name: "train".into(),

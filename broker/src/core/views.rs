@@ -423,6 +423,8 @@ impl Core {
             time_limit_s: j.submission.resources.time_limit_s,
             comment: j.submission.extra.comment.clone(),
             ntasks: None,
+            workdir: j.submission.workdir.clone(),
+            gid: j.gid,
         }
     }
 

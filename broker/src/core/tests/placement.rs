@@ -515,6 +515,8 @@ fn a_step_killed_with_its_job_is_cancelled_and_one_killed_alone_failed() {
     c.restore_step_ends(vec![part, other]);
     let job = |state| AcctRecord {
         ntasks: None,
+        workdir: "/home/u".into(),
+        gid: 1000,
         job: JobId(7),
         job_label: "7".into(),
         name: "train".into(),
