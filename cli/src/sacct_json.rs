@@ -227,12 +227,16 @@ fn step(r: &AcctRecord, job_id: u64) -> Value {
 /// One job (its own record) with its steps, as the plugin dumps it; `group` names
 /// its group (`None`: unknown here).
 fn job(r: &AcctRecord, steps: &[&AcctRecord], group: Option<&str>) -> Value {
-    let (array_job_id, array_task_id) = match r.job_label.split_once('_') {
+    // A task (`12_3`), or an array's tasks still to be made (`12_[3-9%2]`).
+    let (array_job_id, array_task_id, array_task) = match r.job_label.split_once('_') {
         Some((a, t)) => (
             a.parse::<u64>().unwrap_or(0),
             t.parse::<u64>().map_or(Value::Null, Value::from),
+            t.strip_prefix('[')
+                .and_then(|t| t.strip_suffix(']'))
+                .map_or(Value::Null, Value::from),
         ),
-        None => (0, Value::Null),
+        None => (0, Value::Null, Value::Null),
     };
     let nodes = node_count(&r.nodes);
     let started = r.start_us.is_some();
@@ -257,7 +261,7 @@ fn job(r: &AcctRecord, steps: &[&AcctRecord], group: Option<&str>) -> Value {
         "array": {
             "job_id": array_job_id,
             "limits": { "max": { "running": { "tasks": 0 } } },
-            "task": null,
+            "task": array_task,
             "task_id": array_task_id,
         },
         "association": {

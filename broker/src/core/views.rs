@@ -428,6 +428,34 @@ impl Core {
         }
     }
 
+    /// The accounting record of an array's tasks still to be made (`None` once all
+    /// were): labelled `ARRAY_[INDICES%THROTTLE]` as sacct labels the array's job.
+    fn array_acct_record(&self, j: &Job, now_us: u64) -> Option<AcctRecord> {
+        let a = self.arrays.get(&j.id)?;
+        if a.remaining().is_empty() {
+            return None;
+        }
+        let rest = format_indices(a.remaining().iter().copied());
+        let throttle = j
+            .submission
+            .array
+            .as_ref()
+            .and_then(|s| s.throttle)
+            .map_or(String::new(), |t| format!("%{t}"));
+        Some(AcctRecord {
+            job_label: format!("{}_[{rest}{throttle}]", j.id),
+            state: JobState::Pending,
+            start_us: None,
+            end_us: None,
+            nodes: String::new(),
+            exit_code: None,
+            signal: None,
+            usage: None,
+            gpu_seconds: Vec::new(),
+            ..self.acct_record(j, now_us)
+        })
+    }
+
     /// `bh acct`: the caller's jobs (everyone's for root) matching the filter.
     /// A running job's GPU-seconds count up to `now_us`.
     pub(super) fn acct(&self, caller: &Caller, f: &AcctFilter, now_us: u64) -> ClientReply {
@@ -455,6 +483,16 @@ impl Core {
                 std::iter::once(r).chain(steps)
             })
             .collect();
+        // An array's tasks not made yet are one record, as slurmdbd keeps the array's
+        // own job until its last task is made: `12_[3-9%2]`, pending.
+        records.extend(
+            self.jobs
+                .values()
+                .filter(|j| j.submission.array.is_some() && !j.state.is_terminal())
+                .filter(|j| mine.is_none_or(|u| u == j.uid))
+                .filter_map(|j| self.array_acct_record(j, now_us))
+                .filter(|r| crate::acct::matches(r, f)),
+        );
         // Stable: a job's steps stay after it.
         records.sort_by_key(|r| r.job);
         let truncated = records.len() > bulkhead_proto::acct::MAX_ACCT_RECORDS;

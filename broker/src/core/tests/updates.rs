@@ -794,6 +794,25 @@ fn a_held_array_stays_one_record_until_released() {
         ),
         (JobState::Pending, Some("JobHeldUser"), Some("0-3"))
     );
+    // Its accounting is the array's one record, as slurmdbd keeps it until its tasks
+    // are made; none once they are.
+    let labels = |c: &mut Core| -> Vec<(String, JobState)> {
+        let filter = bulkhead_proto::acct::AcctFilter {
+            jobs: vec![array],
+            ..Default::default()
+        };
+        match reply(&c.client(b"c".to_vec(), 9, &alice, ClientOp::Acct(filter), 9)) {
+            ClientReply::Acct { records, .. } => records
+                .iter()
+                .map(|r| (r.job_label.clone(), r.state))
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(
+        labels(&mut c),
+        vec![(format!("{array}_[0-3]"), JobState::Pending)]
+    );
     let fx = c.client(b"c".to_vec(), 3, &alice, ClientOp::Release(vec![array]), 3);
     assert!(
         matches!(reply(&fx), ClientReply::Done(_)),
@@ -801,4 +820,7 @@ fn a_held_array_stays_one_record_until_released() {
         reply(&fx)
     );
     assert_eq!(tasks(&c), vec![JobState::Running; 4]);
+    let after = labels(&mut c);
+    assert_eq!(after.len(), 8, "each task and its batch step: {after:?}");
+    assert!(after.iter().all(|(l, _)| !l.contains('[')), "{after:?}");
 }
