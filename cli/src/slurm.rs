@@ -154,6 +154,26 @@ pub fn hostlist_of(names: &[String]) -> String {
     hostlist(&names.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
+/// Whether two numbers written `wn` and `wm` digits wide can share a range, and the
+/// width the range is written in: Slurm's `_width_equiv` (zero padding must agree;
+/// `n9` and `n10` can, `n09` and `n10` can, `n9` and `n010` cannot).
+fn width_equiv(n: u64, wn: usize, m: u64, wm: usize) -> Option<usize> {
+    if wn == wm {
+        return Some(wn);
+    }
+    // Leading zeros `num` has when written `width` wide.
+    let zeros = |num: u64, width: usize| width.saturating_sub(num.to_string().len());
+    let (npad, nmpad) = (zeros(n, wn), zeros(n, wm));
+    let (mpad, mnpad) = (zeros(m, wm), zeros(m, wn));
+    if npad != nmpad && mpad != mnpad {
+        None
+    } else if npad != nmpad {
+        Some(wn)
+    } else {
+        Some(wm)
+    }
+}
+
 /// Node names in Slurm's hostlist form: `n[1-3,5],gpu7`.
 pub fn hostlist(names: &[&str]) -> String {
     // Group by prefix (the name without its trailing digits), keeping first-seen order.
@@ -182,11 +202,14 @@ pub fn hostlist(names: &[&str]) -> String {
         let mut i = 0;
         while i < nums.len() {
             let mut j = i;
-            while j + 1 < nums.len() && nums[j + 1].0 == nums[j].0 + 1 && nums[j + 1].1 == nums[i].1
-            {
+            let mut w = nums[i].1;
+            while j + 1 < nums.len() && nums[j + 1].0 == nums[j].0 + 1 {
+                match width_equiv(nums[j].0, w, nums[j + 1].0, nums[j + 1].1) {
+                    Some(unified) => w = unified,
+                    None => break,
+                }
                 j += 1;
             }
-            let w = nums[i].1;
             ranges.push(if i == j {
                 format!("{:0w$}", nums[i].0)
             } else {
@@ -197,6 +220,90 @@ pub fn hostlist(names: &[&str]) -> String {
         out.push(format!("{pre}[{}]", ranges.join(",")));
     }
     out.extend(plain);
+    out.join(",")
+}
+
+/// Names in Slurm's hostlist form as `hostlist_create` and `hostlist_ranged_string`
+/// make it without sorting (`scontrol show hostlist`): a name extends the range
+/// before it when it follows it (same prefix and width, the next number), and
+/// neighbouring ranges of one prefix share brackets: `n3,n1,n2,gpu1` is
+/// `n[3,1-2],gpu1`.
+pub fn hostlist_unsorted(names: &[&str]) -> String {
+    enum Item {
+        Range {
+            prefix: String,
+            lo: u64,
+            hi: u64,
+            width: usize,
+        },
+        Plain(String),
+    }
+    let mut items: Vec<Item> = Vec::new();
+    for n in names {
+        let width = n.bytes().rev().take_while(u8::is_ascii_digit).count();
+        let (pre, num) = n.split_at(n.len() - width);
+        match num.parse::<u64>() {
+            Ok(v) if width > 0 && width < 19 => {
+                if let Some(Item::Range {
+                    prefix,
+                    hi,
+                    width: w,
+                    ..
+                }) = items.last_mut()
+                    && prefix == pre
+                    && v == *hi + 1
+                    && let Some(unified) = width_equiv(*hi, *w, v, width)
+                {
+                    *hi = v;
+                    *w = unified;
+                    continue;
+                }
+                items.push(Item::Range {
+                    prefix: pre.to_string(),
+                    lo: v,
+                    hi: v,
+                    width,
+                });
+            }
+            _ => items.push(Item::Plain(n.to_string())),
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < items.len() {
+        let Item::Range { prefix, .. } = &items[i] else {
+            if let Item::Plain(p) = &items[i] {
+                out.push(p.clone());
+            }
+            i += 1;
+            continue;
+        };
+        // The ranges of this prefix that follow one another.
+        let mut parts: Vec<String> = Vec::new();
+        let mut j = i;
+        while let Some(Item::Range {
+            prefix: p,
+            lo,
+            hi,
+            width,
+        }) = items.get(j)
+            && p == prefix
+        {
+            parts.push(if lo == hi {
+                format!("{lo:0width$}")
+            } else {
+                format!("{lo:0width$}-{hi:0width$}")
+            });
+            j += 1;
+        }
+        let single = parts.len() == 1 && !parts[0].contains('-');
+        out.push(if single {
+            format!("{prefix}{}", parts[0])
+        } else {
+            format!("{prefix}[{}]", parts.join(","))
+        });
+        i = j;
+    }
     out.join(",")
 }
 

@@ -26,6 +26,120 @@ fn not_found(e: &bulkhead_client::ClientError) -> bool {
     matches!(e, bulkhead_client::ClientError::Refused(r) if r.code == ErrorCode::NotFound)
 }
 
+/// What `scontrol show` shows, as scontrol matches its entity: case apart, any
+/// abbreviation at least as long as scontrol asks (`j`, `n`, `pa`, `c`, `hostn`,
+/// `hostl`, `hostlists`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entity {
+    Job,
+    Node,
+    Partition,
+    Config,
+    Hostnames,
+    Hostlist,
+    HostlistSorted,
+}
+
+fn entity(tag: &str) -> Option<Entity> {
+    // scontrol's `xstrncasecmp(tag, NAME, MAX(len, MIN))`, in scontrol's order.
+    let is = |name: &str, min: usize| {
+        tag.len() >= min && tag.len() <= name.len() && name[..tag.len()].eq_ignore_ascii_case(tag)
+    };
+    [
+        ("config", 1, Entity::Config),
+        ("hostnames", 5, Entity::Hostnames),
+        ("hostlist", 5, Entity::Hostlist),
+        ("hostlistsorted", 9, Entity::HostlistSorted),
+        ("jobs", 1, Entity::Job),
+        ("jobid", 1, Entity::Job),
+        ("nodes", 1, Entity::Node),
+        ("partitions", 2, Entity::Partition),
+        ("partitionname", 2, Entity::Partition),
+    ]
+    .into_iter()
+    .find(|(name, min, _)| is(name, *min))
+    .map(|(_, _, e)| e)
+}
+
+/// `scontrol show`'s entity and its value: `show job 5` and `show job=5` alike.
+fn show_args(w: &[String]) -> (&str, Option<&str>) {
+    let first = w.first().map(String::as_str).unwrap_or("");
+    match first.split_once('=') {
+        Some((tag, val)) => (tag, Some(val)),
+        None => (first, w.get(1).map(String::as_str)),
+    }
+}
+
+/// `scontrol show hostnames|hostlist|hostlistsorted`: host lists expanded or
+/// compressed where scontrol runs, asking the controller nothing (batch scripts call
+/// `scontrol show hostnames $SLURM_JOB_NODELIST` to find their first node). As
+/// scontrol: `hostnames` without a list reads `SLURM_NODELIST`, and says so when it is
+/// unset (exit 0, as its `error()` leaves it); `hostlist` takes names or the path of a
+/// file of names, one per line.
+fn show_hosts(e: Entity, val: Option<&str>) -> anyhow::Result<ExitCode> {
+    let expand = |list: &str| {
+        let list = list.split_whitespace().collect::<Vec<_>>().join(",");
+        bulkhead_proto::hostlist::expand(&list, bulkhead_proto::job::MAX_NODE_NAMES).ok()
+    };
+    match e {
+        Entity::Hostnames => {
+            let Some(list) = val
+                .map(str::to_string)
+                .or_else(|| std::env::var("SLURM_NODELIST").ok())
+            else {
+                eprintln!("scontrol: error: host list is empty");
+                return Ok(ExitCode::SUCCESS);
+            };
+            match expand(&list) {
+                Some(names) => {
+                    let mut out = names.join("\n");
+                    if !names.is_empty() {
+                        out.push('\n');
+                    }
+                    print!("{out}");
+                }
+                None => eprintln!("Invalid hostlist: {}", bulkhead_cli::output::escape(&list)),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => {
+            let Some(val) = val else {
+                eprintln!("invalid encode argument");
+                return Ok(ExitCode::from(1));
+            };
+            let text = if val.starts_with('/') {
+                match std::fs::read_to_string(val) {
+                    Ok(t) if t.len() < 1 << 20 => t.replace('\n', ","),
+                    Ok(_) => {
+                        eprintln!("File {val} is too large");
+                        return Ok(ExitCode::from(1));
+                    }
+                    Err(_) => {
+                        eprintln!("Can not open {val}");
+                        return Ok(ExitCode::from(1));
+                    }
+                }
+            } else {
+                val.to_string()
+            };
+            let Some(names) = expand(&text) else {
+                eprintln!("Invalid hostlist: {}", bulkhead_cli::output::escape(&text));
+                return Ok(ExitCode::from(1));
+            };
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            println!(
+                "{}",
+                if e == Entity::HostlistSorted {
+                    slurm::hostlist(&names)
+                } else {
+                    slurm::hostlist_unsorted(&names)
+                }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
 /// scontrol: its options, then its command's words.
 pub(crate) fn scontrol(
     words: impl Iterator<Item = String>,
@@ -37,12 +151,20 @@ pub(crate) fn scontrol(
         Err(code) => return Ok(code),
     };
     let (oneliner, w) = (opts.oneliner, opts.words);
-    let mut c = client(g)?;
     let verb = w.first().map(String::as_str).unwrap_or("");
+    // Host lists are scontrol's own work: no controller is asked.
+    if verb == "show" {
+        let (tag, val) = show_args(&w[1..]);
+        if let Some(e @ (Entity::Hostnames | Entity::Hostlist | Entity::HostlistSorted)) =
+            entity(tag)
+        {
+            return show_hosts(e, val);
+        }
+    }
+    let mut c = client(g)?;
     match verb {
         "show" => {
-            let what = w.get(1).map(String::as_str).unwrap_or("");
-            let name = w.get(2).map(String::as_str);
+            let (what, name) = show_args(&w[1..]);
             let print = |text: &str| {
                 if oneliner {
                     println!("{}", text.split_whitespace().collect::<Vec<_>>().join(" "));
@@ -50,8 +172,8 @@ pub(crate) fn scontrol(
                     println!("{text}");
                 }
             };
-            match what {
-                "job" | "jobs" | "jobid" => {
+            match entity(what) {
+                Some(Entity::Job) => {
                     let jobs = match name {
                         Some(id) => {
                             let invalid =
@@ -81,7 +203,7 @@ pub(crate) fn scontrol(
                         print(&slurm::scontrol_job(&j, now_us()));
                     }
                 }
-                "partition" | "partitions" | "part" => {
+                Some(Entity::Partition) => {
                     let parts = c.partitions().map_err(explain)?;
                     let nodes = c.nodes().map_err(explain)?;
                     let shown: Vec<_> = parts
@@ -95,7 +217,7 @@ pub(crate) fn scontrol(
                         print(&slurm_info::scontrol_partition(p, &nodes));
                     }
                 }
-                "node" | "nodes" => {
+                Some(Entity::Node) => {
                     let parts = c.partitions().map_err(explain)?;
                     let nodes = c.nodes().map_err(explain)?;
                     let shown: Vec<_> = nodes
@@ -111,12 +233,12 @@ pub(crate) fn scontrol(
                         print(&slurm_info::scontrol_node(n, of));
                     }
                 }
-                "config" | "conf" | "configuration" => {
+                Some(Entity::Config) => {
                     let parts = c.partitions().map_err(explain)?;
                     print!("{}", slurm_info::scontrol_config(&parts, now_us()));
                 }
                 _ => bail!(
-                    "invalid entity: {what} for keyword: show (Bulkhead answers show job, partition, node and config)"
+                    "invalid entity: {what} for keyword: show (Bulkhead answers show job, partition, node, config, hostnames, hostlist and hostlistsorted)"
                 ),
             }
         }
@@ -203,4 +325,29 @@ pub(crate) fn scontrol(
         other => return Err(Plain(format!("invalid keyword: {other}")).into()),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// scontrol's entities by any abbreviation as long as it asks, case apart; `job=5`
+    /// as `job 5`.
+    #[test]
+    fn show_entities_are_matched_as_scontrol_matches_them() {
+        assert_eq!(entity("j"), Some(Entity::Job));
+        assert_eq!(entity("JobId"), Some(Entity::Job));
+        assert_eq!(entity("no"), Some(Entity::Node));
+        assert_eq!(entity("p"), None, "partitions asks two letters");
+        assert_eq!(entity("part"), Some(Entity::Partition));
+        assert_eq!(entity("hostn"), Some(Entity::Hostnames));
+        assert_eq!(entity("host"), None);
+        assert_eq!(entity("hostlist"), Some(Entity::Hostlist));
+        assert_eq!(entity("hostlists"), Some(Entity::HostlistSorted));
+        assert_eq!(entity("configuration"), None);
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(show_args(&w(&["job=5"])), ("job", Some("5")));
+        assert_eq!(show_args(&w(&["job", "5"])), ("job", Some("5")));
+        assert_eq!(show_args(&w(&["nodes"])), ("nodes", None));
+    }
 }

@@ -400,9 +400,32 @@ fn the_command_and_restarts_are_shown_as_slurm_shows_them() {
     assert_eq!(fields("command", &j), vec!["(null)".to_string()]);
 }
 
+/// `scontrol show hostlist` keeps the names' order, as `hostlist_create` does: a
+/// name extends the range before it only when it follows it; neighbouring ranges of
+/// one prefix share brackets, zero-padding kept.
+#[test]
+fn unsorted_hostlists_keep_their_order() {
+    assert_eq!(
+        hostlist_unsorted(&["n3", "n1", "n2", "gpu1", "n4"]),
+        "n[3,1-2],gpu1,n4"
+    );
+    assert_eq!(
+        hostlist_unsorted(&["gpu01", "gpu02", "gpu03"]),
+        "gpu[01-03]"
+    );
+    assert_eq!(hostlist_unsorted(&["login", "n7"]), "login,n7");
+    assert_eq!(hostlist_unsorted(&["n9", "n10"]), "n[9-10]");
+    assert_eq!(hostlist_unsorted(&["n09", "n10"]), "n[09-10]");
+    assert_eq!(hostlist_unsorted(&[]), "");
+}
+
 #[test]
 fn hostlists_compress_as_slurm_writes_them() {
     assert_eq!(hostlist(&["n1", "n2", "n3", "n5"]), "n[1-3,5]");
+    // Widths as Slurm's `_width_equiv` takes them: unpadded numbers of any width
+    // share a range, padded ones only with their width.
+    assert_eq!(hostlist(&["n10", "n9", "n11"]), "n[9-11]");
+    assert_eq!(hostlist(&["n9", "n010"]), "n[9,010]");
     assert_eq!(hostlist(&["n1"]), "n1");
     assert_eq!(hostlist(&["gpu01", "gpu02", "login"]), "gpu[01-02],login");
     assert_eq!(hostlist(&[]), "");

@@ -231,6 +231,19 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         ]),
         "{head}"
     );
+    // Host lists, as batch scripts use them (no controller asked).
+    assert_eq!(
+        s.ok("scontrol", &["show", "hostnames", "gpu[01-02],n3"]),
+        "gpu01\ngpu02\nn3\n"
+    );
+    assert_eq!(
+        s.ok("scontrol", &["show", "hostlist", "n3,n1,n2"]),
+        "n[3,1-2]\n"
+    );
+    assert_eq!(
+        s.ok("scontrol", &["show", "hostlistsorted", "n3,n1,n2"]),
+        "n[1-3]\n"
+    );
     let config = s.ok("scontrol", &["show", "config"]);
     assert!(
         config
