@@ -635,6 +635,7 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
     Ok(req)
 }
 
+mod scontrol_node;
 mod scontrol_update;
 mod slurm_cmds;
 mod slurm_opts;

@@ -242,6 +242,35 @@ pub(crate) fn scontrol(
                 ),
             }
         }
+        "update" if super::scontrol_node::is_node_update(&w[1..]) => {
+            use super::scontrol_node::{NodeAction, parse};
+            let u = parse(&w[1..]).map_err(Plain)?;
+            for node in &u.nodes {
+                let op = match &u.action {
+                    NodeAction::Drain(reason) => bulkhead_proto::msg::AdminOp::Drain {
+                        node: node.clone(),
+                        reason: reason.clone(),
+                    },
+                    NodeAction::Resume => {
+                        bulkhead_proto::msg::AdminOp::Resume { node: node.clone() }
+                    }
+                };
+                c.admin(op).map_err(|e| match &e {
+                    _ if not_found(&e) => anyhow::Error::new(Plain(
+                        "slurm_update error: Invalid node name specified".into(),
+                    )),
+                    bulkhead_client::ClientError::Refused(r)
+                        if r.code == ErrorCode::PermissionDenied =>
+                    {
+                        anyhow::Error::new(Plain(format!(
+                            "slurm_update error: Access/permission denied ({})",
+                            r.message
+                        )))
+                    }
+                    _ => explain(e),
+                })?;
+            }
+        }
         "update" => {
             let u = super::scontrol_update::parse_update(&w[1..], |id| {
                 c.show(id)

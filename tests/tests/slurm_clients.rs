@@ -557,6 +557,40 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     let none: serde_json::Value =
         serde_json::from_str(&s.ok("sacct", &["--json", "-j", "999999"])).expect("json");
     assert_eq!(none["errors"][0]["description"], "Nothing found", "{none}");
+    // An administrator's Slurm habit: scontrol update NodeName=... State=DRAIN, then
+    // sinfo -R says why, who and when; State=RESUME undoes it. A user may not.
+    let drain = [
+        "update",
+        &format!("NodeName={node}"),
+        "State=DRAIN",
+        "Reason=fan swap",
+    ];
+    let denied = s.run("scontrol", &drain);
+    assert!(
+        !denied.status.success()
+            && String::from_utf8_lossy(&denied.stderr).contains("Access/permission denied"),
+        "{denied:?}"
+    );
+    let out = s.run_as_root("scontrol", &drain);
+    assert!(out.status.success(), "{out:?}");
+    let reasons = s.ok("sinfo", &["-R", "-h"]);
+    let row: Vec<&str> = reasons.split_whitespace().collect();
+    assert_eq!(
+        (row.first(), row.get(1), row.get(2), row.last()),
+        (
+            Some(&"fan"),
+            Some(&"swap"),
+            Some(&"root"),
+            Some(&node.as_str())
+        ),
+        "{reasons:?}"
+    );
+    let out = s.run_as_root(
+        "scontrol",
+        &["update", &format!("NodeName={node}"), "State=RESUME"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(s.ok("sinfo", &["-R", "-h"]), "");
 }
 
 /// Dependencies on one task of an array (`afterok:A_2`) and on corresponding tasks

@@ -77,6 +77,23 @@ impl<'a> SlurmCommands<'a> {
         cmd
     }
 
+    /// `prog` as root (the cluster's administrator), in the same directory.
+    pub fn run_as_root(&self, prog: &str, args: &[&str]) -> std::process::Output {
+        let env = self.c.bh_command(None, &self.wd, &[]);
+        Command::new(self.links.join(prog))
+            .current_dir(&self.wd)
+            .env_clear()
+            .envs(env.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .env(
+                "PATH",
+                format!("{}:/usr/local/bin:/usr/bin:/bin", self.links.display()),
+            )
+            .stdin(Stdio::null())
+            .args(args)
+            .output()
+            .expect(prog)
+    }
+
     pub fn run(&self, prog: &str, args: &[&str]) -> std::process::Output {
         self.command(&self.links.join(prog))
             .args(args)
