@@ -711,6 +711,16 @@ fn z85_of(key: &str) -> anyhow::Result<String> {
 
 const DEFAULT_BROKER: &str = "tcp://127.0.0.1:6817";
 
+/// The brokers `g` names (comma-separated), else the cluster's, else the default.
+fn brokers(g: &Globals) -> anyhow::Result<String> {
+    Ok(match &g.broker {
+        Some(b) => b.clone(),
+        None => bulkhead_client::client::cluster_brokers()
+            .map_err(anyhow::Error::msg)?
+            .unwrap_or_else(|| DEFAULT_BROKER.to_string()),
+    })
+}
+
 fn client(g: &Globals) -> anyhow::Result<Client> {
     const CLUSTER_KEY: &str = "/etc/bulkhead/broker.pub";
     let key = match g.broker_key.as_deref() {
@@ -722,12 +732,7 @@ fn client(g: &Globals) -> anyhow::Result<Client> {
         }
         None => None,
     };
-    let broker = match &g.broker {
-        Some(b) => b.clone(),
-        None => bulkhead_client::client::cluster_brokers()
-            .map_err(anyhow::Error::msg)?
-            .unwrap_or_else(|| DEFAULT_BROKER.to_string()),
-    };
+    let broker = brokers(g)?;
     let mut c = Client::connect_with(&broker, g.munge_socket.as_deref(), key)?;
     c.reply_timeout = Duration::from_secs_f64(g.timeout.max(0.1));
     Ok(c)

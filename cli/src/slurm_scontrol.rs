@@ -140,6 +140,59 @@ fn show_hosts(e: Entity, val: Option<&str>) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `scontrol ping`: each broker asked in turn (the first is the primary, the others
+/// its standbys, as scontrol names the controllers it is configured with), `UP` when
+/// it answers (a standby's refusal is an answer); exit 0 when any is up, 1 when none
+/// is, and root told to restore the service when one is down, as scontrol does.
+fn ping(g: &Globals) -> anyhow::Result<ExitCode> {
+    let list = super::brokers(g)?;
+    let endpoints: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .collect();
+    let mut any_up = false;
+    let mut any_down = false;
+    for (i, endpoint) in endpoints.iter().enumerate() {
+        let mut one = g.clone();
+        one.broker = Some(endpoint.to_string());
+        // As long as scontrol waits for a controller at most (its message timeout).
+        one.timeout = g.timeout.min(10.0);
+        let up = client(&one).is_ok_and(|mut c| match c.partitions() {
+            Ok(_) | Err(bulkhead_client::ClientError::Refused(_)) => true,
+            Err(_) => false,
+        });
+        any_up |= up;
+        any_down |= !up;
+        let mode = match i {
+            0 => "primary".to_string(),
+            1 if endpoints.len() == 2 => "backup".to_string(),
+            n => format!("backup{n}"),
+        };
+        let host = endpoint
+            .split("://")
+            .last()
+            .unwrap_or(endpoint)
+            .rsplit_once(':')
+            .map_or(*endpoint, |(h, _)| h);
+        println!(
+            "Slurmctld({mode}) at {} is {}",
+            bulkhead_cli::output::escape(host),
+            if up { "UP" } else { "DOWN" }
+        );
+    }
+    if any_down && nix::unistd::getuid().is_root() {
+        println!("*****************************************");
+        println!("** RESTORE SLURMCTLD DAEMON TO SERVICE **");
+        println!("*****************************************");
+    }
+    Ok(if any_up {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
 /// scontrol: its options, then its command's words.
 pub(crate) fn scontrol(
     words: impl Iterator<Item = String>,
@@ -152,6 +205,9 @@ pub(crate) fn scontrol(
     };
     let (oneliner, w) = (opts.oneliner, opts.words);
     let verb = w.first().map(String::as_str).unwrap_or("");
+    if verb.len() >= 3 && "ping".starts_with(&verb.to_ascii_lowercase()) {
+        return ping(g);
+    }
     // Host lists are scontrol's own work: no controller is asked.
     if verb == "show" {
         let (tag, val) = show_args(&w[1..]);

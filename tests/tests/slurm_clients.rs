@@ -244,6 +244,12 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         s.ok("scontrol", &["show", "hostlistsorted", "n3,n1,n2"]),
         "n[1-3]\n"
     );
+    // scontrol ping: the controller is up (exit 0), as health checks ask.
+    let ping = s.ok("scontrol", &["ping"]);
+    assert!(
+        ping.starts_with("Slurmctld(primary) at ") && ping.trim_end().ends_with(" is UP"),
+        "{ping}"
+    );
     let config = s.ok("scontrol", &["show", "config"]);
     assert!(
         config
