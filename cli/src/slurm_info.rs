@@ -847,14 +847,7 @@ pub fn reservations(
         } else {
             "INACTIVE"
         };
-        let secs = r.end_us.saturating_sub(r.start_us) / 1_000_000;
-        // secs2time_str: hours always two digits.
-        let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
-        let duration = if d > 0 {
-            format!("{d}-{h:02}:{m:02}:{s:02}")
-        } else {
-            format!("{h:02}:{m:02}:{s:02}")
-        };
+        let duration = secs2time_str(r.end_us.saturating_sub(r.start_us) / 1_000_000);
         line(
             &r.name,
             state,
@@ -864,6 +857,84 @@ pub fn reservations(
             &crate::slurm::hostlist_of(&r.nodes),
         );
     }
+    crate::output::escape_keep_lines(&out)
+}
+
+/// Slurm's `secs2time_str`: `[D-]HH:MM:SS`, hours always two digits.
+fn secs2time_str(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
+    }
+}
+
+/// `scontrol show reservation`: one reservation in `slurm_sprint_reservation_info`'s
+/// layout, its cores those of its nodes (`nodes`' CPUs, or the CPUs it holds on each),
+/// its users by name (`user_of` names a uid); what is not kept here as scontrol
+/// prints it unset.
+pub fn scontrol_reservation(
+    r: &bulkhead_proto::msg::Reservation,
+    nodes: &[NodeInfo],
+    user_of: &dyn Fn(u32) -> String,
+    now_us: u64,
+) -> String {
+    let cores: u64 = r
+        .nodes
+        .iter()
+        .map(|n| match r.cpus {
+            Some(c) => u64::from(c),
+            None => nodes
+                .iter()
+                .find(|x| &x.name == n)
+                .map_or(0, |x| u64::from(x.cpus)),
+        })
+        .sum();
+    let mut tres = format!("cpu={cores}");
+    if let Some(g) = r.gpus.filter(|g| *g > 0) {
+        tres.push_str(&format!(
+            ",gres/gpu={}",
+            u64::from(g) * r.nodes.len() as u64
+        ));
+    }
+    let or_null = |v: String| {
+        if v.is_empty() {
+            "(null)".to_string()
+        } else {
+            v
+        }
+    };
+    let users = or_null(
+        r.users
+            .iter()
+            .map(|u| user_of(*u))
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    let state = if r.start_us <= now_us && r.end_us >= now_us {
+        "ACTIVE"
+    } else {
+        "INACTIVE"
+    };
+    let duration = if r.end_us >= r.start_us {
+        secs2time_str((r.end_us - r.start_us) / 1_000_000)
+    } else {
+        "N/A".into()
+    };
+    let out = format!(
+        "ReservationName={} StartTime={} EndTime={} Duration={duration}\n   \
+         Nodes={} NodeCnt={} CoreCnt={cores} Features=(null) PartitionName=(null) Flags=SPEC_NODES\n   \
+         TRES={tres}\n   \
+         Users={users} Groups=(null) Accounts={} Licenses=(null) State={state} BurstBuffer=(null) Watts=n/a\n   \
+         MaxStartDelay=(null)\n",
+        r.name,
+        crate::slurm::local_time(Some(r.start_us)),
+        crate::slurm::local_time(Some(r.end_us)),
+        crate::slurm::hostlist_of(&r.nodes),
+        r.nodes.len(),
+        or_null(r.accounts.join(",")),
+    );
     crate::output::escape_keep_lines(&out)
 }
 

@@ -38,6 +38,7 @@ enum Entity {
     Hostnames,
     Hostlist,
     HostlistSorted,
+    Reservation,
 }
 
 fn entity(tag: &str) -> Option<Entity> {
@@ -55,6 +56,8 @@ fn entity(tag: &str) -> Option<Entity> {
         ("nodes", 1, Entity::Node),
         ("partitions", 2, Entity::Partition),
         ("partitionname", 2, Entity::Partition),
+        ("reservations", 1, Entity::Reservation),
+        ("reservationname", 1, Entity::Reservation),
     ]
     .into_iter()
     .find(|(name, min, _)| is(name, *min))
@@ -289,6 +292,37 @@ pub(crate) fn scontrol(
                         print(&slurm_info::scontrol_node(n, of));
                     }
                 }
+                Some(Entity::Reservation) => {
+                    let resv = c.reservations().map_err(explain)?;
+                    let nodes = c.nodes().map_err(explain)?;
+                    let shown: Vec<_> = resv
+                        .iter()
+                        .filter(|r| name.is_none_or(|n| r.name == n))
+                        .collect();
+                    // Both said on standard output, as scontrol says them.
+                    match (name, shown.is_empty()) {
+                        (Some(n), true) => {
+                            println!("Reservation {} not found", bulkhead_cli::output::escape(n));
+                            return Ok(ExitCode::from(1));
+                        }
+                        (None, true) => println!("No reservations in the system"),
+                        _ => {}
+                    }
+                    let user_of = |uid: u32| {
+                        nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                            .ok()
+                            .flatten()
+                            .map_or_else(|| uid.to_string(), |u| u.name)
+                    };
+                    for r in shown {
+                        print(&slurm_info::scontrol_reservation(
+                            r,
+                            &nodes,
+                            &user_of,
+                            now_us(),
+                        ));
+                    }
+                }
                 Some(Entity::Config) => {
                     let parts = c.partitions().map_err(explain)?;
                     print!("{}", slurm_info::scontrol_config(&parts, now_us()));
@@ -404,6 +438,58 @@ pub(crate) fn scontrol(
                 );
             }
         }
+        // scontrol write batch_script JOBID [FILE|-]: the job's script, to
+        // slurm-JOBID.sh by default. A script that cannot be had is said as
+        // scontrol's slurm_perror says it; its exit status stays 0, as scontrol's
+        // (its return code is kept in a local there).
+        v if v.len() >= 5 && "write".starts_with(&v.to_ascii_lowercase()) => {
+            let what = w.get(1).map(String::as_str).unwrap_or("");
+            if what.is_empty() {
+                return Err(Plain(format!("too few arguments for keyword:{v}")).into());
+            }
+            if !(what.len() >= 5 && "batch_script".starts_with(&what.to_ascii_lowercase())) {
+                return Err(Plain(format!(
+                    "invalid write option: {what} (Bulkhead writes batch_script)"
+                ))
+                .into());
+            }
+            if w.len() > 4 {
+                return Err(Plain(format!("too many arguments for keyword:{v}")).into());
+            }
+            let Some(id) = w.get(2) else {
+                return Ok(ExitCode::SUCCESS);
+            };
+            let Ok(id) = id.parse::<u64>() else {
+                eprintln!("job script retrieval failed: Invalid job id specified");
+                return Ok(ExitCode::SUCCESS);
+            };
+            let file = w
+                .get(3)
+                .cloned()
+                .unwrap_or_else(|| format!("slurm-{id}.sh"));
+            match c.script(bulkhead_proto::JobId(id)) {
+                Ok((script, _)) if file == "-" => print!("{script}"),
+                Ok((script, _)) => {
+                    if let Err(e) = std::fs::write(&file, script) {
+                        eprintln!("failed to open file `{file}`: {e}");
+                        return Ok(ExitCode::from(1));
+                    }
+                    println!("batch script for job {id} written to {file}");
+                }
+                Err(e) => {
+                    let why = if not_found(&e) {
+                        "Invalid job id specified".to_string()
+                    } else {
+                        e.to_string()
+                    };
+                    eprintln!(
+                        "job script retrieval failed: {}",
+                        bulkhead_cli::output::escape(&why)
+                    );
+                }
+            }
+        }
+        "version" => println!("{}", bulkhead_cli::getopt::VERSION),
         "" => bail!(
             "no command given: scontrol show job|partition|node [NAME] | hold ID | release ID | update JobId=ID TimeLimit=T Partition=P Priority=N Nice=N JobName=S Comment=S StartTime=T | requeue ID"
         ),

@@ -433,6 +433,21 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         "{shown}"
     );
     s.ok("scancel", &[array]);
+    // Its script, as scontrol writes it: to slurm-ID.sh, or to standard output.
+    let written = s.ok("scontrol", &["write", "batch_script", &id]);
+    assert_eq!(
+        written,
+        format!("batch script for job {id} written to slurm-{id}.sh\n")
+    );
+    let script = std::fs::read_to_string(wd.join(format!("slurm-{id}.sh"))).expect("script");
+    assert!(
+        script.starts_with("#!") && script.contains("echo start"),
+        "{script}"
+    );
+    assert_eq!(
+        s.ok("scontrol", &["write", "batch_script", &id, "-"]),
+        script
+    );
     // Its name back, for the status query by name below.
     s.ok(
         "scontrol",
@@ -1271,6 +1286,23 @@ fn reservations_and_sinfo_fields_by_name_answer_as_slurms_do() {
         (rows[1][0], rows[1][1], rows[1][4], rows[1][5]),
         ("train", "ACTIVE", "00:10:00", node.as_str()),
         "{listed}"
+    );
+    // scontrol's record of it; one that does not exist is said on standard output,
+    // exit 1, as scontrol says it.
+    let shown = s.ok("scontrol", &["show", "res", "train"]);
+    assert!(
+        shown.starts_with("ReservationName=train StartTime=")
+            && shown.contains(" Duration=00:10:00\n")
+            && shown.contains(&format!("\n   Nodes={node} NodeCnt=1 CoreCnt="))
+            && shown.contains(&format!("\n   Users={} Groups=(null)", s.user.name))
+            && shown.contains(" State=ACTIVE "),
+        "{shown}"
+    );
+    let missing = s.run("scontrol", &["show", "reservation", "nosuch"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stdout),
+        "Reservation nosuch not found\n"
     );
     // Two held jobs, one in the reservation.
     let inside = s.ok(
