@@ -204,7 +204,8 @@ pub fn hostlist(names: &[&str]) -> String {
             let mut j = i;
             let mut w = nums[i].1;
             while j + 1 < nums.len() && nums[j + 1].0 == nums[j].0 + 1 {
-                match width_equiv(nums[j].0, w, nums[j + 1].0, nums[j + 1].1) {
+                // As `hostrange_within_range`: the range's first number against the next.
+                match width_equiv(nums[i].0, w, nums[j + 1].0, nums[j + 1].1) {
                     Some(unified) => w = unified,
                     None => break,
                 }
@@ -246,13 +247,13 @@ pub fn hostlist_unsorted(names: &[&str]) -> String {
             Ok(v) if width > 0 && width < 19 => {
                 if let Some(Item::Range {
                     prefix,
+                    lo,
                     hi,
                     width: w,
-                    ..
                 }) = items.last_mut()
                     && prefix == pre
                     && v == *hi + 1
-                    && let Some(unified) = width_equiv(*hi, *w, v, width)
+                    && let Some(unified) = width_equiv(*lo, *w, v, width)
                 {
                     *hi = v;
                     *w = unified;

@@ -1397,6 +1397,7 @@ mod tests {
             gpu_backend: String::new(),
             gpu_faults: vec![],
             reason_by: by.map(|(u, id, at)| (u.to_string(), id, at)),
+            topology: None,
         };
         let at = 1_700_000_000_000_000;
         let nodes = [

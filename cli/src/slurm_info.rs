@@ -342,14 +342,17 @@ fn field(r: &Row, kind: char) -> String {
                 g.join(",")
             }
         }
-        // One socket of one thread per core, as `scontrol show node` describes a
-        // node here; no temporary disk, weight 1, no features.
-        'z' => r
-            .nodes
-            .iter()
-            .map(|n| n.cpus)
-            .min()
-            .map_or("0:0:0".into(), |c| format!("1:{c}:1")),
+        // The smallest node's sockets, cores and threads ([`topology`]).
+        'z' | 'X' | 'Y' | 'Z' => match r.nodes.iter().min_by_key(|n| n.cpus).map(|n| topology(n)) {
+            None if kind == 'z' => "0:0:0".into(),
+            None => "0".into(),
+            Some((s, c, t)) => match kind {
+                'z' => format!("{s}:{c}:{t}"),
+                'X' => s.to_string(),
+                'Y' => c.to_string(),
+                _ => t.to_string(),
+            },
+        },
         'd' => "0".into(),
         'w' => "1".into(),
         'f' => "(null)".into(),
@@ -385,8 +388,8 @@ fn field(r: &Row, kind: char) -> String {
             .first()
             .map_or("N/A".into(), |n| n.agent_version.clone()),
         'V' => crate::opts::CLUSTER_NAME.into(),
-        'X' | 'Z' | 'I' | 'p' => "1".into(),
-        'Y' => field(r, 'c'),
+        // No temporary disk, weight 1, no features.
+        'I' | 'p' => "1".into(),
         'B' => "UNLIMITED".into(),
         'S' => "all".into(),
         'M' => "OFF".into(),
@@ -493,13 +496,21 @@ pub fn scontrol_partition(p: &PartitionInfo, nodes: &[NodeInfo]) -> String {
     s
 }
 
+/// A node's sockets, cores per socket and threads per core: as its agent read them
+/// from the kernel, else one socket of one thread per core, as Slurm describes a
+/// node configured by its CPU count alone.
+pub fn topology(n: &NodeInfo) -> (u32, u32, u32) {
+    n.topology.map_or((1, n.cpus, 1), |t| {
+        (t.sockets, t.cores_per_socket, t.threads_per_core)
+    })
+}
+
 /// `scontrol show node`: one record in Slurm's `Key=Value` layout; `member`: the
 /// node's partitions ([`partitions_of`]).
 pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
     let mut s = String::new();
-    // One socket of one thread per core: the CPUs the agent counts, as a node
-    // configured by its CPU count alone is described.
-    let _ = writeln!(s, "NodeName={} CoresPerSocket={}", n.name, n.cpus);
+    let (sockets, cores, threads) = topology(n);
+    let _ = writeln!(s, "NodeName={} CoresPerSocket={cores}", n.name);
     // Not measured here: the load and free memory, which scontrol prints as N/A.
     let _ = writeln!(
         s,
@@ -524,12 +535,12 @@ pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
     );
     let _ = writeln!(
         s,
-        "   RealMemory={} AllocMem={} FreeMem=N/A Sockets=1 Boards=1",
+        "   RealMemory={} AllocMem={} FreeMem=N/A Sockets={sockets} Boards=1",
         n.mem_mb, n.mem_alloc_mb
     );
     let _ = writeln!(
         s,
-        "   State={} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
+        "   State={} ThreadsPerCore={threads} TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
         n.state.as_str()
     );
     let _ = writeln!(
@@ -975,6 +986,7 @@ mod tests {
             gpu_backend: String::new(),
             gpu_faults: vec![],
             reason_by: None,
+            topology: None,
         }
     }
 
@@ -1095,6 +1107,30 @@ mod tests {
             "{n}"
         );
         assert!(n.contains("Partitions=batch,debug"), "{n}");
+        // One socket of all its CPUs unless its agent said its topology.
+        assert!(
+            n.starts_with("NodeName=n1 CoresPerSocket=4\n")
+                && n.contains(" Sockets=1 ")
+                && n.contains(" ThreadsPerCore=1 "),
+            "{n}"
+        );
+        let mut two = nodes[0].clone();
+        two.topology = Some(bulkhead_proto::msg::Topology {
+            sockets: 2,
+            cores_per_socket: 1,
+            threads_per_core: 2,
+        });
+        let t = scontrol_node(&two, &[]);
+        assert!(
+            t.contains("CoresPerSocket=1\n")
+                && t.contains(" Sockets=2 ")
+                && t.contains(" ThreadsPerCore=2 "),
+            "{t}"
+        );
+        assert_eq!(
+            listing(&[two], "%z %X %Y %Z", true, true).lines().next(),
+            Some("2:1:2 2 1 2")
+        );
         // The keys real scontrol 22.05 printed for a node and a partition (2026-12-05),
         // in its order; a record here holds them in that order, leaving out only
         // what it does not know (the node's Arch, OS and last busy time).

@@ -264,6 +264,7 @@ fn new_node(
             allow_root_jobs: true,
             enforced: vec!["emulated".into()],
             step_endpoint: String::new(),
+            topology: None,
         },
         verifier,
         Vec::new(),

@@ -30,6 +30,7 @@ pub mod stepd;
 mod stepsrv;
 mod supervised;
 pub mod tasks;
+pub mod topology;
 pub mod usage;
 
 use crate::cgroup::{AgentTree, JobCgroup};
@@ -591,6 +592,11 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             }
         }
     }
+    // The hardware's own numbers only when the node offers all its CPUs: a node
+    // configured smaller is one socket of what it offers.
+    let topology = (cpus as usize == host_cpus.len())
+        .then(|| topology::read(Path::new("/sys/devices/system/cpu"), &host_cpus))
+        .flatten();
     let core = AgentCore::new(
         CoreConfig {
             node: cfg.name.clone(),
@@ -600,6 +606,9 @@ pub async fn run(cfg: AgentConfig, shutdown: impl Future<Output = ()>) -> Result
             allow_root_jobs: cfg.allow_root_jobs,
             enforced: tree.enforced(),
             step_endpoint,
+            // The hardware's own numbers only when the node offers all its CPUs: a
+            // node configured smaller is one socket of what it offers.
+            topology,
         },
         verifier,
         journal.pending().cloned(),

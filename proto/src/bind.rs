@@ -85,6 +85,7 @@ mod tests {
 
             ended: vec![],
             step_endpoint: String::new(),
+            topology: None,
         };
         let mut with_cred = reg.clone();
         with_cred.credential = vec![1, 2, 3];

@@ -37,7 +37,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// 18: a job's description carries its script's arguments and how many times it was
 /// requeued; a submission carries its script's path; a node's description says who
 /// set its reason and when; an accounting record carries the job's working directory
-/// and group.
+/// and group; an agent's registration and a node's description carry its CPU
+/// topology.
 pub const PROTOCOL_VERSION: u16 = 18;
 pub const HEADER_LEN: usize = 14;
 

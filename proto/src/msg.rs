@@ -485,6 +485,10 @@ pub struct NodeInfo {
     /// node, or `root` for the broker's own (a fault, a node not responding).
     #[serde(default)]
     pub reason_by: Option<(String, u32, u64)>,
+    /// Its CPUs' sockets, cores and threads, as its agent registered them (`None`:
+    /// not said; shown as one socket of all its CPUs).
+    #[serde(default)]
+    pub topology: Option<Topology>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -568,6 +572,31 @@ pub struct Registration {
     pub ended: Vec<JobEnd>,
     /// Where the agent takes step connections (`tcp://ADDR:PORT`); empty: nowhere.
     pub step_endpoint: String,
+    /// Its CPUs' sockets, cores and threads, where the kernel says them evenly.
+    pub topology: Option<Topology>,
+}
+
+/// A node's CPUs as Slurm counts them (`slurmd -C`): `sockets` of
+/// `cores_per_socket` cores of `threads_per_core` threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Topology {
+    pub sockets: u32,
+    pub cores_per_socket: u32,
+    pub threads_per_core: u32,
+}
+
+impl Topology {
+    /// At most the CPUs a node may have, each number and their product.
+    pub fn validate(&self) -> Result<(), LimitError> {
+        let max = limits::MAX_CPUS as u64;
+        for n in [self.sockets, self.cores_per_socket, self.threads_per_core] {
+            check_u64("topology", u64::from(n), max)?;
+        }
+        let cpus = u64::from(self.sockets)
+            .saturating_mul(u64::from(self.cores_per_socket))
+            .saturating_mul(u64::from(self.threads_per_core));
+        check_u64("topology's CPUs", cpus, max)
+    }
 }
 
 /// At most this many ends travel in one registration; the agent lists the jobs of the
@@ -877,6 +906,9 @@ impl Message for AgentMessage {
                 check("challenge", r.challenge.len(), MAX_NONCE_BYTES)?;
                 check("ended", r.ended.len(), MAX_ENDS_IN_REGISTRATION)?;
                 check_str("step_endpoint", &r.step_endpoint, limits::MAX_NAME_BYTES)?;
+                if let Some(t) = &r.topology {
+                    t.validate()?;
+                }
                 r.ended.iter().try_for_each(JobEnd::validate)?;
                 check("enforced", r.enforced.len(), 64)?;
                 for e in &r.enforced {

@@ -176,6 +176,11 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
 
                     ended: vec![end.clone()],
                     step_endpoint: String::new(),
+                    topology: Some(bulkhead_proto::msg::Topology {
+                        sockets: 2,
+                        cores_per_socket: 2,
+                        threads_per_core: 2,
+                    }),
                 }),
                 AgentMessage::Heartbeat {
                     running: vec![JobId(1)],

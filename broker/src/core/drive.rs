@@ -615,6 +615,7 @@ impl Driver {
 
             ended: (0..b.below(3)).map(|_| self.end(b)).collect(),
             step_endpoint: String::new(),
+            topology: None,
         }
     }
 

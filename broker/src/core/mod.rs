@@ -323,6 +323,8 @@ struct Node {
     agent_version: String,
     gpus: Vec<GpuInfo>,
     gpu_backend: String,
+    /// Its CPUs' sockets, cores and threads, as its agent registered them.
+    topology: Option<bulkhead_proto::msg::Topology>,
     /// GPUs out of service, and why (a MIG instance failed to create); cleared by
     /// `bh admin resume`.
     gpu_faults: BTreeMap<u32, String>,

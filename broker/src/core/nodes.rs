@@ -63,6 +63,7 @@ impl Core {
                 agent_version: String::new(),
                 gpus,
                 gpu_backend: String::new(),
+                topology: None,
                 gpu_faults: BTreeMap::new(),
                 session: None,
                 seq: 0,
@@ -389,6 +390,11 @@ impl Core {
         node.agent_version = reg.agent_version;
         node.gpus = reg.gpus;
         node.gpu_backend = reg.gpu_backend;
+        // Said only when it accounts for the CPUs the node offers.
+        node.topology = reg.topology.filter(|t| {
+            u64::from(t.sockets) * u64::from(t.cores_per_socket) * u64::from(t.threads_per_core)
+                == u64::from(reg.cpus)
+        });
         node.step_endpoint = reg.step_endpoint;
         self.node_by_peer.insert(peer.clone(), id);
         fx.store.push(StoreOp::UpsertNode(Self::node_row(node)));

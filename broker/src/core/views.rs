@@ -659,6 +659,7 @@ impl Core {
             gpus: n.gpus.clone(),
             gpu_backend: n.gpu_backend.clone(),
             gpu_faults: n.gpu_faults.iter().map(|(g, w)| (*g, w.clone())).collect(),
+            topology: n.topology,
             // A node not responding: the broker's, since it was last heard from.
             reason_by: match &n.drain {
                 Some(_) => n.drain_by.clone(),

@@ -54,6 +54,8 @@ pub struct CoreConfig {
     pub enforced: Vec<String>,
     /// Where step connections are taken, for the registration (empty: nowhere).
     pub step_endpoint: String,
+    /// The CPUs' sockets, cores and threads, for the registration.
+    pub topology: Option<bulkhead_proto::msg::Topology>,
 }
 
 /// A journal operation, carried out by the shell before the effects after it.
@@ -352,6 +354,7 @@ impl AgentCore {
             challenge: self.challenge.clone(),
             ended,
             step_endpoint: self.cfg.step_endpoint.clone(),
+            topology: self.cfg.topology,
         })));
     }
 

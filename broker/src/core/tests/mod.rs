@@ -71,6 +71,7 @@ pub(super) fn reg(name: &str, cpus: u32, running: Vec<JobId>) -> AgentMessage {
 
         ended: vec![],
         step_endpoint: String::new(),
+        topology: None,
     })
 }
 

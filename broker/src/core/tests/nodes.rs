@@ -540,3 +540,28 @@ fn a_late_registration_does_not_use_up_the_newer_challenge() {
     let fx = c.agent(peer, 3, Some(&root()), answering("n1", &held), 12);
     assert!(registered(&fx), "{:?}", fx.send);
 }
+
+/// A node's CPU topology is as its agent registered it, when it accounts for the CPUs
+/// the node offers; one that does not is not said.
+#[test]
+fn a_nodes_topology_is_its_agents_when_it_counts_its_cpus() {
+    let topo = bulkhead_proto::msg::Topology {
+        sockets: 2,
+        cores_per_socket: 2,
+        threads_per_core: 1,
+    };
+    let with = |name: &str, cpus: u32| match reg(name, cpus, vec![]) {
+        AgentMessage::Register(mut r) => {
+            r.topology = Some(topo);
+            AgentMessage::Register(r)
+        }
+        other => other,
+    };
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), with("n1", 4), 0);
+    c.agent(b"b".to_vec(), 2, Some(&root()), with("n2", 8), 0);
+    let nodes = node_list(&mut c);
+    let of = |n: &str| nodes.iter().find(|x| x.name == n).map(|x| x.topology);
+    assert_eq!(of("n1"), Some(Some(topo)));
+    assert_eq!(of("n2"), Some(None), "4 CPUs said for 8");
+}

@@ -137,6 +137,11 @@ impl Env {
                 allow_root_jobs: self.allow_root,
                 enforced: vec!["cpuset".into(), "memory".into()],
                 step_endpoint: String::new(),
+                topology: Some(bulkhead_proto::msg::Topology {
+                    sockets: 1,
+                    cores_per_socket: self.cpus,
+                    threads_per_core: 1,
+                }),
             },
             verifier,
             self.pending,

@@ -48,10 +48,14 @@ fn a_connection_made_again_gets_a_heartbeat_at_once() {
     t.broker(BrokerMessage::Challenge { nonce: vec![1; 16] });
     t.advance(Duration::from_millis(100));
     let _ = t.core.on_reconnected(t.now);
-    assert_effects!(
-        t.broker(BrokerMessage::Challenge { nonce: vec![2; 16] }),
-        Effect::Register(r) if r.challenge == vec![2; 16] => 1
-    );
+    let fx = t.broker(BrokerMessage::Challenge { nonce: vec![2; 16] });
+    assert_effects!(fx, Effect::Register(r) if r.challenge == vec![2; 16] => 1);
+    // The registration says the node's topology, as the shell read it.
+    let topo = fx.iter().find_map(|e| match e {
+        Effect::Register(r) => r.topology,
+        _ => None,
+    });
+    assert_eq!(topo.map(|t| t.sockets), Some(1));
 
     let mut t = Env::new().build();
     assert_effects!(t.core.start(t.now), Effect::Register(_) => 1);
