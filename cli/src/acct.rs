@@ -201,6 +201,11 @@ fn gpu_util(u: Option<&JobUsage>) -> String {
     }
 }
 
+/// A time as sacct writes one: local, in `SLURM_TIME_FORMAT`'s form; `Unknown` unset.
+fn slurm_time(us: Option<u64>) -> String {
+    us.map_or_else(|| "Unknown".into(), |t| crate::slurm::local_time(Some(t)))
+}
+
 /// One field of a record, as text.
 pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
     let u = r.usage.as_ref();
@@ -221,9 +226,10 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
         "Partition" => r.partition.clone(),
         "State" => r.state.as_str().into(),
         "ExitCode" => format!("{}:{}", r.exit_code.unwrap_or(0), r.signal.unwrap_or(0)),
-        "Submit" => timestamp(Some(r.submit_us)),
-        "Start" => timestamp(r.start_us),
-        "End" => timestamp(r.end_us),
+        // Local time, as sacct writes it (`SLURM_TIME_FORMAT` too); `Unknown` unset.
+        "Submit" => slurm_time(Some(r.submit_us)),
+        "Start" => slurm_time(r.start_us),
+        "End" => slurm_time(r.end_us),
         "Elapsed" => elapsed.map_or("00:00:00".into(), usec_hms),
         "Wait" => r
             .start_us

@@ -114,20 +114,106 @@ pub fn date_line(secs: u64) -> String {
     )
 }
 
-/// Local time as Slurm prints it, `YYYY-MM-DDTHH:MM:SS`; `N/A` for none.
+/// Local time as Slurm prints it (`slurm_make_time_str`): `YYYY-MM-DDTHH:MM:SS`, or as
+/// `SLURM_TIME_FORMAT` says ([`TimeFormat`]); `N/A` for none.
 pub fn local_time(us: Option<u64>) -> String {
     let Some(tm) = us.and_then(|us| local_tm(us / 1_000_000)) else {
         return "N/A".into();
     };
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
+    match &*TIME_FORMAT {
+        TimeFormat::Standard => format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+            tm.tm_year + 1900,
+            tm.tm_mon + 1,
+            tm.tm_mday,
+            tm.tm_hour,
+            tm.tm_min,
+            tm.tm_sec
+        ),
+        TimeFormat::Relative => {
+            let now = local_tm(bulkhead_proto::time::now_us() / 1_000_000);
+            let fmt = relative_format(&tm, now.as_ref());
+            strftime(fmt, &tm)
+        }
+        TimeFormat::Custom(fmt) => strftime(fmt, &tm),
+    }
+}
+
+/// How Slurm's commands write times, from `SLURM_TIME_FORMAT` as `slurm_make_time_str`
+/// reads it: unset, empty or `standard` the ISO form; `relative` as `_relative_date_fmt`
+/// picks a form by the distance in days (`12:34:56` today, `Ystday 09:10`, `Tomorr`,
+/// `Mon 09:10` within the week, `5 Jan 09:10`, `5 Jan 2027` beyond a year); any other
+/// value with a `%` and under 32 bytes a `strftime` format (`%s`: Unix seconds);
+/// without a `%`, or longer, refused with Slurm's error and the standard form used.
+#[derive(Debug)]
+pub enum TimeFormat {
+    Standard,
+    Relative,
+    Custom(std::ffi::CString),
+}
+
+impl TimeFormat {
+    /// The format `value` asks for, or the standard one and why `value` is refused.
+    pub fn parse(value: Option<&str>) -> (TimeFormat, Option<String>) {
+        match value {
+            None | Some("") | Some("standard") => (TimeFormat::Standard, None),
+            Some("relative") => (TimeFormat::Relative, None),
+            Some(v) => match std::ffi::CString::new(v) {
+                Ok(c) if v.contains('%') && v.len() < 32 => (TimeFormat::Custom(c), None),
+                _ => (
+                    TimeFormat::Standard,
+                    Some(format!("invalid SLURM_TIME_FORMAT = '{v}'")),
+                ),
+            },
+        }
+    }
+}
+
+static TIME_FORMAT: std::sync::LazyLock<TimeFormat> = std::sync::LazyLock::new(|| {
+    let value = std::env::var("SLURM_TIME_FORMAT").ok();
+    let (format, refused) = TimeFormat::parse(value.as_deref());
+    if let Some(why) = refused {
+        let prog = std::env::args()
+            .next()
+            .and_then(|a| a.rsplit('/').next().map(str::to_string))
+            .unwrap_or_else(|| "bh".into());
+        eprintln!("{prog}: error: {}", crate::output::escape(&why));
+    }
+    format
+});
+
+/// `_relative_date_fmt`: the form for a time `days` from today.
+pub(crate) fn relative_format(when: &libc::tm, now: Option<&libc::tm>) -> &'static std::ffi::CStr {
+    let day = |t: &libc::tm| 1000 * i64::from(t.tm_year + 1900) + i64::from(t.tm_yday);
+    let distance = now.map_or(0, |n| day(when) - day(n));
+    match distance {
+        -1 => c"Ystday %H:%M",
+        0 => c"%H:%M:%S",
+        1 => c"Tomorr %H:%M",
+        d if !(-365..=365).contains(&d) => c"%-d %b %Y",
+        d if !(-1..=6).contains(&d) => c"%-d %b %H:%M",
+        _ => c"%a %H:%M",
+    }
+}
+
+/// `slurm_strftime` into scontrol's and squeue's 32-byte buffers: cut to 31 bytes,
+/// `#`s when strftime writes nothing.
+fn strftime(fmt: &std::ffi::CStr, tm: &libc::tm) -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer's length is passed; `fmt` is NUL-terminated; `tm` is a valid
+    // broken-down time from localtime_r.
+    let n = unsafe {
+        libc::strftime(
+            buf.as_mut_ptr().cast::<libc::c_char>(),
+            buf.len(),
+            fmt.as_ptr(),
+            tm,
+        )
+    };
+    if n == 0 {
+        return "#".repeat(31);
+    }
+    String::from_utf8_lossy(&buf[..n.min(31)]).into_owned()
 }
 
 /// `OverSubscribe` as scontrol and squeue's `%h` show it.

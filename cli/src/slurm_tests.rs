@@ -419,6 +419,53 @@ fn unsorted_hostlists_keep_their_order() {
     assert_eq!(hostlist_unsorted(&[]), "");
 }
 
+/// `SLURM_TIME_FORMAT` as `slurm_make_time_str` reads it, and `relative`'s forms by
+/// the distance in days.
+#[test]
+fn slurm_time_format_is_read_as_slurm_reads_it() {
+    assert!(matches!(
+        TimeFormat::parse(None),
+        (TimeFormat::Standard, None)
+    ));
+    assert!(matches!(
+        TimeFormat::parse(Some("standard")),
+        (TimeFormat::Standard, None)
+    ));
+    assert!(matches!(
+        TimeFormat::parse(Some("relative")),
+        (TimeFormat::Relative, None)
+    ));
+    assert!(matches!(
+        TimeFormat::parse(Some("%s")),
+        (TimeFormat::Custom(_), None)
+    ));
+    let (f, why) = TimeFormat::parse(Some("seconds"));
+    assert!(matches!(f, TimeFormat::Standard));
+    assert_eq!(
+        why.as_deref(),
+        Some("invalid SLURM_TIME_FORMAT = 'seconds'")
+    );
+    assert!(
+        TimeFormat::parse(Some(&"%Y".repeat(16))).1.is_some(),
+        "32 bytes"
+    );
+    // SAFETY: zeroed is a valid `tm`.
+    let day = |year: i32, yday: i32| {
+        let mut t: libc::tm = unsafe { std::mem::zeroed() };
+        t.tm_year = year - 1900;
+        t.tm_yday = yday;
+        t
+    };
+    let now = day(2026, 339);
+    let form = |t: libc::tm| relative_format(&t, Some(&now)).to_str().unwrap_or("");
+    assert_eq!(form(day(2026, 339)), "%H:%M:%S");
+    assert_eq!(form(day(2026, 338)), "Ystday %H:%M");
+    assert_eq!(form(day(2026, 340)), "Tomorr %H:%M");
+    assert_eq!(form(day(2026, 343)), "%a %H:%M");
+    assert_eq!(form(day(2026, 300)), "%-d %b %H:%M");
+    assert_eq!(form(day(2028, 10)), "%-d %b %Y");
+}
+
 #[test]
 fn hostlists_compress_as_slurm_writes_them() {
     assert_eq!(hostlist(&["n1", "n2", "n3", "n5"]), "n[1-3,5]");

@@ -297,6 +297,21 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         .strip_prefix("Submitted batch job ")
         .unwrap_or_else(|| panic!("{sub}"))
         .to_string();
+    // SLURM_TIME_FORMAT: times as strftime writes them (%s: Unix seconds).
+    let out = s.run_with(
+        "squeue",
+        &["-h", "-o", "%V", "-j", &id],
+        &[("SLURM_TIME_FORMAT", "%s")],
+        b"",
+    );
+    let submitted: u64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{out:?}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    assert!(now.abs_diff(submitted) < 3600, "{submitted} against {now}");
     // squeue -O: fields by name.
     let by_name = s.ok("squeue", &["-h", "-O", "jobid:10,state", "-j", &id]);
     assert_eq!(
