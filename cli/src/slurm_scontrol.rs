@@ -213,6 +213,13 @@ pub(crate) fn scontrol(
     }
     // Host lists are scontrol's own work: no controller is asked.
     if verb == "show" {
+        // scontrol's own checks of its words, before it asks anything.
+        if w.len() < 2 {
+            return Err(Plain(format!("too few arguments for keyword:{verb}")).into());
+        }
+        if w.len() > 3 {
+            return Err(Plain(format!("too many arguments for keyword:{verb}")).into());
+        }
         let (tag, val) = show_args(&w[1..]);
         if let Some(e @ (Entity::Hostnames | Entity::Hostlist | Entity::HostlistSorted)) =
             entity(tag)
