@@ -949,6 +949,46 @@ pub fn scontrol_reservation(
     crate::output::escape_keep_lines(&out)
 }
 
+/// `scontrol show step`: a running step (its accounting record, `J.S`) in
+/// `slurm_sprint_job_step_info`'s layout. A step here has no limit of its own
+/// (`UNLIMITED`: its job's holds it), no network or reserved ports, and no srun
+/// host scontrol could name.
+pub fn scontrol_step(r: &bulkhead_proto::acct::AcctRecord) -> String {
+    let names: Vec<String> = if r.nodes.is_empty() {
+        Vec::new()
+    } else {
+        bulkhead_proto::hostlist::expand(&r.nodes, bulkhead_proto::job::MAX_NODE_NAMES)
+            .unwrap_or_else(|_| vec![r.nodes.clone()])
+    };
+    let numbered = r
+        .job_label
+        .rsplit_once('.')
+        .is_some_and(|(_, s)| s.parse::<u32>().is_ok());
+    let out = format!(
+        "StepId={} UserId={} StartTime={} TimeLimit=UNLIMITED\n   \
+         State=RUNNING Partition={} NodeList={}\n   \
+         Nodes={} CPUs={} Tasks={} Name={} Network=(null)\n   \
+         TRES=cpu={},mem={},node={}\n   \
+         ResvPorts=(null)\n   \
+         CPUFreqReq=Default{}\n   \
+         SrunHost:Pid=(null):0\n",
+        r.job_label,
+        r.uid,
+        crate::slurm::local_time(r.start_us),
+        r.partition,
+        crate::slurm::hostlist_of(&names),
+        names.len(),
+        r.alloc_cpus,
+        r.ntasks.unwrap_or(1),
+        r.name,
+        r.alloc_cpus,
+        crate::slurm_pending::mem_units(r.alloc_mem_mb),
+        names.len(),
+        if numbered { " Dist=Block" } else { "" },
+    );
+    crate::output::escape_keep_lines(&out)
+}
+
 /// Who set a node's reason and when, as sinfo prints them: the user's name, the
 /// name with the uid (`%U`: `carol(1003)`), and the local time; `Unknown` for each
 /// when no one is on record.

@@ -39,6 +39,7 @@ enum Entity {
     Hostlist,
     HostlistSorted,
     Reservation,
+    Step,
 }
 
 fn entity(tag: &str) -> Option<Entity> {
@@ -58,6 +59,7 @@ fn entity(tag: &str) -> Option<Entity> {
         ("partitionname", 2, Entity::Partition),
         ("reservations", 1, Entity::Reservation),
         ("reservationname", 1, Entity::Reservation),
+        ("steps", 2, Entity::Step),
     ]
     .into_iter()
     .find(|(name, min, _)| is(name, *min))
@@ -328,6 +330,51 @@ pub(crate) fn scontrol(
                             &user_of,
                             now_us(),
                         ));
+                    }
+                }
+                Some(Entity::Step) => {
+                    // `J`, `J.S` or `A_T.S`: the job's running steps, or one of them.
+                    let job = name.map(|n| n.split(['.', '_']).next().unwrap_or(n));
+                    let job = match job {
+                        Some(j) => Some(j.parse::<u64>().map_err(|_| {
+                            Plain("slurm_get_job_steps error: Invalid job id specified".into())
+                        })?),
+                        None => None,
+                    };
+                    let filter = bulkhead_proto::acct::AcctFilter {
+                        jobs: job.map(bulkhead_proto::JobId).into_iter().collect(),
+                        states: vec![JobState::Running, JobState::Completing],
+                        ..Default::default()
+                    };
+                    let (records, _) = c.acct(filter).map_err(explain)?;
+                    let steps: Vec<_> = records
+                        .iter()
+                        .filter(|r| r.job_label.contains('.') && r.state == JobState::Running)
+                        .filter(|r| match name {
+                            Some(n) if n.contains('.') => {
+                                r.job_label == n
+                                    || r.job_label
+                                        .rsplit_once('.')
+                                        .is_some_and(|(_, s)| format!("{}.{s}", r.job) == n)
+                            }
+                            Some(n) => {
+                                r.job_label.starts_with(&format!("{n}."))
+                                    || job.is_some_and(|j| r.job.0 == j)
+                            }
+                            None => true,
+                        })
+                        .collect();
+                    // Both said on standard output, as scontrol says them.
+                    match (name, steps.is_empty()) {
+                        (Some(n), true) => {
+                            println!("Job step {} not found", bulkhead_cli::output::escape(n));
+                            return Ok(ExitCode::from(1));
+                        }
+                        (None, true) => println!("No job steps in the system"),
+                        _ => {}
+                    }
+                    for r in steps {
+                        print(&slurm_info::scontrol_step(r));
                     }
                 }
                 Some(Entity::Config) => {

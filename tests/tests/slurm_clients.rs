@@ -761,6 +761,27 @@ fn scancel_signals_the_steps_or_the_batch_script() {
         [format!("{id}.0 RUNNING"), format!("{id}.batch RUNNING")],
         "{listed}"
     );
+    // scontrol show step: the job's running steps in scontrol's records; one step by
+    // its id; one that does not exist said on standard output, exit 1.
+    let all = s.ok("scontrol", &["show", "step", &id.to_string()]);
+    assert!(
+        all.contains(&format!("StepId={id}.batch UserId="))
+            && all.contains(&format!("StepId={id}.0 UserId=")),
+        "{all}"
+    );
+    let one = s.ok("scontrol", &["show", "step", &format!("{id}.0")]);
+    assert!(
+        one.starts_with(&format!("StepId={id}.0 UserId={} ", s.user.uid))
+            && one.contains("\n   State=RUNNING Partition=")
+            && one.contains(" Dist=Block\n"),
+        "{one}"
+    );
+    let missing = s.run("scontrol", &["show", "step", &format!("{id}.7")]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stdout),
+        format!("Job step {id}.7 not found\n")
+    );
     s.ok("scancel", &["-s", "USR2", &id.to_string()]);
     seen("step-usr2").expect("the step got SIGUSR2");
     s.ok("scancel", &["--batch", "--signal=SIGUSR1", &id.to_string()]);
