@@ -429,10 +429,11 @@ impl Core {
     }
 
     /// The accounting record of an array's tasks still to be made (`None` once all
-    /// were): labelled `ARRAY_[INDICES%THROTTLE]` as sacct labels the array's job.
+    /// were, or the array ended): labelled `ARRAY_[INDICES%THROTTLE]` as sacct labels
+    /// the array's job, which slurmdbd keeps until its last task is made.
     fn array_acct_record(&self, j: &Job, now_us: u64) -> Option<AcctRecord> {
         let a = self.arrays.get(&j.id)?;
-        if a.remaining().is_empty() {
+        if j.state.is_terminal() || a.remaining().is_empty() {
             return None;
         }
         let rest = format_indices(a.remaining().iter().copied());
@@ -473,26 +474,20 @@ impl Core {
         let mut records: Vec<AcctRecord> = self
             .jobs
             .values()
-            .filter(|j| j.submission.array.is_none() && mine.is_none_or(|u| u == j.uid))
-            .map(|j| (self.acct_record(j, now_us), j.batch))
+            .filter(|j| mine.is_none_or(|u| u == j.uid))
+            .filter_map(|j| match j.submission.array {
+                // An array's own job: only its tasks not made yet, and no steps.
+                Some(_) => Some((self.array_acct_record(j, now_us)?, None)),
+                None => Some((self.acct_record(j, now_us), Some(j.batch))),
+            })
             .filter(|(r, _)| crate::acct::matches(r, f))
             .flat_map(|(r, batch)| {
                 // Each job's steps follow it, as sacct lists them: its batch script's
                 // (`J.batch`) first.
-                let steps = self.step_records(&r, batch);
+                let steps = batch.map(|b| self.step_records(&r, b)).unwrap_or_default();
                 std::iter::once(r).chain(steps)
             })
             .collect();
-        // An array's tasks not made yet are one record, as slurmdbd keeps the array's
-        // own job until its last task is made: `12_[3-9%2]`, pending.
-        records.extend(
-            self.jobs
-                .values()
-                .filter(|j| j.submission.array.is_some() && !j.state.is_terminal())
-                .filter(|j| mine.is_none_or(|u| u == j.uid))
-                .filter_map(|j| self.array_acct_record(j, now_us))
-                .filter(|r| crate::acct::matches(r, f)),
-        );
         // Stable: a job's steps stay after it.
         records.sort_by_key(|r| r.job);
         let truncated = records.len() > bulkhead_proto::acct::MAX_ACCT_RECORDS;
