@@ -279,11 +279,7 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
                 node_count(&r.nodes),
                 c = r.alloc_cpus
             );
-            let gpus: u64 = r
-                .alloc_gpus
-                .split(',')
-                .filter_map(|g| g.rsplit(':').next()?.parse::<u64>().ok())
-                .sum();
+            let gpus = gpu_count(&r.alloc_gpus);
             if gpus > 0 {
                 t.push_str(&format!(",gres/gpu={gpus}"));
             }
@@ -302,8 +298,16 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
     }
 }
 
+/// The GPUs of an allocation's label (`2`, `h100:2`, `1g.10gb:3` counts 3).
+pub(crate) fn gpu_count(label: &str) -> u64 {
+    label
+        .split(',')
+        .filter_map(|g| g.rsplit(':').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// Nodes in a host list (`n[1-3],gpu7` is 4); 0 for none.
-fn node_count(list: &str) -> usize {
+pub(crate) fn node_count(list: &str) -> usize {
     if list.is_empty() || list == "None assigned" {
         return 0;
     }

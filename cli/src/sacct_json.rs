@@ -103,28 +103,17 @@ fn signal_name(sig: i32) -> String {
     }
 }
 
-/// The whole GPUs of an allocation label (`2`, `h100:2`, `1g.10gb:3` counts 3).
-fn gpu_count(label: &str) -> u64 {
-    label
-        .split(',')
-        .filter_map(|g| g.rsplit(':').next()?.parse::<u64>().ok())
-        .sum()
+/// Seconds from the record's start to its end (or to its start while it runs, as the
+/// database's elapsed reads then); 0 before it started.
+fn elapsed_s(r: &AcctRecord) -> u64 {
+    r.start_us
+        .map(|s| r.end_us.unwrap_or(s).saturating_sub(s) / 1_000_000)
+        .unwrap_or(0)
 }
 
-fn node_count(list: &str) -> u64 {
-    if list.is_empty() || list == "None assigned" {
-        return 0;
-    }
-    bulkhead_proto::hostlist::expand(list, bulkhead_proto::job::MAX_NODE_NAMES)
-        .map_or(1, |v| v.len() as u64)
-}
-
-/// What an allocation holds, in the string order slurmctld writes `tres_alloc_str`
-/// (`1=..,2=..,4=..,5=..,1001=..`); memory in MB.
-fn alloc_tres(r: &AcctRecord, nodes: u64) -> Vec<Value> {
-    if r.start_us.is_none() {
-        return Vec::new();
-    }
+/// What a job asks, in the string order slurmctld writes `tres_req_str` and
+/// `tres_alloc_str` (`1=..,2=..,4=..,5=..,1001=..`); memory in MB.
+fn tres_list(r: &AcctRecord, nodes: u64) -> Vec<Value> {
     let cpus = u64::from(r.alloc_cpus);
     let mut t = vec![
         tres(TRES_CPU, cpus),
@@ -132,11 +121,19 @@ fn alloc_tres(r: &AcctRecord, nodes: u64) -> Vec<Value> {
         tres(TRES_NODE, nodes.max(1)),
         tres(TRES_BILLING, cpus),
     ];
-    let gpus = gpu_count(&r.alloc_gpus);
+    let gpus = crate::acct::gpu_count(&r.alloc_gpus);
     if gpus > 0 {
         t.push(tres(TRES_GPU, gpus));
     }
     t
+}
+
+/// What an allocation holds: what it asked, once it started.
+fn alloc_tres(r: &AcctRecord, nodes: u64) -> Vec<Value> {
+    if r.start_us.is_none() {
+        return Vec::new();
+    }
+    tres_list(r, nodes)
 }
 
 /// One step (a record labelled `J.batch`, `J.0`, ...) as the plugin dumps it.
@@ -192,10 +189,6 @@ fn step(r: &AcctRecord, job_id: u64) -> Value {
             "governor": ["Conservative", "Performance", "PowerSave", "OnDemand", "UserSpace"]
         })
     };
-    let elapsed = r
-        .start_us
-        .map(|s| r.end_us.unwrap_or(s).saturating_sub(s) / 1_000_000)
-        .unwrap_or(0);
     json!({
         "nodes": { "list": names, "count": names.len(), "range": r.nodes },
         "tres": {
@@ -204,7 +197,7 @@ fn step(r: &AcctRecord, job_id: u64) -> Value {
             "allocated": alloc_tres(r, names.len() as u64),
         },
         "time": {
-            "elapsed": elapsed,
+            "elapsed": elapsed_s(r),
             "end": secs(r.end_us),
             "start": secs(r.start_us),
             "suspended": 0,
@@ -238,22 +231,8 @@ fn job(r: &AcctRecord, steps: &[&AcctRecord], group: Option<&str>) -> Value {
         ),
         None => (0, Value::Null, Value::Null),
     };
-    let nodes = node_count(&r.nodes);
+    let nodes = crate::acct::node_count(&r.nodes) as u64;
     let started = r.start_us.is_some();
-    let elapsed = r
-        .start_us
-        .map(|s| r.end_us.unwrap_or(s).saturating_sub(s) / 1_000_000)
-        .unwrap_or(0);
-    let mut requested = vec![
-        tres(TRES_CPU, u64::from(r.alloc_cpus)),
-        tres(TRES_MEM, r.alloc_mem_mb),
-        tres(TRES_NODE, nodes.max(1)),
-        tres(TRES_BILLING, u64::from(r.alloc_cpus)),
-    ];
-    let gpus = gpu_count(&r.alloc_gpus);
-    if gpus > 0 {
-        requested.push(tres(TRES_GPU, gpus));
-    }
     json!({
         "account": r.account,
         "comment": { "administrator": null, "job": r.comment, "system": null },
@@ -275,7 +254,7 @@ fn job(r: &AcctRecord, steps: &[&AcctRecord], group: Option<&str>) -> Value {
         "container": null,
         "derived_exit_code": exit_code(r),
         "time": {
-            "elapsed": elapsed,
+            "elapsed": elapsed_s(r),
             "eligible": secs(Some(r.submit_us)),
             "end": secs(r.end_us),
             "start": secs(r.start_us),
@@ -302,7 +281,7 @@ fn job(r: &AcctRecord, steps: &[&AcctRecord], group: Option<&str>) -> Value {
         "reservation": { "id": 0, "name": 0 },
         "state": { "current": r.state.as_str(), "reason": "None" },
         "steps": steps.iter().map(|s| step(s, r.job.0)).collect::<Vec<_>>(),
-        "tres": { "allocated": alloc_tres(r, nodes), "requested": requested },
+        "tres": { "allocated": alloc_tres(r, nodes), "requested": tres_list(r, nodes) },
         "user": r.user,
         "wckey": { "wckey": "", "flags": [] },
         "working_directory": r.workdir,
