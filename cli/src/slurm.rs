@@ -561,20 +561,33 @@ pub fn convert_num_unit(num: u64, orig: usize, convert: bool, v: &mut String) {
     }
 }
 
-/// A group's name by its id (`getgrgid`), or its number when it has none, as squeue's
-/// `%g` prints it; the last one looked up kept (a listing's jobs share few groups).
+/// A group's name by its id (`getgrgid`); `None` when it has none.
+pub fn group_name(gid: u32) -> Option<String> {
+    nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+        .ok()
+        .flatten()
+        .map(|g| g.name)
+        .filter(|n| !n.is_empty())
+}
+
+/// A user's name by its id (`getpwuid`); `None` when it has none.
+pub fn user_name(uid: u32) -> Option<String> {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .filter(|n| !n.is_empty())
+}
+
+/// A group's name by its id, or its number when it has none, as squeue's `%g` prints
+/// it; the last one looked up kept (a listing's jobs share few groups).
 fn group_name_into(gid: u32, v: &mut String) {
     thread_local! {
         static LAST: std::cell::RefCell<Option<(u32, String)>> = const { std::cell::RefCell::new(None) };
     }
     LAST.with_borrow_mut(|last| {
         if last.as_ref().is_none_or(|(g, _)| *g != gid) {
-            let name = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
-                .ok()
-                .flatten()
-                .map(|g| g.name)
-                .filter(|n| !n.is_empty())
-                .unwrap_or_else(|| gid.to_string());
+            let name = group_name(gid).unwrap_or_else(|| gid.to_string());
             *last = Some((gid, name));
         }
         if let Some((_, name)) = last.as_ref() {

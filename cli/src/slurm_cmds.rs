@@ -759,12 +759,7 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
     }
     squeue_sort::sort(&mut jobs, &keys, now);
     if q.json {
-        let group_of = |gid: u32| {
-            nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
-                .ok()
-                .flatten()
-                .map_or_else(|| gid.to_string(), |g| g.name)
-        };
+        let group_of = |gid: u32| slurm::group_name(gid).unwrap_or_else(|| gid.to_string());
         println!("{}", output::json(&slurm_json::squeue(&jobs, &group_of))?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -1023,15 +1018,12 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
         });
     }
     if a.json {
-        let group_of = |gid: u32| {
-            nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
-                .ok()
-                .flatten()
-                .map(|g| g.name)
-        };
         println!(
             "{}",
-            output::json(&bulkhead_cli::sacct_json::sacct(&records, &group_of))?
+            output::json(&bulkhead_cli::sacct_json::sacct(
+                &records,
+                &slurm::group_name
+            ))?
         );
         return Ok(ExitCode::SUCCESS);
     }

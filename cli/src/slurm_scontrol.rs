@@ -198,6 +198,22 @@ fn ping(g: &Globals) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// What scontrol says on standard output when `show` of `what` finds nothing: the one
+/// named is `WHAT NAME not found` and exit 1; none at all is `none` and no error.
+fn none_shown(name: Option<&str>, empty: bool, what: &str, none: &str) -> Option<ExitCode> {
+    match (name, empty) {
+        (Some(n), true) => {
+            println!("{what} {} not found", bulkhead_cli::output::escape(n));
+            Some(ExitCode::from(1))
+        }
+        (None, true) => {
+            println!("{none}");
+            None
+        }
+        _ => None,
+    }
+}
+
 /// scontrol: its options, then its command's words.
 pub(crate) fn scontrol(
     words: impl Iterator<Item = String>,
@@ -308,21 +324,16 @@ pub(crate) fn scontrol(
                         .iter()
                         .filter(|r| name.is_none_or(|n| r.name == n))
                         .collect();
-                    // Both said on standard output, as scontrol says them.
-                    match (name, shown.is_empty()) {
-                        (Some(n), true) => {
-                            println!("Reservation {} not found", bulkhead_cli::output::escape(n));
-                            return Ok(ExitCode::from(1));
-                        }
-                        (None, true) => println!("No reservations in the system"),
-                        _ => {}
+                    if let Some(code) = none_shown(
+                        name,
+                        shown.is_empty(),
+                        "Reservation",
+                        "No reservations in the system",
+                    ) {
+                        return Ok(code);
                     }
-                    let user_of = |uid: u32| {
-                        nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                            .ok()
-                            .flatten()
-                            .map_or_else(|| uid.to_string(), |u| u.name)
-                    };
+                    let user_of =
+                        |uid: u32| slurm::user_name(uid).unwrap_or_else(|| uid.to_string());
                     for r in shown {
                         print(&slurm_info::scontrol_reservation(
                             r,
@@ -364,14 +375,13 @@ pub(crate) fn scontrol(
                             None => true,
                         })
                         .collect();
-                    // Both said on standard output, as scontrol says them.
-                    match (name, steps.is_empty()) {
-                        (Some(n), true) => {
-                            println!("Job step {} not found", bulkhead_cli::output::escape(n));
-                            return Ok(ExitCode::from(1));
-                        }
-                        (None, true) => println!("No job steps in the system"),
-                        _ => {}
+                    if let Some(code) = none_shown(
+                        name,
+                        steps.is_empty(),
+                        "Job step",
+                        "No job steps in the system",
+                    ) {
+                        return Ok(code);
                     }
                     for r in steps {
                         print(&slurm_info::scontrol_step(r));
