@@ -17,6 +17,7 @@ pub mod devices;
 pub mod devpolicy;
 pub mod emulator;
 pub mod fdpass;
+pub mod forksrv;
 pub mod gpu;
 pub mod journal;
 pub mod keeper;

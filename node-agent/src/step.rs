@@ -188,16 +188,36 @@ pub struct StepStats {
     pub max_rss_kib: u64,
 }
 
+/// The supervisor's own CPU time when its current job began, µs: a supervisor runs
+/// one job after another (see [`crate::forksrv`]), and reports each job's share.
+static JOB_CPU_BASE_US: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn self_rusage() -> Option<libc::rusage> {
+    // SAFETY: getrusage writes a rusage; zeroed is a valid one.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF needs nothing else.
+    (unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0).then_some(ru)
+}
+
+fn cpu_us(ru: &libc::rusage) -> u64 {
+    let us = |t: libc::timeval| (t.tv_sec.max(0) as u64) * 1_000_000 + t.tv_usec.max(0) as u64;
+    us(ru.ru_utime) + us(ru.ru_stime)
+}
+
 impl StepStats {
-    /// The calling process's own (RUSAGE_SELF).
+    /// Marks the start of this process's next job: [`StepStats::of_self`] counts from
+    /// here.
+    pub fn mark_job_start() {
+        let base = self_rusage().map_or(0, |ru| cpu_us(&ru));
+        JOB_CPU_BASE_US.store(base, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The calling process's own (RUSAGE_SELF): its CPU since its job began, its peak
+    /// memory.
     pub fn of_self() -> StepStats {
-        // SAFETY: getrusage writes a rusage; zeroed is a valid one.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: as above; RUSAGE_SELF needs nothing else.
-        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        let Some(ru) = self_rusage() else {
             return StepStats::default();
-        }
-        let us = |t: libc::timeval| (t.tv_sec.max(0) as u64) * 1_000_000 + t.tv_usec.max(0) as u64;
+        };
         // Not ru_maxrss: exec carries over the peak of the memory it replaced (the
         // agent's, whose child the supervisor was); VmHWM is this image's own peak.
         let hwm = crate::usage::read_small(Path::new("/proc/self/status"))
@@ -208,7 +228,8 @@ impl StepStats {
             })
             .unwrap_or(0);
         StepStats {
-            cpu_us: us(ru.ru_utime) + us(ru.ru_stime),
+            cpu_us: cpu_us(&ru)
+                .saturating_sub(JOB_CPU_BASE_US.load(std::sync::atomic::Ordering::Relaxed)),
             max_rss_kib: hwm,
         }
     }

@@ -7,7 +7,8 @@
 //! (SIGTERM, the grace, then SIGKILL of the whole cgroup), and waits until the job's
 //! cgroup is empty before the job is over. It then records the end (exit status or
 //! signal, OOM kill, the cgroup's final usage) durably in the spool, tells the agent
-//! if one is connected, and exits.
+//! if one is connected, and exits, or, forked by the fork server, waits idle for the
+//! next job (see [`crate::forksrv`]).
 //!
 //! So a job needs its agent only to start: the agent may be killed, stopped or
 //! upgraded while the job runs, and a new agent reconnects at `<dir>/sock` (root's
@@ -64,105 +65,22 @@ pub fn main() -> i32 {
             eprintln!("bulkhead-stepd --serve: no control socket (descriptor 3)");
             return 2;
         };
-        return serve(ctl);
+        return crate::forksrv::serve(ctl);
     }
     let dir = PathBuf::from(dir);
-    run_one(&dir, link.map(UnixStream::from))
+    run_job(&dir, link.map(UnixStream::from)).0
 }
 
-/// Supervises the job in `dir`; the exit status.
-fn run_one(dir: &Path, agent: Option<UnixStream>) -> i32 {
+/// Supervises the job in `dir`: the exit status, and whether the job ended cleanly
+/// (nothing of it left: its cgroup removed, its end recorded), so that this process
+/// may take another job (see [`crate::forksrv`]).
+pub(crate) fn run_job(dir: &Path, agent: Option<UnixStream>) -> (i32, bool) {
+    step::StepStats::mark_job_start();
     match supervise(dir, agent) {
-        Ok(()) => 0,
+        Ok(clean) => (0, clean),
         Err(e) => {
             eprintln!("bulkhead-stepd {}: {e}", dir.display());
-            1
-        }
-    }
-}
-
-/// The fork server: the agent sends it each job's directory and the job's end of the
-/// socket pair (one SEQPACKET message, the descriptor passed with it); it forks a
-/// child that supervises the job. Forking this small, single-threaded process costs a
-/// fraction of starting a supervisor with exec (the loader, the C library's and the
-/// runtime's start, which query the CPU: costly in a virtual machine). It reaps the
-/// supervisors, and exits when the agent closes its end; the supervisors run on.
-fn serve(ctl: OwnedFd) -> i32 {
-    use std::os::fd::AsFd;
-    crate::launch::freeze_handled_signals();
-    // Holds no directory of the agent's or of a job's.
-    let _ = std::env::set_current_dir("/");
-    let mut mask = SigSet::empty();
-    mask.add(Signal::SIGCHLD);
-    if let Err(e) = mask.thread_block() {
-        eprintln!("bulkhead-stepd --serve: cannot block SIGCHLD: {e}");
-        return 1;
-    }
-    let sfd = match SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("bulkhead-stepd --serve: cannot open a signalfd: {e}");
-            return 1;
-        }
-    };
-    loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: ctl.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: sfd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: `fds` is a valid array of two pollfd.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if n < 0 {
-            continue;
-        }
-        if fds[1].revents != 0 {
-            while let Ok(Some(_)) = sfd.read_signal() {}
-            // SAFETY: reaping our own children, without blocking.
-            while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
-        }
-        if fds[0].revents == 0 {
-            continue;
-        }
-        let (dir, link) = match crate::fdpass::recv(ctl.as_fd()) {
-            Ok(Some(m)) => m,
-            // The agent is gone: so is the server; the supervisors run on.
-            Ok(None) => return 0,
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                eprintln!("bulkhead-stepd --serve: ignored a malformed request: {e}");
-                continue;
-            }
-            Err(e) => {
-                eprintln!("bulkhead-stepd --serve: the agent's socket failed: {e}");
-                return 1;
-            }
-        };
-        let dir =
-            PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(dir));
-        // SAFETY: this process has one thread; the child only runs Rust code of its
-        // own and exits without returning here.
-        match unsafe { libc::fork() } {
-            0 => {
-                drop(ctl);
-                drop(sfd);
-                let code = run_one(&dir, Some(UnixStream::from(link)));
-                std::process::exit(code);
-            }
-            pid if pid < 0 => eprintln!(
-                "bulkhead-stepd --serve: cannot fork a supervisor for {}: {}",
-                dir.display(),
-                std::io::Error::last_os_error()
-            ),
-            // The job's link goes with the child; the agent sees the end of it if the
-            // child never runs.
-            _ => drop(link),
+            (1, false)
         }
     }
 }
@@ -190,7 +108,7 @@ struct Supervisor {
     steps: crate::tasks::Steps,
 }
 
-fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<(), String> {
+fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<bool, String> {
     let spec: StepSpec =
         step::read_record(&dir.join(step::SPEC_FILE)).map_err(|e| e.to_string())?;
     // Found by its job: `ps` shows `bh-stepd ID` (forked supervisors share the fork
@@ -255,7 +173,7 @@ fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<(), String> {
     } else {
         match crate::launch::start(&sup.spec.exec, true) {
             Ok(pid) => sup.pid = pid,
-            Err(e) => return sup.launch_failed(e),
+            Err(e) => return sup.launch_failed(e).map(|()| false),
         }
     }
     sup.hello();
@@ -640,7 +558,8 @@ impl Supervisor {
     }
 
     /// The job is over: its end, from what the cgroup says and what happened.
-    fn finish(mut self) -> Result<(), String> {
+    /// True when nothing of the job is left (see [`run_job`]).
+    fn finish(mut self) -> Result<bool, String> {
         self.steps.kill_all();
         let dir = self.dir.clone();
         self.steps.close(&dir);
@@ -648,7 +567,9 @@ impl Supervisor {
         let cg = self.cg().clone();
         let usage = cg.usage();
         self.outcome.oom_killed = usage.oom_kills > 0;
+        let mut clean = !self.outcome.survivors;
         if let Err(e) = cg.remove(Duration::from_secs(5)) {
+            clean = false;
             log(
                 self.spec.job,
                 format!("cannot remove the job's cgroup: {e}"),
@@ -669,7 +590,7 @@ impl Supervisor {
             usage: Some(usage),
             node_fault: false,
         };
-        self.record(end)
+        self.record(end).map(|()| clean)
     }
 
     /// Writes the end into the spool, then tells the agent.

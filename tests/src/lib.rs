@@ -1246,6 +1246,34 @@ pub fn cpu_ticks(pid: i32) -> (u64, u64) {
     )
 }
 
+/// CPU time, in clock ticks, of the live children of `parent` and of what they have
+/// reaped: the idle supervisors a fork server keeps (their jobs' time is in theirs).
+pub fn live_children_ticks(parent: i32) -> u64 {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()?
+                        .split_whitespace()
+                        .nth(1)?
+                        .parse::<i32>()
+                        .ok()
+                })
+                == Some(parent)
+        })
+        .map(|pid| {
+            let (own, children) = cpu_ticks(pid);
+            own + children
+        })
+        .sum()
+}
+
 /// The supervisors' fork servers (`bulkhead-stepd --serve`) started by these agents.
 pub fn fork_servers(agents: &[u32]) -> Vec<i32> {
     let Ok(rd) = std::fs::read_dir("/proc") else {

@@ -593,3 +593,87 @@ fn jobs_in_a_cgroup_kept_for_them_outlive_an_agent_restarted_as_systemd_restarts
     drop(kept);
     assert!(!dir.exists(), "the jobs' cgroup was left behind");
 }
+
+/// The supervisor process running the batch script (its parent), as the job wrote it.
+fn supervisor_of(wd: &Path, name: &str) -> i32 {
+    let p = wd.join(name);
+    wait_file(&p);
+    std::fs::read_to_string(&p)
+        .expect("read")
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The process's name; `None` once it has exited (a zombie included: the fork
+/// server, or init once the server is gone, reaps it).
+fn comm(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let state = stat.rsplit(')').next()?.split_whitespace().next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// A supervisor whose job ended cleanly waits, idle and outside every job's
+/// directory, for the fork server's next job, which may be another user's; an idle
+/// one sent SIGTERM exits (the next job gets a new one), and idle ones exit with
+/// their agent.
+#[test]
+fn an_idle_supervisor_runs_the_next_job_and_exits_with_its_agent_or_a_signal() {
+    let mut c = Cluster::start().expect("cluster");
+    let (u1, u2) = (user(USER1), user(bulkhead_tests::USER2));
+    let wd1 = c.workdir(Some(&u1)).expect("workdir");
+    let wd2 = c.workdir(Some(&u2)).expect("workdir");
+    let script = "#!/bin/sh\nid -u > uid\necho $PPID > sup\n";
+    let a = c.submit(Some(&u1), &wd1, &[], script).expect("submit a");
+    let done = c
+        .wait_state(a, &[JobState::Completed], t())
+        .expect("a ends");
+    let first = supervisor_of(&wd1, "sup");
+    wait_for(t(), || comm(first).as_deref() == Some("bh-stepd idle"))
+        .unwrap_or_else(|e| panic!("supervisor {first} is {:?}: {e}", comm(first)));
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{first}/cwd")).expect("cwd"),
+        Path::new("/"),
+        "an idle supervisor holds no job's directory"
+    );
+    assert!(done.usage.is_some(), "{done:?}");
+
+    let b = c.submit(Some(&u2), &wd2, &[], script).expect("submit b");
+    c.wait_state(b, &[JobState::Completed], t())
+        .expect("b ends");
+    assert_eq!(
+        supervisor_of(&wd2, "sup"),
+        first,
+        "the idle supervisor ran b"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wd2.join("uid"))
+            .expect("uid")
+            .trim(),
+        u2.uid.to_string(),
+        "b ran as its own user"
+    );
+    wait_for(t(), || comm(first).as_deref() == Some("bh-stepd idle")).expect("idle again");
+
+    // SIGTERM to the idle supervisor: it exits, and the next job is not touched by it.
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(first), Signal::SIGTERM).expect("kill");
+    wait_for(t(), || comm(first).is_none()).expect("the idle supervisor exits on SIGTERM");
+    std::fs::remove_file(wd1.join("sup")).expect("rm");
+    let d = c.submit(Some(&u1), &wd1, &[], script).expect("submit d");
+    let ended = c
+        .wait_state(d, &[JobState::Completed, JobState::Failed], t())
+        .expect("d ends");
+    assert_eq!(ended.state, JobState::Completed, "{:?}", ended.reason);
+    let second = supervisor_of(&wd1, "sup");
+    assert_ne!(second, first);
+
+    // Its agent stops: the fork server goes, and so does the idle supervisor.
+    wait_for(t(), || comm(second).as_deref() == Some("bh-stepd idle")).expect("idle");
+    c.signal_agent(Signal::SIGTERM);
+    wait_for(t(), || comm(second).is_none()).expect("the idle supervisor exits with its agent");
+}

@@ -9,7 +9,7 @@
 //! - [`DeviceGate`]: a job cgroup's device grant in the eBPF filter. Real:
 //!   [`IsolationState`].
 //! - [`Launcher`]: a job's supervisor started, or reached again after a restart of the
-//!   agent. Real: [`StepdLauncher`] (`bulkhead-stepd`, forked by its fork server).
+//!   agent. Real: [`StepdLauncher`] (`bulkhead-stepd`, forked by its fork server, kept for the next job).
 
 #[cfg(test)]
 pub(crate) mod fakes;
@@ -225,7 +225,8 @@ pub trait Launcher: Send + Sync {
 
 /// `bulkhead-stepd`: each job's supervisor is forked by one fork server
 /// (`bulkhead-stepd --serve`, a child of the agent in a session of its own), started
-/// with the first job and again whenever it is found gone.
+/// with the first job and again whenever it is found gone; or is one of the server's
+/// supervisors whose job is over, waiting idle for another (`crate::forksrv`).
 #[derive(Debug)]
 pub struct StepdLauncher {
     pub exe: PathBuf,
