@@ -1028,6 +1028,13 @@ impl ArraySpec {
         out
     }
 
+    /// Whether `n` is one of the indices, without building them.
+    pub fn contains(&self, n: u32) -> bool {
+        self.ranges
+            .iter()
+            .any(|&(a, b, step)| a <= n && n <= b && (n - a) % step.max(1) == 0)
+    }
+
     /// Number of tasks, without building them.
     pub fn count(&self) -> u64 {
         self.ranges
@@ -1150,6 +1157,25 @@ mod tests {
             d.describe(),
             "mknod character device (195:3, m) by pid 4412, once"
         );
+    }
+
+    #[test]
+    fn an_index_is_in_an_array_exactly_when_the_indices_list_it() {
+        for ranges in [
+            vec![(0, 15, 4), (20, 22, 1)],
+            vec![(3, 9, 3), (1, 4, 1)],
+            vec![(5, 5, 0)],
+            vec![(u32::MAX - 4, u32::MAX, 2)],
+        ] {
+            let a = ArraySpec {
+                ranges,
+                throttle: None,
+            };
+            let all = a.indices();
+            for n in (0..30).chain(u32::MAX - 6..=u32::MAX) {
+                assert_eq!(a.contains(n), all.contains(&n), "{n} in {:?}", a.ranges);
+            }
+        }
     }
 
     #[test]

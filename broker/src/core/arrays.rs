@@ -85,6 +85,17 @@ impl ArrayTasks {
         self.live.iter().copied()
     }
 
+    /// The smallest and largest index and how many there are (distinct): what a
+    /// task's `SLURM_ARRAY_TASK_MIN`, `_MAX` and `_COUNT` say, read without walking
+    /// the array (`None` while the store loads and the indices are not known yet).
+    pub fn bounds(&self) -> Option<(u32, u32, usize)> {
+        Some((
+            *self.indices.first()?,
+            *self.indices.last()?,
+            self.indices.len(),
+        ))
+    }
+
     /// The indices not made into tasks yet.
     pub fn remaining(&self) -> &[u32] {
         &self.indices[self.made.min(self.indices.len())..]
@@ -194,6 +205,14 @@ mod tests {
         assert!(!v.active);
         assert_eq!(v.first_bad, Some(JobState::Timeout));
         assert_eq!(a.alive(), 0);
+    }
+
+    #[test]
+    fn bounds_are_of_the_distinct_indices() {
+        let a = ArrayTasks::new(&spec(vec![(3, 9, 3), (1, 4, 1)]));
+        // 1,2,3,4,6,9: 3 is in both ranges and counted once.
+        assert_eq!(a.bounds(), Some((1, 9, 6)));
+        assert_eq!(ArrayTasks::default().bounds(), None);
     }
 
     #[test]

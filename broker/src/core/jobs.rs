@@ -282,7 +282,7 @@ impl Core {
                         .jobs
                         .get(&j)
                         .and_then(|a| a.submission.array.as_ref())
-                        .is_some_and(|a| a.indices().contains(&n));
+                        .is_some_and(|a| a.contains(n));
                     if !has {
                         return Err(err(
                             ErrorCode::Invalid,

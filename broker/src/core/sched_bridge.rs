@@ -429,23 +429,19 @@ impl Core {
         if j.restarts > 0 {
             set("SLURM_RESTART_COUNT", j.restarts.to_string());
         }
-        let array = j
-            .submission
-            .array_task
-            .and_then(|(parent, _)| self.jobs.get(&parent))
-            .and_then(|p| p.submission.array.as_ref());
-        if let Some(a) = array {
-            let ix = a.indices();
-            let (min, max) = (
-                ix.first().copied().unwrap_or(0),
-                ix.last().copied().unwrap_or(0),
-            );
+        let array = j.submission.array_task.and_then(|(parent, _)| {
+            let spec = self.jobs.get(&parent)?.submission.array.as_ref()?;
+            // The array's indices as the broker keeps them (sorted, each once): not
+            // made again for every task it launches.
+            Some((spec, self.arrays.get(&parent)?.bounds()?))
+        });
+        if let Some((a, (min, max, count))) = array {
             // One range with a step has that step; anything else, 1 (as Slurm).
             let step = match a.ranges.as_slice() {
                 [(_, _, step)] => (*step).max(1),
                 _ => 1,
             };
-            set("SLURM_ARRAY_TASK_COUNT", ix.len().to_string());
+            set("SLURM_ARRAY_TASK_COUNT", count.to_string());
             set("SLURM_ARRAY_TASK_MIN", min.to_string());
             set("SLURM_ARRAY_TASK_MAX", max.to_string());
             set("SLURM_ARRAY_TASK_STEP", step.to_string());
