@@ -1032,7 +1032,7 @@ impl ArraySpec {
     pub fn contains(&self, n: u32) -> bool {
         self.ranges
             .iter()
-            .any(|&(a, b, step)| a <= n && n <= b && (n - a) % step.max(1) == 0)
+            .any(|&(a, b, step)| a <= n && n <= b && (n - a).is_multiple_of(step.max(1)))
     }
 
     /// Number of tasks, without building them.
