@@ -311,6 +311,23 @@ fn write(path: &Path, value: &str) -> Result<(), CgroupError> {
     })
 }
 
+/// Writes a file the kernel may not offer (swap accounting, compiled in or not):
+/// opened without creating it, so that its absence is one failed open rather than a
+/// look first and an open after. False: it is not there.
+fn write_if_present(path: &Path, value: &str) -> Result<bool, CgroupError> {
+    use std::io::Write;
+    let io = |source| CgroupError::Io {
+        op: "write",
+        path: path.to_path_buf(),
+        source,
+    };
+    match fs::OpenOptions::new().write(true).open(path) {
+        Ok(mut f) => f.write_all(value.as_bytes()).map(|()| true).map_err(io),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io(e)),
+    }
+}
+
 fn read(path: &Path) -> Result<String, CgroupError> {
     fs::read_to_string(path).map_err(io_err("read", path))
 }
@@ -622,10 +639,7 @@ impl JobCgroup {
             if has("memory") {
                 write(&d.join("memory.max"), &l.mem_bytes.to_string())?;
                 // Swap would let a job exceed its memory without being stopped.
-                let swap = d.join("memory.swap.max");
-                if swap.exists() {
-                    write(&swap, "0")?;
-                }
+                write_if_present(&d.join("memory.swap.max"), "0")?;
             }
             if has("pids") {
                 write(&d.join("pids.max"), &l.pids_max.to_string())?;
@@ -636,10 +650,10 @@ impl JobCgroup {
             match c.as_str() {
                 "memory" => {
                     write(&d.join("memory.limit_in_bytes"), &l.mem_bytes.to_string())?;
-                    let sw = d.join("memory.memsw.limit_in_bytes");
-                    if sw.exists() {
-                        write(&sw, &l.mem_bytes.to_string())?;
-                    }
+                    write_if_present(
+                        &d.join("memory.memsw.limit_in_bytes"),
+                        &l.mem_bytes.to_string(),
+                    )?;
                 }
                 "cpuset" => {
                     let parent = d.parent().unwrap_or(d);

@@ -628,16 +628,56 @@ fn lookup_handled_signals() -> Vec<i32> {
 /// # Safety
 /// `child` may only make async-signal-safe calls, and `arg` must stay valid until
 /// this returns.
+/// The stack a vfork'd child runs on until it execs: fresh anonymous pages, only
+/// those it touches made (a few). A zeroed heap buffer of that size was cleared with
+/// `memset` at every start once the allocator served such sizes from its heap.
+struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl ChildStack {
+    fn new(len: usize) -> io::Result<ChildStack> {
+        // SAFETY: a new private anonymous mapping; nothing else refers to it.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(ChildStack { base, len })
+    }
+
+    /// One past its highest byte.
+    fn top(&self) -> usize {
+        self.base as usize + self.len
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
 unsafe fn clone_vfork(
     child: extern "C" fn(*mut libc::c_void) -> libc::c_int,
     arg: *mut libc::c_void,
     stack_size: usize,
 ) -> io::Result<i32> {
-    let mut stack = vec![0u8; stack_size];
+    let stack = ChildStack::new(stack_size)?;
     // SAFETY: the stack grows down from its (16-byte aligned) end and outlives the
     // child's run on it (vfork); the rest is the caller's contract.
     unsafe {
-        let top = stack.as_mut_ptr().add(stack.len()) as usize & !15;
+        let top = stack.top() & !15;
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);

@@ -319,9 +319,17 @@ pub(crate) fn prepare(
     let dir = step::job_dir(&ctx.run_dir, spec.job);
     let started = (|| {
         // A directory left by an earlier run of this job (requeued to this node) is
-        // over: its end is in the journal.
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|source| LaunchCause::JobDir {
+        // over: its end is in the journal. Made first, removed only when it is there
+        // (seldom): a look before every job's directory is a path walk for nothing.
+        let made = match std::fs::create_dir(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let _ = std::fs::remove_dir_all(&dir);
+                std::fs::create_dir(&dir)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(&dir),
+            done => done,
+        };
+        made.map_err(|source| LaunchCause::JobDir {
             path: dir.clone(),
             source,
         })?;
