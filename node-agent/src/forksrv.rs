@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Supervisors kept waiting for a job at most; one more is let go.
-pub const MAX_IDLE: usize = 32;
+pub const MAX_IDLE: usize = 64;
 /// How long an idle supervisor is kept.
 pub const IDLE_FOR: Duration = Duration::from_secs(30);
 /// What a supervisor sends the server when its job is over and it waits for another.

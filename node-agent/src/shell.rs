@@ -79,7 +79,7 @@ impl Agent {
                 Effect::Journal(op) => self.journal(op),
                 Effect::RemoveJobDir(job) => {
                     let dir = step::job_dir(&self.cfg.run_dir, job);
-                    if let Err(e) = std::fs::remove_dir_all(&dir)
+                    if let Err(e) = step::remove_job_dir(&dir)
                         && e.kind() != std::io::ErrorKind::NotFound
                     {
                         tracing::warn!(%job, dir = %dir.display(), error = %e, "cannot remove the job's spool directory");

@@ -33,6 +33,21 @@ pub fn job_dir(run_dir: &Path, job: JobId) -> PathBuf {
     jobs_dir(run_dir).join(job.0.to_string())
 }
 
+/// Removes a job's directory once its end is journaled: the two files a job that
+/// ended leaves (its record and its end) and the directory, three system calls; the
+/// directory listed and emptied whole only when something else is left in it (a
+/// supervisor that died before removing its sockets). `NotFound`: it was not there.
+pub fn remove_job_dir(dir: &Path) -> io::Result<()> {
+    for f in [END_FILE, SPEC_FILE] {
+        // Whatever fails here is met again below, where the directory is emptied.
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    match std::fs::remove_dir(dir) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => std::fs::remove_dir_all(dir),
+        done => done,
+    }
+}
+
 /// Where the jobs' directories are (root's alone).
 pub fn jobs_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("jobs")
@@ -456,6 +471,27 @@ pub fn end_state(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_job_directory_goes_whole_whatever_is_left_in_it() {
+        let t = tempfile::tempdir().expect("dir");
+        let plain = t.path().join("7");
+        std::fs::create_dir(&plain).expect("mkdir");
+        for f in [SPEC_FILE, END_FILE] {
+            std::fs::write(plain.join(f), "x").expect("write");
+        }
+        remove_job_dir(&plain).expect("removed");
+        assert!(!plain.exists());
+        // A supervisor that died left its socket and a nested directory behind.
+        let left = t.path().join("8");
+        std::fs::create_dir_all(left.join("deep")).expect("mkdir");
+        std::fs::write(left.join(SOCK_FILE), "").expect("write");
+        std::fs::write(left.join("deep/x"), "").expect("write");
+        remove_job_dir(&left).expect("removed");
+        assert!(!left.exists());
+        let e = remove_job_dir(&t.path().join("9")).expect_err("not there");
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+    }
+
     use super::*;
 
     #[test]
