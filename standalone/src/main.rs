@@ -41,8 +41,8 @@ struct Cli {
     #[arg(long)]
     simulate_gpus: Option<String>,
     /// Run jobs of root (uid 0), which are refused otherwise: a root job can undo
-    /// every isolation the node enforces.
-    #[arg(long)]
+    /// every isolation the node enforces. (`BH_ALLOW_ROOT_JOBS`, as the agent's.)
+    #[arg(long, env = "BH_ALLOW_ROOT_JOBS")]
     allow_root_jobs: bool,
     /// munged socket (default: libmunge's if munged runs there, else a private munged
     /// under --data-dir).
