@@ -38,12 +38,121 @@ pub const IDLE_FOR: Duration = Duration::from_secs(30);
 /// What a supervisor sends the server when its job is over and it waits for another.
 const READY: &[u8] = b"R";
 
-/// One supervisor the server forked and follows: its end of their socket pair.
-struct Child {
+/// One supervisor the server forked and follows: `sock`, the server's end of their
+/// socket pair.
+struct Child<S> {
     pid: i32,
-    sock: OwnedFd,
+    sock: S,
     /// Waiting for a job since then; `None` while it runs one.
     idle_since: Option<Instant>,
+}
+
+/// The supervisors the server follows, and which of them wait for a job: the pool's
+/// decisions, apart from the sockets and the processes (`S` is a socket in the
+/// server, anything in the tests). Dropping a member closes its socket, which lets it
+/// go.
+struct Pool<S> {
+    children: Vec<Child<S>>,
+    max_idle: usize,
+    idle_for: Duration,
+}
+
+impl<S> Pool<S> {
+    fn new(max_idle: usize, idle_for: Duration) -> Pool<S> {
+        Pool {
+            children: Vec::new(),
+            max_idle,
+            idle_for,
+        }
+    }
+
+    /// A supervisor just forked, running its first job.
+    fn add(&mut self, pid: i32, sock: S) {
+        self.children.push(Child {
+            pid,
+            sock,
+            idle_since: None,
+        });
+    }
+
+    /// Lets go of those idle for `idle_for` or longer.
+    fn expire(&mut self, now: Instant) {
+        let idle_for = self.idle_for;
+        self.children.retain(|c| {
+            c.idle_since
+                .is_none_or(|t| now.duration_since(t) < idle_for)
+        });
+    }
+
+    /// How long the server may wait before the next expiry, in `poll`'s milliseconds
+    /// (-1: none is idle).
+    fn timeout_ms(&self, now: Instant) -> i32 {
+        self.children
+            .iter()
+            .filter_map(|c| c.idle_since)
+            .map(|t| self.idle_for.saturating_sub(now.duration_since(t)))
+            .min()
+            .map_or(-1, |d| d.as_millis().clamp(1, i32::MAX as u128) as i32)
+    }
+
+    /// Member `i` finished its job and waits for another (see [`Pool::trim`]).
+    fn ready(&mut self, i: usize, now: Instant) {
+        if let Some(c) = self.children.get_mut(i) {
+            c.idle_since = Some(now);
+        }
+    }
+
+    /// Lets go of the longest idle beyond `max_idle`.
+    fn trim(&mut self) {
+        while self
+            .children
+            .iter()
+            .filter(|c| c.idle_since.is_some())
+            .count()
+            > self.max_idle
+        {
+            let Some(oldest) = self
+                .children
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| Some((i, c.idle_since?)))
+                .min_by_key(|(_, t)| *t)
+                .map(|(i, _)| i)
+            else {
+                break;
+            };
+            self.children.swap_remove(oldest);
+        }
+    }
+
+    /// Removes the members at `gone` (indices into the pool as it is now).
+    fn remove(&mut self, mut gone: Vec<usize>) {
+        gone.sort_unstable();
+        gone.dedup();
+        for i in gone.into_iter().rev() {
+            if i < self.children.len() {
+                self.children.swap_remove(i);
+            }
+        }
+    }
+
+    /// The idle member to give the next job to: the one idle the shortest time (its
+    /// memory the warmest).
+    fn warmest_idle(&self) -> Option<usize> {
+        self.children
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((i, c.idle_since?)))
+            .max_by_key(|(_, t)| *t)
+            .map(|(i, _)| i)
+    }
+
+    /// Member `i` took a job.
+    fn busy(&mut self, i: usize) {
+        if let Some(c) = self.children.get_mut(i) {
+            c.idle_since = None;
+        }
+    }
 }
 
 fn seqpacket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
@@ -82,23 +191,14 @@ pub fn serve(ctl: OwnedFd) -> i32 {
             return 1;
         }
     };
-    let mut children: Vec<Child> = Vec::new();
+    let mut pool: Pool<OwnedFd> = Pool::new(MAX_IDLE, IDLE_FOR);
     loop {
-        // Idle too long: let go (its socket closes, it exits).
         let now = Instant::now();
-        children.retain(|c| {
-            c.idle_since
-                .is_none_or(|t| now.duration_since(t) < IDLE_FOR)
-        });
-        let timeout = children
-            .iter()
-            .filter_map(|c| c.idle_since)
-            .map(|t| IDLE_FOR.saturating_sub(now.duration_since(t)))
-            .min()
-            .map_or(-1, |d| d.as_millis().clamp(1, i32::MAX as u128) as i32);
+        pool.expire(now);
+        let timeout = pool.timeout_ms(now);
         let mut fds: Vec<libc::pollfd> = [ctl.as_raw_fd(), sfd.as_raw_fd()]
             .into_iter()
-            .chain(children.iter().map(|c| c.sock.as_raw_fd()))
+            .chain(pool.children.iter().map(|c| c.sock.as_raw_fd()))
             .map(|fd| libc::pollfd {
                 fd,
                 events: libc::POLLIN,
@@ -126,19 +226,15 @@ pub fn serve(ctl: OwnedFd) -> i32 {
             let got =
                 unsafe { libc::recv(f.fd, b.as_mut_ptr().cast(), b.len(), libc::MSG_DONTWAIT) };
             if got > 0 && &b[..got as usize] == READY {
-                children[i].idle_since = Some(Instant::now());
+                pool.ready(i, Instant::now());
             } else if got == 0 || f.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
                 gone.push(i);
             }
         }
-        for i in gone.into_iter().rev() {
-            children.swap_remove(i);
-        }
-        while children.iter().filter(|c| c.idle_since.is_some()).count() > MAX_IDLE {
-            if let Some(i) = children.iter().position(|c| c.idle_since.is_some()) {
-                children.swap_remove(i);
-            }
-        }
+        // Removed and trimmed once all are read: until then the pool's indices are
+        // those of `fds`.
+        pool.remove(gone);
+        pool.trim();
         if fds[0].revents == 0 {
             continue;
         }
@@ -156,11 +252,11 @@ pub fn serve(ctl: OwnedFd) -> i32 {
                 return 1;
             }
         };
-        if hand_to_idle(&mut children, &dir, &link) {
+        if hand_to_idle(&mut pool, &dir, &link) {
             continue;
         }
-        match fork_supervisor(&ctl, &sfd, &mut children, dir, link) {
-            Ok(child) => children.push(child),
+        match fork_supervisor(&ctl, &sfd, &pool, dir, link) {
+            Ok((pid, sock)) => pool.add(pid, sock),
             Err((dir, e)) => eprintln!(
                 "bulkhead-stepd --serve: cannot fork a supervisor for {}: {e}",
                 String::from_utf8_lossy(&dir)
@@ -169,33 +265,25 @@ pub fn serve(ctl: OwnedFd) -> i32 {
     }
 }
 
-/// Gives the job to the supervisor idle the shortest time (its memory the warmest);
-/// one that cannot be reached is dropped and the next tried. False: none took it.
-fn hand_to_idle(children: &mut Vec<Child>, dir: &[u8], link: &OwnedFd) -> bool {
-    loop {
-        let Some(i) = children
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| Some((i, c.idle_since?)))
-            .max_by_key(|(_, t)| *t)
-            .map(|(i, _)| i)
-        else {
-            return false;
-        };
-        match crate::fdpass::send(children[i].sock.as_fd(), dir, link.as_fd()) {
+/// Gives the job to the idle supervisor whose memory is the warmest; one that cannot
+/// be reached is dropped and the next tried. False: none took it.
+fn hand_to_idle(pool: &mut Pool<OwnedFd>, dir: &[u8], link: &OwnedFd) -> bool {
+    while let Some(i) = pool.warmest_idle() {
+        match crate::fdpass::send(pool.children[i].sock.as_fd(), dir, link.as_fd()) {
             Ok(()) => {
-                children[i].idle_since = None;
+                pool.busy(i);
                 return true;
             }
             Err(e) => {
                 eprintln!(
                     "bulkhead-stepd --serve: idle supervisor {} is gone ({e}); trying another",
-                    children[i].pid
+                    pool.children[i].pid
                 );
-                children.swap_remove(i);
+                pool.remove(vec![i]);
             }
         }
     }
+    false
 }
 
 /// Forks a supervisor for the job; the job's link goes with the child (the agent sees
@@ -203,10 +291,10 @@ fn hand_to_idle(children: &mut Vec<Child>, dir: &[u8], link: &OwnedFd) -> bool {
 fn fork_supervisor(
     ctl: &OwnedFd,
     sfd: &SignalFd,
-    children: &mut Vec<Child>,
+    pool: &Pool<OwnedFd>,
     dir: Vec<u8>,
     link: OwnedFd,
-) -> Result<Child, (Vec<u8>, std::io::Error)> {
+) -> Result<(i32, OwnedFd), (Vec<u8>, std::io::Error)> {
     let (mine, theirs) = match seqpacket_pair() {
         Ok(p) => p,
         Err(e) => return Err((dir, e)),
@@ -223,12 +311,12 @@ fn fork_supervisor(
                 libc::close(ctl.as_raw_fd());
                 libc::close(sfd.as_raw_fd());
                 libc::close(mine.as_raw_fd());
-                for c in children.iter() {
+                for c in &pool.children {
                     libc::close(c.sock.as_raw_fd());
                 }
             }
+            // Closed above; never dropped here (this process exits from below).
             std::mem::forget(mine);
-            std::mem::forget(std::mem::take(children));
             let dir = PathBuf::from(
                 <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(dir),
             );
@@ -238,11 +326,7 @@ fn fork_supervisor(
         pid => {
             drop(link);
             drop(theirs);
-            Ok(Child {
-                pid,
-                sock: mine,
-                idle_since: None,
-            })
+            Ok((pid, mine))
         }
     }
 }
@@ -327,5 +411,95 @@ fn wait_for_job(server: &OwnedFd) -> Option<(Vec<u8>, OwnedFd)> {
         if fds[0].revents != 0 {
             return crate::fdpass::recv(server.as_fd()).ok().flatten();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn idle(p: &Pool<&'static str>) -> Vec<&'static str> {
+        let mut v: Vec<_> = p
+            .children
+            .iter()
+            .filter(|c| c.idle_since.is_some())
+            .map(|c| c.sock)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn the_warmest_idle_supervisor_takes_the_next_job_and_none_is_busy_twice() {
+        let t0 = Instant::now();
+        let mut p = Pool::new(8, ms(30_000));
+        for (pid, name) in [(1, "a"), (2, "b"), (3, "c")] {
+            p.add(pid, name);
+        }
+        assert_eq!(p.warmest_idle(), None, "all run their first job");
+        p.ready(0, t0);
+        p.ready(2, t0 + ms(5));
+        let i = p.warmest_idle().expect("an idle one");
+        assert_eq!(p.children[i].sock, "c", "idle the shortest time");
+        p.busy(i);
+        let i = p.warmest_idle().expect("another");
+        assert_eq!(p.children[i].sock, "a");
+        p.busy(i);
+        assert_eq!(p.warmest_idle(), None);
+    }
+
+    #[test]
+    fn idle_supervisors_are_let_go_after_a_while_and_the_wait_says_when() {
+        let t0 = Instant::now();
+        let mut p = Pool::new(8, ms(1000));
+        p.add(1, "a");
+        p.add(2, "b");
+        p.add(3, "busy");
+        assert_eq!(p.timeout_ms(t0), -1, "none idle: no timeout");
+        p.ready(0, t0);
+        p.ready(1, t0 + ms(400));
+        assert_eq!(p.timeout_ms(t0 + ms(100)), 900);
+        p.expire(t0 + ms(999));
+        assert_eq!(idle(&p), ["a", "b"]);
+        p.expire(t0 + ms(1000));
+        assert_eq!(idle(&p), ["b"], "a idle for the whole while");
+        assert_eq!(p.timeout_ms(t0 + ms(1000)), 400);
+        p.expire(t0 + ms(5000));
+        assert_eq!(idle(&p), Vec::<&str>::new());
+        assert_eq!(p.children.len(), 1, "the busy one stays");
+        // Long past its deadline, the wait is not zero (poll would spin).
+        p.ready(0, t0);
+        assert_eq!(p.timeout_ms(t0 + ms(999_999)), 1);
+    }
+
+    #[test]
+    fn beyond_the_most_kept_the_longest_idle_go() {
+        let t0 = Instant::now();
+        let mut p = Pool::new(2, ms(30_000));
+        for (pid, name) in [(1, "a"), (2, "b"), (3, "c"), (4, "d")] {
+            p.add(pid, name);
+        }
+        p.ready(1, t0 + ms(1));
+        p.ready(0, t0 + ms(3));
+        p.ready(2, t0 + ms(2));
+        p.trim();
+        assert_eq!(idle(&p), ["a", "c"], "b, idle the longest, went");
+        assert_eq!(p.children.len(), 3, "d runs a job");
+    }
+
+    #[test]
+    fn gone_supervisors_are_removed_by_their_indices_of_the_moment() {
+        let mut p = Pool::new(8, ms(30_000));
+        for (pid, name) in [(1, "a"), (2, "b"), (3, "c"), (4, "d")] {
+            p.add(pid, name);
+        }
+        p.remove(vec![3, 0, 3, 9]);
+        let mut left: Vec<_> = p.children.iter().map(|c| c.sock).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["b", "c"]);
     }
 }
