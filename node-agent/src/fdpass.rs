@@ -46,6 +46,26 @@ pub fn send(sock: BorrowedFd<'_>, bytes: &[u8], fd: BorrowedFd<'_>) -> io::Resul
     Ok(())
 }
 
+/// A connected pair of SOCK_SEQPACKET Unix sockets (close-on-exec): the agent's line
+/// to the fork server, and the server's to each supervisor it keeps.
+pub fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: socketpair writes two new descriptors into `fds`.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both are new descriptors owned by nothing else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
 /// Receives one message and the descriptor that came with it; `Ok(None)` at the end
 /// of the stream. A message without exactly one descriptor is refused (any that came
 /// are closed).
@@ -105,25 +125,9 @@ mod tests {
     use std::io::{Read, Write};
     use std::os::fd::AsFd;
 
-    fn seqpacket_pair() -> (OwnedFd, OwnedFd) {
-        let mut fds = [0; 2];
-        // SAFETY: socketpair writes two new descriptors into `fds`.
-        let rc = unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        };
-        assert_eq!(rc, 0);
-        // SAFETY: both are new descriptors owned by nothing else.
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
-    }
-
     #[test]
     fn a_descriptor_travels_with_its_message_and_works_on_the_other_side() {
-        let (a, b) = seqpacket_pair();
+        let (a, b) = seqpacket_pair().unwrap();
         let (mut x, y) = std::os::unix::net::UnixStream::pair().unwrap();
         send(a.as_fd(), b"/run/bulkhead/jobs/7", y.as_fd()).unwrap();
         drop(y);
@@ -140,7 +144,7 @@ mod tests {
 
     #[test]
     fn a_message_without_a_descriptor_is_refused() {
-        let (a, b) = seqpacket_pair();
+        let (a, b) = seqpacket_pair().unwrap();
         // SAFETY: a plain send on our socket.
         let n = unsafe { libc::send(a.as_raw_fd(), b"x".as_ptr().cast(), 1, 0) };
         assert_eq!(n, 1);

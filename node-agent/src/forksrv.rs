@@ -24,7 +24,7 @@
 
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -155,24 +155,6 @@ impl<S> Pool<S> {
     }
 }
 
-fn seqpacket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: socketpair writes two new descriptors into `fds`.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both are new descriptors owned by nothing else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 /// The server's loop, on the agent's control socket `ctl`; its exit status.
 pub fn serve(ctl: OwnedFd) -> i32 {
     crate::launch::freeze_handled_signals();
@@ -295,7 +277,7 @@ fn fork_supervisor(
     dir: Vec<u8>,
     link: OwnedFd,
 ) -> Result<(i32, OwnedFd), (Vec<u8>, std::io::Error)> {
-    let (mine, theirs) = match seqpacket_pair() {
+    let (mine, theirs) = match crate::fdpass::seqpacket_pair() {
         Ok(p) => p,
         Err(e) => return Err((dir, e)),
     };

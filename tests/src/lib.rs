@@ -1246,27 +1246,33 @@ pub fn cpu_ticks(pid: i32) -> (u64, u64) {
     )
 }
 
-/// CPU time, in clock ticks, of the live children of `parent` and of what they have
-/// reaped: the idle supervisors a fork server keeps (their jobs' time is in theirs).
-pub fn live_children_ticks(parent: i32) -> u64 {
+/// Every process's pid, as `/proc` lists them now.
+fn pids() -> Vec<i32> {
     let Ok(rd) = std::fs::read_dir("/proc") else {
-        return 0;
+        return Vec::new();
     };
     rd.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit(')')
-                        .next()?
-                        .split_whitespace()
-                        .nth(1)?
-                        .parse::<i32>()
-                        .ok()
-                })
-                == Some(parent)
-        })
+        .collect()
+}
+
+/// The parent of process `pid`; `None` once it is gone.
+fn ppid(pid: i32) -> Option<i32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// CPU time, in clock ticks, of the live children of `parent` and of what they have
+/// reaped: the idle supervisors a fork server keeps (their jobs' time is in theirs).
+pub fn live_children_ticks(parent: i32) -> u64 {
+    pids()
+        .into_iter()
+        .filter(|pid| ppid(*pid) == Some(parent))
         .map(|pid| {
             let (own, children) = cpu_ticks(pid);
             own + children
@@ -1276,25 +1282,12 @@ pub fn live_children_ticks(parent: i32) -> u64 {
 
 /// The supervisors' fork servers (`bulkhead-stepd --serve`) started by these agents.
 pub fn fork_servers(agents: &[u32]) -> Vec<i32> {
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    rd.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    pids()
+        .into_iter()
         .filter(|pid| {
             let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let ppid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit(')')
-                        .next()?
-                        .split_whitespace()
-                        .nth(1)?
-                        .parse::<u32>()
-                        .ok()
-                });
             cmd.split(|b| *b == 0).any(|a| a == b"--serve")
-                && ppid.is_some_and(|p| agents.contains(&p))
+                && ppid(*pid).is_some_and(|p| u32::try_from(p).is_ok_and(|p| agents.contains(&p)))
         })
         .collect()
 }

@@ -21,7 +21,7 @@ use crate::{IsolationState, devices, devpolicy, step};
 use bulkhead_proto::JobId;
 use bulkhead_proto::acct::JobUsage;
 use std::collections::BTreeSet;
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -249,21 +249,7 @@ impl StepdLauncher {
     }
 
     fn spawn_server(&self) -> Result<ForkServer, LauncherError> {
-        let mut fds = [0; 2];
-        // SAFETY: socketpair writes two new descriptors into `fds`.
-        let rc = unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        };
-        if rc != 0 {
-            return Err(LauncherError::SocketPair(std::io::Error::last_os_error()));
-        }
-        // SAFETY: both are new descriptors owned by nothing else.
-        let (ctl, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (ctl, theirs) = crate::fdpass::seqpacket_pair().map_err(LauncherError::SocketPair)?;
         let process =
             crate::launch::spawn_supervisor(&self.exe, Path::new("--serve"), theirs.as_fd())
                 .map_err(|source| LauncherError::Spawn {
