@@ -486,6 +486,22 @@ pub fn end_state(
 
 #[cfg(test)]
 mod tests {
+    /// Job `job`'s end: COMPLETED, exit 0.
+    fn completed(job: u64) -> JobEnd {
+        JobEnd {
+            job: JobId(job),
+            state: JobState::Completed,
+            exit_code: Some(0),
+            signal: None,
+            start_time_us: 1,
+            end_time_us: 2,
+            reason: None,
+            gpu_fault: None,
+            usage: None,
+            node_fault: false,
+        }
+    }
+
     /// The file system type of the mount holding `path`, as mountinfo names it.
     fn fs_type(path: &Path) -> Option<String> {
         let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
@@ -509,18 +525,7 @@ mod tests {
             }
             let t = tempfile::tempdir_in(base).expect("dir");
             let path = t.path().join(END_FILE);
-            let end = JobEnd {
-                job: JobId(12),
-                state: JobState::Completed,
-                exit_code: Some(0),
-                signal: None,
-                start_time_us: 1,
-                end_time_us: 2,
-                reason: None,
-                gpu_fault: None,
-                usage: None,
-                node_fault: false,
-            };
+            let end = completed(12);
             write_record(&path, &end).expect("write");
             let back: JobEnd = read_record(&path).expect("read");
             assert_eq!(back, end);
@@ -612,18 +617,7 @@ mod tests {
     fn records_round_trip_and_a_torn_or_foreign_file_is_refused_with_its_path() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(END_FILE);
-        let end = JobEnd {
-            job: JobId(7),
-            state: JobState::Completed,
-            exit_code: Some(0),
-            signal: None,
-            start_time_us: 1,
-            end_time_us: 2,
-            reason: None,
-            gpu_fault: None,
-            usage: None,
-            node_fault: false,
-        };
+        let end = completed(7);
         write_record(&p, &end).unwrap();
         assert_eq!(read_record::<JobEnd>(&p).unwrap(), end);
         assert!(!p.with_extension("tmp").exists());
