@@ -618,16 +618,6 @@ fn lookup_handled_signals() -> Vec<i32> {
         .collect()
 }
 
-/// Runs `child(arg)` in a clone of this process that shares its memory until it
-/// execs or exits (CLONE_VM | CLONE_VFORK: this thread waits meanwhile), on a stack
-/// of `stack_size` bytes; returns its pid. Sharing the memory spares copying the page
-/// tables of a large process. All signals are blocked in this thread across the clone
-/// so that no handler of ours runs in the child on the shared memory; the child resets
-/// handled signals to their default and unblocks them before exec.
-///
-/// # Safety
-/// `child` may only make async-signal-safe calls, and `arg` must stay valid until
-/// this returns.
 /// The stack a vfork'd child runs on until it execs: fresh anonymous pages, only
 /// those it touches made (a few). A zeroed heap buffer of that size was cleared with
 /// `memset` at every start once the allocator served such sizes from its heap.
@@ -668,6 +658,16 @@ impl Drop for ChildStack {
     }
 }
 
+/// Runs `child(arg)` in a clone of this process that shares its memory until it
+/// execs or exits (CLONE_VM | CLONE_VFORK: this thread waits meanwhile), on a stack
+/// of `stack_size` bytes; returns its pid. Sharing the memory spares copying the page
+/// tables of a large process. All signals are blocked in this thread across the clone
+/// so that no handler of ours runs in the child on the shared memory; the child resets
+/// handled signals to their default and unblocks them before exec.
+///
+/// # Safety
+/// `child` may only make async-signal-safe calls, and `arg` must stay valid until
+/// this returns.
 unsafe fn clone_vfork(
     child: extern "C" fn(*mut libc::c_void) -> libc::c_int,
     arg: *mut libc::c_void,
