@@ -4,7 +4,6 @@
 
 use bulkhead_proto::acct::JobUsage;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// `usage_usec`, `user_usec`, `system_usec` and, with the cpu controller,
@@ -92,20 +91,12 @@ pub struct Dir(Option<OwnedFd>);
 
 impl Dir {
     pub fn open(p: &Path) -> Dir {
-        let fd = std::ffi::CString::new(p.as_os_str().as_bytes())
-            .ok()
-            .and_then(|c| {
-                // SAFETY: a NUL-terminated path; the descriptor returned is ours.
-                let fd = unsafe {
-                    libc::open(
-                        c.as_ptr(),
-                        libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-                    )
-                };
-                // SAFETY: a new descriptor owned by nothing else.
-                (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
-            });
-        Dir(fd)
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+            .open(p);
+        Dir(dir.ok().map(OwnedFd::from))
     }
 
     /// The file `name` in this directory, read whole; `None` if it cannot be read.
