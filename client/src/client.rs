@@ -257,27 +257,44 @@ impl Client {
     }
 
     fn wait_connected(&mut self) -> Result<&mut Conn, ClientError> {
+        self.begin_connect()?;
+        if self.conn.is_none() {
+            let conn = self.connect_any()?;
+            self.conn = Some(conn);
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            unreachable!("connected above")
+        };
+        if let Err(e) = conn.finish() {
+            self.conn = None;
+            return Err(connect_error(&self.endpoint, self.connect_timeout, e));
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    /// Makes a connection to the one broker if there is none, and begins its
+    /// handshake without waiting for the broker's answer ([`Conn::begin`]), so that
+    /// what the caller does next (a request's MUNGE credential) overlaps it. With
+    /// several brokers, [`Client::connect_any`] connects (in turn) instead.
+    fn begin_connect(&mut self) -> Result<(), ClientError> {
         // A connection kept since the last request may have been closed by the
         // broker meanwhile (a restart): a new one is made rather than a request sent
         // into it, which libzmq did by itself.
         if self.conn.as_mut().is_some_and(Conn::is_closed) {
             self.conn = None;
         }
-        if self.conn.is_none() {
-            let conn = if self.endpoints.len() > 1 {
-                self.connect_any()?
-            } else {
-                Conn::connect(
-                    &self.endpoint,
-                    self.server_key.as_ref(),
-                    self.connect_timeout,
-                    MAX_READ_FRAME,
-                )
-                .map_err(|e| connect_error(&self.endpoint, self.connect_timeout, e))?
-            };
+        if self.conn.is_none() && self.endpoints.len() < 2 {
+            let conn = Conn::begin(
+                &self.endpoint,
+                self.server_key.as_ref(),
+                self.connect_timeout,
+                MAX_READ_FRAME,
+                true,
+            )
+            .map_err(|e| connect_error(&self.endpoint, self.connect_timeout, e))?;
             self.conn = Some(conn);
         }
-        Ok(self.conn.as_mut().expect("connected above"))
+        Ok(())
     }
 
     /// A connection to whichever of several brokers answers, trying each in turn from
@@ -333,6 +350,8 @@ impl Client {
     pub fn send(&mut self, op: ClientOp) -> Result<u64, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
+        // The connection's handshake goes on while the credential is made.
+        self.begin_connect()?;
         // Bound to this request: the broker refuses it with any other.
         let credential = self
             .munge

@@ -3,8 +3,11 @@
 //! loading libzmq: loading it (and libstdc++, Kerberos, pgm, norm and libsodium behind
 //! it) was half of what a `bh` call cost.
 //!
-//! One [`Conn`] is one TCP connection, made and handshaken at once (a client has
-//! nothing to do before it can talk). Messages are single frames both ways, as the
+//! One [`Conn`] is one TCP connection. Its handshake is made at once, or begun
+//! ([`Conn::begin`]: the greeting and the first command go out together, needing
+//! nothing from the server) and ended when the caller has done what it could do
+//! meanwhile ([`Conn::finish`]): `bh` makes its MUNGE credential while the server
+//! answers. Messages are single frames both ways, as the
 //! daemons' ROUTER sockets send them to a DEALER; a frame over the caller's limit is
 //! refused before it is read. Reads go through [`Conn::fill`] (one `read(2)` after
 //! `poll(2)` said so) and [`Conn::next_message`], so that a caller can poll several
@@ -104,6 +107,22 @@ pub struct Conn {
     pos: usize,
     end: usize,
     max_frame: usize,
+    /// A handshake sent and not yet answered ([`Conn::begin`]).
+    pending: Option<Box<Pending>>,
+}
+
+/// A handshake whose first words are sent: what its end needs.
+struct Pending {
+    server_key: Option<[u8; 32]>,
+    timeout: Duration,
+    deadline: Instant,
+}
+
+/// What a CURVE client keeps between its HELLO and the server's WELCOME.
+struct CurveHello {
+    short: SecretKey,
+    /// The box of the client's short-term key and the server's long-term one.
+    to_server: SalsaBox,
 }
 
 impl std::fmt::Debug for Conn {
@@ -207,6 +226,26 @@ fn split_command(body: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((name, &body[1 + n..]))
 }
 
+/// CURVE's HELLO to the server whose long-term key is `server`: C', and Box[64
+/// zeros](C'->S) proving C' holds its secret; with the short-term key it announced.
+fn curve_hello(server: &[u8; 32]) -> (Vec<u8>, CurveHello) {
+    let short = SecretKey::generate(&mut OsRng);
+    let hello_nonce = 1u64.to_be_bytes();
+    let to_server = SalsaBox::new(&PublicKey::from(*server), &short);
+    let signature = seal(
+        &to_server,
+        &nonce24(b"CurveZMQHELLO---", &hello_nonce),
+        &[0u8; 64],
+    );
+    let mut hello = Vec::with_capacity(194);
+    hello.extend_from_slice(&[1, 0]);
+    hello.extend_from_slice(&[0u8; 72]);
+    hello.extend_from_slice(short.public_key().as_bytes());
+    hello.extend_from_slice(&hello_nonce);
+    hello.extend_from_slice(&signature);
+    (hello, CurveHello { short, to_server })
+}
+
 fn nonce24(prefix: &[u8], tail: &[u8]) -> crypto_box::Nonce {
     let mut n = [0u8; 24];
     n[..prefix.len()].copy_from_slice(prefix);
@@ -263,6 +302,22 @@ impl Conn {
         max_frame: usize,
         retry_refused: bool,
     ) -> Result<Conn, ZmtpError> {
+        let mut c = Conn::begin(endpoint, server_key, timeout, max_frame, retry_refused)?;
+        c.finish()?;
+        Ok(c)
+    }
+
+    /// [`Conn::connect_to`]'s first half: connects and sends the greeting (with
+    /// NULL's READY), which need nothing from the server, without waiting for the
+    /// server's. The caller does what it has to
+    /// (a MUNGE credential) while the server answers, then [`Conn::finish`]es.
+    pub fn begin(
+        endpoint: &str,
+        server_key: Option<&[u8; 32]>,
+        timeout: Duration,
+        max_frame: usize,
+        retry_refused: bool,
+    ) -> Result<Conn, ZmtpError> {
         let deadline = deadline_in(timeout);
         let addr = tcp_address(endpoint)?;
         let stream = connect_tcp(endpoint, addr, timeout, deadline, retry_refused)?;
@@ -288,9 +343,19 @@ impl Conn {
             pos: 0,
             end: 0,
             max_frame,
+            pending: None,
         };
-        c.handshake(server_key, timeout, deadline)?;
+        c.begin_handshake(server_key, timeout, deadline)?;
         Ok(c)
+    }
+
+    /// Ends the handshake that [`Conn::begin`] began (nothing when it has ended):
+    /// reads the server's greeting and its answer. Sending and receiving end it first.
+    pub fn finish(&mut self) -> Result<(), ZmtpError> {
+        match self.pending.take() {
+            Some(p) => self.end_handshake(*p),
+            None => Ok(()),
+        }
     }
 
     pub fn endpoint(&self) -> &str {
@@ -317,7 +382,13 @@ impl Conn {
         }
     }
 
-    fn handshake(
+    /// Sends the greeting, with NULL's READY in the same write: a server reads the
+    /// greeting whole before the command, and nothing else is sent before the
+    /// server's answer (libzmq refuses a message before its own READY is out).
+    /// CURVE's HELLO waits for the server's greeting: a server that cannot open it
+    /// (a wrong key) closes the connection, and before its greeting is read that
+    /// would read as a mechanism it does not take.
+    fn begin_handshake(
         &mut self,
         server_key: Option<&[u8; 32]>,
         timeout: Duration,
@@ -328,14 +399,38 @@ impl Conn {
         } else {
             b"NULL"
         };
-        let mut greeting = [0u8; 64];
-        greeting[0] = 0xff;
-        greeting[8] = 1;
-        greeting[9] = 0x7f;
-        greeting[10] = 3;
-        greeting[11] = 0;
-        greeting[12..12 + mechanism.len()].copy_from_slice(mechanism);
-        self.write(&greeting)?;
+        let mut out = Vec::with_capacity(64 + 256);
+        out.resize(64, 0);
+        out[0] = 0xff;
+        out[8] = 1;
+        out[9] = 0x7f;
+        out[10] = 3;
+        out[11] = 0;
+        out[12..12 + mechanism.len()].copy_from_slice(mechanism);
+        if server_key.is_none() {
+            out.extend_from_slice(&frame(FLAG_COMMAND, &command("READY", &dealer_metadata())));
+        }
+        self.write(&out)?;
+        self.pending = Some(Box::new(Pending {
+            server_key: server_key.copied(),
+            timeout,
+            deadline,
+        }));
+        Ok(())
+    }
+
+    /// Reads the server's greeting and the rest of the handshake.
+    fn end_handshake(&mut self, p: Pending) -> Result<(), ZmtpError> {
+        let Pending {
+            server_key,
+            timeout,
+            deadline,
+        } = p;
+        let mechanism: &[u8] = if server_key.is_some() {
+            b"CURVE"
+        } else {
+            b"NULL"
+        };
         let hint = if server_key.is_some() {
             "the server runs without CURVE? (for the broker: unset BH_BROKER_KEY)"
         } else {
@@ -369,7 +464,6 @@ impl Conn {
         }
         match server_key {
             None => {
-                self.write(&frame(FLAG_COMMAND, &command("READY", &dealer_metadata())))?;
                 let body = self.read_command(timeout, deadline)?;
                 match split_command(&body) {
                     Some((b"READY", meta)) => check_metadata(meta).map_err(|d| self.protocol(d)),
@@ -377,7 +471,11 @@ impl Conn {
                     _ => Err(self.protocol("expected READY from the server")),
                 }
             }
-            Some(server) => self.curve_handshake(server, timeout, deadline),
+            Some(server) => {
+                let (body, hello) = curve_hello(&server);
+                self.write(&frame(FLAG_COMMAND, &command("HELLO", &body)))?;
+                self.curve_handshake(&server, hello, timeout, deadline)
+            }
         }
     }
 
@@ -388,33 +486,19 @@ impl Conn {
         }
     }
 
+    /// CURVE after HELLO: WELCOME, INITIATE (with the vouch), READY.
     fn curve_handshake(
         &mut self,
         server: &[u8; 32],
+        hello: CurveHello,
         timeout: Duration,
         deadline: Instant,
     ) -> Result<(), ZmtpError> {
-        let server_pk = PublicKey::from(*server);
+        let CurveHello { short, to_server } = hello;
+        let short_pub = short.public_key();
         // The client's long-term pair is made for this connection: MUNGE, not this
         // key, says who asks.
         let long = SecretKey::generate(&mut OsRng);
-        let short = SecretKey::generate(&mut OsRng);
-        let short_pub = short.public_key();
-        // HELLO: C', and Box[64 zeros](C'->S) proving C' holds its secret.
-        let hello_nonce = 1u64.to_be_bytes();
-        let to_server = SalsaBox::new(&server_pk, &short);
-        let signature = seal(
-            &to_server,
-            &nonce24(b"CurveZMQHELLO---", &hello_nonce),
-            &[0u8; 64],
-        );
-        let mut hello = Vec::with_capacity(194);
-        hello.extend_from_slice(&[1, 0]);
-        hello.extend_from_slice(&[0u8; 72]);
-        hello.extend_from_slice(short_pub.as_bytes());
-        hello.extend_from_slice(&hello_nonce);
-        hello.extend_from_slice(&signature);
-        self.write(&frame(FLAG_COMMAND, &command("HELLO", &hello)))?;
         // WELCOME: Box[S' + cookie](S->C'), under a long nonce.
         let body = self.read_command(timeout, deadline)?;
         let welcome = match split_command(&body) {
@@ -660,6 +744,7 @@ impl Conn {
 
     /// Sends one message (a single frame).
     pub fn send(&mut self, msg: &[u8]) -> Result<(), ZmtpError> {
+        self.finish()?;
         let bytes = match &mut self.mech {
             Mech::Null => frame(0, msg),
             Mech::Curve(s) => {
@@ -683,6 +768,10 @@ impl Conn {
     /// sent meanwhile is kept for [`Conn::next_message`]. A client that keeps a
     /// connection between requests asks this before it sends on it.
     pub fn is_closed(&mut self) -> bool {
+        if self.pending.is_some() {
+            // Its handshake's end will say.
+            return false;
+        }
         loop {
             match wait_readable(self.fd(), Duration::ZERO) {
                 Ok(false) => return false,
@@ -698,6 +787,7 @@ impl Conn {
 
     /// Waits up to `timeout` for the next message; `None` when none came in time.
     pub fn recv(&mut self, timeout: Duration) -> Result<Option<Vec<u8>>, ZmtpError> {
+        self.finish()?;
         let deadline = deadline_in(timeout);
         loop {
             if let Some(m) = self.next_message()? {

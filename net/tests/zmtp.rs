@@ -55,6 +55,34 @@ fn null_mechanism_talks_to_libzmq() {
     round_trips(&mut conn, &server, SIZES);
 }
 
+/// A handshake begun (the greeting, with NULL's READY in the same write) and left
+/// while the server answers, then ended by the first send or by `finish`: libzmq
+/// takes the pipelined greeting and READY, and messages flow both ways after, with
+/// each mechanism; a server that already answered is read from the buffer.
+#[test]
+fn a_begun_handshake_ends_at_the_first_send_with_either_mechanism() {
+    let ctx = zmq::Context::new();
+    let (server, ep) = router(&ctx, None);
+    let mut conn = Conn::begin(&ep, None, T, 8 << 20, true).expect("begin NULL");
+    // The server answers (its greeting and READY) before the client reads them.
+    let mut items = [zmq::PollItem::from_fd(conn.fd(), zmq::POLLIN)];
+    let ready = zmq::poll(&mut items, T.as_millis() as i64).expect("poll");
+    assert_eq!(ready, 1, "the server answered the begun handshake in time");
+    round_trips(&mut conn, &server, &[1, 300]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let zap = curve::spawn_zap(&ctx, stop.clone()).expect("ZAP");
+    let pair = curve::generate().expect("key");
+    let (server, ep) = router(&ctx, Some(&pair));
+    let mut conn = Conn::begin(&ep, Some(&pair.public), T, 8 << 20, true).expect("begin CURVE");
+    conn.finish().expect("CURVE handshake ends");
+    conn.finish().expect("a second finish does nothing");
+    round_trips(&mut conn, &server, &[1, 300, 70_000]);
+    drop(conn);
+    drop(server);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    zap.stop_and_join();
+}
+
 #[test]
 fn curve_talks_to_libzmq_with_growing_nonces() {
     let ctx = zmq::Context::new();
