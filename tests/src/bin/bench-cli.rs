@@ -5,7 +5,9 @@
 //! - `bh_version_ms_p50`: `bh --version`: loading the binary and the libraries it
 //!   links, and nothing else;
 //! - `sbatch_call_ms_p50` (and p90): `sbatch --wrap true` (the reply leaves the broker
-//!   after the durable commit); every call checked (`Submitted batch job N`, a new N);
+//!   after the durable commit); every call checked (`Submitted batch job N`, a new N),
+//!   and the next call made once job N has ended, so that each one starts on an idle
+//!   cluster, not beside the launch of the job before it;
 //! - `squeue_1000_ms_p50`: `squeue` over 1,000 pending jobs (held, so the cluster stays
 //!   idle), every listing checked (a header and a line per job);
 //! - `squeue_100k_ms_p50`: the same over `--big` (100,000) pending jobs.
@@ -17,6 +19,7 @@
 
 use anyhow::{Context, Result, bail};
 use bulkhead_net::client::Client;
+use bulkhead_proto::JobId;
 use bulkhead_tests::{Cluster, ClusterOpts, bin, u32_arg};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -124,6 +127,7 @@ fn main() -> Result<()> {
     )?;
     print("bh_version", &mut t);
     let mut last = 0u64;
+    let mut watch = Client::connect(&c.endpoint, Some(&c.munged.socket))?;
     let mut t = timed(
         runs,
         || slurm("sbatch", &["--wrap", "true", "-o", "/dev/null"]),
@@ -137,7 +141,11 @@ fn main() -> Result<()> {
                 bail!("sbatch gave job {id} after {last}");
             }
             last = id;
-            Ok(())
+            // Untimed: the next call starts once this job is over (an idle cluster).
+            bulkhead_tests::wait_for(bulkhead_tests::scaled(30), || {
+                watch.show(JobId(id)).is_ok_and(|j| j.state.is_terminal())
+            })
+            .with_context(|| format!("job {id} did not end"))
         },
     )?;
     println!("sbatch_call_ms_p90={:.2}", pct(&mut t, 0.9));
