@@ -25,31 +25,63 @@ pub fn parse_array(v: &str) -> Result<ArraySpec, OptsError> {
         list
     };
     let mut ranges = Vec::new();
-    for item in list.split(',') {
-        let (span, step) = match item.split_once(':') {
-            Some((s, st)) => (
-                s,
-                st.parse::<u32>()
-                    .ok()
-                    .filter(|s| *s > 0)
-                    .ok_or_else(|| bad("a step must be a positive integer"))?,
-            ),
-            None => (item, 1),
+    // slurmctld's `_valid_array_inx`: `strtok` on commas (empty items are skipped:
+    // `1-2,` is `1-2`), each item read by `_parse_array_tok` with `strtol` (leading
+    // blanks and a `+` taken, `[` and `]` around the numbers dropped).
+    for item in list.split(',').filter(|i| !i.is_empty()) {
+        let not_int = || bad("indices must be integers");
+        let item = item.strip_prefix('[').unwrap_or(item);
+        let (a, rest) = strtol(item).ok_or_else(not_int)?;
+        let rest = rest.strip_prefix(']').unwrap_or(rest);
+        let (b, step, rest) = match rest.strip_prefix('-') {
+            Some(r) => {
+                let (b, r) = strtol(r).ok_or_else(not_int)?;
+                let r = r.strip_prefix(']').unwrap_or(r);
+                match r.strip_prefix(':') {
+                    Some(r) => {
+                        let (st, r) = strtol(r)
+                            .filter(|(st, _)| *st > 0)
+                            .ok_or_else(|| bad("a step must be a positive integer"))?;
+                        (b, st, r.strip_prefix(']').unwrap_or(r))
+                    }
+                    None => (b, 1, r),
+                }
+            }
+            None => (a, 1, rest),
         };
-        let (a, b) = match span.split_once('-') {
-            Some((a, b)) => (a, b),
-            None => (span, span),
-        };
-        let a: u32 = a.parse().map_err(|_| bad("indices must be integers"))?;
-        let b: u32 = b.parse().map_err(|_| bad("indices must be integers"))?;
+        if !rest.is_empty() {
+            return Err(not_int());
+        }
+        if a < 0 {
+            return Err(bad("indices must not be negative"));
+        }
         if b < a {
             return Err(bad("a range must not run backwards"));
         }
-        ranges.push((a, b, step));
+        let index = |n: i64| u32::try_from(n).map_err(|_| bad("an index over the largest array"));
+        ranges.push((index(a)?, index(b)?, index(step)?));
     }
     let spec = ArraySpec { ranges, throttle };
     spec.validate().map_err(|e| bad(&e.to_string()))?;
     Ok(spec)
+}
+
+/// C's `strtol` in base 10 over a value's start: leading blanks, a sign, digits; the
+/// number and what follows it. `None` where no digit follows (strtol converts
+/// nothing: its end is the start) or the number does not fit.
+fn strtol(s: &str) -> Option<(i64, &str)> {
+    let t = s.trim_start_matches(c_isspace);
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let n: i64 = t[..digits].parse().ok()?;
+    Some((if neg { -n } else { n }, &t[digits..]))
 }
 
 /// Parses `--dependency` where all must hold (see [`parse_dependency_any`]).

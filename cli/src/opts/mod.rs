@@ -580,6 +580,17 @@ where
     o.refused = table::present(&m, table::REFUSED);
     // `-C ''` asks for no feature; `-M` naming this cluster is this cluster.
     let value = |id: &str| m.get_one::<String>(id).map(String::as_str);
+    // Options without effect here whose values sbatch still checks (slurm_opt.c).
+    if let Some(v) = value("open-mode")
+        && !v.starts_with(['a', 'A', 't', 'T'])
+    {
+        return Err(invalid_spec("open-mode"));
+    }
+    if m.get_many::<String>("mail-type")
+        .is_some_and(|mut all| all.any(|v| !table::mail_type_valid(v)))
+    {
+        return Err(invalid_spec("mail-type"));
+    }
     if value("constraint").is_some_and(|c| c.trim().is_empty()) {
         o.refused.retain(|r| *r != "constraint");
     }
@@ -604,6 +615,14 @@ where
 }
 
 /// clap's message for a parse error, its first line, without "error: ".
+/// sbatch's `Invalid --OPT specification` (exit 255, as a syntax error).
+fn invalid_spec(opt: &str) -> clap::Error {
+    clap::Error::raw(
+        clap::error::ErrorKind::InvalidValue,
+        format!("Invalid --{opt} specification"),
+    )
+}
+
 fn clap_message(e: &clap::Error) -> String {
     e.render()
         .to_string()
@@ -934,7 +953,12 @@ impl SubmitOpts {
 /// overflowing), computed with checked arithmetic so that no spelling wraps around.
 pub fn parse_time(s: &str) -> Result<Option<u64>, String> {
     let t = s.trim();
-    if t.eq_ignore_ascii_case("infinite") || t.eq_ignore_ascii_case("unlimited") || t == "0" {
+    // `time_str2secs`: `-1`, INFINITE and UNLIMITED are no limit (and 0 is none).
+    if t.eq_ignore_ascii_case("infinite")
+        || t.eq_ignore_ascii_case("unlimited")
+        || t == "0"
+        || t == "-1"
+    {
         return Ok(None);
     }
     let bad =

@@ -51,7 +51,9 @@ fn times_parse_in_every_slurm_form() {
     assert_eq!(parse_time("UNLIMITED"), Ok(None));
     assert_eq!(parse_time("infinite"), Ok(None));
     assert_eq!(parse_time("0"), Ok(None));
-    for bad in ["abc", "1-2-3-4", "1:2:3:4", "", "-5", "1:x"] {
+    // `time_str2secs` takes -1 as INFINITE (any other negative is refused).
+    assert_eq!(parse_time("-1"), Ok(None));
+    for bad in ["abc", "1-2-3-4", "1:2:3:4", "", "-5", "1:x", "-2"] {
         assert!(parse_time(bad).is_err(), "{bad} parsed");
     }
     assert_eq!(format_time(Some(90000)), "1-01:00:00");
@@ -167,7 +169,13 @@ fn the_help_lists_what_works_and_the_rest_is_warned_or_refused() {
         if a.is_hide_set() {
             assert!(!help.contains(&flag), "{flag} is hidden but in the help");
             let words = if takes {
-                vec![format!("{flag}=1")]
+                // Values sbatch checks even where the option has no effect.
+                let v = match long {
+                    "mail-type" => "END",
+                    "open-mode" => "append",
+                    _ => "1",
+                };
+                vec![format!("{flag}={v}")]
             } else {
                 vec![flag.clone()]
             };
@@ -934,5 +942,69 @@ fn priority_is_read_as_sbatch_reads_it() {
     for bad in ["-1", "4294967294"] {
         let e = p(&["--priority", bad]).expect_err(bad);
         assert_eq!(e.exit_code(), 255, "{bad}: {e}");
+    }
+}
+
+/// Array lists as slurmctld's `_valid_array_inx` reads them: empty items skipped,
+/// numbers read by `strtol` (leading blanks, `+`), brackets around them dropped.
+#[test]
+fn array_lists_are_read_item_by_item_as_slurmctld_reads_them() {
+    let indices = |v: &str| parse_array(v).map(|a| a.indices().into_iter().collect::<Vec<u32>>());
+    for (v, want) in [
+        (" 1-2", vec![1, 2]),
+        ("1-2,", vec![1, 2]),
+        (",1,,3", vec![1, 3]),
+        ("[1-3]", vec![1, 2, 3]),
+        ("+2", vec![2]),
+        ("1-7:+3", vec![1, 4, 7]),
+        ("00-03", vec![0, 1, 2, 3]),
+    ] {
+        assert_eq!(indices(v).expect(v), want, "{v}");
+    }
+    for bad in [
+        "-1", "1-x", "1-3:0", "1-3:-1", "5-1", "a", "1 -2", "1-2x", "",
+    ] {
+        assert!(parse_array(bad).is_err(), "{bad:?} accepted");
+    }
+}
+
+/// Values of options without effect here that sbatch still checks: `--open-mode`
+/// by its first letter, `--mail-type` as `parse_mail_type` reads it (exit 255).
+#[test]
+fn open_mode_and_mail_type_values_are_checked_as_sbatch_checks_them() {
+    let p = |words: &[&str]| {
+        let w: Vec<String> = words
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["x.sh".into()])
+            .collect();
+        command_line(&w)
+    };
+    for ok in ["append", "A", "truncate", "Tx"] {
+        p(&["--open-mode", ok]).expect(ok);
+    }
+    for ok in [
+        "END",
+        "begin,end",
+        "bogus,FAIL",
+        "NONE",
+        "bogus,none",
+        "time_limit_90",
+    ] {
+        p(&["--mail-type", ok]).expect(ok);
+    }
+    for (opt, bad) in [
+        ("--open-mode", "bogus"),
+        ("--open-mode", ""),
+        ("--mail-type", "bogus"),
+        ("--mail-type", ","),
+    ] {
+        let e = p(&[opt, bad]).expect_err(bad);
+        assert_eq!(e.exit_code(), 255, "{opt} {bad}: {e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("Invalid {opt} specification")),
+            "{e}"
+        );
     }
 }

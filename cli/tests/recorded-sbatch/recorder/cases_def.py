@@ -1033,3 +1033,146 @@ case("#!/bin/bash -l shebang", ["seventh", "shebang"], [], ["#SBATCH -J login"],
 
 _R = _random.Random(20261209)
 _combos("seventh combo", 100, _POOLS5, 7, 0.25, 0.5, env=(0.2, _ENV5), pbs=(0.1, _PBS))
+
+# ---------------------------------------------------------------- eighth round (2026-12-06): options and spellings
+# not probed before in the shared families, then seeded combinations. Indices 1395 on.
+for _a, _t in [
+    (["-n", "010"], "-n 010 (leading zero)"),
+    (["-n", "2k"], "INVALID -n 2k"),
+    (["--ntasks=4", "--ntasks-per-core=1"], "--ntasks-per-core=1 -n 4"),
+    (["-n", "4", "-O"], "-n 4 -O (overcommit)"),
+    (["-n", "128", "--overcommit"], "-n 128 --overcommit"),
+    (["-c", "4", "--ntasks-per-node=16", "-N", "1"], "-c 4 --ntasks-per-node=16 -N 1 (a whole node)"),
+    (["-c", "4", "--ntasks-per-node=17", "-N", "1"], "-c 4 --ntasks-per-node=17 -N 1 (over a node)"),
+    (["-c", "2", "-n", "3", "-N", "2"], "-c 2 -n 3 -N 2"),
+    (["-N", "2", "-w", "n1"], "-N 2 -w n1 (fewer listed than asked)"),
+    (["-N", "1", "-w", "n[1-2]"], "-N 1 -w n[1-2] (more listed than asked)"),
+    (["-N", "2", "-x", "n[1-3]"], "-N 2 -x n[1-3] (one node left)"),
+    (["-w", "n1", "-x", "n1"], "-w n1 -x n1"),
+    (["-N", "01-02"], "-N 01-02"),
+    (["--contiguous", "-N", "2"], "--contiguous -N 2"),
+    (["--mem=0", "-N", "2"], "--mem=0 -N 2"),
+    (["--mem-per-cpu=0"], "--mem-per-cpu=0"),
+    (["--mem=2048", "--mem-per-gpu=2G", "--gpus=1"], "INVALID --mem with --mem-per-gpu"),
+    (["--mem=1.5"], "--mem=1.5 (a fraction of a megabyte)"),
+    (["--mem=-1"], "INVALID --mem=-1"),
+    (["--mem=8P"], "--mem=8P"),
+    (["--mem-per-cpu=600G"], "--mem-per-cpu=600G (over a node)"),
+    (["--tmp=10G"], "--tmp=10G"),
+    (["-t", "1:00:00:00"], "INVALID -t 1:00:00:00"),
+    (["-t", "1-0:00:00"], "-t 1-0:00:00"),
+    (["-t", "90", "-p", "debug"], "-t 90 in debug"),
+    (["-t", "0", "-p", "debug"], "-t 0 in debug (no limit asked, MaxTime 2h)"),
+    (["--time-min=20", "-t", "10"], "--time-min over --time"),
+    (["--time-min=abc"], "INVALID --time-min=abc"),
+    (["-t", "2:30", "--time-min", "1:30"], "-t 2:30 --time-min 1:30"),
+    (["-t", "-1"], "-t -1"),
+    (["-J", "name,with,commas"], "-J with commas"),
+    (["-J", "a" * 50, "-o", "%x.out"], "-J of 50 with -o %x"),
+    (["-o", "%x_%A_%a.out"], "-o %x_%A_%a without an array"),
+    (["-o", "%j.%N.out", "--array=1-2"], "-o %j.%N with an array"),
+    (["-o", "%%"], "-o %% alone"),
+    (["-o", "%"], "-o % alone"),
+    (["-o", "%10j"], "-o %10j"),
+    (["-o", "%y"], "-o %y (unknown pattern)"),
+    (["--open-mode=truncate"], "--open-mode=truncate"),
+    (["--open-mode=bogus"], "INVALID --open-mode=bogus"),
+    (["-i", "/dev/null"], "-i /dev/null"),
+    (["--gres=gpu:a100:1,gpu:a100:2"], "--gres the same type twice"),
+    (["--gres=gpu:a100:2", "--gpus-per-node=1"], "--gres with --gpus-per-node"),
+    (["--gpus=2", "--gpus-per-node=2", "-N", "1"], "--gpus=2 --gpus-per-node=2 -N 1"),
+    (["--gpus-per-task=1", "--ntasks-per-node=2", "-N", "2"], "--gpus-per-task with --ntasks-per-node -N 2"),
+    (["--cpus-per-gpu=4", "--gpus-per-task=1", "-n", "2"], "--cpus-per-gpu with --gpus-per-task -n 2"),
+    (["--gpus-per-socket=1"], "--gpus-per-socket=1"),
+    (["--gpus=a100:1", "--gres=gpu:1g.10gb:1"], "--gpus and --gres of two types"),
+    (["--gres=gpu:a100:1(S:0)"], "--gres with a socket spec"),
+    (["--gres=mps:50"], "--gres=mps:50 (not configured)"),
+    (["--gpu-bind=closest", "--gpus=1"], "--gpu-bind=closest"),
+    (["-d", "after:{P1}+0"], "-d after:P1+0"),
+    (["-d", "aftercorr:{P5}", "--array=0-3"], "-d aftercorr on an array from an array"),
+    (["-d", "afterburstbuffer:{P1}"], "-d afterburstbuffer"),
+    (["-d", "afterok:{P1}?afterany:{P2},afterok:{P3}"], "INVALID -d mixing ? and ,"),
+    (["-d", "AfterOK:{P1}"], "-d AfterOK (mixed case)"),
+    (["-d", "{P1}"], "-d a bare job id"),
+    (["-d", "afterok:{P5}_*"], "-d afterok on every task of an array"),
+    (["--array=00-03"], "--array=00-03"),
+    (["--array=0-3%1"], "--array=0-3%1"),
+    (["--array=1,2-4:2"], "--array=1,2-4:2"),
+    (["--array=0-3:-1"], "INVALID --array step -1"),
+    (["--array= 1-2"], "--array with a leading space"),
+    (["--array=1-2,"], "--array=1-2, (trailing comma)"),
+    (["--export=NONE,FOO"], "--export=NONE,FOO (a name unset)"),
+    (["--export=ALL,PATH"], "--export=ALL,PATH"),
+    (["--export=A=1,B"], "--export=A=1,B"),
+    (["--export=\"A=1\""], "--export=\"A=1\" (quoted on the command line)"),
+    (["--exclusive", "--oversubscribe"], "--exclusive then --oversubscribe"),
+    (["--exclusive=topo"], "--exclusive=topo"),
+    (["--exclusive=bogus"], "INVALID --exclusive=bogus"),
+    (["--begin=2030-06-01T12:00:00.5"], "INVALID --begin with a fraction of a second"),
+    (["--begin=2030-13-01"], "INVALID --begin month 13"),
+    (["--nice=abc"], "INVALID --nice=abc"),
+    (["--nice=-0"], "--nice=-0"),
+    (["--nice", "3", "--nice=4"], "--nice twice"),
+    (["--requeue", "--no-requeue"], "--requeue then --no-requeue"),
+    (["--kill-on-invalid-dep=no"], "--kill-on-invalid-dep=no"),
+    (["--mail-type=BEGIN,END"], "--mail-type=BEGIN,END"),
+    (["--mail-type=bogus"], "INVALID --mail-type=bogus"),
+    (["--hint=nomultithread"], "--hint=nomultithread"),
+    (["--core-spec=1"], "--core-spec=1"),
+    (["--thread-spec=1"], "--thread-spec=1"),
+    (["--switches=1"], "--switches=1"),
+    (["--licenses=foo:1"], "--licenses=foo:1 (not configured)"),
+    (["-B", "1:2:1"], "-B 1:2:1"),
+    (["--cores-per-socket=4"], "--cores-per-socket=4"),
+    (["--get-user-env"], "--get-user-env"),
+    (["--no-kill"], "--no-kill"),
+    (["--reboot"], "--reboot"),
+    (["--delay-boot=5"], "--delay-boot=5"),
+    (["--acctg-freq=task=30"], "--acctg-freq=task=30"),
+    (["--propagate=NONE"], "--propagate=NONE"),
+    (["--cpu-freq=high"], "--cpu-freq=high"),
+    (["--uid=0"], "--uid=0"),
+    (["--gid=0"], "--gid=0"),
+    (["--bogus"], "INVALID --bogus"),
+    (["-Z"], "INVALID -Z"),
+    (["--ntasks"], "INVALID --ntasks without a value"),
+    (["--exclusive=user", "--exclusive"], "--exclusive=user then --exclusive"),
+]:
+    case(_t, ["eighth"] + [w.lstrip("-").split("=")[0] for w in _a[:1]], _a)
+case("#SBATCH -J a b (two words unquoted)", ["eighth", "script"], [], ["#SBATCH -J a b"])
+case("#SBATCH --comment with double spaces", ["eighth", "script"], [], ['#SBATCH --comment="a  b"'])
+case("#SBATCH then an empty #SBATCH", ["eighth", "script"], [], ["#SBATCH -n 2", "#SBATCH"])
+case("#SBATCH --ntasks=2 after #!/bin/bash twice", ["eighth", "script"], [], ["#!/bin/bash", "#SBATCH -n 2"])
+case("#SBATCH -n 2 after a line of spaces", ["eighth", "script"], [], ["   ", "#SBATCH -n 2"])
+case("#SBATCH -n 2 after a tab-only line", ["eighth", "script"], [], ["\t", "#SBATCH -n 2"])
+case("#SBATCH --mem 2G (space, no =)", ["eighth", "script"], [], ["#SBATCH --mem 2G"])
+case("#SBATCH -o 'with space.out'", ["eighth", "script"], [], ["#SBATCH -o 'with space.out'"])
+case("env SBATCH_MEM_PER_NODE=2G", ["eighth", "env"], [], [], {"SBATCH_MEM_PER_NODE": "2G"})
+case("env SBATCH_MEM_PER_NODE=2G with --mem-per-cpu in script", ["eighth", "env"], [], ["#SBATCH --mem-per-cpu=1G"], {"SBATCH_MEM_PER_NODE": "2G"})
+case("env SBATCH_GPUS_PER_TASK=1 -n 2", ["eighth", "env"], ["-n", "2"], [], {"SBATCH_GPUS_PER_TASK": "1"})
+case("env SBATCH_OVERCOMMIT=1 -n 128", ["eighth", "env"], ["-n", "128"], [], {"SBATCH_OVERCOMMIT": "1"})
+case("env SBATCH_OPEN_MODE=append", ["eighth", "env"], [], [], {"SBATCH_OPEN_MODE": "append"})
+case("env SBATCH_ERROR=err-%j", ["eighth", "env"], [], [], {"SBATCH_ERROR": "err-%j"})
+case("env SBATCH_SIGNAL=USR1@30", ["eighth", "env"], [], [], {"SBATCH_SIGNAL": "USR1@30"})
+case("env SBATCH_QOS=normal", ["eighth", "env"], [], [], {"SBATCH_QOS": "normal"})
+case("env SBATCH_WCKEY=w", ["eighth", "env"], [], [], {"SBATCH_WCKEY": "w"})
+case("env SBATCH_CONSTRAINT=x", ["eighth", "env"], [], [], {"SBATCH_CONSTRAINT": "x"})
+case("env SBATCH_TIMELIMIT=abc", ["eighth", "env", "invalid"], [], [], {"SBATCH_TIMELIMIT": "abc"})
+case("env SBATCH_PARTITION=nosuch with -p batch", ["eighth", "env"], ["-p", "batch"], [], {"SBATCH_PARTITION": "nosuch"})
+case("env SBATCH_GRES=gpu:a100:1 with --gres in script", ["eighth", "env"], [], ["#SBATCH --gres=gpu:2"], {"SBATCH_GRES": "gpu:a100:1"})
+case("env SBATCH_JOB_NAME with -J in script", ["eighth", "env"], [], ["#SBATCH -J script"], {"SBATCH_JOB_NAME": "envname"})
+
+_R = _random.Random(20261210)
+_POOLS8 = dict(_POOLS5)
+_POOLS8.update({
+    "overcommit": [("-O", None), ("--overcommit", None)],
+    "open-mode": [("--open-mode", "append"), ("--open-mode", "truncate")],
+    "nodelist": [("-w", "n1"), ("--nodelist", "n[1-2]"), ("-w", "n3,n4"), ("-w", "n[2-4]")],
+    "ntasks-per-core": [("--ntasks-per-core", "1"), ("--ntasks-per-core", "2")],
+    "tmp": [("--tmp", "1G")],
+    "cpus-per-gpu": [("--cpus-per-gpu", "4"), ("--cpus-per-gpu", "2")],
+    "mem-per-gpu": [("--mem-per-gpu", "8G"), ("--mem-per-gpu", "1024")],
+})
+_ENV8 = _ENV5 + [("SBATCH_MEM_PER_NODE", "2G"), ("SBATCH_GPUS_PER_TASK", "1"), ("SBATCH_OVERCOMMIT", "1"),
+                 ("SBATCH_OPEN_MODE", "append"), ("SBATCH_ERROR", "env-%j.err")]
+_combos("eighth combo", 80, _POOLS8, 8, 0.25, 0.45, env=(0.3, _ENV8), pbs=(0.1, _PBS))

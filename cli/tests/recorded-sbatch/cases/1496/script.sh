@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --comment="a  b"
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --deadline 2031-01-01T00:00:00
+
+#SBATCH -N 2
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

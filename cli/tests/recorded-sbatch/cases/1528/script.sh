@@ -1,0 +1,10 @@
+#!/bin/bash
+#SBATCH -N 1-1
+#SBATCH -s
+#SBATCH -i in-%j.txt
+
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

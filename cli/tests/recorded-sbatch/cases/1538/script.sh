@@ -1,0 +1,10 @@
+#!/bin/bash
+#SBATCH --nice=0
+
+#SBATCH --tmp=1G
+#PBS -l walltime=00:30:00
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

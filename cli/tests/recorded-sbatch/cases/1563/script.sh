@@ -1,0 +1,10 @@
+#!/bin/bash
+#SBATCH -t 1-0
+#SBATCH --comment="it's # here"
+#SBATCH --gpus a100:2
+## note: #SBATCH -n 999 is not a directive here
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

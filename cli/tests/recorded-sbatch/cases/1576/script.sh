@@ -1,0 +1,7 @@
+#!/bin/bash
+#SBATCH --deadline 2031-01-01T00:00:00
+#SBATCH --wckey k1
+#SBATCH --mem-per-cpu=256
+#SBATCH --gpus a100:2
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH -c64
+#SBATCH -iin-%j.txt
+## note: #SBATCH -n 999 is not a directive here
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --cpus-per-gpu=2
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1
