@@ -382,6 +382,10 @@ struct RunArgs {
     /// waits for them (srun's --exclusive inside a job).
     #[arg(long)]
     exclusive: bool,
+    /// The tasks share the CPUs on each node, however many (default: on in a job
+    /// submitted with -O, whose $SLURM_OVERCOMMIT says so).
+    #[arg(short = 'O', long)]
+    overcommit: bool,
     /// The step's name (and the allocation's, outside a job).
     #[arg(short = 'J', long)]
     job_name: Option<String>,
@@ -443,6 +447,9 @@ fn allocation_for_run(a: &RunArgs, bh_defaults: bool) -> anyhow::Result<JobSubmi
         "-J",
         Some(a.job_name.clone().unwrap_or_else(|| a.cmd[0].clone())),
     );
+    if a.overcommit {
+        flags.push("--overcommit".into());
+    }
     flags.extend(a.extra.alloc_words.iter().cloned());
     allocation(&flags, bh_defaults)
 }
@@ -630,6 +637,10 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
         gpus_per_task: a.gpus_per_task.unwrap_or(0),
         gpus_per_node: a.gpus_per_node.unwrap_or(0),
         exclusive: a.exclusive,
+        // srun reads SLURM_OVERCOMMIT as -O (sbatch -O sets it in the job).
+        overcommit: a.overcommit
+            || std::env::var("SLURM_OVERCOMMIT")
+                .is_ok_and(|v| bulkhead_cli::opts::env_flag_set(&v)),
     };
     req.validate().context("the step")?;
     Ok(req)
@@ -1233,6 +1244,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 gpus_per_node: None,
                 cpu_bind: None,
                 exclusive: false,
+                overcommit: false,
                 job_name: Some("rsh".into()),
                 chdir: None,
                 unbuffered: false,

@@ -40,7 +40,7 @@ fn estimate_nodes(r: &Resolved, node_cpus: u32) -> u32 {
     let min = r.nodes_sent.max(1);
     let tasks = r.layout.ntasks.unwrap_or(0);
     let node_cpus = node_cpus.max(1);
-    let cpt = r.layout.cpus_per_task.unwrap_or(1);
+    let cpt = r.job_cpus_per_task.max(1);
     if let Some(per) = r.layout.ntasks_per_node.filter(|p| *p > 0) {
         (tasks / per).max(min)
     } else if cpt > 1 {
@@ -275,6 +275,9 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     // (`--gpus=2 --gpus-per-task=1`, `--ntasks-per-gpu`) count theirs instead.
     let sent = r.cpus_tasks.saturating_mul(cpus_per_task);
     let cpus = match r.layout.ntasks {
+        // --overcommit: sbatch sends `min_cpus = MAX(min_nodes, 1)` and slurmctld
+        // does not raise it to the tasks'.
+        _ if r.overcommit => r.nodes_sent.max(1),
         Some(t) if t > sent => t.saturating_mul(cpus_per_task),
         _ => sent,
     };
@@ -291,7 +294,9 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     ));
     f.push(("NumCPUs", cpus.to_string()));
     f.push(("NumTasks", ntasks.to_string()));
-    f.push(("CPUs/Task", cpus_per_task.to_string()));
+    // The controller's CPUs per task (GPU options may have made them).
+    let job_cpt = r.job_cpus_per_task.max(1);
+    f.push(("CPUs/Task", job_cpt.to_string()));
     // Memory: per node (--mem), per CPU (--mem-per-cpu), or the site's default per CPU.
     let (mem_total, mem_field) = if let Some(per_gpu) = r.mem_per_gpu_mb {
         // Per GPU: the TRES count that memory; the site's default per CPU is shown
@@ -334,12 +339,12 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     // slurmctld's pn_min_cpus: CPUs per task, times the tasks on a node when several
     // tasks were laid out per node, and at least --mincpus.
     let per_node_tasks = match r.layout.ntasks_per_node {
-        Some(n) if ntasks > 1 => n,
+        Some(n) if ntasks > 1 && !r.overcommit => n,
         _ => 1,
     };
     f.push((
         "MinCPUsNode",
-        cpus_per_task
+        job_cpt
             .saturating_mul(per_node_tasks)
             .max(e.mincpus.unwrap_or(0))
             .to_string(),

@@ -39,7 +39,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// set its reason and when; an accounting record carries the job's working directory
 /// and group; an agent's registration and a node's description carry its CPU
 /// topology.
-pub const PROTOCOL_VERSION: u16 = 18;
+/// 19: a step's request says whether its tasks overcommit the job's CPUs.
+pub const PROTOCOL_VERSION: u16 = 19;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

@@ -384,6 +384,9 @@ pub enum Dependency {
     /// (minutes) is kept and shown, and has no effect, as in Slurm, where only
     /// `after` waits the minutes (appended).
     Delayed(DepKind, JobId, u32),
+    /// `afterburstbuffer:J`: once J ended and its burst buffer was staged out; with
+    /// no burst buffers here, once J ended, as `afterany` (appended).
+    AfterBurstBuffer(JobId),
 }
 
 /// What a dependency on one array task waits for.
@@ -393,6 +396,8 @@ pub enum DepKind {
     AfterAny,
     AfterOk,
     AfterNotOk,
+    /// `afterburstbuffer` (appended): as `AfterAny`, with no burst buffers here.
+    AfterBurstBuffer,
 }
 
 impl DepKind {
@@ -403,6 +408,7 @@ impl DepKind {
             DepKind::AfterAny => "afterany",
             DepKind::AfterOk => "afterok",
             DepKind::AfterNotOk => "afternotok",
+            DepKind::AfterBurstBuffer => "afterburstbuffer",
         }
     }
 }
@@ -449,6 +455,7 @@ pub fn dependency_text(
                 Dependency::AfterOk(j) => format!("afterok:{}", on(j)),
                 Dependency::AfterNotOk(j) => format!("afternotok:{}", on(j)),
                 Dependency::AfterCorr(j) => format!("aftercorr:{}", on(j)),
+                Dependency::AfterBurstBuffer(j) => format!("afterburstbuffer:{}", on(j)),
                 Dependency::Task(kind, j, n) => format!("{}:{j}_{n}", kind.name()),
                 Dependency::Delayed(kind, j, m) => format!("{}:{}+{m}", kind.name(), on(j)),
                 Dependency::Singleton => "singleton".into(),
@@ -474,7 +481,8 @@ impl Dependency {
             | Dependency::AfterDelay(j, _)
             | Dependency::Task(_, j, _)
             | Dependency::Delayed(_, j, _)
-            | Dependency::AfterCorr(j) => Some(j),
+            | Dependency::AfterCorr(j)
+            | Dependency::AfterBurstBuffer(j) => Some(j),
             Dependency::Singleton => None,
         }
     }

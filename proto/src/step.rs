@@ -63,6 +63,10 @@ pub struct StepRequest {
     /// CPUs of the job's its own, not shared with the job's other exclusive steps
     /// while it runs (`--exclusive`); the others share the job's.
     pub exclusive: bool,
+    /// The tasks share the job's CPUs on each node, however many (`-O`,
+    /// `--overcommit`, or `SLURM_OVERCOMMIT` in a job submitted so): a node takes
+    /// any number of them, each task still no more CPUs than the node has.
+    pub overcommit: bool,
 }
 
 /// At most this many GPUs of a node for one task or one step.

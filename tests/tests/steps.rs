@@ -458,7 +458,57 @@ fn steps_are_refused_to_others_and_when_they_do_not_fit() {
         "a step that fits runs: {}",
         text(&out.stderr)
     );
+    // Overcommitted, the three tasks that did not fit share the job's CPUs.
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &["--jobid", &js, "-O", "-n", "3", "true"],
+    );
+    assert!(
+        out.status.success(),
+        "-O -n 3 runs in a job of one CPU on each of two nodes: {}",
+        text(&out.stderr)
+    );
     release(&c, &wd, j);
+}
+
+/// `sbatch -O`: the job holds one task's CPUs on its node, and its steps (srun reads
+/// `SLURM_OVERCOMMIT`) run all its tasks on them.
+#[test]
+fn an_overcommitted_job_runs_its_tasks_on_one_tasks_cpus() {
+    let c = four_cpus();
+    let u = user(USER1);
+    let wd = c.workdir(Some(&u)).expect("workdir");
+    let script = format!(
+        "#!/bin/sh\necho \"$SLURM_OVERCOMMIT\" > overcommit.txt\n{bh} run sh -c 'echo $SLURM_PROCID' > ranks.txt\n",
+        bh = bin("bh").display()
+    );
+    let j = c
+        .submit(Some(&u), &wd, &["-O", "-n", "6", "-N", "1"], &script)
+        .expect("submit");
+    let done = c
+        .wait_state(j, &[JobState::Completed, JobState::Failed], t())
+        .expect("ends");
+    let log = std::fs::read_to_string(wd.join(format!("bh-{j}.out"))).unwrap_or_default();
+    assert_eq!(done.state, JobState::Completed, "{:?}\n{log}", done.reason);
+    assert_eq!(
+        done.resources.cpus, 1,
+        "one task's CPUs on the node, not six: {log}"
+    );
+    let flag = std::fs::read_to_string(wd.join("overcommit.txt")).expect("flag");
+    assert_eq!(flag.trim(), "1", "sbatch -O sets SLURM_OVERCOMMIT");
+    let ranks = std::fs::read_to_string(wd.join("ranks.txt")).expect("ranks");
+    let mut got: Vec<u32> = ranks
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        (0..6).collect::<Vec<u32>>(),
+        "six tasks ran: {ranks}\n{log}"
+    );
 }
 
 /// `bh cancel` of the job ends a running step on every node and leaves no process.
@@ -717,6 +767,7 @@ fn another_user_cannot_attach_to_a_step_with_a_valid_launch() {
             gpus_per_task: 0,
             gpus_per_node: 0,
             exclusive: false,
+            overcommit: false,
         })
         .expect("root may have a step granted in any job");
     let node = &grant.nodes[0];

@@ -303,6 +303,7 @@ impl Driver {
                         gpus_per_task: b.u32_or(&[0, 0, 1, 2, u32::MAX]),
                         gpus_per_node: b.u32_or(&[0, 0, 1, 8, u32::MAX]),
                         exclusive: b.bool(),
+                        overcommit: b.bool(),
                     })),
                     0 => ClientOp::Show(self.job(b)),
                     1 => ClientOp::Script(self.job(b)),

@@ -275,6 +275,7 @@ impl Core {
                 Dependency::AfterDelay(j, _) => ("after", j),
                 Dependency::Delayed(k, j, _) => (k.name(), j),
                 Dependency::AfterCorr(j) => ("aftercorr", j),
+                Dependency::AfterBurstBuffer(j) => ("afterburstbuffer", j),
                 Dependency::Task(k, j, n) => {
                     // Task N of array J: J an array whose indices include N (made into
                     // a task or not yet).

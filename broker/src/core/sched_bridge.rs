@@ -88,7 +88,10 @@ impl Core {
             .iter()
             .map(|d| match d {
                 Dependency::After(x) => sched::Dep::After(sched::JobId(x.0)),
-                Dependency::AfterAny(x) => sched::Dep::AfterAny(sched::JobId(x.0)),
+                // No burst buffers here: after J ended.
+                Dependency::AfterAny(x) | Dependency::AfterBurstBuffer(x) => {
+                    sched::Dep::AfterAny(sched::JobId(x.0))
+                }
                 Dependency::AfterOk(x) => sched::Dep::AfterOk(sched::JobId(x.0)),
                 Dependency::AfterNotOk(x) => sched::Dep::AfterNotOk(sched::JobId(x.0)),
                 Dependency::Singleton => sched::Dep::Singleton,
@@ -100,7 +103,8 @@ impl Core {
                     let x = sched::JobId(x.0);
                     match kind {
                         bulkhead_proto::job::DepKind::After => sched::Dep::After(x),
-                        bulkhead_proto::job::DepKind::AfterAny => sched::Dep::AfterAny(x),
+                        bulkhead_proto::job::DepKind::AfterAny
+                        | bulkhead_proto::job::DepKind::AfterBurstBuffer => sched::Dep::AfterAny(x),
                         bulkhead_proto::job::DepKind::AfterOk => sched::Dep::AfterOk(x),
                         bulkhead_proto::job::DepKind::AfterNotOk => sched::Dep::AfterNotOk(x),
                     }
@@ -108,7 +112,10 @@ impl Core {
                 Dependency::Task(kind, x, n) => sched::Dep::Task(
                     match kind {
                         bulkhead_proto::job::DepKind::After => sched::TaskRule::After,
-                        bulkhead_proto::job::DepKind::AfterAny => sched::TaskRule::AfterAny,
+                        bulkhead_proto::job::DepKind::AfterAny
+                        | bulkhead_proto::job::DepKind::AfterBurstBuffer => {
+                            sched::TaskRule::AfterAny
+                        }
                         bulkhead_proto::job::DepKind::AfterOk => sched::TaskRule::AfterOk,
                         bulkhead_proto::job::DepKind::AfterNotOk => sched::TaskRule::AfterNotOk,
                     },

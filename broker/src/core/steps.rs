@@ -148,6 +148,12 @@ impl Core {
                 "More processors requested than permitted: a task of {cpus_per_task} CPUs, the job has {job_cpus} on each node"
             )));
         }
+        // Overcommitted, the tasks share a node's CPUs: any number fit on it.
+        let per_node_room = if req.overcommit {
+            MAX_STEP_TASKS
+        } else {
+            per_node_room
+        };
         if req.ntasks == Some(0) || req.nodes == Some(0) || req.ntasks_per_node == Some(0) {
             return Err(err(
                 ErrorCode::Invalid,
@@ -159,6 +165,9 @@ impl Core {
             (None, Some(t), Some(per)) => t.div_ceil(per),
             // Without -N a step takes the nodes named with -w, else as many as its
             // tasks need (at most the job's: more tasks than fit are refused below).
+            // Overcommitted, the tasks go over all the usable nodes (at most one
+            // node a task), as srun spreads them over its allocation.
+            (None, Some(t), None) if req.overcommit => t.min(usable.len() as u32).max(1),
             (None, Some(t), None) => t
                 .div_ceil(per_node_room)
                 .max(if req.nodelist.is_empty() {

@@ -142,7 +142,8 @@ pub fn parse_dependency_any(v: &str) -> Result<(Vec<Dependency>, bool), OptsErro
             );
             rest = after;
         } else {
-            const TYPES: [(&str, Option<DepKind>); 5] = [
+            const TYPES: [(&str, Option<DepKind>); 6] = [
+                ("afterburstbuffer:", Some(DepKind::AfterBurstBuffer)),
                 ("afternotok:", Some(DepKind::AfterNotOk)),
                 ("aftercorr:", None),
                 ("afterany:", Some(DepKind::AfterAny)),
@@ -154,10 +155,10 @@ pub fn parse_dependency_any(v: &str) -> Result<(Vec<Dependency>, bool), OptsErro
                     && rest.is_char_boundary(t.len())
                     && rest[..t.len()].eq_ignore_ascii_case(t)
             };
-            if typed("afterburstbuffer:") || typed("expand:") {
+            if typed("expand:") {
                 return Err(OptsError::Unsupported(
-                    "dependency types afterburstbuffer and expand",
-                    "use after, afterany, afterok, afternotok, aftercorr or singleton",
+                    "dependency type expand",
+                    "a job is not grown by another here; use after, afterany, afterok, afternotok, aftercorr, afterburstbuffer or singleton",
                 ));
             }
             let Some((t, kind)) = TYPES.iter().find(|(t, _)| typed(t)) else {
@@ -269,6 +270,7 @@ fn on_job(
             DepKind::AfterAny => Dependency::AfterAny(job),
             DepKind::AfterOk => Dependency::AfterOk(job),
             DepKind::AfterNotOk => Dependency::AfterNotOk(job),
+            DepKind::AfterBurstBuffer => Dependency::AfterBurstBuffer(job),
         },
     })
 }

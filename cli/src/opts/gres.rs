@@ -99,8 +99,12 @@ pub fn check(asks: &Asks, c: &mut Counts) -> Result<(), String> {
     if asks.cpus_per_gpu.is_some() && c.cpus_per_task.is_some() {
         return Err("--cpus-per-gpu is mutually exclusive with --cpus-per-task".into());
     }
-    for (_, s) in &mut states {
-        test_counts(s, asks.cpus_per_gpu, c)?;
+    // `--cpus-per-gpu` is a record of its own, `gpu` without a type: it meets
+    // `--gpus-per-task` (and makes the tasks' CPUs) only where that names no type,
+    // as `gres_job_state_validate` keeps one record per name and type.
+    for (t, s) in &mut states {
+        let per_gpu = if t.is_none() { asks.cpus_per_gpu } else { None };
+        test_counts(s, per_gpu, c)?;
     }
     // --ntasks-per-gpu (the tasks it implies on an exact node count are the caller's
     // to count, as an exact -N's are).

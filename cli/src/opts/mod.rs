@@ -152,6 +152,10 @@ pub struct SubmitOpts {
     /// Submit held: pending until `scontrol release` / `bh release`.
     #[arg(long = "hold", short = 'H')]
     pub hold: bool,
+    /// Overcommit: each node gives the CPUs of one task (-c), which all its tasks
+    /// share, instead of each task its own.
+    #[arg(long = "overcommit", short = 'O')]
+    pub overcommit: bool,
     /// The shortest time limit the job accepts (kept and shown).
     #[arg(long = "time-min")]
     pub time_min: Option<String>,
@@ -591,6 +595,13 @@ where
     {
         return Err(invalid_spec("mail-type"));
     }
+    // --uid/--gid naming the submitter's own user or group change nothing.
+    if value("uid").is_some_and(names_own_uid) {
+        o.refused.retain(|r| *r != "uid");
+    }
+    if value("gid").is_some_and(names_own_gid) {
+        o.refused.retain(|r| *r != "gid");
+    }
     if value("constraint").is_some_and(|c| c.trim().is_empty()) {
         o.refused.retain(|r| *r != "constraint");
     }
@@ -615,6 +626,27 @@ where
 }
 
 /// clap's message for a parse error, its first line, without "error: ".
+/// Whether `v` (a number or a name, as sbatch's `--uid` takes it) is this process's
+/// own user.
+fn names_own_uid(v: &str) -> bool {
+    names_own(v, nix::unistd::geteuid().as_raw(), |n| {
+        Some(nix::unistd::User::from_name(n).ok()??.uid.as_raw())
+    })
+}
+
+/// Whether `v` (a number or a name, as `--gid` takes it) is this process's own group.
+fn names_own_gid(v: &str) -> bool {
+    names_own(v, nix::unistd::getegid().as_raw(), |n| {
+        Some(nix::unistd::Group::from_name(n).ok()??.gid.as_raw())
+    })
+}
+
+/// Whether `v`, a number or a name that `lookup` turns into one, is `me`.
+fn names_own(v: &str, me: u32, lookup: impl Fn(&str) -> Option<u32>) -> bool {
+    let v = v.trim();
+    v.parse::<u32>().ok().or_else(|| lookup(v)) == Some(me)
+}
+
 /// sbatch's `Invalid --OPT specification` (exit 255, as a syntax error).
 fn invalid_spec(opt: &str) -> clap::Error {
     clap::Error::raw(
@@ -831,7 +863,7 @@ fn env_words(
 
 /// Whether a flag's `SBATCH_*` value sets it: empty, `yes` (any case), or an integer
 /// other than 0 with nothing after it (`strtol`).
-fn env_flag_set(v: &str) -> bool {
+pub fn env_flag_set(v: &str) -> bool {
     if v.is_empty() || v.eq_ignore_ascii_case("yes") {
         return true;
     }
@@ -849,6 +881,7 @@ macro_rules! merge_fields {
             no_requeue: $hi.no_requeue || ($lo.no_requeue && !$hi.requeue),
             ignore_pbs: $hi.ignore_pbs || $lo.ignore_pbs,
             wait: $hi.wait || $lo.wait,
+            overcommit: $hi.overcommit || $lo.overcommit,
             test_only: $hi.test_only || $lo.test_only,
             quiet: $hi.quiet || $lo.quiet,
             verbose: $hi.verbose.saturating_add($lo.verbose),
@@ -888,6 +921,9 @@ impl SubmitOpts {
         }
         if let Some(mb) = self.mem_per_gpu.as_deref().and_then(|m| parse_mem(m).ok()) {
             out.push(("SLURM_MEM_PER_GPU".into(), mb.to_string()));
+        }
+        if self.overcommit {
+            out.push(("SLURM_OVERCOMMIT".into(), "1".into()));
         }
         // SAFETY: getpriority only reads this process's scheduling priority.
         let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
@@ -1217,6 +1253,10 @@ pub struct Resolved {
     pub nodes_max: Option<u32>,
     /// `-s/--oversubscribe` was given: scontrol shows `OverSubscribe=YES`.
     pub oversubscribe: bool,
+    /// `-O/--overcommit`: a node's CPUs are one task's (`resources.cpus` is the CPUs
+    /// per task), and a waiting job shows one CPU a node, as sbatch sends
+    /// `min_cpus = MAX(min_nodes, 1)`.
+    pub overcommit: bool,
     /// The minimum node count sbatch sends (`-N`, `-w`'s nodes; before the nodes
     /// that tasks per node imply, which slurmctld only estimates for a waiting job).
     pub nodes_sent: u32,
@@ -1225,6 +1265,10 @@ pub struct Resolved {
     pub cpus_tasks: u32,
     /// CPUs on each node the tasks ask for (`resources.cpus` before `--mincpus`).
     pub cpus_asked: u32,
+    /// Each task's CPUs as the controller keeps them: `-c`, else what
+    /// `--cpus-per-gpu` times `--gpus-per-task` makes (`gres_job_state_validate`),
+    /// else 1. (`layout.cpus_per_task` is what sbatch itself knew: `-c` alone.)
+    pub job_cpus_per_task: u32,
     /// `--mem-per-cpu`, when the memory was asked for per CPU (MB).
     pub mem_per_cpu_mb: Option<u64>,
     /// `--mem-per-gpu`, when the memory was asked for per GPU (MB).
@@ -1250,8 +1294,9 @@ pub struct TaskLayout {
 
 /// The variables sbatch sets in the job's environment from its options (and from the
 /// submitting process: `SLURM_PRIO_PROCESS`), in place of any inherited.
-pub const OPTION_VARS: [&str; 10] = [
+pub const OPTION_VARS: [&str; 11] = [
     "SLURM_GPUS",
+    "SLURM_OVERCOMMIT",
     "SLURM_GPUS_PER_NODE",
     "SLURM_GPUS_PER_TASK",
     "SLURM_NTASKS_PER_GPU",

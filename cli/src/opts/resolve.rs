@@ -255,10 +255,16 @@ impl SubmitOpts {
             (None, Some(n)) => n,
             (None, None) => 1,
         };
-        let cpus = ntasks
-            .div_ceil(nodes)
-            .checked_mul(per_task)
-            .ok_or_else(|| value_err("ntasks", &ntasks.to_string(), "too many CPUs"))?;
+        // Each node's CPUs: its tasks' own, or with --overcommit one task's, which
+        // they share (as slurmctld allocates "as if only one task per node").
+        let cpus = if self.overcommit {
+            per_task
+        } else {
+            ntasks
+                .div_ceil(nodes)
+                .checked_mul(per_task)
+                .ok_or_else(|| value_err("ntasks", &ntasks.to_string(), "too many CPUs"))?
+        };
         let mems = [&self.mem, &self.mem_per_cpu, &self.mem_per_gpu];
         if mems.iter().filter(|m| m.is_some()).count() > 1 {
             return Err(OptsError::MemExclusive);
@@ -498,8 +504,12 @@ impl SubmitOpts {
             }
         }
         // -s/--oversubscribe writes the field --exclusive writes: the later wins.
-        let oversubscribe = self.shares == Some(true);
+        // --reboot: slurmctld gives the job its nodes to itself (`shared = 0`),
+        // whatever else was asked; Bulkhead reboots nothing but does the same.
+        let reboot = self.ignored.contains(&"reboot");
+        let oversubscribe = self.shares == Some(true) && !reboot;
         let exclusive = match self.exclusive.as_deref() {
+            _ if reboot => Exclusive::Node,
             _ if oversubscribe => Exclusive::Shared,
             None => Exclusive::Shared,
             Some("node" | "") => Exclusive::Node,
@@ -601,7 +611,9 @@ impl SubmitOpts {
             nodes_sent,
             cpus_tasks,
             oversubscribe,
+            overcommit: self.overcommit,
             cpus_asked,
+            job_cpus_per_task: per_task,
             mem_per_cpu_mb,
             mem_per_gpu_mb,
             option_env: self.option_env(mem_per_cpu_mb),

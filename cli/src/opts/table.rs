@@ -102,12 +102,6 @@ pub const IGNORED: &[Ignored] = &[
         "a batch job's output files are truncated when it starts (Slurm's default mode)",
     ),
     (
-        "overcommit",
-        Some('O'),
-        Takes::Flag,
-        "each task gets its own CPUs",
-    ),
-    (
         "oversubscribe",
         Some('s'),
         Takes::Flag,
@@ -126,7 +120,12 @@ pub const IGNORED: &[Ignored] = &[
         Takes::Optional,
         "jobs get the limits of their cgroup, not the submitter's rlimits",
     ),
-    ("reboot", None, Takes::Flag, NO_EFFECT_POWER),
+    (
+        "reboot",
+        None,
+        Takes::Flag,
+        "Bulkhead reboots no node (the job gets its nodes to itself, as Slurm gives a job that asks for a reboot)",
+    ),
     ("sockets-per-node", None, Takes::Value, NO_EFFECT_HW),
     (
         "spread-job",
@@ -194,13 +193,13 @@ pub const REFUSED: &[Ignored] = &[
         "uid",
         None,
         Takes::Value,
-        "a job runs as the user who submits it",
+        "a job runs as the user who submits it (naming that user changes nothing)",
     ),
     (
         "gid",
         None,
         Takes::Value,
-        "a job runs with the submitter's group",
+        "a job runs with the submitter's group (naming that group changes nothing)",
     ),
     (
         "export-file",

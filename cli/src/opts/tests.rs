@@ -293,6 +293,22 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
         ]
     );
     assert!(cli(&["-d", ""]).resolve().expect("none").deps.is_empty());
+    // afterburstbuffer (no burst buffers here: as afterany, named as given); expand is
+    // refused by name.
+    let r = cli(&["-d", "AfterBurstBuffer:6:7_2"])
+        .resolve()
+        .expect("afterburstbuffer");
+    assert_eq!(
+        r.deps,
+        vec![
+            Dependency::AfterBurstBuffer(JobId(6)),
+            Dependency::Task(bulkhead_proto::job::DepKind::AfterBurstBuffer, JobId(7), 2)
+        ]
+    );
+    assert!(matches!(
+        cli(&["-d", "expand:6"]).resolve(),
+        Err(OptsError::Unsupported("dependency type expand", _))
+    ));
     // Seconds round up to whole minutes.
     assert_eq!(
         cli(&["-t", "1:30"])
@@ -1007,4 +1023,48 @@ fn open_mode_and_mail_type_values_are_checked_as_sbatch_checks_them() {
             "{e}"
         );
     }
+}
+
+/// `-O/--overcommit`: each node gives one task's CPUs, the tasks keep their count,
+/// the job gets `SLURM_OVERCOMMIT=1`, and nothing is warned of; a waiting job shows
+/// one CPU a node, as sbatch sends `min_cpus`.
+#[test]
+fn overcommit_asks_one_tasks_cpus_on_each_node() {
+    let r = cli(&["-n", "6", "-O"]).resolve().expect("-O");
+    assert_eq!((r.resources.cpus, r.layout.ntasks), (1, Some(6)));
+    assert!(r.overcommit);
+    assert!(
+        r.option_env
+            .iter()
+            .any(|(k, v)| k == "SLURM_OVERCOMMIT" && v == "1"),
+        "{:?}",
+        r.option_env
+    );
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    let r = cli(&["-n", "6", "-c", "2", "--overcommit"])
+        .resolve()
+        .expect("-O -c");
+    assert_eq!(r.resources.cpus, 2, "one task's two CPUs");
+    let r = cli(&["-n", "6"]).resolve().expect("no -O");
+    assert_eq!(r.resources.cpus, 6, "without -O each task its own CPU");
+    assert!(!r.option_env.iter().any(|(k, _)| k == "SLURM_OVERCOMMIT"));
+}
+
+/// `--reboot` makes the job exclusive, as slurmctld does (`shared = 0`), even after
+/// `-s`; `--uid`/`--gid` naming the submitter change nothing, another is refused.
+#[test]
+fn reboot_is_exclusive_and_uid_may_name_the_submitter() {
+    let r = cli(&["-s", "--reboot"]).resolve().expect("--reboot");
+    assert_eq!(r.extra.exclusive, Exclusive::Node);
+    assert!(!r.oversubscribe);
+    let me = nix::unistd::geteuid().as_raw().to_string();
+    let gid = nix::unistd::getegid().as_raw().to_string();
+    cli(&["--uid", &me, "--gid", &gid])
+        .resolve()
+        .expect("own uid and gid");
+    let other = (nix::unistd::geteuid().as_raw() + 1).to_string();
+    assert!(matches!(
+        cli(&["--uid", &other]).resolve(),
+        Err(OptsError::Unsupported("uid", _))
+    ));
 }

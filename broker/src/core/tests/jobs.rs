@@ -1358,3 +1358,46 @@ fn dependencies_on_array_tasks_follow_those_tasks() {
         "once met, none shown"
     );
 }
+
+/// `afterburstbuffer:J` waits for J's end whatever its state, as `afterany` (there are
+/// no burst buffers to stage out here), and is shown under its own name.
+#[test]
+fn afterburstbuffer_waits_for_the_end_as_afterany() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 0);
+    let fx = c.client(
+        b"c".to_vec(),
+        1,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        1,
+    );
+    let first = submitted(&fx);
+    assert_eq!(launches(&fx).first().map(|(_, j)| *j), Some(first));
+    let waiting = JobSubmission {
+        deps: vec![Dependency::AfterBurstBuffer(first)],
+        ..sub(1)
+    };
+    let fx = c.client(
+        b"c".to_vec(),
+        2,
+        &user(5),
+        ClientOp::Submit(Box::new(waiting)),
+        2,
+    );
+    let second = submitted(&fx);
+    assert!(launches(&fx).is_empty(), "it waits for {first}");
+    assert_eq!(
+        show(&mut c, second, 3).dependency,
+        format!("afterburstbuffer:{first}(unfulfilled)")
+    );
+    let end = JobEnd {
+        exit_code: Some(1),
+        ..job_end(first, JobState::Failed, 4, 5)
+    };
+    let fx = c.agent(b"a".to_vec(), 2, None, AgentMessage::JobEnded(end), 5);
+    assert!(
+        launches(&fx).iter().any(|(_, j)| *j == second),
+        "it starts once {first} ended, failed or not"
+    );
+}
