@@ -193,6 +193,10 @@ pub fn job_env(
         ("SLURM_NODELIST", &spec.nodelist),
         ("BH_NODENAME", node),
         ("SLURMD_NODENAME", node),
+        // slurmd's topology address: without a switch topology, the node's name, at
+        // the level `node` (topology/none's `common_topo_get_node_addr`).
+        ("SLURM_TOPOLOGY_ADDR", node),
+        ("SLURM_TOPOLOGY_ADDR_PATTERN", "node"),
         ("BH_NNODES", &nnodes),
         ("SLURM_NNODES", &nnodes),
         ("SLURM_JOB_NUM_NODES", &nnodes),
@@ -1076,6 +1080,8 @@ mod tests {
         assert_eq!(get("SLURM_GTIDS"), ["0"]);
         assert_eq!(get("BH_NODELIST"), ["n1"]);
         assert_eq!(get("BH_CPU_IDS"), ["2,3,4,5"]);
+        assert_eq!(get("SLURM_TOPOLOGY_ADDR"), ["n1"]);
+        assert_eq!(get("SLURM_TOPOLOGY_ADDR_PATTERN"), ["node"]);
         assert_eq!(get("PATH"), ["/opt/bin"]);
         assert_eq!(get("HOME"), ["/home/ann"]);
         assert_eq!(get("USER"), ["ann"]);

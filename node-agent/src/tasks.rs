@@ -212,6 +212,8 @@ pub fn task_env(
         ("BH_CPUS_PER_TASK", s(l.cpus_per_task)),
         ("SLURMD_NODENAME", l.node.clone()),
         ("BH_NODENAME", l.node.clone()),
+        ("SLURM_TOPOLOGY_ADDR", l.node.clone()),
+        ("SLURM_TOPOLOGY_ADDR_PATTERN", "node".into()),
         ("SLURM_JOB_ID", l.job.to_string()),
         ("SLURM_JOBID", l.job.to_string()),
         ("BH_JOB_ID", l.job.to_string()),

@@ -140,7 +140,8 @@ fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variabl
     let j = start_held(&c, &u, &wd, &["-N", "2", "-c", "2"]);
     let script = "for v in SLURM_PROCID SLURM_LOCALID SLURM_NODEID SLURMD_NODENAME SLURM_NTASKS \
                   SLURM_NNODES SLURM_STEP_ID SLURM_JOB_ID SLURM_STEP_NODELIST SLURM_TASKS_PER_NODE \
-                  RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT BH_PROCID; \
+                  RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT BH_PROCID \
+                  SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN; \
                   do eval echo $v=\\$$v; done; echo CG=$(cat /proc/self/cgroup | tr '\\n' ' '); \
                   echo UID=$(id -u)";
     let out = run(
@@ -189,6 +190,8 @@ fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variabl
         assert_eq!(get("LOCAL_RANK"), (rank % 2).to_string());
         assert_eq!(get("SLURM_NODEID"), (rank / 2).to_string());
         assert_eq!(get("SLURMD_NODENAME"), nodes[(*rank / 2) as usize]);
+        assert_eq!(get("SLURM_TOPOLOGY_ADDR"), nodes[(*rank / 2) as usize]);
+        assert_eq!(get("SLURM_TOPOLOGY_ADDR_PATTERN"), "node");
         assert_eq!(get("SLURM_NTASKS"), "4");
         assert_eq!(get("WORLD_SIZE"), "4");
         assert_eq!(get("LOCAL_WORLD_SIZE"), "2");
