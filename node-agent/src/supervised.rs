@@ -185,7 +185,10 @@ impl JobCtx {
     }
 
     fn release_gpus(&self, job: JobId, g: &gpu::JobGpus, pid: Option<u32>) {
+        // (A job without GPUs was never started on the backend: nothing to end,
+        // and the backend's lock is not taken.)
         if let Some(pid) = pid
+            && !g.indices.is_empty()
             && let Ok(mut b) = self.gpus.lock()
             && let Some(b) = b.as_mut()
         {
@@ -353,7 +356,9 @@ pub(crate) async fn run_job(ctx: JobCtx, spec: LaunchSpec, cpu_ids: Vec<u32>, ct
     let job = spec.job;
     let start_us = now_us();
     let prepared = {
-        let (ctx, spec, cpu_ids) = (ctx.clone(), spec.clone(), cpu_ids.clone());
+        // The launch moves to the blocking pool whole (its script and environment
+        // are not copied): only its id is needed after.
+        let ctx = ctx.clone();
         tokio::task::spawn_blocking(move || prepare(&ctx, &spec, &cpu_ids, start_us)).await
     };
     match prepared.unwrap_or_else(|e| Err(LaunchFailure::node(LaunchCause::Task(e.to_string())))) {
@@ -546,23 +551,33 @@ pub(crate) async fn follow(
     if let Some(c) = &mut child {
         let _ = c.wait().await;
     }
-    let end = {
-        let (ctx2, rec2, dir2) = (ctx.clone(), rec.clone(), dir.clone());
-        let started = pid.is_some();
-        let end = tokio::task::spawn_blocking(move || {
-            let end = match end {
-                Some(e) => e,
-                None => collect_end(ctx2.cgroups.as_ref(), &ctx2.node, &rec2, &dir2, started),
-            };
-            ctx2.release(&rec2, pid);
-            end
-        })
-        .await;
-        match end {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::error!(%job, error = %e, "collecting the job's end failed");
-                return;
+    let end = match end {
+        // The common end: recorded by the supervisor, of a job without GPUs. What is
+        // left (the device grant's map entry, the script's unlink) is two syscalls,
+        // done here rather than through the blocking pool and back; GPUs (NVML, the
+        // backend's lock) are released on the blocking pool.
+        Some(e) if rec.gpus.indices.is_empty() => {
+            ctx.release(&rec, pid);
+            e
+        }
+        end => {
+            let (ctx2, rec2, dir2) = (ctx.clone(), rec, dir.clone());
+            let started = pid.is_some();
+            let end = tokio::task::spawn_blocking(move || {
+                let end = match end {
+                    Some(e) => e,
+                    None => collect_end(ctx2.cgroups.as_ref(), &ctx2.node, &rec2, &dir2, started),
+                };
+                ctx2.release(&rec2, pid);
+                end
+            })
+            .await;
+            match end {
+                Ok(e) => e,
+                Err(e) => {
+                    tracing::error!(%job, error = %e, "collecting the job's end failed");
+                    return;
+                }
             }
         }
     };
