@@ -128,20 +128,12 @@ pub struct Submitter<'a> {
 /// Slurm's `NO_VAL`, which `%a` of a job that is not a task of an array shows.
 const NO_VAL: u32 = 0xffff_fffe;
 
-/// `MB` in Slurm's exact units (`convert_num_unit`, exact): divided by 1024 while it
-/// divides evenly, `512M`, `2G`, `1536M`.
+/// `MB` in Slurm's exact units ([`crate::slurm::convert_num_unit`], exact: divided by
+/// 1024 while that loses no more than a half): `512M`, `2G`, `1.50G`, `1500M`.
 pub fn mem_units(mb: u64) -> String {
-    let mut v = mb;
-    let mut unit = 0;
-    const UNITS: [char; 5] = ['M', 'G', 'T', 'P', 'E'];
-    while v >= 1024 && v.is_multiple_of(1024) && unit + 1 < UNITS.len() {
-        v /= 1024;
-        unit += 1;
-    }
-    if mb == 0 {
-        return "0".into();
-    }
-    format!("{v}{}", UNITS[unit])
+    let mut v = String::new();
+    crate::slurm::convert_num_unit(mb, 2, true, &mut v);
+    v
 }
 
 /// Dependencies as `scontrol` shows them just after submission: all unfulfilled
@@ -389,7 +381,10 @@ mod tests {
     fn memory_is_shown_in_exact_units() {
         assert_eq!(mem_units(512), "512M");
         assert_eq!(mem_units(1024), "1G");
-        assert_eq!(mem_units(1536), "1536M");
+        // A half is still exact to Slurm (recorded: `--mem-per-cpu=256` on six CPUs
+        // is `mem=1.50G`); anything finer stays in megabytes.
+        assert_eq!(mem_units(1536), "1.50G");
+        assert_eq!(mem_units(1500), "1500M");
         assert_eq!(mem_units(3 * 1024 * 1024), "3T");
         assert_eq!(
             mem_units(0),

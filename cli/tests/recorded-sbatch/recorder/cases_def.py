@@ -1176,3 +1176,9 @@ _POOLS8.update({
 _ENV8 = _ENV5 + [("SBATCH_MEM_PER_NODE", "2G"), ("SBATCH_GPUS_PER_TASK", "1"), ("SBATCH_OVERCOMMIT", "1"),
                  ("SBATCH_OPEN_MODE", "append"), ("SBATCH_ERROR", "env-%j.err")]
 _combos("eighth combo", 80, _POOLS8, 8, 0.25, 0.45, env=(0.3, _ENV8), pbs=(0.1, _PBS))
+
+# ---------------------------------------------------------------- ninth round (2026-12-06): seeded combinations in
+# the shared cases' shape only (the first round's pools), to measure agreement on
+# submissions like the held-out ones. Indices 1597 on.
+_R = _random.Random(20261211)
+_combos("ninth combo", 100, _POOLS, 7, 0.25, 0.5)

@@ -1,0 +1,8 @@
+#!/bin/bash
+#SBATCH -p "batch,debug"
+# SBATCH --mem=1T (not a directive: space)
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH --nodes 1-2
+#SBATCH --time-min=10
+#SBATCH -t 30:15
+
+# SBATCH --mem=1T (not a directive: space)
+set -euo pipefail
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,12 @@
+#!/bin/bash
+#SBATCH -e e-%j.txt
+
+#SBATCH --mem 1T
+
+#SBATCH --job-name named
+
+module load foo
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

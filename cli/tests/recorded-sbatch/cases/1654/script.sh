@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH --exclusive user
+#SBATCH --cpus-per-task=8
+#SBATCH -p "debug,batch"
+module load foo
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

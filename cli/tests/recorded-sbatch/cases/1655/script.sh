@@ -1,0 +1,12 @@
+#!/bin/bash
+#SBATCH --exclusive
+# SBATCH --mem=1T (not a directive: space)
+# SBATCH --mem=1T (not a directive: space)
+#SBATCH --mem=1T
+#SBATCH --ntasks-per-node=2
+
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH --ntasks 16
+#SBATCH --gres gpu:a100:2
+#SBATCH --job-name named
+#SBATCH --time-min=10
+#SBATCH --begin 2030-06-01T12:00:00
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH --job-name=named
+#SBATCH -b 2031-02-03
+#SBATCH -a 0-15:4
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH -H
+#SBATCH --nice -3
+#SBATCH --ntasks-per-node=2
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

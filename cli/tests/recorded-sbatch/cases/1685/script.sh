@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --mem=2048K
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH --chdir=/scratch/oracle
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

@@ -1,0 +1,10 @@
+#!/bin/bash
+#SBATCH -b 2031-02-03
+#SBATCH --comment="random combo"
+
+
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

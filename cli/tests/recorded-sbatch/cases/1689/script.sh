@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH -b 2031-02-03
+#SBATCH --ntasks-per-node=2
+#SBATCH -o %A_%a.out
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"
