@@ -1182,3 +1182,8 @@ _combos("eighth combo", 80, _POOLS8, 8, 0.25, 0.45, env=(0.3, _ENV8), pbs=(0.1, 
 # submissions like the held-out ones. Indices 1597 on.
 _R = _random.Random(20261211)
 _combos("ninth combo", 100, _POOLS, 7, 0.25, 0.5)
+
+# ---------------------------------------------------------------- tenth round (2026-12-06): wider seeded combinations
+# (the third round's pools and variables, the fourth's #PBS lines). Indices 1697 on.
+_R = _random.Random(20261212)
+_combos("tenth combo", 100, _POOLS4, 8, 0.2, 0.4, env=(0.35, _ENV5), pbs=(0.15, _PBS))

@@ -1,0 +1,5 @@
+#!/bin/bash
+#SBATCH --requeue
+## note: #SBATCH -n 999 is not a directive here
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

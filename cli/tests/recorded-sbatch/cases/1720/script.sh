@@ -1,0 +1,11 @@
+#!/bin/bash
+#SBATCH --open-mode=append
+#SBATCH --time-min=45
+#SBATCH --mem-per-gpu=8G
+#SBATCH --mincpus 8
+## note: #SBATCH -n 999 is not a directive here
+module load foo
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --wckey k1
+## note: #SBATCH -n 999 is not a directive here
+#SBATCH -H
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

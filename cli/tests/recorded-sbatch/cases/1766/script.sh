@@ -1,0 +1,9 @@
+#!/bin/bash
+#SBATCH --mem-per-cpu=256
+#SBATCH -Jcombo
+# SBATCH --mem=1T (not a directive: space)
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

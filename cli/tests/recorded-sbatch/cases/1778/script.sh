@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH -tUNLIMITED
+#SBATCH --gpus-per-task=1
+## note: #SBATCH -n 999 is not a directive here
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

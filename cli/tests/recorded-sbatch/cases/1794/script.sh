@@ -1,0 +1,8 @@
+#!/bin/bash
+#SBATCH -N1
+#SBATCH --gpus-per-node a100:1
+module load foo
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"
