@@ -539,22 +539,22 @@ fn split_with(cmd: &clap::Command, words: &[String]) -> Result<usize, String> {
 /// sbatch's whole option set as one clap command: [`SubmitOpts`] and [`table`]'s, long
 /// options abbreviated as getopt_long allows.
 pub fn command() -> clap::Command {
-    let cmd = table::with_table(SubmitOpts::command()).infer_long_args(true);
     // As getopt_long: an option that requires a value takes the next word, whatever
-    // it starts with (`-t -5`, `-J -x`).
-    let takes: Vec<clap::Id> = cmd
-        .get_arguments()
-        .filter(|a| {
-            !a.is_positional()
+    // it starts with (`-t -5`, `-J -x`). (One pass over the options: `mut_arg` by
+    // name looks each one up again.)
+    table::with_table(SubmitOpts::command())
+        .infer_long_args(true)
+        .mut_args(|a| {
+            let takes = !a.is_positional()
                 && a.get_action().takes_values()
                 && a.get_num_args().is_none_or(|n| n.min_values() == 1)
-                && !a.is_require_equals_set()
+                && !a.is_require_equals_set();
+            if takes {
+                a.allow_hyphen_values(true)
+            } else {
+                a
+            }
         })
-        .map(|a| a.get_id().clone())
-        .collect();
-    takes
-        .into_iter()
-        .fold(cmd, |c, id| c.mut_arg(id, |a| a.allow_hyphen_values(true)))
 }
 
 thread_local! {
