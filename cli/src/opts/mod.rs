@@ -235,6 +235,16 @@ pub struct SubmitOpts {
     /// which cluster took the job.
     #[arg(skip)]
     pub cluster: Option<String>,
+    /// `-B S[:C[:T]]` (sbatch's `extra_set`), as written.
+    #[arg(skip)]
+    pub extra_node_info: Option<String>,
+    /// `--sockets-per-node`, `--cores-per-socket`, `--threads-per-core`, as written.
+    #[arg(skip)]
+    pub sockets_per_node: Option<String>,
+    #[arg(skip)]
+    pub cores_per_socket: Option<String>,
+    #[arg(skip)]
+    pub threads_per_core: Option<String>,
 }
 
 /// Slurm's default output file of a batch job, and of an array's tasks.
@@ -595,6 +605,12 @@ where
     {
         return Err(invalid_spec("mail-type"));
     }
+    // Sockets, cores and threads: no placement here, but sbatch multiplies their
+    // counts into the task count (`SubmitOpts::resolve`).
+    o.extra_node_info = value("extra-node-info").map(str::to_string);
+    o.sockets_per_node = value("sockets-per-node").map(str::to_string);
+    o.cores_per_socket = value("cores-per-socket").map(str::to_string);
+    o.threads_per_core = value("threads-per-core").map(str::to_string);
     // --uid/--gid naming the submitter's own user or group change nothing.
     if value("uid").is_some_and(names_own_uid) {
         o.refused.retain(|r| *r != "uid");
@@ -964,6 +980,10 @@ impl SubmitOpts {
             exclusive,
             shares,
             cluster,
+            extra_node_info,
+            sockets_per_node,
+            cores_per_socket,
+            threads_per_core,
             gpus_per_task,
             ntasks_per_gpu,
             mem_per_gpu,

@@ -117,6 +117,18 @@ impl SubmitOpts {
             Some(v) => Some(count("ntasks", v)?),
             None => None,
         };
+        // sbatch's "massage the numbers": with an exact -N (or -B) and no -n, a task
+        // per node times each socket, core and thread count given (`-B S:C:T`, or
+        // --sockets-per-node, --cores-per-socket, --threads-per-core).
+        let asked = match (asked, self.socket_core_thread()?) {
+            (None, Some(product))
+                if self.extra_node_info.is_some()
+                    || (self.nodes.is_some() && nodes_max.is_none_or(|m| m == nodes)) =>
+            {
+                Some(nodes.max(1).saturating_mul(product))
+            }
+            (asked, _) => asked,
+        };
         if let Some(t) = asked
             && t < nodes
         {
@@ -621,6 +633,45 @@ impl SubmitOpts {
         })
     }
 
+    /// The product of the socket, core and thread counts given (`-B S[:C[:T]]`, or
+    /// each by its own option; `-B` sets all three), as
+    /// `verify_socket_core_thread_count` reads them: a count or a range's minimum,
+    /// `*` or nothing for any (not counted), `k`/`m` multiplying; `None` when none
+    /// is given.
+    fn socket_core_thread(&self) -> Result<Option<u32>, OptsError> {
+        let mut parts: [Option<&str>; 3] = [
+            self.sockets_per_node.as_deref(),
+            self.cores_per_socket.as_deref(),
+            self.threads_per_core.as_deref(),
+        ];
+        if let Some(b) = self.extra_node_info.as_deref() {
+            // -B sets all three: a part it leaves out is any (`""`).
+            parts = [Some(""); 3];
+            for (i, p) in b.splitn(3, ':').enumerate() {
+                parts[i] = Some(p);
+            }
+        }
+        let mut product: Option<u32> = None;
+        for (p, what) in
+            parts
+                .iter()
+                .zip(["sockets-per-node", "cores-per-socket", "threads-per-core"])
+        {
+            let Some(v) = p else { continue };
+            if let Some(n) = resource_min(v).ok_or_else(|| {
+                let opt = if self.extra_node_info.is_some() {
+                    "extra-node-info"
+                } else {
+                    what
+                };
+                value_err(opt, v, "Invalid numeric value")
+            })? {
+                product = Some(product.unwrap_or(1).saturating_mul(n));
+            }
+        }
+        Ok(product)
+    }
+
     /// Each option's value on its own, as sbatch reads the command line's before it
     /// reads the script (so that `-n abc` is refused before an empty script is): the
     /// counts, sizes, times, nodes, array, dependency and GPU asks. What depends on
@@ -875,4 +926,36 @@ pub(super) fn leading_integer(s: &str) -> i64 {
             acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
         });
     if neg { -v } else { v }
+}
+
+/// `get_resource_arg_range`'s minimum: `N` or `N-M` (`k` and `m` multiplying), `*` or
+/// nothing for any value (`Some(None)`: not counted, as a full range is `NO_VAL`); a
+/// minimum of 1 with no maximum given is a count of 1. `None`: not a count.
+fn resource_min(v: &str) -> Option<Option<u32>> {
+    if v.is_empty() || v.starts_with('*') {
+        return Some(None);
+    }
+    fn read(s: &str) -> Option<(u64, &str)> {
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let n: u64 = s[..digits].parse().ok()?;
+        let rest = &s[digits..];
+        Some(match rest.as_bytes().first() {
+            Some(b'k' | b'K') => (n.saturating_mul(1024), &rest[1..]),
+            Some(b'm' | b'M') => (n.saturating_mul(1 << 20), &rest[1..]),
+            _ => (n, rest),
+        })
+    }
+    let (min, rest) = read(v)?;
+    let min = u32::try_from(min).ok().filter(|m| *m <= i32::MAX as u32)?;
+    match rest.strip_prefix('-') {
+        None if rest.is_empty() => Some(Some(min)),
+        Some(max) => {
+            let (hi, tail) = read(max)?;
+            (tail.is_empty() && hi > 0).then_some(Some(min))
+        }
+        None => None,
+    }
 }

@@ -20,6 +20,7 @@ pub enum Takes {
 pub type Ignored = (&'static str, Option<char>, Takes, &'static str);
 
 const NO_EFFECT_HW: &str = "Bulkhead places CPUs, not sockets, cores or threads";
+const NO_EFFECT_SCT: &str = "Bulkhead places CPUs, not sockets, cores or threads (with an exact -N, or -B, without -n, the counts make the task count, as sbatch's do)";
 const NO_EFFECT_POWER: &str = "Bulkhead does not manage power, frequencies or reboots";
 const NO_EFFECT_MAIL: &str = "Bulkhead sends no mail; follow jobs with `squeue`/`sacct`";
 const NO_EFFECT_NET: &str = "Bulkhead has no network topology, burst buffers or licenses";
@@ -42,7 +43,7 @@ pub const IGNORED: &[Ignored] = &[
     ),
     ("contiguous", None, Takes::Flag, NO_EFFECT_NET),
     ("core-spec", Some('S'), Takes::Value, NO_EFFECT_HW),
-    ("cores-per-socket", None, Takes::Value, NO_EFFECT_HW),
+    ("cores-per-socket", None, Takes::Value, NO_EFFECT_SCT),
     ("cpu-freq", None, Takes::Value, NO_EFFECT_POWER),
     ("delay-boot", None, Takes::Value, NO_EFFECT_POWER),
     (
@@ -51,7 +52,7 @@ pub const IGNORED: &[Ignored] = &[
         Takes::Value,
         "tasks are laid out block by block over the nodes",
     ),
-    ("extra-node-info", Some('B'), Takes::Value, NO_EFFECT_HW),
+    ("extra-node-info", Some('B'), Takes::Value, NO_EFFECT_SCT),
     (
         "get-user-env",
         None,
@@ -126,7 +127,7 @@ pub const IGNORED: &[Ignored] = &[
         Takes::Flag,
         "Bulkhead reboots no node (the job gets its nodes to itself, as Slurm gives a job that asks for a reboot)",
     ),
-    ("sockets-per-node", None, Takes::Value, NO_EFFECT_HW),
+    ("sockets-per-node", None, Takes::Value, NO_EFFECT_SCT),
     (
         "spread-job",
         None,
@@ -135,7 +136,7 @@ pub const IGNORED: &[Ignored] = &[
     ),
     ("switches", None, Takes::Value, NO_EFFECT_NET),
     ("thread-spec", None, Takes::Value, NO_EFFECT_HW),
-    ("threads-per-core", None, Takes::Value, NO_EFFECT_HW),
+    ("threads-per-core", None, Takes::Value, NO_EFFECT_SCT),
     (
         "tmp",
         None,

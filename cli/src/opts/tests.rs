@@ -1068,3 +1068,34 @@ fn reboot_is_exclusive_and_uid_may_name_the_submitter() {
         Err(OptsError::Unsupported("uid", _))
     ));
 }
+
+/// sbatch's "massage the numbers": with an exact -N or -B and no -n, the socket, core
+/// and thread counts multiply the tasks (a task per node by default); a range of
+/// nodes or -n leaves them alone, and `*` or a missing part counts for nothing.
+#[test]
+fn socket_core_thread_counts_make_the_tasks_as_sbatch_does() {
+    let tasks = |a: &[&str]| {
+        let r = cli(a).resolve().expect("resolve");
+        (
+            r.layout.ntasks.unwrap_or(r.resources.nodes),
+            r.resources.cpus,
+        )
+    };
+    assert_eq!(tasks(&["-B", "1:2:1"]), (2, 2));
+    assert_eq!(tasks(&["-B", "2:*:2"]), (4, 4));
+    assert_eq!(tasks(&["-B", "2-4"]), (2, 2), "a range's minimum");
+    assert_eq!(tasks(&["-N", "2", "--cores-per-socket", "4"]).0, 8);
+    assert_eq!(
+        tasks(&["-N", "2", "--cores-per-socket", "4", "-B", "1"]).0,
+        2
+    );
+    assert_eq!(tasks(&["--threads-per-core", "2"]), (1, 1), "no -N, no -B");
+    assert_eq!(tasks(&["-N", "1-3", "--cores-per-socket", "4"]).0, 1);
+    assert_eq!(tasks(&["-n", "3", "-B", "2:2"]), (3, 3), "-n wins");
+    assert!(cli(&["-B", "x"]).resolve().is_err());
+    assert!(
+        cli(&["-N", "1", "--sockets-per-node", "2x"])
+            .resolve()
+            .is_err()
+    );
+}
