@@ -1187,3 +1187,9 @@ _combos("ninth combo", 100, _POOLS, 7, 0.25, 0.5)
 # (the third round's pools and variables, the fourth's #PBS lines). Indices 1697 on.
 _R = _random.Random(20261212)
 _combos("tenth combo", 100, _POOLS4, 8, 0.2, 0.4, env=(0.35, _ENV5), pbs=(0.15, _PBS))
+
+# ---------------------------------------------------------------- eleventh round (2026-12-06): seeded combinations with
+# the fifth round's pools (edges of memory, arrays, times, GPU options), variables and
+# #PBS lines. Indices 1797 on.
+_R = _random.Random(20261213)
+_combos("eleventh combo", 100, _POOLS5, 8, 0.2, 0.4, env=(0.3, _ENV5), pbs=(0.1, _PBS))

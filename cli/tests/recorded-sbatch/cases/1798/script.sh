@@ -1,0 +1,11 @@
+#!/bin/bash
+
+
+#SBATCH -ee-%j.txt
+#SBATCH -p "batch,debug"
+#SBATCH --kill-on-invalid-dep yes
+cd $SLURM_SUBMIT_DIR
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"

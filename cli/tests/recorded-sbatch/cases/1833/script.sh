@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --export=COMBO=1
+
+
+echo "job $SLURM_JOB_ID on $(hostname)"
+sleep 1

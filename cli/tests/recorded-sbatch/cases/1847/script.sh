@@ -1,0 +1,8 @@
+#!/bin/bash
+#SBATCH --deadline=2031-01-01T00:00:00
+#SBATCH --ntasks-per-node=4
+srun hostname
+#SBATCH --ntasks=99
+#SBATCH --partition=nosuch
+#SBATCH -t 1-2-3-4
+echo "job $SLURM_JOB_ID"
