@@ -2,6 +2,7 @@
 //! lists with steps and a throttle; every dependency form (`after:J+N`, `afterok:J_N`,
 //! `aftercorr`, `singleton`, `?` for any of them).
 
+use super::resolve::strtol;
 use super::*;
 
 /// Parses `--array`: `0-999`, `1,3,5`, `0-15:4`, with an optional `%N` throttle.
@@ -64,24 +65,6 @@ pub fn parse_array(v: &str) -> Result<ArraySpec, OptsError> {
     let spec = ArraySpec { ranges, throttle };
     spec.validate().map_err(|e| bad(&e.to_string()))?;
     Ok(spec)
-}
-
-/// C's `strtol` in base 10 over a value's start: leading blanks, a sign, digits; the
-/// number and what follows it. `None` where no digit follows (strtol converts
-/// nothing: its end is the start) or the number does not fit.
-fn strtol(s: &str) -> Option<(i64, &str)> {
-    let t = s.trim_start_matches(c_isspace);
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return None;
-    }
-    let n: i64 = t[..digits].parse().ok()?;
-    Some((if neg { -n } else { n }, &t[digits..]))
 }
 
 /// Parses `--dependency` where all must hold (see [`parse_dependency_any`]).

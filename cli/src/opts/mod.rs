@@ -641,7 +641,6 @@ where
     Ok(o)
 }
 
-/// clap's message for a parse error, its first line, without "error: ".
 /// Whether `v` (a number or a name, as sbatch's `--uid` takes it) is this process's
 /// own user.
 fn names_own_uid(v: &str) -> bool {
@@ -671,6 +670,7 @@ fn invalid_spec(opt: &str) -> clap::Error {
     )
 }
 
+/// clap's message for a parse error, its first line, without "error: ".
 fn clap_message(e: &clap::Error) -> String {
     e.render()
         .to_string()

@@ -913,19 +913,27 @@ pub fn signal_number(name: &str) -> Option<u8> {
 /// The integer `strtoll` reads at the start of `s` (after blanks, with a sign), 0
 /// when there is none; saturated past i64's range.
 pub(super) fn leading_integer(s: &str) -> i64 {
-    let t = s.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
+    strtol(s).map_or(0, |(v, _)| v)
+}
+
+/// C's `strtol` in base 10 over the start of `s`: blanks (C's `isspace`), a sign,
+/// digits; the number (saturated past i64's range) and what follows it. `None` where
+/// no digit follows (strtol converts nothing: its end is the start).
+pub(super) fn strtol(s: &str) -> Option<(i64, &str)> {
+    let t = s.trim_start_matches(super::c_isspace);
+    let (neg, t) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
         _ => (false, t),
     };
-    let v = digits
-        .bytes()
-        .take_while(u8::is_ascii_digit)
-        .fold(0i64, |acc, d| {
-            acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
-        });
-    if neg { -v } else { v }
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let v = t.as_bytes()[..digits].iter().fold(0i64, |acc, d| {
+        acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+    });
+    Some((if neg { -v } else { v }, &t[digits..]))
 }
 
 /// `get_resource_arg_range`'s minimum: `N` or `N-M` (`k` and `m` multiplying), `*` or
@@ -935,13 +943,10 @@ fn resource_min(v: &str) -> Option<Option<u32>> {
     if v.is_empty() || v.starts_with('*') {
         return Some(None);
     }
+    // strtol, then a `k` or `m` multiplying; a negative number is not a count.
     fn read(s: &str) -> Option<(u64, &str)> {
-        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        let n: u64 = s[..digits].parse().ok()?;
-        let rest = &s[digits..];
+        let (n, rest) = strtol(s)?;
+        let n = u64::try_from(n).ok()?;
         Some(match rest.as_bytes().first() {
             Some(b'k' | b'K') => (n.saturating_mul(1024), &rest[1..]),
             Some(b'm' | b'M') => (n.saturating_mul(1 << 20), &rest[1..]),
