@@ -217,6 +217,7 @@ impl Client {
 
     /// Sends a raw frame (for tests of the broker's refusals).
     pub fn send_raw(&mut self, frame: &[u8]) -> Result<(), ClientError> {
+        self.begin_connect()?;
         let conn = self.wait_connected()?;
         let r = conn.send(frame);
         self.sent_or_drop(r)
@@ -256,8 +257,13 @@ impl Client {
         }
     }
 
+    /// The connection, its handshake ended: the one kept or begun (a sender begins it
+    /// with [`Client::begin_connect`], which also drops one the broker closed), else
+    /// a new one.
     fn wait_connected(&mut self) -> Result<&mut Conn, ClientError> {
-        self.begin_connect()?;
+        if self.conn.is_none() {
+            self.begin_connect()?;
+        }
         if self.conn.is_none() {
             let conn = self.connect_any()?;
             self.conn = Some(conn);

@@ -118,13 +118,6 @@ struct Pending {
     deadline: Instant,
 }
 
-/// What a CURVE client keeps between its HELLO and the server's WELCOME.
-struct CurveHello {
-    short: SecretKey,
-    /// The box of the client's short-term key and the server's long-term one.
-    to_server: SalsaBox,
-}
-
 impl std::fmt::Debug for Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Conn")
@@ -226,24 +219,9 @@ fn split_command(body: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((name, &body[1 + n..]))
 }
 
-/// CURVE's HELLO to the server whose long-term key is `server`: C', and Box[64
-/// zeros](C'->S) proving C' holds its secret; with the short-term key it announced.
-fn curve_hello(server: &[u8; 32]) -> (Vec<u8>, CurveHello) {
-    let short = SecretKey::generate(&mut OsRng);
-    let hello_nonce = 1u64.to_be_bytes();
-    let to_server = SalsaBox::new(&PublicKey::from(*server), &short);
-    let signature = seal(
-        &to_server,
-        &nonce24(b"CurveZMQHELLO---", &hello_nonce),
-        &[0u8; 64],
-    );
-    let mut hello = Vec::with_capacity(194);
-    hello.extend_from_slice(&[1, 0]);
-    hello.extend_from_slice(&[0u8; 72]);
-    hello.extend_from_slice(short.public_key().as_bytes());
-    hello.extend_from_slice(&hello_nonce);
-    hello.extend_from_slice(&signature);
-    (hello, CurveHello { short, to_server })
+/// The mechanism's name in the greeting: CURVE with a server key, else NULL.
+fn mechanism(curve: bool) -> &'static [u8] {
+    if curve { b"CURVE" } else { b"NULL" }
 }
 
 fn nonce24(prefix: &[u8], tail: &[u8]) -> crypto_box::Nonce {
@@ -394,11 +372,7 @@ impl Conn {
         timeout: Duration,
         deadline: Instant,
     ) -> Result<(), ZmtpError> {
-        let mechanism: &[u8] = if server_key.is_some() {
-            b"CURVE"
-        } else {
-            b"NULL"
-        };
+        let mechanism = mechanism(server_key.is_some());
         let mut out = Vec::with_capacity(64 + 256);
         out.resize(64, 0);
         out[0] = 0xff;
@@ -426,11 +400,7 @@ impl Conn {
             timeout,
             deadline,
         } = p;
-        let mechanism: &[u8] = if server_key.is_some() {
-            b"CURVE"
-        } else {
-            b"NULL"
-        };
+        let mechanism = mechanism(server_key.is_some());
         let hint = if server_key.is_some() {
             "the server runs without CURVE? (for the broker: unset BH_BROKER_KEY)"
         } else {
@@ -471,11 +441,7 @@ impl Conn {
                     _ => Err(self.protocol("expected READY from the server")),
                 }
             }
-            Some(server) => {
-                let (body, hello) = curve_hello(&server);
-                self.write(&frame(FLAG_COMMAND, &command("HELLO", &body)))?;
-                self.curve_handshake(&server, hello, timeout, deadline)
-            }
+            Some(server) => self.curve_handshake(&server, timeout, deadline),
         }
     }
 
@@ -486,19 +452,33 @@ impl Conn {
         }
     }
 
-    /// CURVE after HELLO: WELCOME, INITIATE (with the vouch), READY.
     fn curve_handshake(
         &mut self,
         server: &[u8; 32],
-        hello: CurveHello,
         timeout: Duration,
         deadline: Instant,
     ) -> Result<(), ZmtpError> {
-        let CurveHello { short, to_server } = hello;
-        let short_pub = short.public_key();
+        let server_pk = PublicKey::from(*server);
         // The client's long-term pair is made for this connection: MUNGE, not this
         // key, says who asks.
         let long = SecretKey::generate(&mut OsRng);
+        let short = SecretKey::generate(&mut OsRng);
+        let short_pub = short.public_key();
+        // HELLO: C', and Box[64 zeros](C'->S) proving C' holds its secret.
+        let hello_nonce = 1u64.to_be_bytes();
+        let to_server = SalsaBox::new(&server_pk, &short);
+        let signature = seal(
+            &to_server,
+            &nonce24(b"CurveZMQHELLO---", &hello_nonce),
+            &[0u8; 64],
+        );
+        let mut hello = Vec::with_capacity(194);
+        hello.extend_from_slice(&[1, 0]);
+        hello.extend_from_slice(&[0u8; 72]);
+        hello.extend_from_slice(short_pub.as_bytes());
+        hello.extend_from_slice(&hello_nonce);
+        hello.extend_from_slice(&signature);
+        self.write(&frame(FLAG_COMMAND, &command("HELLO", &hello)))?;
         // WELCOME: Box[S' + cookie](S->C'), under a long nonce.
         let body = self.read_command(timeout, deadline)?;
         let welcome = match split_command(&body) {
