@@ -561,7 +561,7 @@ pub(crate) async fn follow(
             e
         }
         end => {
-            let (ctx2, rec2, dir2) = (ctx.clone(), rec, dir.clone());
+            let (ctx2, rec2, dir2) = (ctx.clone(), rec, dir);
             let started = pid.is_some();
             let end = tokio::task::spawn_blocking(move || {
                 let end = match end {
