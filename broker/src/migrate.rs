@@ -18,6 +18,7 @@
 //! - 5 → 6: `SubmitExtra` gained `priority` (an operator's `--priority`).
 //! - 6 → 7: `SubmitExtra` gained `script_path` (the script as sbatch found it, for
 //!   Slurm's `Command=`); the table `job_restarts` is new (made as the store opens).
+//! - 7 → 8: `SubmitExtra` gained `keep_on_invalid_dep` (`--kill-on-invalid-dep=no`).
 //!
 //! A store of a newer schema than this build's is refused, never read as this one.
 
@@ -32,7 +33,7 @@ use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: &str = "7";
+pub const SCHEMA_VERSION: &str = "8";
 
 #[derive(Serialize, Deserialize)]
 struct ResourceRequestV1 {
@@ -196,6 +197,13 @@ struct SubmitExtraV6 {
     priority: Option<u32>,
 }
 
+/// Schema 7: schema 6's, then the script's path.
+#[derive(Serialize, Deserialize)]
+struct SubmitExtraV7 {
+    v6: SubmitExtraV6,
+    script_path: Option<String>,
+}
+
 fn v4_extra(e: SubmitExtraV4) -> SubmitExtra {
     SubmitExtra {
         begin_us: e.begin_us,
@@ -235,6 +243,13 @@ fn v6_extra(e: SubmitExtraV6) -> SubmitExtra {
     SubmitExtra {
         priority: e.priority,
         ..v5_extra(e.v5)
+    }
+}
+
+fn v7_extra(e: SubmitExtraV7) -> SubmitExtra {
+    SubmitExtra {
+        script_path: e.script_path,
+        ..v6_extra(e.v6)
     }
 }
 
@@ -426,6 +441,7 @@ pub(crate) fn old_submission(version: &str, blob: &[u8]) -> Result<JobSubmission
             .map(|s| v4_submission(s, v5_extra))
             .or_else(|_| postcard::from_bytes(blob).map(|s| v4_submission(s, v5_early_extra))),
         "6" => postcard::from_bytes(blob).map(|s| v4_submission(s, v6_extra)),
+        "7" => postcard::from_bytes(blob).map(|s| v4_submission(s, v7_extra)),
         _ => postcard::from_bytes(blob),
     }
 }
@@ -433,7 +449,7 @@ pub(crate) fn old_submission(version: &str, blob: &[u8]) -> Result<JobSubmission
 /// Brings a store at `version` to [`SCHEMA_VERSION`].
 pub fn run(conn: &mut Connection, version: &str) -> Result<(), MigrateError> {
     match version.parse::<u32>() {
-        Ok(1..=6) => {}
+        Ok(1..=7) => {}
         Ok(v) if v > SCHEMA_VERSION.parse::<u32>().unwrap_or(u32::MAX) => {
             return Err(MigrateError::Newer(version.to_string()));
         }
@@ -1008,5 +1024,56 @@ mod tests {
             (Some("six"), 3, Some("in-%j"), true, Some(7), None)
         );
         assert_eq!(jobs[0].restarts, 0);
+    }
+
+    /// A version 7 store's jobs read back with their script's path and the rest of
+    /// their options, cancelled as before when their dependencies can never be met.
+    #[test]
+    fn a_version_7_store_is_migrated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(crate::store::Store::open(dir.path()).expect("create"));
+        {
+            let conn = Connection::open(dir.path().join("bulkhead.db")).expect("db");
+            let seven = SubmitExtraV7 {
+                v6: SubmitExtraV6 {
+                    v5: SubmitExtraV5 {
+                        early: early("seven"),
+                        signal: Some(JobSignal {
+                            signal: 10,
+                            before_s: 60,
+                            batch: false,
+                        }),
+                        no_limit: false,
+                    },
+                    priority: None,
+                },
+                script_path: Some("/home/alice/run.sh".into()),
+            };
+            insert_jobs(
+                &conn,
+                &[postcard::to_allocvec(&sub("seven", seven)).expect("encode")],
+            );
+            set_version(&conn, "7");
+        }
+        let jobs = migrated(dir.path());
+        let j = &jobs[0].submission;
+        assert_eq!(j.name, "seven");
+        let e = &j.extra;
+        assert_eq!(
+            (
+                e.comment.as_deref(),
+                e.mincpus,
+                e.signal.map(|s| (s.signal, s.before_s)),
+                e.script_path.as_deref(),
+                e.keep_on_invalid_dep
+            ),
+            (
+                Some("seven"),
+                Some(2),
+                Some((10, 60)),
+                Some("/home/alice/run.sh"),
+                false
+            )
+        );
     }
 }

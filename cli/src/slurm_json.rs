@@ -66,7 +66,8 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "batch_features": "",
         "batch_flag": true,
         "batch_host": nodes.split(',').next().unwrap_or(""),
-        "flags": [],
+        // Of the job's flags only `--kill-on-invalid-dep=no` means something here.
+        "flags": if e.keep_on_invalid_dep { vec!["NO_KILL_INV_DEP"] } else { Vec::new() },
         "burst_buffer": "",
         "burst_buffer_state": "",
         "cluster": "bulkhead",
@@ -284,6 +285,22 @@ pub fn sinfo(parts: &[PartitionInfo], nodes: &[NodeInfo]) -> Value {
 mod tests {
     use super::*;
 
+    /// A pending job held by its user, as the broker describes it.
+    fn held_job() -> JobInfo {
+        serde_json::from_value(json!({
+            "id": 7, "name": "x", "user": "ann", "uid": 1000, "gid": 1000,
+            "state": "PENDING", "reason": "JobHeldUser", "exit_code": null, "signal": null,
+            "node": null, "node_id": null,
+            "resources": {"nodes": 1, "cpus": 2, "mem_mb": 0, "gpus": 0, "gpu_model": null,
+                          "mig": null, "time_limit_s": 600, "partition": null},
+            "partition": "batch", "workdir": "/w", "stdout": "/w/o", "stderr": "/w/o",
+            "submit_time_us": 1_000_000, "start_time_us": null, "end_time_us": null,
+            "denials": [], "expected_start_us": null, "priority": 0, "array_task": null,
+            "array_pending": null, "gpus": [], "usage": null
+        }))
+        .expect("a JobInfo")
+    }
+
     /// Every key of a job's record from Slurm 22.05's `squeue --json` (one of the
     /// shared recordings) is there, with the same JSON type where Slurm's is not null.
     #[test]
@@ -297,18 +314,7 @@ mod tests {
         };
         let rec: Value = serde_json::from_str(&text).expect("json");
         let slurm = rec["squeue_json"].as_object().expect("squeue_json");
-        let j: JobInfo = serde_json::from_value(json!({
-            "id": 7, "name": "x", "user": "ann", "uid": 1000, "gid": 1000,
-            "state": "PENDING", "reason": "JobHeldUser", "exit_code": null, "signal": null,
-            "node": null, "node_id": null,
-            "resources": {"nodes": 1, "cpus": 2, "mem_mb": 0, "gpus": 0, "gpu_model": null,
-                          "mig": null, "time_limit_s": 600, "partition": null},
-            "partition": "batch", "workdir": "/w", "stdout": "/w/o", "stderr": "/w/o",
-            "submit_time_us": 1_000_000, "start_time_us": null, "end_time_us": null,
-            "denials": [], "expected_start_us": null, "priority": 0, "array_task": null,
-            "array_pending": null, "gpus": [], "usage": null
-        }))
-        .expect("a JobInfo");
+        let j = held_job();
         let out = squeue(&[j], &|g| format!("g{g}"));
         assert_eq!(out["jobs"][0]["group_name"], "g1000");
         assert_eq!(out["meta"]["Slurm"]["release"], "22.05.8");
@@ -331,5 +337,16 @@ mod tests {
         assert_eq!(ours["job_id"], 7);
         assert_eq!(ours["time_limit"], 10);
         assert_eq!(ours["state_reason"], "JobHeldUser");
+        assert_eq!(ours["flags"], json!([]));
+    }
+
+    /// A job kept pending on a dependency never met says so in its flags, as
+    /// slurmrestd's `dump_job_info` does.
+    #[test]
+    fn a_job_kept_on_an_invalid_dependency_is_flagged() {
+        let mut j = held_job();
+        j.extra.keep_on_invalid_dep = true;
+        let out = squeue(&[j], &|g| format!("g{g}"));
+        assert_eq!(out["jobs"][0]["flags"], json!(["NO_KILL_INV_DEP"]));
     }
 }

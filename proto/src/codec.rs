@@ -40,7 +40,9 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// and group; an agent's registration and a node's description carry its CPU
 /// topology.
 /// 19: a step's request says whether its tasks overcommit the job's CPUs.
-pub const PROTOCOL_VERSION: u16 = 19;
+/// 20: a submission says whether a job whose dependencies can never be met stays
+/// pending (`--kill-on-invalid-dep=no`).
+pub const PROTOCOL_VERSION: u16 = 20;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

@@ -281,6 +281,11 @@ pub struct SubmitExtra {
     /// it is Slurm's `Command=`. `None`: `--wrap` or a script read from standard
     /// input. (Appended in store schema 7.)
     pub script_path: Option<String>,
+    /// `--kill-on-invalid-dep=no`: a job whose dependencies can never be met stays
+    /// pending (reason `DependencyNeverSatisfied`) until its dependency is updated or
+    /// it is cancelled, rather than being cancelled, which is Bulkhead's default
+    /// (Slurm's `kill_invalid_depend`). (Appended in store schema 8.)
+    pub keep_on_invalid_dep: bool,
 }
 
 /// sbatch's `--signal=[B:]SIG[@TIME]`: `signal` sent `before_s` seconds before the

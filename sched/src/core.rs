@@ -1155,6 +1155,9 @@ impl Scheduler {
             return Action::Wait(Reason::BeginTime);
         }
         match self.deps_state(spec, now) {
+            Err(()) if spec.keep_on_never => {
+                return Action::Wait(Reason::DependencyNeverSatisfied);
+            }
             Err(()) => return Action::Never,
             Ok(false) => return Action::Wait(Reason::Dependency),
             Ok(true) => {}
@@ -1330,11 +1333,16 @@ impl Scheduler {
             }
             keep.push(id);
             keep_need.push(gpus);
-            keep_dep.push(if matches!(action, Action::Wait(Reason::Dependency)) {
-                self.dep_epoch
-            } else {
-                NOT_WAITING
-            });
+            keep_dep.push(
+                if matches!(
+                    action,
+                    Action::Wait(Reason::Dependency | Reason::DependencyNeverSatisfied)
+                ) {
+                    self.dep_epoch
+                } else {
+                    NOT_WAITING
+                },
+            );
         }
         self.order = keep;
         self.order_need = keep_need;

@@ -325,6 +325,10 @@ pub struct JobSpec {
     pub fixed_priority: Option<u32>,
     /// Any one dependency suffices (Slurm's `?`), rather than all of them.
     pub deps_any: bool,
+    /// A dependency that can never be met leaves the job pending
+    /// ([`Reason::DependencyNeverSatisfied`]) rather than cancelled
+    /// (`--kill-on-invalid-dep=no`).
+    pub keep_on_never: bool,
     /// Which nodes it may have, and by when it must end.
     pub bounds: Bounds,
 }

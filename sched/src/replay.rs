@@ -561,6 +561,7 @@ pub fn replay(trace: &[TraceJob], cluster: Cluster, policy: Policy) -> Result<Fi
                 nice: 0,
                 fixed_priority: None,
                 deps_any: false,
+                keep_on_never: false,
                 bounds: Default::default(),
             },
             runtime: j.run_s.min(j.limit_s),

@@ -66,6 +66,47 @@ fn dependencies_wait_start_and_fail_as_declared() {
     );
 }
 
+/// A job kept on an invalid dependency (`--kill-on-invalid-dep=no`) stays pending with
+/// the reason Slurm gives it, through later passes, where another is cancelled.
+#[test]
+fn a_job_kept_on_an_invalid_dependency_stays_pending() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(2, 8, 0),
+        vec![partition("cpu", 0..2)],
+        accounts(&[1]),
+    );
+    let mk = |id, keep_on_never| {
+        let mut j = job(id, 0, 1, 0, 100, 0);
+        j.deps = vec![Dep::AfterOk(JobId(1))];
+        j.keep_on_never = keep_on_never;
+        j
+    };
+    let jobs = vec![
+        SimJob {
+            spec: job(1, 0, 1, 0, 100, 0),
+            runtime: 50,
+            outcome: Outcome::NotOk,
+        },
+        sim_job(mk(2, true), 10),
+        sim_job(mk(3, false), 10),
+    ];
+    let r = sim::run(&mut s, jobs, 10_000);
+    assert_eq!(
+        r.cancelled.get(&JobId(3)),
+        Some(&Reason::DependencyNeverSatisfied)
+    );
+    assert!(
+        !r.started.contains_key(&JobId(2)) && !r.cancelled.contains_key(&JobId(2)),
+        "the kept job neither started nor was cancelled"
+    );
+    s.full_pass(20_000);
+    assert_eq!(
+        s.pending_info(JobId(2)).map(|p| p.reason),
+        Some(Reason::DependencyNeverSatisfied)
+    );
+}
+
 /// A dependency on one array task follows the task's job once the caller made it;
 /// waits while the array may still make it; never, once the array is over without it.
 #[test]

@@ -67,6 +67,7 @@ fn job(id: u64, req: Request) -> JobSpec {
         nice: 0,
         fixed_priority: None,
         deps_any: false,
+        keep_on_never: false,
         bounds: Default::default(),
     }
 }

@@ -555,6 +555,15 @@ fn dependencies_order_jobs_and_impossible_ones_are_cancelled() {
     let orphan = c
         .submit(Some(&u), &wd, &[&never], "#!/bin/sh\necho ran > orphan\n")
         .expect("submit");
+    // Asked to be kept (sbatch's `--kill-on-invalid-dep=no`): it waits instead.
+    let kept = c
+        .submit(
+            Some(&u),
+            &wd,
+            &[&never, "--kill-on-invalid-dep=no"],
+            "#!/bin/sh\necho ran > kept\n",
+        )
+        .expect("submit");
     let j = c.show(second).expect("show");
     if j.state == JobState::Pending {
         assert_eq!(j.reason.as_deref(), Some("Dependency"));
@@ -570,6 +579,15 @@ fn dependencies_order_jobs_and_impossible_ones_are_cancelled() {
         .expect("orphan cancelled");
     assert_eq!(j.reason.as_deref(), Some("DependencyNeverSatisfied"));
     assert!(!wd.join("orphan").exists());
+    wait_for(t(), || {
+        c.show(kept).is_ok_and(|j| {
+            j.state == JobState::Pending && j.reason.as_deref() == Some("DependencyNeverSatisfied")
+        })
+    })
+    .expect("the kept job pending on a dependency never met");
+    let j = c.show(kept).expect("show");
+    assert_eq!(j.state, JobState::Pending);
+    assert!(!wd.join("kept").exists());
 }
 
 #[test]

@@ -165,8 +165,9 @@ pub struct SubmitOpts {
     /// The job is never requeued.
     #[arg(long = "no-requeue")]
     pub no_requeue: bool,
-    /// yes: a job whose dependencies can never be met is cancelled (Bulkhead always
-    /// does this); no is refused.
+    /// yes (the default): a job whose dependencies can never be met is cancelled;
+    /// no: it stays pending (DependencyNeverSatisfied) until its dependency is
+    /// updated or it is cancelled.
     #[arg(long = "kill-on-invalid-dep")]
     pub kill_on_invalid_dep: Option<String>,
     /// Do not read #PBS lines of the script.

@@ -503,18 +503,16 @@ impl SubmitOpts {
             Some("") => return Err(value_err("input", "", "an empty file name")),
             Some(i) => Some(i.to_string()),
         };
-        match self.kill_on_invalid_dep.as_deref() {
-            None | Some("yes") => {}
-            Some("no") => {
-                return Err(OptsError::Unsupported(
-                    "kill-on-invalid-dep=no",
-                    "a job whose dependencies can never be met is cancelled (reason DependencyNeverSatisfied)",
-                ));
-            }
+        // `yes` is Bulkhead's default (Slurm's `kill_invalid_depend`); `no` keeps the
+        // job pending. Slurm compares either word without case (`xstrcasecmp`).
+        let keep_on_invalid_dep = match self.kill_on_invalid_dep.as_deref() {
+            None => false,
+            Some(v) if v.eq_ignore_ascii_case("yes") => false,
+            Some(v) if v.eq_ignore_ascii_case("no") => true,
             Some(v) => {
                 return Err(value_err("kill-on-invalid-dep", v, "expected yes or no"));
             }
-        }
+        };
         // -s/--oversubscribe writes the field --exclusive writes: the later wins.
         // --reboot: slurmctld gives the job its nodes to itself (`shared = 0`),
         // whatever else was asked; Bulkhead reboots nothing but does the same.
@@ -565,6 +563,7 @@ impl SubmitOpts {
             priority,
             // Set by the caller, which knows where the script was found.
             script_path: None,
+            keep_on_invalid_dep,
         };
         // Several partitions may be named: the first that can take the job runs it. A
         // list's empty items are skipped (`batch,` is `batch`, kept as written, as

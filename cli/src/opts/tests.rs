@@ -381,6 +381,23 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
         Err(OptsError::Unsupported("exclusive=mcs", _))
     ));
     assert!(cli(&["--exclusive=bogus"]).resolve().is_err());
+    // --kill-on-invalid-dep: either word in any case (Slurm's `xstrcasecmp`).
+    for (words, keep) in [
+        (&["--kill-on-invalid-dep=no"][..], true),
+        (&["--kill-on-invalid-dep=NO"][..], true),
+        (&["--kill-on-invalid-dep=Yes"][..], false),
+        (&[][..], false),
+    ] {
+        let r = cli(words).resolve().expect("kill-on-invalid-dep");
+        assert_eq!(r.extra.keep_on_invalid_dep, keep, "{words:?}");
+    }
+    assert!(matches!(
+        cli(&["--kill-on-invalid-dep=maybe"]).resolve(),
+        Err(OptsError::Value {
+            opt: "kill-on-invalid-dep",
+            ..
+        })
+    ));
     // Dependencies: `?` any of, `+MINUTES` after a start.
     assert_eq!(
         parse_dependency_any("afterok:3?afternotok:4"),

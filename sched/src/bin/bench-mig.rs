@@ -62,6 +62,7 @@ fn job(id: u64, profile: &str, submit: Time) -> JobSpec {
         nice: 0,
         fixed_priority: None,
         deps_any: false,
+        keep_on_never: false,
         bounds: Default::default(),
     }
 }

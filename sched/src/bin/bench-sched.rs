@@ -120,6 +120,7 @@ fn main() {
             nice: 0,
             fixed_priority: None,
             deps_any: false,
+            keep_on_never: false,
             bounds: Default::default(),
         };
         if array_left > 0 {

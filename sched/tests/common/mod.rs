@@ -73,6 +73,7 @@ pub fn job(id: u64, account: u32, nodes: u32, gpus: u32, limit: Time, submit: Ti
         nice: 0,
         fixed_priority: None,
         deps_any: false,
+        keep_on_never: false,
         bounds: Default::default(),
     }
 }

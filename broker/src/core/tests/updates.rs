@@ -668,6 +668,81 @@ fn a_pending_jobs_dependencies_are_replaced_cleared_and_never_circular() {
     );
 }
 
+/// `--kill-on-invalid-dep=no`: when the job it waits on fails, a job that asked to be
+/// kept stays pending (reason `DependencyNeverSatisfied`) through a restart, and starts
+/// once its dependency is replaced; one that did not is cancelled, as by default.
+#[test]
+fn a_job_kept_on_an_invalid_dependency_waits_for_its_dependency_to_change() {
+    let cfg = config();
+    let (mut c, [alice, _bob, _carol]) = one_node(2);
+    let mut rows = BTreeMap::new();
+    let first = submit(&mut c, &mut rows, &alice, limited(600), 1);
+    let after_first = |keep_on_invalid_dep| {
+        let mut s = limited(600);
+        s.deps = vec![Dependency::AfterOk(first)];
+        s.extra.keep_on_invalid_dep = keep_on_invalid_dep;
+        s
+    };
+    let kept = submit(&mut c, &mut rows, &alice, after_first(true), 2);
+    let killed = submit(&mut c, &mut rows, &alice, after_first(false), 3);
+    assert_eq!(c.jobs[&first].state, JobState::Running);
+    let end = JobEnd {
+        exit_code: Some(1),
+        ..job_end(first, JobState::Failed, 1, 4)
+    };
+    let fx = c.agent(b"a".to_vec(), 4, None, AgentMessage::JobEnded(end), 4);
+    assert!(
+        launches(&fx).is_empty(),
+        "a job started on a failed afterok"
+    );
+    keep(&mut rows, fx);
+    keep(&mut rows, c.tick(5_000_000));
+    // As the user sees it (a pending job's reason is the scheduler's).
+    let state = |c: &mut Core, j: JobId| {
+        let info = show(c, j, 0);
+        (info.state, info.reason)
+    };
+    let never = Some("DependencyNeverSatisfied".to_string());
+    assert_eq!(state(&mut c, killed), (JobState::Cancelled, never.clone()));
+    assert_eq!(state(&mut c, kept), (JobState::Pending, never.clone()));
+    // Another pass leaves it as it is.
+    keep(&mut rows, c.tick(6_000_000));
+    assert_eq!(state(&mut c, kept), (JobState::Pending, never.clone()));
+    // A restart keeps it pending with its option.
+    let nodes = vec![Core::node_row(&c.nodes[&NodeId(1)])];
+    let mut c = Core::new(cfg, rows.into_values().collect(), nodes);
+    c.agent(
+        b"a".to_vec(),
+        1,
+        Some(&root()),
+        reg("n1", 2, vec![]),
+        7_000_000,
+    );
+    c.tick(8_000_000);
+    assert!(c.jobs[&kept].submission.extra.keep_on_invalid_dep);
+    assert_eq!(state(&mut c, kept), (JobState::Pending, never));
+    // Its dependency replaced by one already met, it starts.
+    let fx = c.client(
+        b"c".to_vec(),
+        9,
+        &alice,
+        ClientOp::Update(Update {
+            dependency: Some((vec![Dependency::AfterNotOk(first)], false)),
+            ..Update::of(kept)
+        }),
+        9_000_000,
+    );
+    assert!(
+        matches!(reply(&fx), ClientReply::Done(_)),
+        "{:?}",
+        reply(&fx)
+    );
+    assert_eq!(
+        launches(&fx).iter().map(|(_, j)| *j).collect::<Vec<_>>(),
+        vec![kept]
+    );
+}
+
 /// `scontrol update ArrayTaskThrottle=N`: an array's owner raises its throttle and the
 /// next tasks start at once; 0 lifts it; it is an array's alone, changed alone, and
 /// survives a restart.
