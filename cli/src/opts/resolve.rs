@@ -252,6 +252,10 @@ impl SubmitOpts {
         let per_task_from_gpus = counts
             .cpus_per_task
             .filter(|_| counts.cpus_per_task != before.cpus_per_task);
+        // --ntasks-per-node on a fixed node count made the tasks before the GPU options
+        // were read (sbatch's `_opt_verify`: `ntasks = min_nodes * ntasks_per_node`,
+        // then `ntasks_set`), so nodes the GPU options add later add no tasks.
+        let asked = asked.or(before.tasks.filter(|_| before.tasks_per_node.is_some()));
         let ntasks = asked.unwrap_or_else(|| tasks_per_node_opt.unwrap_or(1).saturating_mul(nodes));
         if let Some(per) = tasks_per_node_opt
             && ntasks.div_ceil(nodes) > per
@@ -269,11 +273,18 @@ impl SubmitOpts {
         };
         // Each node's CPUs: its tasks' own, or with --overcommit one task's, which
         // they share (as slurmctld allocates "as if only one task per node").
+        // Without it, at least the tasks laid out per node (slurmctld's `pn_min_cpus`
+        // is `cpus_per_task * ntasks_per_node` once there are several tasks).
         let cpus = if self.overcommit {
             per_task
         } else {
+            let per_node = match tasks_per_node_opt {
+                Some(n) if ntasks > 1 => n,
+                _ => 0,
+            };
             ntasks
                 .div_ceil(nodes)
+                .max(per_node)
                 .checked_mul(per_task)
                 .ok_or_else(|| value_err("ntasks", &ntasks.to_string(), "too many CPUs"))?
         };

@@ -38,6 +38,31 @@ fn the_task_layout_follows_sbatchs_options() {
             .is_err(),
         "5 tasks do not fit 2 per node on 1 node"
     );
+    // --ntasks-per-node makes the tasks on the nodes known before the GPU options
+    // (sbatch's `_opt_verify`): the second node --gpus-per-node adds brings no task,
+    // and each node has the CPUs of the tasks laid out on it (`pn_min_cpus`).
+    let r = cli(&[
+        "--ntasks-per-node=2",
+        "-c",
+        "8",
+        "--gpus=2",
+        "--gpus-per-node=1",
+    ])
+    .resolve()
+    .expect("resolve");
+    assert_eq!(
+        (r.resources.nodes, r.layout.ntasks, r.resources.cpus),
+        (2, Some(2), 16)
+    );
+    let r = cli(&["-N", "2", "-n", "2", "--ntasks-per-node=2", "-c", "3"])
+        .resolve()
+        .expect("resolve");
+    assert_eq!((r.layout.ntasks, r.resources.cpus), (Some(2), 6));
+    // One task: no tasks laid out beside it (slurmctld: `num_tasks > 1`).
+    let r = cli(&["-n", "1", "--ntasks-per-node=4", "-c", "2"])
+        .resolve()
+        .expect("resolve");
+    assert_eq!(r.resources.cpus, 2);
 }
 
 #[test]
