@@ -18,7 +18,7 @@
 //! - 5 → 6: `SubmitExtra` gained `priority` (an operator's `--priority`).
 //! - 6 → 7: `SubmitExtra` gained `script_path` (the script as sbatch found it, for
 //!   Slurm's `Command=`); the table `job_restarts` is new (made as the store opens).
-//! - 7 → 8: `SubmitExtra` gained `keep_on_invalid_dep` (`--kill-on-invalid-dep=no`).
+//! - 7 → 8: `SubmitExtra` gained `kill_on_invalid_dep` (`--kill-on-invalid-dep`).
 //!
 //! A store of a newer schema than this build's is refused, never read as this one.
 
@@ -1065,14 +1065,14 @@ mod tests {
                 e.mincpus,
                 e.signal.map(|s| (s.signal, s.before_s)),
                 e.script_path.as_deref(),
-                e.keep_on_invalid_dep
+                e.kill_on_invalid_dep
             ),
             (
                 Some("seven"),
                 Some(2),
                 Some((10, 60)),
                 Some("/home/alice/run.sh"),
-                false
+                None
             )
         );
     }

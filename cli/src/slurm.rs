@@ -1434,10 +1434,18 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let _ = writeln!(s, "   StdIn={stdin}");
     let _ = writeln!(s, "   StdOut={}", j.stdout);
     let _ = writeln!(s, "   Power=");
+    if let Some(kill) = e.kill_on_invalid_dep {
+        let _ = writeln!(s, "   KillOInInvalidDependent={}", yes_no(kill));
+    }
     if r.gpus > 0 || r.mig.is_some() {
         let _ = writeln!(s, "   TresPerNode=gres:gpu:{}", r.gpu_label());
     }
     crate::output::escape_keep_lines(&s)
+}
+
+/// scontrol's word for a flag set either way (`KillOInInvalidDependent=Yes`).
+pub(crate) fn yes_no(v: bool) -> &'static str {
+    if v { "Yes" } else { "No" }
 }
 
 #[cfg(test)]

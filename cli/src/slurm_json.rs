@@ -66,8 +66,12 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "batch_features": "",
         "batch_flag": true,
         "batch_host": nodes.split(',').next().unwrap_or(""),
-        // Of the job's flags only `--kill-on-invalid-dep=no` means something here.
-        "flags": if e.keep_on_invalid_dep { vec!["NO_KILL_INV_DEP"] } else { Vec::new() },
+        // Of the job's flags only `--kill-on-invalid-dep` means something here.
+        "flags": match e.kill_on_invalid_dep {
+            Some(true) => vec!["KILL_INV_DEP"],
+            Some(false) => vec!["NO_KILL_INV_DEP"],
+            None => Vec::new(),
+        },
         "burst_buffer": "",
         "burst_buffer_state": "",
         "cluster": "bulkhead",
@@ -345,7 +349,7 @@ mod tests {
     #[test]
     fn a_job_kept_on_an_invalid_dependency_is_flagged() {
         let mut j = held_job();
-        j.extra.keep_on_invalid_dep = true;
+        j.extra.kill_on_invalid_dep = Some(false);
         let out = squeue(&[j], &|g| format!("g{g}"));
         assert_eq!(out["jobs"][0]["flags"], json!(["NO_KILL_INV_DEP"]));
     }

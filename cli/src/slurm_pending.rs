@@ -369,6 +369,9 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     f.push(("StdErr", path(r.stderr.as_deref().unwrap_or(stdout))));
     f.push(("StdIn", e.input.as_deref().map_or("/dev/null".into(), path)));
     f.push(("StdOut", path(stdout)));
+    if let Some(kill) = e.kill_on_invalid_dep {
+        f.push(("KillOInInvalidDependent", crate::slurm::yes_no(kill).into()));
+    }
     f
 }
 

@@ -219,6 +219,16 @@ fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
         "{out}"
     );
     assert!(out.contains(" QOS=high\n"), "{out}");
+    // An explicit --kill-on-invalid-dep on its own line after Power, as job_info.c
+    // prints it (recorded: `KillOInInvalidDependent=No`).
+    assert!(!out.contains("KillOInInvalidDependent"), "{out}");
+    j.extra.kill_on_invalid_dep = Some(false);
+    let out = scontrol_job(&j, 0);
+    assert!(
+        out.contains("\n   Power=\n   KillOInInvalidDependent=No\n"),
+        "{out}"
+    );
+    j.extra.kill_on_invalid_dep = None;
     assert!(
         out.contains("\n   WorkDir=/home/ann\n   Comment=a note\n"),
         "{out}"

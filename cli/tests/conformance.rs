@@ -95,6 +95,7 @@ const FIELDS: &[&str] = &[
     "StdErr",
     "StdIn",
     "StdOut",
+    "KillOInInvalidDependent",
 ];
 
 /// The job id the comparison gives the job; shown as the recordings' `{JOBID}`.

@@ -281,11 +281,13 @@ pub struct SubmitExtra {
     /// it is Slurm's `Command=`. `None`: `--wrap` or a script read from standard
     /// input. (Appended in store schema 7.)
     pub script_path: Option<String>,
-    /// `--kill-on-invalid-dep=no`: a job whose dependencies can never be met stays
-    /// pending (reason `DependencyNeverSatisfied`) until its dependency is updated or
-    /// it is cancelled, rather than being cancelled, which is Bulkhead's default
-    /// (Slurm's `kill_invalid_depend`). (Appended in store schema 8.)
-    pub keep_on_invalid_dep: bool,
+    /// `--kill-on-invalid-dep`: `Some(false)`, a job whose dependencies can never be
+    /// met stays pending (reason `DependencyNeverSatisfied`) until its dependency is
+    /// updated or it is cancelled; `Some(true)` or `None` (Bulkhead's default, Slurm's
+    /// `kill_invalid_depend`), it is cancelled. Kept as asked, since Slurm shows an
+    /// explicit choice either way (`KillOInInvalidDependent=`). (Appended in store
+    /// schema 8.)
+    pub kill_on_invalid_dep: Option<bool>,
 }
 
 /// sbatch's `--signal=[B:]SIG[@TIME]`: `signal` sent `before_s` seconds before the
@@ -321,6 +323,11 @@ pub enum Exclusive {
 }
 
 impl SubmitExtra {
+    /// Whether the job stays pending when its dependencies can never be met.
+    pub fn keeps_on_invalid_dep(&self) -> bool {
+        self.kill_on_invalid_dep == Some(false)
+    }
+
     pub fn validate(&self) -> Result<(), LimitError> {
         for v in [&self.comment, &self.account].into_iter().flatten() {
             check_str("comment or account", v, limits::MAX_PATH_BYTES)?;

@@ -207,7 +207,7 @@ impl Core {
             nice: j.submission.extra.nice,
             fixed_priority: j.submission.extra.priority,
             deps_any: j.submission.extra.deps_any,
-            keep_on_never: j.submission.extra.keep_on_invalid_dep,
+            keep_on_never: j.submission.extra.keeps_on_invalid_dep(),
             bounds,
         })
     }

@@ -516,10 +516,10 @@ impl SubmitOpts {
         };
         // `yes` is Bulkhead's default (Slurm's `kill_invalid_depend`); `no` keeps the
         // job pending. Slurm compares either word without case (`xstrcasecmp`).
-        let keep_on_invalid_dep = match self.kill_on_invalid_dep.as_deref() {
-            None => false,
-            Some(v) if v.eq_ignore_ascii_case("yes") => false,
-            Some(v) if v.eq_ignore_ascii_case("no") => true,
+        let kill_on_invalid_dep = match self.kill_on_invalid_dep.as_deref() {
+            None => None,
+            Some(v) if v.eq_ignore_ascii_case("yes") => Some(true),
+            Some(v) if v.eq_ignore_ascii_case("no") => Some(false),
             Some(v) => {
                 return Err(value_err("kill-on-invalid-dep", v, "expected yes or no"));
             }
@@ -574,7 +574,7 @@ impl SubmitOpts {
             priority,
             // Set by the caller, which knows where the script was found.
             script_path: None,
-            keep_on_invalid_dep,
+            kill_on_invalid_dep,
         };
         // Several partitions may be named: the first that can take the job runs it. A
         // list's empty items are skipped (`batch,` is `batch`, kept as written, as

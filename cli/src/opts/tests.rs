@@ -408,13 +408,13 @@ fn begin_nice_hold_and_friends_reach_the_submission() {
     assert!(cli(&["--exclusive=bogus"]).resolve().is_err());
     // --kill-on-invalid-dep: either word in any case (Slurm's `xstrcasecmp`).
     for (words, keep) in [
-        (&["--kill-on-invalid-dep=no"][..], true),
-        (&["--kill-on-invalid-dep=NO"][..], true),
-        (&["--kill-on-invalid-dep=Yes"][..], false),
-        (&[][..], false),
+        (&["--kill-on-invalid-dep=no"][..], Some(false)),
+        (&["--kill-on-invalid-dep=NO"][..], Some(false)),
+        (&["--kill-on-invalid-dep=Yes"][..], Some(true)),
+        (&[][..], None),
     ] {
         let r = cli(words).resolve().expect("kill-on-invalid-dep");
-        assert_eq!(r.extra.keep_on_invalid_dep, keep, "{words:?}");
+        assert_eq!(r.extra.kill_on_invalid_dep, keep, "{words:?}");
     }
     assert!(matches!(
         cli(&["--kill-on-invalid-dep=maybe"]).resolve(),

@@ -677,14 +677,14 @@ fn a_job_kept_on_an_invalid_dependency_waits_for_its_dependency_to_change() {
     let (mut c, [alice, _bob, _carol]) = one_node(2);
     let mut rows = BTreeMap::new();
     let first = submit(&mut c, &mut rows, &alice, limited(600), 1);
-    let after_first = |keep_on_invalid_dep| {
+    let after_first = |kill_on_invalid_dep| {
         let mut s = limited(600);
         s.deps = vec![Dependency::AfterOk(first)];
-        s.extra.keep_on_invalid_dep = keep_on_invalid_dep;
+        s.extra.kill_on_invalid_dep = kill_on_invalid_dep;
         s
     };
-    let kept = submit(&mut c, &mut rows, &alice, after_first(true), 2);
-    let killed = submit(&mut c, &mut rows, &alice, after_first(false), 3);
+    let kept = submit(&mut c, &mut rows, &alice, after_first(Some(false)), 2);
+    let killed = submit(&mut c, &mut rows, &alice, after_first(Some(true)), 3);
     assert_eq!(c.jobs[&first].state, JobState::Running);
     let end = JobEnd {
         exit_code: Some(1),
@@ -719,7 +719,7 @@ fn a_job_kept_on_an_invalid_dependency_waits_for_its_dependency_to_change() {
         7_000_000,
     );
     c.tick(8_000_000);
-    assert!(c.jobs[&kept].submission.extra.keep_on_invalid_dep);
+    assert!(c.jobs[&kept].submission.extra.keeps_on_invalid_dep());
     assert_eq!(state(&mut c, kept), (JobState::Pending, never));
     // Its dependency replaced by one already met, it starts.
     let fx = c.client(
