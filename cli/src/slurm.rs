@@ -6,7 +6,7 @@
 
 use crate::opts::format_time;
 use bulkhead_proto::JobState;
-use bulkhead_proto::job::JobInfo;
+use bulkhead_proto::job::{JobInfo, MemForm, TaskCounts};
 use bulkhead_proto::msg::Parts;
 use std::fmt::Write as _;
 
@@ -1380,10 +1380,20 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         let _ = writeln!(s, "   BatchHost={host}");
     }
     let cpus = r.cpus.saturating_mul(r.nodes);
+    // What sbatch counted, where the client said (a task a CPU otherwise).
+    let counts = e.counts.unwrap_or(TaskCounts {
+        ntasks: cpus,
+        cpus_per_task: 1,
+        ntasks_per_node: 0,
+        min_cpus_node: r.cpus,
+        mem: MemForm::PerNode,
+        ntasks_per_socket: 0,
+        ntasks_per_core: 0,
+    });
     let _ = writeln!(
         s,
-        "   NumNodes={} NumCPUs={} NumTasks={} CPUs/Task=1 ReqB:S:C:T=0:0:*:*",
-        r.nodes, cpus, cpus
+        "   NumNodes={} NumCPUs={cpus} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
+        r.nodes, counts.ntasks, counts.cpus_per_task
     );
     let mut mem = String::new();
     convert_num_unit(
@@ -1398,13 +1408,34 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     }
     let _ = write!(tres, ",billing={cpus}");
     let _ = writeln!(s, "   TRES={tres}");
-    let _ = writeln!(s, "   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*");
-    mem.clear();
-    convert_num_unit(r.mem_mb, 2, true, &mut mem);
+    let star = |n: u16| {
+        if n == 0 {
+            "*".to_string()
+        } else {
+            n.to_string()
+        }
+    };
     let _ = writeln!(
         s,
-        "   MinCPUsNode={} MinMemoryNode={mem} MinTmpDiskNode=0",
-        r.cpus
+        "   Socks/Node=* NtasksPerN:B:S:C={}:0:{}:{} CoreSpec=*",
+        counts.ntasks_per_node,
+        star(counts.ntasks_per_socket),
+        star(counts.ntasks_per_core)
+    );
+    // Memory by the form it was asked in: per CPU (asked so, or the cluster's default
+    // per CPU, which the broker made a node's memory), else per node (0: all of it).
+    let (key, mb) = match counts.mem {
+        _ if e.mem_whole => ("MinMemoryNode", 0),
+        MemForm::PerCpu(mb) => ("MinMemoryCPU", mb),
+        MemForm::DefaultPerCpu if r.cpus > 0 => ("MinMemoryCPU", r.mem_mb / u64::from(r.cpus)),
+        _ => ("MinMemoryNode", r.mem_mb),
+    };
+    mem.clear();
+    convert_num_unit(mb, 2, true, &mut mem);
+    let _ = writeln!(
+        s,
+        "   MinCPUsNode={} {key}={mem} MinTmpDiskNode=0",
+        counts.min_cpus_node
     );
     let _ = writeln!(s, "   Features=(null) DelayBoot=00:00:00");
     if let Some(r) = &j.reservation {

@@ -7,7 +7,7 @@
 
 use crate::opts::{Resolved, format_time};
 use bulkhead_proto::JobId;
-use bulkhead_proto::job::{ArraySpec, Dependency, format_indices};
+use bulkhead_proto::job::{ArraySpec, Dependency, MemForm, TaskCounts, format_indices};
 
 /// The site's defaults that shape a pending job's fields (Slurm's `DefMemPerCPU`,
 /// partitions' `DefaultTime`, the default partition).
@@ -184,6 +184,42 @@ pub fn scontrol_path(
     }
 }
 
+/// How sbatch and slurmctld count the tasks and CPUs of the job `r` asks for, kept
+/// with the job for `scontrol show job`.
+pub fn task_counts(r: &Resolved) -> TaskCounts {
+    let ntasks = r.layout.ntasks.unwrap_or(r.resources.nodes);
+    // The controller's CPUs per task (GPU options may have made them).
+    let cpus_per_task = r.job_cpus_per_task.max(1);
+    // slurmctld's pn_min_cpus: CPUs per task, times the tasks on a node when several
+    // tasks were laid out per node, and at least --mincpus.
+    let per_node_tasks = match r.layout.ntasks_per_node {
+        Some(n) if ntasks > 1 && !r.overcommit => n,
+        _ => 1,
+    };
+    let mem = if r.mem_per_gpu_mb.is_some() {
+        MemForm::PerGpu
+    } else if r.extra.mem_whole {
+        MemForm::PerNode
+    } else if let Some(per_cpu) = r.mem_per_cpu_mb {
+        MemForm::PerCpu(per_cpu)
+    } else if r.resources.mem_mb == 0 {
+        MemForm::DefaultPerCpu
+    } else {
+        MemForm::PerNode
+    };
+    TaskCounts {
+        ntasks,
+        cpus_per_task,
+        ntasks_per_node: r.layout.ntasks_per_node.unwrap_or(0),
+        min_cpus_node: cpus_per_task
+            .saturating_mul(per_node_tasks)
+            .max(r.extra.mincpus.unwrap_or(0)),
+        mem,
+        ntasks_per_socket: r.ntasks_per_socket,
+        ntasks_per_core: r.ntasks_per_core,
+    }
+}
+
 /// The fields of `scontrol show job` for the job `r` asks for, pending (held when it
 /// asked to be), on `site`: `(key, value)` in scontrol's order.
 pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'static str, String)> {
@@ -260,7 +296,6 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
         ));
     }
     let cpus_per_task = r.layout.cpus_per_task.unwrap_or(1);
-    let ntasks = r.layout.ntasks.unwrap_or(res.nodes);
     // While it waits a job's CPUs are its tasks': those asked for, else one per node
     // of an exact -N, else one (--mincpus and --cpus-per-gpu show elsewhere), as
     // sbatch counts them; more tasks than that made by the GPU options
@@ -285,10 +320,9 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
         },
     ));
     f.push(("NumCPUs", cpus.to_string()));
-    f.push(("NumTasks", ntasks.to_string()));
-    // The controller's CPUs per task (GPU options may have made them).
-    let job_cpt = r.job_cpus_per_task.max(1);
-    f.push(("CPUs/Task", job_cpt.to_string()));
+    let counts = task_counts(r);
+    f.push(("NumTasks", counts.ntasks.to_string()));
+    f.push(("CPUs/Task", counts.cpus_per_task.to_string()));
     // Memory: per node (--mem), per CPU (--mem-per-cpu), or the site's default per CPU.
     let (mem_total, mem_field) = if let Some(per_gpu) = r.mem_per_gpu_mb {
         // Per GPU: the TRES count that memory; the site's default per CPU is shown
@@ -328,19 +362,7 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
             r.nodes_sent
         ),
     ));
-    // slurmctld's pn_min_cpus: CPUs per task, times the tasks on a node when several
-    // tasks were laid out per node, and at least --mincpus.
-    let per_node_tasks = match r.layout.ntasks_per_node {
-        Some(n) if ntasks > 1 && !r.overcommit => n,
-        _ => 1,
-    };
-    f.push((
-        "MinCPUsNode",
-        job_cpt
-            .saturating_mul(per_node_tasks)
-            .max(e.mincpus.unwrap_or(0))
-            .to_string(),
-    ));
+    f.push(("MinCPUsNode", counts.min_cpus_node.to_string()));
     f.push((mem_field.0, mem_units(mem_field.1)));
     f.push((
         "OverSubscribe",

@@ -229,6 +229,25 @@ fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
         "{out}"
     );
     j.extra.kill_on_invalid_dep = None;
+    // What sbatch counted, kept with the job: tasks, CPUs per task, tasks per node,
+    // socket and core, the CPUs a node needs, memory per CPU.
+    j.extra.counts = Some(bulkhead_proto::job::TaskCounts {
+        ntasks: 4,
+        cpus_per_task: 2,
+        ntasks_per_node: 2,
+        min_cpus_node: 4,
+        mem: bulkhead_proto::job::MemForm::PerCpu(512),
+        ntasks_per_socket: 0,
+        ntasks_per_core: 1,
+    });
+    let out = scontrol_job(&j, 0);
+    for want in [
+        " NumTasks=4 CPUs/Task=2 ",
+        " NtasksPerN:B:S:C=2:0:*:1 ",
+        "MinCPUsNode=4 MinMemoryCPU=512M ",
+    ] {
+        assert!(out.contains(want), "{want} not in {out}");
+    }
     assert!(
         out.contains("\n   WorkDir=/home/ann\n   Comment=a note\n"),
         "{out}"

@@ -98,6 +98,55 @@ const FIELDS: &[&str] = &[
     "KillOInInvalidDependent",
 ];
 
+/// The fields the real `scontrol show job` is compared on beside the model's: what
+/// sbatch counted of the job's tasks, CPUs and memory, kept with the job.
+const SHOWN_FIELDS: &[&str] = &[
+    "NumTasks",
+    "CPUs/Task",
+    "NtasksPerN:B:S:C",
+    "MinCPUsNode",
+    "MinMemoryCPU",
+    "MinMemoryNode",
+    "Nice",
+    "Requeue",
+    "ReqNodeList",
+    "ExcNodeList",
+    "Comment",
+    "KillOInInvalidDependent",
+];
+
+/// The job the broker makes of the submission `r` on `site` and describes to
+/// `scontrol show job`: pending, its memory the site's default per CPU where it asked
+/// none, its options as submitted.
+fn brokers_job(r: &bulkhead_cli::opts::Resolved, site: &Site) -> bulkhead_proto::job::JobInfo {
+    let mut j: bulkhead_proto::job::JobInfo = serde_json::from_value(serde_json::json!({
+        "id": JOB_ID, "name": "script.sh", "user": "root", "uid": 0, "gid": 0,
+        "state": "PENDING", "reason": null, "exit_code": null, "signal": null,
+        "node": null, "node_id": null,
+        "resources": {"nodes": 1, "cpus": 1, "mem_mb": 0, "gpus": 0, "gpu_model": null,
+                      "mig": null, "time_limit_s": null, "partition": null},
+        "partition": "batch", "workdir": "/w", "stdout": "/w/o", "stderr": "/w/o",
+        "submit_time_us": 0, "start_time_us": null, "end_time_us": null,
+        "denials": [], "expected_start_us": null, "priority": 0, "array_task": null,
+        "array_pending": null, "gpus": [], "usage": null
+    }))
+    .expect("a JobInfo");
+    j.resources = r.resources.clone();
+    if j.resources.mem_mb == 0 {
+        j.resources.mem_mb = site
+            .def_mem_per_cpu_mb
+            .saturating_mul(u64::from(j.resources.cpus));
+    }
+    j.extra = r.extra.clone();
+    // As the broker keeps a request of memory per GPU: beside the default per CPU.
+    if let Some(c) = &mut j.extra.counts
+        && c.mem == bulkhead_proto::job::MemForm::PerGpu
+    {
+        c.mem = bulkhead_proto::job::MemForm::PerCpu(site.def_mem_per_cpu_mb);
+    }
+    j
+}
+
 /// The job id the comparison gives the job; shown as the recordings' `{JOBID}`.
 const JOB_ID: u64 = 987_654_321;
 
@@ -379,6 +428,29 @@ fn compare_cases(dir: &std::path::Path, least: usize) {
         // Every field bh shows is one the comparison knows.
         for (k, _) in &ours {
             assert!(FIELDS.contains(k), "{k} is shown but not compared");
+        }
+        // The same counts as the real `scontrol show job` prints them for the job the
+        // broker makes of the submission (what a client reading scontrol sees).
+        let shown = bulkhead_cli::slurm::scontrol_job(&brokers_job(&r, &site), 0);
+        // A comment has a line of its own, spaces and all; the other fields are words.
+        let shown: HashMap<&str, &str> = shown
+            .lines()
+            .map(str::trim_start)
+            .flat_map(|line| match line.strip_prefix("Comment=") {
+                Some(c) => vec![("Comment", c)],
+                None => line
+                    .split_whitespace()
+                    .filter_map(|w| w.split_once('='))
+                    .collect(),
+            })
+            .collect();
+        for key in SHOWN_FIELDS {
+            let theirs = f[*key].as_str();
+            let mine = shown.get(key).copied();
+            fields_compared += 1;
+            if theirs != mine {
+                wrong.push(format!("scontrol {key}: Slurm {theirs:?}, bh {mine:?}"));
+            }
         }
         if let Err(e) = gpus_agree(f, &r) {
             wrong.push(e);

@@ -288,6 +288,61 @@ pub struct SubmitExtra {
     /// explicit choice either way (`KillOInInvalidDependent=`). (Appended in store
     /// schema 8.)
     pub kill_on_invalid_dep: Option<bool>,
+    /// How sbatch counted the job's tasks and CPUs, for what `scontrol show job` shows
+    /// of them; `None` from a client that does not say (what is shown is then made
+    /// from the resources alone). (Appended in store schema 8.)
+    pub counts: Option<TaskCounts>,
+}
+
+/// How sbatch counted a job's tasks and CPUs, as slurmctld keeps them for `scontrol
+/// show job` (`NumTasks`, `CPUs/Task`, `NtasksPerN:B:S:C`, `MinCPUsNode` and the form
+/// of its memory). The job's resources say what it is given; these, what was asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskCounts {
+    pub ntasks: u32,
+    pub cpus_per_task: u32,
+    /// `--ntasks-per-node` (0: not given).
+    pub ntasks_per_node: u32,
+    /// slurmctld's `pn_min_cpus`: the CPUs each node must have.
+    pub min_cpus_node: u32,
+    pub mem: MemForm,
+    /// `--ntasks-per-socket` and `--ntasks-per-core` as slurmctld keeps them (16 bits;
+    /// 0: not given). Shown only: Bulkhead places CPUs, not sockets or cores.
+    pub ntasks_per_socket: u16,
+    pub ntasks_per_core: u16,
+}
+
+/// How a job asked for its memory: what `scontrol show job` names it by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MemForm {
+    /// Per node (`--mem`).
+    #[default]
+    PerNode,
+    /// Per CPU (`--mem-per-cpu`), in MB; also the cluster's default per CPU, which
+    /// slurmctld keeps beside a request per GPU (the broker writes it in for
+    /// [`MemForm::PerGpu`]).
+    PerCpu(u64),
+    /// None asked: the cluster's default per CPU (`DefMemPerCPU`).
+    DefaultPerCpu,
+    /// Per GPU (`--mem-per-gpu`), as a client sends it.
+    PerGpu,
+}
+
+impl TaskCounts {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        for (what, v) in [
+            ("tasks", self.ntasks),
+            ("CPUs per task", self.cpus_per_task),
+            ("tasks per node", self.ntasks_per_node),
+            ("CPUs per node", self.min_cpus_node),
+        ] {
+            check(what, v as usize, limits::MAX_CPUS as usize)?;
+        }
+        if let MemForm::PerCpu(mb) = self.mem {
+            check_u64("memory per CPU", mb, limits::MAX_MEM_MB)?;
+        }
+        Ok(())
+    }
 }
 
 /// sbatch's `--signal=[B:]SIG[@TIME]`: `signal` sent `before_s` seconds before the
@@ -353,6 +408,9 @@ impl SubmitExtra {
         }
         if let Some(p) = &self.script_path {
             check_str("script path", p, limits::MAX_PATH_BYTES)?;
+        }
+        if let Some(c) = &self.counts {
+            c.validate()?;
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! hold and release, requeue, the end of a job (`finish`) and the purge of old ones.
 
 use super::*;
+use bulkhead_proto::job::MemForm;
 
 /// The reason a cancel gives a job (`cancelled by USER`): it is stored with the job,
 /// so that its end, whenever it comes, is known to follow a cancel.
@@ -172,6 +173,13 @@ impl Core {
             && sub.extra.time_min_s.is_none()
         {
             sub.extra.time_min_s = Some(60);
+        }
+        // Memory per GPU: slurmctld keeps the cluster's default per CPU beside it
+        // (`scontrol show job` shows it as `MinMemoryCPU`), as of this submission.
+        if let Some(c) = &mut sub.extra.counts
+            && c.mem == MemForm::PerGpu
+        {
+            c.mem = MemForm::PerCpu(self.cfg.def_mem_per_cpu_mb);
         }
         let cpus = sub.resources.cpus;
         let mem_mb = if sub.resources.mem_mb == 0 {

@@ -246,6 +246,12 @@ pub struct SubmitOpts {
     pub cores_per_socket: Option<String>,
     #[arg(skip)]
     pub threads_per_core: Option<String>,
+    /// `--ntasks-per-socket`, `--ntasks-per-core`, as written: no placement here, but
+    /// sbatch checks their counts and scontrol shows them (`NtasksPerN:B:S:C`).
+    #[arg(skip)]
+    pub ntasks_per_socket: Option<String>,
+    #[arg(skip)]
+    pub ntasks_per_core: Option<String>,
 }
 
 /// Slurm's default output file of a batch job, and of an array's tasks.
@@ -612,6 +618,8 @@ where
     o.sockets_per_node = value("sockets-per-node").map(str::to_string);
     o.cores_per_socket = value("cores-per-socket").map(str::to_string);
     o.threads_per_core = value("threads-per-core").map(str::to_string);
+    o.ntasks_per_socket = value("ntasks-per-socket").map(str::to_string);
+    o.ntasks_per_core = value("ntasks-per-core").map(str::to_string);
     // --uid/--gid naming the submitter's own user or group change nothing.
     if value("uid").is_some_and(names_own_uid) {
         o.refused.retain(|r| *r != "uid");
@@ -985,6 +993,8 @@ impl SubmitOpts {
             sockets_per_node,
             cores_per_socket,
             threads_per_core,
+            ntasks_per_socket,
+            ntasks_per_core,
             gpus_per_task,
             ntasks_per_gpu,
             mem_per_gpu,
@@ -1294,6 +1304,10 @@ pub struct Resolved {
     pub mem_per_cpu_mb: Option<u64>,
     /// `--mem-per-gpu`, when the memory was asked for per GPU (MB).
     pub mem_per_gpu_mb: Option<u64>,
+    /// `--ntasks-per-socket` and `--ntasks-per-core` as slurmctld keeps them (0: not
+    /// given).
+    pub ntasks_per_socket: u16,
+    pub ntasks_per_core: u16,
     /// The variables sbatch sets from the options given ([`OPTION_VARS`]).
     pub option_env: Vec<(String, String)>,
     /// What sbatch would warn of (options without effect here, counts adjusted).

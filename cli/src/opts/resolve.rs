@@ -575,6 +575,8 @@ impl SubmitOpts {
             // Set by the caller, which knows where the script was found.
             script_path: None,
             kill_on_invalid_dep,
+            // Counted below, once the whole request is resolved.
+            counts: None,
         };
         // Several partitions may be named: the first that can take the job runs it. A
         // list's empty items are skipped (`batch,` is `batch`, kept as written, as
@@ -590,7 +592,7 @@ impl SubmitOpts {
                 "no partition named",
             ));
         }
-        Ok(Resolved {
+        let mut resolved = Resolved {
             resources: ResourceRequest {
                 nodes,
                 cpus,
@@ -638,9 +640,13 @@ impl SubmitOpts {
             job_cpus_per_task: per_task,
             mem_per_cpu_mb,
             mem_per_gpu_mb,
+            ntasks_per_socket: per_hw("ntasks-per-socket", self.ntasks_per_socket.as_deref())?,
+            ntasks_per_core: per_hw("ntasks-per-core", self.ntasks_per_core.as_deref())?,
             option_env: self.option_env(mem_per_cpu_mb),
             warnings,
-        })
+        };
+        resolved.extra.counts = Some(crate::slurm_pending::task_counts(&resolved));
+        Ok(resolved)
     }
 
     /// The product of the socket, core and thread counts given (`-B S[:C[:T]]`, or
@@ -924,6 +930,20 @@ pub fn signal_number(name: &str) -> Option<u8> {
 /// when there is none; saturated past i64's range.
 pub(super) fn leading_integer(s: &str) -> i64 {
     strtol(s).map_or(0, |(v, _)| v)
+}
+
+/// `--ntasks-per-socket` or `--ntasks-per-core` as sbatch reads it (`parse_int`, a
+/// positive number and nothing after it; exit 1 otherwise) and slurmctld keeps it,
+/// in 16 bits, its `NO_VAL16` and `INFINITE16` shown as unset (0 here).
+fn per_hw(opt: &'static str, v: Option<&str>) -> Result<u16, OptsError> {
+    let Some(v) = v else { return Ok(0) };
+    match strtol(v) {
+        Some((n, "")) if n > 0 => {
+            let kept = (n & 0xffff) as u16;
+            Ok(if kept >= u16::MAX - 1 { 0 } else { kept })
+        }
+        _ => Err(value_err(opt, v, "expected a positive integer")),
+    }
 }
 
 /// C's `strtol` in base 10 over the start of `s`: blanks (C's `isspace`), a sign,

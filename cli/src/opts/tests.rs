@@ -58,6 +58,23 @@ fn the_task_layout_follows_sbatchs_options() {
         .resolve()
         .expect("resolve");
     assert_eq!((r.layout.ntasks, r.resources.cpus), (Some(2), 6));
+    // --ntasks-per-core and --ntasks-per-socket: read as parse_int reads them, kept
+    // in 16 bits as slurmctld keeps them, shown only.
+    let r = cli(&["--ntasks-per-core=2", "--ntasks-per-socket", " +3"])
+        .resolve()
+        .expect("resolve");
+    assert_eq!((r.ntasks_per_core, r.ntasks_per_socket), (2, 3));
+    assert_eq!(
+        cli(&["--ntasks-per-core=65537"])
+            .resolve()
+            .expect("resolve")
+            .ntasks_per_core,
+        1
+    );
+    for bad in ["0", "2x", "-1", ""] {
+        let e = cli(&["--ntasks-per-core", bad]).resolve().expect_err(bad);
+        assert_eq!(e.exit_code(), 1, "{bad}: {e}");
+    }
     // One task: no tasks laid out beside it (slurmctld: `num_tasks > 1`).
     let r = cli(&["-n", "1", "--ntasks-per-node=4", "-c", "2"])
         .resolve()

@@ -1401,3 +1401,41 @@ fn afterburstbuffer_waits_for_the_end_as_afterany() {
         "it starts once {first} ended, failed or not"
     );
 }
+
+/// A request of memory per GPU keeps the cluster's default per CPU beside it, as of
+/// its submission (slurmctld's `MinMemoryCPU` for such a job); other forms are kept
+/// as the client sent them.
+#[test]
+fn memory_per_gpu_keeps_the_default_per_cpu_beside_it() {
+    use bulkhead_proto::job::{MemForm, TaskCounts};
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 1);
+    let with = |mem| {
+        let mut s = sub(1);
+        s.extra.counts = Some(TaskCounts {
+            ntasks: 1,
+            cpus_per_task: 1,
+            min_cpus_node: 1,
+            mem,
+            ..TaskCounts::default()
+        });
+        s
+    };
+    let mut kept = Vec::new();
+    for (t, mem) in [(2, MemForm::PerGpu), (3, MemForm::PerCpu(300))] {
+        let fx = c.client(
+            b"c".to_vec(),
+            t,
+            &user(5),
+            ClientOp::Submit(Box::new(with(mem))),
+            t,
+        );
+        let id = submitted(&fx);
+        kept.push(c.jobs[&id].submission.extra.counts.map(|k| k.mem));
+    }
+    let default = CoreConfig::default().def_mem_per_cpu_mb;
+    assert_eq!(
+        kept,
+        vec![Some(MemForm::PerCpu(default)), Some(MemForm::PerCpu(300))]
+    );
+}
