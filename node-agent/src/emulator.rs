@@ -55,6 +55,8 @@ pub struct EmulatorConfig {
     pub nodes: u32,
     /// Nodes are named PREFIX00001, PREFIX00002, ...
     pub prefix: String,
+    /// ... unless named here, one name a node (`nodes` is then their count).
+    pub names: Vec<String>,
     pub cpus: u32,
     pub mem_mb: u64,
     /// Simulated GPUs of every node (`MODEL:COUNT[:mig]`).
@@ -206,7 +208,11 @@ pub fn run(
     let started = now();
     for i in 1..=cfg.nodes {
         let k = (i % shards) as usize;
-        let node = new_node(cfg, &contexts[k], &node_name(&cfg.prefix, i), started)?;
+        let name = match cfg.names.get(i as usize - 1) {
+            Some(n) => n.clone(),
+            None => node_name(&cfg.prefix, i),
+        };
+        let node = new_node(cfg, &contexts[k], &name, started)?;
         built[k].nodes.push(node);
     }
     tracing::warn!(

@@ -19,11 +19,15 @@ struct Args {
     #[arg(long, default_value = "tcp://127.0.0.1:6817", env = "BH_BROKER")]
     broker: String,
     /// How many nodes to emulate.
-    #[arg(long)]
-    nodes: u32,
+    #[arg(long, required_unless_present = "names")]
+    nodes: Option<u32>,
     /// Their names' prefix: PREFIX00001, PREFIX00002, ...
     #[arg(long, default_value = "emu")]
     prefix: String,
+    /// Their names instead, as a host list (`n[1-4]`, `gpu[01-16],big1`): as many
+    /// nodes as it names.
+    #[arg(long, conflicts_with_all = ["nodes", "prefix"])]
+    names: Option<String>,
     /// CPUs of each node.
     #[arg(long, default_value_t = 64)]
     cpus: u32,
@@ -56,10 +60,20 @@ fn main() -> anyhow::Result<()> {
     if args.cpus == 0 || args.cpus > 4096 {
         anyhow::bail!("--cpus {}: between 1 and 4096", args.cpus);
     }
+    let names = match &args.names {
+        Some(list) => bulkhead_proto::hostlist::expand(list, emulator::MAX_NODES as usize)
+            .with_context(|| format!("--names {list}"))?,
+        None => Vec::new(),
+    };
+    let nodes = match args.nodes {
+        Some(n) => n,
+        None => u32::try_from(names.len()).context("--names: too many nodes")?,
+    };
     let cfg = EmulatorConfig {
         broker: args.broker,
-        nodes: args.nodes,
+        nodes,
         prefix: args.prefix,
+        names,
         cpus: args.cpus,
         mem_mb: args.mem,
         gpus: args.simulate_gpus,

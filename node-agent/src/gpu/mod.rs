@@ -487,6 +487,31 @@ mod tests {
 
     /// The simulated backend models a job's load: its process and memory on its GPU or
     /// slice, utilization on whole GPUs only (as NVML), power and a growing energy count.
+    /// Groups joined by `+` make one node's GPUs, numbered on in order, each in its own
+    /// mode; a bad group or too many GPUs is refused with the reason.
+    #[test]
+    fn simulated_groups_make_one_nodes_gpus() {
+        let mut g =
+            SimulatedGpus::parse("a100-80gb:2+a100-80gb:1:mig:fail-create=0", "n1").expect("parse");
+        let inv = g.inventory().expect("inventory");
+        let modes: Vec<bool> = inv
+            .iter()
+            .map(|i| i.mig != bulkhead_proto::job::MigMode::Disabled)
+            .collect();
+        assert_eq!(modes, vec![false, false, true]);
+        assert_eq!(
+            inv.iter().map(|i| i.index).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
+        for bad in [
+            "a100-80gb:2+",
+            "a100-80gb:40+a100-80gb:40",
+            "a100-80gb:1+nope:1",
+        ] {
+            assert!(SimulatedGpus::parse(bad, "n1").is_err(), "{bad}");
+        }
+    }
+
     #[test]
     fn simulated_samples_follow_the_jobs() {
         let mut b = SimulatedGpus::new(GpuModel::H100Sxm5_80gb, 2, false, "n1");

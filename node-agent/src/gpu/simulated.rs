@@ -72,10 +72,29 @@ impl SimulatedGpus {
         }
     }
 
-    /// From `MODEL:COUNT[:mig][:fail-create=I,J,…]`, as `--simulate-gpus` takes it.
-    /// `fail-create` makes instance creation fail on those GPUs (NVML's
-    /// `NOT_SUPPORTED`), to exercise what a node does when a slice cannot be made.
+    /// From `MODEL:COUNT[:mig][:fail-create=I,J,…]`, as `--simulate-gpus` takes it, or
+    /// several such groups joined by `+` (`a100-80gb:4+a100-80gb:1:mig`: four whole
+    /// GPUs and one in MIG mode), numbered on in order. `fail-create` makes instance
+    /// creation fail on those GPUs of its group (NVML's `NOT_SUPPORTED`), to exercise
+    /// what a node does when a slice cannot be made.
     pub fn parse(spec: &str, node: &str) -> Result<SimulatedGpus, String> {
+        let mut all = SimulatedGpus::new(GpuModel::ALL[0], 0, false, node);
+        for group in spec.split('+') {
+            let g = Self::parse_group(group, node)?;
+            let base = all.gpus.len() as u32;
+            all.fail_create
+                .extend(g.fail_create.iter().map(|i| i + base));
+            all.gpus.extend(g.gpus);
+            all.energy.extend(g.energy);
+        }
+        if all.gpus.len() > 64 {
+            return Err(format!("{spec:?}: more than 64 GPUs on a node"));
+        }
+        Ok(all)
+    }
+
+    /// One group of [`SimulatedGpus::parse`].
+    fn parse_group(spec: &str, node: &str) -> Result<SimulatedGpus, String> {
         let mut parts: Vec<&str> = spec.split(':').collect();
         let mut fail_create = Vec::new();
         if let Some(list) = parts.last().and_then(|p| p.strip_prefix("fail-create=")) {
