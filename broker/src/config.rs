@@ -54,6 +54,8 @@
 //! [jobs]
 //! allow_root = false        # root's jobs are refused at submit (agents refuse them too
 //!                           # unless started with --allow-root-jobs)
+//! first_job_id = 1          # Slurm's FirstJobId: no job gets a smaller id (a cluster
+//!                           # that replaces another keeps its ids apart)
 //!
 //! [node_keys]               # with --curve-key: the agents admitted, by their public keys
 //! gpu001 = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
@@ -142,6 +144,7 @@ struct RolesFile {
 struct JobsFile {
     #[serde(default)]
     allow_root: bool,
+    first_job_id: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -495,6 +498,16 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
         cfg.node_keys.insert(node, key);
     }
     cfg.allow_root_jobs = f.jobs.allow_root;
+    if let Some(first) = f.jobs.first_job_id {
+        // Job ids are Slurm's 32 bits to clients (and `NO_VAL` is not an id).
+        if first == 0 || first >= u64::from(u32::MAX - 2) {
+            return bad(format!(
+                "first_job_id {first}: between 1 and {}",
+                u32::MAX - 3
+            ));
+        }
+        cfg.first_job_id = first;
+    }
     cfg.operators.extend(f.roles.operators);
     cfg.admins.extend(f.roles.admins);
     if let Some(p) = &f.privacy.other_users_jobs {

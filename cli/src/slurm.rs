@@ -1389,24 +1389,45 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         mem: MemForm::PerNode,
         ntasks_per_socket: 0,
         ntasks_per_core: 0,
+        min_cpus: cpus,
+        nodes_max: 0,
+        spread: false,
     });
+    // A waiting job shows what it asked (its CPUs as its tasks', its node range); a
+    // started one what it holds.
+    let waiting = j.state == JobState::Pending;
+    let num_nodes = match counts.nodes_max {
+        m if waiting && m > 0 => format!("{}-{m}", r.nodes.min(m)),
+        _ => r.nodes.to_string(),
+    };
+    let num_cpus = if waiting && counts.min_cpus > 0 {
+        counts.min_cpus
+    } else {
+        cpus
+    };
     let _ = writeln!(
         s,
-        "   NumNodes={} NumCPUs={cpus} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
-        r.nodes, counts.ntasks, counts.cpus_per_task
+        "   NumNodes={num_nodes} NumCPUs={num_cpus} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
+        counts.ntasks, counts.cpus_per_task
     );
+    // Memory asked per CPU counts the CPUs it waits for; per node, its nodes.
+    let per_cpu = match counts.mem {
+        MemForm::PerCpu(mb) => Some(mb),
+        MemForm::DefaultPerCpu if r.cpus > 0 => Some(r.mem_mb / u64::from(r.cpus)),
+        _ => None,
+    };
+    let mem_total = match per_cpu {
+        Some(mb) if waiting && !e.mem_whole => mb.saturating_mul(u64::from(num_cpus)),
+        _ => r.mem_mb.saturating_mul(u64::from(r.nodes)),
+    };
     let mut mem = String::new();
-    convert_num_unit(
-        r.mem_mb.saturating_mul(u64::from(r.nodes)),
-        2,
-        true,
-        &mut mem,
-    );
-    let mut tres = format!("cpu={cpus},mem={mem},node={}", r.nodes);
-    if r.gpus > 0 {
+    convert_num_unit(mem_total, 2, true, &mut mem);
+    let mut tres = format!("cpu={num_cpus},mem={mem},node={}", r.nodes);
+    // GPUs count once given: a waiting job's TRES are its CPUs, memory and nodes.
+    if r.gpus > 0 && !waiting {
         let _ = write!(tres, ",gres/gpu={}", r.gpus.saturating_mul(r.nodes));
     }
-    let _ = write!(tres, ",billing={cpus}");
+    let _ = write!(tres, ",billing={num_cpus}");
     let _ = writeln!(s, "   TRES={tres}");
     let star = |n: u16| {
         if n == 0 {
@@ -1426,7 +1447,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     // per CPU, which the broker made a node's memory), else per node (0: all of it).
     let (key, mb) = match counts.mem {
         _ if e.mem_whole => ("MinMemoryNode", 0),
-        MemForm::PerCpu(mb) => ("MinMemoryCPU", mb),
+        MemForm::PerCpu(mb) | MemForm::PerGpu(mb) => ("MinMemoryCPU", mb),
         MemForm::DefaultPerCpu if r.cpus > 0 => ("MinMemoryCPU", r.mem_mb / u64::from(r.cpus)),
         _ => ("MinMemoryNode", r.mem_mb),
     };

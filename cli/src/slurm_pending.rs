@@ -196,8 +196,21 @@ pub fn task_counts(r: &Resolved) -> TaskCounts {
         Some(n) if ntasks > 1 && !r.overcommit => n,
         _ => 1,
     };
+    let asked_cpt = r.layout.cpus_per_task.unwrap_or(1);
+    // While it waits a job's CPUs are its tasks': those asked for, else one per node
+    // of an exact -N, else one (--mincpus and --cpus-per-gpu show elsewhere), as
+    // sbatch counts them; more tasks than that made by the GPU options
+    // (`--gpus=2 --gpus-per-task=1`, `--ntasks-per-gpu`) count theirs instead.
+    let sent = r.cpus_tasks.saturating_mul(asked_cpt);
+    let min_cpus = match r.layout.ntasks {
+        // --overcommit: sbatch sends `min_cpus = MAX(min_nodes, 1)` and slurmctld
+        // does not raise it to the tasks'.
+        _ if r.overcommit => r.nodes_sent.max(1),
+        Some(t) if t > sent => t.saturating_mul(asked_cpt),
+        _ => sent,
+    };
     let mem = if r.mem_per_gpu_mb.is_some() {
-        MemForm::PerGpu
+        MemForm::PerGpu(0)
     } else if r.extra.mem_whole {
         MemForm::PerNode
     } else if let Some(per_cpu) = r.mem_per_cpu_mb {
@@ -217,6 +230,16 @@ pub fn task_counts(r: &Resolved) -> TaskCounts {
         mem,
         ntasks_per_socket: r.ntasks_per_socket,
         ntasks_per_core: r.ntasks_per_core,
+        min_cpus,
+        nodes_max: r.nodes_max.unwrap_or(0),
+        spread: ntasks > 1
+            && r.resources.nodes == 1
+            && r.nodes_max.is_none()
+            && r.extra.nodelist.is_empty()
+            && r.layout.ntasks_per_node.is_none()
+            && r.resources.gpus == 0
+            && r.resources.mig.is_none()
+            && !r.overcommit,
     }
 }
 
@@ -295,19 +318,8 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
             },
         ));
     }
-    let cpus_per_task = r.layout.cpus_per_task.unwrap_or(1);
-    // While it waits a job's CPUs are its tasks': those asked for, else one per node
-    // of an exact -N, else one (--mincpus and --cpus-per-gpu show elsewhere), as
-    // sbatch counts them; more tasks than that made by the GPU options
-    // (`--gpus=2 --gpus-per-task=1`, `--ntasks-per-gpu`) count theirs instead.
-    let sent = r.cpus_tasks.saturating_mul(cpus_per_task);
-    let cpus = match r.layout.ntasks {
-        // --overcommit: sbatch sends `min_cpus = MAX(min_nodes, 1)` and slurmctld
-        // does not raise it to the tasks'.
-        _ if r.overcommit => r.nodes_sent.max(1),
-        Some(t) if t > sent => t.saturating_mul(cpus_per_task),
-        _ => sent,
-    };
+    let counts = task_counts(r);
+    let cpus = counts.min_cpus;
     // A waiting job's node count is slurmctld's estimate from its tasks
     // (`_pack_pending_job_details`), with the maximum asked for beside it.
     let est = estimate_nodes(r, site.node_cpus);
@@ -320,7 +332,6 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
         },
     ));
     f.push(("NumCPUs", cpus.to_string()));
-    let counts = task_counts(r);
     f.push(("NumTasks", counts.ntasks.to_string()));
     f.push(("CPUs/Task", counts.cpus_per_task.to_string()));
     // Memory: per node (--mem), per CPU (--mem-per-cpu), or the site's default per CPU.

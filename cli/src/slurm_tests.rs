@@ -239,6 +239,7 @@ fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
         mem: bulkhead_proto::job::MemForm::PerCpu(512),
         ntasks_per_socket: 0,
         ntasks_per_core: 1,
+        ..Default::default()
     });
     let out = scontrol_job(&j, 0);
     for want in [

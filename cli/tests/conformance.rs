@@ -140,9 +140,9 @@ fn brokers_job(r: &bulkhead_cli::opts::Resolved, site: &Site) -> bulkhead_proto:
     j.extra = r.extra.clone();
     // As the broker keeps a request of memory per GPU: beside the default per CPU.
     if let Some(c) = &mut j.extra.counts
-        && c.mem == bulkhead_proto::job::MemForm::PerGpu
+        && let bulkhead_proto::job::MemForm::PerGpu(_) = c.mem
     {
-        c.mem = bulkhead_proto::job::MemForm::PerCpu(site.def_mem_per_cpu_mb);
+        c.mem = bulkhead_proto::job::MemForm::PerGpu(site.def_mem_per_cpu_mb);
     }
     j
 }

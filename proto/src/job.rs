@@ -305,11 +305,20 @@ pub struct TaskCounts {
     pub ntasks_per_node: u32,
     /// slurmctld's `pn_min_cpus`: the CPUs each node must have.
     pub min_cpus_node: u32,
+    /// The CPUs a waiting job counts (`NumCPUs` until it starts): its tasks', as sbatch
+    /// counts them.
+    pub min_cpus: u32,
+    /// The most nodes it may have (`-N MIN-MAX`, an exact `-N`, `-w`); 0: not asked.
+    pub nodes_max: u32,
     pub mem: MemForm,
     /// `--ntasks-per-socket` and `--ntasks-per-core` as slurmctld keeps them (16 bits;
     /// 0: not given). Shown only: Bulkhead places CPUs, not sockets or cores.
     pub ntasks_per_socket: u16,
     pub ntasks_per_core: u16,
+    /// No node count was asked (`-N`, `-w`, `--ntasks-per-node`, GPUs): where one node
+    /// cannot hold the tasks the broker spreads them over as many nodes as they need,
+    /// as slurmctld picks the node count of such a job.
+    pub spread: bool,
 }
 
 /// How a job asked for its memory: what `scontrol show job` names it by.
@@ -318,14 +327,14 @@ pub enum MemForm {
     /// Per node (`--mem`).
     #[default]
     PerNode,
-    /// Per CPU (`--mem-per-cpu`), in MB; also the cluster's default per CPU, which
-    /// slurmctld keeps beside a request per GPU (the broker writes it in for
-    /// [`MemForm::PerGpu`]).
+    /// Per CPU (`--mem-per-cpu`), in MB.
     PerCpu(u64),
     /// None asked: the cluster's default per CPU (`DefMemPerCPU`).
     DefaultPerCpu,
-    /// Per GPU (`--mem-per-gpu`), as a client sends it.
-    PerGpu,
+    /// Per GPU (`--mem-per-gpu`), with the cluster's default per CPU that slurmctld
+    /// keeps beside it (`MinMemoryCPU`), in MB: written by the broker as it takes the
+    /// job (a client sends 0).
+    PerGpu(u64),
 }
 
 impl TaskCounts {
@@ -335,10 +344,12 @@ impl TaskCounts {
             ("CPUs per task", self.cpus_per_task),
             ("tasks per node", self.ntasks_per_node),
             ("CPUs per node", self.min_cpus_node),
+            ("CPUs", self.min_cpus),
+            ("nodes", self.nodes_max),
         ] {
             check(what, v as usize, limits::MAX_CPUS as usize)?;
         }
-        if let MemForm::PerCpu(mb) = self.mem {
+        if let MemForm::PerCpu(mb) | MemForm::PerGpu(mb) = self.mem {
             check_u64("memory per CPU", mb, limits::MAX_MEM_MB)?;
         }
         Ok(())

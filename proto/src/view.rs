@@ -61,17 +61,32 @@ pub struct JobView<'a> {
 pub struct ResourcesView<'a> {
     req: &'a ResourceRequest,
     mem_mb: u64,
+    time_limit_s: Option<u64>,
 }
 
 impl<'a> ResourcesView<'a> {
     pub fn new(req: &'a ResourceRequest, mem_mb: u64) -> ResourcesView<'a> {
-        ResourcesView { req, mem_mb }
+        ResourcesView {
+            req,
+            mem_mb,
+            time_limit_s: req.time_limit_s,
+        }
     }
 
-    /// The request, owned, with the memory held.
+    /// With the time limit the job has (the request may have left it to its
+    /// partition's default).
+    pub fn with_limit(self, time_limit_s: Option<u64>) -> ResourcesView<'a> {
+        ResourcesView {
+            time_limit_s,
+            ..self
+        }
+    }
+
+    /// The request, owned, with the memory and time limit held.
     pub fn to_owned(&self) -> ResourceRequest {
         ResourceRequest {
             mem_mb: self.mem_mb,
+            time_limit_s: self.time_limit_s,
             ..self.req.clone()
         }
     }
@@ -89,7 +104,7 @@ impl Serialize for ResourcesView<'_> {
             gpus,
             gpu_model,
             mig,
-            time_limit_s,
+            time_limit_s: _,
             partition,
         } = self.req;
         let mut st = s.serialize_struct("ResourceRequest", 8)?;
@@ -99,7 +114,7 @@ impl Serialize for ResourcesView<'_> {
         st.serialize_field("gpus", gpus)?;
         st.serialize_field("gpu_model", gpu_model)?;
         st.serialize_field("mig", mig)?;
-        st.serialize_field("time_limit_s", time_limit_s)?;
+        st.serialize_field("time_limit_s", &self.time_limit_s)?;
         st.serialize_field("partition", partition)?;
         st.end()
     }

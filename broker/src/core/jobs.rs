@@ -160,6 +160,7 @@ impl Core {
         }
         // A list's empty items are skipped, as slurmctld skips them (`batch,,debug`).
         let first = partition.split(',').find(|p| !p.is_empty()).unwrap_or("");
+        self.spread(&mut sub, first);
         let default_time = self
             .cfg
             .partitions
@@ -177,9 +178,9 @@ impl Core {
         // Memory per GPU: slurmctld keeps the cluster's default per CPU beside it
         // (`scontrol show job` shows it as `MinMemoryCPU`), as of this submission.
         if let Some(c) = &mut sub.extra.counts
-            && c.mem == MemForm::PerGpu
+            && let MemForm::PerGpu(_) = c.mem
         {
-            c.mem = MemForm::PerCpu(self.cfg.def_mem_per_cpu_mb);
+            c.mem = MemForm::PerGpu(self.cfg.def_mem_per_cpu_mb);
         }
         let cpus = sub.resources.cpus;
         let mem_mb = if sub.resources.mem_mb == 0 {
@@ -497,6 +498,54 @@ impl Core {
             j.reason = Some(format!("{why}; cannot be requeued: {e}"));
         }
         self.update(fx, id);
+    }
+
+    /// Spreads the tasks of a job that asked no node count (`-n 130` and nothing else)
+    /// over as many nodes of `partition` as they need when its largest node cannot
+    /// hold them, as slurmctld picks such a job's nodes: each node as many whole tasks
+    /// as it has CPUs for, memory per CPU counted again, `SLURM_TASKS_PER_NODE` as the
+    /// tasks are laid out. Other jobs are left as they asked.
+    fn spread(&self, sub: &mut JobSubmission, partition: &str) {
+        let Some(c) = sub.extra.counts.filter(|c| c.spread) else {
+            return;
+        };
+        let Some(part) = self.cfg.partitions.iter().find(|p| p.name == partition) else {
+            return;
+        };
+        let Some(largest) = self
+            .nodes
+            .values()
+            .filter(|n| part.has(&n.name))
+            .map(|n| n.cpus)
+            .max()
+        else {
+            return;
+        };
+        let cpt = c.cpus_per_task.max(1);
+        let room = largest / cpt;
+        if sub.resources.cpus <= largest || room == 0 || c.ntasks == 0 {
+            return;
+        }
+        let nodes = c.ntasks.div_ceil(room);
+        let Some(per) = bulkhead_proto::step::distribute(c.ntasks, &vec![room; nodes as usize])
+        else {
+            return;
+        };
+        let most = per.iter().copied().max().unwrap_or(1);
+        sub.resources.nodes = nodes;
+        sub.resources.cpus = most.saturating_mul(cpt);
+        if let MemForm::PerCpu(mb) = c.mem {
+            sub.resources.mem_mb = mb.saturating_mul(u64::from(sub.resources.cpus));
+        }
+        let text = bulkhead_proto::step::tasks_per_node_text(&per);
+        match sub
+            .env
+            .iter_mut()
+            .find(|(k, _)| k == "SLURM_TASKS_PER_NODE")
+        {
+            Some((_, v)) => *v = text,
+            None => sub.env.push(("SLURM_TASKS_PER_NODE".into(), text)),
+        }
     }
 
     pub(super) fn largest_node(&self) -> String {

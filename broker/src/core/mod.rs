@@ -175,6 +175,8 @@ pub struct CoreConfig {
     pub privacy: Privacy,
     /// Root's jobs are accepted (`[jobs] allow_root`); refused at submit otherwise.
     pub allow_root_jobs: bool,
+    /// The smallest id a new job gets (`[jobs] first_job_id`, Slurm's `FirstJobId`).
+    pub first_job_id: u64,
     /// The transport is CURVE: agents must present a key of `node_keys`.
     pub curve: bool,
     /// Node name → the CURVE public key (Z85) its agent holds (config `[node_keys]`).
@@ -251,6 +253,7 @@ impl Default for CoreConfig {
             admins: BTreeSet::new(),
             privacy: Privacy::default(),
             allow_root_jobs: false,
+            first_job_id: 1,
             curve: false,
             node_keys: BTreeMap::new(),
             signer: None,
@@ -491,6 +494,7 @@ impl Core {
     pub fn new(cfg: CoreConfig, jobs: Vec<JobRow>, nodes: Vec<NodeRow>) -> Self {
         let scheduler = Self::scheduler_for(&cfg);
         let rate_limit = cfg.rate_limit;
+        let first_job_id = cfg.first_job_id.max(1);
         let mut core = Core {
             cfg,
             jobs: BTreeMap::new(),
@@ -510,7 +514,7 @@ impl Core {
             slowed_total: 0,
             node_by_name: HashMap::new(),
             node_by_peer: HashMap::new(),
-            next_job: 1,
+            next_job: first_job_id,
             next_node: 1,
             step_ends: HashMap::new(),
             steps: HashMap::new(),

@@ -120,11 +120,14 @@ impl Core {
                 "default memory",
                 new.def_mem_per_cpu_mb != old.def_mem_per_cpu_mb,
             ),
+            ("first job id", new.first_job_id != old.first_job_id),
         ] {
             if differs {
                 changed.push(name);
             }
         }
+        // A raised first id applies to the next job; ids given stay as they are.
+        self.next_job = self.next_job.max(new.first_job_id);
         if self.cfg.rate_limit != new.rate_limit {
             self.limiter = crate::ratelimit::RateLimiter::new(new.rate_limit);
         }

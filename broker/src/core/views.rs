@@ -101,7 +101,8 @@ impl Core {
         let pending = pending.filter(|_| keep(Parts::PRIORITY));
         // The memory the job holds, which its request may have left to a default:
         // written over the request's as it is encoded, not copied.
-        let resources = ResourcesView::new(&j.submission.resources, j.mem_mb);
+        let resources =
+            ResourcesView::new(&j.submission.resources, j.mem_mb).with_limit(self.limit_of(j));
         JobView {
             id: j.id,
             name: &j.submission.name,
@@ -341,6 +342,22 @@ impl Core {
 
     /// The CPUs and memory (MB) a job holds over its nodes: what it asked on each, or
     /// a whole node's CPUs (`--exclusive`) and memory (`--mem=0`) where it ran.
+    /// The time limit a job has: its own, else (unless it asked for none) its
+    /// partition's default, which slurmctld writes into a job as it takes it (a job
+    /// that started holds the limit it started with).
+    pub(super) fn limit_of(&self, j: &Job) -> Option<u64> {
+        let own = j.submission.resources.time_limit_s;
+        if own.is_some() || j.submission.extra.no_limit {
+            return own;
+        }
+        let first = j.partition.split(',').find(|p| !p.is_empty()).unwrap_or("");
+        self.cfg
+            .partitions
+            .iter()
+            .find(|p| p.name == first)
+            .and_then(|p| p.default_time_s)
+    }
+
     pub(super) fn allocated(&self, j: &Job) -> (u32, u64) {
         let r = &j.submission.resources;
         let (mut cpus, mut mem) = (0u32, 0u64);

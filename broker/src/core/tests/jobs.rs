@@ -1422,7 +1422,7 @@ fn memory_per_gpu_keeps_the_default_per_cpu_beside_it() {
         s
     };
     let mut kept = Vec::new();
-    for (t, mem) in [(2, MemForm::PerGpu), (3, MemForm::PerCpu(300))] {
+    for (t, mem) in [(2, MemForm::PerGpu(0)), (3, MemForm::PerCpu(300))] {
         let fx = c.client(
             b"c".to_vec(),
             t,
@@ -1436,6 +1436,101 @@ fn memory_per_gpu_keeps_the_default_per_cpu_beside_it() {
     let default = CoreConfig::default().def_mem_per_cpu_mb;
     assert_eq!(
         kept,
-        vec![Some(MemForm::PerCpu(default)), Some(MemForm::PerCpu(300))]
+        vec![Some(MemForm::PerGpu(default)), Some(MemForm::PerCpu(300))]
+    );
+}
+
+/// `[jobs] first_job_id` (Slurm's `FirstJobId`): the first job gets it; a restart with
+/// a smaller one never gives an id twice.
+#[test]
+fn jobs_are_numbered_from_the_first_job_id_and_never_twice() {
+    let cfg = CoreConfig {
+        first_job_id: 700_001,
+        ..CoreConfig::default()
+    };
+    let mut c = Core::new(cfg, vec![], vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 1);
+    let mut rows = BTreeMap::new();
+    let fx = c.client(
+        b"c".to_vec(),
+        2,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        2,
+    );
+    assert_eq!(submitted(&fx), JobId(700_001));
+    keep(&mut rows, fx);
+    let mut c = Core::new(CoreConfig::default(), rows.into_values().collect(), vec![]);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 3);
+    let fx = c.client(
+        b"c".to_vec(),
+        4,
+        &user(5),
+        ClientOp::Submit(Box::new(sub(1))),
+        4,
+    );
+    assert_eq!(submitted(&fx), JobId(700_002));
+}
+
+/// `-n 10` and no node count, on nodes of 4 CPUs: the tasks are spread over the 3 nodes
+/// they need (4, 3 and 3), as slurmctld picks such a job's nodes; the job starts there,
+/// its tasks laid out so in `SLURM_TASKS_PER_NODE`. A job that asked its node count
+/// is not spread: too big for a node, it is refused.
+#[test]
+fn tasks_without_a_node_count_are_spread_over_the_nodes_they_need() {
+    use bulkhead_proto::job::{MemForm, TaskCounts};
+    let mut c = core();
+    for (peer, name) in [(b"a", "n1"), (b"b", "n2"), (b"c", "n3")] {
+        c.agent(peer.to_vec(), 1, Some(&root()), reg(name, 4, vec![]), 1);
+    }
+    let ask = |spread| {
+        let mut s = sub(10);
+        s.env = vec![("SLURM_TASKS_PER_NODE".into(), "10".into())];
+        s.extra.counts = Some(TaskCounts {
+            ntasks: 10,
+            cpus_per_task: 1,
+            min_cpus_node: 1,
+            mem: MemForm::PerCpu(100),
+            spread,
+            ..TaskCounts::default()
+        });
+        s
+    };
+    let fx = c.client(
+        b"x".to_vec(),
+        2,
+        &user(5),
+        ClientOp::Submit(Box::new(ask(true))),
+        2,
+    );
+    let id = submitted(&fx);
+    let j = &c.jobs[&id];
+    assert_eq!(
+        (
+            j.submission.resources.nodes,
+            j.submission.resources.cpus,
+            j.mem_mb
+        ),
+        (3, 4, 400)
+    );
+    assert!(
+        j.submission
+            .env
+            .contains(&("SLURM_TASKS_PER_NODE".into(), "4,3(x2)".into())),
+        "{:?}",
+        j.submission.env
+    );
+    assert_eq!(launches(&fx).len(), 3, "it starts on the three nodes");
+    let fx = c.client(
+        b"x".to_vec(),
+        3,
+        &user(5),
+        ClientOp::Submit(Box::new(ask(false))),
+        3,
+    );
+    assert!(
+        matches!(&fx.send[0], Outbound::Client { reply: ClientReply::Error(e), .. } if e.message.contains("too few nodes")),
+        "{:?}",
+        fx.send
     );
 }
