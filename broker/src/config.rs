@@ -776,6 +776,14 @@ half_life_s = 3600
             ),
             ("default_partition = \"nope\"\n", "not a partition"),
             (
+                "[jobs]\nfirst_job_id = 0\n",
+                "first_job_id 0: between 1 and",
+            ),
+            (
+                "[jobs]\nfirst_job_id = 4294967294\n",
+                "between 1 and 4294967292",
+            ),
+            (
                 "[[account]]\nname = \"a\"\nparent = \"b\"\n",
                 "unknown parent",
             ),

@@ -1391,6 +1391,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         ntasks_per_core: 0,
         min_cpus: cpus,
         nodes_max: 0,
+        nodes_sent: 0,
         spread: false,
     });
     // A waiting job shows what it asked (its CPUs as its tasks', its node range); a
@@ -1422,7 +1423,12 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     };
     let mut mem = String::new();
     convert_num_unit(mem_total, 2, true, &mut mem);
-    let mut tres = format!("cpu={num_cpus},mem={mem},node={}", r.nodes);
+    // A waiting job's nodes there are the minimum sbatch sent.
+    let tres_nodes = match counts.nodes_sent {
+        n if waiting && n > 0 => n,
+        _ => r.nodes,
+    };
+    let mut tres = format!("cpu={num_cpus},mem={mem},node={tres_nodes}");
     // GPUs count once given: a waiting job's TRES are its CPUs, memory and nodes.
     if r.gpus > 0 && !waiting {
         let _ = write!(tres, ",gres/gpu={}", r.gpus.saturating_mul(r.nodes));
@@ -1465,7 +1471,11 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let _ = writeln!(
         s,
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
-        oversubscribe(e.exclusive)
+        if e.oversubscribe {
+            "YES"
+        } else {
+            oversubscribe(e.exclusive)
+        }
     );
     let _ = writeln!(s, "   Command={}", command_of(j));
     let _ = writeln!(s, "   WorkDir={}", j.workdir);
@@ -1489,8 +1499,41 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     if let Some(kill) = e.kill_on_invalid_dep {
         let _ = writeln!(s, "   KillOInInvalidDependent={}", yes_no(kill));
     }
-    if r.gpus > 0 || r.mig.is_some() {
-        let _ = writeln!(s, "   TresPerNode=gres:gpu:{}", r.gpu_label());
+    // The GPU options as sbatch sent them, each on its line, then the mail options,
+    // in job_info.c's order.
+    match &e.tres {
+        Some(t) => {
+            if t.cpus_per_gpu > 0 {
+                let _ = writeln!(s, "   CpusPerTres=gres:gpu:{}", t.cpus_per_gpu);
+            }
+            if t.mem_per_gpu_mb > 0 {
+                let _ = writeln!(s, "   MemPerTres=gres:gpu:{}", t.mem_per_gpu_mb);
+            }
+            for (key, v) in [
+                ("TresPerJob", &t.per_job),
+                ("TresPerNode", &t.per_node),
+                ("TresPerTask", &t.per_task),
+            ] {
+                if !v.is_empty() {
+                    let _ = writeln!(s, "   {key}={v}");
+                }
+            }
+        }
+        None if r.gpus > 0 || r.mig.is_some() => {
+            let _ = writeln!(s, "   TresPerNode=gres:gpu:{}", r.gpu_label());
+        }
+        None => {}
+    }
+    if e.mail_type != 0 {
+        let _ = writeln!(
+            s,
+            "   MailUser={} MailType={}",
+            e.mail_user.as_deref().unwrap_or(&j.user),
+            bulkhead_proto::job::mail_type_text(e.mail_type)
+        );
+    }
+    if let Some(t) = e.tres.as_ref().filter(|t| t.ntasks_per_gpu > 0) {
+        let _ = writeln!(s, "   NtasksPerTRES={}", t.ntasks_per_gpu);
     }
     crate::output::escape_keep_lines(&s)
 }

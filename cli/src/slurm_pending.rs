@@ -232,6 +232,7 @@ pub fn task_counts(r: &Resolved) -> TaskCounts {
         ntasks_per_core: r.ntasks_per_core,
         min_cpus,
         nodes_max: r.nodes_max.unwrap_or(0),
+        nodes_sent: r.nodes_sent,
         spread: ntasks > 1
             && r.resources.nodes == 1
             && r.nodes_max.is_none()

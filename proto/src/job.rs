@@ -292,6 +292,100 @@ pub struct SubmitExtra {
     /// of them; `None` from a client that does not say (what is shown is then made
     /// from the resources alone). (Appended in store schema 8.)
     pub counts: Option<TaskCounts>,
+    /// The GPU options as sbatch sends them to slurmctld (`TresPerJob=` and the
+    /// others `scontrol show job` prints); `None` from a client that does not say.
+    /// (Appended in store schema 8.)
+    pub tres: Option<TresAsks>,
+    /// `-s/--oversubscribe`: the job would share its resources with other jobs.
+    /// Bulkhead never shares CPUs, so it changes nothing; kept because Slurm shows it
+    /// (`OverSubscribe=YES`). (Appended in store schema 8.)
+    pub oversubscribe: bool,
+    /// `--mail-type` as Slurm's flags (`MAIL_JOB_BEGIN` 0x1, ...; 0: none) and
+    /// `--mail-user` (none: the job's user). No mail is sent here; kept because Slurm
+    /// shows them (`MailUser=... MailType=...`). (Appended in store schema 8.)
+    pub mail_type: u16,
+    pub mail_user: Option<String>,
+}
+
+/// Slurm's mail type flags, in the order `print_mail_type` writes their names.
+const MAIL_TYPES: [(u16, &str); 11] = [
+    (0x0200, "ARRAY_TASKS"),
+    (0x0400, "INVALID_DEPEND"),
+    (0x0001, "BEGIN"),
+    (0x0002, "END"),
+    (0x0004, "FAIL"),
+    (0x0008, "REQUEUE"),
+    (0x0100, "STAGE_OUT"),
+    (0x0080, "TIME_LIMIT_50"),
+    (0x0040, "TIME_LIMIT_80"),
+    (0x0020, "TIME_LIMIT_90"),
+    (0x0010, "TIME_LIMIT"),
+];
+
+/// proc_args.c's `parse_mail_type`: a comma list read in any case (`ALL` is every type
+/// but the array's and the time limits'; `NONE` stops the list with none); `None`
+/// where no word is a type.
+pub fn parse_mail_type(v: &str) -> Option<u16> {
+    let mut flags = 0u16;
+    for w in v.split(',').filter(|w| !w.is_empty()) {
+        if w.eq_ignore_ascii_case("NONE") {
+            return Some(0);
+        }
+        if w.eq_ignore_ascii_case("ALL") {
+            flags |= 0x0400 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0100;
+        } else if let Some((f, _)) = MAIL_TYPES.iter().find(|(_, n)| w.eq_ignore_ascii_case(n)) {
+            flags |= f;
+        }
+    }
+    (flags != 0).then_some(flags)
+}
+
+/// proc_args.c's `print_mail_type`: the names of the flags set, comma-separated.
+pub fn mail_type_text(flags: u16) -> String {
+    if flags == 0 {
+        return "NONE".into();
+    }
+    MAIL_TYPES
+        .iter()
+        .filter(|(f, _)| flags & f != 0)
+        .map(|(_, n)| *n)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// sbatch's GPU options as it writes them for slurmctld (`slurm_opt.c`'s `xfmt_tres`
+/// and `gres_prepend_tres_type`: each item of `--gpus` prefixed `gres:gpu:`, `--gres`
+/// items `gres:`), kept to be shown as Slurm shows them. Empty or 0: not given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TresAsks {
+    pub per_job: String,
+    pub per_node: String,
+    pub per_task: String,
+    /// `--cpus-per-gpu`.
+    pub cpus_per_gpu: u32,
+    /// `--mem-per-gpu`, in MB.
+    pub mem_per_gpu_mb: u64,
+    /// `--ntasks-per-gpu`.
+    pub ntasks_per_gpu: u32,
+}
+
+impl TresAsks {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        for v in [&self.per_job, &self.per_node, &self.per_task] {
+            check_str("GPU request", v, limits::MAX_PATH_BYTES)?;
+        }
+        check(
+            "CPUs per GPU",
+            self.cpus_per_gpu as usize,
+            limits::MAX_CPUS as usize,
+        )?;
+        check(
+            "tasks per GPU",
+            self.ntasks_per_gpu as usize,
+            limits::MAX_CPUS as usize,
+        )?;
+        check_u64("memory per GPU", self.mem_per_gpu_mb, limits::MAX_MEM_MB)
+    }
 }
 
 /// How sbatch counted a job's tasks and CPUs, as slurmctld keeps them for `scontrol
@@ -310,6 +404,8 @@ pub struct TaskCounts {
     pub min_cpus: u32,
     /// The most nodes it may have (`-N MIN-MAX`, an exact `-N`, `-w`); 0: not asked.
     pub nodes_max: u32,
+    /// The nodes sbatch sent as the minimum (what a waiting job's TRES count).
+    pub nodes_sent: u32,
     pub mem: MemForm,
     /// `--ntasks-per-socket` and `--ntasks-per-core` as slurmctld keeps them (16 bits;
     /// 0: not given). Shown only: Bulkhead places CPUs, not sockets or cores.
@@ -346,6 +442,7 @@ impl TaskCounts {
             ("CPUs per node", self.min_cpus_node),
             ("CPUs", self.min_cpus),
             ("nodes", self.nodes_max),
+            ("nodes sent", self.nodes_sent),
         ] {
             check(what, v as usize, limits::MAX_CPUS as usize)?;
         }
@@ -422,6 +519,12 @@ impl SubmitExtra {
         }
         if let Some(c) = &self.counts {
             c.validate()?;
+        }
+        if let Some(t) = &self.tres {
+            t.validate()?;
+        }
+        if let Some(u) = &self.mail_user {
+            check_str("mail user", u, limits::MAX_NAME_BYTES)?;
         }
         Ok(())
     }

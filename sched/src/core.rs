@@ -253,6 +253,10 @@ pub struct Scheduler {
     tasks: HashMap<(JobId, u32), JobId>,
     /// Arrays over (their records ended): a task not made by then never will be.
     arrays_over: HashSet<JobId>,
+    /// Arrays not over yet (a dependency on one as a whole waits for it), and those
+    /// of them a task of which started (`after:A` is met).
+    arrays_live: HashSet<JobId>,
+    arrays_started: HashSet<JobId>,
     users: HashMap<u32, Usage>,
     accounts_use: HashMap<AccountIdx, Usage>,
     /// Running use per (QOS, user).
@@ -318,6 +322,8 @@ impl Scheduler {
             ended: HashMap::new(),
             tasks: HashMap::new(),
             arrays_over: HashSet::new(),
+            arrays_live: HashSet::new(),
+            arrays_started: HashSet::new(),
             users: HashMap::new(),
             accounts_use: HashMap::new(),
             qos_use: HashMap::new(),
@@ -511,11 +517,30 @@ impl Scheduler {
         self.tasks.insert((array, index), task);
     }
 
-    /// Array `array` is over: dependencies on a task of it not made by now can
-    /// never be met.
-    pub fn array_over(&mut self, array: JobId) {
+    /// Array `array` exists and is not over: a dependency on it as a whole
+    /// (`afterok:A`, as Slurm reads it: on every task) waits for it.
+    pub fn array_alive(&mut self, array: JobId) {
+        if self.arrays_live.insert(array) {
+            self.deps_changed();
+        }
+    }
+
+    /// A task of array `array` started: `after:A` is met.
+    pub fn array_started(&mut self, array: JobId) {
+        if self.arrays_started.insert(array) {
+            self.deps_changed();
+        }
+    }
+
+    /// Array `array` is over, `outcome` its tasks' (`Ok` when every one of them
+    /// completed): dependencies on a task of it not made by now can never be met, and
+    /// those on it as a whole follow the outcome.
+    pub fn array_over(&mut self, array: JobId, outcome: Outcome) {
         self.deps_changed();
         self.arrays_over.insert(array);
+        self.arrays_live.remove(&array);
+        self.arrays_started.remove(&array);
+        self.ended.insert(array, outcome);
     }
 
     /// How many times the passes so far looked at a pending job: what a pass costs,

@@ -126,7 +126,7 @@ fn a_dependency_on_one_array_task_follows_that_task() {
     // array 102 may still make its task 0.
     s.array_task(JobId(100), 0, JobId(1));
     s.array_task(JobId(100), 1, JobId(2));
-    s.array_over(JobId(101));
+    s.array_over(JobId(101), Outcome::Ok);
     let task = |rule, array, index| Dep::Task(rule, JobId(array), index);
     let jobs = vec![
         SimJob {
@@ -183,6 +183,39 @@ fn singleton_runs_one_job_of_a_name_at_a_time() {
     let mut starts: Vec<Time> = r.started.values().map(|(t, _)| *t).collect();
     starts.sort();
     assert_eq!(starts, vec![0, 30, 60]);
+}
+
+/// A singleton also waits for a job of its name and user submitted before it and still
+/// waiting (held here), as slurmctld's `_find_singleton_job`; not for one after it.
+#[test]
+fn a_singleton_waits_for_an_earlier_waiting_job_of_its_name() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(2, 8, 0),
+        vec![partition("cpu", 0..2)],
+        accounts(&[1]),
+    );
+    let named = |id, deps: Vec<Dep>| {
+        let mut j = job(id, 0, 1, 0, 100, 0);
+        j.name = "nightly".into();
+        j.deps = deps;
+        j
+    };
+    s.submit(named(1, vec![]), 0).expect("submit");
+    assert!(s.hold(JobId(1)));
+    s.submit(named(2, vec![Dep::Singleton]), 1).expect("submit");
+    assert!(s.full_pass(2).is_empty(), "job 1, held, came first");
+    assert!(s.cancel(JobId(1), 3));
+    let started = s.full_pass(4);
+    assert_eq!(started.len(), 1, "once job 1 is gone: {started:?}");
+    // A waiting job of the name with a later id does not hold back an earlier one
+    // (slurmctld compares ids), once job 2 has ended.
+    s.job_ended(JobId(2), Outcome::Ok, 10);
+    s.submit(named(11, vec![]), 11).expect("submit");
+    assert!(s.hold(JobId(11)));
+    s.submit(named(10, vec![Dep::Singleton]), 12)
+        .expect("submit");
+    assert_eq!(s.full_pass(13).len(), 1, "job 11 came after job 10");
 }
 
 /// `scontrol update JobName=` of a running job: a singleton waiting on its old name

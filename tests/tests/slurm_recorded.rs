@@ -411,7 +411,7 @@ fn recorded_submissions_through_the_real_sbatch_and_scontrol_show_as_slurm_showe
         disagreements.join("\n")
     );
     anyhow::ensure!(
-        agree * 100 >= total * 75,
+        agree * 100 >= total * 90,
         "{agree} of {total} recorded submissions agree end to end"
     );
     Ok(())

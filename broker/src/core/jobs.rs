@@ -74,10 +74,12 @@ impl Core {
             fx.store.push(StoreOp::InsertJob(Box::new(row)));
         }
         if is_array {
-            // One record stands for the tasks not created yet.
+            // One record stands for the tasks not created yet; dependencies on the
+            // array as a whole wait for it.
             if let Some(a) = self.jobs.get(&id).and_then(|j| j.submission.array.as_ref()) {
                 self.arrays.insert(id, ArrayTasks::new(a));
             }
+            self.sched.array_alive(sched::JobId(id.0));
             self.refill(fx, id, now_us);
         }
         ClientReply::Submitted(id)
@@ -454,10 +456,12 @@ impl Core {
         }
         if state == JobState::Running && p.start_us.is_none() {
             p.start_us = Some(now_us);
+            self.sched.array_started(sched::JobId(parent.0));
         }
         if state.is_terminal() {
             p.end_us = Some(now_us);
-            self.sched.array_over(sched::JobId(parent.0));
+            self.sched
+                .array_over(sched::JobId(parent.0), array_outcome(state));
         }
         p.state = state;
         self.update(fx, parent);
@@ -668,7 +672,8 @@ impl Core {
                 j.reason = Some(format!("{CANCELLED_BY}{}", caller.user));
             }
             self.update(fx, id);
-            self.sched.array_over(sched::JobId(id.0));
+            self.sched
+                .array_over(sched::JobId(id.0), sched::Outcome::NotOk);
             for t in tasks {
                 if self.jobs.get(&t).is_some_and(|j| !j.state.is_terminal()) {
                     let _ = self.cancel(fx, caller, t, now_us);
@@ -1184,5 +1189,16 @@ fn kill(peer: PeerId, job: JobId, state: JobState) -> Outbound {
             state,
             grace_s: None,
         },
+    }
+}
+
+/// What an array that ended as `state` means to a dependency on it as a whole: met
+/// by `afterok` only when every task completed (the array's own state is the first
+/// bad one of its tasks otherwise).
+pub(super) fn array_outcome(state: JobState) -> sched::Outcome {
+    if state == JobState::Completed {
+        sched::Outcome::Ok
+    } else {
+        sched::Outcome::NotOk
     }
 }

@@ -620,8 +620,16 @@ impl Core {
             self.sched
                 .array_task(sched::JobId(parent.0), index, sched::JobId(id.0));
         }
-        if job.submission.array.is_some() && job.state.is_terminal() {
-            self.sched.array_over(sched::JobId(id.0));
+        if job.submission.array.is_some() {
+            if job.state.is_terminal() {
+                self.sched
+                    .array_over(sched::JobId(id.0), jobs::array_outcome(job.state));
+            } else {
+                self.sched.array_alive(sched::JobId(id.0));
+                if job.start_us.is_some() {
+                    self.sched.array_started(sched::JobId(id.0));
+                }
+            }
         }
         if let (Some(key), None) = (job.submission.idempotency_key, job.submission.array_task) {
             self.by_key.insert((job.uid, key), id);

@@ -252,6 +252,12 @@ pub struct SubmitOpts {
     pub ntasks_per_socket: Option<String>,
     #[arg(skip)]
     pub ntasks_per_core: Option<String>,
+    /// `--mail-type`, every value given (sbatch ORs them), and `--mail-user`: no mail
+    /// is sent here, but scontrol shows them (`MailUser= MailType=`).
+    #[arg(skip)]
+    pub mail_type: Vec<String>,
+    #[arg(skip)]
+    pub mail_user: Option<String>,
 }
 
 /// Slurm's default output file of a batch job, and of an array's tasks.
@@ -620,6 +626,11 @@ where
     o.threads_per_core = value("threads-per-core").map(str::to_string);
     o.ntasks_per_socket = value("ntasks-per-socket").map(str::to_string);
     o.ntasks_per_core = value("ntasks-per-core").map(str::to_string);
+    o.mail_type = m
+        .get_many::<String>("mail-type")
+        .map(|v| v.cloned().collect())
+        .unwrap_or_default();
+    o.mail_user = value("mail-user").map(str::to_string);
     // --uid/--gid naming the submitter's own user or group change nothing.
     if value("uid").is_some_and(names_own_uid) {
         o.refused.retain(|r| *r != "uid");
@@ -911,6 +922,7 @@ macro_rules! merge_fields {
             quiet: $hi.quiet || $lo.quiet,
             verbose: $hi.verbose.saturating_add($lo.verbose),
             ignored: union(&$hi.ignored, &$lo.ignored),
+            mail_type: [$lo.mail_type.clone(), $hi.mail_type.clone()].concat(),
             refused: union(&$hi.refused, &$lo.refused),
             wrap: $hi.wrap.clone(),
             parsable: $hi.parsable || $lo.parsable,
@@ -994,6 +1006,7 @@ impl SubmitOpts {
             cores_per_socket,
             threads_per_core,
             ntasks_per_socket,
+            mail_user,
             ntasks_per_core,
             gpus_per_task,
             ntasks_per_gpu,

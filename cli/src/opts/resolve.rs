@@ -3,6 +3,7 @@
 //! converted, with sbatch's warnings and errors.
 
 use super::*;
+use bulkhead_proto::job::TresAsks;
 
 impl SubmitOpts {
     /// The options whose values are labels (names, paths, partitions, comments...),
@@ -577,6 +578,15 @@ impl SubmitOpts {
             kill_on_invalid_dep,
             // Counted below, once the whole request is resolved.
             counts: None,
+            tres: None,
+            oversubscribe,
+            // sbatch ORs every --mail-type given (each was checked as it was read).
+            mail_type: self
+                .mail_type
+                .iter()
+                .filter_map(|v| bulkhead_proto::job::parse_mail_type(v))
+                .fold(0, |a, f| a | f),
+            mail_user: self.mail_user.clone(),
         };
         // Several partitions may be named: the first that can take the job runs it. A
         // list's empty items are skipped (`batch,` is `batch`, kept as written, as
@@ -646,6 +656,28 @@ impl SubmitOpts {
             warnings,
         };
         resolved.extra.counts = Some(crate::slurm_pending::task_counts(&resolved));
+        resolved.extra.tres = Some(TresAsks {
+            per_job: xfmt_tres(self.gpus.as_deref()),
+            per_node: {
+                let mut s = xfmt_tres(self.gpus_per_node.as_deref());
+                // `--gres=none` asks for no GRES and is not sent.
+                if let Some(g) = self
+                    .gres
+                    .as_deref()
+                    .filter(|g| !g.eq_ignore_ascii_case("none"))
+                {
+                    if !s.is_empty() {
+                        s.push(',');
+                    }
+                    s.push_str(&gres_prepend_tres_type(g));
+                }
+                s
+            },
+            per_task: xfmt_tres(self.gpus_per_task.as_deref()),
+            cpus_per_gpu: gpu_asks.cpus_per_gpu.unwrap_or(0),
+            mem_per_gpu_mb: resolved.mem_per_gpu_mb.unwrap_or(0),
+            ntasks_per_gpu: ntasks_per_gpu.unwrap_or(0),
+        });
         Ok(resolved)
     }
 
@@ -944,6 +976,25 @@ fn per_hw(opt: &'static str, v: Option<&str>) -> Result<u16, OptsError> {
         }
         _ => Err(value_err(opt, v, "expected a positive integer")),
     }
+}
+
+/// slurm_opt.c's `xfmt_tres` for the prefix `gres:gpu`: each item of a comma list
+/// (empty ones skipped, as `strtok_r` skips them) prefixed, joined by commas.
+fn xfmt_tres(src: Option<&str>) -> String {
+    src.unwrap_or("")
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .map(|t| format!("gres:gpu:{t}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// gres.c's `gres_prepend_tres_type`: `gres:` before the value and after each comma,
+/// never twice.
+fn gres_prepend_tres_type(g: &str) -> String {
+    format!("gres:{g}")
+        .replace(',', ",gres:")
+        .replace("gres:gres:", "gres:")
 }
 
 /// C's `strtol` in base 10 over the start of `s`: blanks (C's `isspace`), a sign,

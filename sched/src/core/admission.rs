@@ -44,10 +44,13 @@ impl Scheduler {
                     None => Some(false),
                 }),
                 Dep::Singleton => {
-                    let clash = self
-                        .running
-                        .values()
-                        .any(|r| r.spec.user == spec.user && r.spec.name == spec.name);
+                    // As slurmctld's `_find_singleton_job`: a job of the same user and
+                    // name running, or waiting (held too) since before this one.
+                    let same = |s: &JobSpec| s.user == spec.user && s.name == spec.name;
+                    let earlier = |s: &JobSpec| same(s) && s.id < spec.id;
+                    let clash = self.running.values().any(|r| same(&r.spec))
+                        || self.pending.values().any(|p| earlier(&p.spec))
+                        || self.held.values().any(earlier);
                     return Ok(!clash);
                 }
                 Dep::Task(rule, array, index) => {
@@ -72,7 +75,10 @@ impl Scheduler {
                     if self.ended.contains_key(j) {
                         return Ok(true);
                     }
-                    if self.pending.contains_key(j) || self.held.contains_key(j) {
+                    if self.pending.contains_key(j)
+                        || self.held.contains_key(j)
+                        || self.arrays_live.contains(j)
+                    {
                         return Ok(false);
                     }
                     return Err(());
@@ -81,13 +87,14 @@ impl Scheduler {
             let known = self.pending.contains_key(&other)
                 || self.held.contains_key(&other)
                 || self.running.contains_key(&other)
-                || self.ended.contains_key(&other);
+                || self.ended.contains_key(&other)
+                || self.arrays_live.contains(&other);
             if !known {
                 return Err(());
             }
             need(
                 self.ended.get(&other).copied(),
-                self.running.contains_key(&other),
+                self.running.contains_key(&other) || self.arrays_started.contains(&other),
             )
             .ok_or(())
         }

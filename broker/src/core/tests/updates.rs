@@ -899,3 +899,65 @@ fn a_held_array_stays_one_record_until_released() {
     assert_eq!(after.len(), 8, "each task and its batch step: {after:?}");
     assert!(after.iter().all(|(l, _)| !l.contains('[')), "{after:?}");
 }
+
+/// `afterok:A` on an array A waits for the whole array (every task made and ended well),
+/// held or running; it is never taken for a job that does not exist.
+#[test]
+fn a_dependency_on_a_whole_array_waits_for_it() {
+    let (mut c, [alice, _bob, _carol]) = one_node(1);
+    let mut rows = BTreeMap::new();
+    for hold in [false, true] {
+        let mut a = limited(600);
+        a.array = Some(bulkhead_proto::job::ArraySpec {
+            ranges: vec![(0, 1, 1)],
+            throttle: None,
+        });
+        a.extra.hold = hold;
+        let array = submit(&mut c, &mut rows, &alice, a, 1);
+        let mut after = limited(600);
+        after.deps = vec![Dependency::AfterOk(array)];
+        let waiting = submit(&mut c, &mut rows, &alice, after, 2);
+        keep(&mut rows, c.tick(3_000_000));
+        let j = show(&mut c, waiting, 0);
+        assert_eq!(
+            (
+                j.state,
+                j.reason.as_deref(),
+                j.dependency.contains("(unfulfilled)")
+            ),
+            (JobState::Pending, Some("Dependency"), true),
+            "held {hold}: {j:?}"
+        );
+        if hold {
+            continue;
+        }
+        // Its tasks end well, one after the other on the one CPU: then it starts.
+        for t in 0..2u64 {
+            let task = c
+                .jobs
+                .values()
+                .find(|j| {
+                    j.submission.array_task.is_some_and(|(p, _)| p == array)
+                        && j.state == JobState::Running
+                })
+                .map(|j| j.id)
+                .expect("a running task");
+            let end = JobEnd {
+                exit_code: Some(0),
+                ..job_end(task, JobState::Completed, 4, 5 + t)
+            };
+            let fx = c.agent(
+                b"a".to_vec(),
+                10 + t,
+                None,
+                AgentMessage::JobEnded(end),
+                5 + t,
+            );
+            keep(&mut rows, fx);
+        }
+        let fx = c.tick(8_000_000);
+        assert_eq!(c.jobs[&array].state, JobState::Completed);
+        assert_eq!(c.jobs[&waiting].state, JobState::Running, "{:?}", fx.send);
+        keep(&mut rows, fx);
+    }
+}
