@@ -498,8 +498,9 @@ fn cli_errors_say_what_is_wrong() {
         .expect("bh");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
+    // 64 tasks with no node count are spread over the nodes they need: 32 of 2 CPUs.
     assert!(
-        err.contains("64 CPUs") && err.contains("largest node has 2 CPUs"),
+        err.contains("64 tasks: 32 nodes of 2 CPUs") && err.contains("largest node has 2 CPUs"),
         "{err}"
     );
 

@@ -47,10 +47,20 @@ impl Core {
             } else {
                 String::new()
             };
+            // What was asked, as the user put it: tasks spread over nodes say so.
+            let nodes = job.submission.resources.nodes;
+            let asked = match job.submission.extra.counts {
+                Some(c) if c.spread && nodes > 1 => format!(
+                    "{} tasks: {nodes} nodes of {cpus} CPUs, {mem_mb} MB{gpus}",
+                    c.ntasks
+                ),
+                _ if nodes > 1 => format!("{nodes} nodes of {cpus} CPUs, {mem_mb} MB{gpus}"),
+                _ => format!("{cpus} CPUs, {mem_mb} MB{gpus}"),
+            };
             return ClientReply::Error(err(
                 code,
                 format!(
-                    "{e} ({cpus} CPUs, {mem_mb} MB{gpus} asked; the largest node has {})",
+                    "{e} ({asked} asked; the largest node has {})",
                     self.largest_node()
                 ),
             ));
