@@ -479,6 +479,26 @@ impl Cluster {
         self.dir.path().join("keys")
     }
 
+    /// Starts `bulkhead-emulator` against the cluster's broker with `args` (which
+    /// nodes, their size, GPUs, log level), its MUNGE and the broker's verifying key;
+    /// the process (stopped when dropped) and the file its log goes to.
+    pub fn emulate(&self, args: &[&str]) -> Result<(Stopped, PathBuf)> {
+        let log = self.dir.path().join("emulator.log");
+        let child = Command::new(bin("bulkhead-emulator"))
+            .args(["--broker", &self.endpoint])
+            .args(args)
+            .arg("--munge-socket")
+            .arg(&self.munged.socket)
+            .arg("--broker-verify-key")
+            .arg(self.keys_dir().join("broker.verify"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log)?)
+            .spawn()
+            .context("cannot start bulkhead-emulator")?;
+        Ok((Stopped(child), log))
+    }
+
     /// Makes a key pair for node `name` (not admitted by the broker); its public key.
     pub fn make_key(&self, name: &str) -> Result<String> {
         let pair = bulkhead_net::curve::generate()?;

@@ -48,23 +48,20 @@ fn submit(c: &Cluster, runtime: &str, extra: &[&str]) -> Result<bulkhead_proto::
 
 /// Starts `NODES` emulated nodes against `c`'s broker; the emulator and its log.
 fn emulate(c: &Cluster) -> Result<(Stopped, std::path::PathBuf)> {
-    let log = c.dir.path().join("emulator.log");
-    let emu = Stopped(
-        Command::new(bin("bulkhead-emulator"))
-            .args(["--broker", &c.endpoint, "--nodes", &NODES.to_string()])
-            .args(["--prefix", "emt", "--cpus", "2", "--mem", "8192"])
-            .args(["--simulate-gpus", "h100-80gb:2:mig", "--log", "info"])
-            .arg("--munge-socket")
-            .arg(&c.munged.socket)
-            .arg("--broker-verify-key")
-            .arg(c.keys_dir().join("broker.verify"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log)?)
-            .spawn()
-            .context("cannot start bulkhead-emulator")?,
-    );
-    Ok((emu, log))
+    c.emulate(&[
+        "--nodes",
+        &NODES.to_string(),
+        "--prefix",
+        "emt",
+        "--cpus",
+        "2",
+        "--mem",
+        "8192",
+        "--simulate-gpus",
+        "h100-80gb:2:mig",
+        "--log",
+        "info",
+    ])
 }
 
 /// The lines of `bh nodes` that show emulated nodes.

@@ -12,7 +12,7 @@
 //! host; the agreement is printed with every disagreement.
 
 use anyhow::{Context, Result};
-use bulkhead_tests::{Cluster, ClusterOpts, Stopped, bin, wait_for};
+use bulkhead_tests::{Cluster, ClusterOpts, wait_for};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -209,25 +209,20 @@ fn recorded_submissions_through_the_real_sbatch_and_scontrol_show_as_slurm_showe
         broker_config: Some(CONFIG.into()),
         ..Default::default()
     })?;
-    let log = c.dir.path().join("emulator.log");
-    let _emulator = Stopped(
-        Command::new(bin("bulkhead-emulator"))
-            .args(["--broker", &c.endpoint, "--names", "n[1-4]"])
-            .args(["--cpus", "64", "--mem", "515000"])
-            // Four whole A100s, and one in MIG mode for the seven `1g.10gb` the
-            // recording's nodes had (a GRES type named like a MIG profile there).
-            .args(["--simulate-gpus", "a100-80gb:4+a100-80gb:1:mig"])
-            .args(["--log", "info"])
-            .arg("--munge-socket")
-            .arg(&c.munged.socket)
-            .arg("--broker-verify-key")
-            .arg(c.keys_dir().join("broker.verify"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log)?)
-            .spawn()
-            .context("cannot start bulkhead-emulator")?,
-    );
+    // Four whole A100s, and one in MIG mode for the seven `1g.10gb` the recording's
+    // nodes had (a GRES type named like a MIG profile there).
+    let (_emulator, log) = c.emulate(&[
+        "--names",
+        "n[1-4]",
+        "--cpus",
+        "64",
+        "--mem",
+        "515000",
+        "--simulate-gpus",
+        "a100-80gb:4+a100-80gb:1:mig",
+        "--log",
+        "info",
+    ])?;
     let links = c.workdir(None)?;
     let out = c.bh(
         None,
