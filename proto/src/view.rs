@@ -261,7 +261,7 @@ impl JobView<'_> {
             gpus: gpu_count,
             gpu_model,
             mig,
-            time_limit_s,
+            time_limit_s: _,
             partition: asked_partition,
         } = resources.req;
         wire::varint(out, id.0);
@@ -288,7 +288,8 @@ impl JobView<'_> {
                 wire::varint(out, u64::from(m.count));
             }
         }
-        wire::opt_u64(out, *time_limit_s);
+        // The limit the job has (its partition's default where it asked none).
+        wire::opt_u64(out, resources.time_limit_s);
         wire::opt_str(out, asked_partition.as_deref());
         wire::str(out, partition);
         wire::str(out, workdir);
@@ -578,6 +579,24 @@ pub(crate) mod tests {
             postcard::to_allocvec(&held).unwrap()
         );
         assert_eq!(view.to_info(), held);
+        // The limit a job has, written over its request's, by serde and by hand.
+        let mut asked_none = full();
+        asked_none.resources.time_limit_s = None;
+        let view = JobView::of(&asked_none);
+        let view = JobView {
+            resources: view.resources.with_limit(Some(1800)),
+            ..view
+        };
+        let mut limited = asked_none.clone();
+        limited.resources.time_limit_s = Some(1800);
+        let mut by_hand = Vec::new();
+        view.encode_into(&mut by_hand).unwrap();
+        assert_eq!(by_hand, postcard::to_allocvec(&limited).unwrap());
+        assert_eq!(
+            postcard::to_allocvec(&view).unwrap(),
+            postcard::to_allocvec(&limited).unwrap()
+        );
+        assert_eq!(view.to_info(), limited);
         let mut bare = full();
         bare.extra = SubmitExtra::default();
         let mut view = JobView::of(&bare);
