@@ -18,8 +18,9 @@
 //! - 5 → 6: `SubmitExtra` gained `priority` (an operator's `--priority`).
 //! - 6 → 7: `SubmitExtra` gained `script_path` (the script as sbatch found it, for
 //!   Slurm's `Command=`); the table `job_restarts` is new (made as the store opens).
-//! - 7 → 8: `SubmitExtra` gained `kill_on_invalid_dep` (`--kill-on-invalid-dep`) and
-//!   `counts` (how sbatch counted the tasks, for `scontrol show job`).
+//! - 7 → 8: `SubmitExtra` gained `kill_on_invalid_dep` (`--kill-on-invalid-dep`),
+//!   `counts` (how sbatch counted the tasks), `tres` (the GPU options as sbatch sends
+//!   them), `oversubscribe`, `mail_type` and `mail_user`, for `scontrol show job`.
 //!
 //! A store of a newer schema than this build's is refused, never read as this one.
 

@@ -225,6 +225,15 @@ pub fn oversubscribe(e: bulkhead_proto::job::Exclusive) -> &'static str {
     }
 }
 
+/// scontrol's `OverSubscribe=`: `YES` where `-s` was asked, else as [`oversubscribe`].
+pub fn scontrol_oversubscribe(e: &bulkhead_proto::job::SubmitExtra) -> &'static str {
+    if e.oversubscribe {
+        "YES"
+    } else {
+        oversubscribe(e.exclusive)
+    }
+}
+
 /// A time `scontrol` shows, `Unknown` when there is none yet (a pending job's start).
 fn known_time(us: Option<u64>) -> String {
     us.map_or_else(|| "Unknown".into(), |t| local_time(Some(t)))
@@ -1384,15 +1393,9 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let counts = e.counts.unwrap_or(TaskCounts {
         ntasks: cpus,
         cpus_per_task: 1,
-        ntasks_per_node: 0,
         min_cpus_node: r.cpus,
-        mem: MemForm::PerNode,
-        ntasks_per_socket: 0,
-        ntasks_per_core: 0,
         min_cpus: cpus,
-        nodes_max: 0,
-        nodes_sent: 0,
-        spread: false,
+        ..TaskCounts::default()
     });
     // A waiting job shows what it asked (its CPUs as its tasks', its node range); a
     // started one what it holds.
@@ -1451,10 +1454,9 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     );
     // Memory by the form it was asked in: per CPU (asked so, or the cluster's default
     // per CPU, which the broker made a node's memory), else per node (0: all of it).
-    let (key, mb) = match counts.mem {
+    let (key, mb) = match (counts.mem, per_cpu) {
         _ if e.mem_whole => ("MinMemoryNode", 0),
-        MemForm::PerCpu(mb) | MemForm::PerGpu(mb) => ("MinMemoryCPU", mb),
-        MemForm::DefaultPerCpu if r.cpus > 0 => ("MinMemoryCPU", r.mem_mb / u64::from(r.cpus)),
+        (MemForm::PerGpu(mb), _) | (_, Some(mb)) => ("MinMemoryCPU", mb),
         _ => ("MinMemoryNode", r.mem_mb),
     };
     mem.clear();
@@ -1471,11 +1473,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let _ = writeln!(
         s,
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
-        if e.oversubscribe {
-            "YES"
-        } else {
-            oversubscribe(e.exclusive)
-        }
+        scontrol_oversubscribe(e)
     );
     let _ = writeln!(s, "   Command={}", command_of(j));
     let _ = writeln!(s, "   WorkDir={}", j.workdir);

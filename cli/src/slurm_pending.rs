@@ -378,11 +378,7 @@ pub fn pending_fields(r: &Resolved, site: &Site, who: &Submitter) -> Vec<(&'stat
     f.push((mem_field.0, mem_units(mem_field.1)));
     f.push((
         "OverSubscribe",
-        if r.oversubscribe {
-            "YES".into()
-        } else {
-            crate::slurm::oversubscribe(e.exclusive).into()
-        },
+        crate::slurm::scontrol_oversubscribe(e).into(),
     ));
     if let Some(c) = &e.comment {
         f.push(("Comment", c.clone()));

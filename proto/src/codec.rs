@@ -41,7 +41,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// topology.
 /// 19: a step's request says whether its tasks overcommit the job's CPUs.
 /// 20: a submission says whether a job whose dependencies can never be met stays
-/// pending (`--kill-on-invalid-dep`), and how sbatch counted its tasks and CPUs.
+/// pending (`--kill-on-invalid-dep`), how sbatch counted its tasks and CPUs, its GPU
+/// options as sbatch sends them, `-s` and the mail options.
 pub const PROTOCOL_VERSION: u16 = 20;
 pub const HEADER_LEN: usize = 14;
 

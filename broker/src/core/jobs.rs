@@ -173,12 +173,7 @@ impl Core {
         // A list's empty items are skipped, as slurmctld skips them (`batch,,debug`).
         let first = partition.split(',').find(|p| !p.is_empty()).unwrap_or("");
         self.spread(&mut sub, first);
-        let default_time = self
-            .cfg
-            .partitions
-            .iter()
-            .find(|p| p.name == first)
-            .and_then(|p| p.default_time_s);
+        let default_time = self.default_time_of(first);
         if sub.extra.deadline_us.is_some()
             && sub.resources.time_limit_s.is_none()
             && !sub.extra.no_limit

@@ -340,8 +340,6 @@ impl Core {
         out
     }
 
-    /// The CPUs and memory (MB) a job holds over its nodes: what it asked on each, or
-    /// a whole node's CPUs (`--exclusive`) and memory (`--mem=0`) where it ran.
     /// The time limit a job has: its own, else (unless it asked for none) its
     /// partition's default, which slurmctld writes into a job as it takes it (a job
     /// that started holds the limit it started with).
@@ -350,7 +348,13 @@ impl Core {
         if own.is_some() || j.submission.extra.no_limit {
             return own;
         }
-        let first = j.partition.split(',').find(|p| !p.is_empty()).unwrap_or("");
+        self.default_time_of(&j.partition)
+    }
+
+    /// The default time limit of the first partition of `list` (a list's empty items
+    /// skipped, as slurmctld skips them: `batch,,debug`).
+    pub(super) fn default_time_of(&self, list: &str) -> Option<u64> {
+        let first = list.split(',').find(|p| !p.is_empty()).unwrap_or("");
         self.cfg
             .partitions
             .iter()
@@ -358,6 +362,8 @@ impl Core {
             .and_then(|p| p.default_time_s)
     }
 
+    /// The CPUs and memory (MB) a job holds over its nodes: what it asked on each, or
+    /// a whole node's CPUs (`--exclusive`) and memory (`--mem=0`) where it ran.
     pub(super) fn allocated(&self, j: &Job) -> (u32, u64) {
         let r = &j.submission.resources;
         let (mut cpus, mut mem) = (0u32, 0u64);

@@ -1295,8 +1295,6 @@ pub struct Resolved {
     pub extra: SubmitExtra,
     /// `--nodes=MIN-MAX` (or `N`, as `N-N`): the most nodes asked for, as Slurm keeps it.
     pub nodes_max: Option<u32>,
-    /// `-s/--oversubscribe` was given: scontrol shows `OverSubscribe=YES`.
-    pub oversubscribe: bool,
     /// `-O/--overcommit`: a node's CPUs are one task's (`resources.cpus` is the CPUs
     /// per task), and a waiting job shows one CPU a node, as sbatch sends
     /// `min_cpus = MAX(min_nodes, 1)`.

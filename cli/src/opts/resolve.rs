@@ -644,7 +644,6 @@ impl SubmitOpts {
             nodes_max: nodes_max.map(|m| m.max(nodes)),
             nodes_sent,
             cpus_tasks,
-            oversubscribe,
             overcommit: self.overcommit,
             cpus_asked,
             job_cpus_per_task: per_task,

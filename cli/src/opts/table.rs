@@ -232,29 +232,7 @@ pub const REFUSED: &[Ignored] = &[
 /// unknown words are passed over and NONE ends the list; the value is refused only
 /// where it names no type at all and no NONE came first.
 pub fn mail_type_valid(v: &str) -> bool {
-    const TYPES: &[&str] = &[
-        "ARRAY_TASKS",
-        "BEGIN",
-        "END",
-        "FAIL",
-        "INVALID_DEPEND",
-        "REQUEUE",
-        "ALL",
-        "STAGE_OUT",
-        "TIME_LIMIT",
-        "TIME_LIMIT_90",
-        "TIME_LIMIT_80",
-        "TIME_LIMIT_50",
-    ];
-    for w in v.split(',').filter(|w| !w.is_empty()) {
-        if w.eq_ignore_ascii_case("NONE") {
-            return true;
-        }
-        if TYPES.iter().any(|t| w.eq_ignore_ascii_case(t)) {
-            return true;
-        }
-    }
-    false
+    bulkhead_proto::job::parse_mail_type(v).is_some()
 }
 
 fn arg_of(&(long, short, takes, _): &Ignored) -> Arg {

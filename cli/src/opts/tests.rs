@@ -1115,7 +1115,7 @@ fn overcommit_asks_one_tasks_cpus_on_each_node() {
 fn reboot_is_exclusive_and_uid_may_name_the_submitter() {
     let r = cli(&["-s", "--reboot"]).resolve().expect("--reboot");
     assert_eq!(r.extra.exclusive, Exclusive::Node);
-    assert!(!r.oversubscribe);
+    assert!(!r.extra.oversubscribe);
     let me = nix::unistd::geteuid().as_raw().to_string();
     let gid = nix::unistd::getegid().as_raw().to_string();
     cli(&["--uid", &me, "--gid", &gid])
