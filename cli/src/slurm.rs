@@ -443,7 +443,9 @@ pub fn squeue_parts(fmt: &str) -> Parts {
                 'R' | 'r' => Parts::REASON,
                 'S' | 'p' | 'Q' => Parts::PRIORITY,
                 'Z' | O_STDOUT | O_STDERR => Parts::PATHS,
-                'k' | 'y' | 'h' | 'n' | 'x' | 'o' | O_STDIN | O_REQUEUE => Parts::EXTRA,
+                'k' | 'y' | 'h' | 'n' | 'x' | 'o' | O_REQUEUE => Parts::EXTRA,
+                // A relative input path is shown under the working directory.
+                O_STDIN => Parts::EXTRA.with(Parts::PATHS),
                 'E' => Parts::DEPENDENCY,
                 _ => Parts::NONE,
             }),
@@ -855,21 +857,21 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
             num(v, j.restarts);
             Ok(())
         }
+        // squeue prints the patterns as slurmctld keeps them (`%j` unexpanded), and the
+        // default output's path where none was given.
         O_STDOUT => {
-            v.push_str(&j.stdout);
+            let p = stored_paths(j);
+            v.push_str(p.out.as_deref().unwrap_or(&j.stdout));
             Ok(())
         }
         // What the job's standard error goes to: its own file, else with its output.
         O_STDERR => {
-            v.push_str(if j.stderr.is_empty() {
-                &j.stdout
-            } else {
-                &j.stderr
-            });
+            let p = stored_paths(j);
+            v.push_str(p.err.or(p.out).as_deref().unwrap_or(&j.stdout));
             Ok(())
         }
         O_STDIN => {
-            v.push_str(j.extra.input.as_deref().unwrap_or("/dev/null"));
+            v.push_str(&stored_paths(j).input);
             Ok(())
         }
         O_REQUEUE => {
@@ -1285,6 +1287,62 @@ fn squeue_line(
     out.push('\n');
 }
 
+/// A job's output, error and input patterns as slurmctld keeps them, which squeue
+/// prints as they are (`-O stdout`, `--json`): those the user gave, made absolute;
+/// `None` where none was given (sbatch's `slurm-%j.out` default is not kept).
+#[derive(Debug)]
+pub struct StoredPaths {
+    pub out: Option<String>,
+    pub err: Option<String>,
+    pub input: String,
+}
+
+pub fn stored_paths(j: &JobInfo) -> StoredPaths {
+    use crate::opts::{SLURM_ARRAY_OUTPUT, SLURM_OUTPUT};
+    use bulkhead_proto::job::{DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN};
+    let abs = |p: &str| crate::slurm_pending::absolute(p.to_string(), &j.workdir);
+    let defaults = [
+        SLURM_OUTPUT,
+        SLURM_ARRAY_OUTPUT,
+        DEFAULT_OUTPUT_PATTERN,
+        DEFAULT_ARRAY_OUTPUT_PATTERN,
+    ];
+    let out = Some(j.out_pattern.as_str())
+        .filter(|p| !p.is_empty() && !defaults.contains(p))
+        .map(abs);
+    StoredPaths {
+        out,
+        err: j.err_pattern.as_deref().map(abs),
+        input: j.extra.input.as_deref().map_or("/dev/null".into(), abs),
+    }
+}
+
+/// A job's output, error and input paths as `scontrol show job` shows them: the
+/// patterns they were made from with only `_fname_format`'s fields filled in (a
+/// padded `%8j` or a `%%` stays as written), the expanded paths where the broker sent
+/// no pattern.
+fn shown_paths(j: &JobInfo) -> (String, String, String) {
+    let path = |p: &str| {
+        crate::slurm_pending::scontrol_path(
+            p,
+            j.id.0,
+            j.array_task.map(|(a, t)| (a.0, t)),
+            &j.user,
+            &j.name,
+            &j.workdir,
+        )
+    };
+    let (out, err) = if j.out_pattern.is_empty() {
+        (j.stdout.clone(), j.stderr.clone())
+    } else {
+        let out = path(&j.out_pattern);
+        let err = j.err_pattern.as_deref().map_or_else(|| out.clone(), path);
+        (out, err)
+    };
+    let stdin = j.extra.input.as_deref().map_or("/dev/null".into(), path);
+    (out, err, stdin)
+}
+
 /// `scontrol show job`'s `Key=Value` layout for one job.
 pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let r = &j.resources;
@@ -1480,19 +1538,10 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     if let Some(c) = &e.comment {
         let _ = writeln!(s, "   Comment={c}");
     }
-    let _ = writeln!(s, "   StdErr={}", j.stderr);
-    let stdin = e.input.as_deref().map_or("/dev/null".into(), |p| {
-        bulkhead_proto::job::expand_task_pattern(
-            p,
-            j.id,
-            &j.name,
-            &j.user,
-            &j.workdir,
-            j.array_task,
-        )
-    });
+    let (out, err, stdin) = shown_paths(j);
+    let _ = writeln!(s, "   StdErr={err}");
     let _ = writeln!(s, "   StdIn={stdin}");
-    let _ = writeln!(s, "   StdOut={}", j.stdout);
+    let _ = writeln!(s, "   StdOut={out}");
     let _ = writeln!(s, "   Power=");
     if let Some(kill) = e.kill_on_invalid_dep {
         let _ = writeln!(s, "   KillOInInvalidDependent={}", yes_no(kill));

@@ -27,6 +27,7 @@ fn secs(us: Option<u64>) -> u64 {
 pub fn job(j: &JobInfo, group: &str) -> Value {
     let r = &j.resources;
     let e = &j.extra;
+    let paths = crate::slurm::stored_paths(j);
     let (array_job_id, array_task_id) = match j.array_task {
         Some((a, t)) => (a.0, Value::from(t)),
         None if j.array_pending.is_some() => (j.id.0, Value::Null),
@@ -154,11 +155,9 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
             (Some(r), JobState::Pending) => r.clone(),
             _ => "None".into(),
         },
-        "standard_error": j.stderr,
-        "standard_input": e.input.as_deref().map_or("/dev/null".to_string(), |p| {
-            bulkhead_proto::job::expand_task_pattern(p, j.id, &j.name, &j.user, &j.workdir, j.array_task)
-        }),
-        "standard_output": j.stdout,
+        "standard_error": paths.err.unwrap_or_default(),
+        "standard_input": paths.input,
+        "standard_output": paths.out.unwrap_or_default(),
         "submit_time": secs(Some(j.submit_time_us)),
         "suspend_time": 0,
         "system_comment": "",

@@ -161,26 +161,32 @@ pub fn array_string(a: &ArraySpec) -> String {
 }
 
 /// A stdio path as `scontrol` shows it (Slurm's `_fname_format`): `%A`, `%a`, `%j`,
-/// `%u` and `%x` replaced, nothing else (a padded `%8j` stays as written); relative
-/// paths under the working directory. `task`: the array task's index, if it is one.
+/// `%u` and `%x` replaced, in that order and nothing else (a padded `%8j`, `%%`, `%N`
+/// stay as written; `%%j` shows `%` and the id); relative paths under the working
+/// directory. `array`: the array's id and the task's index, for a task of an array.
 pub fn scontrol_path(
     pattern: &str,
     job_id: u64,
-    task: Option<u32>,
+    array: Option<(u64, u32)>,
     user: &str,
     name: &str,
     workdir: &str,
 ) -> String {
     let out = pattern
-        .replace("%A", &job_id.to_string())
-        .replace("%a", &task.unwrap_or(NO_VAL).to_string())
+        .replace("%A", &array.map_or(job_id, |a| a.0).to_string())
+        .replace("%a", &array.map_or(NO_VAL, |a| a.1).to_string())
         .replace("%j", &job_id.to_string())
         .replace("%u", user)
         .replace("%x", name);
-    if out.starts_with('/') {
-        out
+    absolute(out, workdir)
+}
+
+/// `path` as slurmctld keeps a stdio path: a relative one under the working directory.
+pub fn absolute(path: String, workdir: &str) -> String {
+    if path.starts_with('/') {
+        path
     } else {
-        format!("{}/{out}", workdir.trim_end_matches('/'))
+        format!("{}/{path}", workdir.trim_end_matches('/'))
     }
 }
 
@@ -475,8 +481,14 @@ mod tests {
             "/w/pad-%8j.out"
         );
         assert_eq!(
-            scontrol_path("/s/%u/%x-%j.log", 12, Some(3), "ann", "job", "/w"),
+            scontrol_path("/s/%u/%x-%j.log", 12, Some((10, 3)), "ann", "job", "/w"),
             "/s/ann/job-12.log"
+        );
+        // A task of an array: %A is the array's id; %% and %%j as _fname_format
+        // leaves them.
+        assert_eq!(
+            scontrol_path("%A_%a-%%-%%j.out", 12, Some((10, 3)), "ann", "job", "/w"),
+            "/w/10_3-%%-%12.out"
         );
     }
 

@@ -42,6 +42,8 @@ pub(crate) fn full_job() -> JobInfo {
         qos: Some("high".into()),
         args: vec!["--lr".into(), "0.1".into()],
         restarts: 0,
+        out_pattern: "bh-%j.out".into(),
+        err_pattern: None,
     }
 }
 

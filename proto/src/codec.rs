@@ -43,7 +43,7 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// 20: a submission says whether a job whose dependencies can never be met stays
 /// pending (`--kill-on-invalid-dep`), how sbatch counted its tasks and CPUs, its GPU
 /// options as sbatch sends them, `-s` and the mail options.
-pub const PROTOCOL_VERSION: u16 = 20;
+pub const PROTOCOL_VERSION: u16 = 21;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.
@@ -607,6 +607,8 @@ mod tests {
             qos: None,
             args: vec![],
             restarts: 0,
+            out_pattern: String::new(),
+            err_pattern: None,
         }
     }
 

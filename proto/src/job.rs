@@ -1076,6 +1076,15 @@ pub struct JobInfo {
     /// How many times it was requeued (Slurm's `Restarts=`, `SLURM_RESTART_COUNT`).
     #[serde(default)]
     pub restarts: u32,
+    /// The pattern `stdout` was made from, as submitted (the default where none was
+    /// given): Slurm's commands show it with only some of its `%` fields filled in
+    /// (`scontrol` keeps `%8j` and `%%`, `squeue -O stdout` all of them). Empty where a
+    /// listing left the paths out. (Appended in protocol 21.)
+    #[serde(default)]
+    pub out_pattern: String,
+    /// The pattern `stderr` was made from; `None`: the error goes with the output.
+    #[serde(default)]
+    pub err_pattern: Option<String>,
 }
 
 fn no_dependency() -> String {

@@ -283,7 +283,7 @@ pub struct QueueFilter {
 pub struct Parts(pub u16);
 
 impl Parts {
-    /// `workdir`, `stdout`, `stderr`.
+    /// `workdir`, `stdout`, `stderr` and the patterns they came from.
     pub const PATHS: Parts = Parts(1);
     /// `extra`: sbatch's other options.
     pub const EXTRA: Parts = Parts(1 << 1);
@@ -324,6 +324,8 @@ impl Parts {
             j.workdir.clear();
             j.stdout.clear();
             j.stderr.clear();
+            j.out_pattern.clear();
+            j.err_pattern = None;
         }
         if self.contains(Parts::EXTRA) {
             j.extra = Default::default();

@@ -52,6 +52,8 @@ pub struct JobView<'a> {
     pub qos: Option<&'a str>,
     pub args: &'a [String],
     pub restarts: u32,
+    pub out_pattern: &'a str,
+    pub err_pattern: Option<&'a str>,
 }
 
 /// A [`ResourceRequest`] with its memory as the job holds it (the request may have
@@ -165,6 +167,8 @@ impl<'a> JobView<'a> {
             qos: j.qos.as_deref(),
             args: &j.args,
             restarts: j.restarts,
+            out_pattern: &j.out_pattern,
+            err_pattern: j.err_pattern.as_deref(),
         }
     }
 
@@ -204,6 +208,8 @@ impl<'a> JobView<'a> {
             qos: self.qos.map(str::to_string),
             args: self.args.to_vec(),
             restarts: self.restarts,
+            out_pattern: self.out_pattern.to_string(),
+            err_pattern: self.err_pattern.map(str::to_string),
         }
     }
 }
@@ -253,6 +259,8 @@ impl JobView<'_> {
             qos,
             args,
             restarts,
+            out_pattern,
+            err_pattern,
         } = self;
         let ResourceRequest {
             nodes,
@@ -329,6 +337,8 @@ impl JobView<'_> {
         wire::opt_str(out, *qos);
         wire::serde_or_empty(out, args)?;
         wire::varint(out, u64::from(*restarts));
+        wire::str(out, out_pattern);
+        wire::opt_str(out, *err_pattern);
         Ok(())
     }
 }
@@ -553,6 +563,8 @@ pub(crate) mod tests {
             qos: Some("high".into()),
             args: vec!["--epochs".into(), "3".into()],
             restarts: 2,
+            out_pattern: "out-%8j.txt".into(),
+            err_pattern: Some("%x-%%.err".into()),
         }
     }
 

@@ -197,6 +197,8 @@ pub(crate) fn empty_job() -> JobInfo {
         qos: None,
         args: Vec::new(),
         restarts: 0,
+        out_pattern: String::new(),
+        err_pattern: None,
     }
 }
 
@@ -239,6 +241,8 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
         qos,
         args,
         restarts,
+        out_pattern,
+        err_pattern,
     } = j;
     *id = JobId(r.u64()?);
     r.string_into(name)?;
@@ -303,6 +307,8 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
     r.opt_string_into(qos)?;
     r.serde_vec(args)?;
     *restarts = r.u32()?;
+    r.string_into(out_pattern)?;
+    r.opt_string_into(err_pattern)?;
     Ok(())
 }
 

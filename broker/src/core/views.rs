@@ -38,13 +38,13 @@ impl Core {
         entry: Waiting<'a>,
     ) -> JobView<'a> {
         let keep = |p: Parts| !omit.contains(p);
+        let default = if j.submission.array.is_some() || j.submission.array_task.is_some() {
+            DEFAULT_ARRAY_OUTPUT_PATTERN
+        } else {
+            DEFAULT_OUTPUT_PATTERN
+        };
+        let out_pattern = j.submission.stdout.as_deref().unwrap_or(default);
         let (stdout, stderr) = if keep(Parts::PATHS) {
-            let default = if j.submission.array.is_some() || j.submission.array_task.is_some() {
-                DEFAULT_ARRAY_OUTPUT_PATTERN
-            } else {
-                DEFAULT_OUTPUT_PATTERN
-            };
-            let out_pattern = j.submission.stdout.as_deref().unwrap_or(default);
             let at = j.submission.array_task;
             let expand = |p: &str| {
                 expand_task_pattern(
@@ -177,6 +177,12 @@ impl Core {
                 &[]
             },
             restarts: j.restarts,
+            out_pattern: if keep(Parts::PATHS) { out_pattern } else { "" },
+            err_pattern: j
+                .submission
+                .stderr
+                .as_deref()
+                .filter(|_| keep(Parts::PATHS)),
         }
     }
 
