@@ -1478,17 +1478,18 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         MemForm::DefaultPerCpu if r.cpus > 0 => Some(r.mem_mb / u64::from(r.cpus)),
         _ => None,
     };
-    let mem_total = match per_cpu {
-        Some(mb) if waiting && !e.mem_whole => mb.saturating_mul(u64::from(num_cpus)),
-        _ => r.mem_mb.saturating_mul(u64::from(r.nodes)),
-    };
-    let mut mem = String::new();
-    convert_num_unit(mem_total, 2, true, &mut mem);
-    // A waiting job's nodes there are the minimum sbatch sent.
+    // A waiting job's nodes there are the minimum sbatch sent (memory per node counts
+    // those too; a `--mem=0` job's, the memory the broker shows for a whole node).
     let tres_nodes = match counts.nodes_sent {
         n if waiting && n > 0 => n,
         _ => r.nodes,
     };
+    let mem_total = match per_cpu {
+        Some(mb) if waiting && !e.mem_whole => mb.saturating_mul(u64::from(num_cpus)),
+        _ => r.mem_mb.saturating_mul(u64::from(tres_nodes)),
+    };
+    let mut mem = String::new();
+    convert_num_unit(mem_total, 2, true, &mut mem);
     let mut tres = format!("cpu={num_cpus},mem={mem},node={tres_nodes}");
     // GPUs count once given: a waiting job's TRES are its CPUs, memory and nodes.
     if r.gpus > 0 && !waiting {

@@ -101,8 +101,8 @@ impl Core {
         let pending = pending.filter(|_| keep(Parts::PRIORITY));
         // The memory the job holds, which its request may have left to a default:
         // written over the request's as it is encoded, not copied.
-        let resources =
-            ResourcesView::new(&j.submission.resources, j.mem_mb).with_limit(self.limit_of(j));
+        let resources = ResourcesView::new(&j.submission.resources, self.shown_mem(j))
+            .with_limit(self.limit_of(j));
         JobView {
             id: j.id,
             name: &j.submission.name,
@@ -366,6 +366,23 @@ impl Core {
             .iter()
             .find(|p| p.name == first)
             .and_then(|p| p.default_time_s)
+    }
+
+    /// The memory (MB) a job is shown to ask on each node: what it holds, or for a
+    /// waiting `--mem=0` job, a whole node's: the first node of its partition, as
+    /// slurmctld's `_mem_per_node_part` counts such a job's TRES before it has nodes.
+    fn shown_mem(&self, j: &Job) -> u64 {
+        if j.state != JobState::Pending || !j.submission.extra.mem_whole {
+            return j.mem_mb;
+        }
+        let Some(part) = self.cfg.partitions.iter().find(|p| p.name == j.partition) else {
+            return j.mem_mb;
+        };
+        // In the nodes' order (their ids): a partition's first node is met early.
+        self.nodes
+            .values()
+            .find(|n| part.has(&n.name))
+            .map_or(j.mem_mb, |n| n.mem_mb)
     }
 
     /// The CPUs and memory (MB) a job holds over its nodes: what it asked on each, or

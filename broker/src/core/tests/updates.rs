@@ -371,6 +371,29 @@ fn an_exclusive_job_gets_whole_nodes_and_is_accounted_for_them() {
     assert_eq!((rec.alloc_cpus, rec.alloc_mem_mb), (4, 4096));
 }
 
+/// A waiting `--mem=0` job is shown a whole node's memory (its partition's first
+/// node's, as slurmctld counts its TRES), not the default it would otherwise show;
+/// a job that asked memory shows what it asked.
+#[test]
+fn a_waiting_whole_memory_job_shows_a_nodes_memory() {
+    let mut t = Env::new().nodes(2, 4).build();
+    let mut whole = sub(1);
+    whole.extra.hold = true;
+    whole.extra.mem_whole = true;
+    let (held, _) = t.submit(&user(5), whole);
+    let mut asked = sub(1);
+    asked.extra.hold = true;
+    asked.resources.mem_mb = 300;
+    let (other, _) = t.submit(&user(5), asked);
+    let node_mem = node_list(&mut t.c)[0].mem_mb;
+    assert!(
+        node_mem > 1024,
+        "the nodes hold more than a default: {node_mem}"
+    );
+    assert_eq!(show(&mut t.c, held, 10).resources.mem_mb, node_mem);
+    assert_eq!(show(&mut t.c, other, 10).resources.mem_mb, 300);
+}
+
 /// `scontrol update Nice=`, `JobName=`, `Comment=` and `StartTime=`, as slurmctld
 /// takes them: the owner may raise the nice (any from 0 up), not make it negative (an
 /// operator may); a nice on a job with a fixed priority is ignored; a start time moves
