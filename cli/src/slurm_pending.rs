@@ -239,12 +239,11 @@ pub fn task_counts(r: &Resolved) -> TaskCounts {
         min_cpus,
         nodes_max: r.nodes_max.unwrap_or(0),
         nodes_sent: r.nodes_sent,
-        spread: ntasks > 1
+        spread: (ntasks > 1 || r.resources.gpus > 0)
             && r.resources.nodes == 1
             && r.nodes_max.is_none()
             && r.extra.nodelist.is_empty()
             && r.layout.ntasks_per_node.is_none()
-            && r.resources.gpus == 0
             && r.resources.mig.is_none()
             && !r.overcommit,
     }

@@ -411,9 +411,10 @@ pub struct TaskCounts {
     /// 0: not given). Shown only: Bulkhead places CPUs, not sockets or cores.
     pub ntasks_per_socket: u16,
     pub ntasks_per_core: u16,
-    /// No node count was asked (`-N`, `-w`, `--ntasks-per-node`, GPUs): where one node
-    /// cannot hold the tasks the broker spreads them over as many nodes as they need,
-    /// as slurmctld picks the node count of such a job.
+    /// No node count was asked (`-N`, `-w`, `--ntasks-per-node`, GPUs per node, MIG
+    /// slices): where one node cannot hold the tasks or the whole GPUs (asked for the
+    /// job or per task), the broker spreads them over as many nodes as they need, as
+    /// slurmctld picks the node count of such a job.
     pub spread: bool,
 }
 

@@ -509,11 +509,13 @@ impl Core {
         self.update(fx, id);
     }
 
-    /// Spreads the tasks of a job that asked no node count (`-n 130` and nothing else)
-    /// over as many nodes of `partition` as they need when its largest node cannot
-    /// hold them, as slurmctld picks such a job's nodes: each node as many whole tasks
-    /// as it has CPUs for, memory per CPU counted again, `SLURM_TASKS_PER_NODE` as the
-    /// tasks are laid out. Other jobs are left as they asked.
+    /// Spreads a job that asked no node count (`-n 130`, `--gpus=16`,
+    /// `--gpus-per-task=1 -n 8`, and nothing else) over as many nodes of `partition`
+    /// as it needs when its largest node cannot hold it, as slurmctld picks such a
+    /// job's nodes: each node as many whole tasks as it has CPUs for (and GPUs, for
+    /// GPUs asked per task), a job's GPUs shared evenly over its nodes, memory per CPU
+    /// or per GPU counted again, `SLURM_TASKS_PER_NODE` as the tasks are laid out.
+    /// Other jobs are left as they asked.
     fn spread(&self, sub: &mut JobSubmission, partition: &str) {
         let Some(c) = sub.extra.counts.filter(|c| c.spread) else {
             return;
@@ -521,30 +523,85 @@ impl Core {
         let Some(part) = self.cfg.partitions.iter().find(|p| p.name == partition) else {
             return;
         };
-        let Some(largest) = self
-            .nodes
-            .values()
-            .filter(|n| part.has(&n.name))
-            .map(|n| n.cpus)
-            .max()
-        else {
+        let r = &sub.resources;
+        let in_part = || self.nodes.values().filter(|n| part.has(&n.name));
+        let Some(largest) = in_part().map(|n| n.cpus).max() else {
             return;
+        };
+        // Whole GPUs of the model asked (any, when none was named) a node has free of
+        // MIG: what a GPU job can be given there.
+        let gpus = r.gpus;
+        let tres = sub.extra.tres.as_ref();
+        let most_gpus = if gpus == 0 {
+            0
+        } else {
+            in_part()
+                .map(|n| {
+                    n.gpus
+                        .iter()
+                        .filter(|g| whole_of(g, r.gpu_model.as_deref()))
+                        .count()
+                })
+                .max()
+                .map_or(0, |m| u32::try_from(m).unwrap_or(u32::MAX))
         };
         let cpt = c.cpus_per_task.max(1);
         let room = largest / cpt;
-        if sub.resources.cpus <= largest || room == 0 || c.ntasks == 0 {
+        let ntasks = c.ntasks.max(1);
+        if (r.cpus <= largest && gpus <= most_gpus)
+            || room == 0
+            || c.ntasks == 0
+            || (gpus > 0 && most_gpus == 0)
+        {
             return;
         }
-        let nodes = c.ntasks.div_ceil(room);
-        let Some(per) = bulkhead_proto::step::distribute(c.ntasks, &vec![room; nodes as usize])
+        // GPUs asked per task (`--gpus-per-task` alone): a node holds as many tasks as
+        // it has GPUs for too. Else GPUs for the job: shared over its nodes.
+        let per_task = tres
+            .filter(|t| gpus > 0 && t.per_job.is_empty() && !t.per_task.is_empty())
+            .map(|_| (gpus / ntasks).max(1));
+        let task_room = match per_task {
+            Some(g) => room.min(most_gpus / g),
+            None => room,
+        };
+        if task_room == 0 {
+            return;
+        }
+        let mut nodes = ntasks.div_ceil(task_room);
+        if per_task.is_none() && gpus > 0 {
+            nodes = nodes.max(gpus.div_ceil(most_gpus));
+        }
+        // More nodes than tasks (`--gpus=16` alone): a task on each, as `-N` alone.
+        let ntasks = ntasks.max(nodes);
+        let Some(per) =
+            bulkhead_proto::step::distribute(ntasks, &vec![task_room.max(1); nodes as usize])
+                .or_else(|| {
+                    bulkhead_proto::step::distribute(ntasks, &vec![ntasks; nodes as usize])
+                })
         else {
             return;
         };
         let most = per.iter().copied().max().unwrap_or(1);
-        sub.resources.nodes = nodes;
-        sub.resources.cpus = most.saturating_mul(cpt);
-        if let MemForm::PerCpu(mb) = c.mem {
-            sub.resources.mem_mb = mb.saturating_mul(u64::from(sub.resources.cpus));
+        let node_gpus = match per_task {
+            Some(g) => g.saturating_mul(most),
+            None => gpus.div_ceil(nodes),
+        };
+        let cpus_per_gpu = tres.map_or(0, |t| t.cpus_per_gpu);
+        let sub_r = &mut sub.resources;
+        sub_r.nodes = nodes;
+        sub_r.gpus = node_gpus;
+        sub_r.cpus = most
+            .saturating_mul(cpt)
+            .max(cpus_per_gpu.saturating_mul(node_gpus))
+            .max(sub.extra.mincpus.unwrap_or(0));
+        match (c.mem, tres.map_or(0, |t| t.mem_per_gpu_mb)) {
+            (MemForm::PerCpu(mb), _) => {
+                sub_r.mem_mb = mb.saturating_mul(u64::from(sub_r.cpus));
+            }
+            (MemForm::PerGpu(_), mb) if mb > 0 => {
+                sub_r.mem_mb = mb.saturating_mul(u64::from(node_gpus));
+            }
+            _ => {}
         }
         let text = bulkhead_proto::step::tasks_per_node_text(&per);
         match sub
@@ -1206,4 +1263,17 @@ pub(super) fn array_outcome(state: JobState) -> sched::Outcome {
     } else {
         sched::Outcome::NotOk
     }
+}
+
+/// Whether a node's GPU `g` can be given whole to a job asking `model` (any, when
+/// `None`): not in MIG mode, and of that model or family.
+fn whole_of(g: &bulkhead_proto::job::GpuInfo, model: Option<&str>) -> bool {
+    g.mig == bulkhead_proto::job::MigMode::Disabled
+        && model.is_none_or(|want| {
+            g.model.as_deref().is_some_and(|key| {
+                bulkhead_gpu::GpuModel::ALL
+                    .iter()
+                    .any(|m| m.key() == key && m.matches(want))
+            })
+        })
 }

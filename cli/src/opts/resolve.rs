@@ -677,6 +677,11 @@ impl SubmitOpts {
             mem_per_gpu_mb: resolved.mem_per_gpu_mb.unwrap_or(0),
             ntasks_per_gpu: ntasks_per_gpu.unwrap_or(0),
         });
+        // GPUs asked per node (`--gpus-per-node`, `--gres`) fix what each node has:
+        // such a job is not spread over more nodes.
+        if let (Some(c), Some(t)) = (&mut resolved.extra.counts, &resolved.extra.tres) {
+            c.spread &= t.per_node.is_empty();
+        }
         Ok(resolved)
     }
 

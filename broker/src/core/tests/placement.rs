@@ -558,3 +558,102 @@ fn a_step_killed_with_its_job_is_cancelled_and_one_killed_alone_failed() {
         .expect("the step");
     assert_eq!(step.ntasks, Some(4), "1 task on n1 and 3 on n2");
 }
+
+/// A node of 16 CPUs with four whole A100s (not in MIG mode).
+fn whole_gpu_node(name: &str) -> AgentMessage {
+    let AgentMessage::Register(mut r) = mig_node(name, 4) else {
+        unreachable!()
+    };
+    r.cpus = 16;
+    for g in &mut r.gpus {
+        g.mig = bulkhead_proto::job::MigMode::Disabled;
+    }
+    AgentMessage::Register(r)
+}
+
+/// A GPU job that asked no node count (`--gpus=8`, `--gpus-per-task=1 -n 6`), on nodes
+/// of four GPUs: spread over the nodes its GPUs need, as slurmctld picks them (the
+/// job's GPUs shared evenly; per task, a node as many tasks as it has GPUs for), and
+/// started there. GPUs asked per node are not spread: too many for a node, refused.
+#[test]
+fn gpus_without_a_node_count_are_spread_over_the_nodes_they_need() {
+    use bulkhead_proto::job::{MemForm, TaskCounts, TresAsks};
+    let mut c = core();
+    for (peer, name) in [(b"a", "n1"), (b"b", "n2"), (b"c", "n3")] {
+        c.agent(peer.to_vec(), 1, Some(&root()), whole_gpu_node(name), 1);
+    }
+    let ask = |ntasks: u32, gpus: u32, tres: TresAsks, spread: bool| {
+        let mut s = sub(ntasks);
+        s.resources.gpus = gpus;
+        s.resources.gpu_model = Some("a100".into());
+        s.env = vec![("SLURM_TASKS_PER_NODE".into(), ntasks.to_string())];
+        s.extra.tres = Some(tres);
+        s.extra.counts = Some(TaskCounts {
+            ntasks,
+            cpus_per_task: 1,
+            min_cpus_node: 1,
+            mem: MemForm::DefaultPerCpu,
+            spread,
+            ..TaskCounts::default()
+        });
+        s
+    };
+    let mut seq = 1;
+    let mut submit = |c: &mut Core, s: JobSubmission| {
+        seq += 1;
+        c.client(
+            b"x".to_vec(),
+            seq,
+            &user(5),
+            ClientOp::Submit(Box::new(s)),
+            seq,
+        )
+    };
+    // --gpus=a100:8: two nodes of four.
+    let per_job = TresAsks {
+        per_job: "gres:gpu:a100:8".into(),
+        ..TresAsks::default()
+    };
+    let fx = submit(&mut c, ask(1, 8, per_job, true));
+    let id = submitted(&fx);
+    let r = &c.jobs[&id].submission.resources;
+    assert_eq!((r.nodes, r.gpus), (2, 4));
+    let specs = launch_specs(&fx);
+    assert_eq!(specs.len(), 2, "it starts on two nodes");
+    assert!(specs.iter().all(|s| s.gpus.len() == 4), "{specs:?}");
+    // --gpus-per-task=1 -n 6 beside it: one node has all four GPUs free, so 6 tasks
+    // need two nodes of three.
+    let per_task = TresAsks {
+        per_task: "gres:gpu:a100:1".into(),
+        ..TresAsks::default()
+    };
+    let fx = submit(&mut c, ask(6, 6, per_task.clone(), true));
+    let id = submitted(&fx);
+    let j = &c.jobs[&id];
+    let r = &j.submission.resources;
+    assert_eq!((r.nodes, r.gpus, r.cpus), (2, 3, 3));
+    assert!(
+        j.submission
+            .env
+            .contains(&("SLURM_TASKS_PER_NODE".into(), "3(x2)".into())),
+        "{:?}",
+        j.submission.env
+    );
+    // Six GPUs on each node, asked per node: refused.
+    let per_node = TresAsks {
+        per_node: "gres:gpu:a100:6".into(),
+        ..TresAsks::default()
+    };
+    let fx = submit(&mut c, ask(1, 6, per_node, false));
+    assert!(
+        matches!(
+            &fx.send[0],
+            Outbound::Client {
+                reply: ClientReply::Error(_),
+                ..
+            }
+        ),
+        "{:?}",
+        fx.send
+    );
+}
