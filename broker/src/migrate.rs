@@ -28,14 +28,14 @@ use bulkhead_proto::JobId;
 use bulkhead_proto::acct::{GpuUsage, JobUsage};
 use bulkhead_proto::job::{
     ArraySpec, Dependency, Exclusive, JobSignal, JobSubmission, MigAsk, ResourceRequest,
-    SubmitExtra,
+    SubmitExtra, TaskCounts, TresAsks,
 };
 use bulkhead_proto::msg::Reservation;
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: &str = "8";
+pub const SCHEMA_VERSION: &str = "9";
 
 #[derive(Serialize, Deserialize)]
 struct ResourceRequestV1 {
@@ -206,6 +206,19 @@ struct SubmitExtraV7 {
     script_path: Option<String>,
 }
 
+/// Schema 8: schema 7's, then the counts, GPU options and shown options of
+/// `scontrol show job`.
+#[derive(Serialize, Deserialize)]
+struct SubmitExtraV8 {
+    v7: SubmitExtraV7,
+    kill_on_invalid_dep: Option<bool>,
+    counts: Option<TaskCounts>,
+    tres: Option<TresAsks>,
+    oversubscribe: bool,
+    mail_type: u16,
+    mail_user: Option<String>,
+}
+
 fn v4_extra(e: SubmitExtraV4) -> SubmitExtra {
     SubmitExtra {
         begin_us: e.begin_us,
@@ -252,6 +265,18 @@ fn v7_extra(e: SubmitExtraV7) -> SubmitExtra {
     SubmitExtra {
         script_path: e.script_path,
         ..v6_extra(e.v6)
+    }
+}
+
+fn v8_extra(e: SubmitExtraV8) -> SubmitExtra {
+    SubmitExtra {
+        kill_on_invalid_dep: e.kill_on_invalid_dep,
+        counts: e.counts,
+        tres: e.tres,
+        oversubscribe: e.oversubscribe,
+        mail_type: e.mail_type,
+        mail_user: e.mail_user,
+        ..v7_extra(e.v7)
     }
 }
 
@@ -444,6 +469,7 @@ pub(crate) fn old_submission(version: &str, blob: &[u8]) -> Result<JobSubmission
             .or_else(|_| postcard::from_bytes(blob).map(|s| v4_submission(s, v5_early_extra))),
         "6" => postcard::from_bytes(blob).map(|s| v4_submission(s, v6_extra)),
         "7" => postcard::from_bytes(blob).map(|s| v4_submission(s, v7_extra)),
+        "8" => postcard::from_bytes(blob).map(|s| v4_submission(s, v8_extra)),
         _ => postcard::from_bytes(blob),
     }
 }
@@ -451,7 +477,7 @@ pub(crate) fn old_submission(version: &str, blob: &[u8]) -> Result<JobSubmission
 /// Brings a store at `version` to [`SCHEMA_VERSION`].
 pub fn run(conn: &mut Connection, version: &str) -> Result<(), MigrateError> {
     match version.parse::<u32>() {
-        Ok(1..=7) => {}
+        Ok(1..=8) => {}
         Ok(v) if v > SCHEMA_VERSION.parse::<u32>().unwrap_or(u32::MAX) => {
             return Err(MigrateError::Newer(version.to_string()));
         }
@@ -1077,5 +1103,74 @@ mod tests {
                 None
             )
         );
+    }
+
+    #[test]
+    fn a_version_8_store_is_migrated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(crate::store::Store::open(dir.path()).expect("create"));
+        {
+            let conn = Connection::open(dir.path().join("bulkhead.db")).expect("db");
+            let eight = SubmitExtraV8 {
+                v7: SubmitExtraV7 {
+                    v6: SubmitExtraV6 {
+                        v5: SubmitExtraV5 {
+                            early: early("eight"),
+                            signal: None,
+                            no_limit: true,
+                        },
+                        priority: Some(5),
+                    },
+                    script_path: Some("/home/bob/go.sh".into()),
+                },
+                kill_on_invalid_dep: Some(false),
+                counts: Some(TaskCounts {
+                    ntasks: 6,
+                    ntasks_per_node: 2,
+                    ..TaskCounts::default()
+                }),
+                tres: Some(TresAsks {
+                    per_task: "gres:gpu:1".into(),
+                    ..TresAsks::default()
+                }),
+                oversubscribe: true,
+                mail_type: 0x2,
+                mail_user: Some("bob@example.org".into()),
+            };
+            insert_jobs(
+                &conn,
+                &[postcard::to_allocvec(&sub("eight", eight)).expect("encode")],
+            );
+            set_version(&conn, "8");
+        }
+        let jobs = migrated(dir.path());
+        let j = &jobs[0].submission;
+        assert_eq!(j.name, "eight");
+        let e = &j.extra;
+        assert_eq!(
+            (
+                e.comment.as_deref(),
+                e.priority,
+                e.script_path.as_deref(),
+                e.kill_on_invalid_dep,
+                e.counts.map(|c| (c.ntasks, c.ntasks_per_node)),
+                e.tres.as_ref().map(|t| t.per_task.as_str()),
+                e.oversubscribe,
+                e.mail_type,
+                e.mail_user.as_deref(),
+            ),
+            (
+                Some("eight"),
+                Some(5),
+                Some("/home/bob/go.sh"),
+                Some(false),
+                Some((6, 2)),
+                Some("gres:gpu:1"),
+                true,
+                0x2,
+                Some("bob@example.org"),
+            )
+        );
+        assert_eq!(e.shown, bulkhead_proto::job::ShownOnly::default());
     }
 }

@@ -1385,9 +1385,10 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     );
     let _ = writeln!(
         s,
-        "   Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}:{}",
+        "   Requeue={} Restarts={} BatchFlag=1 Reboot={} ExitCode={}:{}",
         u8::from(e.requeue.unwrap_or(true)),
         j.restarts,
+        u8::from(e.shown.reboot),
         j.exit_code.unwrap_or(0),
         j.signal.unwrap_or(0)
     );
@@ -1458,6 +1459,14 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     // A waiting job shows what it asked (its CPUs as its tasks', its node range); a
     // started one what it holds.
     let waiting = j.state == JobState::Pending;
+    // A count slurmctld keeps as 16 bits, `*` when not given.
+    let star = |n: u16| {
+        if n == 0 {
+            "*".to_string()
+        } else {
+            n.to_string()
+        }
+    };
     let num_nodes = match counts.nodes_max {
         m if waiting && m > 0 => format!("{}-{m}", r.nodes.min(m)),
         // slurmctld's guess for a waiting job laid out by --ntasks-per-node: its
@@ -1475,8 +1484,11 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     };
     let _ = writeln!(
         s,
-        "   NumNodes={num_nodes} NumCPUs={num_cpus} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
-        counts.ntasks, counts.cpus_per_task
+        "   NumNodes={num_nodes} NumCPUs={num_cpus} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:{}:{}",
+        counts.ntasks,
+        counts.cpus_per_task,
+        star(e.shown.cores),
+        star(e.shown.threads)
     );
     // Memory asked per CPU counts the CPUs it waits for; per node, its nodes.
     let per_cpu = match counts.mem {
@@ -1503,16 +1515,10 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     }
     let _ = write!(tres, ",billing={num_cpus}");
     let _ = writeln!(s, "   TRES={tres}");
-    let star = |n: u16| {
-        if n == 0 {
-            "*".to_string()
-        } else {
-            n.to_string()
-        }
-    };
     let _ = writeln!(
         s,
-        "   Socks/Node=* NtasksPerN:B:S:C={}:0:{}:{} CoreSpec=*",
+        "   Socks/Node={} NtasksPerN:B:S:C={}:0:{}:{} CoreSpec=*",
+        star(e.shown.sockets),
         counts.ntasks_per_node,
         star(counts.ntasks_per_socket),
         star(counts.ntasks_per_core)
@@ -1528,17 +1534,29 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     convert_num_unit(mb, 2, true, &mut mem);
     let _ = writeln!(
         s,
-        "   MinCPUsNode={} {key}={mem} MinTmpDiskNode=0",
-        counts.min_cpus_node
+        "   MinCPUsNode={} {key}={mem} MinTmpDiskNode={}",
+        counts.min_cpus_node,
+        if e.shown.tmp_mb == 0 {
+            "0".to_string()
+        } else {
+            let mut t = String::new();
+            convert_num_unit(e.shown.tmp_mb, 2, true, &mut t);
+            t
+        }
     );
-    let _ = writeln!(s, "   Features=(null) DelayBoot=00:00:00");
+    let _ = writeln!(
+        s,
+        "   Features=(null) DelayBoot={}",
+        format_time(Some(u64::from(e.shown.delay_boot_s)))
+    );
     if let Some(r) = &j.reservation {
         let _ = writeln!(s, "   Reservation={r}");
     }
     let _ = writeln!(
         s,
-        "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
-        scontrol_oversubscribe(e)
+        "   OverSubscribe={} Contiguous={} Licenses=(null) Network=(null)",
+        scontrol_oversubscribe(e),
+        u8::from(e.shown.contiguous)
     );
     let _ = writeln!(s, "   Command={}", command_of(j));
     let _ = writeln!(s, "   WorkDir={}", j.workdir);
@@ -1550,8 +1568,16 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let _ = writeln!(s, "   StdIn={stdin}");
     let _ = writeln!(s, "   StdOut={out}");
     let _ = writeln!(s, "   Power=");
+    // job_info.c's optional flags line: its flags written one after the other.
+    let mut flags = String::new();
     if let Some(kill) = e.kill_on_invalid_dep {
-        let _ = writeln!(s, "   KillOInInvalidDependent={}", yes_no(kill));
+        let _ = write!(flags, "KillOInInvalidDependent={}", yes_no(kill));
+    }
+    if e.shown.spread_job {
+        flags.push_str("SpreadJob=Yes");
+    }
+    if !flags.is_empty() {
+        let _ = writeln!(s, "   {flags}");
     }
     // The GPU options as sbatch sent them, each on its line, then the mail options,
     // in job_info.c's order.

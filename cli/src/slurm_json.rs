@@ -82,10 +82,10 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "command": e.script_path.as_ref().map(|_| crate::slurm::command_of(j)).unwrap_or_default(),
         "comment": e.comment.clone().unwrap_or_default(),
         "container": "",
-        "contiguous": false,
+        "contiguous": e.shown.contiguous,
         "core_spec": null,
         "thread_spec": null,
-        "cores_per_socket": null,
+        "cores_per_socket": count16(e.shown.cores),
         "billable_tres": null,
         "cpus_per_task": null,
         "cpu_frequency_minimum": null,
@@ -93,7 +93,7 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "cpu_frequency_governor": null,
         "cpus_per_tres": "",
         "deadline": secs(e.deadline_us),
-        "delay_boot": 0,
+        "delay_boot": e.shown.delay_boot_s,
         "dependency": if j.dependency == "(null)" { "" } else { j.dependency.as_str() },
         "derived_exit_code": 0,
         "eligible_time": secs(e.begin_us.or(Some(j.submit_time_us))),
@@ -133,13 +133,13 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "memory_per_node": if r.mem_mb > 0 { Value::from(r.mem_mb) } else { Value::Null },
         "memory_per_cpu": null,
         "minimum_cpus_per_node": r.cpus,
-        "minimum_tmp_disk_per_node": 0,
+        "minimum_tmp_disk_per_node": e.shown.tmp_mb,
         "preempt_time": 0,
         "pre_sus_time": 0,
         "priority": j.priority.unwrap_or(0),
         "profile": null,
         "qos": "",
-        "reboot": false,
+        "reboot": e.shown.reboot,
         "required_nodes": crate::slurm::hostlist_of(&e.nodelist),
         "requeue": e.requeue.unwrap_or(true),
         "resize_time": 0,
@@ -148,7 +148,7 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "shared": null,
         "show_flags": ["SHOW_ALL", "SHOW_DETAIL", "SHOW_LOCAL"],
         "sockets_per_board": 0,
-        "sockets_per_node": null,
+        "sockets_per_node": count16(e.shown.sockets),
         "start_time": secs(j.start_time_us.or(j.expected_start_us)),
         "state_description": "",
         "state_reason": match (&j.reason, j.state) {
@@ -163,7 +163,7 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "system_comment": "",
         "time_limit": r.time_limit_s.map(|s| s.div_ceil(60)),
         "time_minimum": e.time_min_s.map_or(0, |s| s.div_ceil(60)),
-        "threads_per_core": null,
+        "threads_per_core": count16(e.shown.threads),
         "tres_bind": "",
         "tres_freq": "",
         "tres_per_job": "",
@@ -282,6 +282,11 @@ pub fn sinfo(parts: &[PartitionInfo], nodes: &[NodeInfo]) -> Value {
         "nodes": nodes.iter().map(node).collect::<Vec<_>>(),
         "partitions": parts.iter().map(part).collect::<Vec<_>>(),
     })
+}
+
+/// A count slurmctld keeps as 16 bits, `null` when not given (`NO_VAL16`).
+fn count16(n: u16) -> Value {
+    if n == 0 { Value::Null } else { Value::from(n) }
 }
 
 #[cfg(test)]

@@ -230,6 +230,31 @@ fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
         out.contains("\n   Power=\n   KillOInInvalidDependent=No\n"),
         "{out}"
     );
+    // Options without effect here, shown as job_info.c shows them (recorded cases
+    // 1416, 1480, 1484, 1485, 1408, 971): the flags line's flags one after the other.
+    j.extra.shown = bulkhead_proto::job::ShownOnly {
+        tmp_mb: 10 * 1024,
+        contiguous: true,
+        reboot: true,
+        spread_job: true,
+        delay_boot_s: 300,
+        sockets: 1,
+        cores: 2,
+        threads: 1,
+    };
+    let out = scontrol_job(&j, 0);
+    for want in [
+        " Reboot=1 ",
+        " ReqB:S:C:T=0:0:2:1\n",
+        "   Socks/Node=1 ",
+        " MinTmpDiskNode=10G\n",
+        " DelayBoot=00:05:00\n",
+        " Contiguous=1 ",
+        "\n   KillOInInvalidDependent=NoSpreadJob=Yes\n",
+    ] {
+        assert!(out.contains(want), "{want:?} not in {out}");
+    }
+    j.extra.shown = Default::default();
     j.extra.kill_on_invalid_dep = None;
     // What sbatch counted, kept with the job: tasks, CPUs per task, tasks per node,
     // socket and core, the CPUs a node needs, memory per CPU.

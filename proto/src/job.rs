@@ -305,6 +305,32 @@ pub struct SubmitExtra {
     /// shows them (`MailUser=... MailType=...`). (Appended in store schema 8.)
     pub mail_type: u16,
     pub mail_user: Option<String>,
+    /// Options without effect here that Slurm still shows. (Appended in store schema
+    /// 9.)
+    pub shown: ShownOnly,
+}
+
+/// Options accepted without effect here (Bulkhead has no temporary-disk accounting,
+/// network topology, reboots or socket/core placement), kept because `scontrol show
+/// job` shows them as Slurm shows them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShownOnly {
+    /// `--tmp`: MB of temporary disk a node (`MinTmpDiskNode`).
+    pub tmp_mb: u64,
+    /// `--contiguous` (`Contiguous=1`).
+    pub contiguous: bool,
+    /// `--reboot` (`Reboot=1`).
+    pub reboot: bool,
+    /// `--spread-job` (`SpreadJob=Yes`).
+    pub spread_job: bool,
+    /// `--delay-boot`, in seconds (`DelayBoot=`).
+    pub delay_boot_s: u32,
+    /// Sockets a node, cores a socket, threads a core (`-B`, `--sockets-per-node`,
+    /// `--cores-per-socket`, `--threads-per-core`, `--hint=nomultithread`), as
+    /// `Socks/Node=` and `ReqB:S:C:T=` show them; 0: not given.
+    pub sockets: u16,
+    pub cores: u16,
+    pub threads: u16,
 }
 
 /// Slurm's mail type flags, in the order `print_mail_type` writes their names.

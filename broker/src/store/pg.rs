@@ -274,7 +274,7 @@ fn migrate(
     target: &str,
 ) -> Result<(), StoreError> {
     let pe = |doing| pg_error(target, doing);
-    if !matches!(version, "4" | "5" | "6" | "7") {
+    if !matches!(version, "4" | "5" | "6" | "7" | "8") {
         return Err(StoreError::NotAStore {
             path: target.into(),
             detail: format!(

@@ -258,6 +258,21 @@ pub struct SubmitOpts {
     pub mail_type: Vec<String>,
     #[arg(skip)]
     pub mail_user: Option<String>,
+    /// Options without effect here that scontrol still shows (`--tmp`,
+    /// `--delay-boot`, `--hint`, as written; `--contiguous`, `--reboot`,
+    /// `--spread-job`, given or not).
+    #[arg(skip)]
+    pub tmp: Option<String>,
+    #[arg(skip)]
+    pub delay_boot: Option<String>,
+    #[arg(skip)]
+    pub hint: Option<String>,
+    #[arg(skip)]
+    pub contiguous: Option<bool>,
+    #[arg(skip)]
+    pub reboot: Option<bool>,
+    #[arg(skip)]
+    pub spread_job: Option<bool>,
 }
 
 /// Slurm's default output file of a batch job, and of an array's tasks.
@@ -631,6 +646,15 @@ where
         .map(|v| v.cloned().collect())
         .unwrap_or_default();
     o.mail_user = value("mail-user").map(str::to_string);
+    o.tmp = value("tmp").map(str::to_string);
+    o.delay_boot = value("delay-boot").map(str::to_string);
+    o.hint = value("hint").map(str::to_string);
+    let given = |id: &str| {
+        (m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)).then_some(true)
+    };
+    o.contiguous = given("contiguous");
+    o.reboot = given("reboot");
+    o.spread_job = given("spread-job");
     // --uid/--gid naming the submitter's own user or group change nothing.
     if value("uid").is_some_and(names_own_uid) {
         o.refused.retain(|r| *r != "uid");
@@ -1023,7 +1047,13 @@ impl SubmitOpts {
             mincpus,
             deadline,
             input,
-            signal
+            signal,
+            tmp,
+            delay_boot,
+            hint,
+            contiguous,
+            reboot,
+            spread_job
         )
     }
 }

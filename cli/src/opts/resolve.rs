@@ -587,6 +587,7 @@ impl SubmitOpts {
                 .filter_map(|v| bulkhead_proto::job::parse_mail_type(v))
                 .fold(0, |a, f| a | f),
             mail_user: self.mail_user.clone(),
+            shown: self.shown_only()?,
         };
         // Several partitions may be named: the first that can take the job runs it. A
         // list's empty items are skipped (`batch,` is `batch`, kept as written, as
@@ -683,6 +684,56 @@ impl SubmitOpts {
             c.spread &= t.per_node.is_empty();
         }
         Ok(resolved)
+    }
+
+    /// The options without effect here that scontrol shows, read as sbatch reads
+    /// them: `--tmp` as a memory size (MB by default), `--delay-boot` as a time
+    /// (minutes by default), socket, core and thread counts as the least of a range
+    /// (`*`: not given), `--hint=nomultithread` as one thread a core.
+    fn shown_only(&self) -> Result<bulkhead_proto::job::ShownOnly, OptsError> {
+        let tmp_mb = match &self.tmp {
+            Some(v) => super::parse_mem(v).map_err(|e| value_err("tmp", v, e))?,
+            None => 0,
+        };
+        let delay_boot_s = match &self.delay_boot {
+            Some(v) => super::parse_time(v)
+                .map_err(|e| value_err("delay-boot", v, e))?
+                .map_or(0, |s| u32::try_from(s).unwrap_or(u32::MAX)),
+            None => 0,
+        };
+        // `-B S[:C[:T]]` first, then each count's own option over it.
+        let mut sct = [0u16; 3];
+        if let Some(b) = &self.extra_node_info {
+            for (slot, part) in sct.iter_mut().zip(b.split(':')) {
+                *slot = least(part);
+            }
+        }
+        for (slot, v) in sct.iter_mut().zip([
+            &self.sockets_per_node,
+            &self.cores_per_socket,
+            &self.threads_per_core,
+        ]) {
+            if let Some(v) = v {
+                *slot = least(v);
+            }
+        }
+        if self
+            .hint
+            .as_deref()
+            .is_some_and(|h| h.eq_ignore_ascii_case("nomultithread"))
+        {
+            sct[2] = 1;
+        }
+        Ok(bulkhead_proto::job::ShownOnly {
+            tmp_mb,
+            contiguous: self.contiguous.unwrap_or(false),
+            reboot: self.reboot.unwrap_or(false),
+            spread_job: self.spread_job.unwrap_or(false),
+            delay_boot_s,
+            sockets: sct[0],
+            cores: sct[1],
+            threads: sct[2],
+        })
     }
 
     /// The product of the socket, core and thread counts given (`-B S[:C[:T]]`, or
@@ -1048,4 +1099,13 @@ fn resource_min(v: &str) -> Option<Option<u32>> {
         }
         None => None,
     }
+}
+
+/// A socket, core or thread count as slurmctld keeps it: a range's least (`2-4`: 2),
+/// 0 for `*` or anything not a count (sbatch checked the words already).
+fn least(v: &str) -> u16 {
+    v.split('-')
+        .next()
+        .and_then(|n| n.trim().parse::<u16>().ok())
+        .unwrap_or(0)
 }

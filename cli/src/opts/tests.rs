@@ -1158,3 +1158,37 @@ fn socket_core_thread_counts_make_the_tasks_as_sbatch_does() {
             .is_err()
     );
 }
+
+/// Options without effect here are kept as sbatch reads them, for scontrol to show:
+/// `--tmp` a size in MB, `--delay-boot` minutes, `-B` counts (a range's least, `*`
+/// none) with each count's own option over it, `--hint=nomultithread` one thread a
+/// core; a script's directive under the command line's; a bad size refused.
+#[test]
+fn options_without_effect_are_kept_for_scontrol() {
+    let r = cli(&[
+        "--tmp=10G",
+        "--delay-boot=5",
+        "-B",
+        "2-4:*:2",
+        "--cores-per-socket=8",
+        "--hint=nomultithread",
+        "--contiguous",
+        "--spread-job",
+    ])
+    .resolve()
+    .expect("resolves");
+    let s = r.extra.shown;
+    assert_eq!(
+        (s.tmp_mb, s.delay_boot_s, s.sockets, s.cores, s.threads),
+        (10 * 1024, 300, 2, 8, 1)
+    );
+    assert!(s.contiguous && s.spread_job && !s.reboot);
+    let merged = cli(&["--tmp=1"]).over(&cli(&["--tmp=2G", "--reboot"]));
+    let s = merged.resolve().expect("resolves").extra.shown;
+    assert_eq!((s.tmp_mb, s.reboot), (1, true));
+    assert!(cli(&["--tmp=lots"]).resolve().is_err());
+    assert_eq!(
+        cli(&[]).resolve().expect("resolves").extra.shown,
+        bulkhead_proto::job::ShownOnly::default()
+    );
+}
