@@ -206,13 +206,49 @@ struct SubmitExtraV7 {
     script_path: Option<String>,
 }
 
+/// Schema 8's task counts: today's, without what schema 9 appended.
+#[derive(Serialize, Deserialize)]
+struct TaskCountsV8 {
+    ntasks: u32,
+    cpus_per_task: u32,
+    ntasks_per_node: u32,
+    min_cpus_node: u32,
+    min_cpus: u32,
+    nodes_max: u32,
+    nodes_sent: u32,
+    mem: bulkhead_proto::job::MemForm,
+    ntasks_per_socket: u16,
+    ntasks_per_core: u16,
+    spread: bool,
+}
+
+impl From<TaskCountsV8> for TaskCounts {
+    fn from(c: TaskCountsV8) -> TaskCounts {
+        TaskCounts {
+            ntasks: c.ntasks,
+            cpus_per_task: c.cpus_per_task,
+            ntasks_per_node: c.ntasks_per_node,
+            min_cpus_node: c.min_cpus_node,
+            min_cpus: c.min_cpus,
+            nodes_max: c.nodes_max,
+            nodes_sent: c.nodes_sent,
+            mem: c.mem,
+            ntasks_per_socket: c.ntasks_per_socket,
+            ntasks_per_core: c.ntasks_per_core,
+            spread: c.spread,
+            // Not known of a job kept before: a task count is taken as sent.
+            tasks_sent: true,
+        }
+    }
+}
+
 /// Schema 8: schema 7's, then the counts, GPU options and shown options of
 /// `scontrol show job`.
 #[derive(Serialize, Deserialize)]
 struct SubmitExtraV8 {
     v7: SubmitExtraV7,
     kill_on_invalid_dep: Option<bool>,
-    counts: Option<TaskCounts>,
+    counts: Option<TaskCountsV8>,
     tres: Option<TresAsks>,
     oversubscribe: bool,
     mail_type: u16,
@@ -271,7 +307,7 @@ fn v7_extra(e: SubmitExtraV7) -> SubmitExtra {
 fn v8_extra(e: SubmitExtraV8) -> SubmitExtra {
     SubmitExtra {
         kill_on_invalid_dep: e.kill_on_invalid_dep,
-        counts: e.counts,
+        counts: e.counts.map(TaskCounts::from),
         tres: e.tres,
         oversubscribe: e.oversubscribe,
         mail_type: e.mail_type,
@@ -1124,10 +1160,18 @@ mod tests {
                     script_path: Some("/home/bob/go.sh".into()),
                 },
                 kill_on_invalid_dep: Some(false),
-                counts: Some(TaskCounts {
+                counts: Some(TaskCountsV8 {
                     ntasks: 6,
+                    cpus_per_task: 1,
                     ntasks_per_node: 2,
-                    ..TaskCounts::default()
+                    min_cpus_node: 2,
+                    min_cpus: 6,
+                    nodes_max: 0,
+                    nodes_sent: 3,
+                    mem: bulkhead_proto::job::MemForm::PerCpu(100),
+                    ntasks_per_socket: 0,
+                    ntasks_per_core: 0,
+                    spread: false,
                 }),
                 tres: Some(TresAsks {
                     per_task: "gres:gpu:1".into(),
@@ -1153,7 +1197,8 @@ mod tests {
                 e.priority,
                 e.script_path.as_deref(),
                 e.kill_on_invalid_dep,
-                e.counts.map(|c| (c.ntasks, c.ntasks_per_node)),
+                e.counts
+                    .map(|c| (c.ntasks, c.ntasks_per_node, c.nodes_sent, c.tasks_sent)),
                 e.tres.as_ref().map(|t| t.per_task.as_str()),
                 e.oversubscribe,
                 e.mail_type,
@@ -1164,7 +1209,7 @@ mod tests {
                 Some(5),
                 Some("/home/bob/go.sh"),
                 Some(false),
-                Some((6, 2)),
+                Some((6, 2, 3, true)),
                 Some("gres:gpu:1"),
                 true,
                 0x2,

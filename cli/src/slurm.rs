@@ -1467,15 +1467,15 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
             n.to_string()
         }
     };
+    // A held job shows slurmctld's guess from its tasks (it was never tried against
+    // the nodes), another waiting job the nodes it will have.
+    let least = match j.nodes_guess {
+        g if waiting && g > 0 => g,
+        _ => r.nodes,
+    };
     let num_nodes = match counts.nodes_max {
-        m if waiting && m > 0 => format!("{}-{m}", r.nodes.min(m)),
-        // slurmctld's guess for a waiting job laid out by --ntasks-per-node: its
-        // tasks over that, rounded down, at least the nodes sbatch sent.
-        _ if waiting && counts.ntasks_per_node > 0 => (counts.ntasks / counts.ntasks_per_node)
-            .max(counts.nodes_sent)
-            .max(1)
-            .to_string(),
-        _ => r.nodes.to_string(),
+        m if waiting && m > 0 => format!("{}-{m}", least.min(m)),
+        _ => least.to_string(),
     };
     let num_cpus = if waiting && counts.min_cpus > 0 {
         counts.min_cpus

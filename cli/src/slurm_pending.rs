@@ -230,6 +230,7 @@ pub fn task_counts(r: &Resolved) -> TaskCounts {
         ntasks,
         cpus_per_task,
         ntasks_per_node: r.layout.ntasks_per_node.unwrap_or(0),
+        tasks_sent: r.layout.ntasks.is_some(),
         min_cpus_node: cpus_per_task
             .saturating_mul(per_node_tasks)
             .max(r.extra.mincpus.unwrap_or(0)),

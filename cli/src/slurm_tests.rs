@@ -44,6 +44,7 @@ pub(crate) fn full_job() -> JobInfo {
         restarts: 0,
         out_pattern: "bh-%j.out".into(),
         err_pattern: None,
+        nodes_guess: 0,
     }
 }
 

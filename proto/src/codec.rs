@@ -609,6 +609,7 @@ mod tests {
             restarts: 0,
             out_pattern: String::new(),
             err_pattern: None,
+            nodes_guess: 0,
         }
     }
 

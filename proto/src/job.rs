@@ -442,6 +442,10 @@ pub struct TaskCounts {
     /// job or per task), the broker spreads them over as many nodes as they need, as
     /// slurmctld picks the node count of such a job.
     pub spread: bool,
+    /// sbatch sent a task count (`-n`, or one its other options made); without one
+    /// slurmctld keeps none (0), which its guess of a held job's nodes counts.
+    /// (Appended in store schema 9.)
+    pub tasks_sent: bool,
 }
 
 /// How a job asked for its memory: what `scontrol show job` names it by.
@@ -477,6 +481,34 @@ impl TaskCounts {
             check_u64("memory per CPU", mb, limits::MAX_MEM_MB)?;
         }
         Ok(())
+    }
+
+    /// The nodes slurmctld shows for a job it has not tried against the nodes (a held
+    /// one), `max_cpus` the most CPUs a node of its partition has: `pack_job`'s count
+    /// from the tasks (job_mgr.c), branch for branch and rounding as it rounds. By
+    /// `--ntasks-per-node` (rounded down); else by CPUs per task, a node as many tasks
+    /// as it has CPUs for (at least the nodes sent, then one more for a remainder);
+    /// else by `--ntasks-per-core`; else tasks over CPUs, rounded up. Never below the
+    /// nodes sbatch sent, except for a remainder's node.
+    pub fn held_nodes_guess(&self, max_cpus: u32) -> u32 {
+        let max_cpus = max_cpus.max(1);
+        // The task count slurmctld keeps: none (0) where sbatch sent none.
+        let tasks = if self.tasks_sent { self.ntasks } else { 0 };
+        let sent = self.nodes_sent;
+        let nodes = if let Some(n) = tasks.checked_div(self.ntasks_per_node) {
+            n.max(sent)
+        } else if self.cpus_per_task > 1 {
+            let per_node = (max_cpus / self.cpus_per_task).max(1);
+            // MAX before the remainder's node, as pack_job counts it: `-n 2 -c 2`
+            // on 64-CPU nodes shows 2.
+            (tasks / per_node).max(sent) + u32::from(tasks % per_node != 0)
+        } else if self.ntasks_per_core > 0 {
+            let cores = tasks.div_ceil(u32::from(self.ntasks_per_core));
+            cores.div_ceil(max_cpus).max(sent)
+        } else {
+            tasks.div_ceil(max_cpus).max(sent)
+        };
+        nodes.max(1)
     }
 }
 
@@ -1112,6 +1144,12 @@ pub struct JobInfo {
     /// The pattern `stderr` was made from; `None`: the error goes with the output.
     #[serde(default)]
     pub err_pattern: Option<String>,
+    /// For a held job, the nodes slurmctld would show it waiting for
+    /// ([`TaskCounts::held_nodes_guess`]: a held job is never tried against the
+    /// nodes); 0: none (not held, or sbatch's other options left out). (Appended in
+    /// protocol 21.)
+    #[serde(default)]
+    pub nodes_guess: u32,
 }
 
 fn no_dependency() -> String {
@@ -1332,6 +1370,63 @@ fn check_size(cpus: u32, mem_mb: u64, time_limit_s: Option<u64>) -> Result<(), L
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Held jobs' `NumNodes` as real Slurm 22.05 showed them on 64-CPU nodes
+    /// (`sbatch --hold -n N -c C`, 2026-12-06), and the other branches as the
+    /// recorded cases hold them.
+    #[test]
+    fn a_held_jobs_nodes_are_guessed_as_slurmctld_guesses_them() {
+        let counts = |ntasks, cpus_per_task| TaskCounts {
+            ntasks,
+            cpus_per_task,
+            nodes_sent: 1,
+            tasks_sent: true,
+            ..TaskCounts::default()
+        };
+        let seen: [(u32, [u32; 6]); 7] = [
+            (2, [2, 2, 2, 2, 2, 1]),
+            (3, [2, 2, 2, 2, 2, 2]),
+            (4, [2, 2, 2, 2, 1, 2]),
+            (5, [2, 2, 2, 2, 2, 3]),
+            (8, [2, 2, 2, 1, 2, 4]),
+            (16, [2, 2, 1, 2, 4, 8]),
+            (32, [1, 2, 2, 4, 8, 16]),
+        ];
+        for (n, row) in seen {
+            for (c, want) in [2, 3, 4, 8, 16, 32].into_iter().zip(row) {
+                assert_eq!(counts(n, c).held_nodes_guess(64), want, "-n {n} -c {c}");
+            }
+        }
+        // One CPU a task: tasks over a node's CPUs (-n 4: 1, -n 128: 2, -n 130: 3).
+        for (n, want) in [(4, 1), (128, 2), (130, 3)] {
+            assert_eq!(counts(n, 1).held_nodes_guess(64), want);
+        }
+        // --ntasks-per-node rounds down (recorded 919: -n 6 --ntasks-per-node=4: 1).
+        let per_node = TaskCounts {
+            ntasks_per_node: 4,
+            ..counts(6, 1)
+        };
+        assert_eq!(per_node.held_nodes_guess(64), 1);
+        // The nodes sent are the least (recorded 1564: -N 2-4 -n 4 -c 64: 4).
+        let sent = TaskCounts {
+            nodes_sent: 2,
+            ..counts(4, 64)
+        };
+        assert_eq!(sent.held_nodes_guess(64), 4);
+        // No task count sent (`-c 8` alone, recorded 1039): one node, not a
+        // remainder's second; `-N 2-4 -c 2` (770): the nodes sent.
+        let alone = TaskCounts {
+            tasks_sent: false,
+            ..counts(1, 8)
+        };
+        assert_eq!(alone.held_nodes_guess(64), 1);
+        let range = TaskCounts {
+            tasks_sent: false,
+            nodes_sent: 2,
+            ..counts(2, 2)
+        };
+        assert_eq!(range.held_nodes_guess(64), 2);
+    }
 
     /// `SubmitExtra::exclusive` was a `bool`: what older builds stored reads back.
     #[test]

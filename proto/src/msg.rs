@@ -285,7 +285,7 @@ pub struct Parts(pub u16);
 impl Parts {
     /// `workdir`, `stdout`, `stderr` and the patterns they came from.
     pub const PATHS: Parts = Parts(1);
-    /// `extra`: sbatch's other options.
+    /// `extra`: sbatch's other options (and the held-job guess made from them).
     pub const EXTRA: Parts = Parts(1 << 1);
     /// `usage`.
     pub const USAGE: Parts = Parts(1 << 2);
@@ -329,6 +329,7 @@ impl Parts {
         }
         if self.contains(Parts::EXTRA) {
             j.extra = Default::default();
+            j.nodes_guess = 0;
             j.args.clear();
         }
         if self.contains(Parts::USAGE) {

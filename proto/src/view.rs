@@ -54,6 +54,7 @@ pub struct JobView<'a> {
     pub restarts: u32,
     pub out_pattern: &'a str,
     pub err_pattern: Option<&'a str>,
+    pub nodes_guess: u32,
 }
 
 /// A [`ResourceRequest`] with its memory as the job holds it (the request may have
@@ -169,6 +170,7 @@ impl<'a> JobView<'a> {
             restarts: j.restarts,
             out_pattern: &j.out_pattern,
             err_pattern: j.err_pattern.as_deref(),
+            nodes_guess: j.nodes_guess,
         }
     }
 
@@ -210,6 +212,7 @@ impl<'a> JobView<'a> {
             restarts: self.restarts,
             out_pattern: self.out_pattern.to_string(),
             err_pattern: self.err_pattern.map(str::to_string),
+            nodes_guess: self.nodes_guess,
         }
     }
 }
@@ -261,6 +264,7 @@ impl JobView<'_> {
             restarts,
             out_pattern,
             err_pattern,
+            nodes_guess,
         } = self;
         let ResourceRequest {
             nodes,
@@ -339,6 +343,7 @@ impl JobView<'_> {
         wire::varint(out, u64::from(*restarts));
         wire::str(out, out_pattern);
         wire::opt_str(out, *err_pattern);
+        wire::varint(out, u64::from(*nodes_guess));
         Ok(())
     }
 }
@@ -565,6 +570,7 @@ pub(crate) mod tests {
             restarts: 2,
             out_pattern: "out-%8j.txt".into(),
             err_pattern: Some("%x-%%.err".into()),
+            nodes_guess: 3,
         }
     }
 

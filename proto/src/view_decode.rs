@@ -199,6 +199,7 @@ pub(crate) fn empty_job() -> JobInfo {
         restarts: 0,
         out_pattern: String::new(),
         err_pattern: None,
+        nodes_guess: 0,
     }
 }
 
@@ -243,6 +244,7 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
         restarts,
         out_pattern,
         err_pattern,
+        nodes_guess,
     } = j;
     *id = JobId(r.u64()?);
     r.string_into(name)?;
@@ -309,6 +311,7 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
     *restarts = r.u32()?;
     r.string_into(out_pattern)?;
     r.opt_string_into(err_pattern)?;
+    *nodes_guess = r.u32()?;
     Ok(())
 }
 

@@ -130,25 +130,25 @@ impl Core {
     /// cluster; else as the privacy setting says (redacted, or not at all).
     /// `omit`: the parts the caller leaves out ([`Parts`]).
     pub(super) fn seen_by(&self, caller: &Caller, j: &Job, omit: Parts) -> Option<JobInfo> {
-        self.seen_view(caller, j, omit, self.all_nodes_down(), views::Waiting::Ask)
+        self.seen_view(caller, j, omit, &self.listing(), views::Waiting::Ask)
             .map(|v| v.to_info())
     }
 
     /// [`Core::seen_by`], borrowed from the job ([`Core::view_without`]);
-    /// `nodes_down`: [`Core::all_nodes_down`], asked once for a whole listing.
+    /// `ctx`: what a whole listing looks up once ([`Core::listing`]).
     pub(super) fn seen_view<'a>(
         &'a self,
         caller: &Caller,
         j: &'a Job,
         omit: Parts,
-        nodes_down: bool,
+        ctx: &views::Listing,
         entry: views::Waiting<'a>,
     ) -> Option<bulkhead_proto::view::JobView<'a>> {
         if self.owns_or_operates(caller, j) {
-            return Some(self.view_without(j, omit, nodes_down, entry));
+            return Some(self.view_without(j, omit, ctx, entry));
         }
         match self.cfg.privacy {
-            Privacy::Visible => Some(self.view_without(j, omit, nodes_down, entry)),
+            Privacy::Visible => Some(self.view_without(j, omit, ctx, entry)),
             Privacy::Hidden => None,
             Privacy::Redacted => {
                 // Another's paths, denials, usage and what the submission says of
@@ -157,7 +157,7 @@ impl Core {
                     .with(Parts::DENIALS)
                     .with(Parts::USAGE)
                     .with(Parts::EXTRA);
-                let mut view = self.view_without(j, omit.with(hidden), nodes_down, entry);
+                let mut view = self.view_without(j, omit.with(hidden), ctx, entry);
                 view.name = "(hidden)";
                 view.reason = view.reason.filter(|_| j.state == JobState::Pending);
                 Some(view)

@@ -5,6 +5,15 @@ use super::*;
 use bulkhead_proto::view::{EncodedPage, JobView, ResourcesView};
 use std::borrow::Cow;
 
+/// What a listing looks up once for all its jobs rather than once a job.
+pub(super) struct Listing {
+    /// Every node is down ([`Core::all_nodes_down`]).
+    nodes_down: bool,
+    /// The most CPUs a node of each partition has, made when a held job first needs
+    /// it ([`Core::part_max_cpus`]).
+    part_cpus: std::cell::OnceCell<Vec<(String, u32)>>,
+}
+
 impl Core {
     /// Whether no node is up: a waiting job's reason is then `Nodes_Down`. Asked once
     /// per listing, not per job: right after a restart every node is down until it
@@ -12,6 +21,41 @@ impl Core {
     /// hold the core for seconds.
     pub(super) fn all_nodes_down(&self) -> bool {
         !self.nodes.values().any(|n| n.up())
+    }
+
+    /// What a listing looks up once for all its jobs.
+    pub(super) fn listing(&self) -> Listing {
+        Listing {
+            nodes_down: self.all_nodes_down(),
+            part_cpus: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The most CPUs a node of `partition` (the first of a list) has (slurmctld's
+    /// `max_cpu_cnt`; 1 where it has none), worked out for every partition the first
+    /// time a listing asks.
+    fn part_max_cpus(&self, ctx: &Listing, partition: &str) -> u32 {
+        ctx.part_cpus
+            .get_or_init(|| {
+                self.cfg
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let most = self
+                            .nodes
+                            .values()
+                            .filter(|n| p.has(&n.name))
+                            .map(|n| n.cpus)
+                            .max()
+                            .unwrap_or(1);
+                        (p.name.clone(), most)
+                    })
+                    .collect()
+            })
+            .iter()
+            // A job kept with a list of partitions (`debug,batch`): its first.
+            .find(|(name, _)| partition.split(',').find(|p| !p.is_empty()) == Some(name))
+            .map_or(1, |(_, most)| *most)
     }
 
     /// The scheduler's entry of a pending job, when its view shows a part of it (the
@@ -28,13 +72,13 @@ impl Core {
     /// A job's description without the parts in `omit`, whose fields stay empty (a
     /// listing of 100,000 jobs computes, sends and decodes only what its caller
     /// prints), borrowed from the job where it can be: what a listing encodes.
-    /// `nodes_down`: [`Core::all_nodes_down`]; `entry`: the scheduler's entry of a
+    /// `ctx`: what the listing looked up once ([`Core::listing`]); `entry`: the scheduler's entry of a
     /// pending job, when the caller looked it up already.
     pub(super) fn view_without<'a>(
         &'a self,
         j: &'a Job,
         omit: Parts,
-        nodes_down: bool,
+        ctx: &Listing,
         entry: Waiting<'a>,
     ) -> JobView<'a> {
         let keep = |p: Parts| !omit.contains(p);
@@ -91,7 +135,7 @@ impl Core {
         } else if waiting {
             Some(match (&j.reason, &pending) {
                 (Some(r), _) => Cow::Borrowed(r.as_str()),
-                (None, _) if nodes_down => Cow::Borrowed("Nodes_Down"),
+                (None, _) if ctx.nodes_down => Cow::Borrowed("Nodes_Down"),
                 (None, Some(p)) => Cow::Borrowed(p.reason.name()),
                 (None, None) => Cow::Borrowed("Priority"),
             })
@@ -177,6 +221,13 @@ impl Core {
                 &[]
             },
             restarts: j.restarts,
+            // Only where sbatch's counts are shown: scontrol's, not squeue's.
+            nodes_guess: match &j.submission.extra.counts {
+                Some(c) if keep(Parts::EXTRA) && j.state == JobState::Pending && is_held(j) => {
+                    c.held_nodes_guess(self.part_max_cpus(ctx, &j.partition))
+                }
+                _ => 0,
+            },
             out_pattern: if keep(Parts::PATHS) { out_pattern } else { "" },
             err_pattern: j
                 .submission
@@ -575,9 +626,9 @@ impl Core {
         } else {
             Box::new(f.jobs.iter().filter_map(|id| self.jobs.get(id)))
         };
-        let nodes_down = self.all_nodes_down();
+        let ctx = self.listing();
         ids.filter(|j| listed(f, j))
-            .filter_map(|j| self.seen_view(caller, j, f.omit, nodes_down, Waiting::Ask))
+            .filter_map(|j| self.seen_view(caller, j, f.omit, &ctx, Waiting::Ask))
             .map(|v| v.to_info())
             .collect()
     }
@@ -620,7 +671,7 @@ impl Core {
         };
         let mut page = EncodedPage::with_capacity(64 << 10);
         let mut last = None;
-        let nodes_down = self.all_nodes_down();
+        let ctx = self.listing();
         let mut listed_jobs = Ahead::new(ids).filter(|j| listed(f, j));
         // A chunk of jobs at a time: the scheduler's entries of its waiting jobs are
         // looked up together first, so that the CPU waits on their cache misses side
@@ -638,8 +689,7 @@ impl Core {
             entries.clear();
             entries.extend(chunk.iter().map(|j| self.waiting_entry(j, f.omit)));
             for (j, entry) in chunk.iter().copied().zip(entries.drain(..)) {
-                let Some(view) =
-                    self.seen_view(caller, j, f.omit, nodes_down, Waiting::Found(entry))
+                let Some(view) = self.seen_view(caller, j, f.omit, &ctx, Waiting::Found(entry))
                 else {
                     continue;
                 };

@@ -394,6 +394,36 @@ fn a_waiting_whole_memory_job_shows_a_nodes_memory() {
     assert_eq!(show(&mut t.c, other, 10).resources.mem_mb, 300);
 }
 
+/// A held job is shown slurmctld's guess of its nodes from its tasks (it is never
+/// tried against the nodes): `-n 4 -c 2` on 4-CPU nodes, two; a job not held shows
+/// none (its nodes are those it will have), nor does a listing without sbatch's
+/// other options.
+#[test]
+fn a_held_job_shows_slurmctlds_guess_of_its_nodes() {
+    use bulkhead_proto::job::TaskCounts;
+    let mut t = Env::new().nodes(2, 4).build();
+    let ask = |hold: bool| {
+        let mut s = sub(2);
+        s.extra.hold = hold;
+        s.extra.counts = Some(TaskCounts {
+            ntasks: 4,
+            cpus_per_task: 2,
+            nodes_sent: 1,
+            tasks_sent: true,
+            ..TaskCounts::default()
+        });
+        s
+    };
+    let (held, _) = t.submit(&user(5), ask(true));
+    assert_eq!(show(&mut t.c, held, 10).nodes_guess, 2);
+    let (free, _) = t.submit(&user(5), ask(false));
+    assert_eq!(show(&mut t.c, free, 10).nodes_guess, 0);
+    let lean =
+        t.c.seen_by(&root(), &t.c.jobs[&held].clone(), Parts::EXTRA)
+            .expect("shown");
+    assert_eq!(lean.nodes_guess, 0);
+}
+
 /// `scontrol update Nice=`, `JobName=`, `Comment=` and `StartTime=`, as slurmctld
 /// takes them: the owner may raise the nice (any from 0 up), not make it negative (an
 /// operator may); a nice on a job with a fixed priority is ignored; a start time moves
