@@ -56,6 +56,10 @@
 //!                           # unless started with --allow-root-jobs)
 //! first_job_id = 1          # Slurm's FirstJobId: no job gets a smaller id (a cluster
 //!                           # that replaces another keeps its ids apart)
+//! enforce_part_limits = true  # Slurm's EnforcePartLimits: a job over its partition's
+//!                           # time limit or node count is refused at submission; false
+//!                           # (Slurm's NO): taken, waiting (PartitionConfig) until the
+//!                           # partition or the job changes
 //!
 //! [node_keys]               # with --curve-key: the agents admitted, by their public keys
 //! gpu001 = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
@@ -145,6 +149,7 @@ struct JobsFile {
     #[serde(default)]
     allow_root: bool,
     first_job_id: Option<u64>,
+    enforce_part_limits: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -498,6 +503,9 @@ fn parse(text: &str, mut cfg: CoreConfig) -> Result<CoreConfig, Problem> {
         cfg.node_keys.insert(node, key);
     }
     cfg.allow_root_jobs = f.jobs.allow_root;
+    if let Some(e) = f.jobs.enforce_part_limits {
+        cfg.sched.enforce_part_limits = e;
+    }
     if let Some(first) = f.jobs.first_job_id {
         // Job ids are Slurm's 32 bits to clients (and `NO_VAL` is not an id).
         if first == 0 || first >= u64::from(u32::MAX - 2) {
@@ -684,6 +692,13 @@ half_life_s = 3600
         assert_eq!(c.partition, "gpu");
         assert_eq!(c.accounts.len(), 2);
         assert_eq!(c.node_keys.len(), 1);
+        assert!(c.sched.enforce_part_limits, "enforced by default");
+        let off = parse(
+            "[jobs]\nenforce_part_limits = false\n",
+            CoreConfig::default(),
+        )
+        .expect("parses");
+        assert!(!off.sched.enforce_part_limits);
         let v: toml::Table = toml::from_str(&text).unwrap();
         // The tables at `path` (every element of an array of tables).
         let tables_at = |path: &[&str]| -> Vec<toml::Table> {

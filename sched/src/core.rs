@@ -51,6 +51,11 @@ pub struct Config {
     /// once a job cannot start for want of resources, none after it starts in that
     /// pass (the baseline a workload replay compares against).
     pub backfill: bool,
+    /// Slurm's `EnforcePartLimits`: on (`ALL`), a job over a partition's time limit or
+    /// with more nodes than it has is refused at submission; off (`NO`, Slurm's
+    /// default), it is taken and waits with reason `PartitionConfig` until the
+    /// partition or the job changes. A job no node could hold is refused either way.
+    pub enforce_part_limits: bool,
 }
 
 impl Default for Config {
@@ -71,6 +76,7 @@ impl Default for Config {
             qos_user_limits: Vec::new(),
             qos_preempt: Vec::new(),
             backfill: true,
+            enforce_part_limits: true,
         }
     }
 }
@@ -633,6 +639,20 @@ impl Scheduler {
         }
     }
 
+    /// Whether the job would pass [`Scheduler::check`] in partition `p` but for the
+    /// partition's limits: its time limit over the partition's maximum, and its node
+    /// count. A node of the partition it may have must still hold what it asks of
+    /// each node, and `--time-min` is held to the same rules as when enforced (as
+    /// slurmctld refuses it either way).
+    fn within_nodes_of(&self, spec: &JobSpec, p: PartIdx) -> bool {
+        let mut one = spec.clone();
+        one.req.nodes = 1;
+        if let Some(max) = self.parts[p.0 as usize].max_time {
+            one.req.time_limit = one.req.time_limit.map(|l| l.min(max));
+        }
+        self.limit_in(&one, p).is_ok() && self.could_ever_fit(&one, p)
+    }
+
     /// Whether some set of the partition's nodes could ever hold the job: enough of
     /// them that it may have, every node it named among them.
     fn could_ever_fit(&self, spec: &JobSpec, p: PartIdx) -> bool {
@@ -722,6 +742,10 @@ impl Scheduler {
             .partitions
             .iter()
             .any(|p| match self.limit_in(spec, *p) {
+                // Slurm's EnforcePartLimits=NO: a job over a partition's time or node
+                // limits is taken and waits (PartitionConfig) until they change or it
+                // does; one no node could hold is still refused.
+                _ if !self.cfg.enforce_part_limits && self.within_nodes_of(spec, *p) => true,
                 Err(e) => {
                     why.push(e);
                     false

@@ -1186,3 +1186,79 @@ fn a_fixed_priority_replaces_the_multifactor_one() {
     s.job_ended(JobId(3), Outcome::Ok, 70);
     assert_eq!(started(s.full_pass(70)), vec![JobId(1)]);
 }
+
+/// Slurm's `EnforcePartLimits=NO`: a job over its partition's time limit, or asking
+/// more nodes than it has, is taken and waits (`PartitionConfig`, saying which) rather
+/// than being refused, and starts once it asks what fits; one no node could hold is
+/// refused all the same, as is one whose account the partition does not allow or
+/// whose `--time-min` is over the partition's maximum.
+#[test]
+fn partition_limits_not_enforced_keep_the_job_waiting() {
+    let mut short = partition("short", 0..2);
+    short.max_time = Some(3600);
+    short.allowed_accounts = [AccountIdx(0)].into();
+    let mut s = Scheduler::new(
+        Config {
+            enforce_part_limits: false,
+            ..Config::default()
+        },
+        nodes(2, 8, 1),
+        vec![short],
+        accounts(&[1, 1]),
+    );
+    s.submit(job(1, 0, 1, 1, 7200, 0), 0)
+        .expect("over the time limit: taken");
+    s.submit(job(2, 0, 3, 1, 60, 0), 0)
+        .expect("three nodes of two: taken");
+    let mut huge = job(3, 0, 1, 1, 60, 0);
+    huge.req.per_node.cpus = 64;
+    assert!(matches!(
+        s.submit(huge, 0),
+        Err(SubmitError::Unsatisfiable(_))
+    ));
+    assert!(matches!(
+        s.submit(job(4, 1, 1, 1, 60, 0), 0),
+        Err(SubmitError::Unsatisfiable(e)) if e.contains("not allowed")
+    ));
+    // --time-min is held to its rules all the same (slurmctld refuses it either way).
+    let mut min_over = job(6, 0, 1, 1, 7200, 0);
+    min_over.bounds.time_min = Some(5400);
+    assert!(matches!(
+        s.submit(min_over, 0),
+        Err(SubmitError::Unsatisfiable(e)) if e.contains("time-min")
+    ));
+    let d = s.full_pass(0);
+    assert!(
+        !d.iter().any(|d| matches!(d, Decision::Start { .. })),
+        "{d:?}"
+    );
+    let reason = |s: &Scheduler, id| match s.pending_ref(JobId(id)).map(|p| p.reason.clone()) {
+        Some(Reason::PartitionConfig(why)) => why,
+        other => panic!("job {id}: {other:?}"),
+    };
+    assert!(reason(&s, 1).contains("maximum"), "{}", reason(&s, 1));
+    assert!(
+        reason(&s, 2).contains("has 2 nodes, the job asks 3"),
+        "{}",
+        reason(&s, 2)
+    );
+    // The same job asking what fits starts.
+    s.submit(job(5, 0, 2, 1, 600, 0), 0).expect("fits");
+    let d = s.full_pass(1);
+    assert!(
+        d.iter()
+            .any(|d| matches!(d, Decision::Start { job, .. } if *job == JobId(5))),
+        "{d:?}"
+    );
+    // Enforced (the default), both are refused.
+    let mut short = partition("short", 0..2);
+    short.max_time = Some(3600);
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(2, 8, 1),
+        vec![short],
+        accounts(&[1]),
+    );
+    assert!(s.submit(job(1, 0, 1, 1, 7200, 0), 0).is_err());
+    assert!(s.submit(job(2, 0, 3, 1, 60, 0), 0).is_err());
+}

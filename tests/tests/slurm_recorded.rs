@@ -50,12 +50,14 @@ const SITE_FIELDS: &[&str] = &[
 ];
 
 /// The cluster the cases were recorded on, as the broker's configuration (its job ids
-/// as large as the recording's, which placeholders replaced wherever they stood).
+/// as large as the recording's, which placeholders replaced wherever they stood; its
+/// slurm.conf set no EnforcePartLimits, which is Slurm's NO).
 const CONFIG: &str = r#"
 default_partition = "batch"
 [jobs]
 allow_root = true
 first_job_id = 700001
+enforce_part_limits = false
 [[partition]]
 name = "batch"
 nodes = ["n1", "n2", "n3", "n4"]

@@ -239,6 +239,18 @@ impl Scheduler {
                         Some(l.map_or(left, |l| l.min(left)))
                     });
             let end = limit.map(|l| now.saturating_add(l));
+            // More nodes than the partition has (taken under EnforcePartLimits=NO, or
+            // the partition shrank): it waits for the partition, not for resources.
+            let part = &self.parts[p.0 as usize];
+            if spec.req.nodes as usize > part.nodes.len() {
+                why = Some(format!(
+                    "partition {} has {} nodes, the job asks {}",
+                    part.name,
+                    part.nodes.len(),
+                    spec.req.nodes
+                ));
+                continue;
+            }
             if let Some(picked) = self.pick_now(spec, now, *p, end, reserved) {
                 return Placed::Now(*p, picked, limit);
             }
