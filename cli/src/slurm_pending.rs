@@ -245,7 +245,6 @@ pub fn task_counts(r: &Resolved) -> TaskCounts {
             && r.nodes_max.is_none()
             && r.extra.nodelist.is_empty()
             && r.layout.ntasks_per_node.is_none()
-            && r.resources.mig.is_none()
             && !r.overcommit,
     }
 }

@@ -284,7 +284,14 @@ pub(crate) fn scontrol(
                         println!("No jobs in the system");
                     }
                     for j in jobs {
-                        print(&slurm::scontrol_job(&j, now_us()));
+                        let text = slurm::scontrol_job(&j, now_us());
+                        // job_info.c's one-liner ends each line with a space instead
+                        // of "\n   ": a value's own spaces (a comment's) stay.
+                        if oneliner {
+                            println!("{}", one_line(&text));
+                        } else {
+                            print(&text);
+                        }
                     }
                 }
                 Some(Entity::Partition) => {
@@ -562,9 +569,29 @@ pub(crate) fn scontrol(
     Ok(ExitCode::SUCCESS)
 }
 
+/// A `scontrol show` record on one line (`-o`), as Slurm writes it: each line's end
+/// and the next line's indent one space.
+fn one_line(text: &str) -> String {
+    text.trim_end_matches('\n')
+        .split('\n')
+        .map(|l| l.strip_prefix("   ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `scontrol -o show job`: lines joined by one space, a value's own spaces kept
+    /// (recorded case 1496: `Comment=a  b`).
+    #[test]
+    fn a_record_on_one_line_keeps_its_values_spaces() {
+        assert_eq!(
+            one_line("JobId=1 JobName=a\n   Comment=a  b\n   Power=\n"),
+            "JobId=1 JobName=a Comment=a  b Power="
+        );
+    }
 
     /// scontrol's entities by any abbreviation as long as it asks, case apart; `job=5`
     /// as `job 5`.

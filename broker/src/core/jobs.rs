@@ -524,14 +524,22 @@ impl Core {
             return;
         };
         let r = &sub.resources;
+        let tres = sub.extra.tres.as_ref();
+        // GPUs (or MIG slices) asked per node stay each node's; with GPUs for the job
+        // or per task beside them, or MIG slices asked otherwise, no spread.
+        let per_node_gpus = tres.is_some_and(|t| !t.per_node.is_empty());
+        if (per_node_gpus && tres.is_some_and(|t| !t.per_job.is_empty() || !t.per_task.is_empty()))
+            || (r.mig.is_some() && !per_node_gpus)
+        {
+            return;
+        }
         let in_part = || self.nodes.values().filter(|n| part.has(&n.name));
         let Some(largest) = in_part().map(|n| n.cpus).max() else {
             return;
         };
         // Whole GPUs of the model asked (any, when none was named) a node has free of
         // MIG: what a GPU job can be given there.
-        let gpus = r.gpus;
-        let tres = sub.extra.tres.as_ref();
+        let gpus = if per_node_gpus { 0 } else { r.gpus };
         let most_gpus = if gpus == 0 {
             0
         } else {
@@ -583,6 +591,7 @@ impl Core {
         };
         let most = per.iter().copied().max().unwrap_or(1);
         let node_gpus = match per_task {
+            _ if per_node_gpus => r.gpus,
             Some(g) => g.saturating_mul(most),
             None => gpus.div_ceil(nodes),
         };

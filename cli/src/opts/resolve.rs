@@ -678,10 +678,13 @@ impl SubmitOpts {
             mem_per_gpu_mb: resolved.mem_per_gpu_mb.unwrap_or(0),
             ntasks_per_gpu: ntasks_per_gpu.unwrap_or(0),
         });
-        // GPUs asked per node (`--gpus-per-node`, `--gres`) fix what each node has:
-        // such a job is not spread over more nodes.
+        // GPUs asked per node (`--gpus-per-node`, `--gres`) stay each node's as its
+        // tasks are spread; beside GPUs for the job or per task they are not spread.
+        // MIG slices are spread only when asked per node.
         if let (Some(c), Some(t)) = (&mut resolved.extra.counts, &resolved.extra.tres) {
-            c.spread &= t.per_node.is_empty();
+            let per_node = !t.per_node.is_empty();
+            c.spread &= !per_node || (t.per_job.is_empty() && t.per_task.is_empty());
+            c.spread &= per_node || resolved.resources.mig.is_none();
         }
         Ok(resolved)
     }

@@ -574,7 +574,8 @@ fn whole_gpu_node(name: &str) -> AgentMessage {
 /// A GPU job that asked no node count (`--gpus=8`, `--gpus-per-task=1 -n 6`), on nodes
 /// of four GPUs: spread over the nodes its GPUs need, as slurmctld picks them (the
 /// job's GPUs shared evenly; per task, a node as many tasks as it has GPUs for), and
-/// started there. GPUs asked per node are not spread: too many for a node, refused.
+/// started there. GPUs asked per node stay each node's as its tasks spread: too many
+/// for a node, refused.
 #[test]
 fn gpus_without_a_node_count_are_spread_over_the_nodes_they_need() {
     use bulkhead_proto::job::{MemForm, TaskCounts, TresAsks};
@@ -639,12 +640,24 @@ fn gpus_without_a_node_count_are_spread_over_the_nodes_they_need() {
         "{:?}",
         j.submission.env
     );
-    // Six GPUs on each node, asked per node: refused.
+    // -n 20 --gpus-per-node=a100:1 on 16-CPU nodes: the tasks spread over two
+    // nodes, each keeping its one GPU.
+    let one_a_node = TresAsks {
+        per_node: "gres:gpu:a100:1".into(),
+        ..TresAsks::default()
+    };
+    let mut twenty = ask(20, 1, one_a_node, true);
+    twenty.resources.cpus = 20;
+    let fx = submit(&mut c, twenty);
+    let r = &c.jobs[&submitted(&fx)].submission.resources;
+    assert_eq!((r.nodes, r.gpus, r.cpus), (2, 1, 10));
+    // Six GPUs on each node, asked per node: not spread (a node's GPUs are its
+    // own), refused.
     let per_node = TresAsks {
         per_node: "gres:gpu:a100:6".into(),
         ..TresAsks::default()
     };
-    let fx = submit(&mut c, ask(1, 6, per_node, false));
+    let fx = submit(&mut c, ask(1, 6, per_node, true));
     assert!(
         matches!(
             &fx.send[0],
