@@ -413,8 +413,10 @@ fn recorded_submissions_through_the_real_sbatch_and_scontrol_show_as_slurm_showe
         "real_agreement={agree}/{total} fields_compared={fields_compared}\n{}",
         disagreements.join("\n")
     );
+    // Issue 16's target for submissions not seen before is 97%; those recorded here
+    // agree in 98.9% (what is left is listed in the README).
     anyhow::ensure!(
-        agree * 100 >= total * 90,
+        agree * 100 >= total * 97,
         "{agree} of {total} recorded submissions agree end to end"
     );
     Ok(())
