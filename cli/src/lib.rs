@@ -22,6 +22,7 @@ pub mod slurm_assoc;
 pub mod slurm_info;
 pub mod slurm_json;
 pub mod slurm_pending;
+pub mod slurm_show;
 pub mod squeue_sort;
 pub mod srun_extra;
 pub mod standalone;

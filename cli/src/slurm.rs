@@ -1,12 +1,11 @@
 //! Slurm's commands as Bulkhead's: the pure part. squeue's format language
 //! (`%[.][WIDTH]TYPE`, its default and `-l`/`--start` formats), the compact and long
-//! state names, Slurm's time and hostlist spellings, `scontrol show job`'s
-//! `Key=Value` layout. `bh`'s binary
-//! chooses the command by the name it was run as (`sbatch`, `squeue`, ...).
+//! state names, Slurm's time and hostlist spellings (`scontrol show job`'s layout is
+//! [`crate::slurm_show`]'s). `bh`'s binary chooses the command by the name it was run
+//! as (`sbatch`, `squeue`, ...).
 
-use crate::opts::format_time;
 use bulkhead_proto::JobState;
-use bulkhead_proto::job::{JobInfo, MemForm, TaskCounts};
+use bulkhead_proto::job::JobInfo;
 use bulkhead_proto::msg::Parts;
 use std::fmt::Write as _;
 
@@ -235,7 +234,7 @@ pub fn scontrol_oversubscribe(e: &bulkhead_proto::job::SubmitExtra) -> &'static 
 }
 
 /// A time `scontrol` shows, `Unknown` when there is none yet (a pending job's start).
-fn known_time(us: Option<u64>) -> String {
+pub(crate) fn known_time(us: Option<u64>) -> String {
     us.map_or_else(|| "Unknown".into(), |t| local_time(Some(t)))
 }
 
@@ -404,7 +403,7 @@ pub fn hostlist_unsorted(names: &[&str]) -> String {
 }
 
 /// A job's node list in hostlist form (empty when it has none).
-fn job_nodes(j: &JobInfo) -> String {
+pub(crate) fn job_nodes(j: &JobInfo) -> String {
     j.node
         .as_deref()
         .map(|n| hostlist(&n.split(',').collect::<Vec<_>>()))
@@ -592,7 +591,7 @@ pub fn user_name(uid: u32) -> Option<String> {
 
 /// A group's name by its id, or its number when it has none, as squeue's `%g` prints
 /// it; the last one looked up kept (a listing's jobs share few groups).
-fn group_name_into(gid: u32, v: &mut String) {
+pub(crate) fn group_name_into(gid: u32, v: &mut String) {
     thread_local! {
         static LAST: std::cell::RefCell<Option<(u32, String)>> = const { std::cell::RefCell::new(None) };
     }
@@ -1287,341 +1286,8 @@ fn squeue_line(
     out.push('\n');
 }
 
-/// A job's output, error and input patterns as slurmctld keeps them, which squeue
-/// prints as they are (`-O stdout`, `--json`): those the user gave, made absolute;
-/// `None` where none was given (sbatch's `slurm-%j.out` default is not kept).
-#[derive(Debug)]
-pub struct StoredPaths {
-    pub out: Option<String>,
-    pub err: Option<String>,
-    pub input: String,
-}
-
-pub fn stored_paths(j: &JobInfo) -> StoredPaths {
-    use crate::opts::{SLURM_ARRAY_OUTPUT, SLURM_OUTPUT};
-    use bulkhead_proto::job::{DEFAULT_ARRAY_OUTPUT_PATTERN, DEFAULT_OUTPUT_PATTERN};
-    let abs = |p: &str| crate::slurm_pending::absolute(p.to_string(), &j.workdir);
-    let defaults = [
-        SLURM_OUTPUT,
-        SLURM_ARRAY_OUTPUT,
-        DEFAULT_OUTPUT_PATTERN,
-        DEFAULT_ARRAY_OUTPUT_PATTERN,
-    ];
-    let out = Some(j.out_pattern.as_str())
-        .filter(|p| !p.is_empty() && !defaults.contains(p))
-        .map(abs);
-    StoredPaths {
-        out,
-        err: j.err_pattern.as_deref().map(abs),
-        input: j.extra.input.as_deref().map_or("/dev/null".into(), abs),
-    }
-}
-
-/// A job's output, error and input paths as `scontrol show job` shows them: the
-/// patterns they were made from with only `_fname_format`'s fields filled in (a
-/// padded `%8j` or a `%%` stays as written), the expanded paths where the broker sent
-/// no pattern.
-fn shown_paths(j: &JobInfo) -> (String, String, String) {
-    let path = |p: &str| {
-        crate::slurm_pending::scontrol_path(
-            p,
-            j.id.0,
-            j.array_task.map(|(a, t)| (a.0, t)),
-            &j.user,
-            &j.name,
-            &j.workdir,
-        )
-    };
-    let (out, err) = if j.out_pattern.is_empty() {
-        (j.stdout.clone(), j.stderr.clone())
-    } else {
-        let out = path(&j.out_pattern);
-        let err = j.err_pattern.as_deref().map_or_else(|| out.clone(), path);
-        (out, err)
-    };
-    let stdin = j.extra.input.as_deref().map_or("/dev/null".into(), path);
-    (out, err, stdin)
-}
-
-/// `scontrol show job`'s `Key=Value` layout for one job.
-pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
-    let r = &j.resources;
-    let e = &j.extra;
-    let mut s = String::new();
-    // The first line, as scontrol's: an array's ids and throttle (when it has one)
-    // between the job's id and its name.
-    let _ = write!(s, "JobId={} ", j.id);
-    if let Some((a, t)) = j.array_task {
-        let _ = write!(s, "ArrayJobId={a} ArrayTaskId={t} ");
-    } else if let Some(rest) = &j.array_pending {
-        // The array's own record: the tasks not started yet, and its throttle.
-        let _ = write!(s, "ArrayJobId={} ArrayTaskId={rest} ", j.id);
-        if let Some((_, t)) = rest.rsplit_once('%').filter(|(_, t)| *t != "0") {
-            let _ = write!(s, "ArrayTaskThrottle={t} ");
-        }
-    }
-    let _ = writeln!(s, "JobName={}", j.name);
-    let mut group = String::new();
-    group_name_into(j.gid, &mut group);
-    let _ = writeln!(
-        s,
-        "   UserId={}({}) GroupId={group}({}) MCS_label=N/A",
-        j.user, j.uid, j.gid
-    );
-    let _ = writeln!(
-        s,
-        "   Priority={} Nice={} Account={} QOS={}",
-        j.priority.unwrap_or(0),
-        e.nice,
-        j.account,
-        job_qos(j)
-    );
-    let _ = writeln!(
-        s,
-        "   JobState={} Reason={} Dependency={}",
-        shown_state(j).as_str(),
-        shown_reason(j),
-        j.dependency
-    );
-    let _ = writeln!(
-        s,
-        "   Requeue={} Restarts={} BatchFlag=1 Reboot={} ExitCode={}:{}",
-        u8::from(e.requeue.unwrap_or(true)),
-        j.restarts,
-        u8::from(e.shown.reboot),
-        j.exit_code.unwrap_or(0),
-        j.signal.unwrap_or(0)
-    );
-    let _ = writeln!(
-        s,
-        "   RunTime={} TimeLimit={} TimeMin={}",
-        format_time(Some(used_secs(j, now_us))),
-        format_time(r.time_limit_s),
-        e.time_min_s.map_or("N/A".into(), |t| format_time(Some(t)))
-    );
-    let eligible = if e.hold {
-        None
-    } else {
-        e.begin_us.or(Some(j.submit_time_us))
-    };
-    let _ = writeln!(
-        s,
-        "   SubmitTime={} EligibleTime={}",
-        local_time(Some(j.submit_time_us)),
-        known_time(eligible)
-    );
-    // When it began to accrue priority: once eligible (a held job has not).
-    let _ = writeln!(s, "   AccrueTime={}", known_time(eligible));
-    let _ = writeln!(
-        s,
-        "   StartTime={} EndTime={} Deadline={}",
-        known_time(j.start_time_us.or(j.expected_start_us).or(e.begin_us)),
-        known_time(end_time_us(j)),
-        e.deadline_us.map_or("N/A".into(), |d| local_time(Some(d)))
-    );
-    // Suspension is not a state here; the scheduler last looked at it when it
-    // started it, or when it came.
-    let _ = writeln!(
-        s,
-        "   SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
-        local_time(Some(j.start_time_us.unwrap_or(j.submit_time_us)))
-    );
-    let _ = writeln!(s, "   Partition={} AllocNode:Sid=(null)", j.partition);
-    let names = |v: &[String]| {
-        if v.is_empty() {
-            "(null)".to_string()
-        } else {
-            hostlist_of(v)
-        }
-    };
-    let _ = writeln!(
-        s,
-        "   ReqNodeList={} ExcNodeList={}",
-        names(&e.nodelist),
-        names(&e.exclude)
-    );
-    // The nodes (none yet: empty, as scontrol prints a waiting job's), and the batch
-    // host on a line of its own once there is one.
-    let nodes = job_nodes(j);
-    let _ = writeln!(s, "   NodeList={nodes}");
-    if let Some(host) = nodes.split(',').next().filter(|n| !n.is_empty()) {
-        let _ = writeln!(s, "   BatchHost={host}");
-    }
-    let cpus = r.cpus.saturating_mul(r.nodes);
-    // What sbatch counted, where the client said (a task a CPU otherwise).
-    let counts = e.counts.unwrap_or(TaskCounts {
-        ntasks: cpus,
-        cpus_per_task: 1,
-        min_cpus_node: r.cpus,
-        min_cpus: cpus,
-        ..TaskCounts::default()
-    });
-    // A waiting job shows what it asked (its CPUs as its tasks', its node range); a
-    // started one what it holds.
-    let waiting = j.state == JobState::Pending;
-    // A count slurmctld keeps as 16 bits, `*` when not given.
-    let star = |n: u16| {
-        if n == 0 {
-            "*".to_string()
-        } else {
-            n.to_string()
-        }
-    };
-    // A held job shows slurmctld's guess from its tasks (it was never tried against
-    // the nodes), another waiting job the nodes it will have.
-    let least = match j.nodes_guess {
-        g if waiting && g > 0 => g,
-        _ => r.nodes,
-    };
-    let num_nodes = match counts.nodes_max {
-        m if waiting && m > 0 => format!("{}-{m}", least.min(m)),
-        _ => least.to_string(),
-    };
-    let num_cpus = if waiting && counts.min_cpus > 0 {
-        counts.min_cpus
-    } else {
-        cpus
-    };
-    let _ = writeln!(
-        s,
-        "   NumNodes={num_nodes} NumCPUs={num_cpus} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:{}:{}",
-        counts.ntasks,
-        counts.cpus_per_task,
-        star(e.shown.cores),
-        star(e.shown.threads)
-    );
-    // Memory asked per CPU counts the CPUs it waits for; per node, its nodes.
-    let per_cpu = match counts.mem {
-        MemForm::PerCpu(mb) => Some(mb),
-        MemForm::DefaultPerCpu if r.cpus > 0 => Some(r.mem_mb / u64::from(r.cpus)),
-        _ => None,
-    };
-    // A waiting job's nodes there are the minimum sbatch sent (memory per node counts
-    // those too; a `--mem=0` job's, the memory the broker shows for a whole node).
-    let tres_nodes = match counts.nodes_sent {
-        n if waiting && n > 0 => n,
-        _ => r.nodes,
-    };
-    let mem_total = match per_cpu {
-        Some(mb) if waiting && !e.mem_whole => mb.saturating_mul(u64::from(num_cpus)),
-        _ => r.mem_mb.saturating_mul(u64::from(tres_nodes)),
-    };
-    let mut mem = String::new();
-    convert_num_unit(mem_total, 2, true, &mut mem);
-    let mut tres = format!("cpu={num_cpus},mem={mem},node={tres_nodes}");
-    // GPUs count once given: a waiting job's TRES are its CPUs, memory and nodes.
-    if r.gpus > 0 && !waiting {
-        let _ = write!(tres, ",gres/gpu={}", r.gpus.saturating_mul(r.nodes));
-    }
-    let _ = write!(tres, ",billing={num_cpus}");
-    let _ = writeln!(s, "   TRES={tres}");
-    let _ = writeln!(
-        s,
-        "   Socks/Node={} NtasksPerN:B:S:C={}:0:{}:{} CoreSpec=*",
-        star(e.shown.sockets),
-        counts.ntasks_per_node,
-        star(counts.ntasks_per_socket),
-        star(counts.ntasks_per_core)
-    );
-    // Memory by the form it was asked in: per CPU (asked so, or the cluster's default
-    // per CPU, which the broker made a node's memory), else per node (0: all of it).
-    let (key, mb) = match (counts.mem, per_cpu) {
-        _ if e.mem_whole => ("MinMemoryNode", 0),
-        (MemForm::PerGpu(mb), _) | (_, Some(mb)) => ("MinMemoryCPU", mb),
-        _ => ("MinMemoryNode", r.mem_mb),
-    };
-    mem.clear();
-    convert_num_unit(mb, 2, true, &mut mem);
-    let _ = writeln!(
-        s,
-        "   MinCPUsNode={} {key}={mem} MinTmpDiskNode={}",
-        counts.min_cpus_node,
-        if e.shown.tmp_mb == 0 {
-            "0".to_string()
-        } else {
-            let mut t = String::new();
-            convert_num_unit(e.shown.tmp_mb, 2, true, &mut t);
-            t
-        }
-    );
-    let _ = writeln!(
-        s,
-        "   Features=(null) DelayBoot={}",
-        format_time(Some(u64::from(e.shown.delay_boot_s)))
-    );
-    if let Some(r) = &j.reservation {
-        let _ = writeln!(s, "   Reservation={r}");
-    }
-    let _ = writeln!(
-        s,
-        "   OverSubscribe={} Contiguous={} Licenses=(null) Network=(null)",
-        scontrol_oversubscribe(e),
-        u8::from(e.shown.contiguous)
-    );
-    let _ = writeln!(s, "   Command={}", command_of(j));
-    let _ = writeln!(s, "   WorkDir={}", j.workdir);
-    if let Some(c) = &e.comment {
-        let _ = writeln!(s, "   Comment={c}");
-    }
-    let (out, err, stdin) = shown_paths(j);
-    let _ = writeln!(s, "   StdErr={err}");
-    let _ = writeln!(s, "   StdIn={stdin}");
-    let _ = writeln!(s, "   StdOut={out}");
-    let _ = writeln!(s, "   Power=");
-    // job_info.c's optional flags line: its flags written one after the other.
-    let mut flags = String::new();
-    if let Some(kill) = e.kill_on_invalid_dep {
-        let _ = write!(flags, "KillOInInvalidDependent={}", yes_no(kill));
-    }
-    if e.shown.spread_job {
-        flags.push_str("SpreadJob=Yes");
-    }
-    if !flags.is_empty() {
-        let _ = writeln!(s, "   {flags}");
-    }
-    // The GPU options as sbatch sent them, each on its line, then the mail options,
-    // in job_info.c's order.
-    match &e.tres {
-        Some(t) => {
-            if t.cpus_per_gpu > 0 {
-                let _ = writeln!(s, "   CpusPerTres=gres:gpu:{}", t.cpus_per_gpu);
-            }
-            if t.mem_per_gpu_mb > 0 {
-                let _ = writeln!(s, "   MemPerTres=gres:gpu:{}", t.mem_per_gpu_mb);
-            }
-            for (key, v) in [
-                ("TresPerJob", &t.per_job),
-                ("TresPerNode", &t.per_node),
-                ("TresPerTask", &t.per_task),
-            ] {
-                if !v.is_empty() {
-                    let _ = writeln!(s, "   {key}={v}");
-                }
-            }
-        }
-        None if r.gpus > 0 || r.mig.is_some() => {
-            let _ = writeln!(s, "   TresPerNode=gres:gpu:{}", r.gpu_label());
-        }
-        None => {}
-    }
-    if e.mail_type != 0 {
-        let _ = writeln!(
-            s,
-            "   MailUser={} MailType={}",
-            e.mail_user.as_deref().unwrap_or(&j.user),
-            bulkhead_proto::job::mail_type_text(e.mail_type)
-        );
-    }
-    if let Some(t) = e.tres.as_ref().filter(|t| t.ntasks_per_gpu > 0) {
-        let _ = writeln!(s, "   NtasksPerTRES={}", t.ntasks_per_gpu);
-    }
-    crate::output::escape_keep_lines(&s)
-}
-
-/// scontrol's word for a flag set either way (`KillOInInvalidDependent=Yes`).
-pub(crate) fn yes_no(v: bool) -> &'static str {
-    if v { "Yes" } else { "No" }
-}
+pub(crate) use crate::slurm_show::yes_no;
+pub use crate::slurm_show::{StoredPaths, scontrol_job, stored_paths};
 
 #[cfg(test)]
 #[path = "slurm_tests.rs"]
