@@ -219,13 +219,14 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         _ => None,
     };
     // A waiting job's nodes there are the minimum sbatch sent (memory per node counts
-    // those too; a `--mem=0` job's, the memory the broker shows for a whole node).
+    // those too; a waiting `--mem=0` job's, a whole node's memory, as the broker says).
     let tres_nodes = match counts.nodes_sent {
         n if waiting && n > 0 => n,
         _ => r.nodes,
     };
     let mem_total = match per_cpu {
         Some(mb) if waiting && !e.mem_whole => mb.saturating_mul(u64::from(num_cpus)),
+        _ if waiting && j.whole_mem_mb > 0 => j.whole_mem_mb.saturating_mul(u64::from(tres_nodes)),
         _ => r.mem_mb.saturating_mul(u64::from(tres_nodes)),
     };
     let mut mem = String::new();

@@ -45,6 +45,7 @@ pub(crate) fn full_job() -> JobInfo {
         out_pattern: "bh-%j.out".into(),
         err_pattern: None,
         nodes_guess: 0,
+        whole_mem_mb: 0,
     }
 }
 

@@ -610,6 +610,7 @@ mod tests {
             out_pattern: String::new(),
             err_pattern: None,
             nodes_guess: 0,
+            whole_mem_mb: 0,
         }
     }
 

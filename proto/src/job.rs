@@ -792,6 +792,11 @@ pub struct JobInfo {
     /// protocol 21.)
     #[serde(default)]
     pub nodes_guess: u32,
+    /// For a waiting `--mem=0` job, the memory of a whole node (MB) that slurmctld
+    /// counts in its TRES (its partition's first node's); 0: none (not such a job, or
+    /// sbatch's other options left out). (Appended in protocol 21.)
+    #[serde(default)]
+    pub whole_mem_mb: u64,
 }
 
 fn no_dependency() -> String {

@@ -330,6 +330,7 @@ impl Parts {
         if self.contains(Parts::EXTRA) {
             j.extra = Default::default();
             j.nodes_guess = 0;
+            j.whole_mem_mb = 0;
             j.args.clear();
         }
         if self.contains(Parts::USAGE) {

@@ -55,6 +55,7 @@ pub struct JobView<'a> {
     pub out_pattern: &'a str,
     pub err_pattern: Option<&'a str>,
     pub nodes_guess: u32,
+    pub whole_mem_mb: u64,
 }
 
 /// A [`ResourceRequest`] with its memory as the job holds it (the request may have
@@ -171,6 +172,7 @@ impl<'a> JobView<'a> {
             out_pattern: &j.out_pattern,
             err_pattern: j.err_pattern.as_deref(),
             nodes_guess: j.nodes_guess,
+            whole_mem_mb: j.whole_mem_mb,
         }
     }
 
@@ -213,6 +215,7 @@ impl<'a> JobView<'a> {
             out_pattern: self.out_pattern.to_string(),
             err_pattern: self.err_pattern.map(str::to_string),
             nodes_guess: self.nodes_guess,
+            whole_mem_mb: self.whole_mem_mb,
         }
     }
 }
@@ -265,6 +268,7 @@ impl JobView<'_> {
             out_pattern,
             err_pattern,
             nodes_guess,
+            whole_mem_mb,
         } = self;
         let ResourceRequest {
             nodes,
@@ -344,6 +348,7 @@ impl JobView<'_> {
         wire::str(out, out_pattern);
         wire::opt_str(out, *err_pattern);
         wire::varint(out, u64::from(*nodes_guess));
+        wire::varint(out, *whole_mem_mb);
         Ok(())
     }
 }
@@ -571,6 +576,7 @@ pub(crate) mod tests {
             out_pattern: "out-%8j.txt".into(),
             err_pattern: Some("%x-%%.err".into()),
             nodes_guess: 3,
+            whole_mem_mb: 515_000,
         }
     }
 

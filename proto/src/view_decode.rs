@@ -200,6 +200,7 @@ pub(crate) fn empty_job() -> JobInfo {
         out_pattern: String::new(),
         err_pattern: None,
         nodes_guess: 0,
+        whole_mem_mb: 0,
     }
 }
 
@@ -245,6 +246,7 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
         out_pattern,
         err_pattern,
         nodes_guess,
+        whole_mem_mb,
     } = j;
     *id = JobId(r.u64()?);
     r.string_into(name)?;
@@ -312,6 +314,7 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
     r.string_into(out_pattern)?;
     r.opt_string_into(err_pattern)?;
     *nodes_guess = r.u32()?;
+    *whole_mem_mb = r.u64()?;
     Ok(())
 }
 

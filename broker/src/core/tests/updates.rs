@@ -371,9 +371,9 @@ fn an_exclusive_job_gets_whole_nodes_and_is_accounted_for_them() {
     assert_eq!((rec.alloc_cpus, rec.alloc_mem_mb), (4, 4096));
 }
 
-/// A waiting `--mem=0` job is shown a whole node's memory (its partition's first
-/// node's, as slurmctld counts its TRES), not the default it would otherwise show;
-/// a job that asked memory shows what it asked.
+/// A waiting `--mem=0` job is shown a whole node's memory for its TRES (its
+/// partition's first node's, as slurmctld counts it); a job that asked memory shows
+/// none such, and what it asked.
 #[test]
 fn a_waiting_whole_memory_job_shows_a_nodes_memory() {
     let mut t = Env::new().nodes(2, 4).build();
@@ -390,7 +390,8 @@ fn a_waiting_whole_memory_job_shows_a_nodes_memory() {
         node_mem > 1024,
         "the nodes hold more than a default: {node_mem}"
     );
-    assert_eq!(show(&mut t.c, held, 10).resources.mem_mb, node_mem);
+    assert_eq!(show(&mut t.c, held, 10).whole_mem_mb, node_mem);
+    assert_eq!(show(&mut t.c, other, 10).whole_mem_mb, 0);
     assert_eq!(show(&mut t.c, other, 10).resources.mem_mb, 300);
 }
 
