@@ -1216,6 +1216,6 @@ mod tests {
                 Some("bob@example.org"),
             )
         );
-        assert_eq!(e.shown, bulkhead_proto::job::ShownOnly::default());
+        assert_eq!(e.shown, None);
     }
 }

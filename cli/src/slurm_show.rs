@@ -110,7 +110,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         "   Requeue={} Restarts={} BatchFlag=1 Reboot={} ExitCode={}:{}",
         u8::from(e.requeue.unwrap_or(true)),
         j.restarts,
-        u8::from(e.shown.reboot),
+        u8::from(e.shown().reboot),
         j.exit_code.unwrap_or(0),
         j.signal.unwrap_or(0)
     );
@@ -209,8 +209,8 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         "   NumNodes={num_nodes} NumCPUs={num_cpus} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:{}:{}",
         counts.ntasks,
         counts.cpus_per_task,
-        star(e.shown.cores),
-        star(e.shown.threads)
+        star(e.shown().cores),
+        star(e.shown().threads)
     );
     // Memory asked per CPU counts the CPUs it waits for; per node, its nodes.
     let per_cpu = match counts.mem {
@@ -241,7 +241,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let _ = writeln!(
         s,
         "   Socks/Node={} NtasksPerN:B:S:C={}:0:{}:{} CoreSpec=*",
-        star(e.shown.sockets),
+        star(e.shown().sockets),
         counts.ntasks_per_node,
         star(counts.ntasks_per_socket),
         star(counts.ntasks_per_core)
@@ -259,18 +259,18 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         s,
         "   MinCPUsNode={} {key}={mem} MinTmpDiskNode={}",
         counts.min_cpus_node,
-        if e.shown.tmp_mb == 0 {
+        if e.shown().tmp_mb == 0 {
             "0".to_string()
         } else {
             let mut t = String::new();
-            convert_num_unit(e.shown.tmp_mb, 2, true, &mut t);
+            convert_num_unit(e.shown().tmp_mb, 2, true, &mut t);
             t
         }
     );
     let _ = writeln!(
         s,
         "   Features=(null) DelayBoot={}",
-        format_time(Some(u64::from(e.shown.delay_boot_s)))
+        format_time(Some(u64::from(e.shown().delay_boot_s)))
     );
     if let Some(r) = &j.reservation {
         let _ = writeln!(s, "   Reservation={r}");
@@ -279,7 +279,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         s,
         "   OverSubscribe={} Contiguous={} Licenses=(null) Network=(null)",
         scontrol_oversubscribe(e),
-        u8::from(e.shown.contiguous)
+        u8::from(e.shown().contiguous)
     );
     let _ = writeln!(s, "   Command={}", command_of(j));
     let _ = writeln!(s, "   WorkDir={}", j.workdir);
@@ -296,7 +296,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     if let Some(kill) = e.kill_on_invalid_dep {
         let _ = write!(flags, "KillOInInvalidDependent={}", yes_no(kill));
     }
-    if e.shown.spread_job {
+    if e.shown().spread_job {
         flags.push_str("SpreadJob=Yes");
     }
     if !flags.is_empty() {

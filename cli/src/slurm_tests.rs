@@ -234,7 +234,7 @@ fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
     );
     // Options without effect here, shown as job_info.c shows them (recorded cases
     // 1416, 1480, 1484, 1485, 1408, 971): the flags line's flags one after the other.
-    j.extra.shown = bulkhead_proto::job::ShownOnly {
+    j.extra.shown = Some(Box::new(bulkhead_proto::job::ShownOnly {
         tmp_mb: 10 * 1024,
         contiguous: true,
         reboot: true,
@@ -243,7 +243,7 @@ fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
         sockets: 1,
         cores: 2,
         threads: 1,
-    };
+    }));
     let out = scontrol_job(&j, 0);
     for want in [
         " Reboot=1 ",
@@ -256,7 +256,7 @@ fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
     ] {
         assert!(out.contains(want), "{want:?} not in {out}");
     }
-    j.extra.shown = Default::default();
+    j.extra.shown = None;
     j.extra.kill_on_invalid_dep = None;
     // What sbatch counted, kept with the job: tasks, CPUs per task, tasks per node,
     // socket and core, the CPUs a node needs, memory per CPU.

@@ -587,7 +587,8 @@ impl SubmitOpts {
                 .filter_map(|v| bulkhead_proto::job::parse_mail_type(v))
                 .fold(0, |a, f| a | f),
             mail_user: self.mail_user.clone(),
-            shown: self.shown_only()?,
+            shown: Some(Box::new(self.shown_only()?))
+                .filter(|s| **s != bulkhead_proto::job::ShownOnly::default()),
         };
         // Several partitions may be named: the first that can take the job runs it. A
         // list's empty items are skipped (`batch,` is `batch`, kept as written, as

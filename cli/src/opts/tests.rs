@@ -1177,18 +1177,19 @@ fn options_without_effect_are_kept_for_scontrol() {
     ])
     .resolve()
     .expect("resolves");
-    let s = r.extra.shown;
+    let s = r.extra.shown();
     assert_eq!(
         (s.tmp_mb, s.delay_boot_s, s.sockets, s.cores, s.threads),
         (10 * 1024, 300, 2, 8, 1)
     );
     assert!(s.contiguous && s.spread_job && !s.reboot);
     let merged = cli(&["--tmp=1"]).over(&cli(&["--tmp=2G", "--reboot"]));
-    let s = merged.resolve().expect("resolves").extra.shown;
+    let s = merged.resolve().expect("resolves").extra.shown();
     assert_eq!((s.tmp_mb, s.reboot), (1, true));
     assert!(cli(&["--tmp=lots"]).resolve().is_err());
     assert_eq!(
         cli(&[]).resolve().expect("resolves").extra.shown,
-        bulkhead_proto::job::ShownOnly::default()
+        None,
+        "none given: none kept"
     );
 }

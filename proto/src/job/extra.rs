@@ -84,9 +84,10 @@ pub struct SubmitExtra {
     /// shows them (`MailUser=... MailType=...`). (Appended in store schema 8.)
     pub mail_type: u16,
     pub mail_user: Option<String>,
-    /// Options without effect here that Slurm still shows. (Appended in store schema
-    /// 9.)
-    pub shown: ShownOnly,
+    /// Options without effect here that Slurm still shows; `None` when none was
+    /// given (boxed: seldom set, and every job carries the field). (Appended in store
+    /// schema 9.)
+    pub shown: Option<Box<ShownOnly>>,
 }
 
 /// Options accepted without effect here (Bulkhead has no temporary-disk accounting,
@@ -324,6 +325,12 @@ pub enum Exclusive {
 }
 
 impl SubmitExtra {
+    /// The options without effect here that Slurm still shows (all unset when none
+    /// was given).
+    pub fn shown(&self) -> ShownOnly {
+        self.shown.as_deref().copied().unwrap_or_default()
+    }
+
     /// Whether the job stays pending when its dependencies can never be met.
     pub fn keeps_on_invalid_dep(&self) -> bool {
         self.kill_on_invalid_dep == Some(false)
