@@ -29,12 +29,13 @@ pub fn stored_paths(j: &JobInfo) -> StoredPaths {
         DEFAULT_OUTPUT_PATTERN,
         DEFAULT_ARRAY_OUTPUT_PATTERN,
     ];
-    let out = Some(j.out_pattern.as_str())
+    let shown = j.shown();
+    let out = Some(shown.out_pattern.as_str())
         .filter(|p| !p.is_empty() && !defaults.contains(p))
         .map(abs);
     StoredPaths {
         out,
-        err: j.err_pattern.as_deref().map(abs),
+        err: shown.err_pattern.as_deref().map(abs),
         input: j.extra.input.as_deref().map_or("/dev/null".into(), abs),
     }
 }
@@ -54,11 +55,15 @@ fn shown_paths(j: &JobInfo) -> (String, String, String) {
             &j.workdir,
         )
     };
-    let (out, err) = if j.out_pattern.is_empty() {
+    let shown = j.shown();
+    let (out, err) = if shown.out_pattern.is_empty() {
         (j.stdout.clone(), j.stderr.clone())
     } else {
-        let out = path(&j.out_pattern);
-        let err = j.err_pattern.as_deref().map_or_else(|| out.clone(), path);
+        let out = path(&shown.out_pattern);
+        let err = shown
+            .err_pattern
+            .as_deref()
+            .map_or_else(|| out.clone(), path);
         (out, err)
     };
     let stdin = j.extra.input.as_deref().map_or("/dev/null".into(), path);
@@ -191,7 +196,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     };
     // A held job shows slurmctld's guess from its tasks (it was never tried against
     // the nodes), another waiting job the nodes it will have.
-    let least = match j.nodes_guess {
+    let least = match j.shown().nodes_guess {
         g if waiting && g > 0 => g,
         _ => r.nodes,
     };
@@ -226,7 +231,9 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     };
     let mem_total = match per_cpu {
         Some(mb) if waiting && !e.mem_whole => mb.saturating_mul(u64::from(num_cpus)),
-        _ if waiting && j.whole_mem_mb > 0 => j.whole_mem_mb.saturating_mul(u64::from(tres_nodes)),
+        _ if waiting && j.shown().whole_mem_mb > 0 => {
+            j.shown().whole_mem_mb.saturating_mul(u64::from(tres_nodes))
+        }
         _ => r.mem_mb.saturating_mul(u64::from(tres_nodes)),
     };
     let mut mem = String::new();

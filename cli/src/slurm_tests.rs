@@ -42,10 +42,10 @@ pub(crate) fn full_job() -> JobInfo {
         qos: Some("high".into()),
         args: vec!["--lr".into(), "0.1".into()],
         restarts: 0,
-        out_pattern: "bh-%j.out".into(),
-        err_pattern: None,
-        nodes_guess: 0,
-        whole_mem_mb: 0,
+        shown: Some(Box::new(bulkhead_proto::job::JobShown {
+            out_pattern: "bh-%j.out".into(),
+            ..Default::default()
+        })),
     }
 }
 

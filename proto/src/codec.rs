@@ -607,10 +607,7 @@ mod tests {
             qos: None,
             args: vec![],
             restarts: 0,
-            out_pattern: String::new(),
-            err_pattern: None,
-            nodes_guess: 0,
-            whole_mem_mb: 0,
+            shown: None,
         }
     }
 

@@ -777,26 +777,44 @@ pub struct JobInfo {
     /// How many times it was requeued (Slurm's `Restarts=`, `SLURM_RESTART_COUNT`).
     #[serde(default)]
     pub restarts: u32,
+    /// What Slurm's commands show beyond the rest (the paths' patterns, a waiting
+    /// job's guesses); `None` where a listing left out both the paths and sbatch's
+    /// other options (boxed: a 100,000-job listing keeps each job it sorts).
+    /// (Appended in protocol 21.)
+    #[serde(default)]
+    pub shown: Option<Box<JobShown>>,
+}
+
+/// What Slurm's commands show of a job beyond the rest of [`JobInfo`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobShown {
     /// The pattern `stdout` was made from, as submitted (the default where none was
     /// given): Slurm's commands show it with only some of its `%` fields filled in
-    /// (`scontrol` keeps `%8j` and `%%`, `squeue -O stdout` all of them). Empty where a
-    /// listing left the paths out. (Appended in protocol 21.)
-    #[serde(default)]
+    /// (`scontrol` keeps `%8j` and `%%`, `squeue -O stdout` all of them). Empty where
+    /// a listing left the paths out.
     pub out_pattern: String,
     /// The pattern `stderr` was made from; `None`: the error goes with the output.
-    #[serde(default)]
     pub err_pattern: Option<String>,
     /// For a held job, the nodes slurmctld would show it waiting for
     /// ([`TaskCounts::held_nodes_guess`]: a held job is never tried against the
-    /// nodes); 0: none (not held, or sbatch's other options left out). (Appended in
-    /// protocol 21.)
-    #[serde(default)]
+    /// nodes); 0: none (not held, or sbatch's other options left out).
     pub nodes_guess: u32,
     /// For a waiting `--mem=0` job, the memory of a whole node (MB) that slurmctld
-    /// counts in its TRES (its partition's first node's); 0: none (not such a job, or
-    /// sbatch's other options left out). (Appended in protocol 21.)
-    #[serde(default)]
+    /// counts in its TRES (its partition's first node's); 0: none.
     pub whole_mem_mb: u64,
+}
+
+impl JobInfo {
+    /// [`JobShown`], all unset where the listing sent none.
+    pub fn shown(&self) -> &JobShown {
+        static NONE: JobShown = JobShown {
+            out_pattern: String::new(),
+            err_pattern: None,
+            nodes_guess: 0,
+            whole_mem_mb: 0,
+        };
+        self.shown.as_deref().unwrap_or(&NONE)
+    }
 }
 
 fn no_dependency() -> String {

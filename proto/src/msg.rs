@@ -324,14 +324,22 @@ impl Parts {
             j.workdir.clear();
             j.stdout.clear();
             j.stderr.clear();
-            j.out_pattern.clear();
-            j.err_pattern = None;
+            if let Some(s) = &mut j.shown {
+                s.out_pattern.clear();
+                s.err_pattern = None;
+            }
         }
         if self.contains(Parts::EXTRA) {
             j.extra = Default::default();
-            j.nodes_guess = 0;
-            j.whole_mem_mb = 0;
+            if let Some(s) = &mut j.shown {
+                s.nodes_guess = 0;
+                s.whole_mem_mb = 0;
+            }
             j.args.clear();
+        }
+        // Without either part there is nothing of it to send.
+        if self.contains(Parts::PATHS) && self.contains(Parts::EXTRA) {
+            j.shown = None;
         }
         if self.contains(Parts::USAGE) {
             j.usage = None;

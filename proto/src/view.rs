@@ -11,7 +11,9 @@
 use crate::JobId;
 use crate::acct::JobUsage;
 use crate::ids::NodeId;
-use crate::job::{DeviceDenial, GpuGrant, JobInfo, JobState, ResourceRequest, SubmitExtra};
+use crate::job::{
+    DeviceDenial, GpuGrant, JobInfo, JobShown, JobState, ResourceRequest, SubmitExtra,
+};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -52,6 +54,12 @@ pub struct JobView<'a> {
     pub qos: Option<&'a str>,
     pub args: &'a [String],
     pub restarts: u32,
+    pub shown: Option<ShownView<'a>>,
+}
+
+/// [`JobShown`], borrowed: field for field the same, in the same order.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ShownView<'a> {
     pub out_pattern: &'a str,
     pub err_pattern: Option<&'a str>,
     pub nodes_guess: u32,
@@ -169,10 +177,12 @@ impl<'a> JobView<'a> {
             qos: j.qos.as_deref(),
             args: &j.args,
             restarts: j.restarts,
-            out_pattern: &j.out_pattern,
-            err_pattern: j.err_pattern.as_deref(),
-            nodes_guess: j.nodes_guess,
-            whole_mem_mb: j.whole_mem_mb,
+            shown: j.shown.as_deref().map(|s| ShownView {
+                out_pattern: &s.out_pattern,
+                err_pattern: s.err_pattern.as_deref(),
+                nodes_guess: s.nodes_guess,
+                whole_mem_mb: s.whole_mem_mb,
+            }),
         }
     }
 
@@ -212,10 +222,14 @@ impl<'a> JobView<'a> {
             qos: self.qos.map(str::to_string),
             args: self.args.to_vec(),
             restarts: self.restarts,
-            out_pattern: self.out_pattern.to_string(),
-            err_pattern: self.err_pattern.map(str::to_string),
-            nodes_guess: self.nodes_guess,
-            whole_mem_mb: self.whole_mem_mb,
+            shown: self.shown.map(|s| {
+                Box::new(JobShown {
+                    out_pattern: s.out_pattern.to_string(),
+                    err_pattern: s.err_pattern.map(str::to_string),
+                    nodes_guess: s.nodes_guess,
+                    whole_mem_mb: s.whole_mem_mb,
+                })
+            }),
         }
     }
 }
@@ -265,10 +279,7 @@ impl JobView<'_> {
             qos,
             args,
             restarts,
-            out_pattern,
-            err_pattern,
-            nodes_guess,
-            whole_mem_mb,
+            shown,
         } = self;
         let ResourceRequest {
             nodes,
@@ -345,10 +356,16 @@ impl JobView<'_> {
         wire::opt_str(out, *qos);
         wire::serde_or_empty(out, args)?;
         wire::varint(out, u64::from(*restarts));
-        wire::str(out, out_pattern);
-        wire::opt_str(out, *err_pattern);
-        wire::varint(out, u64::from(*nodes_guess));
-        wire::varint(out, *whole_mem_mb);
+        match shown {
+            None => out.push(0),
+            Some(s) => {
+                out.push(1);
+                wire::str(out, s.out_pattern);
+                wire::opt_str(out, s.err_pattern);
+                wire::varint(out, u64::from(s.nodes_guess));
+                wire::varint(out, s.whole_mem_mb);
+            }
+        }
         Ok(())
     }
 }
@@ -573,10 +590,12 @@ pub(crate) mod tests {
             qos: Some("high".into()),
             args: vec!["--epochs".into(), "3".into()],
             restarts: 2,
-            out_pattern: "out-%8j.txt".into(),
-            err_pattern: Some("%x-%%.err".into()),
-            nodes_guess: 3,
-            whole_mem_mb: 515_000,
+            shown: Some(Box::new(JobShown {
+                out_pattern: "out-%8j.txt".into(),
+                err_pattern: Some("%x-%%.err".into()),
+                nodes_guess: 3,
+                whole_mem_mb: 515_000,
+            })),
         }
     }
 

@@ -197,10 +197,7 @@ pub(crate) fn empty_job() -> JobInfo {
         qos: None,
         args: Vec::new(),
         restarts: 0,
-        out_pattern: String::new(),
-        err_pattern: None,
-        nodes_guess: 0,
-        whole_mem_mb: 0,
+        shown: None,
     }
 }
 
@@ -243,10 +240,7 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
         qos,
         args,
         restarts,
-        out_pattern,
-        err_pattern,
-        nodes_guess,
-        whole_mem_mb,
+        shown,
     } = j;
     *id = JobId(r.u64()?);
     r.string_into(name)?;
@@ -311,10 +305,16 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
     r.opt_string_into(qos)?;
     r.serde_vec(args)?;
     *restarts = r.u32()?;
-    r.string_into(out_pattern)?;
-    r.opt_string_into(err_pattern)?;
-    *nodes_guess = r.u32()?;
-    *whole_mem_mb = r.u64()?;
+    *shown = r.opt(|r| {
+        let out_pattern = r.str()?.to_string();
+        let err_pattern = r.opt(|r| Ok(r.str()?.to_string()))?;
+        Ok(Box::new(crate::job::JobShown {
+            out_pattern,
+            err_pattern,
+            nodes_guess: r.u32()?,
+            whole_mem_mb: r.u64()?,
+        }))
+    })?;
     Ok(())
 }
 

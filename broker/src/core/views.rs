@@ -2,7 +2,7 @@
 //! accounting records (`bh acct`); nothing here changes the state.
 
 use super::*;
-use bulkhead_proto::view::{EncodedPage, JobView, ResourcesView};
+use bulkhead_proto::view::{EncodedPage, JobView, ResourcesView, ShownView};
 use std::borrow::Cow;
 
 /// What a listing looks up once for all its jobs rather than once a job.
@@ -230,21 +230,24 @@ impl Core {
                 &[]
             },
             restarts: j.restarts,
-            // Only where sbatch's counts are shown: scontrol's, not squeue's.
-            nodes_guess: if keep(Parts::EXTRA) && j.state == JobState::Pending && is_held(j) {
-                j.submission.extra.counts.map_or(0, |c| {
-                    c.held_nodes_guess(self.part_max_cpus(ctx, &j.partition))
-                })
-            } else {
-                0
-            },
-            whole_mem_mb: if keep(Parts::EXTRA) {
-                self.whole_mem(j)
-            } else {
-                0
-            },
-            out_pattern,
-            err_pattern,
+            // Made only where the paths or sbatch's other options are shown (scontrol,
+            // squeue's path fields): none in a lean listing.
+            shown: (keep(Parts::PATHS) || keep(Parts::EXTRA)).then(|| {
+                let extra = keep(Parts::EXTRA);
+                ShownView {
+                    out_pattern,
+                    err_pattern,
+                    // Only where sbatch's counts are shown: scontrol's, not squeue's.
+                    nodes_guess: if extra && j.state == JobState::Pending && is_held(j) {
+                        j.submission.extra.counts.map_or(0, |c| {
+                            c.held_nodes_guess(self.part_max_cpus(ctx, &j.partition))
+                        })
+                    } else {
+                        0
+                    },
+                    whole_mem_mb: if extra { self.whole_mem(j) } else { 0 },
+                }
+            }),
         }
     }
 

@@ -390,8 +390,8 @@ fn a_waiting_whole_memory_job_shows_a_nodes_memory() {
         node_mem > 1024,
         "the nodes hold more than a default: {node_mem}"
     );
-    assert_eq!(show(&mut t.c, held, 10).whole_mem_mb, node_mem);
-    assert_eq!(show(&mut t.c, other, 10).whole_mem_mb, 0);
+    assert_eq!(show(&mut t.c, held, 10).shown().whole_mem_mb, node_mem);
+    assert_eq!(show(&mut t.c, other, 10).shown().whole_mem_mb, 0);
     assert_eq!(show(&mut t.c, other, 10).resources.mem_mb, 300);
 }
 
@@ -416,13 +416,13 @@ fn a_held_job_shows_slurmctlds_guess_of_its_nodes() {
         s
     };
     let (held, _) = t.submit(&user(5), ask(true));
-    assert_eq!(show(&mut t.c, held, 10).nodes_guess, 2);
+    assert_eq!(show(&mut t.c, held, 10).shown().nodes_guess, 2);
     let (free, _) = t.submit(&user(5), ask(false));
-    assert_eq!(show(&mut t.c, free, 10).nodes_guess, 0);
+    assert_eq!(show(&mut t.c, free, 10).shown().nodes_guess, 0);
     let lean =
         t.c.seen_by(&root(), &t.c.jobs[&held].clone(), Parts::EXTRA)
             .expect("shown");
-    assert_eq!(lean.nodes_guess, 0);
+    assert_eq!(lean.shown().nodes_guess, 0);
 }
 
 /// `scontrol update Nice=`, `JobName=`, `Comment=` and `StartTime=`, as slurmctld
