@@ -281,6 +281,14 @@ pub fn bh_env(
     cmd
 }
 
+/// The first port of the kernel's ephemeral range (32768 by default).
+fn first_ephemeral_port() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768)
+}
+
 /// A loopback port free now, below the kernel's ephemeral range, and not handed out
 /// before by this process. A port from the ephemeral range (what binding port 0
 /// gives) may be taken between this check and a daemon's bind as the source port of
@@ -291,25 +299,17 @@ pub fn free_port() -> Result<u16> {
     use std::sync::Mutex;
     static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
     // Ports from 20000 to just below the ephemeral range (32768 by default).
-    let first_ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
-    let (low, high) = (20_000u16, first_ephemeral.saturating_sub(1));
+    let (low, high) = (20_000u16, first_ephemeral_port().saturating_sub(1));
     let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
     if high > low {
-        // A different walk in each process (tests run as several processes at once).
+        // From a different start in each process (tests run as several at once).
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos())
             ^ std::process::id().rotate_left(16);
         let span = u32::from(high - low) + 1;
-        // A stride coprime with the span (an odd one near its golden section) visits
-        // every port once.
-        let stride = (span * 618 / 1000) | 1;
-        let stride = if gcd(stride, span) == 1 { stride } else { 1 };
         for i in 0..span {
-            let port = low + ((seed.wrapping_add(i.wrapping_mul(stride))) % span) as u16;
+            let port = low + (seed.wrapping_add(i) % span) as u16;
             if !given.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
                 given.insert(port);
                 return Ok(port);
@@ -321,10 +321,6 @@ pub fn free_port() -> Result<u16> {
         .port();
     given.insert(port);
     Ok(port)
-}
-
-fn gcd(a: u32, b: u32) -> u32 {
-    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 impl Default for ClusterOpts {
@@ -1501,10 +1497,7 @@ mod port_tests {
     /// twice in a process.
     #[test]
     fn free_ports_are_distinct_and_outside_the_ephemeral_range() {
-        let first_ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-            .ok()
-            .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
-            .unwrap_or(32768);
+        let first_ephemeral = super::first_ephemeral_port();
         let ports: Vec<u16> = (0..50).map(|_| super::free_port().expect("port")).collect();
         let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
         assert_eq!(distinct.len(), ports.len(), "{ports:?}");

@@ -520,7 +520,7 @@ impl Core {
         let Some(c) = sub.extra.counts.filter(|c| c.spread) else {
             return;
         };
-        let Some(part) = self.cfg.partitions.iter().find(|p| p.name == partition) else {
+        let Some(part) = self.first_partition(partition) else {
             return;
         };
         let r = &sub.resources;
@@ -533,8 +533,7 @@ impl Core {
         {
             return;
         }
-        let in_part = || self.nodes.values().filter(|n| part.has(&n.name));
-        let Some(largest) = in_part().map(|n| n.cpus).max() else {
+        let Some(largest) = self.most_cpus_in(part) else {
             return;
         };
         // Whole GPUs of the model asked (any, when none was named) a node has free of
@@ -543,7 +542,9 @@ impl Core {
         let most_gpus = if gpus == 0 {
             0
         } else {
-            in_part()
+            self.nodes
+                .values()
+                .filter(|n| part.has(&n.name))
                 .map(|n| {
                     n.gpus
                         .iter()

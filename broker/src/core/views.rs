@@ -31,31 +31,40 @@ impl Core {
         }
     }
 
-    /// The most CPUs a node of `partition` (the first of a list) has (slurmctld's
+    /// The most CPUs a node of `list`'s first partition has (slurmctld's
     /// `max_cpu_cnt`; 1 where it has none), worked out for every partition the first
     /// time a listing asks.
-    fn part_max_cpus(&self, ctx: &Listing, partition: &str) -> u32 {
+    fn part_max_cpus(&self, ctx: &Listing, list: &str) -> u32 {
+        let Some(part) = self.first_partition(list) else {
+            return 1;
+        };
         ctx.part_cpus
             .get_or_init(|| {
                 self.cfg
                     .partitions
                     .iter()
-                    .map(|p| {
-                        let most = self
-                            .nodes
-                            .values()
-                            .filter(|n| p.has(&n.name))
-                            .map(|n| n.cpus)
-                            .max()
-                            .unwrap_or(1);
-                        (p.name.clone(), most)
-                    })
+                    .map(|p| (p.name.clone(), self.most_cpus_in(p).unwrap_or(1)))
                     .collect()
             })
             .iter()
-            // A job kept with a list of partitions (`debug,batch`): its first.
-            .find(|(name, _)| partition.split(',').find(|p| !p.is_empty()) == Some(name))
+            .find(|(name, _)| *name == part.name)
             .map_or(1, |(_, most)| *most)
+    }
+
+    /// The configuration of the first partition of `list` (a job kept with a list,
+    /// `debug,batch`, is in its first; a list's empty items are skipped).
+    pub(super) fn first_partition(&self, list: &str) -> Option<&PartitionConfig> {
+        let first = list.split(',').find(|p| !p.is_empty())?;
+        self.cfg.partitions.iter().find(|p| p.name == first)
+    }
+
+    /// The most CPUs a node of partition `p` has; `None` where it has no node.
+    pub(super) fn most_cpus_in(&self, p: &PartitionConfig) -> Option<u32> {
+        self.nodes
+            .values()
+            .filter(|n| p.has(&n.name))
+            .map(|n| n.cpus)
+            .max()
     }
 
     /// The scheduler's entry of a pending job, when its view shows a part of it (the
@@ -84,20 +93,14 @@ impl Core {
         let keep = |p: Parts| !omit.contains(p);
         // A field of a part left out is not even read: at 100,000 jobs each line of a
         // job touched is a cache miss the listing waits on.
-        let (out_pattern, err_pattern) = if keep(Parts::PATHS) {
+        let (out_pattern, err_pattern, stdout, stderr) = if keep(Parts::PATHS) {
             let default = if j.submission.array.is_some() || j.submission.array_task.is_some() {
                 DEFAULT_ARRAY_OUTPUT_PATTERN
             } else {
                 DEFAULT_OUTPUT_PATTERN
             };
-            (
-                j.submission.stdout.as_deref().unwrap_or(default),
-                j.submission.stderr.as_deref(),
-            )
-        } else {
-            ("", None)
-        };
-        let (stdout, stderr) = if keep(Parts::PATHS) {
+            let out_pattern = j.submission.stdout.as_deref().unwrap_or(default);
+            let err_pattern = j.submission.stderr.as_deref();
             let at = j.submission.array_task;
             let expand = |p: &str| {
                 expand_task_pattern(
@@ -114,9 +117,14 @@ impl Core {
                 Some(p) => expand(p),
                 None => stdout.clone(),
             };
-            (Cow::Owned(stdout), Cow::Owned(stderr))
+            (
+                out_pattern,
+                err_pattern,
+                Cow::Owned(stdout),
+                Cow::Owned(stderr),
+            )
         } else {
-            (Cow::Borrowed(""), Cow::Borrowed(""))
+            ("", None, Cow::Borrowed(""), Cow::Borrowed(""))
         };
         let array_pending = j
             .submission
@@ -425,12 +433,7 @@ impl Core {
     /// The default time limit of the first partition of `list` (a list's empty items
     /// skipped, as slurmctld skips them: `batch,,debug`).
     pub(super) fn default_time_of(&self, list: &str) -> Option<u64> {
-        let first = list.split(',').find(|p| !p.is_empty()).unwrap_or("");
-        self.cfg
-            .partitions
-            .iter()
-            .find(|p| p.name == first)
-            .and_then(|p| p.default_time_s)
+        self.first_partition(list).and_then(|p| p.default_time_s)
     }
 
     /// For a waiting `--mem=0` job, a whole node's memory (MB): the first node of its
@@ -440,7 +443,7 @@ impl Core {
         if j.state != JobState::Pending || !j.submission.extra.mem_whole {
             return 0;
         }
-        let Some(part) = self.cfg.partitions.iter().find(|p| p.name == j.partition) else {
+        let Some(part) = self.first_partition(&j.partition) else {
             return 0;
         };
         // In the nodes' order (their ids): a partition's first node is met early.

@@ -679,14 +679,6 @@ impl SubmitOpts {
             mem_per_gpu_mb: resolved.mem_per_gpu_mb.unwrap_or(0),
             ntasks_per_gpu: ntasks_per_gpu.unwrap_or(0),
         });
-        // GPUs asked per node (`--gpus-per-node`, `--gres`) stay each node's as its
-        // tasks are spread; beside GPUs for the job or per task they are not spread.
-        // MIG slices are spread only when asked per node.
-        if let (Some(c), Some(t)) = (&mut resolved.extra.counts, &resolved.extra.tres) {
-            let per_node = !t.per_node.is_empty();
-            c.spread &= !per_node || (t.per_job.is_empty() && t.per_task.is_empty());
-            c.spread &= per_node || resolved.resources.mig.is_none();
-        }
         Ok(resolved)
     }
 
@@ -1105,11 +1097,12 @@ fn resource_min(v: &str) -> Option<Option<u32>> {
     }
 }
 
-/// A socket, core or thread count as slurmctld keeps it: a range's least (`2-4`: 2),
-/// 0 for `*` or anything not a count (sbatch checked the words already).
+/// A socket, core or thread count as slurmctld keeps it: [`resource_min`]'s (a
+/// range's least, `2-4`: 2), 0 for `*`, nothing or anything not a 16-bit count
+/// (sbatch checked the words already).
 fn least(v: &str) -> u16 {
-    v.split('-')
-        .next()
-        .and_then(|n| n.trim().parse::<u16>().ok())
+    resource_min(v)
+        .flatten()
+        .and_then(|n| u16::try_from(n).ok())
         .unwrap_or(0)
 }

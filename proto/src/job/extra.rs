@@ -217,10 +217,10 @@ pub struct TaskCounts {
     /// 0: not given). Shown only: Bulkhead places CPUs, not sockets or cores.
     pub ntasks_per_socket: u16,
     pub ntasks_per_core: u16,
-    /// No node count was asked (`-N`, `-w`, `--ntasks-per-node`, GPUs per node, MIG
-    /// slices): where one node cannot hold the tasks or the whole GPUs (asked for the
-    /// job or per task), the broker spreads them over as many nodes as they need, as
-    /// slurmctld picks the node count of such a job.
+    /// No node count was asked (`-N`, `-w`, `--ntasks-per-node`): where one node
+    /// cannot hold the tasks or the whole GPUs (asked for the job or per task), the
+    /// broker spreads them over as many nodes as they need, as slurmctld picks the
+    /// node count of such a job (which GPU asks it spreads is the broker's to say).
     pub spread: bool,
     /// sbatch sent a task count (`-n`, or one its other options made); without one
     /// slurmctld keeps none (0), which its guess of a held job's nodes counts.
