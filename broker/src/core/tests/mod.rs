@@ -10,6 +10,7 @@ mod auth;
 mod completing;
 mod hardening;
 mod jobs;
+mod listing;
 mod nodes;
 mod placement;
 mod reconfig;

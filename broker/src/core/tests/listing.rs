@@ -1,0 +1,343 @@
+//! Core tests of listings: squeue's filters by job and state, the parts a listing
+//! leaves out, pages, and the page made ahead.
+
+use super::*;
+
+/// `bh queue -j` (squeue -j) lists the jobs asked for in any state, and with `-t` only
+/// those of them in the states asked for.
+#[test]
+fn a_queue_of_given_jobs_keeps_to_the_states_asked_for() {
+    let mut t = Env::new().nodes(1, 1).build();
+    let (a, _) = t.submit(&user(1000), sub(1));
+    let (b, _) = t.submit(&user(1000), sub(1));
+    let (done, _) = t.submit(&user(1000), sub(1));
+    t.end(1, a, JobState::Completed);
+    // a ended; b took the node; `done` waits.
+    let ids = |t: &mut TestCore, states: Vec<JobState>| -> Vec<JobId> {
+        let fx = t.client(
+            &user(1000),
+            ClientOp::Queue(QueueFilter {
+                jobs: vec![a, b, done],
+                states,
+                ..Default::default()
+            }),
+        );
+        match &fx.send[..] {
+            [
+                Outbound::Client {
+                    reply: ClientReply::Jobs(list),
+                    ..
+                },
+            ] => list.iter().map(|j| j.id).collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(ids(&mut t, vec![]), vec![a, b, done], "every state");
+    assert_eq!(ids(&mut t, vec![JobState::Pending]), vec![done]);
+    assert_eq!(
+        ids(&mut t, vec![JobState::Running, JobState::Completed]),
+        vec![a, b]
+    );
+}
+
+/// A listing that omits parts of each job gives each job as the whole description
+/// with those parts' fields emptied ([`Parts::clear`]), for running, pending, held and
+/// dependent jobs alike.
+#[test]
+fn a_listing_that_omits_parts_empties_exactly_their_fields() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    let mut ids = Vec::new();
+    for i in 0..4u64 {
+        let mut s = sub(1);
+        s.stdout = Some("out-%j".into());
+        s.extra.comment = Some(format!("note {i}"));
+        s.extra.hold = i == 3;
+        if i == 2 {
+            s.deps = vec![Dependency::AfterOk(ids[0])];
+        }
+        ids.push(submitted(&c.client(
+            b"c".to_vec(),
+            i,
+            &user(5),
+            ClientOp::Submit(Box::new(s)),
+            i,
+        )));
+    }
+    let list = |c: &Core, omit: Parts| {
+        let f = QueueFilter {
+            omit,
+            ..Default::default()
+        };
+        c.queue_page(&user(5), &f, None).jobs().unwrap()
+    };
+    let full = list(&c, Parts::NONE);
+    assert_eq!(full.len(), 4);
+    assert!(full.iter().any(|j| j.state == JobState::Running));
+    assert!(
+        full.iter()
+            .all(|j| !j.stdout.is_empty() && j.extra.comment.is_some())
+    );
+    for bit in 0..9 {
+        for omit in [
+            Parts(1 << bit),
+            Parts::ALL.without(Parts(1 << bit)),
+            Parts::ALL,
+        ] {
+            let want: Vec<JobInfo> = full
+                .iter()
+                .cloned()
+                .map(|mut j| {
+                    omit.clear(&mut j);
+                    j
+                })
+                .collect();
+            assert_eq!(list(&c, omit), want, "omitting {omit:?}");
+        }
+    }
+    // Nothing past the known parts is taken.
+    use bulkhead_proto::codec::Message as _;
+    let bad = bulkhead_proto::msg::ClientRequest {
+        credential: vec![],
+        op: ClientOp::Queue(QueueFilter {
+            omit: Parts(Parts::ALL.0 + 1),
+            ..Default::default()
+        }),
+    };
+    assert!(bad.validate().is_err());
+}
+
+/// The ids of the page `fx` sends, and its cursor.
+fn page_sent(fx: &Effects) -> (Vec<JobId>, Option<JobId>) {
+    let pages: Vec<_> = fx
+        .send
+        .iter()
+        .filter_map(|o| match o {
+            Outbound::Page { page, .. } => Some(page),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pages.len(), 1, "one page sent: {fx:?}");
+    let ids = pages[0].jobs().unwrap().iter().map(|j| j.id).collect();
+    (ids, pages[0].next)
+}
+
+/// A listing's next page is made once the page before it is sent, and given to the
+/// listing's next request: a change from another connection made after it is not in
+/// it (as if the listing had asked a moment earlier), but a change from the
+/// listing's own connection drops it, as does another filter, a listing begun again
+/// or the time it may be kept; it is made for pages that follow only.
+#[test]
+fn a_listings_next_page_is_made_ahead_for_its_next_request_only() {
+    let mut c = core();
+    c.page_limits = (3, usize::MAX);
+    // Job 1 runs, the others wait.
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    for i in 0..10u64 {
+        submitted(&c.client(
+            b"c".to_vec(),
+            i,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(2))),
+            i,
+        ));
+    }
+    let ask = |c: &mut Core, peer: &[u8], who: u32, after: Option<u64>, now: u64| {
+        let filter = QueueFilter {
+            uids: if who == 6 { vec![5] } else { vec![] },
+            ..Default::default()
+        };
+        page_sent(&c.client(
+            peer.to_vec(),
+            100,
+            &user(5),
+            ClientOp::QueuePage {
+                filter,
+                after: after.map(JobId),
+            },
+            now,
+        ))
+    };
+    let ids = |r: std::ops::RangeInclusive<u64>| r.map(JobId).collect::<Vec<_>>();
+    let cancel = |c: &mut Core, peer: &[u8], id: u64, now: u64| {
+        c.client(
+            peer.to_vec(),
+            101,
+            &user(5),
+            ClientOp::Cancel(vec![JobId(id)]),
+            now,
+        );
+    };
+    let t = 1_000_000;
+    assert!(!c.pages_to_make());
+    assert_eq!(ask(&mut c, b"p", 5, None, t), (ids(1..=3), Some(JobId(3))));
+    assert!(c.pages_to_make(), "the next page is to be made");
+    c.make_pages_ahead(t);
+    assert!(!c.pages_to_make());
+    // Job 5 cancelled from elsewhere after the page was made: the page made is given.
+    cancel(&mut c, b"q", 5, t);
+    assert_eq!(
+        ask(&mut c, b"p", 5, Some(3), t),
+        (ids(4..=6), Some(JobId(6)))
+    );
+    // Made on request when not made ahead: job 5 is gone.
+    assert_eq!(
+        ask(&mut c, b"r", 5, Some(3), t),
+        (vec![JobId(4), JobId(6), JobId(7)], Some(JobId(7)))
+    );
+    // The listing's own change drops its page made ahead.
+    c.make_pages_ahead(t);
+    cancel(&mut c, b"p", 8, t);
+    assert_eq!(
+        ask(&mut c, b"p", 5, Some(6), t),
+        (vec![JobId(7), JobId(9), JobId(10)], None)
+    );
+    assert!(!c.pages_to_make(), "nothing after the last page");
+    // Another filter on the same connection, and a listing begun again.
+    assert_eq!(
+        ask(&mut c, b"p", 5, None, t),
+        (vec![JobId(1), JobId(2), JobId(3)], Some(JobId(3)))
+    );
+    c.make_pages_ahead(t);
+    cancel(&mut c, b"q", 4, t);
+    assert_eq!(
+        ask(&mut c, b"p", 6, Some(3), t),
+        (vec![JobId(6), JobId(7), JobId(9)], Some(JobId(9)))
+    );
+    c.make_pages_ahead(t);
+    assert_eq!(
+        ask(&mut c, b"p", 5, None, t).0,
+        vec![JobId(1), JobId(2), JobId(3)]
+    );
+    c.make_pages_ahead(t);
+    // Kept no longer than it may be.
+    cancel(&mut c, b"q", 6, t);
+    let late = t + super::super::ahead::AHEAD_VALID_US + 1;
+    assert_eq!(
+        ask(&mut c, b"p", 5, Some(3), late),
+        (vec![JobId(7), JobId(9), JobId(10)], None)
+    );
+}
+
+/// A listing is paged in job id order: every job the filter lists comes once over the
+/// pages, each page within its limits, the last page says so; jobs asked for by id
+/// and states and users filter as without pages.
+#[test]
+fn a_queue_listed_in_pages_lists_each_job_once_within_each_pages_limits() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    let mut mine = Vec::new();
+    for i in 0..250u64 {
+        let who = if i % 5 == 0 { user(6) } else { user(5) };
+        let id = submitted(&c.client(
+            b"c".to_vec(),
+            i,
+            &who,
+            ClientOp::Submit(Box::new(sub(1))),
+            i,
+        ));
+        if i % 5 != 0 {
+            mine.push(id);
+        }
+    }
+    let pages = |c: &Core, f: &QueueFilter, jobs: usize, bytes: usize| {
+        let mut all = Vec::new();
+        let (mut after, mut n) = (None, 0);
+        loop {
+            let got = c.queue_page_sized(&user(5), f, after, jobs, bytes);
+            assert!(
+                got.bytes() <= bytes || got.len() == 1,
+                "{} bytes in a page of {bytes}",
+                got.bytes()
+            );
+            let (page, next) = (got.jobs().unwrap(), got.next);
+            assert!(
+                page.len() <= jobs.max(1),
+                "{} jobs in a page of {jobs}",
+                page.len()
+            );
+            all.extend(page.iter().map(|j| j.id));
+            n += 1;
+            match next {
+                Some(x) => {
+                    assert_eq!(Some(x), page.last().map(|j| j.id));
+                    after = Some(x);
+                }
+                None => return (all, n),
+            }
+        }
+    };
+    let (all, n) = pages(&c, &QueueFilter::default(), 30, usize::MAX);
+    let every: Vec<JobId> = (1..=250).map(JobId).collect();
+    assert_eq!(all, every, "each job once, in id order");
+    assert_eq!(n, 250usize.div_ceil(30));
+    let theirs = QueueFilter {
+        uids: vec![5],
+        ..Default::default()
+    };
+    let (all, _) = pages(&c, &theirs, 30, usize::MAX);
+    assert_eq!(all, mine, "the user's own");
+    // By bytes: a page holds at least one job, however small the budget.
+    let (all, n) = pages(&c, &theirs, 1000, 1);
+    assert_eq!(all, mine);
+    assert_eq!(n, mine.len());
+    // The same filter as a single listing gives the same jobs.
+    let f = QueueFilter {
+        states: vec![JobState::Pending],
+        jobs: mine.iter().rev().step_by(3).copied().collect(),
+        ..Default::default()
+    };
+    let (paged, _) = pages(&c, &f, 7, usize::MAX);
+    let mut whole: Vec<JobId> = c.queue(&user(5), &f).iter().map(|j| j.id).collect();
+    whole.sort();
+    assert_eq!(paged, whole);
+    assert!(!paged.is_empty());
+}
+
+/// A listing looks up its waiting jobs' scheduler entries a chunk at a time: over
+/// pages and chunks of any alignment, each job is listed as it is shown alone (its
+/// own reason and priority, not a neighbour's).
+#[test]
+fn each_job_of_a_paged_listing_is_as_shown_alone() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    let mut first = None;
+    for i in 0..150u64 {
+        let mut s = sub(1 + (i % 2) as u32);
+        s.extra.nice = (i % 7) as i32 * 10;
+        s.extra.hold = i % 11 == 5;
+        if i % 3 == 1 {
+            s.deps = vec![Dependency::AfterOk(first.unwrap())];
+        }
+        let id = submitted(&c.client(b"c".to_vec(), i, &user(5), ClientOp::Submit(Box::new(s)), i));
+        first.get_or_insert(id);
+    }
+    let reasons: BTreeSet<Option<String>> = c
+        .queue(&user(5), &QueueFilter::default())
+        .into_iter()
+        .map(|j| j.reason)
+        .collect();
+    assert!(reasons.len() >= 3, "a mix of reasons: {reasons:?}");
+    for per_page in [1, 7, 31, 32, 33, 64, 1000] {
+        let (mut after, mut seen) = (None, 0);
+        loop {
+            let page = c.queue_page_sized(
+                &user(5),
+                &QueueFilter::default(),
+                after,
+                per_page,
+                usize::MAX,
+            );
+            for j in page.jobs().unwrap() {
+                let alone = c.seen_by(&user(5), &c.jobs[&j.id], Parts::NONE).unwrap();
+                assert_eq!(j, alone, "job {} in pages of {per_page}", j.id);
+                seen += 1;
+            }
+            match page.next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+        assert_eq!(seen, 150, "pages of {per_page}");
+    }
+}
