@@ -1,4 +1,9 @@
 //! `bh`: submit, queue, show, cancel, nodes, and single-host mode.
+//!
+//! Its entry is C's `main` (see [`main`]): std's start-up is left out, for speed.
+
+// The test harness brings its own `main`.
+#![cfg_attr(not(test), no_main)]
 
 use anyhow::{Context, bail};
 use bulkhead_cli::opts::{self, Export, SubmitOpts};
@@ -654,7 +659,55 @@ mod slurm_scontrol;
 mod submitting;
 use submitting::*;
 
-fn main() -> ExitCode {
+/// `bh`'s entry, as C's `main`. std's own start-up, left out, reads the whole of
+/// `/proc/self/maps` (glibc's way to find the main thread's stack, for std's stack
+/// overflow message) and sets up a signal stack: a tenth of the CPU time of a command
+/// as short as `sbatch` here. What of it `bh` needs is done here: standard descriptors
+/// that are closed are opened on `/dev/null` (so that no socket becomes the output),
+/// SIGPIPE's disposition is set, and the exit flushes the standard output
+/// (`process::exit`) with the status `bh` chose, or 101 after a panic, as std's.
+#[cfg(not(test))]
+#[unsafe(no_mangle)]
+pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    open_closed_std_fds();
+    let code = match std::panic::catch_unwind(bh_main) {
+        // `ExitCode` keeps its number to itself (`exit_process` is not stable): found
+        // by comparison, 1 (failure) if none matched.
+        Ok(code) => (0..=u8::MAX)
+            .find(|n| ExitCode::from(*n) == code)
+            .map_or(1, i32::from),
+        Err(_) => 101,
+    };
+    std::process::exit(code)
+}
+
+/// Opens `/dev/null` on each of descriptors 0, 1 and 2 that is closed, as std's start-up
+/// does: otherwise the broker's socket could be given descriptor 1, and the output
+/// written into the connection.
+#[cfg_attr(test, allow(dead_code))]
+fn open_closed_std_fds() {
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    });
+    // SAFETY: `fds` is a valid array of three pollfd for the duration of the call.
+    if unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } < 0 {
+        return;
+    }
+    for p in fds {
+        if p.revents & libc::POLLNVAL != 0 {
+            // SAFETY: a NUL-terminated path; open gives the lowest free descriptor,
+            // which is this one, as those below it are open.
+            unsafe {
+                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            }
+        }
+    }
+}
+
+#[cfg_attr(test, allow(dead_code))]
+fn bh_main() -> ExitCode {
     let slurm = slurm_cmds::invoked_as();
     let cli = match slurm {
         // Global options come from the environment (BH_BROKER, ...); the command's own
@@ -662,14 +715,17 @@ fn main() -> ExitCode {
         Some(_) => None,
         None => Some(Cli::parse()),
     };
-    if !matches!(cli.as_ref().map(|c| &c.cmd), Some(Cmd::Standalone { .. })) {
-        // `bh queue | head` ends quietly, as other Unix tools do, instead of panicking
-        // on a closed pipe. Not for `bh standalone`, whose daemons must outlive any
-        // peer that goes away.
-        // SAFETY: SIG_DFL is a valid disposition; no handler runs in this process yet.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        }
+    // `bh queue | head` ends quietly, as other Unix tools do, instead of failing on a
+    // closed pipe; `bh standalone`'s daemons must outlive any peer that goes away, and
+    // ignore it (whatever this process inherited).
+    let pipe = if matches!(cli.as_ref().map(|c| &c.cmd), Some(Cmd::Standalone { .. })) {
+        libc::SIG_IGN
+    } else {
+        libc::SIG_DFL
+    };
+    // SAFETY: both are valid dispositions; no handler runs in this process yet.
+    unsafe {
+        libc::signal(libc::SIGPIPE, pipe);
     }
     let result = match (slurm, cli) {
         (Some(prog), _) => slurm_cmds::run(
