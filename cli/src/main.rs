@@ -1444,6 +1444,29 @@ fn uid_of(u: &str) -> anyhow::Result<u32> {
 mod tests {
     use super::*;
 
+    /// `bh` (and this, its test build) links libgcc's unwinder in (`cli/build.rs`)
+    /// instead of loading `libgcc_s.so.1`, and a panic still unwinds, dropping what it
+    /// passes, to where it is caught (as `main` catches one, to exit 101).
+    #[test]
+    fn panics_unwind_with_the_unwinder_linked_in() {
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
+        assert!(!maps.contains("libgcc_s"), "libgcc_s is loaded:\n{maps}");
+        struct Dropped<'a>(&'a std::cell::Cell<bool>);
+        impl Drop for Dropped<'_> {
+            fn drop(&mut self) {
+                self.0.set(true);
+            }
+        }
+        let dropped = std::cell::Cell::new(false);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _d = Dropped(&dropped);
+            panic!("unwinds");
+        }));
+        let why = caught.expect_err("the panic is caught");
+        assert_eq!(why.downcast_ref::<&str>(), Some(&"unwinds"));
+        assert!(dropped.get(), "the frame's value was dropped on the way");
+    }
+
     /// An over-limit error passes through the codec and the client, each saying what
     /// failed: printed as `bh` prints errors (the whole chain), its cause comes once.
     #[test]
