@@ -10,11 +10,8 @@ use std::time::{Duration, Instant};
 /// cluster's run directory, which holds its agents' job records): a supervisor's
 /// working directory is its job's record.
 pub fn supervisors_under(dir: &Path) -> Vec<i32> {
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    rd.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    pids()
+        .into_iter()
         .filter(|pid| {
             let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
             let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
