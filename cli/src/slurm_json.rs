@@ -27,6 +27,7 @@ fn secs(us: Option<u64>) -> u64 {
 pub fn job(j: &JobInfo, group: &str) -> Value {
     let r = &j.resources;
     let e = &j.extra;
+    let shown_only = e.shown();
     let paths = crate::slurm::stored_paths(j);
     let (array_job_id, array_task_id) = match j.array_task {
         Some((a, t)) => (a.0, Value::from(t)),
@@ -82,10 +83,10 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "command": e.script_path.as_ref().map(|_| crate::slurm::command_of(j)).unwrap_or_default(),
         "comment": e.comment.clone().unwrap_or_default(),
         "container": "",
-        "contiguous": e.shown().contiguous,
+        "contiguous": shown_only.contiguous,
         "core_spec": null,
         "thread_spec": null,
-        "cores_per_socket": count16(e.shown().cores),
+        "cores_per_socket": count16(shown_only.cores),
         "billable_tres": null,
         "cpus_per_task": null,
         "cpu_frequency_minimum": null,
@@ -93,7 +94,7 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "cpu_frequency_governor": null,
         "cpus_per_tres": "",
         "deadline": secs(e.deadline_us),
-        "delay_boot": e.shown().delay_boot_s,
+        "delay_boot": shown_only.delay_boot_s,
         "dependency": if j.dependency == "(null)" { "" } else { j.dependency.as_str() },
         "derived_exit_code": 0,
         "eligible_time": secs(e.begin_us.or(Some(j.submit_time_us))),
@@ -133,13 +134,13 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "memory_per_node": if r.mem_mb > 0 { Value::from(r.mem_mb) } else { Value::Null },
         "memory_per_cpu": null,
         "minimum_cpus_per_node": r.cpus,
-        "minimum_tmp_disk_per_node": e.shown().tmp_mb,
+        "minimum_tmp_disk_per_node": shown_only.tmp_mb,
         "preempt_time": 0,
         "pre_sus_time": 0,
         "priority": j.priority.unwrap_or(0),
         "profile": null,
         "qos": "",
-        "reboot": e.shown().reboot,
+        "reboot": shown_only.reboot,
         "required_nodes": crate::slurm::hostlist_of(&e.nodelist),
         "requeue": e.requeue.unwrap_or(true),
         "resize_time": 0,
@@ -148,7 +149,7 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "shared": null,
         "show_flags": ["SHOW_ALL", "SHOW_DETAIL", "SHOW_LOCAL"],
         "sockets_per_board": 0,
-        "sockets_per_node": count16(e.shown().sockets),
+        "sockets_per_node": count16(shown_only.sockets),
         "start_time": secs(j.start_time_us.or(j.expected_start_us)),
         "state_description": "",
         "state_reason": match (&j.reason, j.state) {
@@ -163,7 +164,7 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "system_comment": "",
         "time_limit": r.time_limit_s.map(|s| s.div_ceil(60)),
         "time_minimum": e.time_min_s.map_or(0, |s| s.div_ceil(60)),
-        "threads_per_core": count16(e.shown().threads),
+        "threads_per_core": count16(shown_only.threads),
         "tres_bind": "",
         "tres_freq": "",
         "tres_per_job": "",

@@ -74,6 +74,8 @@ fn shown_paths(j: &JobInfo) -> (String, String, String) {
 pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let r = &j.resources;
     let e = &j.extra;
+    let shown_only = e.shown();
+    let job_shown = j.shown();
     let mut s = String::new();
     // The first line, as scontrol's: an array's ids and throttle (when it has one)
     // between the job's id and its name.
@@ -115,7 +117,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         "   Requeue={} Restarts={} BatchFlag=1 Reboot={} ExitCode={}:{}",
         u8::from(e.requeue.unwrap_or(true)),
         j.restarts,
-        u8::from(e.shown().reboot),
+        u8::from(shown_only.reboot),
         j.exit_code.unwrap_or(0),
         j.signal.unwrap_or(0)
     );
@@ -196,7 +198,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     };
     // A held job shows slurmctld's guess from its tasks (it was never tried against
     // the nodes), another waiting job the nodes it will have.
-    let least = match j.shown().nodes_guess {
+    let least = match job_shown.nodes_guess {
         g if waiting && g > 0 => g,
         _ => r.nodes,
     };
@@ -214,8 +216,8 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         "   NumNodes={num_nodes} NumCPUs={num_cpus} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:{}:{}",
         counts.ntasks,
         counts.cpus_per_task,
-        star(e.shown().cores),
-        star(e.shown().threads)
+        star(shown_only.cores),
+        star(shown_only.threads)
     );
     // Memory asked per CPU counts the CPUs it waits for; per node, its nodes.
     let per_cpu = match counts.mem {
@@ -231,8 +233,8 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     };
     let mem_total = match per_cpu {
         Some(mb) if waiting && !e.mem_whole => mb.saturating_mul(u64::from(num_cpus)),
-        _ if waiting && j.shown().whole_mem_mb > 0 => {
-            j.shown().whole_mem_mb.saturating_mul(u64::from(tres_nodes))
+        _ if waiting && job_shown.whole_mem_mb > 0 => {
+            job_shown.whole_mem_mb.saturating_mul(u64::from(tres_nodes))
         }
         _ => r.mem_mb.saturating_mul(u64::from(tres_nodes)),
     };
@@ -248,7 +250,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let _ = writeln!(
         s,
         "   Socks/Node={} NtasksPerN:B:S:C={}:0:{}:{} CoreSpec=*",
-        star(e.shown().sockets),
+        star(shown_only.sockets),
         counts.ntasks_per_node,
         star(counts.ntasks_per_socket),
         star(counts.ntasks_per_core)
@@ -266,18 +268,18 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         s,
         "   MinCPUsNode={} {key}={mem} MinTmpDiskNode={}",
         counts.min_cpus_node,
-        if e.shown().tmp_mb == 0 {
+        if shown_only.tmp_mb == 0 {
             "0".to_string()
         } else {
             let mut t = String::new();
-            convert_num_unit(e.shown().tmp_mb, 2, true, &mut t);
+            convert_num_unit(shown_only.tmp_mb, 2, true, &mut t);
             t
         }
     );
     let _ = writeln!(
         s,
         "   Features=(null) DelayBoot={}",
-        format_time(Some(u64::from(e.shown().delay_boot_s)))
+        format_time(Some(u64::from(shown_only.delay_boot_s)))
     );
     if let Some(r) = &j.reservation {
         let _ = writeln!(s, "   Reservation={r}");
@@ -286,7 +288,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         s,
         "   OverSubscribe={} Contiguous={} Licenses=(null) Network=(null)",
         scontrol_oversubscribe(e),
-        u8::from(e.shown().contiguous)
+        u8::from(shown_only.contiguous)
     );
     let _ = writeln!(s, "   Command={}", command_of(j));
     let _ = writeln!(s, "   WorkDir={}", j.workdir);
@@ -303,7 +305,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     if let Some(kill) = e.kill_on_invalid_dep {
         let _ = write!(flags, "KillOInInvalidDependent={}", yes_no(kill));
     }
-    if e.shown().spread_job {
+    if shown_only.spread_job {
         flags.push_str("SpreadJob=Yes");
     }
     if !flags.is_empty() {
