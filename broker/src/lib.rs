@@ -883,6 +883,7 @@ fn changes_state(op: &ClientOp) -> bool {
         ) => true,
         ClientOp::Queue(_)
         | ClientOp::QueuePage { .. }
+        | ClientOp::QueueMore { .. }
         | ClientOp::Show(_)
         | ClientOp::Nodes
         | ClientOp::Reservations
@@ -1038,6 +1039,15 @@ fn on_frame(
                 }],
                 ..Default::default()
             }),
+            // A listing's next page asked for with its token: no credential to check
+            // (the token, the connection and the cursor must be the listing's).
+            Ok((
+                _,
+                ClientRequest {
+                    op: ClientOp::QueueMore { after, token },
+                    ..
+                },
+            )) => Some(core.listing_more(peer, header.request_id, after, token, now_us())),
             Ok((_, req)) => {
                 let (munge, names, tx) = (munge.clone(), names.clone(), ev_tx.clone());
                 let request_id = header.request_id;

@@ -96,7 +96,7 @@ pub(crate) fn connect_error(endpoint: &str, timeout: Duration, error: ZmtpError)
 }
 
 /// A reply frame that holds a page of a listing, and the page's cursor.
-type PageFrame = (Vec<u8>, Option<JobId>);
+type PageFrame = (Vec<u8>, codec::PageCursor);
 
 /// A page of a listing as [`Client::pages`] hands it over.
 enum Page {
@@ -354,14 +354,23 @@ impl Client {
     /// ([`bulkhead_proto::bind`]): the broker refuses a credential twice, or with
     /// another request than the one it was made for.
     pub fn send(&mut self, op: ClientOp) -> Result<u64, ClientError> {
+        self.send_with(op, true)
+    }
+
+    /// [`Client::send`], with a MUNGE credential or (`credential` false: a listing's
+    /// next page asked for with its token) without.
+    fn send_with(&mut self, op: ClientOp, credential: bool) -> Result<u64, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
         // The connection's handshake goes on while the credential is made.
         self.begin_connect()?;
         // Bound to this request: the broker refuses it with any other.
-        let credential = self
-            .munge
-            .encode(&bulkhead_proto::bind::client_request(id, &op))?;
+        let credential = if credential {
+            self.munge
+                .encode(&bulkhead_proto::bind::client_request(id, &op))?
+        } else {
+            Vec::new()
+        };
         let frame = codec::encode(id, &ClientRequest { credential, op })?;
         let r = self.wait_connected()?.send(&frame);
         self.sent_or_drop(r)?;
@@ -555,9 +564,10 @@ impl Client {
 
     /// A listing's pages, each handed to `take` as it comes: the next page is asked
     /// for as soon as this one's cursor is read (the broker makes it while this one is
-    /// read and printed). A page comes as its frame; one that an ordinary call had to
-    /// fetch (after a refusal to slow down, a standby, a lost connection: the call
-    /// retries) comes decoded.
+    /// read and printed), with the listing's token rather than a credential when the
+    /// page carries one ([`ClientOp::QueueMore`]). A page comes as its frame; one that
+    /// an ordinary call had to fetch (after a refused token, a refusal to slow down, a
+    /// standby, a lost connection: the call retries) comes decoded.
     fn pages(
         &mut self,
         filter: QueueFilter,
@@ -577,15 +587,23 @@ impl Client {
         let mut after = None;
         let mut asked = self.send(page(after)).ok();
         loop {
-            let (got, next) = match asked.and_then(|id| self.page_frame(id).transpose()) {
-                Some(Ok((frame, next))) => (Page::Frame(frame), next),
+            let (got, cursor) = match asked.and_then(|id| self.page_frame(id).transpose()) {
+                Some(Ok((frame, cursor))) => (Page::Frame(frame), cursor),
                 Some(Err(_)) | None => match self.call(page(after))? {
-                    ClientReply::JobsPage { jobs, next } => (Page::Jobs(jobs), next),
+                    ClientReply::JobsPage { jobs, next, more } => {
+                        (Page::Jobs(jobs), codec::PageCursor { next, more })
+                    }
                     reply => return Err(ClientError::Unexpected(format!("{reply:?}"))),
                 },
             };
-            let next = forward(next, after)?;
-            asked = next.and_then(|n| self.send(page(Some(n))).ok());
+            let next = forward(cursor.next, after)?;
+            asked = next.and_then(|n| {
+                match cursor.more {
+                    Some(token) => self.send_with(ClientOp::QueueMore { after: n, token }, false),
+                    None => self.send(page(Some(n))),
+                }
+                .ok()
+            });
             take(got)?;
             match next {
                 Some(n) => after = Some(n),

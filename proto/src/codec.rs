@@ -43,7 +43,10 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// 20: a submission says whether a job whose dependencies can never be met stays
 /// pending (`--kill-on-invalid-dep`), how sbatch counted its tasks and CPUs, its GPU
 /// options as sbatch sends them, `-s` and the mail options.
-pub const PROTOCOL_VERSION: u16 = 21;
+/// 21: a listing carries the patterns a job's output and error paths were made from.
+/// 22: a page of a listing carries a token that asks for the next page without a
+/// MUNGE credential (`QueueMore`).
+pub const PROTOCOL_VERSION: u16 = 22;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.
@@ -210,6 +213,7 @@ pub fn encode_page(
     // writes the enum.
     let out = postcard::to_extend(&JOBS_PAGE_VARIANT, out)?;
     let out = postcard::to_extend(&page.next, out)?;
+    let out = postcard::to_extend(&page.more, out)?;
     let mut out = postcard::to_extend(&page.len(), out)?;
     out.extend_from_slice(page.rows());
     if out.len() > MAX_FRAME_BYTES {
@@ -262,7 +266,7 @@ pub fn decode<M: Message>(frame: &[u8]) -> Result<(Header, M), DecodeError> {
 #[derive(Debug)]
 pub enum ReplyInto {
     /// A [`ClientReply::JobsPage`], its jobs decoded into the caller's vector.
-    Page { next: Option<crate::JobId> },
+    Page(PageCursor),
     /// Any other reply, decoded as [`decode`] does.
     Other(crate::msg::ClientReply),
 }
@@ -272,16 +276,28 @@ pub enum ReplyInto {
 /// [`ClientReply::JobsPage`]: crate::msg::ClientReply::JobsPage
 const JOBS_PAGE_VARIANT: u32 = 13;
 
+/// Where a listing goes on after one of its pages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PageCursor {
+    /// Ask again after this job for the rest (`None`: the last page).
+    pub next: Option<crate::JobId>,
+    /// The token that asks for the rest without a credential.
+    pub more: Option<u128>,
+}
+
 /// The cursor of a reply frame that holds a page of a listing (`None` for any other
 /// reply), read without reading its jobs: the next page is asked for at once.
-pub fn page_cursor(frame: &[u8]) -> Option<Option<crate::JobId>> {
+pub fn page_cursor(frame: &[u8]) -> Option<PageCursor> {
     use serde::Deserialize;
     header_of::<crate::msg::ClientReply>(frame).ok()?;
     let mut de = postcard::Deserializer::from_bytes(&frame[HEADER_LEN..]);
     if u32::deserialize(&mut de).ok()? != JOBS_PAGE_VARIANT {
         return None;
     }
-    Option::<crate::JobId>::deserialize(&mut de).ok()
+    Some(PageCursor {
+        next: Option::<crate::JobId>::deserialize(&mut de).ok()?,
+        more: Option::<u128>::deserialize(&mut de).ok()?,
+    })
 }
 
 /// [`decode`] for a reply frame, a page of a listing decoded into `jobs` in place:
@@ -305,6 +321,7 @@ pub fn decode_reply_into(
         return Ok((h, ReplyInto::Other(reply)));
     }
     let next = Option::<crate::JobId>::deserialize(&mut de).map_err(body)?;
+    let more = Option::<u128>::deserialize(&mut de).map_err(body)?;
     Vec::<crate::JobInfo>::deserialize_in_place(&mut de, jobs).map_err(body)?;
     let rest = de.finalize().map_err(body)?;
     if !rest.is_empty() {
@@ -314,7 +331,7 @@ pub fn decode_reply_into(
         });
     }
     crate::limits::check("jobs", jobs.len(), crate::limits::MAX_LIST)?;
-    Ok((header, ReplyInto::Page { next }))
+    Ok((header, ReplyInto::Page(PageCursor { next, more })))
 }
 
 /// A reply frame that holds a page of a listing, its jobs handed to `each` one at a
@@ -326,7 +343,7 @@ pub fn decode_page_each(
     frame: &[u8],
     job: &mut Option<crate::JobInfo>,
     mut each: impl FnMut(&crate::JobInfo),
-) -> Result<Option<crate::JobId>, DecodeError> {
+) -> Result<PageCursor, DecodeError> {
     use crate::msg::ClientReply;
     header_of::<ClientReply>(frame)?;
     let body = |error| DecodeError::Body {
@@ -341,6 +358,7 @@ pub fn decode_page_each(
         return Err(DecodeError::NotAPage);
     }
     let next = r.opt(|r| r.u64().map(crate::JobId)).map_err(body)?;
+    let more = r.opt(|r| r.u128()).map_err(body)?;
     let n = r.u64().map_err(body)?;
     crate::limits::check(
         "jobs",
@@ -359,7 +377,7 @@ pub fn decode_page_each(
             n: rest.len(),
         });
     }
-    Ok(next)
+    Ok(PageCursor { next, more })
 }
 
 /// What must hold for any frame from the network, as the fuzz targets and the corpus
@@ -387,14 +405,15 @@ pub fn check_untrusted_reply(frame: &[u8]) {
     let in_place = decode_reply_into(frame, &mut into);
     let (mut one, mut each) = (None, Vec::new());
     let one_by_one = decode_page_each(frame, &mut one, |j| each.push(j.clone()));
-    if let Ok((_, ClientReply::JobsPage { jobs, next })) = decode::<ClientReply>(frame) {
-        assert_eq!(cursor, Some(next), "the cursor read alone");
+    if let Ok((_, ClientReply::JobsPage { jobs, next, more })) = decode::<ClientReply>(frame) {
+        let want = PageCursor { next, more };
+        assert_eq!(cursor, Some(want), "the cursor read alone");
         assert!(
-            matches!(in_place, Ok((_, ReplyInto::Page { next: n })) if n == next),
+            matches!(in_place, Ok((_, ReplyInto::Page(c))) if c == want),
             "decoded in place: {in_place:?}"
         );
         assert_eq!(into, jobs, "the jobs decoded in place");
-        assert_eq!(one_by_one.ok(), Some(next), "decoded a job at a time");
+        assert_eq!(one_by_one.ok(), Some(want), "decoded a job at a time");
         assert_eq!(each, jobs, "the jobs decoded one at a time");
     }
 }
@@ -622,19 +641,21 @@ mod tests {
         let second = vec![listed(9, "a", None, 0), listed(10, "bb", Some("Held"), 1)];
         let mut jobs = Vec::new();
         let mut buffer = None;
-        for (page, next) in [(first, Some(JobId(5))), (second, None)] {
+        for (page, next, more) in [
+            (first, Some(JobId(5)), Some(u128::MAX)),
+            (second, None, None),
+        ] {
             let reply = ClientReply::JobsPage {
                 jobs: page.clone(),
                 next,
+                more,
             };
+            let cursor = PageCursor { next, more };
             let frame = encode(7, &reply).unwrap();
             let (h, got) = decode_reply_into(&frame, &mut jobs).unwrap();
             assert_eq!(h.request_id, 7);
-            assert!(
-                matches!(got, ReplyInto::Page { next: n } if n == next),
-                "{got:?}"
-            );
-            assert_eq!(page_cursor(&frame), Some(next));
+            assert!(matches!(got, ReplyInto::Page(c) if c == cursor), "{got:?}");
+            assert_eq!(page_cursor(&frame), Some(cursor));
             assert_eq!(jobs, page);
             assert_eq!(decode::<ClientReply>(&frame).unwrap().1, reply);
             // The second page's first job was written into the first page's: its
@@ -654,19 +675,22 @@ mod tests {
         let empty = postcard::to_allocvec(&ClientReply::JobsPage {
             jobs: vec![],
             next: None,
+            more: None,
         })
         .unwrap();
         assert_eq!(u32::from(empty[0]), JOBS_PAGE_VARIANT);
         // A page encoded from views is the page encoded whole.
-        for next in [None, Some(JobId(300))] {
+        for (next, more) in [(None, None), (Some(JobId(300)), Some(1u128 << 100))] {
             let mut page = crate::view::EncodedPage::with_capacity(0);
             for j in &jobs {
                 page.push(&crate::view::JobView::of(j)).unwrap();
             }
             page.next = next;
+            page.more = more;
             let whole = ClientReply::JobsPage {
                 jobs: jobs.clone(),
                 next,
+                more,
             };
             assert_eq!(encode_page(4, &page).unwrap(), encode(4, &whole).unwrap());
         }
@@ -676,12 +700,17 @@ mod tests {
             &ClientReply::JobsPage {
                 jobs: jobs.clone(),
                 next: Some(JobId(77)),
+                more: Some(77),
             },
         )
         .unwrap();
         let (mut one, mut seen) = (None, Vec::new());
         let next = decode_page_each(&frame, &mut one, |j| seen.push(j.clone())).unwrap();
-        assert_eq!((next, &seen), (Some(JobId(77)), &jobs));
+        let want = PageCursor {
+            next: Some(JobId(77)),
+            more: Some(77),
+        };
+        assert_eq!((next, &seen), (want, &jobs));
         let other = encode(6, &ClientReply::Done("ok".into())).unwrap();
         assert!(matches!(
             decode_page_each(&other, &mut one, |_| {}),
@@ -693,6 +722,7 @@ mod tests {
             &ClientReply::JobsPage {
                 jobs: jobs.clone(),
                 next: None,
+                more: None,
             },
         )
         .unwrap();

@@ -83,6 +83,16 @@ pub enum ClientOp {
     Associations {
         users: Vec<String>,
     },
+    /// The next page of a listing this connection is reading, asked for with the
+    /// listing's token ([`ClientReply::JobsPage`]'s `more`) instead of a MUNGE
+    /// credential: the caller and the filter are those of the listing's first page,
+    /// which carried one. Sent with an empty credential; a token the broker does not
+    /// hold for this connection and cursor (expired, dropped, another's) is refused,
+    /// and the client asks again with a credential ([`ClientOp::QueuePage`]).
+    QueueMore {
+        after: JobId,
+        token: u128,
+    },
 }
 
 /// One line of the accounting tree: an account (`user` `None`), or a user in the
@@ -395,11 +405,13 @@ pub enum ClientReply {
     /// A step's number, layout and signed launches.
     Step(Box<crate::step::StepGrant>),
     /// A page of a listing ([`ClientOp::QueuePage`]); `next`: ask again after this job
-    /// for the rest (`None`: this was the last page). The cursor comes first, so that
-    /// a client asks for the next page before it reads this one
+    /// for the rest (`None`: this was the last page); `more`: the token that asks for
+    /// it without a credential ([`ClientOp::QueueMore`]). The cursor comes first, so
+    /// that a client asks for the next page before it reads this one
     /// ([`crate::codec::page_cursor`]).
     JobsPage {
         next: Option<JobId>,
+        more: Option<u128>,
         jobs: Vec<JobInfo>,
     },
     Partitions(Vec<PartitionInfo>),
@@ -801,7 +813,7 @@ impl Message for ClientRequest {
                 )
             }
             ClientOp::Requeue(ids) => check_ids("jobs", ids),
-            ClientOp::Partitions | ClientOp::Identify => Ok(()),
+            ClientOp::Partitions | ClientOp::Identify | ClientOp::QueueMore { .. } => Ok(()),
             ClientOp::Associations { users } => {
                 check("users", users.len(), limits::MAX_LIST)?;
                 users

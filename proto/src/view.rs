@@ -464,6 +464,9 @@ pub struct EncodedPage {
     rows: Vec<u8>,
     /// Ask again after this job for the rest (`None`: the last page).
     pub next: Option<JobId>,
+    /// The token that asks for the rest without a credential
+    /// ([`crate::msg::ClientOp::QueueMore`]).
+    pub more: Option<u128>,
 }
 
 impl EncodedPage {

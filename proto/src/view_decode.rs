@@ -51,6 +51,23 @@ impl<'a> Reader<'a> {
         self.varint(64)
     }
 
+    /// A `u128` as postcard reads it: a varint of at most 19 bytes, the last
+    /// carrying at most its 2 high bits.
+    pub(crate) fn u128(&mut self) -> Result<u128, Error> {
+        let mut out = 0u128;
+        for i in 0..19u32 {
+            let b = self.byte()?;
+            out |= u128::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                if i == 18 && b > 0x03 {
+                    return Err(Error::DeserializeBadVarint);
+                }
+                return Ok(out);
+            }
+        }
+        Err(Error::DeserializeBadVarint)
+    }
+
     #[inline]
     pub(crate) fn u32(&mut self) -> Result<u32, Error> {
         Ok(self.varint(32)? as u32)
@@ -439,5 +456,28 @@ mod tests {
         assert!(read(&over, 64).is_err());
         assert_eq!(read(&[0x80, 0x00], 32), Ok(0), "postcard takes a long zero");
         assert!(read(&[], 32).is_err());
+        // A u128 (a listing's token) as postcard writes and reads it.
+        for n in [
+            0,
+            1,
+            127,
+            128,
+            u128::from(u64::MAX) + 1,
+            u128::MAX - 1,
+            u128::MAX,
+        ] {
+            let bytes = postcard::to_allocvec(&n).unwrap();
+            assert_eq!(Reader { rest: &bytes }.u128(), Ok(n), "{n}");
+            let cut = &bytes[..bytes.len() - 1];
+            assert!(Reader { rest: cut }.u128().is_err(), "{n} cut short");
+        }
+        let mut over = postcard::to_allocvec(&u128::MAX).unwrap();
+        assert_eq!(over.len(), 19);
+        over[18] = 0x04;
+        assert!(Reader { rest: &over }.u128().is_err());
+        assert!(
+            postcard::from_bytes::<u128>(&over).is_err(),
+            "postcard refuses it too"
+        );
     }
 }

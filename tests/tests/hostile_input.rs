@@ -4,7 +4,8 @@
 //! skips `bh`'s checks), naming the field, and nothing is queued; free text that did
 //! not come through submit (a drain reason) is printed escaped. Forged, replayed and
 //! missing MUNGE credentials, and frames that are not the protocol's, get an error
-//! reply, and the broker keeps serving.
+//! reply, and the broker keeps serving; a listing's token, which asks for its next
+//! page without a credential, is honoured on its own connection only.
 
 use bulkhead_munge::Munge;
 use bulkhead_net::{Client, ClientError};
@@ -297,4 +298,84 @@ fn malformed_frames_get_an_error_reply_and_the_broker_keeps_serving() {
     .expect("size");
     assert!(narrow < 1 << 20, "a new pipe is narrower ({narrow})");
     assert_eq!(wide, 1 << 20, "widened from {narrow}");
+}
+
+/// A listing's pages after the first are asked for with the listing's token and no
+/// credential: the token is given on the listing's own connection only. The same
+/// token and cursor from another connection, or a token made up, get a refusal that
+/// says nothing of the listing, and the listing's own connection still gets its
+/// page, the jobs after the first page's.
+#[test]
+fn a_listings_token_asks_for_its_next_page_on_its_own_connection_only() {
+    let c = Cluster::start_with(bulkhead_tests::ClusterOpts {
+        allow_root_jobs: true,
+        broker_config: Some("[limits.user]\nmax_submitted_jobs = 100000\n".into()),
+        ..Default::default()
+    })
+    .expect("cluster");
+    let mut client = Client::connect(&c.endpoint, Some(&c.munged.socket)).expect("client");
+    let wd = c.workdir(None).expect("workdir");
+    // More than one page (5,000 jobs).
+    for i in 0..5_002 {
+        let mut sub = bulkhead_tests::submission(&wd, &format!("held{i}"), "#!/bin/sh\ntrue\n");
+        sub.extra.hold = true;
+        client.submit(sub).expect("submit");
+    }
+    let munge = Munge::new(Some(&c.munged.socket));
+    let first = ClientOp::QueuePage {
+        filter: QueueFilter::default(),
+        after: None,
+    };
+    let cred = munge
+        .encode(&bulkhead_proto::bind::client_request(1, &first))
+        .expect("credential");
+    let frame = codec::encode(
+        1,
+        &ClientRequest {
+            credential: cred,
+            op: first,
+        },
+    )
+    .expect("encode");
+    client.send_raw(&frame).expect("send");
+    let reply = client.recv_raw(t()).expect("first page");
+    let (_, reply) = codec::decode::<ClientReply>(&reply).expect("decode");
+    let ClientReply::JobsPage { jobs, next, more } = reply else {
+        panic!("not a page: {reply:?}");
+    };
+    let (after, token) = (next.expect("a page follows"), more.expect("a token"));
+    assert_eq!(jobs.last().map(|j| j.id), Some(after));
+    let ask = |client: &mut Client, id: u64, token: u128| {
+        let op = ClientOp::QueueMore { after, token };
+        let frame = codec::encode(
+            id,
+            &ClientRequest {
+                credential: vec![],
+                op,
+            },
+        )
+        .expect("encode");
+        client.send_raw(&frame).expect("send");
+        let reply = client.recv_raw(t()).expect("reply");
+        let (h, r) = codec::decode::<ClientReply>(&reply).expect("decode");
+        assert_eq!(h.request_id, id);
+        r
+    };
+    let mut other = Client::connect(&c.endpoint, Some(&c.munged.socket)).expect("client");
+    for (who, id, token) in [(&mut other, 2, token), (&mut client, 3, token ^ (1 << 77))] {
+        let (code, msg) = refusal(ask(who, id, token));
+        assert_eq!(code, ErrorCode::Unauthenticated, "{msg}");
+        assert!(
+            msg.contains("credential") && !msg.contains(&after.to_string()),
+            "{msg}"
+        );
+    }
+    match ask(&mut client, 4, token) {
+        ClientReply::JobsPage { jobs, next, more } => {
+            let ids: Vec<u64> = jobs.iter().map(|j| j.id.0).collect();
+            assert_eq!(ids, vec![after.0 + 1, after.0 + 2], "the last two jobs");
+            assert_eq!((next, more), (None, None), "the last page");
+        }
+        other => panic!("not a page: {other:?}"),
+    }
 }

@@ -1030,7 +1030,7 @@ fn slots(n: &Node, index: u32, name: &str) -> Option<u8> {
 fn op_name(op: &ClientOp) -> &'static str {
     match op {
         ClientOp::Submit(_) => "submit",
-        ClientOp::Queue(_) | ClientOp::QueuePage { .. } => "queue",
+        ClientOp::Queue(_) | ClientOp::QueuePage { .. } | ClientOp::QueueMore { .. } => "queue",
         ClientOp::Show(_) => "show",
         ClientOp::Cancel(_) => "cancel",
         ClientOp::Nodes => "nodes",

@@ -778,6 +778,35 @@ impl Core {
         }
     }
 
+    /// The refusal of a request over the caller's rate limit; `None` within it (the
+    /// request is counted).
+    fn slowed(
+        &mut self,
+        peer: &PeerId,
+        request_id: u64,
+        caller: &Caller,
+        now_us: u64,
+    ) -> Option<Effects> {
+        let wait_ms = self.limiter.take(caller.uid, now_us).err()?;
+        self.slowed_total += 1;
+        let per_s = self.limiter.config().map_or(0.0, |c| c.per_s);
+        tracing::debug!(user = %caller.user, uid = caller.uid, "request refused by the rate limit");
+        Some(Effects {
+            send: vec![Outbound::Client {
+                peer: peer.clone(),
+                request_id,
+                reply: ClientReply::Error(err(
+                    ErrorCode::SlowDown,
+                    format!(
+                        "slow down: {} sent more than {per_s} requests per second; retry in {wait_ms} ms",
+                        caller.user
+                    ),
+                )),
+            }],
+            ..Default::default()
+        })
+    }
+
     /// A client request from an authenticated caller.
     pub fn client(
         &mut self,
@@ -790,24 +819,13 @@ impl Core {
         let mut fx = Effects::default();
         // Anything but the next page of its listing: a page made ahead for this
         // connection is not to be read after what it asks now.
-        if !matches!(op, ClientOp::QueuePage { after: Some(_), .. }) {
+        if !matches!(
+            op,
+            ClientOp::QueuePage { after: Some(_), .. } | ClientOp::QueueMore { .. }
+        ) {
             self.ahead.forget(&peer);
         }
-        if let Err(wait_ms) = self.limiter.take(caller.uid, now_us) {
-            self.slowed_total += 1;
-            let per_s = self.limiter.config().map_or(0.0, |c| c.per_s);
-            tracing::debug!(user = %caller.user, uid = caller.uid, "request refused by the rate limit");
-            fx.send.push(Outbound::Client {
-                peer,
-                request_id,
-                reply: ClientReply::Error(err(
-                    ErrorCode::SlowDown,
-                    format!(
-                        "slow down: {} sent more than {per_s} requests per second; retry in {wait_ms} ms",
-                        caller.user
-                    ),
-                )),
-            });
+        if let Some(fx) = self.slowed(&peer, request_id, caller, now_us) {
             return fx;
         }
         let reply = match op {
@@ -833,6 +851,11 @@ impl Core {
                     page,
                 });
                 return fx;
+            }
+            // With a credential too, the token decides: the listing's caller is its
+            // first page's. (Counted by the rate limit again: it was above.)
+            ClientOp::QueueMore { after, token } => {
+                return self.listing_more(peer, request_id, after, token, now_us);
             }
             ClientOp::Acct(filter) => self.acct(caller, &filter, now_us),
             ClientOp::Hold(ids) => self.hold(&mut fx, caller, &ids, true, now_us),

@@ -124,7 +124,6 @@ impl Core {
         if self.cfg.signer.is_none() {
             return BrokerMessage::Reregister;
         }
-        use sha2::{Digest, Sha256};
         // A connection already challenged is given the same challenge again (its
         // queued heartbeats, arriving after a restart, each ask): a new one would
         // refuse the registration answering the first, and each refusal cost the node
@@ -157,12 +156,7 @@ impl Core {
                 self.challenges.remove(&oldest);
             }
         }
-        self.nonce_count += 1;
-        let mut h = Sha256::new();
-        h.update(self.nonce_seed);
-        h.update(self.nonce_count.to_le_bytes());
-        h.update(peer);
-        let nonce = h.finalize()[..16].to_vec();
+        let nonce = self.nonce(b"challenge", peer).to_vec();
         self.challenges
             .insert(peer.clone(), (nonce.clone(), now_us));
         BrokerMessage::Challenge { nonce }
@@ -182,7 +176,24 @@ impl Core {
                 })
     }
 
-    /// The random seed challenges are made from (the shell's, from the kernel).
+    /// 16 bytes no one without the seed can tell from any others: a hash of the
+    /// random seed, a count never used before, what they are for and the connection
+    /// they are given to.
+    pub(super) fn nonce(&mut self, purpose: &[u8], peer: &PeerId) -> [u8; 16] {
+        use sha2::{Digest, Sha256};
+        self.nonce_count += 1;
+        let mut h = Sha256::new();
+        h.update(self.nonce_seed);
+        h.update(self.nonce_count.to_le_bytes());
+        h.update(purpose);
+        h.update(peer);
+        let mut out = [0; 16];
+        out.copy_from_slice(&h.finalize()[..16]);
+        out
+    }
+
+    /// The random seed challenges and listings' tokens are made from (the shell's,
+    /// from the kernel).
     pub fn set_nonce_seed(&mut self, seed: [u8; 32]) {
         self.nonce_seed = seed;
     }

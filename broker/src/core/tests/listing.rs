@@ -219,6 +219,138 @@ fn a_listings_next_page_is_made_ahead_for_its_next_request_only() {
     );
 }
 
+/// A page that another follows carries the listing's token, with which its
+/// connection asks for the next page without a credential: the page is made for the
+/// first page's caller and filter (the request says neither), and counted by that
+/// caller's rate limit. The same token from another connection, with another cursor,
+/// a token of the same connection's earlier listing, a guessed one, or one kept past
+/// its time are refused, saying nothing of the listing; a refusal leaves the listing's
+/// next page to its own connection. The last page carries none, and each listing
+/// has its own.
+#[test]
+fn a_listings_next_page_is_given_for_its_token_on_its_connection_only() {
+    let mut c = core();
+    c.page_limits = (2, usize::MAX);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    for i in 0..6u64 {
+        let who = if i == 2 { user(6) } else { user(5) };
+        submitted(&c.client(
+            b"c".to_vec(),
+            i,
+            &who,
+            ClientOp::Submit(Box::new(sub(2))),
+            i,
+        ));
+    }
+    let t = 1_000_000;
+    let mine = QueueFilter {
+        uids: vec![5],
+        ..Default::default()
+    };
+    let first = |c: &mut Core, peer: &[u8]| {
+        let fx = c.client(
+            peer.to_vec(),
+            1,
+            &user(5),
+            ClientOp::QueuePage {
+                filter: mine.clone(),
+                after: None,
+            },
+            t,
+        );
+        let page = match &fx.send[..] {
+            [Outbound::Page { page, .. }] => page.clone(),
+            other => panic!("{other:?}"),
+        };
+        (page_sent(&fx), page.more.expect("a token: a page follows"))
+    };
+    let more = |c: &mut Core, peer: &[u8], after: u64, token: u128, now: u64| {
+        c.listing_more(peer.to_vec(), 2, JobId(after), token, now)
+    };
+    let refused = |fx: &Effects| {
+        matches!(&fx.send[..], [Outbound::Client {
+            reply: ClientReply::Error(e), ..
+        }] if e.code == ErrorCode::Unauthenticated && !e.message.contains('5'))
+    };
+    let ((ids, next), token) = first(&mut c, b"p");
+    assert_eq!((ids, next), (vec![JobId(1), JobId(2)], Some(JobId(2))));
+    // Refused: another connection, another cursor, a guess; none takes the page.
+    assert!(
+        refused(&more(&mut c, b"q", 2, token, t)),
+        "another connection"
+    );
+    assert!(refused(&more(&mut c, b"p", 1, token, t)), "another cursor");
+    assert!(refused(&more(&mut c, b"p", 2, token ^ 1, t)), "a guess");
+    c.make_pages_ahead(t);
+    // The listing's own: its filter (user 5's jobs: job 3 is user 6's), a token again.
+    let fx = more(&mut c, b"p", 2, token, t);
+    assert_eq!(page_sent(&fx), (vec![JobId(4), JobId(5)], Some(JobId(5))));
+    let again = match &fx.send[..] {
+        [Outbound::Page { page, .. }] => page.more,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(again, Some(token), "one token for the whole listing");
+    // Not made ahead: made on request, the same.
+    let fx = more(&mut c, b"p", 5, token, t);
+    assert_eq!(page_sent(&fx), (vec![JobId(6)], None));
+    match &fx.send[..] {
+        [Outbound::Page { page, .. }] => assert_eq!(page.more, None, "the last page"),
+        other => panic!("{other:?}"),
+    }
+    // Asked again after the last page: nothing is kept.
+    assert!(refused(&more(&mut c, b"p", 5, token, t)));
+    // A new listing has a new token; the old one does not continue it.
+    let ((_, next), second) = first(&mut c, b"p");
+    assert_ne!(second, token);
+    assert!(refused(&more(&mut c, b"p", next.unwrap().0, token, t)));
+    // The refusal left the listing's page: its own token still gets it.
+    assert_eq!(
+        page_sent(&more(&mut c, b"p", 2, second, t)).0,
+        vec![JobId(4), JobId(5)]
+    );
+    // Kept no longer than a page made ahead may be.
+    let ((_, _), third) = first(&mut c, b"p");
+    let late = t + super::super::ahead::AHEAD_VALID_US + 1;
+    assert!(refused(&more(&mut c, b"p", 2, third, late)));
+    // Counted by the caller's rate limit, as any request of theirs.
+    let mut c = core();
+    c.page_limits = (1, usize::MAX);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    for i in 0..3u64 {
+        c.client(
+            b"c".to_vec(),
+            i,
+            &user(6),
+            ClientOp::Submit(Box::new(sub(2))),
+            i,
+        );
+    }
+    c.limiter = crate::ratelimit::RateLimiter::new(Some(crate::ratelimit::RateConfig {
+        per_s: 1.0,
+        burst: 1.0,
+    }));
+    let fx = c.client(
+        b"p".to_vec(),
+        1,
+        &user(5),
+        ClientOp::QueuePage {
+            filter: QueueFilter::default(),
+            after: None,
+        },
+        t,
+    );
+    let token = match &fx.send[..] {
+        [Outbound::Page { page, .. }] => page.more.unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let fx = c.listing_more(b"p".to_vec(), 2, JobId(1), token, t);
+    assert!(
+        matches!(&fx.send[..], [Outbound::Client { reply: ClientReply::Error(e), .. }]
+            if e.code == ErrorCode::SlowDown && e.message.contains("u5")),
+        "{fx:?}"
+    );
+}
+
 /// A listing is paged in job id order: every job the filter lists comes once over the
 /// pages, each page within its limits, the last page says so; jobs asked for by id
 /// and states and users filter as without pages.
