@@ -1259,6 +1259,8 @@ fn squeue_line(
     let start = out.len();
     for p in pieces {
         match p {
+            // Mostly one blank between fields: pushed, not copied by a call.
+            Piece::Text(t) if t.len() == 1 => out.push(t.as_bytes()[0] as char),
             Piece::Text(t) => out.push_str(t),
             Piece::Field { right, width, kind } => {
                 // The value is written where it goes, then cut or padded there.
@@ -1266,10 +1268,7 @@ fn squeue_line(
                 get(*kind, out);
                 // Printable ASCII, nearly every value: nothing to escape, and its
                 // characters are its bytes.
-                if out.as_bytes()[at..]
-                    .iter()
-                    .all(|b| (0x20..0x7f).contains(b))
-                {
+                if crate::output::printable_ascii(&out.as_bytes()[at..]) {
                     fit_ascii(out, at, *right, *width);
                 } else {
                     value.clear();
