@@ -628,6 +628,9 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
     let pieces = slurm::parse_format(fmt);
     let now = now_us();
     let mut c = client(g)?;
+    // Past a page of the broker's, a listing's lines are kept in huge pages: a
+    // smaller one would pay for a whole huge page cleared (2 MiB) it barely uses.
+    const HUGE_AFTER: usize = 5_000;
     if asked.is_empty() && !q.json {
         // Each job's line made as it is decoded (100,000 jobs are never held at
         // once): printed as it comes in the broker's order (`-S i`), else kept with
@@ -671,6 +674,13 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
                         text.clear();
                     }
                     continue;
+                }
+                if rows.len() == HUGE_AFTER {
+                    // A large listing: what it fills from here on in huge pages,
+                    // with room for some 700,000 jobs (address space, not memory).
+                    output::text_to_huge_pages(&mut text, 64 << 20);
+                    output::to_huge_pages(&mut rows, 1 << 20);
+                    order.to_huge_pages(1 << 20);
                 }
                 rows.push((start, text.len()));
                 order.push(j);

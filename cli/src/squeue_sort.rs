@@ -82,6 +82,12 @@ impl Order {
         }
     }
 
+    /// Room for `jobs` jobs' keys, in huge pages ([`crate::output::to_huge_pages`]).
+    pub fn to_huge_pages(&mut self, jobs: usize) {
+        let keys = self.keys.len();
+        crate::output::to_huge_pages(&mut self.flat, jobs.saturating_mul(keys));
+    }
+
     /// Takes the next job's keys.
     pub fn push(&mut self, j: &JobInfo) {
         for (i, &(k, _)) in self.keys.iter().enumerate() {
