@@ -187,7 +187,7 @@ impl Core {
             resources,
             partition: &j.partition,
             workdir: if keep(Parts::PATHS) {
-                &j.submission.workdir
+                &unhoisted(j).submission.workdir
             } else {
                 ""
             },
@@ -197,7 +197,7 @@ impl Core {
             start_time_us: j.start_us,
             end_time_us: j.end_us,
             denials: if keep(Parts::DENIALS) {
-                &j.denials
+                &unhoisted(j).denials
             } else {
                 &[]
             },
@@ -209,13 +209,12 @@ impl Core {
             array_task: j.submission.array_task,
             array_pending,
             gpus: if j.state.is_active() && keep(Parts::GPUS) {
-                &j.gpus
+                &unhoisted(j).gpus
             } else {
                 &[]
             },
-            // Not even looked at when left out (its tag lies in a line of its own).
             usage: if keep(Parts::USAGE) {
-                j.usage.as_ref()
+                unhoisted(j).usage.as_ref()
             } else {
                 None
             },
@@ -238,7 +237,7 @@ impl Core {
             qos: j.submission.qos.as_deref(),
             // The script's arguments go with its path (`extra`): its owner's.
             args: if keep(Parts::EXTRA) {
-                &j.submission.args
+                &unhoisted(j).submission.args
             } else {
                 &[]
             },
@@ -871,6 +870,17 @@ const LISTED_FIELDS: &[(usize, usize)] = {
         at!(submission.extra.no_limit: bool),
     ]
 };
+
+/// `j`, through a barrier the compiler cannot see through, for a field read only
+/// when a listing shows its part: without it, the compiler read such a field (a
+/// vector's or a string's pointer and length) whether or not the part was shown,
+/// keeping only the choice conditional, and a lean listing waited on the cache line
+/// of each field it leaves out (`perf annotate`: 60% of the view's own samples on
+/// the working directory's, the denials' and the usage's lines).
+#[inline(always)]
+fn unhoisted(j: &Job) -> &Job {
+    std::hint::black_box(j)
+}
 
 /// Asks the CPU to bring the cache lines of `len` bytes at `at` closer: a hint,
 /// which reads nothing and cannot fault.
