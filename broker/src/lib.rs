@@ -471,8 +471,14 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 fx
             }
             Some(inc) = in_rx.recv() => {
-                match on_frame(inc, &mut core, &munge, &names, &ev_tx, &me) {
-                    Some(fx) => fx,
+                let mut query = false;
+                match on_frame(inc, &mut core, &munge, &names, &ev_tx, &me, &mut query) {
+                    Some(fx) => {
+                        // A listing's next page is answered from memory while the
+                        // store takes no writes, as a credentialed query is.
+                        at_once = query && health.unavailable().is_some();
+                        fx
+                    }
                     None => continue,
                 }
             }
@@ -976,7 +982,9 @@ fn encode_outbound(o: &Outbound) -> Option<Vec<Vec<u8>>> {
 }
 
 /// Handles one raw frame: refusals are answered at once; requests that need MUNGE go
-/// to the blocking pool and come back as events; other agent messages go to the core.
+/// to the blocking pool and come back as events; other agent messages, and a
+/// listing's next page asked for with its token, go to the core. `query` is set when
+/// the answer only reads (a listing's next page).
 fn on_frame(
     mut inc: transport::Incoming,
     core: &mut Core,
@@ -984,6 +992,7 @@ fn on_frame(
     names: &Arc<Mutex<HashMap<u32, String>>>,
     ev_tx: &mpsc::Sender<Event>,
     me: &bulkhead_proto::msg::BrokerIdentity,
+    query: &mut bool,
 ) -> Option<Effects> {
     if inc.frames.is_empty() {
         return None;
@@ -1047,7 +1056,10 @@ fn on_frame(
                     op: ClientOp::QueueMore { after, token },
                     ..
                 },
-            )) => Some(core.listing_more(peer, header.request_id, after, token, now_us())),
+            )) => {
+                *query = true;
+                Some(core.listing_more(peer, header.request_id, after, token, now_us()))
+            }
             Ok((_, req)) => {
                 let (munge, names, tx) = (munge.clone(), names.clone(), ev_tx.clone());
                 let request_id = header.request_id;

@@ -7,8 +7,10 @@
 //! A page made ahead is the continuation of one listing: given only to the
 //! connection that read the page before, for the same caller, filter and cursor,
 //! within [`AHEAD_VALID_US`]; any other request from that connection (a listing
-//! begun again, a change) drops it, so that a caller never reads, after its own
-//! change, a page made before it.
+//! begun again, a change) drops it, so that a caller that waits for each answer
+//! (as `bh` does) never reads, after its own change, a page made before it. At most
+//! [`MAX_AHEAD`] pages are held at once; the listings past them are still followed
+//! (up to [`MAX_LISTINGS`]), their pages made when asked for.
 //!
 //! Each page but the last carries the listing's token, 128 bits drawn from the
 //! broker's random seed. The next page may be asked for with it in place of a MUNGE
@@ -23,8 +25,12 @@ use bulkhead_proto::msg::QueueFilter;
 use bulkhead_proto::view::EncodedPage;
 
 /// Listings read at once that have a page made ahead, at most (each page is at most
-/// a few MiB); the oldest goes first.
-const MAX_AHEAD: usize = 4;
+/// a few MiB); past them, a listing's next page is made when asked for.
+pub(super) const MAX_AHEAD: usize = 4;
+/// Listings read at once that the broker follows (their tokens, callers, filters and
+/// cursors: a few hundred bytes each); past them, the oldest goes first, and its
+/// client asks for its next page with a credential.
+const MAX_LISTINGS: usize = 256;
 /// How long a page made ahead is kept for its listing's next request.
 pub(super) const AHEAD_VALID_US: u64 = 5_000_000;
 
@@ -74,12 +80,26 @@ impl PagesAhead {
 
     fn want(&mut self, next: Next) {
         self.forget(&next.peer);
-        if self.next.len() >= MAX_AHEAD
+        if self.next.len() >= MAX_LISTINGS
             && let Some(oldest) = (0..self.next.len()).min_by_key(|&i| self.next[i].since_us)
         {
             self.next.swap_remove(oldest);
         }
         self.next.push(next);
+    }
+
+    /// Whether `peer`'s listing's next page, fresh, has these token and cursor: the
+    /// listing's caller when it has.
+    fn caller_of(&self, peer: &PeerId, token: u128, after: JobId, now_us: u64) -> Option<&Caller> {
+        self.next
+            .iter()
+            .find(|n| {
+                &n.peer == peer
+                    && n.token == token
+                    && n.after == after
+                    && now_us.saturating_sub(n.since_us) <= AHEAD_VALID_US
+            })
+            .map(|n| &n.caller)
     }
 }
 
@@ -121,7 +141,10 @@ impl Core {
         token: u128,
         now_us: u64,
     ) -> Effects {
-        let Some(n) = self.ahead.take_with(&peer, token, after, now_us) else {
+        let Some(caller) = self.ahead.caller_of(&peer, token, after, now_us).cloned() else {
+            tracing::debug!(
+                "refused a listing's next page: no listing of that connection, token and cursor"
+            );
             let e = err(
                 ErrorCode::Unauthenticated,
                 "no listing read on this connection goes on from there with that token (it ended, \
@@ -129,9 +152,18 @@ impl Core {
             );
             return reply_only_to(peer, request_id, e);
         };
-        if let Some(fx) = self.slowed(&peer, request_id, &n.caller, now_us) {
+        // Counted by the caller's rate limit; a refusal leaves the page made ahead for
+        // the client's credentialed request that follows.
+        if let Some(fx) = self.slowed(&peer, request_id, &caller, now_us) {
             return fx;
         }
+        let Some(n) = self.ahead.take_with(&peer, token, after, now_us) else {
+            return reply_only_to(
+                peer,
+                request_id,
+                err(ErrorCode::Internal, "a listing's next page went missing"),
+            );
+        };
         let page = match n.page {
             Some(page) => page,
             None => self.queue_page(&n.caller, &n.filter, Some(after)),
@@ -179,9 +211,16 @@ impl Core {
         u128::from_le_bytes(self.nonce(b"listing", peer))
     }
 
-    /// Whether a listing's next page waits to be made.
+    /// How many listings' next pages are made and held.
+    #[cfg(test)]
+    pub(super) fn ahead_pages_held(&self) -> usize {
+        self.ahead.next.iter().filter(|n| n.page.is_some()).count()
+    }
+
+    /// Whether a listing's next page waits to be made (and may be held).
     pub fn pages_to_make(&self) -> bool {
-        self.ahead.next.iter().any(|n| n.page.is_none())
+        let held = self.ahead.next.iter().filter(|n| n.page.is_some()).count();
+        held < MAX_AHEAD && self.ahead.next.iter().any(|n| n.page.is_none())
     }
 
     /// Makes the listings' next pages: for the shell to call once the page before
@@ -189,7 +228,10 @@ impl Core {
     pub fn make_pages_ahead(&mut self, now_us: u64) {
         let mut next = std::mem::take(&mut self.ahead.next);
         next.retain(|n| now_us.saturating_sub(n.since_us) <= AHEAD_VALID_US);
-        for n in next.iter_mut().filter(|n| n.page.is_none()) {
+        // At most MAX_AHEAD pages held; the listings past them are followed still,
+        // their pages made when asked for.
+        let room = MAX_AHEAD.saturating_sub(next.iter().filter(|n| n.page.is_some()).count());
+        for n in next.iter_mut().filter(|n| n.page.is_none()).take(room) {
             n.page = Some(self.queue_page(&n.caller, &n.filter, Some(n.after)));
             n.since_us = now_us;
         }

@@ -825,6 +825,11 @@ impl Core {
         ) {
             self.ahead.forget(&peer);
         }
+        // With a credential too, the token decides: the listing's caller is its
+        // first page's, whose rate limit counts it.
+        if let ClientOp::QueueMore { after, token } = op {
+            return self.listing_more(peer, request_id, after, token, now_us);
+        }
         if let Some(fx) = self.slowed(&peer, request_id, caller, now_us) {
             return fx;
         }
@@ -852,11 +857,11 @@ impl Core {
                 });
                 return fx;
             }
-            // With a credential too, the token decides: the listing's caller is its
-            // first page's. (Counted by the rate limit again: it was above.)
-            ClientOp::QueueMore { after, token } => {
-                return self.listing_more(peer, request_id, after, token, now_us);
-            }
+            // Answered above; were it not, a refusal rather than a panic.
+            ClientOp::QueueMore { .. } => ClientReply::Error(err(
+                ErrorCode::Internal,
+                "a listing's next page was not answered as one",
+            )),
             ClientOp::Acct(filter) => self.acct(caller, &filter, now_us),
             ClientOp::Hold(ids) => self.hold(&mut fx, caller, &ids, true, now_us),
             ClientOp::Release(ids) => self.hold(&mut fx, caller, &ids, false, now_us),

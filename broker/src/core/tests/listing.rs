@@ -349,6 +349,55 @@ fn a_listings_next_page_is_given_for_its_token_on_its_connection_only() {
             if e.code == ErrorCode::SlowDown && e.message.contains("u5")),
         "{fx:?}"
     );
+    // The refusal kept the listing: once the limit allows, its token gets the page.
+    let fx = c.listing_more(b"p".to_vec(), 3, JobId(1), token, t + 1_100_000);
+    assert_eq!(page_sent(&fx).0, vec![JobId(2)]);
+}
+
+/// More listings at once than pages are held ahead: every one keeps its token, at
+/// most [`MAX_AHEAD`] next pages are made ahead, and the others are made when asked.
+#[test]
+fn listings_past_the_pages_held_ahead_keep_their_tokens() {
+    let mut c = core();
+    c.page_limits = (1, usize::MAX);
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 2, vec![]), 0);
+    for i in 0..3u64 {
+        submitted(&c.client(
+            b"c".to_vec(),
+            i,
+            &user(5),
+            ClientOp::Submit(Box::new(sub(2))),
+            i,
+        ));
+    }
+    let t = 1_000_000;
+    let peers: Vec<Vec<u8>> = (0..10u8).map(|i| vec![b'p', i]).collect();
+    let mut tokens = Vec::new();
+    for p in &peers {
+        let fx = c.client(
+            p.clone(),
+            1,
+            &user(5),
+            ClientOp::QueuePage {
+                filter: QueueFilter::default(),
+                after: None,
+            },
+            t,
+        );
+        match &fx.send[..] {
+            [Outbound::Page { page, .. }] => tokens.push(page.more.expect("a token")),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(c.pages_to_make());
+    c.make_pages_ahead(t);
+    assert!(!c.pages_to_make(), "no more than the pages held ahead");
+    let made = |c: &Core| c.ahead_pages_held();
+    assert_eq!(made(&c), super::super::ahead::MAX_AHEAD);
+    for (p, token) in peers.iter().zip(&tokens) {
+        let fx = c.listing_more(p.clone(), 2, JobId(1), *token, t);
+        assert_eq!(page_sent(&fx), (vec![JobId(2)], Some(JobId(2))), "{p:?}");
+    }
 }
 
 /// A listing is paged in job id order: every job the filter lists comes once over the
