@@ -927,14 +927,7 @@ fn refuse_while_full(peer: PeerId, request_id: u64, why: &str) -> Effects {
 }
 
 fn reply_only(peer: PeerId, request_id: u64, e: ErrorReply) -> Effects {
-    Effects {
-        send: vec![Outbound::Client {
-            peer,
-            request_id,
-            reply: ClientReply::Error(e),
-        }],
-        ..Default::default()
-    }
+    Effects::refusal(peer, request_id, e)
 }
 
 fn encode_outbound(o: &Outbound) -> Option<Vec<Vec<u8>>> {

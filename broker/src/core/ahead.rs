@@ -150,7 +150,7 @@ impl Core {
                 "no listing read on this connection goes on from there with that token (it ended, \
                  expired or was begun again): ask for the page with a credential",
             );
-            return reply_only_to(peer, request_id, e);
+            return Effects::refusal(peer, request_id, e);
         };
         // Counted by the caller's rate limit; a refusal leaves the page made ahead for
         // the client's credentialed request that follows.
@@ -158,7 +158,7 @@ impl Core {
             return fx;
         }
         let Some(n) = self.ahead.take_with(&peer, token, after, now_us) else {
-            return reply_only_to(
+            return Effects::refusal(
                 peer,
                 request_id,
                 err(ErrorCode::Internal, "a listing's next page went missing"),
@@ -236,17 +236,5 @@ impl Core {
             n.since_us = now_us;
         }
         self.ahead.next = next;
-    }
-}
-
-/// An error answered to one client request, and nothing else done.
-fn reply_only_to(peer: PeerId, request_id: u64, e: ErrorReply) -> Effects {
-    Effects {
-        send: vec![Outbound::Client {
-            peer,
-            request_id,
-            reply: ClientReply::Error(e),
-        }],
-        ..Default::default()
     }
 }

@@ -301,6 +301,20 @@ pub struct Effects {
     pub full_pass: bool,
 }
 
+impl Effects {
+    /// An error answered to one client request, and nothing else done.
+    pub fn refusal(peer: PeerId, request_id: u64, e: ErrorReply) -> Effects {
+        Effects {
+            send: vec![Outbound::Client {
+                peer,
+                request_id,
+                reply: ClientReply::Error(e),
+            }],
+            ..Default::default()
+        }
+    }
+}
+
 /// A job as the core keeps it is its row: what the store holds of it, so that
 /// loading is a move and an insert a copy.
 type Job = JobRow;
@@ -791,20 +805,17 @@ impl Core {
         self.slowed_total += 1;
         let per_s = self.limiter.config().map_or(0.0, |c| c.per_s);
         tracing::debug!(user = %caller.user, uid = caller.uid, "request refused by the rate limit");
-        Some(Effects {
-            send: vec![Outbound::Client {
-                peer: peer.clone(),
-                request_id,
-                reply: ClientReply::Error(err(
-                    ErrorCode::SlowDown,
-                    format!(
-                        "slow down: {} sent more than {per_s} requests per second; retry in {wait_ms} ms",
-                        caller.user
-                    ),
-                )),
-            }],
-            ..Default::default()
-        })
+        Some(Effects::refusal(
+            peer.clone(),
+            request_id,
+            err(
+                ErrorCode::SlowDown,
+                format!(
+                    "slow down: {} sent more than {per_s} requests per second; retry in {wait_ms} ms",
+                    caller.user
+                ),
+            ),
+        ))
     }
 
     /// A client request from an authenticated caller.
