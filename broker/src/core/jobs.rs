@@ -79,7 +79,7 @@ impl Core {
         if let Some(key) = job.submission.idempotency_key {
             self.by_key.insert((caller.uid, key), id);
         }
-        self.jobs.insert(id, job);
+        self.jobs.insert(id, Box::new(job));
         if let Some(row) = self.job_row(id) {
             fx.store.push(StoreOp::InsertJob(Box::new(row)));
         }
@@ -417,7 +417,7 @@ impl Core {
             Ok(()) => {}
         }
         let state = job.state;
-        self.jobs.insert(id, job);
+        self.jobs.insert(id, Box::new(job));
         if let Some(a) = self.arrays.get_mut(&parent) {
             a.made(id, state);
         }

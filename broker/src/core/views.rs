@@ -643,9 +643,13 @@ impl Core {
 
     pub(super) fn queue(&self, caller: &Caller, f: &QueueFilter) -> Vec<JobInfo> {
         let ids: Box<dyn Iterator<Item = &Job>> = if f.jobs.is_empty() {
-            Box::new(self.jobs.values())
+            Box::new(self.jobs.values().map(|j| &**j))
         } else {
-            Box::new(f.jobs.iter().filter_map(|id| self.jobs.get(id)))
+            Box::new(
+                f.jobs
+                    .iter()
+                    .filter_map(|id| self.jobs.get(id).map(|j| &**j)),
+            )
         };
         let ctx = self.listing();
         ids.filter(|j| listed(f, j))
@@ -680,14 +684,14 @@ impl Core {
         use std::ops::Bound;
         let from = after.map_or(Bound::Unbounded, Bound::Excluded);
         let ids: Box<dyn Iterator<Item = &Job>> = if f.jobs.is_empty() {
-            Box::new(self.jobs.range((from, Bound::Unbounded)).map(|(_, j)| j))
+            Box::new(self.jobs.range((from, Bound::Unbounded)).map(|(_, j)| &**j))
         } else {
             let asked: BTreeSet<JobId> = f.jobs.iter().copied().collect();
             Box::new(
                 asked
                     .into_iter()
                     .filter(move |id| after.is_none_or(|a| *id > a))
-                    .filter_map(|id| self.jobs.get(&id)),
+                    .filter_map(|id| self.jobs.get(&id).map(|j| &**j)),
             )
         };
         let mut page = EncodedPage::with_capacity(64 << 10);

@@ -859,7 +859,7 @@ fn requests_wait_for_the_history_only_when_they_need_it() {
     assert!(fresh > old, "{fresh} reuses a stored job's id (≤ {old})");
     assert!(!c.needs_history(&ClientOp::Show(fresh)));
 
-    c.absorb_history(vec![old_row], vec![]);
+    c.absorb_history(vec![*old_row], vec![]);
     c.history_done();
     assert!(!c.history_pending());
     assert!(!c.needs_history(&ClientOp::Show(old)));
