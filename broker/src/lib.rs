@@ -511,7 +511,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                     }
                     (Err(e), why) => {
                         at_once = why.is_some();
-                        reply_only(peer, request_id, e)
+                        Effects::refusal(peer, request_id, e)
                     }
                 },
                 Event::Register { peer, request_id, caller, msg } => {
@@ -914,7 +914,7 @@ fn is_repeat(core: &Core, caller: &Caller, op: &ClientOp) -> bool {
 
 /// The answer to a change while the store takes no writes.
 fn refuse_while_full(peer: PeerId, request_id: u64, why: &str) -> Effects {
-    reply_only(
+    Effects::refusal(
         peer,
         request_id,
         ErrorReply::new(
@@ -924,10 +924,6 @@ fn refuse_while_full(peer: PeerId, request_id: u64, why: &str) -> Effects {
             ),
         ),
     )
-}
-
-fn reply_only(peer: PeerId, request_id: u64, e: ErrorReply) -> Effects {
-    Effects::refusal(peer, request_id, e)
 }
 
 fn encode_outbound(o: &Outbound) -> Option<Vec<Vec<u8>>> {
@@ -996,14 +992,14 @@ fn on_frame(
             ErrorCode::BadFrame,
             format!("expected 1 frame per message, got {}", inc.frames.len()),
         );
-        return Some(reply_only(peer, 0, e));
+        return Some(Effects::refusal(peer, 0, e));
     }
     let frame = &inc.frames[0];
     let header = match codec::peek_header(frame) {
         Ok(h) => h,
         Err(e) => {
             tracing::debug!(error = %e, "bad frame");
-            return Some(reply_only(
+            return Some(Effects::refusal(
                 peer,
                 0,
                 ErrorReply::new(ErrorCode::BadFrame, e.to_string()),
@@ -1021,7 +1017,7 @@ fn on_frame(
                 }],
                 ..Default::default()
             },
-            _ => reply_only(peer.clone(), header.request_id, e),
+            _ => Effects::refusal(peer.clone(), header.request_id, e),
         }
     };
     match header.kind {

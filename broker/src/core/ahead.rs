@@ -61,16 +61,20 @@ impl PagesAhead {
         (now_us.saturating_sub(n.since_us) <= AHEAD_VALID_US).then_some(n)
     }
 
-    /// `peer`'s listing's next page, taken out, when it is fresh and these are its
-    /// token and cursor; left where it is otherwise.
-    fn take_with(&mut self, peer: &PeerId, token: u128, after: JobId, now_us: u64) -> Option<Next> {
-        let i = self.next.iter().position(|n| {
+    /// Where `peer`'s listing's next page is, when it is fresh and these are its token
+    /// and cursor.
+    fn find(&self, peer: &PeerId, token: u128, after: JobId, now_us: u64) -> Option<usize> {
+        self.next.iter().position(|n| {
             &n.peer == peer
                 && n.token == token
                 && n.after == after
                 && now_us.saturating_sub(n.since_us) <= AHEAD_VALID_US
-        })?;
-        Some(self.next.swap_remove(i))
+        })
+    }
+
+    /// How many listings' next pages are made and held.
+    fn held(&self) -> usize {
+        self.next.iter().filter(|n| n.page.is_some()).count()
     }
 
     /// Drops what was made or wanted for `peer`'s listing.
@@ -86,20 +90,6 @@ impl PagesAhead {
             self.next.swap_remove(oldest);
         }
         self.next.push(next);
-    }
-
-    /// Whether `peer`'s listing's next page, fresh, has these token and cursor: the
-    /// listing's caller when it has.
-    fn caller_of(&self, peer: &PeerId, token: u128, after: JobId, now_us: u64) -> Option<&Caller> {
-        self.next
-            .iter()
-            .find(|n| {
-                &n.peer == peer
-                    && n.token == token
-                    && n.after == after
-                    && now_us.saturating_sub(n.since_us) <= AHEAD_VALID_US
-            })
-            .map(|n| &n.caller)
     }
 }
 
@@ -118,14 +108,16 @@ impl Core {
         // A listing begun again has already dropped its page made ahead
         // ([`Core::client`] does for any request but a listing's next page).
         let made = after
-            .and_then(|a| self.ahead.take(peer, now_us).map(|n| (a, n)))
-            .filter(|(a, n)| &n.caller == caller && n.filter == filter && n.after == *a)
-            .map(|(_, n)| (n.token, n.page));
-        let (token, made) = match made {
-            Some((token, page)) => (token, page),
-            None => (self.listing_token(peer), None),
+            .and_then(|_| self.ahead.take(peer, now_us))
+            .filter(|n| &n.caller == caller && n.filter == filter && Some(n.after) == after);
+        let token = match &made {
+            Some(n) => n.token,
+            None => self.listing_token(peer),
         };
-        let page = made.unwrap_or_else(|| self.queue_page(caller, &filter, after));
+        let page = match made.and_then(|n| n.page) {
+            Some(page) => page,
+            None => self.queue_page(caller, &filter, after),
+        };
         self.go_on(peer, caller.clone(), filter, token, page, now_us)
     }
 
@@ -141,7 +133,7 @@ impl Core {
         token: u128,
         now_us: u64,
     ) -> Effects {
-        let Some(caller) = self.ahead.caller_of(&peer, token, after, now_us).cloned() else {
+        let Some(at) = self.ahead.find(&peer, token, after, now_us) else {
             tracing::debug!(
                 "refused a listing's next page: no listing of that connection, token and cursor"
             );
@@ -154,16 +146,11 @@ impl Core {
         };
         // Counted by the caller's rate limit; a refusal leaves the page made ahead for
         // the client's credentialed request that follows.
+        let caller = self.ahead.next[at].caller.clone();
         if let Some(fx) = self.slowed(&peer, request_id, &caller, now_us) {
             return fx;
         }
-        let Some(n) = self.ahead.take_with(&peer, token, after, now_us) else {
-            return Effects::refusal(
-                peer,
-                request_id,
-                err(ErrorCode::Internal, "a listing's next page went missing"),
-            );
-        };
+        let n = self.ahead.next.swap_remove(at);
         let page = match n.page {
             Some(page) => page,
             None => self.queue_page(&n.caller, &n.filter, Some(after)),
@@ -214,23 +201,24 @@ impl Core {
     /// How many listings' next pages are made and held.
     #[cfg(test)]
     pub(super) fn ahead_pages_held(&self) -> usize {
-        self.ahead.next.iter().filter(|n| n.page.is_some()).count()
+        self.ahead.held()
     }
 
     /// Whether a listing's next page waits to be made (and may be held).
     pub fn pages_to_make(&self) -> bool {
-        let held = self.ahead.next.iter().filter(|n| n.page.is_some()).count();
-        held < MAX_AHEAD && self.ahead.next.iter().any(|n| n.page.is_none())
+        self.ahead.held() < MAX_AHEAD && self.ahead.next.iter().any(|n| n.page.is_none())
     }
 
     /// Makes the listings' next pages: for the shell to call once the page before
     /// each has left, so that making one overlaps the client's reading.
     pub fn make_pages_ahead(&mut self, now_us: u64) {
-        let mut next = std::mem::take(&mut self.ahead.next);
-        next.retain(|n| now_us.saturating_sub(n.since_us) <= AHEAD_VALID_US);
+        self.ahead
+            .next
+            .retain(|n| now_us.saturating_sub(n.since_us) <= AHEAD_VALID_US);
         // At most MAX_AHEAD pages held; the listings past them are followed still,
         // their pages made when asked for.
-        let room = MAX_AHEAD.saturating_sub(next.iter().filter(|n| n.page.is_some()).count());
+        let room = MAX_AHEAD.saturating_sub(self.ahead.held());
+        let mut next = std::mem::take(&mut self.ahead.next);
         for n in next.iter_mut().filter(|n| n.page.is_none()).take(room) {
             n.page = Some(self.queue_page(&n.caller, &n.filter, Some(n.after)));
             n.since_us = now_us;
