@@ -163,6 +163,88 @@ pub fn parse(argv: &[String], spec: &Spec<'_>) -> Result<Parsed, Refused> {
     }
 }
 
+/// A clap command's options as getopt_long's table, in `+` mode (the first word that
+/// is neither an option nor an option's value ends them, as Slurm's commands read
+/// theirs): the short option string, the long options (aliases too), and for each
+/// code the clap argument it stands for.
+pub fn spec_of(cmd: &clap::Command) -> (String, Vec<Long<'_>>, Vec<(u32, &clap::Arg)>) {
+    let mut short = String::from("+");
+    let mut long: Vec<Long<'_>> = Vec::new();
+    let mut args = Vec::new();
+    for (i, a) in cmd
+        .get_arguments()
+        .filter(|a| !a.is_positional())
+        .enumerate()
+    {
+        let arg = if !a.get_action().takes_values() {
+            Arg::No
+        } else if a.is_require_equals_set() || a.get_num_args().is_some_and(|n| n.min_values() == 0)
+        {
+            Arg::Optional
+        } else {
+            Arg::Required
+        };
+        let code = match a.get_short() {
+            Some(c) => {
+                short.push(c);
+                short.push_str(match arg {
+                    Arg::No => "",
+                    Arg::Required => ":",
+                    Arg::Optional => "::",
+                });
+                c as u32
+            }
+            None => LONG_ONLY + i as u32,
+        };
+        for name in a
+            .get_long()
+            .into_iter()
+            .chain(a.get_all_aliases().into_iter().flatten())
+        {
+            long.push(Long { name, arg, code });
+        }
+        args.push((code, a));
+    }
+    (short, long, args)
+}
+
+/// `argv` (the program's name first) read by getopt_long in `+` mode with `cmd`'s
+/// options ([`spec_of`]), written again as clap reads them without doubt: each option
+/// as its long name with `=VALUE` (an abbreviation, a value glued to its letter
+/// (`-n1`), a value that begins with `-` are getopt's business here, not clap's), then
+/// `--`, then the operands, which begin at the first word that is neither an option
+/// nor an option's value (srun's command and its arguments). A word getopt refuses
+/// has had getopt's message written.
+pub fn canonical_words(argv: &[String], cmd: &clap::Command) -> Result<Vec<String>, Refused> {
+    let (short, long, args) = spec_of(cmd);
+    let parsed = parse(
+        argv,
+        &Spec {
+            short: &short,
+            long: &long,
+        },
+    )?;
+    let mut words = Vec::with_capacity(argv.len() + 1);
+    for f in &parsed.options {
+        let Some(a) = args.iter().find(|(c, _)| *c == f.code).map(|(_, a)| a) else {
+            continue;
+        };
+        let name = match (a.get_long(), a.get_short()) {
+            (Some(l), _) => format!("--{l}"),
+            (None, Some(c)) => format!("-{c}"),
+            (None, None) => continue,
+        };
+        words.push(match (&f.value, a.get_long()) {
+            (Some(v), Some(_)) => format!("{name}={v}"),
+            (Some(v), None) => format!("{name}{v}"),
+            (None, _) => name,
+        });
+    }
+    words.push("--".into());
+    words.extend(parsed.operands);
+    Ok(words)
+}
+
 /// `print_slurm_version()`: what `-V/--version` prints for every Slurm command here.
 pub const VERSION: &str = "slurm 22.05.8 (Bulkhead)";
 
@@ -229,6 +311,57 @@ mod tests {
             code: code as u32,
             value: value.map(String::from),
         }
+    }
+
+    /// srun's words as its getopt_long reads them, for clap: a value glued to its
+    /// letter (`-n1`, which clap took for the command when the command may begin with
+    /// `-`), an abbreviation, a value that begins with `-`, and the command from the
+    /// first word that is not an option, its own options kept.
+    #[test]
+    fn canonical_words_end_the_options_where_getopt_does() {
+        let cmd = clap::Command::new("run")
+            .arg(clap::Arg::new("ntasks").short('n').long("ntasks"))
+            .arg(clap::Arg::new("ntasks-per-node").long("ntasks-per-node"))
+            .arg(clap::Arg::new("job-name").short('J').long("job-name"))
+            .arg(
+                clap::Arg::new("label")
+                    .short('l')
+                    .long("label")
+                    .action(clap::ArgAction::SetTrue),
+            )
+            .arg(clap::Arg::new("cmd").num_args(1..).trailing_var_arg(true));
+        let argv = |w: &[&str]| -> Vec<String> {
+            std::iter::once("srun")
+                .chain(w.iter().copied())
+                .map(String::from)
+                .collect()
+        };
+        let got = canonical_words(
+            &argv(&["-ln1", "-J", "-x", "--ntasks-per=2", "echo", "-n", "hi"]),
+            &cmd,
+        )
+        .expect("valid");
+        assert_eq!(
+            got,
+            [
+                "--label",
+                "--ntasks=1",
+                "--job-name=-x",
+                "--ntasks-per-node=2",
+                "--",
+                "echo",
+                "-n",
+                "hi"
+            ]
+        );
+        let got = canonical_words(&argv(&["-n", "2", "--", "-weird"]), &cmd).expect("valid");
+        assert_eq!(got, ["--ntasks=2", "--", "-weird"]);
+        // An option srun does not know is refused (getopt said so), not run.
+        assert_eq!(
+            canonical_words(&argv(&["--bogus", "true"]), &cmd),
+            Err(Refused)
+        );
+        assert_eq!(canonical_words(&argv(&["-Z", "true"]), &cmd), Err(Refused));
     }
 
     #[test]

@@ -423,7 +423,10 @@ struct RunArgs {
     /// srun's options for the allocation, and those with no effect here.
     #[command(flatten)]
     extra: bulkhead_cli::srun_extra::SrunExtra,
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    /// The command and its arguments, from the first word that is no option (`--`
+    /// before a command that begins with `-`). Not `allow_hyphen_values`: with it clap
+    /// took an option whose value is glued to its letter (`-n1`) for the command.
+    #[arg(trailing_var_arg = true, required = true)]
     cmd: Vec<String>,
 }
 
@@ -1425,6 +1428,26 @@ mod tests {
             "no node n1\nUserId=root(0)",
         )));
         assert_eq!(format!("{e:#}"), "no node n1\\nUserId=root(0)");
+    }
+
+    /// `bh run -n1 CMD -x`: the glued value is -n's, the command's own options are its.
+    #[test]
+    fn bh_run_reads_a_glued_value_and_leaves_the_commands_options_to_it() {
+        use clap::Parser;
+        for words in [
+            &["bh", "run", "-n1", "-c2", "echo", "-n", "hi"][..],
+            &["bh", "run", "-n1", "-c2", "--", "echo", "-n", "hi"][..],
+        ] {
+            let cli = Cli::try_parse_from(words).expect("parsed");
+            match cli.cmd {
+                Cmd::Run(a) => {
+                    assert_eq!((a.ntasks, a.cpus_per_task), (Some(1), Some(2)), "{words:?}");
+                    assert_eq!(a.cmd, ["echo", "-n", "hi"], "{words:?}");
+                }
+                _ => panic!("not run"),
+            }
+        }
+        assert!(Cli::try_parse_from(["bh", "run", "--bogus", "true"]).is_err());
     }
 
     /// A Z85 key may begin with '-': it is still the value of --key, not an option.

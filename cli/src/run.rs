@@ -93,6 +93,19 @@ impl Labeller {
             _ => Vec::new(),
         }
     }
+
+    /// Every stream's last line without a newline, stdout's and stderr's apart: a
+    /// task's last output may come after its exit.
+    pub fn flush_all(&mut self) -> (Vec<u8>, Vec<u8>) {
+        let mut keys: Vec<(u32, bool)> = self.partial.keys().copied().collect();
+        keys.sort_unstable();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        for (rank, is_err) in keys {
+            let line = self.flush(rank, is_err);
+            if is_err { &mut err } else { &mut out }.extend(line);
+        }
+        (out, err)
+    }
 }
 
 /// This process's terminal in raw mode until dropped (then as it was).
@@ -484,6 +497,11 @@ pub fn relay(
             );
         }
     }
+    if label {
+        let (out, err) = labeller.flush_all();
+        let _ = streams.emit(false, &out);
+        let _ = streams.emit(true, &err);
+    }
     let _ = stdout.lock().flush();
     Ok(status)
 }
@@ -538,6 +556,14 @@ mod tests {
         assert_eq!(l.feed(1, false, b"tail"), Vec::<u8>::new());
         assert_eq!(l.flush(1, false), b"1: tail\n".to_vec());
         assert_eq!(l.flush(1, false), Vec::<u8>::new());
+        // What came after the task's exit (its flush): kept for the step's end.
+        assert_eq!(l.feed(2, true, b"late"), Vec::<u8>::new());
+        assert_eq!(l.feed(0, false, b"last"), Vec::<u8>::new());
+        assert_eq!(
+            l.flush_all(),
+            (b"0: last\n".to_vec(), b"2: late\n".to_vec())
+        );
+        assert_eq!(l.flush_all(), (Vec::new(), Vec::new()));
     }
 
     #[test]

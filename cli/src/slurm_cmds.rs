@@ -283,8 +283,17 @@ pub fn run(prog: &'static str, args: Vec<String>, g: Globals) -> anyhow::Result<
                     rest: words.skip(1).collect(),
                 },
                 _ => {
-                    let mut full = vec!["bh".to_string(), "run".to_string()];
-                    full.extend(words.skip(1));
+                    // srun's words as its getopt_long reads them (`-n1`, `--ntask=2`,
+                    // options up to the command), handed to clap unambiguously.
+                    let argv: Vec<String> = words.collect();
+                    let mut bh = <Cli as clap::CommandFactory>::command();
+                    bh.build();
+                    let run = bh.find_subcommand("run").expect("bh has a run command");
+                    let Ok(opts) = bulkhead_cli::getopt::canonical_words(&argv, run) else {
+                        eprintln!("Try \"srun --help\" for more information");
+                        return Ok(ExitCode::FAILURE);
+                    };
+                    let full = ["bh", "run"].map(String::from).into_iter().chain(opts);
                     Cli::try_parse_from(full).unwrap_or_else(|e| e.exit()).cmd
                 }
             };

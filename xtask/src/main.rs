@@ -751,23 +751,32 @@ const TEST_PACKAGES: &[&str] = &[
     "python3-venv",
 ];
 
-/// Where the tests find real clients of Slurm's commands from PyPI, `submitit` and
-/// `reportseff`: a virtual environment of Debian's python3, readable by the test
-/// users.
+/// Where the tests find real clients of Slurm's commands from PyPI, `submitit`,
+/// `reportseff` and Snakemake with its Slurm executor: a virtual environment of
+/// Debian's python3, readable by the test users.
 const CLIENTS_VENV: &str = "/opt/bulkhead-test/slurm-clients";
 /// The releases the tests were written against.
-const CLIENTS: &[&str] = &["submitit==1.5.4", "reportseff==2.10.3"];
+const CLIENTS: &[&str] = &[
+    "submitit==1.5.4",
+    "reportseff==2.10.3",
+    "snakemake==9.27.1",
+    "snakemake-executor-plugin-slurm==2.8.0",
+    "snakemake-executor-plugin-slurm-jobstep==0.6.1",
+];
+/// What [`clients_venv`] checks it can import.
+const CLIENT_MODULES: &str =
+    "import submitit, reportseff, snakemake, snakemake_executor_plugin_slurm";
 
 /// Makes [`CLIENTS_VENV`] if it lacks one of [`CLIENTS`] (idempotent).
 fn clients_venv() -> Result<()> {
     let python = format!("{CLIENTS_VENV}/bin/python");
     let ok = Command::new(&python)
-        .args(["-c", "import submitit, reportseff"])
+        .args(["-c", CLIENT_MODULES])
         .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     if ok {
-        eprintln!("submitit, reportseff: present in {CLIENTS_VENV}");
+        eprintln!("submitit, reportseff, snakemake: present in {CLIENTS_VENV}");
         return Ok(());
     }
     run(Command::new("/usr/bin/python3").args(["-m", "venv", CLIENTS_VENV]))?;

@@ -471,49 +471,13 @@ pub fn command_line(rest: &[String]) -> Result<CommandLine, OptsError> {
 /// unrecognized option '--bogus=1'`, `option '--no' is ambiguous; possibilities:
 /// ...`, `option requires an argument -- 't'`), and [`OptsError::Getopt`].
 fn getopt_check(flags: &[String]) -> Result<(), OptsError> {
-    use crate::getopt::{Arg, LONG_ONLY, Long, Spec};
     let argv0 = std::env::args().next().unwrap_or_else(|| "sbatch".into());
     let argv: Vec<String> = std::iter::once(argv0)
         .chain(flags.iter().cloned())
         .collect();
     with_command(|cmd| {
-        let mut short = String::from("+");
-        let mut long: Vec<Long<'_>> = Vec::new();
-        for (i, a) in cmd
-            .get_arguments()
-            .filter(|a| !a.is_positional())
-            .enumerate()
-        {
-            let arg = if !a.get_action().takes_values() {
-                Arg::No
-            } else if a.is_require_equals_set()
-                || a.get_num_args().is_some_and(|n| n.min_values() == 0)
-            {
-                Arg::Optional
-            } else {
-                Arg::Required
-            };
-            let code = match a.get_short() {
-                Some(c) => {
-                    short.push(c);
-                    short.push_str(match arg {
-                        Arg::No => "",
-                        Arg::Required => ":",
-                        Arg::Optional => "::",
-                    });
-                    c as u32
-                }
-                None => LONG_ONLY + i as u32,
-            };
-            for name in a
-                .get_long()
-                .into_iter()
-                .chain(a.get_all_aliases().into_iter().flatten())
-            {
-                long.push(Long { name, arg, code });
-            }
-        }
-        let spec = Spec {
+        let (short, long, _) = crate::getopt::spec_of(cmd);
+        let spec = crate::getopt::Spec {
             short: &short,
             long: &long,
         };
