@@ -490,6 +490,9 @@ pub fn shown_state(j: &JobInfo) -> JobState {
 /// The reason squeue and scontrol show: for an array record whose started tasks run,
 /// its throttle (`JobArrayTaskLimit`) or the resources the rest wait for.
 pub fn shown_reason(j: &JobInfo) -> &str {
+    if let Some(r) = ended_reason(j) {
+        return r;
+    }
     match j.reason.as_deref() {
         _ if array_waiting(j) && j.state != JobState::Pending => {
             if j.array_pending.as_deref().is_some_and(|p| p.contains('%')) {
@@ -501,6 +504,28 @@ pub fn shown_reason(j: &JobInfo) -> &str {
         Some(r) => r,
         None => "None",
     }
+}
+
+/// The reason Slurm's commands show for a job that ended: the `state_reason` that
+/// slurmctld's `_job_complete` leaves, as `job_reason_string` names it, one word that
+/// tools match (PSI/J asserts that a failed job's is one it knows, and reads every
+/// reason as one column). A job killed by a signal is FAILED for `JobLaunchFailure`
+/// there; a cancelled or preempted job keeps the reason it had, `None` once it ran.
+/// Bulkhead's own account of the end (who cancelled it, what the OOM killer did) stays
+/// in `bh show` and `bh queue`.
+fn ended_reason(j: &JobInfo) -> Option<&'static str> {
+    Some(match j.state {
+        JobState::Pending | JobState::Running => return None,
+        JobState::Completed | JobState::Cancelled | JobState::Completing => "None",
+        JobState::Failed if j.signal.is_none() && j.exit_code.is_some_and(|c| c != 0) => {
+            "NonZeroExitCode"
+        }
+        JobState::Failed => "JobLaunchFailure",
+        JobState::Timeout => "TimeLimit",
+        JobState::OutOfMemory => "OutOfMemory",
+        JobState::NodeFail => "NodeDown",
+        JobState::Deadline => "DeadLine",
+    })
 }
 
 /// The tasks an array record stands for (`4-9,12%2`: 4 to 9 and 12), each as the

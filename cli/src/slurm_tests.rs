@@ -576,3 +576,39 @@ fn formats_parse_with_widths_and_justification() {
     cell(&mut s, "ab", true, Some(4));
     assert_eq!(s, "  ab");
 }
+
+/// An ended job's reason as slurmctld leaves it (`_job_complete`), one word whatever
+/// Bulkhead's own account of the end says: a non-zero exit `NonZeroExitCode`, a signal
+/// `JobLaunchFailure`, and so on; squeue's `%r`, `%R` and scontrol's `Reason=` alike.
+#[test]
+fn an_ended_jobs_reason_is_the_one_slurmctld_leaves() {
+    let mut j = full_job();
+    j.node = None;
+    j.reason = Some("cancelled by bhtest1".into());
+    let cases: [(JobState, Option<i32>, Option<i32>, &str); 9] = [
+        (JobState::Completed, Some(0), None, "None"),
+        (JobState::Cancelled, None, None, "None"),
+        (JobState::Failed, Some(3), None, "NonZeroExitCode"),
+        (JobState::Failed, None, Some(9), "JobLaunchFailure"),
+        (JobState::Failed, None, None, "JobLaunchFailure"),
+        (JobState::Timeout, None, Some(15), "TimeLimit"),
+        (JobState::OutOfMemory, None, Some(9), "OutOfMemory"),
+        (JobState::NodeFail, None, None, "NodeDown"),
+        (JobState::Deadline, None, None, "DeadLine"),
+    ];
+    for (state, code, signal, want) in cases {
+        j.state = state;
+        j.exit_code = code;
+        j.signal = signal;
+        assert_eq!(shown_reason(&j), want, "{state:?}");
+        assert_eq!(
+            squeue(std::slice::from_ref(&j), "%t %r %R", true, true, 0),
+            format!("{} {want} ({want})\n", state.short()),
+            "{state:?}"
+        );
+    }
+    // Waiting, its reason is its own.
+    j.state = JobState::Pending;
+    j.reason = Some("Dependency".into());
+    assert_eq!(shown_reason(&j), "Dependency");
+}

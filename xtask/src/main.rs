@@ -752,7 +752,7 @@ const TEST_PACKAGES: &[&str] = &[
 ];
 
 /// Where the tests find real clients of Slurm's commands from PyPI, `submitit`,
-/// `reportseff` and Snakemake with its Slurm executor: a virtual environment of
+/// `reportseff`, Snakemake with its Slurm executor and PSI/J: a virtual environment of
 /// Debian's python3, readable by the test users.
 const CLIENTS_VENV: &str = "/opt/bulkhead-test/slurm-clients";
 /// The releases the tests were written against.
@@ -762,6 +762,7 @@ const CLIENTS: &[&str] = &[
     "snakemake==9.27.1",
     "snakemake-executor-plugin-slurm==2.8.0",
     "snakemake-executor-plugin-slurm-jobstep==0.6.1",
+    "psij-python==0.9.11",
 ];
 /// What [`clients_venv`] checks it can import.
 const CLIENT_MODULES: &str =
@@ -776,7 +777,7 @@ fn clients_venv() -> Result<()> {
         .status()
         .is_ok_and(|s| s.success());
     if ok {
-        eprintln!("submitit, reportseff, snakemake: present in {CLIENTS_VENV}");
+        eprintln!("submitit, reportseff, snakemake, psij: present in {CLIENTS_VENV}");
         return Ok(());
     }
     run(Command::new("/usr/bin/python3").args(["-m", "venv", CLIENTS_VENV]))?;

@@ -1,12 +1,21 @@
-//! Snakemake, unchanged, against Bulkhead through Slurm's commands: its Slurm executor
-//! (`snakemake-executor-plugin-slurm`, from PyPI) submits each rule's job with `sbatch
-//! --parsable ... --wrap=...`, follows them with `sacct -X --parsable2 --format=
-//! JobIdRaw,State --name RUN`, and inside each job its jobstep executor runs the rule
-//! as a step: `srun -n1 --cpu-bind=q --cpus-per-task=N ...`. Until 2026-12-06 every
-//! such step failed here: srun took `-n1` (a value glued to its letter) for the
-//! command. Also srun's own reading of its words, which needs no client. Host only:
-//! `cargo xtask ci` makes the virtual environment (Debian's python3); where Snakemake
-//! is missing that test says it is skipped, and passes.
+//! Workflow tools, unchanged, against Bulkhead through Slurm's commands, and srun's own
+//! reading of its words.
+//!
+//! Snakemake's Slurm executor (`snakemake-executor-plugin-slurm`, from PyPI) submits
+//! each rule's job with `sbatch --parsable ... --wrap=...`, follows them with `sacct -X
+//! --parsable2 --format=JobIdRaw,State --name RUN`, and inside each job its jobstep
+//! executor runs the rule as a step: `srun -n1 --cpu-bind=q --cpus-per-task=N ...`.
+//! Until 2026-12-06 every such step failed here: srun took `-n1` (a value glued to its
+//! letter) for the command.
+//!
+//! PSI/J (`psij-python`, ExaWorks' portable job interface) writes a batch script of
+//! `#SBATCH` lines, launches with srun, and reads states from `squeue -O
+//! JobArrayID,StateCompact,Reason -t all --me`, three columns a line, asserting that a
+//! failed job's reason is one of Slurm's words. Until 2026-12-06 an ended job's reason
+//! was Bulkhead's own sentence (`cancelled by ann`), and PSI/J's every poll failed.
+//!
+//! Host only: `cargo xtask ci` makes the virtual environment (Debian's python3); where a
+//! tool is missing its test says it is skipped, and passes.
 
 use bulkhead_tests::{ClusterOpts, scaled};
 use std::io::Read;
@@ -206,4 +215,82 @@ fn job_logs(dir: &Path) -> String {
         }
     }
     out
+}
+
+/// PSI/J's client: a job of two tasks through its srun launcher, a failed one, a
+/// cancelled one, and its listing of the user's jobs, each state read by PSI/J from
+/// squeue.
+const PSIJ_DRIVER: &str = r#"
+import sys, datetime
+from pathlib import Path
+from psij import Job, JobSpec, JobExecutor, JobState, ResourceSpecV1, JobAttributes
+from psij.executors.batch.slurm import SlurmExecutorConfig
+wd = Path(sys.argv[1])
+t = datetime.timedelta(seconds=float(sys.argv[2]))
+ex = JobExecutor.get_instance("slurm", config=SlurmExecutorConfig(
+    queue_polling_interval=1, initial_queue_polling_delay=1))
+job = Job(JobSpec(executable="/bin/sh", arguments=["-c", "echo rank $SLURM_PROCID of $SLURM_NTASKS"],
+                  directory=wd, stdout_path=wd / "out.txt", launcher="srun",
+                  resources=ResourceSpecV1(process_count=2),
+                  attributes=JobAttributes(duration=datetime.timedelta(minutes=5))))
+ex.submit(job)
+st = job.wait(timeout=t)
+assert st is not None and st.state == JobState.COMPLETED and st.exit_code == 0, st
+print("completed", job.native_id, sorted(open(wd / "out.txt").read().splitlines()), flush=True)
+failed = Job(JobSpec(executable="/bin/sh", arguments=["-c", "exit 3"], directory=wd))
+ex.submit(failed)
+st = failed.wait(timeout=t)
+assert st is not None and st.state == JobState.FAILED and st.exit_code == 3, st
+print("failed", failed.native_id, flush=True)
+sleeper = Job(JobSpec(executable="/bin/sleep", arguments=["600"], directory=wd))
+ex.submit(sleeper)
+sleeper.wait(target_states=[JobState.ACTIVE], timeout=t)
+sleeper.cancel()
+st = sleeper.wait(timeout=t)
+assert st is not None and st.state == JobState.CANCELED, st
+print("cancelled", sleeper.native_id, flush=True)
+listed = ex.list()
+assert all(j.native_id in listed for j in (job, failed, sleeper)), listed
+print("PSIJ-OK", flush=True)
+"#;
+
+#[test]
+fn psij_runs_fails_and_cancels_jobs_through_slurms_commands() {
+    let python = Path::new(VENV_PYTHON);
+    let ok = std::process::Command::new(python)
+        .args(["-c", "import psij"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: PSI/J is not installed in {VENV_PYTHON} (cargo xtask ci makes it: \
+             python3 -m venv, pip install psij-python)"
+        );
+        return;
+    }
+    let c = cluster_up(ClusterOpts::default());
+    let s = SlurmCommands::install(&c);
+    let wd = s.wd.clone();
+    std::fs::write(wd.join("driver.py"), PSIJ_DRIVER).expect("driver");
+    let budget = scaled(60);
+    let out = s
+        .command(python)
+        .arg(wd.join("driver.py"))
+        .arg(&wd)
+        .arg(budget.as_secs().to_string())
+        .env("HOME", &wd)
+        .output()
+        .expect("python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("PSIJ-OK"),
+        "PSI/J: {}\n{stdout}\n{}\nagent:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        c.agent_log()
+    );
+    assert!(
+        stdout.contains("['rank 0 of 2', 'rank 1 of 2']"),
+        "two tasks through srun: {stdout}"
+    );
 }
