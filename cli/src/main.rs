@@ -6,7 +6,7 @@
 #![cfg_attr(not(test), no_main)]
 
 use anyhow::{Context, bail};
-use bulkhead_cli::opts::{self, Export, SubmitOpts};
+use bulkhead_cli::opts::{self, SubmitOpts};
 use bulkhead_cli::{acct, output, standalone};
 use bulkhead_client::{Client, ClientError};
 use bulkhead_proto::job::JobSubmission;
@@ -342,7 +342,7 @@ struct RunArgs {
     /// Nodes to spread the tasks over (default: as many as they need).
     #[arg(short = 'N', long)]
     nodes: Option<u32>,
-    #[arg(long)]
+    #[arg(long, alias = "tasks-per-node")]
     ntasks_per_node: Option<u32>,
     /// CPUs of each task (default: $SRUN_CPUS_PER_TASK, else 1).
     #[arg(short = 'c', long)]
@@ -356,9 +356,9 @@ struct RunArgs {
     /// Prefix each line of output with its task's rank.
     #[arg(short = 'l', long)]
     label: bool,
-    /// End the step when a task exits non-zero or is killed.
-    #[arg(short = 'K', long)]
-    kill_on_bad_exit: bool,
+    /// End the step when a task exits non-zero or is killed (`=0`: do not).
+    #[arg(short = 'K', long, num_args = 0..=1, require_equals = true, default_missing_value = "1")]
+    kill_on_bad_exit: Option<u32>,
     /// Where the tasks' stdin comes from: task 0 reads this one (the default); `all`:
     /// every task; `N`: task N; `none`; a file on this host, read by every task; or a
     /// file pattern with %t, %n, %N or %u: one file per task, on its node.
@@ -381,12 +381,17 @@ struct RunArgs {
     gpus_per_node: Option<u32>,
     /// Bind each task to CPUs of the job's: `[verbose,]TYPE`, TYPE one of none, cores
     /// or threads (a block of -c CPUs per task), rank, map_cpu:LIST, mask_cpu:LIST.
-    #[arg(long, value_parser = |v: &str| bulkhead_proto::cpubind::CpuBinding::parse(v))]
+    #[arg(long, alias = "cpu_bind", value_parser = |v: &str| bulkhead_proto::cpubind::CpuBinding::parse(v))]
     cpu_bind: Option<bulkhead_proto::cpubind::CpuBinding>,
     /// CPUs of the job's for this step alone while it runs: another exclusive step
-    /// waits for them (srun's --exclusive inside a job).
+    /// waits for them (srun's --exclusive inside a job; its `=user` and `=mcs` are
+    /// the allocation's business, and read as it alone).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    exclusive: Option<String>,
+    /// Which of this environment's variables the tasks get, as srun's `--export`:
+    /// `ALL` (the default), `NONE` (only `SLURM_*`), names, `NAME=VALUE`, or `ALL,...`.
     #[arg(long)]
-    exclusive: bool,
+    export: Option<String>,
     /// The tasks share the CPUs on each node, however many (default: on in a job
     /// submitted with -O, whose $SLURM_OVERCOMMIT says so).
     #[arg(short = 'O', long)]
@@ -641,10 +646,10 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
         cwd,
         input_all,
         pty: a.pty,
-        kill_on_bad_exit: a.kill_on_bad_exit,
+        kill_on_bad_exit: a.kill_on_bad_exit.is_some_and(|k| k != 0),
         gpus_per_task: a.gpus_per_task.unwrap_or(0),
         gpus_per_node: a.gpus_per_node.unwrap_or(0),
-        exclusive: a.exclusive,
+        exclusive: a.exclusive.is_some(),
         // srun reads SLURM_OVERCOMMIT as -O (sbatch -O sets it in the job).
         overcommit: a.overcommit
             || std::env::var("SLURM_OVERCOMMIT")
@@ -1249,14 +1254,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 nodelist: vec![host],
                 job: None,
                 label: false,
-                kill_on_bad_exit: false,
+                kill_on_bad_exit: None,
                 input: None,
                 output: None,
                 error: None,
                 gpus_per_task: None,
                 gpus_per_node: None,
                 cpu_bind: None,
-                exclusive: false,
+                exclusive: None,
+                export: None,
                 overcommit: false,
                 job_name: Some("rsh".into()),
                 chdir: None,
@@ -1284,6 +1290,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// `bh run`: starts the step (in an allocation made for it, outside a job) and relays
 /// it to its end; the highest of the tasks' statuses.
 fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some((long, why)) = a.extra.refused.first() {
+        eprintln!("{}: error: --{long} is not supported here: {why}", cli.prog);
+        return Ok(ExitCode::FAILURE);
+    }
     let mut req = step_request(a)?;
     for w in a.extra.warnings(req.job.0 != 0) {
         eprintln!("{}: warning: {w}", cli.prog);
@@ -1333,6 +1343,10 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
             a.input.as_deref(),
         )?;
         streams.cpu_bind = a.cpu_bind.clone().unwrap_or_default();
+        if let Some(spec) = &a.export {
+            let vars = std::mem::take(&mut streams.env);
+            streams.env = opts::exported_env(opts::parse_export(spec), vars, true);
+        }
         bulkhead_cli::run::relay(
             &grant,
             &streams,

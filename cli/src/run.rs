@@ -166,6 +166,8 @@ pub struct Streams {
     pub io: StepIo,
     /// `--cpu-bind`: how the nodes bind the tasks to the job's CPUs.
     pub cpu_bind: bulkhead_proto::cpubind::CpuBinding,
+    /// The tasks' environment (`--export`; by default this one's).
+    pub env: Vec<(String, String)>,
     out: Option<std::fs::File>,
     err: Option<std::fs::File>,
     input: Option<std::fs::File>,
@@ -248,6 +250,7 @@ impl Streams {
                 input: in_target,
             },
             cpu_bind: Default::default(),
+            env: std::env::vars().collect(),
             out,
             err,
             input,
@@ -320,12 +323,12 @@ pub fn relay(
     }
     mask.thread_block()?;
     let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)?;
-    let env: Vec<(String, String)> = std::env::vars().collect();
-    bulkhead_proto::job::validate_env(&env)
+    let env = &streams.env;
+    bulkhead_proto::job::validate_env(env)
         .map_err(|e| anyhow::anyhow!("this environment is too large to pass to the tasks: {e}"))?;
     let mut conns = StepConns::launch(
         grant,
-        &env,
+        env,
         &streams.io,
         &streams.cpu_bind,
         munge_socket,

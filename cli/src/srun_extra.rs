@@ -14,170 +14,352 @@ enum Kind {
     Alloc,
     /// No effect here, for this reason.
     Ignored(&'static str),
+    /// A way of running that Bulkhead does not offer: the step is refused, saying why.
+    Refused(&'static str),
 }
 
-/// `(long, short, takes a value, kind)`.
-type Entry = (&'static str, Option<char>, bool, Kind);
+/// Whether an option takes a value: none, one, or one only after `=` (getopt_long's
+/// `optional_argument`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Val {
+    No,
+    Req,
+    Opt,
+}
 
+/// `(long, short, its value, kind)`.
+type Entry = (&'static str, Option<char>, Val, Kind);
+
+const NO_BB: &str = "there are no burst buffers";
+const SHARED_FS: &str = "the nodes read the program from their shared file system";
+const NO_SCRIPTS: &str = "the site's prologs and epilogs run, no step's own";
 const NO_PMI: &str = "tasks start with no PMI server: start MPI programs with mpirun, which launches its daemons as steps through bh rsh";
 
 const TABLE: &[Entry] = &[
-    ("account", Some('A'), true, Kind::Alloc),
-    ("qos", Some('q'), true, Kind::Alloc),
-    ("mem-per-cpu", None, true, Kind::Alloc),
-    ("mem-per-gpu", None, true, Kind::Alloc),
-    ("cpus-per-gpu", None, true, Kind::Alloc),
-    ("gres", None, true, Kind::Alloc),
-    ("constraint", Some('C'), true, Kind::Alloc),
-    ("exclude", Some('x'), true, Kind::Alloc),
-    ("reservation", None, true, Kind::Alloc),
-    ("comment", None, true, Kind::Alloc),
-    ("mpi", None, true, Kind::Ignored(NO_PMI)),
+    ("account", Some('A'), Val::Req, Kind::Alloc),
+    ("qos", Some('q'), Val::Req, Kind::Alloc),
+    ("mem-per-cpu", None, Val::Req, Kind::Alloc),
+    ("mem-per-gpu", None, Val::Req, Kind::Alloc),
+    ("cpus-per-gpu", None, Val::Req, Kind::Alloc),
+    ("gres", None, Val::Req, Kind::Alloc),
+    ("constraint", Some('C'), Val::Req, Kind::Alloc),
+    ("exclude", Some('x'), Val::Req, Kind::Alloc),
+    ("reservation", None, Val::Req, Kind::Alloc),
+    ("comment", None, Val::Req, Kind::Alloc),
+    ("mpi", None, Val::Req, Kind::Ignored(NO_PMI)),
     (
         "overlap",
         None,
-        false,
+        Val::Opt,
         Kind::Ignored("steps share the job's CPUs unless a step asks for --exclusive"),
     ),
     (
         "exact",
         None,
-        false,
+        Val::No,
         Kind::Ignored("a step is given the CPUs its tasks ask for"),
     ),
     (
         "distribution",
         Some('m'),
-        true,
+        Val::Req,
         Kind::Ignored("tasks are laid out in blocks over the step's nodes"),
     ),
     (
         "hint",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("bind tasks with --cpu-bind"),
     ),
     (
         "gpu-bind",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("each task's GPUs come from --gpus-per-task"),
     ),
     (
         "mem-bind",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("memory is not bound to NUMA nodes"),
     ),
     (
         "threads-per-core",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("CPUs are counted as the kernel lists them"),
     ),
     (
         "ntasks-per-core",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("CPUs are counted as the kernel lists them"),
     ),
     (
         "ntasks-per-socket",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("sockets are not scheduled apart"),
     ),
     (
         "ntasks-per-gpu",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("ask for GPUs per task with --gpus-per-task"),
     ),
     (
         "sockets-per-node",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("sockets are not scheduled apart"),
     ),
     (
         "cores-per-socket",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("sockets are not scheduled apart"),
     ),
     (
         "cpu-freq",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("CPU frequencies are left to the node"),
     ),
     (
         "accel-bind",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("each task's GPUs come from --gpus-per-task"),
     ),
     (
         "network",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("no network resources are managed"),
     ),
     (
         "profile",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("usage is sampled for every job"),
     ),
     (
         "acctg-freq",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("usage is sampled for every job"),
     ),
     (
         "propagate",
         None,
-        true,
+        Val::Opt,
         Kind::Ignored("tasks get the limits of the job's cgroup"),
-    ),
-    (
-        "export",
-        None,
-        true,
-        Kind::Ignored("a step's tasks get the environment bh run is started in"),
     ),
     (
         "wckey",
         None,
-        true,
+        Val::Req,
         Kind::Ignored("jobs are accounted by account and user"),
     ),
-    ("mail-type", None, true, Kind::Ignored("no mail is sent")),
-    ("mail-user", None, true, Kind::Ignored("no mail is sent")),
+    (
+        "mail-type",
+        None,
+        Val::Req,
+        Kind::Ignored("no mail is sent"),
+    ),
+    (
+        "mail-user",
+        None,
+        Val::Req,
+        Kind::Ignored("no mail is sent"),
+    ),
     (
         "wait",
         Some('W'),
-        true,
+        Val::Req,
         Kind::Ignored("the step ends when its last task does"),
     ),
     (
         "disable-status",
         Some('X'),
-        false,
+        Val::No,
         Kind::Ignored("an interrupt signals the tasks"),
     ),
     (
         "spread-job",
         None,
-        false,
+        Val::No,
         Kind::Ignored("tasks are laid out in blocks over the step's nodes"),
     ),
     (
         "contiguous",
         None,
-        false,
+        Val::No,
         Kind::Ignored("nodes are not placed by topology"),
+    ),
+    // The rest of srun's 22.05 options (src/common/slurm_opt.c): those sbatch reads
+    // shape the allocation made outside a job; the others have no effect here.
+    ("begin", Some('b'), Val::Req, Kind::Alloc),
+    ("clusters", Some('M'), Val::Req, Kind::Alloc),
+    ("cluster-constraint", None, Val::Req, Kind::Alloc),
+    ("core-spec", Some('S'), Val::Req, Kind::Alloc),
+    ("deadline", None, Val::Req, Kind::Alloc),
+    ("delay-boot", None, Val::Req, Kind::Alloc),
+    ("dependency", Some('d'), Val::Req, Kind::Alloc),
+    ("extra-node-info", Some('B'), Val::Req, Kind::Alloc),
+    ("gid", None, Val::Req, Kind::Alloc),
+    ("gpus-per-socket", None, Val::Req, Kind::Alloc),
+    ("gres-flags", None, Val::Req, Kind::Alloc),
+    ("hold", Some('H'), Val::No, Kind::Alloc),
+    ("immediate", Some('I'), Val::Opt, Kind::Alloc),
+    ("licenses", Some('L'), Val::Req, Kind::Alloc),
+    ("mcs-label", None, Val::Req, Kind::Alloc),
+    ("mincpus", None, Val::Req, Kind::Alloc),
+    ("nice", None, Val::Opt, Kind::Alloc),
+    ("no-kill", Some('k'), Val::Opt, Kind::Alloc),
+    ("oversubscribe", Some('s'), Val::No, Kind::Alloc),
+    ("power", None, Val::Req, Kind::Alloc),
+    ("prefer", None, Val::Req, Kind::Alloc),
+    ("priority", None, Val::Req, Kind::Alloc),
+    ("reboot", None, Val::No, Kind::Alloc),
+    ("signal", None, Val::Req, Kind::Alloc),
+    ("switches", None, Val::Req, Kind::Alloc),
+    ("thread-spec", None, Val::Req, Kind::Alloc),
+    ("time-min", None, Val::Req, Kind::Alloc),
+    ("tmp", None, Val::Req, Kind::Alloc),
+    ("uid", None, Val::Req, Kind::Alloc),
+    ("use-min-nodes", None, Val::No, Kind::Alloc),
+    ("x11", None, Val::Opt, Kind::Ignored("no X11 forwarding")),
+    ("bb", None, Val::Req, Kind::Ignored(NO_BB)),
+    ("bbf", None, Val::Req, Kind::Ignored(NO_BB)),
+    ("bcast", None, Val::Opt, Kind::Ignored(SHARED_FS)),
+    ("bcast-exclude", None, Val::Req, Kind::Ignored(SHARED_FS)),
+    ("send-libs", None, Val::Opt, Kind::Ignored(SHARED_FS)),
+    ("compress", None, Val::Opt, Kind::Ignored(SHARED_FS)),
+    (
+        "container",
+        None,
+        Val::Req,
+        Kind::Ignored("tasks run on the node's own root file system"),
+    ),
+    (
+        "context",
+        None,
+        Val::Req,
+        Kind::Ignored("no SELinux contexts are set"),
+    ),
+    (
+        "debugger-test",
+        None,
+        Val::No,
+        Kind::Ignored("no parallel debugger interface"),
+    ),
+    ("prolog", None, Val::Req, Kind::Ignored(NO_SCRIPTS)),
+    ("epilog", None, Val::Req, Kind::Ignored(NO_SCRIPTS)),
+    ("task-prolog", None, Val::Req, Kind::Ignored(NO_SCRIPTS)),
+    ("task-epilog", None, Val::Req, Kind::Ignored(NO_SCRIPTS)),
+    (
+        "gpu-freq",
+        None,
+        Val::Req,
+        Kind::Ignored("GPU clocks are left to the node"),
+    ),
+    (
+        "interactive",
+        None,
+        Val::No,
+        Kind::Ignored("a step's input is task 0's stdin unless --input says otherwise"),
+    ),
+    (
+        "msg-timeout",
+        None,
+        Val::Req,
+        Kind::Ignored("the broker's own timeouts apply"),
+    ),
+    (
+        "slurmd-debug",
+        None,
+        Val::Req,
+        Kind::Ignored("the agents log at their own level"),
+    ),
+    (
+        "verbose",
+        Some('v'),
+        Val::No,
+        Kind::Ignored("bh run says what it does on errors only"),
+    ),
+    (
+        "quit-on-interrupt",
+        None,
+        Val::No,
+        Kind::Ignored("an interrupt signals the tasks; a second within 1 s ends the step"),
+    ),
+    (
+        "resv-ports",
+        None,
+        Val::Opt,
+        Kind::Ignored("no ports are reserved for steps"),
+    ),
+    (
+        "ntasks-per-tres",
+        None,
+        Val::Req,
+        Kind::Ignored("ask for GPUs per task with --gpus-per-task"),
+    ),
+    (
+        "open-mode",
+        None,
+        Val::Req,
+        Kind::Ignored("a step's output files are truncated when opened"),
+    ),
+    (
+        "preserve-env",
+        Some('E'),
+        Val::No,
+        Kind::Ignored("a step's tasks get the environment bh run is started in"),
+    ),
+    (
+        "relative",
+        Some('r'),
+        Val::Req,
+        Kind::Ignored("name a step's nodes with --nodelist"),
+    ),
+    (
+        "whole",
+        None,
+        Val::No,
+        Kind::Ignored("a step is given the CPUs its tasks ask for"),
+    ),
+    ("cluster", None, Val::Req, Kind::Alloc),
+    (
+        "multi-prog",
+        None,
+        Val::No,
+        Kind::Refused("every task runs the one command given; branch on $SLURM_PROCID in it"),
+    ),
+    (
+        "no-allocate",
+        Some('Z'),
+        Val::No,
+        Kind::Refused("a step runs in a job's allocation"),
+    ),
+    (
+        "nodefile",
+        Some('F'),
+        Val::Req,
+        Kind::Refused("name the nodes with --nodelist"),
+    ),
+    (
+        "het-group",
+        None,
+        Val::Req,
+        Kind::Refused("there are no heterogeneous jobs"),
+    ),
+    (
+        "pack-group",
+        None,
+        Val::Req,
+        Kind::Refused("there are no heterogeneous jobs"),
     ),
 ];
 
@@ -188,6 +370,8 @@ pub struct SrunExtra {
     pub alloc_words: Vec<String>,
     /// `(long, why)` of each option given that has no effect here.
     pub ignored: Vec<(&'static str, &'static str)>,
+    /// `(long, why)` of each option given that asks for what is not offered here.
+    pub refused: Vec<(&'static str, &'static str)>,
 }
 
 impl SrunExtra {
@@ -214,19 +398,20 @@ impl SrunExtra {
 impl FromArgMatches for SrunExtra {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let mut out = SrunExtra::default();
-        for &(long, _, takes, kind) in TABLE {
+        for &(long, _, val, kind) in TABLE {
             if m.value_source(long) != Some(clap::parser::ValueSource::CommandLine) {
                 continue;
             }
             match kind {
-                Kind::Alloc => {
-                    let v = m.get_one::<String>(long).cloned().unwrap_or_default();
-                    out.alloc_words.push(format!("--{long}={v}"));
-                }
-                Kind::Ignored(why) => {
-                    let _ = takes;
-                    out.ignored.push((long, why));
-                }
+                Kind::Alloc => out.alloc_words.push(match val {
+                    Val::No => format!("--{long}"),
+                    Val::Req | Val::Opt => match m.get_one::<String>(long) {
+                        Some(v) if val == Val::Req || !v.is_empty() => format!("--{long}={v}"),
+                        _ => format!("--{long}"),
+                    },
+                }),
+                Kind::Ignored(why) => out.ignored.push((long, why)),
+                Kind::Refused(why) => out.refused.push((long, why)),
             }
         }
         Ok(out)
@@ -240,16 +425,20 @@ impl FromArgMatches for SrunExtra {
 
 impl Args for SrunExtra {
     fn augment_args(cmd: Command) -> Command {
-        TABLE.iter().fold(cmd, |c, &(long, short, takes, _)| {
+        TABLE.iter().fold(cmd, |c, &(long, short, val, _)| {
             let a = Arg::new(long).long(long).hide(true);
             let a = match short {
                 Some(s) => a.short(s),
                 None => a,
             };
-            c.arg(if takes {
-                a.action(ArgAction::Set).num_args(1)
-            } else {
-                a.action(ArgAction::SetTrue)
+            c.arg(match val {
+                Val::Req => a.action(ArgAction::Set).num_args(1),
+                Val::Opt => a
+                    .action(ArgAction::Set)
+                    .num_args(0..=1)
+                    .require_equals(true)
+                    .default_missing_value(""),
+                Val::No => a.action(ArgAction::SetTrue),
             })
         })
     }
@@ -304,5 +493,35 @@ mod tests {
             "{w:?}"
         );
         assert_eq!(t.extra.warnings(false).len(), 2);
+    }
+
+    /// srun's options with an optional value take it after `=` only (`--nice`,
+    /// `--nice=5`); those that ask for what is not offered here are refused by name.
+    #[test]
+    fn optional_values_pass_on_as_given_and_unoffered_ways_are_refused() {
+        use clap::Parser;
+        let t = T::try_parse_from([
+            "srun",
+            "--nice",
+            "--immediate=30",
+            "-H",
+            "--multi-prog",
+            "hostname",
+        ])
+        .expect("parses");
+        let mut words = t.extra.alloc_words.clone();
+        words.sort();
+        assert_eq!(words, ["--hold", "--immediate=30", "--nice"]);
+        assert_eq!(
+            t.extra.refused.iter().map(|(l, _)| *l).collect::<Vec<_>>(),
+            ["multi-prog"]
+        );
+        assert_eq!(t.cmd, ["hostname"]);
+        // An optional value is never the next word: that is the command.
+        let t = T::try_parse_from(["srun", "--nice", "5"]).expect("parses");
+        assert_eq!(
+            (t.extra.alloc_words, t.cmd),
+            (vec!["--nice".into()], vec!["5".into()])
+        );
     }
 }

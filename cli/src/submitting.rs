@@ -86,23 +86,7 @@ pub(crate) fn submission_from(
         Some(d) => cwd.join(d),
         None => cwd,
     };
-    let env: Vec<(String, String)> = match r.export {
-        Export::All(extra) => {
-            let mut e: Vec<(String, String)> = std::env::vars()
-                .filter(|(k, _)| !extra.iter().any(|(x, _)| x == k))
-                .collect();
-            e.extend(extra);
-            e
-        }
-        Export::Only(items) => items
-            .into_iter()
-            .filter_map(|(k, v)| match v {
-                Some(v) => Some((k, v)),
-                None => std::env::var(&k).ok().map(|v| (k, v)),
-            })
-            .collect(),
-    };
-    let mut env = env;
+    let mut env = opts::exported_env(r.export, std::env::vars().collect(), false);
     // What sbatch sets of the task layout, in place of whatever the environment
     // exported (a submission from inside another job carries that job's).
     env.retain(|(k, _)| {

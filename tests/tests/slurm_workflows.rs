@@ -58,6 +58,26 @@ fn srun_reads_its_options_as_getopt_long_does() {
     // A task's last line without a newline, labelled (it may come after its exit).
     let out = s.ok("srun", &["-l", "echo", "-n", "last"]);
     assert_eq!(out, "0: last\n");
+    // srun's --export: this environment and the pairs given, or only what is named.
+    let out = s
+        .command(&s.links.join("srun"))
+        .args(["-K0", "--export=ALL,FOO=bar", "printenv", "FOO", "KEPT"])
+        .env("KEPT", "here")
+        .output()
+        .expect("srun");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "bar\nhere\n");
+    let out = s
+        .command(&s.links.join("srun"))
+        .args([
+            "--export=NONE",
+            "sh",
+            "-c",
+            "echo ${KEPT:-unset} $SLURM_NTASKS",
+        ])
+        .env("KEPT", "here")
+        .output()
+        .expect("srun");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "unset 1\n");
     let jobs = || s.ok("squeue", &["-h", "-t", "all", "-o", "%i"]);
     let jobs_before = jobs();
     for (words, said) in [
@@ -65,17 +85,23 @@ fn srun_reads_its_options_as_getopt_long_does() {
             &["--bogus", "true"][..],
             "srun: unrecognized option '--bogus'",
         ),
-        (&["-Z", "true"][..], "srun: invalid option -- 'Z'"),
+        (&["-y", "true"][..], "srun: invalid option -- 'y'"),
         (
             &["--ntask=1", "true"][..],
             "srun: option '--ntask=1' is ambiguous",
+        ),
+        (
+            &["--multi-prog", "conf.txt"][..],
+            "srun: error: --multi-prog is not supported here",
         ),
     ] {
         let out = s.run("srun", words);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{words:?}: {err}");
         assert!(
-            err.contains(said) && err.contains("Try \"srun --help\" for more information"),
+            err.contains(said)
+                && (said.contains("not supported")
+                    || err.contains("Try \"srun --help\" for more information")),
             "{words:?}: {err}"
         );
     }

@@ -1390,7 +1390,47 @@ pub enum Export {
     Only(Vec<(String, Option<String>)>),
 }
 
-fn parse_export(v: &str) -> Export {
+/// The variables a job's or a step's processes get under `export`, from `vars` (the
+/// environment here): with `ALL`, all of them and the pairs given (which win); else
+/// the pairs and the names given (a name alone takes its value from `vars`), and with
+/// `keep_slurm` every `SLURM_*` variable, as srun keeps them under `--export=NONE`.
+pub fn exported_env(
+    export: Export,
+    vars: Vec<(String, String)>,
+    keep_slurm: bool,
+) -> Vec<(String, String)> {
+    match export {
+        Export::All(extra) => {
+            let mut e: Vec<(String, String)> = vars
+                .into_iter()
+                .filter(|(k, _)| !extra.iter().any(|(x, _)| x == k))
+                .collect();
+            e.extend(extra);
+            e
+        }
+        Export::Only(items) => {
+            let mut e: Vec<(String, String)> = Vec::new();
+            if keep_slurm {
+                e.extend(
+                    vars.iter()
+                        .filter(|(k, _)| k.starts_with("SLURM_"))
+                        .cloned(),
+                );
+            }
+            for (k, v) in items {
+                let v = v.or_else(|| vars.iter().find(|(x, _)| *x == k).map(|(_, v)| v.clone()));
+                if let Some(v) = v {
+                    e.retain(|(x, _)| *x != k);
+                    e.push((k, v));
+                }
+            }
+            e
+        }
+    }
+}
+
+/// `--export`'s value, as sbatch and srun read it.
+pub fn parse_export(v: &str) -> Export {
     let mut all = false;
     let mut items = Vec::new();
     for item in v.split(',') {

@@ -765,6 +765,36 @@ fn exports_parse() {
     );
 }
 
+/// What the processes get: ALL with its pairs winning; names and pairs alone, with
+/// the `SLURM_*` variables only where srun keeps them (`--export=NONE`).
+#[test]
+fn exported_env_is_all_or_only_what_is_named() {
+    let vars = || {
+        vec![
+            ("A".to_string(), "1".to_string()),
+            ("B".to_string(), "2".to_string()),
+            ("SLURM_JOB_ID".to_string(), "7".to_string()),
+        ]
+    };
+    let pairs = |e: Vec<(String, String)>| {
+        let mut e: Vec<String> = e.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+        e.sort();
+        e
+    };
+    assert_eq!(
+        pairs(exported_env(parse_export("ALL,B=x"), vars(), true)),
+        ["A=1", "B=x", "SLURM_JOB_ID=7"]
+    );
+    assert_eq!(
+        pairs(exported_env(parse_export("NONE"), vars(), true)),
+        ["SLURM_JOB_ID=7"]
+    );
+    assert_eq!(
+        pairs(exported_env(parse_export("B,C=3,D"), vars(), false)),
+        ["B=2", "C=3"]
+    );
+}
+
 fn w(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
