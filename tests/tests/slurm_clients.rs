@@ -8,10 +8,8 @@
 
 use bulkhead_proto::{JobId, JobState};
 use bulkhead_tests::{ClusterOpts, scaled};
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::process::Command;
 
 mod slurm_common;
 use slurm_common::*;
@@ -71,15 +69,7 @@ print("SUBMITIT-OK", flush=True)
 
 #[test]
 fn submitit_runs_functions_an_array_and_a_cancel_through_slurms_commands() {
-    let ok = Command::new(VENV_PYTHON)
-        .args(["-c", "import submitit"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!(
-            "SKIPPED: submitit is not installed in {VENV_PYTHON} (cargo xtask ci makes it: \
-             python3 -m venv, pip install submitit)"
-        );
+    if !venv_has("submitit", "submitit") {
         return;
     }
     let c = cluster_up(ClusterOpts::default());
@@ -94,31 +84,8 @@ fn submitit_runs_functions_an_array_and_a_cancel_through_slurms_commands() {
     let mut py = s.command(Path::new(VENV_PYTHON));
     py.arg(&driver)
         .arg(&folder)
-        .arg(budget.as_secs().to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = py.spawn().expect("python");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break Some(s);
-        }
-        if started.elapsed() > budget + scaled(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut o) = child.stdout.take() {
-        let _ = o.read_to_string(&mut stdout);
-    }
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut stderr);
-    }
+        .arg(budget.as_secs().to_string());
+    let (status, stdout, stderr) = run_within(&mut py, budget + scaled(30));
     let logs: String = std::fs::read_dir(&folder)
         .map(|d| {
             d.flatten()

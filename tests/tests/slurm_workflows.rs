@@ -18,10 +18,7 @@
 //! tool is missing its test says it is skipped, and passes.
 
 use bulkhead_tests::{ClusterOpts, scaled};
-use std::io::Read;
 use std::path::Path;
-use std::process::Stdio;
-use std::time::Instant;
 
 mod slurm_common;
 use slurm_common::*;
@@ -130,18 +127,10 @@ rule summarize:
 /// saw every job end through sacct.
 #[test]
 fn snakemake_runs_a_workflow_through_slurms_commands() {
-    let python = Path::new(VENV_PYTHON);
-    let ok = std::process::Command::new(python)
-        .args(["-c", "import snakemake, snakemake_executor_plugin_slurm"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!(
-            "SKIPPED: Snakemake is not installed in {VENV_PYTHON} (cargo xtask ci makes it: \
-             python3 -m venv, pip install snakemake snakemake-executor-plugin-slurm)"
-        );
+    if !venv_has("snakemake, snakemake_executor_plugin_slurm", "Snakemake") {
         return;
     }
+    let python = Path::new(VENV_PYTHON);
     let c = cluster_up(ClusterOpts {
         cpus: 4,
         ..ClusterOpts::default()
@@ -155,29 +144,9 @@ fn snakemake_runs_a_workflow_through_slurms_commands() {
         .args(["--slurm-init-seconds-before-status-checks", "1"])
         .args(["--slurm-keep-successful-logs"])
         // Its caches and its own state go to the working directory.
-        .env("HOME", &wd)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = smk.spawn().expect("snakemake");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break Some(st);
-        }
-        if started.elapsed() > budget {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    };
-    let mut log = String::new();
-    if let Some(mut o) = child.stdout.take() {
-        let _ = o.read_to_string(&mut log);
-    }
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut log);
-    }
+        .env("HOME", &wd);
+    let (status, out, err) = run_within(&mut smk, budget);
+    let log = out + &err;
     let job_logs = job_logs(&wd.join(".snakemake/slurm_logs"));
     assert!(
         status.is_some_and(|st| st.success()) && log.contains("steps (100%) done"),
@@ -282,18 +251,10 @@ print("PSIJ-OK", flush=True)
 
 #[test]
 fn psij_runs_fails_and_cancels_jobs_through_slurms_commands() {
-    let python = Path::new(VENV_PYTHON);
-    let ok = std::process::Command::new(python)
-        .args(["-c", "import psij"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!(
-            "SKIPPED: PSI/J is not installed in {VENV_PYTHON} (cargo xtask ci makes it: \
-             python3 -m venv, pip install psij-python)"
-        );
+    if !venv_has("psij", "PSI/J") {
         return;
     }
+    let python = Path::new(VENV_PYTHON);
     let c = cluster_up(ClusterOpts::default());
     let s = SlurmCommands::install(&c);
     let wd = s.wd.clone();

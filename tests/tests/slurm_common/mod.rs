@@ -8,10 +8,70 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// The virtual environment `cargo xtask ci` makes (xtask's CLIENTS_VENV): submitit
-/// and reportseff from PyPI.
+/// The virtual environment `cargo xtask ci` makes (xtask's CLIENTS_VENV): submitit,
+/// reportseff, Snakemake and PSI/J from PyPI.
 pub const VENV: &str = "/opt/bulkhead-test/slurm-clients";
 pub const VENV_PYTHON: &str = "/opt/bulkhead-test/slurm-clients/bin/python";
+
+/// Whether the clients' environment can import `modules` (`import` and a list); where
+/// it cannot, says that the test of `what` is skipped.
+pub fn venv_has(modules: &str, what: &str) -> bool {
+    let ok = Command::new(VENV_PYTHON)
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: {what} is not installed in {VENV_PYTHON} (cargo xtask ci makes it: \
+             python3 -m venv, pip install)"
+        );
+    }
+    ok
+}
+
+/// Runs `cmd` (its stdout and stderr piped) until it exits or `budget` passes (then
+/// it is killed): its status, if it exited, and what it wrote to each.
+pub fn run_within(
+    cmd: &mut Command,
+    budget: std::time::Duration,
+) -> (Option<std::process::ExitStatus>, String, String) {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Read as it comes: a client that writes more than a pipe holds must not stall.
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break Some(st);
+        }
+        if started.elapsed() > budget {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    (
+        status,
+        out_reader.join().unwrap_or_default(),
+        err_reader.join().unwrap_or_default(),
+    )
+}
 
 /// Waits up to 90 s (scaled) for `f`, failing the test with `what` otherwise.
 pub fn wait(what: &str, mut f: impl FnMut() -> bool) {
