@@ -289,8 +289,7 @@ pub fn run(prog: &'static str, args: Vec<String>, g: Globals) -> anyhow::Result<
                     let mut bh = <Cli as clap::CommandFactory>::command();
                     bh.build();
                     let run = bh.find_subcommand("run").expect("bh has a run command");
-                    let Ok(opts) = bulkhead_cli::getopt::canonical_words(&argv, run) else {
-                        eprintln!("Try \"srun --help\" for more information");
+                    let Ok(opts) = bulkhead_cli::srun_extra::srun_words(&argv, run) else {
                         return Ok(ExitCode::FAILURE);
                     };
                     let full = ["bh", "run"].map(String::from).into_iter().chain(opts);

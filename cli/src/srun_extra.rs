@@ -448,6 +448,26 @@ impl Args for SrunExtra {
     }
 }
 
+/// srun's words (its name first) as `bh run`'s command (`run`) reads them: read by
+/// getopt_long as srun reads them ([`crate::getopt::canonical_words`]), then given to
+/// clap as long options, `--`, and the command. [`crate::getopt::Refused`] (srun's
+/// message written) where srun stops: an option getopt refuses, or no command to run.
+pub fn srun_words(argv: &[String], run: &Command) -> Result<Vec<String>, crate::getopt::Refused> {
+    let Ok(words) = crate::getopt::canonical_words(argv, run) else {
+        eprintln!("Try \"srun --help\" for more information");
+        return Err(crate::getopt::Refused);
+    };
+    let help = words
+        .iter()
+        .take_while(|w| *w != "--")
+        .any(|w| w == "--help");
+    if !help && words.last().is_none_or(|w| w == "--") {
+        eprintln!("srun: fatal: No command given to execute.");
+        return Err(crate::getopt::Refused);
+    }
+    Ok(words)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -493,6 +513,31 @@ mod tests {
             "{w:?}"
         );
         assert_eq!(t.extra.warnings(false).len(), 2);
+    }
+
+    /// srun stops where it stops: an option getopt refuses, or no command to run.
+    #[test]
+    fn srun_stops_at_a_refused_option_or_without_a_command() {
+        use clap::CommandFactory;
+        let cmd = T::command();
+        let argv = |w: &[&str]| -> Vec<String> {
+            std::iter::once("srun")
+                .chain(w.iter().copied())
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(
+            srun_words(&argv(&["-Ax", "hostname", "-n"]), &cmd),
+            Ok(vec![
+                "--account=x".to_string(),
+                "--".into(),
+                "hostname".into(),
+                "-n".into()
+            ])
+        );
+        use crate::getopt::Refused;
+        assert_eq!(srun_words(&argv(&["-A", "x"]), &cmd), Err(Refused));
+        assert_eq!(srun_words(&argv(&["--bogus", "x"]), &cmd), Err(Refused));
     }
 
     /// srun's options with an optional value take it after `=` only (`--nice`,

@@ -87,6 +87,7 @@ fn srun_reads_its_options_as_getopt_long_does() {
             &["--ntask=1", "true"][..],
             "srun: option '--ntask=1' is ambiguous",
         ),
+        (&["-n1"][..], "srun: fatal: No command given to execute."),
         (
             &["--multi-prog", "conf.txt"][..],
             "srun: error: --multi-prog is not supported here",
@@ -98,6 +99,7 @@ fn srun_reads_its_options_as_getopt_long_does() {
         assert!(
             err.contains(said)
                 && (said.contains("not supported")
+                    || said.contains("fatal")
                     || err.contains("Try \"srun --help\" for more information")),
             "{words:?}: {err}"
         );
