@@ -5,7 +5,8 @@
 //! meaning here (`--mpi`, `--overlap`, `--exact`, `--distribution`, binding hints, ...)
 //! are accepted with a warning that says why.
 
-use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use crate::opts::table::{Takes, hidden_arg};
+use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 /// What an option does here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,17 +19,8 @@ enum Kind {
     Refused(&'static str),
 }
 
-/// Whether an option takes a value: none, one, or one only after `=` (getopt_long's
-/// `optional_argument`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Val {
-    No,
-    Req,
-    Opt,
-}
-
 /// `(long, short, its value, kind)`.
-type Entry = (&'static str, Option<char>, Val, Kind);
+type Entry = (&'static str, Option<char>, Takes, Kind);
 
 const NO_BB: &str = "there are no burst buffers";
 const SHARED_FS: &str = "the nodes read the program from their shared file system";
@@ -36,329 +28,339 @@ const NO_SCRIPTS: &str = "the site's prologs and epilogs run, no step's own";
 const NO_PMI: &str = "tasks start with no PMI server: start MPI programs with mpirun, which launches its daemons as steps through bh rsh";
 
 const TABLE: &[Entry] = &[
-    ("account", Some('A'), Val::Req, Kind::Alloc),
-    ("qos", Some('q'), Val::Req, Kind::Alloc),
-    ("mem-per-cpu", None, Val::Req, Kind::Alloc),
-    ("mem-per-gpu", None, Val::Req, Kind::Alloc),
-    ("cpus-per-gpu", None, Val::Req, Kind::Alloc),
-    ("gres", None, Val::Req, Kind::Alloc),
-    ("constraint", Some('C'), Val::Req, Kind::Alloc),
-    ("exclude", Some('x'), Val::Req, Kind::Alloc),
-    ("reservation", None, Val::Req, Kind::Alloc),
-    ("comment", None, Val::Req, Kind::Alloc),
-    ("mpi", None, Val::Req, Kind::Ignored(NO_PMI)),
+    ("account", Some('A'), Takes::Value, Kind::Alloc),
+    ("qos", Some('q'), Takes::Value, Kind::Alloc),
+    ("mem-per-cpu", None, Takes::Value, Kind::Alloc),
+    ("mem-per-gpu", None, Takes::Value, Kind::Alloc),
+    ("cpus-per-gpu", None, Takes::Value, Kind::Alloc),
+    ("gres", None, Takes::Value, Kind::Alloc),
+    ("constraint", Some('C'), Takes::Value, Kind::Alloc),
+    ("exclude", Some('x'), Takes::Value, Kind::Alloc),
+    ("reservation", None, Takes::Value, Kind::Alloc),
+    ("comment", None, Takes::Value, Kind::Alloc),
+    ("mpi", None, Takes::Value, Kind::Ignored(NO_PMI)),
     (
         "overlap",
         None,
-        Val::Opt,
+        Takes::Optional,
         Kind::Ignored("steps share the job's CPUs unless a step asks for --exclusive"),
     ),
     (
         "exact",
         None,
-        Val::No,
+        Takes::Flag,
         Kind::Ignored("a step is given the CPUs its tasks ask for"),
     ),
     (
         "distribution",
         Some('m'),
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("tasks are laid out in blocks over the step's nodes"),
     ),
     (
         "hint",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("bind tasks with --cpu-bind"),
     ),
     (
         "gpu-bind",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("each task's GPUs come from --gpus-per-task"),
     ),
     (
         "mem-bind",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("memory is not bound to NUMA nodes"),
     ),
     (
         "threads-per-core",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("CPUs are counted as the kernel lists them"),
     ),
     (
         "ntasks-per-core",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("CPUs are counted as the kernel lists them"),
     ),
     (
         "ntasks-per-socket",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("sockets are not scheduled apart"),
     ),
     (
         "ntasks-per-gpu",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("ask for GPUs per task with --gpus-per-task"),
     ),
     (
         "sockets-per-node",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("sockets are not scheduled apart"),
     ),
     (
         "cores-per-socket",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("sockets are not scheduled apart"),
     ),
     (
         "cpu-freq",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("CPU frequencies are left to the node"),
     ),
     (
         "accel-bind",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("each task's GPUs come from --gpus-per-task"),
     ),
     (
         "network",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("no network resources are managed"),
     ),
     (
         "profile",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("usage is sampled for every job"),
     ),
     (
         "acctg-freq",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("usage is sampled for every job"),
     ),
     (
         "propagate",
         None,
-        Val::Opt,
+        Takes::Optional,
         Kind::Ignored("tasks get the limits of the job's cgroup"),
     ),
     (
         "wckey",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("jobs are accounted by account and user"),
     ),
     (
         "mail-type",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("no mail is sent"),
     ),
     (
         "mail-user",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("no mail is sent"),
     ),
     (
         "wait",
         Some('W'),
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("the step ends when its last task does"),
     ),
     (
         "disable-status",
         Some('X'),
-        Val::No,
+        Takes::Flag,
         Kind::Ignored("an interrupt signals the tasks"),
     ),
     (
         "spread-job",
         None,
-        Val::No,
+        Takes::Flag,
         Kind::Ignored("tasks are laid out in blocks over the step's nodes"),
     ),
     (
         "contiguous",
         None,
-        Val::No,
+        Takes::Flag,
         Kind::Ignored("nodes are not placed by topology"),
     ),
     // The rest of srun's 22.05 options (src/common/slurm_opt.c): those sbatch reads
     // shape the allocation made outside a job; the others have no effect here.
-    ("begin", Some('b'), Val::Req, Kind::Alloc),
-    ("clusters", Some('M'), Val::Req, Kind::Alloc),
-    ("cluster-constraint", None, Val::Req, Kind::Alloc),
-    ("core-spec", Some('S'), Val::Req, Kind::Alloc),
-    ("deadline", None, Val::Req, Kind::Alloc),
-    ("delay-boot", None, Val::Req, Kind::Alloc),
-    ("dependency", Some('d'), Val::Req, Kind::Alloc),
-    ("extra-node-info", Some('B'), Val::Req, Kind::Alloc),
-    ("gid", None, Val::Req, Kind::Alloc),
-    ("gpus-per-socket", None, Val::Req, Kind::Alloc),
-    ("gres-flags", None, Val::Req, Kind::Alloc),
-    ("hold", Some('H'), Val::No, Kind::Alloc),
-    ("immediate", Some('I'), Val::Opt, Kind::Alloc),
-    ("licenses", Some('L'), Val::Req, Kind::Alloc),
-    ("mcs-label", None, Val::Req, Kind::Alloc),
-    ("mincpus", None, Val::Req, Kind::Alloc),
-    ("nice", None, Val::Opt, Kind::Alloc),
-    ("no-kill", Some('k'), Val::Opt, Kind::Alloc),
-    ("oversubscribe", Some('s'), Val::No, Kind::Alloc),
-    ("power", None, Val::Req, Kind::Alloc),
-    ("prefer", None, Val::Req, Kind::Alloc),
-    ("priority", None, Val::Req, Kind::Alloc),
-    ("reboot", None, Val::No, Kind::Alloc),
-    ("signal", None, Val::Req, Kind::Alloc),
-    ("switches", None, Val::Req, Kind::Alloc),
-    ("thread-spec", None, Val::Req, Kind::Alloc),
-    ("time-min", None, Val::Req, Kind::Alloc),
-    ("tmp", None, Val::Req, Kind::Alloc),
-    ("uid", None, Val::Req, Kind::Alloc),
-    ("use-min-nodes", None, Val::No, Kind::Alloc),
-    ("x11", None, Val::Opt, Kind::Ignored("no X11 forwarding")),
-    ("bb", None, Val::Req, Kind::Ignored(NO_BB)),
-    ("bbf", None, Val::Req, Kind::Ignored(NO_BB)),
-    ("bcast", None, Val::Opt, Kind::Ignored(SHARED_FS)),
-    ("bcast-exclude", None, Val::Req, Kind::Ignored(SHARED_FS)),
-    ("send-libs", None, Val::Opt, Kind::Ignored(SHARED_FS)),
-    ("compress", None, Val::Opt, Kind::Ignored(SHARED_FS)),
+    ("begin", Some('b'), Takes::Value, Kind::Alloc),
+    ("clusters", Some('M'), Takes::Value, Kind::Alloc),
+    ("cluster-constraint", None, Takes::Value, Kind::Alloc),
+    ("core-spec", Some('S'), Takes::Value, Kind::Alloc),
+    ("deadline", None, Takes::Value, Kind::Alloc),
+    ("delay-boot", None, Takes::Value, Kind::Alloc),
+    ("dependency", Some('d'), Takes::Value, Kind::Alloc),
+    ("extra-node-info", Some('B'), Takes::Value, Kind::Alloc),
+    ("gid", None, Takes::Value, Kind::Alloc),
+    ("gpus-per-socket", None, Takes::Value, Kind::Alloc),
+    ("gres-flags", None, Takes::Value, Kind::Alloc),
+    ("hold", Some('H'), Takes::Flag, Kind::Alloc),
+    ("immediate", Some('I'), Takes::Optional, Kind::Alloc),
+    ("licenses", Some('L'), Takes::Value, Kind::Alloc),
+    ("mcs-label", None, Takes::Value, Kind::Alloc),
+    ("mincpus", None, Takes::Value, Kind::Alloc),
+    ("nice", None, Takes::Optional, Kind::Alloc),
+    ("no-kill", Some('k'), Takes::Optional, Kind::Alloc),
+    ("oversubscribe", Some('s'), Takes::Flag, Kind::Alloc),
+    ("power", None, Takes::Value, Kind::Alloc),
+    ("prefer", None, Takes::Value, Kind::Alloc),
+    ("priority", None, Takes::Value, Kind::Alloc),
+    ("reboot", None, Takes::Flag, Kind::Alloc),
+    ("signal", None, Takes::Value, Kind::Alloc),
+    ("switches", None, Takes::Value, Kind::Alloc),
+    ("thread-spec", None, Takes::Value, Kind::Alloc),
+    ("time-min", None, Takes::Value, Kind::Alloc),
+    ("tmp", None, Takes::Value, Kind::Alloc),
+    ("uid", None, Takes::Value, Kind::Alloc),
+    ("use-min-nodes", None, Takes::Flag, Kind::Alloc),
+    (
+        "x11",
+        None,
+        Takes::Optional,
+        Kind::Ignored("no X11 forwarding"),
+    ),
+    ("bb", None, Takes::Value, Kind::Ignored(NO_BB)),
+    ("bbf", None, Takes::Value, Kind::Ignored(NO_BB)),
+    ("bcast", None, Takes::Optional, Kind::Ignored(SHARED_FS)),
+    (
+        "bcast-exclude",
+        None,
+        Takes::Value,
+        Kind::Ignored(SHARED_FS),
+    ),
+    ("send-libs", None, Takes::Optional, Kind::Ignored(SHARED_FS)),
+    ("compress", None, Takes::Optional, Kind::Ignored(SHARED_FS)),
     (
         "container",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("tasks run on the node's own root file system"),
     ),
     (
         "context",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("no SELinux contexts are set"),
     ),
     (
         "debugger-test",
         None,
-        Val::No,
+        Takes::Flag,
         Kind::Ignored("no parallel debugger interface"),
     ),
-    ("prolog", None, Val::Req, Kind::Ignored(NO_SCRIPTS)),
-    ("epilog", None, Val::Req, Kind::Ignored(NO_SCRIPTS)),
-    ("task-prolog", None, Val::Req, Kind::Ignored(NO_SCRIPTS)),
-    ("task-epilog", None, Val::Req, Kind::Ignored(NO_SCRIPTS)),
+    ("prolog", None, Takes::Value, Kind::Ignored(NO_SCRIPTS)),
+    ("epilog", None, Takes::Value, Kind::Ignored(NO_SCRIPTS)),
+    ("task-prolog", None, Takes::Value, Kind::Ignored(NO_SCRIPTS)),
+    ("task-epilog", None, Takes::Value, Kind::Ignored(NO_SCRIPTS)),
     (
         "gpu-freq",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("GPU clocks are left to the node"),
     ),
     (
         "interactive",
         None,
-        Val::No,
+        Takes::Flag,
         Kind::Ignored("a step's input is task 0's stdin unless --input says otherwise"),
     ),
     (
         "msg-timeout",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("the broker's own timeouts apply"),
     ),
     (
         "slurmd-debug",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("the agents log at their own level"),
     ),
     (
         "verbose",
         Some('v'),
-        Val::No,
+        Takes::Flag,
         Kind::Ignored("bh run says what it does on errors only"),
     ),
     (
         "quit-on-interrupt",
         None,
-        Val::No,
+        Takes::Flag,
         Kind::Ignored("an interrupt signals the tasks; a second within 1 s ends the step"),
     ),
     (
         "resv-ports",
         None,
-        Val::Opt,
+        Takes::Optional,
         Kind::Ignored("no ports are reserved for steps"),
     ),
     (
         "ntasks-per-tres",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("ask for GPUs per task with --gpus-per-task"),
     ),
     (
         "open-mode",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("a step's output files are truncated when opened"),
     ),
     (
         "preserve-env",
         Some('E'),
-        Val::No,
+        Takes::Flag,
         Kind::Ignored("a step's tasks get the environment bh run is started in"),
     ),
     (
         "relative",
         Some('r'),
-        Val::Req,
+        Takes::Value,
         Kind::Ignored("name a step's nodes with --nodelist"),
     ),
     (
         "whole",
         None,
-        Val::No,
+        Takes::Flag,
         Kind::Ignored("a step is given the CPUs its tasks ask for"),
     ),
-    ("cluster", None, Val::Req, Kind::Alloc),
+    ("cluster", None, Takes::Value, Kind::Alloc),
     (
         "multi-prog",
         None,
-        Val::No,
+        Takes::Flag,
         Kind::Refused("every task runs the one command given; branch on $SLURM_PROCID in it"),
     ),
     (
         "no-allocate",
         Some('Z'),
-        Val::No,
+        Takes::Flag,
         Kind::Refused("a step runs in a job's allocation"),
     ),
     (
         "nodefile",
         Some('F'),
-        Val::Req,
+        Takes::Value,
         Kind::Refused("name the nodes with --nodelist"),
     ),
     (
         "het-group",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Refused("there are no heterogeneous jobs"),
     ),
     (
         "pack-group",
         None,
-        Val::Req,
+        Takes::Value,
         Kind::Refused("there are no heterogeneous jobs"),
     ),
 ];
@@ -398,15 +400,17 @@ impl SrunExtra {
 impl FromArgMatches for SrunExtra {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let mut out = SrunExtra::default();
-        for &(long, _, val, kind) in TABLE {
+        for &(long, _, takes, kind) in TABLE {
             if m.value_source(long) != Some(clap::parser::ValueSource::CommandLine) {
                 continue;
             }
             match kind {
-                Kind::Alloc => out.alloc_words.push(match val {
-                    Val::No => format!("--{long}"),
-                    Val::Req | Val::Opt => match m.get_one::<String>(long) {
-                        Some(v) if val == Val::Req || !v.is_empty() => format!("--{long}={v}"),
+                Kind::Alloc => out.alloc_words.push(match takes {
+                    Takes::Flag => format!("--{long}"),
+                    Takes::Value | Takes::Optional => match m.get_one::<String>(long) {
+                        Some(v) if takes == Takes::Value || !v.is_empty() => {
+                            format!("--{long}={v}")
+                        }
                         _ => format!("--{long}"),
                     },
                 }),
@@ -425,21 +429,8 @@ impl FromArgMatches for SrunExtra {
 
 impl Args for SrunExtra {
     fn augment_args(cmd: Command) -> Command {
-        TABLE.iter().fold(cmd, |c, &(long, short, val, _)| {
-            let a = Arg::new(long).long(long).hide(true);
-            let a = match short {
-                Some(s) => a.short(s),
-                None => a,
-            };
-            c.arg(match val {
-                Val::Req => a.action(ArgAction::Set).num_args(1),
-                Val::Opt => a
-                    .action(ArgAction::Set)
-                    .num_args(0..=1)
-                    .require_equals(true)
-                    .default_missing_value(""),
-                Val::No => a.action(ArgAction::SetTrue),
-            })
+        TABLE.iter().fold(cmd, |c, &(long, short, takes, _)| {
+            c.arg(hidden_arg(long, short, takes))
         })
     }
 

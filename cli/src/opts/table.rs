@@ -236,6 +236,12 @@ pub fn mail_type_valid(v: &str) -> bool {
 }
 
 fn arg_of(&(long, short, takes, _): &Ignored) -> Arg {
+    hidden_arg(long, short, takes)
+}
+
+/// A hidden option of this name and letter taking its value as `takes` says (srun's
+/// further options are made the same way).
+pub(crate) fn hidden_arg(long: &'static str, short: Option<char>, takes: Takes) -> Arg {
     let a = Arg::new(long).long(long).hide(true);
     let a = match short {
         Some(c) => a.short(c),
