@@ -19,6 +19,7 @@ pub mod sacct_fields;
 pub mod sacct_json;
 pub mod slurm;
 pub mod slurm_assoc;
+pub mod slurm_fields;
 pub mod slurm_info;
 pub mod slurm_json;
 pub mod slurm_pending;

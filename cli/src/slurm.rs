@@ -9,6 +9,9 @@ use bulkhead_proto::job::JobInfo;
 use bulkhead_proto::msg::Parts;
 use std::fmt::Write as _;
 
+pub use crate::slurm_fields::format_from_names;
+use crate::slurm_fields::{is_long, long_field_into, long_header, long_parts};
+
 /// The commands a link to `bh` may be named.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "sinfo", "scancel", "sacct", "scontrol", "sacctmgr",
@@ -36,7 +39,7 @@ pub fn elapsed(secs: u64) -> String {
 
 /// [`elapsed`], written at the end of `v` (digits by hand: a listing writes one for
 /// each of 100,000 jobs, and `write!` costs more than the digits).
-fn elapsed_into(secs: u64, v: &mut String) -> std::fmt::Result {
+pub(crate) fn elapsed_into(secs: u64, v: &mut String) -> std::fmt::Result {
     let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
     if d > 0 {
         num(v, d);
@@ -57,7 +60,7 @@ fn elapsed_into(secs: u64, v: &mut String) -> std::fmt::Result {
 }
 
 /// `n` in decimal at the end of `v`.
-fn num(v: &mut String, n: impl itoa::Integer) {
+pub(crate) fn num(v: &mut String, n: impl itoa::Integer) {
     v.push_str(itoa::Buffer::new().format(n));
 }
 
@@ -441,12 +444,10 @@ pub fn squeue_parts(fmt: &str) -> Parts {
                 'a' => Parts::ACCOUNT,
                 'R' | 'r' => Parts::REASON,
                 'S' | 'p' | 'Q' => Parts::PRIORITY,
-                'Z' | O_STDOUT | O_STDERR => Parts::PATHS,
-                'k' | 'y' | 'h' | 'n' | 'x' | 'o' | O_REQUEUE => Parts::EXTRA,
-                // A relative input path is shown under the working directory.
-                O_STDIN => Parts::EXTRA.with(Parts::PATHS),
+                'Z' => Parts::PATHS,
+                'k' | 'y' | 'h' | 'n' | 'x' | 'o' | 'b' => Parts::EXTRA,
                 'E' => Parts::DEPENDENCY,
-                _ => Parts::NONE,
+                other => long_parts(other),
             }),
             Piece::Text(_) => None,
         })
@@ -636,9 +637,7 @@ pub(crate) fn group_name_into(gid: u32, v: &mut String) {
 /// the rest as written), and those types, which squeue names on standard error
 /// (`Invalid job format specification: !`).
 pub fn squeue_unknown_fields(fmt: &str) -> (String, Vec<char>) {
-    unknown_fields(fmt, false, &|c| {
-        c.is_ascii_alphabetic() || FORMAT_NAMES.iter().any(|(_, k)| *k == c)
-    })
+    unknown_fields(fmt, false, &|c| c.is_ascii_alphabetic() || is_long(c))
 }
 
 /// A format with each field whose type `known` refuses made literal text (`%`, and
@@ -809,13 +808,14 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
         ),
         // The select plugin's text: cons_tres writes none.
         's' => Ok(()),
+        // The GPUs asked per node as slurmctld keeps them (`gres:gpu:2`).
         'b' => {
-            let g = r.gpu_label();
-            if g == "0" {
-                write!(v, "N/A")
-            } else {
-                write!(v, "gres/gpu:{g}")
-            }
+            v.push_str(
+                crate::slurm_show::tres_per_node(j)
+                    .as_deref()
+                    .unwrap_or("N/A"),
+            );
+            Ok(())
         }
         'N' => write!(v, "{}", job_nodes(j)),
         'B' => write!(
@@ -877,38 +877,8 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
             Ok(())
         }
         'h' => write!(v, "{}", oversubscribe(j.extra.exclusive)),
-        O_RESTARTS => {
-            num(v, j.restarts);
-            Ok(())
-        }
-        // squeue prints the patterns as slurmctld keeps them (`%j` unexpanded), and the
-        // default output's path where none was given.
-        O_STDOUT => {
-            let p = stored_paths(j);
-            v.push_str(p.out.as_deref().unwrap_or(&j.stdout));
-            Ok(())
-        }
-        // What the job's standard error goes to: its own file, else with its output.
-        O_STDERR => {
-            let p = stored_paths(j);
-            v.push_str(p.err.or(p.out).as_deref().unwrap_or(&j.stdout));
-            Ok(())
-        }
-        O_STDIN => {
-            v.push_str(&stored_paths(j).input);
-            Ok(())
-        }
-        O_REQUEUE => {
-            num(v, u8::from(j.extra.requeue.unwrap_or(true)));
-            Ok(())
-        }
-        // The raw wait status, as squeue's `exit_code` prints it.
-        O_EXIT_CODE => write!(
-            v,
-            "{}",
-            (j.exit_code.unwrap_or(0) & 0xff) << 8 | (j.signal.unwrap_or(0) & 0x7f)
-        ),
         // A letter squeue does not know: written as given (`%` and the letter).
+        other if long_field_into(j, other, now_us, v) => Ok(()),
         other => write!(v, "%{other}"),
     };
 }
@@ -967,114 +937,6 @@ pub fn parse_format(fmt: &str) -> Vec<Piece> {
     out
 }
 
-/// Fields squeue's `-O` names that no `-o` letter stands for, given characters of
-/// Unicode's private use area in the format they become.
-const O_RESTARTS: char = '\u{E000}';
-const O_STDOUT: char = '\u{E001}';
-const O_STDERR: char = '\u{E002}';
-const O_STDIN: char = '\u{E003}';
-const O_REQUEUE: char = '\u{E004}';
-const O_EXIT_CODE: char = '\u{E005}';
-
-/// squeue's `-O/--Format` field names and the `-o` type letters they stand for (every
-/// name of squeue 22.05's with a letter, and those above).
-const FORMAT_NAMES: &[(&str, char)] = &[
-    ("command", 'o'),
-    ("contiguous", 'O'),
-    ("cores", 'I'),
-    ("corespec", 'X'),
-    ("dependency", 'E'),
-    ("feature", 'f'),
-    ("groupname", 'g'),
-    ("licenses", 'W'),
-    ("mincpus", 'c'),
-    ("mintmpdisk", 'd'),
-    ("prioritylong", 'Q'),
-    ("reqnodes", 'n'),
-    ("reservation", 'v'),
-    ("sct", 'z'),
-    ("schednodes", 'Y'),
-    ("selectjobinfo", 's'),
-    ("shared", 'h'),
-    ("sockets", 'H'),
-    ("threads", 'J'),
-    ("wckey", 'w'),
-    ("restartcnt", O_RESTARTS),
-    ("stdout", O_STDOUT),
-    ("stderr", O_STDERR),
-    ("stdin", O_STDIN),
-    ("requeue", O_REQUEUE),
-    ("exit_code", O_EXIT_CODE),
-    ("account", 'a'),
-    ("arrayjobid", 'F'),
-    ("arraytaskid", 'K'),
-    ("batchhost", 'B'),
-    ("comment", 'k'),
-    ("cpus-per-task", 'c'),
-    ("endtime", 'e'),
-    ("gres", 'b'),
-    ("groupid", 'G'),
-    ("jobarrayid", 'i'),
-    ("jobid", 'A'),
-    ("minmemory", 'm'),
-    ("name", 'j'),
-    ("nice", 'y'),
-    ("nodelist", 'N'),
-    ("numcpus", 'C'),
-    ("numnodes", 'D'),
-    ("oversubscribe", 'h'),
-    ("partition", 'P'),
-    ("priority", 'p'),
-    ("qos", 'q'),
-    ("reason", 'r'),
-    ("reasonlist", 'R'),
-    ("starttime", 'S'),
-    ("state", 'T'),
-    ("statecompact", 't'),
-    ("submittime", 'V'),
-    ("timeleft", 'L'),
-    ("timelimit", 'l'),
-    ("timeused", 'M'),
-    ("userid", 'U'),
-    ("username", 'u'),
-    ("workdir", 'Z'),
-];
-
-/// squeue's `-O/--Format` spec (`name[:[.][size][suffix]]`, comma-separated; each
-/// field 20 wide unless sized, left-justified unless `.`) as the `-o` format it means.
-pub fn format_from_names(spec: &str) -> Result<String, String> {
-    let mut out = String::new();
-    for item in spec.split(',').filter(|i| !i.is_empty()) {
-        let (name, size) = match item.split_once(':') {
-            Some((n, s)) => (n, Some(s)),
-            None => (item, None),
-        };
-        let kind = FORMAT_NAMES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, k)| *k)
-            .ok_or_else(|| format!("Invalid job format specification: {name}"))?;
-        let (right, rest) = match size {
-            Some(s) => match s.strip_prefix('.') {
-                Some(r) => (true, r),
-                None => (false, s),
-            },
-            None => (false, ""),
-        };
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let suffix = &rest[digits.len()..];
-        let width = if digits.is_empty() { "20" } else { &digits };
-        out.push('%');
-        if right {
-            out.push('.');
-        }
-        out.push_str(width);
-        out.push(kind);
-        out.push_str(&suffix.replace('%', "%%"));
-    }
-    Ok(out)
-}
-
 /// squeue's header name for a type letter.
 fn header(kind: char) -> &'static str {
     match kind {
@@ -1126,14 +988,8 @@ fn header(kind: char) -> &'static str {
         'w' => "WCKEY",
         'v' => "RESERVATION",
         'W' => "LICENSES",
-        O_RESTARTS => "RESTART_COUNT",
-        O_STDOUT => "STDOUT",
-        O_STDERR => "STDERR",
-        O_STDIN => "STDIN",
-        O_REQUEUE => "REQUEUE",
-        O_EXIT_CODE => "EXIT_CODE",
         's' => "",
-        _ => "",
+        other => long_header(other).unwrap_or(""),
     }
 }
 

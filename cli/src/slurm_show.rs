@@ -70,6 +70,93 @@ fn shown_paths(j: &JobInfo) -> (String, String, String) {
     (out, err, stdin)
 }
 
+/// When a job became eligible to run, and began to accrue priority (scontrol's
+/// `EligibleTime` and `AccrueTime`, squeue's `eligibletime` and `accruetime`): at its
+/// `--begin`, else when it was submitted; a held job has not.
+pub(crate) fn eligible_us(j: &JobInfo) -> Option<u64> {
+    if j.extra.hold {
+        None
+    } else {
+        j.extra.begin_us.or(Some(j.submit_time_us))
+    }
+}
+
+/// What sbatch counted, where the client said (a task a CPU otherwise).
+pub(crate) fn task_counts(j: &JobInfo) -> TaskCounts {
+    let r = &j.resources;
+    let cpus = r.cpus.saturating_mul(r.nodes);
+    j.extra.counts.unwrap_or(TaskCounts {
+        ntasks: cpus,
+        cpus_per_task: 1,
+        min_cpus_node: r.cpus,
+        min_cpus: cpus,
+        ..TaskCounts::default()
+    })
+}
+
+/// The CPUs a job counts (`NumCPUs`): a waiting job's as its tasks ask them, a
+/// started one's as it holds them.
+fn counted_cpus(j: &JobInfo, counts: &TaskCounts) -> u32 {
+    if j.state == JobState::Pending && counts.min_cpus > 0 {
+        counts.min_cpus
+    } else {
+        j.resources.cpus.saturating_mul(j.resources.nodes)
+    }
+}
+
+/// Memory asked per CPU (so, or the cluster's default per CPU, which the broker made
+/// a node's memory); `None`: asked per node.
+fn mem_per_cpu(j: &JobInfo, counts: &TaskCounts) -> Option<u64> {
+    let r = &j.resources;
+    match counts.mem {
+        MemForm::PerCpu(mb) => Some(mb),
+        MemForm::DefaultPerCpu if r.cpus > 0 => Some(r.mem_mb / u64::from(r.cpus)),
+        _ => None,
+    }
+}
+
+/// slurmctld's TRES of a job (scontrol's `TRES=`, squeue's `tres-alloc`): what it
+/// holds once it runs, what it asks while it waits.
+pub(crate) fn tres_text(j: &JobInfo) -> String {
+    let r = &j.resources;
+    let counts = task_counts(j);
+    let waiting = j.state == JobState::Pending;
+    let num_cpus = counted_cpus(j, &counts);
+    // A waiting job's nodes there are the minimum sbatch sent (memory per node counts
+    // those too; a waiting `--mem=0` job's, a whole node's memory, as the broker says).
+    let tres_nodes = match counts.nodes_sent {
+        n if waiting && n > 0 => n,
+        _ => r.nodes,
+    };
+    // Memory asked per CPU counts the CPUs it waits for; per node, its nodes.
+    let whole_mem_mb = j.shown().whole_mem_mb;
+    let mem_total = match mem_per_cpu(j, &counts) {
+        Some(mb) if waiting && !j.extra.mem_whole => mb.saturating_mul(u64::from(num_cpus)),
+        _ if waiting && whole_mem_mb > 0 => whole_mem_mb.saturating_mul(u64::from(tres_nodes)),
+        _ => r.mem_mb.saturating_mul(u64::from(tres_nodes)),
+    };
+    let mut tres = format!("cpu={num_cpus},mem=");
+    convert_num_unit(mem_total, 2, true, &mut tres);
+    let _ = write!(tres, ",node={tres_nodes}");
+    // GPUs count once given: a waiting job's TRES are its CPUs, memory and nodes.
+    if r.gpus > 0 && !waiting {
+        let _ = write!(tres, ",gres/gpu={}", r.gpus.saturating_mul(r.nodes));
+    }
+    let _ = write!(tres, ",billing={num_cpus}");
+    tres
+}
+
+/// The GPUs a job asks per node as slurmctld keeps them (`TresPerNode=`, squeue's
+/// `%b` and `tres-per-node`): as sbatch sent them, else what the broker was asked.
+pub(crate) fn tres_per_node(j: &JobInfo) -> Option<String> {
+    let r = &j.resources;
+    match &j.extra.tres {
+        Some(t) => Some(t.per_node.clone()).filter(|v| !v.is_empty()),
+        None if r.gpus > 0 || r.mig.is_some() => Some(format!("gres:gpu:{}", r.gpu_label())),
+        None => None,
+    }
+}
+
 /// `scontrol show job`'s `Key=Value` layout for one job.
 pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let r = &j.resources;
@@ -128,11 +215,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         format_time(r.time_limit_s),
         e.time_min_s.map_or("N/A".into(), |t| format_time(Some(t)))
     );
-    let eligible = if e.hold {
-        None
-    } else {
-        e.begin_us.or(Some(j.submit_time_us))
-    };
+    let eligible = eligible_us(j);
     let _ = writeln!(
         s,
         "   SubmitTime={} EligibleTime={}",
@@ -176,17 +259,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     if let Some(host) = nodes.split(',').next().filter(|n| !n.is_empty()) {
         let _ = writeln!(s, "   BatchHost={host}");
     }
-    let cpus = r.cpus.saturating_mul(r.nodes);
-    // What sbatch counted, where the client said (a task a CPU otherwise).
-    let counts = e.counts.unwrap_or(TaskCounts {
-        ntasks: cpus,
-        cpus_per_task: 1,
-        min_cpus_node: r.cpus,
-        min_cpus: cpus,
-        ..TaskCounts::default()
-    });
-    // A waiting job shows what it asked (its CPUs as its tasks', its node range); a
-    // started one what it holds.
+    let counts = task_counts(j);
     let waiting = j.state == JobState::Pending;
     // A count slurmctld keeps as 16 bits, `*` when not given.
     let star = |n: u16| {
@@ -206,11 +279,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         m if waiting && m > 0 => format!("{}-{m}", least.min(m)),
         _ => least.to_string(),
     };
-    let num_cpus = if waiting && counts.min_cpus > 0 {
-        counts.min_cpus
-    } else {
-        cpus
-    };
+    let num_cpus = counted_cpus(j, &counts);
     let _ = writeln!(
         s,
         "   NumNodes={num_nodes} NumCPUs={num_cpus} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:{}:{}",
@@ -219,34 +288,8 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         star(shown_only.cores),
         star(shown_only.threads)
     );
-    // Memory asked per CPU counts the CPUs it waits for; per node, its nodes.
-    let per_cpu = match counts.mem {
-        MemForm::PerCpu(mb) => Some(mb),
-        MemForm::DefaultPerCpu if r.cpus > 0 => Some(r.mem_mb / u64::from(r.cpus)),
-        _ => None,
-    };
-    // A waiting job's nodes there are the minimum sbatch sent (memory per node counts
-    // those too; a waiting `--mem=0` job's, a whole node's memory, as the broker says).
-    let tres_nodes = match counts.nodes_sent {
-        n if waiting && n > 0 => n,
-        _ => r.nodes,
-    };
-    let mem_total = match per_cpu {
-        Some(mb) if waiting && !e.mem_whole => mb.saturating_mul(u64::from(num_cpus)),
-        _ if waiting && job_shown.whole_mem_mb > 0 => {
-            job_shown.whole_mem_mb.saturating_mul(u64::from(tres_nodes))
-        }
-        _ => r.mem_mb.saturating_mul(u64::from(tres_nodes)),
-    };
-    let mut mem = String::new();
-    convert_num_unit(mem_total, 2, true, &mut mem);
-    let mut tres = format!("cpu={num_cpus},mem={mem},node={tres_nodes}");
-    // GPUs count once given: a waiting job's TRES are its CPUs, memory and nodes.
-    if r.gpus > 0 && !waiting {
-        let _ = write!(tres, ",gres/gpu={}", r.gpus.saturating_mul(r.nodes));
-    }
-    let _ = write!(tres, ",billing={num_cpus}");
-    let _ = writeln!(s, "   TRES={tres}");
+    let per_cpu = mem_per_cpu(j, &counts);
+    let _ = writeln!(s, "   TRES={}", tres_text(j));
     let _ = writeln!(
         s,
         "   Socks/Node={} NtasksPerN:B:S:C={}:0:{}:{} CoreSpec=*",
@@ -262,7 +305,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         (MemForm::PerGpu(mb), _) | (_, Some(mb)) => ("MinMemoryCPU", mb),
         _ => ("MinMemoryNode", r.mem_mb),
     };
-    mem.clear();
+    let mut mem = String::new();
     convert_num_unit(mb, 2, true, &mut mem);
     let _ = writeln!(
         s,
@@ -331,10 +374,11 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
                 }
             }
         }
-        None if r.gpus > 0 || r.mig.is_some() => {
-            let _ = writeln!(s, "   TresPerNode=gres:gpu:{}", r.gpu_label());
+        None => {
+            if let Some(v) = tres_per_node(j) {
+                let _ = writeln!(s, "   TresPerNode={v}");
+            }
         }
-        None => {}
     }
     if e.mail_type != 0 {
         let _ = writeln!(

@@ -57,13 +57,31 @@ fn a_listing_without_the_parts_a_format_omits_prints_the_same() {
     let mut full = full;
     full.extra.script_path = Some("/home/ann/train.sh".into());
     full.extra.input = Some("in.txt".into());
-    let letters = "iAFKPjuUgGatTMlLDCcmbNBRrSVeZpQqkyYEofxnwzh";
-    let named =
-        format_from_names("restartcnt,stdout,stderr,stdin,requeue,exit_code").expect("names");
-    let others = parse_format(&named).into_iter().filter_map(|p| match p {
-        Piece::Field { kind, .. } => Some(kind),
-        Piece::Text(_) => None,
+    // sbatch's counts and GPU options, which the fields of `-O` read.
+    full.extra.counts = Some(bulkhead_proto::job::TaskCounts {
+        ntasks: 4,
+        cpus_per_task: 2,
+        ntasks_per_node: 2,
+        min_cpus_node: 4,
+        min_cpus: 8,
+        nodes_max: 3,
+        nodes_sent: 2,
+        ntasks_per_core: 1,
+        ..Default::default()
     });
+    full.extra.tres = Some(bulkhead_proto::job::TresAsks {
+        per_job: "gres:gpu:4".into(),
+        per_task: "gres:gpu:1".into(),
+        cpus_per_gpu: 3,
+        mem_per_gpu_mb: 2048,
+        ..Default::default()
+    });
+    full.extra.deadline_us = Some(1_700_086_400_000_000);
+    full.extra.time_min_s = Some(600);
+    full.shown.as_mut().expect("shown").whole_mem_mb = 64_000;
+    full.extra.mem_whole = true;
+    let letters = "iAFKPjuUgGatTMlLDCcmbNBRrSVeZpQqkyYEofxnwzh";
+    let others = crate::slurm_fields::format_names().map(|(_, c)| c);
     for c in letters.chars().chain(others) {
         let fmt = format!("%{c}");
         let mut lean = full.clone();
@@ -611,4 +629,99 @@ fn an_ended_jobs_reason_is_the_one_slurmctld_leaves() {
     j.state = JobState::Pending;
     j.reason = Some("Dependency".into());
     assert_eq!(shown_reason(&j), "Dependency");
+}
+
+/// squeue's `-O` fields that no letter stands for, as squeue 22.05's `print.c` writes
+/// them: what sbatch asked (counts, GPU options, deadline, minimum time), the times
+/// of a job's life, and what Slurm prints for the things Bulkhead has none of.
+#[test]
+fn long_fields_print_as_squeue_prints_them() {
+    let mut j = full_job();
+    j.extra.counts = Some(bulkhead_proto::job::TaskCounts {
+        ntasks: 4,
+        cpus_per_task: 2,
+        ntasks_per_node: 2,
+        min_cpus: 8,
+        nodes_max: 3,
+        ntasks_per_core: 1,
+        ..Default::default()
+    });
+    j.extra.tres = Some(bulkhead_proto::job::TresAsks {
+        per_task: "gres:gpu:1".into(),
+        cpus_per_gpu: 3,
+        ..Default::default()
+    });
+    j.extra.time_min_s = Some(5400);
+    let fields = |spec: &str, j: &JobInfo, now_us: u64| {
+        let fmt = format_from_names(spec).expect("format");
+        parse_format(&fmt)
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Field { kind, .. } => Some(squeue_field(j, *kind, now_us)),
+                Piece::Text(_) => None,
+            })
+            .collect::<Vec<_>>()
+            .join("|")
+    };
+    let now = j.submit_time_us + 75_000_000;
+    assert_eq!(
+        fields(
+            "cpuspertask,cpus-per-task,ntpernode,ntpercore,ntpersocket,ntperboard,maxnodes,mintime",
+            &j,
+            now
+        ),
+        "2|2|2|1|N/A|0|3|1:30:00"
+    );
+    assert_eq!(
+        fields(
+            "cpus-per-tres,mem-per-tres,tres-per-task,tres-per-job,tres-per-node,tres-bind",
+            &j,
+            now
+        ),
+        "gres:gpu:3|N/A|gres:gpu:1|N/A|N/A|N/A"
+    );
+    // A waiting job: pending since it came, eligible then, no deadline.
+    assert_eq!(
+        fields("pendingtime,deadline,preempttime,resizetime", &j, now),
+        "75|N/A|N/A|N/A"
+    );
+    assert_eq!(
+        fields("eligibletime,accruetime", &j, now),
+        format!("{t}|{t}", t = local_time(Some(j.submit_time_us)))
+    );
+    j.extra.hold = true;
+    assert_eq!(fields("eligibletime", &j, now), "N/A");
+    // Started 30 s after it came: pending 30 s, whatever the time now.
+    j.state = JobState::Running;
+    j.start_time_us = Some(j.submit_time_us + 30_000_000);
+    assert_eq!(fields("pendingtime", &j, now + 3_600_000_000), "30");
+    assert_eq!(
+        fields(
+            "cluster,batchflag,associd,hetjobid,packjoboffset,origin,siblingsviableraw,\
+             burstbuffer,container,mcslabel,profile,reboot,boardspernode,derivedec",
+            &j,
+            now
+        ),
+        format!(
+            "{}|1|0|N/A|N/A|NA|NA|(null)|(null)|(null)|NotSet|0|0|0",
+            crate::opts::CLUSTER_NAME
+        )
+    );
+    // The header line names them as squeue does, its own misspelling kept.
+    let fmt = format_from_names("tres,mintime,siblingsviableraw").expect("format");
+    let heads: Vec<_> = parse_format(&fmt)
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Field { kind, .. } => Some(header(*kind)),
+            Piece::Text(_) => None,
+        })
+        .collect();
+    assert_eq!(heads, ["TRES_ALLOC", "TIME_MIN", "VIALBLE_SIBLINGS_RAW"]);
+    // `%b` and `tres-per-node`: the GPUs a node as slurmctld keeps them.
+    j.extra.tres = None;
+    j.resources.gpus = 2;
+    assert_eq!(
+        fields("gres,tres-per-node", &j, now),
+        "gres:gpu:2|gres:gpu:2"
+    );
 }

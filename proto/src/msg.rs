@@ -319,11 +319,11 @@ impl Parts {
         self.0 & p.0 == p.0
     }
 
-    pub fn with(self, p: Parts) -> Parts {
+    pub const fn with(self, p: Parts) -> Parts {
         Parts(self.0 | p.0)
     }
 
-    pub fn without(self, p: Parts) -> Parts {
+    pub const fn without(self, p: Parts) -> Parts {
         Parts(self.0 & !p.0)
     }
 
