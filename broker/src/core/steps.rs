@@ -581,22 +581,7 @@ impl Core {
                 samples: 1,
                 ..Default::default()
             });
-            // A step killed because its job was ended (scancel, the time limit, a
-            // deadline) shows CANCELLED, as Slurm shows it; killed otherwise, FAILED.
-            let ended_by_job = matches!(
-                job.state,
-                JobState::Cancelled | JobState::Timeout | JobState::Deadline
-            );
-            let state = if signal.is_some() && ended_by_job {
-                JobState::Cancelled
-            } else if signal.is_some() || exit_code.is_some_and(|c| c != 0) {
-                JobState::Failed
-            } else if parts.iter().all(|p| p.usage.is_some()) {
-                JobState::Completed
-            } else {
-                // A node lost its part (the client went, the job ended first).
-                JobState::Cancelled
-            };
+            let state = step_state(job.state, &parts);
             bulkhead_proto::acct::AcctRecord {
                 job: job.job,
                 job_label: format!("{}.{step}", job.job_label),
@@ -642,6 +627,32 @@ impl Core {
     /// Forgets the steps of a job that ended.
     pub(super) fn forget_steps(&mut self, job: JobId) {
         self.steps.remove(&job);
+    }
+}
+
+/// A step's state from its parts' ends. Killed because its job was ended (scancel,
+/// the time limit, a deadline): CANCELLED, as Slurm shows it; killed otherwise, or a
+/// task's code not 0: FAILED. Every part ended as its tasks did (their exits came,
+/// or its usage at the end: a step without a cgroup of its own has none), each
+/// with 0: COMPLETED. A part that ended with neither was lost (the client went, the
+/// job ended first): CANCELLED.
+fn step_state(job: JobState, parts: &[&bulkhead_proto::step::StepEnd]) -> JobState {
+    let signal = parts.iter().any(|p| p.signal.is_some());
+    let ended_by_job = matches!(
+        job,
+        JobState::Cancelled | JobState::Timeout | JobState::Deadline
+    );
+    if signal && ended_by_job {
+        JobState::Cancelled
+    } else if signal || parts.iter().any(|p| p.exit_code.is_some_and(|c| c != 0)) {
+        JobState::Failed
+    } else if parts
+        .iter()
+        .all(|p| p.usage.is_some() || p.exit_code.is_some())
+    {
+        JobState::Completed
+    } else {
+        JobState::Cancelled
     }
 }
 
@@ -722,7 +733,7 @@ fn endpoint_host(ep: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::{JobSteps, batch_record, endpoint_host};
+    use super::{JobSteps, batch_record, endpoint_host, step_state};
     use bulkhead_proto::acct::{AcctRecord, JobUsage};
     use bulkhead_proto::step::StepEnd;
     use bulkhead_proto::{JobId, JobState, NodeId};
@@ -812,6 +823,51 @@ mod tests {
             ..job
         };
         assert!(batch_record(&pending, &[]).is_none());
+    }
+
+    /// A step's parts that ended as their tasks did are COMPLETED with or without a
+    /// usage (a node without step cgroups measures none); one lost is CANCELLED.
+    #[test]
+    fn a_step_is_completed_by_its_tasks_exits_not_by_its_usage() {
+        let part = |exit_code: Option<i32>, signal: Option<i32>, usage: bool| StepEnd {
+            job: JobId(7),
+            step: 0,
+            node: "a".into(),
+            name: "s".into(),
+            ntasks: 1,
+            cpus: 1,
+            start_us: 2,
+            end_us: 3,
+            exit_code,
+            signal,
+            usage: usage.then(JobUsage::default),
+        };
+        let run = JobState::Running;
+        assert_eq!(
+            step_state(run, &[&part(Some(0), None, false)]),
+            JobState::Completed
+        );
+        assert_eq!(
+            step_state(run, &[&part(None, None, true)]),
+            JobState::Completed
+        );
+        assert_eq!(
+            step_state(run, &[&part(Some(0), None, true), &part(None, None, false)]),
+            JobState::Cancelled,
+            "one node's part was lost"
+        );
+        assert_eq!(
+            step_state(run, &[&part(Some(4), None, false)]),
+            JobState::Failed
+        );
+        assert_eq!(
+            step_state(run, &[&part(None, Some(9), false)]),
+            JobState::Failed
+        );
+        assert_eq!(
+            step_state(JobState::Cancelled, &[&part(None, Some(15), false)]),
+            JobState::Cancelled
+        );
     }
 
     #[test]
