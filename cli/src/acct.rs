@@ -272,19 +272,7 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
         "NCPUS" => r.alloc_cpus.to_string(),
         // Memory as Slurm writes a size: the largest unit that divides it.
         "ReqMem" => mem_size(r.alloc_mem_mb),
-        "AllocTRES" => {
-            let mut t = format!(
-                "billing={c},cpu={c},mem={},node={}",
-                mem_size(r.alloc_mem_mb),
-                node_count(&r.nodes),
-                c = r.alloc_cpus
-            );
-            let gpus = gpu_count(&r.alloc_gpus);
-            if gpus > 0 {
-                t.push_str(&format!(",gres/gpu={gpus}"));
-            }
-            t
-        }
+        "AllocTRES" => tres_text(r, node_count(&r.nodes)),
         "CPUTime" => hms(cpu_seconds(r, elapsed)),
         "CPUTimeRAW" => cpu_seconds(r, elapsed).to_string(),
         // A step has none of its own (sacct leaves it blank).
@@ -296,6 +284,21 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
             .map_or("UNLIMITED".into(), |s| s.div_ceil(60).to_string()),
         _ => String::new(),
     }
+}
+
+/// slurmdbd's TRES of a record on `nodes` nodes (`billing=2,cpu=2,mem=2G,node=1`,
+/// and `gres/gpu=N` with GPUs).
+pub(crate) fn tres_text(r: &AcctRecord, nodes: usize) -> String {
+    let mut t = format!(
+        "billing={c},cpu={c},mem={},node={nodes}",
+        mem_size(r.alloc_mem_mb),
+        c = r.alloc_cpus
+    );
+    let gpus = gpu_count(&r.alloc_gpus);
+    if gpus > 0 {
+        t.push_str(&format!(",gres/gpu={gpus}"));
+    }
+    t
 }
 
 /// The GPUs of an allocation's label (`2`, `h100:2`, `1g.10gb:3` counts 3).

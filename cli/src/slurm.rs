@@ -1087,7 +1087,7 @@ pub const SQUEUE_STEPS: &str = "%.15i %.8j %.9P %.8u %.9M %N";
 /// `squeue -s`'s header line (`%i` is the STEPID), at the end of `out`.
 pub fn squeue_step_header(pieces: &[Piece], out: &mut String) {
     squeue_line(pieces, out, &mut String::new(), &mut |k, v| {
-        v.push_str(if k == 'i' { "STEPID" } else { header(k) })
+        v.push_str(crate::slurm_fields::step_header(k))
     });
 }
 

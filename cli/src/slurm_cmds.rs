@@ -6,7 +6,10 @@
 use super::slurm_opts::{self, Sacct, Scancel, Squeue};
 use super::{Cli, Globals, client, explain, uid_of};
 use anyhow::{Context, bail};
-use bulkhead_cli::{acct, output, sacct_fields, slurm, slurm_info, slurm_json, squeue_sort};
+use bulkhead_cli::{
+    acct, output, sacct_fields, sacct_values, slurm, slurm_fields, slurm_info, slurm_json,
+    squeue_sort,
+};
 use bulkhead_proto::acct::AcctFilter;
 use bulkhead_proto::msg::{ErrorCode, Parts, QueueFilter, SignalScope};
 use bulkhead_proto::time::now_us;
@@ -510,10 +513,16 @@ fn squeue(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Ex
 /// One squeue listing of jobs.
 fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
     let asked = ids(&q.jobs)?;
-    let by_name = match &q.format_long {
-        Some(spec) => Some(slurm::format_from_names(spec).map_err(anyhow::Error::msg)?),
-        None => None,
-    };
+    let by_name = q.format_long.as_deref().map(|spec| {
+        let (fmt, unknown) = slurm::format_from_names(spec);
+        for name in unknown {
+            eprintln!(
+                "squeue: error: Invalid job format specification: {}",
+                output::escape(&name)
+            );
+        }
+        fmt
+    });
     let fmt = match (&q.format, q.long, q.start) {
         _ if by_name.is_some() => by_name.as_deref().unwrap_or_default(),
         (Some(f), ..) if f.eq_ignore_ascii_case("%all") => slurm::SQUEUE_ALL,
@@ -986,6 +995,8 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
         until_us: when(&a.end)?,
     };
     let (mut records, _) = client(g)?.acct(filter).map_err(explain)?;
+    // Each job's derived exit status, from its steps, before `-X` leaves them out.
+    let derived = sacct_values::derived_statuses(&records);
     if no_state {
         records.clear(); // only states no job here is in
     }
@@ -1121,21 +1132,7 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
     for r in &records {
         let cells = names
             .iter()
-            .map(|f| {
-                let v = acct::field(r, f, now);
-                // Slurm's spellings where Bulkhead's own differ.
-                match *f {
-                    "State" if r.state == JobState::Cancelled => "CANCELLED".into(),
-                    "NodeList" if v.is_empty() => "None assigned".into(),
-                    // No usage measured (bh acct's `-`): what sacct prints for a job
-                    // whose steps reported none, so that clients parsing times and
-                    // sizes (reportseff) read a value.
-                    "TotalCPU" | "UserCPU" | "SystemCPU" if v == "-" => "00:00:00".into(),
-                    "MaxRSS" if v == "-" => "0".into(),
-                    "NodeList" => slurm::hostlist(&v.split(',').collect::<Vec<_>>()),
-                    _ => output::escape(&v).into_owned(),
-                }
-            })
+            .map(|f| sacct_values::value(r, f, now, &derived, &slurm::group_name))
             .collect();
         line(cells, &mut out);
     }
@@ -1160,7 +1157,21 @@ fn squeue_steps(list: &str, q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode>
     let now = now_us();
     let (records, _) = client(g)?.acct(filter).map_err(explain)?;
     let wanted: Vec<&str> = list.split(',').filter(|s| !s.is_empty()).collect();
-    let pieces = slurm::parse_format(q.format.as_deref().unwrap_or(slurm::SQUEUE_STEPS));
+    let by_name = q.format_long.as_deref().map(|spec| {
+        let (fmt, unknown) = slurm_fields::step_format_from_names(spec);
+        for name in unknown {
+            eprintln!(
+                "squeue: error: Invalid job step format specification: {}",
+                output::escape(&name)
+            );
+        }
+        fmt
+    });
+    let fmt = by_name
+        .as_deref()
+        .or(q.format.as_deref())
+        .unwrap_or(slurm::SQUEUE_STEPS);
+    let pieces = slurm::parse_format(fmt);
     let mut out = String::new();
     if !q.noheader {
         slurm::squeue_step_header(&pieces, &mut out);
@@ -1172,18 +1183,8 @@ fn squeue_steps(list: &str, q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode>
             && (wanted.is_empty() || wanted.contains(&r.job_label.as_str()))
             && (parts.is_empty() || parts.contains(&r.partition.as_str()))
     }) {
-        slurm::squeue_step_line(&pieces, &mut out, &mut |k, v| match k {
-            'i' => v.push_str(&r.job_label),
-            'j' => v.push_str(&r.name),
-            'P' => v.push_str(&r.partition),
-            'u' => v.push_str(&r.user),
-            'M' => v.push_str(&slurm::elapsed(
-                r.start_us.map_or(0, |s| now.saturating_sub(s) / 1_000_000),
-            )),
-            'N' => v.push_str(&r.nodes),
-            'T' => v.push_str("RUNNING"),
-            't' => v.push('R'),
-            _ => {}
+        slurm::squeue_step_line(&pieces, &mut out, &mut |k, v| {
+            slurm_fields::step_field_into(r, k, now, v)
         });
     }
     print!("{out}");

@@ -9,6 +9,7 @@
 
 use crate::slurm::{elapsed_into, local_time, num, squeue_field_into};
 use crate::slurm_show::{eligible_us, stored_paths, task_counts, tres_per_node, tres_text};
+use bulkhead_proto::acct::AcctRecord;
 use bulkhead_proto::job::JobInfo;
 use bulkhead_proto::msg::Parts;
 
@@ -252,19 +253,23 @@ pub(crate) fn long_parts(c: char) -> Parts {
 }
 
 /// squeue's `-O/--Format` spec (`name[:[.][size][suffix]]`, comma-separated; each
-/// field 20 wide unless sized, left-justified unless `.`) as the `-o` format it means.
-pub fn format_from_names(spec: &str) -> Result<String, String> {
+/// field 20 wide unless sized, left-justified unless `.`) as the `-o` format it
+/// means, and the names squeue does not know: squeue names each on standard error
+/// (`Invalid job format specification: NAME`) and prints, where it would be, only
+/// its suffix (`_print_com_invalid`).
+pub fn format_from_names(spec: &str) -> (String, Vec<String>) {
+    names_to_format(spec, FORMAT_NAMES)
+}
+
+/// A `-O` spec as a format over `names`, and the names it does not know.
+fn names_to_format(spec: &str, names: &[(&str, char)]) -> (String, Vec<String>) {
     let mut out = String::new();
+    let mut unknown = Vec::new();
     for item in spec.split(',').filter(|i| !i.is_empty()) {
         let (name, size) = match item.split_once(':') {
             Some((n, s)) => (n, Some(s)),
             None => (item, None),
         };
-        let kind = FORMAT_NAMES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, k)| *k)
-            .ok_or_else(|| format!("Invalid job format specification: {name}"))?;
         let (right, rest) = match size {
             Some(s) => match s.strip_prefix('.') {
                 Some(r) => (true, r),
@@ -273,7 +278,16 @@ pub fn format_from_names(spec: &str) -> Result<String, String> {
             None => (false, ""),
         };
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let suffix = &rest[digits.len()..];
+        let suffix = rest[digits.len()..].replace('%', "%%");
+        let Some(kind) = names
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, k)| *k)
+        else {
+            unknown.push(name.to_string());
+            out.push_str(&suffix);
+            continue;
+        };
         let width = if digits.is_empty() { "20" } else { &digits };
         out.push('%');
         if right {
@@ -281,9 +295,9 @@ pub fn format_from_names(spec: &str) -> Result<String, String> {
         }
         out.push_str(width);
         out.push(kind);
-        out.push_str(&suffix.replace('%', "%%"));
+        out.push_str(&suffix);
     }
-    Ok(out)
+    (out, unknown)
 }
 
 /// The names `-O` knows, for tests and help.
@@ -418,6 +432,142 @@ pub(crate) fn long_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String)
         _ => return false,
     }
     true
+}
+
+/// `squeue -s`'s fields that no step letter stands for (squeue's step letters are
+/// `b i j l M N P S U u`), from U+E100, in this order, with their headers.
+const STEP_LONGS: &[&str] = &[
+    "CLUSTER",
+    "CONTAINER",
+    "TASKS",
+    "ARRAY_JOB_ID",
+    "ARRAY_TASK_ID",
+    "JOB_ID",
+    "NETWORK",
+    "NUM_CPUS",
+    "CPU_FREQ",
+    "RESERVED_PORTS",
+    "STATE",
+    "CPUS_PER_TRES",
+    "MEM_PER_TRES",
+    "TRES_BIND",
+    "TRES_FREQ",
+    "TRES_PER_STEP",
+    "TRES_PER_SOCKET",
+    "TRES_PER_TASK",
+];
+
+/// The character of [`STEP_LONGS`]' field `i`.
+const fn so(i: usize) -> char {
+    match char::from_u32(0xE100 + i as u32) {
+        Some(c) => c,
+        None => panic!("a private use character"),
+    }
+}
+
+/// `squeue -s -O`'s names (squeue 22.05's step fields) and what they stand for.
+const STEP_NAMES: &[(&str, char)] = &[
+    ("cluster", so(0)),
+    ("container", so(1)),
+    ("numtasks", so(2)),
+    ("gres", 'b'),
+    ("tres-per-node", 'b'),
+    ("stepid", 'i'),
+    ("stepname", 'j'),
+    ("timelimit", 'l'),
+    ("timeused", 'M'),
+    ("nodes", 'N'),
+    ("partition", 'P'),
+    ("starttime", 'S'),
+    ("userid", 'U'),
+    ("username", 'u'),
+    ("arrayjobid", so(3)),
+    ("arraytaskid", so(4)),
+    ("jobid", so(5)),
+    ("network", so(6)),
+    ("numcpus", so(7)),
+    ("cpufreq", so(8)),
+    ("resvports", so(9)),
+    ("stepstate", so(10)),
+    ("cpus-per-tres", so(11)),
+    ("mem-per-tres", so(12)),
+    ("tres-bind", so(13)),
+    ("tres-freq", so(14)),
+    ("tres-per-job", so(15)),
+    ("tres-per-step", so(15)),
+    ("tres-per-socket", so(16)),
+    ("tres-per-task", so(17)),
+];
+
+/// `squeue -s -O SPEC` as the step format it means, and the names it does not know
+/// (squeue's `Invalid job step format specification: NAME`), as [`format_from_names`].
+pub fn step_format_from_names(spec: &str) -> (String, Vec<String>) {
+    names_to_format(spec, STEP_NAMES)
+}
+
+/// A step field's header (`squeue -s`), the letters' as squeue's step fields name
+/// them.
+pub fn step_header(c: char) -> &'static str {
+    match c {
+        'i' => "STEPID",
+        'l' => "TIME_LIMIT",
+        'S' => "START_TIME",
+        'U' => "UID",
+        // squeue's own header for it.
+        'b' => "TRES_PER_JOB",
+        'j' => "NAME",
+        'M' => "TIME",
+        'N' => "NODELIST",
+        'P' => "PARTITION",
+        'u' => "USER",
+        'T' => "STATE",
+        't' => "ST",
+        c => (c as u32)
+            .checked_sub(0xE100)
+            .and_then(|i| STEP_LONGS.get(i as usize))
+            .copied()
+            .unwrap_or(""),
+    }
+}
+
+/// Field `c` of a running step, from its accounting record, at the end of `v`.
+pub fn step_field_into(r: &AcctRecord, c: char, now_us: u64, v: &mut String) {
+    let (job, _) = r.job_label.split_once('.').unwrap_or((&r.job_label, ""));
+    let array = job.split_once('_');
+    match c {
+        'i' => v.push_str(&r.job_label),
+        'j' => v.push_str(&r.name),
+        'P' => v.push_str(&r.partition),
+        'u' => v.push_str(&r.user),
+        'U' => num(v, r.uid),
+        // A step's own limit is not kept: none.
+        'l' => v.push_str("UNLIMITED"),
+        'S' => v.push_str(&local_time(r.start_us)),
+        'M' => {
+            let _ = elapsed_into(
+                r.start_us
+                    .map_or(0, |s| now_us.saturating_sub(s) / 1_000_000),
+                v,
+            );
+        }
+        'N' => v.push_str(&crate::slurm::hostlist(
+            &r.nodes.split(',').collect::<Vec<_>>(),
+        )),
+        'T' => v.push_str("RUNNING"),
+        't' => v.push('R'),
+        c if c == so(0) => v.push_str(crate::opts::CLUSTER_NAME),
+        c if c == so(2) => num(v, r.ntasks.unwrap_or(1)),
+        c if c == so(3) => v.push_str(array.map_or(job, |(a, _)| a)),
+        c if c == so(4) => v.push_str(array.map_or("N/A", |(_, t)| t)),
+        c if c == so(5) => num(v, r.job.0),
+        c if c == so(7) => num(v, r.alloc_cpus),
+        // No `--cpu-freq`: each part empty, as `cpu_freq_to_string` leaves NO_VAL.
+        c if c == so(8) => v.push_str("-:"),
+        c if c == so(10) => v.push_str("RUNNING"),
+        // Strings a step here has none of (`_print_str` of a null string), its GPU
+        // asks among them: they are kept on the job.
+        _ => v.push_str("(null)"),
+    }
 }
 
 #[cfg(test)]

@@ -425,16 +425,25 @@ fn a_lines_fields_are_cut_and_padded_in_place() {
 #[test]
 fn format_names_become_the_letters_they_stand_for() {
     assert_eq!(
-        format_from_names("jobid,state:10,name:.30|").as_deref(),
-        Ok("%20A%10T%.30j|")
+        format_from_names("jobid,state:10,name:.30|"),
+        ("%20A%10T%.30j|".to_string(), vec![])
     );
     assert_eq!(
-        format_from_names("UserName,timelimit").as_deref(),
-        Ok("%20u%20l")
+        format_from_names("UserName,timelimit"),
+        ("%20u%20l".to_string(), vec![])
     );
+    // An unknown name is named, and only its suffix is printed where it would be.
     assert_eq!(
-        format_from_names("jobid,frobnicate"),
-        Err("Invalid job format specification: frobnicate".to_string())
+        format_from_names("jobid:8,frobnicate:.5|,state"),
+        ("%8A|%20T".to_string(), vec!["frobnicate".to_string()])
+    );
+    // squeue -s's names: the step fields.
+    assert_eq!(
+        crate::slurm_fields::step_format_from_names("stepid:12,stepstate,numtasks:.5,state"),
+        (
+            "%12i%20\u{E10A}%.5\u{E102}".to_string(),
+            vec!["state".to_string()]
+        )
     );
 }
 
@@ -454,7 +463,7 @@ fn the_command_and_restarts_are_shown_as_slurm_shows_them() {
     );
     assert!(out.contains(" Restarts=2 "), "{out}");
     let fields = |spec: &str, j: &JobInfo| {
-        let fmt = format_from_names(spec).expect("format");
+        let fmt = format_from_names(spec).0;
         parse_format(&fmt)
             .iter()
             .filter_map(|p| match p {
@@ -653,7 +662,7 @@ fn long_fields_print_as_squeue_prints_them() {
     });
     j.extra.time_min_s = Some(5400);
     let fields = |spec: &str, j: &JobInfo, now_us: u64| {
-        let fmt = format_from_names(spec).expect("format");
+        let fmt = format_from_names(spec).0;
         parse_format(&fmt)
             .iter()
             .filter_map(|p| match p {
@@ -708,7 +717,7 @@ fn long_fields_print_as_squeue_prints_them() {
         )
     );
     // The header line names them as squeue does, its own misspelling kept.
-    let fmt = format_from_names("tres,mintime,siblingsviableraw").expect("format");
+    let fmt = format_from_names("tres,mintime,siblingsviableraw").0;
     let heads: Vec<_> = parse_format(&fmt)
         .iter()
         .filter_map(|p| match p {

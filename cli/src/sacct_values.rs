@@ -1,0 +1,301 @@
+//! sacct's values as Slurm 22.05's `src/sacct/print.c` writes them from a job's or a
+//! step's accounting record: which fields a job's line has and a step's line leaves
+//! blank (a step has no partition, user, group, working directory or requested
+//! memory of its own; a job's line has no memory or CPU statistics, which Slurm keeps
+//! per step), and the spellings where sacct's differ from `bh acct`'s ([`acct::field`]
+//! holds the values both share).
+
+use crate::acct;
+use bulkhead_proto::acct::AcctRecord;
+use bulkhead_proto::{JobId, JobState};
+use std::collections::HashMap;
+
+/// Whether a record is a step's (`12.batch`, `12.0`, `12_3.1`).
+fn is_step(r: &AcctRecord) -> bool {
+    r.job_label.contains('.')
+}
+
+/// A step of srun's (`J.0`, `J.1`...): not the batch script's, not an allocation's
+/// own (`J.extern`, `J.interactive`).
+fn is_srun_step(r: &AcctRecord) -> bool {
+    r.job_label
+        .split_once('.')
+        .is_some_and(|(_, s)| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The raw wait status of a record's end (`exit << 8`, or the signal).
+fn wait_status(r: &AcctRecord) -> u32 {
+    let code = r.exit_code.unwrap_or(0).clamp(0, 255) as u32;
+    let sig = r.signal.unwrap_or(0).clamp(0, 127) as u32;
+    if sig != 0 { sig } else { code << 8 }
+}
+
+/// Each job's derived exit status (slurmctld's `derived_ec`): the highest of its srun
+/// steps' wait statuses (the batch script's is the job's own `ExitCode`), read from
+/// the records listed before any are left out (`-X` leaves the steps out).
+pub fn derived_statuses(records: &[AcctRecord]) -> HashMap<JobId, u32> {
+    let mut out: HashMap<JobId, u32> = HashMap::new();
+    for r in records.iter().filter(|r| is_srun_step(r)) {
+        let e = out.entry(r.job).or_default();
+        *e = (*e).max(wait_status(r));
+    }
+    out
+}
+
+/// sacct's `_elapsed_time`: `D-HH:MM:SS`, `HH:MM:SS`, or under an hour `MM:SS.mmm`
+/// when there are milliseconds, else `00:MM:SS` (CPU times: `TotalCPU`, `UserCPU`,
+/// `SystemCPU`, `AveCPU`).
+pub fn elapsed_time(usec: u64) -> String {
+    let secs = usec / 1_000_000;
+    let milli = usec % 1_000_000 / 1000;
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else if h > 0 {
+        format!("{h:02}:{m:02}:{s:02}")
+    } else if milli > 0 {
+        format!("{m:02}:{s:02}.{milli:03}")
+    } else {
+        format!("00:{m:02}:{s:02}")
+    }
+}
+
+/// A size in bytes as sacct's `convert_num_unit` writes a usage (`760K`, `1.50M`).
+fn usage_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["", "K", "M", "G", "T", "P"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    // Slurm prints a whole number as such, else two decimals.
+    if v.fract() == 0.0 {
+        format!("{v:.0}{}", UNITS[i])
+    } else {
+        format!("{v:.2}{}", UNITS[i])
+    }
+}
+
+/// Field `f` (its exact name, as [`crate::sacct_fields::resolve`] found it) of record
+/// `r` as sacct prints it. `derived`: [`derived_statuses`]; `group`: a group's name.
+pub fn value(
+    r: &AcctRecord,
+    f: &str,
+    now_us: u64,
+    derived: &HashMap<JobId, u32>,
+    group: &dyn Fn(u32) -> Option<String>,
+) -> String {
+    let step = is_step(r);
+    let usage = r.usage.as_ref();
+    let cpu = |us: Option<u64>| us.map_or_else(|| elapsed_time(0), elapsed_time);
+    match f {
+        // A job's alone: slurmdbd keeps them on the job, and sacct prints none on a
+        // step's line.
+        "Partition" | "User" | "UID" | "Group" | "GID" | "WorkDir" | "ReqMem" | "ReqTRES"
+        | "DerivedExitCode" | "Reserved" | "Comment" | "Timelimit" | "TimelimitRaw"
+            if step =>
+        {
+            String::new()
+        }
+        // Memory and CPU statistics are a step's: the job's line has none.
+        "MaxRSS" | "AveRSS" | "AveCPU" | "MaxVMSize" | "AveVMSize" if !step => String::new(),
+        "UID" => r.uid.to_string(),
+        "GID" => r.gid.to_string(),
+        "Group" => group(r.gid).unwrap_or_default(),
+        "WorkDir" => r.workdir.clone(),
+        "Cluster" => crate::opts::CLUSTER_NAME.into(),
+        "State" if r.state == JobState::Cancelled => "CANCELLED".into(),
+        "NodeList" => {
+            let v = acct::field(r, "NodeList", now_us);
+            if v.is_empty() {
+                "None assigned".into()
+            } else {
+                crate::slurm::hostlist(&v.split(',').collect::<Vec<_>>())
+            }
+        }
+        "TotalCPU" => cpu(usage.and_then(|u| u.cpu_usec)),
+        "UserCPU" => cpu(usage.and_then(|u| u.user_usec)),
+        "SystemCPU" => cpu(usage.and_then(|u| u.system_usec)),
+        // A step's peak memory as the kernel counted it, none where it measured none.
+        "MaxRSS" => usage
+            .and_then(|u| u.mem_peak_bytes)
+            .map(usage_size)
+            .unwrap_or_default(),
+        // A step of one task: its average is its own (several tasks' are not kept
+        // apart here, and are left blank rather than guessed).
+        "AveRSS" if r.ntasks == Some(1) => usage
+            .and_then(|u| u.mem_peak_bytes)
+            .map(usage_size)
+            .unwrap_or_default(),
+        "AveCPU" if r.ntasks == Some(1) => usage
+            .and_then(|u| u.cpu_usec)
+            .map(|us| elapsed_time(us / 1_000_000 * 1_000_000))
+            .unwrap_or_default(),
+        "AveRSS" | "AveCPU" | "MaxVMSize" | "AveVMSize" => String::new(),
+        // What it asked: what it was given here (a job is given what it asks).
+        "ReqCPUS" => r.alloc_cpus.to_string(),
+        "ReqNodes" => acct::node_count(&r.nodes).max(1).to_string(),
+        "ReqTRES" => acct::tres_text(r, acct::node_count(&r.nodes).max(1)),
+        // Nothing is allocated to a job that has not started.
+        "AllocTRES" if r.start_us.is_none() => String::new(),
+        "AllocTRES" => acct::tres_text(r, acct::node_count(&r.nodes)),
+        // When it could start (its submission: `--begin` and holds are not kept in
+        // its record); a step's, when it started.
+        "Eligible" if step => acct::field(r, "Start", now_us),
+        "Eligible" => acct::field(r, "Submit", now_us),
+        // The time it waited, eligible, to start.
+        "Reserved" => {
+            // One that ended without starting started, for slurmdbd, when it ended.
+            let from = r.submit_us;
+            let to = r.start_us.or(r.end_us).unwrap_or(now_us);
+            acct::hms(to.saturating_sub(from) / 1_000_000)
+        }
+        "Suspended" => acct::hms(0),
+        "DerivedExitCode" => {
+            let s = derived.get(&r.job).copied().unwrap_or(0);
+            if s & 0x7f != 0 {
+                format!("0:{}", s & 0x7f)
+            } else {
+                format!("{}:0", s >> 8)
+            }
+        }
+        other => crate::output::escape(&acct::field(r, other, now_us)).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(label: &str) -> AcctRecord {
+        AcctRecord {
+            job: JobId(7),
+            job_label: label.into(),
+            name: "train".into(),
+            user: "ann".into(),
+            uid: 1001,
+            account: "lab".into(),
+            partition: "gpu".into(),
+            state: JobState::Completed,
+            exit_code: Some(0),
+            signal: None,
+            nodes: "n1".into(),
+            submit_us: 1_700_000_000_000_000,
+            start_us: Some(1_700_000_065_000_000),
+            end_us: Some(1_700_000_125_000_000),
+            alloc_cpus: 2,
+            alloc_mem_mb: 2048,
+            alloc_gpus: String::new(),
+            gpu_seconds: vec![],
+            usage: Some(bulkhead_proto::acct::JobUsage {
+                cpu_usec: Some(1_234_567),
+                mem_peak_bytes: Some(778_240),
+                ..Default::default()
+            }),
+            time_limit_s: Some(600),
+            comment: None,
+            ntasks: None,
+            workdir: "/home/ann".into(),
+            gid: 1001,
+        }
+    }
+
+    /// A job's line and its steps' as sacct 22.05 prints them: the job's fields on
+    /// its own line, the statistics on the steps', the derived exit status the highest
+    /// of srun's steps'.
+    #[test]
+    fn job_and_step_lines_hold_what_sacct_puts_on_each() {
+        let job = rec("7");
+        let mut batch = rec("7.batch");
+        batch.ntasks = Some(1);
+        let mut s0 = rec("7.0");
+        s0.ntasks = Some(2);
+        s0.exit_code = Some(3);
+        let mut s1 = rec("7.1");
+        s1.exit_code = Some(1);
+        let all = [job.clone(), batch.clone(), s0.clone(), s1];
+        let derived = derived_statuses(&all);
+        let group = |gid: u32| (gid == 1001).then(|| "lab".to_string());
+        let v = |r: &AcctRecord, f: &str| value(r, f, 0, &derived, &group);
+        let fields = [
+            "Partition",
+            "User",
+            "Group",
+            "GID",
+            "WorkDir",
+            "ReqMem",
+            "MaxRSS",
+            "AveCPU",
+            "TotalCPU",
+            "DerivedExitCode",
+            "Reserved",
+            "ReqTRES",
+            "Cluster",
+        ];
+        let line = |r: &AcctRecord| fields.iter().map(|f| v(r, f)).collect::<Vec<_>>();
+        assert_eq!(
+            line(&job),
+            [
+                "gpu",
+                "ann",
+                "lab",
+                "1001",
+                "/home/ann",
+                "2G",
+                "",
+                "",
+                "00:01.234",
+                "3:0",
+                "00:01:05",
+                "billing=2,cpu=2,mem=2G,node=1",
+                crate::opts::CLUSTER_NAME
+            ]
+        );
+        assert_eq!(
+            line(&batch),
+            [
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "760K",
+                "00:00:01",
+                "00:01.234",
+                "",
+                "",
+                "",
+                crate::opts::CLUSTER_NAME
+            ]
+        );
+        // Two tasks' average is not kept apart: blank, not guessed.
+        assert_eq!(v(&s0, "AveCPU"), "");
+        // A signal is the derived status's second number.
+        let mut killed = rec("7.0");
+        killed.exit_code = None;
+        killed.signal = Some(9);
+        let d = derived_statuses(&[job.clone(), killed]);
+        assert_eq!(value(&job, "DerivedExitCode", 0, &d, &group), "0:9");
+        // A job that has not started holds nothing yet.
+        let mut waiting = rec("8");
+        waiting.start_us = None;
+        waiting.nodes = String::new();
+        assert_eq!(v(&waiting, "AllocTRES"), "");
+        assert_eq!(v(&waiting, "ReqTRES"), "billing=2,cpu=2,mem=2G,node=1");
+        assert_eq!(v(&waiting, "NodeList"), "None assigned");
+    }
+
+    #[test]
+    fn cpu_times_and_sizes_are_spelled_as_sacct_spells_them() {
+        assert_eq!(elapsed_time(0), "00:00:00");
+        assert_eq!(elapsed_time(59_000_000), "00:00:59");
+        assert_eq!(elapsed_time(61_500_000), "01:01.500");
+        assert_eq!(elapsed_time(3_600_000_000 + 1_000), "01:00:00");
+        assert_eq!(elapsed_time(90_061_000_000), "1-01:01:01");
+        assert_eq!(usage_size(778_240), "760K");
+        assert_eq!(usage_size(1_572_864), "1.50M");
+        assert_eq!(usage_size(512), "512");
+    }
+}
