@@ -1233,10 +1233,52 @@ fn sacctmgr(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
         );
         return Ok(ExitCode::from(1));
     }
-    let entity = rest
-        .get(1)
-        .map(|e| e.to_ascii_lowercase())
-        .unwrap_or_default();
+    // The entity as sacctmgr finds it: a prefix of its name, at least two letters of
+    // accounts and associations (`acct` too), one of users.
+    let word = rest.get(1).map(String::as_str).unwrap_or_default();
+    let prefix = |name: &str, least: usize| {
+        (least..=name.len()).contains(&word.len()) && name[..word.len()].eq_ignore_ascii_case(word)
+    };
+    let entity = if prefix("accounts", 2) || prefix("acct", 4) {
+        "accounts"
+    } else if prefix("associations", 2) {
+        "associations"
+    } else if prefix("users", 1) {
+        "users"
+    } else {
+        // Entities slurmdbd keeps that Bulkhead keeps elsewhere, or not at all.
+        let others = [
+            ("clusters", 2),
+            ("configuration", 2),
+            ("events", 1),
+            ("federation", 1),
+            ("problems", 1),
+            ("qos", 1),
+            ("resource", 4),
+            ("reservations", 4),
+            ("runawayjobs", 2),
+            ("stats", 1),
+            ("transactions", 1),
+            ("tres", 2),
+            ("wckeys", 1),
+        ];
+        if let Some((name, _)) = others.iter().find(|(n, least)| prefix(n, *least)) {
+            eprintln!(
+                " sacctmgr lists users, accounts and associations here: Bulkhead keeps no {name} \
+                 in an accounting database (QOS, clusters and reservations are in the broker's \
+                 configuration: scontrol show config, scontrol show reservation)"
+            );
+        } else {
+            eprintln!(
+                "No valid entity in list command\nInput line must include \"Account\", \
+                 \"Association\", \"Cluster\", \"Configuration\",\n\"Event\", \"Federation\", \
+                 \"Problem\", \"QOS\", \"Resource\", \"Reservation\",\n\"RunAwayJobs\", \
+                 \"Stats\", \"Transaction\", \"TRES\", \"User\", or \"WCKey\""
+            );
+        }
+        return Ok(ExitCode::from(1));
+    }
+    .to_string();
     let mut names: Vec<String> = Vec::new();
     let mut accounts: Vec<String> = Vec::new();
     let mut format: Option<String> = None;
@@ -1257,7 +1299,7 @@ fn sacctmgr(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
         }
     }
     let (users_asked, default) = match entity.as_str() {
-        "user" | "users" => (
+        "users" => (
             true,
             if with_assoc {
                 "User,DefaultAccount,Admin,Cluster,Account,Partition,Share"
@@ -1265,7 +1307,7 @@ fn sacctmgr(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
                 "User,DefaultAccount,Admin"
             },
         ),
-        "account" | "accounts" => (
+        "accounts" => (
             false,
             if with_assoc {
                 "Account,Descr,Org,Cluster,ParentName,User,Share"
@@ -1273,13 +1315,7 @@ fn sacctmgr(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
                 "Account,Descr,Org"
             },
         ),
-        "association" | "associations" => {
-            (false, "Cluster,Account,User,Partition,Share,ParentName")
-        }
-        other => {
-            eprintln!(" Unknown option: {}", output::escape(other));
-            return Ok(ExitCode::from(1));
-        }
+        _ => (false, "Cluster,Account,User,Partition,Share,ParentName"),
     };
     let fields = parse_format(format.as_deref().unwrap_or(default)).map_err(anyhow::Error::msg)?;
     let users = if users_asked {
@@ -1291,8 +1327,8 @@ fn sacctmgr(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<
     let shown: Vec<&bulkhead_proto::msg::Association> = all
         .iter()
         .filter(|a| match entity.as_str() {
-            "user" | "users" => a.user.is_some(),
-            "account" | "accounts" if !with_assoc => {
+            "users" => a.user.is_some(),
+            "accounts" if !with_assoc => {
                 a.user.is_none() && (names.is_empty() || names.contains(&a.account))
             }
             _ => {

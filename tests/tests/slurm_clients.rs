@@ -171,6 +171,16 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         !account.is_empty() && by_sacctmgr.lines().count() == 1,
         "{by_sacctmgr:?}"
     );
+    // Entities by sacctmgr's abbreviations (`assoc`); a word that names none is refused
+    // with its message and exit 1.
+    let assoc = s.ok("sacctmgr", &["-n", "-P", "show", "assoc", "format=account"]);
+    assert!(assoc.lines().any(|l| l == account), "{assoc:?}");
+    let none = s.run("sacctmgr", &["show", "a"]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).starts_with("No valid entity in list command\n"),
+        "{none:?}"
+    );
     let by_sshare = s.ok("sshare", &["-U", "--format", "Account%256", "--noheader"]);
     assert_eq!(by_sshare.trim(), account, "{by_sshare:?}");
     // The fair-share factor as prometheus-slurm-exporter asks for it, and sshare's
