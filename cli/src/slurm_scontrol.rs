@@ -399,7 +399,7 @@ pub(crate) fn scontrol(
                     print!("{}", slurm_info::scontrol_config(&parts, now_us()));
                 }
                 _ => bail!(
-                    "invalid entity: {what} for keyword: show (Bulkhead answers show job, partition, node, config, hostnames, hostlist and hostlistsorted)"
+                    "invalid entity: {what} for keyword: show (Bulkhead answers show job, step, partition, node, reservation, config, hostnames, hostlist and hostlistsorted)"
                 ),
             }
         }
