@@ -443,9 +443,10 @@ pub fn squeue_parts(fmt: &str) -> Parts {
             Piece::Field { kind, .. } => Some(match *kind {
                 'a' => Parts::ACCOUNT,
                 'R' | 'r' => Parts::REASON,
-                'S' | 'p' | 'Q' => Parts::PRIORITY,
+                'p' | 'Q' => Parts::PRIORITY,
                 'Z' => Parts::PATHS,
-                'k' | 'y' | 'h' | 'n' | 'x' | 'o' | 'b' => Parts::EXTRA,
+                'S' | 'e' => Parts::PRIORITY.with(Parts::EXTRA),
+                'k' | 'y' | 'h' | 'n' | 'x' | 'o' | 'b' | 'm' | 'c' => Parts::EXTRA,
                 'E' => Parts::DEPENDENCY,
                 other => long_parts(other),
             }),
@@ -769,12 +770,20 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
             num(v, r.cpus.saturating_mul(r.nodes));
             Ok(())
         }
+        // slurmctld's `pn_min_cpus`: what each node must have (a task's CPUs unless
+        // asked more), as sbatch counted it.
         'c' => {
-            convert_num_unit(u64::from(r.cpus), 0, convert, v);
+            convert_num_unit(
+                u64::from(crate::slurm_show::task_counts(j).min_cpus_node),
+                0,
+                convert,
+                v,
+            );
             Ok(())
         }
+        // Per CPU where it was asked (or defaulted) per CPU, as slurmctld keeps it.
         'm' => {
-            convert_num_unit(r.mem_mb, 2, convert, v);
+            convert_num_unit(crate::slurm_show::min_memory(j).1, 2, convert, v);
             Ok(())
         }
         // No temporary disk is asked here (`--tmp` is refused): squeue's 0.
@@ -837,8 +846,27 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
             }
         }
         'r' => write!(v, "{}", shown_reason(j)),
-        'S' => write!(v, "{}", local_time(j.start_time_us.or(j.expected_start_us))),
+        // A waiting job's `--begin` is its start time until the scheduler says more.
+        'S' => write!(
+            v,
+            "{}",
+            local_time(
+                j.start_time_us
+                    .or(j.expected_start_us)
+                    .or(j.extra.begin_us.filter(|_| j.state == JobState::Pending))
+            )
+        ),
         'V' => write!(v, "{}", local_time(Some(j.submit_time_us))),
+        // No time limit: an end that is not to come is `NONE` (a running job's, or a
+        // waiting one's that has a start time).
+        'e' if r.time_limit_s.is_none()
+            && j.end_time_us.is_none()
+            && (j.state.is_active()
+                || j.state == JobState::Pending
+                    && (j.expected_start_us.or(j.extra.begin_us)).is_some()) =>
+        {
+            write!(v, "NONE")
+        }
         'e' => write!(v, "{}", local_time(end_time_us(j))),
         'Z' => {
             v.push_str(&j.workdir);
@@ -1160,9 +1188,9 @@ fn squeue_line(
             }
         }
     }
-    // Trailing blanks cut, as squeue's lines end.
-    let end = start + out[start..].trim_end().len();
-    out.truncate(end);
+    // A sized last field is padded as the others (squeue's `_print_str`): no blanks
+    // are cut from the line's end.
+    let _ = start;
     out.push('\n');
 }
 

@@ -451,6 +451,7 @@ fn sinfo_once(a: &slurm_opts::Sinfo, g: &Globals) -> anyhow::Result<ExitCode> {
             .map(String::from)
             .collect(),
         nodes_only: a.node_names.is_some() || a.responding || a.dead,
+        named_cluster: a.clusters,
     };
     print!(
         "{}",

@@ -330,13 +330,20 @@ pub(crate) fn long_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String)
     };
     match i {
         0 => num(v, j.restarts),
-        // squeue prints the patterns as slurmctld keeps them (`%j` unexpanded), and
-        // the default output's path where none was given.
-        1 => text(v, stored_paths(j).out.as_deref().unwrap_or(&j.stdout)),
+        // squeue prints the patterns as slurmctld keeps them (`%j` unexpanded); where
+        // none was given, `WORKDIR/slurm-ID.out` with the job's own id (an array
+        // task's too, whatever its file is named).
+        1 => match stored_paths(j).out {
+            Some(p) => text(v, &p),
+            None => default_out(j, v),
+        },
         // What the job's standard error goes to: its own file, else with its output.
         2 => {
             let p = stored_paths(j);
-            text(v, p.err.or(p.out).as_deref().unwrap_or(&j.stdout));
+            match p.err.or(p.out) {
+                Some(p) => text(v, &p),
+                None => default_out(j, v),
+            }
         }
         3 => text(v, &stored_paths(j).input),
         4 => num(v, u8::from(e.requeue.unwrap_or(true))),
@@ -568,6 +575,14 @@ pub fn step_field_into(r: &AcctRecord, c: char, now_us: u64, v: &mut String) {
         // asks among them: they are kept on the job.
         _ => v.push_str("(null)"),
     }
+}
+
+/// squeue's output path of a job that named none (`_print_job_std_out`).
+fn default_out(j: &JobInfo, v: &mut String) {
+    v.push_str(&j.workdir);
+    v.push_str("/slurm-");
+    num(v, j.id.0);
+    v.push_str(".out");
 }
 
 #[cfg(test)]

@@ -77,6 +77,8 @@ pub fn time_limit(secs: Option<u64>) -> String {
 struct Row<'a> {
     part: &'a PartitionInfo,
     nodes: Vec<&'a NodeInfo>,
+    /// `-M` named the cluster: its name is the rows' `CLUSTER` (else `N/A`).
+    cluster: bool,
 }
 
 /// Which rows to print: `-p` partitions, `-t` states (sinfo's short or long names);
@@ -87,6 +89,9 @@ pub struct SinfoFilter {
     pub partitions: Vec<String>,
     pub states: Vec<String>,
     pub nodes_only: bool,
+    /// `-M` named the cluster: the rows carry its name (`%V`, `-O cluster`); sinfo
+    /// prints `N/A` there otherwise.
+    pub named_cluster: bool,
 }
 
 impl SinfoFilter {
@@ -128,6 +133,7 @@ pub fn sinfo(
             rows.extend(members.into_iter().map(|n| Row {
                 part: p,
                 nodes: vec![n],
+                cluster: filter.named_cluster,
             }));
             continue;
         }
@@ -142,6 +148,7 @@ pub fn sinfo(
             rows.push(Row {
                 part: p,
                 nodes: members,
+                cluster: filter.named_cluster,
             });
             continue;
         }
@@ -152,11 +159,11 @@ pub fn sinfo(
                 None => by_state.push((n.state, vec![n])),
             }
         }
-        rows.extend(
-            by_state
-                .into_iter()
-                .map(|(_, nodes)| Row { part: p, nodes }),
-        );
+        rows.extend(by_state.into_iter().map(|(_, nodes)| Row {
+            part: p,
+            nodes,
+            cluster: filter.named_cluster,
+        }));
     }
     let default_sort = if per_node { "N" } else { "#P,-t" };
     sort_rows(&mut rows, sort.unwrap_or(default_sort), parts);
@@ -195,7 +202,8 @@ pub fn sinfo(
                 }
             }
         }
-        out.push_str(l.trim_end());
+        // Sized last fields padded too, as sinfo pads them (`sinfo -N -l`'s REASON).
+        out.push_str(&l);
         out.push('\n');
     };
     if !noheader {
@@ -387,7 +395,8 @@ fn field(r: &Row, kind: char) -> String {
             .nodes
             .first()
             .map_or("N/A".into(), |n| n.agent_version.clone()),
-        'V' => crate::opts::CLUSTER_NAME.into(),
+        'V' if r.cluster => crate::opts::CLUSTER_NAME.into(),
+        'V' => "N/A".into(),
         // No temporary disk, weight 1, no features.
         'I' | 'p' => "1".into(),
         'B' => "UNLIMITED".into(),
@@ -1096,21 +1105,29 @@ mod tests {
             node("n2", NodeState::Drained, 4, 0),
             node("n3", NodeState::Allocated, 4, 4),
         ];
-        let f = SinfoFilter {
+        let mut f = SinfoFilter {
             nodes_only: false,
             partitions: vec!["batch".into()],
             states: vec!["drain".into()],
+            named_cluster: false,
         };
         let out = sinfo(&parts(), &nodes, SINFO_DEFAULT, false, true, &f, None);
         assert_eq!(out, "batch*       up   infinite      1  drain n2\n");
+        // The cluster's name only where -M named it, as real sinfo prints it.
+        let out = sinfo(&parts(), &nodes, "%V", false, true, &f, None);
+        assert_eq!(out, "N/A\n");
+        f.named_cluster = true;
+        let out = sinfo(&parts(), &nodes, "%V", false, true, &f, None);
+        assert_eq!(out, format!("{}\n", crate::opts::CLUSTER_NAME));
         let out = listing(&nodes, SINFO_NODES, true, false);
         // `sinfo -N -l` in real sinfo's columns (2026-12-05: `NODELIST   NODES PARTITION
-        // STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON`).
+        // STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON`, its last column
+        // padded to 20 as real sinfo 22.05 pads it, 2026-12-06).
         let long = listing(&nodes, SINFO_NODES_LONG, true, false);
         assert_eq!(
             long.lines().next(),
             Some(
-                "NODELIST   NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON"
+                "NODELIST   NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON              "
             )
         );
         assert!(
@@ -1118,11 +1135,15 @@ mod tests {
             "{long}"
         );
         // As real sinfo 22.05 printed `sinfo -N` (2026-12-05): `NODELIST   NODES
-        // PARTITION STATE`, `n1             1    batch* idle`.
-        assert_eq!(out.lines().next(), Some("NODELIST   NODES PARTITION STATE"));
+        // PARTITION STATE `, `n1             1    batch* idle  ` (its last column padded
+        // to 6, 2026-12-06).
+        assert_eq!(
+            out.lines().next(),
+            Some("NODELIST   NODES PARTITION STATE ")
+        );
         assert_eq!(out.lines().count(), 5, "{out}");
         assert!(
-            out.contains("\nn3             1    batch* alloc\n"),
+            out.contains("\nn3             1    batch* alloc \n"),
             "{out}"
         );
     }
@@ -1219,10 +1240,10 @@ mod tests {
         );
         assert_eq!(
             out,
-            "PARTITIO CPUS(A/I/O/T)ALLOCMEM STATECOMPLETE\n\
-             batch          4/0/0/40        allocated\n\
-             batch          0/4/0/40        idle\n\
-             debug          0/4/0/40        idle\n"
+            "PARTITIO CPUS(A/I/O/T)ALLOCMEM STATECOMPLETE       \n\
+             batch          4/0/0/40        allocated           \n\
+             batch          0/4/0/40        idle                \n\
+             debug          0/4/0/40        idle                \n"
         );
     }
 

@@ -72,12 +72,14 @@ fn shown_paths(j: &JobInfo) -> (String, String, String) {
 
 /// When a job became eligible to run, and began to accrue priority (scontrol's
 /// `EligibleTime` and `AccrueTime`, squeue's `eligibletime` and `accruetime`): at its
-/// `--begin`, else when it was submitted; a held job has not.
+/// `--begin` (held or not, as real squeue 22.05 shows it), else when it was
+/// submitted; a held job has not.
 pub(crate) fn eligible_us(j: &JobInfo) -> Option<u64> {
-    if j.extra.hold {
-        None
-    } else {
-        j.extra.begin_us.or(Some(j.submit_time_us))
+    match j.extra.begin_us {
+        // slurmctld keeps a `--begin` time as eligible, held or not.
+        Some(b) => Some(b),
+        None if j.extra.hold => None,
+        None => Some(j.submit_time_us),
     }
 }
 
@@ -112,6 +114,18 @@ fn mem_per_cpu(j: &JobInfo, counts: &TaskCounts) -> Option<u64> {
         MemForm::PerCpu(mb) => Some(mb),
         MemForm::DefaultPerCpu if r.cpus > 0 => Some(r.mem_mb / u64::from(r.cpus)),
         _ => None,
+    }
+}
+
+/// A job's memory by the form it was asked in (slurmctld's `pn_min_memory`, squeue's
+/// `%m`): per CPU (asked so, or the cluster's default per CPU, which the broker made
+/// a node's memory), else per node (0: all of it), and scontrol's key for it.
+pub(crate) fn min_memory(j: &JobInfo) -> (&'static str, u64) {
+    let counts = task_counts(j);
+    match (counts.mem, mem_per_cpu(j, &counts)) {
+        _ if j.extra.mem_whole => ("MinMemoryNode", 0),
+        (MemForm::PerGpu(mb), _) | (_, Some(mb)) => ("MinMemoryCPU", mb),
+        _ => ("MinMemoryNode", j.resources.mem_mb),
     }
 }
 
@@ -288,7 +302,6 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         star(shown_only.cores),
         star(shown_only.threads)
     );
-    let per_cpu = mem_per_cpu(j, &counts);
     let _ = writeln!(s, "   TRES={}", tres_text(j));
     let _ = writeln!(
         s,
@@ -300,11 +313,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     );
     // Memory by the form it was asked in: per CPU (asked so, or the cluster's default
     // per CPU, which the broker made a node's memory), else per node (0: all of it).
-    let (key, mb) = match (counts.mem, per_cpu) {
-        _ if e.mem_whole => ("MinMemoryNode", 0),
-        (MemForm::PerGpu(mb), _) | (_, Some(mb)) => ("MinMemoryCPU", mb),
-        _ => ("MinMemoryNode", r.mem_mb),
-    };
+    let (key, mb) = min_memory(j);
     let mut mem = String::new();
     convert_num_unit(mb, 2, true, &mut mem);
     let _ = writeln!(

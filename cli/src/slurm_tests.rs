@@ -187,7 +187,8 @@ fn unknown_fields_are_written_as_given() {
     assert_eq!(bad, ['!', '!']);
     let j = full_job();
     let line = squeue(std::slice::from_ref(&j), &f, false, true, 0);
-    assert!(line.starts_with("JOBID|%!|%.5!|%|xNAME\n"), "{line}");
+    // The last field padded as the others: real squeue's `xNAME ` ends in a blank.
+    assert!(line.starts_with("JOBID|%!|%.5!|%|xNAME \n"), "{line}");
 }
 
 /// `scontrol show job`'s keys, in the order real scontrol 22.05 printed them for a
@@ -402,7 +403,8 @@ fn the_date_line_is_ctimes_without_its_newline() {
     assert_eq!(parts[3].len(), 8, "{d}");
 }
 
-/// escaped and cut by characters; trailing blanks cut.
+/// escaped and cut by characters; the last field padded as the others (real squeue
+/// 22.05 ends such a line in blanks).
 #[test]
 fn a_lines_fields_are_cut_and_padded_in_place() {
     let mut j = full_job();
@@ -416,7 +418,7 @@ fn a_lines_fields_are_cut_and_padded_in_place() {
     );
     let shown = "tr\\tain\u{e9}";
     let want = format!(
-        "{:>40}|ann  |gp|{shown}|{shown:>12}|PD |    1|lab\n",
+        "{:>40}|ann  |gp|{shown}|{shown:>12}|PD |    1|lab   \n",
         j.id.0
     );
     assert_eq!(out, want);

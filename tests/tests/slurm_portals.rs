@@ -440,3 +440,112 @@ fn reportseff_reports_efficiency_from_sacct() {
     assert!(cpu_eff > 50.0 && cpu_eff <= 110.0, "{text}");
     assert_eq!(row(&failing)[1], "FAILED", "{text}");
 }
+
+/// What sacct puts on a job's line and on its steps' (Slurm 22.05's `print.c`): the
+/// job's working directory, group and derived exit status (the highest of its srun
+/// steps') on its own line, the steps' lines without the job's partition and
+/// memory; an srun step whose tasks exited 0 COMPLETED. squeue's `-O` fields that no
+/// letter stands for, and a name squeue does not know: named on standard error, the
+/// listing printed without it.
+#[test]
+fn sacct_lines_and_squeue_long_fields_hold_what_slurm_puts_there() {
+    let c = cluster_up(ClusterOpts {
+        cpus: 2,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let w = s.wd.to_str().expect("utf-8").to_string();
+    let id = s
+        .ok(
+            "sbatch",
+            &[
+                "--parsable",
+                "--wrap",
+                "srun true; srun sh -c 'exit 3'; true",
+            ],
+        )
+        .trim()
+        .to_string();
+    let lines = |id: &str| {
+        s.ok(
+            "sacct",
+            &[
+                "-j",
+                id,
+                "-n",
+                "-P",
+                "-o",
+                "JobID,State,ExitCode,DerivedExitCode,Partition,WorkDir,Group,ReqMem,Cluster",
+            ],
+        )
+    };
+    let mut got = String::new();
+    bulkhead_tests::wait_for(scaled(60), || {
+        got = lines(&id);
+        got.lines().count() == 4 && got.starts_with(&format!("{id}|COMPLETED|"))
+    })
+    .unwrap_or_else(|e| panic!("{e}: {got}"));
+    let row = |label: String| -> Vec<String> {
+        got.lines()
+            .map(|l| l.split('|').map(String::from).collect::<Vec<_>>())
+            .find(|f| f[0] == label)
+            .unwrap_or_else(|| panic!("no {label} in {got}"))
+    };
+    let job = row(id.clone());
+    let group = job[6].clone();
+    assert!(!group.is_empty(), "{got}");
+    assert_eq!(
+        job[1..],
+        [
+            "COMPLETED",
+            "0:0",
+            "3:0",
+            "batch",
+            w.as_str(),
+            group.as_str(),
+            "1G",
+            "bulkhead"
+        ],
+        "{got}"
+    );
+    for (step, state, code) in [
+        ("batch", "COMPLETED", "0:0"),
+        ("0", "COMPLETED", "0:0"),
+        ("1", "FAILED", "3:0"),
+    ] {
+        assert_eq!(
+            row(format!("{id}.{step}"))[1..],
+            [state, code, "", "", "", "", "", "bulkhead"],
+            "{got}"
+        );
+    }
+
+    // A held job, waiting: squeue's long fields.
+    let held = s
+        .ok("sbatch", &["--parsable", "-H", "-c", "2", "--wrap", "true"])
+        .trim()
+        .to_string();
+    let out = s.run(
+        "squeue",
+        &[
+            "-h",
+            "-j",
+            &held,
+            "-O",
+            "jobid:12,cpuspertask:4,eligibletime:14,nosuchfield:.3|,ntpercore:4,tres:60",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "squeue: error: Invalid job format specification: nosuchfield\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "{held:<12}2   N/A           |N/A {:<60}\n",
+            "cpu=2,mem=2G,node=1,billing=2"
+        )
+    );
+    s.ok("scancel", &[&held]);
+}
