@@ -828,6 +828,8 @@ impl Scheduler {
         a.submitted += 1;
         let priority = self.priority(&spec, now);
         let id = spec.id;
+        // A job that may not start before its `--begin` says so from its submission,
+        // as slurmctld's does, not only once a pass has looked at it.
         self.pending.insert(
             id,
             Box::new(Pending {
@@ -849,8 +851,9 @@ impl Scheduler {
         self.order_need
             .insert(at, self.pending[&id].spec.req.per_node.gpus);
         self.order_dep.insert(at, NOT_WAITING);
-        // A job waiting for others says so from the start; with nothing ahead of it,
-        // what it waits for is resources, until a pass says more.
+        // A job waiting for others, or for its `--begin`, says so from the start (as
+        // slurmctld's, dependencies first); with nothing ahead of it, what it waits
+        // for is resources, until a pass says more.
         let waits_for_deps = matches!(self.deps_state(&self.pending[&id].spec, now), Ok(false));
         if waits_for_deps && let Some(d) = self.order_dep.get_mut(at) {
             *d = self.dep_epoch;
@@ -858,6 +861,8 @@ impl Scheduler {
         if let Some(p) = self.pending.get_mut(&id) {
             if waits_for_deps {
                 p.reason = Reason::Dependency;
+            } else if p.spec.begin > now {
+                p.reason = Reason::BeginTime;
             } else if at == 0 {
                 p.reason = Reason::Resources;
             }
@@ -1200,9 +1205,9 @@ impl Scheduler {
                 return Action::Expired;
             }
         }
-        if spec.begin > now {
-            return Action::Wait(Reason::BeginTime);
-        }
+        // Dependencies first, then the begin time (slurmctld's `job_independent`): a
+        // job waiting for both shows Dependency, and one whose dependency can never
+        // be met is dealt with before its begin time.
         match self.deps_state(spec, now) {
             Err(()) if spec.keep_on_never => {
                 return Action::Wait(Reason::DependencyNeverSatisfied);
@@ -1210,6 +1215,9 @@ impl Scheduler {
             Err(()) => return Action::Never,
             Ok(false) => return Action::Wait(Reason::Dependency),
             Ok(true) => {}
+        }
+        if spec.begin > now {
+            return Action::Wait(Reason::BeginTime);
         }
         if let Some(l) = self.limit_block(spec) {
             return Action::Wait(Reason::Limit(l));

@@ -1262,3 +1262,44 @@ fn partition_limits_not_enforced_keep_the_job_waiting() {
     assert!(s.submit(job(1, 0, 1, 1, 7200, 0), 0).is_err());
     assert!(s.submit(job(2, 0, 3, 1, 60, 0), 0).is_err());
 }
+
+/// A job that may not start before its `--begin` waits for `BeginTime` from the
+/// moment it is submitted, before any pass has looked at it (slurmctld's reason
+/// too); one without waits for `Priority` until a pass says more.
+#[test]
+fn a_job_with_a_later_begin_waits_for_its_begin_time_from_its_submission() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 4, 0),
+        vec![partition("p", 0..1)],
+        accounts(&[1]),
+    );
+    let mut later = job(1, 0, 1, 0, 60, 10);
+    later.begin = 3_600;
+    s.submit(later, 10).expect("submit");
+    s.submit(job(2, 0, 1, 0, 60, 10), 10).expect("submit");
+    let reason = |id: u64| s.pending_info(JobId(id)).map(|p| p.reason);
+    assert_eq!(reason(1), Some(Reason::BeginTime));
+    assert_eq!(reason(2), Some(Reason::Priority));
+}
+
+/// A job waiting for another and for its `--begin` waits for the other first
+/// (slurmctld tests dependencies before the begin time), in a pass as at submission.
+#[test]
+fn a_dependency_is_waited_for_before_a_begin_time() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 4, 0),
+        vec![partition("p", 0..1)],
+        accounts(&[1]),
+    );
+    s.submit(job(1, 0, 1, 0, 600, 10), 10).expect("submit");
+    let mut both = job(2, 0, 1, 0, 60, 10);
+    both.begin = 3_600;
+    both.deps = vec![Dep::AfterOk(JobId(1))];
+    s.submit(both, 10).expect("submit");
+    let reason = |s: &Scheduler, id: u64| s.pending_info(JobId(id)).map(|p| p.reason);
+    assert_eq!(reason(&s, 2), Some(Reason::Dependency));
+    s.full_pass(20);
+    assert_eq!(reason(&s, 2), Some(Reason::Dependency));
+}
