@@ -758,7 +758,7 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
         'M' if array_waiting(j) => elapsed_into(0, v),
         'M' => elapsed_into(used_secs(j, now_us), v),
         'l' => limit_into(r.time_limit_s, v),
-        'L' => match (j.state, r.time_limit_s) {
+        'L' => match (shown_state(j), r.time_limit_s) {
             (JobState::Running, Some(l)) => elapsed_into(l.saturating_sub(used_secs(j, now_us)), v),
             (_, l) => limit_into(l, v),
         },
@@ -846,6 +846,8 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
             }
         }
         'r' => write!(v, "{}", shown_reason(j)),
+        // An array's waiting indices have no start or end yet, whatever its tasks do.
+        'S' | 'e' if array_waiting(j) => write!(v, "N/A"),
         // A waiting job's `--begin` is its start time until the scheduler says more.
         'S' => write!(
             v,

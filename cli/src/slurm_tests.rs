@@ -736,3 +736,18 @@ fn long_fields_print_as_squeue_prints_them() {
         "gres:gpu:2|gres:gpu:2"
     );
 }
+
+/// An array whose first tasks run and whose other indices wait: its own line is
+/// waiting, with no start or end and its whole time left, as real squeue 22.05 lists
+/// `23_[3-4%2]` beside its running tasks.
+#[test]
+fn an_arrays_waiting_indices_have_no_start_end_or_time_used() {
+    let mut j = full_job();
+    j.state = JobState::Running;
+    j.start_time_us = Some(j.submit_time_us);
+    j.array_pending = Some("3-4%2".into());
+    j.resources.time_limit_s = Some(300);
+    let now = j.submit_time_us + 4_000_000;
+    let got: Vec<String> = "tSeLM".chars().map(|c| squeue_field(&j, c, now)).collect();
+    assert_eq!(got, ["PD", "N/A", "N/A", "5:00", "0:00"]);
+}

@@ -176,8 +176,8 @@ fn value(j: &JobInfo, key: char, now_us: u64) -> Value<'_> {
         'g' | 'G' => n(u64::from(j.gid)),
         'P' => Value::Text(&j.partition),
         // squeue compares the states' short names as strings (CD < CG < PD < R).
-        't' => Value::Text(j.state.short()),
-        'T' => Value::Text(j.state.as_str()),
+        't' => Value::Text(crate::slurm::shown_state(j).short()),
+        'T' => Value::Text(crate::slurm::shown_state(j).as_str()),
         'p' | 'Q' => n(j.priority.unwrap_or(0)),
         'V' => n(j.submit_time_us),
         'S' => n(j.start_time_us.or(j.expected_start_us).unwrap_or(0)),
@@ -243,6 +243,13 @@ mod tests {
         assert_eq!(ids(&jobs), [6, 5, 4, 3, 2, 1]);
         sort(&mut jobs, &parse("t,i").expect("spec"), 0);
         assert_eq!(ids(&jobs), [3, 4, 5, 6, 1, 2]);
+        // An array whose tasks run and whose other indices wait is listed PD, and
+        // sorted among the waiting jobs (as real squeue lists `17_[3-4%2]`).
+        let mut array = job(7, "batch", JobState::Running, 0);
+        array.array_pending = Some("3-4%2".into());
+        jobs.push(array);
+        sort(&mut jobs, &parse(DEFAULT).expect("spec"), 0);
+        assert_eq!(ids(&jobs), [4, 5, 3, 7, 2, 6, 1]);
     }
 
     #[test]
