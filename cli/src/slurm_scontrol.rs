@@ -285,13 +285,7 @@ pub(crate) fn scontrol(
                     }
                     for j in jobs {
                         let text = slurm::scontrol_job(&j, now_us());
-                        // job_info.c's one-liner ends each line with a space instead
-                        // of "\n   ": a value's own spaces (a comment's) stay.
-                        if oneliner {
-                            println!("{}", one_line(&text));
-                        } else {
-                            print(&text);
-                        }
+                        print!("{}", job_record(&text, oneliner));
                     }
                 }
                 Some(Entity::Partition) => {
@@ -571,6 +565,17 @@ pub(crate) fn scontrol(
 
 /// A `scontrol show` record on one line (`-o`), as Slurm writes it: each line's end
 /// and the next line's indent one space.
+/// A job's record as `scontrol show job` ends it: job_info.c ends each line with
+/// "\n   " (the one-liner with a space: a value's own spaces, a comment's, stay), the
+/// last one too, then the record with "\n\n" ("\n" on one line).
+fn job_record(text: &str, oneliner: bool) -> String {
+    if oneliner {
+        format!("{} \n", one_line(text))
+    } else {
+        format!("{text}   \n\n")
+    }
+}
+
 fn one_line(text: &str) -> String {
     text.trim_end_matches('\n')
         .split('\n')
@@ -591,6 +596,18 @@ mod tests {
             one_line("JobId=1 JobName=a\n   Comment=a  b\n   Power=\n"),
             "JobId=1 JobName=a Comment=a  b Power="
         );
+    }
+
+    /// A record's end as real scontrol 22.05 printed it: `Power=`, a line of three
+    /// blanks and an empty one; on one line, a blank before the newline.
+    #[test]
+    fn a_job_record_ends_as_scontrols_does() {
+        let text = "JobId=1 JobName=a\n   Power=\n";
+        assert_eq!(
+            job_record(text, false),
+            "JobId=1 JobName=a\n   Power=\n   \n\n"
+        );
+        assert_eq!(job_record(text, true), "JobId=1 JobName=a Power= \n");
     }
 
     /// scontrol's entities by any abbreviation as long as it asks, case apart; `job=5`
