@@ -497,6 +497,9 @@ fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
         Some(i) => (&rest[..i], &rest[i + 1..]),
         None => rest.split_at(opts::split_at_script(rest).map_err(anyhow::Error::msg)?),
     };
+    // Its options read by getopt_long as salloc's (and sbatch's) are: a word getopt
+    // refuses gets getopt's message and exit 255, as real salloc.
+    opts::getopt_check(flags)?;
     let sub = allocation(flags, cli.prog == "bh")?;
     // The task layout's variables, as salloc sets them: `bh run` inside follows them.
     let layout: Vec<(String, String)> = sub
@@ -661,6 +664,7 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
 
 mod scontrol_node;
 mod scontrol_update;
+mod slurm_accounts;
 mod slurm_cmds;
 mod slurm_opts;
 mod slurm_scontrol;

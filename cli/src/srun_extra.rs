@@ -441,12 +441,13 @@ impl Args for SrunExtra {
 
 /// srun's words (its name first) as `bh run`'s command (`run`) reads them: read by
 /// getopt_long as srun reads them ([`crate::getopt::canonical_words`]), then given to
-/// clap as long options, `--`, and the command. [`crate::getopt::Refused`] (srun's
-/// message written) where srun stops: an option getopt refuses, or no command to run.
-pub fn srun_words(argv: &[String], run: &Command) -> Result<Vec<String>, crate::getopt::Refused> {
+/// clap as long options, `--`, and the command. Where srun stops, its message written,
+/// the exit status real srun 22.05 gives: 255 for an option getopt refuses, 1 for no
+/// command to run.
+pub fn srun_words(argv: &[String], run: &Command) -> Result<Vec<String>, u8> {
     let Ok(words) = crate::getopt::canonical_words(argv, run) else {
         eprintln!("Try \"srun --help\" for more information");
-        return Err(crate::getopt::Refused);
+        return Err(255);
     };
     let help = words
         .iter()
@@ -454,7 +455,7 @@ pub fn srun_words(argv: &[String], run: &Command) -> Result<Vec<String>, crate::
         .any(|w| w == "--help");
     if !help && words.last().is_none_or(|w| w == "--") {
         eprintln!("srun: fatal: No command given to execute.");
-        return Err(crate::getopt::Refused);
+        return Err(1);
     }
     Ok(words)
 }
@@ -526,9 +527,8 @@ mod tests {
                 "-n".into()
             ])
         );
-        use crate::getopt::Refused;
-        assert_eq!(srun_words(&argv(&["-A", "x"]), &cmd), Err(Refused));
-        assert_eq!(srun_words(&argv(&["--bogus", "x"]), &cmd), Err(Refused));
+        assert_eq!(srun_words(&argv(&["-A", "x"]), &cmd), Err(1));
+        assert_eq!(srun_words(&argv(&["--bogus", "x"]), &cmd), Err(255));
     }
 
     /// srun's options with an optional value take it after `=` only (`--nice`,

@@ -77,25 +77,29 @@ fn srun_reads_its_options_as_getopt_long_does() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "unset 1\n");
     let jobs = || s.ok("squeue", &["-h", "-t", "all", "-o", "%i"]);
     let jobs_before = jobs();
-    for (words, said) in [
+    // Real srun 22.05's exit statuses: 255 for what getopt refuses, 1 for the rest.
+    for (words, said, code) in [
         (
             &["--bogus", "true"][..],
             "srun: unrecognized option '--bogus'",
+            255,
         ),
-        (&["-y", "true"][..], "srun: invalid option -- 'y'"),
+        (&["-y", "true"][..], "srun: invalid option -- 'y'", 255),
         (
             &["--ntask=1", "true"][..],
             "srun: option '--ntask=1' is ambiguous",
+            255,
         ),
-        (&["-n1"][..], "srun: fatal: No command given to execute."),
+        (&["-n1"][..], "srun: fatal: No command given to execute.", 1),
         (
             &["--multi-prog", "conf.txt"][..],
             "srun: error: --multi-prog is not supported here",
+            1,
         ),
     ] {
         let out = s.run("srun", words);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{words:?}: {err}");
+        assert_eq!(out.status.code(), Some(code), "{words:?}: {err}");
         assert!(
             err.contains(said)
                 && (said.contains("not supported")
@@ -105,6 +109,14 @@ fn srun_reads_its_options_as_getopt_long_does() {
         );
     }
     assert_eq!(jobs(), jobs_before, "a refused srun made no allocation");
+    // salloc reads its options as getopt does too.
+    let out = s.run("salloc", &["-y"]);
+    assert_eq!(out.status.code(), Some(255));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "salloc: invalid option -- 'y'\nTry \"salloc --help\" for more information\n"
+    );
+    assert_eq!(jobs(), jobs_before, "a refused salloc made no allocation");
 }
 
 const SNAKEFILE: &str = r#"SAMPLES = ["a", "b", "c"]

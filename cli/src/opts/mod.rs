@@ -470,7 +470,7 @@ pub fn command_line(rest: &[String]) -> Result<CommandLine, OptsError> {
 /// with getopt's own message on standard error, as this process's name (`sbatch:
 /// unrecognized option '--bogus=1'`, `option '--no' is ambiguous; possibilities:
 /// ...`, `option requires an argument -- 't'`), and [`OptsError::Getopt`].
-fn getopt_check(flags: &[String]) -> Result<(), OptsError> {
+pub fn getopt_check(flags: &[String]) -> Result<(), OptsError> {
     let argv0 = std::env::args().next().unwrap_or_else(|| "sbatch".into());
     let argv: Vec<String> = std::iter::once(argv0)
         .chain(flags.iter().cloned())
