@@ -1192,3 +1192,119 @@ fn squeue_steps(list: &str, q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode>
     print!("{out}");
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sinfo -R` groups nodes by their reason and by who set it when (sinfo matches
+    /// the fields its format shows): one operator's drain of two nodes at one time is
+    /// one line, another's of the same reason another; a node not responding is the
+    /// broker's; `-l` gives the user with the uid.
+    #[test]
+    fn sinfo_reasons_say_who_set_them_and_when() {
+        use bulkhead_proto::msg::{NodeInfo, NodeState};
+        let node = |name: &str, state, reason: &str, by: Option<(&str, u32, u64)>| NodeInfo {
+            id: bulkhead_proto::NodeId(1),
+            name: name.into(),
+            state,
+            cpus: 2,
+            cpus_alloc: 0,
+            mem_mb: 1024,
+            mem_alloc_mb: 0,
+            running_jobs: 0,
+            last_seen_us: 0,
+            enforced: vec![],
+            agent_version: String::new(),
+            reason: (!reason.is_empty()).then(|| reason.to_string()),
+            gpus: vec![],
+            gpu_backend: String::new(),
+            gpu_faults: vec![],
+            reason_by: by.map(|(u, id, at)| (u.to_string(), id, at)),
+            topology: None,
+        };
+        let at = 1_700_000_000_000_000;
+        let nodes = [
+            node("n1", NodeState::Drained, "fan", Some(("carol", 1003, at))),
+            node("n2", NodeState::Drained, "fan", Some(("carol", 1003, at))),
+            node("n3", NodeState::Drained, "fan", Some(("dave", 1004, at))),
+            node(
+                "n4",
+                NodeState::Down,
+                "not responding",
+                Some(("root", 0, at)),
+            ),
+            node("n5", NodeState::Idle, "", None),
+        ];
+        let when = slurm::local_time(Some(at));
+        assert_eq!(
+            sinfo_reasons(&nodes, false, false),
+            format!(
+                "REASON               USER      TIMESTAMP           NODELIST\n\
+                 fan                  carol     {when} n[1-2]\n\
+                 fan                  dave      {when} n3\n\
+                 not responding       root      {when} n4\n"
+            )
+        );
+        let long = sinfo_reasons(&nodes[..1], true, true);
+        assert_eq!(
+            long,
+            format!("fan                  carol(1003)  {when} drain  n1\n")
+        );
+        // scontrol show node: the reason, then who set it and when.
+        let shown = slurm_info::scontrol_node(&nodes[0], &["batch"]);
+        assert!(
+            shown.contains(&format!("   Reason=fan [carol@{when}]\n")),
+            "{shown}"
+        );
+    }
+
+    /// A refusal reads as sbatch prints slurmctld's: the detail, then `Batch job
+    /// submission failed:` and Slurm's reason (as the recorded cases 661 and 938 hold
+    /// them).
+    #[test]
+    fn a_refused_submission_reads_as_sbatch_prints_it() {
+        use bulkhead_proto::msg::ErrorReply;
+        let r = |code, m: &str| sbatch_refusal(&ErrorReply::new(code, m)).0;
+        assert_eq!(
+            r(
+                ErrorCode::Invalid,
+                "invalid partition \"nosuch\" (this cluster has: batch)"
+            ),
+            "sbatch: error: invalid partition \"nosuch\" (this cluster has: batch)\n\
+             sbatch: error: Batch job submission failed: Invalid partition name specified"
+        );
+        assert_eq!(
+            r(
+                ErrorCode::Invalid,
+                "Job dependency problem: afterok:9 names job 9, which does not exist"
+            ),
+            "sbatch: error: afterok:9 names job 9, which does not exist\n\
+             sbatch: error: Batch job submission failed: Job dependency problem"
+        );
+        assert_eq!(
+            r(ErrorCode::Invalid, "Invalid job array specification"),
+            "sbatch: error: Batch job submission failed: Invalid job array specification"
+        );
+        assert!(r(ErrorCode::Unsatisfiable, "too few nodes").ends_with(
+            "Batch job submission failed: Requested node configuration is not available"
+        ));
+        assert_eq!(
+            r(ErrorCode::Internal, "the store failed"),
+            "sbatch: error: Batch job submission failed: the store failed"
+        );
+    }
+
+    /// A step is sacct's to list; scancel, squeue and scontrol act on whole jobs and
+    /// refuse one rather than take it for its job.
+    #[test]
+    fn steps_are_listed_by_sacct_and_refused_elsewhere() {
+        let words = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let s = ids_or_steps(&words(&["12.0,13_2.batch", "14"])).expect("ids");
+        assert_eq!(s.steps, ["12.0", "13_2.batch"]);
+        assert_eq!(s.wide(), [JobId(12), JobId(13), JobId(14)]);
+        assert!(ids(&words(&["12.0"])).is_err());
+        assert!(ids(&words(&["12", "13_1"])).is_ok());
+        assert!(ids_or_steps(&words(&["12."])).is_err());
+    }
+}
