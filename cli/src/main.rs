@@ -1351,6 +1351,21 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
             let vars = std::mem::take(&mut streams.env);
             streams.env = opts::exported_env(opts::parse_export(spec), vars, true);
         }
+        // What srun sets in its own environment for its tasks: its umask and debug
+        // level unless set already, and for an allocation of its own where it ran.
+        let env = &mut streams.env;
+        if !env.iter().any(|(k, _)| k == "SLURM_UMASK") {
+            env.push((
+                "SLURM_UMASK".into(),
+                format!("{:04o}", submitting::current_umask()),
+            ));
+        }
+        if !env.iter().any(|(k, _)| k == "SRUN_DEBUG") {
+            env.push(("SRUN_DEBUG".into(), "3".into()));
+        }
+        if allocated.is_some() {
+            submitting::set_submit_place(env);
+        }
         bulkhead_cli::run::relay(
             &grant,
             &streams,

@@ -100,6 +100,7 @@ pub(crate) fn submission_from(
         // (output files too), whatever the environment exported.
         env.push(("SLURM_UMASK".into(), format!("{:04o}", current_umask())));
     }
+    set_submit_place(&mut env);
     let sub = JobSubmission {
         name: r.name.unwrap_or(script_name),
         script,
@@ -143,6 +144,25 @@ pub(crate) fn wait_for_end(c: &mut Client, id: JobId) -> anyhow::Result<ExitCode
 }
 
 /// This process's file mode creation mask (read by setting it, then set back).
+/// sbatch's and srun's `_set_submit_dir_env`: where the command was run (the
+/// directory it ran in, not `--chdir`'s) and on which host, in place of any the
+/// environment carried from an enclosing job.
+pub(crate) fn set_submit_place(env: &mut Vec<(String, String)>) {
+    env.retain(|(k, _)| k != "SLURM_SUBMIT_DIR" && k != "SLURM_SUBMIT_HOST");
+    if let Ok(dir) = std::env::current_dir() {
+        env.push((
+            "SLURM_SUBMIT_DIR".into(),
+            dir.to_string_lossy().into_owned(),
+        ));
+    }
+    if let Ok(host) = nix::unistd::gethostname() {
+        env.push((
+            "SLURM_SUBMIT_HOST".into(),
+            host.to_string_lossy().into_owned(),
+        ));
+    }
+}
+
 pub(crate) fn current_umask() -> u32 {
     use nix::sys::stat::{Mode, umask};
     let mask = umask(Mode::from_bits_truncate(0o077));

@@ -182,7 +182,20 @@ pub fn job_env(
         .count()
         .max(1)
         .to_string();
-    let ours: Vec<(&str, &str)> = vec![
+    let sent = |k: &str| {
+        spec.env
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
+    // Where sbatch ran (it says so; an older client did not: the working directory).
+    let submit_dir = sent("SLURM_SUBMIT_DIR")
+        .unwrap_or(&spec.workdir)
+        .to_string();
+    // Memory asked per CPU (the broker or sbatch set SLURM_MEM_PER_CPU): slurmd sets
+    // no SLURM_MEM_PER_NODE beside it.
+    let per_cpu = sent("SLURM_MEM_PER_CPU").is_some();
+    let mut ours: Vec<(&str, &str)> = vec![
         ("BH_JOB_ID", &job),
         ("SLURM_JOB_ID", &job),
         ("SLURM_JOBID", &job),
@@ -205,11 +218,12 @@ pub fn job_env(
         ("SLURM_JOB_CPUS_PER_NODE", &cpus),
         ("BH_CPU_IDS", &ids),
         ("BH_MEM_MB", &mem),
-        ("SLURM_MEM_PER_NODE", &mem),
         ("BH_PARTITION", &spec.partition),
         ("SLURM_JOB_PARTITION", &spec.partition),
-        ("BH_SUBMIT_DIR", &spec.workdir),
-        ("SLURM_SUBMIT_DIR", &spec.workdir),
+        ("BH_SUBMIT_DIR", &submit_dir),
+        ("SLURM_SUBMIT_DIR", &submit_dir),
+        // No cloud nodes here: slurmd's null alias list.
+        ("SLURM_NODE_ALIASES", "(null)"),
         ("SLURM_JOB_UID", &uid),
         ("SLURM_JOB_GID", &gid),
         ("SLURM_JOB_USER", &user.name),
@@ -219,10 +233,15 @@ pub fn job_env(
         ("SLURM_PROCID", "0"),
         ("SLURM_LOCALID", "0"),
     ];
+    if !per_cpu {
+        ours.push(("SLURM_MEM_PER_NODE", &mem));
+    }
+    // slurmstepd applies SLURM_UMASK to the batch script and takes it out of its
+    // environment (the job's umask is set from it, [`job_umask`]).
     let mut env: Vec<(String, String)> = spec
         .env
         .iter()
-        .filter(|(k, _)| !ours.iter().any(|(o, _)| o == k))
+        .filter(|(k, _)| !ours.iter().any(|(o, _)| o == k) && k != "SLURM_UMASK")
         .filter(|(k, _)| !deny.iter().any(|d| d == k))
         .cloned()
         .collect();
@@ -383,9 +402,16 @@ struct ChildPrep {
     affinity: Option<libc::cpu_set_t>,
     /// Its stdin is a terminal, to become its controlling terminal (`--pty`).
     ctty: bool,
+    /// Where the child writes its own process id, after `SLURM_TASK_PID=` in an
+    /// entry of `envp` (zeroed, so the digits end there): known only once it runs.
+    task_pid: *mut u8,
     failed_step: i32,
     failed_errno: i32,
 }
+
+/// `SLURM_TASK_PID=` and room for a process id and its NUL.
+const TASK_PID_VAR: &[u8] = b"SLURM_TASK_PID=";
+const TASK_PID_LEN: usize = TASK_PID_VAR.len() + 24;
 
 const NO_FAILURE: i32 = -1;
 /// In `ChildPrep::stdio`: the stream is a file the child opens.
@@ -551,6 +577,19 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
         libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        // SLURM_TASK_PID: this process's id, in decimal, written without allocating.
+        let mut n = libc::getpid().unsigned_abs();
+        let mut digits = [0u8; 12];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        std::ptr::copy_nonoverlapping(digits.as_ptr().add(at), p.task_pid, digits.len() - at);
         libc::execve(p.path.as_ptr(), p.argv.as_ptr(), p.envp.as_ptr());
         fail(p, 10)
     }
@@ -799,6 +838,7 @@ pub fn start_with(
     let envp_store: Vec<CString> = p
         .env
         .iter()
+        .filter(|(k, _)| k != "SLURM_TASK_PID")
         .map(|(k, v)| cstr(&format!("{k}={v}"), "environment"))
         .collect::<Result<_, _>>()?;
     let nul_terminated = |v: &[CString]| -> Vec<*const libc::c_char> {
@@ -807,10 +847,18 @@ pub fn start_with(
             .chain(std::iter::once(std::ptr::null()))
             .collect()
     };
+    // Filled in by the child with its own id (slurmstepd sets it for each task).
+    let mut task_pid = Box::new([0u8; TASK_PID_LEN]);
+    task_pid[..TASK_PID_VAR.len()].copy_from_slice(TASK_PID_VAR);
+    // One pointer for the entry and the child's writes: the box is not touched again
+    // until it is dropped, after the child has exec'd or exited.
+    let task_pid_at: *mut u8 = task_pid.as_mut_ptr();
+    let mut envp = nul_terminated(&envp_store);
+    envp.insert(envp.len() - 1, task_pid_at.cast_const().cast());
     let mut prep = Box::new(ChildPrep {
         path,
         argv: nul_terminated(&argv_store),
-        envp: nul_terminated(&envp_store),
+        envp,
         procs: procs.iter().map(AsRawFd::as_raw_fd).collect(),
         devnull: devnull.as_raw_fd(),
         groups: p.user.groups.clone(),
@@ -835,6 +883,8 @@ pub fn start_with(
         files,
         affinity,
         ctty,
+        // SAFETY: within the box's bounds (TASK_PID_LEN past the name).
+        task_pid: unsafe { task_pid_at.add(TASK_PID_VAR.len()) },
         failed_step: NO_FAILURE,
         failed_errno: 0,
     });
@@ -1090,6 +1140,32 @@ mod tests {
             get("LD_PRELOAD").is_empty(),
             "the admin's denied variables are dropped"
         );
+        // As slurmd sets a batch script's: the memory per node where none was asked
+        // per CPU, the submission's directory (the working one from an older client
+        // that did not say), no aliases; the umask applied, not passed on.
+        assert_eq!(get("SLURM_MEM_PER_NODE"), ["2048"]);
+        assert_eq!(get("SLURM_SUBMIT_DIR"), ["/home/ann/exp"]);
+        assert_eq!(get("SLURM_NODE_ALIASES"), ["(null)"]);
+        let mut s = spec();
+        s.env.push(("SLURM_MEM_PER_CPU".into(), "512".into()));
+        s.env.push(("SLURM_SUBMIT_DIR".into(), "/home/ann".into()));
+        s.env.push(("SLURM_UMASK".into(), "0027".into()));
+        let env = job_env(&s, &ann(), "n1", &[2, 3, 4, 5], &deny);
+        let get = |k: &str| {
+            env.iter()
+                .filter(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(get("SLURM_MEM_PER_CPU"), ["512"]);
+        assert!(
+            get("SLURM_MEM_PER_NODE").is_empty(),
+            "per CPU, not per node"
+        );
+        assert_eq!(get("SLURM_SUBMIT_DIR"), ["/home/ann"]);
+        assert_eq!(get("BH_SUBMIT_DIR"), ["/home/ann"]);
+        assert!(get("SLURM_UMASK").is_empty());
+        assert_eq!(job_umask(&s), 0o027);
     }
 
     #[test]

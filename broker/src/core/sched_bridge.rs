@@ -5,8 +5,9 @@
 use super::*;
 
 /// The variables [`Core::job_env`] sets.
-const CONTROLLER_VARS: [&str; 9] = [
+const CONTROLLER_VARS: [&str; 10] = [
     "SLURM_CLUSTER_NAME",
+    "SLURM_MEM_PER_NODE",
     "SLURM_JOB_ACCOUNT",
     "SLURM_JOB_QOS",
     "SLURM_JOB_RESERVATION",
@@ -436,6 +437,19 @@ impl Core {
         }
         if j.restarts > 0 {
             set("SLURM_RESTART_COUNT", j.restarts.to_string());
+        }
+        // The cluster's default memory per CPU, where the job asked none: slurmd's
+        // SLURM_MEM_PER_CPU (sbatch sets it where `--mem-per-cpu` was given).
+        let cpus = j.submission.resources.cpus;
+        if let Some(c) = j.submission.extra.counts
+            && c.mem == bulkhead_proto::job::MemForm::DefaultPerCpu
+            && cpus > 0
+            && !j.submission.extra.mem_whole
+        {
+            set(
+                "SLURM_MEM_PER_CPU",
+                (j.mem_mb / u64::from(cpus)).to_string(),
+            );
         }
         let array = j.submission.array_task.and_then(|(parent, _)| {
             let spec = self.jobs.get(&parent)?.submission.array.as_ref()?;
