@@ -39,26 +39,16 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         .as_deref()
         .map(|n| crate::slurm::hostlist(&n.split(',').collect::<Vec<_>>()))
         .unwrap_or_default();
+    // slurmctld's TRES, memory and CPUs a node as scontrol and squeue show them.
+    let tres_req = crate::slurm_show::tres_text(j);
+    let tres_per_node = crate::slurm_show::tres_per_node(j).unwrap_or_default();
+    let (mem_key, mem_mb) = crate::slurm_show::min_memory(j);
+    let per_cpu = mem_key == "MinMemoryCPU";
+    let eligible = secs(crate::slurm_show::eligible_us(j));
     let cpus = u64::from(r.cpus) * u64::from(r.nodes.max(1));
-    let mut tres_req = format!(
-        "cpu={cpus},mem={}M,node={}",
-        r.mem_mb.saturating_mul(u64::from(r.nodes.max(1))),
-        r.nodes.max(1)
-    );
-    if r.gpus > 0 {
-        tres_req.push_str(&format!(
-            ",gres/gpu={}",
-            u64::from(r.gpus) * u64::from(r.nodes.max(1))
-        ));
-    }
-    let tres_per_node = if r.gpus > 0 || r.mig.is_some() {
-        format!("gres:gpu:{}", r.gpu_label())
-    } else {
-        String::new()
-    };
     json!({
         "account": j.account,
-        "accrue_time": 0,
+        "accrue_time": eligible,
         "admin_comment": "",
         "array_job_id": array_job_id,
         "array_task_id": array_task_id,
@@ -68,12 +58,16 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "batch_features": "",
         "batch_flag": true,
         "batch_host": nodes.split(',').next().unwrap_or(""),
-        // Of the job's flags only `--kill-on-invalid-dep` means something here.
+        // Of the job's flags `--kill-on-invalid-dep` and whether it started mean
+        // something here (slurmctld's bit order).
         "flags": match e.kill_on_invalid_dep {
             Some(true) => vec!["KILL_INV_DEP"],
             Some(false) => vec!["NO_KILL_INV_DEP"],
             None => Vec::new(),
-        },
+        }
+        .into_iter()
+        .chain(j.start_time_us.is_some().then_some("JOB_WAS_RUNNING"))
+        .collect::<Vec<_>>(),
         "burst_buffer": "",
         "burst_buffer_state": "",
         "cluster": "bulkhead",
@@ -87,7 +81,8 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "core_spec": null,
         "thread_spec": null,
         "cores_per_socket": count16(shown_only.cores),
-        "billable_tres": null,
+        // Billing is the CPUs here (TRES `billing=`), once they are held.
+        "billable_tres": if j.start_time_us.is_some() { Value::from(cpus as f64) } else { Value::Null },
         "cpus_per_task": null,
         "cpu_frequency_minimum": null,
         "cpu_frequency_maximum": null,
@@ -97,8 +92,14 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "delay_boot": shown_only.delay_boot_s,
         "dependency": if j.dependency == "(null)" { "" } else { j.dependency.as_str() },
         "derived_exit_code": 0,
-        "eligible_time": secs(e.begin_us.or(Some(j.submit_time_us))),
-        "end_time": secs(j.end_time_us),
+        "eligible_time": eligible,
+        // A started job's end as slurmctld sets it: its start and its limit, a year
+        // for none.
+        "end_time": secs(j.end_time_us.or_else(|| {
+            j.start_time_us.map(|s| {
+                s.saturating_add(r.time_limit_s.unwrap_or(365 * 86_400).saturating_mul(1_000_000))
+            })
+        })),
         "excluded_nodes": crate::slurm::hostlist_of(&e.exclude),
         "exit_code": j.exit_code.unwrap_or(0),
         "features": "",
@@ -131,9 +132,9 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "het_job_offset": 0,
         "partition": j.partition,
         "prefer": "",
-        "memory_per_node": if r.mem_mb > 0 { Value::from(r.mem_mb) } else { Value::Null },
-        "memory_per_cpu": null,
-        "minimum_cpus_per_node": r.cpus,
+        "memory_per_node": if per_cpu { Value::Null } else { Value::from(mem_mb) },
+        "memory_per_cpu": if per_cpu { Value::from(mem_mb) } else { Value::Null },
+        "minimum_cpus_per_node": crate::slurm_show::task_counts(j).min_cpus_node,
         "minimum_tmp_disk_per_node": shown_only.tmp_mb,
         "preempt_time": 0,
         "pre_sus_time": 0,
