@@ -233,13 +233,22 @@ pub fn sinfo(parts: &[PartitionInfo], nodes: &[NodeInfo]) -> Value {
             "threads": crate::slurm_info::topology(n).2,
             "temporary_disk": 0,
             "weight": 1,
-            "tres": format!("cpu={},mem={}M", n.cpus, n.mem_mb),
+            "tres": format!("cpu={c},mem={}M,billing={c}", n.mem_mb, c = n.cpus),
+            "comment": "",
+            "extra": "",
+            // When it was last busy is not kept here.
+            "last_busy": 0,
             "slurmd_version": n.agent_version,
             "alloc_memory": n.mem_alloc_mb,
             "alloc_cpus": n.cpus_alloc,
             "idle_cpus": n.cpus.saturating_sub(n.cpus_alloc),
-            "tres_used": format!("cpu={},mem={}M", n.cpus_alloc, n.mem_alloc_mb),
-            "tres_weighted": 0.0,
+            // What its jobs hold, none while idle; billing weighs the CPUs.
+            "tres_used": if n.cpus_alloc > 0 || n.mem_alloc_mb > 0 {
+                Value::from(format!("cpu={},mem={}M", n.cpus_alloc, n.mem_alloc_mb))
+            } else {
+                Value::Null
+            },
+            "tres_weighted": f64::from(n.cpus_alloc),
         })
     };
     let part = |p: &PartitionInfo| {
