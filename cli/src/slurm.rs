@@ -472,6 +472,13 @@ pub fn end_time_us(j: &JobInfo) -> Option<u64> {
 /// An array's own record while some of its tasks are still to start: squeue and
 /// scontrol show it as those tasks (`12_[4-9%2]`), waiting, as slurmctld's array
 /// record is (here the record runs while its started tasks run).
+/// An array's own record once none of its indices waits (all made into tasks, or
+/// the array ended): slurmctld keeps no such record (its last task has the array's
+/// id), and Slurm's commands list only the tasks.
+pub fn spent_array_record(j: &JobInfo) -> bool {
+    j.array_task.is_none() && j.array_pending.is_some() && !array_waiting(j)
+}
+
 pub fn array_waiting(j: &JobInfo) -> bool {
     j.array_task.is_none()
         && !j.state.is_terminal()
@@ -1194,6 +1201,36 @@ fn squeue_line(
     // are cut from the line's end.
     let _ = start;
     out.push('\n');
+}
+
+/// Task `task` of array `array` among its records (`scontrol show job A` lists): its own, or
+/// for an index not made into a task yet, the array's waiting record shown as that
+/// index (`JobId=50 ArrayJobId=50 ArrayTaskId=3`, as scontrol shows one).
+pub fn array_task_record(
+    all: Vec<bulkhead_proto::JobInfo>,
+    array: bulkhead_proto::JobId,
+    task: u32,
+) -> Option<bulkhead_proto::JobInfo> {
+    if let Some(t) = all.iter().find(|t| t.array_task == Some((array, task))) {
+        return Some(t.clone());
+    }
+    let mut record = all
+        .into_iter()
+        .find(|j| j.id == array && j.array_task.is_none())?;
+    let rest = record.array_pending.as_deref()?;
+    let (indices, throttle) = match rest.split_once('%') {
+        Some((i, t)) => (i, Some(t)),
+        None => (rest, None),
+    };
+    let waiting = crate::opts::parse_array(indices).ok()?.contains(task);
+    if !waiting {
+        return None;
+    }
+    record.array_pending = Some(match throttle {
+        Some(t) => format!("{task}%{t}"),
+        None => task.to_string(),
+    });
+    Some(record)
 }
 
 pub(crate) use crate::slurm_show::yes_no;

@@ -624,6 +624,7 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
     };
     let shown = |j: &JobInfo| {
         !no_state
+            && !slurm::spent_array_record(j)
             && (shown_states.is_empty() || shown_states.contains(&slurm::shown_state(j)))
             && (qos.is_empty()
                 || qos

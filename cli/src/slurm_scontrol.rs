@@ -262,14 +262,34 @@ pub(crate) fn scontrol(
                         Some(id) => {
                             let invalid =
                                 || Plain("slurm_load_jobs error: Invalid job id specified".into());
-                            let id = id.parse().map_err(|_| invalid())?;
-                            vec![c.show(id).map_err(|e| {
-                                if not_found(&e) {
-                                    anyhow::Error::new(invalid())
-                                } else {
-                                    explain(e)
+                            let asked = ids(&[id.to_string()]).map_err(|_| invalid())?;
+                            match (&asked.ids[..], &asked.tasks[..]) {
+                                ([id], []) => {
+                                    let j = c.show(*id).map_err(|e| {
+                                        if not_found(&e) {
+                                            anyhow::Error::new(invalid())
+                                        } else {
+                                            explain(e)
+                                        }
+                                    })?;
+                                    array_records(&mut c, j)?
                                 }
-                            })?]
+                                ([], [(array, task)]) => {
+                                    let j = c.show(*array).map_err(|e| {
+                                        if not_found(&e) {
+                                            anyhow::Error::new(invalid())
+                                        } else {
+                                            explain(e)
+                                        }
+                                    })?;
+                                    let all = array_records(&mut c, j)?;
+                                    vec![
+                                        slurm::array_task_record(all, *array, *task)
+                                            .ok_or_else(invalid)?,
+                                    ]
+                                }
+                                _ => bail!(invalid()),
+                            }
                         }
                         // Every job the broker still holds, ended ones included, as
                         // slurmctld shows those within MinJobAge (squeue -t all's set).
@@ -278,7 +298,10 @@ pub(crate) fn scontrol(
                                 states: JobState::ALL.to_vec(),
                                 ..Default::default()
                             })
-                            .map_err(explain)?,
+                            .map_err(explain)?
+                            .into_iter()
+                            .filter(|j| !slurm::spent_array_record(j))
+                            .collect(),
                     };
                     if jobs.is_empty() {
                         println!("No jobs in the system");
@@ -565,6 +588,36 @@ pub(crate) fn scontrol(
 
 /// A `scontrol show` record on one line (`-o`), as Slurm writes it: each line's end
 /// and the next line's indent one space.
+/// What `scontrol show job ID` lists for `j`: the job; for an array's id, its record
+/// of the indices still waiting (if any wait) and then its tasks, newest first, as
+/// slurmctld lists an array's job records.
+fn array_records(
+    c: &mut bulkhead_client::Client,
+    j: bulkhead_proto::JobInfo,
+) -> anyhow::Result<Vec<bulkhead_proto::JobInfo>> {
+    if j.array_task.is_some() || j.array_pending.is_none() {
+        return Ok(vec![j]);
+    }
+    let id = j.id;
+    // Tasks are jobs of their own: the listing of every job held finds them.
+    let mut tasks: Vec<_> = c
+        .queue(QueueFilter {
+            states: JobState::ALL.to_vec(),
+            ..Default::default()
+        })
+        .map_err(explain)?
+        .into_iter()
+        .filter(|t| t.array_task.is_some_and(|(a, _)| a == id))
+        .collect();
+    tasks.sort_by_key(|t| std::cmp::Reverse(t.id));
+    let mut out = Vec::with_capacity(tasks.len() + 1);
+    if slurm::array_waiting(&j) {
+        out.push(j);
+    }
+    out.extend(tasks);
+    Ok(out)
+}
+
 /// A job's record as `scontrol show job` ends it: job_info.c ends each line with
 /// "\n   " (the one-liner with a space: a value's own spaces, a comment's, stay), the
 /// last one too, then the record with "\n\n" ("\n" on one line).

@@ -99,7 +99,7 @@ pub(crate) fn task_counts(j: &JobInfo) -> TaskCounts {
 /// The CPUs a job counts (`NumCPUs`): a waiting job's as its tasks ask them, a
 /// started one's as it holds them.
 fn counted_cpus(j: &JobInfo, counts: &TaskCounts) -> u32 {
-    if j.state == JobState::Pending && counts.min_cpus > 0 {
+    if shown_state(j) == JobState::Pending && counts.min_cpus > 0 {
         counts.min_cpus
     } else {
         j.resources.cpus.saturating_mul(j.resources.nodes)
@@ -134,7 +134,7 @@ pub(crate) fn min_memory(j: &JobInfo) -> (&'static str, u64) {
 pub(crate) fn tres_text(j: &JobInfo) -> String {
     let r = &j.resources;
     let counts = task_counts(j);
-    let waiting = j.state == JobState::Pending;
+    let waiting = shown_state(j) == JobState::Pending;
     let num_cpus = counted_cpus(j, &counts);
     // A waiting job's nodes there are the minimum sbatch sent (memory per node counts
     // those too; a waiting `--mem=0` job's, a whole node's memory, as the broker says).
@@ -225,7 +225,12 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let _ = writeln!(
         s,
         "   RunTime={} TimeLimit={} TimeMin={}",
-        format_time(Some(used_secs(j, now_us))),
+        // An array's waiting indices have not run, whatever its tasks do.
+        format_time(Some(if array_waiting(j) {
+            0
+        } else {
+            used_secs(j, now_us)
+        })),
         format_time(r.time_limit_s),
         e.time_min_s.map_or("N/A".into(), |t| format_time(Some(t)))
     );
@@ -241,8 +246,12 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let _ = writeln!(
         s,
         "   StartTime={} EndTime={} Deadline={}",
-        known_time(j.start_time_us.or(j.expected_start_us).or(e.begin_us)),
-        known_time(end_time_us(j)),
+        known_time(
+            Some(())
+                .filter(|_| !array_waiting(j))
+                .and(j.start_time_us.or(j.expected_start_us).or(e.begin_us))
+        ),
+        known_time(Some(()).filter(|_| !array_waiting(j)).and(end_time_us(j))),
         e.deadline_us.map_or("N/A".into(), |d| local_time(Some(d)))
     );
     // Suspension is not a state here; the scheduler last looked at it when it
@@ -274,7 +283,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
         let _ = writeln!(s, "   BatchHost={host}");
     }
     let counts = task_counts(j);
-    let waiting = j.state == JobState::Pending;
+    let waiting = shown_state(j) == JobState::Pending;
     // A count slurmctld keeps as 16 bits, `*` when not given.
     let star = |n: u16| {
         if n == 0 {

@@ -751,3 +751,50 @@ fn an_arrays_waiting_indices_have_no_start_end_or_time_used() {
     let got: Vec<String> = "tSeLM".chars().map(|c| squeue_field(&j, c, now)).collect();
     assert_eq!(got, ["PD", "N/A", "N/A", "5:00", "0:00"]);
 }
+
+/// An array's record is listed while some index waits, and never once none does (all
+/// made into tasks, or the array ended): real squeue lists only the tasks then.
+#[test]
+fn a_spent_array_record_is_not_listed() {
+    let mut j = full_job();
+    j.array_pending = Some("3-4%2".into());
+    assert!(!spent_array_record(&j));
+    j.array_pending = Some("%2".into());
+    assert!(spent_array_record(&j));
+    j.array_pending = Some(String::new());
+    assert!(spent_array_record(&j));
+    j.array_pending = Some("3".into());
+    j.state = JobState::Completed;
+    assert!(spent_array_record(&j), "an ended array");
+    j.array_pending = None;
+    assert!(!spent_array_record(&j), "not an array");
+    j.array_task = Some((j.id, 1));
+    j.array_pending = Some("%2".into());
+    assert!(!spent_array_record(&j), "a task");
+}
+
+/// `scontrol show job A_T`: the task's own record, else the array's waiting record
+/// shown as that index; an index neither made nor waiting is none.
+#[test]
+fn a_task_is_its_record_or_the_arrays_waiting_one() {
+    use bulkhead_proto::JobId;
+    let array = JobId(50);
+    let mut record = full_job();
+    record.id = array;
+    record.array_pending = Some("3-4%2".into());
+    let mut task = record.clone();
+    task.id = JobId(51);
+    task.array_task = Some((array, 1));
+    task.array_pending = None;
+    let all = vec![record, task];
+    assert_eq!(
+        array_task_record(all.clone(), array, 1).map(|j| j.id),
+        Some(JobId(51))
+    );
+    let waiting = array_task_record(all.clone(), array, 4).expect("index 4 waits");
+    assert_eq!(
+        (waiting.id, waiting.array_pending.as_deref()),
+        (array, Some("4%2"))
+    );
+    assert!(array_task_record(all, array, 7).is_none());
+}

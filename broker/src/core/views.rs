@@ -126,11 +126,13 @@ impl Core {
         } else {
             ("", None, Cow::Borrowed(""), Cow::Borrowed(""))
         };
+        // An array's record says what of it waits (nothing, once all its tasks are
+        // made or it ended): Slurm's commands list it only while some index waits.
         let array_pending = j
             .submission
             .array
             .as_ref()
-            .filter(|_| !j.state.is_terminal())
+            .filter(|_| j.submission.array_task.is_none())
             .map(|a| {
                 let rest = self
                     .arrays
