@@ -73,22 +73,35 @@ pub fn wait_running(
     client: &mut Client,
     job: JobId,
     quiet: bool,
+    prog: &str,
 ) -> anyhow::Result<Option<JobInfo>> {
     let mut said_waiting = false;
     let mut last_note = String::new();
+    // Under a Slurm name, Slurm's own lines (salloc's and srun's); as bh, where the
+    // job stands in the queue too.
+    let slurm = prog != "bh";
     loop {
         if interrupted() {
             let _ = release(client, job, 1);
-            eprintln!("bh: job {job}: allocation request withdrawn");
+            eprintln!("{prog}: job {job}: allocation request withdrawn");
             return Ok(None);
         }
         let info = client.show(job)?;
         match info.state {
             JobState::Running => {
                 if said_waiting && !quiet {
-                    eprintln!("bh: job {job} has been allocated resources");
+                    eprintln!("{prog}: job {job} has been allocated resources");
                 }
                 return Ok(Some(info));
+            }
+            JobState::Pending if slurm => {
+                if !said_waiting && !quiet {
+                    if prog == "salloc" {
+                        eprintln!("salloc: Pending job allocation {job}");
+                    }
+                    eprintln!("{prog}: job {job} queued and waiting for resources");
+                }
+                said_waiting = true;
             }
             JobState::Pending => {
                 if !quiet {
@@ -111,7 +124,7 @@ pub fn wait_running(
             }
             st => {
                 eprintln!(
-                    "bh: error: job {job} ended before it started ({st}): {}",
+                    "{prog}: error: job {job} ended before it started ({st}): {}",
                     info.reason.as_deref().unwrap_or("no reason given")
                 );
                 return Ok(None);

@@ -437,7 +437,7 @@ struct RunArgs {
 
 /// The allocation `bh run` makes outside a job: its nodes, tasks and CPUs per task as
 /// the step asks, and its time, partition, memory and GPUs.
-fn allocation_for_run(a: &RunArgs, bh_defaults: bool) -> anyhow::Result<JobSubmission> {
+fn allocation_for_run(a: &RunArgs, prog: &str) -> anyhow::Result<JobSubmission> {
     let mut flags: Vec<String> = Vec::new();
     let mut add = |k: &str, v: Option<String>| {
         if let Some(v) = v {
@@ -464,19 +464,19 @@ fn allocation_for_run(a: &RunArgs, bh_defaults: bool) -> anyhow::Result<JobSubmi
         flags.push("--overcommit".into());
     }
     flags.extend(a.extra.alloc_words.iter().cloned());
-    allocation(&flags, bh_defaults)
+    allocation(&flags, prog)
 }
 
 /// An interactive allocation's submission (no script) from option words, the
 /// environment's options beneath them.
-fn allocation(flags: &[String], bh_defaults: bool) -> anyhow::Result<JobSubmission> {
+fn allocation(flags: &[String], prog: &str) -> anyhow::Result<JobSubmission> {
     let mut opts = opts::parse_words(flags)
         .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
-    opts.bh_defaults = bh_defaults;
+    opts.bh_defaults = prog == "bh";
     // No script: no directives to read.
     let (_, r) = opts::submission_opts_parsed(opts, "#!", |k| std::env::var(k).ok())?;
     for w in &r.warnings {
-        eprintln!("bh: warning: {w}");
+        eprintln!("{prog}: warning: {w}");
     }
     submission_from(r, String::new(), "interactive".into(), vec![])
 }
@@ -500,7 +500,7 @@ fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
     // Its options read by getopt_long as salloc's (and sbatch's) are: a word getopt
     // refuses gets getopt's message and exit 255, as real salloc.
     opts::getopt_check(flags)?;
-    let sub = allocation(flags, cli.prog == "bh")?;
+    let sub = allocation(flags, cli.prog)?;
     // The task layout's variables, as salloc sets them: `bh run` inside follows them.
     let layout: Vec<(String, String)> = sub
         .env
@@ -511,11 +511,23 @@ fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
     let mut c = client(&cli.g)?;
     bulkhead_cli::alloc::catch_interrupts();
     let job = c.submit(sub).map_err(explain)?;
-    eprintln!("bh: pending job allocation {job}");
-    let Some(info) = bulkhead_cli::alloc::wait_running(&mut c, job, false)? else {
+    // salloc's lines (`-Q` keeps them quiet); bh's say where the job stands too.
+    let prog: &str = &cli.prog;
+    let quiet = opts::parse_words(flags).is_ok_and(|o| o.quiet);
+    let say = |what: &str| {
+        if prog == "bh" {
+            eprintln!("bh: {} job allocation {job}", what.to_lowercase());
+        } else if !quiet {
+            eprintln!("{prog}: {what} job allocation {job}");
+        }
+    };
+    if prog == "bh" {
+        say("Pending");
+    }
+    let Some(info) = bulkhead_cli::alloc::wait_running(&mut c, job, quiet, prog)? else {
         return Ok(ExitCode::FAILURE);
     };
-    eprintln!("bh: granted job allocation {job}");
+    say("Granted");
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
     let (prog, args) = match cmd.split_first() {
         Some((p, a)) => (p.clone(), a.to_vec()),
@@ -551,7 +563,7 @@ fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(s).unwrap_or(0)),
         Err(_) => 1,
     };
-    eprintln!("bh: relinquishing job allocation {job}");
+    say("Relinquishing");
     bulkhead_cli::alloc::release(&mut c, job, code)?;
     status.with_context(|| format!("cannot run {prog}"))?;
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
@@ -1304,10 +1316,10 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut c = client(&cli.g)?;
     let allocated = if req.job.0 == 0 {
-        let sub = allocation_for_run(a, cli.prog == "bh")?;
+        let sub = allocation_for_run(a, cli.prog)?;
         bulkhead_cli::alloc::catch_interrupts();
         let job = c.submit(sub).map_err(explain)?;
-        if bulkhead_cli::alloc::wait_running(&mut c, job, a.quiet)?.is_none() {
+        if bulkhead_cli::alloc::wait_running(&mut c, job, a.quiet, &cli.prog)?.is_none() {
             return Ok(ExitCode::FAILURE);
         }
         req.job = job;
@@ -1323,7 +1335,8 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
             Err(ClientError::Refused(r)) if r.code == ErrorCode::StepBusy => {
                 if !waited && !a.quiet {
                     eprintln!(
-                        "bh: Job step creation temporarily disabled, retrying (Requested nodes are busy)"
+                        "{}: Job step creation temporarily disabled, retrying (Requested nodes are busy)",
+                        cli.prog
                     );
                 }
                 waited = true;
@@ -1331,7 +1344,7 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
             }
             r => {
                 if waited && r.is_ok() && !a.quiet {
-                    eprintln!("bh: Step created for job {job}");
+                    eprintln!("{}: Step created for job {job}", cli.prog);
                 }
                 break r;
             }
