@@ -512,7 +512,7 @@ fn alloc(cli: &Cli, rest: &[String]) -> anyhow::Result<ExitCode> {
     bulkhead_cli::alloc::catch_interrupts();
     let job = c.submit(sub).map_err(explain)?;
     // salloc's lines (`-Q` keeps them quiet); bh's say where the job stands too.
-    let prog: &str = &cli.prog;
+    let prog: &str = cli.prog;
     let quiet = opts::parse_words(flags).is_ok_and(|o| o.quiet);
     let say = |what: &str| {
         if prog == "bh" {
@@ -1319,7 +1319,7 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
         let sub = allocation_for_run(a, cli.prog)?;
         bulkhead_cli::alloc::catch_interrupts();
         let job = c.submit(sub).map_err(explain)?;
-        if bulkhead_cli::alloc::wait_running(&mut c, job, a.quiet, &cli.prog)?.is_none() {
+        if bulkhead_cli::alloc::wait_running(&mut c, job, a.quiet, cli.prog)?.is_none() {
             return Ok(ExitCode::FAILURE);
         }
         req.job = job;
