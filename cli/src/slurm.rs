@@ -842,8 +842,17 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
                 .and_then(|n| n.split(',').next())
                 .unwrap_or("n/a")
         ),
+        // The reason for a job waiting or ended by a limit or a failure, its nodes
+        // (none for one that never ran) otherwise (`_print_job_reason_list`).
         'R' => {
-            if shown_state(j) == JobState::Pending || j.node.is_none() {
+            if matches!(
+                shown_state(j),
+                JobState::Pending
+                    | JobState::Timeout
+                    | JobState::OutOfMemory
+                    | JobState::Deadline
+                    | JobState::Failed
+            ) {
                 v.push('(');
                 v.push_str(shown_reason(j));
                 v.push(')');

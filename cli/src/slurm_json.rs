@@ -46,26 +46,40 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
     let per_cpu = mem_key == "MinMemoryCPU";
     let eligible = secs(crate::slurm_show::eligible_us(j));
     let cpus = u64::from(r.cpus) * u64::from(r.nodes.max(1));
-    json!({
+    let counts = crate::slurm_show::task_counts(j);
+    let mut out = json!({
         "account": j.account,
         "accrue_time": eligible,
         "admin_comment": "",
         "array_job_id": array_job_id,
         "array_task_id": array_task_id,
-        "array_max_tasks": 0,
+        // An array's throttle (`%N`).
+        "array_max_tasks": j
+            .array_pending
+            .as_deref()
+            .and_then(|p| p.rsplit_once('%'))
+            .and_then(|(_, t)| t.parse::<u32>().ok())
+            .unwrap_or(0),
         "array_task_string": j.array_pending.clone().unwrap_or_default(),
         "association_id": 0,
         "batch_features": "",
         "batch_flag": true,
         "batch_host": nodes.split(',').next().unwrap_or(""),
-        // Of the job's flags `--kill-on-invalid-dep` and whether it started mean
-        // something here (slurmctld's bit order).
+        // The job's flags that mean something here, in slurmctld's bit order: its
+        // `--kill-on-invalid-dep`, CPUs a task and memory asked (not defaulted), and
+        // whether it started.
         "flags": match e.kill_on_invalid_dep {
             Some(true) => vec!["KILL_INV_DEP"],
             Some(false) => vec!["NO_KILL_INV_DEP"],
             None => Vec::new(),
         }
         .into_iter()
+        .chain((counts.cpus_per_task > 1).then_some("JOB_CPUS_SET"))
+        .chain(
+            (e.counts.is_some_and(|c| c.mem != bulkhead_proto::job::MemForm::DefaultPerCpu)
+                || e.mem_whole)
+                .then_some("JOB_MEM_SET"),
+        )
         .chain(j.start_time_us.is_some().then_some("JOB_WAS_RUNNING"))
         .collect::<Vec<_>>(),
         "burst_buffer": "",
@@ -114,26 +128,27 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "last_sched_evaluation": secs(Some(j.submit_time_us)),
         "licenses": "",
         "max_cpus": 0,
-        "max_nodes": 0,
+        "max_nodes": counts.nodes_max,
         "mcs_label": "",
         "memory_per_tres": "",
         "name": j.name,
         "nodes": nodes,
         "nice": if e.nice == 0 { Value::Null } else { Value::from(e.nice) },
         "tasks_per_core": null,
-        "tasks_per_node": 0,
+        "tasks_per_node": counts.ntasks_per_node,
         "tasks_per_socket": null,
         "tasks_per_board": 0,
         "cpus": cpus,
         "node_count": r.nodes.max(1),
-        "tasks": cpus,
+        "tasks": counts.ntasks,
         "het_job_id": 0,
         "het_job_id_set": "",
         "het_job_offset": 0,
         "partition": j.partition,
         "prefer": "",
-        "memory_per_node": if per_cpu { Value::Null } else { Value::from(mem_mb) },
-        "memory_per_cpu": if per_cpu { Value::from(mem_mb) } else { Value::Null },
+        // `--mem=0` (a whole node's): slurmctld keeps no figure to show.
+        "memory_per_node": if per_cpu || e.mem_whole { Value::Null } else { Value::from(mem_mb) },
+        "memory_per_cpu": if per_cpu && !e.mem_whole { Value::from(mem_mb) } else { Value::Null },
         "minimum_cpus_per_node": crate::slurm_show::task_counts(j).min_cpus_node,
         "minimum_tmp_disk_per_node": shown_only.tmp_mb,
         "preempt_time": 0,
@@ -147,7 +162,11 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "resize_time": 0,
         "restart_cnt": j.restarts,
         "resv_name": "",
-        "shared": null,
+        "shared": match e.exclusive {
+            bulkhead_proto::job::Exclusive::Node => Value::from("none"),
+            bulkhead_proto::job::Exclusive::User => Value::from("user"),
+            bulkhead_proto::job::Exclusive::Shared => Value::Null,
+        },
         "show_flags": ["SHOW_ALL", "SHOW_DETAIL", "SHOW_LOCAL"],
         "sockets_per_board": 0,
         "sockets_per_node": count16(shown_only.sockets),
@@ -178,7 +197,27 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "user_name": j.user,
         "wckey": "",
         "current_working_directory": j.workdir,
-    })
+    });
+    // What a started job holds, node by node (which cores is the agent's to choose
+    // and is not listed).
+    if j.state.is_active() && !nodes.is_empty() {
+        let names: Vec<&str> = j.node.as_deref().unwrap_or("").split(',').collect();
+        out["job_resources"] = json!({
+            "nodes": nodes,
+            "allocated_cores": cpus,
+            "allocated_hosts": names.len(),
+            "allocated_nodes": names
+                .iter()
+                .map(|n| json!({
+                    "nodename": n,
+                    "cpus_used": 0,
+                    "memory_used": 0,
+                    "memory_allocated": j.resources.mem_mb,
+                }))
+                .collect::<Vec<_>>(),
+        });
+    }
+    out
 }
 
 /// `squeue --json`; `group_of` names a gid.

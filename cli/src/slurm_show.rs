@@ -354,7 +354,8 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let _ = writeln!(s, "   Command={}", command_of(j));
     let _ = writeln!(s, "   WorkDir={}", j.workdir);
     if let Some(c) = &e.comment {
-        let _ = writeln!(s, "   Comment={c}");
+        // job_info.c writes a blank after the comment.
+        let _ = writeln!(s, "   Comment={c} ");
     }
     let (out, err, stdin) = shown_paths(j);
     let _ = writeln!(s, "   StdErr={err}");

@@ -298,7 +298,7 @@ fn scontrol_show_job_has_slurms_keys_in_slurms_order() {
         assert!(out.contains(want), "{want} not in {out}");
     }
     assert!(
-        out.contains("\n   WorkDir=/home/ann\n   Comment=a note\n"),
+        out.contains("\n   WorkDir=/home/ann\n   Comment=a note \n"),
         "{out}"
     );
     // An array's first line, as real scontrol printed one (2026-12-05): its ids and
@@ -630,9 +630,19 @@ fn an_ended_jobs_reason_is_the_one_slurmctld_leaves() {
         j.exit_code = code;
         j.signal = signal;
         assert_eq!(shown_reason(&j), want, "{state:?}");
+        // `%R`: the reason of one ended by a limit or a failure; the nodes (none
+        // here) of one completed, cancelled or whose node failed, as squeue's.
+        let listed = if matches!(
+            state,
+            JobState::Completed | JobState::Cancelled | JobState::NodeFail
+        ) {
+            String::new()
+        } else {
+            format!("({want})")
+        };
         assert_eq!(
             squeue(std::slice::from_ref(&j), "%t %r %R", true, true, 0),
-            format!("{} {want} ({want})\n", state.short()),
+            format!("{} {want} {listed}\n", state.short()),
             "{state:?}"
         );
     }

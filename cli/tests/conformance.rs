@@ -432,12 +432,13 @@ fn compare_cases(dir: &std::path::Path, least: usize) {
         // The same counts as the real `scontrol show job` prints them for the job the
         // broker makes of the submission (what a client reading scontrol sees).
         let shown = bulkhead_cli::slurm::scontrol_job(&brokers_job(&r, &site), 0);
-        // A comment has a line of its own, spaces and all; the other fields are words.
+        // A comment has a line of its own, spaces and all, and the blank job_info.c
+        // writes after it; the other fields are words.
         let shown: HashMap<&str, &str> = shown
             .lines()
             .map(str::trim_start)
             .flat_map(|line| match line.strip_prefix("Comment=") {
-                Some(c) => vec![("Comment", c)],
+                Some(c) => vec![("Comment", c.strip_suffix(' ').unwrap_or(c))],
                 None => line
                     .split_whitespace()
                     .filter_map(|w| w.split_once('='))

@@ -208,7 +208,6 @@ pub fn task_env(
         ("SLURM_TASKS_PER_NODE", per.clone()),
         ("SLURM_STEP_TASKS_PER_NODE", per.clone()),
         ("BH_TASKS_PER_NODE", per),
-        ("SLURM_CPUS_PER_TASK", s(l.cpus_per_task)),
         ("BH_CPUS_PER_TASK", s(l.cpus_per_task)),
         ("SLURMD_NODENAME", l.node.clone()),
         ("BH_NODENAME", l.node.clone()),
@@ -226,6 +225,33 @@ pub fn task_env(
     ];
     if let Some(pid) = pid_hint {
         ours.push(("SLURM_TASK_PID", pid.to_string()));
+    }
+    let sent = |k: &str| {
+        job_env
+            .iter()
+            .chain(client_env)
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+    };
+    // srun's CPUs a task: set where more than one was asked, or where an enclosing
+    // value would be wrong (srun sets none of its own for the default of one).
+    if l.cpus_per_task > 1 || sent("SLURM_CPUS_PER_TASK").is_some() {
+        ours.push(("SLURM_CPUS_PER_TASK", s(l.cpus_per_task)));
+    }
+    // The layout srun asks for when given none: cyclic where each node has at most
+    // one task, block otherwise (launch.c), and the job's CPUs a node under the name
+    // slurmstepd also gives them (its heterogeneous job's first component).
+    ours.push((
+        "SLURM_DISTRIBUTION",
+        if l.ntasks as usize <= l.nodes.len() {
+            "cyclic"
+        } else {
+            "block"
+        }
+        .into(),
+    ));
+    if let Some(v) = sent("SLURM_JOB_CPUS_PER_NODE") {
+        ours.push(("SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0", v));
     }
     // The job's own variables (its id, user, CPUs on this node, ...) where the
     // client's environment (from another node, or outside the job) differs.

@@ -125,7 +125,8 @@ bulk() { PATH="$WORK/bhbin:$PATH" "$@"; }
 same() { # same WHAT REAL BULK: counts, and prints a difference
   TOTAL=$((TOTAL + 1))
   if [ "$2" == "$3" ]; then AGREE=$((AGREE + 1)); else
-    printf '## %s\nreal: %s\nbulk: %s\n' "$1" "$2" "$3"
+    printf '## %s (< real, > bulkhead)\n' "$1"
+    diff <(printf '%s\n' "$2") <(printf '%s\n' "$3") | grep '^[<>]' | head -20  || true
   fi
 }
 # A command's output with this job's id (and array tasks' ids) made ID.
