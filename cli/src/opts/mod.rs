@@ -279,6 +279,32 @@ pub struct SubmitOpts {
 pub const SLURM_OUTPUT: &str = "slurm-%j.out";
 pub const SLURM_ARRAY_OUTPUT: &str = "slurm-%A_%a.out";
 
+/// slurm_opt.c's own message for a value it cannot read (`Invalid --time
+/// specification`) where it has one of that form; otherwise what was wrong with it.
+fn value_message(opt: &str, value: &str, detail: &str) -> String {
+    const SLURMS: [&str; 14] = [
+        "begin",
+        "deadline",
+        "delay-boot",
+        "distribution",
+        "exclusive",
+        "gid",
+        "kill-on-invalid-dep",
+        "mail-type",
+        "mem",
+        "open-mode",
+        "signal",
+        "time",
+        "time-min",
+        "uid",
+    ];
+    if SLURMS.contains(&opt) {
+        format!("Invalid --{opt} specification")
+    } else {
+        format!("invalid --{opt} value {value:?}: {detail}")
+    }
+}
+
 /// What is wrong with a submission's options.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OptsError {
@@ -286,7 +312,7 @@ pub enum OptsError {
     Directive { line: usize, detail: String },
     #[error("invalid {var}: {detail}")]
     Env { var: &'static str, detail: String },
-    #[error("invalid --{opt} value {value:?}: {detail}")]
+    #[error("{}", value_message(opt, value, detail))]
     Value {
         opt: &'static str,
         value: String,
