@@ -1223,6 +1223,8 @@ mod tests {
             gpu_faults: vec![],
             reason_by: by.map(|(u, id, at)| (u.to_string(), id, at)),
             topology: None,
+            facts: None,
+            last_busy_us: None,
         };
         let at = 1_700_000_000_000_000;
         let nodes = [

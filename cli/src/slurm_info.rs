@@ -403,8 +403,36 @@ fn field(r: &Row, kind: char) -> String {
         'S' => "all".into(),
         'M' => "OFF".into(),
         'b' | COMMENT | EXTRA => "(null)".into(),
-        // Not measured here.
-        'e' | 'O' | PORT => "N/A".into(),
+        // The nodes' free memory (MB) and load as their agents said them: one value,
+        // or the least and the most (sinfo's `min-max`); N/A where none said.
+        'e' | 'O' => {
+            let vals: Vec<u64> = r
+                .nodes
+                .iter()
+                .filter_map(|n| n.facts.as_ref())
+                .map(|f| {
+                    if kind == 'e' {
+                        f.free_mem_mb
+                    } else {
+                        u64::from(f.cpu_load)
+                    }
+                })
+                .collect();
+            let show = |v: u64| {
+                if kind == 'e' {
+                    v.to_string()
+                } else {
+                    format!("{:.2}", v as f64 / 100.0)
+                }
+            };
+            match (vals.iter().min(), vals.iter().max()) {
+                (Some(lo), Some(hi)) if lo == hi => show(*lo),
+                (Some(lo), Some(hi)) => format!("{}-{}", show(*lo), show(*hi)),
+                _ => "N/A".into(),
+            }
+        }
+        // Not kept here.
+        PORT => "N/A".into(),
         // Who set the (first) reason and when.
         'H' | 'u' | 'U' => {
             let by = r.nodes.iter().find_map(|n| n.reason_by.as_ref());
@@ -519,12 +547,30 @@ pub fn topology(n: &NodeInfo) -> (u32, u32, u32) {
 pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
     let mut s = String::new();
     let (sockets, cores, threads) = topology(n);
-    let _ = writeln!(s, "NodeName={} CoresPerSocket={cores}", n.name);
-    // Not measured here: the load and free memory, which scontrol prints as N/A.
+    let facts = n.facts.as_ref();
+    // What the node's agent said of its host (node_info.c's layout; N/A, None or no
+    // line where it said nothing yet).
+    match facts.filter(|f| !f.arch.is_empty()) {
+        Some(f) => {
+            let _ = writeln!(
+                s,
+                "NodeName={} Arch={} CoresPerSocket={cores}",
+                n.name, f.arch
+            );
+        }
+        None => {
+            let _ = writeln!(s, "NodeName={} CoresPerSocket={cores}", n.name);
+        }
+    }
     let _ = writeln!(
         s,
-        "   CPUAlloc={} CPUEfctv={1} CPUTot={1} CPULoad=N/A",
-        n.cpus_alloc, n.cpus
+        "   CPUAlloc={} CPUEfctv={1} CPUTot={1} CPULoad={2}",
+        n.cpus_alloc,
+        n.cpus,
+        facts.map_or("N/A".into(), |f| format!(
+            "{:.2}",
+            f64::from(f.cpu_load) / 100.0
+        ))
     );
     let _ = writeln!(s, "   AvailableFeatures=(null)");
     let _ = writeln!(s, "   ActiveFeatures=(null)");
@@ -542,10 +588,15 @@ pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
         "   NodeAddr={0} NodeHostName={0} Version={1}",
         n.name, n.agent_version
     );
+    if let Some(f) = facts.filter(|f| !f.os.is_empty()) {
+        let _ = writeln!(s, "   OS={} ", f.os);
+    }
     let _ = writeln!(
         s,
-        "   RealMemory={} AllocMem={} FreeMem=N/A Sockets={sockets} Boards=1",
-        n.mem_mb, n.mem_alloc_mb
+        "   RealMemory={} AllocMem={} FreeMem={} Sockets={sockets} Boards=1",
+        n.mem_mb,
+        n.mem_alloc_mb,
+        facts.map_or("N/A".into(), |f| f.free_mem_mb.to_string())
     );
     let _ = writeln!(
         s,
@@ -561,7 +612,21 @@ pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
             member.join(",")
         }
     );
-    let _ = writeln!(s, "   BootTime=None SlurmdStartTime=None");
+    let at = |secs: Option<u64>| match secs.filter(|&t| t > 0) {
+        Some(t) => crate::slurm::local_time(Some(t.saturating_mul(1_000_000))),
+        None => "None".into(),
+    };
+    let _ = writeln!(
+        s,
+        "   BootTime={} SlurmdStartTime={}",
+        at(facts.map(|f| f.boot_time_s)),
+        at(facts.map(|f| f.agent_start_s))
+    );
+    let _ = writeln!(
+        s,
+        "   LastBusyTime={}",
+        crate::slurm::known_time(n.last_busy_us)
+    );
     let _ = writeln!(s, "   CfgTRES=cpu={},mem={}M,billing={0}", n.cpus, n.mem_mb);
     let alloc = if n.cpus_alloc == 0 && n.mem_alloc_mb == 0 {
         String::new()
@@ -1036,6 +1101,8 @@ mod tests {
             gpu_faults: vec![],
             reason_by: None,
             topology: None,
+            facts: None,
+            last_busy_us: None,
         }
     }
 
@@ -1145,6 +1212,68 @@ mod tests {
         assert!(
             out.contains("\nn3             1    batch* alloc \n"),
             "{out}"
+        );
+    }
+
+    /// A node whose agent said what its host is: every key real scontrol 22.05 printed
+    /// for a node, in its order, with the load as hundredths and the OS line's blank;
+    /// sinfo's load and free memory from the same facts, a range over several nodes.
+    #[test]
+    fn a_nodes_host_facts_are_shown_as_slurm_shows_them() {
+        let mut told = node("n1", NodeState::Idle, 4, 0);
+        told.facts = Some(bulkhead_proto::msg::NodeFacts {
+            arch: "x86_64".into(),
+            os: "Linux 6.1.0 #1 SMP".into(),
+            boot_time_s: 1_700_000_000,
+            agent_start_s: 1_700_000_100,
+            cpu_load: 91,
+            free_mem_mb: 11_164,
+        });
+        told.last_busy_us = Some(1_700_000_200_000_000);
+        let f = scontrol_node(&told, &["batch"]);
+        assert!(
+            f.starts_with("NodeName=n1 Arch=x86_64 CoresPerSocket=4\n"),
+            "{f}"
+        );
+        assert!(f.contains(" CPULoad=0.91\n"), "{f}");
+        assert!(f.contains("\n   OS=Linux 6.1.0 #1 SMP \n"), "{f}");
+        assert!(f.contains(" FreeMem=11164 "), "{f}");
+        let keys: Vec<&str> = f
+            .split_whitespace()
+            .filter_map(|w| w.split_once('=').map(|(k, _)| k))
+            .collect();
+        assert_eq!(
+            keys.join(" "),
+            "NodeName Arch CoresPerSocket CPUAlloc CPUEfctv CPUTot CPULoad \
+             AvailableFeatures ActiveFeatures Gres NodeAddr NodeHostName Version OS \
+             RealMemory AllocMem FreeMem Sockets Boards State ThreadsPerCore TmpDisk Weight \
+             Owner MCS_label Partitions BootTime SlurmdStartTime LastBusyTime CfgTRES \
+             AllocTRES CapWatts CurrentWatts AveWatts ExtSensorsJoules ExtSensorsWatts \
+             ExtSensorsTemp"
+        );
+        assert_eq!(
+            listing(&[told.clone()], "%O %e", true, true).lines().next(),
+            Some("0.91 11164")
+        );
+        let mut other = told.clone();
+        other.name = "n2".into();
+        if let Some(f) = other.facts.as_mut() {
+            f.cpu_load = 250;
+            f.free_mem_mb = 900;
+        }
+        assert_eq!(
+            sinfo(
+                &parts(),
+                &[told, other],
+                "%O %e",
+                false,
+                true,
+                &SinfoFilter::default(),
+                None
+            )
+            .lines()
+            .next(),
+            Some("0.91-2.50 900-11164")
         );
     }
 

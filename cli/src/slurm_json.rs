@@ -237,14 +237,14 @@ pub fn sinfo(parts: &[PartitionInfo], nodes: &[NodeInfo]) -> Value {
             .get(n.name.as_str())
             .map_or(&[][..], Vec::as_slice);
         json!({
-            "architecture": std::env::consts::ARCH,
+            "architecture": n.facts.as_ref().map_or("", |f| f.arch.as_str()),
             "burstbuffer_network_address": "",
             "boards": 1,
-            "boot_time": 0,
+            "boot_time": n.facts.as_ref().map_or(0, |f| f.boot_time_s),
             "cores": crate::slurm_info::topology(n).1,
             "cpu_binding": 0,
-            "cpu_load": 0,
-            "free_memory": null,
+            "cpu_load": n.facts.as_ref().map_or(0, |f| f.cpu_load),
+            "free_memory": n.facts.as_ref().map(|f| f.free_mem_mb),
             "cpus": n.cpus,
             "features": "",
             "active_features": "",
@@ -259,7 +259,7 @@ pub fn sinfo(parts: &[PartitionInfo], nodes: &[NodeInfo]) -> Value {
             "state": crate::slurm_info::state_long(n.state),
             "state_flags": [],
             "next_state_after_reboot_flags": [],
-            "operating_system": "",
+            "operating_system": n.facts.as_ref().map_or("", |f| f.os.as_str()),
             "owner": null,
             "partitions": member,
             "port": 0,
@@ -267,7 +267,7 @@ pub fn sinfo(parts: &[PartitionInfo], nodes: &[NodeInfo]) -> Value {
             "reason": n.reason.clone().unwrap_or_default(),
             "reason_changed_at": 0,
             "reason_set_by_user": null,
-            "slurmd_start_time": 0,
+            "slurmd_start_time": n.facts.as_ref().map_or(0, |f| f.agent_start_s),
             "sockets": crate::slurm_info::topology(n).0,
             "threads": crate::slurm_info::topology(n).2,
             "temporary_disk": 0,
@@ -275,8 +275,8 @@ pub fn sinfo(parts: &[PartitionInfo], nodes: &[NodeInfo]) -> Value {
             "tres": format!("cpu={c},mem={}M,billing={c}", n.mem_mb, c = n.cpus),
             "comment": "",
             "extra": "",
-            // When it was last busy is not kept here.
-            "last_busy": 0,
+            // When it last ran a job (the broker notes it while it runs).
+            "last_busy": n.last_busy_us.map_or(0, |t| t / 1_000_000),
             "slurmd_version": n.agent_version,
             "alloc_memory": n.mem_alloc_mb,
             "alloc_cpus": n.cpus_alloc,

@@ -19,6 +19,7 @@ pub mod emulator;
 pub mod fdpass;
 pub mod forksrv;
 pub mod gpu;
+pub mod hostfacts;
 pub mod journal;
 pub mod keeper;
 pub mod launch;

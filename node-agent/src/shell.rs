@@ -241,9 +241,14 @@ impl Agent {
                 d.path = self.dev_path(d.dev_type == 'b', d.major, d.minor);
             }
         }
+        let beat = matches!(msg, AgentMessage::Heartbeat { .. });
         match codec::encode(0, &msg) {
             Ok(f) => self.send_frame(f),
             Err(e) => tracing::error!(error = %e, "cannot encode a message to the broker"),
+        }
+        // With each heartbeat, what the host is and how loaded (slurmd's node facts).
+        if beat {
+            self.send(AgentMessage::Facts(crate::hostfacts::read()));
         }
     }
 

@@ -46,7 +46,9 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// 21: a listing carries the patterns a job's output and error paths were made from.
 /// 22: a page of a listing carries a token that asks for the next page without a
 /// MUNGE credential (`QueueMore`).
-pub const PROTOCOL_VERSION: u16 = 22;
+/// 23: an agent says what its host is and how loaded (`Facts`), and a node's
+/// description carries it and when the node was last busy.
+pub const PROTOCOL_VERSION: u16 = 23;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

@@ -513,6 +513,14 @@ pub struct NodeInfo {
     /// not said; shown as one socket of all its CPUs).
     #[serde(default)]
     pub topology: Option<Topology>,
+    /// What its agent last said of its host (`None`: nothing yet). Appended in
+    /// protocol 23, as the next.
+    #[serde(default)]
+    pub facts: Option<NodeFacts>,
+    /// When it last ran a job (Unix µs; now while it runs one), since the broker
+    /// started: Slurm's `LastBusyTime`.
+    #[serde(default)]
+    pub last_busy_us: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -570,6 +578,33 @@ pub enum AgentMessage {
     Usage(Vec<(JobId, crate::acct::JobUsage)>),
     /// A job step's part on this node is over: for accounting (`bh acct`'s `J.N`).
     StepEnded(Box<crate::step::StepEnd>),
+    /// What the host is and how loaded, with each heartbeat (appended in protocol 23).
+    Facts(NodeFacts),
+}
+
+/// What slurmd reports of its host beside its resources, and Slurm's commands show of
+/// a node: its machine (`Arch`), its kernel (`OS`), when it booted and the agent
+/// started, its load and free memory (`CPULoad`, `FreeMem`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeFacts {
+    /// `uname`'s machine (`x86_64`).
+    pub arch: String,
+    /// `uname`'s system, release and version, as slurmd joins them.
+    pub os: String,
+    /// Unix seconds.
+    pub boot_time_s: u64,
+    pub agent_start_s: u64,
+    /// The 5-minute load average times 100 (slurmd's `cpu_load`).
+    pub cpu_load: u32,
+    /// Free memory in MB (the kernel's `freeram`, as slurmd reads it).
+    pub free_mem_mb: u64,
+}
+
+impl NodeFacts {
+    pub fn validate(&self) -> Result<(), LimitError> {
+        check_str("arch", &self.arch, limits::MAX_NAME_BYTES)?;
+        check_str("os", &self.os, limits::MAX_NAME_BYTES)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -967,6 +1002,7 @@ impl Message for AgentMessage {
                 check("denials", d.len(), 1024)?;
                 d.iter().try_for_each(|(_, x)| x.validate())
             }
+            AgentMessage::Facts(f) => f.validate(),
         }
     }
 }

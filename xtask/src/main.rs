@@ -75,6 +75,10 @@ enum Cmd {
     /// read-only (xtask/nvml-check.sh): inventory, MIG mode, instances, and the MIG
     /// profiles and placements against Bulkhead's tables. Changes nothing on the GPU.
     NvmlCheck,
+    /// Bulkhead's Slurm commands beside a real Slurm 22.05 (Debian's slurm-wlm, a
+    /// private slurmctld and slurmd on loopback) on this host: the same submissions and
+    /// commands on both, every difference printed (tests/real-slurm/compare.sh). Root.
+    SlurmCompare,
     /// Fuzz every decoder of network input (cargo-fuzz, nightly) for a bounded time
     /// each; the corpus is kept in fuzz/corpus. Fails on a crash, a panic or an
     /// allocation over the limit.
@@ -859,6 +863,10 @@ fn main() -> Result<()> {
             ClusterCmd::Down { dir } => cluster::down(&dir),
             ClusterCmd::Status { dir } => cluster::status(&dir),
         },
+        Cmd::SlurmCompare => {
+            run(cargo().args(["build", "--bins"]))?;
+            run(Command::new("bash").arg(root().join("tests/real-slurm/compare.sh")))
+        }
         Cmd::NvmlCheck => {
             run(cargo().args(["build", "--release", "-p", "bulkhead-agent"]))?;
             run(Command::new("sh")

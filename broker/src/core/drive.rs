@@ -1064,6 +1064,7 @@ fn msg_name(m: &AgentMessage) -> &'static str {
         AgentMessage::GpuInventory(_) => "GPU inventory",
         AgentMessage::Usage(_) => "usage",
         AgentMessage::StepEnded(_) => "step ended",
+        AgentMessage::Facts(_) => "facts",
     }
 }
 

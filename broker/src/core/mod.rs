@@ -363,6 +363,10 @@ struct Node {
     step_endpoint: String,
     /// The heartbeat interval its agent was last told (0: none yet).
     beat_ms: u32,
+    /// What its agent last said of its host (not stored: it says so again).
+    facts: Option<bulkhead_proto::msg::NodeFacts>,
+    /// When it last held a job, since this broker started (Unix µs).
+    last_busy_us: Option<u64>,
 }
 
 impl Node {
@@ -977,8 +981,18 @@ impl Core {
         match msg {
             AgentMessage::Register(_) => {}
             AgentMessage::Heartbeat { running, launches } => {
+                if let Some(n) = self.nodes.get_mut(&node_id)
+                    && (!running.is_empty() || !n.running.is_empty() || !n.held.is_empty())
+                {
+                    n.last_busy_us = Some(now_us);
+                }
                 self.reconcile(&mut fx, node_id, &running, Some(launches), now_us);
                 self.retune_heartbeat(&mut fx, node_id, peer, request_id);
+            }
+            AgentMessage::Facts(f) => {
+                if let Some(n) = self.nodes.get_mut(&node_id) {
+                    n.facts = Some(f);
+                }
             }
             AgentMessage::JobCompleting { job } => {
                 if let Some(j) = self.jobs.get_mut(&job)

@@ -72,6 +72,8 @@ impl Core {
                 unstarted: std::collections::HashSet::new(),
                 step_endpoint: String::new(),
                 beat_ms: 0,
+                facts: None,
+                last_busy_us: None,
             },
         );
         idx

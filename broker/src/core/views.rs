@@ -778,6 +778,14 @@ impl Core {
             gpu_backend: n.gpu_backend.clone(),
             gpu_faults: n.gpu_faults.iter().map(|(g, w)| (*g, w.clone())).collect(),
             topology: n.topology,
+            facts: n.facts.clone(),
+            // While it holds a job, the last time its agent was heard (slurmctld too
+            // notes a busy node so); else when it last held one.
+            last_busy_us: if n.running.is_empty() && n.held.is_empty() {
+                n.last_busy_us
+            } else {
+                Some(n.last_seen_us)
+            },
             // A node not responding: the broker's, since it was last heard from.
             reason_by: match &n.drain {
                 Some(_) => n.drain_by.clone(),

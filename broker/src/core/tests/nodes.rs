@@ -565,3 +565,62 @@ fn a_nodes_topology_is_its_agents_when_it_counts_its_cpus() {
     assert_eq!(of("n1"), Some(Some(topo)));
     assert_eq!(of("n2"), Some(None), "4 CPUs said for 8");
 }
+
+/// What a node's agent says of its host is the node's until it says more, and the
+/// node was last busy when it last held a job.
+#[test]
+fn a_nodes_host_facts_and_last_busy_time_are_listed() {
+    let mut c = core();
+    c.agent(b"a".to_vec(), 1, Some(&root()), reg("n1", 4, vec![]), 10);
+    let facts = bulkhead_proto::msg::NodeFacts {
+        arch: "x86_64".into(),
+        os: "Linux 6.1.0 #1 SMP".into(),
+        boot_time_s: 1_000,
+        agent_start_s: 2_000,
+        cpu_load: 91,
+        free_mem_mb: 11_164,
+    };
+    c.agent(
+        b"a".to_vec(),
+        2,
+        None,
+        AgentMessage::Facts(facts.clone()),
+        20,
+    );
+    let listed = |c: &mut Core, now: u64| {
+        let fx = c.client(b"c".to_vec(), 9, &root(), ClientOp::Nodes, now);
+        match &fx.send[0] {
+            Outbound::Client {
+                reply: ClientReply::Nodes(n),
+                ..
+            } => n[0].clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let n = listed(&mut c, 30);
+    assert_eq!(n.facts, Some(facts));
+    assert_eq!(n.last_busy_us, None, "it never ran a job");
+    let fx = c.client(
+        b"c".to_vec(),
+        3,
+        &user(1000),
+        ClientOp::Submit(Box::new(sub(1))),
+        40,
+    );
+    let job = submitted(&fx);
+    c.agent(
+        b"a".to_vec(),
+        4,
+        None,
+        AgentMessage::Heartbeat {
+            running: vec![job],
+            launches: 1,
+        },
+        50,
+    );
+    assert_eq!(
+        listed(&mut c, 60).last_busy_us,
+        Some(50),
+        "busy when last heard"
+    );
+}
