@@ -533,6 +533,18 @@ pub fn scontrol_partition(p: &PartitionInfo, nodes: &[NodeInfo]) -> String {
     s
 }
 
+/// Memory (MB) in a TRES string as Slurm writes it (`slurmdb_make_tres_string`, exact
+/// units): the largest unit that divides it (`3G`, `8000M`, `1500M`).
+pub fn tres_mem(mb: u64) -> String {
+    const UNITS: [&str; 4] = ["M", "G", "T", "P"];
+    let (mut n, mut unit) = (mb, 0);
+    while n >= 1024 && n.is_multiple_of(1024) && unit + 1 < UNITS.len() {
+        n /= 1024;
+        unit += 1;
+    }
+    format!("{n}{}", UNITS[unit])
+}
+
 /// A node's sockets, cores per socket and threads per core: as its agent read them
 /// from the kernel, else one socket of one thread per core, as Slurm describes a
 /// node configured by its CPU count alone.
@@ -627,11 +639,16 @@ pub fn scontrol_node(n: &NodeInfo, member: &[&str]) -> String {
         "   LastBusyTime={}",
         crate::slurm::known_time(n.last_busy_us)
     );
-    let _ = writeln!(s, "   CfgTRES=cpu={},mem={}M,billing={0}", n.cpus, n.mem_mb);
+    let _ = writeln!(
+        s,
+        "   CfgTRES=cpu={},mem={},billing={0}",
+        n.cpus,
+        tres_mem(n.mem_mb)
+    );
     let alloc = if n.cpus_alloc == 0 && n.mem_alloc_mb == 0 {
         String::new()
     } else {
-        format!("cpu={},mem={}M", n.cpus_alloc, n.mem_alloc_mb)
+        format!("cpu={},mem={}", n.cpus_alloc, tres_mem(n.mem_alloc_mb))
     };
     let _ = writeln!(s, "   AllocTRES={alloc}");
     let _ = writeln!(s, "   CapWatts=n/a");
@@ -1213,6 +1230,15 @@ mod tests {
             out.contains("\nn3             1    batch* alloc \n"),
             "{out}"
         );
+    }
+
+    /// Memory in TRES strings in exact units, as slurmdbd's strings (`3G`, `1500M`).
+    #[test]
+    fn tres_memory_is_in_the_largest_exact_unit() {
+        assert_eq!(tres_mem(3072), "3G");
+        assert_eq!(tres_mem(8000), "8000M");
+        assert_eq!(tres_mem(1536), "1536M");
+        assert_eq!(tres_mem(1 << 20), "1T");
     }
 
     /// A node whose agent said what its host is: every key real scontrol 22.05 printed

@@ -272,7 +272,11 @@ pub fn sinfo(parts: &[PartitionInfo], nodes: &[NodeInfo]) -> Value {
             "threads": crate::slurm_info::topology(n).2,
             "temporary_disk": 0,
             "weight": 1,
-            "tres": format!("cpu={c},mem={}M,billing={c}", n.mem_mb, c = n.cpus),
+            "tres": format!(
+                "cpu={c},mem={},billing={c}",
+                crate::slurm_info::tres_mem(n.mem_mb),
+                c = n.cpus
+            ),
             "comment": "",
             "extra": "",
             // When it last ran a job (the broker notes it while it runs).
@@ -283,7 +287,11 @@ pub fn sinfo(parts: &[PartitionInfo], nodes: &[NodeInfo]) -> Value {
             "idle_cpus": n.cpus.saturating_sub(n.cpus_alloc),
             // What its jobs hold, none while idle; billing weighs the CPUs.
             "tres_used": if n.cpus_alloc > 0 || n.mem_alloc_mb > 0 {
-                Value::from(format!("cpu={},mem={}M", n.cpus_alloc, n.mem_alloc_mb))
+                Value::from(format!(
+                    "cpu={},mem={}",
+                    n.cpus_alloc,
+                    crate::slurm_info::tres_mem(n.mem_alloc_mb)
+                ))
             } else {
                 Value::Null
             },

@@ -13,8 +13,8 @@
 #   5. messages and exit statuses for options and ids the commands refuse.
 # Values that differ by construction are left out: job ids (replaced by ID), times,
 # priorities (Slurm's priority/basic against Bulkhead's multifactor), the submit
-# host's session, the node's boot time, load, free memory and OS (slurmd reports them;
-# Bulkhead's agent does not), Account and QOS (real Slurm here has no accounting).
+# host's session, the node's load, free memory, address and version, Account and QOS
+# (real Slurm here has no accounting).
 # Prints each difference, then `slurm_compare_agree=N` and `slurm_compare_total=M`.
 # Needs root; installs slurm-wlm and munge from Debian if missing; stops every daemon
 # it started and removes its directory (EXIT trap).
@@ -187,6 +187,9 @@ for c in "squeue" "squeue -l" "squeue -r" "squeue -t all" "squeue -o %all" "sinf
   same "$c" "$(real $c 2>&1 | grep -v '^[A-Z][a-z][a-z] [A-Z][a-z][a-z] ' | strip)" \
     "$(bulk $c 2>&1 | grep -v '^[A-Z][a-z][a-z] [A-Z][a-z][a-z] ' | strip)"
 done
+same "scontrol show node" \
+  "$(real scontrol show node n1 | sed -E 's/(CPULoad|FreeMem|Version|NodeAddr|NodeHostName|AllocMem)=[^ ]*/\1=X/g; s/(BootTime|SlurmdStartTime|LastBusyTime)=[^ ]*/\1=T/g; s/ *$//')" \
+  "$(bulk scontrol show node n1 | sed -E 's/(CPULoad|FreeMem|Version|NodeAddr|NodeHostName|AllocMem)=[^ ]*/\1=X/g; s/(BootTime|SlurmdStartTime|LastBusyTime)=[^ ]*/\1=T/g; s/ *$//')"
 cancel_all
 
 # 4: the variables a batch script and a step see (their names).
