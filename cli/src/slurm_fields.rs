@@ -51,7 +51,7 @@ const LONGS: &[Long] = &[
     long(8, "ALLOC_NODES", NONE),
     long(9, "ALLOC_SID", NONE),
     long(10, "ASSOC_ID", NONE),
-    long(11, "BATCH_FLAG", NONE),
+    long(11, "BATCH_FLAG", EXTRA),
     long(12, "BOARDS_PER_NODE", NONE),
     long(13, "BURST_BUFFER", NONE),
     long(14, "BURST_BUFFER_STATE", NONE),
@@ -359,9 +359,10 @@ pub(crate) fn long_field_into(j: &JobInfo, c: char, now_us: u64, v: &mut String)
         // preferences: none kept here.
         7 | 8 | 13 | 14 | 16 | 17 | 30 | 33 | 42 | 52 => text(v, null),
         // The submit session, the association's record id (no slurmdbd), switches
-        // asked: 0. Every job here runs a batch script or an allocation's command.
+        // asked: 0.
         9 | 10 | 45 => num(v, 0),
-        11 => num(v, 1),
+        // A batch job's 1, an interactive allocation's 0.
+        11 => num(v, u8::from(!j.shown().interactive)),
         // Boards, sockets a board and tasks a board: slurmctld keeps 0 when not
         // asked (scontrol's `ReqB:S:C:T=0:0:...`), and Bulkhead asks none.
         12 | 34 | 51 => num(v, 0),

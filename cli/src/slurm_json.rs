@@ -63,7 +63,7 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "array_task_string": j.array_pending.clone().unwrap_or_default(),
         "association_id": 0,
         "batch_features": "",
-        "batch_flag": true,
+        "batch_flag": !j.shown().interactive,
         "batch_host": nodes.split(',').next().unwrap_or(""),
         // The job's flags that mean something here, in slurmctld's bit order: its
         // `--kill-on-invalid-dep`, CPUs a task and memory asked (not defaulted), and

@@ -215,9 +215,10 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     );
     let _ = writeln!(
         s,
-        "   Requeue={} Restarts={} BatchFlag=1 Reboot={} ExitCode={}:{}",
+        "   Requeue={} Restarts={} BatchFlag={} Reboot={} ExitCode={}:{}",
         u8::from(e.requeue.unwrap_or(true)),
         j.restarts,
+        u8::from(!job_shown.interactive),
         u8::from(shown_only.reboot),
         j.exit_code.unwrap_or(0),
         j.signal.unwrap_or(0)

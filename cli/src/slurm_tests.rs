@@ -808,3 +808,28 @@ fn a_task_is_its_record_or_the_arrays_waiting_one() {
     );
     assert!(array_task_record(all, array, 7).is_none());
 }
+
+/// An interactive allocation (salloc's, srun's outside a job) is not a batch job:
+/// `BatchFlag=0` in scontrol, squeue's `batchflag` and `--json`'s `batch_flag`.
+#[test]
+fn an_allocation_has_no_batch_flag() {
+    let mut j = full_job();
+    let flags = |j: &JobInfo| {
+        let fmt = format_from_names("batchflag").0;
+        let squeued = parse_format(&fmt)
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Field { kind, .. } => Some(squeue_field(j, *kind, 0)),
+                Piece::Text(_) => None,
+            })
+            .collect::<String>();
+        (
+            scontrol_job(j, 0).contains(" BatchFlag=1 "),
+            squeued,
+            crate::slurm_json::job(j, "g")["batch_flag"].clone(),
+        )
+    };
+    assert_eq!(flags(&j), (true, "1".into(), serde_json::json!(true)));
+    j.shown.as_mut().expect("shown").interactive = true;
+    assert_eq!(flags(&j), (false, "0".into(), serde_json::json!(false)));
+}

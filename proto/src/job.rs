@@ -802,6 +802,9 @@ pub struct JobShown {
     /// For a waiting `--mem=0` job, the memory of a whole node (MB) that slurmctld
     /// counts in its TRES (its partition's first node's); 0: none.
     pub whole_mem_mb: u64,
+    /// An interactive allocation (salloc's, or srun's outside a job), not a batch
+    /// job: Slurm's `BatchFlag=0`. (Appended in protocol 23.)
+    pub interactive: bool,
 }
 
 impl JobInfo {
@@ -812,6 +815,7 @@ impl JobInfo {
             err_pattern: None,
             nodes_guess: 0,
             whole_mem_mb: 0,
+            interactive: false,
         };
         self.shown.as_deref().unwrap_or(&NONE)
     }

@@ -344,6 +344,7 @@ impl Parts {
             if let Some(s) = &mut j.shown {
                 s.nodes_guess = 0;
                 s.whole_mem_mb = 0;
+                s.interactive = false;
             }
             j.args.clear();
         }

@@ -64,6 +64,7 @@ pub struct ShownView<'a> {
     pub err_pattern: Option<&'a str>,
     pub nodes_guess: u32,
     pub whole_mem_mb: u64,
+    pub interactive: bool,
 }
 
 /// A [`ResourceRequest`] with its memory as the job holds it (the request may have
@@ -182,6 +183,7 @@ impl<'a> JobView<'a> {
                 err_pattern: s.err_pattern.as_deref(),
                 nodes_guess: s.nodes_guess,
                 whole_mem_mb: s.whole_mem_mb,
+                interactive: s.interactive,
             }),
         }
     }
@@ -228,6 +230,7 @@ impl<'a> JobView<'a> {
                     err_pattern: s.err_pattern.map(str::to_string),
                     nodes_guess: s.nodes_guess,
                     whole_mem_mb: s.whole_mem_mb,
+                    interactive: s.interactive,
                 })
             }),
         }
@@ -364,6 +367,7 @@ impl JobView<'_> {
                 wire::opt_str(out, s.err_pattern);
                 wire::varint(out, u64::from(s.nodes_guess));
                 wire::varint(out, s.whole_mem_mb);
+                out.push(u8::from(s.interactive));
             }
         }
         Ok(())
@@ -598,6 +602,7 @@ pub(crate) mod tests {
                 err_pattern: Some("%x-%%.err".into()),
                 nodes_guess: 3,
                 whole_mem_mb: 515_000,
+                interactive: true,
             })),
         }
     }

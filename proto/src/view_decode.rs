@@ -330,6 +330,7 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
             err_pattern,
             nodes_guess: r.u32()?,
             whole_mem_mb: r.u64()?,
+            interactive: r.some()?,
         }))
     })?;
     Ok(())

@@ -260,6 +260,7 @@ impl Core {
                         0
                     },
                     whole_mem_mb: if extra { self.whole_mem(j) } else { 0 },
+                    interactive: extra && !j.batch,
                 }
             }),
         }
