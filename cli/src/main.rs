@@ -603,9 +603,14 @@ fn bh_main() -> ExitCode {
         Err(e) => {
             // The broker's messages are escaped where they arrive ([`explain`]); the
             // rest may hold what the user typed.
+            // Under a Slurm name, slurm_opt.c's own words where it has them.
+            let slurms = e
+                .downcast_ref::<opts::OptsError>()
+                .filter(|_| prog != "bh")
+                .and_then(opts::OptsError::slurm_message);
             eprintln!(
                 "{prog}: error: {}",
-                output::escape_keep_lines(&format!("{e:#}"))
+                slurms.unwrap_or_else(|| output::escape_keep_lines(&format!("{e:#}")))
             );
             // sbatch's exit codes: 255 for what it finds reading options.
             match e.downcast_ref::<opts::OptsError>() {

@@ -280,8 +280,8 @@ pub const SLURM_OUTPUT: &str = "slurm-%j.out";
 pub const SLURM_ARRAY_OUTPUT: &str = "slurm-%A_%a.out";
 
 /// slurm_opt.c's own message for a value it cannot read (`Invalid --time
-/// specification`) where it has one of that form; otherwise what was wrong with it.
-fn value_message(opt: &str, value: &str, detail: &str) -> String {
+/// specification`), for the options it has one of that form for.
+fn slurm_value_message(opt: &str) -> Option<String> {
     const SLURMS: [&str; 14] = [
         "begin",
         "deadline",
@@ -298,11 +298,9 @@ fn value_message(opt: &str, value: &str, detail: &str) -> String {
         "time-min",
         "uid",
     ];
-    if SLURMS.contains(&opt) {
-        format!("Invalid --{opt} specification")
-    } else {
-        format!("invalid --{opt} value {value:?}: {detail}")
-    }
+    SLURMS
+        .contains(&opt)
+        .then(|| format!("Invalid --{opt} specification"))
 }
 
 /// What is wrong with a submission's options.
@@ -312,7 +310,7 @@ pub enum OptsError {
     Directive { line: usize, detail: String },
     #[error("invalid {var}: {detail}")]
     Env { var: &'static str, detail: String },
-    #[error("{}", value_message(opt, value, detail))]
+    #[error("invalid --{opt} value {value:?}: {detail}")]
     Value {
         opt: &'static str,
         value: String,
@@ -414,6 +412,15 @@ fn check_script(script: &str) -> Result<(), OptsError> {
 }
 
 impl OptsError {
+    /// What sbatch, salloc and srun say of it where slurm_opt.c has its own words
+    /// (`Invalid --time specification`); `bh` says what was wrong with the value.
+    pub fn slurm_message(&self) -> Option<String> {
+        match self {
+            OptsError::Value { opt, .. } => slurm_value_message(opt),
+            _ => None,
+        }
+    }
+
     /// sbatch's exit code for it: 255 for what Slurm finds while reading options
     /// (an unknown option, a bad directive, a bad time or node count), 1 otherwise.
     pub fn exit_code(&self) -> u8 {

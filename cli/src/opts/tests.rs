@@ -136,6 +136,12 @@ fn time_limits_are_capped_where_slurm_stops() {
     }
     let e = cli(&["-t", "107000000000000-0"]).resolve().unwrap_err();
     assert!(matches!(&e, OptsError::Value { opt: "time", .. }), "{e:?}");
+    // sbatch says slurm_opt.c's words; bh what was wrong with the value.
+    assert_eq!(
+        e.slurm_message().as_deref(),
+        Some("Invalid --time specification")
+    );
+    assert!(e.to_string().starts_with("invalid --time value "), "{e}");
 }
 
 #[test]
