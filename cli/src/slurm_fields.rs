@@ -261,11 +261,35 @@ pub fn format_from_names(spec: &str) -> (String, Vec<String>) {
     names_to_format(spec, FORMAT_NAMES)
 }
 
-/// A `-O` spec as a format over `names`, and the names it does not know.
-fn names_to_format(spec: &str, names: &[(&str, char)]) -> (String, Vec<String>) {
-    let mut out = String::new();
-    let mut unknown = Vec::new();
-    for item in spec.split(',').filter(|i| !i.is_empty()) {
+/// One item of a `-O` spec (`name[:[.][size][suffix]]`), as squeue and sinfo read it.
+pub(crate) struct SpecItem<'a> {
+    pub name: &'a str,
+    /// A `:` followed the name.
+    pub sized: bool,
+    /// `.`: right-justified.
+    pub right: bool,
+    /// The size's digits, as written (none: empty).
+    pub digits: &'a str,
+    /// What follows the size, `%` made literal.
+    pub suffix: String,
+}
+
+impl SpecItem<'_> {
+    /// The `-o` field it stands for, of type `kind` and `width` (empty: none).
+    pub fn write(&self, out: &mut String, kind: char, width: &str) {
+        out.push('%');
+        if self.right {
+            out.push('.');
+        }
+        out.push_str(width);
+        out.push(kind);
+        out.push_str(&self.suffix);
+    }
+}
+
+/// The items of a comma-separated `-O` spec.
+pub(crate) fn spec_items(spec: &str) -> impl Iterator<Item = SpecItem<'_>> {
+    spec.split(',').filter(|i| !i.is_empty()).map(|item| {
         let (name, size) = match item.split_once(':') {
             Some((n, s)) => (n, Some(s)),
             None => (item, None),
@@ -277,25 +301,37 @@ fn names_to_format(spec: &str, names: &[(&str, char)]) -> (String, Vec<String>) 
             },
             None => (false, ""),
         };
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let suffix = rest[digits.len()..].replace('%', "%%");
+        let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+        SpecItem {
+            name,
+            sized: size.is_some(),
+            right,
+            digits: &rest[..n],
+            suffix: rest[n..].replace('%', "%%"),
+        }
+    })
+}
+
+/// A `-O` spec as a format over `names`, and the names it does not know.
+fn names_to_format(spec: &str, names: &[(&str, char)]) -> (String, Vec<String>) {
+    let mut out = String::new();
+    let mut unknown = Vec::new();
+    for item in spec_items(spec) {
         let Some(kind) = names
             .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .find(|(n, _)| n.eq_ignore_ascii_case(item.name))
             .map(|(_, k)| *k)
         else {
-            unknown.push(name.to_string());
-            out.push_str(&suffix);
+            unknown.push(item.name.to_string());
+            out.push_str(&item.suffix);
             continue;
         };
-        let width = if digits.is_empty() { "20" } else { &digits };
-        out.push('%');
-        if right {
-            out.push('.');
-        }
-        out.push_str(width);
-        out.push(kind);
-        out.push_str(&suffix);
+        let width = if item.digits.is_empty() {
+            "20"
+        } else {
+            item.digits
+        };
+        item.write(&mut out, kind, width);
     }
     (out, unknown)
 }

@@ -774,48 +774,32 @@ const LONG_NAMES: &[(&str, char)] = &[
 pub fn format_from_names(spec: &str) -> (String, Vec<String>) {
     let mut out = String::new();
     let mut unknown = Vec::new();
-    for token in spec.split(',').filter(|t| !t.is_empty()) {
-        let (name, size) = match token.split_once(':') {
-            Some((n, s)) => (n, Some(s)),
-            None => (token, None),
-        };
-        if name.eq_ignore_ascii_case("all") {
+    for item in crate::slurm_fields::spec_items(spec) {
+        if item.name.eq_ignore_ascii_case("all") {
             out.push_str(SINFO_ALL);
             continue;
         }
-        let (right, rest) = match size {
-            Some(s) => match s.strip_prefix('.') {
-                Some(r) => (true, r),
-                None => (false, s),
-            },
-            None => (false, ""),
-        };
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let suffix = rest[digits..].replace('%', "%%");
-        // strtol of no digits is 0: no width at all.
-        let width: usize = if size.is_none() {
-            20
-        } else {
-            rest[..digits].parse().unwrap_or(0)
-        };
         let Some(kind) = LONG_NAMES
             .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .find(|(n, _)| n.eq_ignore_ascii_case(item.name))
             .map(|(_, k)| *k)
         else {
-            unknown.push(name.to_string());
-            out.push_str(&suffix);
+            unknown.push(item.name.to_string());
+            out.push_str(&item.suffix);
             continue;
         };
-        out.push('%');
-        if right {
-            out.push('.');
-        }
-        if width > 0 {
-            let _ = write!(out, "{width}");
-        }
-        out.push(kind);
-        out.push_str(&suffix);
+        // strtol of no digits is 0: no width at all.
+        let width: usize = if item.sized {
+            item.digits.parse().unwrap_or(0)
+        } else {
+            20
+        };
+        let width = if width > 0 {
+            width.to_string()
+        } else {
+            String::new()
+        };
+        item.write(&mut out, kind, &width);
     }
     (out, unknown)
 }
