@@ -273,6 +273,7 @@ mod tests {
             ntasks: None,
             workdir: "/home/u".into(),
             gid: 1000,
+            array_last: false,
             job: JobId(id),
             job_label: id.to_string(),
             name: "j".into(),

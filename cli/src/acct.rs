@@ -214,10 +214,11 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
         .map(|s| r.end_us.unwrap_or(now_us).saturating_sub(s));
     match f {
         "JobID" => r.job_label.clone(),
-        // The job's own id: an array task's, not `ARRAY_TASK`; a step keeps its suffix.
+        // The job's own id: an array task's, not `ARRAY_TASK` (the array's for the
+        // task of its last index, as slurmctld's); a step keeps its suffix.
         "JobIDRaw" => match r.job_label.split_once('.') {
-            Some((_, step)) => format!("{}.{step}", r.job),
-            None => r.job.to_string(),
+            Some((_, step)) => format!("{}.{step}", r.slurm_id()),
+            None => r.slurm_id().to_string(),
         },
         "JobName" => r.name.clone(),
         "Comment" => r.comment.clone().unwrap_or_default(),
@@ -838,6 +839,7 @@ mod tests {
             ntasks: None,
             workdir: "/home/u".into(),
             gid: 1000,
+            array_last: false,
             job: JobId(12),
             job_label: "12".into(),
             name: "train, big".into(),
@@ -867,6 +869,24 @@ mod tests {
                 ..Default::default()
             }),
         }
+    }
+
+    /// sacct's `JobIDRaw` of the task of an array's last index is the array's id (its
+    /// steps' too), as slurmctld's last task is the array's record; `JobID` is the task.
+    #[test]
+    fn an_arrays_last_task_has_the_arrays_raw_id() {
+        let mut r = AcctRecord {
+            job: JobId(43),
+            job_label: "40_3".into(),
+            array_last: true,
+            ..rec()
+        };
+        assert_eq!(field(&r, "JobIDRaw", 0), "40");
+        assert_eq!(field(&r, "JobID", 0), "40_3");
+        r.job_label = "40_3.batch".into();
+        assert_eq!(field(&r, "JobIDRaw", 0), "40.batch");
+        r.array_last = false;
+        assert_eq!(field(&r, "JobIDRaw", 0), "43.batch");
     }
 
     #[test]

@@ -269,7 +269,7 @@ fn job(r: &AcctRecord, steps: &[&AcctRecord], group: Option<&str>) -> Value {
         "flags": if started { json!(["CLEAR_SCHEDULING", "STARTED_ON_SCHEDULE"]) } else { json!([]) },
         "group": group,
         "het": { "job_id": 0, "job_offset": null },
-        "job_id": r.job.0,
+        "job_id": r.slurm_id().0,
         "name": r.name,
         "mcs": { "label": "" },
         "nodes": if r.nodes.is_empty() { "None assigned" } else { r.nodes.as_str() },
@@ -280,7 +280,7 @@ fn job(r: &AcctRecord, steps: &[&AcctRecord], group: Option<&str>) -> Value {
         "kill_request_user": null,
         "reservation": { "id": 0, "name": 0 },
         "state": { "current": r.state.as_str(), "reason": "None" },
-        "steps": steps.iter().map(|s| step(s, r.job.0)).collect::<Vec<_>>(),
+        "steps": steps.iter().map(|s| step(s, r.slurm_id().0)).collect::<Vec<_>>(),
         "tres": { "allocated": alloc_tres(r, nodes), "requested": tres_list(r, nodes) },
         "user": r.user,
         "wckey": { "wckey": "", "flags": [] },
@@ -346,6 +346,7 @@ mod tests {
             ntasks: None,
             workdir: "/home/ann".into(),
             gid: 1001,
+            array_last: false,
         }
     }
 

@@ -198,6 +198,7 @@ mod tests {
             ntasks: None,
             workdir: "/home/ann".into(),
             gid: 1001,
+            array_last: false,
         }
     }
 

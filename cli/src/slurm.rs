@@ -708,9 +708,10 @@ pub fn squeue_field_into(j: &JobInfo, c: char, now_us: u64, convert: bool, v: &m
     let array = j.array_task.map_or(j.id, |(a, _)| a);
     let _ = match c {
         'i' => job_id_into(j, v),
-        // `%A` the job's own id (a task's, or the array record's), `%F` its array's.
+        // `%A` the job's own id (a task's, or the array record's; the array's for the
+        // task of its last index, as slurmctld's), `%F` its array's.
         'A' => {
-            num(v, j.id.0);
+            num(v, j.slurm_id().0);
             Ok(())
         }
         'F' => {

@@ -123,7 +123,7 @@ pub fn job(j: &JobInfo, group: &str) -> Value {
         "gres_detail": [],
         "group_id": j.gid,
         "group_name": group,
-        "job_id": j.id.0,
+        "job_id": j.slurm_id().0,
         "job_state": j.state.as_str(),
         "last_sched_evaluation": secs(Some(j.submit_time_us)),
         "licenses": "",

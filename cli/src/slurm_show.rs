@@ -180,7 +180,7 @@ pub fn scontrol_job(j: &JobInfo, now_us: u64) -> String {
     let mut s = String::new();
     // The first line, as scontrol's: an array's ids and throttle (when it has one)
     // between the job's id and its name.
-    let _ = write!(s, "JobId={} ", j.id);
+    let _ = write!(s, "JobId={} ", j.slurm_id());
     if let Some((a, t)) = j.array_task {
         let _ = write!(s, "ArrayJobId={a} ArrayTaskId={t} ");
     } else if let Some(rest) = &j.array_pending {

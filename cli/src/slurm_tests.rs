@@ -46,6 +46,7 @@ pub(crate) fn full_job() -> JobInfo {
             out_pattern: "bh-%j.out".into(),
             ..Default::default()
         })),
+        array_last: false,
     }
 }
 
@@ -832,4 +833,26 @@ fn an_allocation_has_no_batch_flag() {
     assert_eq!(flags(&j), (true, "1".into(), serde_json::json!(true)));
     j.shown.as_mut().expect("shown").interactive = true;
     assert_eq!(flags(&j), (false, "0".into(), serde_json::json!(false)));
+}
+
+/// The task of an array's last index is shown under the array's id, as slurmctld's
+/// last task is the array's own record: `%A` and `JobId=` say the array's, `%i` and
+/// `ArrayTaskId` the task's; another task keeps its own id.
+#[test]
+fn an_arrays_last_task_shows_the_arrays_id() {
+    let mut j = full_job();
+    j.id = bulkhead_proto::JobId(43);
+    j.array_task = Some((bulkhead_proto::JobId(40), 3));
+    j.array_last = true;
+    assert_eq!(squeue_field(&j, 'A', 0), "40");
+    assert_eq!(squeue_field(&j, 'i', 0), "40_3");
+    assert_eq!(squeue_field(&j, 'F', 0), "40");
+    assert!(
+        crate::slurm_show::scontrol_job(&j, 0).starts_with("JobId=40 ArrayJobId=40 ArrayTaskId=3 "),
+        "{}",
+        crate::slurm_show::scontrol_job(&j, 0)
+    );
+    j.array_last = false;
+    assert_eq!(squeue_field(&j, 'A', 0), "43");
+    assert!(crate::slurm_show::scontrol_job(&j, 0).starts_with("JobId=43 ArrayJobId=40 "));
 }

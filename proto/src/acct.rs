@@ -176,6 +176,20 @@ pub struct AcctRecord {
     /// are its job's). Appended (protocol 18).
     pub workdir: String,
     pub gid: u32,
+    /// An array task of its array's last index (see `JobInfo::array_last`): sacct's
+    /// `JobIDRaw` is the array's id. Appended (protocol 24).
+    pub array_last: bool,
+}
+
+impl AcctRecord {
+    /// The id sacct shows as the job's own (`JobIDRaw`, without a step's suffix):
+    /// the array's for the task of its last index, the job's otherwise.
+    pub fn slurm_id(&self) -> JobId {
+        match self.job_label.split_once('_') {
+            Some((array, _)) if self.array_last => array.parse().map_or(self.job, JobId),
+            _ => self.job,
+        }
+    }
 }
 
 /// How `bh report` groups usage.

@@ -48,7 +48,9 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// MUNGE credential (`QueueMore`).
 /// 23: an agent says what its host is and how loaded (`Facts`), and a node's
 /// description carries it and when the node was last busy.
-pub const PROTOCOL_VERSION: u16 = 23;
+/// 24: a listed array task and its accounting record say whether it is its array's
+/// last (Slurm gives that task the array's id).
+pub const PROTOCOL_VERSION: u16 = 24;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.
@@ -629,6 +631,7 @@ mod tests {
             args: vec![],
             restarts: 0,
             shown: None,
+            array_last: false,
         }
     }
 

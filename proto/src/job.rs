@@ -783,6 +783,11 @@ pub struct JobInfo {
     /// (Appended in protocol 21.)
     #[serde(default)]
     pub shown: Option<Box<JobShown>>,
+    /// An array task made of its array's last index: Slurm's id of it (`JobIdRaw`,
+    /// squeue's `%A`, scontrol's `JobId`) is the array's, as slurmctld's last task
+    /// is the array's own record. (Appended in protocol 24.)
+    #[serde(default)]
+    pub array_last: bool,
 }
 
 /// What Slurm's commands show of a job beyond the rest of [`JobInfo`].
@@ -818,6 +823,15 @@ impl JobInfo {
             interactive: false,
         };
         self.shown.as_deref().unwrap_or(&NONE)
+    }
+
+    /// The id Slurm's commands show as the job's own (`JobIdRaw`, `%A`, `JobId=`):
+    /// the array's for the task of its last index, the job's otherwise.
+    pub fn slurm_id(&self) -> JobId {
+        match self.array_task {
+            Some((array, _)) if self.array_last => array,
+            _ => self.id,
+        }
     }
 }
 
@@ -961,6 +975,18 @@ impl ArraySpec {
             }
         }
         out
+    }
+
+    /// The highest index (the last its tasks are made of), without building them.
+    pub fn last(&self) -> Option<u32> {
+        self.ranges
+            .iter()
+            .filter(|&&(a, b, _)| a <= b)
+            .map(|&(a, b, step)| {
+                let step = step.max(1);
+                a + (b - a) / step * step
+            })
+            .max()
     }
 
     /// Whether `n` is one of the indices, without building them.
@@ -1167,6 +1193,7 @@ mod tests {
             for n in (0..30).chain(u32::MAX - 6..=u32::MAX) {
                 assert_eq!(a.contains(n), all.contains(&n), "{n} in {:?}", a.ranges);
             }
+            assert_eq!(a.last(), all.last().copied(), "the last of {:?}", a.ranges);
         }
     }
 

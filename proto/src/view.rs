@@ -55,6 +55,7 @@ pub struct JobView<'a> {
     pub args: &'a [String],
     pub restarts: u32,
     pub shown: Option<ShownView<'a>>,
+    pub array_last: bool,
 }
 
 /// [`JobShown`], borrowed: field for field the same, in the same order.
@@ -185,6 +186,7 @@ impl<'a> JobView<'a> {
                 whole_mem_mb: s.whole_mem_mb,
                 interactive: s.interactive,
             }),
+            array_last: j.array_last,
         }
     }
 
@@ -233,6 +235,7 @@ impl<'a> JobView<'a> {
                     interactive: s.interactive,
                 })
             }),
+            array_last: self.array_last,
         }
     }
 }
@@ -283,6 +286,7 @@ impl JobView<'_> {
             args,
             restarts,
             shown,
+            array_last,
         } = self;
         let ResourceRequest {
             nodes,
@@ -370,6 +374,7 @@ impl JobView<'_> {
                 out.push(u8::from(s.interactive));
             }
         }
+        out.push(u8::from(*array_last));
         Ok(())
     }
 }
@@ -604,6 +609,7 @@ pub(crate) mod tests {
                 whole_mem_mb: 515_000,
                 interactive: true,
             })),
+            array_last: true,
         }
     }
 

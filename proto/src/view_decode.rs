@@ -215,6 +215,7 @@ pub(crate) fn empty_job() -> JobInfo {
         args: Vec::new(),
         restarts: 0,
         shown: None,
+        array_last: false,
     }
 }
 
@@ -258,6 +259,7 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
         args,
         restarts,
         shown,
+        array_last,
     } = j;
     *id = JobId(r.u64()?);
     r.string_into(name)?;
@@ -333,6 +335,7 @@ pub(crate) fn decode_job_into(r: &mut Reader<'_>, j: &mut JobInfo) -> Result<(),
             interactive: r.some()?,
         }))
     })?;
+    *array_last = r.some()?;
     Ok(())
 }
 

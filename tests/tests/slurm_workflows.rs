@@ -132,7 +132,7 @@ rule all:
 rule make:
     output: "data/{s}.txt"
     resources: runtime=5, mem_mb=600
-    shell: "echo sample {wildcards.s} $SLURM_JOB_ID $SLURM_STEP_ID > {output}"
+    shell: "echo sample {wildcards.s} $SLURM_JOB_ID ${{SLURM_STEP_ID:-batch}} ${{SLURM_ARRAY_JOB_ID:-none}} > {output}"
 
 rule summarize:
     input: expand("data/{s}.txt", s=SAMPLES)
@@ -149,12 +149,75 @@ fn snakemake_runs_a_workflow_through_slurms_commands() {
     if !venv_has("snakemake, snakemake_executor_plugin_slurm", "Snakemake") {
         return;
     }
-    let python = Path::new(VENV_PYTHON);
     let c = cluster_up(ClusterOpts {
         cpus: 4,
         ..ClusterOpts::default()
     });
     let s = SlurmCommands::install(&c);
+    let (run_id, jobs) = snakemake_workflow(&c, &s, &[]);
+    // Jobs of their own, none an array's task.
+    assert!(jobs.iter().all(|(_, array)| array == "none"), "{jobs:?}");
+    // What Snakemake read the ends from: sacct by the run's name, COMPLETED.
+    let sacct = run_ends(&s, &run_id);
+    assert_eq!(sacct.len(), 4, "{sacct:?}");
+    for (id, _) in &jobs {
+        assert!(sacct.contains(&format!("{id}|COMPLETED")), "{sacct:?}");
+    }
+}
+
+/// The same workflow with Snakemake's array mode for the rule of three
+/// (`--slurm-array-jobs=make`): one `sbatch --array=1-3`, whose tasks Snakemake
+/// follows as `ARRAY_TASK` and finds, with `sacct -X --format=JobIdRaw`, under the
+/// array's own id: the id slurmctld gives the array's last task (until 2026-12-07
+/// Bulkhead gave that task an id of its own, and Snakemake waited for ever).
+#[test]
+fn snakemake_runs_a_rule_as_a_job_array() {
+    if !venv_has("snakemake, snakemake_executor_plugin_slurm", "Snakemake") {
+        return;
+    }
+    let c = cluster_up(ClusterOpts {
+        cpus: 4,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let (run_id, jobs) = snakemake_workflow(&c, &s, &["--slurm-array-jobs=make"]);
+    let array = &jobs[0].1;
+    assert!(
+        array != "none" && jobs.iter().all(|(_, a)| a == array),
+        "the three as one array: {jobs:?}"
+    );
+    let sacct = run_ends(&s, &run_id);
+    // The summary's job, the array's first two tasks under ids of their own, and its
+    // last under the array's.
+    assert_eq!(sacct.len(), 4, "{sacct:?}");
+    assert!(sacct.contains(&format!("{array}|COMPLETED")), "{sacct:?}");
+    let tasks: Vec<&String> = sacct
+        .iter()
+        .filter(|r| jobs.iter().any(|(id, _)| **r == format!("{id}|COMPLETED")))
+        .collect();
+    assert_eq!(
+        tasks.len(),
+        2,
+        "two tasks under their own ids: {sacct:?} {jobs:?}"
+    );
+    // squeue's `%A` says the same of each task as sacct's JobIdRaw.
+    let listed = s.ok("squeue", &["-h", "-t", "all", "-j", array, "-o", "%i %A"]);
+    let mut lines: Vec<&str> = listed.lines().map(str::trim).collect();
+    lines.sort_unstable();
+    assert_eq!(lines.len(), 3, "{listed}");
+    assert_eq!(lines[2], format!("{array}_3 {array}"), "{listed}");
+}
+
+/// Runs [`SNAKEFILE`] with Snakemake's Slurm executor and `extra` arguments; checks
+/// that it finished and that each rule of three ran as step 0 of a job of its own.
+/// Returns the run's id (its jobs' name) and, for each sample, the job's
+/// `SLURM_JOB_ID` and `SLURM_ARRAY_JOB_ID` (`none`).
+fn snakemake_workflow(
+    c: &bulkhead_tests::Cluster,
+    s: &SlurmCommands,
+    extra: &[&str],
+) -> (String, Vec<(u64, String)>) {
+    let python = Path::new(VENV_PYTHON);
     let wd = s.wd.clone();
     std::fs::write(wd.join("Snakefile"), SNAKEFILE).expect("Snakefile");
     let budget = scaled(240);
@@ -162,6 +225,7 @@ fn snakemake_runs_a_workflow_through_slurms_commands() {
     smk.args(["-m", "snakemake", "--executor", "slurm", "--jobs", "4"])
         .args(["--slurm-init-seconds-before-status-checks", "1"])
         .args(["--slurm-keep-successful-logs"])
+        .args(extra)
         // Its caches and its own state go to the working directory.
         .env("HOME", &wd);
     let (status, out, err) = run_within(&mut smk, budget);
@@ -172,27 +236,43 @@ fn snakemake_runs_a_workflow_through_slurms_commands() {
         "Snakemake: {status:?}\n{log}\njob logs:\n{job_logs}\nagent:\n{}",
         c.agent_log()
     );
-    // Each rule ran in a job of its own, as that job's step 0 (the jobstep's srun).
+    // Each rule ran in a job of its own.
     let summary = std::fs::read_to_string(wd.join("summary.txt")).expect("summary.txt");
-    let mut ids = Vec::new();
+    let mut jobs = Vec::new();
+    let mut steps = Vec::new();
     for (line, sample) in summary.lines().zip(["a", "b", "c"]) {
         let w: Vec<&str> = line.split_whitespace().collect();
         assert!(
-            w.len() == 4 && w[0] == "sample" && w[1] == sample && w[3] == "0",
+            w.len() == 5 && w[0] == "sample" && w[1] == sample,
             "{summary}"
         );
-        ids.push(w[2].parse::<u64>().expect("a job id"));
+        jobs.push((w[2].parse::<u64>().expect("a job id"), w[4].to_string()));
+        steps.push(w[3].to_string());
     }
+    let mut ids: Vec<u64> = jobs.iter().map(|j| j.0).collect();
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 3, "three jobs: {summary}");
-    // What Snakemake read the ends from: sacct by the run's name, COMPLETED.
+    // Each rule as its job's step 0 (the jobstep's srun), but an array's first task,
+    // which the array's batch script runs itself.
+    let batch = usize::from(extra.iter().any(|a| a.starts_with("--slurm-array-jobs")));
+    assert_eq!(
+        steps.iter().filter(|s| *s == "0").count(),
+        3 - batch,
+        "{summary}"
+    );
     let run_id = log
         .lines()
         .find_map(|l| l.split("SLURM run ID: ").nth(1))
         .map(str::trim)
-        .expect("Snakemake names its run");
-    let sacct = s.ok(
+        .expect("Snakemake names its run")
+        .to_string();
+    (run_id, jobs)
+}
+
+/// What Snakemake reads the jobs' ends from: `JobIdRaw|State` by the run's name.
+fn run_ends(s: &SlurmCommands, run_id: &str) -> Vec<String> {
+    s.ok(
         "sacct",
         &[
             "-X",
@@ -202,15 +282,10 @@ fn snakemake_runs_a_workflow_through_slurms_commands() {
             "--name",
             run_id,
         ],
-    );
-    let rows: Vec<&str> = sacct.lines().collect();
-    assert_eq!(rows.len(), 4, "{sacct}");
-    for id in &ids {
-        assert!(
-            rows.contains(&format!("{id}|COMPLETED").as_str()),
-            "{sacct}"
-        );
-    }
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
 }
 
 /// The jobs' logs under Snakemake's log directory, for a failure's message.

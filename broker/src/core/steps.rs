@@ -751,6 +751,7 @@ mod tests {
             ntasks: None,
             workdir: "/home/u".into(),
             gid: 1000,
+            array_last: false,
             job: JobId(7),
             job_label: "7".into(),
             name: "train".into(),

@@ -263,7 +263,20 @@ impl Core {
                     interactive: extra && !j.batch,
                 }
             }),
+            array_last: self.array_last(j),
         }
+    }
+
+    /// Whether `j` is the task of its array's last index, the task slurmctld makes of
+    /// the array's own record and so shows under the array's id.
+    pub(super) fn array_last(&self, j: &Job) -> bool {
+        j.submission.array_task.is_some_and(|(array, idx)| {
+            self.jobs
+                .get(&array)
+                .and_then(|a| a.submission.array.as_ref())
+                .and_then(|s| s.last())
+                == Some(idx)
+        })
     }
 
     /// A job's dependencies as `scontrol show job` shows them: while it waits, those
@@ -546,6 +559,7 @@ impl Core {
             ntasks: None,
             workdir: j.submission.workdir.clone(),
             gid: j.gid,
+            array_last: self.array_last(j),
         }
     }
 

@@ -522,3 +522,84 @@ fn each_job_of_a_paged_listing_is_as_shown_alone() {
         assert_eq!(seen, 150, "pages of {per_page}");
     }
 }
+
+/// slurmctld makes an array's last task of the array's own record, so Slurm's
+/// commands show that task under the array's id (`JobIdRaw`, `%A`, `JobId=`), and the
+/// other tasks under ids of their own; sacct lists the array's waiting rest under the
+/// array's id until that last task is made. The last is the highest index, whatever
+/// the step (`0-7:3` ends at 6).
+#[test]
+fn an_arrays_last_task_is_shown_under_the_arrays_id() {
+    let mut t = Env::new().nodes(1, 8).build();
+    let mut s = sub(1);
+    s.array = Some(bulkhead_proto::job::ArraySpec {
+        ranges: vec![(0, 7, 3)],
+        throttle: Some(1),
+    });
+    let (array, _) = t.submit(&user(1000), s);
+    let acct = |t: &mut TestCore| -> Vec<AcctRecord> {
+        let fx = t.client(&user(1000), ClientOp::Acct(AcctFilter::default()));
+        match fx.send.into_iter().next() {
+            Some(Outbound::Client {
+                reply: ClientReply::Acct { records, .. },
+                ..
+            }) => records
+                .into_iter()
+                .filter(|r| !r.job_label.contains('.'))
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    // One task at a time: while the rest waits, it holds the array's id.
+    let raw: Vec<(String, JobId)> = acct(&mut t)
+        .iter()
+        .map(|r| (r.job_label.clone(), r.slurm_id()))
+        .collect();
+    let first = JobId(array.0 + 1);
+    assert_eq!(
+        raw,
+        vec![
+            (format!("{array}_[3,6%1]"), array),
+            (format!("{array}_0"), first)
+        ]
+    );
+    t.end(1, first, JobState::Completed);
+    let second = JobId(array.0 + 2);
+    t.end(1, second, JobState::Completed);
+    let last = JobId(array.0 + 3);
+    assert_eq!(t.job(last).submission.array_task, Some((array, 6)));
+    let raw: Vec<(String, JobId)> = acct(&mut t)
+        .iter()
+        .map(|r| (r.job_label.clone(), r.slurm_id()))
+        .collect();
+    assert_eq!(
+        raw,
+        vec![
+            (format!("{array}_0"), first),
+            (format!("{array}_3"), second),
+            (format!("{array}_6"), array),
+        ],
+        "the last task is the array's id; no record of the rest is left"
+    );
+    let fx = t.client(
+        &user(1000),
+        ClientOp::Queue(QueueFilter {
+            jobs: vec![first, second, last],
+            ..Default::default()
+        }),
+    );
+    let shown: Vec<(JobId, JobId)> = match &fx.send[..] {
+        [
+            Outbound::Client {
+                reply: ClientReply::Jobs(list),
+                ..
+            },
+        ] => list
+            .iter()
+            .filter(|j| j.array_task.is_some())
+            .map(|j| (j.id, j.slurm_id()))
+            .collect(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(shown, vec![(first, first), (second, second), (last, array)]);
+}
