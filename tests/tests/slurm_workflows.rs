@@ -14,8 +14,12 @@
 //! failed job's reason is one of Slurm's words. Until 2026-12-06 an ended job's reason
 //! was Bulkhead's own sentence (`cancelled by ann`), and PSI/J's every poll failed.
 //!
-//! Host only: `cargo xtask ci` makes the virtual environment (Debian's python3); where a
-//! tool is missing its test says it is skipped, and passes.
+//! rslurm (R, Debian's `r-cran-rslurm`) submits a function's calls as a job array from
+//! a batch script, waits with `squeue -hn NAME` and `sbatch --wait
+//! --dependency=singleton`, reads squeue's table by its header and cancels by name.
+//!
+//! Host only: `cargo xtask ci` makes the virtual environment (Debian's python3) and
+//! installs rslurm; where a tool is missing its test says it is skipped, and passes.
 
 use bulkhead_tests::{ClusterOpts, scaled};
 use std::path::Path;
@@ -374,4 +378,115 @@ fn psij_runs_fails_and_cancels_jobs_through_slurms_commands() {
         stdout.contains("['rank 0 of 2', 'rank 1 of 2']"),
         "two tasks through srun: {stdout}"
     );
+}
+
+/// rslurm's client (R, Debian's `r-cran-rslurm`): `slurm_apply` writes a batch script
+/// of `#SBATCH` lines (`--array=0-1`, `--cpus-per-task`, `--job-name`, `--output=
+/// slurm_%a.out`) and submits it with `sbatch submit.sh`, reading the id from the
+/// last word of sbatch's line; `get_slurm_out` waits for the job with `squeue -hn
+/// NAME` and, while it is listed, a blocking `sbatch --wait --dependency=singleton
+/// --job-name=NAME --wrap=hostname`; `get_job_status` reads squeue's default table by
+/// its header (`read.table(header = TRUE)`); `cancel_slurm` runs `scancel -n NAME`.
+const RSLURM_DRIVER: &str = r#"
+library(rslurm)
+f <- function(x, y) { Sys.sleep(1); x * y }
+pars <- data.frame(x = 1:6, y = 10)
+sjob <- slurm_apply(f, pars, jobname = "rs_apply", nodes = 2, cpus_per_node = 1)
+res <- get_slurm_out(sjob, outtype = "table", wait = TRUE)
+got <- sort(unlist(res))
+cat("results", got, "\n")
+stopifnot(identical(as.numeric(got), as.numeric((1:6) * 10)))
+stopifnot(get_job_status(sjob)$completed)
+slow <- function(x) { Sys.sleep(600); x }
+sj2 <- slurm_apply(slow, data.frame(x = 1:2), jobname = "rs_slow", nodes = 1, cpus_per_node = 1)
+st <- get_job_status(sj2)
+print(st$queue)
+stopifnot(!st$completed, nrow(st$queue) == 1, as.character(st$queue$NAME) == "rs_slow")
+cancel_slurm(sj2)
+for (i in 1:600) {
+    if (get_job_status(sj2)$completed) break
+    Sys.sleep(0.1)
+}
+stopifnot(get_job_status(sj2)$completed)
+cat("RSLURM-OK\n")
+"#;
+
+#[test]
+fn rslurm_applies_a_function_waits_and_cancels_through_slurms_commands() {
+    if !Path::new("/usr/lib/R/site-library/rslurm").is_dir() {
+        eprintln!("SKIPPED: rslurm is not installed (cargo xtask ci installs r-cran-rslurm)");
+        return;
+    }
+    let c = cluster_up(ClusterOpts {
+        cpus: 4,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let wd = s.wd.clone();
+    std::fs::write(wd.join("driver.R"), RSLURM_DRIVER).expect("driver");
+    let budget = scaled(180);
+    let mut r = s.command(Path::new("/usr/bin/Rscript"));
+    r.arg("--vanilla").arg("driver.R").env("HOME", &wd);
+    let (status, out, err) = run_within(&mut r, budget);
+    let logs: String = [
+        "_rslurm_rs_apply/slurm_0.out",
+        "_rslurm_rs_apply/slurm_1.out",
+    ]
+    .iter()
+    .map(|f| {
+        format!(
+            "--- {f}\n{}",
+            std::fs::read_to_string(wd.join(f)).unwrap_or_default()
+        )
+    })
+    .collect();
+    assert!(
+        status.is_some_and(|st| st.success()) && out.contains("RSLURM-OK"),
+        "rslurm: {status:?}\nstdout:\n{out}\nstderr:\n{err}\njob logs:\n{logs}\nagent:\n{}",
+        c.agent_log()
+    );
+    // The array's two tasks each wrote their part, and the job get_slurm_out waited
+    // with (its tasks take three seconds: it was still listed) ran after them, under
+    // the same name; sacct has the three COMPLETED and the slow one CANCELLED.
+    let sacct = s.ok(
+        "sacct",
+        &[
+            "-X",
+            "-n",
+            "-P",
+            "--format=JobName,State",
+            "--name",
+            "rs_apply,rs_slow",
+        ],
+    );
+    let rows: Vec<&str> = sacct.lines().collect();
+    assert_eq!(
+        rows.iter().filter(|r| **r == "rs_apply|COMPLETED").count(),
+        3,
+        "{sacct}"
+    );
+    assert!(
+        rows.iter().any(|r| r.starts_with("rs_slow|CANCELLED")),
+        "{sacct}"
+    );
+    // The waiter (`--dependency=singleton`) started once both tasks had ended.
+    let times = s.ok(
+        "sacct",
+        &[
+            "-X",
+            "-n",
+            "-P",
+            "--format=JobID,Start,End",
+            "--name",
+            "rs_apply",
+        ],
+    );
+    let rows: Vec<Vec<&str>> = times.lines().map(|l| l.split('|').collect()).collect();
+    let waiter = rows
+        .iter()
+        .find(|r| !r[0].contains('_'))
+        .expect("the waiter");
+    for task in rows.iter().filter(|r| r[0].contains('_')) {
+        assert!(waiter[1] >= task[2], "singleton: {times}");
+    }
 }

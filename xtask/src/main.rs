@@ -753,6 +753,7 @@ const TEST_PACKAGES: &[&str] = &[
     "tmux",
     "iproute2",
     "python3-venv",
+    "r-cran-rslurm",
 ];
 
 /// Where the tests find real clients of Slurm's commands from PyPI, `submitit`,
