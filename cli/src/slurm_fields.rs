@@ -618,7 +618,7 @@ pub fn step_field_into(r: &AcctRecord, c: char, now_us: u64, v: &mut String) {
 fn default_out(j: &JobInfo, v: &mut String) {
     v.push_str(&j.workdir);
     v.push_str("/slurm-");
-    num(v, j.id.0);
+    num(v, j.slurm_id().0);
     v.push_str(".out");
 }
 

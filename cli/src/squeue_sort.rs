@@ -84,7 +84,7 @@ impl Order {
 
     /// Room for `jobs` jobs' keys, in huge pages ([`crate::output::to_huge_pages`]).
     pub fn to_huge_pages(&mut self, jobs: usize) {
-        let keys = self.keys.len();
+        let keys = self.keys.len() + 1;
         crate::output::to_huge_pages(&mut self.flat, jobs.saturating_mul(keys));
     }
 
@@ -114,11 +114,16 @@ impl Order {
             };
             self.flat.push(v);
         }
+        // Ties in the order slurmctld keeps its records (as made): by the id Slurm
+        // shows, so that an array's last task, the array's own record there, comes
+        // before its siblings.
+        self.flat.push(j.slurm_id().0);
     }
 
     /// The jobs pushed, as indices in their sorted order (ties in the order pushed).
     pub fn finish(mut self) -> Vec<usize> {
-        let k = self.keys.len().max(1);
+        // Each job's keys, then its id (the ties' order).
+        let k = self.keys.len() + 1;
         for (i, seen) in self.texts.iter().enumerate() {
             if seen.is_empty() {
                 continue;
@@ -250,6 +255,21 @@ mod tests {
         jobs.push(array);
         sort(&mut jobs, &parse(DEFAULT).expect("spec"), 0);
         assert_eq!(ids(&jobs), [4, 5, 3, 7, 2, 6, 1]);
+    }
+
+    /// Ties go in the order of the ids Slurm shows: an array's last task, which has
+    /// the array's id there (slurmctld's first record of the array), before the
+    /// tasks made before it.
+    #[test]
+    fn ties_follow_the_ids_slurm_shows() {
+        let task = |id: u64, idx: u32, last: bool| JobInfo {
+            array_task: Some((JobId(7), idx)),
+            array_last: last,
+            ..job(id, "batch", JobState::Running, 3)
+        };
+        let mut jobs = vec![task(8, 0, false), task(9, 1, false), task(10, 2, true)];
+        sort(&mut jobs, &parse(DEFAULT).expect("spec"), 0);
+        assert_eq!(ids(&jobs), [10, 8, 9]);
     }
 
     #[test]
