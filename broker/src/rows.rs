@@ -41,6 +41,10 @@ pub struct JobRow {
     pub usage: Option<bulkhead_proto::acct::JobUsage>,
     /// How many times it was requeued (Slurm's `Restarts`).
     pub restarts: u32,
+    /// The priority it had when it left the queue (started, or cancelled while it
+    /// waited: 0 if held), which slurmctld keeps and Slurm's commands show and sort
+    /// by; `None` while it waits (the scheduler's is shown) or where never known.
+    pub priority: Option<u64>,
 }
 
 /// What an update of a job stores: the fields that change after submission. The
@@ -64,6 +68,7 @@ pub struct JobUpdate {
     pub preempted_by: Option<(JobId, bool)>,
     pub usage: Option<bulkhead_proto::acct::JobUsage>,
     pub restarts: u32,
+    pub priority: Option<u64>,
 }
 
 impl JobUpdate {
@@ -85,6 +90,7 @@ impl JobUpdate {
             preempted_by: row.preempted_by,
             usage: row.usage.clone(),
             restarts: row.restarts,
+            priority: row.priority,
         }
     }
 
@@ -110,6 +116,9 @@ impl JobUpdate {
         }
         row.preempted_by = self.preempted_by;
         row.restarts = self.restarts;
+        if self.priority.is_some() {
+            row.priority = self.priority;
+        }
         if let Some(u) = self.usage.as_ref().filter(|_| self.state.is_terminal()) {
             row.usage = Some(u.clone());
         }

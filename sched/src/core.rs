@@ -186,6 +186,9 @@ struct Running {
     start: Time,
     end_limit: Option<Time>,
     charged_to: Time,
+    /// Its priority when it started (as slurmctld keeps a started job's); 0 for a job
+    /// put back after a restart (the caller keeps its own).
+    priority: f64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -504,6 +507,7 @@ impl Scheduler {
                 start,
                 end_limit,
                 charged_to: start,
+                priority: 0.0,
             },
         );
         Ok(())
@@ -1118,6 +1122,7 @@ impl Scheduler {
             });
         };
         let spec = pj.spec.clone();
+        let priority = pj.priority;
         let end = limit.map(|l| now.saturating_add(l));
         if let Err(e) = self.allocate(&spec, &nodes, &gpus, end) {
             debug_assert!(false, "a placement overcommits: {e}");
@@ -1135,6 +1140,7 @@ impl Scheduler {
                 start: now,
                 end_limit: end,
                 charged_to: now,
+                priority,
             },
         );
         Some(Decision::Start {

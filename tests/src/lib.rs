@@ -1346,6 +1346,7 @@ pub fn ended_job_row(i: u64) -> bulkhead_broker::store::JobRow {
         },
         preempted_by: None,
         restarts: 0,
+        priority: None,
         usage: Some(bulkhead_proto::acct::JobUsage {
             cpu_usec: Some(3_000_000_000),
             mem_peak_bytes: Some(4 << 30),

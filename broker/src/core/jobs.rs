@@ -229,6 +229,7 @@ impl Core {
             preempted_by: None,
             usage: None,
             restarts: 0,
+            priority: None,
         };
         if job.submission.array_task.is_some() {
             return Err(err(
@@ -397,6 +398,7 @@ impl Core {
             preempted_by: None,
             usage: None,
             restarts: 0,
+            priority: None,
         };
         let queued = self.spec_of(&job).and_then(|s| {
             self.sched
@@ -756,6 +758,11 @@ impl Core {
                 result: Ok(JobState::Cancelled),
             };
         }
+        // A waiting job keeps the priority it had (a held one's is 0), as slurmctld's.
+        let waited = self
+            .sched
+            .pending_ref(sched::JobId(id.0))
+            .map_or(0, |p| super::views::priority_of(p.priority));
         let result = (|| {
             let job = self
                 .jobs
@@ -763,6 +770,7 @@ impl Core {
                 .ok_or_else(|| err(ErrorCode::NotFound, format!("job {id} does not exist")))?;
             match job.state {
                 JobState::Pending => {
+                    job.priority = Some(waited);
                     job.state = JobState::Cancelled;
                     job.end_us = Some(now_us);
                     job.reason = Some(format!("{CANCELLED_BY}{}", caller.user));

@@ -298,10 +298,15 @@ impl Core {
                             crate::gpus::grants(a, on)
                         })
                         .collect();
+                    let priority = self
+                        .sched
+                        .started_priority(job)
+                        .map(super::views::priority_of);
                     let Some(j) = self.jobs.get_mut(&id) else {
                         continue;
                     };
                     j.state = JobState::Running;
+                    j.priority = priority;
                     self.started_total += 1;
                     self.wait_seconds
                         .observe(now_us.saturating_sub(j.submit_us) as f64 / 1e6);

@@ -207,7 +207,13 @@ impl Core {
                 .as_ref()
                 .and_then(|p| p.expected_start)
                 .map(|t| t.saturating_mul(1_000_000)),
-            priority: pending.as_ref().map(|p| p.priority.max(0.0).round() as u64),
+            // A waiting job's, as the scheduler has it now; a started or cancelled
+            // job's, as it had it when it left the queue (slurmctld keeps it).
+            priority: match pending.as_ref() {
+                Some(p) => Some(priority_of(p.priority)),
+                None if j.state != JobState::Pending && keep(Parts::PRIORITY) => j.priority,
+                None => None,
+            },
             array_task: j.submission.array_task,
             array_pending,
             gpus: if j.state.is_active() && keep(Parts::GPUS) {
@@ -890,6 +896,7 @@ const LISTED_FIELDS: &[(usize, usize)] = {
         at!(start_us: Option<u64>),
         at!(end_us: Option<u64>),
         at!(restarts: u32),
+        at!(priority: Option<u64>),
         at!(submission.name: String),
         at!(submission.resources: ResourceRequest),
         at!(submission.array: Option<ArraySpec>),
@@ -954,4 +961,9 @@ fn listed(f: &QueueFilter, j: &Job) -> bool {
         f.states.contains(&j.state)
     };
     state_ok && (f.uids.is_empty() || f.uids.contains(&j.uid))
+}
+
+/// A scheduler's priority as jobs show it: a whole number, none below 0.
+pub(super) fn priority_of(p: f64) -> u64 {
+    p.max(0.0).round() as u64
 }

@@ -243,6 +243,16 @@ impl Store {
             }
         }
         for r in self.query_with(
+            &format!("{} {w}", sql::SELECT_PRIORITIES),
+            args,
+            "reading job priorities",
+        )? {
+            let p: u64 = r.small(1, "priority")?;
+            if let Some(i) = by_id.get(&r.id) {
+                jobs[*i].priority = Some(p);
+            }
+        }
+        for r in self.query_with(
             &format!("{} {w}", sql::SELECT_JOB_GPUS),
             args,
             "reading job GPUs",
@@ -334,5 +344,6 @@ fn job_row(r: &Row) -> Result<JobRow, StoreError> {
         preempted_by: None,
         usage: None,
         restarts: 0,
+        priority: None,
     })
 }

@@ -6,7 +6,7 @@
 //! they keep.
 
 use super::{StoreError, StoreOp};
-use bulkhead_proto::JobId;
+use bulkhead_proto::{JobId, JobState};
 
 /// A value bound to a statement or read from a row. Integers are 64-bit everywhere
 /// (PostgreSQL's columns are all `BIGINT`), so that one binding fits both.
@@ -170,6 +170,7 @@ pub(crate) const SELECT_PREEMPTED: &str = "SELECT job, \"by\", requeue FROM job_
 pub(crate) const SELECT_USAGE: &str = "SELECT job, data FROM job_usage";
 pub(crate) const SELECT_JOB_GPUS: &str = "SELECT job, data FROM job_gpus";
 pub(crate) const SELECT_RESTARTS: &str = "SELECT job, count FROM job_restarts";
+pub(crate) const SELECT_PRIORITIES: &str = "SELECT job, priority FROM job_priority";
 pub(crate) const SELECT_NODES: &str =
     "SELECT id, name, cpus, mem_mb, last_seen_us, drain_reason FROM nodes ORDER BY id";
 pub(crate) const SELECT_NODE_GPUS: &str = "SELECT node, data FROM node_gpus";
@@ -197,6 +198,8 @@ const UPSERT_USAGE: &str =
     "INSERT INTO job_usage (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2";
 const UPSERT_RESTARTS: &str = "INSERT INTO job_restarts (job, count) VALUES (?1, ?2)
  ON CONFLICT(job) DO UPDATE SET count = ?2";
+const UPSERT_PRIORITY: &str = "INSERT INTO job_priority (job, priority) VALUES (?1, ?2)
+ ON CONFLICT(job) DO UPDATE SET priority = ?2";
 const UPSERT_JOB_GPUS: &str =
     "INSERT INTO job_gpus (job, data) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET data = ?2";
 const UPSERT_NODE: &str = "INSERT INTO nodes (id, name, cpus, mem_mb, last_seen_us, drain_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -217,7 +220,7 @@ const UPSERT_NODE_KEY: &str =
 const UPSERT_STEP: &str = "INSERT INTO job_steps (job, step, node, data) VALUES (?1, ?2, ?3, ?4)
  ON CONFLICT(job, step, node) DO UPDATE SET data = ?4";
 /// A job past retention goes with everything kept about it.
-const DELETE_JOB: [&str; 8] = [
+const DELETE_JOB: [&str; 9] = [
     "DELETE FROM job_steps WHERE job = ?1",
     "DELETE FROM jobs WHERE id = ?1",
     "DELETE FROM job_nodes WHERE job = ?1",
@@ -226,6 +229,7 @@ const DELETE_JOB: [&str; 8] = [
     "DELETE FROM job_gpus WHERE job = ?1",
     "DELETE FROM job_preempted WHERE job = ?1",
     "DELETE FROM job_restarts WHERE job = ?1",
+    "DELETE FROM job_priority WHERE job = ?1",
 ];
 pub(crate) const PROBE: &str = "INSERT INTO meta (key, value) VALUES ('written_us', ?1)
  ON CONFLICT(key) DO UPDATE SET value = ?1";
@@ -242,6 +246,7 @@ pub(crate) fn writes() -> impl Iterator<Item = &'static str> {
         UPSERT_USAGE,
         UPSERT_JOB_GPUS,
         UPSERT_RESTARTS,
+        UPSERT_PRIORITY,
         UPSERT_NODE,
         UPSERT_NODE_GPUS,
         UPSERT_NODE_REASON,
@@ -374,6 +379,18 @@ pub(crate) fn plan(op: &StoreOp, out: &mut Vec<Stmt>) -> Result<(), StoreError> 
                     UPSERT_RESTARTS,
                     vec![id(j.id), j.restarts.into()],
                     "storing a job's restarts",
+                );
+            }
+            // Written as the job leaves the queue (its start, or a cancel while it
+            // waited), not again at its end.
+            if let Some(p) = j
+                .priority
+                .filter(|_| j.state == JobState::Running || j.start_us.is_none())
+            {
+                push(
+                    UPSERT_PRIORITY,
+                    vec![id(j.id), u(p)],
+                    "storing a job's priority",
                 );
             }
         }

@@ -90,6 +90,10 @@ CREATE TABLE IF NOT EXISTS job_restarts (
     job   INTEGER PRIMARY KEY,
     count INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS job_priority (
+    job      INTEGER PRIMARY KEY,
+    priority INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS fairshare (
     account TEXT PRIMARY KEY,
     usage   REAL NOT NULL,

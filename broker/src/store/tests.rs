@@ -74,6 +74,7 @@ fn row(id: u64) -> JobRow {
         preempted_by: None,
         usage: None,
         restarts: 0,
+        priority: None,
     }
 }
 
@@ -209,6 +210,8 @@ fn an_update_stores_what_apply_to_says_and_keeps_the_submission() {
         running.preempted_by = Some((JobId(9), false));
         // Requeued twice before this run: the count is kept with the job.
         running.restarts = 2;
+        // The priority it started with, kept once it ended.
+        running.priority = Some(12_345);
         running.gpus = vec![vec![bulkhead_proto::job::GpuGrant {
             index: 0,
             mig: None,
@@ -241,6 +244,7 @@ fn an_update_stores_what_apply_to_says_and_keeps_the_submission() {
     assert_eq!(model.exit_code, Some(3));
     assert_eq!(model.extra_nodes, vec![NodeId(4)]);
     assert_eq!(jobs[0].restarts, 2);
+    assert_eq!(jobs[0].priority, Some(12_345));
 }
 
 #[test]

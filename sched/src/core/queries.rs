@@ -87,6 +87,11 @@ impl Scheduler {
             .map(|r| (r.start, r.end_limit, r.nodes.as_slice(), r.partition))
     }
 
+    /// The priority a running job had when it started (as slurmctld keeps it).
+    pub fn started_priority(&self, id: JobId) -> Option<f64> {
+        self.running.get(&id).map(|r| r.priority)
+    }
+
     pub fn running_jobs(&self) -> impl Iterator<Item = JobId> + '_ {
         self.running.keys().copied()
     }

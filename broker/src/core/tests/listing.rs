@@ -603,3 +603,57 @@ fn an_arrays_last_task_is_shown_under_the_arrays_id() {
     };
     assert_eq!(shown, vec![(first, first), (second, second), (last, array)]);
 }
+
+/// A job that left the queue keeps the priority it had there, as slurmctld keeps it
+/// (and Slurm's commands show and sort by it): a started job the one it started with,
+/// a job cancelled while it waited its last, a held one 0.
+#[test]
+fn started_and_cancelled_jobs_keep_their_priority() {
+    let mut t = Env::new().nodes(1, 1).build();
+    let (a, _) = t.submit(&user(1000), sub(1));
+    let (b, _) = t.submit(&user(1000), sub(1));
+    let mut held = sub(1);
+    held.extra.hold = true;
+    let (h, _) = t.submit(&user(1000), held);
+    let listed = |t: &mut TestCore| -> Vec<(JobId, JobState, Option<u64>)> {
+        let fx = t.client(
+            &user(1000),
+            ClientOp::Queue(QueueFilter {
+                jobs: vec![a, b, h],
+                ..Default::default()
+            }),
+        );
+        match &fx.send[..] {
+            [
+                Outbound::Client {
+                    reply: ClientReply::Jobs(list),
+                    ..
+                },
+            ] => list.iter().map(|j| (j.id, j.state, j.priority)).collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let before = listed(&mut t);
+    assert_eq!(before[0].1, JobState::Running);
+    let running = before[0].2.expect("a started job's priority");
+    assert!(running > 0, "{before:?}");
+    let waiting = before[1].2.expect("a waiting job's priority");
+    assert!(waiting > 0, "{before:?}");
+    assert_eq!(before[2].2, None, "a held job has none while it waits");
+    for id in [b, h] {
+        let fx = t.client(&user(1000), ClientOp::Cancel(vec![id]));
+        assert!(!fx.send.is_empty());
+    }
+    let after = listed(&mut t);
+    assert_eq!(
+        after,
+        vec![
+            (a, JobState::Running, Some(running)),
+            (b, JobState::Cancelled, Some(waiting)),
+            (h, JobState::Cancelled, Some(0)),
+        ]
+    );
+    // And once the started one ended.
+    t.end(1, a, JobState::Completed);
+    assert_eq!(listed(&mut t)[0], (a, JobState::Completed, Some(running)));
+}
