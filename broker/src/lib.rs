@@ -895,6 +895,7 @@ fn changes_state(op: &ClientOp) -> bool {
         | ClientOp::Reservations
         | ClientOp::Partitions
         | ClientOp::Associations { .. }
+        | ClientOp::Priorities { .. }
         | ClientOp::Identify
         | ClientOp::WillRun(_)
         | ClientOp::Signal { .. }

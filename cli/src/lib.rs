@@ -25,6 +25,7 @@ pub mod slurm_info;
 pub mod slurm_json;
 pub mod slurm_pending;
 pub mod slurm_show;
+pub mod sprio;
 pub mod squeue_sort;
 pub mod srun_extra;
 pub mod standalone;

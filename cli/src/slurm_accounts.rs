@@ -1,6 +1,7 @@
 //! sacctmgr and sshare over the broker's accounts: `bh` run under those names lists
 //! users, accounts and associations and their shares (the tree is configured, not
-//! managed: nothing is added or changed here), in their layouts.
+//! managed: nothing is added or changed here), in their layouts; and sprio, the
+//! waiting jobs' priorities by factor, which fair-share is one of.
 
 use super::{Globals, client, explain};
 use bulkhead_cli::output;
@@ -243,5 +244,109 @@ pub(crate) fn sshare(words: impl Iterator<Item = String>, g: &Globals) -> anyhow
         .map(|a| fields.iter().map(|(f, _)| value(a, f.name, &all)).collect())
         .collect();
     print!("{}", render(&fields, &rows, Layout { header, parsable }));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sprio`: the waiting jobs' priority factors (see [`bulkhead_cli::sprio`]), as
+/// sprio 22.05 reads its options (getopt's table, `SPRIO_FORMAT`, `-j` taking its
+/// list only as `-jLIST`/`--jobs=LIST`) and answers: "Unable to find jobs matching
+/// user/id(s) specified" when `-j` named none that wait.
+pub(crate) fn sprio(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
+    use super::slurm_opts::{self, SPRIO};
+    use bulkhead_cli::sprio;
+    let argv: Vec<String> = words.collect();
+    let p = match slurm_opts::read(&argv, &SPRIO) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    if let Some(code) = slurm_opts::answered(
+        "sprio",
+        &p,
+        &SPRIO,
+        'V' as u32,
+        &[slurm_opts::HELP, slurm_opts::USAGE],
+    ) {
+        return Ok(code);
+    }
+    if let Err(code) = slurm_opts::clusters("sprio", p.last('M'), false) {
+        return Ok(code);
+    }
+    let long = p.has('l');
+    let mut format = p.last('o').map(str::to_string);
+    if long && format.is_some() {
+        eprintln!(
+            "sprio: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry."
+        );
+        return Ok(ExitCode::from(1));
+    }
+    if format.is_none() && !long {
+        format = std::env::var("SPRIO_FORMAT").ok();
+    }
+    let list = |code: char| -> Vec<String> {
+        p.options
+            .iter()
+            .filter(|f| f.code == code as u32)
+            .filter_map(|f| f.value.as_deref())
+            .flat_map(|v| v.split(','))
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let job_flag = p.has('j');
+    // `-j 12`: with `-j` given, the first other word is its list (getopt binds an
+    // optional value only as `-j12`); any other word is refused.
+    let mut job_words = list('j');
+    let mut operands = p.operands.iter();
+    if job_flag && let Some(w) = operands.next() {
+        job_words.extend(w.split(',').filter(|v| !v.is_empty()).map(str::to_string));
+    }
+    if let Some(w) = operands.next() {
+        eprintln!("sprio: error: Unrecognized option: {}", output::escape(w));
+        eprint!("{}", slurm_opts::usage("sprio", &SPRIO));
+        return Ok(ExitCode::from(1));
+    }
+    let mut jobs = Vec::new();
+    for j in job_words {
+        match j.parse::<u64>() {
+            Ok(n) => jobs.push(bulkhead_proto::JobId(n)),
+            Err(_) => {
+                eprintln!("Invalid job id: {}", output::escape(&j));
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    let users = list('u');
+    let parts = list('p');
+    let mut prio = client(g)?.priorities(jobs.clone()).map_err(explain)?;
+    prio.jobs.retain(|j| {
+        (users.is_empty() || users.contains(&j.user))
+            && (parts.is_empty() || parts.contains(&j.partition))
+    });
+    let spec = match format {
+        Some(f) => f,
+        None => sprio::default_format(long, p.has('n'), !users.is_empty(), &prio.weights),
+    };
+    let format = match sprio::parse_format(&spec) {
+        Ok(f) => f,
+        Err(c) => {
+            eprintln!("sprio: error: Invalid job format specification: {c}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    if let Err(c) = sprio::sort(&mut prio.jobs, p.last('S').unwrap_or("i")) {
+        eprintln!("sprio: error: Invalid sort specification: {c}");
+        return Ok(ExitCode::from(1));
+    }
+    if job_flag && !jobs.is_empty() && prio.jobs.is_empty() {
+        println!("Unable to find jobs matching user/id(s) specified");
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", sprio::render(&prio, &format, !p.has('h'), p.has('w')));
+    if prio.truncated {
+        eprintln!(
+            "sprio: the broker answered for the first {} waiting jobs only",
+            bulkhead_proto::msg::MAX_PRIORITY_JOBS
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -160,6 +160,33 @@ pub const SCANCEL: Spec<'static> = Spec {
     ],
 };
 
+/// sprio 22.05's options (`src/sprio/opts.c`).
+pub const SPRIO: Spec<'static> = Spec {
+    short: "hj::lM:no:S:p:u:vVw",
+    long: &[
+        l("noheader", No, c('h')),
+        l("jobs", Optional, c('j')),
+        l("long", No, c('l')),
+        l("cluster", Required, c('M')),
+        l("clusters", Required, c('M')),
+        l("norm", No, c('n')),
+        l("format", Required, c('o')),
+        l("sort", Required, c('S')),
+        l("partition", Required, c('p')),
+        l("user", Required, c('u')),
+        l("users", Required, c('u')),
+        l("verbose", No, c('v')),
+        l("version", No, c('V')),
+        l("weights", No, c('w')),
+        l("federation", No, FEDR),
+        l("help", No, HELP),
+        l("local", No, LOCAL),
+        l("sib", No, SIBLING),
+        l("sibling", No, SIBLING),
+        l("usage", No, USAGE),
+    ],
+};
+
 /// sacct 22.05's options (`src/sacct/options.c`).
 pub const SACCT: Spec<'static> = Spec {
     short: "aA:bBcC:DeE:f:F:g:hi:I:j:k:K:lLM:nN:o:pPq:r:s:S:Ttu:UvVW:x:X",

@@ -771,6 +771,18 @@ impl Client {
             other => Err(ClientError::Unexpected(format!("{other:?}"))),
         }
     }
+
+    /// The priority factors of the waiting jobs among `jobs` (every waiting job the
+    /// caller may see when empty): `sprio`.
+    pub fn priorities(
+        &mut self,
+        jobs: Vec<JobId>,
+    ) -> Result<bulkhead_proto::msg::Priorities, ClientError> {
+        match self.call(ClientOp::Priorities { jobs })? {
+            ClientReply::Priorities(p) => Ok(p),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -93,6 +93,53 @@ pub enum ClientOp {
         after: JobId,
         token: u128,
     },
+    /// The priority of waiting jobs factor by factor, as `sprio` shows it: those of
+    /// `jobs` that wait (every waiting job the caller may see when empty). Answered
+    /// with [`ClientReply::Priorities`]. (Protocol 24.)
+    Priorities {
+        jobs: Vec<JobId>,
+    },
+}
+
+/// [`ClientOp::Priorities`]'s answer: the scheduler's weights and, for each waiting
+/// job (at most [`MAX_PRIORITY_JOBS`], in id order; `truncated` when there were
+/// more), its factors, each already multiplied by its weight.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Priorities {
+    pub weights: PriorityWeights,
+    pub jobs: Vec<JobPriority>,
+    pub truncated: bool,
+}
+
+/// The most jobs one [`Priorities`] answer carries (a frame holds some 40,000).
+pub const MAX_PRIORITY_JOBS: usize = 20_000;
+
+/// The weight of each priority factor (`sprio -w`, slurm.conf's `PriorityWeight*`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriorityWeights {
+    pub age: f64,
+    pub fairshare: f64,
+    pub size: f64,
+    pub partition: f64,
+    pub qos: f64,
+}
+
+/// One waiting job's priority and its factors, weighted: the priority is their sum
+/// less the nice, or an operator's fixed value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobPriority {
+    pub job: JobId,
+    pub user: String,
+    pub partition: String,
+    pub priority: f64,
+    pub age: f64,
+    pub fairshare: f64,
+    pub size: f64,
+    pub partition_factor: f64,
+    pub qos: f64,
+    pub nice: i32,
+    /// Its priority was set by an operator (the factors do not make it).
+    pub fixed: bool,
 }
 
 /// One line of the accounting tree: an account (`user` `None`), or a user in the
@@ -422,6 +469,8 @@ pub enum ClientReply {
     WillRun(WillRun),
     /// [`ClientOp::Associations`]'s answer: the accounts first, then the users'.
     Associations(Vec<Association>),
+    /// [`ClientOp::Priorities`]'s answer.
+    Priorities(Priorities),
 }
 
 /// What happened to one job of a cancel request.
@@ -857,6 +906,7 @@ impl Message for ClientRequest {
                     .try_for_each(|u| check_str("user", u, limits::MAX_NAME_BYTES))
             }
             ClientOp::WillRun(s) => s.validate(),
+            ClientOp::Priorities { jobs } => check_ids("jobs", jobs),
             ClientOp::Signal { jobs, signal, .. } => {
                 check_ids("jobs", jobs)?;
                 check(
@@ -916,6 +966,13 @@ impl Message for ClientReply {
                 })
             }
             ClientReply::Broker(b) => b.validate(),
+            ClientReply::Priorities(p) => {
+                check("priorities", p.jobs.len(), MAX_PRIORITY_JOBS)?;
+                p.jobs.iter().try_for_each(|j| {
+                    check_str("user", &j.user, limits::MAX_NAME_BYTES)?;
+                    check_str("partition", &j.partition, limits::MAX_NAME_BYTES)
+                })
+            }
             ClientReply::Associations(list) => {
                 check("associations", list.len(), limits::MAX_LIST)?;
                 list.iter().try_for_each(|a| {

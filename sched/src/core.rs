@@ -215,6 +215,25 @@ pub struct PendingRef<'a> {
     pub priority: f64,
 }
 
+/// A waiting job's priority, factor by factor, each already multiplied by its weight
+/// (Slurm's `sprio` columns): the priority is their sum less the job's nice.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Factors {
+    pub age: f64,
+    pub fairshare: f64,
+    pub size: f64,
+    pub partition: f64,
+    pub qos: f64,
+    pub nice: i32,
+}
+
+impl Factors {
+    /// The priority they give.
+    pub fn total(&self) -> f64 {
+        self.age + self.fairshare + self.size + self.partition + self.qos - f64::from(self.nice)
+    }
+}
+
 /// In [`Scheduler::order_dep`]: the job was not found waiting for its dependencies.
 const NOT_WAITING: u64 = u64::MAX;
 
@@ -601,6 +620,11 @@ impl Scheduler {
         }
     }
 
+    /// The weights and tunables it runs with.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
     pub fn fairshare(&self) -> &FairShare {
         &self.fs
     }
@@ -884,6 +908,11 @@ impl Scheduler {
         if let Some(p) = spec.fixed_priority {
             return f64::from(p);
         }
+        self.factors_with(spec, now, fairshare).total()
+    }
+
+    /// What the priority adds up, factor by factor, each weighted.
+    fn factors_with(&self, spec: &JobSpec, now: Time, fairshare: f64) -> Factors {
         let c = &self.cfg;
         let age = (now.saturating_sub(spec.submit) as f64 / c.max_age.max(1) as f64).min(1.0);
         let size = {
@@ -902,12 +931,23 @@ impl Scheduler {
             .map(|p| self.parts[p.0 as usize].tier)
             .max()
             .unwrap_or(0);
-        c.weight_age * age
-            + c.weight_fairshare * fairshare
-            + c.weight_size * size
-            + c.weight_partition * f64::from(tier) / f64::from(max_tier)
-            + c.weight_qos * spec.qos.clamp(0.0, 1.0)
-            - f64::from(spec.nice)
+        Factors {
+            age: c.weight_age * age,
+            fairshare: c.weight_fairshare * fairshare,
+            size: c.weight_size * size,
+            partition: c.weight_partition * f64::from(tier) / f64::from(max_tier),
+            qos: c.weight_qos * spec.qos.clamp(0.0, 1.0),
+            nice: spec.nice,
+        }
+    }
+
+    /// A waiting job's priority factors as of `now` (`sprio`), and the priority an
+    /// operator fixed for it (which replaces their total); `None` for a job that does
+    /// not wait here (held, running, ended, unknown).
+    pub fn factors(&self, id: JobId, now: Time) -> Option<(Factors, Option<u32>)> {
+        let spec = &self.pending.get(&id)?.spec;
+        let f = self.factors_with(spec, now, self.fs.user_factor(spec.account, spec.user));
+        Some((f, spec.fixed_priority))
     }
 
     /// Removes a pending job, or releases a running one's nodes (the caller kills it).

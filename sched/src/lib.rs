@@ -17,5 +17,7 @@ pub mod model;
 pub mod replay;
 pub mod sim;
 
-pub use crate::core::{Config, PendingInfo, PendingRef, PlaceError, Scheduler, SubmitError};
+pub use crate::core::{
+    Config, Factors, PendingInfo, PendingRef, PlaceError, Scheduler, SubmitError,
+};
 pub use crate::model::*;

@@ -1303,3 +1303,52 @@ fn a_dependency_is_waited_for_before_a_begin_time() {
     s.full_pass(20);
     assert_eq!(reason(&s, 2), Some(Reason::Dependency));
 }
+
+/// `sprio`'s factors: each weighted, adding up (less the nice) to the priority a pass
+/// orders by; the age grows with the wait to its weight; an operator's fixed priority
+/// is the priority whatever the factors; a job not waiting has none.
+#[test]
+fn a_waiting_jobs_factors_add_up_to_its_priority() {
+    let cfg = Config {
+        max_age: 1000,
+        ..Config::default()
+    };
+    let mut s = Scheduler::new(
+        cfg.clone(),
+        nodes(2, 8, 2),
+        vec![partition("gpu", 0..2)],
+        accounts(&[1]),
+    );
+    // The cluster full, so that the next ones wait.
+    s.submit(job(1, 0, 2, 2, 3600, 0), 0).expect("submit");
+    s.full_pass(0);
+    let mut nice = job(2, 0, 1, 1, 3600, 0);
+    nice.nice = 300;
+    nice.qos = 0.5;
+    s.submit(nice, 0).expect("submit");
+    let mut fixed = job(3, 0, 1, 1, 3600, 0);
+    fixed.fixed_priority = Some(77);
+    s.submit(fixed, 0).expect("submit");
+    s.full_pass(500);
+    let (f, fixed) = s.factors(JobId(2), 500).expect("waiting");
+    assert_eq!(fixed, None);
+    let p = f.total();
+    assert_eq!(f.age, cfg.weight_age * 0.5);
+    assert_eq!(f.qos, cfg.weight_qos * 0.5);
+    assert_eq!(f.size, cfg.weight_size * 0.25, "one GPU of four");
+    assert_eq!(f.nice, 300);
+    assert!(f.fairshare > 0.0 && f.fairshare <= cfg.weight_fairshare);
+    assert_eq!(
+        p,
+        f.age + f.fairshare + f.size + f.partition + f.qos - 300.0
+    );
+    assert_eq!(s.pending_info(JobId(2)).expect("pending").priority, p);
+    // Capped at its weight.
+    assert_eq!(
+        s.factors(JobId(2), 5000).expect("waiting").0.age,
+        cfg.weight_age
+    );
+    assert_eq!(s.factors(JobId(3), 500).expect("waiting").1, Some(77));
+    assert!(s.factors(JobId(1), 500).is_none(), "running");
+    assert!(s.factors(JobId(9), 500).is_none(), "unknown");
+}

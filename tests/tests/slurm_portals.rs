@@ -2,7 +2,8 @@
 //! Slurm adapter and JupyterHub's batchspawner as their sources run the commands, and
 //! reportseff (from PyPI, in the clients' virtual environment `cargo xtask ci`
 //! makes) run unchanged; beside them, Slurm's messages and exit codes for what does
-//! not exist, as real Slurm 22.05 printed them.
+//! not exist, as real Slurm 22.05 printed them; and sprio's view of the waiting jobs'
+//! priority factors.
 
 use bulkhead_tests::{ClusterOpts, scaled};
 use std::path::Path;
@@ -548,4 +549,105 @@ fn sacct_lines_and_squeue_long_fields_hold_what_slurm_puts_there() {
         )
     );
     s.ok("scancel", &[&held]);
+}
+
+/// sprio over waiting jobs: one job fills the node, two wait (one with `--nice`), one
+/// is held. The default layout lists the two waiting jobs in id order with the
+/// factors the scheduler weighs (age, fair-share, job size, partition, QOS), each
+/// line's priority their total less the nice; `-w` the weights, `-n` the factors over
+/// them, `-o`/`-S`, `-j` of a held job (none waits) Slurm's sentence, and an unknown
+/// option getopt's refusal.
+#[test]
+fn sprio_shows_waiting_jobs_priority_factors() {
+    let c = cluster_up(ClusterOpts {
+        cpus: 1,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let submit = |args: &[&str]| -> String {
+        let mut a = vec!["--parsable"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--wrap", "sleep 300"]);
+        s.ok("sbatch", &a).trim().to_string()
+    };
+    let running = submit(&[]);
+    wait("the first job to run", || {
+        s.ok("squeue", &["-h", "-j", &running, "-o", "%T"]).trim() == "RUNNING"
+    });
+    let plain = submit(&[]);
+    let nice = submit(&["--nice=100"]);
+    let held = submit(&["-H"]);
+    let out = s.ok("sprio", &[]);
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        [
+            "JOBID",
+            "PARTITION",
+            "PRIORITY",
+            "SITE",
+            "AGE",
+            "FAIRSHARE",
+            "JOBSIZE",
+            "PARTITION",
+            "QOS"
+        ],
+        "{out}"
+    );
+    assert_eq!(lines.len(), 3, "the two waiting jobs: {out}");
+    let mut totals = Vec::new();
+    for (l, id) in lines[1..].iter().zip([&plain, &nice]) {
+        assert_eq!(l[0], id.as_str(), "{out}");
+        let n: Vec<i64> = l[2..]
+            .iter()
+            .map(|v| v.parse().expect("a number"))
+            .collect();
+        let factors: i64 = n[2..].iter().sum();
+        totals.push((n[0], factors));
+    }
+    // Each printed factor is rounded: the total is within one per factor of their sum.
+    assert!((totals[0].0 - totals[0].1).abs() <= 5, "{out}");
+    assert!(
+        (totals[1].0 - (totals[1].1 - 100)).abs() <= 5,
+        "nice 100: {out}"
+    );
+    // -l: every factor and the nice.
+    let long = s.ok("sprio", &["-l", "-h", "-j", &nice]);
+    let w: Vec<&str> = long.split_whitespace().collect();
+    assert_eq!(w.len(), 12, "{long}");
+    assert_eq!(
+        (w[0], w[2], w[11]),
+        (nice.as_str(), s.user.name.as_str(), "100"),
+        "{long}"
+    );
+    // -w: the weights under the header.
+    let weights = s.ok("sprio", &["-w", "-h"]);
+    assert!(weights.trim_start().starts_with("Weights"), "{weights}");
+    // -n: the factors over their weights, each in [0, 1].
+    let norm = s.ok("sprio", &["-n", "-h", "-j", &plain]);
+    let w: Vec<&str> = norm.split_whitespace().collect();
+    assert_eq!(w[0], plain.as_str(), "{norm}");
+    for v in &w[2..] {
+        let v: f64 = v.parse().expect("a number");
+        assert!((0.0..=1.0).contains(&v), "{norm}");
+    }
+    // -o and -S: the nice job, 100 lower, last by priority descending.
+    let by_prio = s.ok("sprio", &["-h", "-o", "%i|%N", "-S", "-Y"]);
+    assert_eq!(by_prio, format!("{plain}|0\n{nice}|100\n"));
+    // A held job waits outside the queue: no factors, as Slurm's priority 0.
+    assert_eq!(
+        s.ok("sprio", &[&format!("-j{held}")]),
+        "Unable to find jobs matching user/id(s) specified\n"
+    );
+    let out = s.run("sprio", &["--bogus"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unrecognized option '--bogus'"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s.ok("scancel", &[&running, &plain, &nice, &held]);
 }

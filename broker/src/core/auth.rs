@@ -37,7 +37,7 @@ impl JobAction {
 impl Core {
     /// Whether a job is the caller's to act on: its owner's, and operators' (and
     /// administrators').
-    fn owns_or_operates(&self, caller: &Caller, j: &Job) -> bool {
+    pub(super) fn owns_or_operates(&self, caller: &Caller, j: &Job) -> bool {
         caller.uid == j.uid || self.role(caller) >= Role::Operator
     }
 

@@ -1050,6 +1050,7 @@ fn op_name(op: &ClientOp) -> &'static str {
         ClientOp::WillRun(_) => "will run",
         ClientOp::Signal { .. } => "signal",
         ClientOp::Associations { .. } => "associations",
+        ClientOp::Priorities { .. } => "priorities",
     }
 }
 

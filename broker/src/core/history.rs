@@ -67,6 +67,8 @@ impl Core {
             | ClientOp::Reservations
             | ClientOp::Partitions
             | ClientOp::Associations { .. }
+            // Only waiting jobs, all held already.
+            | ClientOp::Priorities { .. }
             // Its listing's first page waited for the history already.
             | ClientOp::QueueMore { .. }
             | ClientOp::Identify => false,

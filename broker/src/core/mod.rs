@@ -932,6 +932,9 @@ impl Core {
             ClientOp::Associations { users } => {
                 ClientReply::Associations(self.associations(&users))
             }
+            ClientOp::Priorities { jobs } => {
+                ClientReply::Priorities(self.priorities(caller, &jobs, now_us))
+            }
             // The shell answers it before authentication: what the store and the
             // lead are is not the core's to know.
             ClientOp::Identify => ClientReply::Error(ErrorReply::new(

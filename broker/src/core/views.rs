@@ -327,6 +327,71 @@ impl Core {
     /// The accounts, then the account each user charges: `users`' (any user charges
     /// the first account unless the configuration says otherwise), or every user the
     /// configuration names when `users` is empty. Bounded to a reply's list.
+    /// `sprio`: the waiting jobs among `jobs` (all when empty) that the caller may
+    /// see (not another's where the privacy setting hides them), with their priority
+    /// factors as of `now_us`, in id order. Held jobs wait outside the scheduler's
+    /// queue and have none, as Slurm's held jobs (priority 0) are not listed.
+    pub(super) fn priorities(
+        &self,
+        caller: &Caller,
+        jobs: &[JobId],
+        now_us: u64,
+    ) -> bulkhead_proto::msg::Priorities {
+        use bulkhead_proto::msg::{JobPriority, MAX_PRIORITY_JOBS, PriorityWeights};
+        let c = self.sched.config();
+        let weights = PriorityWeights {
+            age: c.weight_age,
+            fairshare: c.weight_fairshare,
+            size: c.weight_size,
+            partition: c.weight_partition,
+            qos: c.weight_qos,
+        };
+        let visible = |j: &Job| {
+            self.cfg.privacy != super::Privacy::Hidden || self.owns_or_operates(caller, j)
+        };
+        let each = |j: &Job| -> Option<JobPriority> {
+            if j.state != JobState::Pending || !visible(j) {
+                return None;
+            }
+            let (f, fixed) = self.sched.factors(sched::JobId(j.id.0), secs(now_us))?;
+            Some(JobPriority {
+                job: j.id,
+                user: j.user.clone(),
+                partition: j.partition.clone(),
+                priority: fixed.map_or_else(|| f.total(), f64::from),
+                age: f.age,
+                fairshare: f.fairshare,
+                size: f.size,
+                partition_factor: f.partition,
+                qos: f.qos,
+                nice: f.nice,
+                fixed: fixed.is_some(),
+            })
+        };
+        let mut out: Vec<JobPriority> = if jobs.is_empty() {
+            self.jobs
+                .values()
+                .filter_map(|j| each(j))
+                .take(MAX_PRIORITY_JOBS + 1)
+                .collect()
+        } else {
+            let mut ids = jobs.to_vec();
+            ids.sort_unstable();
+            ids.dedup();
+            ids.iter()
+                .filter_map(|id| self.jobs.get(id).and_then(|j| each(j)))
+                .take(MAX_PRIORITY_JOBS + 1)
+                .collect()
+        };
+        let truncated = out.len() > MAX_PRIORITY_JOBS;
+        out.truncate(MAX_PRIORITY_JOBS);
+        bulkhead_proto::msg::Priorities {
+            weights,
+            jobs: out,
+            truncated,
+        }
+    }
+
     pub(super) fn associations(&self, users: &[String]) -> Vec<bulkhead_proto::msg::Association> {
         use bulkhead_proto::msg::Association;
         let shares_of = |a: &str| {
