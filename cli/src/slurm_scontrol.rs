@@ -229,6 +229,25 @@ pub(crate) fn scontrol(
     if verb.len() >= 3 && "ping".starts_with(&verb.to_ascii_lowercase()) {
         return ping(g);
     }
+    // `wait_job ID`: scontrol waits only for nodes that power saving has to boot, and
+    // returns at once where there is none (its `_wait_nodes_ready` with no
+    // SuspendTimeout), as on every Bulkhead cluster; the id is read as atoi reads it.
+    if verb.len() >= 2 && "wait_job".starts_with(&verb.to_ascii_lowercase()) {
+        if w.len() != 2 {
+            let many = if w.len() > 2 { "many" } else { "few" };
+            return Err(Plain(format!("too {many} arguments for keyword:{verb}")).into());
+        }
+        let digits: String = w[1]
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if digits.parse::<u64>().map_or(true, |n| n == 0) {
+            eprint!("Invalid job_id {}", bulkhead_cli::output::escape(&w[1]));
+            return Ok(ExitCode::from(1));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     // Host lists are scontrol's own work: no controller is asked.
     if verb == "show" {
         // scontrol's own checks of its words, before it asks anything.

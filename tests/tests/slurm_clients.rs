@@ -227,6 +227,12 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
         ping.starts_with("Slurmctld(primary) at ") && ping.trim_end().ends_with(" is UP"),
         "{ping}"
     );
+    // wait_job: no node here is booted by power saving, so it returns at once, as
+    // scontrol does without it; a bad id is atoi's 0, refused.
+    assert_eq!(s.ok("scontrol", &["wait_job", "12"]), "");
+    let bad = s.run("scontrol", &["wait", "x"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&bad.stderr), "Invalid job_id x");
     let config = s.ok("scontrol", &["show", "config"]);
     assert!(
         config
