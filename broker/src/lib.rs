@@ -287,6 +287,8 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     core.set_nonce_seed(random_seed()?);
     core.restore_reservations(opened.reservations);
     core.restore_fairshare(opened.fairshare.0, &opened.fairshare.1);
+    core.started_at(now_us());
+    core.note_threads(threads());
     tracing::info!(jobs = core.job_count(), store = %cfg.store.describe(), "store loaded (the ended jobs follow)");
     core.expect_history(opened.next_job);
     let (history_tx, mut history_rx) = mpsc::channel::<HistoryPage>(2);
@@ -426,7 +428,10 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                 let t = std::time::Instant::now();
                 let fx = core.tick(now_us());
                 if fx.full_pass {
-                    pass_seconds.observe(t.elapsed().as_secs_f64());
+                    let took = t.elapsed();
+                    pass_seconds.observe(took.as_secs_f64());
+                    core.note_pass(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
+                    core.note_threads(threads());
                 }
                 fx
             }
@@ -463,7 +468,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                         Some(why) if changes_state(&op) && !is_repeat(&core, &c, &op) => {
                             refuse_while_full(peer, request_id, &why)
                         }
-                        _ => core.client(peer, request_id, &c, op, now_us()),
+                        _ => answer(&mut core, peer, request_id, &c, op),
                     };
                     fx.store.extend(more.store);
                     fx.send.extend(more.send);
@@ -497,7 +502,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                         };
                         core.admin_reconfigure(peer, request_id, &c, new, now_us())
                     }
-                    (Ok(c), None) => core.client(peer, request_id, &c, op, now_us()),
+                    (Ok(c), None) => answer(&mut core, peer, request_id, &c, op),
                     (Ok(c), Some(why)) if changes_state(&op) && !is_repeat(&core, &c, &op) => {
                         at_once = true;
                         tracing::debug!(user = %c.user, "refused a change: the store is unavailable");
@@ -507,7 +512,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
                         // A query is answered from memory; a repeated submission
                         // waits for its job to be stored.
                         at_once = !changes_state(&op);
-                        core.client(peer, request_id, &c, op, now_us())
+                        answer(&mut core, peer, request_id, &c, op)
                     }
                     (Err(e), why) => {
                         at_once = why.is_some();
@@ -896,6 +901,7 @@ fn changes_state(op: &ClientOp) -> bool {
         | ClientOp::Partitions
         | ClientOp::Associations { .. }
         | ClientOp::Priorities { .. }
+        | ClientOp::Diag
         | ClientOp::Identify
         | ClientOp::WillRun(_)
         | ClientOp::Signal { .. }
@@ -1177,4 +1183,30 @@ fn user_name(cache: &Mutex<HashMap<u32, String>>, uid: u32) -> String {
         c.insert(uid, name.clone());
     }
     name
+}
+
+/// A client's request answered by the core, timed for sdiag's figures by request
+/// kind and by user.
+fn answer(core: &mut Core, peer: PeerId, request_id: u64, c: &Caller, op: ClientOp) -> Effects {
+    let rpc = core::diag::slurm_rpc(&op);
+    let t = std::time::Instant::now();
+    let fx = core.client(peer, request_id, c, op, now_us());
+    core.note_rpc(
+        rpc,
+        c,
+        u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX),
+    );
+    fx
+}
+
+/// This process's threads (`/proc/self/status`), for sdiag; 0 where it cannot be read.
+fn threads() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
 }

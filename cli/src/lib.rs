@@ -18,6 +18,7 @@ pub mod run;
 pub mod sacct_fields;
 pub mod sacct_json;
 pub mod sacct_values;
+pub mod sdiag;
 pub mod slurm;
 pub mod slurm_assoc;
 pub mod slurm_fields;

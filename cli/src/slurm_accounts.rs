@@ -1,7 +1,8 @@
 //! sacctmgr and sshare over the broker's accounts: `bh` run under those names lists
 //! users, accounts and associations and their shares (the tree is configured, not
-//! managed: nothing is added or changed here), in their layouts; and sprio, the
-//! waiting jobs' priorities by factor, which fair-share is one of.
+//! managed: nothing is added or changed here), in their layouts; sprio, the waiting
+//! jobs' priorities by factor, which fair-share is one of; and sdiag, what the
+//! broker has done since it started.
 
 use super::{Globals, client, explain};
 use bulkhead_cli::output;
@@ -348,5 +349,51 @@ pub(crate) fn sprio(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
             bulkhead_proto::msg::MAX_PRIORITY_JOBS
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sdiag`: the broker's figures since it started (see [`bulkhead_cli::sdiag`]);
+/// `-i`, `-t`, `-T` order the RPC lines; `-r` (a reset, an administrator's) is
+/// refused: the figures are kept from the broker's start.
+pub(crate) fn sdiag(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
+    use super::slurm_opts::{self, SDIAG};
+    use bulkhead_cli::sdiag::{Sort, render};
+    let argv: Vec<String> = words.collect();
+    let p = match slurm_opts::read(&argv, &SDIAG) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    if let Some(code) = slurm_opts::answered(
+        "sdiag",
+        &p,
+        &SDIAG,
+        'V' as u32,
+        &['h' as u32, slurm_opts::USAGE],
+    ) {
+        return Ok(code);
+    }
+    if let Err(code) = slurm_opts::clusters("sdiag", p.last('M'), false) {
+        return Ok(code);
+    }
+    if p.has('r') {
+        eprintln!(
+            "slurm_reset_statistics: Bulkhead keeps these figures from the broker's start; restart the broker to reset them"
+        );
+        return Ok(ExitCode::from(1));
+    }
+    // The last of -i, -t, -T given decides, as sdiag's `params.sort` keeps the last.
+    let sort = p
+        .options
+        .iter()
+        .rev()
+        .find_map(|f| match char::from_u32(f.code) {
+            Some('i') => Some(Sort::Id),
+            Some('t') => Some(Sort::Time),
+            Some('T') => Some(Sort::AverageTime),
+            _ => None,
+        })
+        .unwrap_or(Sort::Count);
+    let d = client(g)?.diag().map_err(explain)?;
+    print!("{}", render(&d, sort));
     Ok(ExitCode::SUCCESS)
 }

@@ -160,6 +160,23 @@ pub const SCANCEL: Spec<'static> = Spec {
     ],
 };
 
+/// sdiag 22.05's options (`src/sdiag/opts.c`).
+pub const SDIAG: Spec<'static> = Spec {
+    short: "ahiM:rtTV",
+    long: &[
+        l("all", No, c('a')),
+        l("help", No, c('h')),
+        l("reset", No, c('r')),
+        l("sort-by-id", No, c('i')),
+        l("cluster", Required, c('M')),
+        l("clusters", Required, c('M')),
+        l("sort-by-time", No, c('t')),
+        l("sort-by-time2", No, c('T')),
+        l("usage", No, USAGE),
+        l("version", No, c('V')),
+    ],
+};
+
 /// sprio 22.05's options (`src/sprio/opts.c`).
 pub const SPRIO: Spec<'static> = Spec {
     short: "hj::lM:no:S:p:u:vVw",

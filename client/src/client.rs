@@ -772,6 +772,14 @@ impl Client {
         }
     }
 
+    /// What the broker has done since it started: `sdiag`.
+    pub fn diag(&mut self) -> Result<bulkhead_proto::msg::Diag, ClientError> {
+        match self.call(ClientOp::Diag)? {
+            ClientReply::Diag(d) => Ok(*d),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
     /// The priority factors of the waiting jobs among `jobs` (every waiting job the
     /// caller may see when empty): `sprio`.
     pub fn priorities(

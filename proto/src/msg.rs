@@ -99,6 +99,52 @@ pub enum ClientOp {
     Priorities {
         jobs: Vec<JobId>,
     },
+    /// What the broker has done since it started (`sdiag`). Answered with
+    /// [`ClientReply::Diag`]. (Protocol 24.)
+    Diag,
+}
+
+/// [`ClientOp::Diag`]'s answer: `sdiag`'s figures, since the broker started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diag {
+    /// When it was answered, and since when the broker counts (Unix µs).
+    pub now_us: u64,
+    pub since_us: u64,
+    /// The broker's threads.
+    pub threads: u32,
+    /// Jobs submitted (an array once), started, and ended: completed, cancelled,
+    /// failed (failed, timed out, out of memory, node failure, deadline).
+    pub submitted: u64,
+    pub started: u64,
+    pub completed: u64,
+    pub cancelled: u64,
+    pub failed: u64,
+    /// Jobs waiting and running now.
+    pub pending: u64,
+    pub running: u64,
+    /// The scheduler's periodic full passes: how many, the last's and the longest's
+    /// time, their total time (µs), the waiting jobs they looked at in all, and the
+    /// last one's.
+    pub passes: u64,
+    pub pass_last_us: u64,
+    pub pass_max_us: u64,
+    pub pass_sum_us: u64,
+    pub pass_depth_sum: u64,
+    pub queue_len: u64,
+    /// Client requests by kind (Slurm's RPC name and number), most first.
+    pub rpcs: Vec<RpcStat>,
+    /// Client requests by user (name, uid), most first.
+    pub users: Vec<RpcStat>,
+}
+
+/// One line of [`Diag`]'s requests: what (an RPC's name, or a user's), its number
+/// (the RPC's, or the uid), how many and their total time (µs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RpcStat {
+    pub name: String,
+    pub id: u32,
+    pub count: u64,
+    pub total_us: u64,
 }
 
 /// [`ClientOp::Priorities`]'s answer: the scheduler's weights and, for each waiting
@@ -471,6 +517,8 @@ pub enum ClientReply {
     Associations(Vec<Association>),
     /// [`ClientOp::Priorities`]'s answer.
     Priorities(Priorities),
+    /// [`ClientOp::Diag`]'s answer.
+    Diag(Box<Diag>),
 }
 
 /// What happened to one job of a cancel request.
@@ -907,6 +955,7 @@ impl Message for ClientRequest {
             }
             ClientOp::WillRun(s) => s.validate(),
             ClientOp::Priorities { jobs } => check_ids("jobs", jobs),
+            ClientOp::Diag => Ok(()),
             ClientOp::Signal { jobs, signal, .. } => {
                 check_ids("jobs", jobs)?;
                 check(
@@ -966,6 +1015,14 @@ impl Message for ClientReply {
                 })
             }
             ClientReply::Broker(b) => b.validate(),
+            ClientReply::Diag(d) => {
+                check("rpcs", d.rpcs.len(), limits::MAX_LIST)?;
+                check("users", d.users.len(), limits::MAX_LIST)?;
+                d.rpcs
+                    .iter()
+                    .chain(&d.users)
+                    .try_for_each(|r| check_str("name", &r.name, limits::MAX_NAME_BYTES))
+            }
             ClientReply::Priorities(p) => {
                 check("priorities", p.jobs.len(), MAX_PRIORITY_JOBS)?;
                 p.jobs.iter().try_for_each(|j| {

@@ -651,3 +651,56 @@ fn sprio_shows_waiting_jobs_priority_factors() {
     );
     s.ok("scancel", &[&running, &plain, &nice, &held]);
 }
+
+/// sdiag: the broker's figures since it started, in sdiag's lines, as
+/// prometheus-slurm-exporter's scheduler collector reads them: jobs submitted and
+/// started, the broker's threads, and the requests by Slurm's RPC names and by user,
+/// each counted as made.
+#[test]
+fn sdiag_reports_the_brokers_figures() {
+    let c = cluster_up(ClusterOpts::default());
+    let s = SlurmCommands::install(&c);
+    let before = s.ok("sdiag", &[]);
+    let count = |out: &str, prefix: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .map(|v| v.trim().parse().expect("a number"))
+            .unwrap_or_else(|| panic!("{prefix:?} in\n{out}"))
+    };
+    let rpc = |out: &str, name: &str| -> u64 {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .and_then(|l| l.split("count:").nth(1))
+            .and_then(|v| v.split_whitespace().next())
+            .map_or(0, |v| v.parse().expect("a count"))
+    };
+    for _ in 0..3 {
+        s.ok("sbatch", &["--wrap", "true"]);
+    }
+    s.ok("squeue", &[]);
+    let after = s.ok("sdiag", &[]);
+    assert_eq!(
+        count(&after, "Jobs submitted:") - count(&before, "Jobs submitted:"),
+        3,
+        "{after}"
+    );
+    assert!(count(&after, "Server thread count:") > 1, "{after}");
+    assert_eq!(
+        rpc(&after, "REQUEST_SUBMIT_BATCH_JOB") - rpc(&before, "REQUEST_SUBMIT_BATCH_JOB"),
+        3,
+        "{after}"
+    );
+    assert!(rpc(&after, "REQUEST_JOB_INFO") >= 1, "{after}");
+    // The first sdiag is counted by the time of the second.
+    assert!(rpc(&after, "REQUEST_STATS_INFO") >= 1, "{after}");
+    // By user: the test user's line, with its uid.
+    assert!(
+        after.lines().any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.first() == Some(&s.user.name.as_str()) && l.contains(&format!("({:8})", s.user.uid))
+        }),
+        "{after}"
+    );
+    let out = s.run("sdiag", &["-r"]);
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -1051,6 +1051,7 @@ fn op_name(op: &ClientOp) -> &'static str {
         ClientOp::Signal { .. } => "signal",
         ClientOp::Associations { .. } => "associations",
         ClientOp::Priorities { .. } => "priorities",
+        ClientOp::Diag => "diag",
     }
 }
 

@@ -69,6 +69,7 @@ impl Core {
             | ClientOp::Associations { .. }
             // Only waiting jobs, all held already.
             | ClientOp::Priorities { .. }
+            | ClientOp::Diag
             // Its listing's first page waited for the history already.
             | ClientOp::QueueMore { .. }
             | ClientOp::Identify => false,

@@ -772,6 +772,7 @@ impl Core {
                 JobState::Pending => {
                     job.priority = Some(waited);
                     job.state = JobState::Cancelled;
+                    *self.ended_total.entry(JobState::Cancelled).or_default() += 1;
                     job.end_us = Some(now_us);
                     job.reason = Some(format!("{CANCELLED_BY}{}", caller.user));
                     let parent = job.submission.array_task.map(|(p, _)| p);

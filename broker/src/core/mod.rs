@@ -25,6 +25,7 @@ mod admin;
 mod ahead;
 mod arrays;
 mod auth;
+pub mod diag;
 pub mod drive;
 mod history;
 mod jobs;
@@ -417,6 +418,8 @@ pub struct Core {
     /// metrics), and how long the started ones waited.
     submitted_total: u64,
     started_total: u64,
+    /// sdiag's figures.
+    diag: diag::DiagStats,
     wait_seconds: prometheus_client::metrics::histogram::Histogram,
     ended_total: HashMap<JobState, u64>,
     limiter: crate::ratelimit::RateLimiter,
@@ -531,6 +534,7 @@ impl Core {
             last_full_us: 0,
             submitted_total: 0,
             started_total: 0,
+            diag: diag::DiagStats::default(),
             wait_seconds: prometheus_client::metrics::histogram::Histogram::new(WAIT_BUCKETS),
             ended_total: HashMap::new(),
             limiter: crate::ratelimit::RateLimiter::new(rate_limit),
@@ -935,6 +939,7 @@ impl Core {
             ClientOp::Priorities { jobs } => {
                 ClientReply::Priorities(self.priorities(caller, &jobs, now_us))
             }
+            ClientOp::Diag => ClientReply::Diag(Box::new(self.diag(now_us))),
             // The shell answers it before authentication: what the store and the
             // lead are is not the core's to know.
             ClientOp::Identify => ClientReply::Error(ErrorReply::new(

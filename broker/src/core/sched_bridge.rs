@@ -406,7 +406,8 @@ impl Core {
                     };
                     j.end_us = Some(now_us);
                     j.reason = Some(reason.as_str());
-                    let parent = j.submission.array_task.map(|(p, _)| p);
+                    let (state, parent) = (j.state, j.submission.array_task.map(|(p, _)| p));
+                    *self.ended_total.entry(state).or_default() += 1;
                     self.update(fx, id);
                     if let Some(parent) = parent {
                         self.refill(fx, parent, now_us);

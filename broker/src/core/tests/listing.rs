@@ -657,3 +657,35 @@ fn started_and_cancelled_jobs_keep_their_priority() {
     t.end(1, a, JobState::Completed);
     assert_eq!(listed(&mut t)[0], (a, JobState::Completed, Some(running)));
 }
+
+/// sdiag's figures: jobs counted as submitted, started and ended, jobs waiting and
+/// running now, full passes as the shell timed them, requests by Slurm's RPC and by
+/// user.
+#[test]
+fn diag_counts_what_the_broker_did() {
+    let mut t = Env::new().nodes(1, 1).build();
+    t.c.started_at(5);
+    let (a, _) = t.submit(&user(1000), sub(1));
+    let (b, _) = t.submit(&user(1000), sub(1));
+    let fx = t.client(&user(1000), ClientOp::Cancel(vec![b]));
+    assert!(!fx.send.is_empty());
+    t.c.note_pass(300);
+    t.c.note_pass(100);
+    let op = ClientOp::Queue(QueueFilter::default());
+    let rpc = super::super::diag::slurm_rpc(&op);
+    assert_eq!(rpc, ("REQUEST_JOB_INFO", 2003));
+    t.c.note_rpc(rpc, &user(1000), 40);
+    t.c.note_rpc(rpc, &user(1001), 60);
+    let d = t.c.diag(9);
+    assert_eq!((d.since_us, d.now_us), (5, 9));
+    assert_eq!((d.submitted, d.started, d.cancelled), (2, 1, 1));
+    assert_eq!((d.pending, d.running), (0, 1));
+    assert_eq!(t.job(a).state, JobState::Running);
+    assert_eq!(
+        (d.passes, d.pass_last_us, d.pass_max_us, d.pass_sum_us),
+        (2, 100, 300, 400)
+    );
+    assert_eq!(d.rpcs.len(), 1);
+    assert_eq!((d.rpcs[0].count, d.rpcs[0].total_us), (2, 100));
+    assert_eq!(d.users.len(), 2);
+}
