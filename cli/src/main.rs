@@ -321,7 +321,7 @@ enum Cmd {
     /// Write bh's manual pages (bh.1, bh-submit.1, ...) into DIR.
     Man { dir: PathBuf },
     /// Make Slurm's commands (sbatch, srun, salloc, squeue, sinfo, scancel, sacct, scontrol,
-    /// sacctmgr, sshare, sprio, sdiag) in DIR, as links to this bh: run under those names, bh reads
+    /// sacctmgr, sshare, sprio, sdiag, sstat) in DIR, as links to this bh: run under those names, bh reads
     /// their options and answers in their formats.
     InstallSlurmCommands { dir: PathBuf },
     /// Run a broker and an agent on this host (single-host mode): runs the

@@ -144,6 +144,84 @@ pub fn resolve(asked: &str) -> Option<(&'static str, i32)> {
     })
 }
 
+/// sstat 22.05's fields and widths (`src/sstat/sstat.c`'s `fields[]`), in its order:
+/// a word names the first whose name it begins, as there.
+pub const SSTAT_FIELDS: &[(&str, i32)] = &[
+    ("AveCPU", 10),
+    ("AveCPUFreq", 10),
+    ("AveDiskRead", 12),
+    ("AveDiskWrite", 12),
+    ("AvePages", 10),
+    ("AveRSS", 10),
+    ("AveVMSize", 10),
+    ("ConsumedEnergy", 14),
+    ("ConsumedEnergyRaw", 17),
+    ("JobID", -12),
+    ("MaxDiskRead", 12),
+    ("MaxDiskReadNode", 15),
+    ("MaxDiskReadTask", 15),
+    ("MaxDiskWrite", 12),
+    ("MaxDiskWriteNode", 16),
+    ("MaxDiskWriteTask", 16),
+    ("MaxPages", 8),
+    ("MaxPagesNode", 12),
+    ("MaxPagesTask", 14),
+    ("MaxRSS", 10),
+    ("MaxRSSNode", 10),
+    ("MaxRSSTask", 10),
+    ("MaxVMSize", 10),
+    ("MaxVMSizeNode", 14),
+    ("MaxVMSizeTask", 14),
+    ("MinCPU", 10),
+    ("MinCPUNode", 10),
+    ("MinCPUTask", 10),
+    ("Nodelist", 20),
+    ("NTasks", 8),
+    ("Pids", 20),
+    ("ReqCPUFreq", 10),
+    ("ReqCPUFreqMin", 13),
+    ("ReqCPUFreqMax", 13),
+    ("ReqCPUFreqGov", 13),
+    ("TRESUsageInAve", 14),
+    ("TRESUsageInMax", 14),
+    ("TRESUsageInMaxNode", 18),
+    ("TRESUsageInMaxTask", 18),
+    ("TRESUsageInMin", 14),
+    ("TRESUsageInMinNode", 18),
+    ("TRESUsageInMinTask", 18),
+    ("TRESUsageInTot", 14),
+    ("TRESUsageOutAve", 15),
+    ("TRESUsageOutMax", 15),
+    ("TRESUsageOutMaxNode", 19),
+    ("TRESUsageOutMaxTask", 19),
+    ("TRESUsageOutMin", 15),
+    ("TRESUsageOutMinNode", 19),
+    ("TRESUsageOutMinTask", 19),
+    ("TRESUsageOutTot", 15),
+];
+
+/// sstat's fields when none are asked (`STAT_FIELDS`).
+pub const SSTAT_DEFAULT: &str = "jobid,maxvmsize,maxvmsizenode,maxvmsizetask,avevmsize,maxrss,maxrssnode,maxrsstask,averss,maxpages,maxpagesnode,maxpagestask,avepages,mincpu,mincpunode,mincputask,avecpu,ntasks,avecpufreq,reqcpufreqmin,reqcpufreqmax,reqcpufreqgov,consumedenergy,maxdiskread,maxdiskreadnode,maxdiskreadtask,avediskread,maxdiskwrite,maxdiskwritenode,maxdiskwritetask,avediskwrite,tresusageinave,tresusageinmax,tresusageinmaxn,tresusageinmaxt,tresusageinmin,tresusageinminn,tresusageinmint,tresusageintot,tresusageoutave,tresusageoutmax,tresusageoutmaxn,tresusageoutmaxt,tresusageoutmin,tresusageoutminn,tresusageoutmint,tresusageouttot";
+
+/// sstat `-i` (`STAT_FIELDS_PID`).
+pub const SSTAT_PIDS: &str = "jobid,nodelist,pids";
+
+/// The sstat field a word names (`maxrss`, `avec`, `maxrss%20`) and its width; `None`
+/// for a word that names none (sstat's "Invalid field requested").
+pub fn resolve_sstat(word: &str) -> Option<(&'static str, i32)> {
+    let (name, width) = match word.trim().split_once('%') {
+        Some((n, w)) => (n, Some(w.trim().parse::<i32>().unwrap_or(0))),
+        None => (word.trim(), None),
+    };
+    if name.is_empty() {
+        return None;
+    }
+    SSTAT_FIELDS
+        .iter()
+        .find(|(f, _)| f.len() >= name.len() && f[..name.len()].eq_ignore_ascii_case(name))
+        .map(|&(f, w)| (f, width.unwrap_or(w)))
+}
+
 /// The default width of field \`name\` (its exact name), if Slurm has it.
 pub fn width(name: &str) -> Option<i32> {
     WIDTHS
@@ -176,6 +254,15 @@ mod tests {
     fn fields_resolve_and_print_as_sacct_prints_them() {
         assert_eq!(resolve("jobid"), Some(("JobID", -12)));
         assert_eq!(resolve("JobIDRaw"), Some(("JobIDRaw", -12)));
+        assert_eq!(resolve_sstat("maxrss"), Some(("MaxRSS", 10)));
+        assert_eq!(resolve_sstat("avec"), Some(("AveCPU", 10)));
+        assert_eq!(resolve_sstat("jobid%20"), Some(("JobID", 20)));
+        assert_eq!(
+            resolve_sstat("tresusageinmaxn"),
+            Some(("TRESUsageInMaxNode", 18))
+        );
+        assert_eq!(resolve_sstat("nosuch"), None);
+        assert!(SSTAT_DEFAULT.split(',').all(|w| resolve_sstat(w).is_some()));
         assert_eq!(resolve("elap"), Some(("Elapsed", 10)));
         assert_eq!(resolve("state"), Some(("State", 10)));
         assert_eq!(resolve("nosuch"), None);

@@ -1,8 +1,8 @@
 //! sacctmgr and sshare over the broker's accounts: `bh` run under those names lists
 //! users, accounts and associations and their shares (the tree is configured, not
 //! managed: nothing is added or changed here), in their layouts; sprio, the waiting
-//! jobs' priorities by factor, which fair-share is one of; and sdiag, what the
-//! broker has done since it started.
+//! jobs' priorities by factor, which fair-share is one of; sdiag, what the broker has
+//! done since it started; and sstat, the usage of running jobs' steps.
 
 use super::{Globals, client, explain};
 use bulkhead_cli::output;
@@ -395,5 +395,178 @@ pub(crate) fn sdiag(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
         .unwrap_or(Sort::Count);
     let d = client(g)?.diag().map_err(explain)?;
     print!("{}", render(&d, sort));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sstat -j JOB[.STEP],...`: the usage of running steps, from the broker's latest
+/// samples of them (the accounting records sacct lists a running job's steps from),
+/// in sstat 22.05's fields and layout (`-o`, `-i`, `-n`, `-p`, `-P`, `-e`). Without a
+/// step, a job's first numbered step (srun's), or every running step with `-a` (its
+/// batch step too), as sstat picks them; a job with none running is sstat's "No steps
+/// running for job N". `Pids` is empty: the broker does not know a step's processes.
+pub(crate) fn sstat(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
+    use super::slurm_opts::{self, SSTAT};
+    use bulkhead_cli::sacct_fields::{
+        SSTAT_DEFAULT, SSTAT_FIELDS, SSTAT_PIDS, cell, resolve_sstat,
+    };
+    use bulkhead_proto::JobState;
+    use bulkhead_proto::acct::AcctFilter;
+    let argv: Vec<String> = words.collect();
+    let p = match slurm_opts::read(&argv, &SSTAT) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    if let Some(code) = slurm_opts::answered(
+        "sstat",
+        &p,
+        &SSTAT,
+        'V' as u32,
+        &['h' as u32, slurm_opts::USAGE],
+    ) {
+        return Ok(code);
+    }
+    if p.has('e') {
+        for (i, (name, _)) in SSTAT_FIELDS.iter().enumerate() {
+            print!("{name:<20}");
+            if i % 4 == 3 {
+                println!();
+            }
+        }
+        println!();
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The fields: `-i`'s, then each `-o`'s, in order; sstat's own when none.
+    let mut spec = String::new();
+    for f in &p.options {
+        match char::from_u32(f.code) {
+            Some('i') => spec.push_str(&format!("{SSTAT_PIDS},")),
+            Some('o') => spec.push_str(&format!("{},", f.value.as_deref().unwrap_or(""))),
+            _ => {}
+        }
+    }
+    if spec.is_empty() {
+        spec = SSTAT_DEFAULT.to_string();
+    }
+    let mut fields: Vec<(&'static str, i32)> = Vec::new();
+    for w in spec.split(',').filter(|w| !w.trim().is_empty()) {
+        match resolve_sstat(w) {
+            Some(f) => fields.push(f),
+            None => {
+                eprintln!(
+                    "sstat: error: Invalid field requested: \"{}\"",
+                    output::escape(w.trim())
+                );
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    // The steps asked: `-j` lists and the first other word (sstat takes one).
+    let mut asked: Vec<(bulkhead_proto::JobId, Option<String>)> = Vec::new();
+    let words = p
+        .options
+        .iter()
+        .filter(|f| f.code == 'j' as u32)
+        .filter_map(|f| f.value.clone())
+        .chain(p.operands.first().cloned());
+    for list in words {
+        for item in list.split(',').filter(|i| !i.is_empty()) {
+            let (job, step) = match item.split_once('.') {
+                Some((j, s)) => (j, Some(s.to_string())),
+                None => (item, None),
+            };
+            match job.parse::<u64>() {
+                Ok(n) => asked.push((bulkhead_proto::JobId(n), step)),
+                Err(_) => {
+                    eprintln!("sstat: error: Invalid job id: {}", output::escape(item));
+                    return Ok(ExitCode::from(1));
+                }
+            }
+        }
+    }
+    if asked.is_empty() {
+        eprintln!("sstat: error: You didn't give me any jobs to stat.");
+        return Ok(ExitCode::from(1));
+    }
+    let filter = AcctFilter {
+        jobs: asked.iter().map(|(j, _)| *j).collect(),
+        uids: vec![],
+        accounts: vec![],
+        partitions: vec![],
+        states: vec![JobState::Running, JobState::Completing],
+        since_us: None,
+        until_us: None,
+    };
+    let now = bulkhead_proto::time::now_us();
+    let (records, _) = client(g)?.acct(filter).map_err(explain)?;
+    let (parsable, ending) = (p.has('p') || p.has('P'), p.has('p'));
+    let mut out = String::new();
+    let line = |cells: Vec<String>, out: &mut String| {
+        if parsable {
+            out.push_str(&cells.join("|"));
+            if ending {
+                out.push('|');
+            }
+        } else {
+            for (c, (_, w)) in cells.iter().zip(&fields) {
+                out.push_str(&cell(c, *w));
+            }
+        }
+        out.push('\n');
+    };
+    if !p.has('n') {
+        line(
+            fields.iter().map(|(n, _)| n.to_string()).collect(),
+            &mut out,
+        );
+        if !parsable {
+            for (_, w) in &fields {
+                out.push_str(&"-".repeat(w.unsigned_abs() as usize));
+                out.push(' ');
+            }
+            out.push('\n');
+        }
+    }
+    let derived = std::collections::HashMap::new();
+    for (job, step) in &asked {
+        // A running step of this job: its record's label is `JOB.STEP` (an array
+        // task's `A_T.STEP`, its raw id the job's).
+        let running: Vec<_> = records
+            .iter()
+            .filter(|r| r.state == JobState::Running && r.job == *job)
+            .filter_map(|r| Some((r.job_label.split_once('.')?.1, r)))
+            .collect();
+        let chosen: Vec<_> = match step {
+            Some(s) => running.iter().filter(|(id, _)| id == s).collect(),
+            None if p.has('a') => running.iter().collect(),
+            None => running
+                .iter()
+                .filter(|(id, _)| id.parse::<u32>().is_ok())
+                .take(1)
+                .collect(),
+        };
+        if running.is_empty() || (step.is_some() && chosen.is_empty()) {
+            match step {
+                None => eprintln!("sstat: error: No steps running for job {job}"),
+                Some(s) => eprintln!(
+                    "sstat: error: StepId={job}.{} not found running.",
+                    output::escape(s)
+                ),
+            }
+            continue;
+        }
+        for (_, r) in chosen {
+            let cells = fields
+                .iter()
+                .map(|(f, _)| match *f {
+                    "JobID" => bulkhead_cli::acct::field(r, "JobIDRaw", now),
+                    "Nodelist" => bulkhead_cli::acct::field(r, "NodeList", now),
+                    "Pids" => String::new(),
+                    f => bulkhead_cli::sacct_values::value(r, f, now, &derived, &|_| None),
+                })
+                .collect();
+            line(cells, &mut out);
+        }
+    }
+    print!("{out}");
     Ok(ExitCode::SUCCESS)
 }

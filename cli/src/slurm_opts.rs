@@ -160,6 +160,27 @@ pub const SCANCEL: Spec<'static> = Spec {
     ],
 };
 
+/// sstat 22.05's options (`src/sstat/options.c`).
+pub const SSTAT: Spec<'static> = Spec {
+    short: "aehij:no:pPvV",
+    long: &[
+        l("allsteps", No, c('a')),
+        l("helpformat", No, c('e')),
+        l("help", No, c('h')),
+        l("jobs", Required, c('j')),
+        l("noheader", No, c('n')),
+        l("fields", Required, c('o')),
+        l("format", Required, c('o')),
+        l("noconvert", No, NOCONVERT),
+        l("pidformat", No, c('i')),
+        l("parsable", No, c('p')),
+        l("parsable2", No, c('P')),
+        l("usage", No, USAGE),
+        l("verbose", No, c('v')),
+        l("version", No, c('V')),
+    ],
+};
+
 /// sdiag 22.05's options (`src/sdiag/opts.c`).
 pub const SDIAG: Spec<'static> = Spec {
     short: "ahiM:rtTV",

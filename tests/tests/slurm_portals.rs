@@ -704,3 +704,63 @@ fn sdiag_reports_the_brokers_figures() {
     let out = s.run("sdiag", &["-r"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// sstat over a running job's steps: without a step, its first srun step; `-a` its
+/// batch step too; `J.batch` that one; a job with no step running is sstat's error;
+/// a field it does not know, and no job, refused.
+#[test]
+fn sstat_shows_running_steps() {
+    let c = cluster_up(ClusterOpts {
+        cpus: 2,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let job = s
+        .ok("sbatch", &["--parsable", "--wrap", "srun sleep 300"])
+        .trim()
+        .to_string();
+    wait("the job's srun step to run", || {
+        s.ok("squeue", &["-h", "-s", "-j", &job, "-o", "%i"])
+            .lines()
+            .any(|l| l.trim() == format!("{job}.0"))
+    });
+    let first = s.ok("sstat", &["-j", &job, "-n", "-P", "-o", "JobID,NTasks"]);
+    assert_eq!(first, format!("{job}.0|1\n"));
+    let all = s.ok("sstat", &["-a", "-j", &job, "-n", "-P", "-o", "jobid"]);
+    let mut ids: Vec<&str> = all.lines().collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [format!("{job}.0"), format!("{job}.batch")], "{all}");
+    let batch = s.ok(
+        "sstat",
+        &[&format!("{job}.batch"), "-p", "-o", "jobid,nodelist"],
+    );
+    let lines: Vec<&str> = batch.lines().collect();
+    assert_eq!(lines[0], "JobID|Nodelist|", "{batch}");
+    assert!(lines[1].starts_with(&format!("{job}.batch|")) && lines[1].ends_with('|'));
+    // The default layout: sstat's 47 fields, the header and its dashes.
+    let full = s.ok("sstat", &["-j", &job]);
+    let head: Vec<&str> = full
+        .lines()
+        .next()
+        .expect("header")
+        .split_whitespace()
+        .collect();
+    assert_eq!(head.len(), 47, "{full}");
+    assert_eq!((head[0], head[5]), ("JobID", "MaxRSS"));
+    s.ok("scancel", &[&job]);
+    wait("the job to end", || {
+        matches!(
+            s.ok("squeue", &["-h", "-j", &job, "-o", "%T"]).trim(),
+            "" | "CANCELLED"
+        )
+    });
+    let ended = s.run("sstat", &["-j", &job, "-n"]);
+    assert_eq!(
+        String::from_utf8_lossy(&ended.stderr),
+        format!("sstat: error: No steps running for job {job}\n")
+    );
+    assert_eq!(ended.status.code(), Some(0));
+    let bad = s.run("sstat", &["-j", &job, "-o", "nosuch"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(s.run("sstat", &[]).status.code(), Some(1));
+}

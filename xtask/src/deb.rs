@@ -29,9 +29,9 @@ use std::process::Command;
 const MAINTAINER: &str = "Bulkhead developers <bulkhead@localhost>";
 
 /// The Slurm commands `bh` answers as (the CLI's `slurm::COMMANDS`).
-const SLURM_COMMANDS: [&str; 12] = [
+const SLURM_COMMANDS: [&str; 13] = [
     "sbatch", "srun", "salloc", "squeue", "sinfo", "scancel", "sacct", "scontrol", "sacctmgr",
-    "sshare", "sprio", "sdiag",
+    "sshare", "sprio", "sdiag", "sstat",
 ];
 
 /// One package: its files (source, destination), the conffiles among them, its
@@ -152,7 +152,7 @@ pub fn build(root: &Path, out: Option<&Path>, debug: bool) -> Result<Vec<PathBuf
         Package {
             name: "bulkhead-slurm-compat",
             description: "Bulkhead workload manager: Slurm's command names\n \
-                sbatch, srun, salloc, squeue, sinfo, scancel, sacct, scontrol, sacctmgr, sshare, sprio and sdiag as links\n \
+                sbatch, srun, salloc, squeue, sinfo, scancel, sacct, scontrol, sacctmgr, sshare, sprio, sdiag and sstat as links\n \
                 to bh, which reads each command's options and answers in its formats, so\n \
                 that Slurm users' scripts and tools run unchanged.",
             files: vec![],
