@@ -144,61 +144,72 @@ pub fn resolve(asked: &str) -> Option<(&'static str, i32)> {
     })
 }
 
-/// sstat 22.05's fields and widths (`src/sstat/sstat.c`'s `fields[]`), in its order:
-/// a word names the first whose name it begins, as there.
-pub const SSTAT_FIELDS: &[(&str, i32)] = &[
-    ("AveCPU", 10),
-    ("AveCPUFreq", 10),
-    ("AveDiskRead", 12),
-    ("AveDiskWrite", 12),
-    ("AvePages", 10),
-    ("AveRSS", 10),
-    ("AveVMSize", 10),
-    ("ConsumedEnergy", 14),
-    ("ConsumedEnergyRaw", 17),
-    ("JobID", -12),
-    ("MaxDiskRead", 12),
-    ("MaxDiskReadNode", 15),
-    ("MaxDiskReadTask", 15),
-    ("MaxDiskWrite", 12),
-    ("MaxDiskWriteNode", 16),
-    ("MaxDiskWriteTask", 16),
-    ("MaxPages", 8),
-    ("MaxPagesNode", 12),
-    ("MaxPagesTask", 14),
-    ("MaxRSS", 10),
-    ("MaxRSSNode", 10),
-    ("MaxRSSTask", 10),
-    ("MaxVMSize", 10),
-    ("MaxVMSizeNode", 14),
-    ("MaxVMSizeTask", 14),
-    ("MinCPU", 10),
-    ("MinCPUNode", 10),
-    ("MinCPUTask", 10),
-    ("Nodelist", 20),
-    ("NTasks", 8),
-    ("Pids", 20),
-    ("ReqCPUFreq", 10),
-    ("ReqCPUFreqMin", 13),
-    ("ReqCPUFreqMax", 13),
-    ("ReqCPUFreqGov", 13),
-    ("TRESUsageInAve", 14),
-    ("TRESUsageInMax", 14),
-    ("TRESUsageInMaxNode", 18),
-    ("TRESUsageInMaxTask", 18),
-    ("TRESUsageInMin", 14),
-    ("TRESUsageInMinNode", 18),
-    ("TRESUsageInMinTask", 18),
-    ("TRESUsageInTot", 14),
-    ("TRESUsageOutAve", 15),
-    ("TRESUsageOutMax", 15),
-    ("TRESUsageOutMaxNode", 19),
-    ("TRESUsageOutMaxTask", 19),
-    ("TRESUsageOutMin", 15),
-    ("TRESUsageOutMinNode", 19),
-    ("TRESUsageOutMinTask", 19),
-    ("TRESUsageOutTot", 15),
+/// sstat 22.05's fields (`src/sstat/sstat.c`'s `fields[]`), in its order: a word
+/// names the first whose name it begins, as there. Their widths are sacct's for the
+/// same names ([`sstat_width`]).
+pub const SSTAT_FIELDS: &[&str] = &[
+    "AveCPU",
+    "AveCPUFreq",
+    "AveDiskRead",
+    "AveDiskWrite",
+    "AvePages",
+    "AveRSS",
+    "AveVMSize",
+    "ConsumedEnergy",
+    "ConsumedEnergyRaw",
+    "JobID",
+    "MaxDiskRead",
+    "MaxDiskReadNode",
+    "MaxDiskReadTask",
+    "MaxDiskWrite",
+    "MaxDiskWriteNode",
+    "MaxDiskWriteTask",
+    "MaxPages",
+    "MaxPagesNode",
+    "MaxPagesTask",
+    "MaxRSS",
+    "MaxRSSNode",
+    "MaxRSSTask",
+    "MaxVMSize",
+    "MaxVMSizeNode",
+    "MaxVMSizeTask",
+    "MinCPU",
+    "MinCPUNode",
+    "MinCPUTask",
+    "Nodelist",
+    "NTasks",
+    "Pids",
+    "ReqCPUFreq",
+    "ReqCPUFreqMin",
+    "ReqCPUFreqMax",
+    "ReqCPUFreqGov",
+    "TRESUsageInAve",
+    "TRESUsageInMax",
+    "TRESUsageInMaxNode",
+    "TRESUsageInMaxTask",
+    "TRESUsageInMin",
+    "TRESUsageInMinNode",
+    "TRESUsageInMinTask",
+    "TRESUsageInTot",
+    "TRESUsageOutAve",
+    "TRESUsageOutMax",
+    "TRESUsageOutMaxNode",
+    "TRESUsageOutMaxTask",
+    "TRESUsageOutMin",
+    "TRESUsageOutMinNode",
+    "TRESUsageOutMinTask",
+    "TRESUsageOutTot",
 ];
+
+/// An sstat field's width: sacct's for the same field, but for the few sstat sizes
+/// otherwise (`AveDiskRead` 12 where sacct has 14) and those sacct has none of.
+pub fn sstat_width(name: &str) -> i32 {
+    match name {
+        "AveDiskRead" | "AveDiskWrite" => 12,
+        "Nodelist" | "Pids" => 20,
+        n => width(n).unwrap_or(10),
+    }
+}
 
 /// sstat's fields when none are asked (`STAT_FIELDS`).
 pub const SSTAT_DEFAULT: &str = "jobid,maxvmsize,maxvmsizenode,maxvmsizetask,avevmsize,maxrss,maxrssnode,maxrsstask,averss,maxpages,maxpagesnode,maxpagestask,avepages,mincpu,mincpunode,mincputask,avecpu,ntasks,avecpufreq,reqcpufreqmin,reqcpufreqmax,reqcpufreqgov,consumedenergy,maxdiskread,maxdiskreadnode,maxdiskreadtask,avediskread,maxdiskwrite,maxdiskwritenode,maxdiskwritetask,avediskwrite,tresusageinave,tresusageinmax,tresusageinmaxn,tresusageinmaxt,tresusageinmin,tresusageinminn,tresusageinmint,tresusageintot,tresusageoutave,tresusageoutmax,tresusageoutmaxn,tresusageoutmaxt,tresusageoutmin,tresusageoutminn,tresusageoutmint,tresusageouttot";
@@ -218,8 +229,8 @@ pub fn resolve_sstat(word: &str) -> Option<(&'static str, i32)> {
     }
     SSTAT_FIELDS
         .iter()
-        .find(|(f, _)| f.len() >= name.len() && f[..name.len()].eq_ignore_ascii_case(name))
-        .map(|&(f, w)| (f, width.unwrap_or(w)))
+        .find(|f| f.len() >= name.len() && f[..name.len()].eq_ignore_ascii_case(name))
+        .map(|&f| (f, width.unwrap_or_else(|| sstat_width(f))))
 }
 
 /// The default width of field \`name\` (its exact name), if Slurm has it.
@@ -263,6 +274,9 @@ mod tests {
         );
         assert_eq!(resolve_sstat("nosuch"), None);
         assert!(SSTAT_DEFAULT.split(',').all(|w| resolve_sstat(w).is_some()));
+        assert_eq!(resolve_sstat("avediskr"), Some(("AveDiskRead", 12)));
+        assert_eq!(resolve_sstat("maxdiskreadn"), Some(("MaxDiskReadNode", 15)));
+        assert_eq!(resolve_sstat("pids"), Some(("Pids", 20)));
         assert_eq!(resolve("elap"), Some(("Elapsed", 10)));
         assert_eq!(resolve("state"), Some(("State", 10)));
         assert_eq!(resolve("nosuch"), None);

@@ -426,7 +426,7 @@ pub(crate) fn sstat(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
         return Ok(code);
     }
     if p.has('e') {
-        for (i, (name, _)) in SSTAT_FIELDS.iter().enumerate() {
+        for (i, name) in SSTAT_FIELDS.iter().enumerate() {
             print!("{name:<20}");
             if i % 4 == 3 {
                 println!();

@@ -150,13 +150,9 @@ rule summarize:
 /// saw every job end through sacct.
 #[test]
 fn snakemake_runs_a_workflow_through_slurms_commands() {
-    if !venv_has("snakemake, snakemake_executor_plugin_slurm", "Snakemake") {
+    let Some(c) = snakemake_cluster() else {
         return;
-    }
-    let c = cluster_up(ClusterOpts {
-        cpus: 4,
-        ..ClusterOpts::default()
-    });
+    };
     let s = SlurmCommands::install(&c);
     let (run_id, jobs) = snakemake_workflow(&c, &s, &[]);
     // Jobs of their own, none an array's task.
@@ -176,13 +172,9 @@ fn snakemake_runs_a_workflow_through_slurms_commands() {
 /// Bulkhead gave that task an id of its own, and Snakemake waited for ever).
 #[test]
 fn snakemake_runs_a_rule_as_a_job_array() {
-    if !venv_has("snakemake, snakemake_executor_plugin_slurm", "Snakemake") {
+    let Some(c) = snakemake_cluster() else {
         return;
-    }
-    let c = cluster_up(ClusterOpts {
-        cpus: 4,
-        ..ClusterOpts::default()
-    });
+    };
     let s = SlurmCommands::install(&c);
     let (run_id, jobs) = snakemake_workflow(&c, &s, &["--slurm-array-jobs=make"]);
     let array = &jobs[0].1;
@@ -210,6 +202,17 @@ fn snakemake_runs_a_rule_as_a_job_array() {
     lines.sort_unstable();
     assert_eq!(lines.len(), 3, "{listed}");
     assert_eq!(lines[2], format!("{array}_3 {array}"), "{listed}");
+}
+
+/// A cluster of 4 CPUs for Snakemake's workflow; `None` (the test skipped) where
+/// Snakemake is not installed.
+fn snakemake_cluster() -> Option<bulkhead_tests::Cluster> {
+    venv_has("snakemake, snakemake_executor_plugin_slurm", "Snakemake").then(|| {
+        cluster_up(ClusterOpts {
+            cpus: 4,
+            ..ClusterOpts::default()
+        })
+    })
 }
 
 /// Runs [`SNAKEFILE`] with Snakemake's Slurm executor and `extra` arguments; checks
