@@ -1040,7 +1040,9 @@ fn header(kind: char) -> &'static str {
     }
 }
 
-fn cell(out: &mut String, s: &str, right: bool, width: Option<usize>) {
+/// One cell as Slurm's `_print_str` writes it (squeue's, sprio's): at most `width`
+/// characters, right-justified or padded on the right to it; all of it with no width.
+pub(crate) fn cell(out: &mut String, s: &str, right: bool, width: Option<usize>) {
     let Some(w) = width else {
         out.push_str(s);
         return;

@@ -119,24 +119,6 @@ pub enum Line<'a> {
     Job(&'a JobPriority),
 }
 
-/// sprio's `_print_str`: right-justified to the width or cut and padded to it, and
-/// cut to it either way; a width of 0 writes the text as it is.
-fn cell(out: &mut String, text: &str, width: usize, right: bool) {
-    if width == 0 {
-        out.push_str(text);
-        return;
-    }
-    let cut: String = text.chars().take(width).collect();
-    let pad = width.saturating_sub(cut.chars().count());
-    if right {
-        out.extend(std::iter::repeat_n(' ', pad));
-        out.push_str(&cut);
-    } else {
-        out.push_str(&cut);
-        out.extend(std::iter::repeat_n(' ', pad));
-    }
-}
-
 /// `%.0f`, as sprio prints a weighted factor or a weight.
 fn whole(v: f64) -> String {
     format!("{v:.0}")
@@ -216,7 +198,9 @@ fn value(f: char, line: Line<'_>, w: &PriorityWeights) -> String {
 pub fn line(out: &mut String, format: &Format, line: Line<'_>, w: &PriorityWeights) {
     out.push_str(&format.prefix);
     for f in &format.fields {
-        cell(out, &value(f.kind, line, w), f.width, f.right);
+        // sprio's `_print_str`, as squeue's: a width of 0 writes the text whole.
+        let width = (f.width > 0).then_some(f.width);
+        crate::slurm::cell(out, &value(f.kind, line, w), f.right, width);
         out.push_str(&f.suffix);
     }
     out.push('\n');
