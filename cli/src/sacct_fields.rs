@@ -241,6 +241,57 @@ pub fn width(name: &str) -> Option<i32> {
         .map(|(_, w)| *w)
 }
 
+/// How Slurm's `print_fields` lays a table out (sacct's, sstat's): a header line and
+/// its dashes unless `header` is off; `parsable` joins the cells with `delim` (and
+/// ends each line with it where `ending`), else each cell is [`cell`].
+#[derive(Debug, Clone, Copy)]
+pub struct Table<'a> {
+    pub header: bool,
+    pub parsable: bool,
+    pub ending: bool,
+    pub delim: &'a str,
+}
+
+impl Table<'_> {
+    /// The table of `names` (columns of `widths`) and `rows`.
+    pub fn render(
+        &self,
+        names: &[&str],
+        widths: &[i32],
+        rows: impl IntoIterator<Item = Vec<String>>,
+    ) -> String {
+        let mut out = String::new();
+        let line = |cells: &[String], out: &mut String| {
+            if self.parsable {
+                out.push_str(&cells.join(self.delim));
+                if self.ending {
+                    out.push_str(self.delim);
+                }
+            } else {
+                for (c, w) in cells.iter().zip(widths) {
+                    out.push_str(&cell(c, *w));
+                }
+            }
+            out.push('\n');
+        };
+        if self.header {
+            let head: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            line(&head, &mut out);
+            if !self.parsable {
+                for w in widths {
+                    out.push_str(&"-".repeat(w.unsigned_abs() as usize));
+                    out.push(' ');
+                }
+                out.push('\n');
+            }
+        }
+        for r in rows {
+            line(&r, &mut out);
+        }
+        out
+    }
+}
+
 /// One column's cell: `width` wide, right-justified unless negative, cut with a `+`,
 /// followed by a space.
 pub fn cell(value: &str, width: i32) -> String {
@@ -283,5 +334,40 @@ mod tests {
         assert_eq!(cell("2", -12), "2            ");
         assert_eq!(cell("COMPLETED", 10), " COMPLETED ");
         assert_eq!(cell("a-very-long-name", 10), "a-very-lo+ ");
+    }
+
+    /// print_fields' layouts: columns with a dashed line under the header, `-p` with
+    /// the delimiter after each cell, `-P` between them, `-n` without the header.
+    #[test]
+    fn tables_are_laid_out_as_print_fields_does() {
+        let rows = || vec![vec!["12".to_string(), "RUNNING".to_string()]];
+        let t = Table {
+            header: true,
+            parsable: false,
+            ending: false,
+            delim: "|",
+        };
+        assert_eq!(
+            t.render(&["JobID", "State"], &[-5, 8], rows()),
+            "JobID    State \n----- -------- \n12     RUNNING \n"
+        );
+        let p = Table {
+            parsable: true,
+            ending: true,
+            ..t
+        };
+        assert_eq!(
+            p.render(&["JobID", "State"], &[-5, 8], rows()),
+            "JobID|State|\n12|RUNNING|\n"
+        );
+        let p2 = Table {
+            header: false,
+            ending: false,
+            ..p
+        };
+        assert_eq!(
+            p2.render(&["JobID", "State"], &[-5, 8], rows()),
+            "12|RUNNING\n"
+        );
     }
 }

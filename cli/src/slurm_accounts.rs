@@ -407,7 +407,7 @@ pub(crate) fn sdiag(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
 pub(crate) fn sstat(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<ExitCode> {
     use super::slurm_opts::{self, SSTAT};
     use bulkhead_cli::sacct_fields::{
-        SSTAT_DEFAULT, SSTAT_FIELDS, SSTAT_PIDS, cell, resolve_sstat,
+        SSTAT_DEFAULT, SSTAT_FIELDS, SSTAT_PIDS, Table, resolve_sstat,
     };
     use bulkhead_proto::JobState;
     use bulkhead_proto::acct::AcctFilter;
@@ -498,34 +498,7 @@ pub(crate) fn sstat(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
     };
     let now = bulkhead_proto::time::now_us();
     let (records, _) = client(g)?.acct(filter).map_err(explain)?;
-    let (parsable, ending) = (p.has('p') || p.has('P'), p.has('p'));
-    let mut out = String::new();
-    let line = |cells: Vec<String>, out: &mut String| {
-        if parsable {
-            out.push_str(&cells.join("|"));
-            if ending {
-                out.push('|');
-            }
-        } else {
-            for (c, (_, w)) in cells.iter().zip(&fields) {
-                out.push_str(&cell(c, *w));
-            }
-        }
-        out.push('\n');
-    };
-    if !p.has('n') {
-        line(
-            fields.iter().map(|(n, _)| n.to_string()).collect(),
-            &mut out,
-        );
-        if !parsable {
-            for (_, w) in &fields {
-                out.push_str(&"-".repeat(w.unsigned_abs() as usize));
-                out.push(' ');
-            }
-            out.push('\n');
-        }
-    }
+    let mut rows: Vec<Vec<String>> = Vec::new();
     let derived = std::collections::HashMap::new();
     for (job, step) in &asked {
         // A running step of this job: its record's label is `JOB.STEP` (an array
@@ -564,9 +537,16 @@ pub(crate) fn sstat(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
                     f => bulkhead_cli::sacct_values::value(r, f, now, &derived, &|_| None),
                 })
                 .collect();
-            line(cells, &mut out);
+            rows.push(cells);
         }
     }
-    print!("{out}");
+    let table = Table {
+        header: !p.has('n'),
+        parsable: p.has('p') || p.has('P'),
+        ending: p.has('p'),
+        delim: "|",
+    };
+    let (names, widths): (Vec<&str>, Vec<i32>) = fields.iter().copied().unzip();
+    print!("{}", table.render(&names, &widths, rows));
     Ok(ExitCode::SUCCESS)
 }

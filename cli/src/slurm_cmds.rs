@@ -1108,41 +1108,20 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
         names.push(ours);
         widths.push(w.unwrap_or(default));
     }
-    let mut out = String::new();
-    let sep = a.parsable || a.parsable2;
-    // --delimiter: what separates parsable fields (`|` by default).
-    let delim = a.delimiter.as_deref().unwrap_or("|");
-    let line = |cells: Vec<String>, out: &mut String| {
-        if sep {
-            out.push_str(&cells.join(delim));
-            if a.parsable {
-                out.push_str(delim);
-            }
-        } else {
-            for (c, w) in cells.iter().zip(&widths) {
-                out.push_str(&sacct_fields::cell(c, *w));
-            }
-        }
-        out.push('\n');
+    let table = sacct_fields::Table {
+        header: !a.noheader,
+        parsable: a.parsable || a.parsable2,
+        ending: a.parsable,
+        // --delimiter: what separates parsable fields (`|` by default).
+        delim: a.delimiter.as_deref().unwrap_or("|"),
     };
-    if !a.noheader {
-        line(names.iter().map(|n| n.to_string()).collect(), &mut out);
-        if !sep {
-            for w in &widths {
-                out.push_str(&"-".repeat(w.unsigned_abs() as usize));
-                out.push(' ');
-            }
-            out.push('\n');
-        }
-    }
-    for r in &records {
-        let cells = names
+    let rows = records.iter().map(|r| {
+        names
             .iter()
             .map(|f| sacct_values::value(r, f, now, &derived, &slurm::group_name))
-            .collect();
-        line(cells, &mut out);
-    }
-    print!("{out}");
+            .collect()
+    });
+    print!("{}", table.render(&names, &widths, rows));
     Ok(ExitCode::SUCCESS)
 }
 
