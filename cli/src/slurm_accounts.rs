@@ -256,19 +256,15 @@ pub(crate) fn sprio(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
     use super::slurm_opts::{self, SPRIO};
     use bulkhead_cli::sprio;
     let argv: Vec<String> = words.collect();
-    let p = match slurm_opts::read(&argv, &SPRIO) {
+    let p = match slurm_opts::command(
+        "sprio",
+        &argv,
+        &SPRIO,
+        &[slurm_opts::HELP, slurm_opts::USAGE],
+    ) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    if let Some(code) = slurm_opts::answered(
-        "sprio",
-        &p,
-        &SPRIO,
-        'V' as u32,
-        &[slurm_opts::HELP, slurm_opts::USAGE],
-    ) {
-        return Ok(code);
-    }
     if let Err(code) = slurm_opts::clusters("sprio", p.last('M'), false) {
         return Ok(code);
     }
@@ -359,19 +355,10 @@ pub(crate) fn sdiag(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
     use super::slurm_opts::{self, SDIAG};
     use bulkhead_cli::sdiag::{Sort, render};
     let argv: Vec<String> = words.collect();
-    let p = match slurm_opts::read(&argv, &SDIAG) {
+    let p = match slurm_opts::command("sdiag", &argv, &SDIAG, &['h' as u32, slurm_opts::USAGE]) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    if let Some(code) = slurm_opts::answered(
-        "sdiag",
-        &p,
-        &SDIAG,
-        'V' as u32,
-        &['h' as u32, slurm_opts::USAGE],
-    ) {
-        return Ok(code);
-    }
     if let Err(code) = slurm_opts::clusters("sdiag", p.last('M'), false) {
         return Ok(code);
     }
@@ -412,19 +399,10 @@ pub(crate) fn sstat(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
     use bulkhead_proto::JobState;
     use bulkhead_proto::acct::AcctFilter;
     let argv: Vec<String> = words.collect();
-    let p = match slurm_opts::read(&argv, &SSTAT) {
+    let p = match slurm_opts::command("sstat", &argv, &SSTAT, &['h' as u32, slurm_opts::USAGE]) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    if let Some(code) = slurm_opts::answered(
-        "sstat",
-        &p,
-        &SSTAT,
-        'V' as u32,
-        &['h' as u32, slurm_opts::USAGE],
-    ) {
-        return Ok(code);
-    }
     if p.has('e') {
         for (i, name) in SSTAT_FIELDS.iter().enumerate() {
             print!("{name:<20}");

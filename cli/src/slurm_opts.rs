@@ -333,6 +333,21 @@ pub fn read(argv: &[String], spec: &Spec<'_>) -> Result<Parsed, ExitCode> {
     })
 }
 
+/// A command's words read ([`read`]), or how it ends for them: a refusal, or
+/// `-V/--version` and its `help` options answered ([`answered`]).
+pub fn command(
+    prog: &str,
+    argv: &[String],
+    spec: &Spec<'_>,
+    help: &[u32],
+) -> Result<Parsed, ExitCode> {
+    let p = read(argv, spec)?;
+    match answered(prog, &p, spec, c('V'), help) {
+        Some(code) => Err(code),
+        None => Ok(p),
+    }
+}
+
 /// `-V/--version`, `--help` and `--usage`: answered, and the command ends (exit 0).
 pub fn answered(
     prog: &str,
@@ -448,10 +463,7 @@ pub struct Squeue {
 
 /// squeue's words and environment, or how squeue ends for them.
 pub fn squeue(argv: &[String]) -> Result<Squeue, ExitCode> {
-    let p = read(argv, &SQUEUE)?;
-    if let Some(code) = answered("squeue", &p, &SQUEUE, c('V'), &[HELP, USAGE]) {
-        return Err(code);
-    }
+    let p = command("squeue", argv, &SQUEUE, &[HELP, USAGE])?;
     let fail = |msg: String| {
         eprintln!("squeue: error: {msg}");
         ExitCode::from(1)
@@ -615,10 +627,7 @@ pub struct Sinfo {
 
 /// sinfo's words and environment, or how sinfo ends for them.
 pub fn sinfo(argv: &[String]) -> Result<Sinfo, ExitCode> {
-    let p = read(argv, &SINFO)?;
-    if let Some(code) = answered("sinfo", &p, &SINFO, c('V'), &[HELP, USAGE]) {
-        return Err(code);
-    }
+    let p = command("sinfo", argv, &SINFO, &[HELP, USAGE])?;
     let fail = |msg: &str| {
         eprintln!("sinfo: error: {msg}");
         ExitCode::from(1)
@@ -799,10 +808,7 @@ pub struct Scancel {
 
 /// scancel's words and environment, or how scancel ends for them.
 pub fn scancel(argv: &[String]) -> Result<Scancel, ExitCode> {
-    let p = read(argv, &SCANCEL)?;
-    if let Some(code) = answered("scancel", &p, &SCANCEL, c('V'), &[HELP, USAGE]) {
-        return Err(code);
-    }
+    let p = command("scancel", argv, &SCANCEL, &[HELP, USAGE])?;
     if p.has(SIBLING) {
         eprintln!("scancel: error: --sibling is for federated clusters; this one is not");
         return Err(ExitCode::from(1));
@@ -885,10 +891,7 @@ TRESUsageOutMaxTask,TRESUsageOutAve,TRESUsageOutTot";
 
 /// sacct's words and environment, or how sacct ends for them.
 pub fn sacct(argv: &[String]) -> Result<Sacct, ExitCode> {
-    let p = read(argv, &SACCT)?;
-    if let Some(code) = answered("sacct", &p, &SACCT, c('V'), &[c('h'), c('U')]) {
-        return Err(code);
-    }
+    let p = command("sacct", argv, &SACCT, &[c('h'), c('U')])?;
     let fail = |msg: &str| {
         eprintln!("sacct: error: {msg}");
         ExitCode::from(1)
@@ -984,10 +987,7 @@ pub struct Scontrol {
 
 /// scontrol's words, or how scontrol ends for them.
 pub fn scontrol(argv: &[String]) -> Result<Scontrol, ExitCode> {
-    let p = read(argv, &SCONTROL)?;
-    if let Some(code) = answered("scontrol", &p, &SCONTROL, c('V'), &[c('h')]) {
-        return Err(code);
-    }
+    let p = command("scontrol", argv, &SCONTROL, &[c('h')])?;
     if p.has('u') {
         eprintln!("scontrol: error: --uid is not available here: commands run as their caller");
         return Err(ExitCode::from(1));
