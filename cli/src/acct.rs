@@ -273,7 +273,7 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
         "NCPUS" => r.alloc_cpus.to_string(),
         // Memory as Slurm writes a size: the largest unit that divides it.
         "ReqMem" => mem_size(r.alloc_mem_mb),
-        "AllocTRES" => tres_text(r, node_count(&r.nodes)),
+        "AllocTRES" => tres_text(r, node_count(&r.nodes), Default::default()),
         "CPUTime" => hms(cpu_seconds(r, elapsed)),
         "CPUTimeRAW" => cpu_seconds(r, elapsed).to_string(),
         // A step has none of its own (sacct leaves it blank).
@@ -288,11 +288,12 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
 }
 
 /// slurmdbd's TRES of a record on `nodes` nodes (`billing=2,cpu=2,mem=2G,node=1`,
-/// and `gres/gpu=N` with GPUs).
-pub(crate) fn tres_text(r: &AcctRecord, nodes: usize) -> String {
+/// and `gres/gpu=N` with GPUs), its memory written as `units` ask
+/// (`slurmdb_make_tres_string_from_simple`: `mem=1.50G` for 1,536 MB by default).
+pub(crate) fn tres_text(r: &AcctRecord, nodes: usize, units: crate::slurm::Units) -> String {
     let mut t = format!(
         "billing={c},cpu={c},mem={},node={nodes}",
-        mem_size(r.alloc_mem_mb),
+        crate::slurm::size_in(r.alloc_mem_mb, 2, units),
         c = r.alloc_cpus
     );
     let gpus = gpu_count(&r.alloc_gpus);
@@ -319,14 +320,9 @@ pub(crate) fn node_count(list: &str) -> usize {
         .map_or(1, |v| v.len())
 }
 
-/// A size in MB as Slurm prints one: `512M`, `4G`, `1T`.
+/// A size in MB as Slurm prints one: `512M`, `4G`, `1T`, `1.50G` (exact units).
 fn mem_size(mb: u64) -> String {
-    match mb {
-        0 => "0".into(),
-        m if m % (1 << 20) == 0 => format!("{}T", m >> 20),
-        m if m % 1024 == 0 => format!("{}G", m >> 10),
-        m => format!("{m}M"),
-    }
+    crate::slurm::size_in(mb, 2, Default::default())
 }
 
 /// Allocated CPU time: CPUs times the time elapsed, in seconds.

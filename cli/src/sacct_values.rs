@@ -6,6 +6,7 @@
 //! holds the values both share).
 
 use crate::acct;
+use crate::slurm::{Units, size_in};
 use bulkhead_proto::acct::AcctRecord;
 use bulkhead_proto::{JobId, JobState};
 use std::collections::HashMap;
@@ -60,31 +61,17 @@ pub fn elapsed_time(usec: u64) -> String {
     }
 }
 
-/// A size in bytes as sacct's `convert_num_unit` writes a usage (`760K`, `1.50M`).
-fn usage_size(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["", "K", "M", "G", "T", "P"];
-    let mut v = bytes as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    // Slurm prints a whole number as such, else two decimals.
-    if v.fract() == 0.0 {
-        format!("{v:.0}{}", UNITS[i])
-    } else {
-        format!("{v:.2}{}", UNITS[i])
-    }
-}
-
 /// Field `f` (its exact name, as [`crate::sacct_fields::resolve`] found it) of record
-/// `r` as sacct prints it. `derived`: [`derived_statuses`]; `group`: a group's name.
+/// `r` as sacct prints it. `derived`: [`derived_statuses`]; `group`: a group's name;
+/// `units`: how sizes are written (`--units`, `--noconvert`; sacct's exact units by
+/// default: a peak of 65,208 KiB is `65208K`, not `63.68M`).
 pub fn value(
     r: &AcctRecord,
     f: &str,
     now_us: u64,
     derived: &HashMap<JobId, u32>,
     group: &dyn Fn(u32) -> Option<String>,
+    units: Units,
 ) -> String {
     let step = is_step(r);
     let usage = r.usage.as_ref();
@@ -120,13 +107,13 @@ pub fn value(
         // A step's peak memory as the kernel counted it, none where it measured none.
         "MaxRSS" => usage
             .and_then(|u| u.mem_peak_bytes)
-            .map(usage_size)
+            .map(|b| size_in(b, 0, units))
             .unwrap_or_default(),
         // A step of one task: its average is its own (several tasks' are not kept
         // apart here, and are left blank rather than guessed).
         "AveRSS" if r.ntasks == Some(1) => usage
             .and_then(|u| u.mem_peak_bytes)
-            .map(usage_size)
+            .map(|b| size_in(b, 0, units))
             .unwrap_or_default(),
         "AveCPU" if r.ntasks == Some(1) => usage
             .and_then(|u| u.cpu_usec)
@@ -135,11 +122,14 @@ pub fn value(
         "AveRSS" | "AveCPU" | "MaxVMSize" | "AveVMSize" => String::new(),
         // What it asked: what it was given here (a job is given what it asks).
         "ReqCPUS" => r.alloc_cpus.to_string(),
-        "ReqNodes" => acct::node_count(&r.nodes).max(1).to_string(),
-        "ReqTRES" => acct::tres_text(r, acct::node_count(&r.nodes).max(1)),
+        // Written in the unit asked like any number (`--units=K` makes one node
+        // `0.00K`, as sacct does).
+        "ReqNodes" => size_in(acct::node_count(&r.nodes).max(1) as u64, 0, units),
+        "ReqMem" => size_in(r.alloc_mem_mb, 2, units),
+        "ReqTRES" => acct::tres_text(r, acct::node_count(&r.nodes).max(1), units),
         // Nothing is allocated to a job that has not started.
         "AllocTRES" if r.start_us.is_none() => String::new(),
-        "AllocTRES" => acct::tres_text(r, acct::node_count(&r.nodes)),
+        "AllocTRES" => acct::tres_text(r, acct::node_count(&r.nodes), units),
         // When it could start (its submission: `--begin` and holds are not kept in
         // its record); a step's, when it started.
         "Eligible" if step => acct::field(r, "Start", now_us),
@@ -218,7 +208,7 @@ mod tests {
         let all = [job.clone(), batch.clone(), s0.clone(), s1];
         let derived = derived_statuses(&all);
         let group = |gid: u32| (gid == 1001).then(|| "lab".to_string());
-        let v = |r: &AcctRecord, f: &str| value(r, f, 0, &derived, &group);
+        let v = |r: &AcctRecord, f: &str| value(r, f, 0, &derived, &group, Units::default());
         let fields = [
             "Partition",
             "User",
@@ -278,7 +268,10 @@ mod tests {
         killed.exit_code = None;
         killed.signal = Some(9);
         let d = derived_statuses(&[job.clone(), killed]);
-        assert_eq!(value(&job, "DerivedExitCode", 0, &d, &group), "0:9");
+        assert_eq!(
+            value(&job, "DerivedExitCode", 0, &d, &group, Units::default()),
+            "0:9"
+        );
         // A job that has not started holds nothing yet.
         let mut waiting = rec("8");
         waiting.start_us = None;
@@ -295,8 +288,62 @@ mod tests {
         assert_eq!(elapsed_time(61_500_000), "01:01.500");
         assert_eq!(elapsed_time(3_600_000_000 + 1_000), "01:00:00");
         assert_eq!(elapsed_time(90_061_000_000), "1-01:01:01");
-        assert_eq!(usage_size(778_240), "760K");
-        assert_eq!(usage_size(1_572_864), "1.50M");
-        assert_eq!(usage_size(512), "512");
+    }
+
+    /// Sizes as sacct 22.05 writes them (`convert_num_unit` with its default
+    /// `CONVERT_NUM_UNIT_EXACT`, `--units`, `--noconvert`): a peak RSS of 65,208 KiB is
+    /// `65208K` (converted only while nothing but a half is lost), ReqMem and the TRES
+    /// memory from MB alike, ReqNodes a number like any other.
+    #[test]
+    fn sizes_are_written_in_sacct_units() {
+        let derived = HashMap::new();
+        let group = |_: u32| None;
+        let mut step = rec("7.batch");
+        step.ntasks = Some(1);
+        let mut job = rec("7");
+        job.alloc_mem_mb = 1536;
+        let v = |r: &AcctRecord, f: &str, units: Units| value(r, f, 0, &derived, &group, units);
+        let exact = Units::default();
+        let k = Units {
+            spec: Units::unit_of("k"),
+            noconvert: false,
+        };
+        let m = Units {
+            spec: Units::unit_of("M"),
+            noconvert: false,
+        };
+        let raw = Units {
+            spec: None,
+            noconvert: true,
+        };
+        for (bytes, want_exact, want_k, want_m, want_raw) in [
+            (66_772_992, "65208K", "65208K", "63.68M", "66772992"),
+            (778_240, "760K", "760K", "0.74M", "778240"),
+            (1_572_864, "1.50M", "1536K", "1.50M", "1572864"),
+            (4 << 30, "4G", "4194304K", "4096M", "4294967296"),
+            (512, "512", "0.50K", "0.00M", "512"),
+        ] {
+            step.usage = Some(bulkhead_proto::acct::JobUsage {
+                mem_peak_bytes: Some(bytes),
+                ..Default::default()
+            });
+            assert_eq!(v(&step, "MaxRSS", exact), want_exact, "{bytes}");
+            assert_eq!(v(&step, "AveRSS", exact), want_exact, "{bytes}");
+            assert_eq!(v(&step, "MaxRSS", k), want_k, "{bytes}");
+            assert_eq!(v(&step, "MaxRSS", m), want_m, "{bytes}");
+            assert_eq!(v(&step, "MaxRSS", raw), want_raw, "{bytes}");
+        }
+        assert_eq!(v(&job, "ReqMem", exact), "1.50G");
+        assert_eq!(v(&job, "ReqMem", k), "1572864K");
+        assert_eq!(v(&job, "ReqMem", raw), "1536M");
+        assert_eq!(
+            v(&job, "ReqTRES", exact),
+            "billing=2,cpu=2,mem=1.50G,node=1"
+        );
+        assert_eq!(v(&job, "AllocTRES", m), "billing=2,cpu=2,mem=1536M,node=1");
+        assert_eq!(v(&job, "ReqNodes", exact), "1");
+        assert_eq!(v(&job, "ReqNodes", k), "0.00K");
+        job.alloc_mem_mb = 1500;
+        assert_eq!(v(&job, "ReqMem", exact), "1500M");
     }
 }

@@ -579,30 +579,81 @@ pub fn squeue_field(j: &JobInfo, c: char, now_us: u64) -> String {
     v
 }
 
+/// How a command asks Slurm's `convert_num_unit2` to write a size: the unit asked
+/// for (`spec_type`: sacct's `--units`, 1 K .. 5 P), which overrides everything, and
+/// `--noconvert` (`CONVERT_NUM_UNIT_NO`); else `CONVERT_NUM_UNIT_EXACT`, as squeue,
+/// sinfo, sacct and sstat set it by default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Units {
+    pub spec: Option<usize>,
+    pub noconvert: bool,
+}
+
+impl Units {
+    /// `--units=X` as `get_unit_type` reads it: its first character, in any case, one
+    /// of `KMGTP`; `None` for anything else (sacct's fatal "Invalid unit type").
+    pub fn unit_of(arg: &str) -> Option<usize> {
+        let c = arg.chars().next()?.to_ascii_uppercase();
+        "KMGTP".find(c).map(|i| i + 1)
+    }
+}
+
 /// Slurm's `convert_num_unit` (units of 1024) as squeue and sinfo call it
 /// (`CONVERT_NUM_UNIT_EXACT`): `num` in unit `orig` (0 none, 1 K, 2 M, ...) written
 /// in a larger unit while that loses nothing but a half (`4096` MB is `4G`, `1536` is
 /// `1.50G`, `1500` stays `1500M`), or as it is when `convert` is off (`--noconvert`);
 /// 0 is `0`.
 pub fn convert_num_unit(num: u64, orig: usize, convert: bool, v: &mut String) {
+    let units = Units {
+        spec: None,
+        noconvert: !convert,
+    };
+    convert_num_unit_in(num, orig, units, v);
+}
+
+/// Slurm's `convert_num_unit2` with a divisor of 1024, branch for branch: a unit
+/// asked for (`units.spec`) is written in whatever it takes (`1` node in K is
+/// `0.00K`, 2 MB in K `2048K`); else nothing converted (`--noconvert`), else exact.
+/// A whole number is written as one, anything else with two decimals.
+pub fn convert_num_unit_in(num: u64, orig: usize, units: Units, v: &mut String) {
     const UNITS: [&str; 7] = ["", "K", "M", "G", "T", "P", "?"];
     if num == 0 {
         v.push('0');
         return;
     }
     let (mut n, mut unit) = (num as f64, orig);
-    if convert {
-        while n >= 1024.0 && (n as u64).is_multiple_of(512) {
-            n /= 1024.0;
-            unit += 1;
+    match units.spec {
+        Some(spec) => {
+            while spec < unit {
+                n *= 1024.0;
+                unit -= 1;
+            }
+            while spec > unit {
+                n /= 1024.0;
+                unit += 1;
+            }
+        }
+        None if units.noconvert => {}
+        None => {
+            while n >= 1024.0 && (n as u64).is_multiple_of(512) {
+                n /= 1024.0;
+                unit += 1;
+            }
         }
     }
     let suffix = UNITS[unit.min(UNITS.len() - 1)];
-    if n.fract() == 0.0 {
+    if n.fract() == 0.0 && n < u64::MAX as f64 {
         let _ = write!(v, "{}{suffix}", n as u64);
     } else {
         let _ = write!(v, "{n:.2}{suffix}");
     }
+}
+
+/// [`convert_num_unit_in`] as a new string.
+pub fn size_in(num: u64, orig: usize, units: Units) -> String {
+    let mut v = String::new();
+    convert_num_unit_in(num, orig, units, &mut v);
+    v
 }
 
 /// A group's name by its id (`getgrgid`); `None` when it has none.

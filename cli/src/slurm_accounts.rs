@@ -475,6 +475,11 @@ pub(crate) fn sstat(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
         until_us: None,
     };
     let now = bulkhead_proto::time::now_us();
+    // sstat has no `--units`: its sizes are exact, or as measured with --noconvert.
+    let units = bulkhead_cli::slurm::Units {
+        spec: None,
+        noconvert: p.has(slurm_opts::NOCONVERT),
+    };
     let (records, _) = client(g)?.acct(filter).map_err(explain)?;
     let mut rows: Vec<Vec<String>> = Vec::new();
     let derived = std::collections::HashMap::new();
@@ -512,7 +517,7 @@ pub(crate) fn sstat(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
                     "JobID" => bulkhead_cli::acct::field(r, "JobIDRaw", now),
                     "Nodelist" => bulkhead_cli::acct::field(r, "NodeList", now),
                     "Pids" => String::new(),
-                    f => bulkhead_cli::sacct_values::value(r, f, now, &derived, &|_| None),
+                    f => bulkhead_cli::sacct_values::value(r, f, now, &derived, &|_| None, units),
                 })
                 .collect();
             rows.push(cells);

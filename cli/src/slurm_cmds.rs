@@ -1118,7 +1118,7 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
     let rows = records.iter().map(|r| {
         names
             .iter()
-            .map(|f| sacct_values::value(r, f, now, &derived, &slurm::group_name))
+            .map(|f| sacct_values::value(r, f, now, &derived, &slurm::group_name, a.units))
             .collect()
     });
     print!("{}", table.render(&names, &widths, rows));

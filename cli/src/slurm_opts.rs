@@ -13,6 +13,7 @@
 
 use bulkhead_cli::getopt::{self, Arg, LONG_ONLY, Long, Parsed, Spec};
 use bulkhead_cli::opts::CLUSTER_NAME;
+use bulkhead_cli::slurm::Units;
 use std::process::ExitCode;
 
 const fn l(name: &'static str, arg: Arg, code: u32) -> Long<'static> {
@@ -876,6 +877,8 @@ pub struct Sacct {
     pub helpformat: bool,
     /// `--json`: the records in Slurm's accounting dump.
     pub json: bool,
+    /// `--units` and `--noconvert`: how sizes are written.
+    pub units: bulkhead_cli::slurm::Units,
 }
 
 /// sacct's long format (`-l`), as sacct 22.05 lists it.
@@ -952,6 +955,21 @@ pub fn sacct(argv: &[String]) -> Result<Sacct, ExitCode> {
     if format.is_none() && !p.has('b') && !p.has('l') {
         format = env("SACCT_FORMAT");
     }
+    // `--units=X` as `get_unit_type` reads each, in order (the last one wins).
+    let mut spec = None;
+    for u in p.options.iter().filter(|f| f.code == UNITS) {
+        let u = u.value.as_deref().unwrap_or_default();
+        let Some(unit) = Units::unit_of(u) else {
+            let first: String = u.chars().take(1).collect();
+            eprintln!(
+                "sacct: error: Invalid unit type '{}'. Possible options are 'KMGTP'",
+                bulkhead_cli::output::escape(&first)
+            );
+            eprintln!("sacct: fatal: Invalid unit type");
+            return Err(ExitCode::from(1));
+        };
+        spec = Some(unit);
+    }
     Ok(Sacct {
         jobs: all(c('j')),
         user: all(c('u')),
@@ -974,6 +992,10 @@ pub fn sacct(argv: &[String]) -> Result<Sacct, ExitCode> {
         long: p.has('l'),
         helpformat: p.has('e'),
         json: p.has(JSON),
+        units: Units {
+            spec,
+            noconvert: p.has(NOCONVERT),
+        },
     })
 }
 
@@ -1195,6 +1217,28 @@ mod tests {
         assert_eq!(
             sacct(&argv(&["sacct", "--vers"])).err(),
             Some(ExitCode::SUCCESS)
+        );
+    }
+
+    /// sacct's `--units` read as `get_unit_type` reads it (its first character, any
+    /// case, the last given winning, one not of `KMGTP` fatal: exit 1), and
+    /// `--noconvert` beside it.
+    #[test]
+    fn sacct_units_and_noconvert() {
+        let units = |w: &[&str]| sacct(&argv(w)).map(|a| a.units);
+        assert_eq!(units(&["sacct"]), Ok(Units::default()));
+        assert_eq!(units(&["sacct", "--units=kb"]).map(|u| u.spec), Ok(Some(1)));
+        assert_eq!(
+            units(&["sacct", "--units", "G", "--units=M", "--noconvert"]),
+            Ok(Units {
+                spec: Some(2),
+                noconvert: true
+            })
+        );
+        assert_eq!(units(&["sacct", "--units=x"]), Err(ExitCode::from(1)));
+        assert_eq!(
+            units(&["sacct", "--units=", "--units=K"]),
+            Err(ExitCode::from(1))
         );
     }
 }

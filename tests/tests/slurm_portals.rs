@@ -520,6 +520,22 @@ fn sacct_lines_and_squeue_long_fields_hold_what_slurm_puts_there() {
             "{got}"
         );
     }
+    // Sizes in the unit asked (`--units`, one node in K is sacct's `0.00K`), as
+    // stored (`--noconvert`), and a unit sacct does not know: its fatal error.
+    let sized = |extra: &[&str]| {
+        let mut w = vec!["-j", id.as_str(), "-X", "-n", "-P", "-o", "ReqMem,ReqNodes"];
+        w.extend_from_slice(extra);
+        s.ok("sacct", &w)
+    };
+    assert_eq!(sized(&["--units=k"]), "1048576K|0.00K\n");
+    assert_eq!(sized(&["--noconvert"]), "1024M|1\n");
+    let bad = s.run("sacct", &["-j", &id, "--units=Z"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        "sacct: error: Invalid unit type 'Z'. Possible options are 'KMGTP'\n\
+         sacct: fatal: Invalid unit type\n"
+    );
 
     // A held job, waiting: squeue's long fields.
     let held = s
