@@ -274,6 +274,7 @@ mod tests {
             workdir: "/home/u".into(),
             gid: 1000,
             array_last: false,
+            cancelled_by: None,
             job: JobId(id),
             job_label: id.to_string(),
             name: "j".into(),

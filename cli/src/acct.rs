@@ -836,6 +836,7 @@ mod tests {
             workdir: "/home/u".into(),
             gid: 1000,
             array_last: false,
+            cancelled_by: None,
             job: JobId(12),
             job_label: "12".into(),
             name: "train, big".into(),

@@ -347,6 +347,7 @@ mod tests {
             workdir: "/home/ann".into(),
             gid: 1001,
             array_last: false,
+            cancelled_by: None,
         }
     }
 

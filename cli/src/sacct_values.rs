@@ -61,18 +61,33 @@ pub fn elapsed_time(usec: u64) -> String {
     }
 }
 
+/// What sacct's values are written with, besides the record.
+pub struct Ctx<'a> {
+    pub now_us: u64,
+    /// [`derived_statuses`] of the records listed.
+    pub derived: &'a HashMap<JobId, u32>,
+    /// A group's name by its id.
+    pub group: &'a dyn Fn(u32) -> Option<String>,
+    /// A user's id by their name (who cancelled a job: `CANCELLED by UID`).
+    pub uid: &'a dyn Fn(&str) -> Option<u32>,
+    /// How sizes are written (`--units`, `--noconvert`; sacct's exact units by
+    /// default: a peak of 65,208 KiB is `65208K`, not `63.68M`).
+    pub units: Units,
+}
+
+impl std::fmt::Debug for Ctx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("now_us", &self.now_us)
+            .field("units", &self.units)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Field `f` (its exact name, as [`crate::sacct_fields::resolve`] found it) of record
-/// `r` as sacct prints it. `derived`: [`derived_statuses`]; `group`: a group's name;
-/// `units`: how sizes are written (`--units`, `--noconvert`; sacct's exact units by
-/// default: a peak of 65,208 KiB is `65208K`, not `63.68M`).
-pub fn value(
-    r: &AcctRecord,
-    f: &str,
-    now_us: u64,
-    derived: &HashMap<JobId, u32>,
-    group: &dyn Fn(u32) -> Option<String>,
-    units: Units,
-) -> String {
+/// `r` as sacct prints it.
+pub fn value(r: &AcctRecord, f: &str, cx: &Ctx) -> String {
+    let (now_us, derived, group, units) = (cx.now_us, cx.derived, cx.group, cx.units);
     let step = is_step(r);
     let usage = r.usage.as_ref();
     let cpu = |us: Option<u64>| us.map_or_else(|| elapsed_time(0), elapsed_time);
@@ -92,7 +107,14 @@ pub fn value(
         "Group" => group(r.gid).unwrap_or_default(),
         "WorkDir" => r.workdir.clone(),
         "Cluster" => crate::opts::CLUSTER_NAME.into(),
-        "State" if r.state == JobState::Cancelled => "CANCELLED".into(),
+        // A cancelled job's own line says by whom (its steps' do not), as
+        // slurmdbd keeps the requester's uid; where they are unknown, the state alone.
+        "State" if r.state == JobState::Cancelled => {
+            match r.cancelled_by.as_deref().filter(|_| !step).and_then(cx.uid) {
+                Some(uid) => format!("CANCELLED by {uid}"),
+                None => "CANCELLED".into(),
+            }
+        }
         "NodeList" => {
             let v = acct::field(r, "NodeList", now_us);
             if v.is_empty() {
@@ -158,6 +180,21 @@ pub fn value(
 mod tests {
     use super::*;
 
+    /// The context of a listing at time 0, where `ann` is uid 1001.
+    fn ctx<'a>(
+        derived: &'a HashMap<JobId, u32>,
+        group: &'a dyn Fn(u32) -> Option<String>,
+        units: Units,
+    ) -> Ctx<'a> {
+        Ctx {
+            now_us: 0,
+            derived,
+            group,
+            uid: &|name| (name == "ann").then_some(1001),
+            units,
+        }
+    }
+
     fn rec(label: &str) -> AcctRecord {
         AcctRecord {
             job: JobId(7),
@@ -189,6 +226,7 @@ mod tests {
             workdir: "/home/ann".into(),
             gid: 1001,
             array_last: false,
+            cancelled_by: None,
         }
     }
 
@@ -208,7 +246,7 @@ mod tests {
         let all = [job.clone(), batch.clone(), s0.clone(), s1];
         let derived = derived_statuses(&all);
         let group = |gid: u32| (gid == 1001).then(|| "lab".to_string());
-        let v = |r: &AcctRecord, f: &str| value(r, f, 0, &derived, &group, Units::default());
+        let v = |r: &AcctRecord, f: &str| value(r, f, &ctx(&derived, &group, Units::default()));
         let fields = [
             "Partition",
             "User",
@@ -269,7 +307,7 @@ mod tests {
         killed.signal = Some(9);
         let d = derived_statuses(&[job.clone(), killed]);
         assert_eq!(
-            value(&job, "DerivedExitCode", 0, &d, &group, Units::default()),
+            value(&job, "DerivedExitCode", &ctx(&d, &group, Units::default())),
             "0:9"
         );
         // A job that has not started holds nothing yet.
@@ -290,6 +328,27 @@ mod tests {
         assert_eq!(elapsed_time(90_061_000_000), "1-01:01:01");
     }
 
+    /// A cancelled job's line says who cancelled it by uid, as sacct's `PRINT_STATE`
+    /// does with the requester slurmdbd kept; its steps' lines, and a job whose
+    /// canceller is unknown here, the state alone.
+    #[test]
+    fn a_cancelled_jobs_state_names_its_canceller() {
+        let derived = HashMap::new();
+        let group = |_: u32| None;
+        let cx = ctx(&derived, &group, Units::default());
+        let mut job = rec("7");
+        job.state = JobState::Cancelled;
+        job.cancelled_by = Some("ann".into());
+        assert_eq!(value(&job, "State", &cx), "CANCELLED by 1001");
+        let mut step = job.clone();
+        step.job_label = "7.batch".into();
+        assert_eq!(value(&step, "State", &cx), "CANCELLED");
+        job.cancelled_by = Some("nobody-here".into());
+        assert_eq!(value(&job, "State", &cx), "CANCELLED");
+        job.cancelled_by = None;
+        assert_eq!(value(&job, "State", &cx), "CANCELLED");
+    }
+
     /// Sizes as sacct 22.05 writes them (`convert_num_unit` with its default
     /// `CONVERT_NUM_UNIT_EXACT`, `--units`, `--noconvert`): a peak RSS of 65,208 KiB is
     /// `65208K` (converted only while nothing but a half is lost), ReqMem and the TRES
@@ -302,7 +361,7 @@ mod tests {
         step.ntasks = Some(1);
         let mut job = rec("7");
         job.alloc_mem_mb = 1536;
-        let v = |r: &AcctRecord, f: &str, units: Units| value(r, f, 0, &derived, &group, units);
+        let v = |r: &AcctRecord, f: &str, units: Units| value(r, f, &ctx(&derived, &group, units));
         let exact = Units::default();
         let k = Units {
             spec: Units::unit_of("k"),

@@ -665,6 +665,14 @@ pub fn group_name(gid: u32) -> Option<String> {
         .filter(|n| !n.is_empty())
 }
 
+/// A user's id by their name (`getpwnam`); `None` when there is none.
+pub fn user_id(name: &str) -> Option<u32> {
+    nix::unistd::User::from_name(name)
+        .ok()
+        .flatten()
+        .map(|u| u.uid.as_raw())
+}
+
 /// A user's name by its id (`getpwuid`); `None` when it has none.
 pub fn user_name(uid: u32) -> Option<String> {
     nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))

@@ -483,6 +483,14 @@ pub(crate) fn sstat(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
     let (records, _) = client(g)?.acct(filter).map_err(explain)?;
     let mut rows: Vec<Vec<String>> = Vec::new();
     let derived = std::collections::HashMap::new();
+    // Running steps only: no group name, no canceller to look up.
+    let cx = bulkhead_cli::sacct_values::Ctx {
+        now_us: now,
+        derived: &derived,
+        group: &|_| None,
+        uid: &|_| None,
+        units,
+    };
     for (job, step) in &asked {
         // A running step of this job: its record's label is `JOB.STEP` (an array
         // task's `A_T.STEP`, its raw id the job's).
@@ -517,7 +525,7 @@ pub(crate) fn sstat(words: impl Iterator<Item = String>, g: &Globals) -> anyhow:
                     "JobID" => bulkhead_cli::acct::field(r, "JobIDRaw", now),
                     "Nodelist" => bulkhead_cli::acct::field(r, "NodeList", now),
                     "Pids" => String::new(),
-                    f => bulkhead_cli::sacct_values::value(r, f, now, &derived, &|_| None, units),
+                    f => bulkhead_cli::sacct_values::value(r, f, &cx),
                 })
                 .collect();
             rows.push(cells);

@@ -1115,10 +1115,25 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
         // --delimiter: what separates parsable fields (`|` by default).
         delim: a.delimiter.as_deref().unwrap_or("|"),
     };
+    // Each canceller's uid looked up once (`getpwnam` reads the password file).
+    let uids = std::cell::RefCell::new(std::collections::HashMap::new());
+    let uid = |name: &str| {
+        *uids
+            .borrow_mut()
+            .entry(name.to_string())
+            .or_insert_with(|| slurm::user_id(name))
+    };
+    let cx = sacct_values::Ctx {
+        now_us: now,
+        derived: &derived,
+        group: &slurm::group_name,
+        uid: &uid,
+        units: a.units,
+    };
     let rows = records.iter().map(|r| {
         names
             .iter()
-            .map(|f| sacct_values::value(r, f, now, &derived, &slurm::group_name, a.units))
+            .map(|f| sacct_values::value(r, f, &cx))
             .collect()
     });
     print!("{}", table.render(&names, &widths, rows));

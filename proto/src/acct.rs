@@ -179,6 +179,9 @@ pub struct AcctRecord {
     /// An array task of its array's last index (see `JobInfo::array_last`): sacct's
     /// `JobIDRaw` is the array's id. Appended (protocol 24).
     pub array_last: bool,
+    /// Who cancelled the job (their user name), on a cancelled job's own record:
+    /// sacct's `CANCELLED by UID`. Appended (protocol 25).
+    pub cancelled_by: Option<String>,
 }
 
 impl AcctRecord {

@@ -50,7 +50,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// description carries it and when the node was last busy.
 /// 24: a listed array task and its accounting record say whether it is its array's
 /// last (Slurm gives that task the array's id).
-pub const PROTOCOL_VERSION: u16 = 24;
+/// 25: a cancelled job's accounting record names who cancelled it.
+pub const PROTOCOL_VERSION: u16 = 25;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

@@ -559,8 +559,10 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     })
     .unwrap_or_else(|_| panic!("sacct: {}", query()));
     let rows = query();
+    // Cancelled by its owner: sacct names them by uid, as Slurm's does.
     assert!(
-        rows.lines().any(|l| l == format!("{id}|CANCELLED")),
+        rows.lines()
+            .any(|l| l == format!("{id}|CANCELLED by {}", s.user.uid)),
         "{rows}"
     );
     assert!(!rows.contains('.'), "-X lists no steps: {rows}");

@@ -6,8 +6,8 @@ use super::*;
 use bulkhead_proto::job::MemForm;
 
 /// The reason a cancel gives a job (`cancelled by USER`): it is stored with the job,
-/// so that its end, whenever it comes, is known to follow a cancel.
-const CANCELLED_BY: &str = "cancelled by ";
+/// so that its end, whenever it comes, is known to follow a cancel, and by whom.
+pub(super) const CANCELLED_BY: &str = "cancelled by ";
 
 impl Core {
     pub(super) fn submit(
@@ -1019,7 +1019,9 @@ impl Core {
             });
         }
         job.end_us = Some(end.end_time_us);
-        if end.reason.is_some() {
+        // An end that follows a cancel keeps the cancel's reason: who cancelled it is
+        // what sacct shows of it (`CANCELLED by UID`).
+        if end.reason.is_some() && !cancelled {
             job.reason = end.reason;
         }
         if end.usage.is_some() {

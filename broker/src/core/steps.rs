@@ -752,6 +752,7 @@ mod tests {
             workdir: "/home/u".into(),
             gid: 1000,
             array_last: false,
+            cancelled_by: None,
             job: JobId(7),
             job_label: "7".into(),
             name: "train".into(),

@@ -631,6 +631,11 @@ impl Core {
             workdir: j.submission.workdir.clone(),
             gid: j.gid,
             array_last: self.array_last(j),
+            // The user whose cancel ended it, as its reason keeps them.
+            cancelled_by: (j.state == JobState::Cancelled)
+                .then(|| j.reason.as_deref()?.strip_prefix(super::jobs::CANCELLED_BY))
+                .flatten()
+                .map(String::from),
         }
     }
 

@@ -788,6 +788,7 @@ fn a_cancelled_job_ends_cancelled_whatever_its_script_did_meanwhile() {
     for (id, want) in [(job, JobState::Cancelled), (other, JobState::Failed)] {
         let end = JobEnd {
             exit_code: Some(1),
+            reason: Some("exited with status 1".into()),
             ..job_end(id, JobState::Failed, 1, 5)
         };
         let fx = t.agent(1, AgentMessage::JobEnded(end));
@@ -798,6 +799,25 @@ fn a_cancelled_job_ends_cancelled_whatever_its_script_did_meanwhile() {
         Some(1),
         "the script's own exit code is kept"
     );
+    // Who cancelled it stays on its record (sacct's `CANCELLED by UID`), whatever the
+    // end said; the job that failed by itself names nobody.
+    let by = |t: &TestCore, id| t.c.acct_record(&t.c.jobs[&id].clone(), 10).cancelled_by;
+    assert_eq!(by(&t, job), Some(user(5).user));
+    assert_eq!(by(&t, other), None);
+    // A job cancelled while it waited names its canceller too.
+    let (busy, _) = t.submit(&user(5), sub(2));
+    assert_eq!(t.job(busy).state, JobState::Running);
+    let (waiting, _) = t.submit(&user(5), sub(2));
+    assert_eq!(t.job(waiting).state, JobState::Pending);
+    t.client(&user(1), ClientOp::Cancel(vec![waiting]));
+    assert_eq!(
+        t.job(waiting).state,
+        JobState::Pending,
+        "not another user's to cancel"
+    );
+    t.client(&user(5), ClientOp::Cancel(vec![waiting]));
+    assert_eq!(t.job(waiting).state, JobState::Cancelled);
+    assert_eq!(by(&t, waiting), Some(user(5).user));
 }
 
 /// A broker started without its older ended jobs (they load behind) answers what
