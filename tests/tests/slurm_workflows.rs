@@ -18,6 +18,10 @@
 //! a batch script, waits with `squeue -hn NAME` and `sbatch --wait
 //! --dependency=singleton`, reads squeue's table by its header and cancels by name.
 //!
+//! Toil's Slurm batch system wraps each job's worker in `sbatch --wrap` and reads an
+//! ended job's state and exit code from `scontrol show job`; dask-jobqueue's workers are
+//! batch jobs that connect back to their scheduler and are cancelled when it closes.
+//!
 //! Host only: `cargo xtask ci` makes the virtual environment (Debian's python3) and
 //! installs rslurm; where a tool is missing its test says it is skipped, and passes.
 
@@ -491,5 +495,179 @@ fn rslurm_applies_a_function_waits_and_cancels_through_slurms_commands() {
         .expect("the waiter");
     for task in rows.iter().filter(|r| r[0].contains('_')) {
         assert!(waiter[1] >= task[2], "singleton: {times}");
+    }
+}
+
+/// Toil (the UCSC workflow engine, `toil` from PyPI) with its Slurm batch system: each
+/// job is `sbatch -J toil_job_N --signal=B:USR2@30 --export=ALL,... --partition=P
+/// --mem=MB --cpus-per-task=N --time=0:SECONDS -o ... -e ... --wrap=exec _toil_worker
+/// ...`; the partition and its limits come from `sinfo -a -o "%P %G %l %p %c %m"`,
+/// running jobs from `squeue -h --format "%i %t %M"`, an ended job's state and exit
+/// code from `scontrol show job N`'s `JobState=` and `ExitCode=` (or sacct). A
+/// workflow of three jobs (a child and a follow-on reading both results) returns its
+/// value; a second one whose job raises ends with Toil's failed-jobs error, the
+/// exit status read back through those commands.
+const TOIL_DRIVER: &str = r#"
+import os, sys
+from toil.common import Toil
+from toil.job import Job
+from toil.exceptions import FailedJobsException
+
+def where(job, name):
+    return "%s@%s" % (name, os.environ["SLURM_JOB_ID"])
+
+def join(job, a, b):
+    return a + "+" + b
+
+RES = dict(cores=1, memory="100M", disk="1M")
+
+def top(job):
+    child = job.addChildJobFn(where, "child", **RES)
+    return job.addFollowOnJobFn(join, where(job, "root"), child.rv(), **RES).rv()
+
+def boom(job):
+    raise RuntimeError("boom")
+
+def options(store):
+    o = Job.Runner.getDefaultOptions(store)
+    o.batchSystem = "slurm"
+    o.workDir = os.getcwd()
+    o.disableCaching = True
+    o.retryCount = 0
+    o.statePollingWait = 1
+    o.clean = "always"
+    return o
+
+def main():
+    root = Job.wrapJobFn(top, **RES)
+    with Toil(options(os.path.abspath("store1"))) as toil:
+        got = toil.start(root)
+    print("RESULT", got, flush=True)
+    assert got.startswith("root@") and "+child@" in got, got
+    bad = Job.wrapJobFn(boom, **RES)
+    try:
+        with Toil(options(os.path.abspath("store2"))) as toil:
+            toil.start(bad)
+        sys.exit("the failing job succeeded")
+    except FailedJobsException as e:
+        print("FAILED-AS-EXPECTED", e, flush=True)
+    print("TOIL-OK", flush=True)
+
+# Its workers import this file to find the functions.
+if __name__ == "__main__":
+    main()
+"#;
+
+#[test]
+fn toil_runs_a_workflow_and_sees_a_failed_job_through_slurms_commands() {
+    if !venv_has("toil.batchSystems.slurm", "Toil") {
+        return;
+    }
+    let c = cluster_up(ClusterOpts {
+        cpus: 4,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let wd = s.wd.clone();
+    std::fs::write(wd.join("driver.py"), TOIL_DRIVER).expect("driver");
+    let mut py = s.command(Path::new(VENV_PYTHON));
+    // Its jobs run `_toil_worker` from the environment's PATH (`--export=ALL`), as
+    // they do where Toil is run from its activated environment.
+    py.arg("driver.py").env("HOME", &wd).env(
+        "PATH",
+        format!(
+            "{}:{VENV}/bin:/usr/local/bin:/usr/bin:/bin",
+            s.links.display()
+        ),
+    );
+    let (status, out, err) = run_within(&mut py, scaled(240));
+    assert!(
+        status.is_some_and(|st| st.success()) && out.contains("TOIL-OK"),
+        "Toil: {status:?}\nstdout:\n{out}\nstderr:\n{err}\nagent:\n{}",
+        c.agent_log()
+    );
+    // Its jobs were Slurm jobs of this cluster, by their names; the raising one FAILED.
+    let sacct = s.ok("sacct", &["-X", "-n", "-P", "--format=JobName,State"]);
+    assert!(
+        sacct
+            .lines()
+            .any(|l| l.starts_with("toil_job_") && l.ends_with("|COMPLETED")),
+        "{sacct}"
+    );
+    assert!(
+        sacct
+            .lines()
+            .any(|l| l.starts_with("toil_job_") && l.ends_with("|FAILED")),
+        "{sacct}"
+    );
+}
+
+/// dask-jobqueue's `SLURMCluster` (from PyPI): its workers are batch jobs of a script
+/// of `#SBATCH` lines (`-J dask-worker`, `-e`/`-o` with `%J`, `-n 1`,
+/// `--cpus-per-task`, `--mem`, `-t`) submitted with `sbatch FILE`, the id the first
+/// integer of sbatch's line; each worker connects back to the scheduler (here on
+/// loopback), computes, and is ended with `scancel ID` when the cluster closes.
+const DASK_DRIVER: &str = r#"
+import os, time
+from dask_jobqueue import SLURMCluster
+from dask.distributed import Client
+cluster = SLURMCluster(cores=1, processes=1, memory="512MB", walltime="00:10:00",
+                       queue="batch", interface="lo", log_directory=os.getcwd(),
+                       scheduler_options={"host": "127.0.0.1"})
+print(cluster.job_script(), flush=True)
+cluster.scale(jobs=2)
+client = Client(cluster)
+client.wait_for_workers(2, timeout=float(os.environ["BUDGET"]))
+where = client.gather(client.map(lambda i: (i, os.environ["SLURM_JOB_ID"]), range(8)))
+print("RESULT", where, flush=True)
+assert [i for i, _ in where] == list(range(8))
+ids = {j for _, j in where}
+print("JOBS", " ".join(sorted(ids)), flush=True)
+client.close()
+cluster.close()
+print("DASK-OK", flush=True)
+"#;
+
+#[test]
+fn dask_jobqueue_runs_workers_as_jobs_and_cancels_them() {
+    if !venv_has("dask_jobqueue, distributed", "dask-jobqueue") {
+        return;
+    }
+    let c = cluster_up(ClusterOpts {
+        cpus: 4,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let wd = s.wd.clone();
+    std::fs::write(wd.join("driver.py"), DASK_DRIVER).expect("driver");
+    let budget = scaled(120);
+    let mut py = s.command(Path::new(VENV_PYTHON));
+    py.arg("driver.py")
+        .env("HOME", &wd)
+        .env("BUDGET", budget.as_secs().to_string());
+    let (status, out, err) = run_within(&mut py, budget + scaled(60));
+    assert!(
+        status.is_some_and(|st| st.success()) && out.contains("DASK-OK"),
+        "dask-jobqueue: {status:?}\nstdout:\n{out}\nstderr:\n{err}\nagent:\n{}",
+        c.agent_log()
+    );
+    // The work ran in the workers' jobs, and closing the cluster cancelled them.
+    let ids: Vec<String> = out
+        .lines()
+        .find_map(|l| l.strip_prefix("JOBS "))
+        .expect("the jobs line")
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert!(!ids.is_empty(), "{out}");
+    for id in &ids {
+        wait(&format!("worker job {id} to end"), || {
+            s.ok(
+                "sacct",
+                &["-X", "-n", "-P", "-j", id, "--format=JobName,State"],
+            )
+            .trim()
+                == format!("dask-worker|CANCELLED by {}", s.user.uid)
+        });
     }
 }

@@ -757,8 +757,8 @@ const TEST_PACKAGES: &[&str] = &[
 ];
 
 /// Where the tests find real clients of Slurm's commands from PyPI, `submitit`,
-/// `reportseff`, Snakemake with its Slurm executor and PSI/J: a virtual environment of
-/// Debian's python3, readable by the test users.
+/// `reportseff`, Snakemake with its Slurm executor, PSI/J, Toil and dask-jobqueue: a
+/// virtual environment of Debian's python3, readable by the test users.
 const CLIENTS_VENV: &str = "/opt/bulkhead-test/slurm-clients";
 /// The releases the tests were written against.
 const CLIENTS: &[&str] = &[
@@ -768,10 +768,13 @@ const CLIENTS: &[&str] = &[
     "snakemake-executor-plugin-slurm==2.8.0",
     "snakemake-executor-plugin-slurm-jobstep==0.6.1",
     "psij-python==0.9.11",
+    "toil==9.6.0",
+    "dask-jobqueue==0.9.0",
+    "distributed==2026.8.0",
 ];
 /// What [`clients_venv`] checks it can import.
-const CLIENT_MODULES: &str =
-    "import submitit, reportseff, snakemake, snakemake_executor_plugin_slurm";
+const CLIENT_MODULES: &str = "import submitit, reportseff, snakemake, \
+     snakemake_executor_plugin_slurm, psij, toil.batchSystems.slurm, dask_jobqueue";
 
 /// Makes [`CLIENTS_VENV`] if it lacks one of [`CLIENTS`] (idempotent).
 fn clients_venv() -> Result<()> {
@@ -782,7 +785,9 @@ fn clients_venv() -> Result<()> {
         .status()
         .is_ok_and(|s| s.success());
     if ok {
-        eprintln!("submitit, reportseff, snakemake, psij: present in {CLIENTS_VENV}");
+        eprintln!(
+            "submitit, reportseff, snakemake, psij, toil, dask-jobqueue: present in {CLIENTS_VENV}"
+        );
         return Ok(());
     }
     run(Command::new("/usr/bin/python3").args(["-m", "venv", CLIENTS_VENV]))?;
