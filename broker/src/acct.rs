@@ -275,6 +275,7 @@ mod tests {
             gid: 1000,
             array_last: false,
             cancelled_by: None,
+            eligible_us: None,
             job: JobId(id),
             job_label: id.to_string(),
             name: "j".into(),

@@ -202,7 +202,7 @@ fn gpu_util(u: Option<&JobUsage>) -> String {
 }
 
 /// A time as sacct writes one: local, in `SLURM_TIME_FORMAT`'s form; `Unknown` unset.
-fn slurm_time(us: Option<u64>) -> String {
+pub fn slurm_time(us: Option<u64>) -> String {
     us.map_or_else(|| "Unknown".into(), |t| crate::slurm::local_time(Some(t)))
 }
 
@@ -837,6 +837,7 @@ mod tests {
             gid: 1000,
             array_last: false,
             cancelled_by: None,
+            eligible_us: None,
             job: JobId(12),
             job_label: "12".into(),
             name: "train, big".into(),

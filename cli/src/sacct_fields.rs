@@ -275,8 +275,18 @@ impl Table<'_> {
             out.push('\n');
         };
         if self.header {
-            let head: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-            line(&head, &mut out);
+            if self.parsable {
+                let head: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+                line(&head, &mut out);
+            } else {
+                // print_fields_header: each name cut to its column (`%*.*s`), with
+                // no `+` where it was cut (`ExitCode%5` heads its column `ExitC`).
+                for (n, w) in names.iter().zip(widths) {
+                    let cut: String = n.chars().take(w.unsigned_abs() as usize).collect();
+                    out.push_str(&cell(&cut, *w));
+                }
+                out.push('\n');
+            }
             if !self.parsable {
                 for w in widths {
                     out.push_str(&"-".repeat(w.unsigned_abs() as usize));

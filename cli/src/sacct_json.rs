@@ -348,6 +348,7 @@ mod tests {
             gid: 1001,
             array_last: false,
             cancelled_by: None,
+            eligible_us: None,
         }
     }
 

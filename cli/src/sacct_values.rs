@@ -61,6 +61,99 @@ pub fn elapsed_time(usec: u64) -> String {
     }
 }
 
+/// sacct's time window, `[start, end)` in microseconds, as
+/// `slurmdb_job_cond_def_start_end` makes it from `-S`, `-E`, whether states (`-s`)
+/// and jobs (`-j`) were asked for, now and the local midnight: without `-S`, from
+/// midnight (from the epoch when jobs are named; from now when states are asked and no
+/// job is named); without `-E`, until now, or until `-S` when states are asked (an
+/// instant: which jobs were in those states then). An end at the start or at now
+/// takes in that second.
+pub fn window(
+    start: Option<u64>,
+    end: Option<u64>,
+    states: bool,
+    jobs: bool,
+    now_us: u64,
+    midnight_us: u64,
+) -> (u64, u64) {
+    let start = start.unwrap_or(match (states, jobs) {
+        (_, true) => 0,
+        (true, false) => now_us,
+        (false, false) => midnight_us,
+    });
+    let end = end.unwrap_or(if states && start != 0 { start } else { now_us });
+    if end == start || end == now_us {
+        (start, end.saturating_add(1_000_000))
+    } else {
+        (start, end)
+    }
+}
+
+/// Whether sacct lists the job of record `r` (a job's own record) for the window
+/// [`window`] made, as slurmdbd's query selects it
+/// (`as_mysql_jobacct_process.c`): with states, a job in one of them during the
+/// window (pending: eligible before its end and still waiting at its start; running:
+/// started before its end and not ended before its start; an end state: ended in it);
+/// with jobs named, one submitted before the end and not ended before the start;
+/// otherwise one eligible before the end and not ended before the start (a job held
+/// until it was cancelled never was: it is listed only when named).
+pub fn selected(
+    r: &AcctRecord,
+    states: &[JobState],
+    (start, end): (u64, u64),
+    named: bool,
+) -> bool {
+    let not_ended_before = r.end_us.is_none_or(|t| t >= start);
+    if !states.is_empty() {
+        return states.iter().any(|st| match st {
+            JobState::Pending => {
+                r.eligible_us.is_some_and(|e| e < end)
+                    && match (r.start_us, r.end_us) {
+                        (Some(t), _) | (None, Some(t)) => start < t,
+                        (None, None) => r.state == JobState::Pending,
+                    }
+            }
+            JobState::Running | JobState::Completing => {
+                r.start_us.is_some_and(|t| t < end)
+                    && match r.end_us {
+                        Some(t) => start < t,
+                        None => r.state.is_active(),
+                    }
+            }
+            st => r.state == *st && r.end_us.is_some_and(|t| start <= t && t <= end),
+        });
+    }
+    if named {
+        r.submit_us < end && not_ended_before
+    } else {
+        r.eligible_us.is_some_and(|e| e < end) && not_ended_before
+    }
+}
+
+/// Jobs in sacct's order (`_sort_desc_submit_time`, which sorts up): by the second
+/// they were submitted, then by array (jobs of none first) and task, then by id; each
+/// job's steps stay after it in their order. Jobs submitted in the same second are
+/// so listed with every array's tasks after the other jobs.
+pub fn sort_as_sacct(records: &mut Vec<AcctRecord>) {
+    let mut groups: Vec<Vec<AcctRecord>> = Vec::new();
+    for r in records.drain(..) {
+        match groups.last_mut() {
+            Some(g) if g[0].job == r.job && is_step(&r) => g.push(r),
+            _ => groups.push(vec![r]),
+        }
+    }
+    let key = |r: &AcctRecord| {
+        let (array, task) = r
+            .job_label
+            .split_once('_')
+            .and_then(|(a, t)| Some((a.parse::<u64>().ok()?, t.parse::<u64>().ok()?)))
+            .unwrap_or((0, 0));
+        (r.submit_us / 1_000_000, array, task, r.slurm_id().0)
+    };
+    groups.sort_by_key(|g| key(&g[0]));
+    records.extend(groups.into_iter().flatten());
+}
+
 /// What sacct's values are written with, besides the record.
 pub struct Ctx<'a> {
     pub now_us: u64,
@@ -151,11 +244,49 @@ pub fn value(r: &AcctRecord, f: &str, cx: &Ctx) -> String {
         "ReqTRES" => acct::tres_text(r, acct::node_count(&r.nodes).max(1), units),
         // Nothing is allocated to a job that has not started.
         "AllocTRES" if r.start_us.is_none() => String::new(),
+        // A step's allocation bills nothing (slurmdbd keeps no `billing` on steps).
+        "AllocTRES" if step => {
+            let t = acct::tres_text(r, acct::node_count(&r.nodes), units);
+            t.split(',')
+                .filter(|kv| !kv.starts_with("billing="))
+                .collect::<Vec<_>>()
+                .join(",")
+        }
         "AllocTRES" => acct::tres_text(r, acct::node_count(&r.nodes), units),
-        // When it could start (its submission: `--begin` and holds are not kept in
-        // its record); a step's, when it started.
+        // A job that never ran counts the nodes it asked for (its request's), as
+        // sacct does once no allocation holds a count.
+        "NNodes" if r.start_us.is_none() => acct::node_count(&r.nodes).max(1).to_string(),
+        // The job's own exit code: a job its cancel ended has none (`0:0`), whatever
+        // signal its batch step died of (that step's line keeps it).
+        "ExitCode" if !step && r.state == JobState::Cancelled => "0:0".into(),
+        // No limit of its own and never started: the partition's would have applied,
+        // as slurmctld leaves such a job's limit unset.
+        "Timelimit" | "TimelimitRaw" if r.start_us.is_none() && r.time_limit_s.is_none() => {
+            "Partition_Limit".into()
+        }
+        // How a step's tasks were laid out: the batch step's is unknown; srun's
+        // default, more tasks than nodes, is block, else cyclic.
+        "Layout" if r.job_label.ends_with(".batch") => "Unknown".into(),
+        "Layout" if step => {
+            let nodes = acct::node_count(&r.nodes).max(1) as u32;
+            if r.ntasks.unwrap_or(1) > nodes {
+                "Block".into()
+            } else {
+                "Cyclic".into()
+            }
+        }
+        "Layout" => String::new(),
+        // The job's state reason: a job never eligible, held until it ended (or
+        // still), keeps its hold's (slurmctld's `JobHeldUser`); any other that ended
+        // slurmctld's `None` (a waiting job's own reason is not in its record). A step
+        // has none.
+        "Reason" if step => String::new(),
+        "Reason" if r.start_us.is_none() && r.eligible_us.is_none() => "JobHeldUser".into(),
+        "Reason" => "None".into(),
+        // When it could start (its `--begin` time, else its submission; `Unknown`
+        // while held); a step's, when it started.
         "Eligible" if step => acct::field(r, "Start", now_us),
-        "Eligible" => acct::field(r, "Submit", now_us),
+        "Eligible" => acct::slurm_time(r.eligible_us),
         // The time it waited, eligible, to start.
         "Reserved" => {
             // One that ended without starting started, for slurmdbd, when it ended.
@@ -227,6 +358,7 @@ mod tests {
             gid: 1001,
             array_last: false,
             cancelled_by: None,
+            eligible_us: None,
         }
     }
 
@@ -326,6 +458,110 @@ mod tests {
         assert_eq!(elapsed_time(61_500_000), "01:01.500");
         assert_eq!(elapsed_time(3_600_000_000 + 1_000), "01:00:00");
         assert_eq!(elapsed_time(90_061_000_000), "1-01:01:01");
+    }
+
+    /// sacct's window from its options, and which jobs it selects in it, as
+    /// slurmdbd selects them: by default today's jobs that were eligible (a job held
+    /// until its cancel is not, unless named), with states the jobs in them at the
+    /// window's instant (`-s CA -S T` alone: ended in the second T).
+    #[test]
+    fn the_window_and_the_jobs_in_it_are_sacct_s() {
+        const S: u64 = 1_000_000;
+        let (now, midnight) = (10_000 * S, 1_000 * S);
+        assert_eq!(
+            window(None, None, false, false, now, midnight),
+            (midnight, now + S)
+        );
+        assert_eq!(window(None, None, false, true, now, midnight), (0, now + S));
+        assert_eq!(
+            window(None, None, true, false, now, midnight),
+            (now, now + S)
+        );
+        assert_eq!(
+            window(Some(5 * S), None, true, false, now, midnight),
+            (5 * S, 6 * S)
+        );
+        assert_eq!(window(None, None, true, true, now, midnight), (0, now + S));
+        assert_eq!(
+            window(Some(5 * S), Some(9 * S), true, false, now, midnight),
+            (5 * S, 9 * S)
+        );
+
+        let mut done = rec("1");
+        (done.submit_us, done.start_us, done.end_us) = (100 * S, Some(110 * S), Some(200 * S));
+        done.eligible_us = Some(100 * S);
+        let mut held = rec("2");
+        (held.submit_us, held.start_us, held.end_us) = (100 * S, None, Some(150 * S));
+        held.state = JobState::Cancelled;
+        held.eligible_us = None;
+        let mut running = rec("3");
+        (running.submit_us, running.start_us, running.end_us) = (100 * S, Some(120 * S), None);
+        running.state = JobState::Running;
+        running.eligible_us = Some(100 * S);
+        let mut waiting = rec("4");
+        (waiting.submit_us, waiting.start_us, waiting.end_us) = (100 * S, None, None);
+        waiting.state = JobState::Pending;
+        waiting.eligible_us = Some(100 * S);
+        let all = [&done, &held, &running, &waiting];
+        let pick = |states: &[JobState], w: (u64, u64), named: bool| -> Vec<&str> {
+            all.iter()
+                .filter(|r| selected(r, states, w, named))
+                .map(|r| r.job_label.as_str())
+                .collect()
+        };
+        let today = (50 * S, 1_000 * S);
+        assert_eq!(pick(&[], today, false), ["1", "3", "4"]);
+        assert_eq!(pick(&[], today, true), ["1", "2", "3", "4"]);
+        // Ended before the window: not listed.
+        assert_eq!(pick(&[], (300 * S, 1_000 * S), false), ["3", "4"]);
+        // States at an instant, and over a span.
+        assert_eq!(
+            pick(&[JobState::Completed], (200 * S, 201 * S), false),
+            ["1"]
+        );
+        assert!(pick(&[JobState::Cancelled], (300 * S, 301 * S), false).is_empty());
+        assert_eq!(pick(&[JobState::Cancelled], today, false), ["2"]);
+        assert_eq!(pick(&[JobState::Running], (115 * S, 116 * S), false), ["1"]);
+        assert_eq!(
+            pick(&[JobState::Running], (125 * S, 126 * S), false),
+            ["1", "3"]
+        );
+        assert_eq!(
+            pick(&[JobState::Pending], (105 * S, 106 * S), false),
+            ["1", "3", "4"]
+        );
+        assert_eq!(pick(&[JobState::Pending], (130 * S, 131 * S), false), ["4"]);
+    }
+
+    /// sacct's order: by submission second, the jobs of no array first, an array's
+    /// tasks in task order (its last task, the array's own record, last), each job's
+    /// steps after it.
+    #[test]
+    fn records_are_in_sacct_order() {
+        let at = |label: &str, job: u64, submit_s: u64| {
+            let mut r = rec(label);
+            r.job = JobId(job);
+            r.submit_us = submit_s * 1_000_000 + job;
+            r
+        };
+        let mut last = at("7_3", 7, 100);
+        last.array_last = true;
+        let mut records = vec![
+            at("5", 5, 100),
+            at("5.batch", 5, 100),
+            last,
+            at("8", 8, 100),
+            at("9", 9, 99),
+            at("7_1", 10, 100),
+            at("7_1.batch", 10, 100),
+            at("7_2", 11, 100),
+        ];
+        sort_as_sacct(&mut records);
+        let labels: Vec<&str> = records.iter().map(|r| r.job_label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["9", "5", "5.batch", "8", "7_1", "7_1.batch", "7_2", "7_3"]
+        );
     }
 
     /// A cancelled job's line says who cancelled it by uid, as sacct's `PRINT_STATE`

@@ -138,15 +138,27 @@ pub(crate) fn ids(list: &[String]) -> anyhow::Result<JobIds> {
     Ok(out)
 }
 
+/// A job id that is none: what was given.
+#[derive(Debug)]
+struct BadId(String);
+
+impl std::fmt::Display for BadId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Invalid job id specified: {}", self.0)
+    }
+}
+
+impl std::error::Error for BadId {}
+
 /// Job ids, and steps (`J.STEP`) as sacct lists them.
-fn ids_or_steps(list: &[String]) -> anyhow::Result<JobIds> {
+fn ids_or_steps(list: &[String]) -> Result<JobIds, BadId> {
     let mut out = JobIds::default();
     for s in list
         .iter()
         .flat_map(|l| l.split(','))
         .filter(|s| !s.is_empty())
     {
-        let bad = || anyhow::anyhow!("Invalid job id specified: {s}");
+        let bad = || BadId(s.to_string());
         // `J.STEP`: the step's job is asked for, the step kept to pick its record.
         let s = match s.split_once('.') {
             Some((j, step)) if !step.is_empty() && !j.is_empty() => {
@@ -970,7 +982,16 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
         return Ok(ExitCode::SUCCESS);
     }
     let now = now_us();
-    let asked = ids_or_steps(&a.jobs)?;
+    let asked = match ids_or_steps(&a.jobs) {
+        Ok(asked) => asked,
+        Err(BadId(s)) => {
+            eprintln!(
+                "sacct: fatal: Bad job/step specified: {}",
+                output::escape(&s)
+            );
+            return Ok(ExitCode::from(1));
+        }
+    };
     let jobs = asked.wide();
     let mut uids = users(&a.user, false)?;
     if uids.is_empty() && !a.allusers && jobs.is_empty() && !nix::unistd::getuid().is_root() {
@@ -981,26 +1002,47 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
             .map(|v| acct::parse_slurm_when(v, now).map_err(anyhow::Error::msg))
             .transpose()
     };
-    // As sacct: without -S, jobs of today (from midnight), unless jobs are named.
-    let since = match when(&a.start)? {
-        Some(t) => Some(t),
-        // Local midnight, as sacct's default start.
-        None if jobs.is_empty() => {
-            Some(acct::parse_slurm_when("today", now).unwrap_or(now - now % 86_400_000_000))
-        }
-        None => None,
-    };
+    // sacct's window and selection (jobs of today from midnight by default; with
+    // states, the jobs in them at an instant; see sacct_values::window): the broker
+    // is asked for every job not ended before the window's start, and the jobs are
+    // picked here as slurmdbd picks them.
+    let midnight = acct::parse_slurm_when("today", now).unwrap_or(now - now % 86_400_000_000);
     let (state_filter, no_state) = states(&a.state)?;
+    let named = !jobs.is_empty();
+    let window = sacct_values::window(
+        when(&a.start)?,
+        when(&a.end)?,
+        !state_filter.is_empty() || no_state,
+        named,
+        now,
+        midnight,
+    );
+    if window.0 > window.1 {
+        eprintln!(
+            "sacct: error: Start time ({}) requested is after end time ({}).",
+            acct::slurm_time(Some(window.0)),
+            acct::slurm_time(Some(window.1))
+        );
+        return Ok(ExitCode::from(1));
+    }
     let filter = AcctFilter {
         jobs,
         uids,
         accounts: vec![],
         partitions: vec![],
-        states: state_filter,
-        since_us: since,
-        until_us: when(&a.end)?,
+        states: vec![],
+        since_us: (window.0 > 0).then_some(window.0),
+        until_us: None,
     };
     let (mut records, _) = client(g)?.acct(filter).map_err(explain)?;
+    let picked: std::collections::HashSet<JobId> = records
+        .iter()
+        .filter(|r| !r.job_label.contains('.'))
+        .filter(|r| sacct_values::selected(r, &state_filter, window, named))
+        .map(|r| r.job)
+        .collect();
+    records.retain(|r| picked.contains(&r.job));
+    sacct_values::sort_as_sacct(&mut records);
     // Each job's derived exit status, from its steps, before `-X` leaves them out.
     let derived = sacct_values::derived_statuses(&records);
     if no_state {

@@ -182,6 +182,10 @@ pub struct AcctRecord {
     /// Who cancelled the job (their user name), on a cancelled job's own record:
     /// sacct's `CANCELLED by UID`. Appended (protocol 25).
     pub cancelled_by: Option<String>,
+    /// When the job could first start (slurmdbd's `time_eligible`): its `--begin`
+    /// time, else its submission; none while held or never released. sacct selects
+    /// jobs by it. Appended (protocol 25).
+    pub eligible_us: Option<u64>,
 }
 
 impl AcctRecord {

@@ -50,7 +50,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// description carries it and when the node was last busy.
 /// 24: a listed array task and its accounting record say whether it is its array's
 /// last (Slurm gives that task the array's id).
-/// 25: a cancelled job's accounting record names who cancelled it.
+/// 25: an accounting record names who cancelled its job and when the job became
+/// eligible to start.
 pub const PROTOCOL_VERSION: u16 = 25;
 pub const HEADER_LEN: usize = 14;
 

@@ -77,7 +77,9 @@ enum Cmd {
     NvmlCheck,
     /// Bulkhead's Slurm commands beside a real Slurm 22.05 (Debian's slurm-wlm, a
     /// private slurmctld and slurmd on loopback) on this host: the same submissions and
-    /// commands on both, every difference printed (tests/real-slurm/compare.sh). Root.
+    /// commands on both, every difference printed (tests/real-slurm/compare.sh); then
+    /// sacct beside real sacct with slurmdbd on a private MariaDB
+    /// (tests/real-slurm/sacct-compare.sh). Root.
     SlurmCompare,
     /// Fuzz every decoder of network input (cargo-fuzz, nightly) for a bounded time
     /// each; the corpus is kept in fuzz/corpus. Fails on a crash, a panic or an
@@ -871,7 +873,8 @@ fn main() -> Result<()> {
         },
         Cmd::SlurmCompare => {
             run(cargo().args(["build", "--bins"]))?;
-            run(Command::new("bash").arg(root().join("tests/real-slurm/compare.sh")))
+            run(Command::new("bash").arg(root().join("tests/real-slurm/compare.sh")))?;
+            run(Command::new("bash").arg(root().join("tests/real-slurm/sacct-compare.sh")))
         }
         Cmd::NvmlCheck => {
             run(cargo().args(["build", "--release", "-p", "bulkhead-agent"]))?;

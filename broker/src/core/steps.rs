@@ -753,6 +753,7 @@ mod tests {
             gid: 1000,
             array_last: false,
             cancelled_by: None,
+            eligible_us: None,
             job: JobId(7),
             job_label: "7".into(),
             name: "train".into(),

@@ -636,6 +636,7 @@ impl Core {
                 .then(|| j.reason.as_deref()?.strip_prefix(super::jobs::CANCELLED_BY))
                 .flatten()
                 .map(String::from),
+            eligible_us: eligible_us(j),
         }
     }
 
@@ -1036,4 +1037,24 @@ fn listed(f: &QueueFilter, j: &Job) -> bool {
 /// A scheduler's priority as jobs show it: a whole number, none below 0.
 pub(super) fn priority_of(p: f64) -> u64 {
     p.max(0.0).round() as u64
+}
+
+/// When a job could first start, as slurmdbd keeps it (`time_eligible`): its
+/// `--begin` time, else its submission; none while it is held, nor for one that never
+/// started and ended held (the priority it kept is a held job's 0). A job held at
+/// submission and released later is taken as eligible when it started (the release's
+/// time is not kept).
+pub(super) fn eligible_us(j: &Job) -> Option<u64> {
+    if let Some(begin) = j.submission.extra.begin_us {
+        return Some(begin);
+    }
+    let held = |r: &str| r.starts_with("JobHeld");
+    match j.start_us {
+        Some(start) if j.submission.extra.hold => Some(start),
+        Some(_) => Some(j.submit_us),
+        None if j.state == JobState::Pending => {
+            (!j.reason.as_deref().is_some_and(held)).then_some(j.submit_us)
+        }
+        None => (j.priority != Some(0)).then_some(j.submit_us),
+    }
 }

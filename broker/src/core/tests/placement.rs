@@ -519,6 +519,7 @@ fn a_step_killed_with_its_job_is_cancelled_and_one_killed_alone_failed() {
         gid: 1000,
         array_last: false,
         cancelled_by: None,
+        eligible_us: None,
         job: JobId(7),
         job_label: "7".into(),
         name: "train".into(),

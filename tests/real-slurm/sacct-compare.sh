@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# Bulkhead's sacct beside real sacct 22.05 with accounting: Debian's slurm-wlm with
+# slurmdbd on a private MariaDB (its own data directory, loopback port 13306), a
+# slurmctld and slurmd on loopback (ports 26817, 27001, slurmdbd 26819, their own
+# munged), and a Bulkhead standalone cluster (port 26917, its own data directory),
+# both offering one node `n1` of 4 CPUs and 8000 MB with 1024 MB a CPU by default,
+# both run as root from the same directory. The same jobs on both (completed, failed,
+# cancelled while running and while waiting, srun steps, an array, memory and task
+# forms), then the same sacct commands: every field that does not depend on the run
+# or the site, by name in parsable form, and the default, -X, -b and -o layouts.
+# Values that differ by construction are left out: ids (made ID), times and
+# durations, measured usage (memory, CPU time), the node's name and address, the
+# account and QOS (slurmdbd's association here, Bulkhead's own accounts there).
+# Prints each difference, then `sacct_compare_agree=N` and `sacct_compare_total=M`.
+# Needs root; installs slurm-wlm, slurmdbd, mariadb-server and munge from Debian if
+# missing; stops every daemon it started and removes its directory (EXIT trap).
+#
+#   cargo build --bins && bash tests/real-slurm/sacct-compare.sh
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+BH_BIN_DIR=${BH_BIN_DIR:-$HERE/../../target/debug}
+[ -x "$BH_BIN_DIR/bh" ] || { echo "no $BH_BIN_DIR/bh: cargo build --bins first" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 2; }
+
+need=0
+for b in munged slurmctld slurmd slurmdbd sbatch sacct mariadbd mariadb-install-db; do
+  command -v "$b" >/dev/null || need=1
+done
+if [ "$need" = 1 ]; then
+  made=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; made=1
+  fi
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    slurm-wlm slurmctld slurmd slurmdbd slurm-client munge mariadb-server >/dev/null
+  [ "$made" = 1 ] && rm -f /usr/sbin/policy-rc.d
+fi
+
+WORK=$(mktemp -d /tmp/sacct-compare.XXXXXX)
+chmod 755 "$WORK"
+mkdir -p "$WORK"/{munge,etc,state,log,run,spool,cwd,bhbin,db}
+chmod 711 "$WORK/munge"
+PIDS=()
+cleanup() {
+  set +e
+  SLURM_CONF=$WORK/etc/slurm.conf timeout 10 scancel -u root 2>/dev/null
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  for f in "$WORK"/run/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+  sleep 1
+  for d in /proc/[0-9]*; do
+    [ "$(cat "$d/comm" 2>/dev/null)" = slurmstepd ] || continue
+    tr '\0' '\n' < "$d/environ" 2>/dev/null | grep -qx "SLURM_CONF=$WORK/etc/slurm.conf" \
+      && kill -9 "${d#/proc/}" 2>/dev/null
+  done
+  # The database server last: slurmdbd writes to it until it stops.
+  [ -f "$WORK/run/mariadb.pid" ] && kill "$(cat "$WORK/run/mariadb.pid")" 2>/dev/null
+  for _ in $(seq 50); do pgrep -f "datadir=$WORK/db" >/dev/null || break; sleep 0.2; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# A private MariaDB: its own data directory, loopback only, its own socket.
+mariadb-install-db --no-defaults --datadir="$WORK/db" --auth-root-authentication-method=normal \
+  --skip-test-db >"$WORK/log/mariadb-install.log" 2>&1
+mariadbd --no-defaults --datadir="$WORK/db" --socket="$WORK/run/mariadb.sock" \
+  --pid-file="$WORK/run/mariadb.pid" --bind-address=127.0.0.1 --port=13306 --user=root \
+  --log-error="$WORK/log/mariadb.log" --innodb-flush-log-at-trx-commit=2 &
+PIDS+=($!)
+deadline=$((SECONDS + 60))
+until mariadb --no-defaults -S "$WORK/run/mariadb.sock" -u root -e 'select 1' >/dev/null 2>&1; do
+  [ $SECONDS -lt $deadline ] || { echo "MariaDB did not start" >&2; cat "$WORK/log/mariadb.log"; exit 1; }
+  sleep 0.3
+done
+mariadb --no-defaults -S "$WORK/run/mariadb.sock" -u root -e \
+  "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
+
+dd if=/dev/urandom of="$WORK/munge/munge.key" bs=1024 count=1 status=none
+chmod 400 "$WORK/munge/munge.key"
+HOST=$(hostname -s)
+cat > "$WORK/etc/slurmdbd.conf" <<EOF
+AuthType=auth/munge
+AuthInfo=socket=$WORK/munge/munge.sock
+DbdHost=$HOST
+DbdAddr=127.0.0.1
+DbdPort=26819
+SlurmUser=root
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=13306
+StorageUser=slurm
+StoragePass=slurm
+StorageLoc=slurm_acct_db
+PidFile=$WORK/run/slurmdbd.pid
+LogFile=$WORK/log/slurmdbd.log
+EOF
+chmod 600 "$WORK/etc/slurmdbd.conf"
+cat > "$WORK/etc/slurm.conf" <<EOF
+ClusterName=bulkhead
+SlurmctldHost=$HOST(127.0.0.1)
+SlurmctldPort=26817
+SlurmdPort=27001
+CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$WORK/munge/munge.sock
+StateSaveLocation=$WORK/state
+SlurmdSpoolDir=$WORK/spool/%n
+SlurmctldPidFile=$WORK/run/slurmctld.pid
+SlurmdPidFile=$WORK/run/slurmd-%n.pid
+SlurmctldLogFile=$WORK/log/slurmctld.log
+SlurmdLogFile=$WORK/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/linux
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=26819
+AccountingStoragePass=$WORK/munge/munge.sock
+JobCompType=jobcomp/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+SchedulerParameters=batch_sched_delay=0
+SlurmdParameters=config_overrides
+ReturnToService=2
+MinJobAge=300
+DefMemPerCPU=1024
+NodeName=n1 NodeHostname=$HOST NodeAddr=127.0.0.1 Port=27001 CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000 State=UNKNOWN
+PartitionName=batch Nodes=n1 Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+EOF
+export SLURM_CONF=$WORK/etc/slurm.conf
+munged --socket="$WORK/munge/munge.sock" --key-file="$WORK/munge/munge.key" \
+  --pid-file="$WORK/run/munged.pid" --log-file="$WORK/log/munged.log" --seed-file="$WORK/munge/seed"
+# slurmdbd reads slurmdbd.conf beside $SLURM_CONF.
+slurmdbd
+deadline=$((SECONDS + 60))
+until sacctmgr -n list cluster >/dev/null 2>&1; do
+  [ $SECONDS -lt $deadline ] || { echo "slurmdbd did not start" >&2; sacctmgr -n list cluster; tail "$WORK"/log/slurmdbd.log; exit 1; }
+  sleep 0.5
+done
+sacctmgr -i add cluster bulkhead >/dev/null
+slurmctld
+slurmd -N n1
+
+BH_ALLOW_ROOT_JOBS=true "$BH_BIN_DIR/bh" standalone --data-dir "$WORK/bh" --listen tcp://127.0.0.1:26917 \
+  --name n1 --cpus 4 --mem 8000 --kill-wait 2 > "$WORK/log/bh.log" 2>&1 &
+PIDS+=($!)
+"$BH_BIN_DIR/bh" install-slurm-commands "$WORK/bhbin" >/dev/null
+export BH_BROKER=tcp://127.0.0.1:26917 BH_MUNGE_SOCKET=$WORK/bh/munge/munge.socket
+
+real() { env -u BH_BROKER "$@"; }
+bulk() { PATH="$WORK/bhbin:$PATH" "$@"; }
+deadline=$((SECONDS + 60))
+until real sinfo -h -o %t 2>/dev/null | grep -q idle && bulk sinfo -h -o %t 2>/dev/null | grep -q idle; do
+  [ $SECONDS -lt $deadline ] || { echo "the clusters did not come up" >&2; tail "$WORK"/log/*; exit 1; }
+  sleep 0.5
+done
+
+cd "$WORK/cwd"
+AGREE=0
+TOTAL=0
+same() { # same WHAT REAL BULK: counts, and prints a difference
+  TOTAL=$((TOTAL + 1))
+  if [ "$2" == "$3" ]; then AGREE=$((AGREE + 1)); else
+    printf '## %s (< real, > bulkhead)\n' "$1"
+    diff <(printf '%s\n' "$2") <(printf '%s\n' "$3") | head -24 || true
+  fi
+}
+
+# The jobs, submitted to both in the same order; each side's ids kept by name.
+declare -A R B
+sub() { # sub NAME SBATCH-WORDS...: one job on each cluster
+  local name=$1; shift
+  R[$name]=$(real sbatch --parsable -J "$name" "$@")
+  B[$name]=$(bulk sbatch --parsable -J "$name" "$@")
+}
+sub done --wrap 'true'
+sub failed --wrap 'exit 3'
+sub steps -n 2 --wrap 'srun true; srun -n1 false; true'
+sub mem --mem=1500 -c 2 --wrap 'true'
+sub percpu --mem-per-cpu=600 -n 3 --comment=note --wrap 'true'
+sub limit -t 90 --wrap 'true'
+sub arr --array=1-3 --wrap 'true'
+sub running --wrap 'sleep 300'
+sub held -H --wrap 'true'
+# Everything but the two to cancel ends; they are cancelled once running or held.
+wait_ended() { # wait_ended SIDE: no job but `running` and `held` left in the queue
+  local side=$1 deadline=$((SECONDS + 120))
+  until [ "$($side squeue -h -o %j | grep -vcE '^(running|held)$')" = 0 ]; do
+    [ $SECONDS -lt $deadline ] || { echo "jobs did not end on $side" >&2; $side squeue; exit 1; }
+    sleep 0.5
+  done
+}
+wait_ended real; wait_ended bulk
+real scancel "${R[running]}" "${R[held]}"; bulk scancel "${B[running]}" "${B[held]}"
+sleep 3
+# slurmdbd takes the last records a moment after slurmctld ends the jobs.
+deadline=$((SECONDS + 60))
+until [ "$(real sacct -n -X -P -o State -j "${R[running]}")" = "CANCELLED by 0" ]; do
+  [ $SECONDS -lt $deadline ] || { echo "slurmdbd did not record the cancels" >&2; real sacct -X -S now-1hour; exit 1; }
+  sleep 0.5
+done
+
+# Ids made ID where sacct writes them, the first column (`ID`, `ID_2`, `ID.batch`)
+# and, in parsable lines, the second (JobIDRaw); counts and sizes elsewhere are kept.
+ids() { # ids SIDE-ARRAY-NAME: a sed script replacing that side's ids with ID
+  local -n m=$1; local s=""
+  for id in "${m[@]}"; do
+    s+="s/^${id}([_.|: ]|\$)/ID\\1/;s/^([^|]*)\\|${id}([._|])/\\1|ID\\2/;"
+  done
+  printf '%s' "$s"
+}
+RID=$(ids R); BID=$(ids B)
+# The account each side gave root's jobs, made ACCT in the layouts that show it.
+RACCT=$(real sacct -n -X -P -o Account -j "${R[done]}")
+BACCT=$(bulk sacct -n -X -P -o Account -j "${B[done]}")
+# Padded to the name's length, so that a column keeps its width.
+acct() { local pad=$(( ${#1} > 4 ? ${#1} - 4 : 0 )); printf 's/\\b%s\\b/%*sACCT/' "$1" "$pad" ''; }
+RA=$(acct "$RACCT"); BA=$(acct "$BACCT")
+window=(-S now-1hour)
+# An array task's own id (its JobIDRaw) is numbered as each cluster numbers jobs.
+RAW='s/^(ID_[0-9]+[^|]*)\|[0-9]+/\1|RAW/'
+
+# The fields that depend on neither the run nor the site, by name.
+FIELDS="JobID,JobIDRaw,JobName,Partition,AllocCPUS,State,ExitCode,DerivedExitCode,\
+ReqMem,ReqTRES,AllocTRES,NNodes,NCPUS,NTasks,ReqCPUS,ReqNodes,AllocNodes,Timelimit,\
+TimelimitRaw,WorkDir,Cluster,User,UID,Group,GID,Comment,Reservation,Constraints,\
+Suspended,Layout,Reason"
+for name in done failed steps mem percpu limit arr running held; do
+  same "sacct -P -o FIELDS -j ($name)" \
+    "$(real sacct -P -o "$FIELDS" -j "${R[$name]}" 2>&1 | sed -E "$RID; $RAW")" \
+    "$(bulk sacct -P -o "$FIELDS" -j "${B[$name]}" 2>&1 | sed -E "$BID; $RAW")"
+done
+# The first column's padding follows its id's length, which differs by construction.
+strip() { sed -E 's/^(ID[^ ]*) +/\1 /; s/20[0-9]{2}-[0-9-]+T[0-9:]+/DATE/g; s/\b[0-9]{2}:[0-9]{2}:[0-9]{2}\b/T/g; s/ *$//'; }
+for c in "sacct" "sacct -X" "sacct -b" "sacct -X -o JobID,JobName%20,State%30,ExitCode" \
+    "sacct -P -X -o JobID,State" "sacct -p -o JobID,State,ExitCode" "sacct -n -X -s CA" \
+    "sacct -X -s CA,F -E now -o JobName,State" "sacct -X -s R,PD -E now -o JobName" \
+    "sacct -X --units=K -o JobID,ReqMem,ReqNodes" "sacct -X --noconvert -o JobID,ReqMem,ReqTRES%40" \
+    "sacct -X --name=done,failed -o JobName,State" "sacct -X -s F,CD -o JobName,State" \
+    "sacct -o JobID,JobName -X --delimiter=: -P" "sacct -X -o jobid,state%-12,exitcode%5"; do
+  same "$c" "$(real $c "${window[@]}" 2>&1 | sed -E "$RID; $RA" | strip)" \
+    "$(bulk $c "${window[@]}" 2>&1 | sed -E "$BID; $BA" | strip)"
+done
+# Refusals: message and exit status.
+for c in "sacct --wrong" "sacct -o nosuchfield" "sacct --units=Q" "sacct -j abc"; do
+  same "$c" "$(real $c 2>&1 | sed -E 's|^/[^:]*/||'; echo "exit $?")" \
+    "$(bulk $c 2>&1 | sed -E 's|^/[^:]*/||'; echo "exit $?")"
+done
+
+echo "sacct_compare_agree=$AGREE"
+echo "sacct_compare_total=$TOTAL"
