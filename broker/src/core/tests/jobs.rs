@@ -818,6 +818,19 @@ fn a_cancelled_job_ends_cancelled_whatever_its_script_did_meanwhile() {
     t.client(&user(5), ClientOp::Cancel(vec![waiting]));
     assert_eq!(t.job(waiting).state, JobState::Cancelled);
     assert_eq!(by(&t, waiting), Some(user(5).user));
+    // When each became eligible (sacct selects by it): a job that ran or waited, its
+    // submission; one held until its cancel, never.
+    let eligible = |t: &TestCore, id| t.c.acct_record(&t.c.jobs[&id].clone(), 10).eligible_us;
+    let mut held = sub(1);
+    held.extra.hold = true;
+    let (held, _) = t.submit(&user(5), held);
+    assert_eq!(eligible(&t, held), None, "held");
+    t.client(&user(5), ClientOp::Cancel(vec![held]));
+    assert_eq!(t.job(held).state, JobState::Cancelled);
+    assert_eq!(eligible(&t, held), None, "held until cancelled");
+    for id in [job, waiting] {
+        assert_eq!(eligible(&t, id), Some(t.job(id).submit_us), "job {id}");
+    }
 }
 
 /// A broker started without its older ended jobs (they load behind) answers what
