@@ -82,11 +82,18 @@ pub fn window(
         (false, false) => midnight_us,
     });
     let end = end.unwrap_or(if states && start != 0 { start } else { now_us });
-    if end == start || end == now_us {
+    // In whole seconds, as slurmdbd keeps times.
+    let (start, end, now) = (sec(start), sec(end), sec(now_us));
+    if end == start || end == now {
         (start, end.saturating_add(1_000_000))
     } else {
         (start, end)
     }
+}
+
+/// A time in microseconds cut to its second.
+fn sec(us: u64) -> u64 {
+    us / 1_000_000 * 1_000_000
 }
 
 /// Whether sacct lists the job of record `r` (a job's own record) for the window
@@ -103,30 +110,37 @@ pub fn selected(
     (start, end): (u64, u64),
     named: bool,
 ) -> bool {
-    let not_ended_before = r.end_us.is_none_or(|t| t >= start);
+    // The record's times in whole seconds, as slurmdbd compares them.
+    let (submitted, started, ended, eligible) = (
+        sec(r.submit_us),
+        r.start_us.map(sec),
+        r.end_us.map(sec),
+        r.eligible_us.map(sec),
+    );
+    let not_ended_before = ended.is_none_or(|t| t >= start);
     if !states.is_empty() {
         return states.iter().any(|st| match st {
             JobState::Pending => {
-                r.eligible_us.is_some_and(|e| e < end)
-                    && match (r.start_us, r.end_us) {
+                eligible.is_some_and(|e| e < end)
+                    && match (started, ended) {
                         (Some(t), _) | (None, Some(t)) => start < t,
                         (None, None) => r.state == JobState::Pending,
                     }
             }
             JobState::Running | JobState::Completing => {
-                r.start_us.is_some_and(|t| t < end)
-                    && match r.end_us {
+                started.is_some_and(|t| t < end)
+                    && match ended {
                         Some(t) => start < t,
                         None => r.state.is_active(),
                     }
             }
-            st => r.state == *st && r.end_us.is_some_and(|t| start <= t && t <= end),
+            st => r.state == *st && ended.is_some_and(|t| start <= t && t <= end),
         });
     }
     if named {
-        r.submit_us < end && not_ended_before
+        submitted < end && not_ended_before
     } else {
-        r.eligible_us.is_some_and(|e| e < end) && not_ended_before
+        eligible.is_some_and(|e| e < end) && not_ended_before
     }
 }
 

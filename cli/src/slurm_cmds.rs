@@ -178,9 +178,11 @@ fn ids_or_steps(list: &[String]) -> Result<JobIds, BadId> {
     Ok(out)
 }
 
-/// The `ARRAY_TASK` of an accounting record's label (`12_3`), if it is a task's.
+/// The `ARRAY_TASK` of an accounting record's label (`12_3`, and its steps'
+/// `12_3.batch`), if it is a task's.
 fn label_task(label: &str) -> Option<(JobId, u32)> {
-    let (a, t) = label.split_once('_')?;
+    let job = label.split_once('.').map_or(label, |(j, _)| j);
+    let (a, t) = job.split_once('_')?;
     Some((a.parse().ok()?, t.parse().ok()?))
 }
 
@@ -1025,12 +1027,19 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
         );
         return Ok(ExitCode::from(1));
     }
+    // End states are a job's last: asked alone, the broker can pick by them (a job
+    // pending or running in the window may be in any state now).
+    let broker_states = if state_filter.iter().all(|s| s.is_terminal()) {
+        state_filter.clone()
+    } else {
+        vec![]
+    };
     let filter = AcctFilter {
         jobs,
         uids,
         accounts: vec![],
         partitions: vec![],
-        states: vec![],
+        states: broker_states,
         since_us: (window.0 > 0).then_some(window.0),
         until_us: None,
     };
@@ -1087,11 +1096,21 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
     if !asked.tasks.is_empty() {
         records.retain(|r| asked.names(r.job, label_task(&r.job_label)));
     }
-    // `-j 12.0`, `-j 12.batch`: those steps alone.
+    // `-j 12.0`, `-j 12.batch`: those steps alone, beside the jobs named whole
+    // (`-j 12.batch,13`: that step, and job 13 with its steps).
     if !asked.steps.is_empty() {
+        let whole: Vec<String> = a
+            .jobs
+            .iter()
+            .flat_map(|l| l.split(','))
+            .filter(|s| !s.is_empty() && !s.contains('.'))
+            .map(String::from)
+            .collect();
+        let whole = ids_or_steps(&whole).unwrap_or_default();
         records.retain(|r| {
             let raw = acct::field(r, "JobIDRaw", now);
-            asked.steps.iter().any(|s| *s == r.job_label || *s == raw)
+            whole.names(r.job, label_task(&r.job_label))
+                || asked.steps.iter().any(|s| *s == r.job_label || *s == raw)
         });
     }
     if a.json {

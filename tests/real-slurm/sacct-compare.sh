@@ -246,6 +246,18 @@ for c in "sacct" "sacct -X" "sacct -b" "sacct -X -o JobID,JobName%20,State%30,Ex
   same "$c" "$(real $c "${window[@]}" 2>&1 | sed -E "$RID; $RA" | strip)" \
     "$(bulk $c "${window[@]}" 2>&1 | sed -E "$BID; $BA" | strip)"
 done
+# Jobs and steps named: an array by its id and one task, a step, the batch step.
+named() { # named SIDE-ARRAY-NAME: the -j lists of these for that side
+  local -n m=$1
+  printf '%s\n' "${m[arr]}" "${m[arr]}_2" "${m[steps]}.0" "${m[steps]}.batch,${m[done]}" \
+    "${m[held]},${m[failed]}"
+}
+mapfile -t RN < <(named R); mapfile -t BN < <(named B)
+for i in "${!RN[@]}"; do
+  same "sacct -j (case $i) -o JobID,JobName,State" \
+    "$(real sacct -j "${RN[$i]}" -o JobID,JobName,State 2>&1 | sed -E "$RID" | strip)" \
+    "$(bulk sacct -j "${BN[$i]}" -o JobID,JobName,State 2>&1 | sed -E "$BID" | strip)"
+done
 # Refusals: message and exit status.
 for c in "sacct --wrong" "sacct -o nosuchfield" "sacct --units=Q" "sacct -j abc"; do
   same "$c" "$(real $c 2>&1 | sed -E 's|^/[^:]*/||'; echo "exit $?")" \

@@ -520,6 +520,25 @@ fn sacct_lines_and_squeue_long_fields_hold_what_slurm_puts_there() {
             "{got}"
         );
     }
+    // A step named beside its job named whole: that step, and the job with all its
+    // steps; an ended state asked with `-S` alone is an instant (nothing ended an hour
+    // ago), over a span the job.
+    let listed = |w: &[&str]| s.ok("sacct", &[&["-n", "-P", "-o", "JobID"], w].concat());
+    assert_eq!(listed(&["-j", &format!("{id}.1")]), format!("{id}.1\n"));
+    assert_eq!(
+        listed(&["-j", &format!("{id}.1,{id}")]).lines().count(),
+        4,
+        "{}",
+        listed(&["-j", &format!("{id}.1,{id}")])
+    );
+    assert_eq!(listed(&["-X", "-s", "CD", "-S", "now-1hour"]), "");
+    assert!(
+        listed(&["-X", "-s", "CD", "-S", "now-1hour", "-E", "now"])
+            .lines()
+            .any(|l| l == id),
+        "{}",
+        listed(&["-X", "-s", "CD", "-S", "now-1hour", "-E", "now"])
+    );
     // Sizes in the unit asked (`--units`, one node in K is sacct's `0.00K`), as
     // stored (`--noconvert`), and a unit sacct does not know: its fatal error.
     let sized = |extra: &[&str]| {
