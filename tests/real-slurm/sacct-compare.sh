@@ -18,48 +18,15 @@
 #   cargo build --bins && bash tests/real-slurm/sacct-compare.sh
 set -euo pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-BH_BIN_DIR=${BH_BIN_DIR:-$HERE/../../target/debug}
-[ -x "$BH_BIN_DIR/bh" ] || { echo "no $BH_BIN_DIR/bh: cargo build --bins first" >&2; exit 2; }
-[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 2; }
-
-need=0
-for b in munged slurmctld slurmd slurmdbd sbatch sacct mariadbd mariadb-install-db; do
-  command -v "$b" >/dev/null || need=1
-done
-if [ "$need" = 1 ]; then
-  made=0
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; made=1
-  fi
-  apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    slurm-wlm slurmctld slurmd slurmdbd slurm-client munge mariadb-server >/dev/null
-  [ "$made" = 1 ] && rm -f /usr/sbin/policy-rc.d
-fi
-
-WORK=$(mktemp -d /tmp/sacct-compare.XXXXXX)
-chmod 755 "$WORK"
-mkdir -p "$WORK"/{munge,etc,state,log,run,spool,cwd,bhbin,db}
-chmod 711 "$WORK/munge"
-PIDS=()
-cleanup() {
-  set +e
-  SLURM_CONF=$WORK/etc/slurm.conf timeout 10 scancel -u root 2>/dev/null
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for f in "$WORK"/run/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
-  sleep 1
-  for d in /proc/[0-9]*; do
-    [ "$(cat "$d/comm" 2>/dev/null)" = slurmstepd ] || continue
-    tr '\0' '\n' < "$d/environ" 2>/dev/null | grep -qx "SLURM_CONF=$WORK/etc/slurm.conf" \
-      && kill -9 "${d#/proc/}" 2>/dev/null
-  done
-  # The database server last: slurmdbd writes to it until it stops.
-  [ -f "$WORK/run/mariadb.pid" ] && kill "$(cat "$WORK/run/mariadb.pid")" 2>/dev/null
-  for _ in $(seq 50); do pgrep -f "datadir=$WORK/db" >/dev/null || break; sleep 0.2; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+NAME=sacct-compare
+PACKAGES="slurmdbd mariadb-server"
+NEEDS="slurmdbd sacct mariadbd mariadb-install-db"
+# The database server stops last: slurmdbd writes to it until it stops.
+CLEANUP_LAST='[ -f "$WORK/run/mariadb.pid" ] && kill "$(cat "$WORK/run/mariadb.pid")";
+  for _ in $(seq 50); do pgrep -f "datadir=$WORK/db" >/dev/null || break; sleep 0.2; done'
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+mkdir -p "$WORK/db"
 
 # A private MariaDB: its own data directory, loopback only, its own socket.
 mariadb-install-db --no-defaults --datadir="$WORK/db" --auth-root-authentication-method=normal \
@@ -67,7 +34,6 @@ mariadb-install-db --no-defaults --datadir="$WORK/db" --auth-root-authentication
 mariadbd --no-defaults --datadir="$WORK/db" --socket="$WORK/run/mariadb.sock" \
   --pid-file="$WORK/run/mariadb.pid" --bind-address=127.0.0.1 --port=13306 --user=root \
   --log-error="$WORK/log/mariadb.log" --innodb-flush-log-at-trx-commit=2 &
-PIDS+=($!)
 deadline=$((SECONDS + 60))
 until mariadb --no-defaults -S "$WORK/run/mariadb.sock" -u root -e 'select 1' >/dev/null 2>&1; do
   [ $SECONDS -lt $deadline ] || { echo "MariaDB did not start" >&2; cat "$WORK/log/mariadb.log"; exit 1; }
@@ -76,9 +42,6 @@ done
 mariadb --no-defaults -S "$WORK/run/mariadb.sock" -u root -e \
   "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
 
-dd if=/dev/urandom of="$WORK/munge/munge.key" bs=1024 count=1 status=none
-chmod 400 "$WORK/munge/munge.key"
-HOST=$(hostname -s)
 cat > "$WORK/etc/slurmdbd.conf" <<EOF
 AuthType=auth/munge
 AuthInfo=socket=$WORK/munge/munge.sock
@@ -96,45 +59,11 @@ PidFile=$WORK/run/slurmdbd.pid
 LogFile=$WORK/log/slurmdbd.log
 EOF
 chmod 600 "$WORK/etc/slurmdbd.conf"
-cat > "$WORK/etc/slurm.conf" <<EOF
-ClusterName=bulkhead
-SlurmctldHost=$HOST(127.0.0.1)
-SlurmctldPort=26817
-SlurmdPort=27001
-CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$WORK/munge/munge.sock
-StateSaveLocation=$WORK/state
-SlurmdSpoolDir=$WORK/spool/%n
-SlurmctldPidFile=$WORK/run/slurmctld.pid
-SlurmdPidFile=$WORK/run/slurmd-%n.pid
-SlurmctldLogFile=$WORK/log/slurmctld.log
-SlurmdLogFile=$WORK/log/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/linux
-AccountingStorageType=accounting_storage/slurmdbd
+slurm_conf 26817 27001 "AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=26819
-AccountingStoragePass=$WORK/munge/munge.sock
-JobCompType=jobcomp/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-SchedulerParameters=batch_sched_delay=0
-SlurmdParameters=config_overrides
-ReturnToService=2
-MinJobAge=300
-DefMemPerCPU=1024
-NodeName=n1 NodeHostname=$HOST NodeAddr=127.0.0.1 Port=27001 CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000 State=UNKNOWN
-PartitionName=batch Nodes=n1 Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
-EOF
-export SLURM_CONF=$WORK/etc/slurm.conf
-munged --socket="$WORK/munge/munge.sock" --key-file="$WORK/munge/munge.key" \
-  --pid-file="$WORK/run/munged.pid" --log-file="$WORK/log/munged.log" --seed-file="$WORK/munge/seed"
+AccountingStoragePass=$WORK/munge/munge.sock"
+start_munged
 # slurmdbd reads slurmdbd.conf beside $SLURM_CONF.
 slurmdbd
 deadline=$((SECONDS + 60))
@@ -143,33 +72,7 @@ until sacctmgr -n list cluster >/dev/null 2>&1; do
   sleep 0.5
 done
 sacctmgr -i add cluster bulkhead >/dev/null
-slurmctld
-slurmd -N n1
-
-BH_ALLOW_ROOT_JOBS=true "$BH_BIN_DIR/bh" standalone --data-dir "$WORK/bh" --listen tcp://127.0.0.1:26917 \
-  --name n1 --cpus 4 --mem 8000 --kill-wait 2 > "$WORK/log/bh.log" 2>&1 &
-PIDS+=($!)
-"$BH_BIN_DIR/bh" install-slurm-commands "$WORK/bhbin" >/dev/null
-export BH_BROKER=tcp://127.0.0.1:26917 BH_MUNGE_SOCKET=$WORK/bh/munge/munge.socket
-
-real() { env -u BH_BROKER "$@"; }
-bulk() { PATH="$WORK/bhbin:$PATH" "$@"; }
-deadline=$((SECONDS + 60))
-until real sinfo -h -o %t 2>/dev/null | grep -q idle && bulk sinfo -h -o %t 2>/dev/null | grep -q idle; do
-  [ $SECONDS -lt $deadline ] || { echo "the clusters did not come up" >&2; tail "$WORK"/log/*; exit 1; }
-  sleep 0.5
-done
-
-cd "$WORK/cwd"
-AGREE=0
-TOTAL=0
-same() { # same WHAT REAL BULK: counts, and prints a difference
-  TOTAL=$((TOTAL + 1))
-  if [ "$2" == "$3" ]; then AGREE=$((AGREE + 1)); else
-    printf '## %s (< real, > bulkhead)\n' "$1"
-    diff <(printf '%s\n' "$2") <(printf '%s\n' "$3") | head -24 || true
-  fi
-}
+start_clusters 26917
 
 # The jobs, submitted to both in the same order; each side's ids kept by name.
 declare -A R B
