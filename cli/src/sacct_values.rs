@@ -296,6 +296,14 @@ pub fn value(r: &AcctRecord, f: &str, cx: &Ctx) -> String {
         // has none.
         "Reason" if step => String::new(),
         "Reason" if r.start_us.is_none() && r.eligible_us.is_none() => "JobHeldUser".into(),
+        // One whose `--begin` time had not come (by its end, or now).
+        "Reason"
+            if r.start_us.is_none()
+                && r.eligible_us
+                    .is_some_and(|e| e > r.end_us.unwrap_or(now_us)) =>
+        {
+            "BeginTime".into()
+        }
         "Reason" => "None".into(),
         // When it could start (its `--begin` time, else its submission; `Unknown`
         // while held); a step's, when it started.
@@ -586,6 +594,14 @@ mod tests {
         let derived = HashMap::new();
         let group = |_: u32| None;
         let cx = ctx(&derived, &group, Units::default());
+        // A job that never ran: held (never eligible), or before its begin time.
+        let mut waiting = rec("9");
+        (waiting.state, waiting.start_us, waiting.end_us) = (JobState::Pending, None, None);
+        assert_eq!(value(&waiting, "Reason", &cx), "JobHeldUser");
+        waiting.eligible_us = Some(u64::MAX);
+        assert_eq!(value(&waiting, "Reason", &cx), "BeginTime");
+        waiting.eligible_us = Some(0);
+        assert_eq!(value(&waiting, "Reason", &cx), "None");
         let mut job = rec("7");
         job.state = JobState::Cancelled;
         job.cancelled_by = Some("ann".into());

@@ -108,6 +108,18 @@ until [ "$(real sacct -n -X -P -o State -j "${R[running]}")" = "CANCELLED by 0" 
   sleep 0.5
 done
 
+# Jobs alive while compared: one running on half the node, one waiting for the node
+# whole, one waiting for its begin time an hour away.
+sub busy -c 2 --wrap 'sleep 300'
+sub queued -c 4 --wrap 'true'
+sub later --begin=now+1hour --wrap 'true'
+deadline=$((SECONDS + 60))
+until [ "$(real sacct -n -X -P -o State -j "${R[busy]},${R[queued]}" | sort | tr '\n' ' ')" = "PENDING RUNNING " ] &&
+      [ "$(bulk squeue -h -o %T -j "${B[busy]}")" = RUNNING ]; do
+  [ $SECONDS -lt $deadline ] || { echo "the live jobs did not settle" >&2; real sacct -X; exit 1; }
+  sleep 0.5
+done
+
 # Ids made ID where sacct writes them, the first column (`ID`, `ID_2`, `ID.batch`)
 # and, in parsable lines, the second (JobIDRaw); counts and sizes elsewhere are kept.
 ids() { # ids SIDE-ARRAY-NAME: a sed script replacing that side's ids with ID
@@ -133,7 +145,7 @@ FIELDS="JobID,JobIDRaw,JobName,Partition,AllocCPUS,State,ExitCode,DerivedExitCod
 ReqMem,ReqTRES,AllocTRES,NNodes,NCPUS,NTasks,ReqCPUS,ReqNodes,AllocNodes,Timelimit,\
 TimelimitRaw,WorkDir,Cluster,User,UID,Group,GID,Comment,Reservation,Constraints,\
 Suspended,Layout,Reason"
-for name in done failed steps mem percpu limit arr running held; do
+for name in done failed steps mem percpu limit arr running held busy queued later; do
   same "sacct -P -o FIELDS -j ($name)" \
     "$(real sacct -P -o "$FIELDS" -j "${R[$name]}" 2>&1 | sed -E "$RID; $RAW")" \
     "$(bulk sacct -P -o "$FIELDS" -j "${B[$name]}" 2>&1 | sed -E "$BID; $RAW")"
@@ -143,6 +155,7 @@ strip() { sed -E 's/^(ID[^ ]*) +/\1 /; s/20[0-9]{2}-[0-9-]+T[0-9:]+/DATE/g; s/\b
 for c in "sacct" "sacct -X" "sacct -b" "sacct -X -o JobID,JobName%20,State%30,ExitCode" \
     "sacct -P -X -o JobID,State" "sacct -p -o JobID,State,ExitCode" "sacct -n -X -s CA" \
     "sacct -X -s CA,F -E now -o JobName,State" "sacct -X -s R,PD -E now -o JobName" \
+    "sacct -X -s PD -o JobName,State,Reason" "sacct -X -s R -o JobName,State,Reason" \
     "sacct -X --units=K -o JobID,ReqMem,ReqNodes" "sacct -X --noconvert -o JobID,ReqMem,ReqTRES%40" \
     "sacct -X --name=done,failed -o JobName,State" "sacct -X -s F,CD -o JobName,State" \
     "sacct -o JobID,JobName -X --delimiter=: -P" "sacct -X -o jobid,state%-12,exitcode%5"; do
