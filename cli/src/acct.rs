@@ -273,7 +273,7 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
         "NCPUS" => r.alloc_cpus.to_string(),
         // Memory as Slurm writes a size: the largest unit that divides it.
         "ReqMem" => mem_size(r.alloc_mem_mb),
-        "AllocTRES" => tres_text(r, node_count(&r.nodes), Default::default()),
+        "AllocTRES" => tres_text(r, node_count(&r.nodes), Default::default(), true),
         "CPUTime" => hms(cpu_seconds(r, elapsed)),
         "CPUTimeRAW" => cpu_seconds(r, elapsed).to_string(),
         // A step has none of its own (sacct leaves it blank).
@@ -288,14 +288,25 @@ pub fn field(r: &AcctRecord, f: &str, now_us: u64) -> String {
 }
 
 /// slurmdbd's TRES of a record on `nodes` nodes (`billing=2,cpu=2,mem=2G,node=1`,
-/// and `gres/gpu=N` with GPUs), its memory written as `units` ask
+/// and `gres/gpu=N` with GPUs; a step's without `billing`, which slurmdbd keeps on
+/// jobs only), its memory written as `units` ask
 /// (`slurmdb_make_tres_string_from_simple`: `mem=1.50G` for 1,536 MB by default).
-pub(crate) fn tres_text(r: &AcctRecord, nodes: usize, units: crate::slurm::Units) -> String {
-    let mut t = format!(
-        "billing={c},cpu={c},mem={},node={nodes}",
-        crate::slurm::size_in(r.alloc_mem_mb, 2, units),
-        c = r.alloc_cpus
-    );
+pub(crate) fn tres_text(
+    r: &AcctRecord,
+    nodes: usize,
+    units: crate::slurm::Units,
+    billing: bool,
+) -> String {
+    let c = r.alloc_cpus;
+    let mut t = if billing {
+        format!("billing={c},")
+    } else {
+        String::new()
+    };
+    t.push_str(&format!(
+        "cpu={c},mem={},node={nodes}",
+        crate::slurm::size_in(r.alloc_mem_mb, 2, units)
+    ));
     let gpus = gpu_count(&r.alloc_gpus);
     if gpus > 0 {
         t.push_str(&format!(",gres/gpu={gpus}"));

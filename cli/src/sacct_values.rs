@@ -144,6 +144,14 @@ pub fn selected(
     }
 }
 
+/// The `ARRAY_TASK` of an accounting record's label (`12_3`, and its steps'
+/// `12_3.batch`), if it is a task's.
+pub fn label_task(label: &str) -> Option<(JobId, u32)> {
+    let job = label.split_once('.').map_or(label, |(j, _)| j);
+    let (a, t) = job.split_once('_')?;
+    Some((a.parse().ok()?, t.parse().ok()?))
+}
+
 /// Jobs in sacct's order (`_sort_desc_submit_time`, which sorts up): by the second
 /// they were submitted, then by array (jobs of none first) and task, then by id; each
 /// job's steps stay after it in their order. Jobs submitted in the same second are
@@ -157,12 +165,8 @@ pub fn sort_as_sacct(records: &mut Vec<AcctRecord>) {
         }
     }
     let key = |r: &AcctRecord| {
-        let (array, task) = r
-            .job_label
-            .split_once('_')
-            .and_then(|(a, t)| Some((a.parse::<u64>().ok()?, t.parse::<u64>().ok()?)))
-            .unwrap_or((0, 0));
-        (r.submit_us / 1_000_000, array, task, r.slurm_id().0)
+        let (array, task) = label_task(&r.job_label).unwrap_or((JobId(0), 0));
+        (r.submit_us / 1_000_000, array, task, r.slurm_id())
     };
     groups.sort_by_key(|g| key(&g[0]));
     records.extend(groups.into_iter().flatten());
@@ -255,18 +259,10 @@ pub fn value(r: &AcctRecord, f: &str, cx: &Ctx) -> String {
         // `0.00K`, as sacct does).
         "ReqNodes" => size_in(acct::node_count(&r.nodes).max(1) as u64, 0, units),
         "ReqMem" => size_in(r.alloc_mem_mb, 2, units),
-        "ReqTRES" => acct::tres_text(r, acct::node_count(&r.nodes).max(1), units),
+        "ReqTRES" => acct::tres_text(r, acct::node_count(&r.nodes).max(1), units, true),
         // Nothing is allocated to a job that has not started.
         "AllocTRES" if r.start_us.is_none() => String::new(),
-        // A step's allocation bills nothing (slurmdbd keeps no `billing` on steps).
-        "AllocTRES" if step => {
-            let t = acct::tres_text(r, acct::node_count(&r.nodes), units);
-            t.split(',')
-                .filter(|kv| !kv.starts_with("billing="))
-                .collect::<Vec<_>>()
-                .join(",")
-        }
-        "AllocTRES" => acct::tres_text(r, acct::node_count(&r.nodes), units),
+        "AllocTRES" => acct::tres_text(r, acct::node_count(&r.nodes), units, !step),
         // A job that never ran counts the nodes it asked for (its request's), as
         // sacct does once no allocation holds a count.
         "NNodes" if r.start_us.is_none() => acct::node_count(&r.nodes).max(1).to_string(),

@@ -178,14 +178,6 @@ fn ids_or_steps(list: &[String]) -> Result<JobIds, BadId> {
     Ok(out)
 }
 
-/// The `ARRAY_TASK` of an accounting record's label (`12_3`, and its steps'
-/// `12_3.batch`), if it is a task's.
-fn label_task(label: &str) -> Option<(JobId, u32)> {
-    let job = label.split_once('.').map_or(label, |(j, _)| j);
-    let (a, t) = job.split_once('_')?;
-    Some((a.parse().ok()?, t.parse().ok()?))
-}
-
 /// The most tasks of one array record `squeue -r` lists a line each (an array is at
 /// most this large here).
 const MAX_EXPANDED_TASKS: usize = 1_000_000;
@@ -1094,7 +1086,7 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
     });
     // `-j 12` lists array 12's tasks (the broker matches them); `-j 12_3` only that one.
     if !asked.tasks.is_empty() {
-        records.retain(|r| asked.names(r.job, label_task(&r.job_label)));
+        records.retain(|r| asked.names(r.job, sacct_values::label_task(&r.job_label)));
     }
     // `-j 12.0`, `-j 12.batch`: those steps alone, beside the jobs named whole
     // (`-j 12.batch,13`: that step, and job 13 with its steps).
@@ -1109,7 +1101,7 @@ fn sacct(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<Exi
         let whole = ids_or_steps(&whole).unwrap_or_default();
         records.retain(|r| {
             let raw = acct::field(r, "JobIDRaw", now);
-            whole.names(r.job, label_task(&r.job_label))
+            whole.names(r.job, sacct_values::label_task(&r.job_label))
                 || asked.steps.iter().any(|s| *s == r.job_label || *s == raw)
         });
     }
