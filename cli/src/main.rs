@@ -388,6 +388,17 @@ struct RunArgs {
     /// the allocation's business, and read as it alone).
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "")]
     exclusive: Option<String>,
+    /// Hold only the CPUs the tasks ask for (srun's --exact, implied by -c and
+    /// --exclusive; $SLURM_EXACT): kept apart from the job's other such steps while
+    /// it runs, the tasks bound within them. Without it a step holds every CPU of the
+    /// job's on its nodes, as Slurm's steps do (shared here with the job's other
+    /// steps).
+    #[arg(long)]
+    exact: bool,
+    /// Share CPUs with the job's other steps even where --exact or -c would keep
+    /// them apart (srun's --overlap; $SLURM_OVERLAP).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    overlap: Option<String>,
     /// Which of this environment's variables the tasks get, as srun's `--export`:
     /// `ALL` (the default), `NONE` (only `SLURM_*`), names, `NAME=VALUE`, or `ALL,...`.
     #[arg(long)]
@@ -511,10 +522,27 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
     } else {
         (env_u32("SLURM_NTASKS")?, env_u32("SLURM_NTASKS_PER_NODE")?)
     };
-    let cpus_per_task = match a.cpus_per_task {
-        Some(c) => c,
-        None => env_u32("SRUN_CPUS_PER_TASK")?.unwrap_or(1),
-    };
+    let cpus_from_env = env_u32("SRUN_CPUS_PER_TASK")?;
+    let cpus_per_task = a.cpus_per_task.or(cpus_from_env).unwrap_or(1);
+    // srun reads SLURM_OVERCOMMIT as -O (sbatch -O sets it in the job).
+    let overcommit = a.overcommit
+        || std::env::var("SLURM_OVERCOMMIT").is_ok_and(|v| bulkhead_cli::opts::env_flag_set(&v));
+    if a.exclusive.is_some() && a.overlap.is_some() {
+        bail!("--exclusive and --overlap are mutually exclusive");
+    }
+    let set = |k: &str| std::env::var_os(k).is_some();
+    // As srun 22.05 (`launch_common_get_step_layout`): --exact, its variable, a step's
+    // --exclusive, or CPUs per task asked for (not overcommitted) make the step hold
+    // only its tasks' CPUs; --overlap (or its variable) shares them all the same.
+    let step_exclusive = a
+        .exclusive
+        .as_deref()
+        .is_some_and(|v| v.is_empty() || v.eq_ignore_ascii_case("exclusive"));
+    let exact = a.exact
+        || set("SLURM_EXACT")
+        || step_exclusive
+        || (!overcommit && (a.cpus_per_task.is_some() || cpus_from_env.is_some()));
+    let overlap = a.overlap.is_some() || (a.exclusive.is_none() && set("SLURM_OVERLAP"));
     let req = bulkhead_proto::step::StepRequest {
         job: JobId(job),
         ntasks,
@@ -530,11 +558,11 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
         kill_on_bad_exit: a.kill_on_bad_exit.is_some_and(|k| k != 0),
         gpus_per_task: a.gpus_per_task.unwrap_or(0),
         gpus_per_node: a.gpus_per_node.unwrap_or(0),
-        exclusive: a.exclusive.is_some(),
-        // srun reads SLURM_OVERCOMMIT as -O (sbatch -O sets it in the job).
-        overcommit: a.overcommit
-            || std::env::var("SLURM_OVERCOMMIT")
-                .is_ok_and(|v| bulkhead_cli::opts::env_flag_set(&v)),
+        // CPUs of its own: asked for (--exclusive), or --exact without --overlap (an
+        // overcommitted step's tasks share its CPUs whatever they ask).
+        exclusive: a.exclusive.is_some() || (exact && !overlap && !overcommit),
+        overcommit,
+        exact,
     };
     req.validate().context("the step")?;
     Ok(req)
@@ -1151,6 +1179,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 gpus_per_node: None,
                 cpu_bind: None,
                 exclusive: None,
+                // An MPI launcher's daemon: its ranks use the job's CPUs.
+                exact: false,
+                overlap: Some(String::new()),
                 export: None,
                 overcommit: false,
                 job_name: Some("rsh".into()),

@@ -2,7 +2,7 @@
 //! run unchanged: those that shape an allocation (`-A`, `--qos`, `--mem-per-cpu`,
 //! `--gres`, `-x`, ...) are passed to the allocation `bh run` makes outside a job
 //! (inside one, the job's allocation stands and they are warned of), and those with no
-//! meaning here (`--mpi`, `--overlap`, `--exact`, `--distribution`, binding hints, ...)
+//! meaning here (`--mpi`, `--distribution`, binding hints, ...)
 //! are accepted with a warning that says why.
 
 use crate::opts::table::{Takes, hidden_arg};
@@ -39,18 +39,6 @@ const TABLE: &[Entry] = &[
     ("reservation", None, Takes::Value, Kind::Alloc),
     ("comment", None, Takes::Value, Kind::Alloc),
     ("mpi", None, Takes::Value, Kind::Ignored(NO_PMI)),
-    (
-        "overlap",
-        None,
-        Takes::Optional,
-        Kind::Ignored("steps share the job's CPUs unless a step asks for --exclusive"),
-    ),
-    (
-        "exact",
-        None,
-        Takes::Flag,
-        Kind::Ignored("a step is given the CPUs its tasks ask for"),
-    ),
     (
         "distribution",
         Some('m'),
@@ -480,7 +468,7 @@ mod tests {
             "-A",
             "physics",
             "--mpi=pmix",
-            "--overlap",
+            "--distribution=block",
             "--mem-per-cpu=2G",
             "hostname",
         ])
@@ -491,7 +479,7 @@ mod tests {
         );
         assert_eq!(
             t.extra.ignored.iter().map(|(l, _)| *l).collect::<Vec<_>>(),
-            ["mpi", "overlap"]
+            ["mpi", "distribution"]
         );
         assert_eq!(t.cmd, ["hostname"]);
         let w = t.extra.warnings(true);

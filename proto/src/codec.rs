@@ -52,7 +52,9 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// last (Slurm gives that task the array's id).
 /// 25: an accounting record names who cancelled its job and when the job became
 /// eligible to start.
-pub const PROTOCOL_VERSION: u16 = 25;
+/// 26: a step request says whether it is `--exact`, and a step's launch whether it
+/// holds the job's every CPU on its nodes (accounting's `AllocCPUS`).
+pub const PROTOCOL_VERSION: u16 = 26;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

@@ -67,6 +67,11 @@ pub struct StepRequest {
     /// `--overcommit`, or `SLURM_OVERCOMMIT` in a job submitted so): a node takes
     /// any number of them, each task still no more CPUs than the node has.
     pub overcommit: bool,
+    /// The step holds only the CPUs its tasks ask for (srun's `--exact`, which
+    /// `--exclusive` and `-c` imply); without it a step holds every CPU of the job's
+    /// on its nodes, as Slurm 22.05's steps do (what accounting shows). Appended
+    /// (protocol 26).
+    pub exact: bool,
 }
 
 /// At most this many GPUs of a node for one task or one step.
@@ -157,6 +162,10 @@ pub struct StepLaunch {
     /// other exclusive step of the job has while it runs; the tasks are bound within
     /// them. Empty: every CPU of the job's.
     pub cpus: Vec<u32>,
+    /// The step holds every CPU of the job's on its nodes (not `--exact`): what this
+    /// node's part of it counts in accounting (sacct's `AllocCPUS`), the job's CPUs
+    /// here rather than its tasks'. Appended (protocol 26).
+    pub whole: bool,
     pub expires_us: u64,
     /// The broker's Ed25519 signature of everything above; empty when it signs none.
     pub signature: Vec<u8>,
@@ -540,6 +549,7 @@ mod tests {
             gpus_per_task: 0,
             gpus_per_node: 0,
             cpus: vec![],
+            whole: false,
             expires_us: 0,
             signature: vec![],
         };

@@ -77,6 +77,7 @@ fn mutated_step_frames_decode_without_panics_and_round_trip() {
         gpus_per_task: 0,
         gpus_per_node: 0,
         cpus: vec![],
+        whole: false,
         expires_us: 1 << 50,
         signature: vec![9; 64],
     };

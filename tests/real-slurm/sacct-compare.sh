@@ -11,6 +11,8 @@
 # Values that differ by construction are left out: ids (made ID), times and
 # durations, measured usage (memory, CPU time), the node's name and address, the
 # account and QOS (slurmdbd's association here, Bulkhead's own accounts there).
+# Slurm keeps job comments with `AccountingStoreFlags=job_comment` (Bulkhead always
+# keeps them), so the real cluster is configured so.
 # Prints each difference, then `sacct_compare_agree=N` and `sacct_compare_total=M`.
 # Needs root; installs slurm-wlm, slurmdbd, mariadb-server and munge from Debian if
 # missing; stops every daemon it started and removes its directory (EXIT trap).
@@ -62,7 +64,8 @@ chmod 600 "$WORK/etc/slurmdbd.conf"
 slurm_conf 26817 27001 "AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=26819
-AccountingStoragePass=$WORK/munge/munge.sock"
+AccountingStoragePass=$WORK/munge/munge.sock
+AccountingStoreFlags=job_comment"
 start_munged
 # slurmdbd reads slurmdbd.conf beside $SLURM_CONF.
 slurmdbd
@@ -83,7 +86,8 @@ sub() { # sub NAME SBATCH-WORDS...: one job on each cluster
 }
 sub done --wrap 'true'
 sub failed --wrap 'exit 3'
-sub steps -n 2 --wrap 'srun true; srun -n1 false; true'
+# A step holds the job's every CPU on its nodes unless --exact (implied by -c).
+sub steps -n 2 --wrap 'srun true; srun -n1 false; srun --exact -n1 true; srun -c1 -n1 true; srun --overlap -n1 true; true'
 sub mem --mem=1500 -c 2 --wrap 'true'
 sub percpu --mem-per-cpu=600 -n 3 --comment=note --wrap 'true'
 sub limit -t 90 --wrap 'true'

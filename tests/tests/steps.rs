@@ -237,8 +237,16 @@ fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variabl
         &["--jobid", &j.to_string(), "-N", "2", "sh", "-c", "exit 2"],
     );
     assert_eq!(out.status.code(), Some(2));
+    // --exact: the step holds only its task's CPU.
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &["--jobid", &j.to_string(), "--exact", "-n", "1", "true"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
     release(&c, &wd, j);
-    // The steps are accounted apart, as sacct lists them: J, J.0, J.1, J.2.
+    // The steps are accounted apart, as sacct lists them: J, J.0, J.1, J.2, J.3.
     let js = j.to_string();
     let mut lines = Vec::new();
     wait_for(t(), || {
@@ -256,7 +264,7 @@ fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variabl
             )
             .expect("bh acct");
         lines = text(&out.stdout).lines().map(str::to_string).collect();
-        lines.iter().any(|l| l.starts_with(&format!("{js}.2,")))
+        lines.iter().any(|l| l.starts_with(&format!("{js}.3,")))
     })
     .unwrap_or_else(|e| panic!("{e}: {lines:?}"));
     let row = |id: &str| {
@@ -270,10 +278,15 @@ fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variabl
         row(&format!("{js}.0")).contains(",COMPLETED,0:0,"),
         "{lines:?}"
     );
-    assert!(
-        row(&format!("{js}.0")).ends_with(",4"),
-        "4 tasks of 1 CPU: {lines:?}"
-    );
+    // A step holds the job's every CPU on its nodes (2 on each), as Slurm 22.05's
+    // steps do without --exact, whatever its tasks ask: 4 tasks on both nodes, then
+    // one task on one node; with --exact its task's one CPU.
+    for (step, cpus) in [(0, 4), (1, 2), (2, 4), (3, 1)] {
+        assert!(
+            row(&format!("{js}.{step}")).ends_with(&format!(",{cpus}")),
+            "step {step}: {cpus} CPUs: {lines:?}"
+        );
+    }
     assert!(
         row(&format!("{js}.0")).contains(&nodes.join(",")),
         "{lines:?}"
@@ -771,6 +784,7 @@ fn another_user_cannot_attach_to_a_step_with_a_valid_launch() {
             gpus_per_node: 0,
             exclusive: false,
             overcommit: false,
+            exact: false,
         })
         .expect("root may have a step granted in any job");
     let node = &grant.nodes[0];
@@ -1165,8 +1179,9 @@ fn cpu_bind_pins_each_task_within_the_jobs_cpus() {
 }
 
 /// `--exclusive` inside a job: a step that needs CPUs another exclusive step holds
-/// waits, saying so as srun does, and starts once that one ends; a step without it
-/// shares the job's CPUs meanwhile.
+/// waits, saying so as srun does, and starts once that one ends; so does one that
+/// asks `-c` (srun 22.05 implies `--exact`, CPUs of the step's own); a step without
+/// them, or with `--overlap`, shares the job's CPUs meanwhile.
 #[test]
 fn an_exclusive_step_waits_for_the_cpus_of_another() {
     use std::io::{BufRead, BufReader};
@@ -1203,14 +1218,7 @@ fn an_exclusive_step_waits_for_the_cpus_of_another() {
             Some(&u),
             &wd,
             &[
-                "run",
-                "--jobid",
-                &js,
-                "--exclusive",
-                "-n",
-                "1",
-                "touch",
-                "second",
+                "run", "--jobid", &js, "-c", "1", "-n", "1", "touch", "second",
             ],
         )
         .stderr(std::process::Stdio::piped())
@@ -1240,6 +1248,15 @@ fn an_exclusive_step_waits_for_the_cpus_of_another() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(wd.join("shared").exists());
+    let out = run(
+        &c,
+        Some(&u),
+        &wd,
+        &["--jobid", &js, "--overlap", "-c", "1", "touch", "overlap"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(wd.join("overlap").exists());
+    assert!(!wd.join("second").exists(), "it still waits");
     std::fs::write(wd.join("first.stop"), "").expect("stop");
     assert!(first.wait().expect("first").success());
     let st = second.wait().expect("second");

@@ -304,6 +304,7 @@ impl Driver {
                         gpus_per_node: b.u32_or(&[0, 0, 1, 8, u32::MAX]),
                         exclusive: b.bool(),
                         overcommit: b.bool(),
+                        exact: b.bool(),
                     })),
                     0 => ClientOp::Show(self.job(b)),
                     1 => ClientOp::Script(self.job(b)),

@@ -292,6 +292,9 @@ impl Core {
             .checked_add(1)
             .ok_or_else(|| unable("the job has run all the steps it may".into()))?;
         let port = steps.port;
+        // Not `--exact` (nor `--exclusive`): the step holds every CPU of the job's
+        // on its nodes, as slurmctld gives a step `SSF_WHOLE`; accounting says so.
+        let whole = !(req.exact || req.exclusive);
         let mut first_rank = 0u32;
         let uid = self.jobs.get(&id).map_or(caller.uid, |j| j.uid);
         for (i, nid) in usable.iter().enumerate() {
@@ -322,6 +325,7 @@ impl Core {
                 gpus_per_task: req.gpus_per_task,
                 gpus_per_node: req.gpus_per_node,
                 cpus: step_cpus[i].clone(),
+                whole,
                 expires_us: now_us + bulkhead_net::sign::LAUNCH_VALIDITY_US,
                 signature: Vec::new(),
             };
@@ -351,10 +355,14 @@ impl Core {
                 nodes: names.clone(),
                 start_us: now_us,
                 ntasks: per_node.iter().fold(0u32, |a, t| a.saturating_add(*t)),
-                cpus: per_node
-                    .iter()
-                    .map(|t| t.saturating_mul(cpus_per_task))
-                    .fold(0u32, u32::saturating_add),
+                cpus: if whole {
+                    job_cpus.saturating_mul(nnodes)
+                } else {
+                    per_node
+                        .iter()
+                        .map(|t| t.saturating_mul(cpus_per_task))
+                        .fold(0u32, u32::saturating_add)
+                },
             },
         );
         if req.exclusive {
@@ -510,11 +518,25 @@ impl Core {
     /// A job's steps as accounting records: `J.batch` for a batch job that started,
     /// then `J.0`, `J.1`, ..., each over its nodes: the earliest start, the latest end,
     /// the highest exit code, the CPU time summed and the largest memory peak.
+    /// A step's memory is what srun asks in the job's environment: per CPU
+    /// (`mem_per_cpu`, from `SLURM_MEM_PER_CPU`) for its CPUs, else the job's per node
+    /// for its nodes, summed over them as slurmctld's `_set_step_tres` sums them.
     pub(super) fn step_records(
         &self,
         job: &bulkhead_proto::acct::AcctRecord,
         batch: bool,
+        mem_per_cpu: Option<u64>,
     ) -> Vec<bulkhead_proto::acct::AcctRecord> {
+        let job_nodes = job
+            .nodes
+            .split(',')
+            .filter(|n| !n.is_empty())
+            .count()
+            .max(1) as u64;
+        let step_mem = |cpus: u32, nodes: usize| match mem_per_cpu {
+            Some(mb) => mb.saturating_mul(u64::from(cpus)),
+            None => (job.alloc_mem_mb / job_nodes).saturating_mul(nodes as u64),
+        };
         let no_ends = Vec::new();
         let ends = self.step_ends.get(&job.job).unwrap_or(&no_ends);
         let batch_record = batch.then(|| batch_record(job, ends)).flatten();
@@ -533,6 +555,7 @@ impl Core {
                     start_us: Some(r.start_us),
                     end_us: None,
                     alloc_cpus: r.cpus,
+                    alloc_mem_mb: step_mem(r.cpus, r.nodes.len()),
                     alloc_gpus: String::new(),
                     gpu_seconds: Vec::new(),
                     usage: None,
@@ -582,6 +605,7 @@ impl Core {
                 ..Default::default()
             });
             let state = step_state(job.state, &parts);
+            let cpus = parts.iter().map(|p| p.cpus).fold(0u32, u32::saturating_add);
             bulkhead_proto::acct::AcctRecord {
                 job: job.job,
                 job_label: format!("{}.{step}", job.job_label),
@@ -596,7 +620,8 @@ impl Core {
                     .join(","),
                 start_us: parts.iter().map(|p| p.start_us).min(),
                 end_us: parts.iter().map(|p| p.end_us).max(),
-                alloc_cpus: parts.iter().map(|p| p.cpus).fold(0u32, u32::saturating_add),
+                alloc_cpus: cpus,
+                alloc_mem_mb: step_mem(cpus, parts.len()),
                 alloc_gpus: String::new(),
                 gpu_seconds: Vec::new(),
                 usage,

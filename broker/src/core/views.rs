@@ -669,6 +669,17 @@ impl Core {
         })
     }
 
+    /// A job's memory per CPU as its environment gives it to srun
+    /// (`SLURM_MEM_PER_CPU`: asked per CPU, or the cluster's default); `None` where it
+    /// gives memory per node or per GPU.
+    fn mem_per_cpu(&self, j: &Job) -> Option<u64> {
+        match j.submission.extra.counts.map(|c| c.mem)? {
+            bulkhead_proto::job::MemForm::PerCpu(mb) => Some(mb),
+            bulkhead_proto::job::MemForm::DefaultPerCpu => Some(self.cfg.def_mem_per_cpu_mb),
+            _ => None,
+        }
+    }
+
     /// `bh acct`: the caller's jobs (everyone's for root) matching the filter.
     /// A running job's GPU-seconds count up to `now_us`.
     pub(super) fn acct(&self, caller: &Caller, f: &AcctFilter, now_us: u64) -> ClientReply {
@@ -690,13 +701,18 @@ impl Core {
             .filter_map(|j| match j.submission.array {
                 // An array's own job: only its tasks not made yet, and no steps.
                 Some(_) => Some((self.array_acct_record(j, now_us)?, None)),
-                None => Some((self.acct_record(j, now_us), Some(j.batch))),
+                None => Some((
+                    self.acct_record(j, now_us),
+                    Some((j.batch, self.mem_per_cpu(j))),
+                )),
             })
             .filter(|(r, _)| crate::acct::matches(r, f))
             .flat_map(|(r, batch)| {
                 // Each job's steps follow it, as sacct lists them: its batch script's
                 // (`J.batch`) first.
-                let steps = batch.map(|b| self.step_records(&r, b)).unwrap_or_default();
+                let steps = batch
+                    .map(|(b, per_cpu)| self.step_records(&r, b, per_cpu))
+                    .unwrap_or_default();
                 std::iter::once(r).chain(steps)
             })
             .collect();

@@ -543,7 +543,7 @@ fn a_step_killed_with_its_job_is_cancelled_and_one_killed_alone_failed() {
         comment: None,
     };
     let step_state = |c: &Core, state| {
-        c.step_records(&job(state), false)
+        c.step_records(&job(state), false, None)
             .into_iter()
             .find(|r| r.job_label == "7.0")
             .map(|r| r.state)
@@ -555,11 +555,21 @@ fn a_step_killed_with_its_job_is_cancelled_and_one_killed_alone_failed() {
     assert_eq!(step_state(&c, JobState::Timeout), Some(JobState::Cancelled));
     assert_eq!(step_state(&c, JobState::Failed), Some(JobState::Failed));
     let step = c
-        .step_records(&job(JobState::Completed), false)
+        .step_records(&job(JobState::Completed), false, None)
         .into_iter()
         .find(|r| r.job_label == "7.0")
         .expect("the step");
     assert_eq!(step.ntasks, Some(4), "1 task on n1 and 3 on n2");
+    // Its memory, as srun asks it in the job's environment: per CPU for its 2 CPUs
+    // (1 on each node), else the job's per node (100 MB on one node) on its 2 nodes.
+    let mem = |per_cpu| {
+        c.step_records(&job(JobState::Completed), false, per_cpu)
+            .into_iter()
+            .find(|r| r.job_label == "7.0")
+            .map(|r| (r.alloc_cpus, r.alloc_mem_mb))
+    };
+    assert_eq!(mem(Some(1024)), Some((2, 2048)));
+    assert_eq!(mem(None), Some((2, 200)));
 }
 
 /// A node of 16 CPUs with four whole A100s (not in MIG mode).
