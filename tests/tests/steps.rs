@@ -226,10 +226,16 @@ fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variabl
             "1",
             "sh",
             "-c",
-            "echo step=$SLURM_STEP_ID",
+            "echo step=$SLURM_STEP_ID cpus=$SLURM_CPUS_ON_NODE",
         ],
     );
-    assert_eq!(text(&out.stdout).trim(), "step=1", "{}", text(&out.stderr));
+    // The step holds the job's 2 CPUs on its node, as slurmd says to Slurm's.
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "step=1 cpus=2",
+        "{}",
+        text(&out.stderr)
+    );
     let out = run(
         &c,
         Some(&u),
@@ -242,9 +248,18 @@ fn a_step_spreads_its_tasks_over_the_jobs_nodes_with_slurms_and_pytorchs_variabl
         &c,
         Some(&u),
         &wd,
-        &["--jobid", &j.to_string(), "--exact", "-n", "1", "true"],
+        &[
+            "--jobid",
+            &j.to_string(),
+            "--exact",
+            "-n",
+            "1",
+            "sh",
+            "-c",
+            "echo cpus=$SLURM_CPUS_ON_NODE",
+        ],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "cpus=1", "{}", text(&out.stderr));
     release(&c, &wd, j);
     // The steps are accounted apart, as sacct lists them: J, J.0, J.1, J.2, J.3.
     let js = j.to_string();
