@@ -477,6 +477,18 @@ impl Core {
         env
     }
 
+    /// The job's CPUs on node `id`: those it asked for, or the whole node's for an
+    /// `--exclusive` job (as the scheduler gives them).
+    pub(super) fn job_cpus_on(&self, j: &Job, id: NodeId) -> u32 {
+        let asked = j.submission.resources.cpus;
+        match self.nodes.get(&id) {
+            Some(n) if j.submission.extra.exclusive == bulkhead_proto::job::Exclusive::Node => {
+                asked.max(n.cpus)
+            }
+            _ => asked,
+        }
+    }
+
     /// The launch of a job for its `part`-th node (0: the first, which runs the batch
     /// script; the others get no script and run only steps), signed when the broker
     /// has a key.
@@ -521,14 +533,14 @@ impl Core {
         };
         // A whole node's CPUs (`--exclusive`) and memory (`--mem=0`), as the scheduler
         // gave them.
+        if let Some(&id) = self.node_by_name.get(node) {
+            spec.cpus = self.job_cpus_on(j, id);
+        }
         if let Some(n) = self
             .node_by_name
             .get(node)
             .and_then(|id| self.nodes.get(id))
         {
-            if j.submission.extra.exclusive == bulkhead_proto::job::Exclusive::Node {
-                spec.cpus = spec.cpus.max(n.cpus);
-            }
             if j.submission.extra.mem_whole {
                 spec.mem_mb = spec.mem_mb.max(n.mem_mb);
             }

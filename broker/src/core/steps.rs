@@ -120,8 +120,15 @@ impl Core {
             return Err(err(ErrorCode::Invalid, "no command to run"));
         }
         let cpus_per_task = req.cpus_per_task.max(1);
-        let job_cpus = j.submission.resources.cpus.max(1);
         let job_nodes: Vec<NodeId> = j.node.into_iter().chain(j.extra_nodes.clone()).collect();
+        // The job's CPUs on each of its nodes (a whole node's for `--exclusive`): the
+        // fewest, where its nodes differ.
+        let job_cpus = job_nodes
+            .iter()
+            .map(|n| self.job_cpus_on(j, *n))
+            .min()
+            .unwrap_or(j.submission.resources.cpus)
+            .max(1);
         let name_of = |n: &NodeId| {
             self.nodes
                 .get(n)
@@ -185,6 +192,12 @@ impl Core {
             )));
         }
         usable.truncate(nnodes as usize);
+        // The job's CPUs on each node the step uses: a step without --exact holds them.
+        let usable_cpus: Vec<u32> = usable
+            .iter()
+            .map(|n| self.job_cpus_on(j, *n).max(1))
+            .collect();
+        let job_node_cpus = usable_cpus.iter().fold(0u32, |a, c| a.saturating_add(*c));
         let room = match req.ntasks_per_node {
             Some(per) if per > per_node_room => {
                 return Err(unable(format!(
@@ -313,7 +326,7 @@ impl Core {
                 ntasks,
                 cpus_per_task,
                 job_nodes: job_names.clone(),
-                job_cpus_per_node: job_cpus,
+                job_cpus_per_node: usable_cpus[i],
                 name: req.name.clone(),
                 argv: req.argv.clone(),
                 cwd: req.cwd.clone(),
@@ -356,7 +369,7 @@ impl Core {
                 start_us: now_us,
                 ntasks: per_node.iter().fold(0u32, |a, t| a.saturating_add(*t)),
                 cpus: if whole {
-                    job_cpus.saturating_mul(nnodes)
+                    job_node_cpus
                 } else {
                     per_node
                         .iter()
