@@ -535,13 +535,9 @@ impl Core {
         // gave them.
         if let Some(&id) = self.node_by_name.get(node) {
             spec.cpus = self.job_cpus_on(j, id);
-        }
-        if let Some(n) = self
-            .node_by_name
-            .get(node)
-            .and_then(|id| self.nodes.get(id))
-        {
-            if j.submission.extra.mem_whole {
+            if let Some(n) = self.nodes.get(&id)
+                && j.submission.extra.mem_whole
+            {
                 spec.mem_mb = spec.mem_mb.max(n.mem_mb);
             }
         }
