@@ -321,7 +321,7 @@ enum Cmd {
     /// Write bh's manual pages (bh.1, bh-submit.1, ...) into DIR.
     Man { dir: PathBuf },
     /// Make Slurm's commands (sbatch, srun, salloc, squeue, sinfo, scancel, sacct, scontrol,
-    /// sacctmgr, sshare, sprio, sdiag, sstat) in DIR, as links to this bh: run under those names, bh reads
+    /// sacctmgr, sshare, sprio, sdiag, sstat, sbcast) in DIR, as links to this bh: run under those names, bh reads
     /// their options and answers in their formats.
     InstallSlurmCommands { dir: PathBuf },
     /// Run a broker and an agent on this host (single-host mode): runs the
@@ -569,6 +569,7 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
 }
 
 mod allocating;
+mod sbcast;
 mod scontrol_node;
 mod scontrol_update;
 mod slurm_accounts;
@@ -1264,6 +1265,9 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
             a.input.as_deref(),
         )?;
         streams.cpu_bind = a.cpu_bind.clone().unwrap_or_default();
+        streams.prog = cli.prog;
+        // sbcast says a node's refusal itself, as Slurm's does.
+        streams.report_exits = cli.prog != "sbcast";
         if let Some(spec) = &a.export {
             let vars = std::mem::take(&mut streams.env);
             streams.env = opts::exported_env(opts::parse_export(spec), vars, true);

@@ -168,6 +168,11 @@ pub struct Streams {
     pub cpu_bind: bulkhead_proto::cpubind::CpuBinding,
     /// The tasks' environment (`--export`; by default this one's).
     pub env: Vec<(String, String)>,
+    /// The name this command's messages go under (`bh`, `srun`, ...).
+    pub prog: &'static str,
+    /// Whether a task that failed is said (`NODE: task 0: Exited with exit code 2`, as
+    /// srun says it); a command that says its own failures turns it off.
+    pub report_exits: bool,
     out: Option<std::fs::File>,
     err: Option<std::fs::File>,
     input: Option<std::fs::File>,
@@ -244,6 +249,8 @@ impl Streams {
             })
             .transpose()?;
         Ok(Streams {
+            prog: "bh",
+            report_exits: true,
             io: StepIo {
                 output: out_target,
                 error: err_target,
@@ -443,9 +450,10 @@ pub fn relay(
                         let _ = streams.emit(true, &labeller.flush(rank, true));
                     }
                     let st = task_status(code, signal);
-                    if st != 0 {
+                    if st != 0 && streams.report_exits {
                         eprintln!(
-                            "bh: error: {}: task {rank}: {}",
+                            "{}: error: {}: task {rank}: {}",
+                            streams.prog,
                             conns.node_name(i),
                             describe_exit(code, signal)
                         );
@@ -455,7 +463,8 @@ pub fn relay(
                 StepOut::Ended { .. } => done[i] = true,
                 StepOut::Failed { node, message } => {
                     eprintln!(
-                        "bh: error: {}: {}",
+                        "{}: error: {}: {}",
+                        streams.prog,
                         bulkhead_cli_escape(&node),
                         bulkhead_cli_escape(&message)
                     );
@@ -482,7 +491,8 @@ pub fn relay(
                 .map(|i| conns.node_name(i))
                 .collect();
             eprintln!(
-                "bh: error: job {} ended ({state}); no end of the tasks on {} (unreachable?): giving up on them",
+                "{}: error: job {} ended ({state}); no end of the tasks on {} (unreachable?): giving up on them",
+                streams.prog,
                 grant.job,
                 bulkhead_cli_escape(&silent.join(","))
             );

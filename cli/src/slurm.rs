@@ -15,7 +15,7 @@ use crate::slurm_fields::{is_long, long_field_into, long_header, long_parts};
 /// The commands a link to `bh` may be named.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "sinfo", "scancel", "sacct", "scontrol", "sacctmgr",
-    "sshare", "sprio", "sdiag", "sstat",
+    "sshare", "sprio", "sdiag", "sstat", "sbcast",
 ];
 
 /// squeue's default format.

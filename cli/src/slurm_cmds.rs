@@ -283,6 +283,7 @@ pub fn run(prog: &'static str, args: Vec<String>, g: Globals) -> anyhow::Result<
         "sprio" => super::slurm_accounts::sprio(words, &g),
         "sdiag" => super::slurm_accounts::sdiag(words, &g),
         "sstat" => super::slurm_accounts::sstat(words, &g),
+        "sbcast" => super::sbcast::sbcast(words, &g),
         _ => {
             // sbatch, srun, salloc: bh's own commands under Slurm's names. sbatch's and
             // salloc's words are read by their own parser: no need to build bh's whole

@@ -799,3 +799,111 @@ fn sstat_shows_running_steps() {
     assert_eq!(bad.status.code(), Some(1));
     assert_eq!(s.run("sstat", &[]).status.code(), Some(1));
 }
+
+/// sbcast copies a file to the nodes of a running job as its user, as Slurm's does:
+/// its bytes (past one chunk of the step's input, NULs among them) and its permission
+/// bits, its times only with `-p`; an existing copy is kept without `-f` (exit 17 with
+/// the node's `File exists`) and replaced with it; a missing directory is the node's
+/// errno; a missing source, a waiting job and no job at all are sbcast's own refusals.
+#[test]
+fn sbcast_copies_a_file_to_the_jobs_nodes() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let c = cluster_up(ClusterOpts::default());
+    let s = SlurmCommands::install(&c);
+    let job = s
+        .ok("sbatch", &["--parsable", "--wrap", "sleep 300"])
+        .trim()
+        .to_string();
+    wait("the job to run", || {
+        s.ok("squeue", &["-h", "-j", &job, "-o", "%T"]).trim() == "RUNNING"
+    });
+    let src = s.wd.join("prog");
+    let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&src, &bytes).expect("source");
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o750)).expect("chmod");
+    // An hour ago: kept only with -p.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&src)
+        .and_then(|f| f.set_modified(old))
+        .expect("mtime");
+    let old_secs = std::fs::metadata(&src).expect("meta").mtime();
+    std::process::Command::new("chown")
+        .arg(format!("{}:{}", s.user.uid, s.user.gid))
+        .arg(&src)
+        .status()
+        .expect("chown");
+    let dest = s.wd.join("copy");
+    let out = s.run("sbcast", &["-j", &job, "prog", "copy"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&dest).expect("the copy"), bytes);
+    let meta = std::fs::metadata(&dest).expect("meta");
+    assert_eq!(meta.mode() & 0o777, 0o750);
+    assert_eq!(
+        (meta.uid(), meta.gid()),
+        (s.user.uid, s.user.gid),
+        "the user's"
+    );
+    assert_ne!(meta.mtime(), old_secs, "times kept only with -p");
+    // Again, without -f: the node keeps its copy.
+    std::fs::write(&src, b"second").expect("source");
+    let out = s.run("sbcast", &["-j", &job, "prog", "copy"]);
+    assert_eq!(out.status.code(), Some(17));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("sbcast: error: REQUEST_FILE_BCAST(") && err.ends_with("): File exists\n"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&dest).expect("the copy"), bytes);
+    // -f replaces it, -p keeps the source's times.
+    std::fs::File::options()
+        .write(true)
+        .open(&src)
+        .and_then(|f| f.set_modified(old))
+        .expect("mtime");
+    let out = s.run("sbcast", &["-f", "-p", "-j", &job, "prog", "copy"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&dest).expect("the copy"), b"second");
+    assert_eq!(std::fs::metadata(&dest).expect("meta").mtime(), old_secs);
+    let missing = s.wd.join("no-such-dir/copy");
+    let out = s.run(
+        "sbcast",
+        &["-j", &job, "prog", missing.to_str().expect("utf-8")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).ends_with("): No such file or directory\n"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // sbcast's own refusals.
+    let out = s.run("sbcast", &["-j", &job, "no-such-source", "x"]);
+    assert_eq!(out.status.code(), Some(255));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "sbcast: error: Can't open `no-such-source`: No such file or directory\n"
+    );
+    let held = s
+        .ok("sbatch", &["--parsable", "-H", "--wrap", "true"])
+        .trim()
+        .to_string();
+    let out = s.run("sbcast", &["-j", &held, "prog", "x"]);
+    assert_eq!(out.status.code(), Some(255));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("sbcast: error: Slurm job {held} lookup error: Job is pending execution\n")
+    );
+    let out = s.run("sbcast", &["prog", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!s.wd.join("x").exists());
+    s.ok("scancel", &[&job, &held]);
+}

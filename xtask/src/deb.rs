@@ -29,9 +29,9 @@ use std::process::Command;
 const MAINTAINER: &str = "Bulkhead developers <bulkhead@localhost>";
 
 /// The Slurm commands `bh` answers as (the CLI's `slurm::COMMANDS`).
-const SLURM_COMMANDS: [&str; 13] = [
+const SLURM_COMMANDS: [&str; 14] = [
     "sbatch", "srun", "salloc", "squeue", "sinfo", "scancel", "sacct", "scontrol", "sacctmgr",
-    "sshare", "sprio", "sdiag", "sstat",
+    "sshare", "sprio", "sdiag", "sstat", "sbcast",
 ];
 
 /// One package: its files (source, destination), the conffiles among them, its
