@@ -10,7 +10,8 @@
 #   3. the default, long and other layouts of squeue, sinfo and scontrol;
 #   4. the SLURM_* variables a batch script and a step see (names, and values where
 #      they do not depend on the run);
-#   5. messages and exit statuses for options and ids the commands refuse.
+#   5. messages and exit statuses for options and ids the commands refuse;
+#   6. sbcast into a running job: the copy, its refusals and their exit statuses.
 # Values that differ by construction are left out: job ids (replaced by ID), times,
 # priorities (Slurm's priority/basic against Bulkhead's multifactor), the submit
 # host's session, the node's load, free memory, address and version, Account and QOS
@@ -115,6 +116,35 @@ for c in "sbatch --wrong" "sbatch -y" "srun --wrong true" "srun -y true" "salloc
   same "$c" "$(real $c 2>&1 | sed -E 's|^/[^:]*/||'; echo "exit $?")" \
     "$(bulk $c 2>&1 | sed -E 's|^/[^:]*/||'; echo "exit $?")"
 done
+
+# 6: sbcast into a running job: the copy (bytes, mode), then again without and with -f,
+# into a missing directory, from a missing source, into a waiting job and with no job.
+cancel_all
+head -c 300000 /dev/urandom > sb-src && chmod 750 sb-src
+mkdir -p sb-real sb-bulk
+RJ=$(real sbatch --parsable --wrap 'sleep 300'); BJ=$(bulk sbatch --parsable --wrap 'sleep 300')
+RH=$(real sbatch --parsable -H --wrap true); BH=$(bulk sbatch --parsable -H --wrap true)
+deadline=$((SECONDS + 60))
+until [ "$(real squeue -h -j "$RJ" -o %T)" = RUNNING ] && [ "$(bulk squeue -h -j "$BJ" -o %T)" = RUNNING ]; do
+  [ $SECONDS -lt $deadline ] || { echo "the sbcast jobs did not start" >&2; exit 1; }
+  sleep 0.5
+done
+sb() { # sb SIDE JOB DIR ARGS...: sbcast's messages and exit status, the job id made ID
+  local side=$1 job=$2 dir=$3; shift 3
+  (cd "$dir" && $side sbcast -j "$job" "$@" 2>&1; echo "exit $?") | ids "$job"
+}
+for args in "../sb-src copy" "../sb-src copy" "-f -p ../sb-src copy" "../sb-src nodir/x" \
+    "../no-such-src x" "../sb-src /"; do
+  # shellcheck disable=SC2086
+  same "sbcast $args" "$(sb real "$RJ" sb-real $args)" "$(sb bulk "$BJ" sb-bulk $args)"
+done
+same "sbcast's copy (mode, bytes)" "$(stat -c %a sb-real/copy; cmp sb-src sb-real/copy && echo same)" \
+  "$(stat -c %a sb-bulk/copy; cmp sb-src sb-bulk/copy && echo same)"
+same "sbcast -p keeps the times" "$(stat -c %Y sb-real/copy)" "$(stat -c %Y sb-bulk/copy)"
+same "sbcast into a waiting job" "$(sb real "$RH" sb-real ../sb-src y)" "$(sb bulk "$BH" sb-bulk ../sb-src y)"
+same "sbcast with no job" "$(cd sb-real && real env -u SLURM_JOB_ID sbcast ../sb-src z 2>&1; echo "exit $?")" \
+  "$(cd sb-bulk && bulk env -u SLURM_JOB_ID sbcast ../sb-src z 2>&1; echo "exit $?")"
+cancel_all
 
 echo "slurm_compare_agree=$AGREE"
 echo "slurm_compare_total=$TOTAL"
