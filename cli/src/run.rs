@@ -376,12 +376,13 @@ pub fn relay(
                 let sig = info.ssi_signo as i32;
                 if sig == libc::SIGINT {
                     if last_int.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
-                        eprintln!("bh: forcing the step's end");
+                        eprintln!("{}: forcing the step's end", streams.prog);
                         conns.send_all(&StepIn::Signal(libc::SIGKILL))?;
                         killed = true;
                     } else {
                         eprintln!(
-                            "bh: interrupt: SIGINT sent to the tasks (another within 1 s kills the step)"
+                            "{}: interrupt: SIGINT sent to the tasks (another within 1 s kills the step)",
+                            streams.prog
                         );
                         conns.send_all(&StepIn::Signal(libc::SIGINT))?;
                     }
