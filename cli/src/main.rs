@@ -446,6 +446,46 @@ struct RunArgs {
     cmd: Vec<String>,
 }
 
+impl RunArgs {
+    /// A step that a command of Bulkhead's own starts for its work (`bh rsh`,
+    /// `sbcast`): `cmd` named `name`, quiet, sharing the job's CPUs with its other
+    /// steps (`--overlap`), and otherwise as `bh run` makes a step by default.
+    fn helper(name: &str, cmd: Vec<String>) -> RunArgs {
+        RunArgs {
+            ntasks: None,
+            nodes: None,
+            ntasks_per_node: None,
+            cpus_per_task: None,
+            nodelist: vec![],
+            job: None,
+            label: false,
+            kill_on_bad_exit: None,
+            input: None,
+            output: None,
+            error: None,
+            gpus_per_task: None,
+            gpus_per_node: None,
+            cpu_bind: None,
+            exclusive: None,
+            exact: false,
+            overlap: Some(String::new()),
+            export: None,
+            overcommit: false,
+            job_name: Some(name.into()),
+            chdir: None,
+            unbuffered: false,
+            time: None,
+            partition: None,
+            mem: None,
+            gpus: None,
+            quiet: true,
+            pty: false,
+            extra: Default::default(),
+            cmd,
+        }
+    }
+}
+
 /// `bh run`: the step's request, from the options and this process's environment.
 fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest> {
     let from_env = || {
@@ -1164,38 +1204,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     "bh rsh starts its command as a step of the job it runs in: run it inside a job"
                 );
             }
+            // An MPI launcher's daemon: its ranks use the job's CPUs.
             let a = RunArgs {
                 ntasks: Some(1),
                 nodes: Some(1),
-                ntasks_per_node: None,
                 cpus_per_task: Some(1),
                 nodelist: vec![host],
-                job: None,
-                label: false,
-                kill_on_bad_exit: None,
-                input: None,
-                output: None,
-                error: None,
-                gpus_per_task: None,
-                gpus_per_node: None,
-                cpu_bind: None,
-                exclusive: None,
-                // An MPI launcher's daemon: its ranks use the job's CPUs.
-                exact: false,
-                overlap: Some(String::new()),
-                export: None,
-                overcommit: false,
-                job_name: Some("rsh".into()),
-                chdir: None,
-                unbuffered: false,
-                time: None,
-                partition: None,
-                mem: None,
-                gpus: None,
-                quiet: true,
-                pty: false,
-                extra: Default::default(),
-                cmd: vec!["sh".into(), "-c".into(), command],
+                ..RunArgs::helper("rsh", vec!["sh".into(), "-c".into(), command])
             };
             return run_step(&cli, &a);
         }

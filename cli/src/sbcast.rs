@@ -311,36 +311,11 @@ pub(crate) fn sbcast(
     }
     drop(file);
     let a = RunArgs {
-        ntasks: None,
-        nodes: None,
         ntasks_per_node: Some(1),
-        cpus_per_task: None,
-        nodelist: vec![],
         job: Some(plan.job),
-        label: false,
-        kill_on_bad_exit: None,
         input: Some("all".into()),
-        output: None,
-        error: None,
-        gpus_per_task: None,
-        gpus_per_node: None,
-        cpu_bind: None,
-        exclusive: None,
-        exact: false,
-        overlap: Some(String::new()),
-        export: None,
-        overcommit: false,
-        job_name: Some("sbcast".into()),
-        time: None,
-        partition: None,
-        mem: None,
-        gpus: None,
-        quiet: true,
-        pty: false,
         chdir: Some("/".into()),
-        unbuffered: false,
-        extra: Default::default(),
-        cmd: node_words(&plan, &meta),
+        ..RunArgs::helper("sbcast", node_words(&plan, &meta))
     };
     let cli = Cli {
         g: g.clone(),
