@@ -439,6 +439,10 @@ struct RunArgs {
     /// srun's options for the allocation, and those with no effect here.
     #[command(flatten)]
     extra: bulkhead_cli::srun_extra::SrunExtra,
+    /// Whether a failed task is said, as srun says it (off for a command that says
+    /// its own failures: sbcast).
+    #[arg(skip = true)]
+    report_exits: bool,
     /// The command and its arguments, from the first word that is no option (`--`
     /// before a command that begins with `-`). Not `allow_hyphen_values`: with it clap
     /// took an option whose value is glued to its letter (`-n1`) for the command.
@@ -481,6 +485,7 @@ impl RunArgs {
             quiet: true,
             pty: false,
             extra: Default::default(),
+            report_exits: true,
             cmd,
         }
     }
@@ -1281,8 +1286,7 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
         )?;
         streams.cpu_bind = a.cpu_bind.clone().unwrap_or_default();
         streams.prog = cli.prog;
-        // sbcast says a node's refusal itself, as Slurm's does.
-        streams.report_exits = cli.prog != "sbcast";
+        streams.report_exits = a.report_exits;
         if let Some(spec) = &a.export {
             let vars = std::mem::take(&mut streams.env);
             streams.env = opts::exported_env(opts::parse_export(spec), vars, true);

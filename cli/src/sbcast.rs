@@ -315,6 +315,8 @@ pub(crate) fn sbcast(
         job: Some(plan.job),
         input: Some("all".into()),
         chdir: Some("/".into()),
+        // A node's refusal is said by the node's script, as sbcast says it.
+        report_exits: false,
         ..RunArgs::helper("sbcast", node_words(&plan, &meta))
     };
     let cli = Cli {
@@ -325,14 +327,12 @@ pub(crate) fn sbcast(
     crate::run_step(&cli, &a)
 }
 
-/// An I/O error as `strerror` words it (`No such file or directory`), without Rust's
-/// `(os error 2)`.
+/// An I/O error as `strerror` words it (`No such file or directory`).
 fn os_text(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" (os error ") {
-        Some(at) => s[..at].to_string(),
-        None => s,
-    }
+    e.raw_os_error().map_or_else(
+        || e.to_string(),
+        |n| nix::errno::Errno::from_raw(n).desc().to_string(),
+    )
 }
 
 #[cfg(test)]

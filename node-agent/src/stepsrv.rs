@@ -281,13 +281,7 @@ async fn session(
         node: shared.node.clone(),
         name: launch.name.clone(),
         ntasks: launch.local_tasks(),
-        // What accounting counts of the node's CPUs: the job's every one for a step
-        // that holds them all (srun without --exact), else its tasks'.
-        cpus: if launch.whole {
-            launch.job_cpus_per_node
-        } else {
-            launch.local_tasks().saturating_mul(launch.cpus_per_task)
-        },
+        cpus: launch.node_cpus(),
         start_us: bulkhead_proto::time::now_us(),
         end_us: 0,
         exit_code: None,

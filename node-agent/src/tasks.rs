@@ -226,17 +226,7 @@ pub fn task_env(
     if let Some(pid) = pid_hint {
         ours.push(("SLURM_TASK_PID", pid.to_string()));
     }
-    // The step's CPUs here, as slurmd counts them from the step's credential
-    // (`node_cpus`): the job's every one for a step that holds them all, else its
-    // tasks'.
-    ours.push((
-        "SLURM_CPUS_ON_NODE",
-        s(if l.whole {
-            l.job_cpus_per_node
-        } else {
-            local_n.saturating_mul(l.cpus_per_task)
-        }),
-    ));
+    ours.push(("SLURM_CPUS_ON_NODE", s(l.node_cpus())));
     let sent = |k: &str| {
         job_env
             .iter()

@@ -181,6 +181,16 @@ impl StepLaunch {
         out
     }
 
+    /// The step's CPUs on this node, as slurmd counts them from a step's credential:
+    /// the job's every one for a step that holds them all (`whole`), else its tasks'.
+    pub fn node_cpus(&self) -> u32 {
+        if self.whole {
+            self.job_cpus_per_node
+        } else {
+            self.local_tasks().saturating_mul(self.cpus_per_task)
+        }
+    }
+
     /// This node's tasks.
     pub fn local_tasks(&self) -> u32 {
         self.tasks_per_node
