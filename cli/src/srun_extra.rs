@@ -25,7 +25,7 @@ type Entry = (&'static str, Option<char>, Takes, Kind);
 const NO_BB: &str = "there are no burst buffers";
 const SHARED_FS: &str = "the nodes read the program from their shared file system";
 const NO_SCRIPTS: &str = "the site's prologs and epilogs run, no step's own";
-const NO_PMI: &str = "tasks start with no PMI server: start MPI programs with mpirun, which launches its daemons as steps through bh rsh";
+const NO_PMI: &str = "tasks start with no PMI server (as --mpi=none): start MPI programs with mpirun in the job, which starts its daemons through srun";
 
 const TABLE: &[Entry] = &[
     ("account", Some('A'), Takes::Value, Kind::Alloc),
@@ -402,6 +402,12 @@ impl FromArgMatches for SrunExtra {
                         _ => format!("--{long}"),
                     },
                 }),
+                // `--mpi=none` (and `openmpi`, which Slurm reads as none) asks for
+                // what every step is here: nothing to say (Open MPI's mpirun starts
+                // its daemons with `srun --mpi=none`).
+                Kind::Ignored(_)
+                    if long == "mpi"
+                        && m.get_one::<String>(long).is_some_and(|v| no_pmi_type(v)) => {}
                 Kind::Ignored(why) => out.ignored.push((long, why)),
                 Kind::Refused(why) => out.refused.push((long, why)),
             }
@@ -427,11 +433,21 @@ impl Args for SrunExtra {
     }
 }
 
+/// An `--mpi` type that asks for no PMI server: `none`, and `openmpi`, which srun
+/// 22.05 reads as `none` (`_mpi_init`).
+fn no_pmi_type(v: &str) -> bool {
+    v == "none" || v == "openmpi"
+}
+
+/// What `srun --mpi=list` prints (plugrack's `plugrack_print_mpi_plugins`): the MPI
+/// types this srun offers, only `none` here.
+pub const MPI_LIST: &str = "MPI plugin types are...\n\tnone\n";
+
 /// srun's words (its name first) as `bh run`'s command (`run`) reads them: read by
 /// getopt_long as srun reads them ([`crate::getopt::canonical_words`]), then given to
 /// clap as long options, `--`, and the command. Where srun stops, its message written,
 /// the exit status real srun 22.05 gives: 255 for an option getopt refuses, 1 for no
-/// command to run.
+/// command to run, 0 after `--mpi=list`'s list.
 pub fn srun_words(argv: &[String], run: &Command) -> Result<Vec<String>, u8> {
     let Ok(words) = crate::getopt::canonical_words(argv, run) else {
         eprintln!("Try \"srun --help\" for more information");
@@ -441,6 +457,17 @@ pub fn srun_words(argv: &[String], run: &Command) -> Result<Vec<String>, u8> {
         .iter()
         .take_while(|w| *w != "--")
         .any(|w| w == "--help");
+    // `--mpi=list` lists the MPI types and exits before a command is looked for
+    // (srun's `_opt_args`); the last `--mpi` given counts.
+    let mpi = words
+        .iter()
+        .take_while(|w| *w != "--")
+        .filter_map(|w| w.strip_prefix("--mpi="))
+        .last();
+    if !help && mpi == Some("list") {
+        print!("{MPI_LIST}");
+        return Err(0);
+    }
     if !help && words.last().is_none_or(|w| w == "--") {
         eprintln!("srun: fatal: No command given to execute.");
         return Err(1);
@@ -517,6 +544,30 @@ mod tests {
         );
         assert_eq!(srun_words(&argv(&["-A", "x"]), &cmd), Err(1));
         assert_eq!(srun_words(&argv(&["--bogus", "x"]), &cmd), Err(255));
+        // `--mpi=list` lists and ends, with or without a command; the last one counts.
+        assert_eq!(srun_words(&argv(&["--mpi=list"]), &cmd), Err(0));
+        assert_eq!(srun_words(&argv(&["--mpi", "list", "true"]), &cmd), Err(0));
+        assert!(srun_words(&argv(&["--mpi=list", "--mpi=none", "true"]), &cmd).is_ok());
+    }
+
+    /// `--mpi=none` (and `openmpi`, none to srun) is what every step is here: no word
+    /// of it (Open MPI's mpirun starts its daemons with it); a PMI type is warned of.
+    #[test]
+    fn mpi_none_is_said_nothing_of_and_a_pmi_type_is_warned_of() {
+        use clap::Parser;
+        for v in ["none", "openmpi"] {
+            let t = T::try_parse_from(["srun", &format!("--mpi={v}"), "orted"]).expect("parses");
+            assert_eq!(t.extra.warnings(true), Vec::<String>::new(), "{v}");
+        }
+        for v in ["pmix", "pmi2", "pmix_v4"] {
+            let t = T::try_parse_from(["srun", &format!("--mpi={v}"), "a.out"]).expect("parses");
+            let w = t.extra.warnings(true);
+            assert!(
+                w.len() == 1
+                    && w[0].starts_with("--mpi has no effect here: tasks start with no PMI"),
+                "{v}: {w:?}"
+            );
+        }
     }
 
     /// srun's options with an optional value take it after `=` only (`--nice`,

@@ -1,10 +1,11 @@
 //! Real distributed programs launched through Bulkhead, as users run them: Debian's Open
-//! MPI (`mpirun` starting its daemons on the job's nodes with `bh rsh` as its launch
-//! agent) and Debian's PyTorch (gloo `all_reduce` over `bh run` tasks, and `torchrun`
+//! MPI (`mpirun` starting its daemons on the job's nodes with Slurm's `srun` in a job
+//! submitted with Slurm's `sbatch`, or with `bh rsh` as its launch agent) and Debian's
+//! PyTorch (gloo `all_reduce` over `bh run` tasks, and `torchrun`
 //! started by `bh run` on each node), each over a job's two nodes (two agents on this
 //! host). Host only: the VM image has no Python or MPI. Each test says it is skipped,
 //! and passes, only where its packages are missing; `cargo xtask ci` installs them
-//! (python3-torch, openmpi-bin).
+//! (python3-torch, openmpi-bin, python3-mpi4py).
 
 use bulkhead_proto::{JobId, JobState};
 use bulkhead_tests::{Cluster, ClusterOpts, USER1, bin, scaled, user};
@@ -268,4 +269,122 @@ fn torchrun_all_reduce_over_two_nodes() {
         bh = bin("bh").display()
     );
     all_reduce_job(&c, &script);
+}
+
+#[path = "slurm_common/mod.rs"]
+mod slurm_common;
+
+/// Each rank all-reduces (sum) `rank + 1` through Debian's mpi4py (Open MPI) and
+/// prints it with its node and cgroups, in one write.
+const MPI_ALLREDUCE: &str = r#"
+import os
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+r = c.Get_rank()
+total = c.allreduce(r + 1)
+cg = open("/proc/self/cgroup").read().replace("\n", "|")
+line = (f"rank={r} size={c.Get_size()} sum={total} "
+        f"node={os.environ.get('SLURMD_NODENAME')} cgroup={cg}\n")
+os.write(1, line.encode())
+"#;
+
+/// Open MPI's own Slurm support, unchanged: a batch job submitted with Slurm's
+/// `sbatch` runs `mpirun` with no launcher options. Open MPI reads the job's nodes and
+/// tasks from Slurm's variables (`ras slurm`) and starts one daemon a node with Slurm's
+/// `srun` (`plm slurm`: `srun --ntasks-per-node=1 --kill-on-bad-exit --mpi=none ...
+/// orted ...`), which starts the ranks: four mpi4py ranks all-reduce over the job's two
+/// nodes, each inside the job's step cgroup on its node; srun says nothing of
+/// `--mpi=none` (it is what every step is here) and `--mpi=list` lists `none`.
+#[test]
+fn mpirun_in_a_batch_job_starts_its_daemons_with_srun() {
+    let test = "mpirun_in_a_batch_job_starts_its_daemons_with_srun";
+    if !available(
+        test,
+        "Open MPI with mpi4py (openmpi-bin, python3-mpi4py)",
+        Command::new(PYTHON).args(["-c", "from mpi4py import MPI"]),
+    ) || !available(
+        test,
+        "Open MPI (openmpi-bin)",
+        Command::new("mpirun").arg("--version"),
+    ) {
+        return;
+    }
+    let _one = rendezvous();
+    let c = cluster();
+    c.wait_node_up().expect("nodes up");
+    let s = slurm_common::SlurmCommands::install(&c);
+    std::fs::write(s.wd.join("allreduce.py"), MPI_ALLREDUCE).expect("write");
+    // This host's two nodes are one machine: MPI's traffic stays on loopback (an
+    // environment setting, so that the mpirun line is the one users write).
+    let script = format!(
+        "#!/bin/sh\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\n\
+         export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo \
+         OMPI_MCA_oob_tcp_if_include=lo\n\
+         mpirun {PYTHON} allreduce.py > ranks.txt 2> mpirun.err\n\
+         echo status=$? > status.txt\n\
+         srun -n1 --mpi=none true 2> srun-none.err\n\
+         srun --mpi=list > mpi-list.txt\n"
+    );
+    std::fs::write(s.wd.join("job.sh"), script).expect("write");
+    let out = s.ok("sbatch", &["job.sh"]);
+    let j = out
+        .trim()
+        .strip_prefix("Submitted batch job ")
+        .unwrap_or_else(|| panic!("sbatch said {out:?}"))
+        .to_string();
+    let job = JobId(j.parse().expect("job id"));
+    let done = c
+        .wait_state(job, &[JobState::Completed, JobState::Failed], t())
+        .expect("the job ends");
+    let file = |n: &str| read(&s.wd.join(n));
+    let why = format!(
+        "ranks:\n{}\nmpirun's errors:\n{}\njob output:\n{}",
+        file("ranks.txt"),
+        file("mpirun.err"),
+        file(&format!("slurm-{j}.out"))
+    );
+    assert_eq!(done.state, JobState::Completed, "{why}");
+    assert_eq!(file("status.txt").trim(), "status=0", "{why}");
+    let got = by_rank(&file("ranks.txt"));
+    assert_eq!(
+        got.keys().copied().collect::<Vec<_>>(),
+        vec![0, 1, 2, 3],
+        "four distinct ranks: {why}"
+    );
+    let mut per_node: BTreeMap<String, u32> = BTreeMap::new();
+    for (r, v) in &got {
+        assert_eq!(
+            (v["size"].as_str(), v["sum"].as_str()),
+            ("4", "10"),
+            "rank {r}: {why}"
+        );
+        let (cg, node) = (&v["cgroup"], &v["node"]);
+        assert!(
+            cg.contains(&format!("{node}/job_{j}/step_")),
+            "rank {r} runs in a step cgroup of job {j} on {node}: {cg}\n{why}"
+        );
+        *per_node.entry(node.clone()).or_default() += 1;
+    }
+    let cluster_nodes: BTreeMap<String, u32> = c.node_names().into_iter().map(|n| (n, 2)).collect();
+    assert_eq!(per_node, cluster_nodes, "two ranks on each node: {why}");
+    // What Open MPI's srun line asks is said nothing of (mpirun hides its daemons'
+    // srun's output unless verbose: asked here by hand), and the list of MPI types
+    // has the one there is.
+    assert_eq!(file("srun-none.err"), "", "{why}");
+    assert_eq!(
+        file("mpi-list.txt"),
+        "MPI plugin types are...\n\tnone\n",
+        "{why}"
+    );
+    // The daemons ran as one step of the job, a task on each node.
+    let steps = s.ok(
+        "sacct",
+        &["-j", &j, "-n", "-P", "-o", "JobID,JobName,NTasks"],
+    );
+    assert!(
+        steps
+            .lines()
+            .any(|l| l.starts_with(&format!("{j}.0|orted|2"))),
+        "{steps}\n{why}"
+    );
 }

@@ -747,11 +747,13 @@ pub(crate) fn install_packages(packages: &[&'static str]) -> Result<()> {
 }
 
 /// What only the tests need: Debian's Chromium renders the HTML usage report headless;
-/// PyTorch and Open MPI run real distributed jobs (tests/tests/distributed.rs).
+/// PyTorch and Open MPI (with mpi4py, an MPI program without a compiler) run real
+/// distributed jobs (tests/tests/distributed.rs).
 const TEST_PACKAGES: &[&str] = &[
     "chromium",
     "python3-torch",
     "openmpi-bin",
+    "python3-mpi4py",
     "tmux",
     "iproute2",
     "python3-venv",
