@@ -24,10 +24,7 @@ pub(crate) fn allocation_for_run(a: &RunArgs, prog: &str) -> anyhow::Result<JobS
     add("-p", a.partition.clone());
     add("--mem", a.mem.clone());
     add("--gpus", a.gpus.clone());
-    add(
-        "-J",
-        Some(a.job_name.clone().unwrap_or_else(|| a.cmd[0].clone())),
-    );
+    add("-J", Some(a.name()));
     if a.overcommit {
         flags.push("--overcommit".into());
     }

@@ -451,6 +451,15 @@ struct RunArgs {
 }
 
 impl RunArgs {
+    /// The step's (or the allocation's) name: `-J`, else the command's base name, as
+    /// srun names it (`base_name(argv[0])`: `/bin/sleep` is `sleep`).
+    pub(crate) fn name(&self) -> String {
+        self.job_name.clone().unwrap_or_else(|| {
+            let c = &self.cmd[0];
+            c.rsplit('/').next().unwrap_or(c).to_string()
+        })
+    }
+
     /// A step that a command of Bulkhead's own starts for its work (`bh rsh`,
     /// `sbcast`): `cmd` named `name`, quiet, sharing the job's CPUs with its other
     /// steps (`--overlap`), and otherwise as `bh run` makes a step by default.
@@ -595,7 +604,7 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
         ntasks_per_node,
         cpus_per_task,
         nodelist: a.nodelist.clone(),
-        name: a.job_name.clone().unwrap_or_else(|| a.cmd[0].clone()),
+        name: a.name(),
         argv: a.cmd.clone(),
         cwd,
         input_all,
@@ -1421,6 +1430,23 @@ mod tests {
             }
         }
         assert!(Cli::try_parse_from(["bh", "run", "--bogus", "true"]).is_err());
+    }
+
+    /// A step is named as srun names it: `-J`, else its command's base name.
+    #[test]
+    fn a_step_is_named_by_its_commands_base_name() {
+        use clap::Parser;
+        for (words, name) in [
+            (&["bh", "run", "/bin/sleep", "1"][..], "sleep"),
+            (&["bh", "run", "./sub/../x.sh"][..], "x.sh"),
+            (&["bh", "run", "hostname"][..], "hostname"),
+            (&["bh", "run", "-J", "a/b", "/bin/true"][..], "a/b"),
+        ] {
+            match Cli::try_parse_from(words).expect("parsed").cmd {
+                Cmd::Run(a) => assert_eq!(a.name(), name, "{words:?}"),
+                _ => panic!("not run"),
+            }
+        }
     }
 
     /// A Z85 key may begin with '-': it is still the value of --key, not an option.

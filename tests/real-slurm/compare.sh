@@ -11,7 +11,8 @@
 #   4. the SLURM_* variables a batch script and a step see (names, and values where
 #      they do not depend on the run);
 #   5. messages and exit statuses for options and ids the commands refuse;
-#   6. sbcast into a running job: the copy, its refusals and their exit statuses.
+#   6. sbcast into a running job: the copy, its refusals and their exit statuses;
+#   7. steps' names, and srun --mpi=none said nothing of.
 # Values that differ by construction are left out: job ids (replaced by ID), times,
 # priorities (Slurm's priority/basic against Bulkhead's multifactor), the submit
 # host's session, the node's load, free memory, address and version, Account and QOS
@@ -145,6 +146,22 @@ same "sbcast into a waiting job" "$(sb real "$RH" sb-real ../sb-src y)" "$(sb bu
 same "sbcast with no job" "$(cd sb-real && real env -u SLURM_JOB_ID sbcast ../sb-src z 2>&1; echo "exit $?")" \
   "$(cd sb-bulk && bulk env -u SLURM_JOB_ID sbcast ../sb-src z 2>&1; echo "exit $?")"
 cancel_all
+
+# 7: steps' names as srun gives them (`-J`, else the command's base name), read while
+# the steps run side by side; and `srun --mpi=none` (Open MPI's mpirun's line) quiet.
+mkdir -p sub; printf '#!/bin/sh\nsleep "$1"\n' > sub/x.sh; chmod +x sub/x.sh
+cat > steps.sh <<'STEPS'
+#!/bin/sh
+srun --overlap -n1 /bin/sleep 5 &
+srun --overlap -n1 -J named sleep 5 &
+srun --overlap -n1 ./sub/../sub/x.sh 5 &
+until [ "$(squeue -s -h -j "$SLURM_JOB_ID" | wc -l)" -ge 4 ]; do sleep 0.2; done
+squeue -s -h -o '%j' -j "$SLURM_JOB_ID" | sort
+srun --mpi=none -n1 true 2>&1
+wait
+STEPS
+real sbatch -W -o real-steps.out steps.sh >/dev/null; bulk sbatch -W -o bulk-steps.out steps.sh >/dev/null
+same "steps' names, srun --mpi=none" "$(cat real-steps.out)" "$(cat bulk-steps.out)"
 
 echo "slurm_compare_agree=$AGREE"
 echo "slurm_compare_total=$TOTAL"

@@ -388,3 +388,81 @@ fn mpirun_in_a_batch_job_starts_its_daemons_with_srun() {
         "{steps}\n{why}"
     );
 }
+
+/// MPICH's `mpiexec` (Hydra) in a batch job, unchanged: it finds the job's nodes in
+/// Slurm's variables and starts its proxy on each with Slurm's `srun` (`srun -N 2 -n 2
+/// --input none hydra_pmi_proxy ...`), a step of the job named as srun names it; the
+/// proxies start four processes that each get their PMI rank, two in the step's
+/// cgroup on each node.
+#[test]
+fn mpich_mpiexec_in_a_batch_job_starts_its_proxies_with_srun() {
+    if !available(
+        "mpich_mpiexec_in_a_batch_job_starts_its_proxies_with_srun",
+        "MPICH (mpich)",
+        Command::new("mpiexec.hydra").arg("--version"),
+    ) {
+        return;
+    }
+    let c = cluster();
+    c.wait_node_up().expect("nodes up");
+    let s = slurm_common::SlurmCommands::install(&c);
+    // Hydra passes mpiexec's environment to every process (its SLURMD_NODENAME too):
+    // the node is told by the cgroup each runs in.
+    let rank = "#!/bin/sh\necho \"rank=$PMI_RANK size=$PMI_SIZE \
+                cgroup=$(tr '\\n' '|' < /proc/self/cgroup)\"\n";
+    std::fs::write(s.wd.join("rank.sh"), rank).expect("write");
+    let script = "#!/bin/sh\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\n\
+         mpiexec.hydra -n 4 sh ./rank.sh > ranks.txt 2> mpiexec.err\n\
+         echo status=$? > status.txt\n";
+    std::fs::write(s.wd.join("job.sh"), script).expect("write");
+    let out = s.ok("sbatch", &["job.sh"]);
+    let j = out
+        .trim()
+        .strip_prefix("Submitted batch job ")
+        .unwrap_or_else(|| panic!("sbatch said {out:?}"))
+        .to_string();
+    let done = c
+        .wait_state(
+            JobId(j.parse().expect("job id")),
+            &[JobState::Completed, JobState::Failed],
+            t(),
+        )
+        .expect("the job ends");
+    let file = |n: &str| read(&s.wd.join(n));
+    let why = format!(
+        "ranks:\n{}\nmpiexec's errors:\n{}\njob output:\n{}",
+        file("ranks.txt"),
+        file("mpiexec.err"),
+        file(&format!("slurm-{j}.out"))
+    );
+    assert_eq!(done.state, JobState::Completed, "{why}");
+    assert_eq!(file("status.txt").trim(), "status=0", "{why}");
+    let got = by_rank(&file("ranks.txt"));
+    assert_eq!(
+        got.keys().copied().collect::<Vec<_>>(),
+        vec![0, 1, 2, 3],
+        "four distinct ranks: {why}"
+    );
+    let mut per_node: BTreeMap<String, u32> = BTreeMap::new();
+    for (r, v) in &got {
+        assert_eq!(v["size"], "4", "rank {r}: {why}");
+        let node = c
+            .node_names()
+            .into_iter()
+            .find(|n| v["cgroup"].contains(&format!("{n}/job_{j}/step_0|")))
+            .unwrap_or_else(|| panic!("rank {r} in no node's step 0 of job {j}: {why}"));
+        *per_node.entry(node).or_default() += 1;
+    }
+    let cluster_nodes: BTreeMap<String, u32> = c.node_names().into_iter().map(|n| (n, 2)).collect();
+    assert_eq!(per_node, cluster_nodes, "two ranks on each node: {why}");
+    let steps = s.ok(
+        "sacct",
+        &["-j", &j, "-n", "-P", "-o", "JobID,JobName,NTasks"],
+    );
+    assert!(
+        steps
+            .lines()
+            .any(|l| l == format!("{j}.0|hydra_pmi_proxy|2")),
+        "{steps}\n{why}"
+    );
+}

@@ -747,13 +747,14 @@ pub(crate) fn install_packages(packages: &[&'static str]) -> Result<()> {
 }
 
 /// What only the tests need: Debian's Chromium renders the HTML usage report headless;
-/// PyTorch and Open MPI (with mpi4py, an MPI program without a compiler) run real
-/// distributed jobs (tests/tests/distributed.rs).
+/// PyTorch, Open MPI (with mpi4py, an MPI program without a compiler) and MPICH's
+/// Hydra run real distributed jobs (tests/tests/distributed.rs).
 const TEST_PACKAGES: &[&str] = &[
     "chromium",
     "python3-torch",
     "openmpi-bin",
     "python3-mpi4py",
+    "mpich",
     "tmux",
     "iproute2",
     "python3-venv",
