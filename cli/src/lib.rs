@@ -12,6 +12,7 @@ pub mod acct;
 pub mod alloc;
 pub mod docs;
 pub mod getopt;
+pub mod interrupt;
 pub mod opts;
 pub mod output;
 pub mod run;

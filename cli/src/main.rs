@@ -425,6 +425,12 @@ struct RunArgs {
     /// Say nothing of the allocation's wait.
     #[arg(short = 'Q', long)]
     quiet: bool,
+    /// Ctrl-C: send SIGINT to the tasks at once (the first prints their states).
+    #[arg(short = 'X', long)]
+    disable_status: bool,
+    /// Ctrl-C: end the step at once (SIGINT, then SIGKILL).
+    #[arg(long)]
+    quit_on_interrupt: bool,
     /// Run task 0 on a pseudo-terminal: an interactive shell (`bh run --pty bash`),
     /// one task on the first node unless asked otherwise.
     #[arg(long)]
@@ -492,6 +498,9 @@ impl RunArgs {
             mem: None,
             gpus: None,
             quiet: true,
+            // Ctrl-C goes to the work at once, as ssh passes it on.
+            disable_status: true,
+            quit_on_interrupt: false,
             pty: false,
             extra: Default::default(),
             report_exits: true,
@@ -1296,6 +1305,10 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
         streams.cpu_bind = a.cpu_bind.clone().unwrap_or_default();
         streams.prog = cli.prog;
         streams.report_exits = a.report_exits;
+        streams.interrupts = bulkhead_cli::interrupt::InterruptMode {
+            quit_on_interrupt: a.quit_on_interrupt,
+            disable_status: a.disable_status,
+        };
         if let Some(spec) = &a.export {
             let vars = std::mem::take(&mut streams.env);
             streams.env = opts::exported_env(opts::parse_export(spec), vars, true);
@@ -1321,7 +1334,7 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
             cli.g.munge_socket.as_deref(),
             a.label,
             Duration::from_secs_f64(cli.g.timeout.max(1.0)),
-            {
+            || {
                 let cli = cli.clone();
                 bulkhead_cli::run::watch_job(move || client(&cli.g), job)
             },

@@ -1,7 +1,7 @@
 //! `bh run` (like srun) inside a job: asks the broker for a step, starts it on its nodes
 //! and relays it: the tasks' output to this terminal (labelled with `-l`), this stdin to
-//! task 0 (or every task), Ctrl-C to the tasks; the exit status is the highest of the
-//! tasks'. A node that goes silent (its host down or cut off) would keep the step open
+//! task 0 (or every task), Ctrl-C as srun takes it ([`crate::interrupt`]); the exit
+//! status is the highest of the tasks'. A node that goes silent (its host down or cut off) would keep the step open
 //! forever: the broker is asked meanwhile whether the job still runs, and once it has
 //! ended (NODE_FAIL) the nodes still silent are given up on.
 
@@ -173,6 +173,8 @@ pub struct Streams {
     /// Whether a task that failed is said (`NODE: task 0: Exited with exit code 2`, as
     /// srun says it); a command that says its own failures turns it off.
     pub report_exits: bool,
+    /// How Ctrl-C is taken (srun's `-X` and `--quit-on-interrupt`).
+    pub interrupts: crate::interrupt::InterruptMode,
     out: Option<std::fs::File>,
     err: Option<std::fs::File>,
     input: Option<std::fs::File>,
@@ -251,6 +253,7 @@ impl Streams {
         Ok(Streams {
             prog: "bh",
             report_exits: true,
+            interrupts: Default::default(),
             io: StepIo {
                 output: out_target,
                 error: err_target,
@@ -306,16 +309,19 @@ impl Streams {
     }
 }
 
-/// Runs a granted step to its end; the exit status. `job_end` says (from
-/// [`watch_job`]) when the step's job has ended: the nodes that have not reported
-/// their tasks' ends [`AFTER_JOB_END`] later are given up on, with an error.
+/// Runs a granted step to its end; the exit status. `watch` starts the watch of the
+/// step's job ([`watch_job`]), whose channel says when the job has ended: the nodes
+/// that have not reported their tasks' ends [`AFTER_JOB_END`] later are given up on,
+/// with an error. It is started once the signals the step takes are blocked, so that
+/// its thread inherits their block: a process-wide SIGINT (Ctrl-C) then waits for the
+/// relay's signalfd, where an unblocked thread would have taken it and died of it.
 pub fn relay(
     grant: &StepGrant,
     streams: &Streams,
     munge_socket: Option<&Path>,
     label: bool,
     connect_timeout: Duration,
-    job_end: mpsc::Receiver<String>,
+    watch: impl FnOnce() -> mpsc::Receiver<String>,
 ) -> anyhow::Result<i32> {
     let pty = grant.nodes.first().is_some_and(|f| f.launch.pty);
     let mut mask = SigSet::empty();
@@ -324,12 +330,15 @@ pub fn relay(
         Signal::SIGTERM,
         Signal::SIGHUP,
         Signal::SIGQUIT,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
         Signal::SIGWINCH,
     ] {
         mask.add(s);
     }
     mask.thread_block()?;
     let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)?;
+    let job_end = watch();
     let env = &streams.env;
     bulkhead_proto::job::validate_env(env)
         .map_err(|e| anyhow::anyhow!("this environment is too large to pass to the tasks: {e}"))?;
@@ -359,7 +368,16 @@ pub fn relay(
         .map_or(std::io::stdin().as_raw_fd(), |f| f.as_raw_fd());
     let takes_input = streams.input_nodes(grant);
     let mut stdin_open = !takes_input.is_empty();
-    let mut last_int: Option<Instant> = None;
+    let mut interrupts = crate::interrupt::Interrupts::new(streams.interrupts);
+    let mut tasks = crate::interrupt::TaskStates::new(grant.ntasks);
+    // Node i's ranks, for the tasks' states.
+    let ranks_of = |i: usize| {
+        let l = &grant.nodes[i].launch;
+        let here = l.tasks_per_node.get(l.node_index as usize).copied();
+        l.first_rank..l.first_rank.saturating_add(here.unwrap_or(0))
+    };
+    let mut ending = crate::interrupt::Ending::default();
+    let step_id = format!("StepId={}.{}", grant.job, grant.step);
     let begun = Instant::now();
     let stdout = std::io::stdout();
     let mut killed = false;
@@ -374,19 +392,46 @@ pub fn relay(
         if polled.readable.first() == Some(&true) {
             while let Ok(Some(info)) = sfd.read_signal() {
                 let sig = info.ssi_signo as i32;
-                if sig == libc::SIGINT {
-                    if last_int.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
-                        eprintln!("{}: forcing the step's end", streams.prog);
-                        conns.send_all(&StepIn::Signal(libc::SIGKILL))?;
-                        killed = true;
-                    } else {
-                        eprintln!(
-                            "{}: interrupt: SIGINT sent to the tasks (another within 1 s kills the step)",
-                            streams.prog
-                        );
-                        conns.send_all(&StepIn::Signal(libc::SIGINT))?;
+                let prog = streams.prog;
+                // srun's `job_force_termination`: SIGKILL to the tasks once.
+                let mut force_end = |conns: &mut StepConns| -> anyhow::Result<()> {
+                    let (said, kill) = ending.force(Instant::now());
+                    if let Some(said) = said {
+                        eprintln!("{prog}: {said}");
                     }
-                    last_int = Some(Instant::now());
+                    if kill {
+                        conns.send_all(&StepIn::Signal(libc::SIGKILL))?;
+                    }
+                    Ok(())
+                };
+                if sig == libc::SIGINT {
+                    use crate::interrupt::Action;
+                    match interrupts.on_interrupt(Instant::now()) {
+                        Action::Status => {
+                            eprintln!("{prog}: interrupt (one more within 1 sec to abort)");
+                            for line in tasks.lines(grant.job.0, grant.step) {
+                                eprintln!("{prog}: {line}");
+                            }
+                        }
+                        Action::Forward => {
+                            eprintln!("{prog}: sending Ctrl-C to {step_id}");
+                            conns.send_all(&StepIn::Signal(libc::SIGINT))?;
+                        }
+                        Action::ForwardAndEnd => {
+                            eprintln!("{prog}: sending Ctrl-C to {step_id}");
+                            conns.send_all(&StepIn::Signal(libc::SIGINT))?;
+                            force_end(&mut conns)?;
+                            killed = true;
+                        }
+                    }
+                } else if sig == libc::SIGTERM || sig == libc::SIGHUP || sig == libc::SIGQUIT {
+                    // As srun's `_srun_signal_mgr`: these end the step at once
+                    // (SIGKILL), not pass on; USR1 and USR2 pass on (below).
+                    if sig == libc::SIGQUIT {
+                        eprintln!("{prog}: Quit");
+                    }
+                    force_end(&mut conns)?;
+                    killed = true;
                 } else if sig == libc::SIGWINCH {
                     if pty && let Some((rows, cols)) = window_size() {
                         conns.send(0, &StepIn::WindowSize { rows, cols })?;
@@ -430,7 +475,10 @@ pub fn relay(
                 break;
             };
             match msg {
-                StepOut::Started { .. } => started[i] = true,
+                StepOut::Started { .. } => {
+                    started[i] = true;
+                    tasks.started(ranks_of(i));
+                }
                 StepOut::Output { rank, err, data } => {
                     let bytes = if label {
                         labeller.feed(rank, err, &data)
@@ -451,6 +499,7 @@ pub fn relay(
                         let _ = streams.emit(true, &labeller.flush(rank, true));
                     }
                     let st = task_status(code, signal);
+                    tasks.exited(rank, st == 0);
                     if st != 0 && streams.report_exits {
                         eprintln!(
                             "{}: error: {}: task {rank}: {}",
@@ -463,6 +512,9 @@ pub fn relay(
                 }
                 StepOut::Ended { .. } => done[i] = true,
                 StepOut::Failed { node, message } => {
+                    if !started[i] {
+                        tasks.start_failed(ranks_of(i));
+                    }
                     eprintln!(
                         "{}: error: {}: {}",
                         streams.prog,

@@ -160,12 +160,6 @@ const TABLE: &[Entry] = &[
         Kind::Ignored("the step ends when its last task does"),
     ),
     (
-        "disable-status",
-        Some('X'),
-        Takes::Flag,
-        Kind::Ignored("an interrupt signals the tasks"),
-    ),
-    (
         "spread-job",
         None,
         Takes::Flag,
@@ -277,12 +271,6 @@ const TABLE: &[Entry] = &[
         Some('v'),
         Takes::Flag,
         Kind::Ignored("bh run says what it does on errors only"),
-    ),
-    (
-        "quit-on-interrupt",
-        None,
-        Takes::Flag,
-        Kind::Ignored("an interrupt signals the tasks; a second within 1 s ends the step"),
     ),
     (
         "resv-ports",

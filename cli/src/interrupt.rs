@@ -1,0 +1,272 @@
+//! What srun does with Ctrl-C while its step runs, as Slurm 22.05's srun does it
+//! (`_handle_intr` in `src/srun/libsrun/srun_job.c`), and the tasks' states it prints
+//! then (`task_state_print` in `src/plugins/launch/slurm/task_state.c`). Pure: the
+//! relay ([`crate::run::relay`]) feeds it the interrupts and the tasks' starts and ends,
+//! and sends what it decides.
+//!
+//! The first Ctrl-C prints the tasks' states (`srun: interrupt (one more within 1 sec
+//! to abort)`, then `srun: StepId=12.0 tasks 0-3: running`) and signals nothing, so
+//! that a user can look at a long step without ending it; a second within a second
+//! sends SIGINT to the tasks and ends the step (SIGKILL). `-X/--disable-status` sends
+//! SIGINT at the first; `--quit-on-interrupt` ends the step at the first. SIGTERM and
+//! SIGHUP end the step too (`_srun_signal_mgr`), as does SIGQUIT.
+
+use std::time::{Duration, Instant};
+
+/// How srun takes Ctrl-C (its options).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InterruptMode {
+    /// `--quit-on-interrupt`: the first Ctrl-C ends the step.
+    pub quit_on_interrupt: bool,
+    /// `-X/--disable-status`: the first Ctrl-C is sent to the tasks, no states printed.
+    pub disable_status: bool,
+}
+
+/// What to do for one Ctrl-C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Print the tasks' states; signal nothing.
+    Status,
+    /// Send SIGINT to the tasks.
+    Forward,
+    /// Send SIGINT to the tasks, then end the step.
+    ForwardAndEnd,
+}
+
+/// Two Ctrl-C within this end the step (srun's second).
+const AGAIN_WITHIN: Duration = Duration::from_secs(1);
+
+/// The Ctrl-C's a step has had.
+#[derive(Debug, Default)]
+pub struct Interrupts {
+    mode: InterruptMode,
+    /// When the last Ctrl-C that did not end the step came.
+    last: Option<Instant>,
+}
+
+impl Interrupts {
+    pub fn new(mode: InterruptMode) -> Self {
+        Interrupts { mode, last: None }
+    }
+
+    /// What to do for a Ctrl-C at `now`.
+    pub fn on_interrupt(&mut self, now: Instant) -> Action {
+        let again = self
+            .last
+            .is_some_and(|t| now.saturating_duration_since(t) < AGAIN_WITHIN);
+        if self.mode.quit_on_interrupt || again {
+            return Action::ForwardAndEnd;
+        }
+        self.last = Some(now);
+        if self.mode.disable_status {
+            Action::Forward
+        } else {
+            Action::Status
+        }
+    }
+}
+
+/// srun's `job_force_termination`: the first time, the step's tasks are killed; after
+/// that it is only said that the end is under way (at most once a second).
+#[derive(Debug, Default)]
+pub struct Ending {
+    killed: bool,
+    said: Option<Instant>,
+}
+
+impl Ending {
+    /// What ending the step at `now` says (without srun's `srun: `), and whether to
+    /// send SIGKILL to its tasks.
+    pub fn force(&mut self, now: Instant) -> (Option<&'static str>, bool) {
+        if !self.killed {
+            self.killed = true;
+            return (Some("forcing job termination"), true);
+        }
+        if self
+            .said
+            .is_some_and(|t| now.saturating_duration_since(t) < AGAIN_WITHIN)
+        {
+            return (None, false);
+        }
+        self.said = Some(now);
+        (Some("job abort in progress"), false)
+    }
+}
+
+/// One task's state as srun keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TaskState {
+    /// Not heard of yet (its node has not said it started).
+    Unknown,
+    StartFailed,
+    Running,
+    /// Exited non-zero or killed.
+    Abnormal,
+    /// Exited with 0.
+    Exited,
+}
+
+/// The states of a step's tasks, by rank.
+#[derive(Debug, Clone)]
+pub struct TaskStates {
+    tasks: Vec<TaskState>,
+}
+
+impl TaskStates {
+    pub fn new(ntasks: u32) -> Self {
+        TaskStates {
+            tasks: vec![TaskState::Unknown; ntasks as usize],
+        }
+    }
+
+    fn set(&mut self, ranks: std::ops::Range<u32>, to: TaskState, only_if: &[TaskState]) {
+        for r in ranks {
+            if let Some(t) = self.tasks.get_mut(r as usize)
+                && only_if.contains(t)
+            {
+                *t = to;
+            }
+        }
+    }
+
+    /// A node said its tasks `ranks` started.
+    pub fn started(&mut self, ranks: std::ops::Range<u32>) {
+        self.set(ranks, TaskState::Running, &[TaskState::Unknown]);
+    }
+
+    /// A node failed before its tasks `ranks` started.
+    pub fn start_failed(&mut self, ranks: std::ops::Range<u32>) {
+        self.set(ranks, TaskState::StartFailed, &[TaskState::Unknown]);
+    }
+
+    /// Task `rank` exited, with status 0 (`ok`) or not.
+    pub fn exited(&mut self, rank: u32, ok: bool) {
+        let to = if ok {
+            TaskState::Exited
+        } else {
+            TaskState::Abnormal
+        };
+        self.set(
+            rank..rank.saturating_add(1),
+            to,
+            &[TaskState::Unknown, TaskState::Running],
+        );
+    }
+
+    /// srun's lines for the states (without its `srun: `): for each state any task
+    /// is in, in srun's order, `StepId=J.S task[s] RANGES: STATE`.
+    pub fn lines(&self, job: u64, step: u32) -> Vec<String> {
+        [
+            (TaskState::StartFailed, "failed to start"),
+            (TaskState::Running, "running"),
+            (TaskState::Abnormal, "exited abnormally"),
+            (TaskState::Exited, "exited"),
+            (TaskState::Unknown, "unknown"),
+        ]
+        .iter()
+        .filter_map(|&(state, said)| {
+            let ranks: Vec<u32> = (0u32..)
+                .zip(&self.tasks)
+                .filter(|(_, t)| **t == state)
+                .map(|(r, _)| r)
+                .collect();
+            let s = if ranks.len() == 1 { "" } else { "s" };
+            (!ranks.is_empty())
+                .then(|| format!("StepId={job}.{step} task{s} {}: {said}", ranges(&ranks)))
+        })
+        .collect()
+    }
+}
+
+/// Ranks (ascending) as Slurm's `bit_fmt` writes a set: `0-3,5,7-8`.
+fn ranges(ranks: &[u32]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if j > i {
+            out.push_str(&format!("{}-{}", ranks[i], ranks[j]));
+        } else {
+            out.push_str(&ranks[i].to_string());
+        }
+        i = j + 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first Ctrl-C prints; a second within a second ends the step; one later
+    /// prints again. `-X` forwards the first; `--quit-on-interrupt` ends at the first.
+    #[test]
+    fn interrupts_are_taken_as_srun_takes_them() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut plain = Interrupts::new(InterruptMode::default());
+        assert_eq!(plain.on_interrupt(ms(0)), Action::Status);
+        assert_eq!(plain.on_interrupt(ms(500)), Action::ForwardAndEnd);
+        let mut plain = Interrupts::new(InterruptMode::default());
+        assert_eq!(plain.on_interrupt(ms(0)), Action::Status);
+        assert_eq!(plain.on_interrupt(ms(1500)), Action::Status);
+        assert_eq!(plain.on_interrupt(ms(2400)), Action::ForwardAndEnd);
+        let mut x = Interrupts::new(InterruptMode {
+            disable_status: true,
+            ..Default::default()
+        });
+        assert_eq!(x.on_interrupt(ms(0)), Action::Forward);
+        assert_eq!(x.on_interrupt(ms(2000)), Action::Forward);
+        assert_eq!(x.on_interrupt(ms(2100)), Action::ForwardAndEnd);
+        let mut q = Interrupts::new(InterruptMode {
+            quit_on_interrupt: true,
+            ..Default::default()
+        });
+        assert_eq!(q.on_interrupt(ms(0)), Action::ForwardAndEnd);
+    }
+
+    /// The first forced end kills; later ones say so, at most once a second.
+    #[test]
+    fn a_forced_end_kills_once_then_says_it_is_under_way() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut e = Ending::default();
+        assert_eq!(e.force(ms(0)), (Some("forcing job termination"), true));
+        assert_eq!(e.force(ms(10)), (Some("job abort in progress"), false));
+        assert_eq!(e.force(ms(500)), (None, false));
+        assert_eq!(e.force(ms(1100)), (Some("job abort in progress"), false));
+    }
+
+    /// States in srun's order and words, ranks as `bit_fmt` writes them, `task` for
+    /// one and `tasks` for several; an end is kept over a later start.
+    #[test]
+    fn states_are_printed_as_srun_prints_them() {
+        let mut s = TaskStates::new(9);
+        assert_eq!(s.lines(12, 0), ["StepId=12.0 tasks 0-8: unknown"]);
+        s.started(0..4);
+        s.started(4..6);
+        s.exited(1, true);
+        s.exited(5, false);
+        s.start_failed(6..7);
+        s.started(1..2);
+        assert_eq!(
+            s.lines(12, 3),
+            [
+                "StepId=12.3 task 6: failed to start",
+                "StepId=12.3 tasks 0,2-4: running",
+                "StepId=12.3 task 5: exited abnormally",
+                "StepId=12.3 task 1: exited",
+                "StepId=12.3 tasks 7-8: unknown",
+            ]
+        );
+        s.exited(99, true);
+        assert_eq!(ranges(&[0, 1, 2, 4, 6, 7]), "0-2,4,6-7");
+        assert_eq!(ranges(&[]), "");
+    }
+}
