@@ -10,6 +10,13 @@
 //! sends SIGINT to the tasks and ends the step (SIGKILL). `-X/--disable-status` sends
 //! SIGINT at the first; `--quit-on-interrupt` ends the step at the first. SIGTERM and
 //! SIGHUP end the step too (`_srun_signal_mgr`), as does SIGQUIT.
+//!
+//! And how srun says its tasks' ends ([`ExitReports`], `_task_finish` in
+//! `src/plugins/launch/slurm/launch_slurm.c`): a line for the tasks of a node that
+//! ended alike at the same moment (`srun: error: n1: tasks 0-1: Exited with exit code
+//! 2`, `n2: task 3: Segmentation fault (core dumped)`), nothing for those that
+//! exited 0, and with `SLURM_SRUN_REDUCE_TASK_EXIT_MSG` set only a line that differs
+//! from the end before.
 
 use std::time::{Duration, Instant};
 
@@ -178,6 +185,104 @@ impl TaskStates {
     }
 }
 
+/// How a task ended: its exit code, or the signal that killed it and whether its
+/// core was dumped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskEnd {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub core: bool,
+}
+
+impl TaskEnd {
+    /// What srun says of it (`Exited with exit code 2`, `Killed`, `Segmentation
+    /// fault (core dumped)`); None for a task that exited 0, which it says only when
+    /// verbose.
+    pub fn said(&self) -> Option<String> {
+        match (self.code, self.signal) {
+            (Some(0), _) => None,
+            (Some(c), _) => Some(format!("Exited with exit code {c}")),
+            (None, Some(s)) => Some(format!(
+                "{}{}",
+                crate::output::strsignal(s),
+                if self.core { " (core dumped)" } else { "" }
+            )),
+            (None, None) => Some("Ended".into()),
+        }
+    }
+}
+
+/// The ends of a step's tasks as they come, said a line per node and kind of end,
+/// as slurmstepd sends the exits it reaped together in one message a status.
+#[derive(Debug, Default)]
+pub struct ExitReports {
+    /// `SLURM_SRUN_REDUCE_TASK_EXIT_MSG`: a line only when the end differs from the
+    /// one before.
+    reduce: bool,
+    /// Whether a line was said yet, and the end reported before (said or not).
+    said_any: bool,
+    last: Option<TaskEnd>,
+    /// Ends taken and not yet said: node, end, ranks.
+    pending: Vec<(usize, TaskEnd, Vec<u32>)>,
+}
+
+impl ExitReports {
+    pub fn new(reduce: bool) -> Self {
+        ExitReports {
+            reduce,
+            ..Default::default()
+        }
+    }
+
+    /// Whether srun's environment asks for fewer lines (set to a non-zero number,
+    /// read as `atoi` reads it).
+    pub fn reduce_from_env(value: Option<&str>) -> bool {
+        value.is_some_and(|v| {
+            let v = v.trim_start();
+            let digits = v.strip_prefix(['-', '+']).unwrap_or(v);
+            digits
+                .bytes()
+                .take_while(u8::is_ascii_digit)
+                .any(|b| b != b'0')
+        })
+    }
+
+    /// Task `rank` of node `node` ended.
+    pub fn ended(&mut self, node: usize, rank: u32, end: TaskEnd) {
+        match self
+            .pending
+            .iter_mut()
+            .find(|(n, e, _)| *n == node && *e == end)
+        {
+            Some((_, _, ranks)) => ranks.push(rank),
+            None => self.pending.push((node, end, vec![rank])),
+        }
+    }
+
+    /// The lines for the ends taken since the last call, in the order their first
+    /// task ended (without srun's `srun: error: `): `NODE: task[s] RANGES: END`.
+    pub fn lines(&mut self, node_name: impl Fn(usize) -> String) -> Vec<String> {
+        let mut out = Vec::new();
+        for (node, end, mut ranks) in std::mem::take(&mut self.pending) {
+            let fresh = !self.reduce || !self.said_any || self.last != Some(end);
+            self.last = Some(end);
+            let Some(said) = end.said().filter(|_| fresh) else {
+                continue;
+            };
+            self.said_any = true;
+            ranks.sort_unstable();
+            ranks.dedup();
+            let s = if ranks.len() == 1 { "" } else { "s" };
+            out.push(format!(
+                "{}: task{s} {}: {said}",
+                node_name(node),
+                ranges(&ranks)
+            ));
+        }
+        out
+    }
+}
+
 /// Ranks (ascending) as Slurm's `bit_fmt` writes a set: `0-3,5,7-8`.
 fn ranges(ranks: &[u32]) -> String {
     let mut out = String::new();
@@ -245,6 +350,58 @@ mod tests {
 
     /// States in srun's order and words, ranks as `bit_fmt` writes them, `task` for
     /// one and `tasks` for several; an end is kept over a later start.
+    #[test]
+    fn ends_are_said_a_line_per_node_and_kind_as_srun_says_them() {
+        let exit = |c| TaskEnd {
+            code: Some(c),
+            signal: None,
+            core: false,
+        };
+        let sig = |s, core| TaskEnd {
+            code: None,
+            signal: Some(s),
+            core,
+        };
+        let name = |i: usize| format!("n{}", i + 1);
+        let mut r = ExitReports::new(false);
+        r.ended(0, 1, exit(2));
+        r.ended(1, 3, sig(11, true));
+        r.ended(0, 0, exit(2));
+        r.ended(0, 2, exit(0));
+        r.ended(0, 4, sig(9, false));
+        assert_eq!(
+            r.lines(name),
+            [
+                "n1: tasks 0-1: Exited with exit code 2",
+                "n2: task 3: Segmentation fault (core dumped)",
+                "n1: task 4: Killed",
+            ]
+        );
+        assert!(r.lines(name).is_empty(), "said once");
+        r.ended(0, 5, sig(6, false));
+        r.ended(0, 7, sig(6, false));
+        assert_eq!(r.lines(name), ["n1: tasks 5,7: Aborted"]);
+
+        // Reduced: an end like the one before is not said again; another is.
+        let mut r = ExitReports::new(true);
+        r.ended(0, 0, exit(3));
+        assert_eq!(r.lines(name), ["n1: task 0: Exited with exit code 3"]);
+        r.ended(1, 1, exit(3));
+        assert!(r.lines(name).is_empty());
+        r.ended(1, 2, sig(15, false));
+        assert_eq!(r.lines(name), ["n2: task 2: Terminated"]);
+        // The end before is any end, a clean exit too (slurmstepd's last status).
+        r.ended(1, 3, exit(0));
+        r.ended(0, 4, sig(15, false));
+        assert_eq!(r.lines(name), ["n1: task 4: Terminated"]);
+
+        assert!(ExitReports::reduce_from_env(Some("1")));
+        assert!(ExitReports::reduce_from_env(Some(" 2x")));
+        assert!(!ExitReports::reduce_from_env(Some("0")));
+        assert!(!ExitReports::reduce_from_env(Some("yes")));
+        assert!(!ExitReports::reduce_from_env(None));
+    }
+
     #[test]
     fn states_are_printed_as_srun_prints_them() {
         let mut s = TaskStates::new(9);

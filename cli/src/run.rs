@@ -144,21 +144,6 @@ fn window_size() -> Option<(u16, u16)> {
         .then_some((ws.ws_row, ws.ws_col))
 }
 
-fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
-    match (code, signal) {
-        (Some(c), _) => format!("Exited with exit code {c}"),
-        (None, Some(s)) => Signal::try_from(s)
-            .map(|sig| match sig {
-                Signal::SIGKILL => "Killed".to_string(),
-                Signal::SIGTERM => "Terminated".to_string(),
-                Signal::SIGINT => "Interrupt".to_string(),
-                other => format!("Killed by {other}"),
-            })
-            .unwrap_or_else(|_| format!("Killed by signal {s}")),
-        (None, None) => "Ended".into(),
-    }
-}
-
 /// Where a step's streams go (`-o`, `-e`, `-i`): the nodes' part, and the files of
 /// this host the client writes or reads itself.
 #[derive(Debug)]
@@ -370,6 +355,14 @@ pub fn relay(
     let mut stdin_open = !takes_input.is_empty();
     let mut interrupts = crate::interrupt::Interrupts::new(streams.interrupts);
     let mut tasks = crate::interrupt::TaskStates::new(grant.ntasks);
+    // The tasks' ends, said once each poll's frames are read: those a node sent
+    // together in one line.
+    let mut ends =
+        crate::interrupt::ExitReports::new(crate::interrupt::ExitReports::reduce_from_env(
+            std::env::var("SLURM_SRUN_REDUCE_TASK_EXIT_MSG")
+                .ok()
+                .as_deref(),
+        ));
     // Node i's ranks, for the tasks' states.
     let ranks_of = |i: usize| {
         let l = &grant.nodes[i].launch;
@@ -460,6 +453,13 @@ pub fn relay(
         let mut frames: std::collections::VecDeque<(usize, StepOut)> = polled.frames.into();
         let mut lost_now = Some(polled.lost);
         loop {
+            if frames.is_empty() {
+                for line in ends.lines(|i| conns.node_name(i).to_string()) {
+                    if streams.report_exits {
+                        eprintln!("{}: error: {line}", streams.prog);
+                    }
+                }
+            }
             // After this poll's frames, the nodes it lost: a node whose end came in
             // the same poll as its connection's close is not failed.
             if frames.is_empty()
@@ -493,21 +493,19 @@ pub fn relay(
                         killed = true;
                     }
                 }
-                StepOut::TaskExit { rank, code, signal } => {
+                StepOut::TaskExit {
+                    rank,
+                    code,
+                    signal,
+                    core,
+                } => {
                     if label {
                         let _ = streams.emit(false, &labeller.flush(rank, false));
                         let _ = streams.emit(true, &labeller.flush(rank, true));
                     }
                     let st = task_status(code, signal);
                     tasks.exited(rank, st == 0);
-                    if st != 0 && streams.report_exits {
-                        eprintln!(
-                            "{}: error: {}: task {rank}: {}",
-                            streams.prog,
-                            conns.node_name(i),
-                            describe_exit(code, signal)
-                        );
-                    }
+                    ends.ended(i, rank, crate::interrupt::TaskEnd { code, signal, core });
                     status = status.max(st);
                 }
                 StepOut::Ended { .. } => done[i] = true,
@@ -637,8 +635,6 @@ mod tests {
         assert_eq!(task_status(Some(3), None), 3);
         assert_eq!(task_status(None, Some(9)), 137);
         assert_eq!(task_status(None, None), 1);
-        assert_eq!(describe_exit(None, Some(9)), "Killed");
-        assert_eq!(describe_exit(Some(2), None), "Exited with exit code 2");
     }
 
     #[test]

@@ -63,43 +63,9 @@ fn exit_code(r: &AcctRecord) -> Value {
         Some(sig) => json!({
             "status": "SIGNALED",
             "return_code": null,
-            "signal": { "signal_id": sig, "name": signal_name(sig) }
+            "signal": { "signal_id": sig, "name": crate::output::strsignal(sig) }
         }),
         None => json!({ "status": "SUCCESS", "return_code": 0 }),
-    }
-}
-
-/// `strsignal`'s text for a signal in the C locale, as the plugin writes it.
-fn signal_name(sig: i32) -> String {
-    match nix::sys::signal::Signal::try_from(sig) {
-        Ok(s) => match s {
-            nix::sys::signal::Signal::SIGHUP => "Hangup",
-            nix::sys::signal::Signal::SIGINT => "Interrupt",
-            nix::sys::signal::Signal::SIGQUIT => "Quit",
-            nix::sys::signal::Signal::SIGILL => "Illegal instruction",
-            nix::sys::signal::Signal::SIGTRAP => "Trace/breakpoint trap",
-            nix::sys::signal::Signal::SIGABRT => "Aborted",
-            nix::sys::signal::Signal::SIGBUS => "Bus error",
-            nix::sys::signal::Signal::SIGFPE => "Floating point exception",
-            nix::sys::signal::Signal::SIGKILL => "Killed",
-            nix::sys::signal::Signal::SIGUSR1 => "User defined signal 1",
-            nix::sys::signal::Signal::SIGSEGV => "Segmentation fault",
-            nix::sys::signal::Signal::SIGUSR2 => "User defined signal 2",
-            nix::sys::signal::Signal::SIGPIPE => "Broken pipe",
-            nix::sys::signal::Signal::SIGALRM => "Alarm clock",
-            nix::sys::signal::Signal::SIGTERM => "Terminated",
-            nix::sys::signal::Signal::SIGCHLD => "Child exited",
-            nix::sys::signal::Signal::SIGCONT => "Continued",
-            nix::sys::signal::Signal::SIGSTOP => "Stopped (signal)",
-            nix::sys::signal::Signal::SIGTSTP => "Stopped",
-            nix::sys::signal::Signal::SIGXCPU => "CPU time limit exceeded",
-            nix::sys::signal::Signal::SIGXFSZ => "File size limit exceeded",
-            _ => return format!("Unknown signal {sig}"),
-        }
-        .into(),
-        // glibc's real-time signals start at 34 (its SIGRTMIN, as strsignal counts).
-        Err(_) if (34..=64).contains(&sig) => format!("Real-time signal {}", sig - 34),
-        Err(_) => format!("Unknown signal {sig}"),
     }
 }
 

@@ -336,6 +336,7 @@ impl Supervisor {
             // SAFETY: reaping our own children (the job's processes, as subreaper).
             let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
             if pid <= 0 {
+                self.steps.flush_exits();
                 return;
             }
             if self.steps.on_exit(pid, status) {
@@ -504,6 +505,7 @@ impl Supervisor {
                 deadline.filter(|_| !self.terminating),
                 self.kill_at,
                 warning.map(|(_, at)| at),
+                self.steps.exits_due(),
             ]
             .into_iter()
             .flatten()

@@ -25,6 +25,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The steps' socket in the job's directory.
 pub const STEPS_SOCK: &str = "steps";
@@ -83,6 +84,22 @@ struct Step {
     pty: Option<std::os::fd::RawFd>,
     /// Its tasks have exited and what they left running was killed.
     leftovers_killed: bool,
+    /// A task exited while others run: its exit is held until then ([`EXIT_GATHER`])
+    /// for the exits that follow it to go with it.
+    exits_held_until: Option<Instant>,
+}
+
+/// How long the exit of a step's task waits for its siblings' before it is sent
+/// while they run, as slurmstepd's `_wait_for_all_tasks` sleeps 100 ms after the first
+/// exit it reaps: srun then says the tasks that ended together in one line
+/// (`n1: tasks 0-3: Exited with exit code 1`) rather than a line each.
+pub const EXIT_GATHER: Duration = Duration::from_millis(100);
+
+impl Step {
+    /// Whether exits it holds wait for more ([`EXIT_GATHER`]).
+    fn holds_exits(&self, now: Instant) -> bool {
+        self.exits_held_until.is_some_and(|t| now < t) && self.tasks.iter().any(|t| !t.done)
+    }
 }
 
 /// What the supervisor polls for, per step.
@@ -349,9 +366,10 @@ impl Steps {
             fds.push(pfd(l.as_raw_fd(), libc::POLLIN));
             self.slots.push(Slot::Listener);
         }
+        let now = Instant::now();
         for (i, s) in self.steps.iter().enumerate() {
             let mut ev = libc::POLLIN;
-            if !s.out.is_empty() {
+            if !s.out.is_empty() && !s.holds_exits(now) {
                 ev |= libc::POLLOUT;
             }
             fds.push(pfd(s.conn.as_raw_fd(), ev));
@@ -482,6 +500,7 @@ fn start(
         lost: false,
         pty: None,
         leftovers_killed: false,
+        exits_held_until: None,
     };
     if let Err(why) = spawn_tasks(&mut step, &l, env, (io, cpu_bind), base) {
         log(job, format!("step {}: {why}", l.step));
@@ -957,7 +976,29 @@ impl Steps {
         }
     }
 
-    /// A child of the supervisor exited: if a task, record it. True if it was one.
+    /// Sends what the steps hold for their srun, but exits still gathered
+    /// ([`EXIT_GATHER`]): called once the children that had exited are all reaped,
+    /// so that their exits leave together.
+    pub fn flush_exits(&mut self) {
+        let now = Instant::now();
+        for s in &mut self.steps {
+            if s.holds_exits(now) {
+                continue;
+            }
+            s.exits_held_until = None;
+            if !s.out.is_empty() && !s.lost {
+                flush(s);
+            }
+        }
+    }
+
+    /// When the first exit held for its siblings is due ([`EXIT_GATHER`]).
+    pub fn exits_due(&self) -> Option<Instant> {
+        self.steps.iter().filter_map(|s| s.exits_held_until).min()
+    }
+
+    /// A child of the supervisor exited: if a task, record it (its exit is sent by
+    /// [`Steps::flush_exits`]). True if it was one.
     pub fn on_exit(&mut self, pid: i32, status: i32) -> bool {
         for s in &mut self.steps {
             if let Some(t) = s.tasks.iter_mut().find(|t| t.pid == pid && !t.done) {
@@ -975,12 +1016,18 @@ impl Steps {
                         rank: t.rank,
                         code,
                         signal,
+                        core: signal.is_some() && libc::WCOREDUMP(status),
                     },
                 );
                 if s.kill_on_bad_exit && (code.is_some_and(|c| c != 0) || signal.is_some()) {
                     kill_step(s);
                 }
-                flush(s);
+                if s.exits_held_until.is_none() && s.tasks.iter().any(|t| !t.done) {
+                    s.exits_held_until = Some(Instant::now() + EXIT_GATHER);
+                }
+                // Not sent yet: the exits reaped together go out in one write
+                // ([`Steps::flush_exits`]), so that srun says tasks that ended together
+                // in one line, as slurmstepd's pending exit messages group them.
                 return true;
             }
         }
@@ -1049,10 +1096,14 @@ impl Steps {
     }
 }
 
-/// Sends what is pending on the step's connection, as far as it takes it.
+/// Sends what is pending on the step's connection, as far as it takes it; nothing
+/// while the step gathers its tasks' exits ([`EXIT_GATHER`]), whichever path asks.
 /// What was written goes from the buffer's front in one move per call, not one per
 /// write (a large buffer sent in small writes would be moved again for each).
 fn flush(s: &mut Step) {
+    if s.exits_held_until.is_some() && s.holds_exits(Instant::now()) {
+        return;
+    }
     let mut sent = 0;
     while sent < s.out.len() {
         match s.conn.write(&s.out[sent..]) {

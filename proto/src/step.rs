@@ -363,11 +363,14 @@ pub enum StepOut {
         #[serde(with = "serde_bytes")]
         data: Vec<u8>,
     },
-    /// Task `rank` exited (its code) or was killed (its signal).
+    /// Task `rank` exited (its code) or was killed (its signal, and whether the
+    /// kernel dumped its core: srun says `Segmentation fault (core dumped)`;
+    /// protocol 27).
     TaskExit {
         rank: u32,
         code: Option<i32>,
         signal: Option<i32>,
+        core: bool,
     },
     /// Every task of the node has exited and its output is all sent; what they used.
     Ended {
@@ -510,7 +513,8 @@ mod tests {
         assert!(!is_final_frame(&enc(&StepOut::TaskExit {
             rank: 4,
             code: Some(3),
-            signal: None
+            signal: None,
+            core: false
         })));
         assert!(!is_final_frame(&enc(&StepOut::Started {
             node,

@@ -117,6 +117,7 @@ fn mutated_step_frames_decode_without_panics_and_round_trip() {
             rank: 1,
             code: Some(3),
             signal: None,
+            core: false,
         },
         StepOut::Ended {
             node: "n1".into(),

@@ -228,6 +228,8 @@ fn ctrl_c_at_srun_prints_the_tasks_states_then_ends_the_step() {
         sigs()
     );
 
+    tasks_ends_are_said_as_srun_says_them(&s, &job);
+
     s.ok("scancel", &[&job]);
     c.wait_state(
         bulkhead_proto::JobId(job.parse().expect("id")),
@@ -235,4 +237,144 @@ fn ctrl_c_at_srun_prints_the_tasks_states_then_ends_the_step() {
         bulkhead_tests::scaled(30),
     )
     .expect("cancelled");
+}
+
+/// srun's lines for its tasks' ends (`srun: error: NODE: task[s] RANGES: END`), as
+/// (node, ranks, end); other lines are left out.
+fn ends_said(stderr: &[u8]) -> Vec<(String, Vec<u32>, String)> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("srun: error: ")?;
+            let (node, rest) = rest.split_once(": ")?;
+            let rest = rest
+                .strip_prefix("tasks ")
+                .or_else(|| rest.strip_prefix("task "))?;
+            let (ranges, end) = rest.split_once(": ")?;
+            let mut ranks = Vec::new();
+            for r in ranges.split(',') {
+                let (a, b) = r.split_once('-').unwrap_or((r, r));
+                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+                ranks.extend(a..=b);
+            }
+            Some((node.to_string(), ranks, end.to_string()))
+        })
+        .collect()
+}
+
+/// Each task's end said once, in glibc's words for a signal, a node's tasks that
+/// ended alike together; with `SLURM_SRUN_REDUCE_TASK_EXIT_MSG` an end like the one
+/// before is not said again.
+fn tasks_ends_are_said_as_srun_says_them(s: &SlurmCommands, job: &str) {
+    let srun = |env: &[(&str, &str)], args: &[&str]| {
+        let mut all = vec!["--jobid", job];
+        all.extend_from_slice(args);
+        s.run_with("srun", &all, env, b"")
+    };
+    // Four tasks on two nodes exit 3.
+    let out = srun(&[], &["-N", "2", "-n", "4", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(3));
+    let said = ends_said(&out.stderr);
+    let mut ranks: Vec<u32> = said.iter().flat_map(|(_, r, _)| r.clone()).collect();
+    ranks.sort_unstable();
+    assert_eq!(ranks, [0, 1, 2, 3], "each task said once: {said:?}");
+    assert!(
+        said.iter()
+            .all(|(_, _, end)| end == "Exited with exit code 3"),
+        "{said:?}"
+    );
+    let node_of = |rank: u32| {
+        said.iter()
+            .find(|(_, r, _)| r.contains(&rank))
+            .map(|(n, _, _)| n.clone())
+    };
+    assert_eq!(
+        node_of(0),
+        node_of(1),
+        "tasks 0-1 on the first node: {said:?}"
+    );
+    assert_eq!(node_of(2), node_of(3), "{said:?}");
+    assert_ne!(node_of(0), node_of(2), "{said:?}");
+
+    // Reduced: the second node's like end is not said.
+    let out = srun(
+        &[("SLURM_SRUN_REDUCE_TASK_EXIT_MSG", "1")],
+        &["-N", "2", "-n", "2", "sh", "-c", "exit 5"],
+    );
+    assert_eq!(out.status.code(), Some(5));
+    let said = ends_said(&out.stderr);
+    assert_eq!(said.len(), 1, "one line: {said:?}");
+    assert_eq!(said[0].2, "Exited with exit code 5");
+
+    // Two tasks of a node killed together (srun passes SIGUSR1 on; the tasks die of
+    // it within the 100 ms a node gathers its tasks' ends in): one line for both.
+    let srun_bg = Srun::start(
+        s,
+        &[
+            "--jobid",
+            job,
+            "-N",
+            "1",
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "touch usr1.$SLURM_PROCID; exec sleep 300",
+        ],
+    );
+    wait("the tasks to start", || {
+        (0..2).all(|r| s.wd.join(format!("usr1.{r}")).exists())
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(srun_bg.child.id() as i32),
+        nix::sys::signal::Signal::SIGUSR1,
+    )
+    .expect("SIGUSR1");
+    let (status, stderr) = srun_bg.end();
+    assert_eq!(status.code(), Some(128 + 10), "{stderr}");
+    let said = ends_said(stderr.as_bytes());
+    assert_eq!(
+        said.iter()
+            .map(|(_, r, e)| (r.clone(), e.as_str()))
+            .collect::<Vec<_>>(),
+        [(vec![0, 1], "User defined signal 1")],
+        "{stderr}"
+    );
+
+    // Killed by a signal: strsignal's words, and whether the core was dumped (the
+    // kernel writes it as `core` in the working directory here, its pattern's
+    // default; the task's own limit says whether).
+    let out = srun(&[], &["-n", "1", "sh", "-c", "ulimit -c 0; kill -SEGV $$"]);
+    assert_eq!(out.status.code(), Some(128 + 11));
+    let said = ends_said(&out.stderr);
+    assert_eq!(
+        said.iter()
+            .map(|(_, r, e)| (r.clone(), e.as_str()))
+            .collect::<Vec<_>>(),
+        [(vec![0], "Segmentation fault")],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+    if pattern.trim() == "core" {
+        let out = srun(
+            &[],
+            &[
+                "-n",
+                "1",
+                "sh",
+                "-c",
+                "ulimit -c unlimited && kill -ABRT $$",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(128 + 6));
+        let said = ends_said(&out.stderr);
+        assert_eq!(
+            said.iter().map(|(_, _, e)| e.as_str()).collect::<Vec<_>>(),
+            ["Aborted (core dumped)"],
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(s.wd.join("core").exists(), "the kernel wrote the core");
+    }
 }
