@@ -259,19 +259,24 @@ impl ExitReports {
         }
     }
 
-    /// The lines for the ends taken since the last call, in the order their first
-    /// task ended (without srun's `srun: error: `): `NODE: task[s] RANGES: END`.
+    /// The lines for the ends taken since the last call (without srun's `srun: error:
+    /// `): `NODE: task[s] RANGES: END`, by their lowest rank, as slurmstepd sends a
+    /// message for the first task not yet sent and every other that ended alike.
     pub fn lines(&mut self, node_name: impl Fn(usize) -> String) -> Vec<String> {
         let mut out = Vec::new();
-        for (node, end, mut ranks) in std::mem::take(&mut self.pending) {
+        let mut pending = std::mem::take(&mut self.pending);
+        for (_, _, ranks) in &mut pending {
+            ranks.sort_unstable();
+            ranks.dedup();
+        }
+        pending.sort_by_key(|(_, _, ranks)| ranks.first().copied());
+        for (node, end, ranks) in pending {
             let fresh = !self.reduce || !self.said_any || self.last != Some(end);
             self.last = Some(end);
             let Some(said) = end.said().filter(|_| fresh) else {
                 continue;
             };
             self.said_any = true;
-            ranks.sort_unstable();
-            ranks.dedup();
             let s = if ranks.len() == 1 { "" } else { "s" };
             out.push(format!(
                 "{}: task{s} {}: {said}",
@@ -378,9 +383,17 @@ mod tests {
             ]
         );
         assert!(r.lines(name).is_empty(), "said once");
-        r.ended(0, 5, sig(6, false));
+        r.ended(0, 6, exit(4));
         r.ended(0, 7, sig(6, false));
-        assert_eq!(r.lines(name), ["n1: tasks 5,7: Aborted"]);
+        r.ended(0, 5, sig(6, false));
+        assert_eq!(
+            r.lines(name),
+            [
+                "n1: tasks 5,7: Aborted",
+                "n1: task 6: Exited with exit code 4"
+            ],
+            "by lowest rank"
+        );
 
         // Reduced: an end like the one before is not said again; another is.
         let mut r = ExitReports::new(true);

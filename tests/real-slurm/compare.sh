@@ -12,7 +12,8 @@
 #      they do not depend on the run);
 #   5. messages and exit statuses for options and ids the commands refuse;
 #   6. sbcast into a running job: the copy, its refusals and their exit statuses;
-#   7. steps' names, and srun --mpi=none said nothing of.
+#   7. steps' names, and srun --mpi=none said nothing of;
+#   8. srun's lines for its tasks' ends.
 # Values that differ by construction are left out: job ids (replaced by ID), times,
 # priorities (Slurm's priority/basic against Bulkhead's multifactor), the submit
 # host's session, the node's load, free memory, address and version, Account and QOS
@@ -162,6 +163,20 @@ wait
 STEPS
 real sbatch -W -o real-steps.out steps.sh >/dev/null; bulk sbatch -W -o bulk-steps.out steps.sh >/dev/null
 same "steps' names, srun --mpi=none" "$(cat real-steps.out)" "$(cat bulk-steps.out)"
+
+# 8: what srun says of its tasks' ends (`_task_finish`): exit codes, a line per kind
+# of end by lowest task, glibc's words for a signal, tasks killed together in one
+# line, and SLURM_SRUN_REDUCE_TASK_EXIT_MSG.
+cat > ends.sh <<'ENDS'
+#!/bin/sh
+srun -n2 sh -c 'exit 3'; echo "exit $?"
+srun -n3 sh -c '[ $SLURM_PROCID = 1 ] && exit 4; sleep 0.3; exit 2'; echo "exit $?"
+srun -n1 sh -c 'ulimit -c 0; kill -SEGV $$'; echo "exit $?"
+srun -n2 sh -c 'kill -USR1 $$'; echo "exit $?"
+SLURM_SRUN_REDUCE_TASK_EXIT_MSG=1 srun -n2 sh -c 'sleep 0.$((SLURM_PROCID * 5)); exit 5'; echo "exit $?"
+ENDS
+real sbatch -W -o real-ends.out ends.sh >/dev/null; bulk sbatch -W -o bulk-ends.out ends.sh >/dev/null
+same "srun's lines for its tasks' ends" "$(cat real-ends.out)" "$(cat bulk-ends.out)"
 
 echo "slurm_compare_agree=$AGREE"
 echo "slurm_compare_total=$TOTAL"
