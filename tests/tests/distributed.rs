@@ -326,31 +326,8 @@ fn mpirun_in_a_batch_job_starts_its_daemons_with_srun() {
          srun --mpi=list > mpi-list.txt\n"
     );
     std::fs::write(s.wd.join("job.sh"), script).expect("write");
-    let out = s.ok("sbatch", &["job.sh"]);
-    let j = out
-        .trim()
-        .strip_prefix("Submitted batch job ")
-        .unwrap_or_else(|| panic!("sbatch said {out:?}"))
-        .to_string();
-    let job = JobId(j.parse().expect("job id"));
-    let done = c
-        .wait_state(job, &[JobState::Completed, JobState::Failed], t())
-        .expect("the job ends");
+    let (j, got, why) = mpi_batch_job(&c, &s, "mpirun");
     let file = |n: &str| read(&s.wd.join(n));
-    let why = format!(
-        "ranks:\n{}\nmpirun's errors:\n{}\njob output:\n{}",
-        file("ranks.txt"),
-        file("mpirun.err"),
-        file(&format!("slurm-{j}.out"))
-    );
-    assert_eq!(done.state, JobState::Completed, "{why}");
-    assert_eq!(file("status.txt").trim(), "status=0", "{why}");
-    let got = by_rank(&file("ranks.txt"));
-    assert_eq!(
-        got.keys().copied().collect::<Vec<_>>(),
-        vec![0, 1, 2, 3],
-        "four distinct ranks: {why}"
-    );
     let mut per_node: BTreeMap<String, u32> = BTreeMap::new();
     for (r, v) in &got {
         assert_eq!(
@@ -365,8 +342,7 @@ fn mpirun_in_a_batch_job_starts_its_daemons_with_srun() {
         );
         *per_node.entry(node.clone()).or_default() += 1;
     }
-    let cluster_nodes: BTreeMap<String, u32> = c.node_names().into_iter().map(|n| (n, 2)).collect();
-    assert_eq!(per_node, cluster_nodes, "two ranks on each node: {why}");
+    two_on_each_node(&c, per_node, &why);
     // What Open MPI's srun line asks is said nothing of (mpirun hides its daemons'
     // srun's output unless verbose: asked here by hand), and the list of MPI types
     // has the one there is.
@@ -377,16 +353,7 @@ fn mpirun_in_a_batch_job_starts_its_daemons_with_srun() {
         "{why}"
     );
     // The daemons ran as one step of the job, a task on each node.
-    let steps = s.ok(
-        "sacct",
-        &["-j", &j, "-n", "-P", "-o", "JobID,JobName,NTasks"],
-    );
-    assert!(
-        steps
-            .lines()
-            .any(|l| l.starts_with(&format!("{j}.0|orted|2"))),
-        "{steps}\n{why}"
-    );
+    one_step_a_task_a_node(&s, &j, "orted", &why);
 }
 
 /// MPICH's `mpiexec` (Hydra) in a batch job, unchanged: it finds the job's nodes in
@@ -415,6 +382,31 @@ fn mpich_mpiexec_in_a_batch_job_starts_its_proxies_with_srun() {
          mpiexec.hydra -n 4 sh ./rank.sh > ranks.txt 2> mpiexec.err\n\
          echo status=$? > status.txt\n";
     std::fs::write(s.wd.join("job.sh"), script).expect("write");
+    let (j, got, why) = mpi_batch_job(&c, &s, "mpiexec");
+    let mut per_node: BTreeMap<String, u32> = BTreeMap::new();
+    for (r, v) in &got {
+        assert_eq!(v["size"], "4", "rank {r}: {why}");
+        let node = c
+            .node_names()
+            .into_iter()
+            .find(|n| v["cgroup"].contains(&format!("{n}/job_{j}/step_0|")))
+            .unwrap_or_else(|| panic!("rank {r} in no node's step 0 of job {j}: {why}"));
+        *per_node.entry(node).or_default() += 1;
+    }
+    two_on_each_node(&c, per_node, &why);
+    one_step_a_task_a_node(&s, &j, "hydra_pmi_proxy", &why);
+}
+
+/// Submits the working directory's `job.sh` with Slurm's `sbatch`, waits for its end
+/// and checks that it completed, its MPI launcher exited 0 (`status.txt`) and four
+/// distinct ranks each wrote their line to `ranks.txt`: the job's id, the ranks' lines
+/// and what to show when a check fails (the ranks, the launcher's standard error in
+/// `LAUNCHER.err`, the job's output).
+fn mpi_batch_job(
+    c: &Cluster,
+    s: &slurm_common::SlurmCommands,
+    launcher: &str,
+) -> (String, BTreeMap<u32, BTreeMap<String, String>>, String) {
     let out = s.ok("sbatch", &["job.sh"]);
     let j = out
         .trim()
@@ -430,9 +422,9 @@ fn mpich_mpiexec_in_a_batch_job_starts_its_proxies_with_srun() {
         .expect("the job ends");
     let file = |n: &str| read(&s.wd.join(n));
     let why = format!(
-        "ranks:\n{}\nmpiexec's errors:\n{}\njob output:\n{}",
+        "ranks:\n{}\n{launcher}'s errors:\n{}\njob output:\n{}",
         file("ranks.txt"),
-        file("mpiexec.err"),
+        file(&format!("{launcher}.err")),
         file(&format!("slurm-{j}.out"))
     );
     assert_eq!(done.state, JobState::Completed, "{why}");
@@ -443,26 +435,24 @@ fn mpich_mpiexec_in_a_batch_job_starts_its_proxies_with_srun() {
         vec![0, 1, 2, 3],
         "four distinct ranks: {why}"
     );
-    let mut per_node: BTreeMap<String, u32> = BTreeMap::new();
-    for (r, v) in &got {
-        assert_eq!(v["size"], "4", "rank {r}: {why}");
-        let node = c
-            .node_names()
-            .into_iter()
-            .find(|n| v["cgroup"].contains(&format!("{n}/job_{j}/step_0|")))
-            .unwrap_or_else(|| panic!("rank {r} in no node's step 0 of job {j}: {why}"));
-        *per_node.entry(node).or_default() += 1;
-    }
+    (j, got, why)
+}
+
+/// The ranks counted by node: two on each of the cluster's nodes.
+fn two_on_each_node(c: &Cluster, per_node: BTreeMap<String, u32>, why: &str) {
     let cluster_nodes: BTreeMap<String, u32> = c.node_names().into_iter().map(|n| (n, 2)).collect();
     assert_eq!(per_node, cluster_nodes, "two ranks on each node: {why}");
+}
+
+/// The launcher's daemons ran as the job's first step, named `name` (as srun names a
+/// step: its command's base name), a task on each of the two nodes.
+fn one_step_a_task_a_node(s: &slurm_common::SlurmCommands, j: &str, name: &str, why: &str) {
     let steps = s.ok(
         "sacct",
-        &["-j", &j, "-n", "-P", "-o", "JobID,JobName,NTasks"],
+        &["-j", j, "-n", "-P", "-o", "JobID,JobName,NTasks"],
     );
     assert!(
-        steps
-            .lines()
-            .any(|l| l == format!("{j}.0|hydra_pmi_proxy|2")),
+        steps.lines().any(|l| l == format!("{j}.0|{name}|2")),
         "{steps}\n{why}"
     );
 }
