@@ -12,11 +12,11 @@
 //! SIGHUP end the step too (`_srun_signal_mgr`), as does SIGQUIT.
 //!
 //! And how srun says its tasks' ends ([`ExitReports`], `_task_finish` in
-//! `src/plugins/launch/slurm/launch_slurm.c`): a line for the tasks of a node that
-//! ended alike at the same moment (`srun: error: n1: tasks 0-1: Exited with exit code
-//! 2`, `n2: task 3: Segmentation fault (core dumped)`), nothing for those that
-//! exited 0, and with `SLURM_SRUN_REDUCE_TASK_EXIT_MSG` set only a line that differs
-//! from the end before.
+//! `src/plugins/launch/slurm/launch_slurm.c`): a line for each exit message of a node,
+//! the tasks that ended alike together as its supervisor gathers them (`srun: error:
+//! n1: tasks 0-1: Exited with exit code 2`, `n2: task 3: Segmentation fault (core
+//! dumped)`), nothing for those that exited 0, and with
+//! `SLURM_SRUN_REDUCE_TASK_EXIT_MSG` set only a line that differs from the end before.
 
 use std::time::{Duration, Instant};
 
@@ -212,8 +212,8 @@ impl TaskEnd {
     }
 }
 
-/// The ends of a step's tasks as they come, said a line per node and kind of end,
-/// as slurmstepd sends the exits it reaped together in one message a status.
+/// What srun says of its tasks' ends, a line for each exit message a node sends (the
+/// tasks of the node that ended alike together, as slurmstepd sends them).
 #[derive(Debug, Default)]
 pub struct ExitReports {
     /// `SLURM_SRUN_REDUCE_TASK_EXIT_MSG`: a line only when the end differs from the
@@ -222,8 +222,6 @@ pub struct ExitReports {
     /// Whether a line was said yet, and the end reported before (said or not).
     said_any: bool,
     last: Option<TaskEnd>,
-    /// Ends taken and not yet said: node, end, ranks.
-    pending: Vec<(usize, TaskEnd, Vec<u32>)>,
 }
 
 impl ExitReports {
@@ -247,44 +245,19 @@ impl ExitReports {
         })
     }
 
-    /// Task `rank` of node `node` ended.
-    pub fn ended(&mut self, node: usize, rank: u32, end: TaskEnd) {
-        match self
-            .pending
-            .iter_mut()
-            .find(|(n, e, _)| *n == node && *e == end)
-        {
-            Some((_, _, ranks)) => ranks.push(rank),
-            None => self.pending.push((node, end, vec![rank])),
-        }
-    }
-
-    /// The lines for the ends taken since the last call (without srun's `srun: error:
-    /// `): `NODE: task[s] RANGES: END`, by their lowest rank, as slurmstepd sends a
-    /// message for the first task not yet sent and every other that ended alike.
-    pub fn lines(&mut self, node_name: impl Fn(usize) -> String) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut pending = std::mem::take(&mut self.pending);
-        for (_, _, ranks) in &mut pending {
-            ranks.sort_unstable();
-            ranks.dedup();
-        }
-        pending.sort_by_key(|(_, _, ranks)| ranks.first().copied());
-        for (node, end, ranks) in pending {
-            let fresh = !self.reduce || !self.said_any || self.last != Some(end);
-            self.last = Some(end);
-            let Some(said) = end.said().filter(|_| fresh) else {
-                continue;
-            };
-            self.said_any = true;
-            let s = if ranks.len() == 1 { "" } else { "s" };
-            out.push(format!(
-                "{}: task{s} {}: {said}",
-                node_name(node),
-                ranges(&ranks)
-            ));
-        }
-        out
+    /// The line for tasks `ranks` of `node` that ended as `end` (without srun's
+    /// `srun: error: `): `NODE: task[s] RANGES: END`; none for a clean exit, or for an
+    /// end like the one before when reduced.
+    pub fn line(&mut self, node: &str, ranks: &[u32], end: TaskEnd) -> Option<String> {
+        let fresh = !self.reduce || !self.said_any || self.last != Some(end);
+        self.last = Some(end);
+        let said = end.said().filter(|_| fresh && !ranks.is_empty())?;
+        self.said_any = true;
+        let mut ranks = ranks.to_vec();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let s = if ranks.len() == 1 { "" } else { "s" };
+        Some(format!("{node}: task{s} {}: {said}", ranges(&ranks)))
     }
 }
 
@@ -356,7 +329,7 @@ mod tests {
     /// States in srun's order and words, ranks as `bit_fmt` writes them, `task` for
     /// one and `tasks` for several; an end is kept over a later start.
     #[test]
-    fn ends_are_said_a_line_per_node_and_kind_as_srun_says_them() {
+    fn ends_are_said_a_line_per_message_as_srun_says_them() {
         let exit = |c| TaskEnd {
             code: Some(c),
             signal: None,
@@ -367,46 +340,46 @@ mod tests {
             signal: Some(s),
             core,
         };
-        let name = |i: usize| format!("n{}", i + 1);
         let mut r = ExitReports::new(false);
-        r.ended(0, 1, exit(2));
-        r.ended(1, 3, sig(11, true));
-        r.ended(0, 0, exit(2));
-        r.ended(0, 2, exit(0));
-        r.ended(0, 4, sig(9, false));
         assert_eq!(
-            r.lines(name),
-            [
-                "n1: tasks 0-1: Exited with exit code 2",
-                "n2: task 3: Segmentation fault (core dumped)",
-                "n1: task 4: Killed",
-            ]
+            r.line("n1", &[1, 0], exit(2)).as_deref(),
+            Some("n1: tasks 0-1: Exited with exit code 2")
         );
-        assert!(r.lines(name).is_empty(), "said once");
-        r.ended(0, 6, exit(4));
-        r.ended(0, 7, sig(6, false));
-        r.ended(0, 5, sig(6, false));
         assert_eq!(
-            r.lines(name),
-            [
-                "n1: tasks 5,7: Aborted",
-                "n1: task 6: Exited with exit code 4"
-            ],
-            "by lowest rank"
+            r.line("n2", &[3], sig(11, true)).as_deref(),
+            Some("n2: task 3: Segmentation fault (core dumped)")
+        );
+        assert_eq!(
+            r.line("n1", &[2], exit(0)),
+            None,
+            "a clean exit is not said"
+        );
+        assert_eq!(
+            r.line("n1", &[4], sig(9, false)).as_deref(),
+            Some("n1: task 4: Killed")
+        );
+        assert_eq!(
+            r.line("n1", &[5, 7], sig(6, false)).as_deref(),
+            Some("n1: tasks 5,7: Aborted")
         );
 
         // Reduced: an end like the one before is not said again; another is.
         let mut r = ExitReports::new(true);
-        r.ended(0, 0, exit(3));
-        assert_eq!(r.lines(name), ["n1: task 0: Exited with exit code 3"]);
-        r.ended(1, 1, exit(3));
-        assert!(r.lines(name).is_empty());
-        r.ended(1, 2, sig(15, false));
-        assert_eq!(r.lines(name), ["n2: task 2: Terminated"]);
-        // The end before is any end, a clean exit too (slurmstepd's last status).
-        r.ended(1, 3, exit(0));
-        r.ended(0, 4, sig(15, false));
-        assert_eq!(r.lines(name), ["n1: task 4: Terminated"]);
+        assert_eq!(
+            r.line("n1", &[0], exit(3)).as_deref(),
+            Some("n1: task 0: Exited with exit code 3")
+        );
+        assert_eq!(r.line("n2", &[1], exit(3)), None);
+        assert_eq!(
+            r.line("n2", &[2], sig(15, false)).as_deref(),
+            Some("n2: task 2: Terminated")
+        );
+        // The end before is any end, a clean exit too (srun's last status).
+        assert_eq!(r.line("n2", &[3], exit(0)), None);
+        assert_eq!(
+            r.line("n1", &[4], sig(15, false)).as_deref(),
+            Some("n1: task 4: Terminated")
+        );
 
         assert!(ExitReports::reduce_from_env(Some("1")));
         assert!(ExitReports::reduce_from_env(Some(" 2x")));

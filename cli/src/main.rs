@@ -1293,8 +1293,21 @@ fn run_step(cli: &Cli, a: &RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    .map_err(explain)
-    .with_context(|| format!("cannot start a step in job {job}"));
+    .map_err(|e| match e {
+        // Under srun's name, a refusal that is one of Slurm's in srun's words.
+        ClientError::Refused(r)
+            if let Some(line) = (cli.prog != "bh")
+                .then(|| bulkhead_cli::srun_extra::step_refusal(&r.message))
+                .flatten() =>
+        {
+            anyhow::Error::new(slurm_cmds::Plain(format!(
+                "{}: error: {}",
+                cli.prog,
+                output::escape(&line)
+            )))
+        }
+        e => explain(e).context(format!("cannot start a step in job {job}")),
+    });
     let status = granted.and_then(|grant| {
         let mut streams = bulkhead_cli::run::Streams::new(
             &grant,

@@ -355,8 +355,7 @@ pub fn relay(
     let mut stdin_open = !takes_input.is_empty();
     let mut interrupts = crate::interrupt::Interrupts::new(streams.interrupts);
     let mut tasks = crate::interrupt::TaskStates::new(grant.ntasks);
-    // The tasks' ends, said once each poll's frames are read: those a node sent
-    // together in one line.
+    // The tasks' ends, a line for each message (a node's tasks that ended alike).
     let mut ends =
         crate::interrupt::ExitReports::new(crate::interrupt::ExitReports::reduce_from_env(
             std::env::var("SLURM_SRUN_REDUCE_TASK_EXIT_MSG")
@@ -453,13 +452,6 @@ pub fn relay(
         let mut frames: std::collections::VecDeque<(usize, StepOut)> = polled.frames.into();
         let mut lost_now = Some(polled.lost);
         loop {
-            if frames.is_empty() {
-                for line in ends.lines(|i| conns.node_name(i).to_string()) {
-                    if streams.report_exits {
-                        eprintln!("{}: error: {line}", streams.prog);
-                    }
-                }
-            }
             // After this poll's frames, the nodes it lost: a node whose end came in
             // the same poll as its connection's close is not failed.
             if frames.is_empty()
@@ -494,18 +486,25 @@ pub fn relay(
                     }
                 }
                 StepOut::TaskExit {
-                    rank,
+                    ranks,
                     code,
                     signal,
                     core,
                 } => {
-                    if label {
-                        let _ = streams.emit(false, &labeller.flush(rank, false));
-                        let _ = streams.emit(true, &labeller.flush(rank, true));
-                    }
                     let st = task_status(code, signal);
-                    tasks.exited(rank, st == 0);
-                    ends.ended(i, rank, crate::interrupt::TaskEnd { code, signal, core });
+                    for &rank in &ranks {
+                        if label {
+                            let _ = streams.emit(false, &labeller.flush(rank, false));
+                            let _ = streams.emit(true, &labeller.flush(rank, true));
+                        }
+                        tasks.exited(rank, st == 0);
+                    }
+                    let end = crate::interrupt::TaskEnd { code, signal, core };
+                    if let Some(line) = ends.line(conns.node_name(i), &ranks, end)
+                        && streams.report_exits
+                    {
+                        eprintln!("{}: error: {line}", streams.prog);
+                    }
                     status = status.max(st);
                 }
                 StepOut::Ended { .. } => done[i] = true,

@@ -463,6 +463,31 @@ pub fn srun_words(argv: &[String], run: &Command) -> Result<Vec<String>, u8> {
     Ok(words)
 }
 
+/// slurmctld's reasons for refusing a step (`slurm_strerror`) that the broker gives,
+/// at the head of its message after `Unable to create step for job J: `.
+const STEP_REFUSALS: &[&str] = &[
+    "More processors requested than permitted",
+    "Requested node configuration is not available",
+    "Invalid generic resource (gres) specification",
+    "Requested nodes are busy",
+];
+
+/// srun's line for a step the broker refused, where the refusal is one of Slurm's:
+/// `Unable to create step for job 28: More processors requested than permitted`, as
+/// srun 22.05 says it (the broker's account of why, after the reason, left out).
+pub fn step_refusal(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("Unable to create step for job ")?;
+    let (job, why) = rest.split_once(": ")?;
+    if job.is_empty() || !job.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let reason = STEP_REFUSALS.iter().find(|r| {
+        why.strip_prefix(**r)
+            .is_some_and(|after| after.is_empty() || after.starts_with(": "))
+    })?;
+    Some(format!("Unable to create step for job {job}: {reason}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,5 +611,42 @@ mod tests {
             (t.extra.alloc_words, t.cmd),
             (vec!["--nice".into()], vec!["5".into()])
         );
+    }
+
+    #[test]
+    fn a_refused_step_is_said_in_sruns_words() {
+        assert_eq!(
+            step_refusal(
+                "Unable to create step for job 30: More processors requested than permitted: \
+                 2 tasks of 1 CPUs on 1 nodes, the job has 1 CPUs on each"
+            )
+            .as_deref(),
+            Some("Unable to create step for job 30: More processors requested than permitted")
+        );
+        assert_eq!(
+            step_refusal(
+                "Unable to create step for job 7: Requested node configuration is not available"
+            )
+            .as_deref(),
+            Some("Unable to create step for job 7: Requested node configuration is not available")
+        );
+        // Not Slurm's reasons, or not a step's refusal: Bulkhead's own words stand.
+        assert_eq!(
+            step_refusal("Unable to create step for job 7: node n1 is down"),
+            None
+        );
+        assert_eq!(
+            step_refusal(
+                "Unable to create step for job x: More processors requested than permitted"
+            ),
+            None
+        );
+        assert_eq!(
+            step_refusal(
+                "Unable to create step for job 7: More processors requested than permittedly"
+            ),
+            None
+        );
+        assert_eq!(step_refusal("job 7 does not exist"), None);
     }
 }

@@ -87,7 +87,12 @@ struct Step {
     /// A task exited while others run: its exit is held until then ([`EXIT_GATHER`])
     /// for the exits that follow it to go with it.
     exits_held_until: Option<Instant>,
+    /// Exits not yet sent, as reaped: the task's rank, code, signal, core dumped.
+    exits: Vec<TaskEnd>,
 }
+
+/// How a task ended: its rank, exit code, signal and whether its core was dumped.
+type TaskEnd = (u32, Option<i32>, Option<i32>, bool);
 
 /// How long the exit of a step's task waits for its siblings' before it is sent
 /// while they run, as slurmstepd's `_wait_for_all_tasks` sleeps 100 ms after the first
@@ -501,6 +506,7 @@ fn start(
         pty: None,
         leftovers_killed: false,
         exits_held_until: None,
+        exits: Vec::new(),
     };
     if let Err(why) = spawn_tasks(&mut step, &l, env, (io, cpu_bind), base) {
         log(job, format!("step {}: {why}", l.step));
@@ -986,7 +992,7 @@ impl Steps {
                 continue;
             }
             s.exits_held_until = None;
-            if !s.out.is_empty() && !s.lost {
+            if (!s.out.is_empty() || !s.exits.is_empty()) && !s.lost {
                 flush(s);
             }
         }
@@ -1010,15 +1016,8 @@ impl Steps {
                 } else {
                     (None, None)
                 };
-                push_out(
-                    &mut s.out,
-                    &StepOut::TaskExit {
-                        rank: t.rank,
-                        code,
-                        signal,
-                        core: signal.is_some() && libc::WCOREDUMP(status),
-                    },
-                );
+                let core = signal.is_some() && libc::WCOREDUMP(status);
+                s.exits.push((t.rank, code, signal, core));
                 if s.kill_on_bad_exit && (code.is_some_and(|c| c != 0) || signal.is_some()) {
                     kill_step(s);
                 }
@@ -1055,6 +1054,8 @@ impl Steps {
                     s.leftovers_killed = true;
                 }
                 if s.pipes.is_empty() {
+                    // The tasks' exits go before the node's end.
+                    emit_exits(s);
                     let usage = s.cg.as_ref().map(JobCgroup::usage);
                     push_out(
                         &mut s.out,
@@ -1096,6 +1097,45 @@ impl Steps {
     }
 }
 
+/// Moves the step's reaped exits to what it sends ([`group_exits`]).
+fn emit_exits(s: &mut Step) {
+    if s.exits.is_empty() {
+        return;
+    }
+    for m in group_exits(std::mem::take(&mut s.exits)) {
+        push_out(&mut s.out, &m);
+    }
+}
+
+/// Exits reaped together as their messages: one for each kind of end with every task
+/// that ended so, by lowest rank (as slurmstepd's `stepd_send_pending_exit_msgs`
+/// groups its tasks by status).
+fn group_exits(mut exits: Vec<TaskEnd>) -> Vec<StepOut> {
+    exits.sort_unstable_by_key(|e| e.0);
+    let mut out: Vec<StepOut> = Vec::new();
+    for (rank, code, signal, core) in exits {
+        let same = out.iter_mut().find_map(|m| match m {
+            StepOut::TaskExit {
+                ranks,
+                code: c,
+                signal: s,
+                core: k,
+            } if (*c, *s, *k) == (code, signal, core) => Some(ranks),
+            _ => None,
+        });
+        match same {
+            Some(ranks) => ranks.push(rank),
+            None => out.push(StepOut::TaskExit {
+                ranks: vec![rank],
+                code,
+                signal,
+                core,
+            }),
+        }
+    }
+    out
+}
+
 /// Sends what is pending on the step's connection, as far as it takes it; nothing
 /// while the step gathers its tasks' exits ([`EXIT_GATHER`]), whichever path asks.
 /// What was written goes from the buffer's front in one move per call, not one per
@@ -1104,6 +1144,7 @@ fn flush(s: &mut Step) {
     if s.exits_held_until.is_some() && s.holds_exits(Instant::now()) {
         return;
     }
+    emit_exits(s);
     let mut sent = 0;
     while sent < s.out.len() {
         match s.conn.write(&s.out[sent..]) {
@@ -1148,6 +1189,34 @@ fn kill_step(s: &Step) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exits_reaped_together_are_a_message_for_each_kind_of_end() {
+        let exit = |ranks: Vec<u32>, code: Option<i32>, signal: Option<i32>, core: bool| {
+            StepOut::TaskExit {
+                ranks,
+                code,
+                signal,
+                core,
+            }
+        };
+        let got = group_exits(vec![
+            (3, Some(2), None, false),
+            (1, None, Some(11), true),
+            (0, Some(2), None, false),
+            (2, Some(0), None, false),
+            (4, None, Some(11), false),
+            (5, Some(2), None, false),
+        ]);
+        let want = [
+            exit(vec![0, 3, 5], Some(2), None, false),
+            exit(vec![1], None, Some(11), true),
+            exit(vec![2], Some(0), None, false),
+            exit(vec![4], None, Some(11), false),
+        ];
+        assert_eq!(format!("{got:?}"), format!("{want:?}"));
+        assert!(group_exits(Vec::new()).is_empty());
+    }
 
     #[test]
     fn tasks_per_node_uses_slurms_repeat_form() {

@@ -54,7 +54,8 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// eligible to start.
 /// 26: a step request says whether it is `--exact`, and a step's launch whether it
 /// holds the job's every CPU on its nodes (accounting's `AllocCPUS`).
-/// 27: a task's exit says whether its core was dumped.
+/// 27: a node's tasks that ended alike together are one exit message, which says
+/// whether their cores were dumped.
 pub const PROTOCOL_VERSION: u16 = 27;
 pub const HEADER_LEN: usize = 14;
 

@@ -363,11 +363,12 @@ pub enum StepOut {
         #[serde(with = "serde_bytes")]
         data: Vec<u8>,
     },
-    /// Task `rank` exited (its code) or was killed (its signal, and whether the
-    /// kernel dumped its core: srun says `Segmentation fault (core dumped)`;
-    /// protocol 27).
+    /// Tasks `ranks` exited alike (their code) or were killed (their signal, and
+    /// whether the kernel dumped their cores: srun says `Segmentation fault (core
+    /// dumped)`): as Slurm's task exit message, one for the tasks of a node that ended
+    /// alike together, so that srun says them in one line (protocol 27).
     TaskExit {
-        rank: u32,
+        ranks: Vec<u32>,
         code: Option<i32>,
         signal: Option<i32>,
         core: bool,
@@ -415,7 +416,7 @@ impl Message for StepOut {
                 check("pids", pids.len(), MAX_STEP_TASKS as usize)
             }
             StepOut::Output { data, .. } => check("output", data.len(), MAX_CHUNK),
-            StepOut::TaskExit { .. } => Ok(()),
+            StepOut::TaskExit { ranks, .. } => check("ranks", ranks.len(), MAX_STEP_TASKS as usize),
             StepOut::Ended { node, usage } => {
                 check_str("node", node, limits::MAX_NAME_BYTES)?;
                 usage.as_ref().map_or(Ok(()), JobUsage::validate)
@@ -511,7 +512,7 @@ mod tests {
             data: vec![4; 9]
         })));
         assert!(!is_final_frame(&enc(&StepOut::TaskExit {
-            rank: 4,
+            ranks: vec![4],
             code: Some(3),
             signal: None,
             core: false

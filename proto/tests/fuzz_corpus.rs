@@ -114,7 +114,7 @@ fn mutated_step_frames_decode_without_panics_and_round_trip() {
             data: vec![0; 300],
         },
         StepOut::TaskExit {
-            rank: 1,
+            ranks: vec![1, 3],
             code: Some(3),
             signal: None,
             core: false,

@@ -166,13 +166,15 @@ same "steps' names, srun --mpi=none" "$(cat real-steps.out)" "$(cat bulk-steps.o
 
 # 8: what srun says of its tasks' ends (`_task_finish`): exit codes, a line per kind
 # of end by lowest task, glibc's words for a signal, tasks killed together in one
-# line, and SLURM_SRUN_REDUCE_TASK_EXIT_MSG.
+# line, a step the job has no room for, and SLURM_SRUN_REDUCE_TASK_EXIT_MSG.
 cat > ends.sh <<'ENDS'
 #!/bin/sh
+#SBATCH -n 3
 srun -n2 sh -c 'exit 3'; echo "exit $?"
 srun -n3 sh -c '[ $SLURM_PROCID = 1 ] && exit 4; sleep 0.3; exit 2'; echo "exit $?"
 srun -n1 sh -c 'ulimit -c 0; kill -SEGV $$'; echo "exit $?"
 srun -n2 sh -c 'kill -USR1 $$'; echo "exit $?"
+srun -n4 true; echo "exit $?"
 SLURM_SRUN_REDUCE_TASK_EXIT_MSG=1 srun -n2 sh -c 'sleep 0.$((SLURM_PROCID * 5)); exit 5'; echo "exit $?"
 ENDS
 real sbatch -W -o real-ends.out ends.sh >/dev/null; bulk sbatch -W -o bulk-ends.out ends.sh >/dev/null

@@ -230,6 +230,16 @@ fn ctrl_c_at_srun_prints_the_tasks_states_then_ends_the_step() {
 
     tasks_ends_are_said_as_srun_says_them(&s, &job);
 
+    // A step the job has no room for: srun's words for Slurm's reason, exit 1.
+    let out = s.run("srun", &["--jobid", &job, "-n", "9", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "srun: error: Unable to create step for job {job}: More processors requested than permitted\n"
+        )
+    );
+
     s.ok("scancel", &[&job]);
     c.wait_state(
         bulkhead_proto::JobId(job.parse().expect("id")),
