@@ -177,8 +177,8 @@ srun -n2 sh -c 'kill -USR1 $$'; echo "exit $?"
 srun -n4 true; echo "exit $?"
 SLURM_SRUN_REDUCE_TASK_EXIT_MSG=1 srun -n2 sh -c 'sleep 0.$((SLURM_PROCID * 5)); exit 5'; echo "exit $?"
 ENDS
-real sbatch -W -o real-ends.out ends.sh >/dev/null; bulk sbatch -W -o bulk-ends.out ends.sh >/dev/null
-same "srun's lines for its tasks' ends" "$(cat real-ends.out)" "$(cat bulk-ends.out)"
+RJ=$(real sbatch --parsable -W -o real-ends.out ends.sh); BJ=$(bulk sbatch --parsable -W -o bulk-ends.out ends.sh)
+same "srun's lines for its tasks' ends" "$(ids "$RJ" < real-ends.out)" "$(ids "$BJ" < bulk-ends.out)"
 
 echo "slurm_compare_agree=$AGREE"
 echo "slurm_compare_total=$TOTAL"
