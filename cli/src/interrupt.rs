@@ -186,12 +186,14 @@ impl TaskStates {
 }
 
 /// How a task ended: its exit code, or the signal that killed it and whether its
-/// core was dumped.
+/// core was dumped; `oom` when the OOM killer had been at its step (Slurm's
+/// `SIG_OOM`, which stands for the rest).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskEnd {
     pub code: Option<i32>,
     pub signal: Option<i32>,
     pub core: bool,
+    pub oom: bool,
 }
 
 impl TaskEnd {
@@ -199,6 +201,9 @@ impl TaskEnd {
     /// fault (core dumped)`); None for a task that exited 0, which it says only when
     /// verbose.
     pub fn said(&self) -> Option<String> {
+        if self.oom {
+            return Some("Out Of Memory".into());
+        }
         match (self.code, self.signal) {
             (Some(0), _) => None,
             (Some(c), _) => Some(format!("Exited with exit code {c}")),
@@ -222,6 +227,8 @@ pub struct ExitReports {
     /// Whether a line was said yet, and the end reported before (said or not).
     said_any: bool,
     last: Option<TaskEnd>,
+    /// `Out Of Memory` is said once (srun's `oom_printed`).
+    oom_said: bool,
 }
 
 impl ExitReports {
@@ -249,7 +256,11 @@ impl ExitReports {
     /// `srun: error: `): `NODE: task[s] RANGES: END`; none for a clean exit, or for an
     /// end like the one before when reduced.
     pub fn line(&mut self, node: &str, ranks: &[u32], end: TaskEnd) -> Option<String> {
-        let fresh = !self.reduce || !self.said_any || self.last != Some(end);
+        let fresh = if end.oom {
+            !std::mem::replace(&mut self.oom_said, true)
+        } else {
+            !self.reduce || !self.said_any || self.last != Some(end)
+        };
         self.last = Some(end);
         let said = end.said().filter(|_| fresh && !ranks.is_empty())?;
         self.said_any = true;
@@ -334,11 +345,13 @@ mod tests {
             code: Some(c),
             signal: None,
             core: false,
+            oom: false,
         };
         let sig = |s, core| TaskEnd {
             code: None,
             signal: Some(s),
             core,
+            oom: false,
         };
         let mut r = ExitReports::new(false);
         assert_eq!(
@@ -379,6 +392,20 @@ mod tests {
         assert_eq!(
             r.line("n1", &[4], sig(15, false)).as_deref(),
             Some("n1: task 4: Terminated")
+        );
+
+        // Out of memory: said once, whatever the tasks' own ends.
+        let mut r = ExitReports::new(false);
+        let oom = |e: TaskEnd| TaskEnd { oom: true, ..e };
+        assert_eq!(
+            r.line("n1", &[0], oom(sig(9, false))).as_deref(),
+            Some("n1: task 0: Out Of Memory")
+        );
+        assert_eq!(r.line("n1", &[1], oom(exit(0))), None);
+        assert_eq!(r.line("n2", &[2], oom(exit(1))), None);
+        assert_eq!(
+            r.line("n2", &[3], exit(1)).as_deref(),
+            Some("n2: task 3: Exited with exit code 1")
         );
 
         assert!(ExitReports::reduce_from_env(Some("1")));

@@ -355,6 +355,7 @@ pub fn relay(
     let mut stdin_open = !takes_input.is_empty();
     let mut interrupts = crate::interrupt::Interrupts::new(streams.interrupts);
     let mut tasks = crate::interrupt::TaskStates::new(grant.ntasks);
+    let mut out_of_memory = false;
     // The tasks' ends, a line for each message (a node's tasks that ended alike).
     let mut ends =
         crate::interrupt::ExitReports::new(crate::interrupt::ExitReports::reduce_from_env(
@@ -490,6 +491,7 @@ pub fn relay(
                     code,
                     signal,
                     core,
+                    oom,
                 } => {
                     let st = task_status(code, signal);
                     for &rank in &ranks {
@@ -497,9 +499,15 @@ pub fn relay(
                             let _ = streams.emit(false, &labeller.flush(rank, false));
                             let _ = streams.emit(true, &labeller.flush(rank, true));
                         }
-                        tasks.exited(rank, st == 0);
+                        tasks.exited(rank, st == 0 && !oom);
                     }
-                    let end = crate::interrupt::TaskEnd { code, signal, core };
+                    out_of_memory |= oom;
+                    let end = crate::interrupt::TaskEnd {
+                        code,
+                        signal,
+                        core,
+                        oom,
+                    };
                     if let Some(line) = ends.line(conns.node_name(i), &ranks, end)
                         && streams.report_exits
                     {
@@ -566,7 +574,8 @@ pub fn relay(
         let _ = streams.emit(true, &err);
     }
     let _ = stdout.lock().flush();
-    Ok(status)
+    // As srun: a step the OOM killer was at exits 1, whatever its tasks' statuses.
+    Ok(if out_of_memory { 1 } else { status })
 }
 
 /// ssh's options that take a value (`-o X`, `-p X`, ...), which `bh rsh` skips with it.

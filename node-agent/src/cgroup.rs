@@ -863,6 +863,16 @@ impl JobCgroup {
         )
     }
 
+    /// How many of the job's processes the OOM killer has killed so far
+    /// ([`crate::usage::read_oom_kills`]): two small reads, for each task's end.
+    pub fn oom_kills(&self) -> u64 {
+        let v1 = |c: &str| self.v1.get(c).cloned();
+        crate::usage::read_oom_kills(
+            self.v2.as_ref().map(|(d, c)| (d.as_path(), c.as_slice())),
+            &v1,
+        )
+    }
+
     /// Removes the job's directories, waiting up to `wait` for exiting members to go.
     pub fn remove(&self, wait: Duration) -> Result<(), CgroupError> {
         let deadline = Instant::now() + wait;

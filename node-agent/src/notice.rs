@@ -9,6 +9,15 @@ use bulkhead_proto::JobId;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+/// slurmstepd's error for a step whose processes the OOM killer killed (`step`: `7`,
+/// `batch`), as `task_cgroup_memory_check_oom` words it.
+pub fn oom_line(kills: u64, job: JobId, step: &str) -> String {
+    format!(
+        "slurmstepd: error: Detected {kills} oom-kill event(s) in StepId={job}.{step}. Some \
+         of your processes may have been killed by the cgroup out-of-memory handler.\n"
+    )
+}
+
 /// Slurm's notice of a job ended at `at_us` (local time), `why` its reason
 /// (`DUE TO TIME LIMIT`), none for a cancel.
 pub fn line(job: JobId, node: &str, at_us: u64, why: Option<&str>) -> String {
@@ -40,8 +49,18 @@ pub fn line(job: JobId, node: &str, at_us: u64, why: Option<&str>) -> String {
 /// file owned by `uid` with its owner's write bit: what `uid` could write anyway.
 /// Whether it was written.
 pub fn append_to_stderr_of(pid: i32, uid: u32, text: &str) -> std::io::Result<bool> {
+    match pin_stderr_of(pid)? {
+        Some(pinned) => append_to_pinned(&pinned, uid, text),
+        None => Ok(false),
+    }
+}
+
+/// The file process `pid`'s stderr is open on, pinned (`O_PATH`: opened for nothing
+/// but to name it), so that it can be written after the process is gone
+/// ([`append_to_pinned`]).
+pub fn pin_stderr_of(pid: i32) -> std::io::Result<Option<OwnedFd>> {
     if pid <= 0 {
-        return Ok(false);
+        return Ok(None);
     }
     let path = std::ffi::CString::new(format!("/proc/{pid}/fd/2"))
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
@@ -53,7 +72,12 @@ pub fn append_to_stderr_of(pid: i32, uid: u32, text: &str) -> std::io::Result<bo
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
-    let pinned = unsafe { OwnedFd::from_raw_fd(raw) };
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(raw) }))
+}
+
+/// Appends `text` to a pinned file ([`pin_stderr_of`]) if it is a regular file owned
+/// by `uid` with its owner's write bit. Whether it was written.
+pub fn append_to_pinned(pinned: &OwnedFd, uid: u32, text: &str) -> std::io::Result<bool> {
     // SAFETY: zeroed is a valid `stat`; fstat writes it.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(pinned.as_raw_fd(), &mut st) } != 0 {
@@ -86,6 +110,15 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
     use std::process::{Command, Stdio};
+
+    #[test]
+    fn the_oom_line_reads_as_slurmstepds() {
+        assert_eq!(
+            oom_line(2, JobId(15), "batch"),
+            "slurmstepd: error: Detected 2 oom-kill event(s) in StepId=15.batch. Some of \
+             your processes may have been killed by the cgroup out-of-memory handler.\n"
+        );
+    }
 
     #[test]
     fn the_line_reads_as_slurmstepds() {

@@ -106,6 +106,9 @@ struct Supervisor {
     completing_since: Option<Instant>,
     /// The job's steps (`bh run` inside it) on this node.
     steps: crate::tasks::Steps,
+    /// The batch script's stderr, pinned once it runs: the OOM killer's notice goes
+    /// there after the script has ended.
+    batch_stderr: Option<std::os::fd::OwnedFd>,
 }
 
 fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<bool, String> {
@@ -161,6 +164,7 @@ fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<bool, String> {
         terminating: false,
         completing_since: None,
         steps: crate::tasks::Steps::listen(dir, spec.job),
+        batch_stderr: None,
         spec,
     };
     if sup.spec.exec.script.as_os_str().is_empty() {
@@ -172,7 +176,12 @@ fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<bool, String> {
         );
     } else {
         match crate::launch::start(&sup.spec.exec, true) {
-            Ok(pid) => sup.pid = pid,
+            Ok(pid) => {
+                sup.pid = pid;
+                // The start returns once the script has exec'd (vfork): its stderr is
+                // the job's error file now.
+                sup.batch_stderr = crate::notice::pin_stderr_of(pid).ok().flatten();
+            }
             Err(e) => return sup.launch_failed(e).map(|()| false),
         }
     }
@@ -240,6 +249,25 @@ impl Supervisor {
         let text = crate::notice::line(self.spec.job, &node, now_us(), why);
         if let Err(e) = crate::notice::append_to_stderr_of(self.pid, self.spec.uid, &text) {
             log(self.spec.job, format!("no notice in the job's stderr: {e}"));
+        }
+    }
+
+    /// The batch script has ended: if the OOM killer killed processes of the job that
+    /// its steps did not account for, slurmstepd's error in the job's error file, as
+    /// Slurm's batch step says it at its end.
+    fn batch_oom_notice(&mut self) {
+        let kills = self.cg().oom_kills().saturating_sub(self.steps.oom_kills());
+        if kills == 0 {
+            return;
+        }
+        let text = crate::notice::oom_line(kills, self.spec.job, "batch");
+        if let Some(pinned) = self.batch_stderr.take()
+            && let Err(e) = crate::notice::append_to_pinned(&pinned, self.spec.uid, &text)
+        {
+            log(
+                self.spec.job,
+                format!("no OOM notice in the job's stderr: {e}"),
+            );
         }
     }
 
@@ -339,11 +367,13 @@ impl Supervisor {
                 self.steps.flush_exits();
                 return;
             }
-            if self.steps.on_exit(pid, status) {
+            let cg = &self.spec.cgroup;
+            if self.steps.on_exit(pid, status, &|| cg.oom_kills()) {
                 continue;
             }
             if pid == self.pid {
                 self.exited = true;
+                self.batch_oom_notice();
                 if libc::WIFEXITED(status) {
                     self.outcome.exit_code = Some(libc::WEXITSTATUS(status));
                 } else if libc::WIFSIGNALED(status) {

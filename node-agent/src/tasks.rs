@@ -87,12 +87,19 @@ struct Step {
     /// A task exited while others run: its exit is held until then ([`EXIT_GATHER`])
     /// for the exits that follow it to go with it.
     exits_held_until: Option<Instant>,
-    /// Exits not yet sent, as reaped: the task's rank, code, signal, core dumped.
+    /// Exits not yet sent, as reaped.
     exits: Vec<TaskEnd>,
+    /// The job's OOM kills when the step started; whether its first task's end has
+    /// looked again, and what it found: the kills since (slurmstepd looks once, at
+    /// its first task's end: `task_p_post_term`).
+    oom_base: u64,
+    oom_checked: bool,
+    oom_kills: u64,
 }
 
-/// How a task ended: its rank, exit code, signal and whether its core was dumped.
-type TaskEnd = (u32, Option<i32>, Option<i32>, bool);
+/// How a task ended: its rank, exit code, signal, whether its core was dumped and
+/// whether the OOM killer had been at the step ([`StepOut::TaskExit`]).
+type TaskEnd = (u32, Option<i32>, Option<i32>, bool, bool);
 
 /// How long the exit of a step's task waits for its siblings' before it is sent
 /// while they run, as slurmstepd's `_wait_for_all_tasks` sleeps 100 ms after the first
@@ -123,6 +130,8 @@ pub struct Steps {
     steps: Vec<Step>,
     slots: Vec<Slot>,
     job: bulkhead_proto::JobId,
+    /// The OOM kills the steps found, together.
+    oom_found: u64,
 }
 
 fn log(job: bulkhead_proto::JobId, msg: impl std::fmt::Display) {
@@ -345,6 +354,7 @@ impl Steps {
             steps: Vec::new(),
             slots: Vec::new(),
             job,
+            oom_found: 0,
         }
     }
 
@@ -507,6 +517,9 @@ fn start(
         leftovers_killed: false,
         exits_held_until: None,
         exits: Vec::new(),
+        oom_base: base.job_cgroup.oom_kills(),
+        oom_checked: false,
+        oom_kills: 0,
     };
     if let Err(why) = spawn_tasks(&mut step, &l, env, (io, cpu_bind), base) {
         log(job, format!("step {}: {why}", l.step));
@@ -1003,9 +1016,17 @@ impl Steps {
         self.steps.iter().filter_map(|s| s.exits_held_until).min()
     }
 
+    /// The OOM kills its steps found ([`StepOut::TaskExit`]'s `oom`), to be told apart
+    /// from the batch script's.
+    pub fn oom_kills(&self) -> u64 {
+        self.oom_found
+    }
+
     /// A child of the supervisor exited: if a task, record it (its exit is sent by
-    /// [`Steps::flush_exits`]). True if it was one.
-    pub fn on_exit(&mut self, pid: i32, status: i32) -> bool {
+    /// [`Steps::flush_exits`]); `job_oom_kills` reads the job's OOM kills so far. True
+    /// if it was one.
+    pub fn on_exit(&mut self, pid: i32, status: i32, job_oom_kills: &dyn Fn() -> u64) -> bool {
+        let job = self.job;
         for s in &mut self.steps {
             if let Some(t) = s.tasks.iter_mut().find(|t| t.pid == pid && !t.done) {
                 t.done = true;
@@ -1017,7 +1038,28 @@ impl Steps {
                     (None, None)
                 };
                 let core = signal.is_some() && libc::WCOREDUMP(status);
-                s.exits.push((t.rank, code, signal, core));
+                let rank = t.rank;
+                // What the task wrote before it ended goes before what is said of its
+                // end (a shell's `Killed` before slurmstepd's and srun's lines).
+                drain_pipes_of(s, rank);
+                if !s.oom_checked {
+                    s.oom_checked = true;
+                    s.oom_kills = job_oom_kills().saturating_sub(s.oom_base);
+                    if s.oom_kills > 0 {
+                        self.oom_found = self.oom_found.saturating_add(s.oom_kills);
+                        // slurmstepd's error, where the step's output goes.
+                        let line = crate::notice::oom_line(s.oom_kills, job, &s.id.to_string());
+                        push_out(
+                            &mut s.out,
+                            &StepOut::Output {
+                                rank,
+                                err: true,
+                                data: line.into_bytes(),
+                            },
+                        );
+                    }
+                }
+                s.exits.push((rank, code, signal, core, s.oom_kills > 0));
                 if s.kill_on_bad_exit && (code.is_some_and(|c| c != 0) || signal.is_some()) {
                     kill_step(s);
                 }
@@ -1097,6 +1139,35 @@ impl Steps {
     }
 }
 
+/// Reads what task `rank`'s pipes hold now into what the step sends, without
+/// sending it (its exit, held, is to follow it); up to the high-water mark.
+fn drain_pipes_of(s: &mut Step, rank: u32) {
+    let mut buf = vec![0u8; READ_CHUNK];
+    for p in s.pipes.iter().filter(|p| p.rank == rank) {
+        let mut file = std::mem::ManuallyDrop::new(
+            // SAFETY: a view of the pipe's descriptor, which `p` keeps open; never
+            // closed through this File (ManuallyDrop).
+            unsafe { std::fs::File::from_raw_fd(p.fd.as_raw_fd()) },
+        );
+        while s.out.len() < OUT_HIGH_WATER {
+            match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => push_out(
+                    &mut s.out,
+                    &StepOut::Output {
+                        rank: p.rank,
+                        err: p.err,
+                        data: buf[..n].to_vec(),
+                    },
+                ),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Empty for now (or gone: its poll says so).
+                Err(_) => break,
+            }
+        }
+    }
+}
+
 /// Moves the step's reaped exits to what it sends ([`group_exits`]).
 fn emit_exits(s: &mut Step) {
     if s.exits.is_empty() {
@@ -1113,14 +1184,15 @@ fn emit_exits(s: &mut Step) {
 fn group_exits(mut exits: Vec<TaskEnd>) -> Vec<StepOut> {
     exits.sort_unstable_by_key(|e| e.0);
     let mut out: Vec<StepOut> = Vec::new();
-    for (rank, code, signal, core) in exits {
+    for (rank, code, signal, core, oom) in exits {
         let same = out.iter_mut().find_map(|m| match m {
             StepOut::TaskExit {
                 ranks,
                 code: c,
                 signal: s,
                 core: k,
-            } if (*c, *s, *k) == (code, signal, core) => Some(ranks),
+                oom: o,
+            } if (*c, *s, *k, *o) == (code, signal, core, oom) => Some(ranks),
             _ => None,
         });
         match same {
@@ -1130,6 +1202,7 @@ fn group_exits(mut exits: Vec<TaskEnd>) -> Vec<StepOut> {
                 code,
                 signal,
                 core,
+                oom,
             }),
         }
     }
@@ -1198,22 +1271,31 @@ mod tests {
                 code,
                 signal,
                 core,
+                oom: false,
             }
         };
         let got = group_exits(vec![
-            (3, Some(2), None, false),
-            (1, None, Some(11), true),
-            (0, Some(2), None, false),
-            (2, Some(0), None, false),
-            (4, None, Some(11), false),
-            (5, Some(2), None, false),
+            (3, Some(2), None, false, false),
+            (1, None, Some(11), true, false),
+            (0, Some(2), None, false, false),
+            (2, Some(0), None, false, false),
+            (4, None, Some(11), false, false),
+            (5, Some(2), None, false, false),
+            (6, Some(2), None, false, true),
         ]);
-        let want = [
+        let mut want = vec![
             exit(vec![0, 3, 5], Some(2), None, false),
             exit(vec![1], None, Some(11), true),
             exit(vec![2], Some(0), None, false),
             exit(vec![4], None, Some(11), false),
         ];
+        want.push(StepOut::TaskExit {
+            ranks: vec![6],
+            code: Some(2),
+            signal: None,
+            core: false,
+            oom: true,
+        });
         assert_eq!(format!("{got:?}"), format!("{want:?}"));
         assert!(group_exits(Vec::new()).is_empty());
     }

@@ -122,6 +122,25 @@ impl Dir {
     }
 }
 
+/// How many of a job's processes the OOM killer has killed: v2's `memory.events`
+/// where the job's v2 directory has the memory controller (its count takes in the
+/// job's step cgroups below it), else v1's `memory.oom_control`.
+pub fn read_oom_kills(
+    v2: Option<(&Path, &[String])>,
+    v1: &dyn Fn(&str) -> Option<std::path::PathBuf>,
+) -> u64 {
+    match v2 {
+        Some((d, ctrls)) if ctrls.iter().any(|c| c == "memory") => Dir::open(d)
+            .read(c"memory.events")
+            .and_then(|t| field(&t, "oom_kill"))
+            .unwrap_or(0),
+        _ => v1("memory")
+            .and_then(|d| Dir::open(&d).read(c"memory.oom_control"))
+            .and_then(|t| field(&t, "oom_kill"))
+            .unwrap_or(0),
+    }
+}
+
 /// A job's counters from its v2 directory (`ctrls`: the controllers enabled there) and
 /// its v1 directories, v2 first where both have them.
 pub fn read_job(

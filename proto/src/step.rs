@@ -366,12 +366,15 @@ pub enum StepOut {
     /// Tasks `ranks` exited alike (their code) or were killed (their signal, and
     /// whether the kernel dumped their cores: srun says `Segmentation fault (core
     /// dumped)`): as Slurm's task exit message, one for the tasks of a node that ended
-    /// alike together, so that srun says them in one line (protocol 27).
+    /// alike together, so that srun says them in one line (protocol 27). `oom`: the
+    /// OOM killer had killed processes of the step on the node by its first task's
+    /// end (Slurm's `SIG_OOM` status: srun says `Out Of Memory` and exits 1).
     TaskExit {
         ranks: Vec<u32>,
         code: Option<i32>,
         signal: Option<i32>,
         core: bool,
+        oom: bool,
     },
     /// Every task of the node has exited and its output is all sent; what they used.
     Ended {
@@ -515,7 +518,8 @@ mod tests {
             ranks: vec![4],
             code: Some(3),
             signal: None,
-            core: false
+            core: false,
+            oom: false
         })));
         assert!(!is_final_frame(&enc(&StepOut::Started {
             node,

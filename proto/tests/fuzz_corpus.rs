@@ -118,6 +118,7 @@ fn mutated_step_frames_decode_without_panics_and_round_trip() {
             code: Some(3),
             signal: None,
             core: false,
+            oom: true,
         },
         StepOut::Ended {
             node: "n1".into(),

@@ -244,6 +244,15 @@ fn time_limits_end_in_timeout_and_memory_limits_in_out_of_memory() {
         )
         .expect("hog ends");
     assert_eq!(j.state, JobState::OutOfMemory, "{j:?}");
+    // slurmstepd's error at the batch script's end, in its error file (the output's).
+    let out = std::fs::read_to_string(wd.join(format!("bh-{hog}.out"))).expect("out");
+    assert!(
+        out.ends_with(&format!(
+            "slurmstepd: error: Detected 1 oom-kill event(s) in StepId={hog}.batch. Some of \
+             your processes may have been killed by the cgroup out-of-memory handler.\n"
+        )),
+        "{out:?}"
+    );
     let j = c
         .wait_state(
             slow,

@@ -247,6 +247,55 @@ fn ctrl_c_at_srun_prints_the_tasks_states_then_ends_the_step() {
         bulkhead_tests::scaled(30),
     )
     .expect("cancelled");
+
+    // A step the OOM killer was at: what the task wrote (its shell's `Killed` for its
+    // `tail`), slurmstepd's error, srun's `Out Of Memory` for the task (whose shell
+    // exits 137), and srun exits 1.
+    let small = s
+        .ok(
+            "sbatch",
+            &[
+                "--parsable",
+                "-N",
+                "1",
+                "-n",
+                "1",
+                "--mem=48M",
+                "--wrap",
+                "sleep 300",
+            ],
+        )
+        .trim()
+        .to_string();
+    wait("the small job to run", || {
+        s.ok("squeue", &["-h", "-j", &small, "-o", "%T"]).trim() == "RUNNING"
+    });
+    let out = s.run(
+        "srun",
+        &[
+            "--jobid",
+            &small,
+            "sh",
+            "-c",
+            "head -c 400M /dev/zero | tail > /dev/null",
+        ],
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let node = s
+        .ok("squeue", &["-h", "-j", &small, "-o", "%N"])
+        .trim()
+        .to_string();
+    assert_eq!(
+        said,
+        format!(
+            "Killed\n\
+             slurmstepd: error: Detected 1 oom-kill event(s) in StepId={small}.0. Some of your \
+             processes may have been killed by the cgroup out-of-memory handler.\n\
+             srun: error: {node}: task 0: Out Of Memory\n"
+        )
+    );
+    s.ok("scancel", &[&small]);
 }
 
 /// srun's lines for its tasks' ends (`srun: error: NODE: task[s] RANGES: END`), as
