@@ -190,6 +190,30 @@ fn agent_cgroup_parent() -> Option<PathBuf> {
     std::env::var_os("BH_TEST_AGENT_CGROUP").map(PathBuf::from)
 }
 
+/// The lines of `r` (a child's standard error, say) as they come, gathered by a
+/// thread of their own: what was read so far, and the thread, which ends at EOF.
+pub fn read_lines_as_they_come(
+    r: impl std::io::Read + Send + 'static,
+) -> (
+    std::sync::Arc<std::sync::Mutex<String>>,
+    std::thread::JoinHandle<()>,
+) {
+    use std::io::BufRead;
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let said = said.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(r).lines() {
+                let Ok(line) = line else { break };
+                let mut s = said.lock().expect("lock");
+                s.push_str(&line);
+                s.push('\n');
+            }
+        })
+    };
+    (said, reader)
+}
+
 /// Polls `f` until it is true or `timeout` passes.
 pub fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> Result<()> {
     let deadline = Instant::now() + timeout;

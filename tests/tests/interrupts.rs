@@ -7,7 +7,6 @@
 
 use bulkhead_proto::JobState;
 use bulkhead_tests::{ClusterOpts, wait_for};
-use std::io::BufRead;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,19 +30,8 @@ impl Srun {
             .stderr(Stdio::piped())
             .spawn()
             .expect("srun");
-        let stderr = child.stderr.take().expect("stderr");
-        let said = Arc::new(Mutex::new(String::new()));
-        let reader = {
-            let said = said.clone();
-            std::thread::spawn(move || {
-                for line in std::io::BufReader::new(stderr).lines() {
-                    let Ok(line) = line else { break };
-                    let mut s = said.lock().expect("lock");
-                    s.push_str(&line);
-                    s.push('\n');
-                }
-            })
-        };
+        let (said, reader) =
+            bulkhead_tests::read_lines_as_they_come(child.stderr.take().expect("stderr"));
         Srun {
             child,
             said,

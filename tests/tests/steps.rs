@@ -723,20 +723,8 @@ fn a_waiting_allocation_says_so_and_ctrl_c_withdraws_it() {
     // standard error is read as it comes, so that Ctrl-C is sent only after the
     // first status line (the job being queued happens before `bh` can say it).
     let mut child = child;
-    let stderr = child.stderr.take().expect("stderr");
-    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let reader = {
-        let said = said.clone();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let mut s = said.lock().expect("lock");
-                s.push_str(&line);
-                s.push('\n');
-            }
-        })
-    };
+    let (said, reader) =
+        bulkhead_tests::read_lines_as_they_come(child.stderr.take().expect("stderr"));
     wait_for(t(), || {
         said.lock()
             .expect("lock")
