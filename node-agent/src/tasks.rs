@@ -381,10 +381,9 @@ impl Steps {
             fds.push(pfd(l.as_raw_fd(), libc::POLLIN));
             self.slots.push(Slot::Listener);
         }
-        let now = Instant::now();
         for (i, s) in self.steps.iter().enumerate() {
             let mut ev = libc::POLLIN;
-            if !s.out.is_empty() && !s.holds_exits(now) {
+            if !s.out.is_empty() {
                 ev |= libc::POLLOUT;
             }
             fds.push(pfd(s.conn.as_raw_fd(), ev));
@@ -1209,15 +1208,15 @@ fn group_exits(mut exits: Vec<TaskEnd>) -> Vec<StepOut> {
     out
 }
 
-/// Sends what is pending on the step's connection, as far as it takes it; nothing
-/// while the step gathers its tasks' exits ([`EXIT_GATHER`]), whichever path asks.
-/// What was written goes from the buffer's front in one move per call, not one per
-/// write (a large buffer sent in small writes would be moved again for each).
+/// Sends what is pending on the step's connection, as far as it takes it: the tasks'
+/// output, and their exits unless the step still gathers them ([`EXIT_GATHER`]),
+/// whichever path asks. What was written goes from the buffer's front in one move per
+/// call, not one per write (a large buffer sent in small writes would be moved again
+/// for each).
 fn flush(s: &mut Step) {
-    if s.exits_held_until.is_some() && s.holds_exits(Instant::now()) {
-        return;
+    if !(s.exits_held_until.is_some() && s.holds_exits(Instant::now())) {
+        emit_exits(s);
     }
-    emit_exits(s);
     let mut sent = 0;
     while sent < s.out.len() {
         match s.conn.write(&s.out[sent..]) {

@@ -72,10 +72,11 @@ impl Drop for Srun {
     }
 }
 
-/// Each task marks that it runs; task 2 then exits 0, the others wait for SIGINT
-/// (their trap notes it in `ints` and exits 7).
-const TASK: &str = "touch ready.$SLURM_STEP_ID.$SLURM_PROCID; \
-    trap 'echo int-$SLURM_PROCID >> ints.$SLURM_STEP_ID; exit 7' INT; \
+/// Each task sets its trap, then marks that it runs (a signal sent once the mark is
+/// seen finds the trap); task 2 then exits 0, the others wait for SIGINT (their trap
+/// notes it in `ints` and exits 7).
+const TASK: &str = "trap 'echo int-$SLURM_PROCID >> ints.$SLURM_STEP_ID; exit 7' INT; \
+    touch ready.$SLURM_STEP_ID.$SLURM_PROCID; \
     [ $SLURM_PROCID = 2 ] && exit 0; while :; do sleep 0.1; done";
 
 #[test]
@@ -183,8 +184,8 @@ fn ctrl_c_at_srun_prints_the_tasks_states_then_ends_the_step() {
 
     // Step 2: SIGUSR1 passes on to the tasks; SIGTERM ends the step at once (SIGKILL:
     // the tasks' TERM trap never runs), as srun's.
-    let task = "touch readys.$SLURM_PROCID; \
-        trap 'echo usr1-$SLURM_PROCID >> sigs' USR1; trap 'echo term >> sigs; exit 9' TERM; \
+    let task = "trap 'echo usr1-$SLURM_PROCID >> sigs' USR1; trap 'echo term >> sigs; exit 9' TERM; \
+        touch readys.$SLURM_PROCID; \
         while :; do sleep 0.1; done";
     let srun = Srun::start(
         &s,
