@@ -178,8 +178,12 @@ impl TaskStates {
                 .map(|(r, _)| r)
                 .collect();
             let s = if ranks.len() == 1 { "" } else { "s" };
-            (!ranks.is_empty())
-                .then(|| format!("StepId={job}.{step} task{s} {}: {said}", ranges(&ranks)))
+            (!ranks.is_empty()).then(|| {
+                format!(
+                    "StepId={job}.{step} task{s} {}: {said}",
+                    bulkhead_proto::job::format_indices(ranks.iter().copied())
+                )
+            })
         })
         .collect()
     }
@@ -242,14 +246,7 @@ impl ExitReports {
     /// Whether srun's environment asks for fewer lines (set to a non-zero number,
     /// read as `atoi` reads it).
     pub fn reduce_from_env(value: Option<&str>) -> bool {
-        value.is_some_and(|v| {
-            let v = v.trim_start();
-            let digits = v.strip_prefix(['-', '+']).unwrap_or(v);
-            digits
-                .bytes()
-                .take_while(u8::is_ascii_digit)
-                .any(|b| b != b'0')
-        })
+        value.is_some_and(|v| crate::opts::leading_integer(v) != 0)
     }
 
     /// The line for tasks `ranks` of `node` that ended as `end` (without srun's
@@ -268,30 +265,11 @@ impl ExitReports {
         ranks.sort_unstable();
         ranks.dedup();
         let s = if ranks.len() == 1 { "" } else { "s" };
-        Some(format!("{node}: task{s} {}: {said}", ranges(&ranks)))
+        Some(format!(
+            "{node}: task{s} {}: {said}",
+            bulkhead_proto::job::format_indices(ranks.iter().copied())
+        ))
     }
-}
-
-/// Ranks (ascending) as Slurm's `bit_fmt` writes a set: `0-3,5,7-8`.
-fn ranges(ranks: &[u32]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < ranks.len() {
-        let mut j = i;
-        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if j > i {
-            out.push_str(&format!("{}-{}", ranks[i], ranks[j]));
-        } else {
-            out.push_str(&ranks[i].to_string());
-        }
-        i = j + 1;
-    }
-    out
 }
 
 #[cfg(test)]
@@ -436,7 +414,10 @@ mod tests {
             ]
         );
         s.exited(99, true);
-        assert_eq!(ranges(&[0, 1, 2, 4, 6, 7]), "0-2,4,6-7");
-        assert_eq!(ranges(&[]), "");
+        assert_eq!(
+            bulkhead_proto::job::format_indices([0, 1, 2, 4, 6, 7]),
+            "0-2,4,6-7"
+        );
+        assert_eq!(bulkhead_proto::job::format_indices([]), "");
     }
 }

@@ -1,9 +1,9 @@
 //! `bh run` (like srun) inside a job: asks the broker for a step, starts it on its nodes
 //! and relays it: the tasks' output to this terminal (labelled with `-l`), this stdin to
 //! task 0 (or every task), Ctrl-C as srun takes it ([`crate::interrupt`]); the exit
-//! status is the highest of the tasks'. A node that goes silent (its host down or cut off) would keep the step open
-//! forever: the broker is asked meanwhile whether the job still runs, and once it has
-//! ended (NODE_FAIL) the nodes still silent are given up on.
+//! status is the highest of the tasks'. A node that goes silent (its host down or cut
+//! off) would keep the step open forever: the broker is asked meanwhile whether the job
+//! still runs, and once it has ended (NODE_FAIL) the nodes still silent are given up on.
 
 use anyhow::Context;
 use bulkhead_client::client::Client;

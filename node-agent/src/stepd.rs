@@ -252,11 +252,11 @@ impl Supervisor {
         }
     }
 
-    /// The batch script has ended: if the OOM killer killed processes of the job that
-    /// its steps did not account for, slurmstepd's error in the job's error file, as
-    /// Slurm's batch step says it at its end.
-    fn batch_oom_notice(&mut self) {
-        let kills = self.cg().oom_kills().saturating_sub(self.steps.oom_kills());
+    /// The job is over, `job_kills` its OOM kills: if the OOM killer killed processes
+    /// that its steps did not account for, slurmstepd's error in the batch script's
+    /// error file, as Slurm's batch step says it at its end.
+    fn batch_oom_notice(&mut self, job_kills: u64) {
+        let kills = job_kills.saturating_sub(self.steps.oom_kills());
         if kills == 0 {
             return;
         }
@@ -373,7 +373,6 @@ impl Supervisor {
             }
             if pid == self.pid {
                 self.exited = true;
-                self.batch_oom_notice();
                 if libc::WIFEXITED(status) {
                     self.outcome.exit_code = Some(libc::WEXITSTATUS(status));
                 } else if libc::WIFSIGNALED(status) {
@@ -599,6 +598,8 @@ impl Supervisor {
         let cg = self.cg().clone();
         let usage = cg.usage();
         self.outcome.oom_killed = usage.oom_kills > 0;
+        // From the reading the end takes anyway, not one of its own.
+        self.batch_oom_notice(usage.oom_kills);
         let mut clean = !self.outcome.survivors;
         if let Err(e) = cg.remove(Duration::from_secs(5)) {
             clean = false;

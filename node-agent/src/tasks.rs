@@ -938,27 +938,15 @@ impl Steps {
             return false;
         };
         let mut buf = vec![0u8; READ_CHUNK];
-        let mut file = std::mem::ManuallyDrop::new(
-            // SAFETY: a view of the pipe's descriptor, which `p` keeps open; never closed
-            // through this File (ManuallyDrop).
-            unsafe { std::fs::File::from_raw_fd(p.fd.as_raw_fd()) },
-        );
         loop {
-            match file.read(&mut buf) {
+            match read_once(p, &mut buf, &mut s.out) {
                 Ok(0) => return true,
                 Ok(n) => {
-                    let msg = StepOut::Output {
-                        rank: p.rank,
-                        err: p.err,
-                        data: buf[..n].to_vec(),
-                    };
-                    push_out(&mut s.out, &msg);
                     if s.out.len() >= OUT_HIGH_WATER || n < READ_CHUNK {
                         flush(s);
                         return false;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     flush(s);
                     return false;
@@ -1141,28 +1129,39 @@ impl Steps {
 /// Reads what task `rank`'s pipes hold now into what the step sends, without
 /// sending it (its exit, held, is to follow it); up to the high-water mark.
 fn drain_pipes_of(s: &mut Step, rank: u32) {
-    let mut buf = vec![0u8; READ_CHUNK];
+    let mut buf = [0u8; 64 << 10];
     for p in s.pipes.iter().filter(|p| p.rank == rank) {
-        let mut file = std::mem::ManuallyDrop::new(
-            // SAFETY: a view of the pipe's descriptor, which `p` keeps open; never
-            // closed through this File (ManuallyDrop).
-            unsafe { std::fs::File::from_raw_fd(p.fd.as_raw_fd()) },
-        );
-        while s.out.len() < OUT_HIGH_WATER {
-            match file.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => push_out(
-                    &mut s.out,
+        // Until it is empty for now, or at its end (or gone: its poll says so).
+        while s.out.len() < OUT_HIGH_WATER
+            && read_once(p, &mut buf, &mut s.out).is_ok_and(|n| n > 0)
+        {}
+    }
+}
+
+/// One read of what a task wrote to pipe `p`, as an output frame on `out`: the bytes
+/// read, 0 at the pipe's end.
+fn read_once(p: &Pipe, buf: &mut [u8], out: &mut Vec<u8>) -> io::Result<usize> {
+    let mut file = std::mem::ManuallyDrop::new(
+        // SAFETY: a view of the pipe's descriptor, which `p` keeps open; never closed
+        // through this File (ManuallyDrop).
+        unsafe { std::fs::File::from_raw_fd(p.fd.as_raw_fd()) },
+    );
+    loop {
+        match file.read(buf) {
+            Ok(0) => return Ok(0),
+            Ok(n) => {
+                push_out(
+                    out,
                     &StepOut::Output {
                         rank: p.rank,
                         err: p.err,
                         data: buf[..n].to_vec(),
                     },
-                ),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // Empty for now (or gone: its poll says so).
-                Err(_) => break,
+                );
+                return Ok(n);
             }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
 }

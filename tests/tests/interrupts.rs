@@ -44,11 +44,13 @@ impl Srun {
     }
 
     fn interrupt(&self) {
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGINT,
-        )
-        .expect("SIGINT");
+        self.signal(nix::sys::signal::Signal::SIGINT);
+    }
+
+    /// `sig` to the srun process, as a terminal or a batch script's shell sends it.
+    fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig)
+            .expect("kill");
     }
 
     /// Its exit status, once it has exited (within the deadline), and all it said.
@@ -194,20 +196,12 @@ fn ctrl_c_at_srun_prints_the_tasks_states_then_ends_the_step() {
     wait("step 2's tasks to start", || {
         (0..2).all(|r| s.wd.join(format!("readys.{r}")).exists())
     });
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(srun.child.id() as i32),
-        nix::sys::signal::Signal::SIGUSR1,
-    )
-    .expect("SIGUSR1");
+    srun.signal(nix::sys::signal::Signal::SIGUSR1);
     let sigs = || std::fs::read_to_string(s.wd.join("sigs")).unwrap_or_default();
     wait("both tasks to get SIGUSR1", || {
         sigs().contains("usr1-0") && sigs().contains("usr1-1")
     });
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(srun.child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("SIGTERM");
+    srun.signal(nix::sys::signal::Signal::SIGTERM);
     let (status, said) = srun.end();
     assert!(!status.success(), "{said}");
     assert!(said.contains("srun: forcing job termination\n"), "{said}");
@@ -373,11 +367,7 @@ fn tasks_ends_are_said_as_srun_says_them(s: &SlurmCommands, job: &str) {
     wait("the tasks to start", || {
         (0..2).all(|r| s.wd.join(format!("usr1.{r}")).exists())
     });
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(srun_bg.child.id() as i32),
-        nix::sys::signal::Signal::SIGUSR1,
-    )
-    .expect("SIGUSR1");
+    srun_bg.signal(nix::sys::signal::Signal::SIGUSR1);
     let (status, stderr) = srun_bg.end();
     assert_eq!(status.code(), Some(128 + 10), "{stderr}");
     let said = ends_said(stderr.as_bytes());

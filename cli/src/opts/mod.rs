@@ -16,6 +16,7 @@ pub use deps::{parse_array, parse_dependency, parse_dependency_any};
 pub mod gres;
 mod resolve;
 mod xlate;
+pub(crate) use resolve::leading_integer;
 pub use resolve::{parse_signal, signal_number};
 pub mod script_path;
 pub mod table;

@@ -1011,7 +1011,7 @@ pub fn signal_number(name: &str) -> Option<u8> {
 
 /// The integer `strtoll` reads at the start of `s` (after blanks, with a sign), 0
 /// when there is none; saturated past i64's range.
-pub(super) fn leading_integer(s: &str) -> i64 {
+pub(crate) fn leading_integer(s: &str) -> i64 {
     strtol(s).map_or(0, |(v, _)| v)
 }
 
