@@ -135,8 +135,13 @@ pub fn wait_running(
 }
 
 /// Releases the allocation: it ends COMPLETED with `exit_code` (withdrawn if pending).
+/// One that ended already (cancelled, out of time) has nothing to release, as srun
+/// says nothing of it.
 pub fn release(client: &mut Client, job: JobId, exit_code: i32) -> anyhow::Result<()> {
     match client.request(ClientOp::EndAllocation { job, exit_code })? {
+        ClientReply::Error(e) if e.code == bulkhead_proto::msg::ErrorCode::AlreadyFinished => {
+            Ok(())
+        }
         ClientReply::Error(e) => anyhow::bail!("cannot release job {job}: {}", e.message),
         _ => Ok(()),
     }

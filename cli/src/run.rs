@@ -318,6 +318,7 @@ pub fn relay(
         Signal::SIGUSR1,
         Signal::SIGUSR2,
         Signal::SIGWINCH,
+        Signal::SIGCONT,
     ] {
         mask.add(s);
     }
@@ -375,6 +376,7 @@ pub fn relay(
     let stdout = std::io::stdout();
     let mut killed = false;
     let mut job_ended: Option<(Instant, String)> = None;
+    let mut aborted = false;
     while done.iter().any(|d| !d) {
         let fds: Vec<i32> = if stdin_open {
             vec![sfd.as_raw_fd(), stdin_fd]
@@ -425,6 +427,10 @@ pub fn relay(
                     }
                     force_end(&mut conns)?;
                     killed = true;
+                } else if sig == libc::SIGCONT {
+                    // As srun's `_srun_signal_mgr` (the job's processes get it before
+                    // SIGTERM when the job is ended): said, not passed on.
+                    eprintln!("{prog}: got SIGCONT");
                 } else if sig == libc::SIGWINCH {
                     if pty && let Some((rows, cols)) = window_size() {
                         conns.send(0, &StepIn::WindowSize { rows, cols })?;
@@ -516,6 +522,20 @@ pub fn relay(
                     status = status.max(st);
                 }
                 StepOut::Ended { .. } => done[i] = true,
+                StepOut::Notice { text } => {
+                    let _ = streams.emit(true, text.as_bytes());
+                }
+                StepOut::Aborted { wait_s } => {
+                    // Once, whichever node says it first (srun hears it once, from
+                    // slurmctld).
+                    if !aborted {
+                        aborted = true;
+                        eprintln!(
+                            "{}: Job step aborted: Waiting up to {wait_s} seconds for job step to finish.",
+                            streams.prog
+                        );
+                    }
+                }
                 StepOut::Failed { node, message } => {
                     if !started[i] {
                         tasks.start_failed(ranks_of(i));

@@ -614,9 +614,11 @@ fn squeue_jobs(q: &Squeue, g: &Globals) -> anyhow::Result<ExitCode> {
         states,
         omit,
     };
-    // As squeue: -j alone lists those jobs in any state still known.
+    // As squeue (`_filter_job`): jobs named by id are listed only while they wait,
+    // run or complete, unless states are asked for (`-t all` for any state still
+    // known); an ended job named is not an error, only not listed.
     if !asked.is_empty() && filter.states.is_empty() {
-        filter.states = JobState::ALL.to_vec();
+        filter.states = vec![JobState::Pending, JobState::Running, JobState::Completing];
     }
     let names: Vec<&str> = q.name.iter().flat_map(|n| n.split(',')).collect();
     let parts: Vec<&str> = q.partition.iter().flat_map(|n| n.split(',')).collect();
@@ -835,19 +837,54 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
         (false, false) => None,
     };
     let mut c = client(g)?;
-    let asked = ids(&a.job_ids)?;
+    let mut asked = ids_or_steps(&a.job_ids)?;
+    // `J.S`: that step, signalled apart from whole jobs (as scancel's
+    // `_cancel_step_id`), SIGKILL unless -s names another.
+    let steps = std::mem::take(&mut asked.steps);
+    let mut code = ExitCode::SUCCESS;
+    if !steps.is_empty() {
+        let sig = signal.unwrap_or(9);
+        for s in &steps {
+            let (job, step) = match s
+                .split_once('.')
+                .map(|(j, st)| (j.parse::<u64>(), st.parse::<u32>()))
+            {
+                Some((Ok(j), Ok(st))) => (JobId(j), st),
+                _ => bail!("Invalid job id specified: {s}"),
+            };
+            asked.ids.retain(|&i| i != job);
+            if a.verbose {
+                if sig == 9 {
+                    eprintln!("scancel: Terminating step {job}.{step}");
+                } else {
+                    eprintln!("scancel: Signal {sig} to step {job}.{step}");
+                }
+            }
+            let outcomes = c
+                .signal(vec![job], sig, SignalScope::Step(step))
+                .map_err(explain)?;
+            for o in outcomes {
+                let Err(e) = o.result else { continue };
+                // Said unless it is done already (then only with -v), an error but for
+                // SIGKILL to what is done; Slurm names the job alone.
+                let done = e.code == ErrorCode::AlreadyFinished;
+                if (a.verbose || !done) && !a.quiet {
+                    eprintln!(
+                        "scancel: error: Kill job error on job step id {job}: {}",
+                        output::escape(&e.message)
+                    );
+                }
+                if !(done && sig == 9) {
+                    code = ExitCode::FAILURE;
+                }
+            }
+        }
+        if asked.is_empty() && !filtering_asked(&a) {
+            return Ok(code);
+        }
+    }
     let mut targets = asked.ids.clone();
-    let filtering = !a.user.is_empty()
-        || a.me
-        || !a.state.is_empty()
-        || a.name.is_some()
-        || a.partition.is_some()
-        || a.account.is_some()
-        || a.qos.is_some()
-        || a.reservation.is_some()
-        || a.wckey.is_some()
-        || a.nodelist.is_some()
-        || a.interactive;
+    let filtering = filtering_asked(&a);
     // No job here has a wckey.
     if a.wckey.is_some() {
         return Ok(ExitCode::SUCCESS);
@@ -914,9 +951,8 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
         bail!("No job identification provided");
     }
     if targets.is_empty() {
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
-    let mut code = ExitCode::SUCCESS;
     let sig = signal.unwrap_or(9);
     let outcomes = match scope {
         Some(scope) => c.signal(targets, sig, scope),
@@ -953,6 +989,21 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
         }
     }
     Ok(code)
+}
+
+/// Whether scancel was asked to pick jobs by anything but their ids.
+fn filtering_asked(a: &Scancel) -> bool {
+    !a.user.is_empty()
+        || a.me
+        || !a.state.is_empty()
+        || a.name.is_some()
+        || a.partition.is_some()
+        || a.account.is_some()
+        || a.qos.is_some()
+        || a.reservation.is_some()
+        || a.wckey.is_some()
+        || a.nodelist.is_some()
+        || a.interactive
 }
 
 /// sacct's default columns (their widths are Slurm's, [`sacct_fields`]).

@@ -18,9 +18,9 @@ pub fn oom_line(kills: u64, job: JobId, step: &str) -> String {
     )
 }
 
-/// Slurm's notice of a job ended at `at_us` (local time), `why` its reason
-/// (`DUE TO TIME LIMIT`), none for a cancel.
-pub fn line(job: JobId, node: &str, at_us: u64, why: Option<&str>) -> String {
+/// Slurm's notice of a job or step (`entity`: `JOB 15`, `STEP 15.0`) ended at `at_us`
+/// (local time), `why` its reason (`DUE TO TIME LIMIT`), none for a cancel.
+pub fn line(entity: &str, node: &str, at_us: u64, why: Option<&str>) -> String {
     let t = (at_us / 1_000_000) as libc::time_t;
     // SAFETY: zeroed is a valid `tm`; localtime_r reads `t` and writes `tm` only.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
@@ -39,9 +39,9 @@ pub fn line(job: JobId, node: &str, at_us: u64, why: Option<&str>) -> String {
     };
     match why {
         Some(w) => {
-            format!("slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT {when} {w} ***\n")
+            format!("slurmstepd: error: *** {entity} ON {node} CANCELLED AT {when} {w} ***\n")
         }
-        None => format!("slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT {when} ***\n"),
+        None => format!("slurmstepd: error: *** {entity} ON {node} CANCELLED AT {when} ***\n"),
     }
 }
 
@@ -122,13 +122,13 @@ mod tests {
 
     #[test]
     fn the_line_reads_as_slurmstepds() {
-        let l = line(JobId(15), "n1", 0, Some("DUE TO TIME LIMIT"));
+        let l = line("JOB 15", "n1", 0, Some("DUE TO TIME LIMIT"));
         assert!(
             l.starts_with("slurmstepd: error: *** JOB 15 ON n1 CANCELLED AT "),
             "{l}"
         );
         assert!(l.ends_with(" DUE TO TIME LIMIT ***\n"), "{l}");
-        assert!(line(JobId(15), "n1", 0, None).ends_with(":00 ***\n"));
+        assert!(line("STEP 15.0", "n1", 0, None).ends_with(":00 ***\n"));
     }
 
     /// Written to the file a process's stderr is open on, when its owner (here this

@@ -35,6 +35,9 @@ use std::time::{Duration, Instant};
 const DRAIN_LIMIT: Duration = Duration::from_secs(60);
 /// How often the cgroup is looked at while the last processes go.
 const DRAIN_POLL: Duration = Duration::from_millis(10);
+/// How long a job being ended whose batch script went while steps ran leaves the
+/// rest to go by itself at most ([`Supervisor::lingers`]).
+const STEPS_LINGER: Duration = Duration::from_secs(2);
 
 /// The supervisor's entry point; returns its exit status.
 pub fn main() -> i32 {
@@ -104,6 +107,11 @@ struct Supervisor {
     kill_at: Option<Instant>,
     terminating: bool,
     completing_since: Option<Instant>,
+    /// The job being ended, its batch script went while steps ran: until when what
+    /// is left is given to go by itself ([`STEPS_LINGER`]).
+    linger_until: Option<Instant>,
+    /// Steps ran when the job began to be ended (their srun has their ends to say).
+    steps_when_ending: bool,
     /// The job's steps (`bh run` inside it) on this node.
     steps: crate::tasks::Steps,
     /// The batch script's stderr, pinned once it runs: the OOM killer's notice goes
@@ -163,6 +171,8 @@ fn supervise(dir: &Path, agent: Option<UnixStream>) -> Result<bool, String> {
         kill_at: None,
         terminating: false,
         completing_since: None,
+        linger_until: None,
+        steps_when_ending: false,
         steps: crate::tasks::Steps::listen(dir, spec.job),
         batch_stderr: None,
         spec,
@@ -246,7 +256,7 @@ impl Supervisor {
             .map(|(_, v)| v.clone())
             .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
             .unwrap_or_default();
-        let text = crate::notice::line(self.spec.job, &node, now_us(), why);
+        let text = crate::notice::line(&format!("JOB {}", self.spec.job), &node, now_us(), why);
         if let Err(e) = crate::notice::append_to_stderr_of(self.pid, self.spec.uid, &text) {
             log(self.spec.job, format!("no notice in the job's stderr: {e}"));
         }
@@ -271,6 +281,35 @@ impl Supervisor {
         }
     }
 
+    /// Whether what the batch script left is given longer to go by itself: the job
+    /// is being ended (its processes have had SIGTERM) and steps ran when that
+    /// began. Their tasks are going too, and their srun, a process of the batch
+    /// script's, says their ends once it hears them (as srun does in Slurm before the
+    /// batch step's processes are killed); it would be killed first otherwise. Until
+    /// the cgroup is empty, the grace ends, or [`STEPS_LINGER`] has passed.
+    fn lingers(&mut self, now: Instant) -> bool {
+        if !self.terminating {
+            return false;
+        }
+        if self.linger_until.is_none() {
+            if !self.steps_when_ending {
+                return false;
+            }
+            self.linger_until = Some(now + STEPS_LINGER);
+        }
+        self.reap();
+        !self.cg().is_empty()
+            && self.linger_until.is_some_and(|u| now < u)
+            && self.kill_at.is_some_and(|k| now < k)
+    }
+
+    /// What srun is told to wait for a step ended from outside with `grace_ms` before
+    /// SIGKILL: the grace in whole seconds and Slurm's 2 (`KillWait` +
+    /// `STEP_ABORT_TIME`).
+    fn abort_wait_s(&self, grace_ms: u64) -> u32 {
+        u32::try_from(grace_ms.min(86_400_000).div_ceil(1000)).unwrap_or(86_400) + 2
+    }
+
     /// Starts ending the job: SIGCONT and SIGTERM to all its processes, SIGKILL after
     /// `grace`.
     fn terminate(&mut self, grace: Duration) {
@@ -278,6 +317,7 @@ impl Supervisor {
             return;
         }
         self.terminating = true;
+        self.steps_when_ending = self.steps.any();
         let cg = self.cg();
         cg.signal(Signal::SIGCONT);
         cg.signal(Signal::SIGTERM);
@@ -333,6 +373,12 @@ impl Supervisor {
                     },
                     SignalScope::Batch => {}
                     SignalScope::Steps => self.steps.signal_all(sig),
+                    SignalScope::Step(id) => {
+                        let wait_s = self.abort_wait_s(self.spec.kill_wait_ms);
+                        if !self.steps.signal_from_outside(id, sig, wait_s) {
+                            log(self.spec.job, format!("no step {id} runs here to signal"));
+                        }
+                    }
                     SignalScope::Full => {
                         if let Ok(s) = Signal::try_from(sig) {
                             self.cg().signal(s);
@@ -347,11 +393,14 @@ impl Supervisor {
                     return;
                 }
                 log(self.spec.job, format!("asked to end the job ({state})"));
-                self.notice(match state {
+                let why = match state {
                     JobState::Timeout => Some("DUE TO TIME LIMIT"),
                     JobState::NodeFail => Some("DUE TO NODE FAILURE"),
                     _ => None,
-                });
+                };
+                self.notice(why);
+                let wait_s = self.abort_wait_s(grace_ms);
+                self.steps.job_ending(why, wait_s);
                 self.outcome.requested = Some(state);
                 self.terminate(Duration::from_millis(grace_ms.min(86_400_000)));
             }
@@ -485,6 +534,8 @@ impl Supervisor {
                     "time limit reached: SIGTERM, then SIGKILL after the grace period",
                 );
                 self.notice(Some("DUE TO TIME LIMIT"));
+                let wait_s = self.abort_wait_s(self.spec.kill_wait_ms);
+                self.steps.job_ending(Some("DUE TO TIME LIMIT"), wait_s);
                 self.outcome.timed_out = true;
                 self.terminate(Duration::from_millis(self.spec.kill_wait_ms));
             }
@@ -497,7 +548,7 @@ impl Supervisor {
             if self.pid == 0 && self.terminating && !self.exited && self.cg().is_empty() {
                 self.exited = true;
             }
-            if self.exited {
+            if self.exited && !(self.completing_since.is_none() && self.lingers(now)) {
                 match self.completing_since {
                     None => {
                         // The batch script is gone: so is whatever it left running.
@@ -595,6 +646,7 @@ impl Supervisor {
         let dir = self.dir.clone();
         self.steps.close(&dir);
         self.reap();
+        self.steps.finish_all();
         let cg = self.cg().clone();
         let usage = cg.usage();
         self.outcome.oom_killed = usage.oom_kills > 0;

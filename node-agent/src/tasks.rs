@@ -95,6 +95,12 @@ struct Step {
     oom_base: u64,
     oom_checked: bool,
     oom_kills: u64,
+    /// This node is the step's first (slurmstepd's `msg_target_node_id`): it says the
+    /// step's cancel in srun's output.
+    first: bool,
+    /// The cancel's line was said, srun told the step is aborted (once each).
+    cancel_said: bool,
+    abort_told: bool,
 }
 
 /// How a task ended: its rank, exit code, signal, whether its core was dumped and
@@ -519,6 +525,9 @@ fn start(
         oom_base: base.job_cgroup.oom_kills(),
         oom_checked: false,
         oom_kills: 0,
+        first: l.node_index == 0,
+        cancel_said: false,
+        abort_told: false,
     };
     if let Err(why) = spawn_tasks(&mut step, &l, env, (io, cpu_bind), base) {
         log(job, format!("step {}: {why}", l.step));
@@ -1124,6 +1133,98 @@ impl Steps {
             kill_step(s);
         }
     }
+
+    /// `sig` to step `id`'s tasks from outside (`scancel [-s SIG] J.S`), as slurmstepd's
+    /// `_handle_signal_container` takes it: SIGTERM or SIGKILL is said on the step's
+    /// first node (`slurmstepd: error: *** STEP 12.0 ON n1 CANCELLED AT ... ***`), and
+    /// SIGKILL cancels the step: every process of it is killed and srun is told that
+    /// the step is aborted (`wait_s`). False when no such step runs here.
+    pub fn signal_from_outside(&mut self, id: u32, sig: i32, wait_s: u32) -> bool {
+        let job = self.job;
+        let Some(s) = self.steps.iter_mut().find(|s| s.id == id && !s.ended) else {
+            return false;
+        };
+        let cancel = sig == libc::SIGKILL;
+        if cancel || sig == libc::SIGTERM {
+            say_ending(s, job, None, cancel.then_some(wait_s));
+        }
+        if cancel {
+            kill_step(s);
+        } else {
+            signal_step(s, sig);
+        }
+        true
+    }
+
+    /// The job is being ended (`why`: `DUE TO TIME LIMIT`, none for a cancel): each
+    /// step's first node says so in its srun's output and srun is told that the step
+    /// is aborted (`wait_s`), as slurmstepd and slurmctld tell it. The job's own
+    /// signals end the tasks.
+    pub fn job_ending(&mut self, why: Option<&str>, wait_s: u32) {
+        let job = self.job;
+        for s in &mut self.steps {
+            say_ending(s, job, why, Some(wait_s));
+        }
+    }
+
+    /// The job is over and its processes are gone (reaped): each step still open
+    /// sends the rest of its tasks' output, their exits and its end, as if they had
+    /// ended while the job ran, so that srun ends as its tasks did rather than hear
+    /// that its node lost the step. Each connection is given a second to take it.
+    pub fn finish_all(&mut self) {
+        let mut buf = vec![0u8; READ_CHUNK];
+        for s in &mut self.steps {
+            if s.lost {
+                continue;
+            }
+            if !s.ended {
+                for p in &s.pipes {
+                    while s.out.len() < OUT_HIGH_WATER
+                        && read_once(p, &mut buf, &mut s.out).is_ok_and(|n| n > 0)
+                    {
+                    }
+                }
+                s.pipes.clear();
+                s.exits_held_until = None;
+                emit_exits(s);
+                let usage = s.cg.as_ref().map(JobCgroup::usage);
+                push_out(
+                    &mut s.out,
+                    &StepOut::Ended {
+                        node: s.node.clone(),
+                        usage,
+                    },
+                );
+                s.ended = true;
+            }
+            let _ = s.conn.set_nonblocking(false);
+            let _ = s.conn.set_write_timeout(Some(Duration::from_secs(1)));
+            flush(s);
+        }
+    }
+}
+
+/// Says that step `s` is being ended from outside, once: the first node's
+/// slurmstepd line (`why` as [`crate::notice::line`] takes it), and with `abort`
+/// that srun is to wait that many seconds for its end ([`StepOut::Aborted`]).
+fn say_ending(s: &mut Step, job: bulkhead_proto::JobId, why: Option<&str>, abort: Option<u32>) {
+    if s.ended || s.lost {
+        return;
+    }
+    if s.first && !s.cancel_said {
+        s.cancel_said = true;
+        let entity = format!("STEP {job}.{}", s.id);
+        let now = bulkhead_proto::time::now_us();
+        let text = crate::notice::line(&entity, &s.node, now, why);
+        push_out(&mut s.out, &StepOut::Notice { text });
+    }
+    if let Some(wait_s) = abort
+        && !s.abort_told
+    {
+        s.abort_told = true;
+        push_out(&mut s.out, &StepOut::Aborted { wait_s });
+    }
+    flush(s);
 }
 
 /// Reads what task `rank`'s pipes hold now into what the step sends, without

@@ -56,7 +56,7 @@ pub const MAGIC: [u8; 2] = *b"BH";
 /// holds the job's every CPU on its nodes (accounting's `AllocCPUS`).
 /// 27: a node's tasks that ended alike together are one exit message, which says
 /// whether their cores were dumped.
-pub const PROTOCOL_VERSION: u16 = 27;
+pub const PROTOCOL_VERSION: u16 = 28;
 pub const HEADER_LEN: usize = 14;
 
 /// Which message type a frame's body holds.

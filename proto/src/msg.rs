@@ -817,6 +817,9 @@ pub enum SignalScope {
     Batch,
     /// Every process of the job (`-f`).
     Full,
+    /// The tasks of one step of the job (`scancel J.S`; SIGKILL cancels the step, as
+    /// Slurm's `job_step_signal` does). Protocol 28.
+    Step(u32),
 }
 
 /// Most bytes of a challenge's nonce.

@@ -383,6 +383,15 @@ pub enum StepOut {
     },
     /// The node could not run its part (before `Started`) or lost it; why.
     Failed { node: String, message: String },
+    /// A line of the node's supervisor for srun's error output, as slurmstepd's own
+    /// messages reach srun (`slurmstepd: error: *** STEP 12.0 ON n1 CANCELLED AT ...
+    /// ***`), apart from the tasks' output (never labelled as a task's). Protocol 28.
+    Notice { text: String },
+    /// The step is being ended from outside (scancel of the step or of its job, the
+    /// job's time limit): srun says `Job step aborted: Waiting up to N seconds for job
+    /// step to finish.` once, as on Slurm's `SRUN_JOB_COMPLETE`; `wait_s` is the
+    /// node's grace before SIGKILL plus Slurm's 2 s (`STEP_ABORT_TIME`). Protocol 28.
+    Aborted { wait_s: u32 },
 }
 
 impl Message for StepIn {
@@ -428,6 +437,8 @@ impl Message for StepOut {
                 check_str("node", node, limits::MAX_NAME_BYTES)?;
                 check_str("message", message, limits::MAX_MESSAGE_BYTES)
             }
+            StepOut::Notice { text } => check_str("notice", text, limits::MAX_MESSAGE_BYTES),
+            StepOut::Aborted { .. } => Ok(()),
         }
     }
 }

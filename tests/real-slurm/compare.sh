@@ -180,5 +180,38 @@ ENDS
 RJ=$(real sbatch --parsable -W -o real-ends.out ends.sh); BJ=$(bulk sbatch --parsable -W -o bulk-ends.out ends.sh)
 same "srun's lines for its tasks' ends" "$(ids "$RJ" < real-ends.out)" "$(ids "$BJ" < bulk-ends.out)"
 
+# 9: steps ended from outside: scancel of a step (killed alone, the script goes on)
+# and of the job while its next step runs: the lines slurmstepd and srun write into
+# the job's output (sorted: Slurm's daemons race to write them; times, the kill wait
+# and slurmstepd's node suffix in Debian's build left out), scancel's answer for a
+# step the job does not have, and squeue -j of the ended job (listed only with -t).
+cat > cancel.sh <<'CANCEL'
+#!/bin/sh
+srun sh -c 'touch up.$W.$SLURM_STEP_ID; exec sleep 300'; echo "after $?"
+srun sh -c 'touch up.$W.$SLURM_STEP_ID; exec sleep 300'; echo "second $?"
+CANCEL
+cancels() { # cancels WHICH: what it saw, its job's id made ID
+  local w=$1 j n
+  rm -f "up.$w".*
+  j=$($w sbatch --parsable --export=ALL,W="$w" -o "$w-cancel.out" cancel.sh)
+  {
+    for n in 0 1; do
+      for _ in $(seq 300); do [ -e "up.$w.$n" ] && break; sleep 0.2; done
+      if [ "$n" = 0 ]; then
+        $w scancel "$j.7"; echo "scancel of a step it does not have: $?"
+        $w scancel "$j.0"; echo "scancel of its step: $?"
+      fi
+    done
+    $w scancel "$j"
+    for _ in $(seq 300); do [ -z "$($w squeue -h -j "$j" -o %t)" ] && break; sleep 0.2; done
+    echo "squeue -j: [$($w squeue -h -j "$j" -o %t)] -t all: [$($w squeue -h -j "$j" -t all -o %t)]"
+    sed -E 's/^slurmstepd-[^:]*:/slurmstepd:/; s/CANCELLED AT [0-9T:-]+/CANCELLED AT TIME/;
+      s/Waiting up to [0-9]+ seconds/Waiting up to N seconds/; s/^(srun: error: )[^:]*: /\1NODE: /;
+      s/ ON [^ ]+ CANCELLED/ ON NODE CANCELLED/' "$w-cancel.out" | sort
+  } 2>&1 | ids "$j"
+}
+RC=$(cancels real); BC=$(cancels bulk)
+same "steps ended from outside (scancel J.S, scancel J)" "$RC" "$BC"
+
 echo "slurm_compare_agree=$AGREE"
 echo "slurm_compare_total=$TOTAL"

@@ -1163,13 +1163,22 @@ fn workflow_managers_command_lines_work_as_their_sources_expect() {
         .to_string();
     assert!(s.run("squeue", &["-j", &cw]).status.success(), "alive");
     // Ended, it is still known (as within Slurm's MinJobAge; here until the broker's
-    // retention), its state CD.
+    // retention), its state CD, but squeue lists it only when asked for ended jobs
+    // (`-t all`), as squeue's `_filter_job`: `-j` alone lists it no more, and says
+    // nothing of it (exit 0).
     wait(
-        "Cromwell's job shows CD in squeue -j",
+        "Cromwell's job shows CD in squeue -j -t all",
         Box::new(|| {
-            let out = s.run("squeue", &["-h", "-j", &cw, "-o", "%t"]);
+            let out = s.run("squeue", &["-h", "-j", &cw, "-t", "all", "-o", "%t"]);
             out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "CD"
         }),
+    );
+    let out = s.run("squeue", &["-h", "-j", &cw, "-o", "%t"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "",
+        "an ended job in squeue -j"
     );
 
     // Snakemake: squeue by name with every state; a failed job's node and reason; the

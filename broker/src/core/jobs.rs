@@ -670,6 +670,27 @@ impl Core {
         if let Err(e) = self.may_act_on(caller, j, JobAction::Cancel) {
             return outcome(Err(e));
         }
+        // One step (`scancel J.S`), as slurmctld's `job_step_signal` answers: a job
+        // that waits cannot have its steps signalled yet, one that ended has none, and
+        // a step that is not running is not known.
+        if let bulkhead_proto::msg::SignalScope::Step(step) = scope {
+            let runs = self.steps.get(&id).is_some_and(|js| js.runs(step));
+            let refused = match j.state {
+                JobState::Pending => Some(err(
+                    ErrorCode::Invalid,
+                    "Job can not be altered now, try again later",
+                )),
+                JobState::Running if runs => None,
+                JobState::Running => Some(err(ErrorCode::NotFound, "Invalid job id specified")),
+                _ => Some(err(
+                    ErrorCode::AlreadyFinished,
+                    "Job/step already completing or completed",
+                )),
+            };
+            if let Some(e) = refused {
+                return outcome(Err(e));
+            }
+        }
         if j.submission.array.is_some() && !j.state.is_terminal() {
             let state = j.state;
             let tasks: Vec<JobId> = self

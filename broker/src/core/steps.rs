@@ -47,6 +47,11 @@ struct RunningStep {
 const MAX_RUNNING_STEPS: usize = 4096;
 
 impl JobSteps {
+    /// Whether step `step` was granted and has not ended on all its nodes.
+    pub(super) fn runs(&self, step: u32) -> bool {
+        self.running.contains_key(&step)
+    }
+
     /// `need` places of `of` on `node` that no running exclusive step has, lowest
     /// first; `None` if fewer are free.
     fn free_cpus(&self, node: NodeId, of: u32, need: u32) -> Option<Vec<u32>> {
