@@ -842,6 +842,7 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
     // `_cancel_step_id`), SIGKILL unless -s names another.
     let steps = std::mem::take(&mut asked.steps);
     let mut code = ExitCode::SUCCESS;
+    let mut step_rc: u8 = 0;
     if !steps.is_empty() {
         let sig = signal.unwrap_or(9);
         for s in &steps {
@@ -875,9 +876,21 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
                     );
                 }
                 if !(done && sig == 9) {
-                    code = ExitCode::FAILURE;
+                    // scancel exits with slurmctld's error number, cut to a byte (as
+                    // `exit(rc)` cuts it): ESLURM_INVALID_JOB_ID (2017) is 225,
+                    // ESLURM_TRANSITION_STATE_NO_UPDATE (2020) 228,
+                    // ESLURM_USER_ID_MISSING (2010) 218.
+                    step_rc = step_rc.max(match e.code {
+                        ErrorCode::NotFound => 225,
+                        ErrorCode::Invalid => 228,
+                        ErrorCode::PermissionDenied => 218,
+                        _ => 1,
+                    });
                 }
             }
+        }
+        if step_rc > 0 {
+            code = ExitCode::from(step_rc);
         }
         if asked.is_empty() && !filtering_asked(&a) {
             return Ok(code);

@@ -458,8 +458,10 @@ fn sinfo_scontrol_update_and_requeue_answer_as_slurms_do() {
     );
     // Released, it runs; requeued, it runs again from the start.
     s.ok("scontrol", &["release", &id]);
+    // `-t all`: the job once it has ended too (squeue -j alone lists only waiting,
+    // running and completing jobs).
     let state = || {
-        s.ok("squeue", &["-h", "-j", &id, "-o", "%T"])
+        s.ok("squeue", &["-h", "-j", &id, "-t", "all", "-o", "%T"])
             .trim()
             .to_string()
     };
