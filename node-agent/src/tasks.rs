@@ -1092,17 +1092,7 @@ impl Steps {
                     s.leftovers_killed = true;
                 }
                 if s.pipes.is_empty() {
-                    // The tasks' exits go before the node's end.
-                    emit_exits(s);
-                    let usage = s.cg.as_ref().map(JobCgroup::usage);
-                    push_out(
-                        &mut s.out,
-                        &StepOut::Ended {
-                            node: s.node.clone(),
-                            usage,
-                        },
-                    );
-                    s.ended = true;
+                    end_step(s);
                     flush(s);
                 }
             }
@@ -1186,16 +1176,7 @@ impl Steps {
                 }
                 s.pipes.clear();
                 s.exits_held_until = None;
-                emit_exits(s);
-                let usage = s.cg.as_ref().map(JobCgroup::usage);
-                push_out(
-                    &mut s.out,
-                    &StepOut::Ended {
-                        node: s.node.clone(),
-                        usage,
-                    },
-                );
-                s.ended = true;
+                end_step(s);
             }
             let _ = s.conn.set_nonblocking(false);
             let _ = s.conn.set_write_timeout(Some(Duration::from_secs(1)));
@@ -1265,6 +1246,21 @@ fn read_once(p: &Pipe, buf: &mut [u8], out: &mut Vec<u8>) -> io::Result<usize> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// The step's end on this node, after its tasks' exits (they go before it), with
+/// what its cgroup used.
+fn end_step(s: &mut Step) {
+    emit_exits(s);
+    let usage = s.cg.as_ref().map(JobCgroup::usage);
+    push_out(
+        &mut s.out,
+        &StepOut::Ended {
+            node: s.node.clone(),
+            usage,
+        },
+    );
+    s.ended = true;
 }
 
 /// Moves the step's reaped exits to what it sends ([`group_exits`]).
