@@ -85,6 +85,7 @@ mod tests {
             exit_code: Some(0),
             signal: None,
             usage: None,
+            cancelled: false,
         }
     }
 
