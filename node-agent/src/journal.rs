@@ -75,29 +75,9 @@ enum RecordV2 {
     Launched { job: JobId, until_us: u64 },
 }
 
-/// Records as agents before protocol 28 journaled them (a step's end without
-/// `cancelled`).
-#[derive(Debug, Deserialize)]
-enum RecordV3 {
-    End(Box<JobEnd>),
-    Ack(JobId),
-    Launched { job: JobId, until_us: u64 },
-    StepEnd(Box<bulkhead_proto::step::StepEndV1>),
-    StepAck(JobId, u32),
-}
-
 fn decode(bytes: &[u8]) -> Option<Record> {
     if let Ok(r) = postcard::from_bytes::<Record>(bytes) {
         return Some(r);
-    }
-    if let Ok(r) = postcard::from_bytes::<RecordV3>(bytes) {
-        return Some(match r {
-            RecordV3::End(e) => Record::End(e),
-            RecordV3::Ack(j) => Record::Ack(j),
-            RecordV3::Launched { job, until_us } => Record::Launched { job, until_us },
-            RecordV3::StepEnd(e) => Record::StepEnd(Box::new((*e).into())),
-            RecordV3::StepAck(j, s) => Record::StepAck(j, s),
-        });
     }
     if let Ok(r) = postcard::from_bytes::<RecordV2>(bytes) {
         return Some(match r {
@@ -387,7 +367,6 @@ mod tests {
             exit_code: Some(3),
             signal: None,
             usage: None,
-            cancelled: false,
         };
         {
             let mut j = Journal::open(&p).expect("open");
@@ -413,66 +392,6 @@ mod tests {
         );
         let j = Journal::open(&p).expect("reopen");
         assert_eq!(j.step_pending().count(), 1);
-    }
-
-    /// A step's end journaled by an agent before protocol 28 (no `cancelled`) is
-    /// replayed, not lost: read as not cancelled.
-    #[test]
-    fn a_step_end_journaled_before_protocol_28_is_replayed() {
-        #[derive(Serialize)]
-        struct StepEndV1 {
-            job: JobId,
-            step: u32,
-            node: String,
-            name: String,
-            ntasks: u32,
-            cpus: u32,
-            start_us: u64,
-            end_us: u64,
-            exit_code: Option<i32>,
-            signal: Option<i32>,
-            usage: Option<bulkhead_proto::acct::JobUsage>,
-        }
-        #[derive(Serialize)]
-        enum RecordV3 {
-            #[allow(dead_code)]
-            End(Box<JobEnd>),
-            #[allow(dead_code)]
-            Ack(JobId),
-            #[allow(dead_code)]
-            Launched {
-                job: JobId,
-                until_us: u64,
-            },
-            StepEnd(Box<StepEndV1>),
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let p = dir.path().join("j");
-        let old = RecordV3::StepEnd(Box::new(StepEndV1 {
-            job: JobId(4),
-            step: 2,
-            node: "n1".into(),
-            name: "s".into(),
-            ntasks: 1,
-            cpus: 1,
-            start_us: 1,
-            end_us: 2,
-            exit_code: Some(5),
-            signal: None,
-            usage: None,
-        }));
-        let body = postcard::to_allocvec(&old).expect("encode");
-        let mut bytes = (body.len() as u32).to_le_bytes().to_vec();
-        bytes.extend_from_slice(&body);
-        std::fs::write(&p, bytes).expect("write");
-        let j = Journal::open(&p).expect("open");
-        let got: Vec<&StepEnd> = j.step_pending().collect();
-        assert_eq!(got.len(), 1, "{got:?}");
-        assert_eq!(
-            (got[0].job, got[0].step, got[0].exit_code),
-            (JobId(4), 2, Some(5))
-        );
-        assert!(!got[0].cancelled);
     }
 
     fn end(id: u64) -> JobEnd {

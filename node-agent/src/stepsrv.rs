@@ -287,7 +287,6 @@ async fn session(
         exit_code: None,
         signal: None,
         usage: None,
-        cancelled: false,
     };
     let mut first = Vec::new();
     let hello = StepIn::Launch {
@@ -461,8 +460,6 @@ fn account(end: &mut StepEnd, frame: &[u8]) {
             }
         }
         Ok((_, StepOut::Ended { usage, .. })) => end.usage = usage,
-        // Ended from outside on request: CANCELLED in accounting once killed.
-        Ok((_, StepOut::Aborted { .. })) => end.cancelled = true,
         _ => {}
     }
 }

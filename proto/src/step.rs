@@ -274,59 +274,6 @@ pub struct StepEnd {
     /// What the step's cgroup on this node used; `None` where it had none, or the
     /// node lost it (the client went, the job ended first).
     pub usage: Option<JobUsage>,
-    /// It was ended from outside on request (`scancel J.S`, the job's cancel or time
-    /// limit: its node told srun it was aborted): Slurm's CANCELLED once its tasks were
-    /// killed. Last, and read as false where an older agent or store left it out
-    /// (protocol 28).
-    pub cancelled: bool,
-}
-
-/// [`StepEnd`] as agents and stores before protocol 28 encoded it (no `cancelled`):
-/// still read from a node's journal and the broker's store.
-#[derive(Debug, Clone, Deserialize)]
-pub struct StepEndV1 {
-    pub job: JobId,
-    pub step: u32,
-    pub node: String,
-    pub name: String,
-    pub ntasks: u32,
-    pub cpus: u32,
-    pub start_us: u64,
-    pub end_us: u64,
-    pub exit_code: Option<i32>,
-    pub signal: Option<i32>,
-    pub usage: Option<JobUsage>,
-}
-
-impl From<StepEndV1> for StepEnd {
-    fn from(e: StepEndV1) -> StepEnd {
-        StepEnd {
-            job: e.job,
-            step: e.step,
-            node: e.node,
-            name: e.name,
-            ntasks: e.ntasks,
-            cpus: e.cpus,
-            start_us: e.start_us,
-            end_us: e.end_us,
-            exit_code: e.exit_code,
-            signal: e.signal,
-            usage: e.usage,
-            cancelled: false,
-        }
-    }
-}
-
-impl StepEnd {
-    /// A step end stored as postcard, in its present form or the one before protocol
-    /// 28 ([`StepEndV1`]).
-    pub fn from_stored(bytes: &[u8]) -> Result<StepEnd, postcard::Error> {
-        postcard::from_bytes::<StepEnd>(bytes).or_else(|e| {
-            postcard::from_bytes::<StepEndV1>(bytes)
-                .map(Into::into)
-                .map_err(|_| e)
-        })
-    }
 }
 
 impl StepEnd {
@@ -560,38 +507,6 @@ pub fn distribute(ntasks: u32, room: &[u32]) -> Option<Vec<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A stored step end reads back in its present form, and in the form before
-    /// protocol 28 as not cancelled; a blob of neither is refused.
-    #[test]
-    fn stored_step_ends_read_in_both_forms() {
-        let now = StepEnd {
-            job: JobId(3),
-            step: 1,
-            node: "n1".into(),
-            name: "s".into(),
-            ntasks: 2,
-            cpus: 2,
-            start_us: 5,
-            end_us: 6,
-            exit_code: None,
-            signal: Some(9),
-            usage: None,
-            cancelled: true,
-        };
-        let bytes = postcard::to_allocvec(&now).expect("encode");
-        assert_eq!(StepEnd::from_stored(&bytes).expect("now"), now);
-        // The old form is the present one without its last byte (`cancelled`).
-        let old = StepEnd::from_stored(&bytes[..bytes.len() - 1]).expect("old");
-        assert_eq!(
-            old,
-            StepEnd {
-                cancelled: false,
-                ..now
-            }
-        );
-        assert!(StepEnd::from_stored(&bytes[..3]).is_err());
-    }
 
     #[test]
     fn final_frames_are_told_by_their_tag() {

@@ -674,18 +674,17 @@ impl Core {
 }
 
 /// A step's state from its parts' ends. Killed because its job was ended (scancel,
-/// the time limit, a deadline) or it was (`scancel J.S`): CANCELLED, as Slurm shows it; killed otherwise, or a
+/// the time limit, a deadline): CANCELLED, as Slurm shows it; killed otherwise, or a
 /// task's code not 0: FAILED. Every part ended as its tasks did (their exits came,
 /// or its usage at the end: a step without a cgroup of its own has none), each
 /// with 0: COMPLETED. A part that ended with neither was lost (the client went, the
 /// job ended first): CANCELLED.
 fn step_state(job: JobState, parts: &[&bulkhead_proto::step::StepEnd]) -> JobState {
     let signal = parts.iter().any(|p| p.signal.is_some());
-    // `scancel J.S` (its nodes told srun it was aborted) counts as the job's end does.
     let ended_by_job = matches!(
         job,
         JobState::Cancelled | JobState::Timeout | JobState::Deadline
-    ) || parts.iter().any(|p| p.cancelled);
+    );
     if signal && ended_by_job {
         JobState::Cancelled
     } else if signal || parts.iter().any(|p| p.exit_code.is_some_and(|c| c != 0)) {
@@ -830,7 +829,6 @@ mod tests {
             exit_code: Some(0),
             signal: None,
             usage: Some(usage(cpu)),
-            cancelled: false,
         };
         let b = batch_record(&job, &[end("a", 4_000_000), end("b", 5_000_000)]).unwrap();
         assert_eq!(b.job_label, "7.batch");
@@ -889,7 +887,6 @@ mod tests {
             exit_code,
             signal,
             usage: usage.then(JobUsage::default),
-            cancelled: false,
         };
         let run = JobState::Running;
         assert_eq!(
@@ -916,20 +913,6 @@ mod tests {
         assert_eq!(
             step_state(JobState::Cancelled, &[&part(None, Some(15), false)]),
             JobState::Cancelled
-        );
-        // `scancel J.S` in a job that goes on: CANCELLED once killed, as the job's end.
-        let cancelled = StepEnd {
-            cancelled: true,
-            ..part(None, Some(9), false)
-        };
-        assert_eq!(step_state(run, &[&cancelled]), JobState::Cancelled);
-        assert_eq!(
-            step_state(
-                JobState::Completed,
-                &[&part(None, Some(9), false), &cancelled]
-            ),
-            JobState::Cancelled,
-            "one node's part says it"
         );
     }
 

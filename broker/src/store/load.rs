@@ -156,7 +156,7 @@ impl Store {
         );
         self.query_with(&sql, args, "reading steps")?
             .iter()
-            .map(|r| r.step_end(1, "step"))
+            .map(|r| r.decode(1, "step"))
             .collect()
     }
 

@@ -150,17 +150,6 @@ impl Row {
         }
     }
 
-    /// A step's end, as stored now or before protocol 28
-    /// ([`bulkhead_proto::step::StepEnd::from_stored`]).
-    pub fn step_end(
-        &self,
-        i: usize,
-        field: &'static str,
-    ) -> Result<bulkhead_proto::step::StepEnd, StoreError> {
-        bulkhead_proto::step::StepEnd::from_stored(self.blob(i, field)?)
-            .map_err(|e| self.bad(field, &e.to_string()))
-    }
-
     /// A postcard blob.
     pub fn decode<T: serde::de::DeserializeOwned>(
         &self,

@@ -168,7 +168,6 @@ fn step_ends_are_kept_per_node_and_go_with_their_job() {
         exit_code: Some(code),
         signal: None,
         usage: None,
-        cancelled: false,
     };
     {
         let mut s = Store::open(dir.path()).expect("open");
@@ -539,7 +538,6 @@ fn the_start_set_holds_what_decisions_need_and_the_history_the_rest() {
             exit_code: Some(0),
             signal: None,
             usage: None,
-            cancelled: false,
         },
     )));
     // 21: pending, depending on ended 5.

@@ -85,7 +85,6 @@ mod tests {
             exit_code: Some(0),
             signal: None,
             usage: None,
-            cancelled: false,
         }
     }
 

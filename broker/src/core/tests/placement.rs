@@ -505,7 +505,6 @@ fn a_step_killed_with_its_job_is_cancelled_and_one_killed_alone_failed() {
         exit_code: None,
         signal: Some(15),
         usage: Some(Default::default()),
-        cancelled: false,
     };
     // The step's part on a second node, of three tasks: sacct's NTasks sums them.
     let other = bulkhead_proto::step::StepEnd {
