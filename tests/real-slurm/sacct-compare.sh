@@ -88,6 +88,9 @@ sub done --wrap 'true'
 sub failed --wrap 'exit 3'
 # A step holds the job's every CPU on its nodes unless --exact (implied by -c).
 sub steps -n 2 --wrap 'srun true; srun -n1 false; srun --exact -n1 true; srun -c1 -n1 true; srun --overlap -n1 true; true'
+# Steps whose tasks die of signals: alone, beside a sibling's exit code on the node,
+# and a step whose tasks exit 0 and 5.
+sub signals -n 2 --wrap 'srun -n1 sh -c "ulimit -c 0; kill -SEGV \$\$"; srun -n1 sh -c "kill -TERM \$\$"; srun -n2 sh -c "[ \$SLURM_PROCID = 1 ] && exit 2; sleep 0.5; kill -USR1 \$\$"; srun -n2 sh -c "exit \$((SLURM_PROCID * 5))"; true'
 sub mem --mem=1500 -c 2 --wrap 'true'
 sub percpu --mem-per-cpu=600 -n 3 --comment=note --wrap 'true'
 sub limit -t 90 --wrap 'true'

@@ -72,6 +72,18 @@ fn scancel_of_a_step_kills_it_alone_and_srun_says_so_as_slurm_does() {
     );
     let out = s.run("scancel", &[&format!("{job}.0")]);
     assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+    // In accounting the cancelled step is CANCELLED with its signal (as any step a
+    // signal killed is in Slurm), the next one COMPLETED, as sacct lists them.
+    let states = s.ok(
+        "sacct",
+        &["-j", &job, "-n", "-P", "-o", "JobID,State,ExitCode"],
+    );
+    for want in [
+        format!("{job}.0|CANCELLED|0:9"),
+        format!("{job}.1|COMPLETED|0:0"),
+    ] {
+        assert!(states.lines().any(|l| l == want), "{want} in {states}");
+    }
 }
 
 #[test]

@@ -603,8 +603,11 @@ impl Core {
             // In the job's order of nodes, whichever reported first.
             let order: Vec<&str> = job.nodes.split(',').collect();
             parts.sort_by_key(|p| order.iter().position(|n| *n == p.node));
-            let exit_code = parts.iter().filter_map(|p| p.exit_code).max();
-            let signal = parts.iter().find_map(|p| p.signal);
+            let (exit_code, signal) = match step_rc(&parts) {
+                rc if rc >= 256 => (Some((rc >> 8) as i32), None),
+                rc if rc > 0 => (None, Some(rc as i32)),
+                _ => (parts.iter().filter_map(|p| p.exit_code).max(), None),
+            };
             let usages: Vec<&bulkhead_proto::acct::JobUsage> =
                 parts.iter().filter_map(|p| p.usage.as_ref()).collect();
             let sum = |f: fn(&bulkhead_proto::acct::JobUsage) -> Option<u64>| {
@@ -622,7 +625,7 @@ impl Core {
                 samples: 1,
                 ..Default::default()
             });
-            let state = step_state(job.state, &parts);
+            let state = step_state(&parts);
             let cpus = parts.iter().map(|p| p.cpus).fold(0u32, u32::saturating_add);
             bulkhead_proto::acct::AcctRecord {
                 job: job.job,
@@ -673,29 +676,40 @@ impl Core {
     }
 }
 
-/// A step's state from its parts' ends. Killed because its job was ended (scancel,
-/// the time limit, a deadline): CANCELLED, as Slurm shows it; killed otherwise, or a
-/// task's code not 0: FAILED. Every part ended as its tasks did (their exits came,
-/// or its usage at the end: a step without a cgroup of its own has none), each
-/// with 0: COMPLETED. A part that ended with neither was lost (the client went, the
-/// job ended first): CANCELLED.
-fn step_state(job: JobState, parts: &[&bulkhead_proto::step::StepEnd]) -> JobState {
-    let signal = parts.iter().any(|p| p.signal.is_some());
-    let ended_by_job = matches!(
-        job,
-        JobState::Cancelled | JobState::Timeout | JobState::Deadline
-    );
-    if signal && ended_by_job {
-        JobState::Cancelled
-    } else if signal || parts.iter().any(|p| p.exit_code.is_some_and(|c| c != 0)) {
-        JobState::Failed
-    } else if parts
+/// A step's return code as slurmctld keeps it: each node's is a task's wait status,
+/// a killed task's (its signal) before the others' exit codes (slurmstepd's
+/// `_get_exit_code` stops at the first task killed), and the step's the highest over
+/// its nodes (`_step_complete`), so that an exit code (shifted into the high byte)
+/// wins over any signal.
+fn step_rc(parts: &[&bulkhead_proto::step::StepEnd]) -> u32 {
+    parts
         .iter()
-        .all(|p| p.usage.is_some() || p.exit_code.is_some())
-    {
-        JobState::Completed
-    } else {
-        JobState::Cancelled
+        .map(|p| match (p.signal, p.exit_code) {
+            (Some(s), _) => (s as u32) & 0x7f,
+            (None, Some(c)) => ((c as u32) & 0xff) << 8,
+            (None, None) => 0,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// A step's state from its parts' ends, as slurmdbd makes it from the step's return
+/// code ([`step_rc`], `as_mysql_step_complete`): a signal is CANCELLED (a task killed
+/// by anything: `scancel J.S`, the job's end, a segfault), an exit code not 0 FAILED.
+/// Every part ended as its tasks did (their exits came, or its usage at the end: a
+/// step without a cgroup of its own has none), each with 0: COMPLETED. A part that
+/// ended with neither was lost (the client went, the job ended first): CANCELLED.
+fn step_state(parts: &[&bulkhead_proto::step::StepEnd]) -> JobState {
+    match step_rc(parts) {
+        rc if rc >= 256 => JobState::Failed,
+        rc if rc > 0 => JobState::Cancelled,
+        _ if parts
+            .iter()
+            .all(|p| p.usage.is_some() || p.exit_code.is_some()) =>
+        {
+            JobState::Completed
+        }
+        _ => JobState::Cancelled,
     }
 }
 
@@ -776,7 +790,7 @@ fn endpoint_host(ep: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::{JobSteps, batch_record, endpoint_host, step_state};
+    use super::{JobSteps, batch_record, endpoint_host, step_rc, step_state};
     use bulkhead_proto::acct::{AcctRecord, JobUsage};
     use bulkhead_proto::step::StepEnd;
     use bulkhead_proto::{JobId, JobState, NodeId};
@@ -888,32 +902,47 @@ mod tests {
             signal,
             usage: usage.then(JobUsage::default),
         };
-        let run = JobState::Running;
         assert_eq!(
-            step_state(run, &[&part(Some(0), None, false)]),
+            step_state(&[&part(Some(0), None, false)]),
             JobState::Completed
         );
+        assert_eq!(step_state(&[&part(None, None, true)]), JobState::Completed);
         assert_eq!(
-            step_state(run, &[&part(None, None, true)]),
-            JobState::Completed
-        );
-        assert_eq!(
-            step_state(run, &[&part(Some(0), None, true), &part(None, None, false)]),
+            step_state(&[&part(Some(0), None, true), &part(None, None, false)]),
             JobState::Cancelled,
             "one node's part was lost"
         );
-        assert_eq!(
-            step_state(run, &[&part(Some(4), None, false)]),
-            JobState::Failed
-        );
-        assert_eq!(
-            step_state(run, &[&part(None, Some(9), false)]),
-            JobState::Failed
-        );
-        assert_eq!(
-            step_state(JobState::Cancelled, &[&part(None, Some(15), false)]),
-            JobState::Cancelled
-        );
+        assert_eq!(step_state(&[&part(Some(4), None, false)]), JobState::Failed);
+    }
+
+    /// As slurmdbd from slurmctld's step return code: a task killed (by a cancel, its
+    /// job's end or a segfault alike) is CANCELLED with its signal, even beside a
+    /// sibling's exit code on its node; an exit code on another node wins over it.
+    #[test]
+    fn a_step_killed_by_a_signal_is_cancelled_unless_a_node_exited_with_a_code() {
+        let part = |exit_code: Option<i32>, signal: Option<i32>| StepEnd {
+            job: JobId(7),
+            step: 0,
+            node: "a".into(),
+            name: "s".into(),
+            ntasks: 2,
+            cpus: 2,
+            start_us: 2,
+            end_us: 3,
+            exit_code,
+            signal,
+            usage: None,
+        };
+        assert_eq!(step_state(&[&part(None, Some(11))]), JobState::Cancelled);
+        assert_eq!(step_rc(&[&part(None, Some(11))]), 11);
+        // Task 0 killed by SIGUSR1, task 1 exited 2 on the same node: `0:10`.
+        let both = part(Some(2), Some(10));
+        assert_eq!(step_state(&[&both]), JobState::Cancelled);
+        assert_eq!(step_rc(&[&both]), 10);
+        // Another node's exit code 3 is above the signal: FAILED, `3:0`.
+        let other = part(Some(3), None);
+        assert_eq!(step_state(&[&both, &other]), JobState::Failed);
+        assert_eq!(step_rc(&[&both, &other]), 3 << 8);
     }
 
     #[test]
