@@ -1037,7 +1037,7 @@ impl Steps {
                 let rank = t.rank;
                 // What the task wrote before it ended goes before what is said of its
                 // end (a shell's `Killed` before slurmstepd's and srun's lines).
-                drain_pipes_of(s, rank);
+                drain_pipes_of(s, Some(rank));
                 if !s.oom_checked {
                     s.oom_checked = true;
                     s.oom_kills = job_oom_kills().saturating_sub(s.oom_base);
@@ -1162,18 +1162,12 @@ impl Steps {
     /// ended while the job ran, so that srun ends as its tasks did rather than hear
     /// that its node lost the step. Each connection is given a second to take it.
     pub fn finish_all(&mut self) {
-        let mut buf = vec![0u8; READ_CHUNK];
         for s in &mut self.steps {
             if s.lost {
                 continue;
             }
             if !s.ended {
-                for p in &s.pipes {
-                    while s.out.len() < OUT_HIGH_WATER
-                        && read_once(p, &mut buf, &mut s.out).is_ok_and(|n| n > 0)
-                    {
-                    }
-                }
+                drain_pipes_of(s, None);
                 s.pipes.clear();
                 s.exits_held_until = None;
                 end_step(s);
@@ -1208,11 +1202,12 @@ fn say_ending(s: &mut Step, job: bulkhead_proto::JobId, why: Option<&str>, abort
     flush(s);
 }
 
-/// Reads what task `rank`'s pipes hold now into what the step sends, without
-/// sending it (its exit, held, is to follow it); up to the high-water mark.
-fn drain_pipes_of(s: &mut Step, rank: u32) {
+/// Reads what task `rank`'s pipes (every task's, with `None`) hold now into what the
+/// step sends, without sending it (its exit, held, is to follow it); up to the
+/// high-water mark.
+fn drain_pipes_of(s: &mut Step, rank: Option<u32>) {
     let mut buf = [0u8; 64 << 10];
-    for p in s.pipes.iter().filter(|p| p.rank == rank) {
+    for p in s.pipes.iter().filter(|p| rank.is_none_or(|r| p.rank == r)) {
         // Until it is empty for now, or at its end (or gone: its poll says so).
         while s.out.len() < OUT_HIGH_WATER
             && read_once(p, &mut buf, &mut s.out).is_ok_and(|n| n > 0)
