@@ -1244,10 +1244,17 @@ fn read_once(p: &Pipe, buf: &mut [u8], out: &mut Vec<u8>) -> io::Result<usize> {
 }
 
 /// The step's end on this node, after its tasks' exits (they go before it), with
-/// what its cgroup used.
+/// what its cgroup used. The OOM kills its tasks met are in it even where the step
+/// has no memory cgroup of its own (they are counted on the job's): the broker marks
+/// the step OUT_OF_MEMORY from them, as slurmstepd sends `SIG_OOM` for a step whose
+/// `oom_error` it saw.
 fn end_step(s: &mut Step) {
     emit_exits(s);
-    let usage = s.cg.as_ref().map(JobCgroup::usage);
+    let mut usage = s.cg.as_ref().map(JobCgroup::usage);
+    if s.oom_kills > 0 {
+        let u = usage.get_or_insert_with(Default::default);
+        u.oom_kills = u.oom_kills.max(s.oom_kills);
+    }
     push_out(
         &mut s.out,
         &StepOut::Ended {

@@ -278,6 +278,19 @@ fn ctrl_c_at_srun_prints_the_tasks_states_then_ends_the_step() {
              srun: error: {node}: task 0: Out Of Memory\n"
         )
     );
+    // In accounting as slurmdbd keeps it from slurmstepd's `SIG_OOM`: OUT_OF_MEMORY
+    // with `0:125`, not its shell's exit 137 (the node's report may come after srun's).
+    let step = format!("{small}.0");
+    let acct = || {
+        s.ok(
+            "sacct",
+            &["-n", "-P", "-j", &step, "-o", "JobID,State,ExitCode"],
+        )
+        .trim()
+        .to_string()
+    };
+    wait("the step's record", || !acct().is_empty());
+    assert_eq!(acct(), format!("{step}|OUT_OF_MEMORY|0:125"));
     s.ok("scancel", &[&small]);
 }
 

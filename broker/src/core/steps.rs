@@ -605,7 +605,9 @@ impl Core {
             parts.sort_by_key(|p| order.iter().position(|n| *n == p.node));
             let (exit_code, signal) = match step_rc(&parts) {
                 rc if rc >= 256 => (Some((rc >> 8) as i32), None),
-                rc if rc > 0 => (None, Some(rc as i32)),
+                // As sacct shows a return code below 256: its low 7 bits as the
+                // signal (`SIG_OOM` is `0:125`).
+                rc if rc > 0 => (None, Some((rc & 0x7f) as i32)),
                 _ => (parts.iter().filter_map(|p| p.exit_code).max(), None),
             };
             let usages: Vec<&bulkhead_proto::acct::JobUsage> =
@@ -676,12 +678,26 @@ impl Core {
     }
 }
 
+/// Slurm's return code of a step that met the OOM killer (`SIG_OOM`, a signal number
+/// no real signal has).
+const SIG_OOM: u32 = 253;
+
 /// A step's return code as slurmctld keeps it: each node's is a task's wait status,
 /// a killed task's (its signal) before the others' exit codes (slurmstepd's
 /// `_get_exit_code` stops at the first task killed), and the step's the highest over
 /// its nodes (`_step_complete`), so that an exit code (shifted into the high byte)
 /// wins over any signal.
 fn step_rc(parts: &[&bulkhead_proto::step::StepEnd]) -> u32 {
+    // slurmstepd sends `SIG_OOM` for a node where the step met the OOM killer, and
+    // slurmctld keeps it over the other nodes' codes (`_step_complete`; there a
+    // higher code from a node that reports later could replace it: here the OOM,
+    // the likelier cause of the rest, wins whatever the order).
+    if parts
+        .iter()
+        .any(|p| p.usage.as_ref().is_some_and(|u| u.oom_kills > 0))
+    {
+        return SIG_OOM;
+    }
     parts
         .iter()
         .map(|p| match (p.signal, p.exit_code) {
@@ -701,6 +717,7 @@ fn step_rc(parts: &[&bulkhead_proto::step::StepEnd]) -> u32 {
 /// ended with neither was lost (the client went, the job ended first): CANCELLED.
 fn step_state(parts: &[&bulkhead_proto::step::StepEnd]) -> JobState {
     match step_rc(parts) {
+        SIG_OOM => JobState::OutOfMemory,
         rc if rc >= 256 => JobState::Failed,
         rc if rc > 0 => JobState::Cancelled,
         _ if parts
@@ -943,6 +960,34 @@ mod tests {
         let other = part(Some(3), None);
         assert_eq!(step_state(&[&both, &other]), JobState::Failed);
         assert_eq!(step_rc(&[&both, &other]), 3 << 8);
+    }
+
+    /// A node where the step met the OOM killer makes it OUT_OF_MEMORY with Slurm's
+    /// `SIG_OOM`, over its task's own end (a shell whose pipe's end was killed exits
+    /// 137) and over another node's exit code.
+    #[test]
+    fn a_step_the_oom_killer_was_at_is_out_of_memory() {
+        let part = |exit_code: Option<i32>, oom_kills: u64| StepEnd {
+            job: JobId(7),
+            step: 0,
+            node: "a".into(),
+            name: "s".into(),
+            ntasks: 1,
+            cpus: 1,
+            start_us: 2,
+            end_us: 3,
+            exit_code,
+            signal: None,
+            usage: Some(JobUsage {
+                oom_kills,
+                ..Default::default()
+            }),
+        };
+        let (killed, other) = (part(Some(137), 1), part(Some(3), 0));
+        assert_eq!(step_rc(&[&killed]), 253);
+        assert_eq!(step_state(&[&killed]), JobState::OutOfMemory);
+        assert_eq!(step_state(&[&other, &killed]), JobState::OutOfMemory);
+        assert_eq!(step_state(&[&other]), JobState::Failed, "no OOM: its code");
     }
 
     #[test]
