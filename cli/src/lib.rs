@@ -31,4 +31,5 @@ pub mod sprio;
 pub mod squeue_sort;
 pub mod srun_extra;
 pub mod standalone;
+pub mod step_ids;
 pub mod tasks;

@@ -633,6 +633,7 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
 
 mod allocating;
 mod sbcast;
+mod scancel_steps;
 mod scontrol_node;
 mod scontrol_update;
 mod slurm_accounts;

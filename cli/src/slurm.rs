@@ -545,15 +545,8 @@ pub fn array_tasks(j: &JobInfo, limit: usize) -> Vec<JobInfo> {
         return Vec::new();
     }
     let reason = shown_reason(j).to_string();
-    let rest = j.array_pending.as_deref().unwrap_or("");
-    let ranges = rest.split('%').next().unwrap_or("");
     let mut out = Vec::new();
-    for part in ranges.split(',') {
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.parse::<u32>(), b.parse::<u32>()),
-            None => (part.parse::<u32>(), part.parse::<u32>()),
-        };
-        let (Ok(a), Ok(b)) = (a, b) else { continue };
+    for (a, b) in waiting_ranges(j) {
         for t in a..=b {
             if out.len() >= limit {
                 return out;
@@ -569,6 +562,22 @@ pub fn array_tasks(j: &JobInfo, limit: usize) -> Vec<JobInfo> {
         }
     }
     out
+}
+
+/// The ranges of indices an array record's waiting tasks are (`4-9,12%2`: 4 to 9
+/// and 12), first to last.
+fn waiting_ranges(j: &JobInfo) -> impl Iterator<Item = (u32, u32)> + '_ {
+    let rest = j.array_pending.as_deref().unwrap_or("");
+    let ranges = rest.split('%').next().unwrap_or("");
+    ranges.split(',').filter_map(|part| {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        Some((a.parse().ok()?, b.parse().ok()?))
+    })
+}
+
+/// Whether task `t` of the array record `j` is one of its tasks still waiting.
+pub fn array_waits_for(j: &JobInfo, t: u32) -> bool {
+    array_waiting(j) && waiting_ranges(j).any(|(a, b)| (a..=b).contains(&t))
 }
 
 /// One squeue field by its type letter (sizes converted to units, as squeue's

@@ -4,7 +4,7 @@
 //! formats. sbatch, srun and salloc are `bh submit`, `bh run` and `bh alloc`.
 
 use super::slurm_opts::{self, Sacct, Scancel, Squeue};
-use super::{Cli, Globals, client, explain, uid_of};
+use super::{Cli, Globals, client, explain, scancel_steps, uid_of};
 use anyhow::{Context, bail};
 use bulkhead_cli::{
     acct, output, sacct_fields, sacct_values, slurm, slurm_fields, slurm_info, slurm_json,
@@ -838,59 +838,18 @@ fn scancel(words: impl Iterator<Item = String>, g: &Globals) -> anyhow::Result<E
     };
     let mut c = client(g)?;
     let mut asked = ids_or_steps(&a.job_ids)?;
-    // `J.S`: that step, signalled apart from whole jobs (as scancel's
-    // `_cancel_step_id`), SIGKILL unless -s names another.
+    // `J.S`, `A_T.S`: those steps, signalled apart from whole jobs.
     let steps = std::mem::take(&mut asked.steps);
     let mut code = ExitCode::SUCCESS;
-    let mut step_rc: u8 = 0;
     if !steps.is_empty() {
-        let sig = signal.unwrap_or(9);
-        for s in &steps {
-            let (job, step) = match s
-                .split_once('.')
-                .map(|(j, st)| (j.parse::<u64>(), st.parse::<u32>()))
-            {
-                Some((Ok(j), Ok(st))) => (JobId(j), st),
-                _ => bail!("Invalid job id specified: {s}"),
-            };
-            asked.ids.retain(|&i| i != job);
-            if a.verbose {
-                if sig == 9 {
-                    eprintln!("scancel: Terminating step {job}.{step}");
-                } else {
-                    eprintln!("scancel: Signal {sig} to step {job}.{step}");
-                }
-            }
-            let outcomes = c
-                .signal(vec![job], sig, SignalScope::Step(step))
-                .map_err(explain)?;
-            for o in outcomes {
-                let Err(e) = o.result else { continue };
-                // Said unless it is done already (then only with -v), an error but for
-                // SIGKILL to what is done; Slurm names the job alone.
-                let done = e.code == ErrorCode::AlreadyFinished;
-                if (a.verbose || !done) && !a.quiet {
-                    eprintln!(
-                        "scancel: error: Kill job error on job step id {job}: {}",
-                        output::escape(&e.message)
-                    );
-                }
-                if !(done && sig == 9) {
-                    // scancel exits with slurmctld's error number, cut to a byte (as
-                    // `exit(rc)` cuts it): ESLURM_INVALID_JOB_ID (2017) is 225,
-                    // ESLURM_TRANSITION_STATE_NO_UPDATE (2020) 228,
-                    // ESLURM_USER_ID_MISSING (2010) 218.
-                    step_rc = step_rc.max(match e.code {
-                        ErrorCode::NotFound => 225,
-                        ErrorCode::Invalid => 228,
-                        ErrorCode::PermissionDenied => 218,
-                        _ => 1,
-                    });
-                }
-            }
-        }
-        if step_rc > 0 {
-            code = ExitCode::from(step_rc);
+        let how = scancel_steps::Asked {
+            signal,
+            verbose: a.verbose,
+            quiet: a.quiet,
+        };
+        let rc = scancel_steps::cancel(&mut c, &steps, &mut asked, &how)?;
+        if rc > 0 {
+            code = ExitCode::from(rc);
         }
         if asked.is_empty() && !filtering_asked(&a) {
             return Ok(code);

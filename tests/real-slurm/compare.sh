@@ -213,5 +213,35 @@ cancels() { # cancels WHICH: what it saw, its job's id made ID
 RC=$(cancels real); BC=$(cancels bulk)
 same "steps ended from outside (scancel J.S, scancel J)" "$RC" "$BC"
 
+# 10: scancel of steps of jobs not running: of a job that ended, of one never there,
+# of a waiting (held) job, and of an array's tasks: one waiting (throttled), one the
+# array does not have, and the running one (its step killed, its script going on).
+cat > tstep.sh <<'TSTEP'
+#!/bin/sh
+srun sh -c 'touch up.$W.$SLURM_ARRAY_TASK_ID; exec sleep 300'; echo "after $?"
+TSTEP
+stepcancels() { # stepcancels WHICH: what scancel said and exited with
+  local w=$1 e h a
+  rm -f "up.$w".*
+  e=$($w sbatch --parsable -W --wrap true)
+  h=$($w sbatch --parsable -H --wrap true)
+  a=$($w sbatch --parsable --array=1-2%1 --export=ALL,W="$w" -o "$w-tstep-%a.out" tstep.sh)
+  {
+    $w scancel "$e.0"; echo "of an ended job's step: $?"
+    $w scancel 999999.0; echo "of a job never there: $?"
+    $w scancel "$h.0"; echo "of a waiting job's step: $?"
+    for _ in $(seq 300); do [ -e "up.$w.1" ] && break; sleep 0.2; done
+    $w scancel "${a}_2.0"; echo "of a waiting task's step: $?"
+    $w scancel "${a}_9.0"; echo "of a task it does not have: $?"
+    $w scancel "${a}_1.0"; echo "of the running task's step: $?"
+    for _ in $(seq 300); do [ -e "up.$w.2" ] && break; sleep 0.2; done
+    $w scancel "$a" "$h"
+    for _ in $(seq 300); do [ -z "$($w squeue -h -j "$a" -o %t)" ] && break; sleep 0.2; done
+    echo "task 1's script: $(grep after "$w-tstep-1.out")"
+  } 2>&1 | sed "s/\b${a}_/ID_/g" | ids "$e" | ids "$h" | ids "$a"
+}
+RC=$(stepcancels real); BC=$(stepcancels bulk)
+same "scancel of steps of jobs not running, and of array tasks' steps" "$RC" "$BC"
+
 echo "slurm_compare_agree=$AGREE"
 echo "slurm_compare_total=$TOTAL"

@@ -64,14 +64,21 @@ fn scancel_of_a_step_kills_it_alone_and_srun_says_so_as_slurm_does() {
         "the job was not cancelled: {text:?}"
     );
     // Ended, the job is listed only when ended jobs are asked for; scancel of its
-    // step now is no error (it is done).
+    // step now finds no job to signal (scancel looks the job up first and takes an
+    // ended one for none): refused under the id as written, exit 1.
     assert_eq!(
         s.ok("squeue", &["-h", "-j", &job, "-t", "all", "-o", "%t"])
             .trim(),
         "CD"
     );
     let out = s.run("scancel", &[&format!("{job}.0")]);
-    assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "scancel: error: Kill job error on job step id {job}.0: Invalid job id specified\n"
+        )
+    );
     // In accounting the cancelled step is CANCELLED with its signal (as any step a
     // signal killed is in Slurm), the next one COMPLETED, as sacct lists them.
     let states = s.ok(
@@ -156,4 +163,54 @@ fn scancel_of_a_job_ends_its_steps_and_their_srun_as_slurm_does() {
         !said.contains("cannot release") && !said.contains("ended it"),
         "{said:?}"
     );
+}
+
+/// scancel of steps of jobs that do not run, as scancel 22.05 answers once it has
+/// looked the jobs up: an array's waiting task and a held job are passed over (exit
+/// 0, not a word), a task the array does not have is refused under the id as written
+/// (exit 1), and a running task's step is killed alone (its script goes on).
+#[test]
+fn scancel_of_array_tasks_steps_and_of_waiting_jobs_steps_as_slurm_does() {
+    let c = cluster_up(ClusterOpts::default());
+    let s = SlurmCommands::install(&c);
+    let array = s
+        .ok(
+            "sbatch",
+            &[
+                "--parsable",
+                "--array=1-2%1",
+                "-o",
+                "tstep-%a.out",
+                "--wrap",
+                "srun sh -c 'touch up.$SLURM_ARRAY_TASK_ID; exec sleep 300'; echo after $?",
+            ],
+        )
+        .trim()
+        .to_string();
+    let held = s
+        .ok("sbatch", &["--parsable", "-H", "--wrap", "true"])
+        .trim()
+        .to_string();
+    wait("task 1's step to run", || s.wd.join("up.1").exists());
+    for waiting in [format!("{array}_2.0"), format!("{held}.0")] {
+        let out = s.run("scancel", &[&waiting]);
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{waiting}: {out:?}"
+        );
+    }
+    let out = s.run("scancel", &[&format!("{array}_9.0")]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "scancel: error: Kill job error on job step id {array}_9.0: Invalid job id specified\n"
+        )
+    );
+    s.ok("scancel", &[&format!("{array}_1.0")]);
+    // Task 1's script went on and ended; then the throttle lets task 2 start.
+    wait("task 2's step to run", || s.wd.join("up.2").exists());
+    let text = std::fs::read_to_string(s.wd.join("tstep-1.out")).expect("tstep-1.out");
+    assert!(text.contains("after 137\n"), "{text:?}");
+    s.ok("scancel", &[&array, &held]);
 }
