@@ -904,20 +904,27 @@ mod tests {
 
     /// A step's parts that ended as their tasks did are COMPLETED with or without a
     /// usage (a node without step cgroups measures none); one lost is CANCELLED.
-    #[test]
-    fn a_step_is_completed_by_its_tasks_exits_not_by_its_usage() {
-        let part = |exit_code: Option<i32>, signal: Option<i32>, usage: bool| StepEnd {
+    /// Step 0 of job 7 on node `a`, ended so.
+    fn end(exit_code: Option<i32>, signal: Option<i32>, usage: Option<JobUsage>) -> StepEnd {
+        StepEnd {
             job: JobId(7),
             step: 0,
             node: "a".into(),
             name: "s".into(),
-            ntasks: 1,
-            cpus: 1,
+            ntasks: 2,
+            cpus: 2,
             start_us: 2,
             end_us: 3,
             exit_code,
             signal,
-            usage: usage.then(JobUsage::default),
+            usage,
+        }
+    }
+
+    #[test]
+    fn a_step_is_completed_by_its_tasks_exits_not_by_its_usage() {
+        let part = |exit_code: Option<i32>, signal: Option<i32>, usage: bool| {
+            end(exit_code, signal, usage.then(JobUsage::default))
         };
         assert_eq!(
             step_state(&[&part(Some(0), None, false)]),
@@ -937,19 +944,7 @@ mod tests {
     /// sibling's exit code on its node; an exit code on another node wins over it.
     #[test]
     fn a_step_killed_by_a_signal_is_cancelled_unless_a_node_exited_with_a_code() {
-        let part = |exit_code: Option<i32>, signal: Option<i32>| StepEnd {
-            job: JobId(7),
-            step: 0,
-            node: "a".into(),
-            name: "s".into(),
-            ntasks: 2,
-            cpus: 2,
-            start_us: 2,
-            end_us: 3,
-            exit_code,
-            signal,
-            usage: None,
-        };
+        let part = |exit_code: Option<i32>, signal: Option<i32>| end(exit_code, signal, None);
         assert_eq!(step_state(&[&part(None, Some(11))]), JobState::Cancelled);
         assert_eq!(step_rc(&[&part(None, Some(11))]), 11);
         // Task 0 killed by SIGUSR1, task 1 exited 2 on the same node: `0:10`.
@@ -967,21 +962,12 @@ mod tests {
     /// 137) and over another node's exit code.
     #[test]
     fn a_step_the_oom_killer_was_at_is_out_of_memory() {
-        let part = |exit_code: Option<i32>, oom_kills: u64| StepEnd {
-            job: JobId(7),
-            step: 0,
-            node: "a".into(),
-            name: "s".into(),
-            ntasks: 1,
-            cpus: 1,
-            start_us: 2,
-            end_us: 3,
-            exit_code,
-            signal: None,
-            usage: Some(JobUsage {
+        let part = |exit_code: Option<i32>, oom_kills: u64| {
+            let usage = JobUsage {
                 oom_kills,
                 ..Default::default()
-            }),
+            };
+            end(exit_code, None, Some(usage))
         };
         let (killed, other) = (part(Some(137), 1), part(Some(3), 0));
         assert_eq!(step_rc(&[&killed]), 253);
