@@ -22,6 +22,13 @@
 //! ended job's state and exit code from `scontrol show job`; dask-jobqueue's workers are
 //! batch jobs that connect back to their scheduler and are cancelled when it closes.
 //!
+//! Parsl's `SlurmProvider` (with its high-throughput executor and `SrunLauncher`)
+//! submits a block of workers as a batch job whose script starts them with srun, checks
+//! at its start that `sacct -X` works and then follows its blocks with `sacct -X
+//! --noheader --format=jobid,state%20 --job IDS`, and cancels them with scancel when
+//! the workflow ends; its workers connect back to the interchange on the submitting
+//! host.
+//!
 //! Host only: `cargo xtask ci` makes the virtual environment (Debian's python3) and
 //! installs rslurm; where a tool is missing its test says it is skipped, and passes.
 
@@ -670,4 +677,108 @@ fn dask_jobqueue_runs_workers_as_jobs_and_cancels_them() {
                 == format!("dask-worker|CANCELLED by {}", s.user.uid)
         });
     }
+}
+
+const PARSL_DRIVER: &str = r#"
+import os, sys
+import parsl
+from parsl.config import Config
+from parsl.executors import HighThroughputExecutor
+from parsl.launchers import SrunLauncher
+from parsl.providers import SlurmProvider
+
+venv = os.path.dirname(sys.executable)
+parsl.load(Config(
+    executors=[HighThroughputExecutor(
+        label="slurm", address="127.0.0.1", max_workers_per_node=2,
+        provider=SlurmProvider(
+            nodes_per_block=1, init_blocks=1, max_blocks=1, walltime="00:10:00",
+            launcher=SrunLauncher(), worker_init=f"export PATH={venv}:$PATH",
+        ),
+    )],
+    run_dir=os.path.join(os.getcwd(), "runinfo"),
+))
+
+@parsl.python_app
+def square(x):
+    import os
+    return x * x, os.environ["SLURM_JOB_ID"], os.environ["SLURM_STEP_ID"]
+
+@parsl.python_app
+def fails():
+    raise ValueError("as asked")
+
+where = [f.result(timeout=float(os.environ["BUDGET"])) for f in [square(i) for i in range(6)]]
+print("RESULT", where, flush=True)
+assert [r for r, _, _ in where] == [i * i for i in range(6)]
+try:
+    fails().result(timeout=float(os.environ["BUDGET"]))
+    sys.exit("the failing app succeeded")
+except ValueError as e:
+    print("RAISED", e, flush=True)
+print("JOBS", " ".join(sorted({j for _, j, _ in where})), flush=True)
+print("STEPS", " ".join(sorted({s for _, _, s in where})), flush=True)
+parsl.dfk().cleanup()
+print("PARSL-OK", flush=True)
+"#;
+
+/// Parsl runs apps in the workers of a block it submitted through sbatch and srun (the
+/// results, an app's exception carried back), and ends the block with scancel once
+/// the workflow is cleaned up.
+#[test]
+fn parsl_runs_apps_in_a_block_of_workers_and_cancels_it() {
+    if !venv_has("parsl", "parsl") {
+        return;
+    }
+    let c = cluster_up(ClusterOpts {
+        cpus: 4,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    let wd = s.wd.clone();
+    std::fs::write(wd.join("driver.py"), PARSL_DRIVER).expect("driver");
+    let budget = scaled(120);
+    let venv_bin = Path::new(VENV_PYTHON).parent().expect("the venv's bin");
+    let mut py = s.command(Path::new(VENV_PYTHON));
+    py.arg("driver.py")
+        .env("HOME", &wd)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}:/usr/local/bin:/usr/bin:/bin",
+                venv_bin.display(),
+                s.links.display()
+            ),
+        )
+        .env("BUDGET", budget.as_secs().to_string());
+    let (status, out, err) = run_within(&mut py, budget + scaled(60));
+    assert!(
+        status.is_some_and(|st| st.success()) && out.contains("PARSL-OK"),
+        "parsl: {status:?}\nstdout:\n{out}\nstderr:\n{err}\nagent:\n{}",
+        c.agent_log()
+    );
+    assert!(out.contains("RAISED as asked"), "{out}");
+    let line = |key: &str| -> Vec<String> {
+        out.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("the {key} line: {out}"))
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    // Every app ran in the one block's job, in the step srun started its workers in.
+    let (jobs, steps) = (line("JOBS "), line("STEPS "));
+    assert_eq!(
+        (jobs.len(), steps.as_slice()),
+        (1, &["0".to_string()][..]),
+        "{out}"
+    );
+    wait("the block's job to be cancelled", || {
+        s.ok(
+            "sacct",
+            &["-X", "-n", "-P", "-j", &jobs[0], "--format=State"],
+        )
+        .trim()
+            == format!("CANCELLED by {}", s.user.uid)
+    });
 }

@@ -776,10 +776,11 @@ const CLIENTS: &[&str] = &[
     "toil==9.6.0",
     "dask-jobqueue==0.9.0",
     "distributed==2026.8.0",
+    "parsl==2026.10.26",
 ];
 /// What [`clients_venv`] checks it can import.
 const CLIENT_MODULES: &str = "import submitit, reportseff, snakemake, \
-     snakemake_executor_plugin_slurm, psij, toil.batchSystems.slurm, dask_jobqueue";
+     snakemake_executor_plugin_slurm, psij, toil.batchSystems.slurm, dask_jobqueue, parsl";
 
 /// Makes [`CLIENTS_VENV`] if it lacks one of [`CLIENTS`] (idempotent).
 fn clients_venv() -> Result<()> {
@@ -791,7 +792,7 @@ fn clients_venv() -> Result<()> {
         .is_ok_and(|s| s.success());
     if ok {
         eprintln!(
-            "submitit, reportseff, snakemake, psij, toil, dask-jobqueue: present in {CLIENTS_VENV}"
+            "submitit, reportseff, snakemake, psij, toil, dask-jobqueue, parsl: present in {CLIENTS_VENV}"
         );
         return Ok(());
     }
