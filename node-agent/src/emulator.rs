@@ -66,6 +66,16 @@ pub struct EmulatorConfig {
     pub broker_verify_key: Option<PathBuf>,
     /// Threads the nodes are spread over.
     pub shards: u32,
+    /// CURVE: each node speaks with its own key pair, `DIR/NAME.key` (made by
+    /// [`keygen`]), to the broker of this public key; the broker admits the node by it.
+    pub curve: Option<EmulatedCurve>,
+}
+
+/// Where the emulated nodes' CURVE key pairs are and the broker's public key.
+#[derive(Debug, Clone)]
+pub struct EmulatedCurve {
+    pub keys_dir: PathBuf,
+    pub broker_key: [u8; 32],
 }
 
 /// Why the emulator cannot start.
@@ -85,6 +95,45 @@ pub struct Stats {
     pub registered: AtomicU64,
     pub launches: AtomicU64,
     pub ends: AtomicU64,
+}
+
+/// Makes a CURVE key pair in `dir` for each node of `names` that has none there
+/// (`NAME.key`, 0600, and `NAME.pub`, as `bulkhead-agent --keygen` writes them) and
+/// returns every node's public key (Z85), made now or before: the `[node_keys]` the
+/// broker admits them by.
+pub fn keygen(
+    dir: &std::path::Path,
+    names: &[String],
+) -> Result<Vec<(String, String)>, EmulatorError> {
+    use bulkhead_net::curve;
+    names
+        .iter()
+        .map(|name| {
+            let fail = |e: curve::CurveError| EmulatorError::Node {
+                node: name.clone(),
+                why: e.to_string(),
+            };
+            let key = dir.join(format!("{name}.key"));
+            let pair = if key.exists() {
+                curve::load_pair(&key).map_err(fail)?
+            } else {
+                let pair = curve::generate().map_err(fail)?;
+                curve::write_pair(dir, name, &pair).map_err(fail)?;
+                pair
+            };
+            Ok((name.clone(), curve::z85(&pair.public)))
+        })
+        .collect()
+}
+
+/// The names of the nodes `cfg` emulates, in order.
+pub fn node_names(cfg: &EmulatorConfig) -> Vec<String> {
+    (1..=cfg.nodes)
+        .map(|i| match cfg.names.get(i as usize - 1) {
+            Some(n) => n.clone(),
+            None => node_name(&cfg.prefix, i),
+        })
+        .collect()
 }
 
 /// The node name of emulated node `i` (from 1).
@@ -206,12 +255,8 @@ pub fn run(
         })
         .collect();
     let started = now();
-    for i in 1..=cfg.nodes {
+    for (i, name) in (1..=cfg.nodes).zip(node_names(cfg)) {
         let k = (i % shards) as usize;
-        let name = match cfg.names.get(i as usize - 1) {
-            Some(n) => n.clone(),
-            None => node_name(&cfg.prefix, i),
-        };
         let node = new_node(cfg, &contexts[k], &name, started)?;
         built[k].nodes.push(node);
     }
@@ -247,7 +292,22 @@ fn new_node(
         node: name.to_string(),
         why,
     };
-    let (sock, monitor) = bulkhead_net::thread::dealer_socket(ctx, &cfg.broker, None)
+    // Its own key pair, as a real node's agent has (`--key`): never made here, so
+    // that a node runs only with a key its operator could admit.
+    let pair = match &cfg.curve {
+        Some(c) => {
+            let key = c.keys_dir.join(format!("{name}.key"));
+            Some(bulkhead_net::curve::load_pair(&key).map_err(|e| {
+                fail(format!(
+                    "{e} (bulkhead-emulator --keygen makes the missing key pairs and prints \
+                     the [node_keys] that admit them)"
+                ))
+            })?)
+        }
+        None => None,
+    };
+    let curve = pair.as_ref().zip(cfg.curve.as_ref().map(|c| &c.broker_key));
+    let (sock, monitor) = bulkhead_net::thread::dealer_socket(ctx, &cfg.broker, curve)
         .map_err(|e| fail(e.to_string()))?;
     let gpus = match &cfg.gpus {
         Some(spec) => Some(SimulatedGpus::parse(spec, name).map_err(fail)?),

@@ -543,11 +543,19 @@ impl Cluster {
     }
 
     /// Starts `bulkhead-emulator` against the cluster's broker with `args` (which
-    /// nodes, their size, GPUs, log level), its MUNGE and the broker's verifying key;
-    /// the process (stopped when dropped) and the file its log goes to.
+    /// nodes, their size, GPUs, log level), its MUNGE and the broker's verifying key
+    /// (with `curve`, the broker's public key and [`Cluster::keys_dir`] for the nodes'
+    /// key pairs); the process (stopped when dropped) and the file its log goes to.
     pub fn emulate(&self, args: &[&str]) -> Result<(Stopped, PathBuf)> {
         let log = self.dir.path().join("emulator.log");
-        let child = Command::new(bin("bulkhead-emulator"))
+        let mut cmd = Command::new(bin("bulkhead-emulator"));
+        if self.opts.curve {
+            cmd.arg("--broker-key")
+                .arg(self.keys_dir().join("broker.pub"))
+                .arg("--keys-dir")
+                .arg(self.keys_dir());
+        }
+        let child = cmd
             .args(["--broker", &self.endpoint])
             .args(args)
             .arg("--munge-socket")

@@ -198,3 +198,81 @@ fn an_emulated_node_count_out_of_bounds_is_refused_with_the_reason() -> Result<(
     }
     Ok(())
 }
+
+/// With CURVE, each emulated node speaks with its own key pair, as a real node's agent
+/// does: `--keygen` makes the pairs and prints the `[node_keys]` that admit them; the
+/// broker admits the nodes whose keys it was given (`bh admin node add`) and refuses
+/// the one whose key it was not, and a job runs on an admitted node over the
+/// encrypted connection.
+#[test]
+fn emulated_nodes_speak_curve_each_with_its_own_key() -> Result<()> {
+    let c = Cluster::start_with(ClusterOpts {
+        curve: true,
+        sign: true,
+        ..Default::default()
+    })?;
+    bh_ok(
+        &c,
+        &["admin", "drain", &c.node, "--reason", "emulated only"],
+    )?;
+    let out = Command::new(bin("bulkhead-emulator"))
+        .args(["--names", "ek[1-3]", "--keygen", "--keys-dir"])
+        .arg(c.keys_dir())
+        .output()?;
+    anyhow::ensure!(out.status.success(), "keygen: {out:?}");
+    let table = String::from_utf8(out.stdout)?;
+    let keys: Vec<(String, String)> = table
+        .lines()
+        .skip_while(|l| *l != "[node_keys]")
+        .skip(1)
+        .filter_map(|l| {
+            let (node, key) = l.split_once(" = ")?;
+            Some((node.to_string(), key.trim_matches('"').to_string()))
+        })
+        .collect();
+    let names: Vec<&str> = keys.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["ek1", "ek2", "ek3"], "{table}");
+    for (node, key) in &keys {
+        // Each its own pair, written where the emulator reads it.
+        let public = std::fs::read_to_string(c.keys_dir().join(format!("{node}.pub")))?;
+        assert_eq!(public.trim(), key, "{node}");
+    }
+    assert_ne!(keys[0].1, keys[1].1);
+    // Run again, it keeps the pairs it made.
+    let again = Command::new(bin("bulkhead-emulator"))
+        .args(["--names", "ek[1-3]", "--keygen", "--keys-dir"])
+        .arg(c.keys_dir())
+        .output()?;
+    assert_eq!(String::from_utf8(again.stdout)?, table);
+    for (node, key) in &keys[..2] {
+        bh_ok(&c, &["admin", "node", "add", node, "--key", key])?;
+    }
+    let (_emu, log) = c.emulate(&["--names", "ek[1-3]", "--cpus", "2", "--log", "info"])?;
+    let listed = |n: &str| {
+        bh_ok(&c, &["nodes"])
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.starts_with(n) && l.contains("IDLE"))
+    };
+    wait_for(t(), || listed("ek1") && listed("ek2")).with_context(|| {
+        format!(
+            "ek1 and ek2 not IDLE: {}\nemulator log:\n{}",
+            bh_ok(&c, &["nodes"]).unwrap_or_default(),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    })?;
+    // ek3 holds a key the broker was not given: it is refused, not listed.
+    wait_for(t(), || {
+        c.broker_log().contains("not in the broker's allowlist")
+            || std::fs::read_to_string(&log).is_ok_and(|l| l.contains("allowlist"))
+    })
+    .with_context(|| format!("ek3's refusal: broker log:\n{}", c.broker_log()))?;
+    assert!(
+        !bh_ok(&c, &["nodes"])?.lines().any(|l| l.starts_with("ek3")),
+        "ek3 registered without an admitted key"
+    );
+    let job = submit(&c, "0.2", &["-w", "ek1"])?;
+    let j = c.wait_state(job, &[JobState::Completed], t())?;
+    assert_eq!(j.node.as_deref(), Some("ek1"), "{j:?}");
+    Ok(())
+}

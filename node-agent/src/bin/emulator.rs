@@ -1,9 +1,11 @@
 //! `bulkhead-emulator`: N **emulated** nodes in one process, each a real protocol peer
 //! of the broker (see `bulkhead_agent::emulator`). For measuring what a large cluster
-//! costs the broker; no job runs a process.
+//! costs the broker; no job runs a process. With `--broker-key` and `--keys-dir` each
+//! node speaks CURVE with its own key pair, which `--keygen` makes beforehand, printing
+//! the `[node_keys]` the broker admits them by.
 
 use anyhow::Context;
-use bulkhead_agent::emulator::{self, EmulatorConfig, Stats};
+use bulkhead_agent::emulator::{self, EmulatedCurve, EmulatorConfig, Stats};
 use clap::Parser;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,6 +48,18 @@ struct Args {
     /// Threads the nodes are spread over.
     #[arg(long, default_value_t = 4)]
     shards: u32,
+    /// The broker's CURVE public key (its .pub file, or the Z85 key): each node speaks
+    /// CURVE with its own key pair from --keys-dir, and the broker admits it by that.
+    #[arg(long, requires = "keys_dir")]
+    broker_key: Option<String>,
+    /// Where the nodes' CURVE key pairs are: DIR/NAME.key (0600), as --keygen makes them.
+    #[arg(long, value_name = "DIR")]
+    keys_dir: Option<PathBuf>,
+    /// Make a key pair in --keys-dir for each node that has none, print the
+    /// [node_keys] table that admits every node (for the broker's configuration), and
+    /// exit.
+    #[arg(long, requires = "keys_dir")]
+    keygen: bool,
     /// Log filter (RUST_LOG syntax).
     #[arg(long, default_value = "warn", env = "BH_LOG")]
     log: String,
@@ -69,6 +83,17 @@ fn main() -> anyhow::Result<()> {
         Some(n) => n,
         None => u32::try_from(names.len()).context("--names: too many nodes")?,
     };
+    if args.keys_dir.is_some() && args.broker_key.is_none() && !args.keygen {
+        anyhow::bail!("--keys-dir needs --broker-key (or --keygen)");
+    }
+    let curve = match (&args.broker_key, &args.keys_dir) {
+        (Some(key), Some(dir)) if !args.keygen => Some(EmulatedCurve {
+            keys_dir: dir.clone(),
+            broker_key: bulkhead_net::curve::load_public(key)
+                .with_context(|| format!("--broker-key {key}"))?,
+        }),
+        _ => None,
+    };
     let cfg = EmulatorConfig {
         broker: args.broker,
         nodes,
@@ -80,7 +105,18 @@ fn main() -> anyhow::Result<()> {
         munge_socket: args.munge_socket,
         broker_verify_key: args.broker_verify_key,
         shards: args.shards.clamp(1, 256),
+        curve,
     };
+    if let (true, Some(dir)) = (args.keygen, &args.keys_dir) {
+        std::fs::create_dir_all(dir).with_context(|| format!("--keys-dir {}", dir.display()))?;
+        let keys = emulator::keygen(dir, &emulator::node_names(&cfg))?;
+        // Z85 has neither `"` nor `\`: each key is a plain TOML string.
+        println!("[node_keys]");
+        for (node, key) in keys {
+            println!("{node} = \"{key}\"");
+        }
+        return Ok(());
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let stats = Arc::new(Stats::default());
     let reporter = {
