@@ -167,6 +167,14 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
     }
 
     let ctx = zmq::Context::new();
+    // With CURVE every message is sealed and opened, and every connection's handshake
+    // (three public-key operations) done, on libzmq's I/O threads: a connection is
+    // served by one of them, so that more spread the nodes' connections, and a herd of
+    // re-registrations, over the controller's cores.
+    if curve.is_some() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let _ = ctx.set_io_threads(i32::try_from(cores.clamp(1, 4)).unwrap_or(1));
+    }
     let stop = Arc::new(AtomicBool::new(false));
     // The ZAP handler answers CURVE handshakes; it must be there before the bind.
     let zap_thread = match &curve {

@@ -432,6 +432,9 @@ pub struct Core {
     /// Node keys as the store holds them (admitted by `bh admin node add`, or revoked),
     /// applied over the configuration's at start and at each reload.
     stored_keys: BTreeMap<String, String>,
+    /// The allowlist of node keys by key ([`Core::node_of_key`]): a cache, each hit
+    /// checked against `cfg.node_keys`.
+    key_index: std::cell::RefCell<HashMap<String, String>>,
     /// Submissions by idempotency key, per user: a submission sent again (its reply
     /// was lost) gets the job it made. Kept as long as the job is (the key is stored
     /// in its submission).
@@ -546,6 +549,7 @@ impl Core {
             step_ends: HashMap::new(),
             steps: HashMap::new(),
             stored_keys: BTreeMap::new(),
+            key_index: Default::default(),
             challenges: HashMap::new(),
             nonce_seed: [0; 32],
             nonce_count: 0,

@@ -264,6 +264,9 @@ fn a_revoked_node_key_takes_the_node_down_and_stays_revoked() {
         7,
     );
     assert_eq!(again.agent_key_check(Some(&k2), &hb), Ok(()));
+    // Looked up by key through an index of the allowlist: the revoked key is still
+    // refused once the new one has been found there.
+    assert!(again.agent_key_check(Some(&k1), &hb).is_err());
     let listed = again.client(
         b"c".to_vec(),
         8,
