@@ -238,6 +238,9 @@ enum Bench {
         /// Ended jobs in the store of the broker whose start is timed last (0 skips).
         #[arg(long, default_value_t = 1_000_000)]
         stored: u32,
+        /// The broker requires CURVE; each emulated node has its own admitted key.
+        #[arg(long)]
+        curve: bool,
     },
     /// One command as a user waits for it, through Slurm's names (links to the real
     /// `bh`), one process per call, on an idle cluster: `bh --version`, `sbatch --wrap
@@ -349,11 +352,16 @@ fn release_run(package: &str, bin: &str) -> Command {
 }
 
 fn bench(package: &str, bin: &str, args: &[(&str, u32)]) -> Result<()> {
+    bench_with(package, bin, args, &[])
+}
+
+/// [`bench`] with `flags` (switches without a value) after the numbers.
+fn bench_with(package: &str, bin: &str, args: &[(&str, u32)], flags: &[&str]) -> Result<()> {
     let mut cmd = release_run(package, bin);
     for (name, value) in args {
         cmd.arg(name).arg(value.to_string());
     }
-    run(&mut cmd)
+    run(cmd.args(flags))
 }
 
 /// `cargo xtask replay`: the replay binary, in release, with `args` (none: the
@@ -942,12 +950,13 @@ fn main() -> Result<()> {
                     idle_s,
                     queued,
                     stored,
+                    curve,
                 },
         } => {
             // The replay first: simulated time, seconds.
             replay(&[])?;
             build_daemons(&[])?;
-            bench(
+            bench_with(
                 "bulkhead-tests",
                 "bench-scale",
                 &[
@@ -957,6 +966,7 @@ fn main() -> Result<()> {
                     ("--queued", queued),
                     ("--stored", stored),
                 ],
+                if curve { &["--curve"] } else { &[] },
             )
         }
         Cmd::Bench {

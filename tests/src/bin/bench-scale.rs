@@ -19,6 +19,10 @@
 //! checked). Last, a broker started on a store of `--stored` (1,000,000) ended jobs:
 //! the time from its start to its first answer (`start_1m_jobs_ms`).
 //!
+//! `--curve` runs the broker with CURVE required and each emulated node with its own
+//! admitted key pair (`bulkhead-emulator --keygen`, the `[node_keys]` in the broker's
+//! configuration), the client library and `bh queue` over CURVE too.
+//!
 //! `--pause` keeps the cluster up after `queue_Q_ms`, with its jobs, until stdin closes (for
 //! profiling).
 //!
@@ -40,25 +44,55 @@ use std::time::{Duration, Instant};
 /// Most nodes one emulator process hosts (each needs about three open files).
 const PER_EMULATOR: u32 = 5000;
 
+/// With `--curve`: the keys' directory (the broker's pair, the nodes') and the
+/// `[node_keys]` table that admits every emulated node.
+#[derive(Clone)]
+struct Curve {
+    keys: PathBuf,
+    node_keys: String,
+}
+
+impl Curve {
+    fn broker_public(&self) -> Result<[u8; 32]> {
+        Ok(bulkhead_net::curve::load_public(
+            &self.keys.join("broker.pub").to_string_lossy(),
+        )?)
+    }
+}
+
 struct Broker {
     child: Child,
     endpoint: String,
     data: PathBuf,
     munge: PathBuf,
     log: PathBuf,
+    curve: Option<Curve>,
 }
 
 impl Broker {
-    fn start(data: &Path, munge: &Path, listen: &str, log: &Path) -> Result<Broker> {
+    fn start(
+        data: &Path,
+        munge: &Path,
+        listen: &str,
+        log: &Path,
+        curve: Option<Curve>,
+    ) -> Result<Broker> {
         let ep_file = data.join("broker.endpoint");
         let _ = std::fs::remove_file(&ep_file);
         // The benchmark submits as itself (root), more than a user's default 50,000.
         let config = data.join("bulkhead.toml");
         std::fs::write(
             &config,
-            "[jobs]\nallow_root = true\n[limits.user]\nmax_submitted_jobs = 1000000\n",
+            format!(
+                "[jobs]\nallow_root = true\n[limits.user]\nmax_submitted_jobs = 1000000\n{}",
+                curve.as_ref().map_or("", |c| c.node_keys.as_str())
+            ),
         )?;
-        let child = Command::new(bin("bulkhead-broker"))
+        let mut cmd = Command::new(bin("bulkhead-broker"));
+        if let Some(c) = &curve {
+            cmd.arg("--curve-key").arg(c.keys.join("broker.key"));
+        }
+        let child = cmd
             .args(["--listen", listen])
             .arg("--config")
             .arg(&config)
@@ -98,6 +132,7 @@ impl Broker {
             data: data.to_path_buf(),
             munge: munge.to_path_buf(),
             log: log.to_path_buf(),
+            curve,
         })
     }
 
@@ -106,14 +141,25 @@ impl Broker {
     }
 
     fn client(&self) -> Result<Client> {
-        Ok(Client::connect(&self.endpoint, Some(&self.munge))?)
+        let key = self.curve.as_ref().map(Curve::broker_public).transpose()?;
+        Ok(Client::connect_with(
+            &self.endpoint,
+            Some(&self.munge),
+            key,
+        )?)
     }
 
     /// SIGKILL, then the same broker again on the same port and data.
     fn restart(&mut self) -> Result<()> {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let again = Broker::start(&self.data, &self.munge, &self.endpoint, &self.log)?;
+        let again = Broker::start(
+            &self.data,
+            &self.munge,
+            &self.endpoint,
+            &self.log,
+            self.curve.clone(),
+        )?;
         *self = again;
         Ok(())
     }
@@ -147,6 +193,8 @@ fn main() -> Result<()> {
     let stored = u32_arg(&args, "--stored", 1_000_000)?;
     // Only the broker's start over the stored jobs.
     let stored_only = args.iter().any(|a| a == "--stored-only");
+    // The broker requires CURVE, and each emulated node has its own admitted key.
+    let curve = args.iter().any(|a| a == "--curve");
     if !nix::unistd::geteuid().is_root() {
         bail!("the benchmark runs MUNGE and its nodes register as root: run it as root");
     }
@@ -164,6 +212,47 @@ fn main() -> Result<()> {
     if stored_only {
         return stored_figures(stored, dir.path(), &munged.socket);
     }
+    // The emulators, planned ahead (with CURVE, their nodes' keys are made and
+    // admitted before the broker starts): for each node count, those that add what the
+    // counts before lack, each within the open files a process may have.
+    let per = PER_EMULATOR
+        .min(((hard - 1024) / bulkhead_agent::emulator::FDS_PER_NODE) as u32)
+        .max(1);
+    let mut plan: Vec<Vec<(u32, String)>> = Vec::new();
+    let (mut planned, mut e) = (0u32, 0usize);
+    for (k, count) in [small, large].into_iter().enumerate() {
+        let mut left = count.saturating_sub(planned);
+        planned += left;
+        let mut these = Vec::new();
+        while left > 0 {
+            let part = left.min(per);
+            these.push((part, format!("emu{k}p{e}n")));
+            e += 1;
+            left -= part;
+        }
+        plan.push(these);
+    }
+    let curve = if curve {
+        let keys = dir.path().join("keys");
+        std::fs::create_dir_all(&keys)?;
+        bulkhead_net::curve::write_pair(&keys, "broker", &bulkhead_net::curve::generate()?)?;
+        let mut node_keys = String::from("\n[node_keys]\n");
+        for (part, prefix) in plan.iter().flatten() {
+            let out = Command::new(bin("bulkhead-emulator"))
+                .args(["--nodes", &part.to_string(), "--prefix", prefix, "--keygen"])
+                .arg("--keys-dir")
+                .arg(&keys)
+                .output()?;
+            if !out.status.success() {
+                bail!("emulator keygen: {}", String::from_utf8_lossy(&out.stderr));
+            }
+            let table = String::from_utf8(out.stdout)?;
+            node_keys.extend(table.lines().skip(1).map(|l| format!("{l}\n")));
+        }
+        Some(Curve { keys, node_keys })
+    } else {
+        None
+    };
     let data = dir.path().join("broker");
     std::fs::create_dir_all(&data)?;
     let mut broker = Broker::start(
@@ -171,6 +260,7 @@ fn main() -> Result<()> {
         &munged.socket,
         "tcp://127.0.0.1:*",
         &dir.path().join("broker.log"),
+        curve,
     )?;
     let fig = |k: String, v: String| println!("{k}={v}");
     let name = |n: u32| {
@@ -182,28 +272,19 @@ fn main() -> Result<()> {
     };
     let mut emulators = Vec::new();
     let mut total = 0u32;
-    for (k, count) in [small, large].into_iter().enumerate() {
-        // The second emulator adds what the first lacks: `count` nodes in all.
-        let add = count.saturating_sub(total);
+    for these in &plan {
         let t0 = Instant::now();
-        // Each emulator within the open files a process may have.
-        let per = PER_EMULATOR
-            .min(((hard - 1024) / bulkhead_agent::emulator::FDS_PER_NODE) as u32)
-            .max(1);
-        let mut left = add;
-        while left > 0 {
-            let part = left.min(per);
+        for (part, prefix) in these {
             let e = emulators.len();
             emulators.push(start_emulator(
                 &broker,
                 &munged.socket,
-                part,
-                &format!("emu{k}p{e}n"),
+                *part,
+                prefix,
                 &dir.path().join(format!("emulator-{e}.log")),
             )?);
-            left -= part;
+            total += part;
         }
-        total += add;
         wait_nodes_up(&broker, total, &mut emulators, Duration::from_secs(600))?;
         fig(
             format!("register_{}_s", name(total)),
@@ -325,7 +406,11 @@ fn main() -> Result<()> {
     let mut times = Vec::new();
     for _ in 0..5 {
         let t0 = Instant::now();
-        let out = Command::new(bin("bh"))
+        let mut bh = Command::new(bin("bh"));
+        if let Some(c) = &broker.curve {
+            bh.env("BH_BROKER_KEY", c.keys.join("broker.pub"));
+        }
+        let out = bh
             .args(["queue"])
             .env("BH_BROKER", &broker.endpoint)
             .env("BH_MUNGE_SOCKET", &munged.socket)
@@ -410,7 +495,13 @@ fn start_with_stored(n: u32, dir: &Path, munge: &Path) -> Result<(f64, f64)> {
         }
     }
     let t0 = Instant::now();
-    let broker = Broker::start(&data, munge, "tcp://127.0.0.1:*", &dir.join("stored.log"))?;
+    let broker = Broker::start(
+        &data,
+        munge,
+        "tcp://127.0.0.1:*",
+        &dir.join("stored.log"),
+        None,
+    )?;
     let mut client = broker.client()?;
     client.connect_timeout = Duration::from_secs(60);
     client.reply_timeout = Duration::from_secs(120);
@@ -454,7 +545,14 @@ fn start_emulator(
     prefix: &str,
     log: &Path,
 ) -> Result<Emulator> {
-    let child = Command::new(bin("bulkhead-emulator"))
+    let mut cmd = Command::new(bin("bulkhead-emulator"));
+    if let Some(c) = &broker.curve {
+        cmd.arg("--broker-key")
+            .arg(c.keys.join("broker.pub"))
+            .arg("--keys-dir")
+            .arg(&c.keys);
+    }
+    let child = cmd
         .args(["--broker", &broker.endpoint])
         .args(["--nodes", &nodes.to_string()])
         .args(["--prefix", prefix])
