@@ -614,6 +614,44 @@ fn toil_runs_a_workflow_and_sees_a_failed_job_through_slurms_commands() {
 /// `--cpus-per-task`, `--mem`, `-t`) submitted with `sbatch FILE`, the id the first
 /// integer of sbatch's line; each worker connects back to the scheduler (here on
 /// loopback), computes, and is ended with `scancel ID` when the cluster closes.
+/// Runs `driver` (Python, in the clients' environment) as the test user in its
+/// working directory, with `BUDGET` seconds (and the environment's bin first on its
+/// PATH with `venv_path`); what it printed, once it printed `ok` and exited 0, else the
+/// test fails with its output and the agent's log.
+fn run_driver(
+    c: &bulkhead_tests::Cluster,
+    s: &SlurmCommands,
+    what: &str,
+    driver: &str,
+    ok: &str,
+    venv_path: bool,
+) -> String {
+    std::fs::write(s.wd.join("driver.py"), driver).expect("driver");
+    let budget = scaled(120);
+    let mut py = s.command(Path::new(VENV_PYTHON));
+    py.arg("driver.py")
+        .env("HOME", &s.wd)
+        .env("BUDGET", budget.as_secs().to_string());
+    if venv_path {
+        let bin = Path::new(VENV_PYTHON).parent().expect("the venv's bin");
+        py.env(
+            "PATH",
+            format!(
+                "{}:{}:/usr/local/bin:/usr/bin:/bin",
+                bin.display(),
+                s.links.display()
+            ),
+        );
+    }
+    let (status, out, err) = run_within(&mut py, budget + scaled(60));
+    assert!(
+        status.is_some_and(|st| st.success()) && out.contains(ok),
+        "{what}: {status:?}\nstdout:\n{out}\nstderr:\n{err}\nagent:\n{}",
+        c.agent_log()
+    );
+    out
+}
+
 const DASK_DRIVER: &str = r#"
 import os, time
 from dask_jobqueue import SLURMCluster
@@ -645,19 +683,7 @@ fn dask_jobqueue_runs_workers_as_jobs_and_cancels_them() {
         ..ClusterOpts::default()
     });
     let s = SlurmCommands::install(&c);
-    let wd = s.wd.clone();
-    std::fs::write(wd.join("driver.py"), DASK_DRIVER).expect("driver");
-    let budget = scaled(120);
-    let mut py = s.command(Path::new(VENV_PYTHON));
-    py.arg("driver.py")
-        .env("HOME", &wd)
-        .env("BUDGET", budget.as_secs().to_string());
-    let (status, out, err) = run_within(&mut py, budget + scaled(60));
-    assert!(
-        status.is_some_and(|st| st.success()) && out.contains("DASK-OK"),
-        "dask-jobqueue: {status:?}\nstdout:\n{out}\nstderr:\n{err}\nagent:\n{}",
-        c.agent_log()
-    );
+    let out = run_driver(&c, &s, "dask-jobqueue", DASK_DRIVER, "DASK-OK", false);
     // The work ran in the workers' jobs, and closing the cluster cancelled them.
     let ids: Vec<String> = out
         .lines()
@@ -735,28 +761,8 @@ fn parsl_runs_apps_in_a_block_of_workers_and_cancels_it() {
         ..ClusterOpts::default()
     });
     let s = SlurmCommands::install(&c);
-    let wd = s.wd.clone();
-    std::fs::write(wd.join("driver.py"), PARSL_DRIVER).expect("driver");
-    let budget = scaled(120);
-    let venv_bin = Path::new(VENV_PYTHON).parent().expect("the venv's bin");
-    let mut py = s.command(Path::new(VENV_PYTHON));
-    py.arg("driver.py")
-        .env("HOME", &wd)
-        .env(
-            "PATH",
-            format!(
-                "{}:{}:/usr/local/bin:/usr/bin:/bin",
-                venv_bin.display(),
-                s.links.display()
-            ),
-        )
-        .env("BUDGET", budget.as_secs().to_string());
-    let (status, out, err) = run_within(&mut py, budget + scaled(60));
-    assert!(
-        status.is_some_and(|st| st.success()) && out.contains("PARSL-OK"),
-        "parsl: {status:?}\nstdout:\n{out}\nstderr:\n{err}\nagent:\n{}",
-        c.agent_log()
-    );
+    // Parsl starts its interchange from the environment's bin.
+    let out = run_driver(&c, &s, "parsl", PARSL_DRIVER, "PARSL-OK", true);
     assert!(out.contains("RAISED as asked"), "{out}");
     let line = |key: &str| -> Vec<String> {
         out.lines()
