@@ -168,7 +168,7 @@ pub async fn run(cfg: BrokerConfig, shutdown: impl Future<Output = ()>) -> Resul
 
     let ctx = zmq::Context::new();
     // With CURVE every message is sealed and opened, and every connection's handshake
-    // (three public-key operations) done, on libzmq's I/O threads: a connection is
+    // (several public-key operations) done, on libzmq's I/O threads: a connection is
     // served by one of them, so that more spread the nodes' connections, and a herd of
     // re-registrations, over the controller's cores.
     if curve.is_some() {
