@@ -251,6 +251,9 @@ pub struct Scheduler {
     dep_epoch: u64,
     /// How many times a pass looked at a pending job (see [`Scheduler::assessed`]).
     assessed: u64,
+    /// How many queue entries the passes stepped over, assessed or not (see
+    /// [`Scheduler::stepped`]).
+    stepped: u64,
     /// Administrators' reservations.
     admin: Vec<AdminReservation>,
     /// Running jobs being stopped for a higher tier's job, and for which.
@@ -325,6 +328,7 @@ impl Scheduler {
             order_dep: Vec::new(),
             dep_epoch: 0,
             assessed: 0,
+            stepped: 0,
             admin: Vec::new(),
             preempting: HashMap::new(),
             reserved: HashMap::new(),
@@ -559,6 +563,12 @@ impl Scheduler {
     /// for benchmarks and tests.
     pub fn assessed(&self) -> u64 {
         self.assessed
+    }
+
+    /// How many queue entries the passes so far stepped over, looked at or skipped:
+    /// the length of queue a pass walked.
+    pub fn stepped(&self) -> u64 {
+        self.stepped
     }
 
     /// Something a dependency can name changed: jobs found waiting for theirs are
@@ -1229,22 +1239,39 @@ impl Scheduler {
         };
         let mut made = 0usize;
         let mut blocked_above = false;
-        let order = std::mem::take(&mut self.order);
-        let need = std::mem::take(&mut self.order_need);
-        let dep = std::mem::take(&mut self.order_dep);
+        // The jobs kept are written back in place, in their order: `w` of them so far,
+        // the first `i` of the queue looked at.
+        let mut order = std::mem::take(&mut self.order);
+        let mut need = std::mem::take(&mut self.order_need);
+        let mut dep = std::mem::take(&mut self.order_dep);
+        need.resize(order.len(), 0);
+        dep.resize(order.len(), NOT_WAITING);
         let preemptive = self.parts.iter().any(|p| p.preempt != Preempt::Off)
             || self.cfg.qos_preempt.iter().any(|(_, m)| *m != Preempt::Off);
-        let mut keep = Vec::with_capacity(order.len());
-        let mut keep_need = Vec::with_capacity(order.len());
-        let mut keep_dep = Vec::with_capacity(order.len());
-        for (i, id) in order.into_iter().enumerate() {
-            let gpus = need.get(i).copied().unwrap_or(0);
-            let waits = dep.get(i).copied().unwrap_or(NOT_WAITING);
+        let mut w = 0usize;
+        let mut i = 0usize;
+        macro_rules! keep {
+            ($id:expr, $gpus:expr, $waits:expr $(,)?) => {{
+                order[w] = $id;
+                need[w] = $gpus;
+                dep[w] = $waits;
+                w += 1;
+            }};
+        }
+        while i < order.len() {
+            if !full && !preemptive && self.by_free_gpus.is_empty() {
+                // No node has a free CPU and nothing may preempt: the rest of the
+                // queue would each be skipped below, unchanged. Capacity only shrinks
+                // during a pass, so stopping here decides the same, and a job's end
+                // costs what it frees, not the length of the queue behind it.
+                break;
+            }
+            let (id, gpus, waits) = (order[i], need[i], dep[i]);
+            i += 1;
+            self.stepped += 1;
             if !full && waits == self.dep_epoch {
                 // Waiting for its dependencies, and nothing they name has changed.
-                keep.push(id);
-                keep_need.push(gpus);
-                keep_dep.push(waits);
+                keep!(id, gpus, waits);
                 continue;
             }
             if !full {
@@ -1259,9 +1286,7 @@ impl Scheduler {
                 if most.is_none_or(|m| gpus > m) && !preempts {
                     // Without backfill, a job that does not fit holds back the rest.
                     blocked_above |= !self.cfg.backfill;
-                    keep.push(id);
-                    keep_need.push(gpus);
-                    keep_dep.push(waits);
+                    keep!(id, gpus, waits);
                     continue;
                 }
             }
@@ -1271,9 +1296,7 @@ impl Scheduler {
                     p.reason = Reason::Priority;
                     p.expected_start = None;
                 }
-                keep.push(id);
-                keep_need.push(gpus);
-                keep_dep.push(NOT_WAITING);
+                keep!(id, gpus, NOT_WAITING);
                 continue;
             }
             self.assessed += 1;
@@ -1354,7 +1377,7 @@ impl Scheduler {
                 } else if matches!(action, Action::Wait(_) | Action::Blocked) {
                     // Between full passes only what this pass saw is updated.
                     p.reason = match reason {
-                        Reason::Priority | Reason::Resources if !keep.is_empty() => {
+                        Reason::Priority | Reason::Resources if w > 0 => {
                             Reason::Priority
                         }
                         Reason::Priority | Reason::Resources if p.expected_start.is_none() => {
@@ -1365,9 +1388,9 @@ impl Scheduler {
                     };
                 }
             }
-            keep.push(id);
-            keep_need.push(gpus);
-            keep_dep.push(
+            keep!(
+                id,
+                gpus,
                 if matches!(
                     action,
                     Action::Wait(Reason::Dependency | Reason::DependencyNeverSatisfied)
@@ -1378,9 +1401,19 @@ impl Scheduler {
                 },
             );
         }
-        self.order = keep;
-        self.order_need = keep_need;
-        self.order_dep = keep_dep;
+        // The queue's tail not looked at stays as it was, after the jobs kept.
+        if w < i {
+            order.copy_within(i.., w);
+            need.copy_within(i.., w);
+            dep.copy_within(i.., w);
+        }
+        let len = w + (order.len() - i);
+        order.truncate(len);
+        need.truncate(len);
+        dep.truncate(len);
+        self.order = order;
+        self.order_need = need;
+        self.order_dep = dep;
         self.reserved = reserved;
         out
     }

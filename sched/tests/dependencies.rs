@@ -353,3 +353,47 @@ fn jobs_waiting_for_a_dependency_cost_a_pass_nothing_until_it_changes() {
     s.full_pass(51);
     assert!(s.assessed() >= at + 1000 - 32);
 }
+
+/// Once no node has a free CPU an incremental pass stops: a job's end costs the
+/// queue entries up to the jobs it starts, not the whole queue behind them (here
+/// 2,000 waiting), and the queue keeps its order across the stops (the jobs start
+/// by priority, highest id last: ages are equal, so by submission).
+#[test]
+fn a_pass_stops_where_the_nodes_are_full_and_keeps_the_queues_order() {
+    let mut s = Scheduler::new(
+        Config::default(),
+        nodes(1, 4, 0),
+        vec![partition("cpu", 0..1)],
+        accounts(&[1]),
+    );
+    let starts = |d: &[Decision]| -> Vec<u64> {
+        d.iter()
+            .filter_map(|x| match x {
+                Decision::Start { job, .. } => Some(job.0),
+                _ => None,
+            })
+            .collect()
+    };
+    for id in 1..=2004 {
+        s.submit(job(id, 0, 1, 0, 100, 0), 0).expect("submit");
+    }
+    assert_eq!(starts(&s.full_pass(0)), vec![1, 2, 3, 4]);
+    let mut next = 5;
+    for round in 0..50u64 {
+        let before = s.stepped();
+        // Two jobs end: the pass starts the next two in the queue's order.
+        s.job_ended(JobId(next - 4), Outcome::Ok, 1 + round);
+        s.job_ended(JobId(next - 3), Outcome::Ok, 1 + round);
+        assert_eq!(starts(&s.pass(1 + round)), vec![next, next + 1]);
+        assert!(
+            s.stepped() - before <= 3,
+            "round {round}: the pass walked {} entries of the queue",
+            s.stepped() - before
+        );
+        next += 2;
+    }
+    // A full pass still walks every waiting job.
+    let before = s.stepped();
+    assert!(starts(&s.full_pass(100)).is_empty());
+    assert!(s.stepped() - before >= 2004 - 104);
+}
