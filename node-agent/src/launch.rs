@@ -345,7 +345,7 @@ pub struct Prepared {
     pub workdir: String,
     pub stdout: String,
     pub stderr: String,
-    /// `cgroup.procs` files of the job's cgroups.
+    /// The files the job process joins its cgroups through ([`crate::cgroup::CgroupTree::procs_files`]).
     pub procs_files: Vec<PathBuf>,
     /// The job's file mode creation mask (the submitter's), for its output files and
     /// everything it creates.

@@ -1377,9 +1377,7 @@ impl Scheduler {
                 } else if matches!(action, Action::Wait(_) | Action::Blocked) {
                     // Between full passes only what this pass saw is updated.
                     p.reason = match reason {
-                        Reason::Priority | Reason::Resources if w > 0 => {
-                            Reason::Priority
-                        }
+                        Reason::Priority | Reason::Resources if w > 0 => Reason::Priority,
                         Reason::Priority | Reason::Resources if p.expected_start.is_none() => {
                             Reason::Resources
                         }
