@@ -27,9 +27,11 @@ use std::time::{Duration, Instant};
 /// process that joins is a single thread (the child of a `clone` without
 /// `CLONE_THREAD`, before its `exec`), so both move the same task; but the kernel
 /// takes its global threadgroup lock for writing (`cgroup_threadgroup_rwsem`, which
-/// waits out every fork and exit in flight) only for `cgroup.procs`. On this 2-core
-/// VM the shared limit program runs 1,176 jobs/s joining through `tasks` against 898
-/// through `cgroup.procs` (0.21 ms less CPU a job).
+/// waits out every fork and exit in flight) only for `cgroup.procs`. The shared limit
+/// program on this 2-core VM ran 1,176 and 1,184 jobs/s through `tasks` against 898
+/// and 1,129 through `cgroup.procs` in two runs, its submit→start p50 2.8 ms against
+/// 12.9. Bulkhead's own end-to-end rate and latency showed no difference either way
+/// (alternated runs): the job's v2 `cgroup.procs` write still takes that lock.
 pub const V1_JOIN: &str = "tasks";
 
 /// A failed cgroup operation, with the file it touched.

@@ -437,7 +437,8 @@ fn build_daemons(more: &[&str]) -> Result<()> {
 /// `bench e2e --with-limit`: the machine's limit (the shared `limit.c`: per job a
 /// cgroup, fork, exec of a bash script, wait, cleanup; v1 cgroups where the host has
 /// them, as the agent uses, else v2), then the end-to-end run, in one invocation, and
-/// the fraction of the limit the run reached.
+/// the fraction of the limit the run reached; on v1 also the limit with the child
+/// joining through `tasks`, as the agent's jobs do, and the fraction of that.
 fn bench_e2e_with_limit(jobs: u32, nodes: u32, cpus: u32) -> Result<()> {
     let src = root().join("../shared/bench/limit/limit.c");
     if !src.exists() {
@@ -453,8 +454,11 @@ fn bench_e2e_with_limit(jobs: u32, nodes: u32, cpus: u32) -> Result<()> {
     } else {
         "v2"
     };
+    // On v1 the agent's jobs join through `tasks` (see the agent's `V1_JOIN`): the
+    // limit joined that way is run beside the (`cgroup.procs`) and printed too.
+    let modes = if mode == "v1" { "v1,v1tasks" } else { mode };
     let out =
-        stdout_of(Command::new(&bin).args(["-m", mode, "-n", &jobs.to_string(), "-L", "50"]))?;
+        stdout_of(Command::new(&bin).args(["-m", modes, "-n", &jobs.to_string(), "-L", "50"]))?;
     print!("{out}");
     // `mode=v1 workers=2 jobs=N wall_s=… jobs_per_s=967.0 …`, then the latency line.
     let field = |line_start: &str, name: &str| -> Option<f64> {
@@ -465,7 +469,7 @@ fn bench_e2e_with_limit(jobs: u32, nodes: u32, cpus: u32) -> Result<()> {
     };
     let limit = field(&format!("mode={mode} "), "jobs_per_s")
         .context("the limit program printed no jobs_per_s")?;
-    let limit_lat = field("latency ", "submit_to_start_p50_ms");
+    let limit_lat = field(&format!("latency mode={mode} "), "submit_to_start_p50_ms");
     build_daemons(&["bulkhead-tests"])?;
     let e2e = stdout_of(release_run("bulkhead-tests", "bench-e2e").args([
         "--jobs",
@@ -485,6 +489,10 @@ fn bench_e2e_with_limit(jobs: u32, nodes: u32, cpus: u32) -> Result<()> {
         println!("limit_submit_to_start_p50_ms={l:.2}");
     }
     println!("e2e_fraction_of_limit={:.2}", rate / limit);
+    if let Some(tasks) = field("mode=v1tasks ", "jobs_per_s") {
+        println!("limit_v1tasks_jobs_per_s={tasks:.0}");
+        println!("e2e_fraction_of_limit_v1tasks={:.2}", rate / tasks);
+    }
     Ok(())
 }
 
