@@ -70,6 +70,12 @@ fn log_of(c: &Cluster, i: usize) -> String {
     std::fs::read_to_string(&c.ha[i].log).unwrap_or_default()
 }
 
+/// The last `n` lines of `text`, for a failure's message.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 /// Every job the cluster lists, by id.
 fn listed(c: &Cluster) -> Vec<u64> {
     let out = c.bh(None, &["queue", "--all", "--json"]).expect("bh queue");
@@ -243,10 +249,17 @@ fn a_leader_cut_off_by_a_partition_stops_and_the_standby_takes_over() {
         .set_link(Role::Broker, true)
         .expect("link up");
     c.start_ha_broker(0).expect("restart broker 0");
-    wait_for(t(), || {
+    if let Err(e) = wait_for(t(), || {
         log_of(&c, 0).contains("standby: another broker leads")
-    })
-    .expect("standby");
+    }) {
+        // What the restarted broker said (it once stayed silent past the wait in a
+        // loaded CI run, and passed on every run after).
+        panic!(
+            "standby: {e}\nbroker 0's log, last lines:\n{}\nbroker 1's log, last lines:\n{}",
+            last_lines(&log_of(&c, 0), 40),
+            last_lines(&log_of(&c, 1), 20)
+        );
+    }
     assert_eq!(c.wait_leader().expect("leader"), 1);
 }
 
