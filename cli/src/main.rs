@@ -632,6 +632,7 @@ fn step_request(a: &RunArgs) -> anyhow::Result<bulkhead_proto::step::StepRequest
 }
 
 mod allocating;
+mod listpids;
 mod sbcast;
 mod scancel_steps;
 mod scontrol_node;

@@ -1,5 +1,5 @@
 //! `scontrol` run as Slurm's: `show job|partition|node|config` in its `Key=Value`
-//! records, `hold`, `release`, `update` and `requeue`, with scontrol's own options
+//! records, `hold`, `release`, `update`, `requeue` and `listpids` ([`super::listpids`]), with scontrol's own options
 //! ([`super::slurm_opts::scontrol`]) and its messages and exit codes for what does not
 //! exist or cannot be done, as real scontrol 22.05 printed them.
 
@@ -247,6 +247,10 @@ pub(crate) fn scontrol(
             return Ok(ExitCode::from(1));
         }
         return Ok(ExitCode::SUCCESS);
+    }
+    // The processes of this host's job steps: the kernel's to say, no controller's.
+    if !verb.is_empty() && "listpids".starts_with(&verb.to_ascii_lowercase()) {
+        return Ok(super::listpids::run(&w[1..]));
     }
     // Host lists are scontrol's own work: no controller is asked.
     if verb == "show" {

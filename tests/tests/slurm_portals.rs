@@ -800,6 +800,122 @@ fn sstat_shows_running_steps() {
     assert_eq!(s.run("sstat", &[]).status.code(), Some(1));
 }
 
+/// `scontrol listpids` lists the processes of the job steps on its host as scontrol
+/// 22.05 does: the header, each step's tasks first with their local and global task
+/// ids (the batch script as task 0 of `batch`, srun's two tasks as 0 and 1 of step 0),
+/// then its other processes with `-` (the script's background `sleep`); one step
+/// alone with `J.S`; a step the host does not have, an id scontrol cannot read and too
+/// many words refused in its words.
+#[test]
+fn scontrol_listpids_lists_the_processes_of_the_steps_on_its_host() {
+    let c = cluster_up(ClusterOpts {
+        cpus: 2,
+        ..ClusterOpts::default()
+    });
+    let s = SlurmCommands::install(&c);
+    std::fs::write(
+        s.wd.join("steps.sh"),
+        "#!/bin/sh\necho $$ > batch.pid\nsleep 300 &\necho $! > bg.pid\n\
+         srun -n 2 sh -c 'echo $$ > task.$SLURM_PROCID; exec sleep 300'\n",
+    )
+    .expect("script");
+    let job = s
+        .ok("sbatch", &["--parsable", "-n", "2", "steps.sh"])
+        .trim()
+        .to_string();
+    let pid_in = |f: &str| {
+        std::fs::read_to_string(s.wd.join(f))
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+    };
+    wait(
+        "the batch script and both tasks to write their pids",
+        || {
+            ["batch.pid", "bg.pid", "task.0", "task.1"]
+                .iter()
+                .all(|f| pid_in(f).is_some())
+        },
+    );
+    let [batch, bg, t0, t1] =
+        ["batch.pid", "bg.pid", "task.0", "task.1"].map(|f| pid_in(f).expect("pid"));
+    let node = c.node.clone();
+    let rows = |out: &str| -> Vec<Vec<String>> {
+        out.lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect()
+    };
+    let row = |pid: i32, step: &str, local: &str, global: &str| {
+        vec![
+            pid.to_string(),
+            job.clone(),
+            step.to_string(),
+            local.to_string(),
+            global.to_string(),
+        ]
+    };
+    let out = s.run("scontrol", &["listpids", &job, &node]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.lines().next(),
+        Some("PID      JOBID    STEPID   LOCALID GLOBALID"),
+        "{text}"
+    );
+    let got = rows(&text);
+    // The batch step: its script first as task 0, then the rest (its background
+    // sleep, srun), in pid order.
+    assert_eq!(got[0], row(batch, "batch", "0", "0"), "{text}");
+    assert!(got.contains(&row(bg, "batch", "-", "-")), "{text}");
+    let step0: Vec<_> = got.iter().filter(|r| r[2] == "0").cloned().collect();
+    assert_eq!(
+        step0,
+        [row(t0, "0", "0", "0"), row(t1, "0", "1", "1")],
+        "{text}"
+    );
+    // Columns as scontrol pads them.
+    let first = text.lines().nth(1).expect("a line");
+    assert_eq!(
+        first,
+        format!("{batch:<8} {job:<8} {:<8} {:<7} {:<8}", "batch", 0, 0)
+    );
+    // One step alone.
+    let one = s.ok("scontrol", &["listpids", &format!("{job}.0"), &node]);
+    assert_eq!(rows(&one), step0, "{one}");
+    // What is not there, and what cannot be read.
+    let none = s.run("scontrol", &["listpids", &format!("{job}.7"), &node]);
+    assert_eq!(none.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&none.stderr),
+        format!("StepId={job}.7 does not exist on node {node}.\n")
+    );
+    let bad = s.run("scontrol", &["listpids", "12x"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(bad.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        "\"12x\" does not look like a jobid\n"
+    );
+    let many = s.run("scontrol", &["listpids", &job, &node, "x"]);
+    assert_eq!(many.status.code(), Some(1));
+    // Every step on the host, as root, holds this job's.
+    let all = s.run_as_root("scontrol", &["listpids"]);
+    let all_rows = rows(&String::from_utf8_lossy(&all.stdout));
+    assert!(all_rows.contains(&row(t1, "0", "1", "1")));
+    s.ok("scancel", &[&job]);
+    wait("the job's processes to end", || {
+        String::from_utf8_lossy(&s.run("scontrol", &["listpids", &job, &node]).stdout)
+            .lines()
+            .count()
+            == 1
+    });
+}
+
 /// sbcast copies a file to the nodes of a running job as its user, as Slurm's does:
 /// its bytes (past one chunk of the step's input, NULs among them) and its permission
 /// bits, its times only with `-p`; an existing copy is kept without `-f` (exit 17 with
