@@ -56,6 +56,23 @@ pub(crate) struct Answer {
     pub code: u8,
 }
 
+/// C's `atol`: leading blanks, a sign and digits; 0 where there are none.
+pub(crate) fn atol(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let v = body
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |v, d| {
+            v.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+        });
+    if neg { -v } else { v }
+}
+
 /// C's `strtol(s, &end, 10)` as far as scontrol uses it: the value (wrapped to 32
 /// bits, as scontrol's cast does) and what follows the number.
 fn strtol(s: &str) -> (u32, &str) {
@@ -177,10 +194,10 @@ pub(crate) fn render(asked: Asked, steps: &[StepPids], node: Option<&str>) -> An
     a
 }
 
-/// `scontrol listpids`'s words after the verb: at most two.
-pub(crate) fn run(words: &[String]) -> ExitCode {
+/// `scontrol listpids`'s words after the verb (`verb`, as typed): at most two.
+pub(crate) fn run(verb: &str, words: &[String]) -> ExitCode {
     if words.len() > 2 {
-        eprintln!("too many arguments for keyword:listpids");
+        eprintln!("too many arguments for keyword:{verb}");
         return ExitCode::from(1);
     }
     let asked = match parse(words.first().map(String::as_str)) {
@@ -325,6 +342,21 @@ fn job_steps(agent: &Path, caller: u32) -> Vec<StepPids> {
     out
 }
 
+/// The job a process belongs to, from its `/proc/PID/cgroup` text: the `job_J`
+/// directory below an agent's `bulkhead-NODE` (`scontrol pidinfo`'s question, which
+/// slurmd answers from its steps' process lists).
+pub(crate) fn job_of_cgroups(text: &str) -> Option<u32> {
+    text.lines().find_map(|l| {
+        let path = l.splitn(3, ':').nth(2)?;
+        let parts: Vec<&str> = path.split('/').collect();
+        parts.windows(2).find_map(|w| {
+            w[0].starts_with("bulkhead-")
+                .then(|| w[1].strip_prefix("job_")?.parse().ok())
+                .flatten()
+        })
+    })
+}
+
 /// When a process started, in clock ticks since boot (`/proc/PID/stat`'s 22nd field).
 fn start_time(pid: i32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -418,6 +450,20 @@ mod tests {
                 others: vec![],
             },
         ]
+    }
+
+    #[test]
+    fn a_process_is_known_by_its_jobs_cgroup() {
+        let hybrid = "12:memory:/process_api/x/bulkhead-n1/job_42\n\
+                      1:name=systemd:/user.slice\n\
+                      0::/process_api/x/bulkhead-n1/job_42/step_0/task_1\n";
+        assert_eq!(job_of_cgroups(hybrid), Some(42));
+        assert_eq!(job_of_cgroups("0::/bulkhead-n1/job_7\n"), Some(7));
+        // Not a job's: the agent's own, another manager's, a look-alike name.
+        assert_eq!(job_of_cgroups("0::/system.slice/bulkhead-n1\n"), None);
+        assert_eq!(job_of_cgroups("0::/slurm/uid_0/job_5/step_0\n"), None);
+        assert_eq!(job_of_cgroups("0::/bulkhead-n1/job_x\n"), None);
+        assert_eq!(job_of_cgroups(""), None);
     }
 
     #[test]

@@ -250,7 +250,10 @@ pub(crate) fn scontrol(
     }
     // The processes of this host's job steps: the kernel's to say, no controller's.
     if !verb.is_empty() && "listpids".starts_with(&verb.to_ascii_lowercase()) {
-        return Ok(super::listpids::run(&w[1..]));
+        return Ok(super::listpids::run(verb, &w[1..]));
+    }
+    if verb.len() >= 3 && "pidinfo".starts_with(&verb.to_ascii_lowercase()) {
+        return pidinfo(g, verb, &w[1..]);
     }
     // Host lists are scontrol's own work: no controller is asked.
     if verb == "show" {
@@ -606,6 +609,52 @@ pub(crate) fn scontrol(
         ),
         other => return Err(Plain(format!("invalid keyword: {other}")).into()),
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `scontrol pidinfo PID` (`scontrol_pid_info`): the job a process of this host
+/// belongs to (its cgroup, where slurmd asks its steps) and when that job ends, from
+/// the broker, as slurmctld answers `slurm_get_end_time`: its start plus its time
+/// limit, a year without one.
+fn pidinfo(g: &Globals, verb: &str, words: &[String]) -> anyhow::Result<ExitCode> {
+    match words.len() {
+        0 => {
+            eprintln!("missing argument for keyword:{verb}");
+            return Ok(ExitCode::from(1));
+        }
+        1 => {}
+        _ => {
+            eprintln!("too many arguments for keyword:{verb}");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    // atol: leading blanks, a sign, digits; anything else ends it.
+    let pid = super::listpids::atol(&words[0]);
+    let job = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .ok()
+        .as_deref()
+        .and_then(super::listpids::job_of_cgroups);
+    let Some(job) = job else {
+        eprintln!("Failed to locate job for requested pid");
+        return Ok(ExitCode::from(1));
+    };
+    let mut c = client(g)?;
+    let j = match c.show(bulkhead_proto::JobId(u64::from(job))) {
+        Ok(j) => j,
+        Err(e) if not_found(&e) => {
+            eprintln!("Failed to get job end time: Invalid job id specified");
+            return Ok(ExitCode::from(1));
+        }
+        Err(e) => return Err(explain(e)),
+    };
+    const YEAR_US: u64 = 365 * 24 * 3600 * 1_000_000;
+    let end_us = slurm::end_time_us(&j)
+        .or_else(|| j.start_time_us.map(|s| s.saturating_add(YEAR_US)))
+        .unwrap_or(0);
+    let end = end_us / 1_000_000;
+    let now = now_us() / 1_000_000;
+    println!("Slurm JobId={job} ends at {}", slurm::date_line(end));
+    println!("Job remaining time is {} seconds", end.saturating_sub(now));
     Ok(ExitCode::SUCCESS)
 }
 

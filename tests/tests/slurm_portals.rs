@@ -805,7 +805,8 @@ fn sstat_shows_running_steps() {
 /// ids (the batch script as task 0 of `batch`, srun's two tasks as 0 and 1 of step 0),
 /// then its other processes with `-` (the script's background `sleep`); one step
 /// alone with `J.S`; a step the host does not have, an id scontrol cannot read and too
-/// many words refused in its words.
+/// many words refused in its words. Beside it `scontrol pidinfo`: a task's job and
+/// when it ends, and a process of no job.
 #[test]
 fn scontrol_listpids_lists_the_processes_of_the_steps_on_its_host() {
     let c = cluster_up(ClusterOpts {
@@ -907,6 +908,40 @@ fn scontrol_listpids_lists_the_processes_of_the_steps_on_its_host() {
     let all = s.run_as_root("scontrol", &["listpids"]);
     let all_rows = rows(&String::from_utf8_lossy(&all.stdout));
     assert!(all_rows.contains(&row(t1, "0", "1", "1")));
+    // scontrol pidinfo: the job of a process of this host, and when it ends.
+    let info = s.ok("scontrol", &["pidinfo", &t1.to_string()]);
+    let lines: Vec<&str> = info.lines().collect();
+    assert_eq!(lines.len(), 2, "{info}");
+    let at = lines[0]
+        .strip_prefix(&format!("Slurm JobId={job} ends at "))
+        .unwrap_or_else(|| panic!("{info}"));
+    // slurm_ctime2's `%a %b %d %T %Y`.
+    let words: Vec<&str> = at.split(' ').collect();
+    assert_eq!(words.len(), 5, "{info}");
+    assert!(words[3].len() == 8 && words[4].len() == 4, "{info}");
+    let left: u64 = lines[1]
+        .strip_prefix("Job remaining time is ")
+        .and_then(|r| r.strip_suffix(" seconds"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{info}"));
+    assert!(left > 0, "{info}");
+    let not_a_job = s.run("scontrol", &["pidinfo", "1"]);
+    assert_eq!(not_a_job.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&not_a_job.stderr),
+        "Failed to locate job for requested pid\n"
+    );
+    let bare = s.run("scontrol", &["pidinfo"]);
+    assert_eq!(
+        (
+            bare.status.code(),
+            String::from_utf8_lossy(&bare.stderr).into_owned()
+        ),
+        (
+            Some(1),
+            "missing argument for keyword:pidinfo\n".to_string()
+        )
+    );
     s.ok("scancel", &[&job]);
     wait("the job's processes to end", || {
         String::from_utf8_lossy(&s.run("scontrol", &["listpids", &job, &node]).stdout)
