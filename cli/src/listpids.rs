@@ -58,39 +58,13 @@ pub(crate) struct Answer {
 
 /// C's `atol`: leading blanks, a sign and digits; 0 where there are none.
 pub(crate) fn atol(s: &str) -> i64 {
-    let t = s.trim_start();
-    let (neg, body) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let v = body
-        .bytes()
-        .take_while(u8::is_ascii_digit)
-        .fold(0i64, |v, d| {
-            v.saturating_mul(10).saturating_add(i64::from(d - b'0'))
-        });
-    if neg { -v } else { v }
+    bulkhead_cli::opts::strtol(s).map_or(0, |(v, _)| v)
 }
 
-/// C's `strtol(s, &end, 10)` as far as scontrol uses it: the value (wrapped to 32
-/// bits, as scontrol's cast does) and what follows the number.
+/// C's `strtol(s, &end, 10)` as scontrol uses it: the value cut to 32 bits, as its
+/// cast does, and what follows the number (all of `s` where there is none).
 fn strtol(s: &str) -> (u32, &str) {
-    let t = s.trim_start();
-    let (neg, body) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return (0, s);
-    }
-    let v = body[..digits].bytes().fold(0i64, |v, d| {
-        v.saturating_mul(10).saturating_add(i64::from(d - b'0'))
-    });
-    let v = if neg { v.wrapping_neg() } else { v };
-    (v as u32, &body[digits..])
+    bulkhead_cli::opts::strtol(s).map_or((0, s), |(v, rest)| (v as u32, rest))
 }
 
 /// The id's words as `_parse_jobid` and `_parse_stepid` read them: `Err` is what

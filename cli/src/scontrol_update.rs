@@ -237,17 +237,7 @@ pub(crate) fn parse_update(
 /// C's `strtoll(s, NULL, 10)` as far as scontrol's `Nice=` needs it: leading blanks,
 /// an optional sign, the digits that follow (saturating), 0 when there are none.
 fn strtoll(s: &str) -> i64 {
-    let t = s.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let mut n: i64 = 0;
-    for b in digits.bytes().take_while(u8::is_ascii_digit) {
-        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
-    }
-    if neg { -n } else { n }
+    bulkhead_cli::opts::strtol(s).map_or(0, |(v, _)| v)
 }
 
 #[cfg(test)]

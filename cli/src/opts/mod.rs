@@ -17,7 +17,7 @@ pub mod gres;
 mod resolve;
 mod xlate;
 pub(crate) use resolve::leading_integer;
-pub use resolve::{parse_signal, signal_number};
+pub use resolve::{parse_signal, signal_number, strtol};
 pub mod script_path;
 pub mod table;
 

@@ -1051,7 +1051,7 @@ fn gres_prepend_tres_type(g: &str) -> String {
 /// C's `strtol` in base 10 over the start of `s`: blanks (C's `isspace`), a sign,
 /// digits; the number (saturated past i64's range) and what follows it. `None` where
 /// no digit follows (strtol converts nothing: its end is the start).
-pub(super) fn strtol(s: &str) -> Option<(i64, &str)> {
+pub fn strtol(s: &str) -> Option<(i64, &str)> {
     let t = s.trim_start_matches(super::c_isspace);
     let (neg, t) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
