@@ -350,33 +350,46 @@ fn step_of(
     parts: &[(Option<u32>, Vec<i32>)],
     caller: u32,
 ) -> Option<StepPids> {
-    let all: Vec<i32> = parts.iter().flat_map(|(_, p)| p.iter().copied()).collect();
-    if all.is_empty() {
+    // Each process's parent and user, read once.
+    let info: std::collections::HashMap<i32, Option<(i32, u32)>> = parts
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|pid| (*pid, parent_and_uid(*pid))))
+        .collect();
+    if info.is_empty() {
         return None;
     }
-    let info: Vec<(i32, Option<(i32, u32)>)> =
-        all.iter().map(|p| (*p, parent_and_uid(*p))).collect();
     if caller != 0
         && !info
-            .iter()
-            .any(|(_, i)| i.is_some_and(|(_, uid)| uid == caller))
+            .values()
+            .any(|i| i.is_some_and(|(_, uid)| uid == caller))
     {
         return None;
     }
-    // (start time, pid, local id, global id) of each process that may be a task.
+    // (start time, pid, local id, global id) of each process that may be a task:
+    // its parent outside the step (only those have their environment read).
     let mut candidates: Vec<(u64, i32, u32, u32)> = Vec::new();
     let mut others = Vec::new();
     for (local_dir, pids) in parts {
         for pid in pids {
-            let parent = info.iter().find(|(p, _)| p == pid).and_then(|(_, i)| *i);
-            let outside = parent.is_some_and(|(pp, _)| !all.contains(&pp));
-            let ids = match step {
-                Step::Batch => Some((0, 0)),
-                Step::Numbered(_) => task_ids(*pid).map(|(l, g)| (local_dir.unwrap_or(l), g)),
-            };
-            match (ids, outside.then(|| start_time(*pid)).flatten()) {
-                (Some((l, g)), Some(t)) => candidates.push((t, *pid, l, g)),
-                _ => others.push(*pid),
+            let outside = info
+                .get(pid)
+                .copied()
+                .flatten()
+                .is_some_and(|(pp, _)| !info.contains_key(&pp));
+            let candidate = outside
+                .then(|| {
+                    let (l, g) = match step {
+                        Step::Batch => (0, 0),
+                        Step::Numbered(_) => {
+                            task_ids(*pid).map(|(l, g)| (local_dir.unwrap_or(l), g))?
+                        }
+                    };
+                    Some((start_time(*pid)?, *pid, l, g))
+                })
+                .flatten();
+            match candidate {
+                Some(c) => candidates.push(c),
+                None => others.push(*pid),
             }
         }
     }
